@@ -1,0 +1,3 @@
+from bot.cli.app import main
+
+main()

@@ -1,0 +1,39 @@
+"""`owlia`: the root command and its groups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bot.cli import audit_cmd, chain_cmd, policy_cmd, sign_cmd, signer_cmd, up_cmd
+
+app = typer.Typer(
+    name="owlia",
+    help="OwliaBot: a self-hosted AI agent whose signer no prompt can talk past your policy.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def root(
+    home: Optional[Path] = typer.Option(
+        None, "--home", envvar="OWLIA_HOME", help="OwliaBot home (config.yaml, secrets, signer). Default ~/.owliabot."
+    ),
+) -> None:
+    """Run `owlia up` for a local stack on a dev chain; `owlia COMMAND --help` for each command."""
+
+
+app.add_typer(signer_cmd.app, name="signer")
+app.add_typer(chain_cmd.app, name="chain")
+app.add_typer(sign_cmd.app, name="sign")
+app.add_typer(policy_cmd.app, name="policy")
+app.add_typer(audit_cmd.app, name="audit")
+app.command("up")(up_cmd.up)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,91 @@
+"""`owlia sign send`: submit a transfer through exactly the client path the bot uses."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any, Optional
+
+import typer
+
+from bot.cli.common import client_token_file, fail, print_json, run, signer_paths
+
+app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
+
+EXIT_SIGNED, EXIT_FAILED, EXIT_PENDING, EXIT_DENIED = 0, 1, 3, 4
+EXIT_CODES = {"signed": EXIT_SIGNED, "pending_approval": EXIT_PENDING, "denied": EXIT_DENIED}
+AMOUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z][A-Za-z0-9]*)?\s*$")
+
+
+def parse_amount(text: str, assets: list[dict[str, Any]], chain_id: int) -> tuple[str | None, int]:
+    """`0.01eth`, `1000wei`, `12 gwei`, `5usdc` -> (token address or None for native, base units).
+
+    Decimal arithmetic from the string: never a float. A unit finer than the asset is refused.
+    """
+    match = AMOUNT_RE.match(text)
+    if not match:
+        raise ValueError(f"cannot read amount {text!r}: use e.g. 0.01eth, 1000wei or 5usdc")
+    number, unit = match.group(1), (match.group(2) or "wei").lower()
+    native_units = {"wei": 0, "gwei": 9, "eth": 18, "ether": 18}
+    if unit in native_units:
+        token, decimals = None, native_units[unit]
+    else:
+        found = [a for a in assets if a.get("chain") == chain_id and str(a.get("symbol", "")).lower() == unit
+                 and a.get("asset") != "native"]
+        if not found:
+            raise ValueError(f"unknown token {unit!r} on chain {chain_id}: the signer's policy has no such asset")
+        token, decimals = found[0]["asset"], int(found[0]["decimals"])
+    try:
+        scaled = Decimal(number).scaleb(decimals)
+    except InvalidOperation:
+        raise ValueError(f"cannot read amount {text!r}") from None
+    if scaled != scaled.to_integral_value():
+        raise ValueError(f"{text} has more decimals than the asset allows ({decimals})")
+    return token, int(scaled)
+
+
+@app.command("send")
+def send(
+    ctx: typer.Context,
+    to: str = typer.Option(..., "--to", help="Recipient address (checksummed or lowercase)."),
+    value: str = typer.Option(..., "--value", help="Amount with unit: 0.01eth, 1000wei, 12gwei, 5usdc."),
+    data: Optional[str] = typer.Option(None, "--data", help="Calldata hex for a raw call."),
+    chain_id: int = typer.Option(31337, "--chain", help="Chain id."),
+    reason: Optional[str] = typer.Option(None, help="Why (recorded, shown as unverified)."),
+    idempotency_key: Optional[str] = typer.Option(None, help="Reuse to make a retry safe."),
+) -> None:
+    """Prints the signer's JSON outcome. Exit: 0 signed, 3 pending approval, 4 denied, 1 failed."""
+    from signer.client import SignerClient, SignerError, load_token
+
+    paths = signer_paths(ctx)
+    try:
+        token = load_token(client_token_file(ctx))
+    except SignerError as exc:
+        fail(exc.message)
+
+    async def submit() -> dict[str, Any]:
+        async with SignerClient(paths.socket, token) as client:
+            assets: list[dict[str, Any]] = []
+            if not re.match(r"^\s*[0-9.]+\s*(wei|gwei|eth|ether)?\s*$", value, re.I):
+                assets = (await client.call("policy.show"))["policy"].get("assets", [])
+            token_addr, amount = parse_amount(value, assets, chain_id)
+            if token_addr is None:
+                intent: dict[str, Any] = {"chain_id": chain_id, "to": to, "value": str(amount)}
+                if data:
+                    intent["data"] = data
+            else:
+                if data:
+                    raise ValueError("--data cannot be combined with a token amount")
+                intent = {"chain_id": chain_id,
+                          "token_transfer": {"token": token_addr, "recipient": to, "amount": str(amount)}}
+            return await client.sign(intent, idempotency_key=idempotency_key, reason=reason, source="cli")
+
+    try:
+        outcome = run(submit())
+    except ValueError as exc:
+        fail(str(exc))
+    except SignerError as exc:
+        print_json({"status": "error", "code": exc.code, "error": exc.message, "data": exc.data})
+        raise typer.Exit(EXIT_FAILED)
+    print_json(outcome)
+    raise typer.Exit(EXIT_CODES.get(outcome.get("status", ""), EXIT_FAILED))

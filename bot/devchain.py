@@ -1,0 +1,100 @@
+"""A local anvil chain: the embedded default for `owlia up`, `owlia chain dev` and the tests.
+
+anvil comes from npm (`@foundry-rs/anvil-linux-amd64`, see package.json), installed by .ci/setup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+NPM_ANVIL = PROJECT_ROOT / "node_modules" / "@foundry-rs" / "anvil-linux-amd64" / "bin" / "anvil"
+DEV_CHAIN_ID = 31337
+
+
+class DevChainError(RuntimeError):
+    pass
+
+
+def anvil_binary() -> Path:
+    """`OWLIA_ANVIL`, else the npm-installed binary, else `anvil` on PATH."""
+    candidates = [os.environ.get("OWLIA_ANVIL"), str(NPM_ANVIL), shutil.which("anvil")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    raise DevChainError("anvil not found: run `bash .ci/setup` (it installs it from npm) or set OWLIA_ANVIL")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rpc(url: str, method: str, params: list | None = None, timeout: float = 5.0):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}).encode()
+    req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - loopback dev chain only
+        reply = json.loads(resp.read())
+    if "error" in reply:
+        raise DevChainError(f"{method}: {reply['error'].get('message')}")
+    return reply["result"]
+
+
+@dataclass
+class DevChain:
+    port: int = 8545
+    chain_id: int = DEV_CHAIN_ID
+    block_time: float | None = None  # None: mine each transaction at once
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> DevChain:
+        cmd = [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(self.port),
+               "--chain-id", str(self.chain_id), "--silent"]
+        if self.block_time:
+            cmd += ["--block-time", str(self.block_time)]
+        self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+                raise DevChainError(f"anvil exited with {self.process.returncode}: {err.strip()[:500]}")
+            try:
+                if int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id:
+                    return self
+            except (OSError, DevChainError):
+                time.sleep(0.03)
+        self.stop()
+        raise DevChainError(f"anvil did not answer on {self.url} within {timeout:.0f}s")
+
+    def accounts(self) -> list[tuple[str, int]]:
+        return [(a, int(rpc(self.url, "eth_getBalance", [a, "latest"]), 16)) for a in rpc(self.url, "eth_accounts")]
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def __enter__(self) -> DevChain:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,33 @@
+"""The ledger snapshot and signer state a decision depends on, passed in so the evaluator stays pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class PriceQuote:
+    """USD price of one whole token, in micro-dollars (integers only). `None` price means unknown."""
+
+    usd_micros_per_unit: int
+    decimals: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvalContext:
+    """Everything besides the request that the evaluator reads. Serializable into the audit log.
+
+    `spent` maps (chain_id, asset, window_seconds) to the amount already reserved or committed in
+    that rolling window, in base units; `spent_usd` the same in micro-dollars per window.
+    """
+
+    now: float
+    spent: dict[tuple[int, str, int], int] = field(default_factory=dict)
+    spent_usd: dict[int, int] = field(default_factory=dict)
+    tx_count: dict[int, int] = field(default_factory=dict)  # window_seconds -> signed tx count
+    new_recipients: dict[int, int] = field(default_factory=dict)  # window_seconds -> distinct new
+    seen_recipients: frozenset[str] = frozenset()  # recipients already paid in the past (lowercase)
+    prices: dict[tuple[int, str], PriceQuote | None] = field(default_factory=dict)
+    session_key_expires_at: float | None = None  # None: no usable session key
+    session_key_balance_cap: int | None = None
+    frozen: bool = False

@@ -1,0 +1,97 @@
+"""What a caller asks the signer to sign, and what the signer decodes it into.
+
+The caller's words are never trusted: an intent is reduced to the raw call (chain, to, value,
+data) and `policies.decode` derives every action from those bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+NATIVE = "native"
+"""Asset id of a chain's native coin (ETH on Ethereum and anvil)."""
+
+
+class Flag(str, Enum):
+    """Facts the caller reports about where parts of a request came from.
+
+    Flags can only make a decision stricter: the evaluator escalates on them, never relaxes.
+    """
+
+    RECIPIENT_FROM_UNTRUSTED = "recipient_from_untrusted_content"
+    FROM_SKILL = "from_skill"
+    FROM_HEARTBEAT = "from_heartbeat"
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """The raw transaction a request reduces to. Addresses are lowercase 0x-hex, 42 chars."""
+
+    chain_id: int
+    to: str
+    value: int
+    data: bytes = b""
+    flags: frozenset[Flag] = field(default_factory=frozenset)
+    # Set when the request carries an EIP-7702 authorization list or asks for a raw-hash signature.
+    authorization_list: bool = False
+    raw_hash_signature: bool = False
+
+
+# ---- decoded actions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """Value leaving the wallet: native coin or an ERC-20 `transfer` / `transferFrom`."""
+
+    chain_id: int
+    asset: str  # NATIVE or the token contract address (lowercase)
+    recipient: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A grant of spending power: approve, increaseAllowance, permit, Permit2, setApprovalForAll."""
+
+    chain_id: int
+    asset: str  # token contract address
+    spender: str
+    amount: int  # for setApprovalForAll: 2**256 - 1 (it is unlimited by nature)
+    method: str  # "approve" | "increaseAllowance" | "permit" | "permit2" | "setApprovalForAll"
+
+
+@dataclass(frozen=True, slots=True)
+class ContractCall:
+    """Any call with calldata, recorded for target/selector allowlisting (nested calls included)."""
+
+    chain_id: int
+    target: str
+    selector: bytes  # 4 bytes, or b"" for a plain value transfer to a contract
+    depth: int  # 0 for the top-level call, +1 per nesting level
+
+
+@dataclass(frozen=True, slots=True)
+class Forbidden:
+    """Something the signer refuses whatever the policy says (delegatecall, 7702, raw hash...)."""
+
+    rule_id: str
+    reason: str
+
+
+Action = Transfer | Approval | ContractCall | Forbidden
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """Everything the signer derived from a `Call`, in the order it found it."""
+
+    call: Call
+    actions: tuple[Action, ...]
+
+    def transfers(self) -> tuple[Transfer, ...]:
+        return tuple(a for a in self.actions if isinstance(a, Transfer))
+
+    def approvals(self) -> tuple[Approval, ...]:
+        return tuple(a for a in self.actions if isinstance(a, Approval))

@@ -1,0 +1,123 @@
+"""Who may talk to the signer: peer uid (SO_PEERCRED) first, then a token the signer issued.
+
+Tokens look like `owl_<client id>_<secret>`; only sha256(secret) is stored, compared in constant
+time. The secret has 256 bits of entropy, so a fast hash is the right hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import socket
+import sqlite3
+import struct
+import time
+from dataclasses import dataclass
+
+from signer.protocol import SCOPE_RANK, ErrorCode, RpcError, Scope
+
+TOKEN_RE = re.compile(r"^owl_([0-9a-f]{12})_([A-Za-z0-9_\-]{43})$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    client_id: str
+    name: str
+    scope: Scope
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+    def active(self, now: float) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+    def allows(self, needed: Scope) -> bool:
+        return SCOPE_RANK[self.scope] >= SCOPE_RANK[needed]
+
+
+def peer_uid(sock: socket.socket) -> int:
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid
+
+
+def uid_allowed(uid: int, allowed: list[int]) -> bool:
+    return uid == os.getuid() or uid in allowed
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def add_client(
+    conn: sqlite3.Connection, name: str, scope: Scope, *, ttl_seconds: int | None = None, now: float | None = None
+) -> tuple[Client, str]:
+    """Create a client and return it with its token. The token is shown once and never stored."""
+    if not NAME_RE.match(name):
+        raise ValueError("client name must be lowercase letters, digits, '-' or '_' (max 32), starting with a letter")
+    now = time.time() if now is None else now
+    client_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    expires = now + ttl_seconds if ttl_seconds else None
+    try:
+        conn.execute(
+            "INSERT INTO clients(client_id, name, scope, token_hash, created_at, expires_at) VALUES(?,?,?,?,?,?)",
+            (client_id, name, scope.value, _hash(secret), now, expires),
+        )
+    except sqlite3.IntegrityError:
+        raise ValueError(f"a client named {name!r} already exists; revoke it first") from None
+    return Client(client_id, name, scope, now, expires, None), f"owl_{client_id}_{secret}"
+
+
+def revoke_client(conn: sqlite3.Connection, name: str, *, now: float | None = None) -> bool:
+    cur = conn.execute(
+        "UPDATE clients SET revoked_at=? WHERE name=? AND revoked_at IS NULL", (time.time() if now is None else now, name)
+    )
+    return cur.rowcount == 1
+
+
+def list_clients(conn: sqlite3.Connection) -> list[Client]:
+    rows = conn.execute(
+        "SELECT client_id, name, scope, created_at, expires_at, revoked_at FROM clients ORDER BY created_at"
+    ).fetchall()
+    return [Client(r[0], r[1], Scope(r[2]), r[3], r[4], r[5]) for r in rows]
+
+
+class ClientRegistry:
+    """Read side used by the daemon. Re-reads a client on every check so revocation bites at once."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def _load(self, client_id: str) -> tuple[Client, str] | None:
+        row = self._conn.execute(
+            "SELECT client_id, name, scope, created_at, expires_at, revoked_at, token_hash FROM clients "
+            "WHERE client_id=?",
+            (client_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Client(row[0], row[1], Scope(row[2]), row[3], row[4], row[5]), row[6]
+
+    def authenticate(self, token: str, now: float) -> Client:
+        failure = RpcError(ErrorCode.UNAUTHENTICATED, "invalid, expired or revoked token")
+        match = TOKEN_RE.match(token)
+        if not match:
+            raise failure
+        loaded = self._load(match.group(1))
+        # Hash and compare even for an unknown id, so timing does not reveal which ids exist.
+        expected = loaded[1] if loaded else "0" * 64
+        if not hmac.compare_digest(_hash(match.group(2)), expected) or loaded is None:
+            raise failure
+        client = loaded[0]
+        if not client.active(now):
+            raise failure
+        return client
+
+    def still_active(self, client_id: str, now: float) -> bool:
+        loaded = self._load(client_id)
+        return loaded is not None and loaded[0].active(now)

@@ -1,0 +1,208 @@
+"""Signer home setup and the daemon's life: unlock, load, serve, shut down clean.
+
+Layout of the signer home (0700, owned by the signer's user, never mounted into the bot):
+  keystore.json   master key sealed by the passphrase (0600)
+  signer.db       clients, session keys (sealed), requests, spend ledger, audit log
+  audit.anchor    last audit record's seq and hash, to detect a truncated log (0600)
+  policy.yaml     the policy in force (0600; the bot cannot read or change it)
+  admin.token     the local admin CLI's token (0600)
+  signer.sock     the JSON-RPC socket (0660)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sqlite3
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from policies.loader import load_policy, parse_policy
+from signer.auth import ClientRegistry, add_client
+from signer.chain import Chain
+from signer.engine import Engine
+from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
+from signer.keystore import create_keystore, unlock, zeroize
+from signer.ledger import Ledger
+from signer.methods import Methods
+from signer.protocol import Scope
+from signer.server import SignerServer
+from signer.session_keys import SessionKeys
+from signer.settings import SignerConfig, signer_home, socket_path
+from signer.store import audit as audit_store
+from signer.store.db import connect, ensure_schema, get_meta, set_meta
+from signer.store.writer import Writer
+
+log = logging.getLogger("owlia.signer")
+KEYSTORE = "keystore.json"
+DATABASE = "signer.db"
+ANCHOR = "audit.anchor"
+POLICY = "policy.yaml"
+ADMIN_TOKEN = "admin.token"
+
+
+@dataclass(frozen=True, slots=True)
+class SignerPaths:
+    home: Path
+    socket: Path
+
+    @classmethod
+    def from_config(cls, owlia_home: Path, config: SignerConfig) -> SignerPaths:
+        return cls(signer_home(owlia_home, config.signer), socket_path(owlia_home, config.signer))
+
+    @property
+    def db(self) -> Path:
+        return self.home / DATABASE
+
+    @property
+    def anchor(self) -> Path:
+        return self.home / ANCHOR
+
+    @property
+    def policy(self) -> Path:
+        return self.home / POLICY
+
+    @property
+    def admin_token(self) -> Path:
+        return self.home / ADMIN_TOKEN
+
+
+def default_policy_text() -> str:
+    return resources.files("policies").joinpath("defaults/default.yaml").read_text(encoding="utf-8")
+
+
+def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | None = None, scrypt_n: int | None = None) -> None:
+    """Create the signer home, keystore, database, policy and the local admin token."""
+    ensure_private_dir(paths.home)
+    kwargs = {"scrypt_n": scrypt_n} if scrypt_n else {}
+    create_keystore(paths.home, passphrase, **kwargs)
+    policy_text = policy_file.read_text(encoding="utf-8") if policy_file else default_policy_text()
+    parse_policy(policy_text)  # refuse to install a policy that does not validate
+    write_private_file(paths.policy, policy_text.encode())
+    conn = connect(paths.db)
+    try:
+        ensure_schema(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        _, token = add_client(conn, "admin", Scope.ADMIN)
+        audit = audit_store.AuditLog(conn, paths.anchor)
+        audit.append("signer.initialized", {"home": str(paths.home)})
+        conn.execute("COMMIT")
+        audit.write_anchor()
+    finally:
+        conn.close()
+    paths.db.chmod(0o600)
+    write_private_file(paths.admin_token, token.encode())
+
+
+def load_ledger(conn: sqlite3.Connection, now: float, horizon: int) -> Ledger:
+    """Rebuild the in-memory windows from the durable rows; released spends stay released."""
+    ledger = Ledger()
+    since = now - horizon
+    for request_id, chain_id, asset, amount, usd, ts in conn.execute(
+        "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends WHERE state!='released' AND ts>?",
+        (since,),
+    ):
+        ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
+    for request_id, ts in conn.execute(
+        "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
+        " ('denied','pending_approval','failed') AND created_at>?",
+        (since,),
+    ):
+        ledger.add_tx(request_id, ts)
+    for chain_id, address, ts, request_id in conn.execute(
+        "SELECT chain_id, address, first_seen, request_id FROM recipients"
+    ):
+        ledger.add_recipient(chain_id, address, ts, request_id)
+    return ledger
+
+
+class Daemon:
+    """Everything `owlia signer serve` runs, startable in-process for tests and benchmarks."""
+
+    def __init__(self, paths: SignerPaths, config: SignerConfig, passphrase: bytearray) -> None:
+        self.paths = paths
+        self.config = config
+        ensure_private_dir(paths.home)
+        for path in (paths.home / KEYSTORE, paths.policy, paths.db):
+            check_private_file(path)
+        self.master = unlock(paths.home, passphrase)
+        zeroize(passphrase)
+        self.policy = load_policy(paths.policy)
+        self.writer_conn = connect(paths.db)
+        ensure_schema(self.writer_conn)
+        self.reader = connect(paths.db)
+        self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor)
+        self.keys = SessionKeys(self.master)
+        self.keys.load(self.reader)
+        now = time.time()
+        horizon = max(self.policy.window_seconds() | {86400})
+        self.ledger = load_ledger(self.reader, now, horizon)
+        self.chains = {c.id: Chain(c, timeout=config.signer.rpc_timeout_seconds) for c in config.chains}
+        self.writer = Writer(self.writer_conn, on_commit=self.audit.write_anchor, on_rollback=self.audit.reload)
+        self.engine = Engine(
+            policy=self.policy,
+            keys=self.keys,
+            ledger=self.ledger,
+            chains=self.chains,
+            writer=self.writer,
+            audit=self.audit,
+            reader=self.reader,
+            broadcast=config.signer.broadcast,
+            pending_ttl=config.signer.pending_ttl_seconds,
+            frozen=get_meta(self.reader, "frozen") == "1",
+        )
+        self.server = SignerServer(
+            paths.socket,
+            Methods(self.engine, config.signer).table(),
+            ClientRegistry(self.reader),
+            allowed_uids=config.signer.allowed_uids,
+            max_request_bytes=config.signer.max_request_bytes,
+            max_connections=config.signer.max_connections,
+            socket_group=config.signer.socket_group,
+        )
+
+    async def start(self) -> None:
+        policy_hash = self.policy.policy_hash()
+        previous = get_meta(self.reader, "policy_hash")
+
+        def started(conn: sqlite3.Connection) -> None:
+            if previous != policy_hash:
+                self.audit.append("policy.loaded", {"policy_hash": policy_hash,
+                                                    "policy": self.policy.model_dump(mode="json")})
+                set_meta(conn, "policy_hash", policy_hash)
+            self.audit.append("signer.started", {"policy_hash": policy_hash, "socket": str(self.paths.socket),
+                                                 "session_keys": len(self.keys.active_ids())})
+
+        await self.writer.run(started)
+        await self.server.start()
+        log.info("signer listening on %s", self.paths.socket)
+
+    async def stop(self) -> None:
+        await self.server.close()
+        await self.engine.close()
+        try:
+            await self.writer.run(lambda conn: self.audit.append("signer.stopped", {}))
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            log.warning("could not record the shutdown in the audit log")
+        self.writer.close()
+        for chain in self.chains.values():
+            await chain.close()
+        self.keys.close()
+        self.master.zeroize()
+        self.reader.close()
+        self.writer_conn.close()
+
+
+async def serve_forever(daemon: Daemon) -> None:
+    await daemon.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await daemon.stop()

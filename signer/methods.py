@@ -1,0 +1,249 @@
+"""The RPC method table: which scope each method needs and what it does.
+
+Nothing here returns key material: session keys are described by id and address only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from typing import Any
+
+from policies.loader import PolicyError, parse_policy
+from signer import __version__
+from signer.auth import Client
+from signer.chain import ChainError
+from signer.engine import Engine
+from signer.protocol import (
+    PROTOCOL_VERSION,
+    AuditTailParams,
+    BalanceParams,
+    ErrorCode,
+    PolicyCheckParams,
+    PolicyValidateParams,
+    RpcError,
+    Scope,
+    SessionKeyCreateParams,
+    SessionKeyRefParams,
+    SignRequestParams,
+    SignStatusParams,
+    TopUpParams,
+)
+from signer.server import Method
+from signer.session_keys import RETIRED, REVOKED
+from signer.settings import SignerSettings
+from signer.store import audit as audit_store
+
+STARTED = time.time()
+
+
+class Methods:
+    def __init__(self, engine: Engine, settings: SignerSettings) -> None:
+        self.engine = engine
+        self.settings = settings
+
+    def table(self) -> dict[str, Method]:
+        return {
+            "status": Method(Scope.READ, None, self.status),
+            "addresses": Method(Scope.READ, None, self.addresses),
+            "balance": Method(Scope.READ, BalanceParams, self.balance),
+            "sign.request": Method(Scope.SIGN, SignRequestParams, self.engine.sign_request),
+            "sign.status": Method(Scope.READ, SignStatusParams, self.sign_status),
+            "session_key.list": Method(Scope.READ, None, self.session_key_list),
+            "session_key.create": Method(Scope.ADMIN, SessionKeyCreateParams, self.session_key_create),
+            "session_key.rotate": Method(Scope.ADMIN, SessionKeyRefParams, self.session_key_rotate),
+            "session_key.revoke": Method(Scope.ADMIN, SessionKeyRefParams, self.session_key_revoke),
+            "session_key.topup": Method(Scope.ADMIN, TopUpParams, self.session_key_topup),
+            "policy.show": Method(Scope.READ, None, self.policy_show),
+            "policy.validate": Method(Scope.READ, PolicyValidateParams, self.policy_validate),
+            "policy.check": Method(Scope.READ, PolicyCheckParams, self.policy_check),
+            "audit.tail": Method(Scope.ADMIN, AuditTailParams, self.audit_tail),
+        }
+
+    # ---- reads ------------------------------------------------------------------------------
+
+    def status(self, client: Client, _: None) -> dict[str, Any]:
+        engine = self.engine
+        return {
+            "version": __version__,
+            "protocol": PROTOCOL_VERSION,
+            "uptime_seconds": round(time.time() - STARTED, 1),
+            "unlocked": True,
+            "frozen": engine.frozen,
+            "broadcast": engine.broadcast,
+            "chains": sorted(engine.chains),
+            "policy_hash": engine.policy.policy_hash(),
+            "session_keys": [i.to_json() for i in engine.keys.infos() if i.status == "active"],
+            "client": {"name": client.name, "scope": client.scope.value},
+        }
+
+    def addresses(self, client: Client, _: None) -> dict[str, Any]:
+        keys = self.engine.keys
+        return {
+            "addresses": [
+                {"chain_id": i.chain_id, "address": i.address, "key_id": i.key_id, "expires_at": i.expires_at}
+                for i in keys.infos() if i.status == "active"
+            ]
+        }
+
+    async def balance(self, client: Client, params: BalanceParams) -> dict[str, Any]:
+        chain = self._chain(params.chain_id)
+        address = params.address
+        if address is None:
+            key = self.engine.keys.current(params.chain_id)
+            if key is None:
+                raise RpcError(ErrorCode.NOT_FOUND, f"no session key on chain {params.chain_id}")
+            address = key.address
+        try:
+            amount = await chain.balance(address, params.token)
+        except ChainError as exc:
+            raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+        return {"chain_id": params.chain_id, "address": address, "token": params.token or "native",
+                "balance": str(amount)}
+
+    def sign_status(self, client: Client, params: SignStatusParams) -> dict[str, Any]:
+        return self.engine.status_of(client, params.request_id)
+
+    def session_key_list(self, client: Client, _: None) -> dict[str, Any]:
+        return {"session_keys": [i.to_json() for i in self.engine.keys.infos()]}
+
+    def policy_show(self, client: Client, _: None) -> dict[str, Any]:
+        policy = self.engine.policy
+        return {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json")}
+
+    def policy_validate(self, client: Client, params: PolicyValidateParams) -> dict[str, Any]:
+        try:
+            policy = parse_policy(params.text)
+        except PolicyError as exc:
+            return {"valid": False, "error": str(exc)}
+        return {"valid": True, "policy_hash": policy.policy_hash()}
+
+    def policy_check(self, client: Client, params: PolicyCheckParams) -> dict[str, Any]:
+        return self.engine.preview(params.intent)
+
+    def audit_tail(self, client: Client, params: AuditTailParams) -> dict[str, Any]:
+        entries = audit_store.tail(self.engine.reader, params.n, kind=params.kind)
+        return {"entries": [e.to_json() for e in entries]}
+
+    # ---- admin mutations (idempotent) ---------------------------------------------------------
+
+    async def session_key_create(self, client: Client, params: SessionKeyCreateParams) -> dict[str, Any]:
+        self._chain(params.chain_id)
+        ttl = params.ttl_seconds or self.settings.session_key_ttl_seconds
+        cap = self.settings.session_key_balance_cap if params.balance_cap is None else params.balance_cap
+        keys = self.engine.keys
+
+        async def create() -> tuple[dict[str, Any], Any]:
+            info, key, sealed = keys.prepare(params.chain_id, ttl, cap)
+
+            def unit(conn: sqlite3.Connection) -> None:
+                keys.insert(conn, info, sealed)
+                self.engine.audit.append("session_key.created", {**info.to_json(), "by": client.name})
+
+            return {"session_key": info.to_json()}, (unit, lambda: keys.install(info, key))
+
+        return await self._idempotent(client, params.idempotency_key, "session_key.create", params, create)
+
+    async def session_key_rotate(self, client: Client, params: SessionKeyRefParams) -> dict[str, Any]:
+        return await self._retire(client, params, RETIRED, rotate=True)
+
+    async def session_key_revoke(self, client: Client, params: SessionKeyRefParams) -> dict[str, Any]:
+        return await self._retire(client, params, REVOKED, rotate=False)
+
+    async def _retire(self, client: Client, params: SessionKeyRefParams, status: str, rotate: bool) -> dict[str, Any]:
+        keys = self.engine.keys
+        old = keys.info(params.key_id)
+        if old is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no session key {params.key_id}")
+        kind = "session_key.rotate" if rotate else "session_key.revoke"
+
+        async def retire() -> tuple[dict[str, Any], Any]:
+            updated = keys.disarm(params.key_id, status)  # signing power goes first, in memory
+            fresh = keys.prepare(old.chain_id, self.settings.session_key_ttl_seconds, old.balance_cap) if rotate else None
+
+            def unit(conn: sqlite3.Connection) -> None:
+                keys.mark(conn, params.key_id, status)
+                self.engine.audit.append(kind, {"key_id": params.key_id, "address": old.address, "by": client.name})
+                if fresh is not None:
+                    keys.insert(conn, fresh[0], fresh[2])
+                    self.engine.audit.append("session_key.created", {**fresh[0].to_json(), "by": client.name})
+
+            result: dict[str, Any] = {"retired": updated.to_json()}
+            if fresh is not None:
+                result["session_key"] = fresh[0].to_json()
+                result["sweep_hint"] = (f"move the remaining balance of {old.address} to {fresh[0].address} "
+                                        "with a Tier 1 transfer")
+            install = (lambda: keys.install(fresh[0], fresh[1])) if fresh is not None else (lambda: None)
+            return result, (unit, install)
+
+        return await self._idempotent(client, params.idempotency_key, kind, params, retire)
+
+    async def session_key_topup(self, client: Client, params: TopUpParams) -> dict[str, Any]:
+        """Fund a session key up to its cap. Only dev chains can be funded here; elsewhere it is Tier 1."""
+        info = self.engine.keys.info(params.key_id)
+        if info is None or info.status != "active":
+            raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {params.key_id}")
+        chain = self._chain(info.chain_id)
+        try:
+            balance = await chain.balance(info.address)
+        except ChainError as exc:
+            raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+        room = max(0, info.balance_cap - balance)
+        amount = room if params.amount is None else params.amount
+        if amount > room:
+            raise RpcError(ErrorCode.FORBIDDEN, f"a top-up of {amount} wei would exceed the balance cap "
+                                                f"({info.balance_cap} wei; balance {balance} wei)")
+        if not chain.settings.dev:
+            return {"funded": False, "address": info.address, "room": str(room),
+                    "hint": "send up to `room` wei to the address from your main wallet (Tier 1)"}
+
+        async def fund() -> tuple[dict[str, Any], Any]:
+            from_addr = (await chain.w3.eth.accounts)[0]
+            tx_hash = await chain.w3.eth.send_transaction(
+                {"from": from_addr, "to": chain.w3.to_checksum_address(info.address), "value": amount}
+            )
+            await chain.w3.eth.wait_for_transaction_receipt(tx_hash)
+            body = {"key_id": info.key_id, "address": info.address, "amount": str(amount),
+                    "tx_hash": "0x" + bytes(tx_hash).hex(), "by": client.name}
+            return {"funded": True, **body}, (lambda conn: self.engine.audit.append("session_key.topup", body),
+                                              lambda: None)
+
+        return await self._idempotent(client, params.idempotency_key, "session_key.topup", params, fund)
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def _chain(self, chain_id: int):
+        chain = self.engine.chains.get(chain_id)
+        if chain is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"chain {chain_id} is not configured in the signer")
+        return chain
+
+    async def _idempotent(self, client: Client, key: str, kind: str, params: Any, action) -> dict[str, Any]:
+        """Run an admin mutation once per idempotency key; replays return the first result."""
+        digest = hashlib.sha256(json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+        row = self.engine.reader.execute(
+            "SELECT request_hash, outcome FROM requests WHERE client_id=? AND idempotency_key=?", (client.client_id, key)
+        ).fetchone()
+        if row is not None:
+            if row[0] != digest or row[1] is None:
+                raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used")
+            return {**json.loads(row[1]), "replayed": True}
+        result, (unit, install) = await action()
+        request_id = "req_" + hashlib.sha256(f"{client.client_id}:{key}".encode()).hexdigest()[:32]
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
+                " outcome) VALUES(?,?,?,?,?,?,?,?)",
+                (request_id, client.client_id, key, kind, digest, time.time(), "done", json.dumps(result)),
+            )
+            unit(conn)
+
+        try:
+            await self.engine.writer.run(record)
+        except sqlite3.IntegrityError:
+            raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used") from None
+        install()
+        return result

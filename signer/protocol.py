@@ -1,0 +1,207 @@
+"""The signer's wire protocol: JSON-RPC 2.0, one object per line, over a Unix socket.
+
+Shared by the daemon and every client (bot, CLI, skills host) so that all of them speak through
+exactly the same validation. Documented in docs/signer-protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+
+PROTOCOL_VERSION = 1
+MAX_UINT256 = 2**256 - 1
+IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:\-]{8,128}$")
+
+
+class Scope(str, Enum):
+    READ = "read"
+    SIGN = "sign"
+    ADMIN = "admin"
+
+
+SCOPE_RANK = {Scope.READ: 0, Scope.SIGN: 1, Scope.ADMIN: 2}
+
+
+class ErrorCode:
+    PARSE = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL = -32603
+    UNAUTHENTICATED = -32001
+    FORBIDDEN = -32002
+    TOO_LARGE = -32003
+    IDEMPOTENCY_CONFLICT = -32010
+    NOT_FOUND = -32011
+    UNAVAILABLE = -32020
+
+
+class RpcError(Exception):
+    """An error the daemon reports to the client. Messages are for humans and carry no secrets."""
+
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data:
+            err["data"] = self.data
+        return err
+
+
+# ---- value types ------------------------------------------------------------------------------
+
+
+def _address(value: Any) -> str:
+    from eth_utils import is_checksum_address
+
+    if not isinstance(value, str) or not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
+        raise ValueError("must be a 0x-prefixed 20-byte hex address")
+    body = value[2:]
+    if body != body.lower() and body != body.upper() and not is_checksum_address(value):
+        raise ValueError("has a bad EIP-55 checksum (mixed case that does not match): check for a typo")
+    return "0x" + body.lower()
+
+
+def _uint256(value: Any) -> int:
+    """Amounts are integers in base units: ints or decimal strings, never floats or bools."""
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ValueError("must be an integer in base units (a float or bool is refused)")
+    if isinstance(value, str):
+        if not re.fullmatch(r"[0-9]{1,78}", value):
+            raise ValueError("must be a decimal string of base units")
+        value = int(value)
+    if not isinstance(value, int):
+        raise ValueError("must be an integer in base units")
+    if not 0 <= value <= MAX_UINT256:
+        raise ValueError("must be between 0 and 2**256-1")
+    return value
+
+
+def _hex_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str) or not re.fullmatch(r"0x([0-9a-fA-F]{2})*", value):
+        raise ValueError("must be 0x-prefixed hex with an even number of digits")
+    return bytes.fromhex(value[2:])
+
+
+Address = Annotated[str, BeforeValidator(_address)]
+Uint256 = Annotated[int, BeforeValidator(_uint256), PlainSerializer(str, return_type=str)]
+HexData = Annotated[bytes, BeforeValidator(_hex_bytes), PlainSerializer(lambda b: "0x" + b.hex(), return_type=str)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---- requests ---------------------------------------------------------------------------------
+
+
+class TokenTransfer(Strict):
+    token: Address
+    recipient: Address
+    amount: Uint256
+
+
+class Intent(Strict):
+    """A transaction intent. The signer turns it into a raw call and decodes that itself."""
+
+    chain_id: int = Field(gt=0, lt=2**63)
+    to: Address | None = None
+    value: Uint256 = 0
+    data: HexData = b""
+    token_transfer: TokenTransfer | None = None
+    # Present only so that a request carrying one is recorded and refused, never silently dropped.
+    authorization_list: list[Any] | None = None
+    flags: list[str] = Field(default_factory=list, max_length=8)
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Intent:
+        if (self.to is None) == (self.token_transfer is None):
+            raise ValueError("give exactly one of `to` (a raw call) or `token_transfer`")
+        if self.token_transfer is not None and (self.value or self.data):
+            raise ValueError("a token_transfer carries no `value` or `data` of its own")
+        return self
+
+
+class SignRequestParams(Strict):
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
+    intent: Intent
+    reason: str | None = Field(default=None, max_length=2000)  # the agent's words: unverified
+    source: str = Field(default="agent", pattern=r"^[a-z][a-z0-9_.:\-]{0,63}$")
+
+
+class SignStatusParams(Strict):
+    request_id: str = Field(pattern=r"^req_[0-9a-f]{32}$")
+
+
+class AuthParams(Strict):
+    token: str = Field(min_length=10, max_length=256)
+
+
+class BalanceParams(Strict):
+    chain_id: int = Field(gt=0)
+    address: Address | None = None
+    token: Address | None = None
+
+
+class SessionKeyCreateParams(Strict):
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
+    chain_id: int = Field(gt=0)
+    ttl_seconds: int | None = Field(default=None, ge=60)
+    balance_cap: Uint256 | None = None
+
+
+class SessionKeyRefParams(Strict):
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
+    key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
+
+
+class TopUpParams(Strict):
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
+    key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
+    amount: Uint256 | None = None  # default: up to the cap
+
+
+class PolicyValidateParams(Strict):
+    text: str = Field(max_length=256 * 1024)
+
+
+class PolicyCheckParams(Strict):
+    intent: Intent
+
+
+class AuditTailParams(Strict):
+    n: int = Field(default=20, ge=1, le=1000)
+    kind: str | None = None
+
+
+# ---- framing ----------------------------------------------------------------------------------
+
+
+def encode_frame(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def request_frame(req_id: int | str, method: str, params: dict[str, Any] | None = None) -> bytes:
+    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": req_id, "method": method}
+    if params is not None:
+        frame["params"] = params
+    return encode_frame(frame)
+
+
+def result_frame(req_id: Any, result: Any) -> bytes:
+    return encode_frame({"jsonrpc": "2.0", "id": req_id, "result": result})
+
+
+def error_frame(req_id: Any, error: RpcError) -> bytes:
+    return encode_frame({"jsonrpc": "2.0", "id": req_id, "error": error.to_json()})

@@ -1,0 +1,143 @@
+"""JSON shapes of what the signer decides: outcomes for clients, evidence for the audit log.
+
+The audit record of a decision holds every input the evaluator read, so that
+`signer.replay` can re-run the decision from the log alone and get the same answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policies.context import EvalContext, PriceQuote
+from policies.decision import Decision
+from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, Transfer
+
+SIGNED = "signed"
+PENDING = "pending_approval"
+DENIED = "denied"
+FAILED = "failed"
+EXPIRED = "expired"
+
+
+def call_to_json(call: Call) -> dict[str, Any]:
+    return {
+        "chain_id": call.chain_id,
+        "to": call.to,
+        "value": str(call.value),
+        "data": "0x" + call.data.hex(),
+        "flags": sorted(f.value for f in call.flags),
+        "authorization_list": call.authorization_list,
+        "raw_hash_signature": call.raw_hash_signature,
+    }
+
+
+def call_from_json(data: dict[str, Any]) -> Call:
+    return Call(
+        chain_id=int(data["chain_id"]),
+        to=data["to"],
+        value=int(data["value"]),
+        data=bytes.fromhex(data["data"][2:]),
+        flags=frozenset(Flag(f) for f in data["flags"]),
+        authorization_list=bool(data["authorization_list"]),
+        raw_hash_signature=bool(data["raw_hash_signature"]),
+    )
+
+
+def action_to_json(action: Any) -> dict[str, Any]:
+    if isinstance(action, Transfer):
+        return {"type": "transfer", "chain_id": action.chain_id, "asset": action.asset,
+                "recipient": action.recipient, "amount": str(action.amount)}
+    if isinstance(action, Approval):
+        return {"type": "approval", "chain_id": action.chain_id, "asset": action.asset, "spender": action.spender,
+                "amount": str(action.amount), "method": action.method}
+    if isinstance(action, ContractCall):
+        return {"type": "call", "chain_id": action.chain_id, "target": action.target,
+                "selector": "0x" + action.selector.hex(), "depth": action.depth}
+    if isinstance(action, Forbidden):
+        return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
+    raise TypeError(type(action).__name__)
+
+
+def decoded_to_json(decoded: Decoded) -> list[dict[str, Any]]:
+    return [action_to_json(a) for a in decoded.actions]
+
+
+def _key(parts: tuple) -> str:
+    return ":".join(str(p) for p in parts)
+
+
+def context_to_json(ctx: EvalContext) -> dict[str, Any]:
+    return {
+        "now": ctx.now,
+        "spent": {_key(k): str(v) for k, v in ctx.spent.items()},
+        "spent_usd": {str(k): str(v) for k, v in ctx.spent_usd.items()},
+        "tx_count": {str(k): v for k, v in ctx.tx_count.items()},
+        "new_recipients": {str(k): v for k, v in ctx.new_recipients.items()},
+        "seen_recipients": sorted(ctx.seen_recipients),
+        "prices": {
+            _key(k): None if q is None else [str(q.usd_micros_per_unit), q.decimals] for k, q in ctx.prices.items()
+        },
+        "session_key_expires_at": ctx.session_key_expires_at,
+        "session_key_balance_cap": None if ctx.session_key_balance_cap is None else str(ctx.session_key_balance_cap),
+        "frozen": ctx.frozen,
+    }
+
+
+def context_from_json(data: dict[str, Any]) -> EvalContext:
+    def spent_key(k: str) -> tuple[int, str, int]:
+        chain, asset, period = k.split(":")
+        return int(chain), asset, int(period)
+
+    def price_key(k: str) -> tuple[int, str]:
+        chain, asset = k.split(":")
+        return int(chain), asset
+
+    cap = data["session_key_balance_cap"]
+    return EvalContext(
+        now=data["now"],
+        spent={spent_key(k): int(v) for k, v in data["spent"].items()},
+        spent_usd={int(k): int(v) for k, v in data["spent_usd"].items()},
+        tx_count={int(k): int(v) for k, v in data["tx_count"].items()},
+        new_recipients={int(k): int(v) for k, v in data["new_recipients"].items()},
+        seen_recipients=frozenset(data["seen_recipients"]),
+        prices={
+            price_key(k): None if v is None else PriceQuote(int(v[0]), int(v[1])) for k, v in data["prices"].items()
+        },
+        session_key_expires_at=data["session_key_expires_at"],
+        session_key_balance_cap=None if cap is None else int(cap),
+        frozen=data["frozen"],
+    )
+
+
+def decision_to_json(decision: Decision) -> dict[str, Any]:
+    return {
+        "outcome": decision.outcome.value,
+        "rule_id": decision.rule_id,
+        "reason": decision.reason,
+        "findings": [
+            {"outcome": f.outcome.value, "rule_id": f.rule_id, "reason": f.reason} for f in decision.findings
+        ],
+        "spends": [
+            {"chain_id": s.chain_id, "asset": s.asset, "amount": str(s.amount),
+             "usd_micros": None if s.usd_micros is None else str(s.usd_micros)}
+            for s in decision.spends
+        ],
+        "new_recipients": list(decision.new_recipients),
+    }
+
+
+def outcome(
+    status: str,
+    request_id: str,
+    decision: Decision | None,
+    summary: str,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The reply a client gets. `summary` is the signer's own reading of the bytes."""
+    body: dict[str, Any] = {"status": status, "request_id": request_id, "summary": summary}
+    if decision is not None:
+        body["rule_id"] = decision.rule_id
+        body["reason"] = decision.reason
+        body["decision"] = decision_to_json(decision)
+    body.update(extra)
+    return body

@@ -1,0 +1,46 @@
+"""Re-run every recorded decision from the audit log alone and report any that differ.
+
+Each `sign.decided` record holds the decoded call, the ledger snapshot and the policy hash; each
+policy the signer ever ran is in a `policy.loaded` record. Same inputs, same pure evaluator:
+the same decision, or the log (or the evaluator) has been tampered with.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from policies.decode import decode
+from policies.evaluate import evaluate
+from policies.model import Policy
+from signer.records import call_from_json, context_from_json
+
+
+def replay_decisions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    policies: dict[str, Policy] = {}
+    mismatches: list[dict[str, Any]] = []
+    rows = conn.execute(
+        "SELECT seq, kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided') ORDER BY seq"
+    )
+    for seq, kind, body_text in rows:
+        body = json.loads(body_text)
+        if kind == "policy.loaded":
+            policies[body["policy_hash"]] = Policy.model_validate(body["policy"])
+            continue
+        if body.get("pre_check"):
+            continue  # decided before the policy ran (e.g. no RPC for the chain); nothing to replay
+        policy = policies.get(body["policy_hash"])
+        if policy is None:
+            mismatches.append({"seq": seq, "problem": f"policy {body['policy_hash'][:12]} is not in the log"})
+            continue
+        decision = evaluate(policy, decode(call_from_json(body["call"])), context_from_json(body["context"]))
+        recorded = body["decision"]
+        if (decision.outcome.value, decision.rule_id) != (recorded["outcome"], recorded["rule_id"]):
+            mismatches.append({
+                "seq": seq,
+                "request_id": body.get("request_id"),
+                "recorded": [recorded["outcome"], recorded["rule_id"]],
+                "replayed": [decision.outcome.value, decision.rule_id],
+            })
+    return mismatches

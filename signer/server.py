@@ -1,0 +1,238 @@
+"""The Unix-socket JSON-RPC server: framing, peer checks, authentication, dispatch.
+
+Hostile input is expected here: a compromised bot can send anything. Every frame is size-capped,
+every failure is answered with a JSON-RPC error, and no failure stops the daemon serving others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import grp
+import json
+import logging
+import os
+import socket
+import stat
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
+from signer.protocol import (
+    AuthParams,
+    ErrorCode,
+    RpcError,
+    Scope,
+    error_frame,
+    result_frame,
+)
+
+log = logging.getLogger("owlia.signer.server")
+READ_CHUNK = 65536
+
+Handler = Callable[[Client, Any], Awaitable[Any] | Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    scope: Scope
+    params: type[BaseModel] | None
+    handler: Handler
+
+
+class Connection:
+    def __init__(self, uid: int) -> None:
+        self.uid = uid
+        self.client: Client | None = None
+
+
+class SignerServer:
+    def __init__(
+        self,
+        path: Path,
+        methods: dict[str, Method],
+        registry: ClientRegistry,
+        *,
+        allowed_uids: list[int],
+        max_request_bytes: int,
+        max_connections: int,
+        socket_group: str | None = None,
+    ) -> None:
+        self.path = path
+        self.methods = methods
+        self.registry = registry
+        self.allowed_uids = allowed_uids
+        self.max_request_bytes = max_request_bytes
+        self.max_connections = max_connections
+        self.socket_group = socket_group
+        self._connections = 0
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        _remove_stale_socket(self.path)
+        old_umask = os.umask(0o117)  # the socket is born 0660: no window where others can connect
+        try:
+            self._server = await asyncio.start_unix_server(self._handle, path=str(self.path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o660)
+        if self.socket_group:
+            os.chown(self.path, -1, grp.getgrnam(self.socket_group).gr_gid)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    # ---- per connection ---------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock: socket.socket = writer.get_extra_info("socket")
+        try:
+            uid = peer_uid(sock)
+        except OSError:
+            writer.close()
+            return
+        if not uid_allowed(uid, self.allowed_uids) or self._connections >= self.max_connections:
+            reason = "this user may not use the signer" if self._connections < self.max_connections else "too many connections"
+            writer.write(error_frame(None, RpcError(ErrorCode.FORBIDDEN, reason)))
+            await _drain_close(writer)
+            return
+        self._connections += 1
+        conn = Connection(uid)
+        try:
+            await self._serve(conn, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._connections -= 1
+            await _drain_close(writer)
+
+    async def _serve(self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        buf = bytearray()
+        discarding = False
+        while True:
+            chunk = await reader.read(READ_CHUNK)
+            if not chunk:
+                return
+            buf += chunk
+            while True:
+                newline = buf.find(b"\n")
+                if newline < 0:
+                    if len(buf) > self.max_request_bytes:
+                        if not discarding:
+                            writer.write(error_frame(None, _too_large(self.max_request_bytes)))
+                        discarding = True
+                        buf.clear()
+                    break
+                line = bytes(buf[:newline])
+                del buf[: newline + 1]
+                if discarding:
+                    discarding = False  # the tail of an oversized frame: already answered
+                    continue
+                if len(line) > self.max_request_bytes:
+                    writer.write(error_frame(None, _too_large(self.max_request_bytes)))
+                    continue
+                if line.strip():
+                    writer.write(await self._respond(conn, line))
+                    await writer.drain()
+
+    async def _respond(self, conn: Connection, line: bytes) -> bytes:
+        try:
+            frame = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            return error_frame(None, RpcError(ErrorCode.PARSE, "not valid JSON"))
+        req_id = frame.get("id") if isinstance(frame, dict) else None
+        if not isinstance(req_id, (str, int)) or isinstance(req_id, bool):
+            req_id = None
+        try:
+            return result_frame(req_id, await self._dispatch(conn, frame))
+        except RpcError as exc:
+            return error_frame(req_id, exc)
+        except Exception:  # noqa: BLE001 - never let one request take the daemon down
+            log.exception("internal error handling a request")
+            return error_frame(req_id, RpcError(ErrorCode.INTERNAL, "internal error; see the signer log"))
+
+    async def _dispatch(self, conn: Connection, frame: Any) -> Any:
+        if isinstance(frame, list):
+            raise RpcError(ErrorCode.INVALID_REQUEST, "batches are not supported: send one request per line")
+        if not isinstance(frame, dict) or frame.get("jsonrpc") != "2.0" or not isinstance(frame.get("method"), str):
+            raise RpcError(ErrorCode.INVALID_REQUEST, "expected a JSON-RPC 2.0 request object with a method")
+        if "id" not in frame:
+            raise RpcError(ErrorCode.INVALID_REQUEST, "notifications are not supported: give every request an id")
+        params = frame.get("params", {})
+        if not isinstance(params, dict):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
+        method = frame["method"]
+        now = time.time()
+        if method == "auth":
+            token = _validate(AuthParams, params).token
+            conn.client = self.registry.authenticate(token, now)
+            return {"client": conn.client.name, "scope": conn.client.scope.value}
+        if conn.client is None:
+            raise RpcError(ErrorCode.UNAUTHENTICATED, "authenticate first: call `auth` with your client token")
+        if not self.registry.still_active(conn.client.client_id, now):
+            conn.client = None
+            raise RpcError(ErrorCode.UNAUTHENTICATED, "this client's token was revoked or has expired")
+        spec = self.methods.get(method)
+        if spec is None:
+            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"no method {method[:64]!r}")
+        if not conn.client.allows(spec.scope):
+            raise RpcError(ErrorCode.FORBIDDEN, f"{method} needs the {spec.scope.value!r} scope; this client has "
+                                                f"{conn.client.scope.value!r}")
+        args = _validate(spec.params, params) if spec.params else None
+        result = spec.handler(conn.client, args)
+        if asyncio.iscoroutine(result):
+            result = await result
+        return result
+
+
+def _validate(model: type[BaseModel], params: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(p) for p in e["loc"]) or "(params)", "problem": e["msg"]} for e in exc.errors()
+        ][:10]
+        summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: {summary}"[:500], {"problems": problems}) from None
+
+
+def _too_large(limit: int) -> RpcError:
+    return RpcError(ErrorCode.TOO_LARGE, f"request too large: frames are limited to {limit} bytes")
+
+
+def _remove_stale_socket(path: Path) -> None:
+    """Replace a socket left by a dead daemon, but never a live one nor a non-socket file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise RuntimeError(f"{path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        path.unlink()
+        return
+    finally:
+        probe.close()
+    raise RuntimeError(f"another signer is already listening on {path}")
+
+
+async def _drain_close(writer: asyncio.StreamWriter) -> None:
+    try:
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+    except (ConnectionError, OSError):
+        pass

@@ -1,0 +1,163 @@
+"""Tier 2 session keys: generated here, sealed at rest, never exported, short-lived and capped.
+
+A session key is disposable by design: it holds at most its balance cap, expires, can be rotated
+or revoked at once, and its secret never leaves this module except into a coincurve signing key.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass, field
+
+import coincurve
+
+from signer.keystore import MasterKey, zeroize
+from signer.txcodec import SECP256K1_N, address_of
+
+ACTIVE = "active"
+RETIRED = "retired"  # rotated out: keeps no signing power
+REVOKED = "revoked"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKeyInfo:
+    """Everything about a session key that may be shown to anyone: no secret material."""
+
+    key_id: str
+    chain_id: int
+    address: str
+    created_at: float
+    expires_at: float
+    status: str
+    balance_cap: int
+
+    def to_json(self) -> dict:
+        return {
+            "key_id": self.key_id,
+            "chain_id": self.chain_id,
+            "address": self.address,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "status": self.status,
+            "balance_cap": str(self.balance_cap),
+        }
+
+
+@dataclass(slots=True)
+class _Loaded:
+    info: SessionKeyInfo
+    signing_key: coincurve.PrivateKey = field(repr=False)
+
+
+def _aad(key_id: str) -> bytes:
+    return b"owliabot-session-key:" + key_id.encode()
+
+
+def _generate_secret() -> bytearray:
+    while True:
+        secret = bytearray(secrets.token_bytes(32))
+        if 0 < int.from_bytes(secret, "big") < SECP256K1_N:
+            return secret
+        zeroize(secret)
+
+
+class SessionKeys:
+    """Active keys decrypted in memory; writes go through the caller's transaction (group commit)."""
+
+    def __init__(self, master: MasterKey) -> None:
+        self._master = master
+        self._loaded: dict[str, _Loaded] = {}
+        self._infos: dict[str, SessionKeyInfo] = {}
+
+    # ---- loading ----------------------------------------------------------------------------
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute(
+            "SELECT key_id, chain_id, address, created_at, expires_at, status, balance_cap, sealed FROM session_keys"
+        ).fetchall()
+        for key_id, chain_id, address, created, expires, status, cap, sealed in rows:
+            info = SessionKeyInfo(key_id, chain_id, address, created, expires, status, int(cap))
+            self._infos[key_id] = info
+            if status == ACTIVE:
+                self._unseal(info, sealed)
+
+    def _unseal(self, info: SessionKeyInfo, sealed: bytes) -> None:
+        secret = self._master.open(sealed, aad=_aad(info.key_id))
+        try:
+            key = coincurve.PrivateKey(bytes(secret))
+        finally:
+            zeroize(secret)
+        if address_of(key) != info.address:
+            raise RuntimeError(f"session key {info.key_id} does not match its recorded address")
+        self._loaded[info.key_id] = _Loaded(info, key)
+
+    # ---- queries ----------------------------------------------------------------------------
+
+    def infos(self) -> list[SessionKeyInfo]:
+        return sorted(self._infos.values(), key=lambda i: i.created_at)
+
+    def info(self, key_id: str) -> SessionKeyInfo | None:
+        return self._infos.get(key_id)
+
+    def current(self, chain_id: int) -> SessionKeyInfo | None:
+        """The newest active key for a chain, expired or not: the policy decides what expiry means."""
+        candidates = [k.info for k in self._loaded.values() if k.info.chain_id == chain_id]
+        return max(candidates, key=lambda i: i.created_at, default=None)
+
+    def signing_key(self, key_id: str) -> coincurve.PrivateKey:
+        loaded = self._loaded.get(key_id)
+        if loaded is None:
+            raise KeyError(f"session key {key_id} is not active")
+        return loaded.signing_key
+
+    # ---- changes: prepared on the loop, written by the writer, installed after the commit ----
+
+    def prepare(self, chain_id: int, ttl_seconds: int, balance_cap: int) -> tuple[SessionKeyInfo, coincurve.PrivateKey, bytes]:
+        now = time.time()
+        key_id = "sk_" + secrets.token_hex(8)
+        secret = _generate_secret()
+        try:
+            key = coincurve.PrivateKey(bytes(secret))
+            sealed = self._master.seal(secret, aad=_aad(key_id))
+        finally:
+            zeroize(secret)
+        info = SessionKeyInfo(key_id, chain_id, address_of(key), now, now + ttl_seconds, ACTIVE, balance_cap)
+        return info, key, sealed
+
+    @staticmethod
+    def insert(conn: sqlite3.Connection, info: SessionKeyInfo, sealed: bytes) -> None:
+        conn.execute(
+            "INSERT INTO session_keys(key_id, chain_id, address, created_at, expires_at, status, balance_cap, sealed)"
+            " VALUES(?,?,?,?,?,?,?,?)",
+            (info.key_id, info.chain_id, info.address, info.created_at, info.expires_at, ACTIVE,
+             str(info.balance_cap), sealed),
+        )
+
+    def install(self, info: SessionKeyInfo, key: coincurve.PrivateKey) -> None:
+        self._infos[info.key_id] = info
+        self._loaded[info.key_id] = _Loaded(info, key)
+
+    def disarm(self, key_id: str, status: str) -> SessionKeyInfo:
+        """Take signing power away in memory first (the safe direction), then persist with `mark`."""
+        info = self._infos.get(key_id)
+        if info is None:
+            raise KeyError(key_id)
+        self._loaded.pop(key_id, None)
+        updated = SessionKeyInfo(
+            info.key_id, info.chain_id, info.address, info.created_at, info.expires_at, status, info.balance_cap
+        )
+        self._infos[key_id] = updated
+        return updated
+
+    def active_ids(self) -> list[str]:
+        return list(self._loaded)
+
+    @staticmethod
+    def mark(conn: sqlite3.Connection, key_id: str, status: str) -> None:
+        conn.execute("UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, time.time(), key_id))
+
+    def close(self) -> None:
+        """Drop every signing key. coincurve keeps its copy in C memory that Python cannot wipe."""
+        self._loaded.clear()

@@ -1,0 +1,126 @@
+"""The signer's view of `config.yaml`: chains and its own section, nothing the bot owns.
+
+Secrets never live here: the keystore passphrase comes from a prompt, an env var or a 0600 file,
+and client tokens are issued into the signer's own database.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_HOME = Path("~/.owliabot")
+CONFIG_NAME = "config.yaml"
+DEV_CHAIN_ID = 31337
+DEV_RPC_URL = "http://127.0.0.1:8545"
+
+
+class ConfigError(Exception):
+    """A config problem, worded for the user: which file, which field, what is wrong."""
+
+
+class ChainSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: int = Field(gt=0)
+    name: str = Field(min_length=1, max_length=64)
+    rpc_url: str
+    dev: bool = False
+    explorer_tx_url: str | None = None  # e.g. "https://etherscan.io/tx/{hash}"
+
+    @field_validator("rpc_url")
+    @classmethod
+    def _http_only(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class SignerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    home: Path | None = None  # default: <owlia home>/signer
+    socket: Path | None = None  # default: <signer home>/signer.sock
+    socket_group: str | None = None  # group that may connect (the bot's group in a two-user setup)
+    allowed_uids: list[int] = Field(default_factory=list)  # besides the signer's own uid
+    broadcast: bool = True  # false: sign and record but never send (benchmarks only)
+    max_request_bytes: int = Field(default=65536, ge=1024, le=1 << 20)
+    max_connections: int = Field(default=64, ge=1, le=4096)
+    pending_ttl_seconds: int = Field(default=300, ge=30, le=86400)
+    session_key_ttl_seconds: int = Field(default=7 * 86400, ge=60)
+    session_key_balance_cap: int = Field(default=10**17, ge=0)  # wei: 0.1 ETH
+    rpc_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+
+
+class SignerConfig(BaseModel):
+    """The sections the signer reads. Other top-level sections belong to the bot and are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    chains: list[ChainSettings] = Field(
+        default_factory=lambda: [ChainSettings(id=DEV_CHAIN_ID, name="anvil", rpc_url=DEV_RPC_URL, dev=True)]
+    )
+    signer: SignerSettings = Field(default_factory=SignerSettings)
+
+    @field_validator("chains")
+    @classmethod
+    def _unique_chain_ids(cls, chains: list[ChainSettings]) -> list[ChainSettings]:
+        ids = [c.id for c in chains]
+        if len(ids) != len(set(ids)):
+            raise ValueError("chain ids must be unique")
+        return chains
+
+    def chain(self, chain_id: int) -> ChainSettings | None:
+        return next((c for c in self.chains if c.id == chain_id), None)
+
+
+def resolve_home(home: str | Path | None = None) -> Path:
+    """`--home` beats `OWLIA_HOME` beats `~/.owliabot`."""
+    chosen = home or os.environ.get("OWLIA_HOME") or DEFAULT_HOME
+    return Path(chosen).expanduser().resolve()
+
+
+def signer_home(home: Path, settings: SignerSettings) -> Path:
+    return (settings.home or home / "signer").expanduser()
+
+
+def socket_path(home: Path, settings: SignerSettings) -> Path:
+    return (settings.socket or signer_home(home, settings) / "signer.sock").expanduser()
+
+
+def read_config_mapping(path: Path) -> dict[str, Any]:
+    """Parse the YAML file into a mapping; a missing file means embedded defaults."""
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return data
+
+
+def describe_validation_error(source: str, exc: ValidationError) -> str:
+    """One line per problem, each naming the field path as the user wrote it."""
+    lines = [f"{source}: invalid configuration"]
+    for err in exc.errors():
+        loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
+        lines.append(f"  {loc or '(top level)'}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def load_signer_config(home: Path) -> SignerConfig:
+    path = home / CONFIG_NAME
+    try:
+        return SignerConfig.model_validate(read_config_mapping(path))
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(str(path), exc)) from None

@@ -1,0 +1,55 @@
+"""The signer's own one-line reading of a request, built from decoded bytes only.
+
+This is what users see in chat and in the companion: never the agent's description.
+"""
+
+from __future__ import annotations
+
+from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
+from policies.model import Policy
+from policies.units import format_amount
+
+
+class Summarizer:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def _amount(self, chain_id: int, asset: str, amount: int) -> str:
+        info = self.policy.asset_info(chain_id, asset)
+        if info is None:
+            token = "native units" if asset == NATIVE else f"base units of unknown token {asset}"
+            return f"{amount} {token}"
+        symbol, decimals = info
+        return format_amount(amount, decimals, symbol)
+
+    def _who(self, chain_id: int, address: str) -> str:
+        name = self.policy.address_name(chain_id, address)
+        return f"{name} ({address})" if name else f"{address} (new address)"
+
+    def _chain(self, chain_id: int) -> str:
+        name = self.policy.chain_name(chain_id)
+        return f"{name} ({chain_id})" if name else f"unknown chain {chain_id}"
+
+    def __call__(self, decoded: Decoded) -> str:
+        parts: list[str] = []
+        for action in decoded.actions:
+            if isinstance(action, Transfer):
+                parts.append(f"send {self._amount(action.chain_id, action.asset, action.amount)} "
+                             f"to {self._who(action.chain_id, action.recipient)}")
+            elif isinstance(action, Approval):
+                amount = ("UNLIMITED" if action.amount >= 2**255
+                          else self._amount(action.chain_id, action.asset, action.amount))
+                parts.append(f"{action.method}: let {self._who(action.chain_id, action.spender)} spend {amount}")
+            elif isinstance(action, ContractCall) and not self._explained(decoded, action):
+                parts.append(f"call {self._who(action.chain_id, action.target)} "
+                             f"selector 0x{action.selector.hex()}")
+            elif isinstance(action, Forbidden):
+                parts.append(f"FORBIDDEN: {action.reason}")
+        if not parts:
+            parts.append("empty request")
+        return "; ".join(parts) + f" on {self._chain(decoded.call.chain_id)}"
+
+    @staticmethod
+    def _explained(decoded: Decoded, call: ContractCall) -> bool:
+        """A token call already shown as a transfer or approval needs no second line."""
+        return any(isinstance(a, (Transfer, Approval)) and a.asset == call.target for a in decoded.actions)
