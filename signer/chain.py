@@ -1,4 +1,4 @@
-"""The signer's view of a chain: nonces, fees, simulation and broadcast through web3.
+"""The signer's view of a chain: nonces, fees, simulation and broadcast over JSON-RPC.
 
 Caches are chosen so that a stale value can only make a transaction fail, never move more
 value: fees are refreshed every few seconds, and "this address has no code" (which lets a plain
@@ -11,15 +11,14 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from web3 import AsyncHTTPProvider, AsyncWeb3
-from web3.exceptions import ContractLogicError, Web3Exception
-
+from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.settings import ChainSettings
 
 PLAIN_TRANSFER_GAS = 21_000
 FEE_TTL = 3.0
 CODE_TTL = 30.0
 GAS_HEADROOM_PERCENT = 20
+RECEIPT_POLL_SECONDS = 0.25
 
 
 class ChainError(Exception):
@@ -38,21 +37,17 @@ class Fees:
     max_priority_fee_per_gas: int
 
 
-def _checksum(address: str) -> str:
-    return AsyncWeb3.to_checksum_address(address)
-
-
 class Chain:
     def __init__(self, settings: ChainSettings, *, timeout: float = 10.0) -> None:
         self.settings = settings
-        self.w3 = AsyncWeb3(AsyncHTTPProvider(settings.rpc_url, request_kwargs={"timeout": timeout}))
+        self.rpc = JsonRpcHttp(settings.rpc_url, timeout=timeout)
         self._fees: tuple[float, Fees] | None = None
         self._no_code: dict[str, float] = {}
         self._nonces: dict[str, int] = {}
         self._nonce_lock = asyncio.Lock()
 
     async def chain_id(self) -> int:
-        return await self._call(self.w3.eth.chain_id)
+        return int(await self._call("eth_chainId"), 16)
 
     # ---- transaction building ---------------------------------------------------------------
 
@@ -60,9 +55,7 @@ class Chain:
         """Hand out nonces locally so concurrent requests never share one."""
         async with self._nonce_lock:
             if sender not in self._nonces:
-                self._nonces[sender] = await self._call(
-                    self.w3.eth.get_transaction_count(_checksum(sender), "pending")
-                )
+                self._nonces[sender] = int(await self._call("eth_getTransactionCount", sender, "pending"), 16)
             nonce = self._nonces[sender]
             self._nonces[sender] = nonce + 1
             return nonce
@@ -75,9 +68,9 @@ class Chain:
         now = time.monotonic()
         if self._fees and now - self._fees[0] < FEE_TTL:
             return self._fees[1]
-        block = await self._call(self.w3.eth.get_block("latest"))
-        priority = await self._call(self.w3.eth.max_priority_fee)
-        base = int(block.get("baseFeePerGas") or 0)
+        block = await self._call("eth_getBlockByNumber", "latest", False)
+        priority = int(await self._call("eth_maxPriorityFeePerGas"), 16)
+        base = int(block.get("baseFeePerGas") or "0x0", 16)
         fees = Fees(max_fee_per_gas=2 * base + priority, max_priority_fee_per_gas=priority)
         self._fees = (now, fees)
         return fees
@@ -86,8 +79,8 @@ class Chain:
         checked = self._no_code.get(address)
         if checked is not None and time.monotonic() - checked < CODE_TTL:
             return False
-        code = await self._call(self.w3.eth.get_code(_checksum(address)))
-        if code:
+        code = await self._call("eth_getCode", address, "latest")
+        if code not in (None, "0x", "0x0"):
             return True
         self._no_code[address] = time.monotonic()
         return False
@@ -96,50 +89,60 @@ class Chain:
         """Gas limit for the call, simulating it first; a revert raises `SimulationReverted`."""
         if not data and not await self.has_code(to):
             return PLAIN_TRANSFER_GAS
-        tx = {"from": _checksum(sender), "to": _checksum(to), "value": value, "data": "0x" + data.hex()}
+        tx = {"from": sender, "to": to, "value": hex(value), "data": "0x" + data.hex()}
         try:
-            estimate = await self.w3.eth.estimate_gas(tx)  # type: ignore[arg-type]
-        except ContractLogicError as exc:
-            raise SimulationReverted(_revert_reason(exc)) from None
-        except Web3Exception as exc:
-            message = str(exc)
-            if "revert" in message.lower():
-                raise SimulationReverted(message[:300]) from None
-            raise ChainError(f"gas estimation failed: {message[:300]}") from None
-        except (OSError, asyncio.TimeoutError) as exc:
-            raise ChainError(f"chain RPC unreachable: {type(exc).__name__}") from None
+            estimate = int(await self.rpc.call("eth_estimateGas", tx), 16)
+        except RpcRemoteError as exc:
+            if exc.code == 3 or "revert" in exc.message.lower():
+                raise SimulationReverted(_revert_reason(exc.message)) from None
+            raise ChainError(f"gas estimation failed: {exc.message}") from None
+        except RpcUnreachable as exc:
+            raise ChainError(f"chain RPC unreachable ({self.settings.rpc_url}): {exc}") from None
         return estimate + estimate * GAS_HEADROOM_PERCENT // 100
 
     # ---- reading and sending ----------------------------------------------------------------
 
     async def send_raw(self, raw: bytes) -> None:
-        await self._call(self.w3.eth.send_raw_transaction(raw))
+        await self._call("eth_sendRawTransaction", "0x" + raw.hex())
 
     async def balance(self, address: str, token: str | None = None) -> int:
         if token is None:
-            return int(await self._call(self.w3.eth.get_balance(_checksum(address))))
+            return int(await self._call("eth_getBalance", address, "latest"), 16)
         data = "0x70a08231" + "00" * 12 + address[2:]
-        raw = await self._call(self.w3.eth.call({"to": _checksum(token), "data": data}))
-        return int.from_bytes(bytes(raw), "big") if raw else 0
+        raw = await self._call("eth_call", {"to": token, "data": data}, "latest")
+        return int(raw, 16) if raw not in (None, "0x") else 0
 
     async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict:
-        receipt = await self._call(self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=timeout))
-        return dict(receipt)
+        deadline = time.monotonic() + timeout
+        while True:
+            receipt = await self._call("eth_getTransactionReceipt", tx_hash)
+            if receipt:
+                return {k: int(v, 16) if k in ("status", "blockNumber", "gasUsed") and isinstance(v, str) else v
+                        for k, v in receipt.items()}
+            if time.monotonic() >= deadline:
+                raise ChainError(f"no receipt for {tx_hash} within {timeout:.0f}s")
+            await asyncio.sleep(RECEIPT_POLL_SECONDS)
+
+    async def dev_fund(self, address: str, amount: int) -> str:
+        """Dev chains only: send from the node's first unlocked account and wait for the receipt."""
+        if not self.settings.dev:
+            raise ChainError("funding from the node's accounts is only for dev chains")
+        sender = (await self._call("eth_accounts"))[0]
+        tx_hash = await self._call("eth_sendTransaction", {"from": sender, "to": address, "value": hex(amount)})
+        await self.receipt(tx_hash, timeout=30)
+        return tx_hash
 
     async def close(self) -> None:
-        provider = self.w3.provider
-        if hasattr(provider, "disconnect"):
-            await provider.disconnect()
+        self.rpc.close()
 
-    async def _call(self, awaitable):
+    async def _call(self, method: str, *params):
         try:
-            return await awaitable
-        except Web3Exception as exc:
-            raise ChainError(str(exc)[:300]) from None
-        except (OSError, asyncio.TimeoutError) as exc:
-            raise ChainError(f"chain RPC unreachable ({self.settings.rpc_url}): {type(exc).__name__}") from None
+            return await self.rpc.call(method, *params)
+        except RpcRemoteError as exc:
+            raise ChainError(f"{method}: {exc.message}") from None
+        except RpcUnreachable as exc:
+            raise ChainError(f"chain RPC unreachable ({self.settings.rpc_url}): {exc}") from None
 
 
-def _revert_reason(exc: ContractLogicError) -> str:
-    message = getattr(exc, "message", None) or str(exc)
+def _revert_reason(message: str) -> str:
     return message.replace("execution reverted: ", "").strip()[:300] or "execution reverted"

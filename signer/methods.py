@@ -200,13 +200,12 @@ class Methods:
                     "hint": "send up to `room` wei to the address from your main wallet (Tier 1)"}
 
         async def fund() -> tuple[dict[str, Any], Any]:
-            from_addr = (await chain.w3.eth.accounts)[0]
-            tx_hash = await chain.w3.eth.send_transaction(
-                {"from": from_addr, "to": chain.w3.to_checksum_address(info.address), "value": amount}
-            )
-            await chain.w3.eth.wait_for_transaction_receipt(tx_hash)
+            try:
+                tx_hash = await chain.dev_fund(info.address, amount)
+            except ChainError as exc:
+                raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
             body = {"key_id": info.key_id, "address": info.address, "amount": str(amount),
-                    "tx_hash": "0x" + bytes(tx_hash).hex(), "by": client.name}
+                    "tx_hash": tx_hash, "by": client.name}
             return {"funded": True, **body}, (lambda conn: self.engine.audit.append("session_key.topup", body),
                                               lambda: None)
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 
+from policies.model import checksum_ok
+
 PROTOCOL_VERSION = 1
 MAX_UINT256 = 2**256 - 1
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:\-]{8,128}$")
@@ -61,12 +63,10 @@ class RpcError(Exception):
 
 
 def _address(value: Any) -> str:
-    from eth_utils import is_checksum_address
-
     if not isinstance(value, str) or not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
         raise ValueError("must be a 0x-prefixed 20-byte hex address")
     body = value[2:]
-    if body != body.lower() and body != body.upper() and not is_checksum_address(value):
+    if body != body.lower() and body != body.upper() and not checksum_ok(value):
         raise ValueError("has a bad EIP-55 checksum (mixed case that does not match): check for a typo")
     return "0x" + body.lower()
 

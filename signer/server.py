@@ -148,7 +148,7 @@ class SignerServer:
     async def _respond(self, conn: Connection, line: bytes) -> bytes:
         try:
             frame = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: a nesting bomb
             return error_frame(None, RpcError(ErrorCode.PARSE, "not valid JSON"))
         req_id = frame.get("id") if isinstance(frame, dict) else None
         if not isinstance(req_id, (str, int)) or isinstance(req_id, bool):

@@ -78,31 +78,12 @@ def status(ctx: typer.Context) -> None:
 
 
 def _db(ctx: typer.Context):
-    from signer.store.db import connect, ensure_schema
+    from signer.store.db import connect
 
     paths = signer_paths(ctx)
     if not paths.db.exists():
         fail(f"no signer database at {paths.db}: run `owlia signer init` first")
-    conn = connect(paths.db)
-    ensure_schema(conn)
-    return conn, paths
-
-
-def _audited(conn, paths, kind: str, body: dict, action):
-    """Run a client change and its audit record in one transaction."""
-    from signer.store.audit import AuditLog
-
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        audit = AuditLog(conn, paths.anchor)
-        result = action()
-        audit.append(kind, body)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    audit.write_anchor()
-    return result
+    return connect(paths.db, readonly=True)
 
 
 @client_app.command("add")
@@ -114,7 +95,7 @@ def client_add(
     out: Optional[Path] = typer.Option(None, help="Write the token to this file (0600) instead of printing it."),
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
-    from signer.auth import add_client
+    from signer.admin import issue_client
     from signer.fsperm import write_private_file
     from signer.protocol import Scope
 
@@ -122,12 +103,9 @@ def client_add(
         scope_value = Scope(scope)
     except ValueError:
         fail("scope must be read, sign or admin")
-    conn, paths = _db(ctx)
     try:
-        client, token = _audited(conn, paths, "client.added", {"name": name, "scope": scope},
-                                 lambda: add_client(conn, name, scope_value,
-                                                    ttl_seconds=ttl_days * 86400 if ttl_days else None))
-    except ValueError as exc:
+        client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_days * 86400 if ttl_days else None)
+    except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -142,7 +120,7 @@ def client_list(ctx: typer.Context) -> None:
     """List clients (never their tokens)."""
     from signer.auth import list_clients
 
-    conn, _ = _db(ctx)
+    conn = _db(ctx)
     now = time.time()
     print_json([{"name": c.name, "id": c.client_id, "scope": c.scope.value, "active": c.active(now),
                  "expires_at": c.expires_at, "revoked_at": c.revoked_at} for c in list_clients(conn)])
@@ -151,10 +129,9 @@ def client_list(ctx: typer.Context) -> None:
 @client_app.command("revoke")
 def client_revoke(ctx: typer.Context, name: str = typer.Argument(...)) -> None:
     """Revoke a client's token; open connections lose it on their next request."""
-    from signer.auth import revoke_client
+    from signer.admin import revoke
 
-    conn, paths = _db(ctx)
-    if not _audited(conn, paths, "client.revoked", {"name": name}, lambda: revoke_client(conn, name)):
+    if not revoke(signer_paths(ctx), name):
         fail(f"no active client named {name!r}")
     typer.echo(f"revoked {name}")
 

@@ -1,0 +1,196 @@
+"""Signer benchmarks; prints one JSON object. Run: .venv/bin/python bench/signer_bench.py
+
+- policy evaluation alone (decode + evaluate of a plain ETH transfer to an address-book entry);
+- raw secp256k1 signing (coincurve) and eth-account's sign_transaction, the peer we replaced;
+- full Tier 2 requests over the Unix socket to a real `owlia signer serve` process (decide,
+  reserve, audit, build, sign; broadcasting off) with 1 and 16 concurrent clients;
+- the signer's idle resident memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bot.devchain import DevChain, free_port  # noqa: E402
+from policies.context import EvalContext  # noqa: E402
+from policies.decode import decode  # noqa: E402
+from policies.evaluate import evaluate  # noqa: E402
+from policies.intent import Call  # noqa: E402
+from policies.loader import parse_policy  # noqa: E402
+
+FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()
+PASSPHRASE = b"benchmark passphrase"
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_us": round(ordered[len(ordered) // 2] * 1e6, 1),
+        "p99_us": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e6, 1),
+        "mean_us": round(statistics.fmean(ordered) * 1e6, 1),
+    }
+
+
+def _timeit(fn, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def bench_evaluation(n: int = 20000) -> dict:
+    policy = parse_policy(BENCH_POLICY)
+    call = Call(chain_id=31337, to=FRIEND, value=10**15)
+    ctx = EvalContext(now=time.time(), spent={(31337, "native", 86400): 10**16, (31337, "native", 604800): 10**16},
+                      tx_count={3600: 3}, new_recipients={86400: 0}, seen_recipients=frozenset({FRIEND}),
+                      session_key_expires_at=time.time() + 3600, session_key_balance_cap=10**17)
+    assert evaluate(policy, decode(call), ctx).outcome.value == "allow"
+    decoded = decode(call)
+    _timeit(lambda: evaluate(policy, decoded, ctx), 2000)
+    return {"evaluate": _percentiles(_timeit(lambda: evaluate(policy, decoded, ctx), n)),
+            "decode_and_evaluate": _percentiles(_timeit(lambda: evaluate(policy, decode(call), ctx), n))}
+
+
+def bench_raw_signing(n: int = 5000) -> dict:
+    import coincurve
+    from eth_account import Account
+
+    from signer.txcodec import Eip1559Tx, sign_eip1559
+
+    key = coincurve.PrivateKey()
+    digest = os.urandom(32)
+    raw = _percentiles(_timeit(lambda: key.sign_recoverable(digest, hasher=None), n))
+    tx = Eip1559Tx(31337, 7, 10**9, 2 * 10**9, 21000, FRIEND, 10**15, b"")
+    ours = _percentiles(_timeit(lambda: sign_eip1559(tx, key), n))
+    account = Account.from_key(key.secret)
+    body = {"chainId": 31337, "nonce": 7, "maxPriorityFeePerGas": 10**9, "maxFeePerGas": 2 * 10**9, "gas": 21000,
+            "to": account.address, "value": 10**15, "data": b"", "type": 2}
+    peer = _percentiles(_timeit(lambda: account.sign_transaction(body), max(500, n // 10)))
+    return {"secp256k1_sign_recoverable": raw, "owlia_sign_eip1559": ours, "eth_account_sign_transaction": peer,
+            "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1)}
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return -1
+
+
+async def _requests(socket: Path, token: str, clients: int, total: int) -> dict:
+    from signer.client import SignerClient
+
+    conns = [SignerClient(socket, token) for _ in range(clients)]
+    for c in conns:
+        await c.connect()
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    counter = iter(range(total))
+
+    async def worker(client: SignerClient) -> None:
+        for i in counter:
+            t0 = time.perf_counter()
+            result = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
+                                       idempotency_key=f"bench-{clients}-{i:07d}-{os.getpid()}")
+            latencies.append(time.perf_counter() - t0)
+            statuses[result["status"]] = statuses.get(result["status"], 0) + 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in conns))
+    elapsed = time.perf_counter() - t0
+    for c in conns:
+        await c.close()
+    return {"clients": clients, "requests": total, "statuses": statuses, **_percentiles(latencies),
+            "signs_per_second": round(total / elapsed)}
+
+
+def bench_full_requests(total: int = 3000) -> dict:
+    from signer.admin import issue_client
+    from signer.client import SignerClient, new_idempotency_key
+    from signer.daemon import SignerPaths, init_home
+    from signer.protocol import Scope
+    from signer.settings import load_signer_config
+
+    policy = parse_policy(BENCH_POLICY)
+    raw = policy.model_dump(mode="json")
+    for asset in raw["assets"]:
+        asset["per_tx"], asset["windows"] = "1", {"24h": "1000000", "7d": "1000000"}
+    raw["rate_limits"] = {"tx_per_hour": 10**9, "new_recipients_per_day": 10**6}
+    chain = DevChain(port=free_port()).start()
+    work = Path(tempfile.mkdtemp(prefix="owb"))
+    proc = None
+    try:
+        home = work / "home"
+        home.mkdir(mode=0o700)
+        (home / "config.yaml").write_text(yaml.safe_dump({
+            "chains": [{"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}],
+            "signer": {"socket": str(work / "s.sock"), "broadcast": False},
+        }))
+        policy_file = work / "policy.yaml"
+        policy_file.write_text(yaml.safe_dump(raw))
+        paths = SignerPaths.from_config(home, load_signer_config(home))
+        init_home(paths, bytearray(PASSPHRASE), policy_file=policy_file, scrypt_n=2**14)
+        passfile = work / "pass"
+        passfile.write_bytes(PASSPHRASE)
+        passfile.chmod(0o600)
+        token = issue_client(paths, "bench", Scope.SIGN)[1]
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "serve",
+                                 "--passphrase-file", str(passfile)], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not paths.socket.exists():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the signer did not start")
+            time.sleep(0.05)
+        time.sleep(1.0)
+        idle_rss = _rss_kb(proc.pid)
+
+        async def run() -> list[dict]:
+            async with SignerClient(paths.socket, paths.admin_token.read_text().strip()) as admin:
+                await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+            await _requests(paths.socket, token, 1, 200)  # warm-up: RPC caches, nonce
+            return [await _requests(paths.socket, token, 1, total), await _requests(paths.socket, token, 16, total)]
+
+        results = asyncio.run(run())
+        return {"signer_idle_rss_mb": round(idle_rss / 1024, 1), "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
+                "full_request": results}
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=20)
+        chain.stop()
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    report = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "date": time.strftime("%Y-%m-%d"),
+        "policy_evaluation": bench_evaluation(),
+        "signing": bench_raw_signing(),
+    }
+    report.update(bench_full_requests())
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

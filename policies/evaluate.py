@@ -1,0 +1,237 @@
+"""The pure evaluator: a decoded request and a ledger snapshot in, a decision out.
+
+Every action yields at least one finding, so nothing can slip through beside an allowed action,
+and the decision is the most restrictive finding. No clock, no randomness, no I/O: the audit
+log replays decisions from their recorded inputs and must get the same answer.
+"""
+
+from __future__ import annotations
+
+from policies.context import EvalContext, PriceQuote
+from policies.decision import Decision, Finding, Outcome, Spend
+from policies.decode import TOKEN_SELECTORS
+from policies.intent import NATIVE, Approval, ContractCall, Decoded, Flag, Forbidden, Transfer
+from policies.model import Policy, UsdRule
+from policies.units import format_amount, usd_micros
+
+ALLOW, ESCALATE, DENY = Outcome.ALLOW, Outcome.ESCALATE, Outcome.DENY
+UNLIMITED = 2**255
+HOUR, DAY = 3600, 86400
+_OUTCOMES = {"allow": ALLOW, "escalate": ESCALATE, "deny": DENY}
+
+
+def _usd(micros: int) -> str:
+    return "$" + format_amount(micros, 6, "").strip()
+
+
+class _Evaluation:
+    """One evaluation's working state; split into one method per rule family for readability."""
+
+    def __init__(self, policy: Policy, decoded: Decoded, ctx: EvalContext) -> None:
+        self.policy = policy
+        self.decoded = decoded
+        self.ctx = ctx
+        self.findings: list[Finding] = []
+        self.totals: dict[tuple[int, str], int] = {}
+        self.new_recipients: dict[str, None] = {}
+        self.spends: list[Spend] = []
+
+    def add(self, outcome: Outcome, rule_id: str, reason: str) -> None:
+        self.findings.append(Finding(outcome, rule_id, reason))
+
+    def amount(self, chain_id: int, asset: str, amount: int) -> str:
+        info = self.policy.asset_info(chain_id, asset)
+        if info is None:
+            return f"{amount} base units of {'the native coin' if asset == NATIVE else asset}"
+        return format_amount(amount, info[1], info[0])
+
+    # ---- request-wide rules ------------------------------------------------------------------
+
+    def request(self) -> None:
+        call, ctx, policy = self.decoded.call, self.ctx, self.policy
+        if ctx.frozen:
+            self.add(DENY, "signer.frozen", "the signer is frozen: it signs nothing until unfrozen")
+        if not policy.has_chain(call.chain_id):
+            self.add(DENY, "chain.unknown", f"chain {call.chain_id} is not in the policy")
+        if not self.decoded.actions:
+            self.add(DENY, "request.empty", "the request moves no value and calls nothing")
+        for action in self.decoded.actions:
+            if isinstance(action, Forbidden):
+                self.add(DENY, action.rule_id, action.reason)
+        if ctx.session_key_expires_at is None:
+            self.add(ESCALATE, "session_key.missing", "no session key is available to sign automatically")
+        elif ctx.now >= ctx.session_key_expires_at:
+            self.add(ESCALATE, "session_key.expired", "the session key has expired")
+        if Flag.FROM_HEARTBEAT in call.flags:
+            self._source("source.heartbeat", policy.sources.heartbeat, "a scheduled heartbeat")
+        if Flag.FROM_SKILL in call.flags:
+            self._source("source.skill", policy.sources.skill, "a skill")
+
+    def _source(self, rule_id: str, setting: str, who: str) -> None:
+        if setting == "policy":
+            self.add(ALLOW, rule_id, f"requests from {who} follow the same rules as the agent's")
+        else:
+            self.add(_OUTCOMES[setting], rule_id, f"the policy says to {setting} requests from {who}")
+
+    # ---- per-action rules --------------------------------------------------------------------
+
+    def actions(self) -> None:
+        for action in self.decoded.actions:
+            if isinstance(action, Transfer):
+                self.transfer(action)
+            elif isinstance(action, Approval):
+                self.approval(action)
+            elif isinstance(action, ContractCall):
+                self.contract_call(action)
+            elif not isinstance(action, Forbidden):  # Forbidden was handled request-wide
+                self.add(ESCALATE, "default.unmatched", f"no rule covers the action {action!r}")
+
+    def _count(self, chain_id: int, asset: str, amount: int) -> None:
+        if amount > 0:
+            key = (chain_id, asset)
+            self.totals[key] = self.totals.get(key, 0) + amount
+
+    def transfer(self, t: Transfer) -> None:
+        policy = self.policy
+        self._count(t.chain_id, t.asset, t.amount)
+        what = f"{self.amount(t.chain_id, t.asset, t.amount)} to {t.recipient}"
+        if policy.in_address_book(t.chain_id, t.recipient):
+            name = policy.address_name(t.chain_id, t.recipient)
+            self.add(ALLOW, "recipient.known", f"{what}: {name} is in the address book")
+            return
+        if t.recipient not in self.ctx.seen_recipients:
+            self.new_recipients[t.recipient] = None
+        imitated = policy.lookalike_of(t.chain_id, t.recipient)
+        if imitated is not None:
+            self.add(DENY, "recipient.lookalike",
+                     f"{what}: the address imitates {policy.address_name(t.chain_id, imitated)} ({imitated})")
+        elif Flag.RECIPIENT_FROM_UNTRUSTED in self.decoded.call.flags:
+            setting = policy.recipients.untrusted_provenance
+            self.add(_OUTCOMES[setting], "recipient.untrusted_provenance",
+                     f"{what}: the recipient came from untrusted content and is not in the address book")
+        else:
+            setting = policy.recipients.unknown
+            self.add(_OUTCOMES[setting], "recipient.new", f"{what}: the recipient is not in the address book")
+
+    def approval(self, a: Approval) -> None:
+        policy = self.policy
+        if a.amount == 0:
+            self.add(ALLOW, "approval.revoke", f"{a.method} revokes {a.spender}'s allowance")
+            return
+        self._count(a.chain_id, a.asset, a.amount)
+        if a.amount >= UNLIMITED:
+            self.add(DENY, "approval.unlimited", f"{a.method} would let {a.spender} spend an unlimited amount")
+        if policy.is_allowed_spender(a.chain_id, a.spender):
+            name = policy.address_name(a.chain_id, a.spender)
+            self.add(ALLOW, "approval.spender_allowed", f"{a.method}: {name} ({a.spender}) is an allowed spender")
+            return
+        imitated = policy.lookalike_of(a.chain_id, a.spender)
+        if imitated is not None:
+            self.add(DENY, "approval.spender_lookalike",
+                     f"{a.method}: spender {a.spender} imitates {policy.address_name(a.chain_id, imitated)} "
+                     f"({imitated})")
+        else:
+            self.add(DENY, "approval.spender_not_allowed", f"{a.method}: {a.spender} is not an allowed spender")
+
+    def contract_call(self, c: ContractCall) -> None:
+        policy = self.policy
+        call = f"call 0x{c.selector.hex()} on {c.target}"
+        if c.selector in TOKEN_SELECTORS and policy.is_token(c.chain_id, c.target):
+            symbol = policy.asset_info(c.chain_id, c.target)[0]  # type: ignore[index]
+            self.add(ALLOW, "contract.token_call", f"{call}: a {symbol} transfer or approval, checked on its own")
+            return
+        selectors = policy.contract_selectors(c.chain_id, c.target)
+        if selectors is None:
+            self.add(ESCALATE, "contract.not_allowed", f"{call}: the contract is not in the policy")
+        elif c.selector in selectors:
+            name = policy.address_name(c.chain_id, c.target)
+            self.add(ALLOW, "contract.allowed", f"{call}: {name} allows this function")
+        else:
+            name = policy.address_name(c.chain_id, c.target)
+            self.add(ESCALATE, "contract.selector_not_allowed", f"{call}: {name} does not list this function")
+
+    # ---- limits ------------------------------------------------------------------------------
+
+    def limits(self) -> None:
+        policy, ctx = self.policy, self.ctx
+        over = _OUTCOMES[policy.over_limit]
+        usd_rule = policy.usd_rule()
+        usd_total, usd_unknown = 0, []
+        for (chain_id, asset), total in self.totals.items():
+            rule = policy.asset_rule(chain_id, asset)
+            usd_value = None
+            if usd_rule is not None:
+                quote: PriceQuote | None = ctx.prices.get((chain_id, asset)) or (rule.price if rule else None)
+                if quote is None:
+                    usd_unknown.append(self.amount(chain_id, asset, total))
+                else:
+                    usd_value = usd_micros(total, quote)
+                    usd_total += usd_value
+            self.spends.append(Spend(chain_id, asset, total, usd_value))
+            text = self.amount(chain_id, asset, total)
+            if rule is None:
+                self.add(ESCALATE, "asset.unknown", f"{text}: the asset is not in the policy, so it has no limits")
+                continue
+            if rule.per_tx is None and not rule.windows:
+                self.add(ESCALATE, "asset.no_limits", f"{text}: the policy sets no limit for {rule.symbol}")
+                continue
+            fmt = self.amount
+            within = True
+            if rule.per_tx is not None and total > rule.per_tx:
+                within = False
+                self.add(over, "limit.per_tx",
+                         f"{text} exceeds the per-transaction limit of {fmt(chain_id, asset, rule.per_tx)}")
+            for w in rule.windows:
+                already = ctx.spent.get((chain_id, asset, w.seconds), 0)
+                if already + total > w.limit:
+                    within = False
+                    self.add(over, f"limit.window.{w.label}",
+                             f"{text} would exceed the {w.label} limit of {fmt(chain_id, asset, w.limit)} "
+                             f"({fmt(chain_id, asset, already)} already spent)")
+            if within:
+                self.add(ALLOW, "asset.within_limits", f"{text} is within the {rule.symbol} limits")
+        if usd_rule is not None and self.totals:
+            self.usd_limits(usd_rule, usd_total, usd_unknown, over)
+
+    def usd_limits(self, rule: UsdRule, total: int, unknown: list[str], over: Outcome) -> None:
+        within = not unknown
+        if unknown:
+            self.add(ESCALATE, "usd.price_unknown",
+                     f"no USD price for {', '.join(unknown)}, so the USD limits cannot be checked")
+        if rule.per_tx is not None and total > rule.per_tx:
+            within = False
+            self.add(over, "usd.per_tx", f"{_usd(total)} exceeds the per-transaction limit of {_usd(rule.per_tx)}")
+        for w in rule.windows:
+            already = self.ctx.spent_usd.get(w.seconds, 0)
+            if already + total > w.limit:
+                within = False
+                self.add(over, f"usd.window.{w.label}",
+                         f"{_usd(total)} would exceed the {w.label} limit of {_usd(w.limit)} "
+                         f"({_usd(already)} already spent)")
+        if within:
+            self.add(ALLOW, "usd.within_limits", f"{_usd(total)} is within the USD limits")
+
+    def rates(self) -> None:
+        rates, ctx = self.policy.rate_limits, self.ctx
+        signed = ctx.tx_count.get(HOUR, 0)
+        if signed + 1 > rates.tx_per_hour:
+            self.add(ESCALATE, "rate.tx_per_hour",
+                     f"{signed} transactions were signed in the last hour; the limit is {rates.tx_per_hour}")
+        fresh = len(self.new_recipients)
+        already = ctx.new_recipients.get(DAY, 0)
+        if fresh and already + fresh > rates.new_recipients_per_day:
+            self.add(ESCALATE, "rate.new_recipients_per_day",
+                     f"{fresh} new recipient(s) after {already} in the last day would exceed the limit of "
+                     f"{rates.new_recipients_per_day}")
+
+    def decide(self) -> Decision:
+        self.request()
+        self.actions()
+        self.limits()
+        self.rates()
+        return Decision.from_findings(self.findings, tuple(self.spends), tuple(self.new_recipients))
+
+
+def evaluate(policy: Policy, decoded: Decoded, ctx: EvalContext) -> Decision:
+    """Decide one request. Pure: equal inputs give equal decisions."""
+    return _Evaluation(policy, decoded, ctx).decide()

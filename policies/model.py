@@ -1,0 +1,333 @@
+"""The policy document: a validated, immutable pydantic model with precomputed lookups.
+
+Validation is strict because a typo in a policy must never widen what the signer signs:
+unknown keys, floats, bad checksums and duplicates are refused with the field path named.
+The evaluator runs on every request, so every lookup it needs is built once, here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from Crypto.Hash import keccak
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictInt, ValidationInfo, \
+    field_validator, model_validator
+
+from policies.context import PriceQuote
+from policies.intent import NATIVE
+from policies.units import lookalike_key, parse_period, parse_units
+
+USD_DECIMALS = 6  # USD limits and prices are held in micro-dollars
+
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_SELECTOR = re.compile(r"0x[0-9a-fA-F]{8}")
+
+
+def checksum_ok(address: str) -> bool:
+    """EIP-55: the case of each hex letter is a bit of keccak(lowercase hex)."""
+    body = address[2:]
+    digest = keccak.new(digest_bits=256, data=body.lower().encode()).hexdigest()
+    return all(c.upper() == c if int(h, 16) >= 8 else c.lower() == c
+               for c, h in zip(body, digest) if c.isalpha())
+
+
+def _address(value: Any) -> str:
+    if not isinstance(value, str) or not _HEX_ADDRESS.fullmatch(value):
+        raise ValueError("must be an address: 0x followed by 40 hex digits (quote it in YAML)")
+    body = value[2:]
+    if body != body.lower() and body != body.upper() and not checksum_ok(value):
+        raise ValueError(f"{value} has a bad EIP-55 checksum (a typo?); write it lowercase only if you are sure")
+    return "0x" + body.lower()
+
+
+def _asset_id(value: Any) -> str:
+    return NATIVE if value == NATIVE else _address(value)
+
+
+def _amount(value: Any) -> str:
+    """Amounts stay as the decimal text the user wrote; an int means whole units."""
+    if isinstance(value, float):
+        raise ValueError("write amounts as quoted strings, e.g. \"0.01\"")
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError("must be a decimal amount written as a quoted string")
+    parse_units(value, 0 if isinstance(value, int) else 77)  # shape check; precision per asset later
+    return str(value)
+
+
+def _selector(value: Any) -> str:
+    if not isinstance(value, str) or not _SELECTOR.fullmatch(value):
+        raise ValueError("must be a function selector: 0x followed by 8 hex digits, quoted")
+    return value.lower()
+
+
+def _period_label(value: Any) -> str:
+    parse_period(value)
+    return value
+
+
+Address = Annotated[str, BeforeValidator(_address)]
+AssetId = Annotated[str, BeforeValidator(_asset_id)]
+Amount = Annotated[str, BeforeValidator(_amount)]
+Selector = Annotated[str, BeforeValidator(_selector)]
+Name = Annotated[str, Field(min_length=1, max_length=100)]
+Windows = dict[Annotated[str, BeforeValidator(_period_label)], Amount]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_windows(windows: dict[str, str], decimals: int) -> dict[str, str]:
+    periods: dict[int, str] = {}
+    for label, amount in windows.items():
+        parse_units(amount, decimals)
+        seconds = parse_period(label)
+        if seconds in periods:
+            raise ValueError(f"{periods[seconds]} and {label} are the same window")
+        periods[seconds] = label
+    return windows
+
+
+class ChainEntry(_Strict):
+    id: StrictInt = Field(gt=0)
+    name: Name
+
+
+class AssetEntry(_Strict):
+    chain: StrictInt
+    asset: AssetId
+    symbol: Annotated[str, Field(min_length=1, max_length=20)]
+    decimals: StrictInt = Field(ge=0, le=77)
+    per_tx: Amount | None = None
+    windows: Windows = Field(default_factory=dict)
+    price_usd: Amount | None = None
+
+    @field_validator("per_tx")
+    @classmethod
+    def _per_tx_precision(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and "decimals" in info.data:
+            parse_units(value, info.data["decimals"])
+        return value
+
+    @field_validator("windows")
+    @classmethod
+    def _windows_precision(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        return _check_windows(value, info.data["decimals"]) if "decimals" in info.data else value
+
+    @field_validator("price_usd")
+    @classmethod
+    def _price_precision(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_units(value, USD_DECIMALS)
+        return value
+
+
+class AddressEntry(_Strict):
+    chain: StrictInt
+    address: Address
+    name: Name
+
+
+class ContractEntry(_Strict):
+    chain: StrictInt
+    address: Address
+    name: Name
+    selectors: tuple[Selector, ...] = ()
+
+    @field_validator("selectors")
+    @classmethod
+    def _unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("a selector is listed twice")
+        return value
+
+
+class UsdLimits(_Strict):
+    per_tx: Amount | None = None
+    windows: Windows = Field(default_factory=dict)
+
+    @field_validator("per_tx")
+    @classmethod
+    def _per_tx_precision(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_units(value, USD_DECIMALS)
+        return value
+
+    @field_validator("windows")
+    @classmethod
+    def _windows_precision(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_windows(value, USD_DECIMALS)
+
+
+class RecipientRules(_Strict):
+    unknown: Literal["escalate", "deny", "allow"] = "escalate"
+    untrusted_provenance: Literal["escalate", "deny"] = "escalate"
+
+
+class SourceRules(_Strict):
+    skill: Literal["escalate", "policy"] = "escalate"
+    heartbeat: Literal["deny", "escalate", "policy"] = "deny"
+
+
+class RateLimits(_Strict):
+    tx_per_hour: StrictInt = Field(default=30, ge=0)
+    new_recipients_per_day: StrictInt = Field(default=5, ge=0)
+
+
+# ---- precomputed views the evaluator reads ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    label: str
+    seconds: int
+    limit: int  # base units (micro-dollars for USD windows)
+
+
+@dataclass(frozen=True, slots=True)
+class AssetRule:
+    symbol: str
+    decimals: int
+    per_tx: int | None
+    windows: tuple[Window, ...]
+    price: PriceQuote | None  # the policy's static price, if any
+
+
+@dataclass(frozen=True, slots=True)
+class UsdRule:
+    per_tx: int | None  # micro-dollars
+    windows: tuple[Window, ...]
+
+
+def _windows(windows: dict[str, str], decimals: int) -> tuple[Window, ...]:
+    return tuple(Window(label, parse_period(label), parse_units(amount, decimals)) for label, amount in windows.items())
+
+
+class Policy(_Strict):
+    version: Literal[1]
+    chains: tuple[ChainEntry, ...] = Field(min_length=1)
+    assets: tuple[AssetEntry, ...] = ()
+    address_book: tuple[AddressEntry, ...] = ()
+    spenders: tuple[AddressEntry, ...] = ()
+    contracts: tuple[ContractEntry, ...] = ()
+    usd: UsdLimits | None = None
+    recipients: RecipientRules = RecipientRules()
+    sources: SourceRules = SourceRules()
+    over_limit: Literal["escalate", "deny"] = "escalate"
+    rate_limits: RateLimits = RateLimits()
+
+    _chains: dict[int, str] = PrivateAttr(default_factory=dict)
+    _assets: dict[tuple[int, str], AssetRule] = PrivateAttr(default_factory=dict)
+    _names: dict[tuple[int, str], str] = PrivateAttr(default_factory=dict)
+    _book: frozenset[tuple[int, str]] = PrivateAttr(default=frozenset())
+    _spenders: frozenset[tuple[int, str]] = PrivateAttr(default=frozenset())
+    _contracts: dict[tuple[int, str], frozenset[bytes]] = PrivateAttr(default_factory=dict)
+    _lookalikes: dict[tuple[int, str, str], tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    _usd: UsdRule | None = PrivateAttr(default=None)
+    _window_seconds: frozenset[int] = PrivateAttr(default=frozenset())
+    _hash: str = PrivateAttr(default="")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        chain_ids = [c.id for c in self.chains]
+        for i, chain_id in enumerate(chain_ids):
+            if chain_id in chain_ids[:i]:
+                raise ValueError(f"chains.{i}.id: chain {chain_id} is listed twice")
+        sections: list[tuple[str, tuple[Any, ...], str]] = [
+            ("assets", self.assets, "asset"),
+            ("address_book", self.address_book, "address"),
+            ("spenders", self.spenders, "address"),
+            ("contracts", self.contracts, "address"),
+        ]
+        for section, entries, key in sections:
+            seen: set[tuple[int, str]] = set()
+            for i, entry in enumerate(entries):
+                if entry.chain not in chain_ids:
+                    raise ValueError(f"{section}.{i}.chain: chain {entry.chain} is not listed under chains")
+                ident = (entry.chain, getattr(entry, key))
+                if ident in seen:
+                    raise ValueError(f"{section}.{i}: {ident[1]} on chain {ident[0]} is listed twice")
+                seen.add(ident)
+        return self
+
+    def model_post_init(self, __context: Any) -> None:
+        self._chains = {c.id: c.name for c in self.chains}
+        for a in self.assets:
+            price = None if a.price_usd is None else PriceQuote(parse_units(a.price_usd, USD_DECIMALS), a.decimals)
+            per_tx = None if a.per_tx is None else parse_units(a.per_tx, a.decimals)
+            self._assets[(a.chain, a.asset)] = AssetRule(a.symbol, a.decimals, per_tx,
+                                                        _windows(a.windows, a.decimals), price)
+        # Address book names win over spender names, which win over contract names.
+        for entry in (*self.contracts, *self.spenders, *self.address_book):
+            self._names[(entry.chain, entry.address)] = entry.name
+        self._book = frozenset((e.chain, e.address) for e in self.address_book)
+        self._spenders = frozenset((e.chain, e.address) for e in self.spenders)
+        self._contracts = {(c.chain, c.address): frozenset(bytes.fromhex(s[2:]) for s in c.selectors)
+                           for c in self.contracts}
+        index: dict[tuple[int, str, str], set[str]] = {}
+        for entry in (*self.address_book, *self.spenders, *self.contracts):
+            index.setdefault((entry.chain, *lookalike_key(entry.address)), set()).add(entry.address)
+        self._lookalikes = {k: tuple(sorted(v)) for k, v in index.items()}
+        if self.usd is not None:
+            self._usd = UsdRule(None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
+                                _windows(self.usd.windows, USD_DECIMALS))
+        seconds = {w.seconds for rule in self._assets.values() for w in rule.windows}
+        if self._usd is not None:
+            seconds |= {w.seconds for w in self._usd.windows}
+        self._window_seconds = frozenset(seconds)
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        self._hash = hashlib.sha256(canonical.encode()).hexdigest()
+
+    # ---- queries -----------------------------------------------------------------------------
+
+    def window_seconds(self) -> set[int]:
+        """Every rolling-window length the ledger must sum for this policy."""
+        return set(self._window_seconds)
+
+    def policy_hash(self) -> str:
+        """sha256 of the canonical JSON dump: names the exact policy a decision ran under."""
+        return self._hash
+
+    def has_chain(self, chain_id: int) -> bool:
+        return chain_id in self._chains
+
+    def chain_name(self, chain_id: int) -> str | None:
+        return self._chains.get(chain_id)
+
+    def asset_info(self, chain_id: int, asset: str) -> tuple[str, int] | None:
+        rule = self._assets.get((chain_id, asset))
+        return None if rule is None else (rule.symbol, rule.decimals)
+
+    def asset_rule(self, chain_id: int, asset: str) -> AssetRule | None:
+        return self._assets.get((chain_id, asset))
+
+    def is_token(self, chain_id: int, address: str) -> bool:
+        """Is this contract one of the policy's ERC-20 assets?"""
+        return address != NATIVE and (chain_id, address) in self._assets
+
+    def address_name(self, chain_id: int, address: str) -> str | None:
+        return self._names.get((chain_id, address))
+
+    def in_address_book(self, chain_id: int, address: str) -> bool:
+        return (chain_id, address) in self._book
+
+    def is_allowed_spender(self, chain_id: int, address: str) -> bool:
+        return (chain_id, address) in self._spenders
+
+    def contract_selectors(self, chain_id: int, address: str) -> frozenset[bytes] | None:
+        """Allowed selectors of a listed contract; None when the contract is not listed."""
+        return self._contracts.get((chain_id, address))
+
+    def lookalike_of(self, chain_id: int, address: str) -> str | None:
+        """A different known address (book, spender, contract) that `address` imitates, if any."""
+        for known in self._lookalikes.get((chain_id, *lookalike_key(address)), ()):
+            if known != address:
+                return known
+        return None
+
+    def usd_rule(self) -> UsdRule | None:
+        return self._usd

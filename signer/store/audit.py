@@ -1,0 +1,200 @@
+"""The append-only, hash-chained audit log.
+
+Each record's hash covers its sequence number, time, kind, body and the previous record's hash,
+so editing, reordering or deleting any record breaks the chain from that point on. SQLite
+triggers refuse UPDATE and DELETE outright; the anchor file (the last committed seq and hash)
+catches a log cut short at the tail, which a chain alone cannot see. `verify` checks all of it.
+
+Records are written inside the caller's transaction (`append` never commits): a decision and its
+audit record are durable together or not at all. The head is re-read inside that transaction, so
+the daemon and a local admin command can both append without forking the chain. A body that looks like it holds a secret is
+refused, so a bug cannot leak a key into the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GENESIS = "0" * 64
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit(
+    seq INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL,
+    prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+"""
+
+_HEX64 = re.compile(r"^(0x)?[0-9a-fA-F]{64}$")
+_TOKEN = re.compile(r"owl_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}")
+# 32-byte hex values that are public by nature: hashes, calldata, salts.
+_PUBLIC_HEX_KEYS = ("hash", "data", "salt", "topic", "idempotency_key")
+# Free text that came from outside (the agent's stated reason): secret-looking runs are redacted.
+_FREE_TEXT_KEYS = frozenset({"agent_reason_unverified", "reason", "note"})
+_HEX64_ANYWHERE = re.compile(r"(0x)?[0-9a-fA-F]{64}")
+
+
+class AuditSecretError(ValueError):
+    """A record body contains something shaped like a private key or token; nothing was written."""
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+
+
+def _record_hash(seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
+    material = f"{seq}\n{ts!r}\n{kind}\n{body}\n{prev_hash}".encode()
+    return hashlib.sha256(material).hexdigest()
+
+
+def _scrub(value: Any, key: str = "") -> Any:
+    """Redact free text, refuse secret-shaped values elsewhere. Returns the cleaned value."""
+    if isinstance(value, dict):
+        return {k: _scrub(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v, key) for v in value]
+    if not isinstance(value, str):
+        return value
+    if key in _FREE_TEXT_KEYS:
+        return _TOKEN.sub("[redacted token]", _HEX64_ANYWHERE.sub("[redacted hex]", value))
+    if _TOKEN.search(value):
+        raise AuditSecretError(f"audit field {key!r} holds a client token")
+    if _HEX64.match(value) and not key.endswith(_PUBLIC_HEX_KEYS):
+        raise AuditSecretError(f"audit field {key!r} holds a 32-byte secret-shaped value")
+    return value
+
+
+def canonical(body: dict[str, Any]) -> str:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class AuditLog:
+    """Appends to the chain through one connection (the signer's single writer)."""
+
+    def __init__(self, conn: sqlite3.Connection, anchor_path: Path) -> None:
+        self._conn = conn
+        self._anchor_path = Path(anchor_path)
+        self.reload()  # the schema is the store's job (db.ensure_schema): executescript would commit
+
+    def reload(self) -> None:
+        """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
+        row = self._conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        self._seq, self._hash = (row[0], row[1]) if row else (0, GENESIS)
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self._seq, self._hash
+
+    def append(self, kind: str, body: dict[str, Any], ts: float | None = None) -> int:
+        """Add a record in the current transaction; the caller commits."""
+        ts = time.time() if ts is None else float(ts)
+        text = canonical(_scrub(body))
+        self.reload()  # inside the caller's write transaction: another writer (the CLI) may have appended
+        seq = self._seq + 1
+        digest = _record_hash(seq, ts, kind, text, self._hash)
+        self._conn.execute(
+            "INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)",
+            (seq, ts, kind, text, self._hash, digest),
+        )
+        self._seq, self._hash = seq, digest
+        return seq
+
+    def write_anchor(self) -> None:
+        """Record the committed head. Written after the commit, so it never runs ahead of the log."""
+        data = json.dumps({"seq": self._seq, "hash": self._hash}).encode()
+        tmp = self._anchor_path.with_name(f".{self._anchor_path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, self._anchor_path)
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    records: int
+    head_hash: str
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "records": self.records, "head_hash": self.head_hash, "problems": self.problems}
+
+
+def _read_anchor(path: Path) -> tuple[int, str] | None:
+    try:
+        data = json.loads(Path(path).read_text())
+        return int(data["seq"]), str(data["hash"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        return (-1, "")
+
+
+def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, max_problems: int = 50) -> VerifyReport:
+    """Walk the whole chain; report every break (up to `max_problems`)."""
+    problems: list[str] = []
+    expected_seq, prev, count = 1, GENESIS, 0
+    hashes: dict[int, str] = {}
+    for seq, ts, kind, body, prev_hash, digest in conn.execute(
+        "SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq"
+    ):
+        count += 1
+        if seq != expected_seq:
+            problems.append(f"records {expected_seq}..{seq - 1} are missing (deleted)")
+        if prev_hash != prev:
+            problems.append(f"record {seq}: does not link to the record before it (reordered or replaced)")
+        if _record_hash(seq, ts, kind, body, prev_hash) != digest:
+            problems.append(f"record {seq}: content does not match its hash (edited)")
+        hashes[seq] = digest
+        expected_seq, prev = seq + 1, digest
+        if len(problems) >= max_problems:
+            problems.append("too many problems; stopped")
+            break
+    head = prev
+    if anchor_path is not None:
+        anchor = _read_anchor(anchor_path)
+        if anchor is None:
+            if count:
+                problems.append(f"anchor file {anchor_path} is missing")
+        elif anchor[0] < 0:
+            problems.append(f"anchor file {anchor_path} is unreadable")
+        elif anchor[0] > expected_seq - 1:
+            problems.append(f"the log ends at record {expected_seq - 1} but the anchor says {anchor[0]} (truncated)")
+        elif anchor[0] and hashes.get(anchor[0]) != anchor[1]:
+            problems.append(f"record {anchor[0]} does not match the anchor (rewritten)")
+    return VerifyReport(ok=not problems, records=count, head_hash=head, problems=problems)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    seq: int
+    ts: float
+    kind: str
+    body: dict[str, Any]
+    hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "ts": self.ts, "kind": self.kind, "body": self.body, "hash": self.hash}
+
+
+def tail(conn: sqlite3.Connection, n: int = 20, *, kind: str | None = None, since_seq: int = 0) -> list[AuditEntry]:
+    """The last `n` records (optionally of one kind, or after `since_seq`), oldest first."""
+    sql = "SELECT seq, ts, kind, body, hash FROM audit WHERE seq > ?"
+    args: list[Any] = [since_seq]
+    if kind:
+        sql += " AND kind = ?"
+        args.append(kind)
+    sql += " ORDER BY seq DESC LIMIT ?"
+    args.append(max(0, min(int(n), 10_000)))
+    rows = conn.execute(sql, args).fetchall()
+    return [AuditEntry(seq, ts, k, json.loads(body), h) for seq, ts, k, body, h in reversed(rows)]

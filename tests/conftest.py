@@ -1,0 +1,167 @@
+"""Shared fixtures: a real anvil chain and a real signer daemon in its own process.
+
+Nothing here imitates our own code: the signer under test is `owlia signer serve` started as a
+subprocess, reached over its Unix socket with the same client the bot uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.devchain import DevChain, free_port, rpc
+from signer.admin import issue_client
+from signer.client import SignerClient, new_idempotency_key
+from signer.daemon import SignerPaths, init_home
+from signer.fsperm import write_private_file
+from signer.protocol import Scope
+from signer.settings import load_signer_config
+
+DEV_POLICY = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
+FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # anvil account 1, "dev-friend" in dev.yaml
+STRANGER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"  # anvil account 2, in no address book
+PASSPHRASE = b"test passphrase, not for real funds"
+
+
+@pytest.fixture(scope="session")
+def anvil():
+    chain = DevChain(port=free_port()).start()
+    yield chain
+    chain.stop()
+
+
+def balance(chain: DevChain, address: str) -> int:
+    return int(rpc(chain.url, "eth_getBalance", [address, "latest"]), 16)
+
+
+def wait_receipt(chain: DevChain, tx_hash: str, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        receipt = rpc(chain.url, "eth_getTransactionReceipt", [tx_hash])
+        if receipt:
+            return receipt
+        time.sleep(0.05)
+    raise AssertionError(f"no receipt for {tx_hash}")
+
+
+class SignerStack:
+    """A signer home plus its daemon process; start, stop, kill -9 and restart it at will."""
+
+    def __init__(self, root: Path, rpc_url: str, *, policy: Path = DEV_POLICY, signer: dict | None = None) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.home.mkdir(mode=0o700)
+        self.sockdir = Path(tempfile.mkdtemp(prefix="ow"))  # short: Unix socket paths max out at 108 bytes
+        self.socket = self.sockdir / "signer.sock"
+        config = {
+            "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
+            "signer": {"socket": str(self.socket), **(signer or {})},
+        }
+        (self.home / "config.yaml").write_text(yaml.safe_dump(config))
+        self.passfile = root / "passphrase"
+        write_private_file(self.passfile, PASSPHRASE)
+        self.config = load_signer_config(self.home)
+        self.paths = SignerPaths.from_config(self.home, self.config)
+        init_home(self.paths, bytearray(PASSPHRASE), policy_file=policy, scrypt_n=2**10)
+        self.process: subprocess.Popen | None = None
+        self.log = root / "signer.log"
+
+    @property
+    def admin_token(self) -> str:
+        return self.paths.admin_token.read_text().strip()
+
+    def owlia(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(self.home), *args],
+                              text=True, capture_output=True, timeout=120, env=env)
+
+    def start(self, timeout: float = 30.0) -> SignerStack:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "--home", str(self.home), "signer", "serve",
+             "--passphrase-file", str(self.passfile)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"),
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"signer exited: {self.log.read_text()[-2000:]}")
+            if self.socket.exists():
+                try:
+                    self.call_sync(self.admin_token, "status")
+                    return self
+                except Exception:  # noqa: BLE001 - not listening yet
+                    pass
+            time.sleep(0.05)
+        raise AssertionError("signer did not come up")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=20)
+        self.process = None
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+        self.process = None
+
+    def client_token(self, name: str, scope: Scope = Scope.SIGN) -> str:
+        return issue_client(self.paths, name, scope)[1]
+
+    async def call(self, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
+        async with SignerClient(self.socket, token) as client:
+            return await client.call(method, params)
+
+    def call_sync(self, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
+        return asyncio.run(self.call(token, method, params))
+
+    def funded_session_key(self, chain_id: int = 31337) -> dict:
+        admin = self.admin_token
+        created = self.call_sync(admin, "session_key.create",
+                                 {"idempotency_key": new_idempotency_key("t"), "chain_id": chain_id})
+        key = created["session_key"]
+        self.call_sync(admin, "session_key.topup", {"idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]})
+        return key
+
+    def close(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        shutil.rmtree(self.sockdir, ignore_errors=True)
+
+
+@pytest.fixture()
+def make_stack(tmp_path, anvil):
+    stacks: list[SignerStack] = []
+
+    def make(**kwargs: Any) -> SignerStack:
+        root = tmp_path / f"stack{len(stacks)}"
+        root.mkdir()
+        stack = SignerStack(root, anvil.url, **kwargs)
+        stacks.append(stack)
+        return stack
+
+    yield make
+    for stack in stacks:
+        stack.close()
+
+
+@pytest.fixture()
+def stack(make_stack) -> SignerStack:
+    return make_stack().start()
+
+
+def pytest_configure(config):
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")

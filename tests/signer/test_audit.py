@@ -1,0 +1,126 @@
+import json
+import sqlite3
+
+import pytest
+
+from signer.store.audit import AuditLog, AuditSecretError, tail, verify
+from signer.store.db import connect, ensure_schema
+
+
+@pytest.fixture()
+def log(tmp_path):
+    conn = connect(tmp_path / "signer.db")
+    ensure_schema(conn)
+    audit = AuditLog(conn, tmp_path / "audit.anchor")
+    for i in range(5):
+        conn.execute("BEGIN")
+        audit.append("test.event", {"i": i, "tx_hash": "0x" + "ab" * 32}, ts=1000.0 + i)
+        conn.execute("COMMIT")
+        audit.write_anchor()
+    yield conn, audit, tmp_path / "audit.anchor"
+    conn.close()
+
+
+def _unlocked(conn):
+    """What an attacker with write access to the file can do: drop the guard triggers."""
+    conn.execute("DROP TRIGGER audit_no_update")
+    conn.execute("DROP TRIGGER audit_no_delete")
+
+
+def test_intact_log_verifies(log):
+    conn, audit, anchor = log
+    report = verify(conn, anchor)
+    assert report.ok, report.problems
+    assert report.records == 5 and report.head_hash == audit.head[1]
+
+
+def test_append_only_at_the_database_level(log):
+    conn, _, _ = log
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute("UPDATE audit SET body='{}' WHERE seq=2")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute("DELETE FROM audit WHERE seq=5")
+
+
+def test_edited_record_fails(log):
+    conn, _, anchor = log
+    _unlocked(conn)
+    conn.execute("UPDATE audit SET body=? WHERE seq=3", (json.dumps({"i": 99}),))
+    report = verify(conn, anchor)
+    assert not report.ok and any("record 3" in p and "edited" in p for p in report.problems)
+
+
+def test_deleted_record_fails(log):
+    conn, _, anchor = log
+    _unlocked(conn)
+    conn.execute("DELETE FROM audit WHERE seq=2")
+    report = verify(conn, anchor)
+    assert not report.ok and any("missing" in p for p in report.problems)
+
+
+def test_reordered_records_fail(log):
+    conn, _, anchor = log
+    _unlocked(conn)
+    rows = {r[0]: r for r in conn.execute("SELECT * FROM audit WHERE seq IN (2,3)")}
+    conn.execute("DELETE FROM audit WHERE seq IN (2,3)")
+    conn.execute("INSERT INTO audit VALUES(2,?,?,?,?,?)", rows[3][1:])
+    conn.execute("INSERT INTO audit VALUES(3,?,?,?,?,?)", rows[2][1:])
+    assert not verify(conn, anchor).ok
+
+
+def test_truncated_tail_fails_through_the_anchor(log):
+    conn, _, anchor = log
+    _unlocked(conn)
+    conn.execute("DELETE FROM audit WHERE seq=5")
+    report = verify(conn, anchor)
+    assert not report.ok and any("truncated" in p for p in report.problems)
+    assert not verify(conn, anchor.with_name("absent")).ok  # no anchor for a non-empty log
+
+
+def test_rewritten_chain_fails_through_the_anchor(log, tmp_path):
+    conn, _, anchor = log
+    _unlocked(conn)
+    conn.execute("DELETE FROM audit")
+    forged = AuditLog(conn, tmp_path / "forged.anchor")
+    for i in range(5):
+        forged.append("test.event", {"i": i * 10}, ts=1000.0 + i)
+    forged.write_anchor()
+    assert verify(conn, tmp_path / "forged.anchor").ok  # self-consistent...
+    assert not verify(conn, anchor).ok  # ...but not the chain the signer anchored
+
+
+def test_rollback_then_reload_keeps_chain(log):
+    conn, audit, anchor = log
+    conn.execute("BEGIN")
+    audit.append("discarded", {})
+    conn.execute("ROLLBACK")
+    audit.reload()
+    conn.execute("BEGIN")
+    audit.append("kept", {})
+    conn.execute("COMMIT")
+    audit.write_anchor()
+    assert verify(conn, anchor).ok
+    assert [e.kind for e in tail(conn, 2)] == ["test.event", "kept"]
+
+
+def test_secret_shaped_values_are_refused_or_redacted(log):
+    conn, audit, _ = log
+    key = "0x" + "11" * 32
+    with pytest.raises(AuditSecretError):
+        audit.append("oops", {"private": key})
+    with pytest.raises(AuditSecretError):
+        audit.append("oops", {"nested": [{"x": "owl_0123456789ab_" + "A" * 43}]})
+    audit.reload()
+    conn.execute("BEGIN")
+    audit.append("ok", {"agent_reason_unverified": f"pay {key} now", "request_hash": "ab" * 32})
+    conn.execute("COMMIT")
+    body = tail(conn, 1)[0].body
+    assert key not in body["agent_reason_unverified"] and "[redacted hex]" in body["agent_reason_unverified"]
+
+
+def test_tail_filters(log):
+    conn, _, _ = log
+    entries = tail(conn, 3)
+    assert [e.seq for e in entries] == [3, 4, 5]
+    assert tail(conn, 10, kind="nothing") == []
+    assert [e.seq for e in tail(conn, 10, since_seq=4)] == [5]

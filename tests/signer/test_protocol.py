@@ -1,0 +1,47 @@
+"""Boundary validation of what clients send: amounts, addresses, shapes."""
+
+import pytest
+from pydantic import ValidationError
+
+from signer.protocol import Intent, SignRequestParams
+
+ALICE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+def test_amounts_are_integers_never_floats():
+    assert Intent(chain_id=1, to=ALICE, value="10000000000000000").value == 10**16
+    for bad in (0.01, 1e18, True, "1e18", "-1", "0x10", str(2**256)):
+        with pytest.raises(ValidationError):
+            Intent(chain_id=1, to=ALICE, value=bad)
+
+
+def test_addresses_normalized_and_checksum_enforced():
+    assert Intent(chain_id=1, to=ALICE).to == ALICE.lower()
+    assert Intent(chain_id=1, to=ALICE.lower()).to == ALICE.lower()
+    typo = ALICE[:-1] + ("c" if ALICE[-1] == "C" else "C")  # flips case of one letter: bad checksum
+    with pytest.raises(ValidationError, match="checksum"):
+        Intent(chain_id=1, to=typo)
+    for bad in ("0x1234", "70997970C51812dc3A010C7d01b50e0d17dc79C8", 123):
+        with pytest.raises(ValidationError):
+            Intent(chain_id=1, to=bad)
+
+
+def test_exactly_one_shape():
+    with pytest.raises(ValidationError, match="exactly one"):
+        Intent(chain_id=1)
+    with pytest.raises(ValidationError, match="exactly one"):
+        Intent(chain_id=1, to=ALICE, token_transfer={"token": ALICE, "recipient": ALICE, "amount": 1})
+    with pytest.raises(ValidationError, match="no `value`"):
+        Intent(chain_id=1, token_transfer={"token": ALICE, "recipient": ALICE, "amount": 1}, value=1)
+
+
+def test_unknown_fields_refused():
+    with pytest.raises(ValidationError):
+        Intent(chain_id=1, to=ALICE, description="send to mom")  # the signer never reads descriptions
+
+
+def test_idempotency_key_shape():
+    SignRequestParams(idempotency_key="abc-12345", intent={"chain_id": 1, "to": ALICE})
+    for bad in ("short", "x" * 129, "has space in it", "semi;colon1"):
+        with pytest.raises(ValidationError):
+            SignRequestParams(idempotency_key=bad, intent={"chain_id": 1, "to": ALICE})
