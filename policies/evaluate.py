@@ -7,11 +7,13 @@ log replays decisions from their recorded inputs and must get the same answer.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome, Spend
 from policies.decode import TOKEN_SELECTORS
 from policies.intent import NATIVE, Approval, ContractCall, Decoded, Flag, Forbidden, Transfer
-from policies.model import Policy, UsdRule
+from policies.model import Policy, UsdRule, Window
 from policies.units import format_amount, usd_micros
 
 ALLOW, ESCALATE, DENY = Outcome.ALLOW, Outcome.ESCALATE, Outcome.DENY
@@ -175,41 +177,40 @@ class _Evaluation:
             if rule.per_tx is None and not rule.windows:
                 self.add(ESCALATE, "asset.no_limits", f"{text}: the policy sets no limit for {rule.symbol}")
                 continue
-            fmt = self.amount
-            within = True
-            if rule.per_tx is not None and total > rule.per_tx:
-                within = False
-                self.add(over, "limit.per_tx",
-                         f"{text} exceeds the per-transaction limit of {fmt(chain_id, asset, rule.per_tx)}")
-            for w in rule.windows:
-                already = ctx.spent.get((chain_id, asset, w.seconds), 0)
-                if already + total > w.limit:
-                    within = False
-                    self.add(over, f"limit.window.{w.label}",
-                             f"{text} would exceed the {w.label} limit of {fmt(chain_id, asset, w.limit)} "
-                             f"({fmt(chain_id, asset, already)} already spent)")
+            within = self.check_limits(
+                "limit", total, rule.per_tx, rule.windows,
+                lambda seconds: ctx.spent.get((chain_id, asset, seconds), 0),
+                lambda amount: self.amount(chain_id, asset, amount), over,
+            )
             if within:
                 self.add(ALLOW, "asset.within_limits", f"{text} is within the {rule.symbol} limits")
         if usd_rule is not None and self.totals:
             self.usd_limits(usd_rule, usd_total, usd_unknown, over)
 
     def usd_limits(self, rule: UsdRule, total: int, unknown: list[str], over: Outcome) -> None:
-        within = not unknown
         if unknown:
             self.add(ESCALATE, "usd.price_unknown",
                      f"no USD price for {', '.join(unknown)}, so the USD limits cannot be checked")
-        if rule.per_tx is not None and total > rule.per_tx:
+        within = self.check_limits("usd", total, rule.per_tx, rule.windows,
+                                   lambda seconds: self.ctx.spent_usd.get(seconds, 0), _usd, over)
+        if within and not unknown:
+            self.add(ALLOW, "usd.within_limits", f"{_usd(total)} is within the USD limits")
+
+    def check_limits(self, prefix: str, total: int, per_tx: int | None, windows: Iterable[Window],
+                     already_in: Callable[[int], int], fmt: Callable[[int], str], over: Outcome) -> bool:
+        """Per-transaction then rolling-window limits; True when `total` fits all of them."""
+        within = True
+        if per_tx is not None and total > per_tx:
             within = False
-            self.add(over, "usd.per_tx", f"{_usd(total)} exceeds the per-transaction limit of {_usd(rule.per_tx)}")
-        for w in rule.windows:
-            already = self.ctx.spent_usd.get(w.seconds, 0)
+            self.add(over, f"{prefix}.per_tx", f"{fmt(total)} exceeds the per-transaction limit of {fmt(per_tx)}")
+        for w in windows:
+            already = already_in(w.seconds)
             if already + total > w.limit:
                 within = False
-                self.add(over, f"usd.window.{w.label}",
-                         f"{_usd(total)} would exceed the {w.label} limit of {_usd(w.limit)} "
-                         f"({_usd(already)} already spent)")
-        if within:
-            self.add(ALLOW, "usd.within_limits", f"{_usd(total)} is within the USD limits")
+                self.add(over, f"{prefix}.window.{w.label}",
+                         f"{fmt(total)} would exceed the {w.label} limit of {fmt(w.limit)} "
+                         f"({fmt(already)} already spent)")
+        return within
 
     def rates(self) -> None:
         rates, ctx = self.policy.rate_limits, self.ctx
