@@ -224,7 +224,10 @@ def test_other_local_users_are_refused_by_peer_uid(stack):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(10)
             s.connect(str(stack.socket))
-            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
+            try:  # a refused peer may already be hung up on: the verdict is what it reads back
+                s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
+            except (BrokenPipeError, ConnectionResetError):
+                pass
             os.write(write_end, s.recv(4096))
         except BaseException as exc:  # noqa: BLE001 - report to the parent
             os.write(write_end, repr(exc).encode())

@@ -1,0 +1,216 @@
+"""JSONL session files: one per `channel:peer`, appended one whole line at a time.
+
+Each append is a single write of one complete line on an O_APPEND descriptor, then fsync, so a
+crash leaves at most one torn last line, which loading drops (and reports) instead of failing.
+Corruption anywhere else is not a crash artifact, so loading refuses it (fail closed).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import ValidationError
+
+from bot.sessions import window
+from bot.sessions.records import (
+    MessageRecord,
+    MetaRecord,
+    MetaUpdateRecord,
+    SeenRecord,
+    Usage,
+    dump_line,
+    parse_line,
+)
+from bot.workspace.fs import FILE_MODE, private_dir, write_atomic_private
+
+log = logging.getLogger(__name__)
+
+KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9_.@+-]{1,128}")
+SUMMARY_HEADER = "[Summary of earlier conversation — written by the assistant, not by the user]"
+MAX_SEEN_CARRIED = 1_000
+
+
+class SessionCorrupt(ValueError):
+    """A session file is damaged somewhere other than its last line."""
+
+
+@dataclass
+class SessionState:
+    meta: MetaRecord
+    messages: list[MessageRecord] = field(default_factory=list)
+    seen: dict[str, None] = field(default_factory=dict)  # insertion-ordered, oldest first
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+    torn_tail: bool = False
+
+
+def session_filename(key: str) -> str:
+    if not isinstance(key, str) or not KEY_RE.fullmatch(key):
+        raise ValueError(f"invalid session key {key!r}; expected channel:peer")
+    return quote(key, safe="") + ".jsonl"
+
+
+def _load(path: Path) -> tuple[SessionState | None, int | None]:
+    """Parse a file; returns (state, byte offset of a torn last line to truncate, or None)."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]  # `tail` is non-empty only if the last line lacks "\n"
+    state: SessionState | None = None
+    torn_at: int | None = len(data) - len(tail) if tail else None
+    offset = 0
+    for number, raw in enumerate(complete, start=1):
+        try:
+            record = parse_line(raw.decode("utf-8"))
+        except (ValidationError, UnicodeDecodeError) as exc:
+            if number == len(complete) and tail == b"":  # a bad but newline-terminated last line
+                torn_at = offset
+                break
+            raise SessionCorrupt(f"{path}: line {number} is invalid") from exc
+        offset += len(raw) + 1
+        if state is None:
+            if not isinstance(record, MetaRecord):
+                raise SessionCorrupt(f"{path}: first line is not a meta record")
+            state = SessionState(meta=record, model=record.model)
+        elif isinstance(record, MessageRecord):
+            state.messages.append(record)
+        elif isinstance(record, SeenRecord):
+            state.seen.update(dict.fromkeys(record.ids))
+        elif isinstance(record, MetaUpdateRecord):
+            state.usage = record.usage
+            state.model = record.model or state.model
+        else:
+            raise SessionCorrupt(f"{path}: line {number} is a second meta record")
+    if state is not None:
+        state.torn_tail = torn_at is not None
+    return state, torn_at
+
+
+class Session:
+    """One conversation; not thread-safe: hold `session_lock(key)` while handling a message."""
+
+    def __init__(self, path: Path, key: str, model: str | None) -> None:
+        self.path, self.key = path, key
+        state, torn_at = _load(path) if path.exists() else (None, None)
+        if torn_at is not None:
+            log.warning("session %s: dropped a torn last line at byte %d", key, torn_at)
+            with open(path, "r+b") as handle:
+                handle.truncate(torn_at)
+        if state is None:
+            state = SessionState(meta=MetaRecord(key=key, created_at=time.time(), model=model), model=model)
+            write_atomic_private(path, dump_line(state.meta))
+        if state.meta.key != key:
+            raise SessionCorrupt(f"{path} belongs to session {state.meta.key!r}, not {key!r}")
+        self.state = state
+        self.torn_tail_dropped = torn_at is not None
+
+    def _append(self, record: Any) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            line = dump_line(record)
+            written = os.write(fd, line)
+            if written != len(line):  # regular files do not short-write in practice; fail loudly if one does
+                raise OSError(f"short write to {self.path}")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    @property
+    def messages(self) -> list[MessageRecord]:
+        return list(self.state.messages)
+
+    @property
+    def usage(self) -> Usage:
+        return self.state.usage
+
+    def append(
+        self, role: str, parts: Sequence[dict[str, Any]], *, keep: bool = False, message_id: str | None = None
+    ) -> MessageRecord:
+        record = MessageRecord(
+            id=message_id or uuid.uuid4().hex, role=role, parts=list(parts), ts=time.time(), keep=keep
+        )
+        self._append(record)
+        self.state.messages.append(record)
+        return record
+
+    def seen(self, message_id: str) -> bool:
+        """True if this inbound id was already handled (drop it); otherwise record it and return False."""
+        if message_id in self.state.seen:
+            return True
+        self._append(SeenRecord(ids=[message_id]))
+        self.state.seen[message_id] = None
+        return False
+
+    def add_usage(self, input_tokens: int = 0, output_tokens: int = 0, model: str | None = None) -> Usage:
+        usage = Usage(
+            input_tokens=self.state.usage.input_tokens + input_tokens,
+            output_tokens=self.state.usage.output_tokens + output_tokens,
+        )
+        self._append(MetaUpdateRecord(usage=usage, model=model or self.state.model))
+        self.state.usage, self.state.model = usage, model or self.state.model
+        return usage
+
+    def history(self, max_turns: int = 20) -> list[MessageRecord]:
+        return window.history(self.state.messages, max_turns)
+
+    def _archive(self) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 1_000_000_000:09d}"
+        archived = self.path.with_name(f"{self.path.stem}.{stamp}.jsonl.archived")
+        os.link(self.path, archived)  # keep the old transcript; the live name is replaced atomically next
+        return archived
+
+    def _rewrite(self, messages: Sequence[MessageRecord], usage: Usage) -> None:
+        seen = list(self.state.seen)[-MAX_SEEN_CARRIED:]
+        meta = MetaRecord(key=self.key, created_at=time.time(), model=self.state.model)
+        lines = [dump_line(meta), dump_line(SeenRecord(ids=seen))]
+        if usage != Usage():
+            lines.append(dump_line(MetaUpdateRecord(usage=usage, model=self.state.model)))
+        lines.extend(dump_line(m) for m in messages)
+        write_atomic_private(self.path, b"".join(lines))
+        self.state = SessionState(
+            meta=meta, messages=list(messages), seen=dict.fromkeys(seen), usage=usage, model=meta.model
+        )
+
+    def new(self) -> Path:
+        """`/new`: archive this transcript and start empty (redelivery dedupe carries over)."""
+        archived = self._archive()
+        self._rewrite([], Usage())
+        return archived
+
+    def compact(
+        self, summary: str, keep_turns: int = 0, sign_tools: frozenset[str] = window.SIGN_TOOL_NAMES
+    ) -> Path:
+        """`/compact`: old history becomes a marked user-role summary; must-keep items stay verbatim."""
+        msgs = self.state.messages
+        start = window.window_start(msgs, keep_turns)
+        kept = window.must_keep(msgs[:start], sign_tools)
+        kept_ids = {m.id for m in kept}
+        # a kept call whose result is in the recent window (or vice versa) stays paired either way
+        note = MessageRecord(
+            id=uuid.uuid4().hex, role="user", kind="summary", ts=time.time(),
+            parts=[{"type": "text", "text": f"{SUMMARY_HEADER}\n\n{summary.strip()}"}],
+        )
+        archived = self._archive()
+        self._rewrite([note, *[m for m in msgs[:start] if m.id in kept_ids], *msgs[start:]], self.state.usage)
+        return archived
+
+
+class SessionStore:
+    """Sessions under one 0700 directory, opened by `channel:peer` key."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = private_dir(Path(directory))
+
+    def open(self, key: str, model: str | None = None) -> Session:
+        return Session(self.directory / session_filename(key), key, model)
+
+    def seen(self, key: str, message_id: str) -> bool:
+        return self.open(key).seen(message_id)
