@@ -1,0 +1,35 @@
+"""Build a provider adapter from a resolved model id and its credential.
+
+The one place that knows which wire protocol each provider name speaks (see models.PROVIDERS).
+"""
+
+from __future__ import annotations
+
+from bot.llm.anthropic_provider import AnthropicProvider
+from bot.llm.failover import Profile
+from bot.llm.models import ModelRef, resolve_model
+from bot.llm.openai_provider import OpenAIProvider
+
+
+def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str | None = None,
+                  base_url: str | None = None, timeout: float = 120.0) -> AnthropicProvider | OpenAIProvider:
+    info = ref.info
+    base_url = base_url or info.default_base_url
+    if info.needs_base_url and not base_url:
+        raise ValueError(f"provider {ref.provider!r} needs a base_url")
+    if info.api == "anthropic":
+        return AnthropicProvider(api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout)
+    if auth_token is not None:
+        raise ValueError(f"provider {ref.provider!r} takes an API key, not an OAuth token")
+    if api_key is None:
+        raise ValueError(f"provider {ref.provider!r} needs an API key")
+    field = "max_completion_tokens" if ref.provider == "openai" else "max_tokens"
+    return OpenAIProvider(api_key=api_key, base_url=base_url, timeout=timeout, max_tokens_field=field)
+
+
+def make_profile(name: str, model: str, *, api_key: str | None = None, auth_token: str | None = None,
+                 base_url: str | None = None, timeout: float = 120.0) -> Profile:
+    """A failover profile from a user-facing model id such as `sonnet` or `openrouter/x/y`."""
+    ref = resolve_model(model)
+    provider = make_provider(ref, api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout)
+    return Profile(name=name, provider=provider, model=ref.model)

@@ -1,0 +1,273 @@
+"""A scripted local LLM server speaking the real Anthropic and OpenAI wire protocols.
+
+The real `anthropic` and `openai` SDKs talk to it over HTTP, so tests exercise their request
+encoding, SSE parsing and error mapping rather than our guess of them. Tests queue replies (text
+chunks, tool calls whose JSON arguments are split into fragments, a stop reason, or an HTTP error)
+and afterwards inspect every request the SDKs actually sent (headers + JSON body).
+
+    with FakeLLMServer() as server:
+        server.enqueue(Reply(text=["Hel", "lo"]))
+        ... AsyncAnthropic(base_url=server.url) / AsyncOpenAI(base_url=server.openai_url) ...
+        server.requests[0].body["messages"]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    id: str
+    name: str
+    fragments: tuple[str, ...]  # the JSON arguments, as the stream will deliver them
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer. `stop` is the provider-native stop/finish reason; by default end_turn /
+    stop, or tool_use / tool_calls when there are tool calls. `status` != 200 sends an error body
+    instead. `fail_mid_stream` (Anthropic) sends an SSE `error` event after the text chunks."""
+
+    text: tuple[str, ...] | list[str] = ()
+    tool_calls: tuple[ScriptedToolCall, ...] | list[ScriptedToolCall] = ()
+    stop: str | None = None
+    status: int = 200
+    error_type: str = "api_error"
+    error_message: str = "scripted error"
+    usage: tuple[int, int] = (11, 7)
+    model: str | None = None
+    fail_mid_stream: str | None = None
+    truncate: bool = False  # close the connection after the text chunks, without a stop event
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class _Script:
+    replies: deque[Reply] = field(default_factory=deque)
+    requests: list[RecordedRequest] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _sse(event: str | None, data: Any) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "FakeLLM/1.0"
+    script: _Script  # set on the subclass made per server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        with self.script.lock:
+            self.script.requests.append(RecordedRequest(
+                "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            reply = self.script.replies.popleft() if self.script.replies else None
+        if self.path.rstrip("/").endswith("/messages"):
+            self._anthropic(body, reply)
+        elif self.path.rstrip("/").endswith("/chat/completions"):
+            self._openai(body, reply)
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found", "code": None}})
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _start_sse(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.end_headers()  # HTTP/1.0: the body ends when we close the connection
+
+    def _send(self, chunk: bytes) -> None:
+        self.wfile.write(chunk)
+        self.wfile.flush()
+
+    # -- Anthropic Messages API ------------------------------------------------------------------
+
+    def _anthropic(self, body: Any, reply: Reply | None) -> None:
+        if reply is None:
+            reply = Reply(status=500, error_type="api_error", error_message="fake server: no scripted reply")
+        if reply.status != 200:
+            self._json(reply.status, {"type": "error",
+                                      "error": {"type": reply.error_type, "message": reply.error_message}})
+            return
+        model = reply.model or (body or {}).get("model", "fake-model")
+        stop = reply.stop or ("tool_use" if reply.tool_calls else "end_turn")
+        in_tokens, out_tokens = reply.usage
+        if not (body or {}).get("stream"):
+            content: list[dict[str, Any]] = []
+            if reply.text:
+                content.append({"type": "text", "text": "".join(reply.text)})
+            for call in reply.tool_calls:
+                content.append({"type": "tool_use", "id": call.id, "name": call.name,
+                                "input": json.loads("".join(call.fragments) or "{}")})
+            self._json(200, {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+                             "content": content, "stop_reason": stop, "stop_sequence": None,
+                             "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens}})
+            return
+        self._start_sse()
+        self._send(_sse("message_start", {"type": "message_start", "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": in_tokens, "output_tokens": 1}}}))
+        self._send(_sse("ping", {"type": "ping"}))
+        if reply.truncate and not reply.text:
+            return
+        index = 0
+        if reply.text:
+            self._send(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "text", "text": ""}}))
+            for piece in reply.text:
+                self._send(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                        "delta": {"type": "text_delta", "text": piece}}))
+            if reply.truncate:
+                return
+            if reply.fail_mid_stream:
+                self._send(_sse("error", {"type": "error", "error": {"type": reply.fail_mid_stream,
+                                                                     "message": "scripted mid-stream failure"}}))
+                return
+            self._send(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        for call in reply.tool_calls:
+            self._send(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "tool_use", "id": call.id,
+                                                                      "name": call.name, "input": {}}}))
+            for fragment in call.fragments:
+                self._send(_sse("content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": fragment}}))
+            self._send(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        self._send(_sse("message_delta", {"type": "message_delta",
+                                          "delta": {"stop_reason": stop, "stop_sequence": None},
+                                          "usage": {"output_tokens": out_tokens}}))
+        self._send(_sse("message_stop", {"type": "message_stop"}))
+
+    # -- OpenAI Chat Completions -----------------------------------------------------------------
+
+    def _openai(self, body: Any, reply: Reply | None) -> None:
+        if reply is None:
+            reply = Reply(status=500, error_type="server_error", error_message="fake server: no scripted reply")
+        if reply.status != 200:
+            self._json(reply.status, {"error": {"message": reply.error_message, "type": reply.error_type,
+                                                "code": reply.error_type}})
+            return
+        body = body or {}
+        model = reply.model or body.get("model", "fake-model")
+        finish = reply.stop or ("tool_calls" if reply.tool_calls else "stop")
+        in_tokens, out_tokens = reply.usage
+        usage = {"prompt_tokens": in_tokens, "completion_tokens": out_tokens, "total_tokens": in_tokens + out_tokens}
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000, "model": model}
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None}
+            if reply.tool_calls:
+                message["tool_calls"] = [{"id": c.id, "type": "function",
+                                          "function": {"name": c.name, "arguments": "".join(c.fragments)}}
+                                         for c in reply.tool_calls]
+            self._json(200, {**base, "object": "chat.completion",
+                             "choices": [{"index": 0, "message": message, "finish_reason": finish,
+                                          "logprobs": None}], "usage": usage})
+            return
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            return _sse(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason,
+                                                    "logprobs": None}]})
+
+        self._start_sse()
+        self._send(chunk({"role": "assistant", "content": ""}))
+        for piece in reply.text:
+            self._send(chunk({"content": piece}))
+        if reply.truncate:
+            return
+        for position, call in enumerate(reply.tool_calls):
+            first, *rest = call.fragments or ("",)
+            self._send(chunk({"tool_calls": [{"index": position, "id": call.id, "type": "function",
+                                              "function": {"name": call.name, "arguments": first}}]}))
+            for fragment in rest:
+                self._send(chunk({"tool_calls": [{"index": position, "function": {"arguments": fragment}}]}))
+        self._send(chunk({}, finish))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._send(_sse(None, {**base, "choices": [], "usage": usage}))
+        self._send(b"data: [DONE]\n\n")
+
+
+class FakeLLMServer:
+    """The server on 127.0.0.1 with a random port, in a daemon thread."""
+
+    def __init__(self) -> None:
+        self._script = _Script()
+        handler = type("ScriptedHandler", (_Handler,), {"script": self._script})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-llm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL for the Anthropic SDK (it appends /v1/messages)."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        """Base URL for the OpenAI SDK (it appends /chat/completions)."""
+        return f"{self.url}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._script.lock:
+            return list(self._script.requests)
+
+    @property
+    def pending(self) -> int:
+        with self._script.lock:
+            return len(self._script.replies)
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._script.lock:
+            self._script.replies.extend(replies)
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
