@@ -152,11 +152,16 @@ def read_passphrase(
             mode = file.stat().st_mode & 0o777
             if mode & 0o007:
                 raise KeystoreError(f"{file} is readable by other users (mode {mode:04o}); chmod 600 it")
-            raw = file.read_bytes()
+            with open(file, "rb", buffering=0) as handle:  # straight into a buffer we can wipe
+                raw = bytearray(os.fstat(handle.fileno()).st_size)
+                del raw[handle.readinto(raw) or 0:]
         except OSError as exc:
             raise KeystoreError(f"cannot read passphrase file {file}: {exc.strerror}") from None
-        line = bytearray(raw.split(b"\n", 1)[0].rstrip(b"\r"))
-        zeroize(bytearray(raw))
+        end = raw.find(b"\n")
+        line = raw[: end if end >= 0 else len(raw)]
+        while line.endswith(b"\r"):
+            del line[-1:]
+        zeroize(raw)
         if not line:
             raise KeystoreError(f"passphrase file {file} is empty")
         return line
