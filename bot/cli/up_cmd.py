@@ -1,8 +1,9 @@
 """`owlia up`: the whole local stack on embedded defaults, in the foreground.
 
 Dev chain (anvil) -> signer daemon (its own process) -> a funded session key -> a client token
-for the bot. Everything lives under the OwliaBot home; nothing here is for a real chain: the dev
-passphrase is generated and kept in a 0600 file next to the signer, which is only sane on anvil.
+-> the bot with the console channel (and its loopback control plane). Everything lives under the
+OwliaBot home; nothing here is for a real chain: the dev passphrase is generated and kept in a
+0600 file next to the signer, which is only sane on anvil.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from bot.cli.common import fail, home_of
+from bot.cli.common import fail, home_of, run
 
 DEV_CONFIG = """\
 # Written by `owlia up`: a local dev chain and a signer with embedded defaults.
@@ -105,14 +106,15 @@ def up(
         _owlia(home, "signer", "session-key", "topup", key["key_id"])
         typer.echo(f"session key {key['key_id']} at {key['address']} funded up to its cap")
         typer.echo(f"signer ready on {paths.socket}")
-        typer.echo(f"try: owlia --home {home} sign send --to 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 --value 0.001eth")
         if demo:
             _demo(home)
             return
-        typer.echo("running; Ctrl-C to stop")
+        typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
+        from bot.cli.chat_cmd import _chat
+        from bot.config import load_bot_config
+
         try:
-            signer_proc.wait()
-            fail(f"the signer exited: {signer_proc.stderr.read() if signer_proc.stderr else ''}")
+            run(_chat(home, load_bot_config(home), None))
         except KeyboardInterrupt:
             typer.echo("stopping")
     finally:
@@ -123,13 +125,15 @@ def up(
 
 
 def _demo(home: Path) -> None:
-    """Three requests that show the three outcomes: auto-signed, escalated, denied."""
+    """The bot's console channel, offline: balance, then the signer's three outcomes."""
     friend = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
     stranger = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
-    for label, args in [
-        ("within limits, known recipient", ["--to", friend, "--value", "0.001eth"]),
-        ("new recipient", ["--to", stranger, "--value", "0.001eth"]),
-        ("over the per-transaction limit", ["--to", friend, "--value", "5eth"]),
+    lookalike = friend[:6] + "0" * 32 + friend[-4:]
+    for label, message in [
+        ("balance", "/balance"),
+        ("within limits, known recipient: auto-signed", f"/send {friend} 0.001eth"),
+        ("new recipient: escalated to the companion app", f"/send {stranger} 0.001eth"),
+        ("look-alike of a known address: denied", f"/send {lookalike} 0.001eth"),
     ]:
-        result = _owlia(home, "sign", "send", *args)
-        typer.echo(f"\n# {label}: exit {result.returncode}\n{result.stdout.strip()}")
+        result = _owlia(home, "chat", "-m", message)
+        typer.echo(f"\n# {label}\nyou> {message}\n{result.stdout.strip()}{result.stderr.strip()}")

@@ -39,6 +39,8 @@ STOP_REASONS = {
     "refusal": StopReason.REFUSAL,
 }
 
+OAUTH_BETA = "oauth-2025-04-20"
+
 
 def map_stop_reason(reason: str | None) -> StopReason:
     return STOP_REASONS.get(reason or "", StopReason.ERROR)
@@ -75,8 +77,10 @@ class AnthropicProvider:
         self._secrets = (api_key, auth_token)
         self._auth = "api_key" if api_key is not None else "oauth"
         self._base_url = base_url
+        # OAuth (Claude subscription) tokens are accepted only with this beta flag; see bot/auth/anthropic_oauth.py
+        headers = {"anthropic-beta": OAUTH_BETA} if auth_token is not None else None
         self._client = anthropic.AsyncAnthropic(api_key=api_key, auth_token=auth_token, base_url=base_url,
-                                                max_retries=0, timeout=timeout)
+                                                max_retries=0, timeout=timeout, default_headers=headers)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(auth={self._auth!r}, base_url={self._base_url!r})"

@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import anthropic
-import openai
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 529})
 RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error",
@@ -114,6 +112,9 @@ def _status_text(status: int, error_type: str | None) -> tuple[str, bool]:
 def classify(exc: BaseException, *, secrets: Iterable[str | None] = ()) -> ProviderError:
     """Map an `anthropic`/`openai` SDK exception to a ProviderError carrying no secrets."""
     secrets = tuple(secrets)
+    import anthropic  # the SDKs are heavy to import: only pay for them when classifying their errors
+    import openai
+
     if isinstance(exc, (anthropic.APITimeoutError, openai.APITimeoutError)):
         return ProviderError("the request timed out", retryable=True, error_type="timeout")
     if isinstance(exc, (anthropic.APIConnectionError, openai.APIConnectionError)):

@@ -5,10 +5,14 @@ The one place that knows which wire protocol each provider name speaks (see mode
 
 from __future__ import annotations
 
-from bot.llm.anthropic_provider import AnthropicProvider
+from typing import TYPE_CHECKING
+
 from bot.llm.failover import Profile
 from bot.llm.models import ModelRef, resolve_model
-from bot.llm.openai_provider import OpenAIProvider
+
+if TYPE_CHECKING:
+    from bot.llm.anthropic_provider import AnthropicProvider
+    from bot.llm.openai_provider import OpenAIProvider
 
 
 def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str | None = None,
@@ -18,11 +22,15 @@ def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str 
     if info.needs_base_url and not base_url:
         raise ValueError(f"provider {ref.provider!r} needs a base_url")
     if info.api == "anthropic":
+        from bot.llm.anthropic_provider import AnthropicProvider  # imports the SDK: only when used
+
         return AnthropicProvider(api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout)
     if auth_token is not None:
         raise ValueError(f"provider {ref.provider!r} takes an API key, not an OAuth token")
     if api_key is None:
         raise ValueError(f"provider {ref.provider!r} needs an API key")
+    from bot.llm.openai_provider import OpenAIProvider
+
     field = "max_completion_tokens" if ref.provider == "openai" else "max_tokens"
     return OpenAIProvider(api_key=api_key, base_url=base_url, timeout=timeout, max_tokens_field=field)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from bot.workspace.prompt import wrap_untrusted
 
 
 @dataclass(frozen=True)
@@ -156,21 +157,12 @@ class Completion:
         return Message("assistant", tuple(parts))
 
 
-UNTRUSTED_OPEN = "<untrusted-data>"
-UNTRUSTED_CLOSE = "</untrusted-data>"
-_FENCE = re.compile(r"<(?=\s*/?\s*untrusted-data)", re.IGNORECASE)
-
-
 def render_tool_result(result: ToolResult) -> str:
-    """The text a provider receives for a tool result.
-
-    Untrusted content is fenced, and any fence markers inside it are neutralised so a hostile page
-    cannot close the fence early and pose as instructions.
-    """
+    """The text a provider receives for a tool result: untrusted content is fenced exactly as the
+    system prompt describes (bot.workspace.prompt), and the content cannot close the fence early."""
     if not result.untrusted:
         return result.content
-    body = _FENCE.sub("&lt;", result.content)
-    return f"{UNTRUSTED_OPEN}\n{body}\n{UNTRUSTED_CLOSE}"
+    return wrap_untrusted("tool_result", result.content)
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from bot.sessions.records import MessageRecord
 
-SIGN_TOOL_NAMES = frozenset({"sign_transaction", "send_transaction", "sign_message", "sign_typed_data"})
+SIGN_TOOL_NAMES = frozenset({"transfer", "contract_call"})
+"""The sign tools of bot.tools.signing; their results (tx hashes, pending approvals) survive compaction."""
 
 
 def call_ids(message: MessageRecord) -> set[str]:

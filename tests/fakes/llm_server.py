@@ -59,6 +59,9 @@ class _Script:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cycle: tuple[Reply, ...] = ()  # served round-robin once the queue is empty (benchmarks)
+    served: int = 0
+    keep_requests: int = 100_000
 
 
 def _sse(event: str | None, data: Any) -> bytes:
@@ -85,6 +88,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.script.requests.append(RecordedRequest(
                 "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
             reply = self.script.replies.popleft() if self.script.replies else None
+            if reply is None and self.script.cycle:
+                reply = self.script.cycle[self.script.served % len(self.script.cycle)]
+                self.script.served += 1
+            if len(self.script.requests) > self.script.keep_requests:
+                del self.script.requests[0]
         if self.path.rstrip("/").endswith("/messages"):
             self._anthropic(body, reply)
         elif self.path.rstrip("/").endswith("/chat/completions"):
@@ -257,6 +265,12 @@ class FakeLLMServer:
         with self._script.lock:
             self._script.replies.extend(replies)
 
+    def repeat(self, *replies: Reply, keep_requests: int = 100) -> None:
+        """Answer with these replies round-robin, forever, once the queue is empty (benchmarks)."""
+        with self._script.lock:
+            self._script.cycle, self._script.served = tuple(replies), 0
+            self._script.keep_requests = keep_requests
+
     def start(self) -> FakeLLMServer:
         self._thread.start()
         return self
@@ -271,3 +285,25 @@ class FakeLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serve_forever(mode: str) -> None:
+    """`python -m tests.fakes.llm_server text|tool`: a fake in its own process, so a benchmark's
+    measurements do not share a GIL with it. Prints the base URL, then serves until killed."""
+    import time
+
+    server = FakeLLMServer().start()
+    if mode == "tool":
+        server.repeat(Reply(tool_calls=[ScriptedToolCall("toolu_bench", "list_notes", ("{}",))]),
+                      Reply(text=["Done."]))
+    else:
+        server.repeat(Reply(text=["Hi ", "there."]))
+    print(server.url, flush=True)
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve_forever(sys.argv[1] if len(sys.argv) > 1 else "text")

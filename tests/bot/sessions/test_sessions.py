@@ -118,9 +118,9 @@ def test_window_keeps_last_turns_and_tool_pairs(store):
 def test_window_never_orphans_a_late_result(store):
     s = store.open("console:local")
     s.append("user", text("send 5 to bob"))
-    s.append("assistant", call("c1", "send_transaction"))
+    s.append("assistant", call("c1", "transfer"))
     s.append("user", text("still there?"))
-    s.append("tool", result("c1", "send_transaction", "approved"))
+    s.append("tool", result("c1", "transfer", "approved"))
     hist = s.history(max_turns=1)
     assert [m.parts[0].get("id") or m.parts[0].get("call_id") or m.parts[0]["text"] for m in hist] == [
         "c1", "still there?", "c1"]
@@ -176,8 +176,8 @@ def test_compact_summary_is_marked_user_note_and_keeps_must_keep(store):
     s.append("assistant", text("chatter"))
     s.append("assistant", text("pending approval #7"), keep=True)
     s.append("user", text("sign it"))
-    s.append("assistant", call("c9", "sign_transaction"))
-    s.append("tool", result("c9", "sign_transaction", "tx 0xdead"))
+    s.append("assistant", call("c9", "contract_call"))
+    s.append("tool", result("c9", "contract_call", "tx 0xdead"))
     s.append("assistant", call("c10", "balance"))
     s.append("tool", result("c10", "balance", "1 ETH"))
     s.append("user", text("recent"))
@@ -189,8 +189,8 @@ def test_compact_summary_is_marked_user_note_and_keeps_must_keep(store):
     assert note.role == "user" and note.kind == "summary"
     assert note.parts[0]["text"].startswith(SUMMARY_HEADER) and "We said hello." in note.parts[0]["text"]
     bodies = [m.parts for m in msgs[1:]]
-    assert bodies == [text("pending approval #7"), call("c9", "sign_transaction"),
-                      result("c9", "sign_transaction", "tx 0xdead"), text("recent")]
+    assert bodies == [text("pending approval #7"), call("c9", "contract_call"),
+                      result("c9", "contract_call", "tx 0xdead"), text("recent")]
     assert all(before[m.id] == m for m in msgs[1:])  # verbatim
     assert all(m.role != "system" for m in msgs)
     assert s.history(max_turns=1)[0].kind == "summary"

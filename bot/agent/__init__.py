@@ -1,0 +1,1 @@
+"""The agent loop: one inbound message -> model rounds -> tool calls -> one reply."""

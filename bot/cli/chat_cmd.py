@@ -1,0 +1,74 @@
+"""`owlia chat`: talk to the bot on this terminal (the console channel)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Optional
+
+import typer
+
+from bot.cli.common import fail, home_of, run
+
+
+def chat(
+    ctx: typer.Context,
+    message: Optional[str] = typer.Option(None, "--message", "-m", help="Send one message, print the reply, exit."),
+) -> None:
+    """Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model."""
+    from signer.settings import ConfigError
+
+    from bot.config import load_bot_config
+
+    home = home_of(ctx)
+    try:
+        config = load_bot_config(home)
+    except ConfigError as exc:
+        fail(str(exc))
+    run(_chat(home, config, message))
+
+
+async def _chat(home, config, message: str | None) -> None:
+    from bot.channels.console import ConsoleChannel
+    from bot.runtime.assemble import build_runtime
+
+    runtime = build_runtime(home, config)
+    try:
+        assert runtime.core is not None
+        channel = ConsoleChannel(runtime.core)
+        if message is not None:
+            await channel.one(message)
+            return
+        stop = asyncio.Event()
+        control = asyncio.create_task(_control_plane(runtime, stop))  # after the prompt: FastAPI is slow to import
+        try:
+            await channel.run(await banner(runtime))
+        finally:
+            stop.set()
+            await control
+    finally:
+        await runtime.close()
+
+
+async def _control_plane(runtime, stop: asyncio.Event) -> None:
+    await asyncio.sleep(0.05)
+    from bot.runtime.control import gateway
+
+    async with gateway(runtime) as running:
+        if running is not None:
+            runtime.events.emit("health", "gateway.started", {"url": running.url})
+        await stop.wait()
+
+
+async def banner(runtime) -> str:
+    from bot.runtime.core import NO_LLM_HINT
+
+    lines = ["OwliaBot console. /help for commands, /quit to leave."]
+    if not await runtime.llm.configured():  # checks credentials without importing the provider SDKs
+        lines.append(NO_LLM_HINT)
+    if runtime.services.signer is None:
+        lines.append("No signer client token found: run `owlia up` (dev) or `owlia signer client add bot`.")
+    gateway = runtime.config.bot.gateway
+    if gateway.enabled:
+        lines.append(f"Control plane: http://{gateway.host}:{gateway.port} "
+                     f"(bearer token in {runtime.home / 'secrets' / 'gateway.token'})")
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""The bot's view of `config.yaml`: the `bot:` section plus the shared `chains:` list.
+
+Like the signer's loader, unknown fields inside our section are errors that name the field, and
+secrets never live here: credentials come from `owlia auth setup` (auth.json, 0600) or env vars,
+the signer client token and the gateway token from 0600 files under `<home>/secrets`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from signer.settings import (CONFIG_NAME, ChainSettings, ConfigError, SignerConfig, describe_validation_error,
+                             read_config_mapping)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LLMProfileSettings(_Section):
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
+    model: str = Field(min_length=1, description="`provider/model` or an alias such as `sonnet`")
+    credential: str | None = Field(default=None, description="auth.json entry to use; default: the provider name")
+    base_url: str | None = None
+    timeout: float = Field(default=120.0, gt=0, le=600)
+
+
+class LLMSettings(_Section):
+    profiles: tuple[LLMProfileSettings, ...] = (
+        LLMProfileSettings(name="anthropic", model="sonnet"),
+        LLMProfileSettings(name="openai", model="gpt"),
+    )
+    max_tokens: int = Field(default=4096, ge=256, le=64000)
+
+    @field_validator("profiles")
+    @classmethod
+    def _unique(cls, profiles: tuple[LLMProfileSettings, ...]) -> tuple[LLMProfileSettings, ...]:
+        names = [p.name for p in profiles]
+        if len(names) != len(set(names)):
+            raise ValueError("profile names must be unique")
+        return profiles
+
+
+class AgentSettings(_Section):
+    max_rounds: int = Field(default=20, ge=1, le=100)
+    history_turns: int = Field(default=20, ge=1, le=500)
+    tool_timeout: float = Field(default=30.0, gt=0, le=600)
+    tool_result_chars: int = Field(default=16_000, ge=500, le=200_000)
+    confirm_timeout: float = Field(default=120.0, gt=0, le=3600)
+
+
+class ChannelToolSettings(_Section):
+    allow: tuple[str, ...] | None = None  # None: every tool the context permits
+
+
+class ToolSettings(_Section):
+    deny: tuple[str, ...] = ()
+    channels: dict[str, ChannelToolSettings] = Field(default_factory=dict)
+
+
+class WebSettings(_Section):
+    enabled: bool = True
+    allow_domains: tuple[str, ...] = ()
+    deny_domains: tuple[str, ...] = ()
+    allow_private: tuple[str, ...] = ()
+    allowed_ports: tuple[int, ...] = (80, 443)
+    max_bytes: int = Field(default=2_000_000, ge=1024, le=50_000_000)
+    timeout: float = Field(default=15.0, gt=0, le=120)
+
+
+class PriceSettings(_Section):
+    source: Literal["static", "coingecko"] = "static"
+    static: dict[str, str] = Field(default_factory=dict)
+    ttl_seconds: int = Field(default=60, ge=1, le=86400)
+    coingecko_url: str = "https://api.coingecko.com"
+
+
+class GatewaySettings(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65535)
+
+
+class BotSettings(_Section):
+    workspace: Path | None = None  # default: <home>/workspace
+    chain_id: int | None = None  # default chain for tools; default: the first configured chain
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    prices: PriceSettings = Field(default_factory=PriceSettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+
+
+class BotConfig(SignerConfig):
+    """Everything the bot reads. The `signer:` section is read too, to find the signer's socket."""
+
+    bot: BotSettings = Field(default_factory=BotSettings)
+
+    @property
+    def default_chain(self) -> ChainSettings:
+        wanted = self.bot.chain_id
+        chain = self.chain(wanted) if wanted is not None else (self.chains[0] if self.chains else None)
+        if chain is None:
+            raise ConfigError(f"bot.chain_id {wanted} is not in `chains`")
+        return chain
+
+    def workspace(self, home: Path) -> Path:
+        return (self.bot.workspace or home / "workspace").expanduser()
+
+
+def load_bot_config(home: Path) -> BotConfig:
+    path = home / CONFIG_NAME
+    try:
+        config = BotConfig.model_validate(read_config_mapping(path))
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(str(path), exc)) from None
+    config.default_chain  # noqa: B018 - validates bot.chain_id against chains
+    return config

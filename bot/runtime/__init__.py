@@ -1,0 +1,1 @@
+"""Runtime plumbing shared by the agent, the channels and the gateway: events and metrics."""

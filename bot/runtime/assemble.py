@@ -1,0 +1,173 @@
+"""Build the whole bot from the OwliaBot home: config, workspace, tools, signer client, LLM pool.
+
+One function assembles everything so every entry point (`owlia chat`, `owlia start`, tests,
+benchmarks) runs the same wiring. Anything optional that is missing (no signer token, web access
+off) leaves that capability as None and its tools say so; nothing silently falls back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.agent.loop import Agent
+from bot.config import BotConfig
+from bot.runtime.audit import BotAudit
+from bot.runtime.commands import Commands
+from bot.runtime.core import BotCore
+from bot.runtime.events import EventBus
+from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
+from bot.sessions import SessionStore
+from bot.tools.base import ContextKind, Tool
+from bot.tools.executor import ToolExecutor
+from bot.tools.registry import ToolRegistry
+from bot.tools.services import Services
+from bot.workspace import build_system_prompt, create_workspace, load_context_files
+from bot.workspace.fs import private_dir
+
+
+@dataclass
+class Runtime:
+    home: Path
+    config: BotConfig
+    services: Services
+    registry: ToolRegistry
+    executor: ToolExecutor
+    llm: LLMPool
+    sessions: SessionStore
+    audit: BotAudit
+    events: EventBus
+    metrics: Any
+    core: BotCore | None = None
+
+    async def agent(self) -> Agent | None:
+        router = await self.llm.router()
+        if router is None:
+            return None
+        return Agent(router, self.executor, self.services, self.config.bot.agent, self.system_prompt,
+                     max_tokens=self.config.bot.llm.max_tokens, metrics=self.metrics)
+
+    def system_prompt(self, tools: Sequence[Tool], kind: ContextKind, channel: str) -> str:
+        chain = self.config.default_chain
+        runtime = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                   "channel": channel, "context": kind.value, "chain": f"{chain.name} ({chain.id})",
+                   "models": ", ".join(p.name for p in self.config.bot.llm.profiles)}
+        files = load_context_files(self.services.workspace)
+        return build_system_prompt(files, [(t.name, t.description, t.level.value) for t in tools], runtime)
+
+    async def close(self) -> None:
+        services = self.services
+        if services.signer is not None:
+            await services.signer.close()
+        if services.fetcher is not None:
+            await services.fetcher.close()
+        if services.chain is not None:
+            services.chain.close()
+        if services.memory is not None:
+            services.memory.close()
+
+
+def all_tools(web: bool) -> list[Tool]:
+    from bot.tools.catalog import standard_tools
+    from bot.tools.signing import SIGN_TOOLS
+
+    tools: list[Tool] = [*standard_tools(), *SIGN_TOOLS]
+    if web:
+        from bot.tools.web import web_fetch
+
+        tools.append(web_fetch)
+    return tools
+
+
+class LazyFetcher:
+    """A SafeFetcher built on first use: aiohttp costs a third of a second to import, and most
+    messages never fetch anything."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self._inner: Any = None
+
+    async def fetch(self, url: str, **kwargs: Any) -> Any:
+        if self._inner is None:
+            from bot.net.fetch import SafeFetcher
+
+            self._inner = SafeFetcher(self.policy)
+        return await self._inner.fetch(url, **kwargs)
+
+    async def close(self) -> None:
+        if self._inner is not None:
+            await self._inner.close()
+
+
+def credential_lookup(home: Path) -> CredentialLookup:
+    """Credentials from `owlia auth` (auth.json, refreshed as needed) or the provider's env var."""
+    from bot.auth.credentials import CredentialResolver
+
+    resolver = CredentialResolver(home / "auth.json")
+
+    async def lookup(name: str) -> Secret | None:
+        credential = await resolver.get(name)
+        return None if credential is None else Secret(credential.kind, credential.secret)
+
+    return lookup
+
+
+def _signer_client(home: Path, config: BotConfig):
+    from signer.client import SignerClient, SignerError, load_token
+    from signer.settings import socket_path
+
+    token_file = home / "secrets" / "signer.token"
+    try:
+        token = load_token(token_file)
+    except SignerError:
+        return None
+    return SignerClient(socket_path(home, config.signer), token)
+
+
+def _prices(config: BotConfig, fetcher: Any):
+    from bot.tools.prices import CachedPrices, HttpJsonPrices, StaticPrices
+
+    settings = config.bot.prices
+    if settings.source == "coingecko" and fetcher is not None:
+        source: Any = HttpJsonPrices(fetcher, base_url=settings.coingecko_url)
+    else:
+        source = StaticPrices(settings.static or {}, name="static (config)")
+    return CachedPrices(source, ttl_seconds=settings.ttl_seconds)
+
+
+def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None,
+                  metrics: Any | None = None) -> Runtime:
+    from bot.memory import MemoryIndex
+    from bot.net.ssrf import FetchPolicy
+    from bot.runtime.metrics import default_metrics
+    from bot.tools.chain_reader import RpcChainReader
+
+    home = private_dir(home)
+    state = private_dir(home / "state")
+    workspace = config.workspace(home)
+    create_workspace(workspace)
+    events = EventBus()
+    metrics = metrics if metrics is not None else default_metrics()
+    web = config.bot.web
+    fetcher = LazyFetcher(FetchPolicy(allow_domains=web.allow_domains, deny_domains=web.deny_domains,
+                                      allow_private=web.allow_private, allowed_ports=web.allowed_ports,
+                                      max_bytes=web.max_bytes,
+                                      timeout=web.timeout)) if web.enabled else None
+    services = Services(
+        workspace=workspace, events=events, default_chain_id=config.default_chain.id,
+        chain_names={c.id: c.name for c in config.chains}, signer=_signer_client(home, config),
+        chain=RpcChainReader({c.id: c.rpc_url for c in config.chains}),
+        memory=MemoryIndex(workspace, state / "memory.db"), fetcher=fetcher, state_dir=state,
+    )
+    services.prices = _prices(config, fetcher)
+    registry = ToolRegistry(all_tools(web.enabled), config.bot.tools)
+    audit = BotAudit(home / "logs" / "bot-audit.jsonl")
+    executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
+    llm = LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json")
+    sessions = SessionStore(home / "sessions")
+    runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics)
+    runtime.core = BotCore(sessions, runtime.agent, Commands(runtime), events, metrics)
+    return runtime

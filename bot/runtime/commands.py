@@ -1,0 +1,168 @@
+"""Slash commands: answered by the runtime itself, no model involved.
+
+They work with no LLM credentials at all. `/send` and `/balance` go through the same tool
+executor (and so the same audit log, tier rules and signer) as the agent's own calls.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from bot.channels.base import Inbound, ReplySink
+from bot.llm.types import Message, Request, ToolCall
+from bot.sessions import Session
+from bot.tools.base import Level, ToolContext
+
+if TYPE_CHECKING:
+    from bot.runtime.assemble import Runtime
+
+HELP = """\
+Commands:
+  /help                     this list
+  /status                   model, tokens used in this chat, signer and chain
+  /balance [TOKEN]          the wallet's balance (session keys held by the signer)
+  /send ADDRESS AMOUNT[eth|TOKEN]   ask the signer to send; it decides (signed / needs approval / denied)
+  /approvals                requests waiting for your companion app
+  /new                      start a fresh conversation (the old one is archived)
+  /compact                  summarize older messages to save context
+  /model                    the model profiles in use
+Anything else is a message to the assistant."""
+
+_AMOUNT = re.compile(r"^(?P<amount>[0-9]+(?:\.[0-9]+)?)(?P<unit>[A-Za-z][A-Za-z0-9]{0,15})?$")
+COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
+                  "user, open tasks, and every transaction with its request id, status and tx hash. Be concise. "
+                  "Do not include secrets.")
+
+Command = Callable[[list[str], Session, Inbound, ReplySink], Awaitable[str]]
+
+
+class Commands:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.table: dict[str, Command] = {
+            "/help": self.help, "/start": self.help, "/status": self.status, "/balance": self.balance,
+            "/send": self.send, "/new": self.new, "/compact": self.compact, "/model": self.model,
+            "/approvals": self.approvals,
+        }
+
+    async def dispatch(self, text: str, session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = text.split()
+        name = words[0].split("@", 1)[0].lower()  # Telegram appends @botname in groups
+        handler = self.table.get(name)
+        if handler is None:
+            return f"Unknown command {name}. /help lists what I understand."
+        session.append("user", [{"type": "text", "text": text}], keep=False)
+        reply = await handler(words[1:], session, inbound, sink)
+        session.append("assistant", [{"type": "text", "text": reply}])
+        return reply
+
+    async def help(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        return HELP
+
+    async def status(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        rt = self.runtime
+        usage = session.usage
+        lines = [f"chat: {session.key}; tokens used here: {usage.input_tokens} in / {usage.output_tokens} out"]
+        lines.append(await rt.llm.describe())
+        signer = rt.services.signer
+        if signer is None:
+            lines.append("signer: not configured (no client token)")
+        else:
+            try:
+                st = await signer.call("status")
+                keys = st.get("session_keys", [])
+                lines.append(f"signer: up {int(st.get('uptime_seconds', 0))}s, "
+                             f"{'FROZEN' if st.get('frozen') else 'not frozen'}, {len(keys)} active session key(s), "
+                             f"policy {str(st.get('policy_hash', ''))[:12]}")
+            except Exception as exc:  # noqa: BLE001 - /status must report, not crash
+                lines.append(f"signer: unreachable ({type(exc).__name__})")
+        chain = rt.config.default_chain
+        lines.append(f"chain: {chain.name} ({chain.id})")
+        return "\n".join(lines)
+
+    async def model(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        return await self.runtime.llm.describe()
+
+    async def balance(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        arguments: dict[str, Any] = {"token": args[0]} if args else {}
+        return await self._tool(session, inbound, sink, "wallet_balance", arguments)
+
+    async def send(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        if len(args) not in (2, 3):
+            return "usage: /send ADDRESS AMOUNT[eth|TOKEN]   e.g. /send 0x7099...79C8 0.001eth"
+        to, amount_text = args[0], "".join(args[1:])
+        match = _AMOUNT.match(amount_text)
+        if not re.fullmatch(r"0x[0-9a-fA-F]{40}", to) or match is None:
+            return "usage: /send ADDRESS AMOUNT[eth|TOKEN]   e.g. /send 0x7099...79C8 0.001eth"
+        asset = (match.group("unit") or "ETH").upper()
+        return await self._tool(session, inbound, sink, "transfer",
+                                {"to": to, "amount": match.group("amount"), "asset": asset,
+                                 "reason": "typed by the user with /send"})
+
+    async def approvals(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        signer = self.runtime.services.signer
+        if signer is None:
+            return "The signer is not configured."
+        pending = []
+        for record in session.messages:
+            for part in record.parts:
+                data = part.get("data") if part.get("type") == "tool_result" else None
+                if isinstance(data, dict) and data.get("status") == "pending_approval" and data.get("request_id"):
+                    pending.append(str(data["request_id"]))
+        lines = []
+        for request_id in dict.fromkeys(pending):
+            try:
+                state = await signer.call("sign.status", {"request_id": request_id})
+            except Exception as exc:  # noqa: BLE001
+                lines.append(f"{request_id}: unknown ({type(exc).__name__})")
+                continue
+            lines.append(f"{request_id}: {state.get('state', state.get('status'))} — {state.get('summary', '')}")
+        return "\n".join(lines) if lines else "No requests from this chat are waiting for approval."
+
+    async def new(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        session.new()
+        return "Started a new conversation. The old one is archived."
+
+    async def compact(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        from bot.agent.convert import to_messages
+
+        router = await self.runtime.llm.router()
+        if router is None:
+            return "Compaction needs a language model; run `owlia auth setup` first."
+        messages = to_messages(session.history(10_000))
+        if not messages:
+            return "Nothing to compact."
+        messages.append(Message.user(COMPACT_PROMPT))
+        completion = await router.complete(Request(tuple(_alternate(messages)), max_tokens=2048))
+        if not completion.text.strip():
+            return "The model returned no summary; nothing was changed."
+        session.compact(completion.text, keep_turns=2)
+        return "Compacted: older messages are now a summary; transactions and pending approvals were kept."
+
+    async def _tool(self, session: Session, inbound: Inbound, sink: ReplySink, name: str,
+                    arguments: dict[str, Any]) -> str:
+        rt = self.runtime
+        call = ToolCall(f"cmd_{uuid.uuid4().hex[:12]}", name, arguments)
+        ctx = ToolContext(session.key, inbound.channel, inbound.peer, inbound.kind, rt.services,
+                          run_id=f"cmd{int(time.time())}")
+        ctx.provenance.saw_user_text(inbound.text)
+        executed = await rt.executor.execute(ctx, [call], sink, on_event=sink.tool_event)
+        if executed[0].data and executed[0].level is Level.SIGN:
+            return ""  # the channel already showed the signer's own card
+        return executed[0].result.content
+
+
+def _alternate(messages: list[Message]) -> list[Message]:
+    """Merge a trailing user prompt into the last user message if roles would repeat."""
+    if len(messages) >= 2 and messages[-2].role == "user" and messages[-1].role == "user":
+        merged = Message("user", messages[-2].parts + messages[-1].parts)
+        return [*messages[:-2], merged]
+    return messages

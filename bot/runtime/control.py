@@ -1,0 +1,70 @@
+"""Wire the runtime to the control-plane gateway: health checks and a background server.
+
+Health is about reachability, cheaply: the signer answers `status`, the default chain answers
+`eth_chainId` with the configured id, and at least one LLM profile has a credential and is not
+cooling down. No check spends model tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+
+from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
+from bot.runtime.assemble import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def runtime_health(runtime: Runtime) -> HealthFn:
+    async def bot() -> ComponentHealth:
+        return ComponentHealth(True, "running")
+
+    async def signer() -> ComponentHealth:
+        client = runtime.services.signer
+        if client is None:
+            return ComponentHealth(False, "no signer client token")
+        status = await client.call("status")
+        return ComponentHealth(not status.get("frozen"), "frozen" if status.get("frozen") else "reachable")
+
+    async def chain() -> ComponentHealth:
+        wanted = runtime.config.default_chain.id
+        reader = runtime.services.chain
+        if reader is None:
+            return ComponentHealth(False, "no chain configured")
+        got = int(await reader.call(wanted, "eth_chainId"), 16)
+        return ComponentHealth(got == wanted, f"chain id {got}" + ("" if got == wanted else f", expected {wanted}"))
+
+    async def providers() -> ComponentHealth:
+        if not await runtime.llm.configured():
+            return ComponentHealth(False, "no credentials (owlia auth setup)")
+        ready = await runtime.llm.ready()
+        return ComponentHealth(bool(ready), f"ready: {', '.join(ready)}" if ready else "all cooling down")
+
+    return combine_checks({"bot": bot, "signer": signer, "chain": chain, "providers": providers})
+
+
+@asynccontextmanager
+async def gateway(runtime: Runtime) -> AsyncIterator[object | None]:
+    """Run the gateway for the life of the block if enabled; a busy port is a warning, not a crash."""
+    from bot.gateway import create_app
+    from bot.gateway.auth import load_or_create_token
+    from bot.gateway.server import GatewayConfigError, start_in_background
+
+    settings = runtime.config.bot.gateway
+    if not settings.enabled:
+        yield None
+        return
+    token = load_or_create_token(runtime.home / "secrets" / "gateway.token")
+    app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime), token=token)
+    try:
+        running = await start_in_background(app, settings.host, settings.port, token=token)
+    except GatewayConfigError as exc:
+        log.warning("control plane not started: %s", exc)
+        yield None
+        return
+    try:
+        yield running
+    finally:
+        await running.stop()

@@ -1,0 +1,78 @@
+"""The bot's front door: one inbound message in, one reply out, whatever the channel.
+
+Order matters and is the same for every channel: drop redelivered messages, take the session's
+lock (one message at a time), answer slash commands without the model, and only then run the
+agent. Without LLM credentials the bot still answers commands, so the signing path works offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.agent.loop import Agent, RunOutcome
+from bot.channels.base import Inbound, ReplySink
+from bot.runtime.events import EventBus
+from bot.sessions import SessionStore, session_lock
+
+log = logging.getLogger(__name__)
+
+NO_LLM_HINT = ("No language model is set up, so I can only run commands. Run `owlia auth setup` "
+               "(or set ANTHROPIC_API_KEY / OPENAI_API_KEY) to chat. Try /help, /balance or /send.")
+
+
+@dataclass
+class Handled:
+    """What became of one inbound message."""
+
+    status: str  # duplicate | command | agent | no_llm
+    reply: str = ""
+    run: RunOutcome | None = None
+
+
+AgentFactory = Callable[[], Awaitable[Agent | None]]
+
+
+class BotCore:
+    def __init__(self, sessions: SessionStore, agent: AgentFactory, commands: Any, events: EventBus,
+                 metrics: Any | None = None) -> None:
+        self.sessions = sessions
+        self.agent = agent
+        self.commands = commands
+        self.events = events
+        self.metrics = metrics
+
+    async def handle(self, inbound: Inbound, sink: ReplySink) -> Handled:
+        key = inbound.session_key
+        async with session_lock(key):
+            session = self.sessions.open(key)
+            if inbound.message_id and session.seen(inbound.message_id):
+                self.events.emit("channel", "message.duplicate", {"channel": inbound.channel, "session": key})
+                return Handled("duplicate")
+            self._count(inbound)
+            text = inbound.text.strip()
+            if text.startswith("/"):
+                reply = await self.commands.dispatch(text, session, inbound, sink)
+                await sink.done(reply)
+                return Handled("command", reply)
+            agent = await self.agent()
+            if agent is None:
+                await sink.done(NO_LLM_HINT)
+                return Handled("no_llm", NO_LLM_HINT)
+            run = await agent.run(session, inbound.text, sink, kind=inbound.kind, channel=inbound.channel,
+                                  peer=inbound.peer)
+            await sink.done(run.text)
+            return Handled("agent", run.text, run)
+
+    def _count(self, inbound: Inbound) -> None:
+        self.events.emit("channel", "message.received", {"channel": inbound.channel, "kind": inbound.kind.value,
+                                                         "lag": round(time.time() - inbound.received_at, 4)
+                                                         if inbound.received_at else None})
+        if self.metrics is not None:
+            try:
+                self.metrics.inc("owlia_messages_total", channel=inbound.channel)
+            except ValueError:
+                log.debug("metrics not registered", exc_info=True)

@@ -1,0 +1,111 @@
+"""Turn configured profiles + stored credentials into a failover router, refreshed as tokens change.
+
+Credentials are looked up per run (the resolver refreshes OAuth tokens 5 minutes before expiry),
+and the router is rebuilt only when a credential actually changed, so connections are reused. A
+profile without a credential is skipped, and said so in /status; none at all means "no LLM", which
+the runtime answers with the `owlia auth setup` hint instead of failing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.config import LLMProfileSettings, LLMSettings
+from bot.llm.failover import CooldownStore, FailoverRouter, Profile
+from bot.llm.models import resolve_model
+from bot.llm.providers import make_profile
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Secret:
+    kind: str  # "api_key" | "oauth"
+    value: str
+
+    def __repr__(self) -> str:
+        return f"Secret({self.kind}, …)"
+
+
+CredentialLookup = Callable[[str], Awaitable[Secret | None]]
+
+
+def credential_name(profile: LLMProfileSettings) -> str:
+    return profile.credential or resolve_model(profile.model).provider
+
+
+class LLMPool:
+    def __init__(self, settings: LLMSettings, lookup: CredentialLookup, cooldown_path: Path) -> None:
+        self.settings = settings
+        self.lookup = lookup
+        self.cooldown_path = cooldown_path
+        self._router: FailoverRouter | None = None
+        self._fingerprint: str | None = None
+        self.missing: list[str] = []
+
+    async def configured(self) -> list[str]:
+        """Profiles that have a credential, without building providers (which imports SDKs)."""
+        names = []
+        for item in self.settings.profiles:
+            try:
+                if await self.lookup(credential_name(item)) is not None:
+                    names.append(item.name)
+            except Exception:  # noqa: BLE001
+                continue
+        return names
+
+    async def ready(self, now: float | None = None) -> list[str]:
+        """Profiles with a credential and no cooldown, read from disk (no SDK import, no request)."""
+        import time
+
+        store = CooldownStore(self.cooldown_path)
+        moment = time.time() if now is None else now
+        return [name for name in await self.configured() if store.get(name).until <= moment]
+
+    async def router(self) -> FailoverRouter | None:
+        found: list[tuple[LLMProfileSettings, Secret]] = []
+        digest = hashlib.sha256()
+        missing: list[str] = []
+        for item in self.settings.profiles:
+            try:
+                secret = await self.lookup(credential_name(item))
+            except Exception as exc:  # noqa: BLE001 - one broken credential must not sink the others
+                log.warning("LLM profile %s: %s", item.name, exc)
+                secret = None
+            if secret is None:
+                missing.append(item.name)
+                continue
+            digest.update(f"{item.name}\0{secret.kind}\0{secret.value}\0".encode())
+            found.append((item, secret))
+        self.missing = missing
+        if not found:
+            self._router, self._fingerprint = None, None
+            return None
+        fingerprint = digest.hexdigest()
+        if fingerprint != self._fingerprint or self._router is None:  # providers hold TLS contexts: reuse
+            self._router = FailoverRouter([self._profile(i, s) for i, s in found], self.cooldown_path)
+            self._fingerprint = fingerprint
+        return self._router
+
+    def _profile(self, item: LLMProfileSettings, secret: Secret) -> Profile:
+        oauth = secret.kind == "oauth"
+        return make_profile(item.name, item.model, api_key=None if oauth else secret.value,
+                            auth_token=secret.value if oauth else None, base_url=item.base_url,
+                            timeout=item.timeout)
+
+    async def describe(self) -> str:
+        router = await self.router()
+        names: Sequence[str] = [p.name for p in router.profiles] if router else []
+        parts = []
+        for item in self.settings.profiles:
+            if item.name in names:
+                until = router.cooling_until(item.name) if router else None
+                state = f"cooling down until {until:.0f}" if until else "ready"
+            else:
+                state = "no credential (run `owlia auth setup`)"
+            parts.append(f"{item.name} = {item.model}: {state}")
+        return "models: " + "; ".join(parts)

@@ -1,0 +1,1 @@
+"""Agent tools, tiered read / write / sign; see base.py."""

@@ -1,0 +1,59 @@
+"""Which tools the model may see, decided per run from where the run comes from.
+
+Default deny: a tool is offered only if its tier is allowed in the context, it is not in the
+config's deny list, and the channel's allowlist (if any) names it. The executor checks the same
+set again at call time, so a model that names a tool it was never shown gets nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bot.config import ToolSettings
+from bot.tools.base import ContextKind, Level, Tool
+
+LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
+    ContextKind.DM: frozenset({Level.READ, Level.WRITE, Level.SIGN}),
+    ContextKind.GROUP: frozenset({Level.READ, Level.WRITE}),
+    ContextKind.CRON: frozenset({Level.READ}),
+    ContextKind.HEARTBEAT: frozenset({Level.READ}),
+    ContextKind.SKILL: frozenset(),
+}
+"""Sign tools exist only in a private DM with the owner; unattended runs may only read."""
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool], settings: ToolSettings | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            if item.name in self._tools:
+                raise ValueError(f"two tools are named {item.name!r}")
+            self._tools[item.name] = item
+        self.settings = settings or ToolSettings()
+        unknown = [n for n in self.settings.deny if n not in self._tools]
+        for channel in self.settings.channels.values():
+            unknown += [n for n in channel.allow or () if n not in self._tools]
+        if unknown:
+            raise ValueError(f"config names unknown tools: {', '.join(sorted(set(unknown)))}")
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def all(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def names(self, level: Level) -> frozenset[str]:
+        return frozenset(t.name for t in self._tools.values() if t.level is level)
+
+    def visible(self, kind: ContextKind, channel: str) -> list[Tool]:
+        levels = LEVELS_BY_CONTEXT[kind]
+        allow = self.settings.channels.get(channel)
+        allowed = None if allow is None or allow.allow is None else set(allow.allow)
+        return [
+            t for t in self._tools.values()
+            if t.level in levels and t.name not in self.settings.deny and (allowed is None or t.name in allowed)
+        ]
+
+    def lookup(self, name: str, kind: ContextKind, channel: str) -> Tool | None:
+        """The tool if it may run in this context, else None (never a near match)."""
+        return next((t for t in self.visible(kind, channel) if t.name == name), None)

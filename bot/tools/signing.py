@@ -1,0 +1,137 @@
+"""`sign` tools: they build an intent and hand it to the signer; they never sign anything.
+
+The model chooses what to ask for; the signer decodes the bytes itself, applies the user's policy
+and answers signed / pending_approval / denied. What the user sees is the signer's own summary of
+the bytes (ToolOutput.data, rendered by the channel), never the model's description. An address
+the model took from untrusted content is flagged, so the policy can escalate it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field
+
+from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from policies.units import parse_units
+
+ADDRESS = r"^0x[0-9a-fA-F]{40}$"
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+NATIVE = "native"
+
+
+class TransferArgs(ToolArgs):
+    to: str = Field(pattern=ADDRESS, description="recipient address, 0x + 40 hex")
+    amount: str = Field(pattern=r"^[0-9]{1,40}(\.[0-9]{1,40})?$",
+                        description='decimal amount in whole units, e.g. "0.01"')
+    asset: str = Field(default="ETH", max_length=42, description="symbol from the policy (ETH, USDC...) or token address")
+    chain_id: int | None = Field(default=None, gt=0)
+    reason: str = Field(default="", max_length=200, description="why; shown to the user marked unverified")
+
+
+class ContractCallArgs(ToolArgs):
+    to: str = Field(pattern=ADDRESS, description="contract address")
+    data: str = Field(pattern=r"^0x([0-9a-fA-F]{2})*$", max_length=65536, description="calldata, 0x-hex")
+    value_wei: str = Field(default="0", pattern=r"^[0-9]{1,78}$", description="native value in wei")
+    chain_id: int | None = Field(default=None, gt=0)
+    reason: str = Field(default="", max_length=200)
+
+
+def idempotency_key(ctx: ToolContext) -> str:
+    """Stable per tool call: if the same call is ever replayed, the signer signs it at most once."""
+    key = _KEY_UNSAFE.sub("_", f"{ctx.source}.{ctx.run_id}.{ctx.call_id}")[:128]
+    return key if len(key) >= 8 else key.ljust(8, "_")
+
+
+async def _assets(ctx: ToolContext) -> list[dict[str, Any]]:
+    signer = _signer(ctx)
+    shown = await signer.call("policy.show")
+    return list(shown.get("policy", {}).get("assets", []))
+
+
+def _signer(ctx: ToolContext):
+    if ctx.services.signer is None:
+        raise ToolFailure("the signer is not configured; nothing can be signed")
+    return ctx.services.signer
+
+
+async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[str, int, str]:
+    """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused."""
+    wanted = asset.lower()
+    for entry in await _assets(ctx):
+        if int(entry.get("chain", 0)) != chain_id:
+            continue
+        symbol = str(entry.get("symbol", ""))
+        asset_id = str(entry.get("asset", "")).lower()
+        if wanted in (symbol.lower(), asset_id) or (wanted in ("eth", NATIVE) and asset_id == NATIVE):
+            return asset_id, int(entry["decimals"]), symbol
+    raise ToolFailure(f"{asset} is not an asset your policy lists on chain {chain_id}; "
+                      "only listed assets can be sent from chat")
+
+
+def outcome_output(reply: dict[str, Any]) -> ToolOutput:
+    """The model hears the signer's words, not its own; the channel gets the full reply as data."""
+    status = str(reply.get("status", "failed"))
+    summary = reply.get("summary") or "(no summary)"
+    lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
+    if status == "signed":
+        lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
+    elif status == "pending_approval":
+        lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); "
+                     f"why: {reply.get('rule_id')}: {reply.get('reason')}")
+    elif status == "denied":
+        lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
+    else:
+        lines.append(f"failed: {reply.get('error') or reply.get('reason')}")
+    keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
+            "sender", "nonce", "broadcast", "error", "replayed")
+    return ToolOutput("\n".join(lines), untrusted=False, data={k: reply[k] for k in keep if k in reply})
+
+
+async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
+    from signer.client import SignerError
+
+    if flagged:
+        intent["flags"] = flagged
+    try:
+        reply = await _signer(ctx).sign(intent, idempotency_key=idempotency_key(ctx),
+                                        reason=reason or None, source=ctx.source)
+    except SignerError as exc:
+        raise ToolFailure(f"the signer refused the request: {exc.message}") from None
+    ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),
+                                                        "rule_id": reply.get("rule_id"),
+                                                        "request_id": reply.get("request_id")})
+    return outcome_output(reply)
+
+
+@tool("transfer", Level.SIGN, TransferArgs, timeout=90, description="""
+Send native coin or a listed ERC-20 token. The signer decides: it may sign at once, ask the user's
+companion app, or refuse. Report its outcome to the user as given.""")
+async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
+    chain_id = args.chain_id or ctx.services.default_chain_id
+    asset_id, decimals, _symbol = await resolve_asset(ctx, chain_id, args.asset)
+    try:
+        amount = parse_units(args.amount, decimals)
+    except ValueError as exc:
+        raise ToolFailure(f"amount: {exc}") from None
+    flags = ["recipient_from_untrusted_content"] if ctx.provenance.is_untrusted(args.to) else []
+    if asset_id == NATIVE:
+        intent: dict[str, Any] = {"chain_id": chain_id, "to": args.to, "value": str(amount), "data": "0x"}
+    else:
+        intent = {"chain_id": chain_id, "token_transfer": {"token": asset_id, "recipient": args.to,
+                                                           "amount": str(amount)}}
+    return await _submit(ctx, intent, args.reason, flags)
+
+
+@tool("contract_call", Level.SIGN, ContractCallArgs, timeout=90, description="""
+Call a contract with raw calldata. The signer decodes the call itself (approvals, nested calls) and
+applies the policy; unknown contracts are escalated to the user.""")
+async def contract_call(ctx: ToolContext, args: ContractCallArgs) -> ToolOutput:
+    chain_id = args.chain_id or ctx.services.default_chain_id
+    flags = ["recipient_from_untrusted_content"] if ctx.provenance.is_untrusted(args.to) else []
+    intent = {"chain_id": chain_id, "to": args.to, "value": args.value_wei, "data": args.data}
+    return await _submit(ctx, intent, args.reason, flags)
+
+
+SIGN_TOOLS = (transfer, contract_call)

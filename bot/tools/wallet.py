@@ -1,0 +1,196 @@
+"""Read tools over the signer: session-key balances and who the bot knows by name.
+
+Symbols and decimals come only from the signer's policy (which the user wrote), never from a token
+contract: anyone can deploy a token whose `symbol()` says "USDC". An unlisted token is shown in
+base units only. Output here is built from the signer's own data, so it is not marked untrusted
+(that would taint the address book's addresses for the signer's provenance flag).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from bot.tools.chain_reader import redact_urls
+from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
+from policies.units import format_amount
+from signer.client import SignerError
+
+NATIVE = "native"
+NATIVE_DECIMALS = 18  # every EVM chain's native coin; the policy overrides it when it lists one
+TOKEN_PATTERN = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9._\-]{1,20})$"
+
+
+@dataclass(frozen=True)
+class AssetRef:
+    asset: str  # "native" or a lowercase token address
+    symbol: str | None  # None: not in the signer's policy, so unknown
+    decimals: int | None
+
+
+class _PolicyAsset(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    chain: int
+    asset: str
+    symbol: str = Field(min_length=1, max_length=20)
+    decimals: int = Field(ge=0, le=77)
+
+
+class _PolicyChain(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: int
+    name: str = Field(max_length=100)
+
+
+class _Balance(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    balance: str = Field(pattern=r"^[0-9]{1,78}$")
+
+
+class _Key(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    chain_id: int
+    address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    key_id: str = Field(max_length=64)
+
+
+def _signer(ctx: ToolContext) -> Any:
+    if ctx.services.signer is None:
+        raise ToolFailure("the signer is not configured, so balances and its address book are unknown")
+    return ctx.services.signer
+
+
+def policy_assets(shown: Any, chain_id: int) -> list[_PolicyAsset]:
+    raw = shown.get("policy", {}).get("assets", []) if isinstance(shown, dict) else []
+    try:
+        return [a for a in map(_PolicyAsset.model_validate, raw) if a.chain == chain_id]
+    except ValidationError:
+        raise ToolFailure("the signer returned a policy this bot cannot read") from None
+
+
+def policy_chains(shown: Any) -> dict[int, str]:
+    """Chain id -> name as the signer's policy lists them (the chains it signs for at all)."""
+    raw = shown.get("policy", {}).get("chains", []) if isinstance(shown, dict) else []
+    try:
+        return {c.id: c.name for c in map(_PolicyChain.model_validate, raw)}
+    except ValidationError:
+        raise ToolFailure("the signer returned a policy this bot cannot read") from None
+
+
+def chain_label(ctx: ToolContext, chain_id: int, chains: dict[int, str] | None = None) -> str:
+    name = ctx.services.chain_names.get(chain_id) or (chains or {}).get(chain_id)
+    return f"{name} ({chain_id})" if name else f"chain {chain_id}"
+
+
+def resolve_token(assets: list[_PolicyAsset], token: str | None) -> AssetRef:
+    """None -> native; a symbol must be listed in the policy; an address may be unlisted (base units)."""
+    if token is None or token.lower() == NATIVE:
+        native = next((a for a in assets if a.asset == NATIVE), None)
+        return AssetRef(NATIVE, native.symbol if native else "native coin",
+                        native.decimals if native else NATIVE_DECIMALS)
+    if token.startswith("0x"):
+        try:
+            address = parse_address(token).lower()
+        except ValueError as exc:
+            raise ToolFailure(f"token: {exc}") from None
+        listed = next((a for a in assets if a.asset.lower() == address), None)
+        return AssetRef(address, listed.symbol if listed else None, listed.decimals if listed else None)
+    matches = [a for a in assets if a.symbol.casefold() == token.casefold()]
+    if len(matches) != 1:
+        known = ", ".join(sorted({a.symbol for a in assets})) or "none"
+        why = "is listed twice" if matches else "is not an asset in the signer's policy"
+        raise ToolFailure(f"{token} {why} on this chain (listed: {known}); "
+                          "pass the token's 0x address instead")
+    return AssetRef(matches[0].asset.lower(), matches[0].symbol, matches[0].decimals)
+
+
+def describe_amount(amount: int, ref: AssetRef) -> str:
+    if ref.decimals is None or ref.symbol is None:
+        return (f"{amount} base units of {to_checksum(ref.asset)} (not in the signer's asset list, "
+                "so its symbol and decimals are not trusted or shown)")
+    return f"{format_amount(amount, ref.decimals, ref.symbol)} ({amount} base units)"
+
+
+class WalletBalanceArgs(ToolArgs):
+    chain_id: int | None = Field(default=None, gt=0, lt=2**63, description="default: the bot's default chain")
+    token: str | None = Field(default=None, pattern=TOKEN_PATTERN,
+                              description="symbol from the signer's policy (e.g. USDC) or a 0x token "
+                                          "address; default: the native coin")
+
+
+@tool("wallet_balance", Level.READ, WalletBalanceArgs, description="""
+Balance of each active session-key address (the keys the signer signs with) on one chain, for the
+native coin or a token, with symbol, decimals and exact base units.""")
+async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutput:
+    signer = _signer(ctx)
+    chain_id = args.chain_id or ctx.services.default_chain_id
+    try:
+        shown = await signer.call("policy.show")
+        ref = resolve_token(policy_assets(shown, chain_id), args.token)
+        listed = (await signer.call("addresses")).get("addresses", [])
+        keys = [k for k in map(_Key.model_validate, listed) if k.chain_id == chain_id]
+        rows: list[dict[str, Any]] = []
+        for key in keys:
+            params: dict[str, Any] = {"chain_id": chain_id, "address": key.address}
+            if ref.asset != NATIVE:
+                params["token"] = ref.asset
+            reply = _Balance.model_validate(await signer.call("balance", params))
+            rows.append({"address": to_checksum(key.address), "key_id": key.key_id, "balance": reply.balance})
+    except SignerError as exc:
+        raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
+    except ValidationError:
+        raise ToolFailure("the signer returned a reply this bot cannot read") from None
+    chains = policy_chains(shown)
+    where = chain_label(ctx, chain_id, chains)
+    if not rows:
+        note = "" if chain_id in chains else " (the signer's policy does not list this chain)"
+        return ToolOutput(f"No active session key on {where}{note}.", untrusted=False,
+                          data={"chain_id": chain_id, "balances": []})
+    lines = [f"Session-key balances on {where}:"]
+    lines += [f"- {r['address']} ({r['key_id']}): {describe_amount(int(r['balance']), ref)}" for r in rows]
+    data = {"chain_id": chain_id, "asset": ref.asset, "symbol": ref.symbol, "decimals": ref.decimals,
+            "balances": rows}
+    return ToolOutput("\n".join(lines), untrusted=False, data=data)
+
+
+class AddressBookArgs(ToolArgs):
+    chain_id: int | None = Field(default=None, gt=0, lt=2**63,
+                                 description="only the signer's entries for this chain; default: all")
+
+
+@tool("address_book", Level.READ, AddressBookArgs, description="""
+Names and addresses the bot knows: the signer's policy address book (known to the signer) and the
+bot's local contacts (labels only; the signer treats them as new recipients).""")
+async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
+    lines = ["Known to the signer (its policy address book):"]
+    book: list[Any] = []
+    if ctx.services.signer is None:
+        lines.append("- unavailable: the signer is not configured")
+    else:
+        try:
+            book = [e for e in await signer_address_book(ctx.services.signer)
+                    if args.chain_id is None or e.chain_id == args.chain_id]
+        except SignerError as exc:
+            lines.append(f"- unavailable: {redact_urls(exc.message)}")
+        else:
+            rows = [f"- {e.name}: {e.address} on {chain_label(ctx, e.chain_id)}" for e in book]
+            lines += rows or ["- (empty)"]
+    lines.append(f"Local contacts ({LOCAL_ONLY}):")
+    contacts = [] if ctx.services.state_dir is None else ContactStore(ctx.services.state_dir).load()
+    known = {e.address.lower(): e.name for e in book}
+    for c in contacts:
+        book_name = known.get(c.address.lower())
+        also = f" (also in the signer's book as {book_name!r})" if book_name else ""
+        lines.append(f"- {c.name}: {c.address}{also}")
+    if not contacts:
+        configured = ctx.services.state_dir is not None
+        lines.append("- (none)" if configured else "- unavailable: no state directory")
+    data = {"signer": [{"chain_id": e.chain_id, "name": e.name, "address": e.address} for e in book],
+            "local": [{"name": c.name, "address": c.address} for c in contacts]}
+    return ToolOutput("\n".join(lines), untrusted=False, data=data)
+
+
+WALLET_TOOLS = (wallet_balance, address_book)
