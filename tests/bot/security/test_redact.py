@@ -177,4 +177,6 @@ def test_one_megabyte_of_adversarial_input_is_fast(name):
     assert len(text) >= 990_000
     start = time.process_time()  # CPU time: other processes' load must not fail this test
     redact(text)
-    assert time.process_time() - start < 1.0
+    # ~0.05-0.4 s here; catastrophic backtracking would take minutes. The bound leaves room for a
+    # slow shared CI machine without letting a super-linear pattern through.
+    assert time.process_time() - start < 3.0
