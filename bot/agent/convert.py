@@ -8,7 +8,7 @@ model never believes an unconfirmed transfer happened (or did not).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from bot.llm.types import Message, Part, TextPart, ToolCall, ToolResult
@@ -27,6 +27,15 @@ def result_part(result: ToolResult, name: str, data: Any = None) -> dict[str, An
     if data:
         part["data"] = dict(data)
     return part
+
+
+def tool_result_data(records: Sequence[MessageRecord]) -> Iterator[dict[str, Any]]:
+    """The structured data tools stored with their results (e.g. the signer's outcomes), in order."""
+    for record in records:
+        for part in record.parts:
+            data = part.get("data") if part.get("type") == "tool_result" else None
+            if isinstance(data, dict):
+                yield data
 
 
 def _parts(record: MessageRecord) -> list[Part]:

@@ -12,10 +12,10 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from bot.agent.convert import call_part, result_part, to_messages
+from bot.agent.convert import call_part, result_part, to_messages, tool_result_data
 from bot.agent.guard import StreamGuard
 from bot.agent.provenance import Provenance
 from bot.channels.base import ReplySink
@@ -58,6 +58,29 @@ class RunOutcome:
                                                                              "declined") for e in self.tools)
 
 
+class GuardedReply:
+    """The reply text as the channel sees it: every piece passes the secret guard first."""
+
+    def __init__(self, sink: ReplySink, guard: StreamGuard) -> None:
+        self.sink, self.guard = sink, guard
+        self.parts: list[str] = []
+
+    async def _send(self, safe: str) -> None:
+        if safe:
+            self.parts.append(safe)
+            await self.sink.text(safe)
+
+    async def feed(self, delta: str) -> None:
+        await self._send(self.guard.feed(delta))
+
+    async def flush(self) -> None:
+        await self._send(self.guard.flush())
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
 PromptBuilder = Callable[[Sequence[Tool], ContextKind, str], str]
 
 
@@ -97,18 +120,14 @@ class Agent:
         tools = self.executor.registry.visible(kind, channel)
         request = Request(tuple(to_messages(records)), system=self.build_prompt(tools, kind, channel),
                           tools=tuple(t.spec() for t in tools), max_tokens=self.max_tokens)
-        guard = StreamGuard(allow=_public_hashes(records))
-        replies: list[str] = []
+        reply = GuardedReply(sink, StreamGuard(allow=_public_hashes(records)))
         self.services.events.emit("agent", "run.started", {"run_id": run.run_id, "session": session.key,
                                                            "context": kind.value})
         try:
-            await self._rounds(run, session, request, ctx, sink, guard, replies)
+            await self._rounds(run, session, request, ctx, sink, reply)
         finally:
-            tail = guard.flush()
-            if tail:
-                await sink.text(tail)
-                replies.append(tail)
-            run.text = "".join(replies)
+            await reply.flush()
+            run.text = reply.text
             elapsed = time.monotonic() - started
             self.services.events.emit("agent", "run.finished", {
                 "run_id": run.run_id, "session": session.key, "stop": run.stop, "rounds": run.rounds,
@@ -118,20 +137,13 @@ class Agent:
         return run
 
     async def _rounds(self, run: RunOutcome, session: Session, request: Request, ctx: ToolContext,
-                      sink: ReplySink, guard: StreamGuard, replies: list[str]) -> None:
+                      sink: ReplySink, reply: GuardedReply) -> None:
+        guard = reply.guard
         messages = list(request.messages)
-
-        async def stream_text(delta: str) -> None:
-            safe = guard.feed(delta)
-            if safe:
-                replies.append(safe)
-                await sink.text(safe)
-
         while True:
             try:
-                completion = await self.llm.complete(
-                    Request(tuple(messages), request.model, request.system, request.tools, request.max_tokens),
-                    on_text=stream_text)
+                completion = await self.llm.complete(replace(request, messages=tuple(messages)),
+                                                     on_text=reply.feed)
             except LLMError as exc:
                 run.stop, run.error = _llm_failure(exc)
                 await sink.notice(run.error)
@@ -140,10 +152,7 @@ class Agent:
             run.input_tokens += completion.usage.input_tokens
             run.output_tokens += completion.usage.output_tokens
             session.add_usage(completion.usage.input_tokens, completion.usage.output_tokens, completion.model)
-            tail = guard.flush()
-            if tail:
-                replies.append(tail)
-                await sink.text(tail)
+            await reply.flush()
             if completion.fallback_used and run.fallback_profile is None:
                 run.fallback_profile = completion.profile
                 await sink.notice(f"(answered by the fallback model profile '{completion.profile}': "
@@ -222,10 +231,4 @@ def _llm_failure(exc: LLMError) -> tuple[str, str]:
 
 def _public_hashes(records: Sequence[MessageRecord]) -> set[str]:
     """Values tools returned as trusted data (tx hashes, request ids): never mistaken for keys."""
-    values: set[str] = set()
-    for record in records:
-        for part in record.parts:
-            data = part.get("data") if part.get("type") == "tool_result" else None
-            if isinstance(data, dict):
-                values.update(str(v) for v in data.values() if isinstance(v, str))
-    return values
+    return {v for data in tool_result_data(records) for v in data.values() if isinstance(v, str)}

@@ -18,10 +18,10 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from bot.auth.errors import AuthUnavailable, LoginFailed
-from bot.auth.transport import check_endpoint, post, refresh_grant, token_error
+from bot.auth.errors import LoginFailed
+from bot.auth.transport import check_endpoint, post, refresh_grant, token_error, token_response
 from bot.auth.pkce import new_pkce, new_state, same_secret
 from bot.auth.store import OAuthEntry
 
@@ -128,13 +128,7 @@ class AnthropicOAuth:
         return self._entry(body, previous=refresh_token)
 
     def _entry(self, body: object, previous: str | None) -> OAuthEntry:
-        try:
-            parsed = _TokenResponse.model_validate(body)
-        except ValidationError:
-            raise AuthUnavailable(f"{PROVIDER} token endpoint sent an unexpected answer") from None
-        refresh = parsed.refresh_token or previous
-        if not refresh:
-            raise AuthUnavailable(f"{PROVIDER} token endpoint sent no refresh token")
+        parsed, refresh = token_response(_TokenResponse, body, previous=previous, provider=PROVIDER)
         account = (parsed.account.email_address or parsed.account.email) if parsed.account else None
         scopes = tuple(parsed.scope.split()) if parsed.scope else self.scopes
         return OAuthEntry(access_token=parsed.access_token, refresh_token=refresh,

@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.auth.errors import AuthUnavailable, LoginFailed
-from bot.auth.transport import check_endpoint, post, refresh_grant, token_error
+from bot.auth.transport import check_endpoint, post, refresh_grant, token_error, token_response
 from bot.auth.pkce import s256, same_secret
 from bot.auth.store import OAuthEntry
 
@@ -181,13 +181,7 @@ class OpenAIDeviceLogin:
         return self._entry(body, previous=refresh_token)
 
     def _entry(self, body: Any, previous: str | None) -> OAuthEntry:
-        try:
-            parsed = _TokenResponse.model_validate(body)
-        except ValidationError:
-            raise AuthUnavailable(f"{PROVIDER} token endpoint sent an unexpected answer") from None
-        refresh = parsed.refresh_token or previous
-        if not refresh:
-            raise AuthUnavailable(f"{PROVIDER} token endpoint sent no refresh token")
+        parsed, refresh = token_response(_TokenResponse, body, previous=previous, provider=PROVIDER)
         now = self._clock()
         if parsed.expires_in is not None:
             expires_at = now + parsed.expires_in

@@ -15,9 +15,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from bot.auth.errors import AuthError, AuthUnavailable, LoginFailed, ReauthRequired, scrub
+
+_M = TypeVar("_M", bound=BaseModel)
 
 USER_AGENT = "owliabot-auth/0.1"
 MAX_BODY = 1 << 20
@@ -131,3 +135,16 @@ async def refresh_grant(token_url: str, client_id: str, refresh_token: str, *, p
     if not result.ok:
         raise token_error(result, provider=provider, during="refresh", secrets=(refresh_token,))
     return result.body
+
+
+def token_response(model: type[_M], body: Any, *, previous: str | None, provider: str) -> tuple[_M, str]:
+    """Validate a token endpoint's answer; returns it with the refresh token to keep (the new one if
+    the server rotated it, else `previous`). No refresh token at all is an error."""
+    try:
+        parsed = model.model_validate(body)
+    except ValidationError:
+        raise AuthUnavailable(f"{provider} token endpoint sent an unexpected answer") from None
+    refresh = getattr(parsed, "refresh_token", None) or previous
+    if not refresh:
+        raise AuthUnavailable(f"{provider} token endpoint sent no refresh token")
+    return parsed, refresh

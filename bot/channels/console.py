@@ -137,24 +137,23 @@ class ConsoleChannel:
                 return
             if not line.strip():
                 continue
-            sink = ConsoleSink(self.out, reader)
-            inbound = Inbound(self.name, self.peer, uuid.uuid4().hex, line, received_at=time.time())
-            handled = await self.core.handle(inbound, sink)
-            if handled.status in ("command", "no_llm") and handled.reply:
-                self.out.write(handled.reply.rstrip("\n") + "\n")
+            sink = await self._send(reader, line)
             if sink.eof:
                 return
 
-    async def one(self, text: str) -> str:
-        """Handle a single message (for `owlia chat -m`), printing as it goes; returns the reply."""
-        reader = LineReader(self.stdin, asyncio.get_running_loop())
+    async def one(self, text: str) -> None:
+        """Handle a single message (for `owlia chat -m`), printing as it goes."""
+        await self._send(LineReader(self.stdin, asyncio.get_running_loop()), text)
+
+    async def _send(self, reader: LineReader, text: str) -> ConsoleSink:
+        """One message through BotCore; replies the agent did not stream (commands) are printed here."""
         sink = ConsoleSink(self.out, reader)
         handled = await self.core.handle(Inbound(self.name, self.peer, uuid.uuid4().hex, text,
                                                  received_at=time.time()), sink)
         if handled.status in ("command", "no_llm") and handled.reply:
             self.out.write(handled.reply.rstrip("\n") + "\n")
         self.out.flush()
-        return handled.reply
+        return sink
 
 
 def _user() -> str:

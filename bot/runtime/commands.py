@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from bot.agent.convert import to_messages, tool_result_data
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
@@ -111,12 +112,8 @@ class Commands:
         signer = self.runtime.services.signer
         if signer is None:
             return "The signer is not configured."
-        pending = []
-        for record in session.messages:
-            for part in record.parts:
-                data = part.get("data") if part.get("type") == "tool_result" else None
-                if isinstance(data, dict) and data.get("status") == "pending_approval" and data.get("request_id"):
-                    pending.append(str(data["request_id"]))
+        pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
+                   if data.get("status") == "pending_approval" and data.get("request_id")]
         lines = []
         for request_id in dict.fromkeys(pending):
             try:
@@ -132,8 +129,6 @@ class Commands:
         return "Started a new conversation. The old one is archived."
 
     async def compact(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
-        from bot.agent.convert import to_messages
-
         router = await self.runtime.llm.router()
         if router is None:
             return "Compaction needs a language model; run `owlia auth setup` first."

@@ -45,18 +45,23 @@ class LLMPool:
         self.cooldown_path = cooldown_path
         self._router: FailoverRouter | None = None
         self._fingerprint: str | None = None
-        self.missing: list[str] = []
+
+    async def _credentials(self) -> list[tuple[LLMProfileSettings, Secret]]:
+        """Each profile that has a credential now, in failover order."""
+        found = []
+        for item in self.settings.profiles:
+            try:
+                secret = await self.lookup(credential_name(item))
+            except Exception as exc:  # noqa: BLE001 - one broken credential must not sink the others
+                log.warning("LLM profile %s: %s", item.name, exc)
+                continue
+            if secret is not None:
+                found.append((item, secret))
+        return found
 
     async def configured(self) -> list[str]:
         """Profiles that have a credential, without building providers (which imports SDKs)."""
-        names = []
-        for item in self.settings.profiles:
-            try:
-                if await self.lookup(credential_name(item)) is not None:
-                    names.append(item.name)
-            except Exception:  # noqa: BLE001
-                continue
-        return names
+        return [item.name for item, _ in await self._credentials()]
 
     async def ready(self, now: float | None = None) -> list[str]:
         """Profiles with a credential and no cooldown, read from disk (no SDK import, no request)."""
@@ -67,24 +72,13 @@ class LLMPool:
         return [name for name in await self.configured() if store.get(name).until <= moment]
 
     async def router(self) -> FailoverRouter | None:
-        found: list[tuple[LLMProfileSettings, Secret]] = []
-        digest = hashlib.sha256()
-        missing: list[str] = []
-        for item in self.settings.profiles:
-            try:
-                secret = await self.lookup(credential_name(item))
-            except Exception as exc:  # noqa: BLE001 - one broken credential must not sink the others
-                log.warning("LLM profile %s: %s", item.name, exc)
-                secret = None
-            if secret is None:
-                missing.append(item.name)
-                continue
-            digest.update(f"{item.name}\0{secret.kind}\0{secret.value}\0".encode())
-            found.append((item, secret))
-        self.missing = missing
+        found = await self._credentials()
         if not found:
             self._router, self._fingerprint = None, None
             return None
+        digest = hashlib.sha256()
+        for item, secret in found:
+            digest.update(f"{item.name}\0{secret.kind}\0{secret.value}\0".encode())
         fingerprint = digest.hexdigest()
         if fingerprint != self._fingerprint or self._router is None:  # providers hold TLS contexts: reuse
             self._router = FailoverRouter([self._profile(i, s) for i, s in found], self.cooldown_path)

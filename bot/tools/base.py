@@ -21,6 +21,7 @@ from bot.llm.types import ToolSpec
 
 if TYPE_CHECKING:
     from bot.tools.services import Services
+    from signer.client import SignerClient
 
 
 class Level(str, enum.Enum):
@@ -82,6 +83,12 @@ class ToolContext:
     call_id: str = ""
     provenance: Provenance = field(default_factory=Provenance)
     """Which addresses came from untrusted content (reported to the signer as a flag)."""
+
+    def require_signer(self, consequence: str) -> SignerClient:
+        """The signer client, or a ToolFailure saying what cannot be done without one."""
+        if self.services.signer is None:
+            raise ToolFailure(f"the signer is not configured, so {consequence}")
+        return self.services.signer
 
     @property
     def source(self) -> str:

@@ -86,28 +86,27 @@ class ToolExecutor:
                       on_event: EventSink | None = None) -> list[Executed]:
         """Results in the order of `calls`; reads batched concurrently between serial writes/signs."""
         results: list[Executed | None] = [None] * len(calls)
+        found = [self.registry.lookup(call.name, ctx.kind, ctx.channel) for call in calls]
         batch: list[int] = []
 
         async def flush() -> None:
-            done = await asyncio.gather(*(self._one(ctx, calls[i], confirmer, on_event) for i in batch))
+            done = await asyncio.gather(*(self._one(ctx, calls[i], found[i], confirmer, on_event) for i in batch))
             for i, item in zip(batch, done):
                 results[i] = item
             batch.clear()
 
         for index, call in enumerate(calls):
-            found = self.registry.lookup(call.name, ctx.kind, ctx.channel)
-            if found is not None and found.level is Level.READ:
+            if found[index] is not None and found[index].level is Level.READ:
                 batch.append(index)
                 continue
             await flush()
-            results[index] = await self._one(ctx, call, confirmer, on_event)
+            results[index] = await self._one(ctx, call, found[index], confirmer, on_event)
         await flush()
         return [r for r in results if r is not None]
 
-    async def _one(self, ctx: ToolContext, call: ToolCall, confirmer: Confirmer | None,
+    async def _one(self, ctx: ToolContext, call: ToolCall, found: Tool | None, confirmer: Confirmer | None,
                    on_event: EventSink | None) -> Executed:
         started = time.monotonic()
-        found = self.registry.lookup(call.name, ctx.kind, ctx.channel)
         level = found.level if found else None
         self.audit.record("tool.requested", run_id=ctx.run_id, session=ctx.session_key, context=ctx.kind.value,
                           tool=call.name, call_id=call.id, level=level.value if level else None,

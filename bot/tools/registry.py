@@ -45,15 +45,15 @@ class ToolRegistry:
     def names(self, level: Level) -> frozenset[str]:
         return frozenset(t.name for t in self._tools.values() if t.level is level)
 
+    def _allowed(self, tool: Tool, kind: ContextKind, channel: str) -> bool:
+        channel_allow = self.settings.channels.get(channel)
+        return (tool.level in LEVELS_BY_CONTEXT[kind] and tool.name not in self.settings.deny
+                and (channel_allow is None or channel_allow.allow is None or tool.name in channel_allow.allow))
+
     def visible(self, kind: ContextKind, channel: str) -> list[Tool]:
-        levels = LEVELS_BY_CONTEXT[kind]
-        allow = self.settings.channels.get(channel)
-        allowed = None if allow is None or allow.allow is None else set(allow.allow)
-        return [
-            t for t in self._tools.values()
-            if t.level in levels and t.name not in self.settings.deny and (allowed is None or t.name in allowed)
-        ]
+        return [t for t in self._tools.values() if self._allowed(t, kind, channel)]
 
     def lookup(self, name: str, kind: ContextKind, channel: str) -> Tool | None:
         """The tool if it may run in this context, else None (never a near match)."""
-        return next((t for t in self.visible(kind, channel) if t.name == name), None)
+        found = self._tools.get(name)
+        return found if found is not None and self._allowed(found, kind, channel) else None

@@ -14,11 +14,12 @@ from typing import Any
 from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from bot.tools.wallet import policy_assets
+from policies.intent import NATIVE
 from policies.units import parse_units
 
 ADDRESS = r"^0x[0-9a-fA-F]{40}$"
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
-NATIVE = "native"
 
 
 class TransferArgs(ToolArgs):
@@ -44,28 +45,18 @@ def idempotency_key(ctx: ToolContext) -> str:
     return key if len(key) >= 8 else key.ljust(8, "_")
 
 
-async def _assets(ctx: ToolContext) -> list[dict[str, Any]]:
-    signer = _signer(ctx)
-    shown = await signer.call("policy.show")
-    return list(shown.get("policy", {}).get("assets", []))
-
-
-def _signer(ctx: ToolContext):
-    if ctx.services.signer is None:
-        raise ToolFailure("the signer is not configured; nothing can be signed")
-    return ctx.services.signer
+NOTHING_SIGNED = "nothing can be signed"
 
 
 async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[str, int, str]:
-    """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused."""
+    """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused (unlike a
+    balance lookup, a transfer needs the decimals the user wrote into the policy)."""
     wanted = asset.lower()
-    for entry in await _assets(ctx):
-        if int(entry.get("chain", 0)) != chain_id:
-            continue
-        symbol = str(entry.get("symbol", ""))
-        asset_id = str(entry.get("asset", "")).lower()
-        if wanted in (symbol.lower(), asset_id) or (wanted in ("eth", NATIVE) and asset_id == NATIVE):
-            return asset_id, int(entry["decimals"]), symbol
+    shown = await ctx.require_signer(NOTHING_SIGNED).call("policy.show")
+    for entry in policy_assets(shown, chain_id):
+        asset_id = entry.asset.lower()
+        if wanted in (entry.symbol.lower(), asset_id) or (wanted in ("eth", NATIVE) and asset_id == NATIVE):
+            return asset_id, entry.decimals, entry.symbol
     raise ToolFailure(f"{asset} is not an asset your policy lists on chain {chain_id}; "
                       "only listed assets can be sent from chat")
 
@@ -95,7 +86,7 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
     if flagged:
         intent["flags"] = flagged
     try:
-        reply = await _signer(ctx).sign(intent, idempotency_key=idempotency_key(ctx),
+        reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx),
                                         reason=reason or None, source=ctx.source)
     except SignerError as exc:
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None

@@ -55,9 +55,7 @@ def _mined(receipt: dict[str, Any]) -> tuple[str, str]:
 
 
 async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
-    signer = ctx.services.signer
-    if signer is None:
-        raise ToolFailure("the signer is not configured, so request ids cannot be looked up")
+    signer = ctx.require_signer("request ids cannot be looked up")
     try:
         reply = await signer.call("sign.status", {"request_id": request_id})
     except SignerError as exc:

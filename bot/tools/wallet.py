@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
+from policies.intent import NATIVE
 from policies.units import format_amount
 from signer.client import SignerError
 
-NATIVE = "native"
 NATIVE_DECIMALS = 18  # every EVM chain's native coin; the policy overrides it when it lists one
 TOKEN_PATTERN = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9._\-]{1,20})$"
 
@@ -55,12 +55,6 @@ class _Key(BaseModel):
     chain_id: int
     address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
     key_id: str = Field(max_length=64)
-
-
-def _signer(ctx: ToolContext) -> Any:
-    if ctx.services.signer is None:
-        raise ToolFailure("the signer is not configured, so balances and its address book are unknown")
-    return ctx.services.signer
 
 
 def policy_assets(shown: Any, chain_id: int) -> list[_PolicyAsset]:
@@ -125,7 +119,7 @@ class WalletBalanceArgs(ToolArgs):
 Balance of each active session-key address (the keys the signer signs with) on one chain, for the
 native coin or a token, with symbol, decimals and exact base units.""")
 async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutput:
-    signer = _signer(ctx)
+    signer = ctx.require_signer("balances and its address book are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
     try:
         shown = await signer.call("policy.show")
