@@ -84,6 +84,81 @@ class GatewaySettings(_Section):
     port: int = Field(default=8787, ge=0, le=65535)
 
 
+class GroupSettings(_Section):
+    """Group chats are ignored unless enabled; then only mentions count and each user gets a session."""
+
+    enabled: bool = False
+    allow_chats: tuple[str, ...] = ()  # chat / channel ids; empty admits no group
+    mention_only: bool = True
+
+
+class TelegramSettings(_Section):
+    """The token is never here: env `token_env` or the 0600 file `<home>/secrets/telegram.token`."""
+
+    enabled: bool = True
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    api_base: str | None = None  # a local Bot API server; default: Telegram's
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None  # public URL Telegram posts to (webhook mode)
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=0, le=65535)
+    allow_from: tuple[str, ...] = ()  # user ids admitted without pairing; empty admits nobody but paired users
+    groups: GroupSettings = Field(default_factory=GroupSettings)
+    stream_edit_interval: float = Field(default=1.0, ge=0.2, le=30)
+
+
+class DiscordSettings(_Section):
+    """The token is never here: env `token_env` or the 0600 file `<home>/secrets/discord.token`."""
+
+    enabled: bool = True
+    token_env: str = "DISCORD_BOT_TOKEN"
+    api_base: str | None = None  # a local REST server; default: Discord's
+    gateway_url: str | None = None  # a local gateway; default: Discord's
+    allow_from: tuple[str, ...] = ()
+    guilds: GroupSettings = Field(default_factory=GroupSettings)
+    stream_edit_interval: float = Field(default=1.0, ge=0.2, le=30)
+
+
+class ChannelSettings(_Section):
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
+
+
+class PairingSettings(_Section):
+    code_ttl_seconds: int = Field(default=3600, ge=60, le=86400)
+    max_pending: int = Field(default=3, ge=1, le=20)
+    owners: tuple[str, ...] = ()  # `channel:peer` ids that may approve pairings from a DM
+
+
+class NotifySettings(_Section):
+    default_target: str | None = Field(default=None, pattern=r"^(telegram|discord|console):[^\s]+$")
+
+
+class CronSettings(_Section):
+    enabled: bool = True
+    timezone: str = "UTC"
+    misfire_grace_seconds: int = Field(default=3600, ge=0, le=7 * 86400)  # later than this: skipped
+    coalesce: bool = True  # several missed fires run once
+
+
+class HeartbeatSettings(_Section):
+    enabled: bool = False
+    every_minutes: int = Field(default=30, ge=1, le=24 * 60)
+    active_hours: str | None = Field(default="08:00-22:00", pattern=r"^\d{2}:\d{2}-\d{2}:\d{2}$")
+    timezone: str = "UTC"
+    profile: str | None = None  # an llm profile name, e.g. a cheaper model
+    target: str | None = None  # default: notify.default_target
+
+
+class SkillSettings(_Section):
+    backend: Literal["auto", "bubblewrap", "docker", "gvisor"] = "auto"
+    call_timeout: float = Field(default=30.0, gt=0, le=600)
+    memory_mb: int = Field(default=256, ge=16, le=8192)
+    cpu_seconds: int = Field(default=30, ge=1, le=3600)
+    max_processes: int = Field(default=32, ge=1, le=4096)
+    max_result_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
+
+
 class BotSettings(_Section):
     workspace: Path | None = None  # default: <home>/workspace
     chain_id: int | None = None  # default chain for tools; default: the first configured chain
@@ -93,6 +168,12 @@ class BotSettings(_Section):
     web: WebSettings = Field(default_factory=WebSettings)
     prices: PriceSettings = Field(default_factory=PriceSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    channels: ChannelSettings = Field(default_factory=ChannelSettings)
+    pairing: PairingSettings = Field(default_factory=PairingSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    cron: CronSettings = Field(default_factory=CronSettings)
+    heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
+    skills: SkillSettings = Field(default_factory=SkillSettings)
 
 
 class BotConfig(SignerConfig):
