@@ -8,7 +8,6 @@ or sign tool ran, the user decides what happens next.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -22,14 +21,13 @@ from bot.channels.base import ReplySink
 from bot.config import AgentSettings
 from bot.llm.errors import AllProfilesUnavailable, LLMError, ProfileFailed, StreamInterrupted
 from bot.llm.types import Completion, Message, Request, StopReason, TextPart, ToolCall, ToolResult
+from bot.runtime.metrics import best_effort
 from bot.security.redact import redact
 from bot.sessions.records import MessageRecord
 from bot.sessions.store import Session
 from bot.tools.base import ContextKind, Level, Tool, ToolContext
 from bot.tools.executor import Executed, ToolExecutor
 from bot.tools.services import Services
-
-log = logging.getLogger(__name__)
 
 NOT_RUN_CUT = "not run: the answer was cut off (max tokens) before this call was complete"
 NOT_RUN_ROUNDS = "not run: the tool round limit for this message was reached"
@@ -208,15 +206,13 @@ class Agent:
     def _measure(self, run: RunOutcome, seconds: float) -> None:
         if self.metrics is None:
             return
-        try:
+        with best_effort():
             self.metrics.inc("owlia_agent_runs_total", outcome=run.stop)
             self.metrics.observe("owlia_agent_run_seconds", seconds)
             self.metrics.inc("owlia_llm_tokens_total", run.input_tokens, direction="input")
             self.metrics.inc("owlia_llm_tokens_total", run.output_tokens, direction="output")
             if run.fallback_profile:
                 self.metrics.inc("owlia_llm_fallbacks_total")
-        except ValueError:
-            log.debug("metrics not registered", exc_info=True)
 
 
 def _llm_failure(exc: LLMError) -> tuple[str, str]:

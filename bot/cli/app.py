@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from bot.cli import audit_cmd, auth_cmd, chain_cmd, chat_cmd, init_cmd, policy_cmd, sign_cmd, signer_cmd, up_cmd
+from bot.cli import (audit_cmd, auth_cmd, chain_cmd, chat_cmd, init_cmd, pair_cmd, policy_cmd, sign_cmd, signer_cmd,
+                     up_cmd)
 
 app = typer.Typer(
     name="owlia",
@@ -33,6 +34,7 @@ app.add_typer(sign_cmd.app, name="sign")
 app.add_typer(policy_cmd.app, name="policy")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(auth_cmd.app, name="auth")
+app.add_typer(pair_cmd.app, name="pair")
 app.command("up")(up_cmd.up)
 app.command("chat")(chat_cmd.chat)
 app.command("init")(init_cmd.init)

@@ -1,7 +1,9 @@
 """The gateway's HTTP surface: /health (open), /events/poll and /metrics (bearer token).
 
 Deliberately tiny: no docs, no OpenAPI schema, no other routes, so an unauthenticated caller
-learns nothing beyond whether the bot is healthy. Responses are never cached.
+learns nothing beyond whether the bot is healthy. Responses are never cached. Requests must name
+the gateway by a loopback name (or its configured host) in `Host`, so a web page that rebinds its
+own DNS name to 127.0.0.1 cannot read even /health from the user's browser.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from bot.gateway.auth import BearerAuth
 from bot.gateway.health import DEFAULT_TIMEOUT, HealthFn, evaluate
@@ -21,6 +24,7 @@ PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MAX_LIMIT = 1000
 MAX_WAIT = 30.0
 UPTIME = "owlia_uptime_seconds"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 def create_app(
@@ -30,8 +34,11 @@ def create_app(
     health: HealthFn,
     token: str | None,
     health_timeout: float = DEFAULT_TIMEOUT,
+    hosts: tuple[str, ...] = (),
 ) -> FastAPI:
-    """Build the gateway app; `token=None` (or empty) keeps every protected route at 401."""
+    """Build the gateway app; `token=None` (or empty) keeps every protected route at 401.
+
+    `hosts`: names besides the loopback ones that `Host` may carry (the configured bind host)."""
     app = FastAPI(
         docs_url=None,
         redoc_url=None,
@@ -39,6 +46,7 @@ def create_app(
         swagger_ui_oauth2_redirect_url=None,
         title="owliabot-gateway",
     )
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOOPBACK_NAMES, *hosts])
     require_token = Depends(BearerAuth(token))
     started = time.monotonic()
     metrics.gauge(UPTIME, "Seconds since the bot process started.")

@@ -17,7 +17,7 @@ from bot.agent.convert import to_messages, tool_result_data
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
-from bot.tools.base import Level, ToolContext
+from bot.tools.base import ContextKind, Level, ToolContext
 
 if TYPE_CHECKING:
     from bot.runtime.assemble import Runtime
@@ -32,6 +32,8 @@ Commands:
   /new                      start a fresh conversation (the old one is archived)
   /compact                  summarize older messages to save context
   /model                    the model profiles in use
+  /cancel                   stop the request that is running
+  /pair approve CODE        (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
 
 _AMOUNT = re.compile(r"^(?P<amount>[0-9]+(?:\.[0-9]+)?)(?P<unit>[A-Za-z][A-Za-z0-9]{0,15})?$")
@@ -48,7 +50,7 @@ class Commands:
         self.table: dict[str, Command] = {
             "/help": self.help, "/start": self.help, "/status": self.status, "/balance": self.balance,
             "/send": self.send, "/new": self.new, "/compact": self.compact, "/model": self.model,
-            "/approvals": self.approvals,
+            "/approvals": self.approvals, "/pair": self.pair,
         }
 
     async def dispatch(self, text: str, session: Session, inbound: Inbound, sink: ReplySink) -> str:
@@ -123,6 +125,25 @@ class Commands:
                 continue
             lines.append(f"{request_id}: {state.get('state', state.get('status'))} — {state.get('summary', '')}")
         return "\n".join(lines) if lines else "No requests from this chat are waiting for approval."
+
+    async def pair(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        """Owners approve pairing codes from their own DM; to anyone else the command does not exist."""
+        from bot.channels.access import PairingError, open_access
+
+        rt = self.runtime
+        owner = f"{inbound.channel}:{inbound.peer}"
+        if inbound.kind is not ContextKind.DM or owner not in rt.config.bot.pairing.owners:
+            return "Unknown command /pair. /help lists what I understand."
+        if len(args) != 2 or args[0] != "approve":
+            return "Usage: /pair approve CODE"
+        store = open_access(rt.home, rt.config.bot.pairing)
+        try:
+            grant = store.approve(args[1], by=owner)
+        except PairingError as exc:
+            return str(exc)
+        finally:
+            store.close()
+        return f"Paired {grant.channel}:{grant.peer} ({grant.display or 'no name'})."
 
     async def new(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         session.new()

@@ -15,6 +15,7 @@ from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
 from bot.runtime.assemble import Runtime
 
 log = logging.getLogger(__name__)
+WILDCARD_BINDS = ("0.0.0.0", "::")  # reached by any name; the token (required off loopback) is the guard
 
 
 def runtime_health(runtime: Runtime) -> HealthFn:
@@ -57,7 +58,8 @@ async def gateway(runtime: Runtime) -> AsyncIterator[object | None]:
         yield None
         return
     token = load_or_create_token(runtime.home / "secrets" / "gateway.token")
-    app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime), token=token)
+    app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime), token=token,
+                     hosts=("*",) if settings.host in WILDCARD_BINDS else (settings.host,))
     try:
         running = await start_in_background(app, settings.host, settings.port, token=token)
     except GatewayConfigError as exc:

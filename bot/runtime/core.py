@@ -7,7 +7,7 @@ agent. Without LLM credentials the bot still answers commands, so the signing pa
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,9 +16,8 @@ from typing import Any
 from bot.agent.loop import Agent, RunOutcome
 from bot.channels.base import Inbound, ReplySink
 from bot.runtime.events import EventBus
+from bot.runtime.metrics import best_effort
 from bot.sessions import SessionStore, session_lock
-
-log = logging.getLogger(__name__)
 
 NO_LLM_HINT = ("No language model is set up, so I can only run commands. Run `owlia auth setup` "
                "(or set ANTHROPIC_API_KEY / OPENAI_API_KEY) to chat. Try /help, /balance or /send.")
@@ -28,7 +27,7 @@ NO_LLM_HINT = ("No language model is set up, so I can only run commands. Run `ow
 class Handled:
     """What became of one inbound message."""
 
-    status: str  # duplicate | command | agent | no_llm
+    status: str  # duplicate | command | agent | no_llm | cancelled
     reply: str = ""
     run: RunOutcome | None = None
 
@@ -44,9 +43,14 @@ class BotCore:
         self.commands = commands
         self.events = events
         self.metrics = metrics
+        self._running: dict[str, asyncio.Task[RunOutcome]] = {}
 
     async def handle(self, inbound: Inbound, sink: ReplySink) -> Handled:
         key = inbound.session_key
+        if _command_name(inbound.text) == "/cancel":  # must not wait for the lock the run holds
+            reply = "Stopped the running request." if self.cancel(key) else "Nothing is running."
+            await sink.done(reply)
+            return Handled("command", reply)
         async with session_lock(key):
             session = self.sessions.open(key)
             if inbound.message_id and session.seen(inbound.message_id):
@@ -62,17 +66,39 @@ class BotCore:
             if agent is None:
                 await sink.done(NO_LLM_HINT)
                 return Handled("no_llm", NO_LLM_HINT)
-            run = await agent.run(session, inbound.text, sink, kind=inbound.kind, channel=inbound.channel,
-                                  peer=inbound.peer)
+            task = asyncio.ensure_future(agent.run(session, inbound.text, sink, kind=inbound.kind,
+                                                   channel=inbound.channel, peer=inbound.peer))
+            self._running[key] = task
+            try:
+                run = await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not task.cancelled() or (current is not None and current.cancelling()):
+                    raise  # the whole handler is being cancelled (shutdown), not just this run
+                await sink.done("Stopped.")
+                return Handled("cancelled", "Stopped.")
+            finally:
+                self._running.pop(key, None)
             await sink.done(run.text)
             return Handled("agent", run.text, run)
+
+    def cancel(self, session_key: str) -> bool:
+        """Stop the run in flight for this chat; a tool call it interrupts is recorded as outcome unknown."""
+        task = self._running.get(session_key)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
 
     def _count(self, inbound: Inbound) -> None:
         self.events.emit("channel", "message.received", {"channel": inbound.channel, "kind": inbound.kind.value,
                                                          "lag": round(time.time() - inbound.received_at, 4)
                                                          if inbound.received_at else None})
         if self.metrics is not None:
-            try:
+            with best_effort():
                 self.metrics.inc("owlia_messages_total", channel=inbound.channel)
-            except ValueError:
-                log.debug("metrics not registered", exc_info=True)
+
+
+def _command_name(text: str) -> str:
+    words = text.strip().split(maxsplit=1)
+    return words[0].split("@", 1)[0].lower() if words and words[0].startswith("/") else ""

@@ -9,12 +9,15 @@ tests instead of silently producing wrong numbers.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
 import bisect
 import enum
 import math
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -77,6 +80,15 @@ class _Metric:
 
     def new_hist(self) -> _Histogram:
         return _Histogram(counts=[0] * (len(self.buckets) + 1))
+
+
+@contextlib.contextmanager
+def best_effort() -> Iterator[None]:
+    """Metrics must never break a request: a name the registry lacks is logged and skipped."""
+    try:
+        yield
+    except ValueError:
+        logging.getLogger(__name__).debug("metric not recorded", exc_info=True)
 
 
 class Metrics:

@@ -12,6 +12,7 @@ import os
 import re
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,8 @@ from bot.workspace.fs import FILE_MODE, private_dir, write_atomic_private
 
 log = logging.getLogger(__name__)
 
-KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}:[A-Za-z0-9_.@+-]{1,128}")
+# channel:peer for DMs, channel:chat:peer for per-user sessions in a group (ids may be negative on Telegram)
+KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}(:[A-Za-z0-9_.@+-]{1,128}){1,2}")
 SUMMARY_HEADER = "[Summary of earlier conversation — written by the assistant, not by the user]"
 MAX_SEEN_CARRIED = 1_000
 
@@ -55,7 +57,7 @@ class SessionState:
 
 def session_filename(key: str) -> str:
     if not isinstance(key, str) or not KEY_RE.fullmatch(key):
-        raise ValueError(f"invalid session key {key!r}; expected channel:peer")
+        raise ValueError(f"invalid session key {key!r}; expected channel:peer or channel:chat:peer")
     return quote(key, safe="") + ".jsonl"
 
 
@@ -111,6 +113,7 @@ class Session:
             raise SessionCorrupt(f"{path} belongs to session {state.meta.key!r}, not {key!r}")
         self.state = state
         self.torn_tail_dropped = torn_at is not None
+        self.stamp = _stamp(os.stat(path))
 
     def _append(self, record: Any) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
@@ -120,6 +123,7 @@ class Session:
             if written != len(line):  # regular files do not short-write in practice; fail loudly if one does
                 raise OSError(f"short write to {self.path}")
             os.fsync(fd)
+            self.stamp = _stamp(os.fstat(fd))
         finally:
             os.close(fd)
 
@@ -175,6 +179,7 @@ class Session:
             lines.append(dump_line(MetaUpdateRecord(usage=usage, model=self.state.model)))
         lines.extend(dump_line(m) for m in messages)
         write_atomic_private(self.path, b"".join(lines))
+        self.stamp = _stamp(os.stat(self.path))
         self.state = SessionState(
             meta=meta, messages=list(messages), seen=dict.fromkeys(seen), usage=usage, model=meta.model
         )
@@ -203,14 +208,40 @@ class Session:
         return archived
 
 
+def _stamp(info: os.stat_result) -> tuple[int, int, int]:
+    """What changes whenever anyone writes the file: appends grow it, rewrites replace the inode."""
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 class SessionStore:
-    """Sessions under one 0700 directory, opened by `channel:peer` key."""
+    """Sessions under one 0700 directory, opened by `channel:peer` key.
+
+    Parsed sessions are kept (up to CACHE_SIZE) and reused only while the file is exactly as this
+    process last wrote it, so a concurrent `owlia chat -m` appending to the same file is re-read.
+    """
+
+    CACHE_SIZE = 64
 
     def __init__(self, directory: Path) -> None:
         self.directory = private_dir(Path(directory))
+        self._cache: OrderedDict[str, Session] = OrderedDict()
 
     def open(self, key: str, model: str | None = None) -> Session:
-        return Session(self.directory / session_filename(key), key, model)
+        path = self.directory / session_filename(key)
+        cached = self._cache.get(key)
+        if cached is not None:
+            try:
+                if _stamp(os.stat(path)) == cached.stamp:
+                    self._cache.move_to_end(key)
+                    return cached
+            except FileNotFoundError:
+                pass
+        session = Session(path, key, model)
+        self._cache[key] = session
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return session
 
     def seen(self, key: str, message_id: str) -> bool:
         return self.open(key).seen(message_id)

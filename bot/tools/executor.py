@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from bot.config import AgentSettings
 from bot.llm.types import ToolCall, ToolResult
 from bot.runtime.audit import BotAudit
+from bot.runtime.metrics import best_effort
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
 
@@ -176,11 +177,9 @@ class ToolExecutor:
         if self.metrics is None:
             return
         tier = level.value if level else "none"
-        try:
+        with best_effort():
             self.metrics.inc("owlia_tool_calls_total", tool=name, level=tier, outcome=outcome)
             self.metrics.observe("owlia_tool_seconds", seconds, level=tier)
-        except ValueError:
-            log.debug("metrics not registered", exc_info=True)
 
 
 def _error(message: str) -> ToolOutput:

@@ -7,6 +7,7 @@ every user-supplied path is checked by its real path, so `..` or a symlink canno
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -30,6 +31,14 @@ def private_dir(path: Path) -> Path:
     if stat.S_IMODE(info.st_mode) != DIR_MODE:
         path.chmod(DIR_MODE)
     return path
+
+
+def open_private_db(path: Path) -> sqlite3.Connection:
+    """An autocommit SQLite connection to a 0600 file in a 0700 dir; refuses a symlinked file."""
+    path = private_dir(Path(path).parent) / Path(path).name
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
+    os.chmod(path, FILE_MODE)
+    return sqlite3.connect(path, isolation_level=None)
 
 
 def is_within(child: Path, parent: Path) -> bool:

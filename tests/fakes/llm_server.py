@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +45,7 @@ class Reply:
     model: str | None = None
     fail_mid_stream: str | None = None
     truncate: bool = False  # close the connection after the text chunks, without a stop event
+    delay: float = 0.0  # seconds before the answer starts (a slow model, for cancellation tests)
 
 
 @dataclass
@@ -93,6 +95,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.script.served += 1
             if len(self.script.requests) > self.script.keep_requests:
                 del self.script.requests[0]
+        if reply is not None and reply.delay:
+            time.sleep(reply.delay)
         if self.path.rstrip("/").endswith("/messages"):
             self._anthropic(body, reply)
         elif self.path.rstrip("/").endswith("/chat/completions"):

@@ -133,3 +133,26 @@ def test_symlinked_or_short_token_file_is_refused(tmp_path: Path) -> None:
     os.chmod(short, 0o600)
     with pytest.raises(ValueError):
         load_or_create_token(short)
+
+
+# -- DNS rebinding ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host,status", [("127.0.0.1", 200), ("localhost", 200), ("evil.example", 400),
+                                         ("127.0.0.1.nip.io", 400), ("attacker.test:8787", 400)])
+def test_host_header_must_name_the_gateway(host: str, status: int) -> None:
+    """A page whose DNS name rebinds to 127.0.0.1 sends its own name in Host: refused, even for /health."""
+
+    async def main() -> None:
+        gw = await start_in_background(_app(), "127.0.0.1", 0, token=TOKEN)
+        try:
+            name = host if ":" in host else f"{host}:{gw.port}"
+            async with aiohttp.ClientSession() as http:
+                async with http.get(f"{gw.url}/health", headers={"Host": name}) as resp:
+                    assert resp.status == status
+                    if status != 200:
+                        assert "components" not in await resp.text()
+        finally:
+            await gw.stop()
+
+    asyncio.run(main())

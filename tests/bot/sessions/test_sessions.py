@@ -223,3 +223,26 @@ def test_session_lock_serializes_per_key():
     a_or_b = [e for e in events if not e.endswith("c")]
     assert a_or_b in (["start a", "end a", "start b", "end b"], ["start b", "end b", "start a", "end a"])
     assert events.index("start c") < events.index("end a")  # other keys run concurrently
+
+
+def test_store_reuses_a_parsed_session_only_while_the_file_is_unchanged(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions")
+    first = store.open("console:alice")
+    first.append("user", [{"type": "text", "text": "one"}])
+    assert store.open("console:alice") is first  # nothing else wrote: no re-parse
+
+    other_process = SessionStore(tmp_path / "sessions")  # e.g. a concurrent `owlia chat -m`
+    other_process.open("console:alice").append("user", [{"type": "text", "text": "two"}])
+    reread = store.open("console:alice")
+    assert reread is not first
+    assert [m.parts[0]["text"] for m in reread.messages] == ["one", "two"]
+
+    other_process.open("console:alice").new()  # a rewrite replaces the file
+    assert store.open("console:alice").messages == []
+
+
+def test_store_cache_is_bounded(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions")
+    for i in range(SessionStore.CACHE_SIZE + 10):
+        store.open(f"console:u{i}")
+    assert len(store._cache) == SessionStore.CACHE_SIZE
