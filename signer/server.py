@@ -33,6 +33,8 @@ from signer.protocol import (
 
 log = logging.getLogger("owlia.signer.server")
 READ_CHUNK = 65536
+REFUSE_LINGER = 0.5  # seconds a refused client gets to finish sending before we close
+REFUSE_MAX_BYTES = 1 << 20
 
 Handler = Callable[[Client, Any], Awaitable[Any] | Any]
 
@@ -104,7 +106,7 @@ class SignerServer:
         if not uid_allowed(uid, self.allowed_uids) or self._connections >= self.max_connections:
             reason = "this user may not use the signer" if self._connections < self.max_connections else "too many connections"
             writer.write(error_frame(None, RpcError(ErrorCode.FORBIDDEN, reason)))
-            await _drain_close(writer)
+            await _refuse(reader, writer)
             return
         self._connections += 1
         conn = Connection(uid)
@@ -227,6 +229,21 @@ def _remove_stale_socket(path: Path) -> None:
     finally:
         probe.close()
     raise RuntimeError(f"another signer is already listening on {path}")
+
+
+async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Send the refusal, then swallow (a bounded amount of) what the client already sent: closing a
+    socket with unread data resets the connection, and the client would see a reset, not the reason."""
+    try:
+        await writer.drain()
+        writer.write_eof()
+        swallowed = 0
+        async with asyncio.timeout(REFUSE_LINGER):
+            while swallowed < REFUSE_MAX_BYTES and (chunk := await reader.read(READ_CHUNK)):
+                swallowed += len(chunk)
+    except (TimeoutError, ConnectionError, OSError):
+        pass
+    await _drain_close(writer)
 
 
 async def _drain_close(writer: asyncio.StreamWriter) -> None:

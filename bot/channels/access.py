@@ -168,9 +168,13 @@ class Gatekeeper:
         self.allow_from = frozenset(str(peer) for peer in allow_from)
         self._told: dict[str, float] = {}
 
+    def admits(self, peer: str) -> bool:
+        """Allowed already, without side effects (groups: strangers get no pairing code in public)."""
+        return str(peer) in self.allow_from or self.access.is_paired(self.channel, str(peer))
+
     def admit(self, peer: str, display: str = "") -> Admission:
         peer = str(peer)
-        if peer in self.allow_from or self.access.is_paired(self.channel, peer):
+        if self.admits(peer):
             return Admission(True)
         now = self.access.clock()
         if now - self._told.get(peer, float("-inf")) < TELL_AGAIN_AFTER:

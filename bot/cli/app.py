@@ -7,8 +7,10 @@ from typing import Optional
 
 import typer
 
-from bot.cli import (audit_cmd, auth_cmd, chain_cmd, chat_cmd, init_cmd, pair_cmd, policy_cmd, sign_cmd, signer_cmd,
-                     up_cmd)
+from bot.cli import (
+    audit_cmd, auth_cmd, chain_cmd, chat_cmd, cron_cmd, doctor_cmd, init_cmd, pair_cmd, policy_cmd,
+    security_cmd, service_cmd, sign_cmd, signer_cmd, skill_cmd, start_cmd, up_cmd,
+)
 
 app = typer.Typer(
     name="owlia",
@@ -35,9 +37,15 @@ app.add_typer(policy_cmd.app, name="policy")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(auth_cmd.app, name="auth")
 app.add_typer(pair_cmd.app, name="pair")
+app.add_typer(cron_cmd.app, name="cron")
+app.add_typer(skill_cmd.app, name="skill")
+app.add_typer(security_cmd.app, name="security")
+app.add_typer(service_cmd.app, name="service")
 app.command("up")(up_cmd.up)
+app.command("start")(start_cmd.start)
 app.command("chat")(chat_cmd.chat)
 app.command("init")(init_cmd.init)
+app.command("doctor")(doctor_cmd.doctor)
 
 
 def main() -> None:

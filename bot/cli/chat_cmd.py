@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from bot.cli.common import fail, home_of, run
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 def chat(
@@ -28,6 +30,8 @@ def chat(
 
 
 async def _chat(home, config, message: str | None) -> None:
+    import asyncio
+
     from bot.channels.console import ConsoleChannel
     from bot.runtime.assemble import build_runtime
 
@@ -50,6 +54,8 @@ async def _chat(home, config, message: str | None) -> None:
 
 
 async def _control_plane(runtime, stop: asyncio.Event) -> None:
+    import asyncio
+
     await asyncio.sleep(0.05)
     from bot.runtime.control import gateway
 

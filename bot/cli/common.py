@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -47,6 +46,8 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def run(coro: Any) -> Any:
+    import asyncio  # lazily: `owlia --help` should not pay for it
+
     return asyncio.run(coro)
 
 

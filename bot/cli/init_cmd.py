@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 from bot.cli.common import home_of
@@ -35,12 +38,23 @@ bot:
 """
 
 
-def init(ctx: typer.Context) -> None:
+def init(
+    ctx: typer.Context,
+    docker: bool = typer.Option(False, "--docker", help="Write a docker compose setup (signer, bot, bridge) instead."),
+    directory: Optional[Path] = typer.Option(None, "--dir", help="Where the compose setup goes (<home>/docker)."),
+    rpc_url: str = typer.Option("http://anvil:8545", help="--docker: chain RPC as the containers reach it."),
+    chain_id: int = typer.Option(31337, help="--docker: that chain's id."),
+) -> None:
     """Create ~/.owliabot (0700) with config.yaml, secrets/ and the workspace; never overwrites."""
     from signer.fsperm import ensure_private_dir, write_private_file
 
     from bot.workspace import create_workspace
 
+    if docker:
+        if directory is None:  # inside the home: keep the home itself private (0700)
+            directory = ensure_private_dir(home_of(ctx)) / "docker"
+        _init_docker(directory, rpc_url, chain_id)
+        return
     home = ensure_private_dir(home_of(ctx))
     ensure_private_dir(home / "secrets")
     config = home / "config.yaml"
@@ -53,3 +67,33 @@ def init(ctx: typer.Context) -> None:
     typer.echo(f"workspace {home / 'workspace'}: " + (f"created {', '.join(written)}" if written else "already there"))
     typer.echo("next: `owlia auth setup` to log in to a model, `owlia up` for a local dev stack, "
                "then `owlia chat`")
+
+
+def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
+    from bot.ops.compose import chown_commands, write_compose_setup
+
+    setup = write_compose_setup(root, rpc_url=rpc_url, chain_id=chain_id)
+    typer.echo(f"compose setup in {setup.root}: " + (", ".join(setup.written) or "already there"))
+    profile = " --profile anvil" if rpc_url == "http://anvil:8545" else ""
+    steps = [] if setup.chowned else ["give each container its own files (as root):",
+                                      *chown_commands(setup.root)]
+    steps += [
+        f"cd {setup.root}",
+        "docker compose build",
+        "docker compose run --rm signer signer init --passphrase-file /run/secrets/signer_passphrase",
+        f"docker compose{profile} up -d signer" + (" anvil" if profile else ""),
+        # tee into the existing 0600 file keeps its mode and owner (the bot's uid)
+        "docker compose exec -T signer owlia signer client add bot --scope sign"
+        " | sudo tee secrets/signer_token >/dev/null",
+        "docker compose exec -T signer owlia signer client add bridge --scope bridge"
+        " | sudo tee secrets/bridge_token >/dev/null",
+        "docker compose exec signer owlia signer session-key create",
+        "sudoedit secrets/telegram_token   # paste the token @BotFather gave you (the file stays 0600)",
+        "docker compose run --rm bot auth setup",
+        f"docker compose{profile} up -d",
+        "docker compose exec bot owlia doctor && docker compose exec bot owlia security audit",
+        "DM your bot on Telegram, then: docker compose exec bot owlia pair approve <CODE>",
+    ]
+    typer.echo("next steps:")
+    for step in steps:
+        typer.echo(f"  {step}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import getpass
 from dataclasses import asdict
 
 import typer
@@ -34,6 +33,8 @@ def _when(epoch: float) -> str:
 @app.command("approve")
 def approve(ctx: typer.Context, code: str = typer.Argument(..., help="The code the user was sent.")) -> None:
     """Admit the user who was sent CODE."""
+    import getpass
+
     from bot.channels.access import PairingError
 
     store = _store(ctx)

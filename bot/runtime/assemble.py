@@ -42,9 +42,10 @@ class Runtime:
     events: EventBus
     metrics: Any
     core: BotCore | None = None
+    skills: Any = None
 
-    async def agent(self) -> Agent | None:
-        router = await self.llm.router()
+    async def agent(self, profile: str | None = None) -> Agent | None:
+        router = await self.llm.router(profile)
         if router is None:
             return None
         return Agent(router, self.executor, self.services, self.config.bot.agent, self.system_prompt,
@@ -60,6 +61,8 @@ class Runtime:
 
     async def close(self) -> None:
         services = self.services
+        if self.skills is not None:
+            await self.skills.close()
         if services.signer is not None:
             await services.signer.close()
         if services.fetcher is not None:
@@ -163,11 +166,15 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
         memory=MemoryIndex(workspace, state / "memory.db"), fetcher=fetcher, state_dir=state,
     )
     services.prices = _prices(config, fetcher)
-    registry = ToolRegistry(all_tools(web.enabled), config.bot.tools)
+    from bot.tools.skills import load_skill_tools
+
+    skills = load_skill_tools(home, config.bot.skills, fetcher.policy if fetcher is not None else None)
+    registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools)
     audit = BotAudit(home / "logs" / "bot-audit.jsonl")
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
     llm = LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json")
     sessions = SessionStore(home / "sessions")
-    runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics)
+    runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics,
+                      skills=skills)
     runtime.core = BotCore(sessions, runtime.agent, Commands(runtime), events, metrics)
     return runtime

@@ -44,6 +44,7 @@ class BotCore:
         self.events = events
         self.metrics = metrics
         self._running: dict[str, asyncio.Task[RunOutcome]] = {}
+        self.observers: list[Callable[[Inbound], None]] = []  # e.g. the notifier's "last active DM"
 
     async def handle(self, inbound: Inbound, sink: ReplySink) -> Handled:
         key = inbound.session_key
@@ -91,6 +92,8 @@ class BotCore:
         return True
 
     def _count(self, inbound: Inbound) -> None:
+        for observe in self.observers:
+            observe(inbound)
         self.events.emit("channel", "message.received", {"channel": inbound.channel, "kind": inbound.kind.value,
                                                          "lag": round(time.time() - inbound.received_at, 4)
                                                          if inbound.received_at else None})

@@ -43,8 +43,7 @@ class LLMPool:
         self.settings = settings
         self.lookup = lookup
         self.cooldown_path = cooldown_path
-        self._router: FailoverRouter | None = None
-        self._fingerprint: str | None = None
+        self._routers: dict[str | None, tuple[str, FailoverRouter]] = {}  # by preferred profile
 
     async def _credentials(self) -> list[tuple[LLMProfileSettings, Secret]]:
         """Each profile that has a credential now, in failover order."""
@@ -71,19 +70,27 @@ class LLMPool:
         moment = time.time() if now is None else now
         return [name for name in await self.configured() if store.get(name).until <= moment]
 
-    async def router(self) -> FailoverRouter | None:
+    async def router(self, profile: str | None = None) -> FailoverRouter | None:
+        """The failover router; with `profile` (e.g. a cheaper model for heartbeats) that profile is
+        tried first and the others stay behind it as failover. An unknown name is a ValueError."""
+        if profile is not None and profile not in {p.name for p in self.settings.profiles}:
+            raise ValueError(f"no LLM profile named {profile!r} in bot.llm.profiles")
         found = await self._credentials()
+        if profile is not None:
+            found.sort(key=lambda pair: pair[0].name != profile)  # stable: the rest keep their order
         if not found:
-            self._router, self._fingerprint = None, None
+            self._routers.pop(profile, None)
             return None
         digest = hashlib.sha256()
         for item, secret in found:
             digest.update(f"{item.name}\0{secret.kind}\0{secret.value}\0".encode())
         fingerprint = digest.hexdigest()
-        if fingerprint != self._fingerprint or self._router is None:  # providers hold TLS contexts: reuse
-            self._router = FailoverRouter([self._profile(i, s) for i, s in found], self.cooldown_path)
-            self._fingerprint = fingerprint
-        return self._router
+        cached = self._routers.get(profile)
+        if cached is None or cached[0] != fingerprint:  # providers hold TLS contexts: reuse
+            router = FailoverRouter([self._profile(i, s) for i, s in found], self.cooldown_path)
+            cached = (fingerprint, router)
+            self._routers[profile] = cached
+        return cached[1]
 
     def _profile(self, item: LLMProfileSettings, secret: Secret) -> Profile:
         oauth = secret.kind == "oauth"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bot.tools.base import Tool
 from bot.tools.contacts import CONTACT_TOOLS
+from bot.tools.cron_tools import CRON_TOOLS
 from bot.tools.memory_tools import MEMORY_TOOLS
 from bot.tools.prices import PRICE_TOOLS
 from bot.tools.reminders import REMINDER_TOOLS
@@ -13,4 +14,4 @@ from bot.tools.wallet import WALLET_TOOLS
 
 
 def standard_tools() -> list[Tool]:
-    return [*WALLET_TOOLS, *PRICE_TOOLS, *TX_TOOLS, *MEMORY_TOOLS, *CONTACT_TOOLS, *REMINDER_TOOLS]
+    return [*WALLET_TOOLS, *PRICE_TOOLS, *TX_TOOLS, *MEMORY_TOOLS, *CONTACT_TOOLS, *REMINDER_TOOLS, *CRON_TOOLS]

@@ -22,6 +22,9 @@ LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
 """Sign tools exist only in a private DM with the owner; unattended runs may only read."""
 
 
+SKILL_TOOL_PREFIX = "skill_"
+
+
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool], settings: ToolSettings | None = None) -> None:
         self._tools: dict[str, Tool] = {}
@@ -33,6 +36,8 @@ class ToolRegistry:
         unknown = [n for n in self.settings.deny if n not in self._tools]
         for channel in self.settings.channels.values():
             unknown += [n for n in channel.allow or () if n not in self._tools]
+        # a skill can be disabled or refused (changed on disk) between runs; naming it is not a typo
+        unknown = [n for n in unknown if not n.startswith(SKILL_TOOL_PREFIX)]
         if unknown:
             raise ValueError(f"config names unknown tools: {', '.join(sorted(set(unknown)))}")
 

@@ -1,4 +1,4 @@
-"""Reminders: the store's due ordering, timezone parsing, bounds, and per-session listing."""
+"""Reminders: one-shot jobs in cron.db owned by their chat, timezone parsing, bounds, per-chat listing."""
 
 from __future__ import annotations
 
@@ -10,23 +10,37 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from bot.tools.reminders import ReminderStore, SetReminderArgs, list_reminders, parse_when, set_reminder
+from bot.scheduler.jobs import At, Every, JobSpec, Reminder
+from bot.scheduler.store import MAX_JOBS_PER_OWNER, JobStore
+from bot.tools.base import ToolFailure
+from bot.tools.reminders import SetReminderArgs, list_reminders, parse_when, set_reminder
 from tests.bot.tools.support import call, make_ctx
 
 
-def test_due_orders_by_time_and_skips_future_and_delivered(tmp_path):
-    with ReminderStore(tmp_path / "state") as store:
-        late = store.add("a", 300, "third", now=1)
-        first = store.add("b", 100, "first", now=2)
-        tie = store.add("a", 100, "second (same time, created later)", now=3)
-        store.add("a", 10_000, "future", now=4)
-        assert [r.id for r in store.due(300)] == [first.id, tie.id, late.id]
-        assert [r.text for r in store.due(150)] == ["first", "second (same time, created later)"]
-        assert store.mark_delivered(first.id) and not store.mark_delivered(first.id)
-        assert [r.id for r in store.due(300)] == [tie.id, late.id]
-        assert store.cancel(late.id, "a") and not store.cancel(tie.id, "b")  # not b's reminder
-        assert [r.id for r in store.due(300)] == [tie.id]
-    assert stat.S_IMODE((tmp_path / "state" / "reminders.db").stat().st_mode) == 0o600
+def test_a_reminder_is_a_one_shot_job_owned_by_its_chat(tmp_path):
+    """Reminders are scheduler jobs (one mechanism): an `at` job delivering the text to this chat."""
+    ctx = make_ctx(tmp_path / "ws", session="telegram:42", state_dir=tmp_path / "state")
+    out = asyncio.run(call(set_reminder, ctx, text="call mom", in_minutes=5))
+    with JobStore(tmp_path / "state") as store:
+        [job] = store.active("telegram:42")
+        assert job.id == out.data["id"] and job.origin == "agent"
+        assert isinstance(job.spec.schedule, At) and job.spec.schedule.epoch == out.data["due_at"]
+        assert isinstance(job.spec.payload, Reminder) and job.spec.payload.text == "call mom"
+        assert job.spec.target == "telegram:42"
+        assert store.remove(job.id, owner="telegram:99") is False  # another chat cannot cancel it
+    assert stat.S_IMODE((tmp_path / "state" / "cron.db").stat().st_mode) == 0o600
+
+
+def test_the_per_chat_bound_is_shared_with_other_jobs(tmp_path):
+    ctx = make_ctx(tmp_path / "ws", session="telegram:42", state_dir=tmp_path / "state")
+    with JobStore(tmp_path / "state") as store:
+        for _ in range(MAX_JOBS_PER_OWNER):
+            store.add(JobSpec(schedule=Every(seconds=3600), payload=Reminder(text="x")), owner="telegram:42",
+                      origin="agent")
+    with pytest.raises(ToolFailure, match="limit"):
+        asyncio.run(call(set_reminder, ctx, text="one too many", in_minutes=5))
+    other = make_ctx(tmp_path / "ws", session="telegram:43", state_dir=tmp_path / "state")
+    asyncio.run(call(set_reminder, other, text="another chat is not affected", in_minutes=5))
 
 
 def test_timezone_parsing():
@@ -79,5 +93,4 @@ def test_set_and_list_through_the_tools(tmp_path):
     assert listed.content.splitlines()[0].endswith("stretch")
     assert due_utc in listed.content and "bob's own" not in listed.content
     assert listed.untrusted
-    with ReminderStore(tmp_path / "state") as store:
-        assert [r.text for r in store.due(time.time() + 3600)] == ["bob's own", "stretch"]
+    assert [line.split(": ", 1)[1] for line in listed.content.splitlines()] == ["stretch", "check the bridge"]

@@ -1,0 +1,40 @@
+"""`owlia security audit`: what an attacker on this machine or in a chat could reach."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from bot.cli.common import fail, home_of
+
+app = typer.Typer(help="Security checks for this OwliaBot install.", no_args_is_help=True)
+
+
+@app.callback()
+def group() -> None:
+    """Security checks (a group, so more can join `audit`)."""
+
+
+@app.command("audit")
+def audit(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the stable JSON report."),
+    fix: bool = typer.Option(False, "--fix", help="Apply the safe fixes (tighten permissions) first."),
+    bot_user: Optional[str] = typer.Option(None, help="The bot's user (name or uid); default: the home's owner."),
+) -> None:
+    """Run every check; exit 1 if anything critical remains."""
+    from bot.ops.render import print_report
+    from bot.ops.audit import security_audit
+    from bot.ops.context import OpsContext
+    from bot.ops.fix import fix_all
+
+    home = home_of(ctx)
+    try:
+        fixed = fix_all(OpsContext.load(home, bot_user=bot_user)) if fix else []
+        report = security_audit(OpsContext.load(home, bot_user=bot_user), fixed=fixed)
+    except KeyError:
+        fail(f"no user named {bot_user!r} on this system")
+    print_report(report, as_json)
+    if not report.ok:
+        raise typer.Exit(1)

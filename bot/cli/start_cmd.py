@@ -1,0 +1,31 @@
+"""`owlia start`: run the bot with every configured channel until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import typer
+
+from bot.cli.common import fail, home_of, run
+
+
+def start(ctx: typer.Context) -> None:
+    """Run Telegram/Discord (those with a token), cron, heartbeat and the control plane."""
+    import logging
+
+    from bot.config import load_bot_config
+    from bot.runtime.launcher import Launch, serve
+    from signer.settings import ConfigError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    home = home_of(ctx)
+    try:
+        config = load_bot_config(home)
+    except ConfigError as exc:
+        fail(str(exc))
+
+    def ready(launch: Launch) -> None:
+        running = ", ".join(launch.channels) or "no chat channel"
+        typer.echo(f"owlia: running with {running}; Ctrl-C stops.", err=True)
+        for name, why in launch.skipped.items():
+            typer.secho(f"owlia: {name} skipped: {why}", fg=typer.colors.YELLOW, err=True)
+
+    run(serve(home, config, on_ready=ready))

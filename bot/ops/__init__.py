@@ -1,0 +1,1 @@
+"""Operating OwliaBot: security audit, doctor, safe fixes, systemd units and the compose setup."""

@@ -1,0 +1,173 @@
+"""Audit checks over what the config, the policy and the signer's records allow.
+
+These judge intent rather than files: an allowlist that admits everyone, sign tools reachable
+from a group, a policy that never says "enough", a session key that outlived its purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.ops.checks import Finding, Severity, Skip
+from bot.ops.context import OpsContext, require_visible
+
+CRIT, WARN, INFO = Severity.CRITICAL, Severity.WARNING, Severity.INFO
+WILDCARDS = frozenset({"*", "all", "any", "everyone"})
+
+
+def check_config(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-CONF-001: nothing else can be judged on a config that does not load."""
+    if ctx.config_error:
+        yield Finding("OWL-CONF-001", CRIT, ctx.config_error.splitlines()[0],
+                      "fix the fields named by `owlia doctor`, then re-run the audit")
+
+
+def _is_wild(values: tuple[str, ...]) -> bool:
+    return any(v.strip().lower() in WILDCARDS for v in values)
+
+
+def check_allowlists(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-ALLOW-001 (wildcards) / OWL-ALLOW-002 (empty): who may talk to the bot."""
+    bot = ctx.need_config().bot
+    lists = {"bot.pairing.owners": bot.pairing.owners}
+    for name in ("telegram", "discord"):
+        channel = getattr(bot.channels, name)
+        groups = channel.groups if name == "telegram" else channel.guilds
+        lists[f"bot.channels.{name}.allow_from"] = channel.allow_from
+        group_key = "groups" if name == "telegram" else "guilds"
+        lists[f"bot.channels.{name}.{group_key}.allow_chats"] = groups.allow_chats
+    for channel_name, rule in bot.tools.channels.items():
+        if rule.allow is not None:
+            lists[f"bot.tools.channels.{channel_name}.allow"] = rule.allow
+    lists["bot.web.allow_private"] = bot.web.allow_private
+    for field, values in lists.items():
+        if _is_wild(values):
+            yield Finding("OWL-ALLOW-001", CRIT, f"{field} contains a wildcard: it admits everyone",
+                          f"list the exact ids in {field} (use DM pairing for new users)")
+    for name in ("telegram", "discord"):
+        channel = getattr(bot.channels, name)
+        groups = channel.groups if name == "telegram" else channel.guilds
+        if not channel.enabled or ctx.channel_token(name) is None:
+            continue
+        if not channel.allow_from and not bot.pairing.owners:
+            yield Finding("OWL-ALLOW-002", WARN,
+                          f"{name} is on but bot.channels.{name}.allow_from and bot.pairing.owners are empty: "
+                          "nobody can use the bot or approve a pairing",
+                          f"add your own {name} user id to bot.channels.{name}.allow_from")
+        if groups.enabled and not groups.allow_chats:
+            yield Finding("OWL-ALLOW-002", INFO,
+                          f"{name} groups are enabled with an empty allow_chats: no group is admitted",
+                          f"list the group ids in bot.channels.{name} allow_chats, or disable groups")
+
+
+def check_group_sign_tools(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-GRP-001: a group chat is many people; sign tools there hand the wallet to all of them."""
+    from bot.tools.signing import SIGN_TOOLS
+
+    bot = ctx.need_config().bot
+    sign_names = {t.name for t in SIGN_TOOLS}
+    for name in ("telegram", "discord"):
+        channel = getattr(bot.channels, name)
+        groups = channel.groups if name == "telegram" else channel.guilds
+        if not (channel.enabled and groups.enabled):
+            continue
+        rule = bot.tools.channels.get(name)
+        granted = sorted(sign_names & set(rule.allow or ())) if rule else []
+        if granted and not sign_names <= set(bot.tools.deny):
+            yield Finding("OWL-GRP-001", CRIT,
+                          f"{name} groups are enabled and bot.tools.channels.{name}.allow grants "
+                          f"{', '.join(granted)}",
+                          f"remove {', '.join(granted)} from bot.tools.channels.{name}.allow "
+                          f"(sign tools belong in a private DM), or disable {name} groups")
+
+
+def _load_policy(ctx: OpsContext):
+    import os
+
+    from policies.loader import PolicyError, load_policy
+
+    path = ctx.signer_paths().policy
+    require_visible(path)
+    if not os.access(path, os.R_OK):
+        raise Skip(f"{path} is not readable by this user: run as the signer's user or root")
+    try:
+        return load_policy(path)
+    except PolicyError as exc:
+        raise Skip(f"the policy does not load: {exc}") from None
+
+
+def check_policy(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-POL-001/002/003: limits exist, approvals are bounded, open recipients are capped in USD."""
+    policy = _load_policy(ctx)
+    unlimited = [a for a in policy.assets if a.per_tx is None and not a.windows]
+    if not policy.assets or len(unlimited) == len(policy.assets) and policy.usd is None:
+        yield Finding("OWL-POL-001", WARN, "the policy sets no spending limit at all: every spend waits for you",
+                      "add per_tx and windows to each asset in the signer's policy.yaml (docs/policy.md), "
+                      "then restart the signer")
+    else:
+        for asset in unlimited:
+            yield Finding("OWL-POL-001", WARN,
+                          f"asset {asset.symbol} on chain {asset.chain} has no per_tx or window limit",
+                          f"add per_tx and windows to {asset.symbol} in the policy")
+    for asset in policy.assets:
+        spenders = [s.name for s in policy.spenders if s.chain == asset.chain]
+        if asset.asset != "native" and spenders and asset.per_tx is None:
+            yield Finding("OWL-POL-002", CRIT,
+                          f"spenders ({', '.join(spenders)}) may be approved for {asset.symbol} with no per_tx cap: "
+                          "an approval is bounded only by the windows",
+                          f"set per_tx for {asset.symbol}; approvals count against it")
+    if policy.recipients.unknown == "allow" and policy.usd is None:
+        yield Finding("OWL-POL-003", WARN,
+                      "recipients.unknown is allow with no usd limits: new addresses are paid on asset limits alone",
+                      "set recipients.unknown: escalate, or add usd: {per_tx, windows}")
+    if policy.rate_limits.tx_per_hour > 600:
+        yield Finding("OWL-POL-003", INFO, f"rate_limits.tx_per_hour is {policy.rate_limits.tx_per_hour}",
+                      "lower rate_limits.tx_per_hour to what you really send")
+
+
+def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-KEY-001 (past TTL yet active) / OWL-KEY-002 (holding more than its cap)."""
+    import sqlite3
+
+    from signer.store.db import connect
+
+    config = ctx.need_config()
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = connect(db, readonly=True)
+        rows = conn.execute("SELECT key_id, chain_id, address, expires_at, balance_cap FROM session_keys "
+                            "WHERE status='active'").fetchall()
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    now = ctx.now
+    for key_id, chain_id, address, expires_at, cap in rows:
+        if expires_at <= now:
+            yield Finding("OWL-KEY-001", WARN,
+                          f"session key {key_id} expired {int(now - expires_at)}s ago but is still active",
+                          f"owlia signer session-key rotate {key_id}   (or: revoke {key_id})")
+        if int(cap) > config.signer.session_key_balance_cap:
+            yield Finding("OWL-KEY-002", WARN, f"session key {key_id} has a cap of {cap} wei, above "
+                          f"signer.session_key_balance_cap ({config.signer.session_key_balance_cap})",
+                          f"owlia signer session-key rotate {key_id}")
+        chain = config.chain(chain_id)
+        if chain is None:
+            continue
+        balance = _balance(chain.rpc_url, address, ctx.rpc_timeout)
+        if balance is None:
+            yield Finding("OWL-KEY-002", INFO, f"could not read the balance of {key_id} on chain {chain_id}",
+                          "check the chain RPC with `owlia doctor`")
+        elif balance > int(cap):
+            yield Finding("OWL-KEY-002", WARN,
+                          f"session key {key_id} holds {balance} wei, above its cap of {cap}",
+                          f"move the excess out, or `owlia signer session-key rotate {key_id}`")
+
+
+def _balance(url: str, address: str, timeout: float) -> int | None:
+    from bot.devchain import rpc
+
+    try:
+        return int(rpc(url, "eth_getBalance", [address, "latest"], timeout=timeout), 16)
+    except Exception:  # noqa: BLE001 - unreachable RPC is reported, not raised
+        return None

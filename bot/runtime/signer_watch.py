@@ -1,0 +1,142 @@
+"""SignerWatch: tell the user what the signer decided, including decisions that come later.
+
+It follows `sign.outcome` events on the runtime's EventBus (emitted by the sign tools), reads the
+signer's own record of each request (`sign.status`: its summary of the bytes, the tx hash, the
+rule and reason), and notifies: auto-signed spends, denials, and escalations waiting for the
+companion app. A waiting request is polled with exponential backoff until it is signed, denied
+or expired, then the result is sent too. The text is always the signer's, never the model's. At
+most `max_watched` requests are followed at once; beyond that the user is told it is not tracked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from bot.notify import Notifier
+
+if TYPE_CHECKING:
+    from bot.runtime.assemble import Runtime
+
+log = logging.getLogger(__name__)
+PENDING = "pending_approval"
+MAX_REMEMBERED = 1000
+
+
+def describe(reply: dict[str, Any]) -> str:
+    """One notification in the signer's own words."""
+    status = str(reply.get("status", "unknown"))
+    summary = reply.get("summary") or "(no summary)"
+    request = reply.get("request_id", "?")
+    if status == "signed":
+        return f"Signer: signed automatically: {summary}\ntx {reply.get('tx_hash')}"
+    if status == "denied":
+        return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
+    if status == PENDING:
+        return (f"Signer: waiting for your companion app: {summary}\n"
+                f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
+    if status == "expired":
+        return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
+    detail = reply.get("error") or reply.get("reason") or ""
+    shown = f"{summary} ({detail})" if detail else summary
+    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
+
+
+class SignerWatch:
+    def __init__(self, runtime: Runtime, notifier: Notifier, *, target: str | None = None,
+                 max_watched: int = 32, first_delay: float = 2.0, max_delay: float = 60.0,
+                 give_up_after: float = 86400.0) -> None:
+        self.runtime = runtime
+        self.notifier = notifier
+        self.target = target
+        self.max_watched = max_watched
+        self.first_delay = first_delay
+        self.max_delay = max_delay
+        self.give_up_after = give_up_after
+        self._listener: asyncio.Task[None] | None = None
+        self._watchers: dict[str, asyncio.Task[None]] = {}
+        self._told: OrderedDict[tuple[str, str], None] = OrderedDict()  # (request, status) already sent
+        self._stopping = False
+
+    @property
+    def watching(self) -> list[str]:
+        return list(self._watchers)
+
+    async def start(self) -> None:
+        if self._listener is None and self.runtime.services.signer is not None:
+            self._stopping = False
+            self._listener = asyncio.create_task(self._listen())
+
+    async def stop(self) -> None:
+        self._stopping = True  # asyncio.wait_for can swallow a cancel (bpo-42130): loops check this too
+        tasks = [t for t in (self._listener, *self._watchers.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._listener = None
+        self._watchers.clear()
+
+    async def _listen(self) -> None:
+        events = self.runtime.events
+        seen = events.last_seq
+        while not self._stopping:
+            await events.wait(seen, 1.0)
+            latest = events.last_seq
+            for event in events.poll(seen, limit=10_000, type="signer"):
+                if event.seq <= latest and event.name == "sign.outcome":
+                    await self._outcome(dict(event.data))
+            seen = latest
+
+    async def _outcome(self, data: dict[str, Any]) -> None:
+        request_id = data.get("request_id")
+        if not isinstance(request_id, str):
+            return
+        reply = await self._status(request_id) or data
+        await self._tell(request_id, reply)
+        if reply.get("status") != PENDING or request_id in self._watchers:
+            return
+        if len(self._watchers) >= self.max_watched:
+            await self.notifier.notify(f"Signer: {len(self._watchers)} requests are already being followed; "
+                                       f"request {request_id} is not (check it with /approvals)", self.target)
+            return
+        task = asyncio.create_task(self._follow(request_id))
+        self._watchers[request_id] = task
+        task.add_done_callback(lambda _: self._watchers.pop(request_id, None))
+
+    async def _follow(self, request_id: str) -> None:
+        delay = self.first_delay
+        deadline = time.monotonic() + self.give_up_after
+        while not self._stopping and time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            reply = await self._status(request_id)
+            if reply is not None and reply.get("status") != PENDING:
+                await self._tell(request_id, reply)
+                return
+            delay = min(delay * 2, self.max_delay)
+        log.info("stopped following signer request %s", request_id)
+
+    async def _status(self, request_id: str) -> dict[str, Any] | None:
+        signer = self.runtime.services.signer
+        if signer is None:
+            return None
+        try:
+            reply = await signer.call("sign.status", {"request_id": request_id})
+        except Exception as exc:  # noqa: BLE001 - the signer may be restarting: try again later
+            log.info("sign.status %s failed: %s", request_id, type(exc).__name__)
+            return None
+        return dict(reply) if isinstance(reply, dict) else None
+
+    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
+        key = (request_id, str(reply.get("status")))
+        if key in self._told:
+            return
+        self._told[key] = None
+        while len(self._told) > MAX_REMEMBERED:
+            self._told.popitem(last=False)
+        self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
+        tx_hash = reply.get("tx_hash")
+        public = (tx_hash,) if isinstance(tx_hash, str) else ()
+        await self.notifier.notify(describe(reply), self.target, public=public)

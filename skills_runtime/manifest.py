@@ -1,0 +1,167 @@
+"""SKILL.md: what a skill says it is and what it may do, checked before anything runs.
+
+The YAML front matter is the whole contract: the tools the model may call (with a small JSON-schema
+subset for their arguments and a tier each), the hosts `core.fetch` may reach, whether `core.chain`
+may read the chain, and resource wishes. Anything outside the subset is refused at install time
+rather than half understood; the approved form is pinned with the tree hash.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+MAX_MANIFEST_BYTES = 64 * 1024
+NAME = r"^[a-z][a-z0-9_]{0,23}$"
+"""Skill names: short enough that `skill_<skill>_<tool>` stays within the 64 characters LLM APIs allow."""
+TOOL_NAME = r"^[a-z][a-z0-9_]{0,31}$"
+_HOST = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+class ManifestError(ValueError):
+    """SKILL.md is missing, malformed or asks for something unsupported."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PropertySchema(_Strict):
+    """One argument. No `number`: amounts travel as strings or integers, never floats."""
+
+    type: Literal["string", "integer", "boolean"]
+    description: str = Field(default="", max_length=500)
+    enum: tuple[str | int, ...] | None = Field(default=None, max_length=64)
+    max_length: int | None = Field(default=None, alias="maxLength", ge=1, le=100_000)
+    min_length: int | None = Field(default=None, alias="minLength", ge=0, le=100_000)
+    pattern: str | None = Field(default=None, max_length=200)
+    minimum: int | None = None
+    maximum: int | None = None
+    default: str | int | bool | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"pattern does not compile: {exc}") from None
+        return value
+
+
+class InputSchema(_Strict):
+    type: Literal["object"] = "object"
+    properties: dict[str, PropertySchema] = Field(default_factory=dict, max_length=24)
+    required: tuple[str, ...] = ()
+    additional_properties: Literal[False] = Field(default=False, alias="additionalProperties")
+
+    @model_validator(mode="after")
+    def _names(self) -> InputSchema:
+        bad = [n for n in self.properties if not re.fullmatch(TOOL_NAME, n)]
+        if bad:
+            raise ValueError(f"argument names must match {TOOL_NAME}: {bad}")
+        missing = [n for n in self.required if n not in self.properties]
+        if missing:
+            raise ValueError(f"required names unknown arguments: {missing}")
+        return self
+
+
+class ToolDecl(_Strict):
+    name: str = Field(pattern=TOOL_NAME)
+    description: str = Field(min_length=1, max_length=1000)
+    level: Literal["read", "write", "sign"]
+    input_schema: InputSchema = Field(default_factory=InputSchema)
+
+
+class Resources(_Strict):
+    """Wishes, each capped by the bot's `skills` settings (the lower value wins)."""
+
+    memory_mb: int | None = Field(default=None, ge=16, le=8192)
+    cpu_seconds: int | None = Field(default=None, ge=1, le=3600)
+    timeout: float | None = Field(default=None, gt=0, le=600)
+
+
+class SkillManifest(_Strict):
+    name: str = Field(pattern=NAME)
+    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+){0,2}([-+][0-9A-Za-z.-]{1,20})?$")
+    description: str = Field(min_length=1, max_length=500)
+    entrypoint: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_/.-]{0,127}\.py$")
+    tools: tuple[ToolDecl, ...] = Field(min_length=1, max_length=32)
+    network: tuple[str, ...] = Field(default=(), max_length=16)
+    """Hosts `core.fetch` may reach (exact, or `*.example.com`); empty means no network at all."""
+    chain_read: bool = False
+    """Whether `core.chain` may make allowlisted read-only calls to the bot's chains."""
+    resources: Resources = Field(default_factory=Resources)
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        if any(part in ("", ".", "..") for part in value.split("/")):
+            raise ValueError("entrypoint must be a plain relative path inside the skill")
+        return value
+
+    @field_validator("network")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        hosts = tuple(h.strip().lower().rstrip(".") for h in value)
+        bad = [h for h in hosts if not _HOST.fullmatch(h)]
+        if bad:
+            raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
+                             f"or path): {bad}")
+        return hosts
+
+    @field_validator("tools")
+    @classmethod
+    def _unique(cls, value: tuple[ToolDecl, ...]) -> tuple[ToolDecl, ...]:
+        names = [t.name for t in value]
+        if len(set(names)) != len(names):
+            raise ValueError("tool names must be unique")
+        return value
+
+    def permissions(self) -> dict[str, Any]:
+        """What the user approves: compared on every load, so a widened skill needs re-approval."""
+        return {"tools": {t.name: t.level for t in self.tools}, "network": list(self.network),
+                "chain_read": self.chain_read, "resources": self.resources.model_dump(exclude_none=True)}
+
+
+def parse_manifest(text: str) -> SkillManifest:
+    if len(text.encode()) > MAX_MANIFEST_BYTES:
+        raise ManifestError("SKILL.md is larger than 64 KiB")
+    if not text.startswith("---\n"):
+        raise ManifestError("SKILL.md must start with YAML front matter ('---' on the first line)")
+    end = text.find("\n---", 3)
+    if end < 0:
+        raise ManifestError("SKILL.md front matter is not closed with '---'")
+    try:
+        data = yaml.safe_load(text[4:end])
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"SKILL.md front matter is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ManifestError("SKILL.md front matter must be a mapping")
+    try:
+        return SkillManifest.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}"
+                             for e in exc.errors()[:8])
+        raise ManifestError(f"SKILL.md: {problems}") from None
+
+
+def load_manifest(folder: Path) -> SkillManifest:
+    from bot.workspace.fs import PathNotAllowed, read_regular_text
+
+    path = Path(folder) / "SKILL.md"
+    try:
+        manifest = parse_manifest(read_regular_text(path))
+    except FileNotFoundError:
+        raise ManifestError(f"{folder} has no SKILL.md") from None
+    except PathNotAllowed as exc:
+        raise ManifestError(str(exc)) from None
+    entry = Path(folder) / manifest.entrypoint
+    if entry.is_symlink() or not entry.is_file():
+        raise ManifestError(f"entrypoint {manifest.entrypoint} is not a regular file in the skill")
+    return manifest

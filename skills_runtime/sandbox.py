@@ -1,0 +1,252 @@
+"""Sandbox backends: how a skill process is started so that it cannot leave its box.
+
+Each backend turns (a verified skill folder, limits) into a running process whose stdin/stdout are
+the JSON-RPC channel. `select_backend` picks one or returns None: there is no unsandboxed fallback,
+and a skill without a backend does not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from skills_runtime import tree
+
+SDK_SOURCE = Path(__file__).with_name("sdk.py")
+SANDBOX_UID = 65534
+"""When the bot runs as root, the sandbox runs as nobody: the kernel never applies RLIMIT_NPROC to
+uid 0, so a fork bomb would otherwise be bounded only by the timeout."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """No usable backend, or the chosen one cannot start; the skill does not run."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_mb: int = 256
+    cpu_seconds: int = 30
+    max_processes: int = 32
+    file_bytes: int = 16 << 20
+    open_files: int = 64
+    tmpfs_bytes: int = 16 << 20
+
+    def rlimits(self) -> dict[str, int]:
+        return {"as": self.memory_mb << 20, "cpu": self.cpu_seconds, "fsize": self.file_bytes,
+                "nproc": self.max_processes, "nofile": self.open_files, "core": 0}
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A private, read-only copy of a verified skill plus the SDK, for one backend to mount."""
+
+    root: Path
+    skill: Path
+    sdk: Path
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def stage(folder: Path, expected_hash: str) -> Staged:
+    """Copy the skill out of the 0700 store into a tree the sandbox user can read but not change,
+    and hash the copy: what runs is exactly what was approved, whatever happens to the store later."""
+    root = Path(tempfile.mkdtemp(prefix="owlia-skill-"))
+    try:
+        tree.copy_tree(folder, root / "skill")
+        if tree.tree_hash(root / "skill") != expected_hash:
+            raise SandboxUnavailable("the skill changed while it was being staged")
+        shutil.copyfile(SDK_SOURCE, root / "sdk.py")
+        for path in [root / "skill", *sorted((root / "skill").rglob("*")), root / "sdk.py"]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        root.chmod(0o711)  # the sandbox user may enter, not list
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return Staged(root, root / "skill", root / "sdk.py")
+
+
+class Backend(Protocol):
+    name: str
+
+    def unavailable(self) -> str | None:
+        """Why this backend cannot run skills here, or None if it can."""
+        ...
+
+    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
+                    line_limit: int) -> asyncio.subprocess.Process:
+        """Start the sandbox with stdin/stdout as the RPC pipes; reading a longer line fails."""
+        ...
+
+
+def sandbox_python() -> tuple[str, list[str]]:
+    """The interpreter to run inside (system python, else the venv's base one) and its ro binds."""
+    if Path("/usr/bin/python3").exists():
+        return "/usr/bin/python3", []
+    base = Path(sys.base_prefix)
+    return str(base / "bin" / "python3"), [str(base)]
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32"):
+        path = Path(top)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            args += ["--ro-bind", top, top]
+    return args
+
+
+class Bubblewrap:
+    """bwrap: new user/pid/net/ipc/uts/cgroup namespaces, no way to make more, read-only system,
+    the skill read-only, a small private tmpfs, empty environment, no home, no OWLIA_HOME, no signer
+    socket, seccomp, rlimits (applied by the SDK before skill code loads), killed with its parent."""
+
+    name = "bubblewrap"
+
+    def __init__(self, bwrap: str | None = None) -> None:
+        self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+        self._probe: str | None | bool = False
+
+    def unavailable(self) -> str | None:
+        if self._probe is False:
+            self._probe = self._check()
+        return self._probe  # type: ignore[return-value]
+
+    def _check(self) -> str | None:
+        if not Path(self.bwrap).exists():
+            return "bubblewrap (bwrap) is not installed"
+        try:
+            importlib.import_module("pyseccomp")  # the filter cannot be built without it
+        except (ImportError, OSError):
+            return "pyseccomp/libseccomp is not available, so no seccomp filter can be applied"
+        argv = [self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", *_system_binds(), "true"]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=10, **self._user())
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap cannot start ({type(exc).__name__})"
+        if done.returncode != 0:
+            return f"bubblewrap cannot create namespaces here: {done.stderr.decode(errors='replace')[:200]}"
+        return None
+
+    @staticmethod
+    def _user() -> dict:
+        if os.geteuid() == 0:
+            return {"user": SANDBOX_UID, "group": SANDBOX_UID, "extra_groups": []}
+        return {}
+
+    def argv(self, staged: Staged, entrypoint: str, limits: Limits, seccomp_fd: int) -> list[str]:
+        python, python_binds = sandbox_python()
+        args = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                "--hostname", "skill", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+                "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp", *_system_binds()]
+        for path in python_binds:
+            args += ["--ro-bind", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
+                 "--ro-bind", str(staged.skill), "/skill", "--ro-bind", str(staged.sdk), "/owlia/sdk.py",
+                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
+                 python, "-I", "-S", "-B", "/owlia/sdk.py", json.dumps(limits.rlimits()), f"/skill/{entrypoint}"]
+        return args
+
+    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
+                    line_limit: int) -> asyncio.subprocess.Process:
+        from skills_runtime.seccomp import filter_fd
+
+        fd = filter_fd()
+        try:
+            return await asyncio.create_subprocess_exec(
+                *self.argv(staged, entrypoint, limits, fd), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
+                start_new_session=True, cwd="/", env={}, limit=line_limit, **self._user())
+        finally:
+            os.close(fd)
+
+
+def docker_spec(image: str, staged: Staged, entrypoint: str, limits: Limits) -> dict:
+    """Keyword arguments for docker SDK `containers.create(...)` with the bubblewrap-equivalent box:
+    no network, read-only root, every capability dropped, no-new-privileges, pid/memory/CPU limits,
+    a non-root user, the skill and SDK mounted read-only and a small noexec tmpfs."""
+    return {
+        "image": image,
+        "command": ["python3", "-I", "-S", "-B", "/owlia/sdk.py", json.dumps(limits.rlimits()),
+                    f"/skill/{entrypoint}"],
+        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
+        "network_mode": "none",
+        "read_only": True,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "pids_limit": limits.max_processes,
+        "mem_limit": limits.memory_mb << 20,
+        "memswap_limit": limits.memory_mb << 20,
+        "nano_cpus": 1_000_000_000,
+        "ulimits": [{"name": "nofile", "soft": limits.open_files, "hard": limits.open_files},
+                    {"name": "fsize", "soft": limits.file_bytes, "hard": limits.file_bytes},
+                    {"name": "core", "soft": 0, "hard": 0}],
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes}"},
+        "volumes": {str(staged.skill): {"bind": "/skill", "mode": "ro"},
+                    str(staged.sdk): {"bind": "/owlia/sdk.py", "mode": "ro"}},
+        "environment": {"LANG": "C.UTF-8", "HOME": "/tmp"},
+        "working_dir": "/tmp",
+        "stdin_open": True,
+        "detach": True,
+        "auto_remove": True,
+        "ipc_mode": "none",
+        "labels": {"owliabot.skill": entrypoint},
+    }
+
+
+class Docker:
+    """For compose deployments. The container spec is `docker_spec`; this build can only check for
+    an engine, and refuses to run skills through it (see docs/skills.md), so it never half-works."""
+
+    name = "docker"
+
+    def unavailable(self) -> str | None:
+        try:
+            import docker
+
+            docker.from_env(timeout=3).ping()
+        except Exception as exc:  # no SDK, no socket, no permission: all mean "not here"
+            return f"no reachable Docker engine ({type(exc).__name__})"
+        return "running skills in Docker containers is not implemented in this build; use bubblewrap"
+
+    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
+                    line_limit: int) -> asyncio.subprocess.Process:
+        raise SandboxUnavailable(self.unavailable() or "docker backend unavailable")
+
+
+class GVisor:
+    name = "gvisor"
+
+    def unavailable(self) -> str | None:
+        if shutil.which("runsc") is None:
+            return "gVisor (runsc) is not installed"
+        return "the gVisor backend is not implemented in this build; use bubblewrap"
+
+    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
+                    line_limit: int) -> asyncio.subprocess.Process:
+        raise SandboxUnavailable(self.unavailable() or "gvisor backend unavailable")
+
+
+def select_backend(choice: str) -> tuple[Backend | None, str]:
+    """(backend, why) for `skills.backend`: auto tries bubblewrap, then docker. None means no skill runs."""
+    candidates: list[Backend] = {"bubblewrap": [Bubblewrap()], "docker": [Docker()], "gvisor": [GVisor()],
+                                 "auto": [Bubblewrap(), Docker()]}[choice]
+    reasons = []
+    for backend in candidates:
+        reason = backend.unavailable()
+        if reason is None:
+            return backend, backend.name
+        reasons.append(f"{backend.name}: {reason}")
+    return None, "; ".join(reasons)

@@ -1,0 +1,83 @@
+"""SignerWatch against a real signer daemon (in-process, so its clock can be moved to expire a
+request) and anvil: the sign tools' outcomes become notifications in the signer's own words."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bot.config import load_bot_config
+from bot.llm.types import ToolCall
+from bot.runtime.assemble import build_runtime
+from bot.runtime.signer_watch import SignerWatch
+from bot.tools.base import ContextKind, ToolContext
+from signer.client import SignerClient, new_idempotency_key
+from signer.daemon import Daemon
+from signer.fsperm import ensure_private_dir, write_private_file
+from tests.bot.scheduler.conftest import Outbox, notifier_with
+from tests.conftest import FRIEND, PASSPHRASE, STRANGER
+
+
+async def _funded(stack) -> None:
+    async with SignerClient(stack.socket, stack.admin_token) as admin:
+        created = await admin.call("session_key.create", {"idempotency_key": new_idempotency_key("t"),
+                                                          "chain_id": 31337})
+        await admin.call("session_key.topup", {"idempotency_key": new_idempotency_key("t"),
+                                               "key_id": created["session_key"]["key_id"]})
+
+
+async def _sign(runtime, name: str, args: dict) -> str:
+    ctx = ToolContext("telegram:1", "telegram", "1", ContextKind.DM, runtime.services, run_id=f"r{time.time_ns()}")
+    [done] = await runtime.executor.execute(ctx, [ToolCall(f"c{time.time_ns()}", name, args)], None)
+    return done.outcome
+
+
+async def _until(outbox: Outbox, count: int, timeout: float = 10.0) -> list[str]:
+    return [text for _, text in await outbox.wait_for(count, timeout)]
+
+
+def test_outcomes_and_a_later_expiry_are_notified(make_stack):
+    stack = make_stack()
+    secrets = ensure_private_dir(stack.home / "secrets")
+    write_private_file(secrets / "signer.token", stack.client_token("bot").encode())
+    outbox = Outbox()
+
+    async def go() -> list[str]:
+        daemon = Daemon(stack.paths, stack.config, bytearray(PASSPHRASE))
+        await daemon.start()
+        runtime = build_runtime(stack.home, load_bot_config(stack.home))
+        watch = SignerWatch(runtime, notifier_with(outbox), max_watched=1, first_delay=0.05, max_delay=0.2)
+        try:
+            await _funded(stack)
+            await watch.start()
+            assert await _sign(runtime, "transfer", {"to": FRIEND, "amount": "0.001"}) == "signed"
+            await _until(outbox, 1)
+            assert await _sign(runtime, "contract_call", {"to": FRIEND, "data": "0x", "chain_id": 999}) == "denied"
+            await _until(outbox, 2)
+            assert await _sign(runtime, "transfer", {"to": STRANGER, "amount": "0.001"}) == "pending_approval"
+            await _until(outbox, 3)
+            assert len(watch.watching) == 1
+            await _sign(runtime, "transfer", {"to": STRANGER, "amount": "0.002"})  # over the watch bound
+            await _until(outbox, 5)
+            await asyncio.sleep(0.3)
+            assert outbox.sent[-1][1].startswith("Signer: 1 requests are already being followed")
+            daemon.engine.clock = lambda: time.time() + 100_000  # the companion never answered
+            await _until(outbox, 6)
+            await asyncio.sleep(0.3)
+            assert watch.watching == []
+        finally:
+            await watch.stop()
+            await runtime.close()
+            await daemon.stop()
+        return [text for _, text in outbox.sent]
+
+    texts = asyncio.run(asyncio.wait_for(go(), 40))
+    signed, denied, waiting, second_waiting, not_followed, expired = texts
+    assert signed.startswith("Signer: signed automatically: ") and "\ntx 0x" in signed
+    assert "0.001 ETH" in signed or "1000000000000000" in signed
+    assert denied.startswith("Signer: denied: ") and "chain.not_configured" in denied
+    assert waiting.startswith("Signer: waiting for your companion app: ") and "request req_" in waiting
+    request = waiting.rsplit("request ", 1)[1].rstrip(")")
+    assert expired == next(t for t in texts if t.startswith("Signer: expired"))
+    assert request in expired and "nothing was signed" in expired
+    assert {chat for chat, _ in outbox.sent} == {"100"}

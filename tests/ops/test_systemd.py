@@ -1,0 +1,81 @@
+"""systemd units for the container-free two-user setup: valid for systemd, and split as claimed."""
+
+from __future__ import annotations
+
+import pwd
+import shutil
+import stat
+import subprocess
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from bot.cli import service_cmd
+from bot.config import BotConfig
+from bot.ops.systemd import ServiceLayout, bot_unit, signer_unit
+from tests.ops.conftest import requires_root
+
+
+def directives(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith(("#", "[")):
+            key, _, value = line.partition("=")
+            out.setdefault(key, []).append(value)
+    return out
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_units_pass_systemd_analyze_without_a_warning(tmp_path):
+    layout = ServiceLayout()
+    (tmp_path / "owliabot-signer.service").write_text(signer_unit(layout))
+    (tmp_path / "owliabot.service").write_text(bot_unit(layout))
+    done = subprocess.run(["systemd-analyze", "verify", "--man=no", "./owliabot-signer.service", "./owliabot.service"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr.strip() == "", done.stderr
+    (tmp_path / "broken.service").write_text(signer_unit(layout).replace("MemoryMax=256M", "MemoryMax=lots"))
+    broken = subprocess.run(["systemd-analyze", "verify", "--man=no", "./broken.service"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert "Invalid memory limit" in broken.stderr  # the check above can fail
+
+
+def test_two_users_one_shared_group():
+    layout = ServiceLayout()
+    signer, bot = directives(signer_unit(layout)), directives(bot_unit(layout))
+    assert signer["User"] == ["owlia-signer"] and bot["User"] == ["owlia-bot"]
+    assert signer["Group"] == ["owlia-sock"] and bot["SupplementaryGroups"] == ["owlia-sock"]
+    assert signer["RuntimeDirectoryMode"] == ["0750"] and signer["StateDirectoryMode"] == ["0700"]
+    assert bot["InaccessiblePaths"] == [f"-{layout.signer_home}"]
+    assert "passphrase:" in signer["LoadCredential"][0] and "passphrase" not in bot_unit(layout)
+    for unit in (signer, bot):
+        assert unit["NoNewPrivileges"] == ["yes"] and unit["CapabilityBoundingSet"] == [""]
+        assert unit["ProtectSystem"] == ["strict"] and unit["PrivateTmp"] == ["yes"] and unit["UMask"] == ["0077"]
+        assert unit["Restart"] == ["on-failure"] and unit["MemoryMax"] and unit["TasksMax"]
+    assert bot["Requires"] == ["owliabot-signer.service"]
+
+
+def test_dry_run_prints_both_units():
+    result = CliRunner().invoke(service_cmd.app, ["install", "--dry-run"])
+    assert result.exit_code == 0
+    assert "# /etc/systemd/system/owliabot-signer.service" in result.output
+    assert "SupplementaryGroups=owlia-sock" in result.output
+
+
+@requires_root
+def test_install_writes_units_and_private_homes(tmp_path):
+    signer_home, bot_home = tmp_path / "signer", tmp_path / "bot"
+    result = CliRunner().invoke(service_cmd.app, [
+        "install", "--unit-dir", str(tmp_path / "units"), "--no-create-users", "--signer-user", "daemon",
+        "--bot-user", "nobody", "--socket-group", "nogroup", "--signer-home", str(signer_home),
+        "--bot-home", str(bot_home)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "units" / "owliabot.service").read_text().count("User=nobody") == 1
+    for home, user in ((signer_home, "daemon"), (bot_home, "nobody")):
+        info = home.stat()
+        assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == pwd.getpwnam(user).pw_uid
+        config = BotConfig.model_validate(yaml.safe_load((home / "config.yaml").read_text()))
+        assert config.signer.allowed_uids == [pwd.getpwnam("nobody").pw_uid]
+        assert config.signer.socket_group == "nogroup"
+        assert stat.S_IMODE((home / "config.yaml").stat().st_mode) == 0o600
+    assert "signer init" in result.output and "security audit --bot-user nobody" in result.output
