@@ -99,6 +99,7 @@ class ToolContext:
 
 Handler = Callable[[ToolContext, A], Awaitable[ToolOutput]]
 Confirmation = Callable[[A], str]
+ConfirmationNote = Callable[[ToolContext, A], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ class Tool(Generic[A]):
     timeout: float = 30.0
     confirmation: Confirmation[A] | None = None
     """For `write` tools: the exact text the user is asked to confirm (what will happen)."""
+    confirmation_note: ConfirmationNote[A] | None = None
+    """What the user should know from the bot's state (e.g. which saved contact this address imitates)."""
 
     @cached_property
     def _spec(self) -> ToolSpec:
@@ -130,10 +133,11 @@ class Tool(Generic[A]):
 
 
 def tool(name: str, level: Level, args: type[A], *, description: str, timeout: float = 30.0,
-         confirmation: Confirmation[A] | None = None) -> Callable[[Handler[A]], Tool[A]]:
+         confirmation: Confirmation[A] | None = None,
+         confirmation_note: ConfirmationNote[A] | None = None) -> Callable[[Handler[A]], Tool[A]]:
     """Decorator: turn an async handler into a Tool."""
 
     def wrap(handler: Handler[A]) -> Tool[A]:
-        return Tool(name, description.strip(), level, args, handler, timeout, confirmation)
+        return Tool(name, description.strip(), level, args, handler, timeout, confirmation, confirmation_note)
 
     return wrap

@@ -241,7 +241,16 @@ async def _known_lookalikes(ctx: ToolContext, store: ContactStore, address: str)
     return found
 
 
-@tool("contact_add", Level.WRITE, ContactAddArgs, confirmation=_confirm_add, description="""
+async def _lookalike_note(ctx: ToolContext, args: ContactAddArgs) -> str | None:
+    """Name what the new address imitates, so the user compares it with the real one."""
+    if not args.lookalike_acknowledged:
+        return None
+    similar = await _known_lookalikes(ctx, contact_store(ctx), args.address)
+    return f"It resembles: {'; '.join(similar)}" if similar else None
+
+
+@tool("contact_add", Level.WRITE, ContactAddArgs, confirmation=_confirm_add, confirmation_note=_lookalike_note,
+      description="""
 Save a local contact (name -> address) after the user confirms. It is a label in the bot only: the
 signer still treats the address as a new recipient. Refuses duplicates and addresses that appeared
 only in untrusted content; look-alikes of known addresses are refused until acknowledged.""")

@@ -151,6 +151,9 @@ class ToolExecutor:
             if confirmer is None:
                 return "declined", _error(f"{call.name} needs the user's confirmation, which this context cannot ask")
             text = found.confirmation_text(args)
+            if found.confirmation_note is not None:
+                note = await found.confirmation_note(ctx, args)
+                text = f"{text}\n{note}" if note else text
             self.audit.record("tool.confirm_asked", run_id=ctx.run_id, tool=call.name, call_id=call.id, text=text)
             try:
                 approved = await confirmer.confirm(text, self.settings.confirm_timeout)

@@ -117,3 +117,26 @@ def test_corrupt_file_fails_closed(ctx, tmp_path):
 def test_not_configured(tmp_path):
     with pytest.raises(ToolFailure, match="not configured"):
         asyncio.run(call(contact_add, make_ctx(tmp_path), name="Bob", address=FRIEND))
+
+
+def test_confirming_an_acknowledged_lookalike_names_the_contact_it_imitates(ctx):
+    """The warning alone is not enough to compare: the user is shown the real contact next to it."""
+    from bot.config import AgentSettings
+    from bot.llm.types import ToolCall
+    from bot.runtime.audit import BotAudit
+    from bot.tools.executor import ToolExecutor
+    from bot.tools.registry import ToolRegistry
+
+    asyncio.run(call(contact_add, ctx, name="Bob", address=FRIEND))
+    asked: list[str] = []
+
+    class Confirmer:
+        async def confirm(self, text: str, timeout: float) -> bool:
+            asked.append(text)
+            return False
+
+    executor = ToolExecutor(ToolRegistry([contact_add]), AgentSettings(), BotAudit(ctx.services.state_dir / "a.jsonl"))
+    args = {"name": "Bobby", "address": FAKE_FRIEND, "lookalike_acknowledged": True}
+    asyncio.run(executor.execute(ctx, [ToolCall("c1", "contact_add", args)], Confirmer()))
+    assert len(asked) == 1
+    assert "address-poisoning" in asked[0] and f"contact 'Bob' {FRIEND}" in asked[0]
