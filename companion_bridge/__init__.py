@@ -1,0 +1,1 @@
+"""Tier 1: the companion bridge (untrusted transport) and the reference companion app."""

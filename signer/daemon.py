@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from policies.loader import load_policy, parse_policy
+from policies.loader import PolicyError, load_policy, parse_policy
+from policies.model import Policy
+from signer import approvals as approvals_store
+from signer import policy_change
+from signer import devices as devices_store
+from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
 from signer.engine import Engine
@@ -130,10 +135,15 @@ class Daemon:
             check_private_file(path)
         self.master = unlock(paths.home, passphrase)
         zeroize(passphrase)
-        self.policy = load_policy(paths.policy)
+        file_policy = load_policy(paths.policy)
+        self._policy_text = paths.policy.read_text(encoding="utf-8")
+        if parse_policy(self._policy_text).policy_hash() != file_policy.policy_hash():
+            raise PolicyError(f"{paths.policy} changed while it was being loaded; start again")
         self.writer_conn = connect(paths.db)
         ensure_schema(self.writer_conn)
+        self.writer_conn.executescript(devices_store.SCHEMA + approvals_store.SCHEMA)
         self.reader = connect(paths.db)
+        self.policy, self.policy_proposal = self._policy_in_force(file_policy)
         self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor)
         self.keys = SessionKeys(self.master)
         self.keys.load(self.reader)
@@ -154,9 +164,12 @@ class Daemon:
             pending_ttl=config.signer.pending_ttl_seconds,
             frozen=get_meta(self.reader, "frozen") == "1",
         )
+        self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit)
+        self.approvals = Approvals(self.engine, self.devices)
+        self.engine.approvals = self.approvals
         self.server = SignerServer(
             paths.socket,
-            Methods(self.engine, config.signer).table(),
+            Methods(self.engine, config.signer, self.approvals).table(),
             ClientRegistry(self.reader),
             allowed_uids=config.signer.allowed_uids,
             max_request_bytes=config.signer.max_request_bytes,
@@ -164,11 +177,30 @@ class Daemon:
             socket_group=config.signer.socket_group,
         )
 
+    def _policy_in_force(self, file_policy: Policy) -> tuple[Policy, tuple[str, str, list[str]] | None]:
+        """The file's policy, unless it loosens the last accepted one: then the accepted policy stays
+        in force and the file becomes a proposal for the companion (signer.policy_change)."""
+        accepted_text = get_meta(self.reader, policy_change.ACCEPTED)
+        if accepted_text is None:
+            return file_policy, None  # first start with this home: the installed policy is the baseline
+        accepted = parse_policy(accepted_text)
+        if accepted.policy_hash() == file_policy.policy_hash():
+            return file_policy, None
+        widens = policy_change.widenings(accepted, file_policy)
+        if not widens:
+            return file_policy, None
+        log.warning("the policy file loosens the accepted policy; keeping the accepted one until the companion "
+                    "approves: %s", "; ".join(widens))
+        return accepted, (self._policy_text, file_policy.policy_hash(), widens)
+
     async def start(self) -> None:
         policy_hash = self.policy.policy_hash()
         previous = get_meta(self.reader, "policy_hash")
+        accept = None if self.policy_proposal else self._policy_text
 
         def started(conn: sqlite3.Connection) -> None:
+            if accept is not None:
+                set_meta(conn, policy_change.ACCEPTED, accept)
             if previous != policy_hash:
                 self.audit.append("policy.loaded", {"policy_hash": policy_hash,
                                                     "policy": self.policy.model_dump(mode="json")})
@@ -177,6 +209,8 @@ class Daemon:
                                                  "session_keys": len(self.keys.active_ids())})
 
         await self.writer.run(started)
+        if self.policy_proposal is not None:
+            await self.approvals.request_policy(*self.policy_proposal)
         await self.server.start()
         log.info("signer listening on %s", self.paths.socket)
 

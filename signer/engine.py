@@ -20,7 +20,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
 from policies.decode import decode, encode_erc20_transfer
@@ -37,6 +37,9 @@ from signer.store.audit import AuditLog
 from signer.store.writer import Writer
 from signer.summary import Summarizer
 from signer.txcodec import Eip1559Tx, sign_eip1559
+
+if TYPE_CHECKING:
+    from signer.approvals import Approvals
 
 log = logging.getLogger("owlia.signer")
 
@@ -100,6 +103,7 @@ class Engine:
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
         self._windows = policy.window_seconds()
         self._background: set[asyncio.Task] = set()
+        self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
 
     # ---- decisions without signing ----------------------------------------------------------
 
@@ -190,6 +194,11 @@ class Engine:
             )
         else:
             status, final = "reserved", None
+        approval = None
+        if status == "pending_approval" and self.approvals is not None:
+            approval = await self.approvals.prepare(
+                request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
+                agent_reason=params.reason, now=now, expires_at=now + self.pending_ttl)
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -215,6 +224,8 @@ class Engine:
             )
             if allowed:
                 self._persist_reservation(conn, request_id, decision, decoded, now)
+            if approval is not None:
+                self.approvals.insert(conn, approval)  # type: ignore[union-attr]
             self.audit.append("sign.decided", evidence, ts=now)
 
         try:
@@ -228,6 +239,8 @@ class Engine:
                 self.ledger.release(request_id)
             log.exception("could not record decision %s", request_id)
             raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was signed") from None
+        if approval is not None:
+            self.approvals.announce()  # type: ignore[union-attr]
         if final is not None:
             return final
         assert chain is not None
@@ -305,7 +318,7 @@ class Engine:
                 chain.forget_nonce(key.address)
                 return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {exc}",
                                            tx_hash=tx_hash)
-            self._watch_receipt(chain, request_id, tx_hash)
+            self.watch_receipt(chain, request_id, tx_hash)
         return result
 
     async def _abandon(
@@ -329,7 +342,7 @@ class Engine:
         await self.writer.run(record)
         return result
 
-    def _watch_receipt(self, chain: Chain, request_id: str, tx_hash: str) -> None:
+    def watch_receipt(self, chain: Chain, request_id: str, tx_hash: str) -> None:
         async def watch() -> None:
             try:
                 receipt = await chain.receipt(tx_hash)

@@ -15,12 +15,19 @@ from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
 from signer.chain import ChainError
+from signer.approvals import Approvals
 from signer.engine import Engine
 from signer.protocol import (
     PROTOCOL_VERSION,
+    ApprovalAnswerParams,
+    ApprovalsWaitParams,
     AuditTailParams,
     BalanceParams,
+    DeviceRefParams,
     ErrorCode,
+    FreezeParams,
+    PairBeginParams,
+    PairCompleteParams,
     PolicyCheckParams,
     PolicyValidateParams,
     RpcError,
@@ -30,8 +37,9 @@ from signer.protocol import (
     SignRequestParams,
     SignStatusParams,
     TopUpParams,
+    TopUpRequestParams,
 )
-from signer.server import Method
+from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
 from signer.settings import SignerSettings
 from signer.store import audit as audit_store
@@ -39,12 +47,59 @@ from signer.store import audit as audit_store
 STARTED = time.time()
 
 
+def bridge_only(handler: Handler) -> Handler:
+    """Bridge methods sit outside the read < sign < admin ladder: only `bridge` (or admin) may call them."""
+
+    def check(client: Client, params: Any) -> Any:
+        if client.scope not in (Scope.BRIDGE, Scope.ADMIN):
+            raise RpcError(ErrorCode.FORBIDDEN, f"this method needs the 'bridge' scope; this client has "
+                                                f"{client.scope.value!r}")
+        return handler(client, params)
+
+    return check
+
+
 class Methods:
-    def __init__(self, engine: Engine, settings: SignerSettings) -> None:
+    def __init__(self, engine: Engine, settings: SignerSettings, approvals: Approvals | None = None) -> None:
         self.engine = engine
         self.settings = settings
+        self.approvals = approvals
 
     def table(self) -> dict[str, Method]:
+        table = self._core()
+        if self.approvals is not None:
+            table |= self._tier1(self.approvals)
+        return table
+
+    def _tier1(self, approvals: Approvals) -> dict[str, Method]:
+        devices = approvals.devices
+        return {
+            "approvals.wait": Method(Scope.BRIDGE, ApprovalsWaitParams, bridge_only(
+                lambda c, p: approvals.wait(p.after, p.timeout, p.limit))),
+            "approvals.answer": Method(Scope.BRIDGE, ApprovalAnswerParams, bridge_only(
+                lambda c, p: approvals.answer(p))),
+            "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(lambda c, p: approvals.freeze(p))),
+            "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
+                lambda c, p: approvals.request_topup(p))),
+            "approvals.state": Method(Scope.BRIDGE, None, bridge_only(lambda c, p: approvals.state())),
+            "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
+                lambda c, p: devices.complete_pairing(p))),
+            "companion.devices": Method(Scope.BRIDGE, None, bridge_only(
+                lambda c, p: {"devices": [d.to_json() for d in devices.all()], "devices_rev": devices.revision})),
+            "companion.pair_begin": Method(Scope.ADMIN, PairBeginParams, lambda c, p: devices.begin_pairing(
+                p.name, p.ttl_seconds)),
+            "companion.list": Method(Scope.ADMIN, None, lambda c, p: {
+                "devices": [d.to_json() for d in devices.all()], "main_account": devices.main_account()}),
+            "companion.revoke": Method(Scope.ADMIN, DeviceRefParams, lambda c, p: self._revoke_device(c, p)),
+        }
+
+    async def _revoke_device(self, client: Client, params: DeviceRefParams) -> dict[str, Any]:
+        assert self.approvals is not None
+        result = await self.approvals.devices.revoke(params.device_id, client.name)
+        self.approvals.announce()  # the bridge drops the device's connections and tokens at once
+        return result
+
+    def _core(self) -> dict[str, Method]:
         return {
             "status": Method(Scope.READ, None, self.status),
             "addresses": Method(Scope.READ, None, self.addresses),

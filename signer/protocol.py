@@ -11,7 +11,7 @@ import re
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer, model_validator
 
 from policies.model import checksum_ok
 
@@ -24,9 +24,12 @@ class Scope(str, Enum):
     READ = "read"
     SIGN = "sign"
     ADMIN = "admin"
+    BRIDGE = "bridge"  # the companion bridge: approval delivery only, outside the read < sign < admin ladder
 
 
-SCOPE_RANK = {Scope.READ: 0, Scope.SIGN: 1, Scope.ADMIN: 2}
+# BRIDGE ranks below READ, so a bridge token can call nothing in the ladder; bridge methods check
+# the scope exactly (signer.methods.bridge_only) instead of by rank.
+SCOPE_RANK = {Scope.BRIDGE: -1, Scope.READ: 0, Scope.SIGN: 1, Scope.ADMIN: 2}
 
 
 class ErrorCode:
@@ -183,6 +186,70 @@ class PolicyCheckParams(Strict):
 class AuditTailParams(Strict):
     n: int = Field(default=20, ge=1, le=1000)
     kind: str | None = None
+
+
+class ApprovalsWaitParams(Strict):
+    after: int = Field(default=0, ge=0)  # the last approval seq the bridge holds
+    timeout: float = Field(default=25.0, ge=0, le=55)
+    limit: int = Field(default=200, ge=1, le=1000)
+
+
+Hex64 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+DeviceId = Annotated[str, Field(pattern=r"^dev_[0-9a-f]{16}$")]
+Signature = Annotated[str, Field(pattern=r"^[0-9a-f]{128}$")]
+
+
+class ApprovalAnswerParams(Strict):
+    """A companion's answer, carried by the bridge. The signer verifies all of it itself."""
+
+    request_id: str = Field(pattern=r"^req_[0-9a-f]{32}$")
+    request_hash: Hex64
+    device_id: DeviceId
+    action: str = Field(pattern=r"^(approve|deny|freeze)$")
+    expires_at: FiniteFloat
+    signature: Signature
+    raw_tx: HexData = b""  # approve only: the EIP-1559 tx signed by the main key
+    note: str | None = Field(default=None, max_length=500)
+
+
+class FreezeParams(Strict):
+    """Freeze or unfreeze the signer from a paired device (unfreeze must name the current freeze id)."""
+
+    device_id: DeviceId
+    action: str = Field(pattern=r"^(freeze|unfreeze)$")
+    freeze_id: str = Field(default="", pattern=r"^(frz_[0-9a-f]{16})?$")
+    ts: FiniteFloat  # NaN would slip past every freshness comparison
+    signature: Signature
+
+
+class PairBeginParams(Strict):
+    ttl_seconds: int = Field(default=600, ge=30, le=3600)
+    name: str = Field(default="companion", pattern=r"^[A-Za-z0-9 ._\-]{1,40}$")
+
+
+class PairCompleteParams(Strict):
+    pairing_id: str = Field(pattern=r"^pair_[0-9a-f]{16}$")
+    device_pub: Hex64
+    name: str = Field(pattern=r"^[A-Za-z0-9 ._\-]{1,40}$")
+    main_address: Address
+    ts: FiniteFloat
+    nonce: Hex64
+    signature: Signature
+    mac: Hex64
+
+
+class DeviceRefParams(Strict):
+    device_id: DeviceId
+
+
+class TopUpRequestParams(Strict):
+    """Ask the companion to fund a session key from the main account (Tier 1), up to its cap."""
+
+    device_id: DeviceId
+    key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
+    amount: Uint256 | None = None
+    ts: FiniteFloat
+    signature: Signature
 
 
 # ---- framing ----------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ class SignerSettings(BaseModel):
     broadcast: bool = True  # false: sign and record but never send (benchmarks only)
     max_request_bytes: int = Field(default=65536, ge=1024, le=1 << 20)
     max_connections: int = Field(default=64, ge=1, le=4096)
-    pending_ttl_seconds: int = Field(default=300, ge=30, le=86400)
+    pending_ttl_seconds: int = Field(default=300, ge=2, le=86400)  # tests use a few seconds
     session_key_ttl_seconds: int = Field(default=7 * 86400, ge=60)
     session_key_balance_cap: int = Field(default=10**17, ge=0)  # wei: 0.1 ETH
     rpc_timeout_seconds: float = Field(default=10.0, gt=0, le=120)

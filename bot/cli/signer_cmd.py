@@ -90,7 +90,7 @@ def _db(ctx: typer.Context):
 def client_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Client name, e.g. bot."),
-    scope: str = typer.Option("sign", help="read | sign | admin"),
+    scope: str = typer.Option("sign", help="read | sign | bridge | admin"),
     ttl_days: Optional[int] = typer.Option(None, help="Expire the token after this many days."),
     out: Optional[Path] = typer.Option(None, help="Write the token to this file (0600) instead of printing it."),
 ) -> None:
@@ -102,7 +102,7 @@ def client_add(
     try:
         scope_value = Scope(scope)
     except ValueError:
-        fail("scope must be read, sign or admin")
+        fail(f"scope must be one of: {', '.join(s.value for s in Scope)}")
     try:
         client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_days * 86400 if ttl_days else None)
     except (ValueError, FileNotFoundError) as exc:

@@ -32,7 +32,11 @@ def describe(reply: dict[str, Any]) -> str:
     summary = reply.get("summary") or "(no summary)"
     request = reply.get("request_id", "?")
     if status == "signed":
-        return f"Signer: signed automatically: {summary}\ntx {reply.get('tx_hash')}"
+        how = "signed automatically"
+        if reply.get("tier") == 1:  # Tier 1: the main key, on the user's companion
+            device = reply.get("approved_by")
+            how = f"approved on your companion ({device})" if device else "approved on your companion"
+        return f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
     if status == "denied":
         return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
     if status == PENDING:

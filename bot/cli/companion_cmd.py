@@ -1,0 +1,242 @@
+"""`owlia companion`: pair, list and revoke devices (signer side); run the reference companion.
+
+`pair`, `list` and `revoke` run as the signer's user (they use the admin token). `init`, `link`,
+`run`, `freeze`, `unfreeze` and `topup` are the companion itself: run them where the main key
+lives (a desktop, or a phone's terminal), never on the bot's machine account.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bot.cli.common import fail, home_of, print_json, run, signer_call
+
+app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)
+
+DEFAULT_BRIDGE = "http://127.0.0.1:8765"
+RECONNECT_SECONDS = 1.0
+DIR_OPTION = typer.Option(None, "--dir", help="Companion directory (default: <home>/companion).")
+PASS_OPTION = typer.Option(None, "--passphrase-file", help="0600 file with the main key's passphrase (else a prompt).")
+
+
+def _dir(ctx: typer.Context, directory: Optional[Path]) -> Path:
+    return directory or home_of(ctx) / "companion"
+
+
+def _passphrase(file: Optional[Path], prompt: str = "Main key passphrase: ") -> bytearray:
+    from signer.keystore import KeystoreError, read_passphrase
+
+    if file is not None:
+        try:
+            return read_passphrase(file=file, prompt=False)
+        except KeystoreError as exc:
+            fail(str(exc))
+    if not sys.stdin.isatty():
+        fail("no passphrase: pass --passphrase-file or run on a terminal")
+    return bytearray(getpass.getpass(prompt).encode())
+
+
+def _wallet(ctx: typer.Context, directory: Optional[Path]):
+    from companion_bridge.companion.wallet import CompanionWallet, WalletError
+
+    try:
+        return CompanionWallet.load(_dir(ctx, directory))
+    except (WalletError, PermissionError) as exc:
+        fail(str(exc))
+
+
+# ---- signer side -----------------------------------------------------------------------------
+
+
+@app.command("pair")
+def pair(
+    ctx: typer.Context,
+    name: str = typer.Option("companion", help="A name for the device."),
+    bridge: str = typer.Option(DEFAULT_BRIDGE, help="The bridge URL the companion will reach."),
+    png: Optional[Path] = typer.Option(None, help="Also write the QR code as a PNG (0600) here."),
+    ttl: int = typer.Option(600, help="Seconds the code stays valid."),
+) -> None:
+    """Show a one-time pairing code and QR; the companion proves it and its device key to the signer."""
+    import segno
+
+    from companion_bridge.companion.client import pair_uri
+    from signer.fsperm import write_private_file
+
+    pairing = signer_call(ctx, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
+    uri = pair_uri(bridge, pairing["pairing_id"], pairing["code"])
+    qr = segno.make(uri, error="m")
+    qr.terminal(compact=True)
+    typer.echo(f"pairing code: {pairing['code']}   (expires in {ttl} s, single use)")
+    typer.echo(f"or on the companion: owlia companion link '{uri}'")
+    if png is not None:
+        import io
+
+        buf = io.BytesIO()
+        qr.save(buf, kind="png", scale=6)
+        write_private_file(png, buf.getvalue())
+        typer.echo(f"QR code written to {png}")
+
+
+@app.command("list")
+def list_devices(ctx: typer.Context) -> None:
+    """Paired devices: capabilities, last seen, revoked or not."""
+    print_json(signer_call(ctx, "companion.list", admin=True))
+
+
+@app.command("revoke")
+def revoke(ctx: typer.Context, device_id: str) -> None:
+    """Revoke a device at once: its answers are refused and its bridge tokens die."""
+    print_json(signer_call(ctx, "companion.revoke", {"device_id": device_id}, admin=True))
+
+
+# ---- the companion ---------------------------------------------------------------------------
+
+
+@app.command("init")
+def init(
+    ctx: typer.Context,
+    directory: Optional[Path] = DIR_OPTION,
+    passphrase_file: Optional[Path] = PASS_OPTION,
+    name: str = typer.Option("companion", help="This device's name."),
+    scrypt_n: int = typer.Option(2**18, hidden=True),
+) -> None:
+    """Create the main key in an encrypted V3 keystore (scrypt) and this device's Ed25519 key."""
+    from companion_bridge.companion.wallet import CompanionWallet, WalletError
+
+    passphrase = _passphrase(passphrase_file, "New main key passphrase: ")
+    try:
+        wallet = CompanionWallet.create(_dir(ctx, directory), passphrase, scrypt_n=scrypt_n, name=name)
+    except WalletError as exc:
+        fail(str(exc))
+    typer.echo(f"main account {wallet.main_address}: fund it for Tier 1 transfers")
+
+
+@app.command("link")
+def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -> None:
+    """Pair with the signer using the code or QR from `owlia companion pair`."""
+    from companion_bridge.companion.client import Companion, CompanionError, parse_pair_uri
+
+    wallet = _wallet(ctx, directory)
+
+    async def go() -> dict:
+        bridge, pairing_id, code = parse_pair_uri(uri)
+        async with Companion(wallet, bridge) as companion:
+            return await companion.pair(pairing_id, code)
+
+    try:
+        reply = run(go())
+    except CompanionError as exc:
+        fail(exc.message)
+    typer.echo(f"paired as {reply['device']['device_id']}")
+
+
+def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]):
+    from companion_bridge.companion.client import Companion
+
+    wallet = _wallet(ctx, directory)
+    return Companion(wallet, bridge or wallet.state.get("bridge_url") or DEFAULT_BRIDGE)
+
+
+def prompt_decider(passphrase_file: Optional[Path]):
+    """The terminal UI: show everything, then ask; the passphrase is asked only to approve."""
+    from companion_bridge.companion.client import Choice
+
+    async def decide(request: dict, text: str) -> Choice:
+        typer.echo(text)
+        answer = await asyncio.to_thread(
+            typer.prompt, "[a]pprove / [d]eny / [f] deny and FREEZE / [s]kip", default="s")
+        action = {"a": "approve", "d": "deny", "f": "freeze"}.get(answer.strip().lower()[:1], "skip")
+        if action == "approve":
+            return Choice(action, await asyncio.to_thread(_passphrase, passphrase_file))
+        return Choice(action)
+
+    return decide
+
+
+def scripted_decider(answers: list[str], passphrase_file: Optional[Path]):
+    """Non-interactive: answer requests in order from a list (tests, demos)."""
+    from companion_bridge.companion.client import Choice
+
+    queue = list(answers)
+
+    async def decide(request: dict, text: str) -> Choice:
+        typer.echo(text)
+        action = queue.pop(0) if queue else "skip"
+        return Choice(action, _passphrase(passphrase_file) if action == "approve" else None)
+
+    return decide
+
+
+@app.command("run")
+def run_companion(
+    ctx: typer.Context,
+    directory: Optional[Path] = DIR_OPTION,
+    bridge: Optional[str] = typer.Option(None, help="Bridge URL (default: the one paired with)."),
+    passphrase_file: Optional[Path] = PASS_OPTION,
+    answers: Optional[str] = typer.Option(None, help="Scripted answers, e.g. 'approve,deny' (no prompt)."),
+    once: bool = typer.Option(False, help="Exit after the first request."),
+) -> None:
+    """Receive approval requests, show each in full, and answer them."""
+    from companion_bridge.companion.client import CompanionError
+
+    companion = _companion(ctx, directory, bridge)
+    decide = (scripted_decider([a.strip() for a in answers.split(",") if a.strip()], passphrase_file)
+              if answers is not None else prompt_decider(passphrase_file))
+
+    async def go() -> None:
+        async with companion:
+            while True:  # connection tokens are short-lived: log in again when one runs out
+                await companion.connect()
+                typer.echo(f"connected to {companion.bridge_url} as {companion.wallet.device_id}; "
+                           f"signer {'FROZEN' if companion.state.get('frozen') else 'not frozen'}")
+                await companion.run(decide, once=once, report=typer.echo)
+                if once:
+                    return
+                typer.echo("bridge connection closed; reconnecting", err=True)
+                await asyncio.sleep(RECONNECT_SECONDS)
+
+    try:
+        run(go())
+    except CompanionError as exc:
+        fail(exc.message)
+
+
+def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], name: str, *args) -> None:
+    from companion_bridge.companion.client import CompanionError
+
+    companion = _companion(ctx, directory, bridge)
+
+    async def go() -> dict:
+        async with companion:
+            await companion.connect()
+            return await getattr(companion, name)(*args)
+
+    try:
+        print_json(run(go()))
+    except CompanionError as exc:
+        fail(exc.message)
+
+
+@app.command("freeze")
+def freeze(ctx: typer.Context, directory: Optional[Path] = DIR_OPTION, bridge: Optional[str] = None) -> None:
+    """Kill switch: the signer stops all Tier 2 signing and revokes every session key."""
+    _action(ctx, directory, bridge, "freeze", "freeze")
+
+
+@app.command("unfreeze")
+def unfreeze(ctx: typer.Context, directory: Optional[Path] = DIR_OPTION, bridge: Optional[str] = None) -> None:
+    """Lift a freeze (session keys stay revoked: create new ones)."""
+    _action(ctx, directory, bridge, "freeze", "unfreeze")
+
+
+@app.command("topup")
+def topup(ctx: typer.Context, key_id: str, amount: Optional[int] = typer.Option(None, help="wei (default: to the cap)"),
+          directory: Optional[Path] = DIR_OPTION, bridge: Optional[str] = None) -> None:
+    """Ask to fund a session key from the main account, up to its cap; approve it like any request."""
+    _action(ctx, directory, bridge, "topup", key_id, amount)

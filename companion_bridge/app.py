@@ -1,0 +1,253 @@
+"""The bridge's HTTP and WebSocket surface (FastAPI): pairing, device login, request delivery.
+
+The bridge is untrusted transport by design. It can delay or drop requests, but every answer it
+forwards is checked by the signer (device signature over the exact request, single use, expiry,
+the signed transaction field by field), so a compromised bridge cannot forge an approval. What the
+bridge does check (device login, token, scope) only keeps strangers from reading the queue.
+
+WebSocket messages (JSON):
+  companion -> bridge  {"type": "hello", "token": T}
+                       {"type": "call", "id": N, "method": M, "params": {...}}   M in CALLABLE
+  bridge -> companion  {"type": "welcome", "device_id": D, "state": {...}}
+                       {"type": "requests", "requests": [...]}    (the backlog, in batches, first)
+                       {"type": "request", "request": {...}}      (then each new one, live)
+                       {"type": "reply", "id": N, "ok": bool, "result"|"error": ...}
+                       {"type": "state", "state": {...}}           (freeze changes)
+                       {"type": "resolved", "request_id": R}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
+
+from companion_bridge.queue import DeliveryQueue
+from companion_bridge.signer_link import SignerLink
+from companion_bridge.tokens import TokenIssuer
+from signer.client import SignerError, SignerUnavailable
+from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
+
+log = logging.getLogger("owlia.bridge")
+CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state"})
+CHALLENGE_TTL = 60.0
+MAX_CHALLENGES = 10_000
+HELLO_TIMEOUT = 10.0
+BACKLOG_BATCH = 50  # requests per frame when a companion (re)connects
+BACKLOG_CACHE_SECONDS = 1.0  # a burst of reconnecting companions shares one set of frames
+CLOSE_UNAUTHORIZED = 4401
+
+
+class ChallengeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    device_id: str = Field(pattern=r"^dev_[0-9a-f]{16}$")
+
+
+class TokenRequest(ChallengeRequest):
+    nonce: str = Field(pattern=r"^[0-9a-f]{32}$")
+    ts: FiniteFloat
+    signature: str = Field(pattern=r"^[0-9a-f]{128}$")
+
+
+def auth_message(device_id: str, audience: str, nonce: str, ts: float) -> bytes:
+    return signed_message(BRIDGE_AUTH_DOMAIN, {"device_id": device_id, "aud": audience, "nonce": nonce, "ts": ts})
+
+
+@dataclass
+class Hub:
+    """Live companion connections by device id."""
+
+    sockets: dict[str, set[WebSocket]] = field(default_factory=dict)
+
+    def add(self, device_id: str, ws: WebSocket) -> None:
+        self.sockets.setdefault(device_id, set()).add(ws)
+
+    def remove(self, device_id: str, ws: WebSocket) -> None:
+        self.sockets.get(device_id, set()).discard(ws)
+
+    def count(self) -> int:
+        return sum(len(s) for s in self.sockets.values())
+
+    async def send_all(self, message: dict[str, Any]) -> None:
+        text = json.dumps(message)
+        for conns in list(self.sockets.values()):
+            for ws in list(conns):
+                with contextlib.suppress(Exception):
+                    await ws.send_text(text)
+
+    async def drop(self, device_id: str) -> None:
+        for ws in list(self.sockets.pop(device_id, set())):
+            with contextlib.suppress(Exception):
+                await ws.close(CLOSE_UNAUTHORIZED, "device revoked")
+
+
+class Bridge:
+    def __init__(self, link: SignerLink, queue: DeliveryQueue, tokens: TokenIssuer) -> None:
+        self.link = link
+        self.queue = queue
+        self.tokens = tokens
+        self.hub = Hub()
+        self._challenges: dict[str, tuple[str, float]] = {}
+        self._last_state: dict[str, Any] | None = None
+        self._frames: tuple[float, list[str]] | None = None
+
+    async def deliver(self, requests: list[dict[str, Any]], state: dict[str, Any]) -> None:
+        for device_id in [d for d in self.hub.sockets if not self.link.device_active(d)]:
+            await self.hub.drop(device_id)
+        fresh = self.queue.put(requests)
+        if fresh:
+            self._frames = None
+        self.queue.prune()
+        for request in fresh:
+            await self.hub.send_all({"type": "request", "request": request})
+        if state != self._last_state:
+            self._last_state = state
+            await self.hub.send_all({"type": "state", "state": state})
+
+    def backlog_frames(self) -> list[str]:
+        """The backlog as ready-made frames, built once and shared by every connection: 100
+        companions reconnecting at once cost one SQLite read, not 100 parse-and-dump passes."""
+        now = time.monotonic()
+        if self._frames is None or now - self._frames[0] > BACKLOG_CACHE_SECONDS:
+            texts = self.queue.backlog_json()
+            self._frames = (now, ['{"type": "requests", "requests": [' + ", ".join(texts[i:i + BACKLOG_BATCH]) + "]}"
+                                  for i in range(0, len(texts), BACKLOG_BATCH)])
+        return self._frames[1]
+
+    # ---- device login -----------------------------------------------------------------------
+
+    def challenge(self, device_id: str) -> dict[str, Any]:
+        now = time.time()
+        if len(self._challenges) >= MAX_CHALLENGES:
+            self._challenges = {n: v for n, v in self._challenges.items() if now - v[1] < CHALLENGE_TTL}
+            if len(self._challenges) >= MAX_CHALLENGES:
+                raise HTTPException(429, "too many outstanding challenges")
+        nonce = secrets.token_hex(16)
+        self._challenges[nonce] = (device_id, now)
+        return {"nonce": nonce, "aud": self.tokens.audience, "expires_in": CHALLENGE_TTL}
+
+    def token(self, req: TokenRequest) -> dict[str, Any]:
+        issued = self._challenges.pop(req.nonce, None)  # single use, whatever happens next
+        now = time.time()
+        if issued is None or issued[0] != req.device_id or now - issued[1] > CHALLENGE_TTL:
+            raise HTTPException(401, "unknown or expired challenge")
+        if abs(now - req.ts) > MAX_CLOCK_SKEW:
+            raise HTTPException(401, "stale timestamp")
+        device = self.link.devices.get(req.device_id)
+        if device is None or not device["active"]:
+            raise HTTPException(401, "unknown or revoked device")
+        try:
+            VerifyKey(bytes.fromhex(device["public_key"])).verify(
+                auth_message(req.device_id, self.tokens.audience, req.nonce, req.ts), bytes.fromhex(req.signature))
+        except (BadSignatureError, ValueError):
+            raise HTTPException(401, "bad device signature") from None
+        token, exp = self.tokens.issue(req.device_id)
+        return {"token": token, "exp": exp, "aud": self.tokens.audience}
+
+    # ---- a companion session ----------------------------------------------------------------
+
+    async def session(self, ws: WebSocket) -> None:
+        await ws.accept()
+        try:
+            hello = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
+            claims = self.tokens.verify(str(hello.get("token", ""))) if isinstance(hello, dict) else None
+        except (asyncio.TimeoutError, ValueError):
+            claims = None
+        if claims is None or not self.link.device_active(claims.device_id):
+            await ws.close(CLOSE_UNAUTHORIZED, "invalid, expired or revoked token")
+            return
+        device_id = claims.device_id
+        self.hub.add(device_id, ws)
+        # Short-lived means short-lived: the connection ends with its token (the companion logs in again).
+        expiry = asyncio.get_running_loop().call_later(
+            max(0.0, claims.exp - time.time()), lambda: asyncio.ensure_future(ws.close(CLOSE_UNAUTHORIZED, "token expired")))
+        try:
+            await ws.send_text(json.dumps({"type": "welcome", "device_id": device_id, "state": self.link.state}))
+            for frame in self.backlog_frames():
+                await ws.send_text(frame)
+            while True:
+                message = json.loads(await ws.receive_text())
+                if time.time() >= claims.exp or not self.link.device_active(device_id):
+                    await ws.close(CLOSE_UNAUTHORIZED, "token expired or device revoked")
+                    return
+                if isinstance(message, dict) and message.get("type") == "call":
+                    await ws.send_text(json.dumps(await self._call(device_id, message)))
+        except (WebSocketDisconnect, ValueError, RuntimeError):
+            pass
+        finally:
+            expiry.cancel()
+            self.hub.remove(device_id, ws)
+
+    async def _call(self, device_id: str, message: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = {"type": "reply", "id": message.get("id")}
+        method, params = message.get("method"), message.get("params")
+        if method not in CALLABLE or not isinstance(params if params is not None else {}, dict):
+            return {**reply, "ok": False, "error": {"code": -32601, "message": "not callable through the bridge"}}
+        if params is not None and params.get("device_id", device_id) != device_id:
+            return {**reply, "ok": False, "error": {"code": -32002, "message": "a device answers only for itself"}}
+        try:
+            result = await self.link.call(method, params)
+        except SignerUnavailable as exc:
+            return {**reply, "ok": False, "error": {"code": exc.code, "message": exc.message}}
+        except SignerError as exc:
+            return {**reply, "ok": False, "error": {"code": exc.code, "message": exc.message}}
+        if method == "approvals.answer":
+            self.queue.mark_answered(params["request_id"])
+            self._frames = None
+            await self.hub.send_all({"type": "resolved", "request_id": params["request_id"]})
+        return {**reply, "ok": True, "result": result}
+
+
+def create_app(bridge: Bridge) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await bridge.link.refresh()
+        pump = asyncio.create_task(bridge.link.pump(bridge.queue.cursor, bridge.deliver))
+        try:
+            yield
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+            await bridge.link.close()
+
+    app = FastAPI(title="OwliaBot companion bridge", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+
+    @app.get("/v1/health")
+    async def health() -> dict[str, Any]:
+        return {"ok": True, "connections": bridge.hub.count(), "queued": bridge.queue.count()}
+
+    @app.post("/v1/pair")
+    async def pair(body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = await bridge.link.call("companion.pair_complete", body)
+        except SignerError as exc:
+            raise HTTPException(403 if exc.code == -32002 else 400, exc.message) from None
+        await bridge.link.refresh()
+        return result
+
+    @app.post("/v1/auth/challenge")
+    async def challenge(req: ChallengeRequest) -> dict[str, Any]:
+        return bridge.challenge(req.device_id)
+
+    @app.post("/v1/auth/token")
+    async def token(req: TokenRequest) -> dict[str, Any]:
+        return bridge.token(req)
+
+    @app.websocket("/v1/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await bridge.session(websocket)
+
+    return app

@@ -1,0 +1,1 @@
+"""The reference companion app: keystore, device key, bridge client, terminal prompt."""

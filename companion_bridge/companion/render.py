@@ -1,0 +1,72 @@
+"""The prompt a user reads before signing: the full request, from the signer's own decoding.
+
+The transaction fields shown are the ones that will be signed. The agent's stated reason is
+shown last and marked UNVERIFIED: it is the one part nobody checked.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from policies.units import format_amount
+from signer.approval_request import to_checksum
+
+RULE = "-" * 64
+
+
+def _party(p: dict[str, Any]) -> str:
+    return f"{p['address']} ({p['label']})"
+
+
+def _action(a: dict[str, Any]) -> str:
+    amount = a.get("amount") or f"{a.get('amount_base_units')} base units of {a.get('token')}"
+    if a["type"] == "transfer":
+        return (f"SEND {amount}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
+                f"    to: {_party(a['recipient'])}")
+    if a["type"] == "approval":
+        shown = "UNLIMITED" if a["unlimited"] else amount
+        return (f"APPROVE ({a['method']}) {shown}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
+                f"    spender: {_party(a['spender'])}")
+    if a["type"] == "call":
+        return f"CALL {_party(a['target'])} selector {a['selector']}"
+    return f"FORBIDDEN: {a['reason']} ({a['rule_id']})"
+
+
+def _tx_lines(tx: dict[str, Any] | None) -> list[str]:
+    if tx is None:
+        return ["", "No main-account transaction was prepared (no companion paired yet, or the chain was",
+                "unreachable): this request can only be denied."]
+    value = int(tx["value"])
+    data = tx["data"] if len(tx["data"]) <= 138 else tx["data"][:138] + "..."
+    return [
+        "", "Transaction the main key will sign:",
+        f"  from:  {to_checksum(tx['from'])}",
+        f"  to:    {to_checksum(tx['to'])}",
+        f"  value: {format_amount(value, 18, 'ETH')} ({value} wei)",
+        f"  data:  {data} ({(len(tx['data']) - 2) // 2} bytes)",
+        f"  nonce: {tx['nonce']}  gas limit: {tx['gas_limit']}  max fee: {tx['max_fee_per_gas']} wei/gas",
+    ]
+
+
+def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    tx = request.get("tx")
+    lines = [RULE, f"APPROVAL REQUEST {request['request_id']}  ({request['kind']})", f"chain: {request['chain']}", ""]
+    if request["kind"] == "policy":
+        change = request["policy"]
+        lines += ["LOOSEN THE SIGNER POLICY: the signer could then sign more on its own.",
+                  f"  from policy {change['from_hash'][:16]} to {change['to_hash'][:16]}; what widens:"]
+        lines += [f"  - {w}" for w in change["widens"]]
+    else:
+        lines += ["What this does (decoded by the signer from the bytes):"]
+        lines += [f"  - {_action(a)}" for a in request["actions"]] or ["  - nothing"]
+        lines += _tx_lines(tx)
+    esc = request["escalation"]
+    lines += ["", f"Why it needs you: {esc['reason']} [rule {esc['rule_id']}]"]
+    reason = request.get("agent_reason_unverified")
+    if reason:
+        lines += [f"Agent's stated reason (UNVERIFIED, may be wrong or injected): {reason}"]
+    left = int(request["expires_at"] - now)
+    lines += [f"Expires in {max(left, 0)} s.", RULE]
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""The bridge's side of the signer socket: a `bridge`-scoped client, long-polling for requests.
+
+Two connections: one parked in `approvals.wait` (so a new request is pushed within milliseconds),
+one for everything else (answers, pairing, device list), so an answer never waits behind the poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from signer.client import SignerClient, SignerError, SignerUnavailable
+
+log = logging.getLogger("owlia.bridge")
+RETRY_SECONDS = 0.5
+
+
+class SignerLink:
+    def __init__(self, socket_path: Path, token: str, *, poll_timeout: float = 20.0) -> None:
+        self._poll = SignerClient(socket_path, token, timeout=poll_timeout + 15)
+        self._rpc = SignerClient(socket_path, token, timeout=30)
+        self.poll_timeout = poll_timeout
+        self.devices: dict[str, dict[str, Any]] = {}
+        self.state: dict[str, Any] = {}
+        self._devices_rev = ""
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One retry on a fresh connection after the signer restarted. Retrying is safe: every
+        mutation is single use on the signer's side (a duplicate answer is refused as a replay)."""
+        try:
+            return await self._rpc.call(method, params)
+        except SignerUnavailable:
+            return await self._rpc.call(method, params)
+
+    async def refresh(self) -> None:
+        """Re-read the paired devices (public keys, revocations) and the freeze state."""
+        reply = await self.call("companion.devices")
+        self.devices = {d["device_id"]: d for d in reply["devices"]}
+        self._devices_rev = reply["devices_rev"]
+        state = await self.call("approvals.state")
+        self.state = {k: state[k] for k in ("frozen", "freeze_id", "main_account")}
+
+    def device_active(self, device_id: str) -> bool:
+        device = self.devices.get(device_id)
+        return device is not None and device["active"]
+
+    async def pump(self, cursor: int, deliver: Callable[[list[dict[str, Any]], dict[str, Any]], Awaitable[None]]) -> None:
+        """Forever: wait for requests after `cursor`, hand them (and state changes) to `deliver`."""
+        while True:
+            try:
+                reply = await self._poll.call("approvals.wait", {"after": cursor, "timeout": self.poll_timeout})
+                if reply["devices_rev"] != self._devices_rev:
+                    await self.refresh()
+            except (SignerUnavailable, SignerError) as exc:
+                log.warning("signer poll failed: %s; retrying", exc.message)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            self.state = {k: reply[k] for k in ("frozen", "freeze_id", "main_account")}
+            cursor = reply["cursor"]
+            await deliver(reply["requests"], self.state)
+
+    async def close(self) -> None:
+        await self._poll.close()
+        await self._rpc.close()

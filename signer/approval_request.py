@@ -1,0 +1,125 @@
+"""The canonical approval request: what the companion shows and what the device signs over.
+
+Built by the signer from decoded bytes and its own policy (names, symbols, decimals), never from
+the agent's words: the agent's reason is carried, but only under `agent_reason_unverified`. The
+request hash is sha256 of the canonical JSON, so the companion recomputes it from what it received
+and a bridge that rewrites anything in flight makes every answer fail verification.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from policies.decision import Decision
+from policies.intent import NATIVE, Approval, Call, ContractCall, Decoded, Forbidden, Transfer
+from policies.model import Policy
+from policies.units import format_amount
+from signer.chain import Chain, ChainError
+from signer.txcodec import keccak256
+
+VERSION = 1
+FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def to_checksum(address: str) -> str:
+    """EIP-55 mixed case, so the user can compare what the companion shows with their wallet."""
+    body = address[2:].lower()
+    digest = keccak256(body.encode()).hex()
+    return "0x" + "".join(c.upper() if c.isalpha() and int(h, 16) >= 8 else c for c, h in zip(body, digest))
+
+
+class RequestBuilder:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def _asset(self, chain_id: int, asset: str, amount: int) -> dict[str, Any]:
+        info = self.policy.asset_info(chain_id, asset)
+        token = "native" if asset == NATIVE else to_checksum(asset)
+        if info is None:
+            return {"token": token, "symbol": None, "amount": None, "amount_base_units": str(amount),
+                    "note": "unknown token: amount shown in base units only"}
+        symbol, decimals = info
+        return {"token": token, "symbol": symbol, "amount": format_amount(amount, decimals, symbol),
+                "amount_base_units": str(amount)}
+
+    def _party(self, chain_id: int, address: str) -> dict[str, Any]:
+        name = self.policy.address_name(chain_id, address)
+        return {"address": to_checksum(address), "name": name, "label": name or "new address"}
+
+    def action(self, action: Any) -> dict[str, Any]:
+        if isinstance(action, Transfer):
+            return {"type": "transfer", **self._asset(action.chain_id, action.asset, action.amount),
+                    "recipient": self._party(action.chain_id, action.recipient)}
+        if isinstance(action, Approval):
+            unlimited = action.amount >= 2**255
+            return {"type": "approval", "method": action.method, "unlimited": unlimited,
+                    **self._asset(action.chain_id, action.asset, action.amount),
+                    "spender": self._party(action.chain_id, action.spender)}
+        if isinstance(action, ContractCall):
+            return {"type": "call", "target": self._party(action.chain_id, action.target),
+                    "selector": "0x" + action.selector.hex(), "depth": action.depth}
+        assert isinstance(action, Forbidden)
+        return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
+
+    def build(
+        self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
+        agent_reason: str | None, tx: dict[str, Any] | None, created_at: float, expires_at: float,
+    ) -> dict[str, Any]:
+        chain_id = decoded.call.chain_id
+        name = self.policy.chain_name(chain_id)
+        return {
+            "v": VERSION,
+            "request_id": request_id,
+            "kind": kind,
+            "chain_id": chain_id,
+            "chain": f"{name} ({chain_id})" if name else f"unknown chain {chain_id}",
+            "tx": tx,
+            "summary": summary,
+            "actions": [self.action(a) for a in decoded.actions],
+            "escalation": {"rule_id": decision.rule_id, "reason": decision.reason,
+                           "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
+                                        for f in decision.findings]},
+            "agent_reason_unverified": agent_reason,
+            "created_at": created_at,
+            "expires_at": expires_at,
+        }
+
+
+async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> dict[str, Any] | None:
+    """The exact transaction the main key is asked to sign: fields fixed now, checked on the answer.
+
+    None when no companion is paired yet or the chain cannot be reached: such a request can only be
+    denied or left to expire.
+    """
+    if chain is None or main is None:
+        return None
+    try:
+        nonce = int(await chain.rpc.call("eth_getTransactionCount", main, "pending"), 16)
+        fees = await chain.fees()
+    except Exception:  # noqa: BLE001 - unreachable chain: nothing to sign
+        return None
+    simulated = True
+    try:
+        gas = await chain.gas_for(main, call.to, call.value, call.data)
+    except ChainError:
+        gas, simulated = FALLBACK_GAS_LIMIT, False
+    return {
+        "type": 2,
+        "chain_id": call.chain_id,
+        "from": to_checksum(main),
+        "to": to_checksum(call.to),
+        "value": str(call.value),
+        "data": "0x" + call.data.hex(),
+        "nonce": nonce,
+        "gas_limit": gas,
+        "max_fee_per_gas": str(fees.max_fee_per_gas),
+        "max_priority_fee_per_gas": str(fees.max_priority_fee_per_gas),
+        "gas_simulated": simulated,
+    }

@@ -1,0 +1,429 @@
+"""Tier 1: escalated requests wait here for a companion's answer, and the signer checks every answer.
+
+The bridge only carries bytes. An answer counts only if all of this holds, checked here:
+- the request is still open (single use) and not expired, and the answer names its exact hash
+  and expiry;
+- a paired, non-revoked device with that capability signed the domain-separated answer;
+- for an approval, the raw transaction decodes, was signed by the main account, and matches the
+  approved request field by field (chain, to, value, data, nonce; gas and fees within the bounds).
+Every refusal is audited and signs nothing. Freezing takes signing power away in memory first,
+then durably (frozen flag, every session key revoked); only a device-signed unfreeze that names
+the current freeze id lifts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+from policies.decision import Decision, Finding, Outcome
+from policies.decode import decode
+from policies.intent import Call
+from signer import records
+from signer.approval_request import RequestBuilder, main_account_tx, request_hash
+from signer.chain import ChainError
+from signer.devices import (
+    APPROVAL_DOMAIN,
+    FREEZE_DOMAIN,
+    TOPUP_DOMAIN,
+    DeviceRegistry,
+    answer_body,
+    freeze_body,
+    signed_message,
+    topup_body,
+)
+from signer.protocol import ApprovalAnswerParams, ErrorCode, FreezeParams, RpcError, TopUpRequestParams
+from signer.policy_change import ACCEPTED
+from signer.session_keys import REVOKED
+from signer.store.db import get_meta, set_meta
+from signer.txcodec import keccak256
+from signer.txdecode import TxDecodeError, decode_signed_eip1559
+
+if TYPE_CHECKING:
+    from signer.engine import Engine
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+    body TEXT NOT NULL, request_hash TEXT NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL,
+    answered_at REAL, device_id TEXT, answer TEXT);
+CREATE TABLE IF NOT EXISTS policy_proposals(request_id TEXT PRIMARY KEY, policy_hash TEXT NOT NULL, text TEXT NOT NULL);
+"""
+OPEN, APPROVED, DENIED = "open", "approved", "denied"
+
+
+class Approvals:
+    def __init__(self, engine: Engine, devices: DeviceRegistry, clock=time.time) -> None:
+        self.engine = engine
+        self.devices = devices
+        self.clock = clock
+        self.builder = RequestBuilder(engine.policy)
+        self._changed = asyncio.Event()
+
+    # ---- creation (called by the engine on ESCALATE) ----------------------------------------
+
+    async def prepare(self, *, request_id: str, kind: str, decoded, summary: str, decision: Decision,
+                      agent_reason: str | None, now: float, expires_at: float) -> dict[str, Any]:
+        call = decoded.call
+        tx = await main_account_tx(self.engine.chains.get(call.chain_id), self.devices.main_account(), call)
+        return self.builder.build(request_id=request_id, kind=kind, decoded=decoded, summary=summary,
+                                  decision=decision, agent_reason=agent_reason, tx=tx, created_at=now,
+                                  expires_at=expires_at)
+
+    @staticmethod
+    def insert(conn: sqlite3.Connection, body: dict[str, Any]) -> None:
+        conn.execute("INSERT INTO approvals(request_id, kind, body, request_hash, expires_at, state)"
+                     " VALUES(?,?,?,?,?,?)",
+                     (body["request_id"], body["kind"], json.dumps(body), request_hash(body), body["expires_at"], OPEN))
+
+    def announce(self) -> None:
+        """Wake every waiting bridge: a request arrived, or devices or the freeze state changed."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # ---- delivery to the bridge -------------------------------------------------------------
+
+    def _open_after(self, after: int, limit: int) -> list[dict[str, Any]]:
+        rows = self.engine.reader.execute(
+            "SELECT seq, body, request_hash FROM approvals WHERE seq>? AND state=? AND expires_at>? ORDER BY seq LIMIT ?",
+            (after, OPEN, self.clock(), limit)).fetchall()
+        return [{"seq": seq, "request": json.loads(body), "request_hash": digest} for seq, body, digest in rows]
+
+    def state(self) -> dict[str, Any]:
+        return {"frozen": self.engine.frozen, "freeze_id": get_meta(self.engine.reader, "freeze_id") or "",
+                "devices_rev": self.devices.revision, "main_account": self.devices.main_account()}
+
+    async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
+        """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""
+        pending = self._open_after(after, limit)
+        if not pending and timeout > 0:
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            pending = self._open_after(after, limit)
+        cursor = max([after] + [p["seq"] for p in pending])
+        return {"requests": pending, "cursor": cursor, **self.state()}
+
+    # ---- answers ----------------------------------------------------------------------------
+
+    async def answer(self, params: ApprovalAnswerParams) -> dict[str, Any]:
+        now = self.clock()
+        evidence = {"request_id": params.request_id, "device_id": params.device_id, "action": params.action}
+        row = self.engine.reader.execute(
+            "SELECT kind, body, request_hash, expires_at, state FROM approvals WHERE request_id=?",
+            (params.request_id,)).fetchone()
+        if row is None:
+            raise await self._refuse(evidence, "no such approval request")
+        kind, body_text, digest, expires_at, state = row
+        if state != OPEN:
+            raise await self._refuse(evidence, f"this request was already answered ({state}): replay refused")
+        if params.request_hash != digest or params.expires_at != expires_at:
+            raise await self._refuse(evidence, "the answer is for a different request (hash or expiry mismatch)")
+        if now >= expires_at:
+            raise await self._refuse(evidence, "the request has expired")
+        tx_hash = "0x" + keccak256(params.raw_tx).hex() if params.raw_tx else ""
+        message = signed_message(APPROVAL_DOMAIN, answer_body(params.request_id, digest, params.action, expires_at,
+                                                              params.device_id, tx_hash))
+        device = await self.devices.authorize(params.device_id, params.action, message, params.signature,
+                                              "approval.refused", evidence)
+        body = json.loads(body_text)
+        if params.action == "approve" and kind == "policy":
+            return await self._approve_policy(params, device.device_id, evidence)
+        if params.action == "approve":
+            return await self._approve(body, kind, params, device.device_id, device.main_address, evidence)
+        return await self._deny(body, params, device.device_id, device.name)
+
+    async def _refuse(self, evidence: dict[str, Any], reason: str) -> RpcError:
+        return await self.devices.refuse("approval.refused", evidence, reason)
+
+    async def _approve(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
+                       main: str, evidence: dict[str, Any]) -> dict[str, Any]:
+        want = body["tx"]
+        if want is None:
+            raise await self._refuse(evidence, "this request has no main-account transaction to approve; deny it")
+        try:
+            got = decode_signed_eip1559(params.raw_tx)
+        except TxDecodeError as exc:
+            raise await self._refuse(evidence, f"the signed transaction is malformed: {exc}") from None
+        problem = _mismatch(want, got, main)
+        if problem is not None:
+            raise await self._refuse({**evidence, "tx_hash": got.tx_hash}, problem)
+        chain = self.engine.chains.get(got.tx.chain_id)
+        assert chain is not None  # want["chain_id"] came from a configured chain
+        if kind == "topup":
+            key = self.engine.keys.info(body["session_key"]["key_id"])
+            try:
+                balance = await chain.balance(got.tx.to)
+            except ChainError as exc:
+                raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+            if key is None or key.status != "active" or balance + got.tx.value > key.balance_cap:
+                raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
+        old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
+                                                    (params.request_id,)).fetchone()[0])
+        result = {**old, "status": records.SIGNED, "tx_hash": got.tx_hash, "sender": got.sender,
+                  "nonce": got.tx.nonce, "chain_id": got.tx.chain_id, "approved_by": device_id, "tier": 1,
+                  "broadcast": self.engine.broadcast}
+        result.pop("expires_at", None)
+
+        def record(conn: sqlite3.Connection) -> None:
+            self._close(conn, params.request_id, APPROVED, device_id, {"tx_hash": got.tx_hash})
+            conn.execute("UPDATE requests SET status='signed', outcome=?, tx_hash=?, raw_tx=? WHERE request_id=?",
+                         (json.dumps(result), got.tx_hash, params.raw_tx, params.request_id))
+            self.engine.audit.append("approval.approved", {"request_id": params.request_id, "device_id": device_id,
+                                                           "tx_hash": got.tx_hash, "sender": got.sender,
+                                                           "tx": got.tx.to_dict()})
+
+        await self._write_once(record, evidence)
+        if self.engine.broadcast:
+            try:
+                await chain.send_raw(params.raw_tx)
+            except ChainError as exc:
+                return await self._broadcast_failed(result, got.tx_hash, str(exc))
+            self.engine.watch_receipt(chain, params.request_id, got.tx_hash)
+        return result
+
+    async def _approve_policy(self, params: ApprovalAnswerParams, device_id: str,
+                              evidence: dict[str, Any]) -> dict[str, Any]:
+        """Accept a loosened policy: it is loaded at the signer's next start (a restart rebuilds the
+        spend windows from the ledger, so a new, longer window cannot start out undercounted)."""
+        if params.raw_tx:
+            raise await self._refuse(evidence, "a policy approval carries no transaction")
+        policy_hash, text = self.engine.reader.execute(
+            "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
+        old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
+                                                    (params.request_id,)).fetchone()[0])
+        result = {**old, "status": "approved", "approved_by": device_id, "policy_hash": policy_hash,
+                  "note": "restart the signer to load the approved policy"}
+        result.pop("expires_at", None)
+
+        def record(conn: sqlite3.Connection) -> None:
+            self._close(conn, params.request_id, APPROVED, device_id, {"policy_hash": policy_hash})
+            conn.execute("UPDATE requests SET status='approved', outcome=? WHERE request_id=?",
+                         (json.dumps(result), params.request_id))
+            set_meta(conn, ACCEPTED, text)
+            self.engine.audit.append("policy.loosening_approved", {"request_id": params.request_id,
+                                                                   "device_id": device_id, "policy_hash": policy_hash})
+
+        await self._write_once(record, evidence)
+        return result
+
+    async def request_policy(self, text: str, policy_hash: str, widens: list[str]) -> str | None:
+        """Open (once per proposed policy) a Tier 1 request to accept a loosening."""
+        now = self.clock()
+        row = self.engine.reader.execute(
+            "SELECT a.request_id FROM approvals a JOIN policy_proposals p ON a.request_id=p.request_id "
+            "WHERE p.policy_hash=? AND a.state=? AND a.expires_at>?", (policy_hash, OPEN, now)).fetchone()
+        if row is not None:
+            return row[0]
+        request_id = "req_" + secrets.token_hex(16)
+        reason = "the new policy file widens what the signer may sign on its own"
+        decision = Decision(Outcome.ESCALATE, "policy.loosening", reason,
+                            tuple(Finding(Outcome.ESCALATE, "policy.loosening", w) for w in widens))
+        expires_at = now + self.engine.pending_ttl
+        summary = f"loosen the signer policy ({len(widens)} change(s)) to {policy_hash[:16]}"
+        body = {"v": 1, "request_id": request_id, "kind": "policy", "chain_id": 0, "chain": "(no chain: policy)",
+                "tx": None, "summary": summary, "actions": [],
+                "policy": {"from_hash": self.engine.policy.policy_hash(), "to_hash": policy_hash, "widens": widens},
+                "escalation": {"rule_id": decision.rule_id, "reason": reason,
+                               "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
+                                            for f in decision.findings]},
+                "agent_reason_unverified": None, "created_at": now, "expires_at": expires_at}
+        pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+                         " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                         (request_id, "signer", request_id, "policy", request_hash(body), now, "pending_approval",
+                          json.dumps(pending), 0, expires_at))
+            conn.execute("INSERT INTO policy_proposals(request_id, policy_hash, text) VALUES(?,?,?)",
+                         (request_id, policy_hash, text))
+            self.insert(conn, body)
+            self.engine.audit.append("policy.loosening_requested", {"request_id": request_id,
+                                                                    "policy_hash": policy_hash, "widens": widens})
+
+        await self.engine.writer.run(record)
+        self.announce()
+        return request_id
+
+    async def _broadcast_failed(self, result: dict[str, Any], tx_hash: str, error: str) -> dict[str, Any]:
+        failed = {**result, "status": records.FAILED, "error": f"broadcast rejected: {error}"}
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE requests SET status='failed', outcome=? WHERE request_id=?",
+                         (json.dumps(failed), result["request_id"]))
+            self.engine.audit.append("approval.broadcast_failed", {"request_id": result["request_id"],
+                                                                   "tx_hash": tx_hash, "error": error})
+
+        await self.engine.writer.run(record)
+        return failed
+
+    async def _deny(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
+                    device_name: str) -> dict[str, Any]:
+        freeze = params.action == "freeze"
+        reason = f"denied on your companion ({device_name})" + (" and the signer was frozen" if freeze else "")
+        if params.note:
+            reason += f": {params.note}"
+        rule_id = "companion.denied_and_frozen" if freeze else "companion.denied"
+        old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
+                                                    (params.request_id,)).fetchone()[0])
+        decision = Decision(Outcome.DENY, rule_id, reason, (Finding(Outcome.DENY, rule_id, reason),))
+        result = {**old, "status": records.DENIED, "rule_id": rule_id, "reason": reason,
+                  "decision": records.decision_to_json(decision), "denied_by": device_id}
+        result.pop("expires_at", None)
+        if freeze:
+            self._disarm_all()
+
+        def record(conn: sqlite3.Connection) -> None:
+            self._close(conn, params.request_id, DENIED, device_id, {"freeze": freeze})
+            conn.execute("UPDATE requests SET status='denied', outcome=? WHERE request_id=?",
+                         (json.dumps(result), params.request_id))
+            self.engine.audit.append("approval.denied", {"request_id": params.request_id, "device_id": device_id,
+                                                         "freeze": freeze, "note": params.note})
+            if freeze:
+                self._persist_freeze(conn, device_id)
+
+        await self._write_once(record, {"request_id": params.request_id, "device_id": device_id,
+                                        "action": params.action})
+        if freeze:
+            self.announce()
+        return result
+
+    def _close(self, conn: sqlite3.Connection, request_id: str, state: str, device_id: str,
+               answer: dict[str, Any]) -> None:
+        cur = conn.execute("UPDATE approvals SET state=?, answered_at=?, device_id=?, answer=? "
+                           "WHERE request_id=? AND state=?",
+                           (state, self.clock(), device_id, json.dumps(answer), request_id, OPEN))
+        if cur.rowcount != 1:
+            raise _AlreadyAnswered()
+
+    async def _write_once(self, unit, evidence: dict[str, Any]) -> None:
+        """Two answers racing for one request: the first commit wins, the second is a replay."""
+        try:
+            await self.engine.writer.run(unit)
+        except _AlreadyAnswered:
+            raise await self._refuse(evidence, "this request was already answered: replay refused") from None
+
+    # ---- the kill switch --------------------------------------------------------------------
+
+    def _disarm_all(self) -> None:
+        """In memory first, the safe direction: no Tier 2 signature from this instant on."""
+        self.engine.frozen = True
+        for key_id in self.engine.keys.active_ids():
+            self.engine.keys.disarm(key_id, REVOKED)
+
+    def _persist_freeze(self, conn: sqlite3.Connection, device_id: str) -> None:
+        freeze_id = "frz_" + secrets.token_hex(8)
+        set_meta(conn, "frozen", "1")
+        set_meta(conn, "freeze_id", freeze_id)
+        revoked = [i.key_id for i in self.engine.keys.infos() if i.status == REVOKED]
+        for key_id in revoked:
+            conn.execute("UPDATE session_keys SET status=?, retired_at=COALESCE(retired_at, ?) WHERE key_id=?",
+                         (REVOKED, self.clock(), key_id))
+        self.engine.audit.append("signer.frozen", {"by_device": device_id, "freeze_id": freeze_id,
+                                                   "session_keys_revoked": revoked})
+
+    async def freeze(self, params: FreezeParams) -> dict[str, Any]:
+        message = signed_message(FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id,
+                                                            params.ts))
+        evidence = {"device_id": params.device_id, "action": params.action}
+        await self.devices.authorize(params.device_id, params.action, message, params.signature,
+                                     "freeze.refused", evidence)
+        await self.devices.consume_proof(message, params.ts, "freeze.refused", evidence)
+        if params.action == "freeze":
+            self._disarm_all()
+            await self.engine.writer.run(lambda conn: self._persist_freeze(conn, params.device_id))
+        else:
+            current = get_meta(self.engine.reader, "freeze_id") or ""
+            if not self.engine.frozen or params.freeze_id != current:
+                raise await self.devices.refuse("freeze.refused", evidence,
+                                                "not frozen, or the unfreeze names another freeze")
+
+            def thaw(conn: sqlite3.Connection) -> None:
+                set_meta(conn, "frozen", "0")
+                set_meta(conn, "freeze_id", "")
+                self.engine.audit.append("signer.unfrozen", {"by_device": params.device_id, "freeze_id": current})
+
+            await self.engine.writer.run(thaw)
+            self.engine.frozen = False
+        self.announce()
+        return self.state()
+
+    # ---- top-ups: a Tier 1 transfer from the main account to a session key ------------------
+
+    async def request_topup(self, params: TopUpRequestParams) -> dict[str, Any]:
+        message = signed_message(TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts))
+        evidence = {"device_id": params.device_id, "key_id": params.key_id}
+        device = await self.devices.authorize(params.device_id, "topup", message, params.signature,
+                                              "topup.refused", evidence)
+        await self.devices.consume_proof(message, params.ts, "topup.refused", evidence)
+        key = self.engine.keys.info(params.key_id)
+        chain = None if key is None else self.engine.chains.get(key.chain_id)
+        if key is None or key.status != "active" or chain is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {params.key_id}")
+        try:
+            balance = await chain.balance(key.address)
+        except ChainError as exc:
+            raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+        room = max(0, key.balance_cap - balance)
+        amount = room if params.amount is None else params.amount
+        if amount <= 0 or amount > room:
+            raise await self.devices.refuse("topup.refused", evidence,
+                                            f"a top-up must be 1..{room} wei (the room under the cap)")
+        now = self.clock()
+        request_id = "req_" + secrets.token_hex(16)
+        decoded = decode(Call(chain_id=key.chain_id, to=key.address, value=amount))
+        rule_id, reason = "session_key.topup", f"top up session key {key.key_id} (cap {key.balance_cap} wei)"
+        decision = Decision(Outcome.ESCALATE, rule_id, reason, (Finding(Outcome.ESCALATE, rule_id, reason),))
+        summary = self.engine.summarize(decoded)
+        expires_at = now + self.engine.pending_ttl
+        body = await self.prepare(request_id=request_id, kind="topup", decoded=decoded, summary=summary,
+                                  decision=decision, agent_reason=None, now=now, expires_at=expires_at)
+        body["session_key"] = {"key_id": key.key_id, "address": key.address, "balance_cap": str(key.balance_cap)}
+        pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+                         " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                         (request_id, device.device_id, request_id, "topup", request_hash(body), now,
+                          "pending_approval", json.dumps(pending), key.chain_id, expires_at))
+            self.insert(conn, body)
+            self.engine.audit.append("topup.requested", {"request_id": request_id, "device_id": device.device_id,
+                                                         "key_id": key.key_id, "amount": str(amount)})
+
+        await self.engine.writer.run(record)
+        self.announce()
+        return pending
+
+
+class _AlreadyAnswered(Exception):
+    pass
+
+
+def _mismatch(want: dict[str, Any], got, main: str) -> str | None:
+    """The first field where the signed tx differs from the approved request, or None."""
+    tx = got.tx
+    if got.has_access_list:
+        return "the signed transaction carries an access list"
+    checks = (
+        ("signer", got.sender, want["from"].lower()),
+        ("signer is the main account", got.sender, main.lower()),
+        ("chain_id", tx.chain_id, want["chain_id"]),
+        ("to", tx.to, want["to"].lower()),
+        ("value", tx.value, int(want["value"])),
+        ("data", "0x" + tx.data.hex(), want["data"]),
+        ("nonce", tx.nonce, want["nonce"]),
+    )
+    for name, have, expected in checks:
+        if have != expected:
+            return f"the signed transaction's {name} differs from the approved request"
+    if tx.gas > want["gas_limit"] or tx.gas < 21_000:
+        return "the signed transaction's gas limit is outside the approved bound"
+    if tx.max_fee_per_gas > int(want["max_fee_per_gas"]) or tx.max_priority_fee_per_gas > tx.max_fee_per_gas:
+        return "the signed transaction's fees exceed the approved bound"
+    return None

@@ -1,0 +1,274 @@
+"""Paired companion devices: the signer's own registry of Ed25519 keys that may answer approvals.
+
+The bridge carries pairing messages but decides nothing: a device exists only once the signer has
+checked both proofs itself: knowledge of the one-time code the user read off `owlia companion
+pair` (an HMAC over the pairing message, so the code never crosses the bridge) and possession of
+the device key (an Ed25519 signature over the same message). Ed25519 is verified with
+`cryptography` so the signer's import closure stays free of PyNaCl.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from signer.protocol import ErrorCode, PairCompleteParams, RpcError
+from signer.store.audit import AuditLog
+from signer.store.db import get_meta, set_meta
+from signer.store.writer import Writer
+
+PAIR_DOMAIN = "owliabot-pair-v1"
+APPROVAL_DOMAIN = "owliabot-approval-v1"
+FREEZE_DOMAIN = "owliabot-freeze-v1"
+TOPUP_DOMAIN = "owliabot-topup-v1"
+BRIDGE_AUTH_DOMAIN = "owliabot-bridge-auth-v1"
+CAPABILITIES = ("approve", "deny", "freeze", "unfreeze", "topup")
+MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS devices(
+    device_id TEXT PRIMARY KEY, name TEXT NOT NULL, public_key TEXT NOT NULL UNIQUE,
+    main_address TEXT NOT NULL, capabilities TEXT NOT NULL, created_at REAL NOT NULL,
+    last_seen REAL, revoked_at REAL);
+CREATE TABLE IF NOT EXISTS pairings(
+    pairing_id TEXT PRIMARY KEY, code_hash TEXT NOT NULL, name TEXT NOT NULL,
+    created_at REAL NOT NULL, expires_at REAL NOT NULL, used_at REAL, device_id TEXT);
+CREATE TABLE IF NOT EXISTS used_proofs(digest TEXT PRIMARY KEY, ts REAL NOT NULL);
+"""
+
+
+def signed_message(domain: str, body: dict[str, Any]) -> bytes:
+    """Domain-separated canonical bytes: a signature for one purpose is useless for any other."""
+    return domain.encode() + b"\n" + json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def pair_body(pairing_id: str, device_pub: str, name: str, main_address: str, ts: float, nonce: str) -> dict:
+    return {"pairing_id": pairing_id, "device_pub": device_pub, "name": name,
+            "main_address": main_address.lower(), "ts": ts, "nonce": nonce}
+
+
+def answer_body(request_id: str, request_hash: str, action: str, expires_at: float, device_id: str,
+                tx_hash: str) -> dict:
+    return {"request_id": request_id, "request_hash": request_hash, "action": action,
+            "expires_at": expires_at, "device_id": device_id, "tx_hash": tx_hash}
+
+
+def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict:
+    return {"device_id": device_id, "action": action, "freeze_id": freeze_id, "ts": ts}
+
+
+def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict:
+    return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
+
+
+def pairing_mac(code: str, message: bytes) -> str:
+    key = hashlib.sha256(normalize_code(code).encode()).hexdigest()
+    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+
+
+def normalize_code(code: str) -> str:
+    return code.replace("-", "").replace(" ", "").upper()
+
+
+def key_fingerprint(public_key_hex: str) -> str:
+    """What the audit log records of a device key (a bare 32-byte hex value looks like a secret there)."""
+    return hashlib.sha256(bytes.fromhex(public_key_hex)).hexdigest()
+
+
+def verify_ed25519(public_key_hex: str, message: bytes, signature_hex: str) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key_hex)).verify(bytes.fromhex(signature_hex), message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    device_id: str
+    name: str
+    public_key: str
+    main_address: str
+    capabilities: tuple[str, ...]
+    created_at: float
+    last_seen: float | None
+    revoked_at: float | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"device_id": self.device_id, "name": self.name, "public_key": self.public_key,
+                "main_address": self.main_address, "capabilities": list(self.capabilities),
+                "created_at": self.created_at, "last_seen": self.last_seen, "revoked_at": self.revoked_at,
+                "active": self.active}
+
+
+_COLUMNS = "device_id, name, public_key, main_address, capabilities, created_at, last_seen, revoked_at"
+
+
+def _device(row: tuple) -> Device:
+    return Device(row[0], row[1], row[2], row[3], tuple(json.loads(row[4])), row[5], row[6], row[7])
+
+
+class DeviceRegistry:
+    """Reads go to the reader connection (so a revocation bites on the very next check); writes to the writer."""
+
+    def __init__(self, reader: sqlite3.Connection, writer: Writer, audit: AuditLog,
+                 clock=time.time) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.audit = audit
+        self.clock = clock
+        self._boot = secrets.token_hex(4)
+        self._changes = 0  # bumped on every pairing or revocation; the bridge refreshes on change
+
+    @property
+    def revision(self) -> str:
+        """Changes with every pairing or revocation, and with every signer restart."""
+        return f"{self._boot}:{self._changes}"
+
+    # ---- queries ----------------------------------------------------------------------------
+
+    def get(self, device_id: str) -> Device | None:
+        row = self.reader.execute(f"SELECT {_COLUMNS} FROM devices WHERE device_id=?", (device_id,)).fetchone()
+        return _device(row) if row else None
+
+    def all(self) -> list[Device]:
+        return [_device(r) for r in self.reader.execute(f"SELECT {_COLUMNS} FROM devices ORDER BY created_at")]
+
+    def main_account(self) -> str | None:
+        return get_meta(self.reader, "main_account")
+
+    # ---- refusals are audited, then raised --------------------------------------------------
+
+    async def refuse(self, kind: str, body: dict[str, Any], message: str) -> RpcError:
+        await self.writer.run(lambda conn: self.audit.append(kind, {**body, "reason": message}))
+        return RpcError(ErrorCode.FORBIDDEN, message)
+
+    async def authorize(self, device_id: str, capability: str, message: bytes, signature: str,
+                        audit_kind: str, evidence: dict[str, Any]) -> Device:
+        """The device exists, is not revoked, may do this, and signed exactly `message`."""
+        device = self.get(device_id)
+        problem = None
+        if device is None:
+            problem = "unknown device"
+        elif not device.active:
+            problem = "the device was revoked"
+        elif capability not in device.capabilities:
+            problem = f"the device may not {capability}"
+        elif not verify_ed25519(device.public_key, message, signature):
+            problem = "the device signature does not verify"
+        if problem is not None:
+            raise await self.refuse(audit_kind, {**evidence, "device_id": device_id}, problem)
+        assert device is not None
+        await self.touch(device_id)
+        return device
+
+    async def consume_proof(self, message: bytes, ts: float, audit_kind: str, evidence: dict[str, Any]) -> None:
+        """A timestamped proof is fresh and used at most once (its digest is remembered)."""
+        now = self.clock()
+        if abs(now - ts) > MAX_CLOCK_SKEW:
+            raise await self.refuse(audit_kind, evidence, "the proof is stale or from the future")
+        digest = hashlib.sha256(message).hexdigest()
+        try:
+            await self.writer.run(lambda conn: conn.execute("INSERT INTO used_proofs(digest, ts) VALUES(?,?)",
+                                                            (digest, now)))
+        except sqlite3.IntegrityError:
+            raise await self.refuse(audit_kind, evidence, "this proof was already used (replay)") from None
+
+    # ---- pairing ----------------------------------------------------------------------------
+
+    async def begin_pairing(self, name: str, ttl_seconds: int) -> dict[str, Any]:
+        """A one-time code (100 bits, base32) the user carries to the companion by eye or QR."""
+        now = self.clock()
+        pairing_id = "pair_" + secrets.token_hex(8)
+        code = base64.b32encode(secrets.token_bytes(15)).decode().rstrip("=")
+        digest = hashlib.sha256(code.encode()).hexdigest()
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO pairings(pairing_id, code_hash, name, created_at, expires_at)"
+                         " VALUES(?,?,?,?,?)", (pairing_id, digest, name, now, now + ttl_seconds))
+            self.audit.append("companion.pairing_started", {"pairing_id": pairing_id, "name": name,
+                                                            "expires_at": now + ttl_seconds})
+
+        await self.writer.run(record)
+        grouped = "-".join(code[i:i + 4] for i in range(0, len(code), 4))
+        return {"pairing_id": pairing_id, "code": grouped, "expires_at": now + ttl_seconds}
+
+    async def complete_pairing(self, params: PairCompleteParams) -> dict[str, Any]:
+        now = self.clock()
+        message = signed_message(PAIR_DOMAIN, pair_body(params.pairing_id, params.device_pub, params.name,
+                                                        params.main_address, params.ts, params.nonce))
+        evidence = {"pairing_id": params.pairing_id, "name": params.name,
+                    "device_key_hash": key_fingerprint(params.device_pub)}
+        row = self.reader.execute("SELECT code_hash, expires_at, used_at FROM pairings WHERE pairing_id=?",
+                                  (params.pairing_id,)).fetchone()
+        if row is None or row[2] is not None or now >= row[1]:
+            raise await self.refuse("companion.pair_refused", evidence, "unknown, used or expired pairing code")
+        if abs(now - params.ts) > MAX_CLOCK_SKEW:
+            raise await self.refuse("companion.pair_refused", evidence, "the pairing proof is stale")
+        # The MAC key is sha256(code): the signer stores only that, and only the code yields it.
+        expected = hmac.new(row[0].encode(), message, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, params.mac):
+            raise await self.refuse("companion.pair_refused", evidence, "wrong pairing code")
+        if not verify_ed25519(params.device_pub, message, params.signature):
+            raise await self.refuse("companion.pair_refused", evidence, "the device key signature does not verify")
+        main = self.main_account()
+        if main is not None and main != params.main_address:
+            raise await self.refuse("companion.pair_refused", evidence,
+                                    f"this signer's main account is {main}; the companion holds another")
+        device = Device("dev_" + secrets.token_hex(8), params.name, params.device_pub, params.main_address,
+                        CAPABILITIES, now, now, None)
+
+        def record(conn: sqlite3.Connection) -> None:
+            cur = conn.execute("UPDATE pairings SET used_at=?, device_id=? WHERE pairing_id=? AND used_at IS NULL",
+                               (now, device.device_id, params.pairing_id))
+            if cur.rowcount != 1:
+                raise sqlite3.IntegrityError("pairing already used")
+            conn.execute(f"INSERT INTO devices({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?)",
+                         (device.device_id, device.name, device.public_key, device.main_address,
+                          json.dumps(list(device.capabilities)), now, now, None))
+            if main is None:
+                set_meta(conn, "main_account", params.main_address)
+            self.audit.append("companion.paired", {k: v for k, v in device.to_json().items() if k != "public_key"}
+                              | {"device_key_hash": key_fingerprint(device.public_key)})
+
+        try:
+            await self.writer.run(record)
+        except sqlite3.IntegrityError:
+            raise await self.refuse("companion.pair_refused", evidence,
+                                    "the pairing code was already used or the device key is already paired") from None
+        self._changes += 1
+        return {"device": device.to_json(), "main_account": params.main_address}
+
+    async def revoke(self, device_id: str, by: str) -> dict[str, Any]:
+        device = self.get(device_id)
+        if device is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no device {device_id}")
+        now = self.clock()
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL", (now, device_id))
+            self.audit.append("companion.revoked", {"device_id": device_id, "by": by})
+
+        if device.active:
+            await self.writer.run(record)
+            self._changes += 1
+        return {"device": self.get(device_id).to_json()}  # type: ignore[union-attr]
+
+    async def touch(self, device_id: str) -> None:
+        now = self.clock()
+        await self.writer.run(lambda conn: conn.execute("UPDATE devices SET last_seen=? WHERE device_id=?",
+                                                        (now, device_id)))

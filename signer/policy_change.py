@@ -1,0 +1,85 @@
+"""Policy changes: a tightening takes effect when the signer loads it; a loosening waits for you.
+
+The signer remembers the last policy text it accepted (meta `policy_text`). At start it compares
+the file with it: a change that only tightens is accepted at once; anything that could widen what
+the signer signs on its own (a higher limit, a new chain, asset, address-book entry, spender,
+contract or selector, a milder rule) keeps the old policy in force and opens a Tier 1 request on
+the companion. Unknown kinds of change count as widening: the classifier fails closed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policies.model import USD_DECIMALS, Policy
+from policies.units import parse_units
+
+ACCEPTED = "policy_text"
+# Milder to the right: moving right widens.
+RULE_ORDER: dict[str, tuple[str, ...]] = {
+    "recipients.unknown": ("deny", "escalate", "allow"),
+    "recipients.untrusted_provenance": ("deny", "escalate"),
+    "sources.skill": ("escalate", "policy"),
+    "sources.heartbeat": ("deny", "escalate", "policy"),
+    "over_limit": ("deny", "escalate"),
+}
+
+
+def _limits(old: dict[str, Any] | None, new: dict[str, Any] | None, decimals: int, where: str) -> list[str]:
+    """per_tx and windows: a limit removed or raised widens; one added or lowered tightens."""
+    if old is None:
+        return []
+    if new is None:
+        return [f"{where}: limits removed"]
+    out = []
+    if old.get("per_tx") is not None and (new.get("per_tx") is None or
+                                          parse_units(new["per_tx"], decimals) > parse_units(old["per_tx"], decimals)):
+        out.append(f"{where}: per_tx {old['per_tx']} -> {new.get('per_tx')}")
+    for label, amount in old.get("windows", {}).items():
+        got = new.get("windows", {}).get(label)
+        if got is None or parse_units(got, decimals) > parse_units(amount, decimals):
+            out.append(f"{where}: {label} window {amount} -> {got}")
+    return out
+
+
+def widenings(old: Policy, new: Policy) -> list[str]:
+    """Every way `new` could sign something `old` would not sign on its own; [] = only tighter."""
+    o, n = old.model_dump(mode="json"), new.model_dump(mode="json")
+    out: list[str] = []
+    out += [f"new chain {c['id']}" for c in n["chains"] if c["id"] not in {x["id"] for x in o["chains"]}]
+    old_assets = {(a["chain"], a["asset"]): a for a in o["assets"]}
+    for a in n["assets"]:
+        key = (a["chain"], a["asset"])
+        prev = old_assets.get(key)
+        where = f"asset {a['symbol']} on {a['chain']}"
+        if prev is None:
+            out.append(f"new {where}")
+        elif (prev["decimals"], prev["symbol"], prev["price_usd"]) != (a["decimals"], a["symbol"], a["price_usd"]):
+            out.append(f"{where}: symbol, decimals or price changed")
+        else:
+            out += _limits(prev, a, a["decimals"], where)
+    for section in ("address_book", "spenders"):
+        old_entries = {(e["chain"], e["address"]): e["name"] for e in o[section]}
+        out += [f"{section}: {e['name']} {e['address']} added or renamed" for e in n[section]
+                if old_entries.get((e["chain"], e["address"])) != e["name"]]
+    old_contracts = {(c["chain"], c["address"]): set(c["selectors"]) for c in o["contracts"]}
+    for c in n["contracts"]:
+        prev = old_contracts.get((c["chain"], c["address"]))
+        if prev is None or not set(c["selectors"]) <= prev:
+            out.append(f"contracts: {c['name']} {c['address']} added or given new selectors")
+    if o["usd"] is not None:
+        out += _limits(o["usd"], n["usd"], USD_DECIMALS, "usd")
+    for path, order in RULE_ORDER.items():
+        before, after = _get(o, path), _get(n, path)
+        if order.index(after) > order.index(before):
+            out.append(f"{path}: {before} -> {after}")
+    for name, value in n["rate_limits"].items():
+        if value > o["rate_limits"][name]:
+            out.append(f"rate_limits.{name}: {o['rate_limits'][name]} -> {value}")
+    return out
+
+
+def _get(data: dict[str, Any], path: str) -> str:
+    for part in path.split("."):
+        data = data[part]
+    return data  # type: ignore[return-value]

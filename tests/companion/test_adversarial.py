@@ -1,0 +1,282 @@
+"""Every forged, replayed, mismatched, late or revoked answer is refused, audited, and signs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from nacl.signing import SigningKey
+
+from companion_bridge.companion.client import Choice, Companion, CompanionError
+from signer.client import SignerClient, SignerError
+from signer.devices import APPROVAL_DOMAIN, answer_body, signed_message
+from signer.protocol import Scope
+from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for
+from tests.conftest import FRIEND, STRANGER, balance, rpc
+
+pytestmark = [pytest.mark.chain]
+OVER_LIMIT = 2 * 10**16
+
+
+@pytest.fixture()
+def tier1(shared_tier1):
+    """This module's tests share one signer and bridge; each pairs its own device."""
+    return shared_tier1
+
+
+async def escalate(tier1: Tier1, companion: Companion, to: str = FRIEND, value: int = OVER_LIMIT) -> dict:
+    token = tier1.stack.client_token(f"bot{time.monotonic_ns() % 10**9}")
+    async with SignerClient(tier1.stack.socket, token) as client:
+        pending = await client.sign({"chain_id": 31337, "to": to, "value": str(value)})
+    assert pending["status"] == "pending_approval"
+    return await request_for(companion, pending["request_id"])
+
+
+async def refused(companion: Companion, params: dict, why: str) -> None:
+    with pytest.raises(CompanionError) as err:
+        await companion.call("approvals.answer", params)
+    assert why in err.value.message, err.value.message
+
+
+def main_nonce(tier1: Tier1, companion: Companion) -> int:
+    return int(rpc(tier1.anvil.url, "eth_getTransactionCount", [companion.wallet.main_address, "latest"]), 16)
+
+
+async def assert_nothing_signed(tier1: Tier1, companion: Companion, request_id: str, reasons: list[str],
+                                nonce_before: int) -> None:
+    assert main_nonce(tier1, companion) == nonce_before, "the main account sent something"
+    row = tier1.stack.paths.db
+    import sqlite3
+
+    with sqlite3.connect(row) as conn:
+        status = conn.execute("SELECT status, tx_hash FROM requests WHERE request_id=?", (request_id,)).fetchone()
+    assert status == ("pending_approval", None)
+    audit = await tier1.stack.call(tier1.admin, "audit.tail", {"n": 100, "kind": "approval.refused"})
+    logged = [e["body"]["reason"] for e in audit["entries"]]
+    for reason in reasons:
+        assert any(reason in r for r in logged), (reason, logged)
+
+
+def run(tier1: Tier1, body) -> None:
+    async def scenario():
+        companion = await tier1.paired()
+        try:
+            await body(companion)
+        finally:
+            await companion.close()
+
+    asyncio.run(scenario())
+
+
+def test_forged_device_signature_is_refused(tier1):
+    async def body(companion: Companion):
+        nonce = main_nonce(tier1, companion)
+        request = await escalate(tier1, companion)
+        params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
+        forger = SigningKey.generate()
+        message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], params["request_hash"],
+                                                              "approve", request["expires_at"], params["device_id"],
+                                                              "0x" + "00" * 32))
+        params["signature"] = forger.sign(message).signature.hex()
+        await refused(companion, params, "device signature does not verify")
+        await assert_nothing_signed(tier1, companion, request["request_id"], ["device signature does not verify"], nonce)
+
+    run(tier1, body)
+
+
+def test_replayed_approval_is_refused(tier1, anvil):
+    async def body(companion: Companion):
+        nonce = main_nonce(tier1, companion)
+        request = await escalate(tier1, companion)
+        params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
+        before = balance(anvil, FRIEND)
+        first = await companion.call("approvals.answer", params)
+        assert first["status"] == "signed"
+        await refused(companion, params, "already answered")
+        await asyncio.sleep(0.3)
+        assert balance(anvil, FRIEND) - before == OVER_LIMIT  # once, not twice
+        assert main_nonce(tier1, companion) == nonce + 1
+
+    run(tier1, body)
+
+
+def test_approval_of_request_a_used_for_request_b_is_refused(tier1):
+    async def body(companion: Companion):
+        nonce = main_nonce(tier1, companion)
+        a = await escalate(tier1, companion, value=OVER_LIMIT)
+        b = await escalate(tier1, companion, value=OVER_LIMIT + 1)
+        params = companion.build_answer(a, Choice("approve", bytearray(MAIN_PASS)))
+        params["request_id"] = b["request_id"]
+        await refused(companion, params, "different request")
+        params["request_hash"] = companion.build_answer(b, Choice("deny"))["request_hash"]
+        params["expires_at"] = b["expires_at"]
+        await refused(companion, params, "device signature does not verify")
+        await assert_nothing_signed(tier1, companion, b["request_id"], ["different request"], nonce)
+
+    run(tier1, body)
+
+
+MISMATCHES = [
+    ("to", STRANGER, "to differs"),
+    ("value", str(OVER_LIMIT * 10), "value differs"),
+    ("nonce", 7, "nonce differs"),
+    ("data", "0xdeadbeef", "data differs"),
+    ("chain_id", 1, "chain_id differs"),
+    ("gas_limit", 10_000_000, "gas limit is outside"),
+    ("max_fee_per_gas", str(10**15), "fees exceed"),
+]
+
+
+def test_signed_tx_that_differs_from_the_approved_request_is_refused(tier1):
+    async def body(companion: Companion):
+        nonce = main_nonce(tier1, companion)
+        request = await escalate(tier1, companion)
+        digest = companion.build_answer(request, Choice("deny"))["request_hash"]
+        for field, value, why in MISMATCHES:
+            tampered = {**request, "tx": {**request["tx"], field: value}}
+            params = companion.build_answer(tampered, Choice("approve", bytearray(MAIN_PASS)))
+            # A properly device-signed answer around the wrong tx: only the field check can catch it.
+            message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, "approve",
+                                                                  request["expires_at"], params["device_id"],
+                                                                  _tx_hash(params["raw_tx"])))
+            params |= {"request_hash": digest, "signature": companion.wallet.device_sign(message)}
+            await refused(companion, params, why)
+        await assert_nothing_signed(tier1, companion, request["request_id"], [m[2] for m in MISMATCHES], nonce)
+
+    run(tier1, body)
+
+
+def test_tx_signed_by_another_key_is_refused(tier1):
+    async def body(companion: Companion):
+        nonce = main_nonce(tier1, companion)
+        request = await escalate(tier1, companion)
+        other = tier1.new_wallet("other", fresh_key=True)
+        raw = other.sign_transaction({**request["tx"], "from": other.main_address}, bytearray(MAIN_PASS))
+        digest = companion.build_answer(request, Choice("deny"))["request_hash"]
+        message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, "approve",
+                                                              request["expires_at"], companion.wallet.device_id,
+                                                              _tx_hash("0x" + raw.hex())))
+        params = {"request_id": request["request_id"], "request_hash": digest, "device_id": companion.wallet.device_id,
+                  "action": "approve", "expires_at": request["expires_at"], "raw_tx": "0x" + raw.hex(),
+                  "signature": companion.wallet.device_sign(message)}
+        await refused(companion, params, "signer differs")
+        await assert_nothing_signed(tier1, companion, request["request_id"], ["signer differs"], nonce)
+
+    run(tier1, body)
+
+
+def test_revoked_device_cannot_answer_and_is_disconnected(tier1):
+    async def body(companion: Companion):
+        nonce = main_nonce(tier1, companion)
+        request = await escalate(tier1, companion)
+        params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
+        await tier1.stack.call(tier1.admin, "companion.revoke", {"device_id": companion.wallet.device_id})
+        await asyncio.wait_for(companion.closed.wait(), 5)  # the bridge dropped it at once
+        # Straight to the signer (as a compromised bridge would): still refused.
+        bridge_token = tier1.stack.client_token("bridge2", scope=Scope.BRIDGE)
+        async with SignerClient(tier1.stack.socket, bridge_token) as raw:
+            with pytest.raises(SignerError) as err:
+                await raw.call("approvals.answer", params)
+        assert "revoked" in err.value.message
+        with pytest.raises(CompanionError):
+            await Companion(companion.wallet, tier1.bridge.url).login()
+        await assert_nothing_signed(tier1, companion, request["request_id"], ["revoked"], nonce)
+
+    run(tier1, body)
+
+
+def test_expired_request_is_refused(make_stack, tmp_path, anvil):
+    from tests.companion.conftest import start_bridge
+
+    stack = make_stack(signer={"pending_ttl_seconds": 2}).start()
+    bridge = start_bridge(stack, tmp_path / "bridge")
+    tier1 = Tier1(stack, bridge, tmp_path, anvil)
+    try:
+        async def body(companion: Companion):
+            nonce = main_nonce(tier1, companion)
+            request = await escalate(tier1, companion)
+            params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            await asyncio.sleep(max(0.0, request["expires_at"] - time.time()) + 0.1)
+            await refused(companion, params, "expired")
+            bot = tier1.stack.client_token("late")
+            async with SignerClient(stack.socket, bot) as client:
+                assert (await client.call("status"))["frozen"] is False
+            await assert_nothing_signed(tier1, companion, request["request_id"], ["expired"], nonce)
+
+        run(tier1, body)
+    finally:
+        bridge.stop()
+
+
+def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(tier1, anvil, monkeypatch):
+    queue = bridge_of(tier1).queue
+    honest = queue.put
+
+    def rewriting(items):
+        """A compromised bridge: the attacker's address, dressed up as the friend."""
+        for item in items:
+            req = item["request"]
+            req["tx"] = {**req["tx"], "to": STRANGER}  # the attacker's address...
+            for action in req["actions"]:
+                if action["type"] == "transfer":
+                    action["recipient"] = {**action["recipient"], "address": STRANGER}
+            req["summary"] = "send 0.02 ETH to dev-friend"  # ...dressed up as the friend
+        return honest(items)
+
+    monkeypatch.setattr(queue, "put", rewriting)
+
+    async def body(companion: Companion):
+        before = balance(anvil, STRANGER)
+        nonce = main_nonce(tier1, companion)
+        request = await escalate(tier1, companion)
+        assert request["tx"]["to"] == STRANGER
+        await refused(companion, companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS))),
+                      "different request")
+        await assert_nothing_signed(tier1, companion, request["request_id"], ["different request"], nonce)
+        assert balance(anvil, STRANGER) == before
+
+    run(tier1, body)
+
+
+def test_the_bot_cannot_call_bridge_methods_and_the_bridge_cannot_sign(tier1):
+    async def scenario():
+        bot = tier1.stack.client_token("bot")
+        bridge = tier1.stack.client_token("bridge9", Scope.BRIDGE)
+        async with SignerClient(tier1.stack.socket, bot) as client:
+            for method in ("approvals.wait", "approvals.state", "companion.devices"):
+                with pytest.raises(SignerError) as err:
+                    await client.call(method, {} if method != "approvals.wait" else {"timeout": 0})
+                assert "bridge" in err.value.message
+        async with SignerClient(tier1.stack.socket, bridge) as client:
+            for method, params in (("sign.request", {"idempotency_key": "k" * 10,
+                                                     "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}}),
+                                   ("status", None), ("companion.pair_begin", {}), ("companion.revoke",
+                                                                                   {"device_id": "dev_" + "0" * 16})):
+                with pytest.raises(SignerError) as err:
+                    await client.call(method, params)
+                assert err.value.code == -32002
+
+    asyncio.run(scenario())
+
+
+def _tx_hash(raw_hex: str) -> str:
+    from signer.txcodec import keccak256
+
+    return "0x" + keccak256(bytes.fromhex(raw_hex[2:])).hex()
+
+
+def test_non_finite_timestamps_are_refused(tier1):
+    """NaN compares false with everything: it would pass any freshness check if it got that far."""
+    from signer.devices import FREEZE_DOMAIN, freeze_body
+
+    async def body(companion: Companion):
+        nan = float("nan")
+        message = signed_message(FREEZE_DOMAIN, freeze_body(companion.wallet.device_id, "freeze", "", nan))
+        with pytest.raises(CompanionError, match="finite"):
+            await companion.call("approvals.freeze", {"device_id": companion.wallet.device_id, "action": "freeze",
+                                                      "freeze_id": "", "ts": nan,
+                                                      "signature": companion.wallet.device_sign(message)})
+        assert (await tier1.stack.call(tier1.admin, "status"))["frozen"] is False
+
+    run(tier1, body)

@@ -1,0 +1,116 @@
+"""The kill switch from the companion, and session-key top-ups as Tier 1 transfers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from companion_bridge.companion.client import Choice, Companion, CompanionError
+from signer.client import SignerClient, new_idempotency_key
+from tests.companion.conftest import MAIN_PASS, Tier1
+from tests.conftest import FRIEND, balance
+
+pytestmark = [pytest.mark.chain]
+SMALL = 10**15  # 0.001 ETH: Tier 2, auto-signed by the session key
+
+
+async def tier2(tier1: Tier1, token: str) -> dict:
+    async with SignerClient(tier1.stack.socket, token) as client:
+        return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(SMALL)})
+
+
+def test_freeze_stops_tier2_at_the_next_request_and_only_the_companion_unfreezes(tier1):
+    stack = tier1.stack
+    stack.funded_session_key()
+    bot = stack.client_token("bot")
+
+    async def scenario():
+        companion = await tier1.paired()
+        assert (await tier2(tier1, bot))["status"] == "signed"
+        state = await companion.freeze()
+        assert state["frozen"] is True and state["freeze_id"].startswith("frz_")
+        denied = await tier2(tier1, bot)  # the very next request
+        assert denied["status"] == "denied" and denied["rule_id"] in ("signer.frozen", "session_key.unavailable")
+        keys = (await stack.call(tier1.admin, "session_key.list"))["session_keys"]
+        assert keys and all(k["status"] == "revoked" for k in keys)
+
+        # A replayed freeze proof, an unfreeze naming another freeze, a forged one: all refused.
+        with pytest.raises(CompanionError, match="stale|already used|another freeze|not verify"):
+            await companion.call("approvals.freeze", {"device_id": companion.wallet.device_id, "action": "unfreeze",
+                                                      "freeze_id": "frz_" + "0" * 16, "ts": 1.0,
+                                                      "signature": "00" * 64})
+        companion.state["freeze_id"] = "frz_" + "1" * 16
+        with pytest.raises(CompanionError, match="another freeze"):
+            await companion.freeze("unfreeze")
+        assert (await stack.call(tier1.admin, "status"))["frozen"] is True
+
+        # Durable: a restart keeps the signer frozen.
+        await companion.close()
+        await asyncio.to_thread(stack.stop)
+        await asyncio.to_thread(stack.start)
+        assert (await stack.call(tier1.admin, "status"))["frozen"] is True
+        assert (await tier2(tier1, bot))["status"] == "denied"
+
+        companion = Companion(companion.wallet, tier1.bridge.url)
+        await companion.connect()
+        companion.state = {}
+        state = await companion.freeze("unfreeze")
+        assert state["frozen"] is False
+        await asyncio.to_thread(stack.funded_session_key)  # the old keys stay revoked: new ones are made deliberately
+        assert (await tier2(tier1, bot))["status"] == "signed"
+        audit = await stack.call(tier1.admin, "audit.tail", {"n": 200})
+        kinds = [e["kind"] for e in audit["entries"]]
+        assert "signer.frozen" in kinds and "signer.unfrozen" in kinds and "freeze.refused" in kinds
+        await companion.close()
+
+    asyncio.run(scenario())
+
+
+def test_deny_and_freeze_from_a_request(tier1):
+    stack = tier1.stack
+    stack.funded_session_key()
+    bot = stack.client_token("bot")
+
+    async def scenario():
+        companion = await tier1.paired()
+        async with SignerClient(stack.socket, bot) as client:
+            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(2 * 10**16)})
+        request = await companion.next_request(timeout=5)
+        result = await companion.answer(request, Choice("freeze"))
+        assert result["status"] == "denied" and result["rule_id"] == "companion.denied_and_frozen"
+        status = await stack.call(bot, "sign.status", {"request_id": pending["request_id"]})
+        assert status["status"] == "denied"
+        assert (await tier2(tier1, bot))["status"] == "denied"
+        assert (await stack.call(tier1.admin, "status"))["frozen"] is True
+        await companion.close()
+
+    asyncio.run(scenario())
+
+
+def test_topup_is_a_tier1_transfer_up_to_the_cap(tier1, anvil):
+    stack = tier1.stack
+    admin = tier1.admin
+    key = stack.call_sync(admin, "session_key.create", {"idempotency_key": new_idempotency_key("t"),
+                                                        "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]
+
+    async def scenario():
+        companion = await tier1.paired()
+        with pytest.raises(CompanionError, match="room under the cap"):
+            await companion.topup(key["key_id"], 10**16 + 1)
+        pending = await companion.topup(key["key_id"], 4 * 10**15)
+        assert pending["status"] == "pending_approval"
+        request = await companion.next_request(timeout=5)
+        assert request["kind"] == "topup" and request["tx"]["value"] == str(4 * 10**15)
+        assert request["tx"]["to"].lower() == key["address"]
+        before = balance(anvil, key["address"])
+        result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+        assert result["status"] == "signed"
+        for _ in range(100):
+            if balance(anvil, key["address"]) != before:
+                break
+            await asyncio.sleep(0.05)
+        assert balance(anvil, key["address"]) - before == 4 * 10**15
+        await companion.close()
+
+    asyncio.run(scenario())

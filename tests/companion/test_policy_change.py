@@ -1,0 +1,103 @@
+"""Tightening a policy takes effect when loaded; loosening it needs the companion."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companion_bridge.companion.client import Choice
+from companion_bridge.companion.render import render_request
+from policies.loader import parse_policy
+from signer.policy_change import widenings
+from tests.conftest import DEV_POLICY
+
+BASE = DEV_POLICY.read_text()
+
+
+def policy(text: str = BASE):
+    return parse_policy(text)
+
+
+@pytest.mark.parametrize("old,new", [
+    ('per_tx: "0.01"', 'per_tx: "0.005"'),
+    ('24h: "0.05"', '24h: "0.04"'),
+    ("unknown: escalate", "unknown: deny"),
+    ("over_limit: escalate", "over_limit: deny"),
+    ("tx_per_hour: 30", "tx_per_hour: 3"),
+    ('address_book:\n  - {chain: 31337, address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", name: dev-friend}',
+     "address_book: []\n"),
+])
+def test_tightenings_are_not_widenings(old, new):
+    assert old in BASE
+    assert widenings(policy(), policy(BASE.replace(old, new))) == []
+
+
+@pytest.mark.parametrize("old,new,what", [
+    ('per_tx: "0.01"', 'per_tx: "1"', "per_tx"),
+    ('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {7d: "0.2"}', "24h window"),
+    ("unknown: escalate", "unknown: allow", "recipients.unknown"),
+    ("skill: escalate", "skill: policy", "sources.skill"),
+    ("heartbeat: deny", "heartbeat: escalate", "sources.heartbeat"),
+    ("tx_per_hour: 30", "tx_per_hour: 300", "rate_limits.tx_per_hour"),
+    ("address_book:\n", 'address_book:\n  - {chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", '
+                        "name: new-friend}\n", "address_book"),
+    ("spenders: []", 'spenders: [{chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", name: s}]',
+     "spenders"),
+    ("decimals: 18", "decimals: 17", "decimals"),
+])
+def test_loosenings_are_named(old, new, what):
+    assert old in BASE
+    found = widenings(policy(), policy(BASE.replace(old, new)))
+    assert any(what in w for w in found), found
+
+
+@settings(max_examples=100, deadline=None)
+@given(old=st.integers(1, 999_999), new=st.integers(1, 999_999))
+def test_a_per_tx_limit_widens_exactly_when_it_rises(old, new):
+    a = policy(BASE.replace('per_tx: "0.01"', f'per_tx: "0.{old:06d}"'))
+    b = policy(BASE.replace('per_tx: "0.01"', f'per_tx: "0.{new:06d}"'))
+    assert bool(widenings(a, b)) == (new > old)
+
+
+@pytest.mark.chain
+def test_a_loosened_policy_file_waits_for_the_companion(tier1):
+    stack = tier1.stack
+    old_hash = stack.call_sync(tier1.admin, "status")["policy_hash"]
+    loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.02"')
+    tight = BASE.replace('per_tx: "0.01"', 'per_tx: "0.005"')
+
+    async def scenario():
+        companion = await tier1.paired()
+        await asyncio.to_thread(stack.stop)
+        stack.paths.policy.write_text(loose)
+        await asyncio.to_thread(stack.start)
+        status = await stack.call(tier1.admin, "status")
+        assert status["policy_hash"] == old_hash  # the old policy stays in force
+        request = await companion.next_request(timeout=10)
+        assert request["kind"] == "policy" and request["policy"]["to_hash"] == policy(loose).policy_hash()
+        text = render_request(request)
+        assert "LOOSEN THE SIGNER POLICY" in text and "per_tx 0.01 -> 0.02" in text
+        result = await companion.answer(request, Choice("approve"))
+        assert result["status"] == "approved" and "restart" in result["note"]
+        with pytest.raises(Exception, match="already answered"):
+            await companion.answer(request, Choice("approve"))
+        await asyncio.to_thread(stack.stop)
+        await asyncio.to_thread(stack.start)
+        assert (await stack.call(tier1.admin, "status"))["policy_hash"] == policy(loose).policy_hash()
+
+        # Tightening needs nobody: in force at the next start, and no request is opened.
+        await asyncio.to_thread(stack.stop)
+        stack.paths.policy.write_text(tight)
+        await asyncio.to_thread(stack.start)
+        assert (await stack.call(tier1.admin, "status"))["policy_hash"] == policy(tight).policy_hash()
+        state = await stack.call(tier1.admin, "approvals.wait", {"after": 0, "timeout": 0})
+        assert [r for r in state["requests"] if r["request"]["kind"] == "policy"] == []
+        audit = await stack.call(tier1.admin, "audit.tail", {"n": 200})
+        kinds = [e["kind"] for e in audit["entries"]]
+        assert "policy.loosening_requested" in kinds and "policy.loosening_approved" in kinds
+        await companion.close()
+
+    asyncio.run(scenario())
