@@ -44,7 +44,22 @@ from signer.txcodec import keccak256
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:
+    from signer.chain import Chain
     from signer.engine import Engine
+    from signer.session_keys import SessionKeyInfo
+
+async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
+    """An active session key, its chain, its balance and how much more it may be funded (cap - balance)."""
+    key = engine.keys.info(key_id)
+    chain = None if key is None else engine.chains.get(key.chain_id)
+    if key is None or key.status != "active" or chain is None:
+        raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {key_id}")
+    try:
+        balance = await chain.balance(key.address)
+    except ChainError as exc:
+        raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+    return key, chain, balance, max(0, key.balance_cap - balance)
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals(
@@ -362,15 +377,7 @@ class Approvals:
         device = await self.devices.authorize(params.device_id, "topup", message, params.signature,
                                               "topup.refused", evidence)
         await self.devices.consume_proof(message, params.ts, "topup.refused", evidence)
-        key = self.engine.keys.info(params.key_id)
-        chain = None if key is None else self.engine.chains.get(key.chain_id)
-        if key is None or key.status != "active" or chain is None:
-            raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {params.key_id}")
-        try:
-            balance = await chain.balance(key.address)
-        except ChainError as exc:
-            raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-        room = max(0, key.balance_cap - balance)
+        key, chain, _balance, room = await room_under_cap(self.engine, params.key_id)
         amount = room if params.amount is None else params.amount
         if amount <= 0 or amount > room:
             raise await self.devices.refuse("topup.refused", evidence,

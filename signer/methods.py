@@ -15,7 +15,7 @@ from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
 from signer.chain import ChainError
-from signer.approvals import Approvals
+from signer.approvals import Approvals, room_under_cap
 from signer.engine import Engine
 from signer.protocol import (
     PROTOCOL_VERSION,
@@ -237,15 +237,7 @@ class Methods:
 
     async def session_key_topup(self, client: Client, params: TopUpParams) -> dict[str, Any]:
         """Fund a session key up to its cap. Only dev chains can be funded here; elsewhere it is Tier 1."""
-        info = self.engine.keys.info(params.key_id)
-        if info is None or info.status != "active":
-            raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {params.key_id}")
-        chain = self._chain(info.chain_id)
-        try:
-            balance = await chain.balance(info.address)
-        except ChainError as exc:
-            raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-        room = max(0, info.balance_cap - balance)
+        info, chain, balance, room = await room_under_cap(self.engine, params.key_id)
         amount = room if params.amount is None else params.amount
         if amount > room:
             raise RpcError(ErrorCode.FORBIDDEN, f"a top-up of {amount} wei would exceed the balance cap "
