@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx2
 
 from bot.llm.errors import ProviderError, classify
 from bot.llm.types import (
@@ -105,7 +106,7 @@ class AnthropicProvider:
             async with events:
                 async for event in self._translate(events):
                     yield event
-        except anthropic.AnthropicError as exc:
+        except (anthropic.AnthropicError, httpx2.TransportError) as exc:  # the SDK wraps request errors, not mid-stream ones
             raise classify(exc, secrets=self._secrets) from None
 
     async def _translate(self, events: Any) -> AsyncIterator[StreamEvent]:

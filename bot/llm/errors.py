@@ -113,12 +113,15 @@ def classify(exc: BaseException, *, secrets: Iterable[str | None] = ()) -> Provi
     """Map an `anthropic`/`openai` SDK exception to a ProviderError carrying no secrets."""
     secrets = tuple(secrets)
     import anthropic  # the SDKs are heavy to import: only pay for them when classifying their errors
+    import httpx2  # the SDKs' HTTP client: a stream dropped mid-answer surfaces as its TransportError
     import openai
 
     if isinstance(exc, (anthropic.APITimeoutError, openai.APITimeoutError)):
         return ProviderError("the request timed out", retryable=True, error_type="timeout")
     if isinstance(exc, (anthropic.APIConnectionError, openai.APIConnectionError)):
         return ProviderError("could not connect to the provider", retryable=True, error_type="connection")
+    if isinstance(exc, httpx2.TransportError):
+        return ProviderError("the connection to the provider dropped", retryable=True, error_type="connection")
     if isinstance(exc, (anthropic.APIStatusError, openai.APIStatusError)):
         status = int(exc.status_code)
         error_type, api_msg = _api_message(exc.body)

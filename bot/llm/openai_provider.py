@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx2
 import openai
 
 from bot.llm.errors import ProviderError, classify
@@ -106,7 +107,7 @@ class OpenAIProvider:
             async with chunks:
                 async for event in self._translate(chunks):
                     yield event
-        except openai.OpenAIError as exc:
+        except (openai.OpenAIError, httpx2.TransportError) as exc:  # the SDK wraps request errors, not mid-stream ones
             raise classify(exc, secrets=self._secrets) from None
 
     async def _translate(self, chunks: Any) -> AsyncIterator[StreamEvent]:

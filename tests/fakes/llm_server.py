@@ -14,12 +14,19 @@ and afterwards inspect every request the SDKs actually sent (headers + JSON body
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default backlog of 5 refuses connections from 20 concurrent users
+    daemon_threads = True
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class Reply:
     fail_mid_stream: str | None = None
     truncate: bool = False  # close the connection after the text chunks, without a stop event
     delay: float = 0.0  # seconds before the answer starts (a slow model, for cancellation tests)
+    reset: bool = False  # with `truncate`: end with a TCP reset (a dropped connection), not a clean close
 
 
 @dataclass
@@ -124,6 +132,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(chunk)
         self.wfile.flush()
 
+    def _cut(self, reply: Reply) -> None:
+        """The connection ends mid-stream: cleanly, or with a reset as when a proxy or NAT drops it."""
+        if reply.reset:  # linger 0 + close before the server's own shutdown(SHUT_WR): RST, no FIN
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+
     # -- Anthropic Messages API ------------------------------------------------------------------
 
     def _anthropic(self, body: Any, reply: Reply | None) -> None:
@@ -154,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"input_tokens": in_tokens, "output_tokens": 1}}}))
         self._send(_sse("ping", {"type": "ping"}))
         if reply.truncate and not reply.text:
-            return
+            return self._cut(reply)
         index = 0
         if reply.text:
             self._send(_sse("content_block_start", {"type": "content_block_start", "index": index,
@@ -163,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
                                                         "delta": {"type": "text_delta", "text": piece}}))
             if reply.truncate:
-                return
+                return self._cut(reply)
             if reply.fail_mid_stream:
                 self._send(_sse("error", {"type": "error", "error": {"type": reply.fail_mid_stream,
                                                                      "message": "scripted mid-stream failure"}}))
@@ -220,7 +234,7 @@ class _Handler(BaseHTTPRequestHandler):
         for piece in reply.text:
             self._send(chunk({"content": piece}))
         if reply.truncate:
-            return
+            return self._cut(reply)
         for position, call in enumerate(reply.tool_calls):
             first, *rest = call.fragments or ("",)
             self._send(chunk({"tool_calls": [{"index": position, "id": call.id, "type": "function",
@@ -239,7 +253,7 @@ class FakeLLMServer:
     def __init__(self) -> None:
         self._script = _Script()
         handler = type("ScriptedHandler", (_Handler,), {"script": self._script})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
                                         name="fake-llm", daemon=True)

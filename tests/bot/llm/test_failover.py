@@ -212,3 +212,27 @@ def test_stream_cut_after_text_is_an_interruption_not_a_finished_answer(server, 
     with pytest.raises(StreamInterrupted, match="openai-main"):
         complete(r)
     assert server.pending == 1
+
+
+def _reset_router(server, store, clock, first: str) -> FailoverRouter:
+    main = (make_profile("main", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url) if first == "anthropic"
+            else make_profile("main", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url))
+    backup = make_profile("backup", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url)
+    return FailoverRouter([main, backup], store, clock=clock)
+
+
+@pytest.mark.parametrize("first", ["anthropic", "openai"])
+def test_a_connection_reset_after_text_is_an_interruption_not_a_crash(server, store, clock, first):
+    """A dropped connection (TCP reset) mid-answer: never spliced onto another model's answer."""
+    server.enqueue(Reply(text=["The answer is"], truncate=True, reset=True), Reply(text=["never"]))
+    with pytest.raises(StreamInterrupted, match="main"):
+        complete(_reset_router(server, store, clock, first))
+    assert server.pending == 1
+
+
+@pytest.mark.parametrize("first", ["anthropic", "openai"])
+def test_a_connection_reset_before_any_text_fails_over(server, store, clock, first):
+    server.enqueue(Reply(truncate=True, reset=True), Reply(text=["backup answer"]))
+    result = complete(_reset_router(server, store, clock, first))
+    assert (result.text, result.profile) == ("backup answer", "backup")
+    assert saved(store)["main"]["failures"] == 1
