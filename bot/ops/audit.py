@@ -7,6 +7,7 @@ session-key checks live in `audit_config`. Ids are stable: never reuse one for a
 from __future__ import annotations
 
 import grp
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,8 +178,6 @@ def weak_token_reason(token: str) -> str | None:
 
 def check_secrets_in_files(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-SEC-001/002: secrets pasted into config.yaml, or leaked into the bot's logs."""
-    from bot.security.redact import find_secrets
-
     targets = [("OWL-SEC-001", ctx.home / "config.yaml")]
     logs = ctx.home / "logs"
     if logs.is_dir():
@@ -188,7 +187,7 @@ def check_secrets_in_files(ctx: OpsContext) -> Iterator[Finding]:
             text = _tail(path)
         except (FileNotFoundError, PermissionError):
             continue
-        kinds = sorted({f.kind for f in find_secrets(text)})
+        kinds = sorted(_leaked_kinds(text))
         if kinds:
             where = "config.yaml" if check_id == "OWL-SEC-001" else str(path)
             hint = ("remove it, rotate the secret, and keep secrets in secrets/ (0600) or auth.json"
@@ -197,6 +196,40 @@ def check_secrets_in_files(ctx: OpsContext) -> Iterator[Finding]:
 
 
 MAX_SCAN_BYTES = 4 << 20
+
+
+def _leaked_kinds(text: str) -> set[str]:
+    """Secret kinds in a file. JSON lines (our audit logs) are read as data, so their public hashes
+    (record hashes, chain links, tx hashes) are not mistaken for 64-hex private keys."""
+    from bot.security.redact import find_secrets, redact_obj
+
+    kinds: set[str] = set()
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            kinds |= {f.kind for f in find_secrets(line)}
+        else:
+            leaked = list(_redacted_values(record, redact_obj(record)))
+            found = {f.kind for value in leaked for f in find_secrets(value)}
+            kinds |= found or ({"secret field"} if leaked else set())
+    return kinds
+
+
+def _redacted_values(original: object, redacted: object) -> Iterator[str]:
+    """The strings redaction would change (or remove), as they are in the file."""
+    if isinstance(original, str):
+        if original != redacted:
+            yield original
+    elif isinstance(original, dict):
+        for key, value in original.items():
+            yield from _redacted_values(value, redacted.get(key) if isinstance(redacted, dict) else None)
+    elif isinstance(original, list):
+        others = redacted if isinstance(redacted, list) else []
+        for index, value in enumerate(original):
+            yield from _redacted_values(value, others[index] if index < len(others) else None)
 
 
 def _tail(path: Path) -> str:

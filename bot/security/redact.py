@@ -285,7 +285,7 @@ _CREDENTIAL_TOKEN_PREFIXES = frozenset(("access", "refresh", "auth", "bot", "api
                                         "bearer", "oauth", "github", "slack", "personalaccess", "security",
                                         "client", "jwt"))
 _HASH_KEYS = frozenset(("txhash", "hash", "blockhash", "transactionhash", "requesthash", "policyhash",
-                        "prevhash"))
+                        "prevhash", "prev"))  # prev: a hash chain's link to the previous record
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _TICKER = re.compile(r"[A-Za-z][A-Za-z0-9.]{0,11}")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")

@@ -291,6 +291,22 @@ def test_secrets_in_config_and_logs_are_found_but_not_repeated(home):
     assert key not in report.model_dump_json() and "Ab1Ab1" not in report.model_dump_json()
 
 
+def test_the_bots_own_audit_log_is_not_a_false_alarm_but_a_key_inside_it_is(home):
+    """Hash-chain links and tx hashes are 64 hex like a private key; read as data they are public."""
+    from bot.runtime.audit import BotAudit
+
+    log = BotAudit(home / "logs" / "bot-audit.jsonl")
+    tx_hash = "0x" + "ab" * 32
+    log.record("tool.finished", tool="transfer", outcome="signed", data={"tx_hash": tx_hash, "status": "signed"})
+    log.record("tool.finished", tool="transfer", outcome="signed", result=f"sent; tx {tx_hash}")
+    assert findings(audit(home), "OWL-SEC-002") == []
+    key = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+    with open(home / "logs" / "bot-audit.jsonl", "a") as handle:  # as if something bypassed redaction
+        handle.write(json.dumps({"kind": "tool.finished", "result": f"the key is {key}", "hash": "cd" * 32}) + "\n")
+    [finding] = findings(audit(home), "OWL-SEC-002")
+    assert finding.severity == "critical" and "private_key" in finding.message and key not in finding.message
+
+
 @pytest.mark.chain
 def test_session_keys_past_ttl_and_over_cap(make_stack, anvil, tmp_path):
     from bot.devchain import rpc
