@@ -66,7 +66,7 @@ def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
         create_app(bridge), host=options.host, port=options.port, log_level="warning",
         ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
         ssl_keyfile=str(options.tls_key) if options.tls_key else None,
-        ws_max_size=MAX_WS_MESSAGE, ws="websockets", lifespan="on",
+        ws_max_size=MAX_WS_MESSAGE, ws="websockets-sansio", lifespan="on",
     )
     return bridge, config
 

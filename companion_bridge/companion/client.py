@@ -75,7 +75,7 @@ def parse_pair_uri(uri: str) -> tuple[str, str, str]:
 
 
 class Companion:
-    def __init__(self, wallet: CompanionWallet, bridge_url: str, *, ssl: Any = None) -> None:
+    def __init__(self, wallet: CompanionWallet, bridge_url: str, *, ssl: Any = True) -> None:
         self.wallet = wallet
         self.bridge_url = bridge_url.rstrip("/")
         self.ssl = ssl
