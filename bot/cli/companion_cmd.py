@@ -7,7 +7,6 @@ lives (a desktop, or a phone's terminal), never on the bot's machine account.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import sys
 from pathlib import Path
@@ -145,6 +144,8 @@ def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[s
 
 def prompt_decider(passphrase_file: Optional[Path]):
     """The terminal UI: show everything, then ask; the passphrase is asked only to approve."""
+    import asyncio
+
     from companion_bridge.companion.client import Choice
 
     async def decide(request: dict, text: str) -> Choice:
@@ -190,6 +191,8 @@ def run_companion(
               if answers is not None else prompt_decider(passphrase_file))
 
     async def go() -> None:
+        import asyncio
+
         async with companion:
             while True:  # connection tokens are short-lived: log in again when one runs out
                 await companion.connect()
