@@ -1,15 +1,20 @@
-"""Signer benchmarks; prints one JSON object. Run: .venv/bin/python bench/signer_bench.py
+"""Signer benchmarks; prints one JSON object. Run: .venv/bin/python bench/signer_bench.py [--help]
 
 - policy evaluation alone (decode + evaluate of a plain ETH transfer to an address-book entry);
 - raw secp256k1 signing (coincurve) and eth-account's sign_transaction, the peer we replaced;
 - full Tier 2 requests over the Unix socket to a real `owlia signer serve` process (decide,
-  reserve, audit, build, sign; broadcasting off) with 1 and 16 concurrent clients;
+  reserve, audit, build, sign; broadcasting off) with 1 and 16 concurrent clients, each run
+  `--runs` times with fresh idempotency keys (a reused key would measure the replay path);
 - the signer's idle resident memory.
+
+`--profile FILE` runs the daemon under cProfile and writes its stats to FILE on shutdown.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -94,6 +99,9 @@ def _rss_kb(pid: int) -> int:
     return -1
 
 
+_RUN_IDS = itertools.count()
+
+
 async def _requests(socket: Path, token: str, clients: int, total: int) -> dict:
     from signer.client import SignerClient
 
@@ -103,12 +111,13 @@ async def _requests(socket: Path, token: str, clients: int, total: int) -> dict:
     latencies: list[float] = []
     statuses: dict[str, int] = {}
     counter = iter(range(total))
+    run = next(_RUN_IDS)
 
     async def worker(client: SignerClient) -> None:
         for i in counter:
             t0 = time.perf_counter()
             result = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
-                                       idempotency_key=f"bench-{clients}-{i:07d}-{os.getpid()}")
+                                       idempotency_key=f"bench-{os.getpid()}-{run}-{i:07d}")
             latencies.append(time.perf_counter() - t0)
             statuses[result["status"]] = statuses.get(result["status"], 0) + 1
 
@@ -121,7 +130,7 @@ async def _requests(socket: Path, token: str, clients: int, total: int) -> dict:
             "signs_per_second": round(total / elapsed)}
 
 
-def bench_full_requests(total: int = 3000) -> dict:
+def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None) -> dict:
     from signer.admin import issue_client
     from signer.client import SignerClient, new_idempotency_key
     from signer.daemon import SignerPaths, init_home
@@ -151,7 +160,8 @@ def bench_full_requests(total: int = 3000) -> dict:
         passfile.write_bytes(PASSPHRASE)
         passfile.chmod(0o600)
         token = issue_client(paths, "bench", Scope.SIGN)[1]
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "serve",
+        profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
+        proc = subprocess.Popen([sys.executable, *profiler, "-m", "bot.cli", "--home", str(home), "signer", "serve",
                                  "--passphrase-file", str(passfile)], cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
@@ -165,8 +175,12 @@ def bench_full_requests(total: int = 3000) -> dict:
         async def run() -> list[dict]:
             async with SignerClient(paths.socket, paths.admin_token.read_text().strip()) as admin:
                 await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
-            await _requests(paths.socket, token, 1, 200)  # warm-up: RPC caches, nonce
-            return [await _requests(paths.socket, token, 1, total), await _requests(paths.socket, token, 16, total)]
+            await _requests(paths.socket, token, 1, 200)  # warm-up: RPC caches, nonce, WAL file size
+            results = []
+            for clients in (1, 16):
+                for _ in range(runs):
+                    results.append(await _requests(paths.socket, token, clients, total))
+            return results
 
         results = asyncio.run(run())
         return {"signer_idle_rss_mb": round(idle_rss / 1024, 1), "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
@@ -182,13 +196,20 @@ def bench_full_requests(total: int = 3000) -> dict:
 
 
 def main() -> None:
-    report = {
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=3000, help="requests per full-request run")
+    parser.add_argument("--runs", type=int, default=1, help="runs per client count (the machine may be shared)")
+    parser.add_argument("--full-only", action="store_true", help="skip the in-process micro-benchmarks")
+    parser.add_argument("--profile", type=Path, help="run the daemon under cProfile, stats to this file")
+    args = parser.parse_args()
+    report: dict = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "date": time.strftime("%Y-%m-%d"),
-        "policy_evaluation": bench_evaluation(),
-        "signing": bench_raw_signing(),
     }
-    report.update(bench_full_requests())
+    if not args.full_only:
+        report["policy_evaluation"] = bench_evaluation()
+        report["signing"] = bench_raw_signing()
+    report.update(bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve()))
     print(json.dumps(report, indent=2))
 
 

@@ -1,13 +1,19 @@
-"""The signing pipeline: decode, decide and reserve, audit, build, simulate, sign, commit, send.
+"""The signing pipeline: decode, decide and reserve, build, simulate, sign, commit, send.
 
 Order matters and is the security argument:
 - the decision and its reservation happen in one synchronous step on the event loop, so
-  concurrent requests cannot together exceed a limit;
-- the decision, its inputs and the reservation are durably written before any signature
-  exists (fail closed: no audit record, no signature);
-- the signed transaction is durably written before it is broadcast, so nothing reaches the
-  chain that the audit log does not hold;
-- an idempotency key is consumed by its first request forever, across restarts.
+  concurrent requests cannot together exceed a limit (the in-memory ledger is the one every
+  decision reads; the durable rows rebuild it at start-up);
+- the transaction is built and signed in memory, then the request, its idempotency key, the
+  decision with every input, the reservation and the signed transaction are written in ONE
+  transaction (one fsync): the audit log gets `sign.decided` and then `sign.signed` (or
+  `sign.abandoned` when simulation or the key refused), hash-chained, or nothing at all;
+- nothing leaves the process (no reply with a signature, no broadcast) before that commit.
+  A crash before it loses only a signature nobody has seen and a reservation for a transaction
+  that cannot exist, so a retried key decides afresh; a crash after it replays the stored
+  outcome. Either way an idempotency key signs at most one transaction that leaves the signer;
+- if the commit fails, the signature is dropped, its nonce handed out again and the reservation
+  released: fail closed, nothing was sent.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from policies.decision import Decision, Finding, Outcome
+from policies.decision import Decision, Outcome
 from policies.decode import decode, encode_erc20_transfer
 from policies.evaluate import evaluate
 from policies.intent import Call, Decoded, Flag
@@ -178,27 +185,37 @@ class Engine:
         pre_check = None
         if chain is None:
             pre_check = "chain.not_configured"
-            decision = _deny(pre_check, f"the signer has no RPC configured for chain {call.chain_id}")
+            decision = records.deny(pre_check, f"the signer has no RPC configured for chain {call.chain_id}")
         else:
             decision = evaluate(self.policy, decoded, ctx)
         allowed = decision.outcome is Outcome.ALLOW
         if allowed:
             self.ledger.reserve(request_id, decision, decoded, now)
 
+        ending: _Ending | None = None
+        approval = None
         if decision.outcome is Outcome.DENY:
-            status, final = "denied", records.outcome(records.DENIED, request_id, decision, summary)
+            final = records.outcome(records.DENIED, request_id, decision, summary)
         elif decision.outcome is Outcome.ESCALATE:
-            status = "pending_approval"
             final = records.outcome(
                 records.PENDING, request_id, decision, summary, expires_at=now + self.pending_ttl
             )
+            if self.approvals is not None:
+                approval = await self.approvals.prepare(
+                    request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
+                    agent_reason=params.reason, now=now, expires_at=now + self.pending_ttl)
         else:
-            status, final = "reserved", None
-        approval = None
-        if status == "pending_approval" and self.approvals is not None:
-            approval = await self.approvals.prepare(
-                request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
-                agent_reason=params.reason, now=now, expires_at=now + self.pending_ttl)
+            assert chain is not None
+            try:
+                ending = await self._sign(request_id, decision, decoded, chain, summary)
+            except Exception:  # a bug: the decision and this failure still go on record
+                log.exception("could not build or sign %s", request_id)
+                ending = self._abandoned(request_id, decision, summary, None, "internal error while signing")
+            except BaseException:  # cancelled: nothing was signed, nothing written
+                self.ledger.release(request_id)
+                raise
+            final = ending.result
+        status = final["status"]
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -214,47 +231,74 @@ class Engine:
             "pre_check": pre_check,
         }
 
-        def record_decision(conn: sqlite3.Connection) -> None:
+        raw_tx = None if ending is None else ending.raw_tx
+        signed = raw_tx is not None
+        tx_hash = final["tx_hash"] if signed else None
+
+        def record(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
-                " outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status,
-                 None if final is None else json.dumps(final), call.chain_id,
-                 now + self.pending_ttl if status == "pending_approval" else None),
+                " outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status, json.dumps(final),
+                 call.chain_id, now + self.pending_ttl if status == records.PENDING else None, tx_hash, raw_tx),
             )
-            if allowed:
-                self._persist_reservation(conn, request_id, decision, decoded, now)
+            if ending is not None:
+                self._persist_reservation(conn, request_id, decision, decoded, now, ending.spend_state)
             if approval is not None:
                 self.approvals.insert(conn, approval)  # type: ignore[union-attr]
             self.audit.append("sign.decided", evidence, ts=now)
+            if ending is not None:
+                self.audit.append(ending.audit_kind, ending.audit_body)
 
         try:
-            await self.writer.run(record_decision)
+            # Alone in the signer: commit on the loop instead of waking the writer thread.
+            await self.writer.run(record, inline=len(self._inflight) <= 1)
         except sqlite3.IntegrityError:
-            if allowed:
-                self.ledger.release(request_id)
+            self._drop(request_id, ending, chain)
             raise _conflict() from None
         except Exception:
-            if allowed:
-                self.ledger.release(request_id)
-            log.exception("could not record decision %s", request_id)
-            raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was signed") from None
+            self._drop(request_id, ending, chain)
+            log.exception("could not record request %s", request_id)
+            raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was sent") from None
         if approval is not None:
             self.approvals.announce()  # type: ignore[union-attr]
-        if final is not None:
+        if not signed or not self.broadcast:
             return final
-        assert chain is not None
-        return await self._sign_and_send(request_id, decision, decoded, chain, summary)
+        assert chain is not None and ending is not None
+        return await self._send(request_id, decision, summary, chain, ending)
+
+    async def _send(
+        self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: _Ending
+    ) -> dict[str, Any]:
+        """Broadcast a signed transaction that is already durable."""
+        assert ending.raw_tx is not None and ending.sender is not None
+        tx_hash = ending.result["tx_hash"]
+        try:
+            await chain.send_raw(ending.raw_tx)
+        except ChainError as exc:
+            chain.forget_nonce(ending.sender)
+            return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {exc}",
+                                       tx_hash=tx_hash)
+        self.watch_receipt(chain, request_id, tx_hash)
+        return ending.result
+
+    def _drop(self, request_id: str, ending: _Ending | None, chain: Chain | None) -> None:
+        """The record was not written: forget the in-memory reservation and any signature."""
+        if ending is None:
+            return
+        self.ledger.release(request_id)
+        if ending.sender is not None and chain is not None:
+            chain.forget_nonce(ending.sender)  # the signature never left: its nonce is reused
 
     @staticmethod
     def _persist_reservation(
-        conn: sqlite3.Connection, request_id: str, decision: Decision, decoded: Decoded, now: float
+        conn: sqlite3.Connection, request_id: str, decision: Decision, decoded: Decoded, now: float, state: str
     ) -> None:
         conn.executemany(
             "INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state) VALUES(?,?,?,?,?,?,?)",
             [
                 (request_id, s.chain_id, s.asset, str(s.amount), None if s.usd_micros is None else str(s.usd_micros),
-                 now, "reserved")
+                 now, state)
                 for s in decision.spends
             ],
         )
@@ -263,81 +307,68 @@ class Engine:
             [(decoded.call.chain_id, r, now, request_id) for r in decision.new_recipients],
         )
 
-    async def _sign_and_send(
+    async def _sign(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str
-    ) -> dict[str, Any]:
+    ) -> _Ending:
+        """Simulate, build and sign in memory. Nothing here is durable or leaves the process."""
         call = decoded.call
         key = self.keys.current(call.chain_id)
         if key is None or self.frozen:
-            return await self._abandon(request_id, decision, summary, "session_key.unavailable",
-                                       "the session key was revoked or the signer frozen before signing")
+            return self._abandoned(request_id, decision, summary, "session_key.unavailable",
+                                   "the session key was revoked or the signer frozen before signing")
         try:
             gas = await chain.gas_for(key.address, call.to, call.value, call.data)
             fees = await chain.fees()
-            nonce = await chain.next_nonce(key.address)
         except SimulationReverted as exc:
-            return await self._abandon(request_id, decision, summary, "simulation.reverted",
-                                       f"the transaction would revert: {exc.reason}")
+            return self._abandoned(request_id, decision, summary, "simulation.reverted",
+                                   f"the transaction would revert: {exc.reason}")
         except ChainError as exc:
-            return await self._abandon(request_id, decision, summary, None, str(exc))
+            return self._abandoned(request_id, decision, summary, None, str(exc))
         try:
+            nonce = await chain.next_nonce(key.address)
+        except ChainError as exc:
+            return self._abandoned(request_id, decision, summary, None, str(exc))
+        try:  # after the last await: a key revoked meanwhile is gone from here
             signing_key = self.keys.signing_key(key.key_id)
         except KeyError:
             chain.forget_nonce(key.address)
-            return await self._abandon(request_id, decision, summary, "session_key.unavailable",
-                                       "the session key was revoked before signing")
-        tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
-                       call.to, call.value, call.data)
-        signed = sign_eip1559(tx, signing_key)
+            return self._abandoned(request_id, decision, summary, "session_key.unavailable",
+                                   "the session key was revoked before signing")
+        try:
+            tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
+                           call.to, call.value, call.data)
+            signed = sign_eip1559(tx, signing_key)
+        except BaseException:
+            chain.forget_nonce(key.address)
+            raise
         tx_hash = "0x" + signed.tx_hash.hex()
         result = records.outcome(records.SIGNED, request_id, decision, summary, tx_hash=tx_hash,
                                  chain_id=call.chain_id, sender=key.address, nonce=nonce,
                                  broadcast=self.broadcast)
+        body = {"request_id": request_id, "tx_hash": tx_hash, "sender": key.address, "key_id": key.key_id,
+                "tx": tx.to_dict()}
+        return _Ending(result, "sign.signed", body, "committed", raw_tx=signed.raw, sender=key.address)
 
-        def record_signature(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE requests SET status='signed', outcome=?, tx_hash=?, raw_tx=? WHERE request_id=?",
-                (json.dumps(result), tx_hash, signed.raw, request_id),
-            )
-            conn.execute("UPDATE spends SET state='committed' WHERE request_id=?", (request_id,))
-            self.audit.append("sign.signed", {"request_id": request_id, "tx_hash": tx_hash, "sender": key.address,
-                                              "key_id": key.key_id, "tx": tx.to_dict()})
-
-        try:
-            await self.writer.run(record_signature)
-        except Exception:
-            log.exception("could not record signature for %s", request_id)
-            # The signature never left this process and its nonce is reused: the spend may go.
-            chain.forget_nonce(key.address)
-            self.ledger.release(request_id)
-            raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was sent") from None
-        if self.broadcast:
-            try:
-                await chain.send_raw(signed.raw)
-            except ChainError as exc:
-                chain.forget_nonce(key.address)
-                return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {exc}",
-                                           tx_hash=tx_hash)
-            self.watch_receipt(chain, request_id, tx_hash)
-        return result
+    def _abandoned(
+        self, request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str
+    ) -> _Ending:
+        """Nothing was signed: release the reservation now; the record says why."""
+        self.ledger.release(request_id)
+        result, body = records.abandoned(request_id, decision, summary, rule_id, reason)
+        return _Ending(result, "sign.abandoned", body, "released")
 
     async def _abandon(
         self, request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str, **extra: Any
     ) -> dict[str, Any]:
-        """Nothing reached the chain: release the reservation and record why."""
+        """Recorded as signed, but nothing reached the chain: release the reservation and record why."""
         self.ledger.release(request_id)
-        if rule_id is not None:
-            denial = _deny(rule_id, reason, decision)
-            result = records.outcome(records.DENIED, request_id, denial, summary, **extra)
-        else:
-            result = records.outcome(records.FAILED, request_id, decision, summary, error=reason, **extra)
+        result, body = records.abandoned(request_id, decision, summary, rule_id, reason, **extra)
 
         def record(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=?",
                          (result["status"], json.dumps(result), request_id))
             conn.execute("UPDATE spends SET state='released' WHERE request_id=?", (request_id,))
-            self.audit.append("sign.abandoned", {"request_id": request_id, "rule_id": rule_id, "reason": reason,
-                                                 **{k: v for k, v in extra.items() if k == "tx_hash"}})
+            self.audit.append("sign.abandoned", body)
 
         await self.writer.run(record)
         return result
@@ -384,9 +415,16 @@ class Engine:
         await asyncio.gather(*self._background, return_exceptions=True)
 
 
-def _deny(rule_id: str, reason: str, base: Decision | None = None) -> Decision:
-    finding = Finding(Outcome.DENY, rule_id, reason)
-    return Decision(Outcome.DENY, rule_id, reason, (base.findings if base else ()) + (finding,))
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How an allowed request ended in memory, before any of it is durable."""
+
+    result: dict[str, Any]  # the reply, stored as the request's outcome
+    audit_kind: str  # sign.signed or sign.abandoned, written right after sign.decided
+    audit_body: dict[str, Any]
+    spend_state: str  # the reservation as written: committed, or released when nothing was signed
+    raw_tx: bytes | None = None  # the signed transaction, to broadcast once durable
+    sender: str | None = None  # whose nonce to hand out again if the record cannot be written
 
 
 def _conflict() -> RpcError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies.context import EvalContext, PriceQuote
-from policies.decision import Decision
+from policies.decision import Decision, Finding, Outcome
 from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, Transfer
 
 SIGNED = "signed"
@@ -141,3 +141,23 @@ def outcome(
         body["decision"] = decision_to_json(decision)
     body.update(extra)
     return body
+
+
+def deny(rule_id: str, reason: str, base: Decision | None = None) -> Decision:
+    """A denial the signer adds itself (no RPC for the chain, a revert, a revoked key), after `base`'s findings."""
+    finding = Finding(Outcome.DENY, rule_id, reason)
+    return Decision(Outcome.DENY, rule_id, reason, (base.findings if base else ()) + (finding,))
+
+
+def abandoned(
+    request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str, **extra: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The reply and the `sign.abandoned` audit body for an allowed request that sent nothing:
+    denied when a rule refused it (`rule_id`), failed otherwise."""
+    if rule_id is not None:
+        result = outcome(DENIED, request_id, deny(rule_id, reason, decision), summary, **extra)
+    else:
+        result = outcome(FAILED, request_id, decision, summary, error=reason, **extra)
+    body = {"request_id": request_id, "rule_id": rule_id, "reason": reason,
+            **{k: v for k, v in extra.items() if k == "tx_hash"}}
+    return result, body

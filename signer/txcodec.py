@@ -26,18 +26,26 @@ def _rlp_length(length: int, offset: int) -> bytes:
     return bytes([offset + 55 + len(encoded)]) + encoded
 
 
+def _rlp_bytes(item: bytes) -> bytes:
+    if len(item) == 1 and item[0] < 0x80:
+        return item
+    return _rlp_length(len(item), 0x80) + item
+
+
+def _rlp_uint(value: int) -> bytes:
+    if value < 0:
+        raise ValueError("RLP cannot encode negative integers")
+    return _rlp_bytes(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+
+
 def rlp_encode(item: int | bytes | list) -> bytes:
     """RLP for the three shapes a transaction uses: non-negative ints, byte strings, lists."""
     if isinstance(item, int):
-        if item < 0:
-            raise ValueError("RLP cannot encode negative integers")
-        item = item.to_bytes((item.bit_length() + 7) // 8, "big") if item else b""
+        return _rlp_uint(item)
     if isinstance(item, (bytes, bytearray)):
-        if len(item) == 1 and item[0] < 0x80:
-            return bytes(item)
-        return _rlp_length(len(item), 0x80) + bytes(item)
+        return _rlp_bytes(bytes(item))
     if isinstance(item, list):
-        body = b"".join(rlp_encode(x) for x in item)
+        body = b"".join([rlp_encode(x) for x in item])
         return _rlp_length(len(body), 0xC0) + body
     raise TypeError(f"cannot RLP-encode {type(item).__name__}")
 
@@ -66,8 +74,22 @@ class Eip1559Tx:
             [],  # access list: never set by the signer
         ]
 
+    def _payload(self) -> bytes:
+        """The RLP items of `_fields()` without the list header: the hot path skips the generic encoder."""
+        return b"".join([
+            _rlp_uint(self.chain_id),
+            _rlp_uint(self.nonce),
+            _rlp_uint(self.max_priority_fee_per_gas),
+            _rlp_uint(self.max_fee_per_gas),
+            _rlp_uint(self.gas),
+            _rlp_bytes(bytes.fromhex(self.to[2:])),
+            _rlp_uint(self.value),
+            _rlp_bytes(bytes(self.data)),
+            b"\xc0",  # the empty access list
+        ])
+
     def signing_hash(self) -> bytes:
-        return keccak256(b"\x02" + rlp_encode(self._fields()))
+        return _typed_hash(self._payload())
 
     def to_dict(self) -> dict[str, int | str]:
         """JSON-safe form for audit records and replies (big ints as decimal strings)."""
@@ -90,11 +112,16 @@ class SignedTx:
     tx_hash: bytes
 
 
+def _typed_hash(payload: bytes) -> bytes:
+    return keccak256(b"\x02" + _rlp_length(len(payload), 0xC0) + payload)
+
+
 def sign_eip1559(tx: Eip1559Tx, key: coincurve.PrivateKey) -> SignedTx:
-    sig = key.sign_recoverable(tx.signing_hash(), hasher=None)
-    r = int.from_bytes(sig[:32], "big")
-    s = int.from_bytes(sig[32:64], "big")
-    raw = b"\x02" + rlp_encode(tx._fields() + [sig[64], r, s])
+    payload = tx._payload()
+    sig = key.sign_recoverable(_typed_hash(payload), hasher=None)
+    # y_parity, r, s as RLP integers: minimal big-endian bytes, which is the signature bytes unpadded.
+    payload += _rlp_uint(sig[64]) + _rlp_bytes(sig[:32].lstrip(b"\0")) + _rlp_bytes(sig[32:64].lstrip(b"\0"))
+    raw = b"\x02" + _rlp_length(len(payload), 0xC0) + payload
     return SignedTx(raw=raw, tx_hash=keccak256(raw))
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 GENESIS = "0" * 64
+ANCHOR_BYTES = 128  # every anchor is padded to this width, so a shorter one never leaves a stale tail
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit(
@@ -42,6 +43,7 @@ _PUBLIC_HEX_KEYS = ("hash", "data", "salt", "topic", "idempotency_key")
 # Free text that came from outside (the agent's stated reason): secret-looking runs are redacted.
 _FREE_TEXT_KEYS = frozenset({"agent_reason_unverified", "reason", "note"})
 _HEX64_ANYWHERE = re.compile(r"(0x)?[0-9a-fA-F]{64}")
+_SHORTEST_SECRET = 4 + 12 + 1 + 20  # a client token; a 32-byte hex value is longer still
 
 
 class AuditSecretError(ValueError):
@@ -59,12 +61,18 @@ def _record_hash(seq: int, ts: float, kind: str, body: str, prev_hash: str) -> s
 
 def _scrub(value: Any, key: str = "") -> Any:
     """Redact free text, refuse secret-shaped values elsewhere. Returns the cleaned value."""
+    if isinstance(value, str):
+        if len(value) < _SHORTEST_SECRET:  # most strings: nothing above can match, skip the regexes
+            return value
+        return _scrub_text(value, key)
     if isinstance(value, dict):
         return {k: _scrub(v, str(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_scrub(v, key) for v in value]
-    if not isinstance(value, str):
-        return value
+    return value
+
+
+def _scrub_text(value: str, key: str) -> str:
     if key in _FREE_TEXT_KEYS:
         return _TOKEN.sub("[redacted token]", _HEX64_ANYWHERE.sub("[redacted hex]", value))
     if _TOKEN.search(value):
@@ -110,13 +118,19 @@ class AuditLog:
         return seq
 
     def write_anchor(self) -> None:
-        """Record the committed head. Written after the commit, so it never runs ahead of the log."""
-        data = json.dumps({"seq": self._seq, "hash": self._hash}).encode()
-        tmp = self._anchor_path.with_name(f".{self._anchor_path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, self._anchor_path)
+        """Record the committed head. Written after the commit, so it never runs ahead of the log.
+
+        Overwritten in place with one fixed-width write: no truncate, no rename. Replacing the file
+        by rename made ext4 flush it at once (its `auto_da_alloc` rule), 0.3-1 ms on every commit.
+        One sub-sector write at offset 0 is all-or-nothing for a crash of the process, and the
+        anchor is never fsync'd anyway: after a power cut it may only lag behind the log.
+        """
+        data = json.dumps({"seq": self._seq, "hash": self._hash}).encode().ljust(ANCHOR_BYTES - 1) + b"\n"
+        fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.pwrite(fd, data, 0)
+        finally:
+            os.close(fd)
 
 
 @dataclass
