@@ -7,6 +7,8 @@ confirmation can only be answered by the user who sent it, in the chat it came f
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,3 +47,12 @@ class ReplySink(Protocol):
 
     async def done(self, text: str) -> None:
         """The run is over; `text` is the whole reply (channels that edit a draft finalize it)."""
+
+
+async def drain(tasks: Collection[asyncio.Task], grace: float) -> None:
+    """At shutdown: let running replies finish for `grace` seconds, then cancel the rest."""
+    if tasks:
+        _, pending = await asyncio.wait(set(tasks), timeout=grace)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)

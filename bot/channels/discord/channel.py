@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import discord
 
 from bot.channels.access import AccessStore, Gatekeeper
-from bot.channels.base import Inbound
+from bot.channels.base import Inbound, drain
 from bot.channels.chunking import split_message
 from bot.channels.discord.commands import build_tree
 from bot.channels.discord.endpoints import (Endpoints, RoutedHTTPClient, install_webhook_adapter,
@@ -129,19 +129,12 @@ class DiscordChannel:
         finally:
             stopping.cancel()
             self._closing = True
-            await self._drain()
+            await drain(self._tasks, self.shutdown_grace)
             await self.client.close()
             if gateway is not None and not gateway.done():
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait_for(gateway, STOP_GRACE)
             remove_webhook_adapter(adapter)
-
-    async def _drain(self) -> None:
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
 
     async def send_text(self, chat_id: str, text: str) -> None:
         """A notification, chunked to 2000 chars: to an allowlisted guild channel by its id, else to

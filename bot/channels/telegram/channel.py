@@ -27,7 +27,7 @@ from aiogram.methods import DeleteWebhook, GetMe, GetUpdates, SetMyCommands
 from aiogram.types import BotCommand, Update
 
 from bot.channels.access import AccessStore, Gatekeeper
-from bot.channels.base import Inbound
+from bot.channels.base import Inbound, drain
 from bot.channels.chunking import split_message
 from bot.channels.telegram.api import LIMIT, TelegramApi
 from bot.channels.telegram.buttons import Confirmations
@@ -107,7 +107,7 @@ class TelegramChannel:
                 await self.api.call(DeleteWebhook(drop_pending_updates=False))
                 self.ready.set()
                 await self._poll_until(stop)
-            await self._drain()
+            await drain(self._tasks, self.shutdown_grace)
         finally:
             await self.bot.session.close()
 
@@ -141,14 +141,6 @@ class TelegramChannel:
             for update in updates:
                 offset = update.update_id + 1
                 self.dispatch(update)
-
-    async def _drain(self) -> None:
-        """Let running replies finish for `shutdown_grace` seconds, then cancel the rest."""
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=self.shutdown_grace)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
 
     # -- inbound ---------------------------------------------------------------------------------
 
