@@ -105,9 +105,10 @@ class SignerClient:
             req_id = next(self._ids)
             self._writer.write(request_frame(req_id, method, params))
             try:
-                await self._writer.drain()
-                line = await asyncio.wait_for(self._reader.readline(), self.timeout)
-            except (OSError, asyncio.TimeoutError, ValueError) as exc:
+                async with asyncio.timeout(self.timeout):  # no extra task per call, unlike wait_for
+                    await self._writer.drain()
+                    line = await self._reader.readline()
+            except (OSError, TimeoutError, ValueError) as exc:
                 await self.close()
                 raise SignerUnavailable(f"lost the signer connection ({type(exc).__name__})") from None
             if not line:
