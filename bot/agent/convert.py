@@ -29,11 +29,14 @@ def result_part(result: ToolResult, name: str, data: Any = None) -> dict[str, An
     return part
 
 
+OUTCOME_PART = "outcome"  # a slash command's tool data (e.g. /send's signer outcome); never sent to a model
+
+
 def tool_result_data(records: Sequence[MessageRecord]) -> Iterator[dict[str, Any]]:
     """The structured data tools stored with their results (e.g. the signer's outcomes), in order."""
     for record in records:
         for part in record.parts:
-            data = part.get("data") if part.get("type") == "tool_result" else None
+            data = part.get("data") if part.get("type") in ("tool_result", OUTCOME_PART) else None
             if isinstance(data, dict):
                 yield data
 

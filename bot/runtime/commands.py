@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from bot.agent.convert import to_messages, tool_result_data
+from bot.agent.convert import OUTCOME_PART, to_messages, tool_result_data
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
@@ -172,6 +172,9 @@ class Commands:
         ctx.provenance.saw_user_text(inbound.text)
         executed = await rt.executor.execute(ctx, [call], sink, on_event=sink.tool_event)
         if executed[0].data and executed[0].level is Level.SIGN:
+            # kept for /approvals and the signer watcher; not replayed to the model
+            outcome = {"type": OUTCOME_PART, "tool": name, "data": dict(executed[0].data)}
+            session.append("assistant", [outcome])
             return ""  # the channel already showed the signer's own card
         return executed[0].result.content
 

@@ -4,19 +4,25 @@ It follows `sign.outcome` events on the runtime's EventBus (emitted by the sign 
 signer's own record of each request (`sign.status`: its summary of the bytes, the tx hash, the
 rule and reason), and notifies: auto-signed spends, denials, and escalations waiting for the
 companion app. A waiting request is polled with exponential backoff until it is signed, denied
-or expired, then the result is sent too. The text is always the signer's, never the model's. At
-most `max_watched` requests are followed at once; beyond that the user is told it is not tracked.
+or expired, then the result is sent too; requests still waiting when the bot last stopped are
+found again in recent sessions at start, so a restart does not lose the companion's answer, and
+what was already said is remembered across restarts. The text is always the signer's, never the
+model's. At most `max_watched` requests are followed at once; beyond that the user is told it is
+not tracked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import OrderedDict
+from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
 
 from bot.notify import Notifier
+from bot.workspace.fs import write_atomic_private
 
 if TYPE_CHECKING:
     from bot.runtime.assemble import Runtime
@@ -24,6 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PENDING = "pending_approval"
 MAX_REMEMBERED = 1000
+RESUME_SESSIONS = 50  # most recently written sessions searched for waiting requests at start
+RESUME_WINDOW = 86400.0  # seconds: older sessions cannot hold a request that is still waiting
+TOLD_FILE = "signer-told.json"  # what was already said survives a restart: no repeated notices
 
 
 def describe(reply: dict[str, Any]) -> str:
@@ -63,6 +72,9 @@ class SignerWatch:
         self._listener: asyncio.Task[None] | None = None
         self._watchers: dict[str, asyncio.Task[None]] = {}
         self._told: OrderedDict[tuple[str, str], None] = OrderedDict()  # (request, status) already sent
+        state = runtime.services.state_dir
+        self._told_path = state / TOLD_FILE if state is not None else None
+        self._told.update(dict.fromkeys(self._load_told()))
         self._stopping = False
 
     @property
@@ -73,6 +85,43 @@ class SignerWatch:
         if self._listener is None and self.runtime.services.signer is not None:
             self._stopping = False
             self._listener = asyncio.create_task(self._listen())
+            for request_id in self._waiting_before_start():
+                await self._resume(request_id)
+
+    def _waiting_before_start(self) -> list[str]:
+        """Request ids that recent sessions recorded as waiting for the companion (the bot's own
+        tool results, never the model's text)."""
+        from bot.agent.convert import tool_result_data
+
+        sessions = self.runtime.sessions
+        cutoff = time.time() - RESUME_WINDOW
+        recent = sorted((p for p in sessions.directory.glob("*.jsonl") if p.stat().st_mtime >= cutoff),
+                        key=lambda p: p.stat().st_mtime, reverse=True)[:RESUME_SESSIONS]
+        found: dict[str, None] = {}
+        for path in recent:
+            try:
+                messages = sessions.open(unquote(path.name.removesuffix(".jsonl"))).messages
+            except (OSError, ValueError) as exc:
+                log.info("session %s skipped while resuming: %s", path.name, type(exc).__name__)
+                continue
+            for data in tool_result_data(messages):
+                if data.get("status") == PENDING and isinstance(data.get("request_id"), str):
+                    found[data["request_id"]] = None
+        return list(found)[: self.max_watched]
+
+    async def _resume(self, request_id: str) -> None:
+        """Tell a result that arrived while the bot was down; follow one still waiting, quietly."""
+        reply = await self._status(request_id)
+        if reply is None or reply.get("status") == PENDING:
+            if request_id not in self._watchers:
+                self._watch(request_id)
+        else:
+            await self._tell(request_id, reply)
+
+    def _watch(self, request_id: str) -> None:
+        task = asyncio.create_task(self._follow(request_id))
+        self._watchers[request_id] = task
+        task.add_done_callback(lambda _: self._watchers.pop(request_id, None))
 
     async def stop(self) -> None:
         self._stopping = True  # asyncio.wait_for can swallow a cancel (bpo-42130): loops check this too
@@ -106,9 +155,7 @@ class SignerWatch:
             await self.notifier.notify(f"Signer: {len(self._watchers)} requests are already being followed; "
                                        f"request {request_id} is not (check it with /approvals)", self.target)
             return
-        task = asyncio.create_task(self._follow(request_id))
-        self._watchers[request_id] = task
-        task.add_done_callback(lambda _: self._watchers.pop(request_id, None))
+        self._watch(request_id)
 
     async def _follow(self, request_id: str) -> None:
         delay = self.first_delay
@@ -140,7 +187,26 @@ class SignerWatch:
         self._told[key] = None
         while len(self._told) > MAX_REMEMBERED:
             self._told.popitem(last=False)
+        self._save_told()
         self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
         tx_hash = reply.get("tx_hash")
         public = (tx_hash,) if isinstance(tx_hash, str) else ()
         await self.notifier.notify(describe(reply), self.target, public=public)
+
+    def _load_told(self) -> list[tuple[str, str]]:
+        if self._told_path is None:
+            return []
+        try:
+            pairs = json.loads(self._told_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        told = [(str(p[0]), str(p[1])) for p in pairs if isinstance(p, list) and len(p) == 2]
+        return told[-MAX_REMEMBERED:]
+
+    def _save_told(self) -> None:
+        if self._told_path is None:
+            return
+        try:
+            write_atomic_private(self._told_path, json.dumps([list(k) for k in self._told]).encode())
+        except OSError as exc:
+            log.warning("could not remember signer notices: %s", type(exc).__name__)

@@ -20,6 +20,10 @@ from tests.conftest import FRIEND, balance
 pytestmark = [pytest.mark.chain]
 
 
+def signer_outcome(runtime):
+    return next(e for e in runtime.events.poll(0, limit=1000, type="signer") if e.name == "sign.outcome")
+
+
 def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> None:  # noqa: F811
     harness = attach_bot(tier1.stack, llm)
 
@@ -40,7 +44,7 @@ def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> No
             sink = Sink()
             await runtime.core.handle(
                 Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), sink)
-            pending = next(e for e in runtime.events.poll(0, limit=1000, type="signer") if e.name == "sign.outcome")
+            pending = signer_outcome(runtime)
             assert pending.data["status"] == "pending_approval"
             request = await request_for(companion, pending.data["request_id"])
             result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
@@ -63,3 +67,55 @@ def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> No
 
     told = asyncio.run(asyncio.wait_for(scenario(), 90))
     assert all(chat == "owner" for chat, _ in told)
+
+
+def test_a_restart_does_not_lose_the_companions_answer_nor_repeat_it(tier1, llm, anvil) -> None:  # noqa: F811
+    harness = attach_bot(tier1.stack, llm)
+
+    async def scenario() -> None:
+        companion = await tier1.paired()
+        told: list[str] = []
+
+        async def console(chat: str, text: str) -> None:
+            told.append(text)
+
+        def watch_for(runtime) -> SignerWatch:
+            notifier = Notifier("console:owner")
+            notifier.register("console", console)
+            return SignerWatch(runtime, notifier, first_delay=0.1, max_delay=0.2)
+
+        before = harness.runtime()  # the bot before its restart: the request escalates, nobody follows it
+        try:
+            await before.core.handle(
+                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink())
+            pending = signer_outcome(before)
+            ask = Inbound("console", "owner", f"m-{time.time_ns()}", "/approvals")
+            listed = await before.core.handle(ask, Sink())
+            assert pending.data["request_id"] in listed.reply  # /send's outcome is kept in the session
+        finally:
+            await before.close()
+
+        after = harness.runtime()
+        watch = watch_for(after)
+        try:
+            await watch.start()
+            assert watch.watching == [pending.data["request_id"]] and told == []  # followed quietly
+            request = await request_for(companion, pending.data["request_id"])
+            result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            deadline = time.monotonic() + 15
+            while not told:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert len(told) == 1 and "approved on your companion" in told[0] and result["tx_hash"] in told[0]
+            await watch.stop()
+            again = watch_for(after)  # another restart: the answer was already told
+            await again.start()
+            await asyncio.sleep(0.5)
+            await again.stop()
+            assert len(told) == 1
+        finally:
+            await watch.stop()
+            await companion.close()
+            await after.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 90))
