@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.memory.chunking import chunk_markdown
 from bot.memory.query import to_fts_query
-from bot.workspace.fs import FILE_MODE, PathNotAllowed, read_regular_text
+from bot.workspace.fs import open_private_db, read_regular_text
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
@@ -68,26 +67,13 @@ def _within_real(path: Path, real_root: str) -> bool:
     return os.path.commonpath([real, real_root]) == real_root
 
 
-def _open_private_db(db_path: Path) -> sqlite3.Connection:
-    db_path = Path(db_path)
-    if not db_path.parent.exists():
-        db_path.parent.mkdir(mode=0o700, parents=True)
-    if db_path.is_symlink():
-        raise PathNotAllowed(f"{db_path} is a symlink")
-    fd = os.open(db_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-    os.close(fd)
-    os.chmod(db_path, FILE_MODE)
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    conn.executescript(_SCHEMA)
-    return conn
-
-
 class MemoryIndex:
     """Search index for one workspace; call `reindex()` before searching fresh notes."""
 
     def __init__(self, workspace: Path, db_path: Path) -> None:
         self.workspace = Path(workspace)
-        self.conn = _open_private_db(db_path)
+        self.conn = open_private_db(db_path)
+        self.conn.executescript(_SCHEMA)
 
     def close(self) -> None:
         self.conn.close()

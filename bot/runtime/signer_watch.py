@@ -95,10 +95,10 @@ class SignerWatch:
 
         sessions = self.runtime.sessions
         cutoff = time.time() - RESUME_WINDOW
-        recent = sorted((p for p in sessions.directory.glob("*.jsonl") if p.stat().st_mtime >= cutoff),
-                        key=lambda p: p.stat().st_mtime, reverse=True)[:RESUME_SESSIONS]
+        written = [(p.stat().st_mtime, p) for p in sessions.directory.glob("*.jsonl")]
+        recent = sorted(((m, p) for m, p in written if m >= cutoff), reverse=True)[:RESUME_SESSIONS]
         found: dict[str, None] = {}
-        for path in recent:
+        for _, path in recent:
             try:
                 messages = sessions.open(unquote(path.name.removesuffix(".jsonl"))).messages
             except (OSError, ValueError) as exc:

@@ -10,9 +10,7 @@ text, only where it went.
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,7 @@ from pydantic import ValidationError
 
 from bot.scheduler.jobs import JobSpec
 from bot.security.redact import redact
-from bot.workspace.fs import FILE_MODE, PathNotAllowed, private_dir
+from bot.workspace.fs import open_private_db
 
 log = logging.getLogger(__name__)
 CRON_DB = "cron.db"
@@ -107,13 +105,8 @@ _RUN_COLUMNS = "id, job_id, trigger, scheduled_at, started_at, finished_at, stat
 
 class JobStore:
     def __init__(self, state_dir: Path) -> None:
-        path = private_dir(Path(state_dir)) / CRON_DB
-        if path.is_symlink():
-            raise PathNotAllowed(f"{path} is a symlink")
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
-        os.chmod(path, FILE_MODE)
-        self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+        self.path = Path(state_dir) / CRON_DB
+        self.conn = open_private_db(self.path, timeout=10.0)
         self.conn.executescript(_SCHEMA)
 
     def close(self) -> None:
