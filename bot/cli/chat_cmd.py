@@ -59,9 +59,7 @@ async def _control_plane(runtime, stop: asyncio.Event) -> None:
     await asyncio.sleep(0.05)
     from bot.runtime.control import gateway
 
-    async with gateway(runtime) as running:
-        if running is not None:
-            runtime.events.emit("health", "gateway.started", {"url": running.url})
+    async with gateway(runtime):
         await stop.wait()
 
 

@@ -66,6 +66,7 @@ async def gateway(runtime: Runtime) -> AsyncIterator[object | None]:
         log.warning("control plane not started: %s", exc)
         yield None
         return
+    runtime.events.emit("health", "gateway.started", {"url": running.url})
     try:
         yield running
     finally:

@@ -102,9 +102,7 @@ async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = N
     try:
         for service in services:
             await service.start()
-        async with gateway(runtime) as running:
-            if running is not None:
-                runtime.events.emit("health", "gateway.started", {"url": running.url})
+        async with gateway(runtime):
             for name, channel in launch.channels.items():
                 tasks[name] = asyncio.create_task(_keep(name, channel, stop), name=f"channel-{name}")
             if on_ready is not None:
