@@ -18,6 +18,7 @@ import json
 import secrets
 import sqlite3
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
@@ -37,7 +38,6 @@ from signer.devices import (
     topup_body,
 )
 from signer.protocol import ApprovalAnswerParams, ErrorCode, FreezeParams, RpcError, TopUpRequestParams
-from signer.policy_change import ACCEPTED
 from signer.session_keys import REVOKED
 from signer.store.db import get_meta, set_meta
 from signer.txcodec import keccak256
@@ -46,6 +46,7 @@ from signer.txdecode import TxDecodeError, decode_signed_eip1559
 if TYPE_CHECKING:
     from signer.chain import Chain
     from signer.engine import Engine
+    from signer.policy_live import PolicyKeeper
     from signer.session_keys import SessionKeyInfo
 
 async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
@@ -76,8 +77,16 @@ class Approvals:
         self.engine = engine
         self.devices = devices
         self.clock = clock
-        self.builder = RequestBuilder(engine.policy)
+        self.policies: PolicyKeeper | None = None  # set by the daemon: installs approved loosenings
+        self._builder = RequestBuilder(engine.policy)
         self._changed = asyncio.Event()
+
+    @property
+    def builder(self) -> RequestBuilder:
+        """Names and decimals from the policy in force, also after a reload."""
+        if self._builder.policy is not self.engine.policy:
+            self._builder = RequestBuilder(self.engine.policy)
+        return self._builder
 
     # ---- creation (called by the engine on ESCALATE) ----------------------------------------
 
@@ -149,7 +158,7 @@ class Approvals:
                                               "approval.refused", evidence)
         body = json.loads(body_text)
         if params.action == "approve" and kind == "policy":
-            return await self._approve_policy(params, device.device_id, evidence)
+            return await self._approve_policy(body, params, device.device_id, evidence)
         if params.action == "approve":
             return await self._approve(body, kind, params, device.device_id, device.main_address, evidence)
         return await self._deny(body, params, device.device_id, device.name)
@@ -203,29 +212,33 @@ class Approvals:
             self.engine.watch_receipt(chain, params.request_id, got.tx_hash)
         return result
 
-    async def _approve_policy(self, params: ApprovalAnswerParams, device_id: str,
+    async def _approve_policy(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
                               evidence: dict[str, Any]) -> dict[str, Any]:
-        """Accept a loosened policy: it is loaded at the signer's next start (a restart rebuilds the
-        spend windows from the ledger, so a new, longer window cannot start out undercounted)."""
+        """Install the loosened policy at once, in the commit that closes the approval. Only over the
+        policy it was proposed against: after any other change the user must see a fresh proposal."""
         if params.raw_tx:
             raise await self._refuse(evidence, "a policy approval carries no transaction")
+        if self.policies is None:
+            raise await self._refuse(evidence, "this signer cannot install policies while running")
+        if body["policy"]["from_hash"] != self.engine.policy.policy_hash():
+            raise await self._refuse(evidence, "the policy in force changed since this loosening was proposed; "
+                                               "reload the signer's policy to propose it again")
         policy_hash, text = self.engine.reader.execute(
             "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
         old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
                                                     (params.request_id,)).fetchone()[0])
         result = {**old, "status": "approved", "approved_by": device_id, "policy_hash": policy_hash,
-                  "note": "restart the signer to load the approved policy"}
+                  "note": "the approved policy is in force"}
         result.pop("expires_at", None)
 
         def record(conn: sqlite3.Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"policy_hash": policy_hash})
             conn.execute("UPDATE requests SET status='approved', outcome=? WHERE request_id=?",
                          (json.dumps(result), params.request_id))
-            set_meta(conn, ACCEPTED, text)
             self.engine.audit.append("policy.loosening_approved", {"request_id": params.request_id,
                                                                    "device_id": device_id, "policy_hash": policy_hash})
 
-        await self._write_once(record, evidence)
+        await self._write_once(record, evidence, commit=partial(self.policies.install_approved, text))
         return result
 
     async def request_policy(self, text: str, policy_hash: str, widens: list[str]) -> str | None:
@@ -317,10 +330,10 @@ class Approvals:
         if cur.rowcount != 1:
             raise _AlreadyAnswered()
 
-    async def _write_once(self, unit, evidence: dict[str, Any]) -> None:
+    async def _write_once(self, unit, evidence: dict[str, Any], commit=None) -> None:
         """Two answers racing for one request: the first commit wins, the second is a replay."""
         try:
-            await self.engine.writer.run(unit)
+            await (commit or self.engine.writer.run)(unit)
         except _AlreadyAnswered:
             raise await self._refuse(evidence, "this request was already answered: replay refused") from None
 

@@ -15,15 +15,12 @@ import asyncio
 import logging
 import signal
 import sqlite3
-import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from policies.loader import PolicyError, load_policy, parse_policy
-from policies.model import Policy
+from policies.loader import PolicyError, parse_policy
 from signer import approvals as approvals_store
-from signer import policy_change
 from signer import devices as devices_store
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
@@ -31,14 +28,14 @@ from signer.chain import Chain
 from signer.engine import Engine
 from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
 from signer.keystore import create_keystore, unlock, zeroize
-from signer.ledger import Ledger
 from signer.methods import Methods
+from signer.policy_live import PolicyKeeper, read_policy_file
 from signer.protocol import Scope
 from signer.server import SignerServer
 from signer.session_keys import SessionKeys
 from signer.settings import SignerConfig, signer_home, socket_path
 from signer.store import audit as audit_store
-from signer.store.db import connect, ensure_schema, get_meta, set_meta
+from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer
 
 log = logging.getLogger("owlia.signer")
@@ -102,28 +99,6 @@ def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | 
     write_private_file(paths.admin_token, token.encode())
 
 
-def load_ledger(conn: sqlite3.Connection, now: float, horizon: int) -> Ledger:
-    """Rebuild the in-memory windows from the durable rows; released spends stay released."""
-    ledger = Ledger()
-    since = now - horizon
-    for request_id, chain_id, asset, amount, usd, ts in conn.execute(
-        "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends WHERE state!='released' AND ts>?",
-        (since,),
-    ):
-        ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
-    for request_id, ts in conn.execute(
-        "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
-        " ('denied','pending_approval','failed') AND created_at>?",
-        (since,),
-    ):
-        ledger.add_tx(request_id, ts)
-    for chain_id, address, ts, request_id in conn.execute(
-        "SELECT chain_id, address, first_seen, request_id FROM recipients"
-    ):
-        ledger.add_recipient(chain_id, address, ts, request_id)
-    return ledger
-
-
 class Daemon:
     """Everything `owlia signer serve` runs, startable in-process for tests and benchmarks."""
 
@@ -135,25 +110,20 @@ class Daemon:
             check_private_file(path)
         self.master = unlock(paths.home, passphrase)
         zeroize(passphrase)
-        file_policy = load_policy(paths.policy)
-        self._policy_text = paths.policy.read_text(encoding="utf-8")
-        if parse_policy(self._policy_text).policy_hash() != file_policy.policy_hash():
-            raise PolicyError(f"{paths.policy} changed while it was being loaded; start again")
+        policy_text, file_policy = read_policy_file(paths.policy)
         self.writer_conn = connect(paths.db)
         ensure_schema(self.writer_conn)
         self.writer_conn.executescript(devices_store.SCHEMA + approvals_store.SCHEMA)
         self.reader = connect(paths.db)
-        self.policy, self.policy_proposal = self._policy_in_force(file_policy)
+        self.policies = PolicyKeeper(paths.policy, self.reader, policy_text, file_policy)
         self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor)
         self.keys = SessionKeys(self.master)
         self.keys.load(self.reader)
-        now = time.time()
-        horizon = max(self.policy.window_seconds() | {86400})
-        self.ledger = load_ledger(self.reader, now, horizon)
+        self.ledger = self.policies.ledger()
         self.chains = {c.id: Chain(c, timeout=config.signer.rpc_timeout_seconds) for c in config.chains}
         self.writer = Writer(self.writer_conn, on_commit=self.audit.write_anchor, on_rollback=self.audit.reload)
         self.engine = Engine(
-            policy=self.policy,
+            policy=self.policies.policy,
             keys=self.keys,
             ledger=self.ledger,
             chains=self.chains,
@@ -167,9 +137,11 @@ class Daemon:
         self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit)
         self.approvals = Approvals(self.engine, self.devices)
         self.engine.approvals = self.approvals
+        self.policies.engine, self.policies.approvals = self.engine, self.approvals
+        self.approvals.policies = self.policies
         self.server = SignerServer(
             paths.socket,
-            Methods(self.engine, config.signer, self.approvals).table(),
+            Methods(self.engine, config.signer, self.approvals, self.policies).table(),
             ClientRegistry(self.reader),
             allowed_uids=config.signer.allowed_uids,
             max_request_bytes=config.signer.max_request_bytes,
@@ -177,40 +149,17 @@ class Daemon:
             socket_group=config.signer.socket_group,
         )
 
-    def _policy_in_force(self, file_policy: Policy) -> tuple[Policy, tuple[str, str, list[str]] | None]:
-        """The file's policy, unless it loosens the last accepted one: then the accepted policy stays
-        in force and the file becomes a proposal for the companion (signer.policy_change)."""
-        accepted_text = get_meta(self.reader, policy_change.ACCEPTED)
-        if accepted_text is None:
-            return file_policy, None  # first start with this home: the installed policy is the baseline
-        accepted = parse_policy(accepted_text)
-        if accepted.policy_hash() == file_policy.policy_hash():
-            return file_policy, None
-        widens = policy_change.widenings(accepted, file_policy)
-        if not widens:
-            return file_policy, None
-        log.warning("the policy file loosens the accepted policy; keeping the accepted one until the companion "
-                    "approves: %s", "; ".join(widens))
-        return accepted, (self._policy_text, file_policy.policy_hash(), widens)
-
     async def start(self) -> None:
-        policy_hash = self.policy.policy_hash()
-        previous = get_meta(self.reader, "policy_hash")
-        accept = None if self.policy_proposal else self._policy_text
-
         def started(conn: sqlite3.Connection) -> None:
-            if accept is not None:
-                set_meta(conn, policy_change.ACCEPTED, accept)
-            if previous != policy_hash:
-                self.audit.append("policy.loaded", {"policy_hash": policy_hash,
-                                                    "policy": self.policy.model_dump(mode="json")})
-                set_meta(conn, "policy_hash", policy_hash)
-            self.audit.append("signer.started", {"policy_hash": policy_hash, "socket": str(self.paths.socket),
+            self.policies.record_start(conn, self.audit)
+            self.audit.append("signer.started", {"policy_hash": self.policies.policy.policy_hash(),
+                                                 "socket": str(self.paths.socket),
                                                  "session_keys": len(self.keys.active_ids())})
 
         await self.writer.run(started)
-        if self.policy_proposal is not None:
-            await self.approvals.request_policy(*self.policy_proposal)
+        proposal = self.policies.proposal
+        if proposal is not None:
+            await self.approvals.request_policy(proposal.text, proposal.policy_hash, proposal.widens)
         await self.server.start()
         log.info("signer listening on %s", self.paths.socket)
 
@@ -236,7 +185,25 @@ async def serve_forever(daemon: Daemon) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    reloads: set[asyncio.Task] = set()
+    loop.add_signal_handler(signal.SIGHUP, lambda: _spawn(reloads, _reload_on_signal(daemon)))
     try:
         await stop.wait()
     finally:
         await daemon.stop()
+
+
+def _spawn(tasks: set[asyncio.Task], coro) -> None:
+    task = asyncio.create_task(coro)
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
+
+async def _reload_on_signal(daemon: Daemon) -> None:
+    """SIGHUP: read the policy file again; a bad file is logged and changes nothing."""
+    try:
+        result = await daemon.policies.reload()
+    except PolicyError as exc:
+        log.error("policy not reloaded: %s", exc)
+        return
+    log.info("policy reload: %s (in force %s)", result.status, result.policy_hash[:16])

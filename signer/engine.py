@@ -95,7 +95,7 @@ class Engine:
         frozen: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.policy = policy
+        self.install_policy(policy)
         self.keys = keys
         self.ledger = ledger
         self.chains = chains
@@ -106,11 +106,15 @@ class Engine:
         self.pending_ttl = pending_ttl
         self.frozen = frozen
         self.clock = clock
-        self.summarize = Summarizer(policy)
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
-        self._windows = policy.window_seconds()
         self._background: set[asyncio.Task] = set()
         self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
+
+    def install_policy(self, policy: Policy) -> None:
+        """Swap the policy in one synchronous step (see signer.policy_live)."""
+        self.policy = policy
+        self.summarize = Summarizer(policy)
+        self._windows = policy.window_seconds()
 
     # ---- decisions without signing ----------------------------------------------------------
 
@@ -176,6 +180,7 @@ class Engine:
 
     async def _process(self, client: Client, params: SignRequestParams, digest: str) -> dict[str, Any]:
         now = self.clock()
+        policy = self.policy  # the one this request is decided under, even if a reload lands meanwhile
         request_id = "req_" + secrets.token_hex(16)
         call = intent_to_call(params.intent, params.source)
         decoded = decode(call)
@@ -187,7 +192,7 @@ class Engine:
             pre_check = "chain.not_configured"
             decision = records.deny(pre_check, f"the signer has no RPC configured for chain {call.chain_id}")
         else:
-            decision = evaluate(self.policy, decoded, ctx)
+            decision = evaluate(policy, decoded, ctx)
         allowed = decision.outcome is Outcome.ALLOW
         if allowed:
             self.ledger.reserve(request_id, decision, decoded, now)
@@ -225,7 +230,7 @@ class Engine:
             "call": records.call_to_json(call),
             "actions": records.decoded_to_json(decoded),
             "context": records.context_to_json(ctx),
-            "policy_hash": self.policy.policy_hash(),
+            "policy_hash": policy.policy_hash(),
             "decision": records.decision_to_json(decision),
             "agent_reason_unverified": params.reason,
             "pre_check": pre_check,

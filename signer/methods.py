@@ -17,6 +17,7 @@ from signer.auth import Client
 from signer.chain import ChainError
 from signer.approvals import Approvals, room_under_cap
 from signer.engine import Engine
+from signer.policy_live import PolicyKeeper
 from signer.protocol import (
     PROTOCOL_VERSION,
     ApprovalAnswerParams,
@@ -60,15 +61,19 @@ def bridge_only(handler: Handler) -> Handler:
 
 
 class Methods:
-    def __init__(self, engine: Engine, settings: SignerSettings, approvals: Approvals | None = None) -> None:
+    def __init__(self, engine: Engine, settings: SignerSettings, approvals: Approvals | None = None,
+                 policies: PolicyKeeper | None = None) -> None:
         self.engine = engine
         self.settings = settings
         self.approvals = approvals
+        self.policies = policies
 
     def table(self) -> dict[str, Method]:
         table = self._core()
         if self.approvals is not None:
             table |= self._tier1(self.approvals)
+        if self.policies is not None:
+            table["policy.reload"] = Method(Scope.ADMIN, None, self.policy_reload)
         return table
 
     def _tier1(self, approvals: Approvals) -> dict[str, Method]:
@@ -167,6 +172,15 @@ class Methods:
     def policy_show(self, client: Client, _: None) -> dict[str, Any]:
         policy = self.engine.policy
         return {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json")}
+
+    async def policy_reload(self, client: Client, _: None) -> dict[str, Any]:
+        """Read the policy file again: a tightening applies now, a loosening waits for the companion."""
+        assert self.policies is not None
+        try:
+            result = await self.policies.reload()
+        except PolicyError as exc:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"policy not reloaded, the one in force stays: {exc}") from None
+        return result.to_json()
 
     def policy_validate(self, client: Client, params: PolicyValidateParams) -> dict[str, Any]:
         try:

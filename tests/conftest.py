@@ -24,7 +24,7 @@ import yaml
 from bot.devchain import DevChain, free_port, rpc
 from signer.admin import issue_client
 from signer.client import SignerClient, new_idempotency_key
-from signer.daemon import SignerPaths, init_home
+from signer.daemon import Daemon, SignerPaths, init_home
 from signer.fsperm import write_private_file
 from signer.protocol import Scope
 from signer.settings import load_signer_config
@@ -140,6 +140,29 @@ class SignerStack:
             self.process.kill()
             self.process.wait(timeout=10)
         shutil.rmtree(self.sockdir, ignore_errors=True)
+
+
+class InProcessSigner:
+    """A signer home and a daemon in this process (broadcast off), for tests that reach inside it."""
+
+    def __init__(self, root: Path, rpc_url: str, *, policy: Path = DEV_POLICY) -> None:
+        home = root / "home"
+        home.mkdir(mode=0o700)
+        self.sockdir = Path(tempfile.mkdtemp(prefix="ow"))
+        (home / "config.yaml").write_text(yaml.safe_dump({
+            "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
+            "signer": {"socket": str(self.sockdir / "s.sock"), "broadcast": False}}))
+        self.config = load_signer_config(home)
+        self.paths = SignerPaths.from_config(home, self.config)
+        init_home(self.paths, bytearray(PASSPHRASE), policy_file=policy, scrypt_n=2**10)
+        self.token = issue_client(self.paths, "bot", Scope.SIGN)[1]
+
+    @property
+    def admin_token(self) -> str:
+        return self.paths.admin_token.read_text().strip()
+
+    def daemon(self) -> Daemon:
+        return Daemon(self.paths, self.config, bytearray(PASSPHRASE))
 
 
 @pytest.fixture()

@@ -74,6 +74,19 @@ def status(ctx: typer.Context) -> None:
     print_json(signer_call(ctx, "status", admin=token.exists() and os.access(token, os.R_OK)))
 
 
+@app.command("reload")
+def reload(ctx: typer.Context) -> None:
+    """Re-read the signer's policy file: a tightening applies at once, a loosening waits for your companion.
+
+    The same as sending the daemon SIGHUP, but it prints what happened. A file that does not validate
+    changes nothing."""
+    result = signer_call(ctx, "policy.reload", admin=True)
+    print_json(result)
+    if result["status"] == "proposed":
+        typer.echo(f"the new policy loosens the one in force ({len(result['widens'])} change(s)); approve it on "
+                   "your companion. Until then the current policy stays.", err=True)
+
+
 # ---- clients ---------------------------------------------------------------------------------
 
 

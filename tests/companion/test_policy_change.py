@@ -12,7 +12,7 @@ from companion_bridge.companion.client import Choice
 from companion_bridge.companion.render import render_request
 from policies.loader import parse_policy
 from signer.policy_change import widenings
-from tests.conftest import DEV_POLICY
+from tests.conftest import DEV_POLICY, FRIEND
 
 BASE = DEV_POLICY.read_text()
 
@@ -64,6 +64,8 @@ def test_a_per_tx_limit_widens_exactly_when_it_rises(old, new):
 
 @pytest.mark.chain
 def test_a_loosened_policy_file_waits_for_the_companion(tier1):
+    """At start: the old policy stays in force; the companion's approval installs the new one at
+    once (no restart), and it survives a restart. A tightening needs nobody."""
     stack = tier1.stack
     old_hash = stack.call_sync(tier1.admin, "status")["policy_hash"]
     loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.02"')
@@ -81,7 +83,8 @@ def test_a_loosened_policy_file_waits_for_the_companion(tier1):
         text = render_request(request)
         assert "LOOSEN THE SIGNER POLICY" in text and "per_tx 0.01 -> 0.02" in text
         result = await companion.answer(request, Choice("approve"))
-        assert result["status"] == "approved" and "restart" in result["note"]
+        assert result["status"] == "approved" and result["note"] == "the approved policy is in force"
+        assert (await stack.call(tier1.admin, "status"))["policy_hash"] == policy(loose).policy_hash()
         with pytest.raises(Exception, match="already answered"):
             await companion.answer(request, Choice("approve"))
         await asyncio.to_thread(stack.stop)
@@ -101,3 +104,68 @@ def test_a_loosened_policy_file_waits_for_the_companion(tier1):
         await companion.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.chain
+def test_a_loosening_approved_while_running_signs_the_next_request_without_a_restart(tier1):
+    stack = tier1.stack
+    bot = tier1.bot_token()
+    stack.funded_session_key()
+    loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.02"')
+
+    async def send(value: int) -> dict:
+        from signer.client import SignerClient, new_idempotency_key
+
+        async with SignerClient(stack.socket, bot) as client:
+            return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)},
+                                     idempotency_key=new_idempotency_key())
+
+    async def scenario():
+        companion = await tier1.paired()
+        stack.paths.policy.write_text(loose)
+        proposed = await stack.call(tier1.admin, "policy.reload")
+        assert proposed["status"] == "proposed"
+        before = await send(15 * 10**15)  # 0.015 ETH: over the old per_tx
+        assert before["status"] == "pending_approval" and "per_tx" in before["rule_id"], before
+        request = await _next_policy_request(companion)
+        assert request["request_id"] == proposed["request_id"]
+        await companion.answer(request, Choice("approve"))
+        after = await send(15 * 10**15)
+        assert after["status"] == "signed", after  # the very next request, same process
+        await companion.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.chain
+def test_a_stale_loosening_cannot_be_approved_over_a_newer_policy(tier1):
+    """Propose a loosening, then tighten: approving the old proposal would silently undo the
+    tightening the user just made, so the signer refuses it and audits why."""
+    stack = tier1.stack
+    loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.02"')
+    tight = BASE.replace('per_tx: "0.01"', 'per_tx: "0.005"')
+
+    async def scenario():
+        companion = await tier1.paired()
+        stack.paths.policy.write_text(loose)
+        assert (await stack.call(tier1.admin, "policy.reload"))["status"] == "proposed"
+        request = await _next_policy_request(companion)
+        stack.paths.policy.write_text(tight)
+        applied = await stack.call(tier1.admin, "policy.reload")
+        assert applied["status"] == "applied"
+        with pytest.raises(Exception, match="policy in force changed since"):
+            await companion.answer(request, Choice("approve"))
+        assert (await stack.call(tier1.admin, "status"))["policy_hash"] == policy(tight).policy_hash()
+        audit = await stack.call(tier1.admin, "audit.tail", {"n": 50})
+        refused = [e for e in audit["entries"] if e["kind"] == "approval.refused"]
+        assert refused and "changed since" in refused[-1]["body"]["reason"]
+        await companion.close()
+
+    asyncio.run(scenario())
+
+
+async def _next_policy_request(companion) -> dict:
+    while True:
+        request = await companion.next_request(timeout=10)
+        if request["kind"] == "policy":
+            return request

@@ -19,23 +19,20 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.decode import decode
 from policies.intent import Call
-from signer.admin import issue_client
 from signer.client import SignerClient, SignerError, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home, load_ledger
+from signer.policy_live import load_ledger
 from signer.ledger import DAY, SignerState
-from signer.protocol import ErrorCode, Scope
-from signer.settings import load_signer_config
+from signer.protocol import ErrorCode
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
 from signer.txcodec import keccak256
-from tests.conftest import DEV_POLICY, FRIEND, PASSPHRASE, balance, wait_receipt
+from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, balance, wait_receipt
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h
 WINDOW = 5 * CENT
@@ -355,25 +352,6 @@ def anvil_nonce(anvil, address: str) -> int:
 # ---- limits hold through failed records: a property over an in-process daemon ------------------
 
 
-class _Home:
-    """A signer home and an in-process daemon on it (broadcast off: nothing here needs the chain to move)."""
-
-    def __init__(self, root: Path, rpc_url: str) -> None:
-        home = root / "home"
-        home.mkdir(mode=0o700)
-        self.sockdir = Path(tempfile.mkdtemp(prefix="ow"))
-        (home / "config.yaml").write_text(yaml.safe_dump({
-            "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
-            "signer": {"socket": str(self.sockdir / "s.sock"), "broadcast": False}}))
-        self.config = load_signer_config(home)
-        self.paths = SignerPaths.from_config(home, self.config)
-        init_home(self.paths, bytearray(PASSPHRASE), policy_file=DEV_POLICY, scrypt_n=2**10)
-        self.token = issue_client(self.paths, "bot", Scope.SIGN)[1]
-
-    def daemon(self) -> Daemon:
-        return Daemon(self.paths, self.config, bytearray(PASSPHRASE))
-
-
 def _window_spent(ledger, now: float) -> int:
     decoded = decode(Call(chain_id=31337, to=FRIEND.lower(), value=1))
     return ledger.context(decoded, {DAY}, now, SignerState(None, None, False)).spent[(31337, "native", DAY)]
@@ -388,14 +366,14 @@ def test_failed_records_never_leak_reservations_or_exceed_limits(anvil, batch, c
     """Requests, some of whose records fail to commit, sent one by one or all at once: what was
     signed fits the limits, failures leave no trace, and the live ledger equals the durable one."""
     with tempfile.TemporaryDirectory() as tmp:
-        home = _Home(Path(tmp), anvil.url)
+        home = InProcessSigner(Path(tmp), anvil.url)
         try:
             asyncio.run(_run_batch(home, batch, concurrent))
         finally:
             shutil.rmtree(home.sockdir, ignore_errors=True)
 
 
-async def _run_batch(home: _Home, batch: list[tuple[int, bool]], concurrent: bool) -> None:
+async def _run_batch(home: InProcessSigner, batch: list[tuple[int, bool]], concurrent: bool) -> None:
     daemon = home.daemon()
     await daemon.start()
     try:
@@ -438,7 +416,7 @@ async def _run_batch(home: _Home, batch: list[tuple[int, bool]], concurrent: boo
     assert signed <= WINDOW
     reader = connect(home.paths.db, readonly=True)
     try:
-        durable = _window_spent(load_ledger(reader, now, 7 * DAY), now)
+        durable = _window_spent(load_ledger(reader, now - 7 * DAY), now)
         assert reader.execute("SELECT count(*) FROM requests WHERE idempotency_key GLOB 'fail-*'").fetchone() == (0,)
         assert audit_store.verify(reader, home.paths.anchor).ok
     finally:

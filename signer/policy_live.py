@@ -1,0 +1,200 @@
+"""The policy in force, and how it changes while the signer runs.
+
+`reload()` (SIGHUP, `owlia signer reload`, the admin method `policy.reload`) reads the policy
+file again. A change that only tightens is applied at once; one that could widen what the signer
+signs on its own keeps the policy in force and opens a Tier 1 request, and the companion's
+approval installs it at once (`install_approved`). Unknown kinds of change count as widening
+(`signer.policy_change`).
+
+Installing is durable first, then in memory: the accepted text and a `policy.loaded` record with
+the whole policy (so every later decision can be replayed from the log) commit before the swap,
+and the swap is one synchronous step on the event loop, like every decision: a request is decided
+wholly under the old policy or wholly under the new one. A longer spend window than any loaded so
+far first pulls the older spends into the ledger, so a new 30 d limit never starts out blind.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from policies.loader import PolicyError, parse_policy
+from policies.model import Policy
+from signer import policy_change
+from signer.fsperm import PermissionProblem, check_private_file
+from signer.ledger import DAY, Ledger
+from signer.store.db import get_meta, set_meta
+
+if TYPE_CHECKING:
+    from signer.approvals import Approvals
+    from signer.engine import Engine
+
+log = logging.getLogger("owlia.signer")
+
+Status = Literal["unchanged", "applied", "proposed"]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A policy file that loosens the one in force: it waits for the companion."""
+
+    text: str
+    policy_hash: str
+    widens: list[str]
+
+
+@dataclass(frozen=True)
+class ReloadResult:
+    status: Status
+    policy_hash: str
+    """The policy in force after the reload."""
+    proposed_hash: str | None = None
+    widens: list[str] = field(default_factory=list)
+    request_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_policy_file(path: Path) -> tuple[str, Policy]:
+    """The file's text and the policy parsed from that very text; a file others can write, or one
+    that cannot be read or does not validate, is a PolicyError naming it."""
+    try:
+        check_private_file(path)
+        text = path.read_text(encoding="utf-8")
+    except PermissionProblem as exc:
+        raise PolicyError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"{path}: cannot read policy file: {exc}") from None
+    try:
+        return text, parse_policy(text)
+    except PolicyError as exc:
+        raise PolicyError(f"{path}: {exc}") from None
+
+
+def ledger_horizon(policy: Policy) -> int:
+    return max(policy.window_seconds() | {DAY})
+
+
+def load_ledger(conn: sqlite3.Connection, since: float, ledger: Ledger | None = None,
+                until: float | None = None) -> Ledger:
+    """Rebuild the in-memory windows from the durable rows in (since, until]; released spends stay
+    released. `until` extends an existing ledger backwards without touching what it holds."""
+    first_load = until is None
+    ledger = ledger if ledger is not None else Ledger()
+    until = float("inf") if until is None else until
+    for request_id, chain_id, asset, amount, usd, ts in conn.execute(
+        "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends"
+        " WHERE state!='released' AND ts>? AND ts<=?", (since, until),
+    ):
+        ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
+    for request_id, ts in conn.execute(
+        "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
+        " ('denied','pending_approval','failed') AND created_at>? AND created_at<=?", (since, until),
+    ):
+        ledger.add_tx(request_id, ts)
+    if first_load:
+        for chain_id, address, ts, request_id in conn.execute(
+            "SELECT chain_id, address, first_seen, request_id FROM recipients"
+        ):
+            ledger.add_recipient(chain_id, address, ts, request_id)
+    return ledger
+
+
+class PolicyKeeper:
+    """Owns which policy is in force: at start, on reload and when the companion approves one."""
+
+    def __init__(self, path: Path, reader: sqlite3.Connection, file_text: str, file_policy: Policy,
+                 clock=time.time) -> None:
+        self.path = path
+        self.reader = reader
+        self.clock = clock
+        self.policy, self.text, self.proposal = self._in_force(file_text, file_policy)
+        self.ledger_since = self.clock() - ledger_horizon(self.policy)
+        self.engine: Engine | None = None
+        self.approvals: Approvals | None = None
+
+    def _in_force(self, file_text: str, file_policy: Policy) -> tuple[Policy, str, Proposal | None]:
+        """The file's policy, unless it loosens the last accepted one: then the accepted one stays."""
+        accepted_text = get_meta(self.reader, policy_change.ACCEPTED)
+        if accepted_text is None:
+            return file_policy, file_text, None  # first start with this home: the installed policy is the baseline
+        accepted = parse_policy(accepted_text)
+        widens = self._widenings(accepted, file_policy)
+        if not widens:
+            return file_policy, file_text, None
+        return accepted, accepted_text, Proposal(file_text, file_policy.policy_hash(), widens)
+
+    @staticmethod
+    def _widenings(current: Policy, new: Policy) -> list[str]:
+        if current.policy_hash() == new.policy_hash():
+            return []
+        widens = policy_change.widenings(current, new)
+        if widens:
+            log.warning("the policy file loosens the policy in force; keeping it until the companion approves: %s",
+                        "; ".join(widens))
+        return widens
+
+    def ledger(self) -> Ledger:
+        return load_ledger(self.reader, self.ledger_since)
+
+    def record_start(self, conn: sqlite3.Connection, audit) -> None:
+        """Inside the start-up transaction: remember what is in force and log it if it is new."""
+        policy_hash = self.policy.policy_hash()
+        if self.proposal is None:
+            set_meta(conn, policy_change.ACCEPTED, self.text)
+        if get_meta(conn, "policy_hash") != policy_hash:
+            self._record_loaded(conn, audit, "start")
+
+    def _record_loaded(self, conn: sqlite3.Connection, audit, why: str, policy: Policy | None = None) -> None:
+        policy = policy or self.policy
+        audit.append("policy.loaded", {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json"),
+                                       "why": why})
+        set_meta(conn, "policy_hash", policy.policy_hash())
+
+    # ---- changes while running --------------------------------------------------------------
+
+    async def reload(self) -> ReloadResult:
+        """Read the file again: tighten now, propose a loosening, or do nothing. A file that does not
+        validate (or is not private) changes nothing and raises PolicyError."""
+        engine, approvals = self._wired()
+        text, new = read_policy_file(self.path)
+        current = self.policy.policy_hash()
+        if new.policy_hash() == current:
+            return ReloadResult("unchanged", current)
+        widens = self._widenings(self.policy, new)
+        if widens:
+            request_id = await approvals.request_policy(text, new.policy_hash(), widens)
+            return ReloadResult("proposed", current, new.policy_hash(), widens, request_id)
+        await self._install(text, new, "reload: tightened", extra=None)
+        return ReloadResult("applied", new.policy_hash())
+
+    async def install_approved(self, text: str, commit_approval) -> None:
+        """Install a loosening the companion approved, in the same commit that closes the approval."""
+        await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
+
+    async def _install(self, text: str, new: Policy, why: str, extra) -> None:
+        engine, _ = self._wired()
+        since = self.clock() - ledger_horizon(new)
+        if since < self.ledger_since:  # a longer window: count the older spends before it decides anything
+            load_ledger(self.reader, since, engine.ledger, until=self.ledger_since)
+            self.ledger_since = since
+
+        def record(conn: sqlite3.Connection) -> None:
+            if extra is not None:
+                extra(conn)
+            set_meta(conn, policy_change.ACCEPTED, text)
+            self._record_loaded(conn, engine.audit, why, new)
+
+        await engine.writer.run(record)
+        self.policy, self.text, self.proposal = new, text, None
+        engine.install_policy(new)
+        log.info("policy %s in force (%s)", new.policy_hash()[:16], why)
+
+    def _wired(self) -> tuple[Engine, Approvals]:
+        assert self.engine is not None and self.approvals is not None, "wire the engine and approvals first"
+        return self.engine, self.approvals
