@@ -13,14 +13,12 @@ import json
 from typing import Any
 
 from policies.decision import Decision
-from policies.intent import NATIVE, Approval, Call, ContractCall, Decoded, Forbidden, Transfer
+from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
 from policies.model import Policy
 from policies.units import format_amount
-from signer.chain import Chain, ChainError
 from signer.txcodec import keccak256
 
 VERSION = 1
-FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
 
 
 def request_hash(body: dict[str, Any]) -> str:
@@ -92,34 +90,3 @@ class RequestBuilder:
         }
 
 
-async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> dict[str, Any] | None:
-    """The exact transaction the main key is asked to sign: fields fixed now, checked on the answer.
-
-    None when no companion is paired yet or the chain cannot be reached: such a request can only be
-    denied or left to expire.
-    """
-    if chain is None or main is None:
-        return None
-    try:
-        nonce = int(await chain.rpc.call("eth_getTransactionCount", main, "pending"), 16)
-        fees = await chain.fees()
-    except Exception:  # noqa: BLE001 - unreachable chain: nothing to sign
-        return None
-    simulated = True
-    try:
-        gas = await chain.gas_for(main, call.to, call.value, call.data)
-    except ChainError:
-        gas, simulated = FALLBACK_GAS_LIMIT, False
-    return {
-        "type": 2,
-        "chain_id": call.chain_id,
-        "from": to_checksum(main),
-        "to": to_checksum(call.to),
-        "value": str(call.value),
-        "data": "0x" + call.data.hex(),
-        "nonce": nonce,
-        "gas_limit": gas,
-        "max_fee_per_gas": str(fees.max_fee_per_gas),
-        "max_priority_fee_per_gas": str(fees.max_priority_fee_per_gas),
-        "gas_simulated": simulated,
-    }

@@ -5,7 +5,9 @@ The bridge only carries bytes. An answer counts only if all of this holds, check
   and expiry;
 - a paired, non-revoked device with that capability signed the domain-separated answer;
 - for an approval, the raw transaction decodes, was signed by the main account, and matches the
-  approved request field by field (chain, to, value, data, nonce; gas and fees within the bounds).
+  approved request field by field (chain, to, value, data; gas and fees within the bounds), and
+  carries the main account's next nonce, read as it is checked (signer.main_tx); main-account
+  approvals are checked and sent one at a time, so two escalated at the same nonce go out in turn.
 Every refusal is audited and signs nothing. Freezing takes signing power away in memory first,
 then durably (frozen flag, every session key revoked); only a device-signed unfreeze that names
 the current freeze id lifts it.
@@ -25,7 +27,7 @@ from policies.decision import Decision, Finding, Outcome
 from policies.decode import decode
 from policies.intent import Call
 from signer import records
-from signer.approval_request import RequestBuilder, main_account_tx, request_hash
+from signer.approval_request import RequestBuilder, request_hash
 from signer.chain import ChainError
 from signer.devices import (
     APPROVAL_DOMAIN,
@@ -37,6 +39,7 @@ from signer.devices import (
     signed_message,
     topup_body,
 )
+from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.protocol import ApprovalAnswerParams, ErrorCode, FreezeParams, RpcError, TopUpRequestParams
 from signer.session_keys import REVOKED
 from signer.store.db import get_meta, set_meta
@@ -70,6 +73,7 @@ CREATE TABLE IF NOT EXISTS approvals(
 CREATE TABLE IF NOT EXISTS policy_proposals(request_id TEXT PRIMARY KEY, policy_hash TEXT NOT NULL, text TEXT NOT NULL);
 """
 OPEN, APPROVED, DENIED = "open", "approved", "denied"
+NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main account's next nonce
 
 
 class Approvals:
@@ -80,6 +84,7 @@ class Approvals:
         self.policies: PolicyKeeper | None = None  # set by the daemon: installs approved loosenings
         self._builder = RequestBuilder(engine.policy)
         self._changed = asyncio.Event()
+        self._main_lock = asyncio.Lock()
 
     @property
     def builder(self) -> RequestBuilder:
@@ -120,6 +125,20 @@ class Approvals:
     def state(self) -> dict[str, Any]:
         return {"frozen": self.engine.frozen, "freeze_id": get_meta(self.engine.reader, "freeze_id") or "",
                 "devices_rev": self.devices.revision, "main_account": self.devices.main_account()}
+
+    async def state_for_signing(self) -> dict[str, Any]:
+        """The state plus the main account's next nonce per chain, read now: a companion about to
+        sign asks for it, so two requests escalated at the same nonce can both be approved in turn."""
+        state = self.state()
+        main = state["main_account"]
+        nonces: dict[str, int] = {}
+        for chain_id, chain in self.engine.chains.items() if main else ():
+            try:
+                async with asyncio.timeout(NONCE_TIMEOUT):
+                    nonces[str(chain_id)] = await next_nonce(chain, main)
+            except (RpcError, TimeoutError):
+                continue  # that chain is unreachable: the request's own nonce is all there is
+        return {**state, "main_nonce": nonces}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""
@@ -175,11 +194,21 @@ class Approvals:
             got = decode_signed_eip1559(params.raw_tx)
         except TxDecodeError as exc:
             raise await self._refuse(evidence, f"the signed transaction is malformed: {exc}") from None
-        problem = _mismatch(want, got, main)
-        if problem is not None:
-            raise await self._refuse({**evidence, "tx_hash": got.tx_hash}, problem)
-        chain = self.engine.chains.get(got.tx.chain_id)
+        chain = self.engine.chains.get(want["chain_id"])
         assert chain is not None  # want["chain_id"] came from a configured chain
+        # One main-account approval at a time, from reading its next nonce to broadcasting.
+        async with self._main_lock:
+            expected = await next_nonce(chain, main)
+            problem = mismatch({**want, "nonce": expected}, got, main)
+            if problem is not None:
+                if problem.startswith("the signed transaction's nonce"):
+                    problem += (f": the main account's next nonce is {expected} (another transaction may have gone "
+                                "first); sign it again")
+                raise await self._refuse({**evidence, "tx_hash": got.tx_hash}, problem)
+            return await self._record_and_send(body, kind, params, device_id, evidence, chain, got)
+
+    async def _record_and_send(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
+                               evidence: dict[str, Any], chain: Chain, got) -> dict[str, Any]:
         if kind == "topup":
             key = self.engine.keys.info(body["session_key"]["key_id"])
             try:
@@ -240,44 +269,6 @@ class Approvals:
 
         await self._write_once(record, evidence, commit=partial(self.policies.install_approved, text))
         return result
-
-    async def request_policy(self, text: str, policy_hash: str, widens: list[str]) -> str | None:
-        """Open (once per proposed policy) a Tier 1 request to accept a loosening."""
-        now = self.clock()
-        row = self.engine.reader.execute(
-            "SELECT a.request_id FROM approvals a JOIN policy_proposals p ON a.request_id=p.request_id "
-            "WHERE p.policy_hash=? AND a.state=? AND a.expires_at>?", (policy_hash, OPEN, now)).fetchone()
-        if row is not None:
-            return row[0]
-        request_id = "req_" + secrets.token_hex(16)
-        reason = "the new policy file widens what the signer may sign on its own"
-        decision = Decision(Outcome.ESCALATE, "policy.loosening", reason,
-                            tuple(Finding(Outcome.ESCALATE, "policy.loosening", w) for w in widens))
-        expires_at = now + self.engine.pending_ttl
-        summary = f"loosen the signer policy ({len(widens)} change(s)) to {policy_hash[:16]}"
-        body = {"v": 1, "request_id": request_id, "kind": "policy", "chain_id": 0, "chain": "(no chain: policy)",
-                "tx": None, "summary": summary, "actions": [],
-                "policy": {"from_hash": self.engine.policy.policy_hash(), "to_hash": policy_hash, "widens": widens},
-                "escalation": {"rule_id": decision.rule_id, "reason": reason,
-                               "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
-                                            for f in decision.findings]},
-                "agent_reason_unverified": None, "created_at": now, "expires_at": expires_at}
-        pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                         " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                         (request_id, "signer", request_id, "policy", request_hash(body), now, "pending_approval",
-                          json.dumps(pending), 0, expires_at))
-            conn.execute("INSERT INTO policy_proposals(request_id, policy_hash, text) VALUES(?,?,?)",
-                         (request_id, policy_hash, text))
-            self.insert(conn, body)
-            self.engine.audit.append("policy.loosening_requested", {"request_id": request_id,
-                                                                    "policy_hash": policy_hash, "widens": widens})
-
-        await self.engine.writer.run(record)
-        self.announce()
-        return request_id
 
     async def _broadcast_failed(self, result: dict[str, Any], tx_hash: str, error: str) -> dict[str, Any]:
         failed = {**result, "status": records.FAILED, "error": f"broadcast rejected: {error}"}
@@ -423,27 +414,3 @@ class Approvals:
 
 class _AlreadyAnswered(Exception):
     pass
-
-
-def _mismatch(want: dict[str, Any], got, main: str) -> str | None:
-    """The first field where the signed tx differs from the approved request, or None."""
-    tx = got.tx
-    if got.has_access_list:
-        return "the signed transaction carries an access list"
-    checks = (
-        ("signer", got.sender, want["from"].lower()),
-        ("signer is the main account", got.sender, main.lower()),
-        ("chain_id", tx.chain_id, want["chain_id"]),
-        ("to", tx.to, want["to"].lower()),
-        ("value", tx.value, int(want["value"])),
-        ("data", "0x" + tx.data.hex(), want["data"]),
-        ("nonce", tx.nonce, want["nonce"]),
-    )
-    for name, have, expected in checks:
-        if have != expected:
-            return f"the signed transaction's {name} differs from the approved request"
-    if tx.gas > want["gas_limit"] or tx.gas < 21_000:
-        return "the signed transaction's gas limit is outside the approved bound"
-    if tx.max_fee_per_gas > int(want["max_fee_per_gas"]) or tx.max_priority_fee_per_gas > tx.max_fee_per_gas:
-        return "the signed transaction's fees exceed the approved bound"
-    return None

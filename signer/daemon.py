@@ -157,9 +157,8 @@ class Daemon:
                                                  "session_keys": len(self.keys.active_ids())})
 
         await self.writer.run(started)
-        proposal = self.policies.proposal
-        if proposal is not None:
-            await self.approvals.request_policy(proposal.text, proposal.policy_hash, proposal.widens)
+        if self.policies.proposal is not None:
+            await self.policies.propose(self.policies.proposal)
         await self.server.start()
         log.info("signer listening on %s", self.paths.socket)
 

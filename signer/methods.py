@@ -86,7 +86,7 @@ class Methods:
             "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(lambda c, p: approvals.freeze(p))),
             "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
                 lambda c, p: approvals.request_topup(p))),
-            "approvals.state": Method(Scope.BRIDGE, None, bridge_only(lambda c, p: approvals.state())),
+            "approvals.state": Method(Scope.BRIDGE, None, bridge_only(lambda c, p: approvals.state_for_signing())),
             "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
                 lambda c, p: devices.complete_pairing(p))),
             "companion.devices": Method(Scope.BRIDGE, None, bridge_only(

@@ -15,16 +15,21 @@ far first pulls the older spends into the ledger, so a new 30 d limit never star
 
 from __future__ import annotations
 
+import json
 import logging
+import secrets
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
-from signer import policy_change
+from signer import policy_change, records
+from signer.approval_request import request_hash
+from signer.approvals import OPEN
 from signer.fsperm import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
 from signer.store.db import get_meta, set_meta
@@ -161,14 +166,13 @@ class PolicyKeeper:
     async def reload(self) -> ReloadResult:
         """Read the file again: tighten now, propose a loosening, or do nothing. A file that does not
         validate (or is not private) changes nothing and raises PolicyError."""
-        engine, approvals = self._wired()
         text, new = read_policy_file(self.path)
         current = self.policy.policy_hash()
         if new.policy_hash() == current:
             return ReloadResult("unchanged", current)
         widens = self._widenings(self.policy, new)
         if widens:
-            request_id = await approvals.request_policy(text, new.policy_hash(), widens)
+            request_id = await self.propose(Proposal(text, new.policy_hash(), widens))
             return ReloadResult("proposed", current, new.policy_hash(), widens, request_id)
         await self._install(text, new, "reload: tightened", extra=None)
         return ReloadResult("applied", new.policy_hash())
@@ -194,6 +198,46 @@ class PolicyKeeper:
         self.policy, self.text, self.proposal = new, text, None
         engine.install_policy(new)
         log.info("policy %s in force (%s)", new.policy_hash()[:16], why)
+
+    async def propose(self, proposal: Proposal) -> str:
+        """Open (once per proposed policy) a Tier 1 request to accept a loosening."""
+        engine, approvals = self._wired()
+        text, policy_hash, widens = proposal.text, proposal.policy_hash, proposal.widens
+        now = self.clock()
+        row = engine.reader.execute(
+            "SELECT a.request_id FROM approvals a JOIN policy_proposals p ON a.request_id=p.request_id "
+            "WHERE p.policy_hash=? AND a.state=? AND a.expires_at>?", (policy_hash, OPEN, now)).fetchone()
+        if row is not None:
+            return row[0]
+        request_id = "req_" + secrets.token_hex(16)
+        reason = "the new policy file widens what the signer may sign on its own"
+        decision = Decision(Outcome.ESCALATE, "policy.loosening", reason,
+                            tuple(Finding(Outcome.ESCALATE, "policy.loosening", w) for w in widens))
+        expires_at = now + engine.pending_ttl
+        summary = f"loosen the signer policy ({len(widens)} change(s)) to {policy_hash[:16]}"
+        body = {"v": 1, "request_id": request_id, "kind": "policy", "chain_id": 0, "chain": "(no chain: policy)",
+                "tx": None, "summary": summary, "actions": [],
+                "policy": {"from_hash": engine.policy.policy_hash(), "to_hash": policy_hash, "widens": widens},
+                "escalation": {"rule_id": decision.rule_id, "reason": reason,
+                               "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
+                                            for f in decision.findings]},
+                "agent_reason_unverified": None, "created_at": now, "expires_at": expires_at}
+        pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+                         " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                         (request_id, "signer", request_id, "policy", request_hash(body), now, "pending_approval",
+                          json.dumps(pending), 0, expires_at))
+            conn.execute("INSERT INTO policy_proposals(request_id, policy_hash, text) VALUES(?,?,?)",
+                         (request_id, policy_hash, text))
+            approvals.insert(conn, body)
+            engine.audit.append("policy.loosening_requested", {"request_id": request_id,
+                                                                    "policy_hash": policy_hash, "widens": widens})
+
+        await engine.writer.run(record)
+        approvals.announce()
+        return request_id
 
     def _wired(self) -> tuple[Engine, Approvals]:
         assert self.engine is not None and self.approvals is not None, "wire the engine and approvals first"

@@ -211,8 +211,9 @@ class Companion:
 
     # ---- answers and actions ----------------------------------------------------------------
 
-    def build_answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
-        """The answer params for `approvals.answer`; the hash is ours, not the bridge's."""
+    def build_answer(self, request: dict[str, Any], choice: Choice, nonce: int | None = None) -> dict[str, Any]:
+        """The answer params for `approvals.answer`; the hash is ours, not the bridge's. `nonce`
+        replaces the request's when the main account has sent something since it was escalated."""
         digest = request_hash(request)
         raw = b""
         if choice.action == "approve" and request["kind"] == "policy":
@@ -223,7 +224,8 @@ class Companion:
                 raise CompanionError("this request has no transaction to sign; deny it")
             assert choice.passphrase is not None
             try:
-                raw = self.wallet.sign_transaction(request["tx"], choice.passphrase)
+                tx = request["tx"] if nonce is None else {**request["tx"], "nonce": nonce}
+                raw = self.wallet.sign_transaction(tx, choice.passphrase)
             finally:
                 zeroize(choice.passphrase)
         tx_hash = "0x" + keccak256(raw).hex() if raw else ""
@@ -240,7 +242,17 @@ class Companion:
         return params
 
     async def answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
-        return await self.call("approvals.answer", self.build_answer(request, choice))
+        nonce = None
+        if choice.action == "approve" and request.get("tx") is not None:
+            nonce = await self.next_nonce(request["tx"]["chain_id"])
+        return await self.call("approvals.answer", self.build_answer(request, choice, nonce))
+
+    async def next_nonce(self, chain_id: int) -> int | None:
+        """The main account's next nonce as the signer reads it now (None: keep the request's). Only
+        the nonce is taken from outside the request, and the signer accepts nothing but its own."""
+        state = await self.call("approvals.state")
+        nonce = state.get("main_nonce", {}).get(str(chain_id))
+        return nonce if isinstance(nonce, int) and nonce >= 0 else None
 
     async def freeze(self, action: str = "freeze") -> dict[str, Any]:
         device_id, ts = self._device_id(), time.time()

@@ -194,3 +194,34 @@ def test_escalation_reaches_a_connected_companion_fast(shared_tier1):
         assert sorted(samples)[len(samples) // 2] < 0.25, samples
 
     asyncio.run(scenario())
+
+
+def test_two_requests_escalated_at_the_same_nonce_are_both_approved_in_turn(shared_tier1, anvil):
+    """Both were quoted the main account's nonce n. The companion asks the signer for the next
+    nonce as it signs, so the second approval goes out at n + 1 instead of failing at broadcast;
+    an answer still signed at the spent nonce is refused with the nonce to use, not broadcast."""
+    tier1 = shared_tier1
+
+    async def scenario():
+        companion = await tier1.paired()
+        bot = tier1.bot_token()
+        before = balance(anvil, FRIEND)
+        async with SignerClient(tier1.stack.socket, bot) as client:
+            first, second = [await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT + i)})
+                             for i in (1, 2)]
+        a = await request_for(companion, first["request_id"])
+        b = await request_for(companion, second["request_id"])
+        assert a["tx"]["nonce"] == b["tx"]["nonce"]
+        stale = companion.build_answer(b, Choice("approve", bytearray(MAIN_PASS)))  # signed at nonce n
+        done_a = await companion.answer(a, Choice("approve", bytearray(MAIN_PASS)))
+        assert done_a["nonce"] == a["tx"]["nonce"]
+        with pytest.raises(Exception, match=f"next nonce is {a['tx']['nonce'] + 1}"):
+            await companion.call("approvals.answer", stale)
+        done_b = await companion.answer(b, Choice("approve", bytearray(MAIN_PASS)))
+        assert done_b["status"] == "signed" and done_b["nonce"] == a["tx"]["nonce"] + 1
+        for pending in (first, second):
+            await wait_status(tier1.stack, bot, pending["request_id"], {"confirmed"})
+        assert balance(anvil, FRIEND) - before == 2 * OVER_LIMIT + 3
+        await companion.close()
+
+    asyncio.run(scenario())

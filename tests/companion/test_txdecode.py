@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from signer.approval_request import to_checksum
-from signer.approvals import _mismatch
+from signer.main_tx import mismatch
 from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
@@ -38,7 +38,7 @@ def test_decode_matches_eth_account_and_recovers_the_signer(tx):
     decoded = decode_signed_eip1559(signed.raw)
     assert decoded.tx == tx and decoded.sender == MAIN and decoded.tx_hash == "0x" + signed.tx_hash.hex()
     assert Account.recover_transaction(signed.raw).lower() == MAIN
-    assert _mismatch(approved(tx), decoded, MAIN) is None
+    assert mismatch(approved(tx), decoded, MAIN) is None
 
 
 FIELDS = ["chain_id", "nonce", "to", "value", "data", "gas", "max_fee_per_gas"]
@@ -61,15 +61,15 @@ def test_any_change_to_a_signed_field_is_refused(tx, field, delta):
         values[field] = getattr(tx, field) + delta
     changed = Eip1559Tx(**values)
     decoded = decode_signed_eip1559(sign_eip1559(changed, KEY).raw)
-    assert _mismatch(approved(tx), decoded, MAIN) is not None
+    assert mismatch(approved(tx), decoded, MAIN) is not None
 
 
 def test_another_signer_and_a_lower_fee_are_judged_correctly():
     tx = Eip1559Tx(31337, 0, 1, 10**9, 21_000, "0x" + "11" * 20, 5)
     other = coincurve.PrivateKey(b"\x02" * 32)
-    assert "signer" in _mismatch(approved(tx), decode_signed_eip1559(sign_eip1559(tx, other).raw), MAIN)
+    assert "signer" in mismatch(approved(tx), decode_signed_eip1559(sign_eip1559(tx, other).raw), MAIN)
     cheaper = Eip1559Tx(31337, 0, 1, 10**9 - 1, 21_000, "0x" + "11" * 20, 5)
-    assert _mismatch(approved(tx), decode_signed_eip1559(sign_eip1559(cheaper, KEY).raw), MAIN) is None
+    assert mismatch(approved(tx), decode_signed_eip1559(sign_eip1559(cheaper, KEY).raw), MAIN) is None
 
 
 @settings(max_examples=300, deadline=None)
