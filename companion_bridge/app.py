@@ -14,6 +14,10 @@ WebSocket messages (JSON):
                        {"type": "reply", "id": N, "ok": bool, "result"|"error": ...}
                        {"type": "state", "state": {...}}           (freeze changes)
                        {"type": "resolved", "request_id": R}
+
+Abuse limits (companion_bridge/limits.py): an HTTP refusal is 429 with Retry-After; a socket over
+its connect or message rate is closed with 4429 ("... retry after N s"), one over the size cap with
+1009; an answer over the device's rate gets an error reply with `retry_after` and can be sent again.
 """
 
 from __future__ import annotations
@@ -22,18 +26,21 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
+from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
 from companion_bridge.queue import DeliveryQueue
+from companion_bridge.ratelimit import Verdict
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
 from signer.client import SignerError, SignerUnavailable
@@ -47,6 +54,10 @@ HELLO_TIMEOUT = 10.0
 BACKLOG_BATCH = 50  # requests per frame when a companion (re)connects
 BACKLOG_CACHE_SECONDS = 1.0  # a burst of reconnecting companions shares one set of frames
 CLOSE_UNAUTHORIZED = 4401
+CLOSE_RATE_LIMITED = 4429
+CLOSE_TOO_BIG = 1009
+RATE_LIMITED = -32029  # error code of a call refused for rate: send it again after `retry_after`
+PAIRING_ID = re.compile(r"^pair_[0-9a-f]{16}$")
 
 
 class ChallengeRequest(BaseModel):
@@ -58,6 +69,19 @@ class TokenRequest(ChallengeRequest):
     nonce: str = Field(pattern=r"^[0-9a-f]{32}$")
     ts: FiniteFloat
     signature: str = Field(pattern=r"^[0-9a-f]{128}$")
+
+
+def too_many(what: str, verdict: Verdict) -> HTTPException:
+    seconds = retry_seconds(verdict)
+    return HTTPException(429, f"too many {what}; retry after {seconds} s",
+                         headers={"Retry-After": str(seconds)})
+
+
+def peer_of(conn: Request | WebSocket, guard: Guard) -> str:
+    """Every X-Forwarded-For line, in order: a proxy that adds its own line after the client's
+    forged one must still have the last word."""
+    forwarded = ", ".join(conn.headers.getlist("x-forwarded-for")) or None
+    return guard.peer(conn.client.host if conn.client else None, forwarded)
 
 
 def auth_message(device_id: str, audience: str, nonce: str, ts: float) -> bytes:
@@ -93,10 +117,12 @@ class Hub:
 
 
 class Bridge:
-    def __init__(self, link: SignerLink, queue: DeliveryQueue, tokens: TokenIssuer) -> None:
+    def __init__(self, link: SignerLink, queue: DeliveryQueue, tokens: TokenIssuer,
+                 guard: Guard | None = None) -> None:
         self.link = link
         self.queue = queue
         self.tokens = tokens
+        self.guard = guard or Guard(BridgeLimits())
         self.hub = Hub()
         self._challenges: dict[str, tuple[str, float]] = {}
         self._last_state: dict[str, Any] | None = None
@@ -125,9 +151,37 @@ class Bridge:
                                   for i in range(0, len(texts), BACKLOG_BATCH)])
         return self._frames[1]
 
-    # ---- device login -----------------------------------------------------------------------
+    # ---- pairing and device login -----------------------------------------------------------
 
-    def challenge(self, device_id: str) -> dict[str, Any]:
+    async def pair(self, body: dict[str, Any], peer: str) -> dict[str, Any]:
+        """Forward a pairing proof to the signer, which decides. The bridge only rations attempts:
+        per peer (a refused one costs more) and per pairing id, burnt after repeated refusals."""
+        guard = self.guard
+        verdict = guard.check("pair", guard.pair_peers, peer)
+        if not verdict.allowed:
+            raise too_many("pairing attempts", verdict)
+        pairing_id = body.get("pairing_id")
+        if not isinstance(pairing_id, str) or not PAIRING_ID.fullmatch(pairing_id):
+            guard.pairing_failed(None, peer)
+            raise HTTPException(400, "malformed pairing id")
+        if guard.pairing_burnt(pairing_id):
+            guard.refuse("pair_burnt", pairing_id)
+            raise HTTPException(403, "this pairing code was refused too often: show a new one with "
+                                     "`owlia companion pair`")
+        try:
+            result = await self.link.call("companion.pair_complete", body)
+        except SignerUnavailable as exc:
+            raise HTTPException(503, exc.message) from None
+        except SignerError as exc:
+            guard.pairing_failed(pairing_id, peer)
+            raise HTTPException(403 if exc.code == -32002 else 400, exc.message) from None
+        await self.link.refresh()
+        return result
+
+    def challenge(self, device_id: str, peer: str) -> dict[str, Any]:
+        verdict = self.guard.check("auth", self.guard.auth_peers, peer)
+        if not verdict.allowed:
+            raise too_many("login attempts", verdict)
         now = time.time()
         if len(self._challenges) >= MAX_CHALLENGES:
             self._challenges = {n: v for n, v in self._challenges.items() if now - v[1] < CHALLENGE_TTL}
@@ -137,7 +191,24 @@ class Bridge:
         self._challenges[nonce] = (device_id, now)
         return {"nonce": nonce, "aud": self.tokens.audience, "expires_in": CHALLENGE_TTL}
 
-    def token(self, req: TokenRequest) -> dict[str, Any]:
+    def token(self, req: TokenRequest, peer: str) -> dict[str, Any]:
+        """A failed login is charged to the peer; a good one to the device, which proved itself."""
+        verdict = self.guard.check("auth", self.guard.auth_peers, peer)
+        if not verdict.allowed:
+            raise too_many("login attempts", verdict)
+        try:
+            self._check_login(req)
+        except HTTPException:
+            self.guard.refuse("login", peer)
+            self.guard.auth_peers.penalize(peer, self.guard.limits.auth_failure_penalty)
+            raise
+        verdict = self.guard.check("token", self.guard.tokens, req.device_id)
+        if not verdict.allowed:
+            raise too_many("logins for this device", verdict)
+        token, exp = self.tokens.issue(req.device_id)
+        return {"token": token, "exp": exp, "aud": self.tokens.audience}
+
+    def _check_login(self, req: TokenRequest) -> None:
         issued = self._challenges.pop(req.nonce, None)  # single use, whatever happens next
         now = time.time()
         if issued is None or issued[0] != req.device_id or now - issued[1] > CHALLENGE_TTL:
@@ -152,22 +223,36 @@ class Bridge:
                 auth_message(req.device_id, self.tokens.audience, req.nonce, req.ts), bytes.fromhex(req.signature))
         except (BadSignatureError, ValueError):
             raise HTTPException(401, "bad device signature") from None
-        token, exp = self.tokens.issue(req.device_id)
-        return {"token": token, "exp": exp, "aud": self.tokens.audience}
 
     # ---- a companion session ----------------------------------------------------------------
 
     async def session(self, ws: WebSocket) -> None:
+        guard, peer = self.guard, peer_of(ws, self.guard)
         await ws.accept()
+        verdict = guard.check("auth", guard.auth_peers, peer)
+        if not verdict.allowed:
+            await self._close_rate_limited(ws, "connections", verdict)
+            return
         try:
             hello = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
             claims = self.tokens.verify(str(hello.get("token", ""))) if isinstance(hello, dict) else None
+        except WebSocketDisconnect as exc:
+            if exc.code == CLOSE_TOO_BIG:
+                guard.refuse("message_size", peer)
+            return
         except (asyncio.TimeoutError, ValueError):
             claims = None
         if claims is None or not self.link.device_active(claims.device_id):
+            guard.refuse("login", peer)
+            guard.auth_peers.penalize(peer, guard.limits.auth_failure_penalty)
             await ws.close(CLOSE_UNAUTHORIZED, "invalid, expired or revoked token")
             return
         device_id = claims.device_id
+        verdict = guard.check("connect", guard.connects, device_id)
+        if not verdict.allowed:
+            await self._close_rate_limited(ws, "connections for this device", verdict)
+            return
+        bucket = guard.socket_bucket()
         self.hub.add(device_id, ws)
         # Short-lived means short-lived: the connection ends with its token (the companion logs in again).
         expiry = asyncio.get_running_loop().call_later(
@@ -177,17 +262,31 @@ class Bridge:
             for frame in self.backlog_frames():
                 await ws.send_text(frame)
             while True:
-                message = json.loads(await ws.receive_text())
+                text = await ws.receive_text()
+                verdict = bucket.take()
+                if not verdict.allowed:
+                    guard.refuse("message_rate", device_id, verdict)
+                    await self._close_rate_limited(ws, "messages", verdict)
+                    return
+                message = json.loads(text)
                 if time.time() >= claims.exp or not self.link.device_active(device_id):
                     await ws.close(CLOSE_UNAUTHORIZED, "token expired or device revoked")
                     return
                 if isinstance(message, dict) and message.get("type") == "call":
                     await ws.send_text(json.dumps(await self._call(device_id, message)))
-        except (WebSocketDisconnect, ValueError, RuntimeError):
+        except WebSocketDisconnect as exc:
+            if exc.code == CLOSE_TOO_BIG:
+                guard.refuse("message_size", device_id)
+        except (ValueError, RuntimeError):
             pass
         finally:
             expiry.cancel()
             self.hub.remove(device_id, ws)
+
+    @staticmethod
+    async def _close_rate_limited(ws: WebSocket, what: str, verdict: Verdict) -> None:
+        with contextlib.suppress(Exception):
+            await ws.close(CLOSE_RATE_LIMITED, f"too many {what}; retry after {retry_seconds(verdict)} s")
 
     async def _call(self, device_id: str, message: dict[str, Any]) -> dict[str, Any]:
         reply: dict[str, Any] = {"type": "reply", "id": message.get("id")}
@@ -196,6 +295,13 @@ class Bridge:
             return {**reply, "ok": False, "error": {"code": -32601, "message": "not callable through the bridge"}}
         if params is not None and params.get("device_id", device_id) != device_id:
             return {**reply, "ok": False, "error": {"code": -32002, "message": "a device answers only for itself"}}
+        if method == "approvals.answer":
+            verdict = self.guard.check("answer", self.guard.answers, device_id)
+            if not verdict.allowed:  # nothing consumed: the same answer works after the wait
+                seconds = retry_seconds(verdict)
+                error = {"code": RATE_LIMITED, "message": f"too many answers; retry after {seconds} s",
+                         "retry_after": seconds}
+                return {**reply, "ok": False, "error": error}
         try:
             result = await self.link.call(method, params)
         except SignerUnavailable as exc:
@@ -227,24 +333,20 @@ def create_app(bridge: Bridge) -> FastAPI:
 
     @app.get("/v1/health")
     async def health() -> dict[str, Any]:
-        return {"ok": True, "connections": bridge.hub.count(), "queued": bridge.queue.count()}
+        return {"ok": True, "connections": bridge.hub.count(), "queued": bridge.queue.count(),
+                "refused": dict(bridge.guard.refused)}
 
     @app.post("/v1/pair")
-    async def pair(body: dict[str, Any]) -> dict[str, Any]:
-        try:
-            result = await bridge.link.call("companion.pair_complete", body)
-        except SignerError as exc:
-            raise HTTPException(403 if exc.code == -32002 else 400, exc.message) from None
-        await bridge.link.refresh()
-        return result
+    async def pair(body: dict[str, Any], request: Request) -> dict[str, Any]:
+        return await bridge.pair(body, peer_of(request, bridge.guard))
 
     @app.post("/v1/auth/challenge")
-    async def challenge(req: ChallengeRequest) -> dict[str, Any]:
-        return bridge.challenge(req.device_id)
+    async def challenge(req: ChallengeRequest, request: Request) -> dict[str, Any]:
+        return bridge.challenge(req.device_id, peer_of(request, bridge.guard))
 
     @app.post("/v1/auth/token")
-    async def token(req: TokenRequest) -> dict[str, Any]:
-        return bridge.token(req)
+    async def token(req: TokenRequest, request: Request) -> dict[str, Any]:
+        return bridge.token(req, peer_of(request, bridge.guard))
 
     @app.websocket("/v1/ws")
     async def ws(websocket: WebSocket) -> None:

@@ -8,10 +8,11 @@ an answer to them anyway).
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+from bot.workspace.fs import open_private_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue(
@@ -24,7 +25,10 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 class DeliveryQueue:
     def __init__(self, path: Path | str, clock=time.time) -> None:
         self.clock = clock
-        self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        # 0600 in a 0700 dir (so are -wal and -shm, which SQLite creates with the file's mode):
+        # requests show recipients, amounts and the agent's reasons. The connection may be used
+        # from the server's thread (tests run it in one).
+        self._conn = open_private_db(Path(path), check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(SCHEMA)
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
 
 from companion_bridge.app import Bridge, create_app
+from companion_bridge.limits import BridgeLimits, Guard
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
-from signer.fsperm import ensure_private_dir
-
-MAX_WS_MESSAGE = 256 * 1024
 
 
 class BridgeConfigError(ValueError):
@@ -32,6 +30,7 @@ class BridgeOptions:
     tls_key: Path | None = None
     token_ttl_seconds: float = 300.0
     poll_timeout: float = 20.0
+    limits: BridgeLimits = field(default_factory=BridgeLimits)
 
     def check(self) -> None:
         """Off loopback, the bridge speaks TLS or not at all."""
@@ -57,16 +56,18 @@ def _is_loopback(host: str) -> bool:
 
 def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
     options.check()
-    ensure_private_dir(options.home)
     queue = DeliveryQueue(options.home / "bridge.db")
-    (options.home / "bridge.db").chmod(0o600)
     link = SignerLink(options.signer_socket, options.signer_token, poll_timeout=options.poll_timeout)
-    bridge = Bridge(link, queue, TokenIssuer(options.audience, options.token_ttl_seconds))
+    tokens = TokenIssuer(options.audience, options.token_ttl_seconds)
+    bridge = Bridge(link, queue, tokens, Guard(options.limits))
     config = uvicorn.Config(
         create_app(bridge), host=options.host, port=options.port, log_level="warning",
         ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
         ssl_keyfile=str(options.tls_key) if options.tls_key else None,
-        ws_max_size=MAX_WS_MESSAGE, ws="websockets-sansio", lifespan="on",
+        ws_max_size=options.limits.max_message_bytes, ws="websockets-sansio", lifespan="on",
+        # uvicorn would otherwise rewrite the client address from X-Forwarded-For for any loopback
+        # peer; the bridge decides whom to believe itself (`BridgeLimits.trusted_proxies`).
+        proxy_headers=False,
     )
     return bridge, config
 

@@ -46,16 +46,23 @@ def serve(
     tls_key: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
     token_file: Optional[Path] = typer.Option(None, help="The bridge's signer token (default <home>/secrets/bridge.token)."),
     token_ttl: int = typer.Option(300, help="Seconds a companion's connection token lives."),
+    trusted_proxy: list[str] = typer.Option([], "--trusted-proxy",
+                                            help="A reverse proxy whose X-Forwarded-For is believed (repeatable)."),
 ) -> None:
     """Serve pairing, device login and request delivery (FastAPI + WebSocket on uvicorn)."""
     import logging
 
+    from companion_bridge.limits import BridgeLimits
     from companion_bridge.server import BridgeConfigError, BridgeOptions, serve as run_bridge
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        limits = BridgeLimits(trusted_proxies=frozenset(trusted_proxy))
+    except ValueError as exc:
+        fail(str(exc))
     options = BridgeOptions(home=home_of(ctx) / "bridge", signer_socket=signer_paths(ctx).socket,
                             signer_token=bridge_token(ctx, token_file), host=host, port=port, tls_cert=tls_cert,
-                            tls_key=tls_key, token_ttl_seconds=token_ttl)
+                            tls_key=tls_key, token_ttl_seconds=token_ttl, limits=limits)
     try:
         options.check()
     except BridgeConfigError as exc:

@@ -33,14 +33,14 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def open_private_db(path: Path, *, timeout: float = 5.0) -> sqlite3.Connection:
+def open_private_db(path: Path, *, timeout: float = 5.0, check_same_thread: bool = True) -> sqlite3.Connection:
     """An autocommit SQLite connection to a 0600 file in a 0700 dir; refuses a symlinked file."""
     path = private_dir(Path(path).parent) / Path(path).name
     if path.is_symlink():
         raise PathNotAllowed(f"{path} is a symlink")
     os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
     os.chmod(path, FILE_MODE)
-    return sqlite3.connect(path, isolation_level=None, timeout=timeout)
+    return sqlite3.connect(path, isolation_level=None, timeout=timeout, check_same_thread=check_same_thread)
 
 
 def is_within(child: Path, parent: Path) -> bool:
