@@ -34,6 +34,7 @@ TOPUP_DOMAIN = "owliabot-topup-v1"
 BRIDGE_AUTH_DOMAIN = "owliabot-bridge-auth-v1"
 CAPABILITIES = ("approve", "deny", "freeze", "unfreeze", "topup")
 MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way)
+MAX_WRONG_CODES = 5  # wrong pairing codes before the pairing is spent
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS devices(
@@ -133,6 +134,7 @@ class DeviceRegistry:
         self.clock = clock
         self._boot = secrets.token_hex(4)
         self._changes = 0  # bumped on every pairing or revocation; the bridge refreshes on change
+        self._wrong_codes: dict[str, int] = {}  # per open pairing; bounded by the pairings an admin began
 
     @property
     def revision(self) -> str:
@@ -207,6 +209,18 @@ class DeviceRegistry:
         grouped = "-".join(code[i:i + 4] for i in range(0, len(code), 4))
         return {"pairing_id": pairing_id, "code": grouped, "expires_at": now + ttl_seconds}
 
+    async def _wrong_code(self, pairing_id: str, evidence: dict[str, Any], now: float) -> RpcError:
+        """Counted here, not only at the bridge: a compromised bridge could otherwise guess forever.
+        After MAX_WRONG_CODES the code is spent, durably; the user shows a new one."""
+        wrong = self._wrong_codes[pairing_id] = self._wrong_codes.get(pairing_id, 0) + 1
+        if wrong < MAX_WRONG_CODES:
+            return await self.refuse("companion.pair_refused", evidence, "wrong pairing code")
+        self._wrong_codes.pop(pairing_id, None)
+        await self.writer.run(lambda conn: conn.execute(
+            "UPDATE pairings SET used_at=? WHERE pairing_id=? AND used_at IS NULL", (now, pairing_id)))
+        return await self.refuse("companion.pair_refused", evidence,
+                                 f"wrong pairing code {wrong} times: this code is spent, show a new one")
+
     async def complete_pairing(self, params: PairCompleteParams) -> dict[str, Any]:
         now = self.clock()
         message = signed_message(PAIR_DOMAIN, pair_body(params.pairing_id, params.device_pub, params.name,
@@ -222,7 +236,7 @@ class DeviceRegistry:
         # The MAC key is sha256(code): the signer stores only that, and only the code yields it.
         expected = hmac.new(row[0].encode(), message, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, params.mac):
-            raise await self.refuse("companion.pair_refused", evidence, "wrong pairing code")
+            raise await self._wrong_code(params.pairing_id, evidence, now)
         if not verify_ed25519(params.device_pub, message, params.signature):
             raise await self.refuse("companion.pair_refused", evidence, "the device key signature does not verify")
         main = self.main_account()

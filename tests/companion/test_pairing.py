@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 
 import aiohttp
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from companion_bridge.companion.client import Companion, CompanionError
 from companion_bridge.tokens import TokenIssuer
+from signer.client import SignerError
 from signer.devices import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1
 
@@ -204,3 +206,35 @@ def test_a_connection_ends_with_its_token(tier1, tmp_path):
         asyncio.run(scenario())
     finally:
         bridge.stop()
+
+
+def test_the_signer_spends_a_pairing_code_after_repeated_wrong_guesses_even_from_its_bridge(tier1):
+    """A compromised bridge skips the bridge's own limits and talks to the signer with its token:
+    the signer counts wrong codes itself, and after MAX_WRONG_CODES the right code no longer works."""
+    from signer.devices import MAX_WRONG_CODES
+    from signer.protocol import Scope
+
+    bridge_token = tier1.stack.client_token(f"rogue{time.monotonic_ns() % 10**9}", Scope.BRIDGE)
+    wallet = tier1.new_wallet()
+
+    def proof(pairing_id: str, code: str) -> dict:
+        ts, nonce = time.time(), secrets.token_hex(32)
+        body = pair_body(pairing_id, wallet.device_public_key, "phone", wallet.main_address, ts, nonce)
+        message = signed_message(PAIR_DOMAIN, body)
+        return {**body, "main_address": wallet.main_address, "signature": wallet.device_sign(message),
+                "mac": pairing_mac(code, message)}
+
+    async def scenario():
+        pairing = await begin(tier1)
+        for guess in range(MAX_WRONG_CODES):
+            with pytest.raises(SignerError, match="wrong pairing code") as err:
+                await tier1.stack.call(bridge_token, "companion.pair_complete",
+                                       proof(pairing["pairing_id"], f"AAAA-BBBB-CCCC-DDDD-EEEE-{guess:04d}"))
+        assert "this code is spent" in err.value.message
+        with pytest.raises(SignerError, match="unknown, used or expired"):
+            await tier1.stack.call(bridge_token, "companion.pair_complete", proof(pairing["pairing_id"], pairing["code"]))
+        fresh = await begin(tier1)  # a new code from the owner still pairs
+        done = await tier1.stack.call(bridge_token, "companion.pair_complete", proof(fresh["pairing_id"], fresh["code"]))
+        assert done["device"]["name"] == "phone"
+
+    asyncio.run(scenario())
