@@ -157,6 +157,10 @@ class SkillSettings(_Section):
     cpu_seconds: int = Field(default=30, ge=1, le=3600)
     max_processes: int = Field(default=32, ge=1, le=4096)
     max_result_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
+    # Docker backend only: a local engine socket (never TCP, never $DOCKER_HOST) and an image that
+    # is already there (a skill run never pulls); pin it by digest where you can.
+    docker_host: str = Field(default="unix:///var/run/docker.sock", pattern=r"^unix:///")
+    docker_image: str = Field(default="python:3.11-slim", min_length=1, max_length=255)
 
 
 class BotSettings(_Section):

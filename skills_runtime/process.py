@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
-import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from skills_runtime.sandbox import Backend, Limits, Staged
+from skills_runtime.sandbox import Backend, Limits, SandboxProcess, Staged
 
 STDERR_TAIL = 4096
 CALLBACK_METHODS = frozenset(("core.fetch", "core.chain", "core.sign"))
@@ -46,7 +44,7 @@ class SkillProcess:
         self.entrypoint = entrypoint
         self.limits = limits
         self.max_message = max_message
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: SandboxProcess | None = None
         self.exported: list[str] = []
         self._stderr = bytearray()
         self._stderr_task: asyncio.Task | None = None
@@ -152,12 +150,9 @@ class SkillProcess:
             return self.proc.returncode
 
     def kill_now(self) -> None:
-        """SIGKILL the sandbox's process group (bwrap takes the whole pid namespace down with it)."""
+        """Kill the whole sandbox the backend's way (bwrap's process group, or the container)."""
         if self.proc is not None and self.proc.returncode is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self.backend.kill(self.proc)
 
     async def kill(self) -> None:
         self.kill_now()

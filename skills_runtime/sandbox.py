@@ -12,9 +12,11 @@ import importlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -75,6 +77,19 @@ def stage(folder: Path, expected_hash: str) -> Staged:
     return Staged(root, root / "skill", root / "sdk.py")
 
 
+class SandboxProcess(Protocol):
+    """What SkillProcess drives: asyncio's Process for bubblewrap, a container stream for Docker."""
+
+    stdin: asyncio.StreamWriter | None
+    stdout: asyncio.StreamReader | None
+    stderr: asyncio.StreamReader | None
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+
 class Backend(Protocol):
     name: str
 
@@ -83,8 +98,12 @@ class Backend(Protocol):
         ...
 
     async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> asyncio.subprocess.Process:
+                    line_limit: int) -> SandboxProcess:
         """Start the sandbox with stdin/stdout as the RPC pipes; reading a longer line fails."""
+        ...
+
+    def kill(self, proc: SandboxProcess) -> None:
+        """Kill the whole sandbox at once, without blocking; `proc.wait()` then returns."""
         ...
 
 
@@ -172,58 +191,12 @@ class Bubblewrap:
         finally:
             os.close(fd)
 
-
-def docker_spec(image: str, staged: Staged, entrypoint: str, limits: Limits) -> dict:
-    """Keyword arguments for docker SDK `containers.create(...)` with the bubblewrap-equivalent box:
-    no network, read-only root, every capability dropped, no-new-privileges, pid/memory/CPU limits,
-    a non-root user, the skill and SDK mounted read-only and a small noexec tmpfs."""
-    return {
-        "image": image,
-        "command": ["python3", "-I", "-S", "-B", "/owlia/sdk.py", json.dumps(limits.rlimits()),
-                    f"/skill/{entrypoint}"],
-        "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
-        "network_mode": "none",
-        "read_only": True,
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges:true"],
-        "pids_limit": limits.max_processes,
-        "mem_limit": limits.memory_mb << 20,
-        "memswap_limit": limits.memory_mb << 20,
-        "nano_cpus": 1_000_000_000,
-        "ulimits": [{"name": "nofile", "soft": limits.open_files, "hard": limits.open_files},
-                    {"name": "fsize", "soft": limits.file_bytes, "hard": limits.file_bytes},
-                    {"name": "core", "soft": 0, "hard": 0}],
-        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes}"},
-        "volumes": {str(staged.skill): {"bind": "/skill", "mode": "ro"},
-                    str(staged.sdk): {"bind": "/owlia/sdk.py", "mode": "ro"}},
-        "environment": {"LANG": "C.UTF-8", "HOME": "/tmp"},
-        "working_dir": "/tmp",
-        "stdin_open": True,
-        "detach": True,
-        "auto_remove": True,
-        "ipc_mode": "none",
-        "labels": {"owliabot.skill": entrypoint},
-    }
-
-
-class Docker:
-    """For compose deployments. The container spec is `docker_spec`; this build can only check for
-    an engine, and refuses to run skills through it (see docs/skills.md), so it never half-works."""
-
-    name = "docker"
-
-    def unavailable(self) -> str | None:
+    def kill(self, proc: asyncio.subprocess.Process) -> None:  # type: ignore[override]
+        """SIGKILL bwrap's process group: it takes the sandbox's whole pid namespace down with it."""
         try:
-            import docker
-
-            docker.from_env(timeout=3).ping()
-        except Exception as exc:  # no SDK, no socket, no permission: all mean "not here"
-            return f"no reachable Docker engine ({type(exc).__name__})"
-        return "running skills in Docker containers is not implemented in this build; use bubblewrap"
-
-    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> asyncio.subprocess.Process:
-        raise SandboxUnavailable(self.unavailable() or "docker backend unavailable")
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 class GVisor:
@@ -238,13 +211,24 @@ class GVisor:
                     line_limit: int) -> asyncio.subprocess.Process:
         raise SandboxUnavailable(self.unavailable() or "gvisor backend unavailable")
 
+    def kill(self, proc: SandboxProcess) -> None:
+        """Nothing to kill: spawn never starts anything."""
 
-def select_backend(choice: str) -> tuple[Backend | None, str]:
+
+def select_backend(choice: str, *, docker_host: str | None = None,
+                   docker_image: str | None = None) -> tuple[Backend | None, str]:
     """(backend, why) for `skills.backend`: auto tries bubblewrap, then docker. None means no skill runs."""
-    candidates: list[Backend] = {"bubblewrap": [Bubblewrap()], "docker": [Docker()], "gvisor": [GVisor()],
-                                 "auto": [Bubblewrap(), Docker()]}[choice]
+
+    def docker() -> Backend:  # the docker SDK is imported only when Docker is actually considered
+        from skills_runtime.docker_backend import DEFAULT_HOST, DEFAULT_IMAGE, Docker
+
+        return Docker(docker_host or DEFAULT_HOST, docker_image or DEFAULT_IMAGE)
+
+    candidates: list[Callable[[], Backend]] = {"bubblewrap": [Bubblewrap], "docker": [docker], "gvisor": [GVisor],
+                                               "auto": [Bubblewrap, docker]}[choice]
     reasons = []
-    for backend in candidates:
+    for make in candidates:
+        backend = make()
         reason = backend.unavailable()
         if reason is None:
             return backend, backend.name

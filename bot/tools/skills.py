@@ -102,7 +102,8 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
     if not names:
         return result
     audit = BotAudit(Path(home) / "logs" / "skills-audit.jsonl")
-    backend, why = select_backend(settings.backend)
+    backend, why = select_backend(settings.backend, docker_host=settings.docker_host,
+                                  docker_image=settings.docker_image)
     if backend is None:
         result.problems.append(f"no sandbox backend, so no skill runs: {why}")
         audit.record("skill.no_backend", choice=settings.backend, reason=why, skills=names)

@@ -12,7 +12,8 @@ from bot.tools.base import ContextKind, Level
 from bot.tools.registry import ToolRegistry
 from bot.tools.skills import args_model, skill_tool
 from skills_runtime.manifest import parse_manifest
-from skills_runtime.sandbox import Limits, Staged, docker_spec
+from skills_runtime.docker_backend import docker_spec
+from skills_runtime.sandbox import Limits, Staged
 from skills_runtime.store import InstalledSkill
 from tests.skills.conftest import EXAMPLES
 
