@@ -126,7 +126,7 @@ def check_isolation(ctx: OpsContext) -> Iterator[Finding]:
 def check_sandbox(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-SKILL-001: skills run untrusted code; with no working sandbox they must not run at all."""
     backend = ctx.need_config().bot.skills.backend
-    probe = probe_sandbox(backend)
+    probe = probe_sandbox(ctx.need_config().bot.skills)
     if probe.backend is None:
         yield Finding("OWL-SKILL-001", CRIT,
                       f"no working sandbox for skills (backend {backend}): {probe.detail}",

@@ -248,7 +248,7 @@ def check_bridge(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_sandbox(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SANDBOX-001."""
-    probe = probe_sandbox(ctx.need_config().bot.skills.backend)
+    probe = probe_sandbox(ctx.need_config().bot.skills)
     if probe.backend is None:
         yield Finding("DOC-SANDBOX-001", WARN, f"no skill sandbox: {probe.detail}; skills will not run",
                       "apt-get install bubblewrap")

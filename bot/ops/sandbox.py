@@ -1,19 +1,16 @@
-"""Is a skill sandbox backend actually usable here? A binary on PATH is not enough.
+"""Is a skill sandbox backend actually usable here? Asked exactly as the runtime asks it.
 
-bubblewrap can be installed yet unusable (no user namespaces, a seccomp'd container), so the
-probe runs the same kind of isolation skills get, `bwrap --unshare-all --ro-bind / / true`,
-and only a zero exit counts.
+A binary on PATH is not enough (bubblewrap can be installed yet unable to create namespaces in a
+seccomp'd container; a Docker socket can lack the image), so this defers to the runtime's own
+`select_backend`, which runs a trial sandbox: doctor and the security audit can never call a
+backend usable that the bot would refuse, or the other way round.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
-DOCKER_SOCKET = Path("/var/run/docker.sock")
-PROBE_TIMEOUT = 10.0
+from bot.config import SkillSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,35 +19,9 @@ class SandboxProbe:
     detail: str
 
 
-def _bwrap_works() -> tuple[bool, str]:
-    path = shutil.which("bwrap")
-    if path is None:
-        return False, "bwrap is not installed"
-    try:
-        done = subprocess.run([path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-                              capture_output=True, timeout=PROBE_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"bwrap could not run ({type(exc).__name__})"
-    if done.returncode != 0:
-        return False, f"bwrap is installed but a trial sandbox failed (exit {done.returncode})"
-    return True, f"bubblewrap at {path}"
+def probe_sandbox(settings: SkillSettings) -> SandboxProbe:
+    from skills_runtime.sandbox import select_backend
 
-
-def probe_sandbox(backend: str) -> SandboxProbe:
-    """The usable backend for the configured choice (`auto` tries bubblewrap, then gVisor, then docker)."""
-    failures: list[str] = []
-    if backend in ("auto", "bubblewrap"):
-        ok, detail = _bwrap_works()
-        if ok:
-            return SandboxProbe("bubblewrap", detail)
-        failures.append(detail)
-    if backend in ("auto", "gvisor"):
-        runsc = shutil.which("runsc")
-        if runsc:
-            return SandboxProbe("gvisor", f"runsc at {runsc}")
-        failures.append("runsc (gVisor) is not installed")
-    if backend in ("auto", "docker"):
-        if DOCKER_SOCKET.is_socket():
-            return SandboxProbe("docker", f"docker engine at {DOCKER_SOCKET}")
-        failures.append("no docker engine socket")
-    return SandboxProbe(None, "; ".join(failures))
+    backend, why = select_backend(settings.backend, docker_host=settings.docker_host,
+                                  docker_image=settings.docker_image)
+    return SandboxProbe(None if backend is None else backend.name, why)

@@ -265,18 +265,22 @@ def test_policy_without_limits_and_with_unbounded_approvals(home):
 
 
 def test_skills_without_a_working_sandbox(home, tmp_path, monkeypatch):
+    """The audit asks exactly what the runtime asks (a trial sandbox), so they cannot disagree."""
     assert status(audit(home), "OWL-SKILL-001") == "pass"  # bubblewrap really works here
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "bwrap").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "bwrap").write_text("#!/bin/sh\necho 'No permissions to create new namespace' >&2\nexit 1\n")
     (fake / "bwrap").chmod(0o755)
-    monkeypatch.setenv("PATH", str(fake))
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
     set_config(home, bot={"skills": {"backend": "bubblewrap"}})
     [finding] = findings(audit(home), "OWL-SKILL-001")
-    assert finding.severity == "critical" and "trial sandbox failed" in finding.message
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert finding.severity == "critical" and "bubblewrap cannot" in finding.message
+    set_config(home, bot={"skills": {"backend": "docker", "docker_host": f"unix://{tmp_path}/no-engine.sock"}})
     [finding] = findings(audit(home), "OWL-SKILL-001")
-    assert "not installed" in finding.message
+    assert "no Docker engine answers" in finding.message
+    set_config(home, bot={"skills": {"backend": "gvisor"}})
+    [finding] = findings(audit(home), "OWL-SKILL-001")
+    assert "gVisor" in finding.message
 
 
 def test_secrets_in_config_and_logs_are_found_but_not_repeated(home):
