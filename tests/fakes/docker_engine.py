@@ -25,7 +25,6 @@ import re
 import secrets
 import signal
 import struct
-import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from skills_runtime.sandbox import _system_binds
+from tests.fakes.loop_thread import LoopThread
 
 API_VERSION = "1.45"
 IMAGE_ENV = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
@@ -78,7 +78,9 @@ class HttpError(Exception):
         self.status = status
 
 
-class FakeDockerEngine:
+class FakeDockerEngine(LoopThread):
+    thread_name = "fake-docker"
+
     def __init__(self, socket_path: Path, *, images: tuple[str, ...] = ("python:3.11-slim",)) -> None:
         self.socket_path = Path(socket_path)
         self.images = set(images)
@@ -87,38 +89,13 @@ class FakeDockerEngine:
         self.start_delay = 0.0  # seconds a start request takes (a slow engine)
         self.containers: dict[str, Container] = {}
         self.removed: list[str] = []  # names, in order
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._stopping: asyncio.Event | None = None
+        super().__init__()
         self._connections: set[asyncio.Task] = set()
         self._runs: set[asyncio.Task] = set()
-        self._thread = threading.Thread(target=self._serve, name="fake-docker", daemon=True)
 
     @property
     def url(self) -> str:
         return f"unix://{self.socket_path}"
-
-    def start(self) -> FakeDockerEngine:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("fake Docker engine did not start")
-        return self
-
-    def stop(self) -> None:
-        if self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> FakeDockerEngine:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._main())
-        self._loop.close()
 
     async def _main(self) -> None:
         self._stopping = asyncio.Event()

@@ -37,6 +37,8 @@ from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, web
 
+from tests.fakes.loop_thread import LoopThread
+
 TOKEN = "123456:TEST-fake-telegram-token_abcdefghijklmnop"
 MAX_TEXT = 4096
 JSON_FIELDS = frozenset({"reply_markup", "allowed_updates", "commands", "scope", "link_preview_options",
@@ -136,7 +138,9 @@ class _Pending:
     forced: bool = False  # a redelivery: returned whatever the offset
 
 
-class FakeTelegramServer:
+class FakeTelegramServer(LoopThread):
+    thread_name = "fake-telegram"
+
     def __init__(self, token: str = TOKEN, *, username: str = "owlia_test_bot", bot_id: int = 7000,
                  webhook_retry_delay: float = 0.05) -> None:
         self.token = token
@@ -159,12 +163,9 @@ class FakeTelegramServer:
         self.webhook_deliveries: list[tuple[int, int]] = []  # (update_id, HTTP status)
         self.allowed_updates: list[str] | None = None
         self.answered: dict[str, dict[str, Any]] = {}  # callback_query_id -> answerCallbackQuery params
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="fake-telegram", daemon=True)
+        super().__init__()
         self._port = 0
         self._wakeup: asyncio.Event | None = None
-        self._stopping: asyncio.Event | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -172,28 +173,6 @@ class FakeTelegramServer:
     def url(self) -> str:
         """The base for `TelegramAPIServer.from_base(url)`."""
         return f"http://127.0.0.1:{self._port}"
-
-    def start(self) -> FakeTelegramServer:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("fake Telegram server did not start")
-        return self
-
-    def stop(self) -> None:
-        if self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> FakeTelegramServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._main())
-        self._loop.close()
 
     async def _main(self) -> None:
         self._wakeup = asyncio.Event()
