@@ -5,6 +5,8 @@
 - full Tier 2 requests over the Unix socket to a real `owlia signer serve` process (decide,
   reserve, audit, build, sign; broadcasting off) with 1 and 16 concurrent clients, each run
   `--runs` times with fresh idempotency keys (a reused key would measure the replay path);
+- the round trip of a trivial call (`status`) over the same socket: what framing, the token
+  re-check, the event loops and the bot's client cost without any signing or fsync;
 - the signer's idle resident memory.
 
 `--profile FILE` runs the daemon under cProfile and writes its stats to FILE on shutdown.
@@ -92,6 +94,14 @@ def bench_raw_signing(n: int = 5000) -> dict:
             "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1)}
 
 
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU the process has used: per request, a measure the other jobs on a shared
+    machine disturb far less than latency."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def _rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -102,7 +112,7 @@ def _rss_kb(pid: int) -> int:
 _RUN_IDS = itertools.count()
 
 
-async def _requests(socket: Path, token: str, clients: int, total: int) -> dict:
+async def _requests(socket: Path, token: str, clients: int, total: int, daemon_pid: int) -> dict:
     from signer.client import SignerClient
 
     conns = [SignerClient(socket, token) for _ in range(clients)]
@@ -121,13 +131,19 @@ async def _requests(socket: Path, token: str, clients: int, total: int) -> dict:
             latencies.append(time.perf_counter() - t0)
             statuses[result["status"]] = statuses.get(result["status"], 0) + 1
 
-    t0 = time.perf_counter()
+    cpu0, mine0, t0 = _cpu_seconds(daemon_pid), _cpu_seconds(os.getpid()), time.perf_counter()
     await asyncio.gather(*(worker(c) for c in conns))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu1, mine1 = time.perf_counter() - t0, _cpu_seconds(daemon_pid), _cpu_seconds(os.getpid())
     for c in conns:
         await c.close()
     return {"clients": clients, "requests": total, "statuses": statuses, **_percentiles(latencies),
-            "signs_per_second": round(total / elapsed)}
+            "signs_per_second": round(total / elapsed),
+            "signer_cpu_us_per_request": _per_request(cpu0, cpu1, total),
+            "client_cpu_us_per_request": _per_request(mine0, mine1, total)}
+
+
+def _per_request(before: tuple[float, float], after: tuple[float, float], n: int) -> dict[str, int]:
+    return {"user": round((after[0] - before[0]) / n * 1e6), "system": round((after[1] - before[1]) / n * 1e6)}
 
 
 def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None) -> dict:
@@ -175,16 +191,28 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
         async def run() -> list[dict]:
             async with SignerClient(paths.socket, paths.admin_token.read_text().strip()) as admin:
                 await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
-            await _requests(paths.socket, token, 1, 200)  # warm-up: RPC caches, nonce, WAL file size
+            await _requests(paths.socket, token, 1, 200, proc.pid)  # warm-up: RPC caches, nonce, WAL file size
             results = []
             for clients in (1, 16):
                 for _ in range(runs):
-                    results.append(await _requests(paths.socket, token, clients, total))
+                    results.append(await _requests(paths.socket, token, clients, total, proc.pid))
             return results
 
+        async def round_trips(n: int = 2000) -> dict:
+            async with SignerClient(paths.socket, token) as client:
+                for _ in range(200):
+                    await client.status()
+                samples = []
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    await client.status()
+                    samples.append(time.perf_counter() - t0)
+            return _percentiles(samples)
+
         results = asyncio.run(run())
+        status_rtt = asyncio.run(round_trips())
         return {"signer_idle_rss_mb": round(idle_rss / 1024, 1), "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
-                "full_request": results}
+                "full_request": results, "status_round_trip": status_rtt}
     finally:
         if proc is not None:
             proc.terminate()

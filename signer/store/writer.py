@@ -10,6 +10,8 @@ machine) for nothing, so a caller that knows it is alone may ask for `inline=Tru
 commits on the calling thread, if and only if the writer thread is idle with nothing queued, so
 units still commit in the order they were submitted. The loop is blocked for that one fsync,
 which delays only requests that were not there yet.
+
+WAL checkpoints run on their own thread (signer.store.checkpoint), not inside a request's COMMIT.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 
 T = TypeVar("T")
 _STOP = object()
@@ -39,7 +43,9 @@ class Writer:
         *,
         on_commit: Callable[[], None] | None = None,
         on_rollback: Callable[[], None] | None = None,
+        checkpoint_every: int | None = DEFAULT_EVERY,
     ) -> None:
+        """`checkpoint_every`: commits between background WAL checkpoints; None leaves them to SQLite."""
         self._conn = conn
         self._on_commit = on_commit
         self._on_rollback = on_rollback
@@ -51,6 +57,11 @@ class Writer:
         # (the loop, the thread), so reading the other's under the GIL needs no lock.
         self._submitted = 0
         self._finished = 0
+        self._checkpointer: Checkpointer | None = None
+        path = database_file(conn) if checkpoint_every else None
+        if path is not None:
+            conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            self._checkpointer = Checkpointer(path, every=checkpoint_every)
         self._thread = threading.Thread(target=self._run, name="signer-writer", daemon=True)
         self._thread.start()
 
@@ -80,6 +91,8 @@ class Writer:
             self._closed = True
             self._queue.put(_STOP)
             self._thread.join(timeout=30)
+            if self._checkpointer is not None:
+                self._checkpointer.close()
 
     def _run(self) -> None:
         while True:
@@ -123,6 +136,8 @@ class Writer:
                         self._on_rollback()
                     results.append((False, exc))
             conn.execute("COMMIT")
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
             if self._on_commit:
                 self._on_commit()
         except BaseException as exc:  # noqa: BLE001 - a failed commit fails every unit: fail closed
