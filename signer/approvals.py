@@ -238,7 +238,7 @@ class Approvals:
                 await chain.send_raw(params.raw_tx)
             except ChainError as exc:
                 return await self._broadcast_failed(result, got.tx_hash, str(exc))
-            self.engine.watch_receipt(chain, params.request_id, got.tx_hash)
+            self.engine.receipts.watch(chain, params.request_id, got.tx_hash)
         return result
 
     async def _approve_policy(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,

@@ -19,7 +19,6 @@ Order matters and is the security argument:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import secrets
@@ -30,15 +29,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Outcome
-from policies.decode import decode, encode_erc20_transfer
+from policies.decode import decode
 from policies.evaluate import evaluate
-from policies.intent import Call, Decoded, Flag
+from policies.intent import Decoded
 from policies.model import Policy
 from signer import records
 from signer.auth import Client
 from signer.chain import Chain, ChainError, SimulationReverted
+from signer.intents import intent_to_call, request_hash
 from signer.ledger import Ledger, SignerState
 from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
+from signer.receipts import ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog
 from signer.store.writer import Writer
@@ -49,34 +50,6 @@ if TYPE_CHECKING:
     from signer.approvals import Approvals
 
 log = logging.getLogger("owlia.signer")
-
-
-def request_hash(params: SignRequestParams) -> str:
-    body = json.dumps(params.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
-def intent_to_call(intent: Intent, source: str) -> Call:
-    """Reduce an intent to raw bytes; a token transfer becomes ERC-20 calldata built here."""
-    flags = {Flag(f) for f in intent.flags if f in Flag._value2member_map_}
-    if source.startswith("skill"):
-        flags.add(Flag.FROM_SKILL)
-    if source == "heartbeat":
-        flags.add(Flag.FROM_HEARTBEAT)
-    if intent.token_transfer is not None:
-        tt = intent.token_transfer
-        to, value, data = tt.token, 0, encode_erc20_transfer(tt.recipient, tt.amount)
-    else:
-        assert intent.to is not None
-        to, value, data = intent.to, intent.value, intent.data
-    return Call(
-        chain_id=intent.chain_id,
-        to=to,
-        value=value,
-        data=data,
-        flags=frozenset(flags),
-        authorization_list=intent.authorization_list is not None,
-    )
 
 
 class Engine:
@@ -107,7 +80,7 @@ class Engine:
         self.frozen = frozen
         self.clock = clock
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
-        self._background: set[asyncio.Task] = set()
+        self.receipts = ReceiptWatcher(writer, audit)
         self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
 
     def install_policy(self, policy: Policy) -> None:
@@ -284,7 +257,7 @@ class Engine:
             chain.forget_nonce(ending.sender)
             return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {exc}",
                                        tx_hash=tx_hash)
-        self.watch_receipt(chain, request_id, tx_hash)
+        self.receipts.watch(chain, request_id, tx_hash)
         return ending.result
 
     def _drop(self, request_id: str, ending: _Ending | None, chain: Chain | None) -> None:
@@ -378,28 +351,6 @@ class Engine:
         await self.writer.run(record)
         return result
 
-    def watch_receipt(self, chain: Chain, request_id: str, tx_hash: str) -> None:
-        async def watch() -> None:
-            try:
-                receipt = await chain.receipt(tx_hash)
-            except ChainError as exc:
-                body = {"request_id": request_id, "tx_hash": tx_hash, "error": str(exc)}
-                await self.writer.run(lambda conn: self.audit.append("tx.receipt_unknown", body))
-                return
-            body = {"request_id": request_id, "tx_hash": tx_hash, "status": int(receipt.get("status", 0)),
-                    "block_number": int(receipt.get("blockNumber", 0)), "gas_used": int(receipt.get("gasUsed", 0))}
-
-            def record(conn: sqlite3.Connection) -> None:
-                conn.execute("UPDATE requests SET status=? WHERE request_id=?",
-                             ("confirmed" if body["status"] == 1 else "reverted", request_id))
-                self.audit.append("tx.receipt", body)
-
-            await self.writer.run(record)
-
-        task = asyncio.get_running_loop().create_task(watch())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
     # ---- sign.status ------------------------------------------------------------------------
 
     def status_of(self, client: Client, request_id: str) -> dict[str, Any]:
@@ -415,9 +366,7 @@ class Engine:
         return body
 
     async def close(self) -> None:
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.receipts.close()
 
 
 @dataclass(frozen=True, slots=True)
