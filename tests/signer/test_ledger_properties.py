@@ -1,4 +1,5 @@
-"""Hypothesis against the real daemon: random bursts, clock jumps and restarts never break a limit.
+"""Hypothesis against the real daemon: random bursts, clock jumps, restarts and policy reloads
+racing the bursts never break a limit.
 
 Each example runs a fresh signer in-process (same code as `owlia signer serve`, reached over its
 socket), with its clock under the test's control and broadcasting off so time can jump days.
@@ -7,6 +8,7 @@ socket), with its clock under the test's control and broadcasting off so time ca
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sqlite3
 import tempfile
@@ -18,6 +20,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policies.loader import parse_policy
+from policies.model import Policy
 from signer.client import SignerClient, new_idempotency_key
 from signer.daemon import Daemon, SignerPaths, init_home
 from signer.protocol import Scope
@@ -35,7 +39,17 @@ step = st.one_of(
     st.tuples(st.just("advance"), st.integers(min_value=60, max_value=3 * 86400)),
     st.tuples(st.just("burst"), st.lists(st.integers(min_value=1, max_value=15), min_size=1, max_size=8)),
     st.tuples(st.just("restart"), st.none()),
+    # A policy reload (per_tx and 24 h limit in milli-ETH) racing a burst: a tightening applies
+    # mid-burst, anything looser is only proposed and changes nothing.
+    st.tuples(st.just("reload"), st.tuples(st.integers(1, 12), st.integers(5, 60),
+                                           st.lists(st.integers(min_value=1, max_value=12), max_size=6))),
 )
+
+
+def policy_text(per_tx_milli: int, day_milli: int) -> str:
+    text = DEV_POLICY.read_text()
+    text = text.replace('per_tx: "0.01"', f'per_tx: "0.{per_tx_milli:03d}"')
+    return text.replace('24h: "0.05"', f'24h: "0.{day_milli:03d}"')
 
 
 class Clock:
@@ -66,6 +80,16 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
         await daemon.start()
         return daemon
 
+    async def send(burst: list[int]) -> None:
+        clients = [SignerClient(paths.socket, token) for _ in burst]
+        try:
+            await asyncio.gather(*(c.sign({"chain_id": 31337, "to": FRIEND, "value": str(milli * MILLI)})
+                                   for c, milli in zip(clients, burst)))
+        finally:
+            for c in clients:
+                await c.close()
+
+    in_force = (10, 50)  # the dev policy's per_tx and 24 h limit, milli-ETH
     daemon = await boot()
     try:
         async with SignerClient(paths.socket, admin) as c:
@@ -77,29 +101,49 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
             elif kind == "restart":
                 await daemon.stop()
                 daemon = await boot()
+            elif kind == "reload":
+                per_tx, day, burst = arg
+                paths.policy.write_text(policy_text(per_tx, day))
+                async with SignerClient(paths.socket, admin) as c:
+                    await asyncio.gather(c.call("policy.reload"), send(burst))
+                    if per_tx <= in_force[0] and day <= in_force[1]:  # only tighter: in force now
+                        in_force = (per_tx, day)
+                    expected = parse_policy(policy_text(*in_force)).policy_hash()
+                    assert (await c.call("status"))["policy_hash"] == expected
             else:
-                clients = [SignerClient(paths.socket, token) for _ in arg]
-                try:
-                    await asyncio.gather(*(
-                        c.sign({"chain_id": 31337, "to": FRIEND, "value": str(milli * MILLI)})
-                        for c, milli in zip(clients, arg)
-                    ))
-                finally:
-                    for c in clients:
-                        await c.close()
+                await send(arg)
     finally:
         await daemon.stop()
 
     conn = sqlite3.connect(paths.db)
-    spends = conn.execute("SELECT ts, CAST(amount AS INTEGER) FROM spends WHERE state!='released' ORDER BY ts").fetchall()
-    for ts, amount in spends:
-        assert amount <= PER_TX
-        for period, limit in WINDOWS.items():
-            in_window = sum(a for t, a in spends if ts - period < t <= ts)
-            assert in_window <= limit, (period, in_window)
+    limits = deciding_limits(conn)
+    spends = conn.execute("SELECT ts, CAST(amount AS INTEGER), request_id FROM spends WHERE state!='released'"
+                          " ORDER BY ts").fetchall()
+    for ts, amount, request_id in spends:
+        per_tx, windows = limits[request_id]  # the policy that allowed this spend
+        assert amount <= per_tx
+        for period, limit in windows.items():
+            in_window = sum(a for t, a, _ in spends if ts - period < t <= ts)
+            assert in_window <= limit, (period, in_window, limit)
     assert verify(conn, paths.anchor).ok
     assert replay_decisions(conn) == []  # every decision reproduced from the log alone
     conn.close()
+
+
+def deciding_limits(conn: sqlite3.Connection) -> dict[str, tuple[int, dict[int, int]]]:
+    """request_id -> (per_tx, {window seconds: limit}) of the policy its `sign.decided` record names."""
+    policies: dict[str, tuple[int, dict[int, int]]] = {}
+    out = {}
+    for kind, body in conn.execute("SELECT kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided')"
+                                   " ORDER BY seq"):
+        body = json.loads(body)
+        if kind == "policy.loaded":
+            policy = Policy.model_validate(body["policy"])
+            native = policy.asset_rule(31337, "native")
+            policies[body["policy_hash"]] = (native.per_tx, {w.seconds: w.limit for w in native.windows})
+        else:
+            out[body["request_id"]] = policies[body["policy_hash"]]
+    return out
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
