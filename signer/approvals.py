@@ -40,6 +40,7 @@ from signer.devices import (
     topup_body,
 )
 from signer.main_tx import main_account_tx, mismatch, next_nonce
+from signer.policy_change import StalePolicy
 from signer.protocol import ApprovalAnswerParams, ErrorCode, FreezeParams, RpcError, TopUpRequestParams
 from signer.session_keys import REVOKED
 from signer.store.db import get_meta, set_meta
@@ -249,9 +250,6 @@ class Approvals:
             raise await self._refuse(evidence, "a policy approval carries no transaction")
         if self.policies is None:
             raise await self._refuse(evidence, "this signer cannot install policies while running")
-        if body["policy"]["from_hash"] != self.engine.policy.policy_hash():
-            raise await self._refuse(evidence, "the policy in force changed since this loosening was proposed; "
-                                               "reload the signer's policy to propose it again")
         policy_hash, text = self.engine.reader.execute(
             "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
         old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
@@ -267,7 +265,11 @@ class Approvals:
             self.engine.audit.append("policy.loosening_approved", {"request_id": params.request_id,
                                                                    "device_id": device_id, "policy_hash": policy_hash})
 
-        await self._write_once(record, evidence, commit=partial(self.policies.install_approved, text))
+        try:
+            await self._write_once(record, evidence, commit=partial(self.policies.install_approved, text,
+                                                                    body["policy"]["from_hash"]))
+        except StalePolicy as exc:
+            raise await self._refuse(evidence, str(exc)) from None
         return result
 
     async def _broadcast_failed(self, result: dict[str, Any], tx_hash: str, error: str) -> dict[str, Any]:

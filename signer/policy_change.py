@@ -15,6 +15,12 @@ from policies.model import USD_DECIMALS, Policy
 from policies.units import parse_units
 
 ACCEPTED = "policy_text"
+
+
+class StalePolicy(Exception):
+    """An approved loosening no longer applies: the policy it was proposed over is gone."""
+
+
 # Milder to the right: moving right widens.
 RULE_ORDER: dict[str, tuple[str, ...]] = {
     "recipients.unknown": ("deny", "escalate", "allow"),

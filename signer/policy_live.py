@@ -15,6 +15,7 @@ far first pulls the older spends into the ledger, so a new 30 d limit never star
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -28,6 +29,7 @@ from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
+from signer.policy_change import StalePolicy
 from signer.approval_request import request_hash
 from signer.approvals import OPEN
 from signer.fsperm import PermissionProblem, check_private_file
@@ -122,6 +124,7 @@ class PolicyKeeper:
         self.ledger_since = self.clock() - ledger_horizon(self.policy)
         self.engine: Engine | None = None
         self.approvals: Approvals | None = None
+        self._changing = asyncio.Lock()  # one change of policy at a time, each judged against the last
 
     def _in_force(self, file_text: str, file_policy: Policy) -> tuple[Policy, str, Proposal | None]:
         """The file's policy, unless it loosens the last accepted one: then the accepted one stays."""
@@ -166,20 +169,26 @@ class PolicyKeeper:
     async def reload(self) -> ReloadResult:
         """Read the file again: tighten now, propose a loosening, or do nothing. A file that does not
         validate (or is not private) changes nothing and raises PolicyError."""
-        text, new = read_policy_file(self.path)
-        current = self.policy.policy_hash()
-        if new.policy_hash() == current:
-            return ReloadResult("unchanged", current)
-        widens = self._widenings(self.policy, new)
-        if widens:
-            request_id = await self.propose(Proposal(text, new.policy_hash(), widens))
-            return ReloadResult("proposed", current, new.policy_hash(), widens, request_id)
-        await self._install(text, new, "reload: tightened", extra=None)
-        return ReloadResult("applied", new.policy_hash())
+        async with self._changing:  # compared with the policy in force when it is installed, not before
+            text, new = read_policy_file(self.path)
+            current = self.policy.policy_hash()
+            if new.policy_hash() == current:
+                return ReloadResult("unchanged", current)
+            widens = self._widenings(self.policy, new)
+            if widens:
+                request_id = await self.propose(Proposal(text, new.policy_hash(), widens))
+                return ReloadResult("proposed", current, new.policy_hash(), widens, request_id)
+            await self._install(text, new, "reload: tightened", extra=None)
+            return ReloadResult("applied", new.policy_hash())
 
-    async def install_approved(self, text: str, commit_approval) -> None:
-        """Install a loosening the companion approved, in the same commit that closes the approval."""
-        await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
+    async def install_approved(self, text: str, from_hash: str, commit_approval) -> None:
+        """Install a loosening the companion approved, in the same commit that closes the approval,
+        only over the policy it was proposed against (StalePolicy otherwise: nothing is written)."""
+        async with self._changing:
+            if self.policy.policy_hash() != from_hash:
+                raise StalePolicy("the policy in force changed since this loosening was proposed; "
+                                  "reload the signer's policy to propose it again")
+            await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
 
     async def _install(self, text: str, new: Policy, why: str, extra) -> None:
         engine, _ = self._wired()

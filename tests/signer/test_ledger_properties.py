@@ -89,7 +89,7 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
             for c in clients:
                 await c.close()
 
-    in_force = (10, 50)  # the dev policy's per_tx and 24 h limit, milli-ETH
+    in_force, in_force_text = (10, 50), DEV_POLICY.read_text()  # per_tx and 24 h limit, milli-ETH
     daemon = await boot()
     try:
         async with SignerClient(paths.socket, admin) as c:
@@ -107,8 +107,8 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
                 async with SignerClient(paths.socket, admin) as c:
                     await asyncio.gather(c.call("policy.reload"), send(burst))
                     if per_tx <= in_force[0] and day <= in_force[1]:  # only tighter: in force now
-                        in_force = (per_tx, day)
-                    expected = parse_policy(policy_text(*in_force)).policy_hash()
+                        in_force, in_force_text = (per_tx, day), policy_text(per_tx, day)
+                    expected = parse_policy(in_force_text).policy_hash()
                     assert (await c.call("status"))["policy_hash"] == expected
             else:
                 await send(arg)
