@@ -108,7 +108,7 @@ class Stack:
                                         scrypt_n=2**10, name=f"dev{i}")
         pairing = await self.signer.call(self.admin, "companion.pair_begin", {"name": f"dev{i}"})
         companion = Companion(wallet, self.url)
-        await companion.pair(pairing["pairing_id"], pairing["code"])
+        await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
         return companion
 
     def close(self) -> None:

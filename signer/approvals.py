@@ -39,6 +39,7 @@ from signer.devices import (
     signed_message,
     topup_body,
 )
+from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
 from signer.protocol import ApprovalAnswerParams, ErrorCode, FreezeParams, RpcError, TopUpRequestParams
@@ -78,9 +79,10 @@ NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main acco
 
 
 class Approvals:
-    def __init__(self, engine: Engine, devices: DeviceRegistry, clock=time.time) -> None:
+    def __init__(self, engine: Engine, devices: DeviceRegistry, identity: SignerIdentity, clock=time.time) -> None:
         self.engine = engine
         self.devices = devices
+        self.identity = identity  # signs what is delivered, so the companion can tell a rewritten request
         self.clock = clock
         self.policies: PolicyKeeper | None = None  # set by the daemon: installs approved loosenings
         self._builder = RequestBuilder(engine.policy)
@@ -121,7 +123,13 @@ class Approvals:
         rows = self.engine.reader.execute(
             "SELECT seq, body, request_hash FROM approvals WHERE seq>? AND state=? AND expires_at>? ORDER BY seq LIMIT ?",
             (after, OPEN, self.clock(), limit)).fetchall()
-        return [{"seq": seq, "request": json.loads(body), "request_hash": digest} for seq, body, digest in rows]
+        return [{"seq": seq, "request": self._signed(json.loads(body), digest), "request_hash": digest}
+                for seq, body, digest in rows]
+
+    def _signed(self, request: dict[str, Any], digest: str) -> dict[str, Any]:
+        """The request as delivered: `signer_sig` (over its hash) rides along, outside the hash."""
+        request["signer_sig"] = self.identity.sign(REQUEST_DOMAIN, {"request_hash": digest})
+        return request
 
     def state(self) -> dict[str, Any]:
         return {"frozen": self.engine.frozen, "freeze_id": get_meta(self.engine.reader, "freeze_id") or "",
@@ -139,7 +147,8 @@ class Approvals:
                     nonces[str(chain_id)] = await next_nonce(chain, main)
             except (RpcError, TimeoutError):
                 continue  # that chain is unreachable: the request's own nonce is all there is
-        return {**state, "main_nonce": nonces}
+        quote = {"main_account": main, "main_nonce": nonces, "ts": self.clock()}
+        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote)}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""

@@ -27,6 +27,7 @@ from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
 from signer.engine import Engine
 from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
+from signer.identity import SignerIdentity
 from signer.keystore import create_keystore, unlock, zeroize
 from signer.methods import Methods
 from signer.policy_live import PolicyKeeper, read_policy_file
@@ -134,8 +135,10 @@ class Daemon:
             pending_ttl=config.signer.pending_ttl_seconds,
             frozen=get_meta(self.reader, "frozen") == "1",
         )
-        self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit)
-        self.approvals = Approvals(self.engine, self.devices)
+        identity = SignerIdentity(self.master)
+        self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit,
+                                                    signer_key=identity.public_key)
+        self.approvals = Approvals(self.engine, self.devices, identity)
         self.engine.approvals = self.approvals
         self.policies.engine, self.policies.approvals = self.engine, self.approvals
         self.approvals.policies = self.policies

@@ -127,8 +127,9 @@ class DeviceRegistry:
     """Reads go to the reader connection (so a revocation bites on the very next check); writes to the writer."""
 
     def __init__(self, reader: sqlite3.Connection, writer: Writer, audit: AuditLog,
-                 clock=time.time) -> None:
+                 clock=time.time, *, signer_key: str = "") -> None:
         self.reader = reader
+        self.signer_key = signer_key  # the signer's identity (public), handed out in pairing links
         self.writer = writer
         self.audit = audit
         self.clock = clock
@@ -207,7 +208,8 @@ class DeviceRegistry:
 
         await self.writer.run(record)
         grouped = "-".join(code[i:i + 4] for i in range(0, len(code), 4))
-        return {"pairing_id": pairing_id, "code": grouped, "expires_at": now + ttl_seconds}
+        return {"pairing_id": pairing_id, "code": grouped, "expires_at": now + ttl_seconds,
+                "signer_key": self.signer_key}
 
     async def _wrong_code(self, pairing_id: str, evidence: dict[str, Any], now: float) -> RpcError:
         """Counted here, not only at the bridge: a compromised bridge could otherwise guess forever.

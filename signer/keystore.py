@@ -12,6 +12,8 @@ but nothing here keeps one longer than it must.
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -73,6 +75,11 @@ class MasterKey:
             return bytearray(self._cipher().decrypt(blob[:_NONCE], blob[_NONCE:], aad))
         except InvalidTag:
             raise KeystoreError("sealed record failed authentication (tampered or wrong context)") from None
+
+    def derive(self, label: bytes) -> bytearray:
+        """A 32-byte key for one purpose (HMAC-SHA256 keyed by the master key): same master, same key."""
+        self._cipher()  # refuses once wiped
+        return bytearray(hmac.new(bytes(self._key), label, hashlib.sha256).digest())
 
     def zeroize(self) -> None:
         zeroize(self._key)

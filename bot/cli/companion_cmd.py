@@ -68,7 +68,7 @@ def pair(
     from signer.fsperm import write_private_file
 
     pairing = signer_call(ctx, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
-    uri = pair_uri(bridge, pairing["pairing_id"], pairing["code"])
+    uri = pair_uri(bridge, pairing["pairing_id"], pairing["code"], pairing["signer_key"])
     qr = segno.make(uri, error="m")
     qr.terminal(compact=True)
     typer.echo(f"pairing code: {pairing['code']}   (expires in {ttl} s, single use)")
@@ -124,9 +124,9 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
     wallet = _wallet(ctx, directory)
 
     async def go() -> dict:
-        bridge, pairing_id, code = parse_pair_uri(uri)
+        bridge, pairing_id, code, signer_key = parse_pair_uri(uri)
         async with Companion(wallet, bridge) as companion:
-            return await companion.pair(pairing_id, code)
+            return await companion.pair(pairing_id, code, signer_key)
 
     try:
         reply = run(go())

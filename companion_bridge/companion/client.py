@@ -28,6 +28,7 @@ from signer.approval_request import request_hash
 from signer.devices import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
+    MAX_CLOCK_SKEW,
     PAIR_DOMAIN,
     TOPUP_DOMAIN,
     answer_body,
@@ -37,6 +38,7 @@ from signer.devices import (
     signed_message,
     topup_body,
 )
+from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, signed_by
 from signer.keystore import zeroize
 from signer.txcodec import keccak256
 
@@ -62,16 +64,40 @@ class Choice:
 Decide = Callable[[dict[str, Any], str], Awaitable[Choice]]
 
 
-def pair_uri(bridge_url: str, pairing_id: str, code: str) -> str:
-    return f"{PAIR_SCHEME}://v1?bridge={bridge_url}&id={pairing_id}&code={code}"
+def pair_uri(bridge_url: str, pairing_id: str, code: str, signer_key: str) -> str:
+    """Everything the companion must learn out of band: where, which pairing, its secret, and the
+    signer's public key (so nothing the bridge relays later can pass for the signer's)."""
+    return f"{PAIR_SCHEME}://v1?bridge={bridge_url}&id={pairing_id}&code={code}&signer={signer_key}"
 
 
-def parse_pair_uri(uri: str) -> tuple[str, str, str]:
+def parse_pair_uri(uri: str) -> tuple[str, str, str, str]:
     parsed = urlparse(uri)
     query = parse_qs(parsed.query)
-    if parsed.scheme != PAIR_SCHEME or not all(k in query for k in ("bridge", "id", "code")):
+    if parsed.scheme != PAIR_SCHEME or not all(k in query for k in ("bridge", "id", "code", "signer")):
         raise CompanionError("not an owlia pairing code (scan the QR from `owlia companion pair`)")
-    return query["bridge"][0], query["id"][0], query["code"][0]
+    return query["bridge"][0], query["id"][0], query["code"][0], query["signer"][0]
+
+
+def unsigned(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as the signer hashed it: without the signature that travels with it."""
+    return {k: v for k, v in request.items() if k != "signer_sig"}
+
+
+def quoted_nonce(state: dict[str, Any], request: dict[str, Any], signer_key: str | None,
+                 now: float | None = None) -> int | None:
+    """The nonce to sign `request` with, from a nonce quote; None means keep the request's own.
+    Taken only from a fresh quote the signer signed, and never below the request's: a nonce the
+    bridge made up could leave it a signed transaction to send at a time of its choosing."""
+    quote = {k: state.get(k) for k in ("main_account", "main_nonce", "ts")}
+    if not signer_key or not signed_by(signer_key, NONCE_DOMAIN, quote, state.get("nonce_sig")):
+        return None
+    now = time.time() if now is None else now
+    if not isinstance(quote["ts"], (int, float)) or abs(now - quote["ts"]) > MAX_CLOCK_SKEW:
+        return None
+    nonce = (quote["main_nonce"] or {}).get(str(request["tx"]["chain_id"]))
+    if not isinstance(nonce, int) or isinstance(nonce, bool) or nonce < int(request["tx"]["nonce"]):
+        return None
+    return nonce
 
 
 class Companion:
@@ -82,6 +108,7 @@ class Companion:
         self.state: dict[str, Any] = {}
         self.requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.resolved: set[str] = set()
+        self.forged: list[str] = []  # ids of requests dropped because the signer did not sign them
         self._http: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task | None = None
@@ -113,8 +140,9 @@ class Companion:
 
     # ---- pairing and login --------------------------------------------------------------------
 
-    async def pair(self, pairing_id: str, code: str) -> dict[str, Any]:
-        """Prove the code (HMAC: the code itself never crosses the bridge) and the device key."""
+    async def pair(self, pairing_id: str, code: str, signer_key: str | None = None) -> dict[str, Any]:
+        """Prove the code (HMAC: the code itself never crosses the bridge) and the device key.
+        `signer_key` comes from the pairing link; without it this companion can deny but never approve."""
         wallet = self.wallet
         ts, nonce = time.time(), secrets.token_hex(32)
         body = pair_body(pairing_id, wallet.device_public_key, wallet.state.get("name", "companion"),
@@ -123,7 +151,7 @@ class Companion:
         reply = await self._post("/v1/pair", {**body, "main_address": wallet.main_address,
                                               "signature": wallet.device_sign(message),
                                               "mac": pairing_mac(code, message)})
-        wallet.save_state(device_id=reply["device"]["device_id"], bridge_url=self.bridge_url)
+        wallet.save_state(device_id=reply["device"]["device_id"], bridge_url=self.bridge_url, signer_key=signer_key)
         return reply
 
     async def login(self) -> str:
@@ -156,11 +184,9 @@ class Companion:
                     break
                 data = json.loads(msg.data)
                 kind = data.get("type")
-                if kind == "request":
-                    self.requests.put_nowait(data["request"])
-                elif kind == "requests":
-                    for request in data["requests"]:
-                        self.requests.put_nowait(request)
+                if kind in ("request", "requests"):
+                    for request in [data["request"]] if kind == "request" else data["requests"]:
+                        self._receive(request)
                 elif kind == "reply":
                     future = self._replies.pop(data.get("id"), None)
                     if future is not None and not future.done():
@@ -211,10 +237,33 @@ class Companion:
 
     # ---- answers and actions ----------------------------------------------------------------
 
+    def _receive(self, request: dict[str, Any]) -> None:
+        """Queue a request only if the signer signed it: a rewritten one is never shown."""
+        try:
+            self.verified_hash(request)
+        except CompanionError:
+            self.forged.append(request.get("request_id", "?") if isinstance(request, dict) else "?")
+            return
+        self.requests.put_nowait(request)
+
+    def verified_hash(self, request: dict[str, Any]) -> str:
+        """The request's hash, after checking the signer's signature over it with the key from the
+        pairing link. Anything else may have been written by the bridge: nothing is signed for it."""
+        key = self.wallet.state.get("signer_key")
+        if not key:
+            raise CompanionError("this companion has no signer key (pair again with the full link or QR): "
+                                 "it can deny, never approve")
+        digest = request_hash(unsigned(request))
+        if not signed_by(key, REQUEST_DOMAIN, {"request_hash": digest}, request.get("signer_sig")):
+            raise CompanionError("this request is not signed by your signer (the bridge may be compromised): "
+                                 "nothing was signed")
+        return digest
+
     def build_answer(self, request: dict[str, Any], choice: Choice, nonce: int | None = None) -> dict[str, Any]:
-        """The answer params for `approvals.answer`; the hash is ours, not the bridge's. `nonce`
-        replaces the request's when the main account has sent something since it was escalated."""
-        digest = request_hash(request)
+        """The answer params for `approvals.answer`; the hash is ours, not the bridge's. An approval
+        needs the signer's signature on the request; `nonce` replaces the request's when the main
+        account has sent something since it was escalated."""
+        digest = self.verified_hash(request) if choice.action == "approve" else request_hash(unsigned(request))
         raw = b""
         if choice.action == "approve" and request["kind"] == "policy":
             if choice.passphrase is not None:
@@ -244,15 +293,12 @@ class Companion:
     async def answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
         nonce = None
         if choice.action == "approve" and request.get("tx") is not None:
-            nonce = await self.next_nonce(request["tx"]["chain_id"])
+            nonce = await self.next_nonce(request)
         return await self.call("approvals.answer", self.build_answer(request, choice, nonce))
 
-    async def next_nonce(self, chain_id: int) -> int | None:
-        """The main account's next nonce as the signer reads it now (None: keep the request's). Only
-        the nonce is taken from outside the request, and the signer accepts nothing but its own."""
-        state = await self.call("approvals.state")
-        nonce = state.get("main_nonce", {}).get(str(chain_id))
-        return nonce if isinstance(nonce, int) and nonce >= 0 else None
+    async def next_nonce(self, request: dict[str, Any]) -> int | None:
+        """The main account's next nonce as the signer quotes it now (None: keep the request's)."""
+        return quoted_nonce(await self.call("approvals.state"), request, self.wallet.state.get("signer_key"))
 
     async def freeze(self, action: str = "freeze") -> dict[str, Any]:
         device_id, ts = self._device_id(), time.time()

@@ -86,7 +86,7 @@ class Tier1:
         wallet = wallet or self.new_wallet(name)
         pairing = await self.stack.call(self.admin, "companion.pair_begin", {"name": name})
         companion = Companion(wallet, self.bridge.url)
-        await companion.pair(pairing["pairing_id"], pairing["code"])
+        await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
         await companion.connect()
         return companion
 

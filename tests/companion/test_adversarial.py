@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -134,8 +135,11 @@ def test_signed_tx_that_differs_from_the_approved_request_is_refused(tier1):
         request = await escalate(tier1, companion)
         digest = companion.build_answer(request, Choice("deny"))["request_hash"]
         for field, value, why in MISMATCHES:
-            tampered = {**request, "tx": {**request["tx"], field: value}}
-            params = companion.build_answer(tampered, Choice("approve", bytearray(MAIN_PASS)))
+            # A companion that signs something other than what it was sent (a bug, or a stolen device
+            # key with the main key): the signer's field check is the last line, so test it alone.
+            raw = companion.wallet.sign_transaction({**request["tx"], field: value}, bytearray(MAIN_PASS))
+            params = companion.build_answer(request, Choice("deny")) | {"action": "approve",
+                                                                        "raw_tx": "0x" + raw.hex()}
             # A properly device-signed answer around the wrong tx: only the field check can catch it.
             message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, "approve",
                                                                   request["expires_at"], params["device_id"],
@@ -210,11 +214,14 @@ def test_expired_request_is_refused(make_stack, tmp_path, anvil):
 
 
 def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(tier1, anvil, monkeypatch):
+    """A compromised bridge rewrites the recipient and dresses it up as the friend. The companion
+    checks the signer's signature on every request: the rewritten one is never shown and the main
+    key signs nothing, so there is no transaction the bridge could broadcast by itself. Handed to
+    the companion anyway, it is refused before any key is touched; the signer refuses it too."""
     queue = bridge_of(tier1).queue
     honest = queue.put
 
     def rewriting(items):
-        """A compromised bridge: the attacker's address, dressed up as the friend."""
         for item in items:
             req = item["request"]
             req["tx"] = {**req["tx"], "to": STRANGER}  # the attacker's address...
@@ -225,15 +232,29 @@ def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(ti
         return honest(items)
 
     monkeypatch.setattr(queue, "put", rewriting)
+    signed: list = []
 
     async def body(companion: Companion):
+        real_sign = companion.wallet.sign_transaction  # watched: the main key must never be used here
+        companion.wallet.sign_transaction = lambda tx, passphrase: signed.append(tx) or real_sign(tx, passphrase)
         before = balance(anvil, STRANGER)
         nonce = main_nonce(tier1, companion)
-        request = await escalate(tier1, companion)
-        assert request["tx"]["to"] == STRANGER
-        await refused(companion, companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS))),
-                      "different request")
-        await assert_nothing_signed(tier1, companion, request["request_id"], ["different request"], nonce)
+        token = tier1.stack.client_token(f"bot{time.monotonic_ns() % 10**9}")
+        async with SignerClient(tier1.stack.socket, token) as client:
+            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT)})
+        with pytest.raises(asyncio.TimeoutError):  # the forged request never reaches the user
+            await request_for(companion, pending["request_id"], timeout=3)
+        assert pending["request_id"] in companion.forged
+        rewritten = json.loads(queue._conn.execute("SELECT request FROM queue WHERE request_id=?",
+                                                   (pending["request_id"],)).fetchone()[0])
+        assert rewritten["tx"]["to"] == STRANGER
+        with pytest.raises(CompanionError, match="not signed by your signer"):
+            companion.build_answer(rewritten, Choice("approve", bytearray(MAIN_PASS)))
+        assert signed == []  # the main key never signed anything
+        params = companion.build_answer(rewritten, Choice("deny")) | {  # a rogue companion's answer
+            "action": "approve", "raw_tx": "0x" + real_sign(rewritten["tx"], bytearray(MAIN_PASS)).hex()}
+        await refused(companion, params, "different request")
+        await assert_nothing_signed(tier1, companion, pending["request_id"], ["different request"], nonce)
         assert balance(anvil, STRANGER) == before
 
     run(tier1, body)
@@ -278,5 +299,26 @@ def test_non_finite_timestamps_are_refused(tier1):
                                                       "freeze_id": "", "ts": nan,
                                                       "signature": companion.wallet.device_sign(message)})
         assert (await tier1.stack.call(tier1.admin, "status"))["frozen"] is False
+
+    run(tier1, body)
+
+
+def test_a_nonce_quote_counts_only_if_the_signer_signed_it_fresh_and_not_below_the_request(tier1):
+    """The bridge relays the nonce quote too. A made-up higher nonce would get the main key to sign
+    a transaction the bridge could hold and send later, so only the signer's fresh quote counts."""
+    from companion_bridge.companion.client import quoted_nonce
+
+    async def body(companion: Companion):
+        request = await escalate(tier1, companion)
+        key = companion.wallet.state["signer_key"]
+        state = await companion.call("approvals.state")
+        n = request["tx"]["nonce"]
+        assert quoted_nonce(state, request, key) == n
+        forged = {**state, "main_nonce": {"31337": n + 5}}
+        assert quoted_nonce(forged, request, key) is None  # the signature no longer covers it
+        assert quoted_nonce(state, request, key, now=state["ts"] + 600) is None  # a replayed old quote
+        assert quoted_nonce(state, {**request, "tx": {**request["tx"], "nonce": n + 1}}, key) is None
+        assert quoted_nonce(state, request, None) is None
+        assert quoted_nonce({**state, "nonce_sig": "00" * 64}, request, key) is None
 
     run(tier1, body)

@@ -435,7 +435,7 @@ def test_an_answer_refused_for_rate_is_kept_and_accepted_after_the_retry_after(s
 async def paired(tier: Tier1, name: str) -> Companion:
     pairing = await tier.stack.call(tier.admin, "companion.pair_begin", {"name": name})
     companion = Companion(tier.new_wallet(name), tier.bridge.url)
-    await companion.pair(pairing["pairing_id"], pairing["code"])
+    await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
     return companion
 
 

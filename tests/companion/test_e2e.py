@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from companion_bridge.companion.client import Choice
+from companion_bridge.companion.client import Choice, unsigned
 from companion_bridge.companion.render import render_request
 from signer.approval_request import request_hash, to_checksum
 from signer.client import SignerClient
@@ -101,7 +101,8 @@ def test_request_hash_is_recomputed_by_the_companion_not_taken_from_the_bridge(s
             pending = await client.sign({"chain_id": 31337, "to": STRANGER, "value": "5"})
         request = await request_for(companion, pending["request_id"])
         answer = companion.build_answer(request, Choice("deny"))
-        assert answer["request_hash"] == request_hash(request)
+        assert answer["request_hash"] == request_hash(unsigned(request))  # the signature rides outside it
+        assert answer["request_hash"] == companion.verified_hash(request)  # and covers exactly that hash
         assert request["expires_at"] - time.time() > 250  # default five minutes
         await companion.close()
 
@@ -116,7 +117,7 @@ def test_an_unfunded_main_account_fails_at_broadcast_and_is_recorded(tier1, anvi
         wallet = CompanionWallet.create(tier1.root / "empty", bytearray(MAIN_PASS), scrypt_n=2**10)
         pairing = await tier1.stack.call(tier1.admin, "companion.pair_begin", {"name": "empty"})
         companion = Companion(wallet, tier1.bridge.url)
-        await companion.pair(pairing["pairing_id"], pairing["code"])
+        await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
         await companion.connect()
         bot = tier1.bot_token()
         async with SignerClient(tier1.stack.socket, bot) as client:
