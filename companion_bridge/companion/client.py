@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -109,6 +110,7 @@ class Companion:
         self.requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.resolved: set[str] = set()
         self.forged: list[str] = []  # ids of requests dropped because the signer did not sign them
+        self.warn: Callable[[str], None] = lambda text: None  # `run` points this at the user's screen
         self._http: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task | None = None
@@ -241,8 +243,11 @@ class Companion:
         """Queue a request only if the signer signed it: a rewritten one is never shown."""
         try:
             self.verified_hash(request)
-        except CompanionError:
-            self.forged.append(request.get("request_id", "?") if isinstance(request, dict) else "?")
+        except CompanionError as exc:
+            raw_id = str(request.get("request_id", "?")) if isinstance(request, dict) else "?"
+            request_id = re.sub(r"[^A-Za-z0-9_-]", "?", raw_id[:40])  # the bridge wrote it: no escape codes
+            self.forged.append(request_id)
+            self.warn(f"WARNING: dropped request {request_id}: {exc}")
             return
         self.requests.put_nowait(request)
 
@@ -327,6 +332,7 @@ class Companion:
     async def run(self, decide: Decide, *, once: bool = False,
                   report: Callable[[str], None] = print) -> None:
         """Show each request, ask `decide`, send the answer; until the connection closes."""
+        self.warn = report
         while not self.closed.is_set():
             getter = asyncio.ensure_future(self.requests.get())
             closed = asyncio.ensure_future(self.closed.wait())

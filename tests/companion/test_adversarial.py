@@ -237,6 +237,8 @@ def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(ti
     async def body(companion: Companion):
         real_sign = companion.wallet.sign_transaction  # watched: the main key must never be used here
         companion.wallet.sign_transaction = lambda tx, passphrase: signed.append(tx) or real_sign(tx, passphrase)
+        warnings: list[str] = []
+        companion.warn = warnings.append
         before = balance(anvil, STRANGER)
         nonce = main_nonce(tier1, companion)
         token = tier1.stack.client_token(f"bot{time.monotonic_ns() % 10**9}")
@@ -245,6 +247,7 @@ def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(ti
         with pytest.raises(asyncio.TimeoutError):  # the forged request never reaches the user
             await request_for(companion, pending["request_id"], timeout=3)
         assert pending["request_id"] in companion.forged
+        assert any("not signed by your signer" in w and pending["request_id"] in w for w in warnings)
         rewritten = json.loads(queue._conn.execute("SELECT request FROM queue WHERE request_id=?",
                                                    (pending["request_id"],)).fetchone()[0])
         assert rewritten["tx"]["to"] == STRANGER
