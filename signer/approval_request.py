@@ -33,6 +33,13 @@ def to_checksum(address: str) -> str:
     return "0x" + "".join(c.upper() if c.isalpha() and int(h, 16) >= 8 else c for c, h in zip(body, digest))
 
 
+def escalation_json(decision: Decision) -> dict[str, Any]:
+    """Why a request waits for the companion: the rule, its reason and every finding."""
+    return {"rule_id": decision.rule_id, "reason": decision.reason,
+            "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
+                         for f in decision.findings]}
+
+
 class RequestBuilder:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -81,9 +88,7 @@ class RequestBuilder:
             "tx": tx,
             "summary": summary,
             "actions": [self.action(a) for a in decoded.actions],
-            "escalation": {"rule_id": decision.rule_id, "reason": decision.reason,
-                           "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
-                                        for f in decision.findings]},
+            "escalation": escalation_json(decision),
             "agent_reason_unverified": agent_reason,
             "created_at": created_at,
             "expires_at": expires_at,

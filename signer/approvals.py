@@ -211,9 +211,6 @@ class Approvals:
             expected = await next_nonce(chain, main)
             problem = mismatch({**want, "nonce": expected}, got, main)
             if problem is not None:
-                if problem.startswith("the signed transaction's nonce"):
-                    problem += (f": the main account's next nonce is {expected} (another transaction may have gone "
-                                "first); sign it again")
                 raise await self._refuse({**evidence, "tx_hash": got.tx_hash}, problem)
             return await self._record_and_send(body, kind, params, device_id, evidence, chain, got)
 

@@ -28,9 +28,9 @@ async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> 
     if chain is None or main is None:
         return None
     try:
-        nonce = int(await chain.rpc.call("eth_getTransactionCount", main, "pending"), 16)
+        nonce = await next_nonce(chain, main)
         fees = await chain.fees()
-    except Exception:  # noqa: BLE001 - unreachable chain: nothing to sign
+    except Exception:  # noqa: BLE001 - unreachable or garbled chain: nothing to sign
         return None
     simulated = True
     try:
@@ -61,7 +61,8 @@ async def next_nonce(chain: Chain, account: str) -> int:
 
 
 def mismatch(want: dict[str, Any], got, main: str) -> str | None:
-    """The first field where the signed tx differs from the approved request, or None."""
+    """The first field where the signed tx differs from the approved request, or None. `want`'s
+    nonce is the main account's next one, read by the caller as it checks."""
     tx = got.tx
     if got.has_access_list:
         return "the signed transaction carries an access list"
@@ -72,11 +73,13 @@ def mismatch(want: dict[str, Any], got, main: str) -> str | None:
         ("to", tx.to, want["to"].lower()),
         ("value", tx.value, int(want["value"])),
         ("data", "0x" + tx.data.hex(), want["data"]),
-        ("nonce", tx.nonce, want["nonce"]),
     )
     for name, have, expected in checks:
         if have != expected:
             return f"the signed transaction's {name} differs from the approved request"
+    if tx.nonce != want["nonce"]:
+        return (f"the signed transaction's nonce differs from the approved request: the main account's next nonce "
+                f"is {want['nonce']} (another transaction may have gone first); sign it again")
     if tx.gas > want["gas_limit"] or tx.gas < 21_000:
         return "the signed transaction's gas limit is outside the approved bound"
     if tx.max_fee_per_gas > int(want["max_fee_per_gas"]) or tx.max_priority_fee_per_gas > tx.max_fee_per_gas:

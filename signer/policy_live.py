@@ -30,7 +30,7 @@ from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
 from signer.policy_change import StalePolicy
-from signer.approval_request import request_hash
+from signer.approval_request import escalation_json, request_hash
 from signer.approvals import OPEN
 from signer.fsperm import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
@@ -156,10 +156,9 @@ class PolicyKeeper:
         if self.proposal is None:
             set_meta(conn, policy_change.ACCEPTED, self.text)
         if get_meta(conn, "policy_hash") != policy_hash:
-            self._record_loaded(conn, audit, "start")
+            self._record_loaded(conn, audit, "start", self.policy)
 
-    def _record_loaded(self, conn: sqlite3.Connection, audit, why: str, policy: Policy | None = None) -> None:
-        policy = policy or self.policy
+    def _record_loaded(self, conn: sqlite3.Connection, audit, why: str, policy: Policy) -> None:
         audit.append("policy.loaded", {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json"),
                                        "why": why})
         set_meta(conn, "policy_hash", policy.policy_hash())
@@ -227,9 +226,7 @@ class PolicyKeeper:
         body = {"v": 1, "request_id": request_id, "kind": "policy", "chain_id": 0, "chain": "(no chain: policy)",
                 "tx": None, "summary": summary, "actions": [],
                 "policy": {"from_hash": engine.policy.policy_hash(), "to_hash": policy_hash, "widens": widens},
-                "escalation": {"rule_id": decision.rule_id, "reason": reason,
-                               "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
-                                            for f in decision.findings]},
+                "escalation": escalation_json(decision),
                 "agent_reason_unverified": None, "created_at": now, "expires_at": expires_at}
         pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
@@ -242,7 +239,7 @@ class PolicyKeeper:
                          (request_id, policy_hash, text))
             approvals.insert(conn, body)
             engine.audit.append("policy.loosening_requested", {"request_id": request_id,
-                                                                    "policy_hash": policy_hash, "widens": widens})
+                                                               "policy_hash": policy_hash, "widens": widens})
 
         await engine.writer.run(record)
         approvals.announce()
