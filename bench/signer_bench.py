@@ -38,6 +38,8 @@ from policies.decode import decode  # noqa: E402
 from policies.evaluate import evaluate  # noqa: E402
 from policies.intent import Call  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
+from signer.aio import loop_name  # noqa: E402
+from signer.aio import run as run_loop  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()
@@ -146,7 +148,8 @@ def _per_request(before: tuple[float, float], after: tuple[float, float], n: int
     return {"user": round((after[0] - before[0]) / n * 1e6), "system": round((after[1] - before[1]) / n * 1e6)}
 
 
-def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None) -> dict:
+def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None,
+                        client_counts: tuple[int, ...] = (1, 16)) -> dict:
     from signer.admin import issue_client
     from signer.client import SignerClient, new_idempotency_key
     from signer.daemon import SignerPaths, init_home
@@ -193,7 +196,7 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
                 await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
             await _requests(paths.socket, token, 1, 200, proc.pid)  # warm-up: RPC caches, nonce, WAL file size
             results = []
-            for clients in (1, 16):
+            for clients in client_counts:
                 for _ in range(runs):
                     results.append(await _requests(paths.socket, token, clients, total, proc.pid))
             return results
@@ -209,8 +212,8 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
                     samples.append(time.perf_counter() - t0)
             return _percentiles(samples)
 
-        results = asyncio.run(run())
-        status_rtt = asyncio.run(round_trips())
+        results = run_loop(run())
+        status_rtt = run_loop(round_trips())
         return {"signer_idle_rss_mb": round(idle_rss / 1024, 1), "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
                 "full_request": results, "status_round_trip": status_rtt}
     finally:
@@ -229,15 +232,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs per client count (the machine may be shared)")
     parser.add_argument("--full-only", action="store_true", help="skip the in-process micro-benchmarks")
     parser.add_argument("--profile", type=Path, help="run the daemon under cProfile, stats to this file")
+    parser.add_argument("--clients", default="1,16", help="comma-separated concurrent client counts")
     args = parser.parse_args()
     report: dict = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+                    "event_loop": loop_name()},
         "date": time.strftime("%Y-%m-%d"),
     }
     if not args.full_only:
         report["policy_evaluation"] = bench_evaluation()
         report["signing"] = bench_raw_signing()
-    report.update(bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve()))
+    clients = tuple(int(c) for c in args.clients.split(","))
+    report.update(bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve(), clients))
     print(json.dumps(report, indent=2))
 
 

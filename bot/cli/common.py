@@ -46,9 +46,9 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def run(coro: Any) -> Any:
-    import asyncio  # lazily: `owlia --help` should not pay for it
+    from signer.aio import run as run_loop  # lazily: `owlia --help` should not pay for it
 
-    return asyncio.run(coro)
+    return run_loop(coro)
 
 
 def read_passphrase(file: Path | None, *, confirm: bool = False) -> bytearray:
