@@ -31,6 +31,7 @@ class _Evaluation:
 
     def __init__(self, policy: Policy, decoded: Decoded, ctx: EvalContext) -> None:
         self.policy = policy
+        self.ix = policy.index
         self.decoded = decoded
         self.ctx = ctx
         self.findings: list[Finding] = []
@@ -42,7 +43,7 @@ class _Evaluation:
         self.findings.append(Finding(outcome, rule_id, reason))
 
     def amount(self, chain_id: int, asset: str, amount: int) -> str:
-        info = self.policy.asset_info(chain_id, asset)
+        info = self.ix.asset_info(chain_id, asset)
         if info is None:
             return f"{amount} base units of {'the native coin' if asset == NATIVE else asset}"
         return format_amount(amount, info[1], info[0])
@@ -53,7 +54,7 @@ class _Evaluation:
         call, ctx, policy = self.decoded.call, self.ctx, self.policy
         if ctx.frozen:
             self.add(DENY, "signer.frozen", "the signer is frozen: it signs nothing until unfrozen")
-        if not policy.has_chain(call.chain_id):
+        if not self.ix.has_chain(call.chain_id):
             self.add(DENY, "chain.unknown", f"chain {call.chain_id} is not in the policy")
         if not self.decoded.actions:
             self.add(DENY, "request.empty", "the request moves no value and calls nothing")
@@ -97,16 +98,16 @@ class _Evaluation:
         policy = self.policy
         self._count(t.chain_id, t.asset, t.amount)
         what = f"{self.amount(t.chain_id, t.asset, t.amount)} to {t.recipient}"
-        if policy.in_address_book(t.chain_id, t.recipient):
-            name = policy.address_name(t.chain_id, t.recipient)
+        if self.ix.in_address_book(t.chain_id, t.recipient):
+            name = self.ix.address_name(t.chain_id, t.recipient)
             self.add(ALLOW, "recipient.known", f"{what}: {name} is in the address book")
             return
         if t.recipient not in self.ctx.seen_recipients:
             self.new_recipients[t.recipient] = None
-        imitated = policy.lookalike_of(t.chain_id, t.recipient)
+        imitated = self.ix.lookalike_of(t.chain_id, t.recipient)
         if imitated is not None:
             self.add(DENY, "recipient.lookalike",
-                     f"{what}: the address imitates {policy.address_name(t.chain_id, imitated)} ({imitated})")
+                     f"{what}: the address imitates {self.ix.address_name(t.chain_id, imitated)} ({imitated})")
         elif Flag.RECIPIENT_FROM_UNTRUSTED in self.decoded.call.flags:
             setting = policy.recipients.untrusted_provenance
             self.add(_OUTCOMES[setting], "recipient.untrusted_provenance",
@@ -116,40 +117,38 @@ class _Evaluation:
             self.add(_OUTCOMES[setting], "recipient.new", f"{what}: the recipient is not in the address book")
 
     def approval(self, a: Approval) -> None:
-        policy = self.policy
         if a.amount == 0:
             self.add(ALLOW, "approval.revoke", f"{a.method} revokes {a.spender}'s allowance")
             return
         self._count(a.chain_id, a.asset, a.amount)
         if a.amount >= UNLIMITED:
             self.add(DENY, "approval.unlimited", f"{a.method} would let {a.spender} spend an unlimited amount")
-        if policy.is_allowed_spender(a.chain_id, a.spender):
-            name = policy.address_name(a.chain_id, a.spender)
+        if self.ix.is_allowed_spender(a.chain_id, a.spender):
+            name = self.ix.address_name(a.chain_id, a.spender)
             self.add(ALLOW, "approval.spender_allowed", f"{a.method}: {name} ({a.spender}) is an allowed spender")
             return
-        imitated = policy.lookalike_of(a.chain_id, a.spender)
+        imitated = self.ix.lookalike_of(a.chain_id, a.spender)
         if imitated is not None:
             self.add(DENY, "approval.spender_lookalike",
-                     f"{a.method}: spender {a.spender} imitates {policy.address_name(a.chain_id, imitated)} "
+                     f"{a.method}: spender {a.spender} imitates {self.ix.address_name(a.chain_id, imitated)} "
                      f"({imitated})")
         else:
             self.add(DENY, "approval.spender_not_allowed", f"{a.method}: {a.spender} is not an allowed spender")
 
     def contract_call(self, c: ContractCall) -> None:
-        policy = self.policy
         call = f"call 0x{c.selector.hex()} on {c.target}"
-        if c.selector in TOKEN_SELECTORS and policy.is_token(c.chain_id, c.target):
-            symbol = policy.asset_info(c.chain_id, c.target)[0]  # type: ignore[index]
+        if c.selector in TOKEN_SELECTORS and self.ix.is_token(c.chain_id, c.target):
+            symbol = self.ix.asset_info(c.chain_id, c.target)[0]  # type: ignore[index]
             self.add(ALLOW, "contract.token_call", f"{call}: a {symbol} transfer or approval, checked on its own")
             return
-        selectors = policy.contract_selectors(c.chain_id, c.target)
+        selectors = self.ix.contract_selectors(c.chain_id, c.target)
         if selectors is None:
             self.add(ESCALATE, "contract.not_allowed", f"{call}: the contract is not in the policy")
         elif c.selector in selectors:
-            name = policy.address_name(c.chain_id, c.target)
+            name = self.ix.address_name(c.chain_id, c.target)
             self.add(ALLOW, "contract.allowed", f"{call}: {name} allows this function")
         else:
-            name = policy.address_name(c.chain_id, c.target)
+            name = self.ix.address_name(c.chain_id, c.target)
             self.add(ESCALATE, "contract.selector_not_allowed", f"{call}: {name} does not list this function")
 
     # ---- limits ------------------------------------------------------------------------------
@@ -157,10 +156,10 @@ class _Evaluation:
     def limits(self) -> None:
         policy, ctx = self.policy, self.ctx
         over = _OUTCOMES[policy.over_limit]
-        usd_rule = policy.usd_rule()
+        usd_rule = self.ix.usd
         usd_total, usd_unknown = 0, []
         for (chain_id, asset), total in self.totals.items():
-            rule = policy.asset_rule(chain_id, asset)
+            rule = self.ix.asset_rule(chain_id, asset)
             usd_value = None
             if usd_rule is not None:
                 quote: PriceQuote | None = ctx.prices.get((chain_id, asset)) or (rule.price if rule else None)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
     field_validator, model_validator
 
 from policies.context import PriceQuote
+from policies.index import PolicyIndex
 from policies.intent import NATIVE
 from policies.units import lookalike_key, parse_period, parse_units
 
@@ -220,15 +221,7 @@ class Policy(_Strict):
     over_limit: Literal["escalate", "deny"] = "escalate"
     rate_limits: RateLimits = RateLimits()
 
-    _chains: dict[int, str] = PrivateAttr(default_factory=dict)
-    _assets: dict[tuple[int, str], AssetRule] = PrivateAttr(default_factory=dict)
-    _names: dict[tuple[int, str], str] = PrivateAttr(default_factory=dict)
-    _book: frozenset[tuple[int, str]] = PrivateAttr(default=frozenset())
-    _spenders: frozenset[tuple[int, str]] = PrivateAttr(default=frozenset())
-    _contracts: dict[tuple[int, str], frozenset[bytes]] = PrivateAttr(default_factory=dict)
-    _lookalikes: dict[tuple[int, str, str], tuple[str, ...]] = PrivateAttr(default_factory=dict)
-    _usd: UsdRule | None = PrivateAttr(default=None)
-    _window_seconds: frozenset[int] = PrivateAttr(default=frozenset())
+    _index: PolicyIndex | None = PrivateAttr(default=None)
     _hash: str = PrivateAttr(default="")
 
     @model_validator(mode="after")
@@ -255,79 +248,52 @@ class Policy(_Strict):
         return self
 
     def model_post_init(self, __context: Any) -> None:
-        self._chains = {c.id: c.name for c in self.chains}
+        assets = {}
         for a in self.assets:
             price = None if a.price_usd is None else PriceQuote(parse_units(a.price_usd, USD_DECIMALS), a.decimals)
             per_tx = None if a.per_tx is None else parse_units(a.per_tx, a.decimals)
-            self._assets[(a.chain, a.asset)] = AssetRule(a.symbol, a.decimals, per_tx,
-                                                        _windows(a.windows, a.decimals), price)
+            assets[(a.chain, a.asset)] = AssetRule(a.symbol, a.decimals, per_tx, _windows(a.windows, a.decimals), price)
+        names = {}
         # Address book names win over spender names, which win over contract names.
         for entry in (*self.contracts, *self.spenders, *self.address_book):
-            self._names[(entry.chain, entry.address)] = entry.name
-        self._book = frozenset((e.chain, e.address) for e in self.address_book)
-        self._spenders = frozenset((e.chain, e.address) for e in self.spenders)
-        self._contracts = {(c.chain, c.address): frozenset(bytes.fromhex(s[2:]) for s in c.selectors)
-                           for c in self.contracts}
-        index: dict[tuple[int, str, str], set[str]] = {}
+            names[(entry.chain, entry.address)] = entry.name
+        lookalikes: dict[tuple[int, str, str], set[str]] = {}
         for entry in (*self.address_book, *self.spenders, *self.contracts):
-            index.setdefault((entry.chain, *lookalike_key(entry.address)), set()).add(entry.address)
-        self._lookalikes = {k: tuple(sorted(v)) for k, v in index.items()}
+            lookalikes.setdefault((entry.chain, *lookalike_key(entry.address)), set()).add(entry.address)
+        usd = None
         if self.usd is not None:
-            self._usd = UsdRule(None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
-                                _windows(self.usd.windows, USD_DECIMALS))
-        seconds = {w.seconds for rule in self._assets.values() for w in rule.windows}
-        if self._usd is not None:
-            seconds |= {w.seconds for w in self._usd.windows}
-        self._window_seconds = frozenset(seconds)
+            usd = UsdRule(None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
+                          _windows(self.usd.windows, USD_DECIMALS))
+        seconds = {w.seconds for rule in assets.values() for w in rule.windows}
+        if usd is not None:
+            seconds |= {w.seconds for w in usd.windows}
+        self._index = PolicyIndex(
+            chains={c.id: c.name for c in self.chains},
+            assets=assets,
+            names=names,
+            book=frozenset((e.chain, e.address) for e in self.address_book),
+            spenders=frozenset((e.chain, e.address) for e in self.spenders),
+            contracts={(c.chain, c.address): frozenset(bytes.fromhex(s[2:]) for s in c.selectors)
+                       for c in self.contracts},
+            lookalikes={k: tuple(sorted(v)) for k, v in lookalikes.items()},
+            usd=usd,
+            window_seconds=frozenset(seconds),
+        )
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         self._hash = hashlib.sha256(canonical.encode()).hexdigest()
 
     # ---- queries -----------------------------------------------------------------------------
 
+    @property
+    def index(self) -> PolicyIndex:
+        """The precomputed lookups (policies.index); take it once per request, not per lookup."""
+        assert self._index is not None
+        return self._index
+
     def window_seconds(self) -> set[int]:
         """Every rolling-window length the ledger must sum for this policy."""
-        return set(self._window_seconds)
+        return set(self.index.window_seconds)
 
     def policy_hash(self) -> str:
         """sha256 of the canonical JSON dump: names the exact policy a decision ran under."""
         return self._hash
-
-    def has_chain(self, chain_id: int) -> bool:
-        return chain_id in self._chains
-
-    def chain_name(self, chain_id: int) -> str | None:
-        return self._chains.get(chain_id)
-
-    def asset_info(self, chain_id: int, asset: str) -> tuple[str, int] | None:
-        rule = self._assets.get((chain_id, asset))
-        return None if rule is None else (rule.symbol, rule.decimals)
-
-    def asset_rule(self, chain_id: int, asset: str) -> AssetRule | None:
-        return self._assets.get((chain_id, asset))
-
-    def is_token(self, chain_id: int, address: str) -> bool:
-        """Is this contract one of the policy's ERC-20 assets?"""
-        return address != NATIVE and (chain_id, address) in self._assets
-
-    def address_name(self, chain_id: int, address: str) -> str | None:
-        return self._names.get((chain_id, address))
-
-    def in_address_book(self, chain_id: int, address: str) -> bool:
-        return (chain_id, address) in self._book
-
-    def is_allowed_spender(self, chain_id: int, address: str) -> bool:
-        return (chain_id, address) in self._spenders
-
-    def contract_selectors(self, chain_id: int, address: str) -> frozenset[bytes] | None:
-        """Allowed selectors of a listed contract; None when the contract is not listed."""
-        return self._contracts.get((chain_id, address))
-
-    def lookalike_of(self, chain_id: int, address: str) -> str | None:
-        """A different known address (book, spender, contract) that `address` imitates, if any."""
-        for known in self._lookalikes.get((chain_id, *lookalike_key(address)), ()):
-            if known != address:
-                return known
-        return None
-
-    def usd_rule(self) -> UsdRule | None:
-        return self._usd

@@ -35,6 +35,7 @@ def _audited(paths: SignerPaths, kind: str, body: dict, action: Callable) -> T:
             conn.execute("ROLLBACK")
             raise
         audit.write_anchor()
+        audit.close()
         return result
     finally:
         conn.close()

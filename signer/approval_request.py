@@ -43,9 +43,10 @@ def escalation_json(decision: Decision) -> dict[str, Any]:
 class RequestBuilder:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
+        self.index = policy.index
 
     def _asset(self, chain_id: int, asset: str, amount: int) -> dict[str, Any]:
-        info = self.policy.asset_info(chain_id, asset)
+        info = self.index.asset_info(chain_id, asset)
         token = "native" if asset == NATIVE else to_checksum(asset)
         if info is None:
             return {"token": token, "symbol": None, "amount": None, "amount_base_units": str(amount),
@@ -55,7 +56,7 @@ class RequestBuilder:
                 "amount_base_units": str(amount)}
 
     def _party(self, chain_id: int, address: str) -> dict[str, Any]:
-        name = self.policy.address_name(chain_id, address)
+        name = self.index.address_name(chain_id, address)
         return {"address": to_checksum(address), "name": name, "label": name or "new address"}
 
     def action(self, action: Any) -> dict[str, Any]:
@@ -78,7 +79,7 @@ class RequestBuilder:
         agent_reason: str | None, tx: dict[str, Any] | None, created_at: float, expires_at: float,
     ) -> dict[str, Any]:
         chain_id = decoded.call.chain_id
-        name = self.policy.chain_name(chain_id)
+        name = self.index.chain_name(chain_id)
         return {
             "v": VERSION,
             "request_id": request_id,

@@ -33,10 +33,14 @@ class Client:
     revoked_at: float | None
 
     def active(self, now: float) -> bool:
-        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+        return _active(self.expires_at, self.revoked_at, now)
 
     def allows(self, needed: Scope) -> bool:
         return SCOPE_RANK[self.scope] >= SCOPE_RANK[needed]
+
+
+def _active(expires_at: float | None, revoked_at: float | None, now: float) -> bool:
+    return revoked_at is None and (expires_at is None or now < expires_at)
 
 
 def peer_uid(sock: socket.socket) -> int:
@@ -119,5 +123,7 @@ class ClientRegistry:
         return client
 
     def still_active(self, client_id: str, now: float) -> bool:
-        loaded = self._load(client_id)
-        return loaded is not None and loaded[0].active(now)
+        """Checked before every call: only the two columns that can change, on the hot path."""
+        row = self._conn.execute("SELECT expires_at, revoked_at FROM clients WHERE client_id=?",
+                                 (client_id,)).fetchone()
+        return row is not None and _active(row[0], row[1], now)

@@ -94,6 +94,7 @@ def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | 
         audit.append("signer.initialized", {"home": str(paths.home)})
         conn.execute("COMMIT")
         audit.write_anchor()
+        audit.close()
     finally:
         conn.close()
     paths.db.chmod(0o600)
@@ -151,6 +152,7 @@ class Daemon:
             max_connections=config.signer.max_connections,
             socket_group=config.signer.socket_group,
         )
+        self.engine.more_waiting = self.server.backlog.waiting
 
     async def start(self) -> None:
         def started(conn: sqlite3.Connection) -> None:
@@ -173,6 +175,7 @@ class Daemon:
         except Exception:  # noqa: BLE001 - shutting down anyway
             log.warning("could not record the shutdown in the audit log")
         self.writer.close()
+        self.audit.close()
         for chain in self.chains.values():
             await chain.close()
         self.keys.close()

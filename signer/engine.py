@@ -36,12 +36,14 @@ from policies.model import Policy
 from signer import records
 from signer.auth import Client
 from signer.chain import Chain, ChainError, SimulationReverted
-from signer.intents import intent_to_call, request_hash
+from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
 from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
 from signer.receipts import ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog
+from signer.store.audit import Prepared as PreparedRecord
+from signer.store.audit import prepare as audit_record
 from signer.store.writer import Writer
 from signer.summary import Summarizer
 from signer.txcodec import Eip1559Tx, sign_eip1559
@@ -82,6 +84,8 @@ class Engine:
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
         self.receipts = ReceiptWatcher(writer, audit)
         self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
+        # Are other clients' requests already waiting to be read? Set by the daemon (signer.backlog).
+        self.more_waiting: Callable[[], bool] = lambda: False
 
     def install_policy(self, policy: Policy) -> None:
         """Swap the policy in one synchronous step (see signer.policy_live)."""
@@ -124,7 +128,7 @@ class Engine:
             "SELECT request_hash, outcome, request_id FROM requests WHERE client_id=? AND idempotency_key=?", key
         ).fetchone()
         if row is not None:
-            if row[0] != digest:
+            if row[0] != digest and row[0] != legacy_request_hash(params):
                 raise _conflict()
             if row[1] is None:
                 return records.outcome(
@@ -212,25 +216,27 @@ class Engine:
         raw_tx = None if ending is None else ending.raw_tx
         signed = raw_tx is not None
         tx_hash = final["tx_hash"] if signed else None
+        alone = await self._alone(request_id, ending, chain)
+        trail: list[PreparedRecord] = []
+        row = (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status, json.dumps(final),
+               call.chain_id, now + self.pending_ttl if status == records.PENDING else None, tx_hash, raw_tx)
 
         def record(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
-                " outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status, json.dumps(final),
-                 call.chain_id, now + self.pending_ttl if status == records.PENDING else None, tx_hash, raw_tx),
-            )
+                " outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", row)
             if ending is not None:
                 self._persist_reservation(conn, request_id, decision, decoded, now, ending.spend_state)
             if approval is not None:
                 self.approvals.insert(conn, approval)  # type: ignore[union-attr]
-            self.audit.append("sign.decided", evidence, ts=now)
-            if ending is not None:
-                self.audit.append(ending.audit_kind, ending.audit_body)
+            self.audit.write(*trail)
 
         try:
-            # Alone in the signer: commit on the loop instead of waking the writer thread.
-            await self.writer.run(record, inline=len(self._inflight) <= 1)
+            # Serialized here, on the loop: the writer thread then holds the GIL only to bind and chain.
+            trail.append(audit_record("sign.decided", evidence, now))
+            if ending is not None:
+                trail.append(audit_record(ending.audit_kind, ending.audit_body))
+            await self.writer.run(record, inline=alone)
         except sqlite3.IntegrityError:
             self._drop(request_id, ending, chain)
             raise _conflict() from None
@@ -244,6 +250,22 @@ class Engine:
             return final
         assert chain is not None and ending is not None
         return await self._send(request_id, decision, summary, chain, ending)
+
+    async def _alone(self, request_id: str, ending: _Ending | None, chain: Chain | None) -> bool:
+        """Is this request alone in the signer? Then it commits on the loop, not via the writer thread.
+
+        Requests that arrived together were all read off their sockets already and are queued right
+        behind this one: yield once so they reach their commit points too and count as in flight.
+        Requests not read yet are in the kernel, where `more_waiting` sees them.
+        """
+        if len(self._inflight) > 1 or self.more_waiting():
+            return False
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:  # nothing written yet: undo the reservation and the nonce
+            self._drop(request_id, ending, chain)
+            raise
+        return len(self._inflight) <= 1 and not self.more_waiting()
 
     async def _send(
         self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: _Ending
@@ -280,10 +302,11 @@ class Engine:
                 for s in decision.spends
             ],
         )
-        conn.executemany(
-            "INSERT OR IGNORE INTO recipients(chain_id, address, first_seen, request_id) VALUES(?,?,?,?)",
-            [(decoded.call.chain_id, r, now, request_id) for r in decision.new_recipients],
-        )
+        if decision.new_recipients:
+            conn.executemany(
+                "INSERT OR IGNORE INTO recipients(chain_id, address, first_seen, request_id) VALUES(?,?,?,?)",
+                [(decoded.call.chain_id, r, now, request_id) for r in decision.new_recipients],
+            )
 
     async def _sign(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str

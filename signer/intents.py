@@ -15,6 +15,13 @@ from signer.protocol import Intent, SignRequestParams
 
 
 def request_hash(params: SignRequestParams) -> str:
+    """sha256 of the validated params as pydantic serializes them: fields in declaration order,
+    values normalized by the validators, so the same request always hashes the same."""
+    return hashlib.sha256(params.__pydantic_serializer__.to_json(params)).hexdigest()
+
+
+def legacy_request_hash(params: SignRequestParams) -> str:
+    """Requests recorded by earlier releases hashed sorted-key JSON: kept so their keys still replay."""
     body = json.dumps(params.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(body.encode()).hexdigest()
 

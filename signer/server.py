@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
+from signer.backlog import Backlog
 from signer.protocol import (
     AuthParams,
     ErrorCode,
@@ -73,6 +74,7 @@ class SignerServer:
         self.socket_group = socket_group
         self._connections = 0
         self._server: asyncio.AbstractServer | None = None
+        self.backlog = Backlog()
 
     async def start(self) -> None:
         _remove_stale_socket(self.path)
@@ -89,6 +91,7 @@ class SignerServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
+        self.backlog.close()
         try:
             self.path.unlink()
         except FileNotFoundError:
@@ -110,12 +113,15 @@ class SignerServer:
             return
         self._connections += 1
         conn = Connection(uid)
+        fd = sock.fileno()
+        self.backlog.add(fd)
         try:
             await self._serve(conn, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             self._connections -= 1
+            self.backlog.remove(fd)
             await _drain_close(writer)
 
     async def _serve(self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -13,9 +13,10 @@ from policies.units import format_amount
 class Summarizer:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
+        self.index = policy.index
 
     def _amount(self, chain_id: int, asset: str, amount: int) -> str:
-        info = self.policy.asset_info(chain_id, asset)
+        info = self.index.asset_info(chain_id, asset)
         if info is None:
             token = "native units" if asset == NATIVE else f"base units of unknown token {asset}"
             return f"{amount} {token}"
@@ -23,11 +24,11 @@ class Summarizer:
         return format_amount(amount, decimals, symbol)
 
     def _who(self, chain_id: int, address: str) -> str:
-        name = self.policy.address_name(chain_id, address)
+        name = self.index.address_name(chain_id, address)
         return f"{name} ({address})" if name else f"{address} (new address)"
 
     def _chain(self, chain_id: int) -> str:
-        name = self.policy.chain_name(chain_id)
+        name = self.index.chain_name(chain_id)
         return f"{name} ({chain_id})" if name else f"unknown chain {chain_id}"
 
     def __call__(self, decoded: Decoded) -> str:

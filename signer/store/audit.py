@@ -59,16 +59,41 @@ def _record_hash(seq: int, ts: float, kind: str, body: str, prev_hash: str) -> s
     return hashlib.sha256(material).hexdigest()
 
 
+_LEAVES = (int, float, bool, type(None))  # nothing secret-shaped fits in these
+
+
 def _scrub(value: Any, key: str = "") -> Any:
-    """Redact free text, refuse secret-shaped values elsewhere. Returns the cleaned value."""
+    """Redact free text, refuse secret-shaped values elsewhere. Returns the cleaned value.
+
+    Copy on write: a container comes back as the same object when nothing in it changed, and
+    leaves that cannot hold a secret are skipped without a call (this runs twice per signature).
+    """
     if isinstance(value, str):
-        if len(value) < _SHORTEST_SECRET:  # most strings: nothing above can match, skip the regexes
-            return value
-        return _scrub_text(value, key)
+        return value if len(value) < _SHORTEST_SECRET else _scrub_text(value, key)
     if isinstance(value, dict):
-        return {k: _scrub(v, str(k)) for k, v in value.items()}
+        out = value
+        for k, v in value.items():
+            kind = type(v)
+            if kind in _LEAVES or (kind is str and len(v) < _SHORTEST_SECRET):
+                continue
+            clean = _scrub(v, str(k))
+            if clean is not v and clean != v:
+                if out is value:
+                    out = dict(value)
+                out[k] = clean
+        return out
     if isinstance(value, (list, tuple)):
-        return [_scrub(v, key) for v in value]
+        items = value
+        for i, v in enumerate(value):
+            kind = type(v)
+            if kind in _LEAVES or (kind is str and len(v) < _SHORTEST_SECRET):
+                continue
+            clean = _scrub(v, key)
+            if clean is not v and clean != v:
+                if items is value:
+                    items = list(value)
+                items[i] = clean
+        return items
     return value
 
 
@@ -86,18 +111,38 @@ def canonical(body: dict[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A record's scrubbed, serialized body: everything but its place in the chain."""
+
+    kind: str
+    ts: float
+    text: str
+
+
+def prepare(kind: str, body: dict[str, Any], ts: float | None = None) -> Prepared:
+    """Scrub and serialize off the write path (the costly part); raises `AuditSecretError`, writes nothing."""
+    return Prepared(kind, time.time() if ts is None else float(ts), canonical(_scrub(body)))
+
+
 class AuditLog:
     """Appends to the chain through one connection (the signer's single writer)."""
 
     def __init__(self, conn: sqlite3.Connection, anchor_path: Path) -> None:
         self._conn = conn
         self._anchor_path = Path(anchor_path)
+        self._anchor_fd: int | None = None
         self.reload()  # the schema is the store's job (db.ensure_schema): executescript would commit
 
     def reload(self) -> None:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
+        self._version = self._data_version()
         row = self._conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         self._seq, self._hash = (row[0], row[1]) if row else (0, GENESIS)
+
+    def _data_version(self) -> int:
+        """Changes whenever another connection (a local admin command) commits to the database."""
+        return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     @property
     def head(self) -> tuple[int, str]:
@@ -105,16 +150,25 @@ class AuditLog:
 
     def append(self, kind: str, body: dict[str, Any], ts: float | None = None) -> int:
         """Add a record in the current transaction; the caller commits."""
-        ts = time.time() if ts is None else float(ts)
-        text = canonical(_scrub(body))
-        self.reload()  # inside the caller's write transaction: another writer (the CLI) may have appended
-        seq = self._seq + 1
-        digest = _record_hash(seq, ts, kind, text, self._hash)
-        self._conn.execute(
-            "INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)",
-            (seq, ts, kind, text, self._hash, digest),
-        )
-        self._seq, self._hash = seq, digest
+        return self.write(prepare(kind, body, ts))
+
+    def write(self, *records: Prepared) -> int:
+        """Chain prepared records onto the head, in the current transaction; the caller commits.
+
+        One statement for all of them: on the writer thread every statement is a trip through the GIL.
+        Returns the last record's seq.
+        """
+        # Inside the caller's write transaction: if another writer (the CLI) appended since, follow it.
+        if self._data_version() != self._version:
+            self.reload()
+        seq, head, rows = self._seq, self._hash, []
+        for record in records:
+            seq += 1
+            digest = _record_hash(seq, record.ts, record.kind, record.text, head)
+            rows.append((seq, record.ts, record.kind, record.text, head, digest))
+            head = digest
+        self._conn.executemany("INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)", rows)
+        self._seq, self._hash = seq, head
         return seq
 
     def write_anchor(self) -> None:
@@ -123,14 +177,19 @@ class AuditLog:
         Overwritten in place with one fixed-width write: no truncate, no rename. Replacing the file
         by rename made ext4 flush it at once (its `auto_da_alloc` rule), 0.3-1 ms on every commit.
         One sub-sector write at offset 0 is all-or-nothing for a crash of the process, and the
-        anchor is never fsync'd anyway: after a power cut it may only lag behind the log.
+        anchor is never fsync'd anyway: after a power cut it may only lag behind the log. The file
+        stays open between commits (`close` releases it).
         """
         data = json.dumps({"seq": self._seq, "hash": self._hash}).encode().ljust(ANCHOR_BYTES - 1) + b"\n"
-        fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            os.pwrite(fd, data, 0)
-        finally:
-            os.close(fd)
+        if self._anchor_fd is None:
+            self._anchor_fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                      0o600)
+        os.pwrite(self._anchor_fd, data, 0)
+
+    def close(self) -> None:
+        if self._anchor_fd is not None:
+            os.close(self._anchor_fd)
+            self._anchor_fd = None
 
 
 @dataclass

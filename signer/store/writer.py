@@ -17,6 +17,7 @@ WAL checkpoints run on their own thread (signer.store.checkpoint), not inside a 
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import sqlite3
 import threading
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 
 T = TypeVar("T")
+log = logging.getLogger("owlia.signer.store")
 _STOP = object()
 MAX_BATCH = 256
 
@@ -57,6 +59,10 @@ class Writer:
         # (the loop, the thread), so reading the other's under the GIL needs no lock.
         self._submitted = 0
         self._finished = 0
+        # What happened, for tests and benchmarks; written only by whoever holds the lock.
+        self.commits = 0  # transactions committed
+        self.units_committed = 0
+        self.inline_commits = 0  # of those, committed on the caller's thread
         self._checkpointer: Checkpointer | None = None
         path = database_file(conn) if checkpoint_every else None
         if path is not None:
@@ -75,6 +81,7 @@ class Writer:
         if inline and self._submitted == self._finished and self._lock.acquire(blocking=False):
             try:
                 ok, value = self._commit([unit])[0]
+                self.inline_commits += ok
             finally:
                 self._lock.release()
             if ok:
@@ -124,6 +131,8 @@ class Writer:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
+            if len(units) == 1:  # alone in its transaction: a failure rolls back the whole, no savepoint needed
+                return [self._commit_one(conn, units[0])]
             for unit in units:
                 conn.execute("SAVEPOINT unit")
                 try:
@@ -135,20 +144,49 @@ class Writer:
                     if self._on_rollback:
                         self._on_rollback()
                     results.append((False, exc))
-            conn.execute("COMMIT")
-            if self._checkpointer is not None:
-                self._checkpointer.committed()
-            if self._on_commit:
-                self._on_commit()
+            self._finish(conn, sum(ok for ok, _ in results))
         except BaseException as exc:  # noqa: BLE001 - a failed commit fails every unit: fail closed
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            if self._on_rollback:
-                self._on_rollback()
-            results = [(False, WriterClosed(f"could not commit to the signer store: {exc}"))] * len(units)
+            self._rollback(conn)
+            results = [(False, _commit_failed(exc))] * len(units)
         return results
+
+    def _commit_one(self, conn: sqlite3.Connection, unit: Callable[[sqlite3.Connection], Any]) -> tuple[bool, Any]:
+        """The rest of a one-unit transaction (BEGIN already ran): its own error, or a commit failure."""
+        try:
+            value = unit(conn)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            self._rollback(conn)
+            return False, exc
+        try:
+            self._finish(conn, 1)
+        except BaseException as exc:  # noqa: BLE001 - fail closed
+            self._rollback(conn)
+            return False, _commit_failed(exc)
+        return True, value
+
+    def _finish(self, conn: sqlite3.Connection, units: int) -> None:
+        conn.execute("COMMIT")
+        self.commits += 1
+        self.units_committed += units
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
+        if self._on_commit:
+            try:
+                self._on_commit()
+            except Exception:  # committed is committed: the units must not be told otherwise
+                log.exception("after-commit hook failed")
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        if self._on_rollback:
+            self._on_rollback()
+
+
+def _commit_failed(exc: BaseException) -> WriterClosed:
+    return WriterClosed(f"could not commit to the signer store: {exc}")
 
 
 def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:

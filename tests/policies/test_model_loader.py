@@ -51,17 +51,17 @@ def test_full_policy_parses_and_normalizes():
     policy = parse_policy(FULL)
     assert policy.address_book[0].address == FRIEND.lower()
     assert policy.contracts[0].selectors == ("0x3593564c",)
-    assert policy.asset_info(31337, "native") == ("ETH", 18)
-    assert policy.asset_info(31337, TOKEN) == ("USDC", 6)
-    assert policy.asset_info(1, "native") is None
-    assert policy.asset_rule(31337, "native").per_tx == 10**16
-    assert policy.address_name(31337, FRIEND.lower()) == "dev-friend"
-    assert policy.address_name(31337, "0x000000000022d473030f116ddee9f6b43ac78ba3") == "permit2"
-    assert policy.address_name(31337, "0x3fc91a3afd70395cd496c647d5a6cc9d4b2b7fad") == "router"
-    assert policy.address_name(31337, "0x" + "1" * 40) is None
-    assert policy.chain_name(31337) == "anvil" and policy.chain_name(1) is None
+    assert policy.index.asset_info(31337, "native") == ("ETH", 18)
+    assert policy.index.asset_info(31337, TOKEN) == ("USDC", 6)
+    assert policy.index.asset_info(1, "native") is None
+    assert policy.index.asset_rule(31337, "native").per_tx == 10**16
+    assert policy.index.address_name(31337, FRIEND.lower()) == "dev-friend"
+    assert policy.index.address_name(31337, "0x000000000022d473030f116ddee9f6b43ac78ba3") == "permit2"
+    assert policy.index.address_name(31337, "0x3fc91a3afd70395cd496c647d5a6cc9d4b2b7fad") == "router"
+    assert policy.index.address_name(31337, "0x" + "1" * 40) is None
+    assert policy.index.chain_name(31337) == "anvil" and policy.index.chain_name(1) is None
     assert policy.window_seconds() == {86400, 604800}
-    assert policy.usd_rule().per_tx == 100 * 10**6
+    assert policy.index.usd.per_tx == 100 * 10**6
 
 
 def test_round_trip_and_hash_stability():
@@ -77,7 +77,7 @@ def test_round_trip_and_hash_stability():
 
 def test_unquoted_yaml_float_is_read_exactly():
     policy = parse_policy(BASE.replace('per_tx: "0.01"', "per_tx: 0.1"))
-    assert policy.asset_rule(31337, "native").per_tx == 10**17
+    assert policy.index.asset_rule(31337, "native").per_tx == 10**17
     assert policy.assets[0].per_tx == "0.1"
 
 
@@ -90,7 +90,7 @@ def test_python_float_is_rejected_with_advice():
 
 def test_int_amount_means_whole_units():
     policy = parse_policy(BASE.replace('per_tx: "0.01"', "per_tx: 2"))
-    assert policy.asset_rule(31337, "native").per_tx == 2 * 10**18
+    assert policy.index.asset_rule(31337, "native").per_tx == 2 * 10**18
 
 
 def test_unquoted_address_stays_text():
@@ -170,8 +170,8 @@ def test_load_policy_names_missing_file(tmp_path: Path):
 def test_shipped_defaults_load(name):
     text = resources.files("policies").joinpath(f"defaults/{name}").read_text()
     policy = parse_policy(text)
-    assert policy.chain_name(31337) is not None
-    rule = policy.asset_rule(31337, "native")
+    assert policy.index.chain_name(31337) is not None
+    rule = policy.index.asset_rule(31337, "native")
     assert (rule.per_tx, [(w.label, w.limit) for w in rule.windows]) == (10**16, [("24h", 5 * 10**16), ("7d", 2 * 10**17)])
     assert policy.usd is None and policy.recipients.unknown == "escalate"
     assert (policy.rate_limits.tx_per_hour, policy.rate_limits.new_recipients_per_day) == (30, 5)

@@ -1,9 +1,13 @@
+import copy
 import json
+import re
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from signer.store.audit import AuditLog, AuditSecretError, tail, verify
+from signer.store.audit import AuditLog, AuditSecretError, canonical, prepare, tail, verify
 from signer.store.db import connect, ensure_schema
 
 
@@ -124,3 +128,79 @@ def test_tail_filters(log):
     assert [e.seq for e in entries] == [3, 4, 5]
     assert tail(conn, 10, kind="nothing") == []
     assert [e.seq for e in tail(conn, 10, since_seq=4)] == [5]
+
+
+def test_records_another_connection_appended_are_followed(log, tmp_path):
+    """The daemon's log notices a local admin command's commit (PRAGMA data_version) and chains after it."""
+    conn, audit, anchor = log
+    other = connect(tmp_path / "signer.db")
+    cli = AuditLog(other, anchor)
+    other.execute("BEGIN IMMEDIATE")
+    cli.append("client.added", {"name": "cli"})
+    other.execute("COMMIT")
+    other.close()
+    conn.execute("BEGIN IMMEDIATE")
+    audit.append("after", {})  # no reload() call: the head must be re-read on its own
+    conn.execute("COMMIT")
+    audit.write_anchor()
+    assert verify(conn, anchor).ok
+    assert [e.kind for e in tail(conn, 2)] == ["client.added", "after"]
+
+
+def test_several_prepared_records_chain_in_one_write(log):
+    conn, audit, anchor = log
+    conn.execute("BEGIN")
+    seq = audit.write(prepare("first", {"a": 1}), prepare("second", {"b": 2}, ts=5.0))
+    conn.execute("COMMIT")
+    audit.write_anchor()
+    assert seq == 7 and verify(conn, anchor).ok
+    assert [(e.kind, e.ts) for e in tail(conn, 2)][1] == ("second", 5.0)
+
+
+def test_a_secret_is_refused_while_preparing_before_any_write(log):
+    conn, audit, _ = log
+    with pytest.raises(AuditSecretError):
+        prepare("oops", {"private": "0x" + "22" * 32})
+    assert audit.head[0] == 5
+
+
+_HEX = st.text("0123456789abcdef", min_size=64, max_size=64)
+_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=40), _HEX.map(lambda h: f"pay {h}"))
+_BODIES = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["note", "reason", "amount", "to", "items"]), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@given(body=st.dictionaries(st.sampled_from(["note", "reason", "amount", "items"]), _BODIES, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_scrubbing_never_changes_its_input_and_redacts_free_text(body):
+    from signer.store.audit import _scrub
+
+    before = copy.deepcopy(body)
+    try:
+        clean = _scrub(body)
+    except AuditSecretError:  # a hex run outside a free-text key: refused, and still nothing changed
+        assert body == before
+        return
+    assert body == before
+    assert not any(re.search("[0-9a-f]{64}", text) for text in _free_text(clean))
+    if "[redacted hex]" not in canonical(clean):
+        assert clean is body  # nothing to redact: the same object back, no copy made
+
+
+def _free_text(value, key=""):
+    """Every string the audit log treats as free text (under "note" or "reason", or a list there)."""
+    if isinstance(value, str):
+        if key in ("note", "reason"):
+            yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _free_text(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _free_text(v, key)

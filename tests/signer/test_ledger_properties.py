@@ -139,7 +139,7 @@ def deciding_limits(conn: sqlite3.Connection) -> dict[str, tuple[int, dict[int, 
         body = json.loads(body)
         if kind == "policy.loaded":
             policy = Policy.model_validate(body["policy"])
-            native = policy.asset_rule(31337, "native")
+            native = policy.index.asset_rule(31337, "native")
             policies[body["policy_hash"]] = (native.per_tx, {w.seconds: w.limit for w in native.windows})
         else:
             out[body["request_id"]] = policies[body["policy_hash"]]
