@@ -258,14 +258,17 @@ class Engine:
         behind this one: yield once so they reach their commit points too and count as in flight.
         Requests not read yet are in the kernel, where `more_waiting` sees them.
         """
-        if len(self._inflight) > 1 or self.more_waiting():
+        def crowded() -> bool:
+            return len(self._inflight) > 1 or self.more_waiting()
+
+        if crowded():
             return False
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError:  # nothing written yet: undo the reservation and the nonce
             self._drop(request_id, ending, chain)
             raise
-        return len(self._inflight) <= 1 and not self.more_waiting()
+        return not crowded()
 
     async def _send(
         self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: _Ending

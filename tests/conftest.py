@@ -56,6 +56,19 @@ def wait_receipt(chain: DevChain, tx_hash: str, timeout: float = 20.0) -> dict:
     raise AssertionError(f"no receipt for {tx_hash}")
 
 
+def reverter_policy(chain: DevChain, tmp_path: Path) -> tuple[str, Path]:
+    """Deploy a contract every call to which reverts, and a dev policy that allows calling it."""
+    deployer = rpc(chain.url, "eth_accounts")[0]
+    # init code returning the 3-byte runtime PUSH0 PUSH0 REVERT: every call to it reverts.
+    tx = rpc(chain.url, "eth_sendTransaction", [{"from": deployer, "data": "0x6003600c60003960036000f35f5ffd"}])
+    contract = wait_receipt(chain, tx)["contractAddress"]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(DEV_POLICY.read_text().replace(
+        "contracts: []", f'contracts:\n  - {{chain: 31337, address: "{contract}", name: reverter, selectors: ["0x12345678"]}}'
+    ))
+    return contract, policy
+
+
 class SignerStack:
     """A signer home plus its daemon process; start, stop, kill -9 and restart it at will."""
 

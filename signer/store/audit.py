@@ -19,6 +19,7 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,30 +72,25 @@ def _scrub(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         return value if len(value) < _SHORTEST_SECRET else _scrub_text(value, key)
     if isinstance(value, dict):
-        out = value
-        for k, v in value.items():
-            kind = type(v)
-            if kind in _LEAVES or (kind is str and len(v) < _SHORTEST_SECRET):
-                continue
-            clean = _scrub(v, str(k))
-            if clean is not v and clean != v:
-                if out is value:
-                    out = dict(value)
-                out[k] = clean
-        return out
+        return _scrub_members(value, value.items(), dict, str)
     if isinstance(value, (list, tuple)):
-        items = value
-        for i, v in enumerate(value):
-            kind = type(v)
-            if kind in _LEAVES or (kind is str and len(v) < _SHORTEST_SECRET):
-                continue
-            clean = _scrub(v, key)
-            if clean is not v and clean != v:
-                if items is value:
-                    items = list(value)
-                items[i] = clean
-        return items
+        return _scrub_members(value, enumerate(value), list, lambda _: key)  # items keep the list's key
     return value
+
+
+def _scrub_members(container: Any, members: Any, copy: Callable[[Any], Any], key_of: Callable[[Any], str]) -> Any:
+    """`members` are (slot, value) pairs of `container`; `copy` makes the writable copy on first change."""
+    out = container
+    for slot, v in members:
+        kind = type(v)
+        if kind in _LEAVES or (kind is str and len(v) < _SHORTEST_SECRET):
+            continue
+        clean = _scrub(v, key_of(slot))
+        if clean is not v and clean != v:
+            if out is container:
+                out = copy(container)
+            out[slot] = clean
+    return out
 
 
 def _scrub_text(value: str, key: str) -> str:

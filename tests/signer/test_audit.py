@@ -17,12 +17,17 @@ def log(tmp_path):
     ensure_schema(conn)
     audit = AuditLog(conn, tmp_path / "audit.anchor")
     for i in range(5):
-        conn.execute("BEGIN")
-        audit.append("test.event", {"i": i, "tx_hash": "0x" + "ab" * 32}, ts=1000.0 + i)
-        conn.execute("COMMIT")
-        audit.write_anchor()
+        _committed(conn, audit, "test.event", {"i": i, "tx_hash": "0x" + "ab" * 32}, ts=1000.0 + i)
     yield conn, audit, tmp_path / "audit.anchor"
     conn.close()
+
+
+def _committed(conn, audit, kind, body, ts=None):
+    """One record in its own transaction, then the anchor: what every writer of the log does."""
+    conn.execute("BEGIN IMMEDIATE")
+    audit.append(kind, body, ts=ts)
+    conn.execute("COMMIT")
+    audit.write_anchor()
 
 
 def _unlocked(conn):
@@ -99,10 +104,7 @@ def test_rollback_then_reload_keeps_chain(log):
     audit.append("discarded", {})
     conn.execute("ROLLBACK")
     audit.reload()
-    conn.execute("BEGIN")
-    audit.append("kept", {})
-    conn.execute("COMMIT")
-    audit.write_anchor()
+    _committed(conn, audit, "kept", {})
     assert verify(conn, anchor).ok
     assert [e.kind for e in tail(conn, 2)] == ["test.event", "kept"]
 
@@ -135,14 +137,10 @@ def test_records_another_connection_appended_are_followed(log, tmp_path):
     conn, audit, anchor = log
     other = connect(tmp_path / "signer.db")
     cli = AuditLog(other, anchor)
-    other.execute("BEGIN IMMEDIATE")
-    cli.append("client.added", {"name": "cli"})
-    other.execute("COMMIT")
+    _committed(other, cli, "client.added", {"name": "cli"})
+    cli.close()
     other.close()
-    conn.execute("BEGIN IMMEDIATE")
-    audit.append("after", {})  # no reload() call: the head must be re-read on its own
-    conn.execute("COMMIT")
-    audit.write_anchor()
+    _committed(conn, audit, "after", {})  # no reload() call: the head must be re-read on its own
     assert verify(conn, anchor).ok
     assert [e.kind for e in tail(conn, 2)] == ["client.added", "after"]
 

@@ -32,7 +32,7 @@ from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
 from signer.txcodec import keccak256
-from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, balance, wait_receipt
+from tests.conftest import FRIEND, InProcessSigner, balance, reverter_policy, wait_receipt
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h
 WINDOW = 5 * CENT
@@ -316,16 +316,7 @@ def test_a_record_that_cannot_be_written_sends_nothing_and_costs_nothing(stack, 
 
 
 def test_a_simulation_failure_after_the_decision_is_recorded_with_it(make_stack, anvil, tmp_path):
-    from bot.devchain import rpc
-
-    deployer = rpc(anvil.url, "eth_accounts")[0]
-    # init code returning the 3-byte runtime PUSH0 PUSH0 REVERT: every call to it reverts.
-    tx = rpc(anvil.url, "eth_sendTransaction", [{"from": deployer, "data": "0x6003600c60003960036000f35f5ffd"}])
-    contract = wait_receipt(anvil, tx)["contractAddress"]
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(DEV_POLICY.read_text().replace(
-        "contracts: []", f'contracts:\n  - {{chain: 31337, address: "{contract}", name: reverter, selectors: ["0x12345678"]}}'
-    ))
+    contract, policy = reverter_policy(anvil, tmp_path)
     stack = make_stack(policy=policy).start()
     stack.funded_session_key()
     token = stack.client_token("bot")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from signer.client import SignerClient, new_idempotency_key
-from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
+from tests.conftest import FRIEND, STRANGER, balance, reverter_policy, wait_receipt
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 CENT = 10**16  # 0.01 ETH: the dev policy's per-transaction limit; its 24 h limit is 0.05 ETH
@@ -119,16 +119,7 @@ def test_sign_send_exit_codes(stack, anvil):
 
 def test_reverting_call_is_denied_with_the_revert_reason(make_stack, anvil, tmp_path):
     """An allowed call the chain would revert is never signed: the signer simulates first."""
-    from bot.devchain import rpc
-
-    deployer = rpc(anvil.url, "eth_accounts")[0]
-    # init code returning the 3-byte runtime PUSH0 PUSH0 REVERT: every call to it reverts.
-    tx = rpc(anvil.url, "eth_sendTransaction", [{"from": deployer, "data": "0x6003600c60003960036000f35f5ffd"}])
-    contract = wait_receipt(anvil, tx)["contractAddress"]
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(DEV_POLICY.read_text().replace(
-        "contracts: []", f'contracts:\n  - {{chain: 31337, address: "{contract}", name: reverter, selectors: ["0x12345678"]}}'
-    ))
+    contract, policy = reverter_policy(anvil, tmp_path)
     assert contract.lower() in policy.read_text().lower()
     stack = make_stack(policy=policy).start()
     key = stack.funded_session_key()
