@@ -25,7 +25,6 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Outcome
@@ -35,18 +34,17 @@ from policies.intent import Decoded
 from policies.model import Policy
 from signer import records
 from signer.auth import Client
-from signer.chain import Chain, ChainError, SimulationReverted
+from signer.chain import Chain, ChainError
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
 from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
 from signer.receipts import ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog
-from signer.store.audit import Prepared as PreparedRecord
 from signer.store.audit import prepare as audit_record
 from signer.store.writer import Writer
 from signer.summary import Summarizer
-from signer.txcodec import Eip1559Tx, sign_eip1559
+from signer.tier2 import Ending, SessionSigner
 
 if TYPE_CHECKING:
     from signer.approvals import Approvals
@@ -73,6 +71,7 @@ class Engine:
         self.install_policy(policy)
         self.keys = keys
         self.ledger = ledger
+        self.tier2 = SessionSigner(keys, ledger)
         self.chains = chains
         self.writer = writer
         self.audit = audit
@@ -170,34 +169,10 @@ class Engine:
             decision = records.deny(pre_check, f"the signer has no RPC configured for chain {call.chain_id}")
         else:
             decision = evaluate(policy, decoded, ctx)
-        allowed = decision.outcome is Outcome.ALLOW
-        if allowed:
+        if decision.outcome is Outcome.ALLOW:
             self.ledger.reserve(request_id, decision, decoded, now)
-
-        ending: _Ending | None = None
-        approval = None
-        if decision.outcome is Outcome.DENY:
-            final = records.outcome(records.DENIED, request_id, decision, summary)
-        elif decision.outcome is Outcome.ESCALATE:
-            final = records.outcome(
-                records.PENDING, request_id, decision, summary, expires_at=now + self.pending_ttl
-            )
-            if self.approvals is not None:
-                approval = await self.approvals.prepare(
-                    request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
-                    agent_reason=params.reason, now=now, expires_at=now + self.pending_ttl)
-        else:
-            assert chain is not None
-            try:
-                ending = await self._sign(request_id, decision, decoded, chain, summary)
-            except Exception:  # a bug: the decision and this failure still go on record
-                log.exception("could not build or sign %s", request_id)
-                ending = self._abandoned(request_id, decision, summary, None, "internal error while signing")
-            except BaseException:  # cancelled: nothing was signed, nothing written
-                self.ledger.release(request_id)
-                raise
-            final = ending.result
-        status = final["status"]
+        final, ending, approval = await self._conclude(request_id, decision, decoded, chain, summary, params.reason,
+                                                       now)
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -212,35 +187,34 @@ class Engine:
             "agent_reason_unverified": params.reason,
             "pre_check": pre_check,
         }
-
+        status = final["status"]
         raw_tx = None if ending is None else ending.raw_tx
         signed = raw_tx is not None
-        tx_hash = final["tx_hash"] if signed else None
         alone = await self._alone(request_id, ending, chain)
-        trail: list[PreparedRecord] = []
-        row = (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status, json.dumps(final),
-               call.chain_id, now + self.pending_ttl if status == records.PENDING else None, tx_hash, raw_tx)
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
-                " outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", row)
-            if ending is not None:
-                self._persist_reservation(conn, request_id, decision, decoded, now, ending.spend_state)
-            if approval is not None:
-                self.approvals.insert(conn, approval)  # type: ignore[union-attr]
-            self.audit.write(*trail)
-
         try:
             # Serialized here, on the loop: the writer thread then holds the GIL only to bind and chain.
-            trail.append(audit_record("sign.decided", evidence, now))
+            trail = [audit_record("sign.decided", evidence, now)]
             if ending is not None:
                 trail.append(audit_record(ending.audit_kind, ending.audit_body))
+            row = (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status,
+                   records.stored(final), call.chain_id, now + self.pending_ttl if status == records.PENDING else None,
+                   final["tx_hash"] if signed else None, raw_tx)
+
+            def record(conn: sqlite3.Connection) -> None:
+                conn.execute(
+                    "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+                    " status, outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", row)
+                if ending is not None:
+                    self._persist_reservation(conn, request_id, decision, decoded, now, ending.spend_state)
+                if approval is not None:
+                    self.approvals.insert(conn, approval)  # type: ignore[union-attr]
+                self.audit.write(*trail)
+
             await self.writer.run(record, inline=alone)
         except sqlite3.IntegrityError:
             self._drop(request_id, ending, chain)
             raise _conflict() from None
-        except Exception:
+        except Exception:  # the commit, or records that could not be prepared (e.g. a secret in one)
             self._drop(request_id, ending, chain)
             log.exception("could not record request %s", request_id)
             raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was sent") from None
@@ -251,27 +225,52 @@ class Engine:
         assert chain is not None and ending is not None
         return await self._send(request_id, decision, summary, chain, ending)
 
-    async def _alone(self, request_id: str, ending: _Ending | None, chain: Chain | None) -> bool:
+    async def _conclude(
+        self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
+        agent_reason: str | None, now: float,
+    ) -> tuple[dict[str, Any], Ending | None, dict[str, Any] | None]:
+        """The reply for each outcome: denied; pending with its approval request; or signed in memory."""
+        if decision.outcome is Outcome.DENY:
+            return records.outcome(records.DENIED, request_id, decision, summary), None, None
+        if decision.outcome is Outcome.ESCALATE:
+            expires_at = now + self.pending_ttl
+            approval = None
+            if self.approvals is not None:
+                approval = await self.approvals.prepare(
+                    request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
+                    agent_reason=agent_reason, now=now, expires_at=expires_at)
+            pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
+            return pending, None, approval
+        assert chain is not None  # no chain is a pre-check denial
+        try:
+            ending = await self.tier2.sign(request_id, decision, decoded, chain, summary,
+                                           frozen=self.frozen, broadcast=self.broadcast)
+        except Exception:  # a bug: the decision and this failure still go on record
+            log.exception("could not build or sign %s", request_id)
+            ending = self.tier2.abandoned(request_id, decision, summary, None, "internal error while signing")
+        except BaseException:  # cancelled: nothing was signed, nothing written
+            self.ledger.release(request_id)
+            raise
+        return ending.result, ending, None
+
+    async def _alone(self, request_id: str, ending: Ending | None, chain: Chain | None) -> bool:
         """Is this request alone in the signer? Then it commits on the loop, not via the writer thread.
 
         Requests that arrived together were all read off their sockets already and are queued right
         behind this one: yield once so they reach their commit points too and count as in flight.
         Requests not read yet are in the kernel, where `more_waiting` sees them.
         """
-        def crowded() -> bool:
-            return len(self._inflight) > 1 or self.more_waiting()
-
-        if crowded():
+        if len(self._inflight) > 1:
             return False
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError:  # nothing written yet: undo the reservation and the nonce
             self._drop(request_id, ending, chain)
             raise
-        return not crowded()
+        return len(self._inflight) <= 1 and not self.more_waiting()  # one epoll call, after the yield
 
     async def _send(
-        self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: _Ending
+        self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: Ending
     ) -> dict[str, Any]:
         """Broadcast a signed transaction that is already durable."""
         assert ending.raw_tx is not None and ending.sender is not None
@@ -285,7 +284,7 @@ class Engine:
         self.receipts.watch(chain, request_id, tx_hash)
         return ending.result
 
-    def _drop(self, request_id: str, ending: _Ending | None, chain: Chain | None) -> None:
+    def _drop(self, request_id: str, ending: Ending | None, chain: Chain | None) -> None:
         """The record was not written: forget the in-memory reservation and any signature."""
         if ending is None:
             return
@@ -311,56 +310,6 @@ class Engine:
                 [(decoded.call.chain_id, r, now, request_id) for r in decision.new_recipients],
             )
 
-    async def _sign(
-        self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str
-    ) -> _Ending:
-        """Simulate, build and sign in memory. Nothing here is durable or leaves the process."""
-        call = decoded.call
-        key = self.keys.current(call.chain_id)
-        if key is None or self.frozen:
-            return self._abandoned(request_id, decision, summary, "session_key.unavailable",
-                                   "the session key was revoked or the signer frozen before signing")
-        try:
-            gas = await chain.gas_for(key.address, call.to, call.value, call.data)
-            fees = await chain.fees()
-        except SimulationReverted as exc:
-            return self._abandoned(request_id, decision, summary, "simulation.reverted",
-                                   f"the transaction would revert: {exc.reason}")
-        except ChainError as exc:
-            return self._abandoned(request_id, decision, summary, None, str(exc))
-        try:
-            nonce = await chain.next_nonce(key.address)
-        except ChainError as exc:
-            return self._abandoned(request_id, decision, summary, None, str(exc))
-        try:  # after the last await: a key revoked meanwhile is gone from here
-            signing_key = self.keys.signing_key(key.key_id)
-        except KeyError:
-            chain.forget_nonce(key.address)
-            return self._abandoned(request_id, decision, summary, "session_key.unavailable",
-                                   "the session key was revoked before signing")
-        try:
-            tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
-                           call.to, call.value, call.data)
-            signed = sign_eip1559(tx, signing_key)
-        except BaseException:
-            chain.forget_nonce(key.address)
-            raise
-        tx_hash = "0x" + signed.tx_hash.hex()
-        result = records.outcome(records.SIGNED, request_id, decision, summary, tx_hash=tx_hash,
-                                 chain_id=call.chain_id, sender=key.address, nonce=nonce,
-                                 broadcast=self.broadcast)
-        body = {"request_id": request_id, "tx_hash": tx_hash, "sender": key.address, "key_id": key.key_id,
-                "tx": tx.to_dict()}
-        return _Ending(result, "sign.signed", body, "committed", raw_tx=signed.raw, sender=key.address)
-
-    def _abandoned(
-        self, request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str
-    ) -> _Ending:
-        """Nothing was signed: release the reservation now; the record says why."""
-        self.ledger.release(request_id)
-        result, body = records.abandoned(request_id, decision, summary, rule_id, reason)
-        return _Ending(result, "sign.abandoned", body, "released")
-
     async def _abandon(
         self, request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str, **extra: Any
     ) -> dict[str, Any]:
@@ -370,7 +319,7 @@ class Engine:
 
         def record(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=?",
-                         (result["status"], json.dumps(result), request_id))
+                         (result["status"], records.stored(result), request_id))
             conn.execute("UPDATE spends SET state='released' WHERE request_id=?", (request_id,))
             self.audit.append("sign.abandoned", body)
 
@@ -393,18 +342,6 @@ class Engine:
 
     async def close(self) -> None:
         await self.receipts.close()
-
-
-@dataclass(frozen=True, slots=True)
-class _Ending:
-    """How an allowed request ended in memory, before any of it is durable."""
-
-    result: dict[str, Any]  # the reply, stored as the request's outcome
-    audit_kind: str  # sign.signed or sign.abandoned, written right after sign.decided
-    audit_body: dict[str, Any]
-    spend_state: str  # the reservation as written: committed, or released when nothing was signed
-    raw_tx: bytes | None = None  # the signed transaction, to broadcast once durable
-    sender: str | None = None  # whose nonce to hand out again if the record cannot be written
 
 
 def _conflict() -> RpcError:

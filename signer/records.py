@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic_core import to_json
+
 from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome
 from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, Transfer
@@ -17,6 +19,11 @@ PENDING = "pending_approval"
 DENIED = "denied"
 FAILED = "failed"
 EXPIRED = "expired"
+
+
+def stored(outcome: dict[str, Any]) -> str:
+    """An outcome as its request row keeps it (replayed verbatim); compact, like the reply frame."""
+    return to_json(outcome).decode()
 
 
 def call_to_json(call: Call) -> dict[str, Any]:

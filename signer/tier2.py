@@ -1,0 +1,85 @@
+"""Tier 2 in memory: simulate, build and sign an allowed request with the chain's session key.
+
+Nothing here is durable or leaves the process. The engine writes the outcome together with the
+decision in one transaction, and only then replies or broadcasts; if that write fails it drops
+the signature and hands the nonce out again (`Ending.sender`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from policies.decision import Decision
+from policies.intent import Decoded
+from signer import records
+from signer.chain import Chain, ChainError, SimulationReverted
+from signer.ledger import Ledger
+from signer.session_keys import SessionKeys
+from signer.txcodec import Eip1559Tx, sign_eip1559
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How an allowed request ended in memory, before any of it is durable."""
+
+    result: dict[str, Any]  # the reply, stored as the request's outcome
+    audit_kind: str  # sign.signed or sign.abandoned, written right after sign.decided
+    audit_body: dict[str, Any]
+    spend_state: str  # the reservation as written: committed, or released when nothing was signed
+    raw_tx: bytes | None = None  # the signed transaction, to broadcast once durable
+    sender: str | None = None  # whose nonce to hand out again if the record cannot be written
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSigner:
+    keys: SessionKeys
+    ledger: Ledger
+
+    async def sign(
+        self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str, *,
+        frozen: bool, broadcast: bool,
+    ) -> Ending:
+        call = decoded.call
+        key = self.keys.current(call.chain_id)
+        if key is None or frozen:
+            return self.abandoned(request_id, decision, summary, "session_key.unavailable",
+                                  "the session key was revoked or the signer frozen before signing")
+        try:
+            gas = await chain.gas_for(key.address, call.to, call.value, call.data)
+            fees = await chain.fees()
+        except SimulationReverted as exc:
+            return self.abandoned(request_id, decision, summary, "simulation.reverted",
+                                  f"the transaction would revert: {exc.reason}")
+        except ChainError as exc:
+            return self.abandoned(request_id, decision, summary, None, str(exc))
+        try:
+            nonce = await chain.next_nonce(key.address)
+        except ChainError as exc:
+            return self.abandoned(request_id, decision, summary, None, str(exc))
+        try:  # after the last await: a key revoked meanwhile is gone from here
+            signing_key = self.keys.signing_key(key.key_id)
+        except KeyError:
+            chain.forget_nonce(key.address)
+            return self.abandoned(request_id, decision, summary, "session_key.unavailable",
+                                  "the session key was revoked before signing")
+        try:
+            tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
+                           call.to, call.value, call.data)
+            signed = sign_eip1559(tx, signing_key)
+        except BaseException:
+            chain.forget_nonce(key.address)
+            raise
+        tx_hash = "0x" + signed.tx_hash.hex()
+        result = records.outcome(records.SIGNED, request_id, decision, summary, tx_hash=tx_hash,
+                                 chain_id=call.chain_id, sender=key.address, nonce=nonce, broadcast=broadcast)
+        body = {"request_id": request_id, "tx_hash": tx_hash, "sender": key.address, "key_id": key.key_id,
+                "tx": tx.to_dict()}
+        return Ending(result, "sign.signed", body, "committed", raw_tx=signed.raw, sender=key.address)
+
+    def abandoned(self, request_id: str, decision: Decision, summary: str, rule_id: str | None,
+                  reason: str) -> Ending:
+        """Nothing was signed: release the reservation now; the record says why."""
+        self.ledger.release(request_id)
+        result, body = records.abandoned(request_id, decision, summary, rule_id, reason)
+        return Ending(result, "sign.abandoned", body, "released")
