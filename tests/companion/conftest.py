@@ -24,6 +24,7 @@ from companion_bridge.app import Bridge
 from companion_bridge.companion.client import Companion
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.server import BridgeOptions, build
+from signer.client import SignerClient
 from signer.protocol import Scope
 from signer.txcodec import address_of
 from tests.conftest import SignerStack, wait_receipt
@@ -74,6 +75,11 @@ class Tier1:
         """A `sign` client with a name of its own (names are unique per signer)."""
         return self.stack.client_token(f"bot{time.monotonic_ns() % 10**12}")
 
+    async def submit(self, *intents: dict[str, Any], token: str | None = None, reason: str | None = None) -> list[dict]:
+        """Send intents the way the bot does: one `sign` client (a new one unless `token`) over the socket."""
+        async with SignerClient(self.stack.socket, token or self.bot_token()) as client:
+            return [await client.sign(intent, reason=reason) for intent in intents]
+
     def new_wallet(self, name: str = "phone", *, fresh_key: bool = False) -> CompanionWallet:
         key = None if fresh_key else self.main_key
         wallet = CompanionWallet.create(self.root / f"companion-{name}-{time.monotonic_ns()}",
@@ -89,6 +95,11 @@ class Tier1:
         await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
         await companion.connect()
         return companion
+
+
+def transfer(to: str, value: int) -> dict[str, Any]:
+    """A plain ETH transfer intent on the dev chain."""
+    return {"chain_id": 31337, "to": to, "value": str(value)}
 
 
 def fund(anvil, address: str, amount: int) -> None:

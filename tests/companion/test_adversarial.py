@@ -13,7 +13,7 @@ from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.client import SignerClient, SignerError
 from signer.devices import APPROVAL_DOMAIN, answer_body, signed_message
 from signer.protocol import Scope
-from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for
+from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for, transfer
 from tests.conftest import FRIEND, STRANGER, balance, rpc
 
 pytestmark = [pytest.mark.chain]
@@ -27,9 +27,7 @@ def tier1(shared_tier1):
 
 
 async def escalate(tier1: Tier1, companion: Companion, to: str = FRIEND, value: int = OVER_LIMIT) -> dict:
-    token = tier1.stack.client_token(f"bot{time.monotonic_ns() % 10**9}")
-    async with SignerClient(tier1.stack.socket, token) as client:
-        pending = await client.sign({"chain_id": 31337, "to": to, "value": str(value)})
+    [pending] = await tier1.submit(transfer(to, value))
     assert pending["status"] == "pending_approval"
     return await request_for(companion, pending["request_id"])
 
@@ -241,9 +239,7 @@ def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(ti
         companion.warn = warnings.append
         before = balance(anvil, STRANGER)
         nonce = main_nonce(tier1, companion)
-        token = tier1.stack.client_token(f"bot{time.monotonic_ns() % 10**9}")
-        async with SignerClient(tier1.stack.socket, token) as client:
-            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT)})
+        [pending] = await tier1.submit(transfer(FRIEND, OVER_LIMIT))
         with pytest.raises(asyncio.TimeoutError):  # the forged request never reaches the user
             await request_for(companion, pending["request_id"], timeout=3)
         assert pending["request_id"] in companion.forged

@@ -11,7 +11,7 @@ from companion_bridge.companion.client import Choice, unsigned
 from companion_bridge.companion.render import render_request
 from signer.approval_request import request_hash, to_checksum
 from signer.client import SignerClient
-from tests.companion.conftest import MAIN_PASS, request_for, wait_status
+from tests.companion.conftest import MAIN_PASS, request_for, transfer, wait_status
 from tests.conftest import FRIEND, STRANGER, balance
 
 pytestmark = [pytest.mark.chain]
@@ -24,9 +24,7 @@ def test_over_limit_transfer_is_approved_on_the_companion_and_lands_on_chain(sha
         companion = await tier1.paired()
         bot = tier1.bot_token()
         before = balance(anvil, FRIEND)
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT)},
-                                        reason="paying back lunch")
+        [pending] = await tier1.submit(transfer(FRIEND, OVER_LIMIT), token=bot, reason="paying back lunch")
         assert pending["status"] == "pending_approval"
         request = await request_for(companion, pending["request_id"])
         # What the user sees: the exact tx, checksummed, with the agent's words marked unverified.
@@ -55,8 +53,7 @@ def test_deny_reports_denied_with_reason_and_moves_nothing(shared_tier1, anvil):
         companion = await tier1.paired()
         bot = tier1.bot_token()
         before = balance(anvil, STRANGER)
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": STRANGER, "value": "1000"})
+        [pending] = await tier1.submit(transfer(STRANGER, 1000), token=bot)
         request = await request_for(companion, pending["request_id"])
         result = await companion.answer(request, Choice("deny", note="not mine"))
         assert result["status"] == "denied"
@@ -74,10 +71,7 @@ def test_requests_queue_while_offline_and_the_backlog_arrives_on_reconnect(share
     async def scenario():
         companion = await tier1.paired()
         await companion.close()
-        bot = tier1.bot_token()
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            ids = [(await client.sign({"chain_id": 31337, "to": STRANGER, "value": str(i + 1)}))["request_id"]
-                   for i in range(3)]
+        ids = [p["request_id"] for p in await tier1.submit(*(transfer(STRANGER, i + 1) for i in range(3)))]
         await asyncio.sleep(0.3)  # delivered to the bridge's queue, nobody connected
         from companion_bridge.companion.client import Companion
 
@@ -96,9 +90,7 @@ def test_request_hash_is_recomputed_by_the_companion_not_taken_from_the_bridge(s
     tier1 = shared_tier1
     async def scenario():
         companion = await tier1.paired()
-        bot = tier1.bot_token()
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": STRANGER, "value": "5"})
+        [pending] = await tier1.submit(transfer(STRANGER, 5))
         request = await request_for(companion, pending["request_id"])
         answer = companion.build_answer(request, Choice("deny"))
         assert answer["request_hash"] == request_hash(unsigned(request))  # the signature rides outside it
@@ -120,8 +112,7 @@ def test_an_unfunded_main_account_fails_at_broadcast_and_is_recorded(tier1, anvi
         await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
         await companion.connect()
         bot = tier1.bot_token()
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT)})
+        [pending] = await tier1.submit(transfer(FRIEND, OVER_LIMIT), token=bot)
         request = await companion.next_request(timeout=5)
         assert request["tx"]["gas_limit"] == 21_000  # a plain transfer needs no simulation
         result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
@@ -135,9 +126,7 @@ def test_an_unfunded_main_account_fails_at_broadcast_and_is_recorded(tier1, anvi
 
 def test_without_a_paired_companion_a_request_can_only_be_denied(tier1):
     async def scenario():
-        bot = tier1.bot_token()
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT)})
+        [pending] = await tier1.submit(transfer(FRIEND, OVER_LIMIT))
         companion = await tier1.paired()  # paired after the escalation: no main account was known then
         request = await companion.next_request(timeout=5)
         assert request["request_id"] == pending["request_id"] and request["tx"] is None
@@ -160,9 +149,7 @@ def test_the_queue_survives_a_bridge_restart(shared_tier1):
     async def scenario():
         companion = await tier1.paired()
         await companion.close()
-        bot = tier1.bot_token()
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": STRANGER, "value": "9"})
+        [pending] = await tier1.submit(transfer(STRANGER, 9))
         for _ in range(100):
             if any(pending["request_id"] in text for text in tier1.bridge.bridge.queue.backlog_json()):
                 break
@@ -188,7 +175,7 @@ def test_escalation_reaches_a_connected_companion_fast(shared_tier1):
         async with SignerClient(tier1.stack.socket, tier1.bot_token()) as client:
             for i in range(15):
                 t0 = time.perf_counter()
-                pending = await client.sign({"chain_id": 31337, "to": STRANGER, "value": str(i + 1)})
+                pending = await client.sign(transfer(STRANGER, i + 1))
                 await request_for(companion, pending["request_id"])
                 samples.append(time.perf_counter() - t0)
         await companion.close()
@@ -207,9 +194,7 @@ def test_two_requests_escalated_at_the_same_nonce_are_both_approved_in_turn(shar
         companion = await tier1.paired()
         bot = tier1.bot_token()
         before = balance(anvil, FRIEND)
-        async with SignerClient(tier1.stack.socket, bot) as client:
-            first, second = [await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(OVER_LIMIT + i)})
-                             for i in (1, 2)]
+        first, second = await tier1.submit(*(transfer(FRIEND, OVER_LIMIT + i) for i in (1, 2)), token=bot)
         a = await request_for(companion, first["request_id"])
         b = await request_for(companion, second["request_id"])
         assert a["tx"]["nonce"] == b["tx"]["nonce"]

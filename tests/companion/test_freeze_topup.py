@@ -8,7 +8,7 @@ import pytest
 
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.client import SignerClient, new_idempotency_key
-from tests.companion.conftest import MAIN_PASS, Tier1
+from tests.companion.conftest import MAIN_PASS, Tier1, transfer
 from tests.conftest import FRIEND, balance
 
 pytestmark = [pytest.mark.chain]
@@ -16,8 +16,7 @@ SMALL = 10**15  # 0.001 ETH: Tier 2, auto-signed by the session key
 
 
 async def tier2(tier1: Tier1, token: str) -> dict:
-    async with SignerClient(tier1.stack.socket, token) as client:
-        return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(SMALL)})
+    return (await tier1.submit(transfer(FRIEND, SMALL), token=token))[0]
 
 
 def test_freeze_stops_tier2_at_the_next_request_and_only_the_companion_unfreezes(tier1):
