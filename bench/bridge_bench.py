@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from bot.devchain import DevChain, free_port, rpc  # noqa: E402
 from companion_bridge.companion.client import Companion  # noqa: E402
 from companion_bridge.companion.wallet import CompanionWallet  # noqa: E402
+from signer.aio import loop_name  # noqa: E402
 from signer.client import SignerClient  # noqa: E402
 from signer.protocol import Scope  # noqa: E402
 
@@ -200,7 +201,8 @@ def main() -> None:
         main_address = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"  # MAIN_KEY's account: funded by anvil
         assert rpc(stack.chain.url, "eth_getBalance", [main_address, "latest"]) != "0x0"
         report = {
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+                        "event_loop": loop_name()},
             "date": time.strftime("%Y-%m-%d"),
             **asyncio.run(bench_arrival(stack)),
             "scale": asyncio.run(bench_scale(stack)),

@@ -13,6 +13,7 @@ from companion_bridge.limits import BridgeLimits, Guard
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
+from signer.aio import loop_name
 
 
 class BridgeConfigError(ValueError):
@@ -68,6 +69,7 @@ def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
         # uvicorn would otherwise rewrite the client address from X-Forwarded-For for any loopback
         # peer; the bridge decides whom to believe itself (`BridgeLimits.trusted_proxies`).
         proxy_headers=False,
+        loop=loop_name(),  # as every owlia process: uvloop unless OWLIA_EVENT_LOOP=asyncio
     )
     return bridge, config
 
