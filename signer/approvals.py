@@ -8,43 +8,30 @@ The bridge only carries bytes. An answer counts only if all of this holds, check
   approved request field by field (chain, to, value, data; gas and fees within the bounds), and
   carries the main account's next nonce, read as it is checked (signer.main_tx); main-account
   approvals are checked and sent one at a time, so two escalated at the same nonce go out in turn.
-Every refusal is audited and signs nothing. Freezing takes signing power away in memory first,
-then durably (frozen flag, every session key revoked); only a device-signed unfreeze that names
-the current freeze id lifts it.
+Every refusal is audited and signs nothing. A deny may also freeze the signer (signer.kill_switch);
+top-ups are escalated here like any request and checked against the key's cap (signer.topup).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import sqlite3
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
-from policies.decode import decode
-from policies.intent import Call
 from signer import records
 from signer.approval_request import RequestBuilder, request_hash
 from signer.chain import ChainError
-from signer.devices import (
-    APPROVAL_DOMAIN,
-    FREEZE_DOMAIN,
-    TOPUP_DOMAIN,
-    DeviceRegistry,
-    answer_body,
-    freeze_body,
-    signed_message,
-    topup_body,
-)
+from signer.devices import APPROVAL_DOMAIN, DeviceRegistry, answer_body, signed_message
 from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
+from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
-from signer.protocol import ApprovalAnswerParams, ErrorCode, FreezeParams, RpcError, TopUpRequestParams
-from signer.session_keys import REVOKED
-from signer.store.db import get_meta, set_meta
+from signer.protocol import ApprovalAnswerParams, FreezeParams, RpcError
+from signer.topup import exceeds_cap
 from signer.txcodec import keccak256
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
@@ -52,19 +39,6 @@ if TYPE_CHECKING:
     from signer.chain import Chain
     from signer.engine import Engine
     from signer.policy_live import PolicyKeeper
-    from signer.session_keys import SessionKeyInfo
-
-async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
-    """An active session key, its chain, its balance and how much more it may be funded (cap - balance)."""
-    key = engine.keys.info(key_id)
-    chain = None if key is None else engine.chains.get(key.chain_id)
-    if key is None or key.status != "active" or chain is None:
-        raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {key_id}")
-    try:
-        balance = await chain.balance(key.address)
-    except ChainError as exc:
-        raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-    return key, chain, balance, max(0, key.balance_cap - balance)
 
 
 SCHEMA = """
@@ -88,6 +62,7 @@ class Approvals:
         self._builder = RequestBuilder(engine.policy)
         self._changed = asyncio.Event()
         self._main_lock = asyncio.Lock()
+        self.kill_switch = KillSwitch(engine, devices, clock)
 
     @property
     def builder(self) -> RequestBuilder:
@@ -132,7 +107,7 @@ class Approvals:
         return request
 
     def state(self) -> dict[str, Any]:
-        return {"frozen": self.engine.frozen, "freeze_id": get_meta(self.engine.reader, "freeze_id") or "",
+        return {"frozen": self.engine.frozen, "freeze_id": self.kill_switch.current_id(),
                 "devices_rev": self.devices.revision, "main_account": self.devices.main_account()}
 
     async def state_for_signing(self) -> dict[str, Any]:
@@ -216,14 +191,8 @@ class Approvals:
 
     async def _record_and_send(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
                                evidence: dict[str, Any], chain: Chain, got) -> dict[str, Any]:
-        if kind == "topup":
-            key = self.engine.keys.info(body["session_key"]["key_id"])
-            try:
-                balance = await chain.balance(got.tx.to)
-            except ChainError as exc:
-                raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-            if key is None or key.status != "active" or balance + got.tx.value > key.balance_cap:
-                raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
+        if kind == "topup" and await exceeds_cap(self.engine, body, chain, got.tx.to, got.tx.value):
+            raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
         old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
                                                     (params.request_id,)).fetchone()[0])
         result = {**old, "status": records.SIGNED, "tx_hash": got.tx_hash, "sender": got.sender,
@@ -304,7 +273,7 @@ class Approvals:
                   "decision": records.decision_to_json(decision), "denied_by": device_id}
         result.pop("expires_at", None)
         if freeze:
-            self._disarm_all()
+            self.kill_switch.disarm_all()
 
         def record(conn: sqlite3.Connection) -> None:
             self._close(conn, params.request_id, DENIED, device_id, {"freeze": freeze})
@@ -313,7 +282,7 @@ class Approvals:
             self.engine.audit.append("approval.denied", {"request_id": params.request_id, "device_id": device_id,
                                                          "freeze": freeze, "note": params.note})
             if freeze:
-                self._persist_freeze(conn, device_id)
+                self.kill_switch.persist(conn, device_id)
 
         await self._write_once(record, {"request_id": params.request_id, "device_id": device_id,
                                         "action": params.action})
@@ -336,88 +305,12 @@ class Approvals:
         except _AlreadyAnswered:
             raise await self._refuse(evidence, "this request was already answered: replay refused") from None
 
-    # ---- the kill switch --------------------------------------------------------------------
-
-    def _disarm_all(self) -> None:
-        """In memory first, the safe direction: no Tier 2 signature from this instant on."""
-        self.engine.frozen = True
-        for key_id in self.engine.keys.active_ids():
-            self.engine.keys.disarm(key_id, REVOKED)
-
-    def _persist_freeze(self, conn: sqlite3.Connection, device_id: str) -> None:
-        freeze_id = "frz_" + secrets.token_hex(8)
-        set_meta(conn, "frozen", "1")
-        set_meta(conn, "freeze_id", freeze_id)
-        revoked = [i.key_id for i in self.engine.keys.infos() if i.status == REVOKED]
-        for key_id in revoked:
-            conn.execute("UPDATE session_keys SET status=?, retired_at=COALESCE(retired_at, ?) WHERE key_id=?",
-                         (REVOKED, self.clock(), key_id))
-        self.engine.audit.append("signer.frozen", {"by_device": device_id, "freeze_id": freeze_id,
-                                                   "session_keys_revoked": revoked})
+    # ---- the kill switch (signer.kill_switch) ------------------------------------------------
 
     async def freeze(self, params: FreezeParams) -> dict[str, Any]:
-        message = signed_message(FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id,
-                                                            params.ts))
-        evidence = {"device_id": params.device_id, "action": params.action}
-        await self.devices.authorize(params.device_id, params.action, message, params.signature,
-                                     "freeze.refused", evidence)
-        await self.devices.consume_proof(message, params.ts, "freeze.refused", evidence)
-        if params.action == "freeze":
-            self._disarm_all()
-            await self.engine.writer.run(lambda conn: self._persist_freeze(conn, params.device_id))
-        else:
-            current = get_meta(self.engine.reader, "freeze_id") or ""
-            if not self.engine.frozen or params.freeze_id != current:
-                raise await self.devices.refuse("freeze.refused", evidence,
-                                                "not frozen, or the unfreeze names another freeze")
-
-            def thaw(conn: sqlite3.Connection) -> None:
-                set_meta(conn, "frozen", "0")
-                set_meta(conn, "freeze_id", "")
-                self.engine.audit.append("signer.unfrozen", {"by_device": params.device_id, "freeze_id": current})
-
-            await self.engine.writer.run(thaw)
-            self.engine.frozen = False
+        await self.kill_switch.toggle(params)
         self.announce()
         return self.state()
-
-    # ---- top-ups: a Tier 1 transfer from the main account to a session key ------------------
-
-    async def request_topup(self, params: TopUpRequestParams) -> dict[str, Any]:
-        message = signed_message(TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts))
-        evidence = {"device_id": params.device_id, "key_id": params.key_id}
-        device = await self.devices.authorize(params.device_id, "topup", message, params.signature,
-                                              "topup.refused", evidence)
-        await self.devices.consume_proof(message, params.ts, "topup.refused", evidence)
-        key, chain, _balance, room = await room_under_cap(self.engine, params.key_id)
-        amount = room if params.amount is None else params.amount
-        if amount <= 0 or amount > room:
-            raise await self.devices.refuse("topup.refused", evidence,
-                                            f"a top-up must be 1..{room} wei (the room under the cap)")
-        now = self.clock()
-        request_id = "req_" + secrets.token_hex(16)
-        decoded = decode(Call(chain_id=key.chain_id, to=key.address, value=amount))
-        rule_id, reason = "session_key.topup", f"top up session key {key.key_id} (cap {key.balance_cap} wei)"
-        decision = Decision(Outcome.ESCALATE, rule_id, reason, (Finding(Outcome.ESCALATE, rule_id, reason),))
-        summary = self.engine.summarize(decoded)
-        expires_at = now + self.engine.pending_ttl
-        body = await self.prepare(request_id=request_id, kind="topup", decoded=decoded, summary=summary,
-                                  decision=decision, agent_reason=None, now=now, expires_at=expires_at)
-        body["session_key"] = {"key_id": key.key_id, "address": key.address, "balance_cap": str(key.balance_cap)}
-        pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                         " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                         (request_id, device.device_id, request_id, "topup", request_hash(body), now,
-                          "pending_approval", json.dumps(pending), key.chain_id, expires_at))
-            self.insert(conn, body)
-            self.engine.audit.append("topup.requested", {"request_id": request_id, "device_id": device.device_id,
-                                                         "key_id": key.key_id, "amount": str(amount)})
-
-        await self.engine.writer.run(record)
-        self.announce()
-        return pending
 
 
 class _AlreadyAnswered(Exception):

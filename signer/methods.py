@@ -15,7 +15,7 @@ from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
 from signer.chain import ChainError
-from signer.approvals import Approvals, room_under_cap
+from signer.approvals import Approvals
 from signer.engine import Engine
 from signer.policy_live import PolicyKeeper
 from signer.protocol import (
@@ -44,6 +44,7 @@ from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
 from signer.settings import SignerSettings
 from signer.store import audit as audit_store
+from signer.topup import request_topup, room_under_cap
 
 STARTED = time.time()
 
@@ -85,7 +86,7 @@ class Methods:
                 lambda c, p: approvals.answer(p))),
             "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(lambda c, p: approvals.freeze(p))),
             "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
-                lambda c, p: approvals.request_topup(p))),
+                lambda c, p: request_topup(approvals, p))),
             "approvals.state": Method(Scope.BRIDGE, None, bridge_only(lambda c, p: approvals.state_for_signing())),
             "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
                 lambda c, p: devices.complete_pairing(p))),

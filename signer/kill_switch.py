@@ -1,0 +1,74 @@
+"""The kill switch: a paired companion freezes the signer, and only the companion lifts it.
+
+Freezing takes signing power away in memory first (no Tier 2 signature from that instant), then
+durably: the frozen flag, a fresh freeze id and every session key revoked, in one commit. Only a
+device-signed unfreeze that names the current freeze id lifts it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import time
+from typing import TYPE_CHECKING
+
+from signer.devices import FREEZE_DOMAIN, DeviceRegistry, freeze_body, signed_message
+from signer.protocol import FreezeParams
+from signer.session_keys import REVOKED
+from signer.store.db import get_meta, set_meta
+
+if TYPE_CHECKING:
+    from signer.engine import Engine
+
+
+class KillSwitch:
+    def __init__(self, engine: Engine, devices: DeviceRegistry, clock=time.time) -> None:
+        self.engine = engine
+        self.devices = devices
+        self.clock = clock
+
+    def current_id(self) -> str:
+        return get_meta(self.engine.reader, "freeze_id") or ""
+
+    def disarm_all(self) -> None:
+        """In memory first, the safe direction: no Tier 2 signature from this instant on."""
+        self.engine.frozen = True
+        for key_id in self.engine.keys.active_ids():
+            self.engine.keys.disarm(key_id, REVOKED)
+
+    def persist(self, conn: sqlite3.Connection, device_id: str) -> None:
+        """The durable half of a freeze, inside the caller's transaction (after `disarm_all`)."""
+        freeze_id = "frz_" + secrets.token_hex(8)
+        set_meta(conn, "frozen", "1")
+        set_meta(conn, "freeze_id", freeze_id)
+        revoked = [i.key_id for i in self.engine.keys.infos() if i.status == REVOKED]
+        for key_id in revoked:
+            conn.execute("UPDATE session_keys SET status=?, retired_at=COALESCE(retired_at, ?) WHERE key_id=?",
+                         (REVOKED, self.clock(), key_id))
+        self.engine.audit.append("signer.frozen", {"by_device": device_id, "freeze_id": freeze_id,
+                                                   "session_keys_revoked": revoked})
+
+    async def toggle(self, params: FreezeParams) -> None:
+        """Freeze or unfreeze on a paired device's signed, single-use word; the caller announces it."""
+        message = signed_message(FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id,
+                                                            params.ts))
+        evidence = {"device_id": params.device_id, "action": params.action}
+        await self.devices.authorize(params.device_id, params.action, message, params.signature,
+                                     "freeze.refused", evidence)
+        await self.devices.consume_proof(message, params.ts, "freeze.refused", evidence)
+        if params.action == "freeze":
+            self.disarm_all()
+            await self.engine.writer.run(lambda conn: self.persist(conn, params.device_id))
+            return
+        current = self.current_id()
+        if not self.engine.frozen or params.freeze_id != current:
+            raise await self.devices.refuse("freeze.refused", evidence,
+                                            "not frozen, or the unfreeze names another freeze")
+
+        def thaw(conn: sqlite3.Connection) -> None:
+            set_meta(conn, "frozen", "0")
+            set_meta(conn, "freeze_id", "")
+            self.engine.audit.append("signer.unfrozen", {"by_device": params.device_id, "freeze_id": current})
+
+        await self.engine.writer.run(thaw)
+        self.engine.frozen = False

@@ -1,0 +1,88 @@
+"""Session-key top-ups: a Tier 1 transfer from the main account to a session key, never past its cap.
+
+A paired companion asks (signed, single use); the request is escalated to it like any other, and
+the answer is checked against the cap again when it arrives, since the balance may have changed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from policies.decision import Decision, Finding, Outcome
+from policies.decode import decode
+from policies.intent import Call
+from signer import records
+from signer.approval_request import request_hash
+from signer.chain import ChainError
+from signer.devices import TOPUP_DOMAIN, signed_message, topup_body
+from signer.protocol import ErrorCode, RpcError, TopUpRequestParams
+
+if TYPE_CHECKING:
+    from signer.approvals import Approvals
+    from signer.chain import Chain
+    from signer.engine import Engine
+    from signer.session_keys import SessionKeyInfo
+
+
+async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
+    """An active session key, its chain, its balance and how much more it may be funded (cap - balance)."""
+    key = engine.keys.info(key_id)
+    chain = None if key is None else engine.chains.get(key.chain_id)
+    if key is None or key.status != "active" or chain is None:
+        raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {key_id}")
+    try:
+        balance = await chain.balance(key.address)
+    except ChainError as exc:
+        raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+    return key, chain, balance, max(0, key.balance_cap - balance)
+
+
+async def exceeds_cap(engine: Engine, request: dict[str, Any], chain: Chain, to: str, value: int) -> bool:
+    """At approval time: would this transfer take the key past its cap (or is the key gone)?"""
+    key = engine.keys.info(request["session_key"]["key_id"])
+    try:
+        balance = await chain.balance(to)
+    except ChainError as exc:
+        raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+    return key is None or key.status != "active" or balance + value > key.balance_cap
+
+
+async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dict[str, Any]:
+    """Escalate a top-up the companion asked for; the reply is the pending request."""
+    engine, devices = approvals.engine, approvals.devices
+    message = signed_message(TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts))
+    evidence = {"device_id": params.device_id, "key_id": params.key_id}
+    device = await devices.authorize(params.device_id, "topup", message, params.signature, "topup.refused", evidence)
+    await devices.consume_proof(message, params.ts, "topup.refused", evidence)
+    key, _chain, _balance, room = await room_under_cap(engine, params.key_id)
+    amount = room if params.amount is None else params.amount
+    if amount <= 0 or amount > room:
+        raise await devices.refuse("topup.refused", evidence,
+                                   f"a top-up must be 1..{room} wei (the room under the cap)")
+    now = approvals.clock()
+    request_id = "req_" + secrets.token_hex(16)
+    decoded = decode(Call(chain_id=key.chain_id, to=key.address, value=amount))
+    rule_id, reason = "session_key.topup", f"top up session key {key.key_id} (cap {key.balance_cap} wei)"
+    decision = Decision(Outcome.ESCALATE, rule_id, reason, (Finding(Outcome.ESCALATE, rule_id, reason),))
+    summary = engine.summarize(decoded)
+    expires_at = now + engine.pending_ttl
+    body = await approvals.prepare(request_id=request_id, kind="topup", decoded=decoded, summary=summary,
+                                   decision=decision, agent_reason=None, now=now, expires_at=expires_at)
+    body["session_key"] = {"key_id": key.key_id, "address": key.address, "balance_cap": str(key.balance_cap)}
+    pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
+
+    def record(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+                     " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                     (request_id, device.device_id, request_id, "topup", request_hash(body), now,
+                      "pending_approval", json.dumps(pending), key.chain_id, expires_at))
+        approvals.insert(conn, body)
+        engine.audit.append("topup.requested", {"request_id": request_id, "device_id": device.device_id,
+                                                "key_id": key.key_id, "amount": str(amount)})
+
+    await engine.writer.run(record)
+    approvals.announce()
+    return pending
