@@ -17,11 +17,13 @@ import uuid
 from typing import TextIO
 
 from bot.channels.base import Inbound
+from bot.channels.notes import failure_note
 from bot.runtime.core import BotCore
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
+ERROR_CHARS = 2000  # a failed tool's message, as shown in the terminal
 
 
 class LineReader:
@@ -75,8 +77,8 @@ class ConsoleSink:
         output = event.output
         if event.level is Level.SIGN and output is not None and output.data:
             self._write(render_signer_card(dict(output.data)))
-        elif output is not None and output.is_error:
-            self._write(f"[tool] {event.name}: {event.outcome}: {output.content}\n")
+        elif (note := failure_note(event, ERROR_CHARS)) is not None:
+            self._write(f"[tool] {note}\n")
 
     async def confirm(self, prompt: str, timeout: float) -> bool:
         self._write(("\n" if self.started else "") + f"[confirm] {prompt}\nAllow this? [y/N] ")

@@ -114,6 +114,14 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("telegram_bot_token",
           re.compile(r"(?<![0-9\x00])[0-9]{8,10}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_\x00-])"), (":",)),
     _Rule("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), ("eyJ",)),
+    # The bot's own credentials: its signer client token, and a Discord bot token. A leak of either
+    # lets someone else act as the bot. A Discord token starts with the bot's user id (17-20 digits)
+    # in base64, and base64 of ASCII digits has a fixed shape per 4 characters: that, not just
+    # "three dotted runs", is what keeps file names and dotted identifiers out.
+    _Rule("owlia_token", re.compile(r"owl_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}"), ("owl_",)),
+    _Rule("discord_bot_token", re.compile(
+        r"(?<![A-Za-z0-9_\x00-])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){5,6}[A-Za-z0-9]{0,3}"
+        r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"), (".",)),
     _Rule("xprv", re.compile(r"(?<![A-Za-z0-9\x00])[xtyz]prv[1-9A-HJ-NP-Za-km-z]{90,}"), ("prv",)),
     _Rule("bearer", re.compile(r"(?<![A-Za-z0-9_\x00])bearer[ \t]{1,20}(?P<s>[A-Za-z0-9._~+/=-]{8,})"),
           ("bearer",), _looks_random, icase=True),
@@ -129,7 +137,8 @@ _RULES: tuple[_Rule, ...] = (
 # Same-span ties go to the more specific kind (earlier here).
 _PRIORITY = {k: i for i, k in enumerate(
     ("pem_private_key", "xprv", "mnemonic", "anthropic_key", "openai_key", "github_token", "slack_token",
-     "aws_access_key", "telegram_bot_token", "jwt", "private_key", "bearer", "assignment"))}
+     "aws_access_key", "telegram_bot_token", "owlia_token", "discord_bot_token", "jwt", "private_key", "bearer",
+     "assignment"))}
 
 _HEX64 = re.compile(r"(?<![0-9A-Fa-f\x00])[0-9A-Fa-f]{64}(?![0-9A-Fa-f\x00])")
 # BIP-39 words are 3-8 letters; any other word lands in a gap, fails _WORD_GAP and ends the run.

@@ -14,6 +14,7 @@ from bot.channels.console import render_signer_card
 from bot.channels.discord.outlet import LIMIT, Outlet, code_block
 from bot.channels.discord.views import Presses, ask
 from bot.channels.draft import StreamingDraft
+from bot.channels.notes import failure_note
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 
@@ -60,10 +61,9 @@ class DiscordSink:
         if event.level is Level.SIGN and output.data:
             await self._close_draft()
             await self._send(code_block(render_signer_card(dict(output.data))))
-        elif output.is_error and event.level in (Level.WRITE, Level.SIGN):
+        elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()
-            detail = output.content[:ERROR_CHARS]
-            await self._send(code_block(f"[tool] {event.name}: {event.outcome}: {detail}"))
+            await self._send(code_block(f"[tool] {note}"))
 
     async def confirm(self, prompt: str, timeout: float) -> bool:
         await self._close_draft()

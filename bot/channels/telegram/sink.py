@@ -16,10 +16,10 @@ from typing import Any
 
 from bot.channels.console import render_signer_card
 from bot.channels.draft import StreamingDraft
+from bot.channels.notes import failure_note
 from bot.channels.telegram.api import LIMIT, Sent, TelegramApi, fit
 from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
-from bot.security.redact import redact
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 
@@ -140,9 +140,8 @@ class TelegramSink:
             await self._close_draft()
             for html, plain in signer_card_html(output.data, self.explorers):
                 await self.api.quietly("signer card", self.api.send_html(self.chat_id, html, plain))
-        elif output.is_error:
+        elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()
-            note = redact(f"{event.name}: {event.outcome}: {output.content}"[:ERROR_CHARS])
             await self.api.quietly("tool note",
                                    self.api.send_html(self.chat_id, f"<i>{escape(note)}</i>", note))
 

@@ -30,6 +30,8 @@ POSITIVE = [
     ("aws_access_key", "aws AKIAIOSFODNN7EXAMPLE here"),
     ("aws_access_key", "ASIAY34FZKBOKMUTVV7A"),
     ("telegram_bot_token", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw-"),
+    ("owlia_token", "OWLIA_SIGNER_TOKEN is owl_0123456789ab_" + "Ab3-" * 10 + "xyz"),
+    ("discord_bot_token", "token MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs in the config"),
     ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
     ("bearer", "curl -H 'Authorization: Bearer abc.DEF-123_456'"),
     ("bearer", "authorization=Basic dXNlcjpwYXNzd29yZA=="),
@@ -69,6 +71,8 @@ NEGATIVE = [
     "abandon ability able about above absent absorb abstract absurd abuse access",  # 11 words
     "Today the ETH price is up 3.2% to $3,120.55 while gas is 12 gwei.",
     "task-management-framework-for-all",
+    "see docs.example.com/Nothing.toSeeHere and version 1.2.3, owl_ is a prefix, nothing more",
+    "Mainnet_and_testnet_configs.README.the_rest_of_the_filename_here.txt",
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,3 +72,26 @@ def test_allow_listed_tx_hashes_survive(tx, prefix, upper_allow, context):
     text = f"{context} Your transaction {tx_hash} is confirmed."
     assert redact(text, allow=[allowed]) == text
     assert tx_hash not in redact(text)
+
+
+urlsafe = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=1)
+
+
+@settings(max_examples=300)
+@given(user_id=st.integers(min_value=10**16, max_value=10**20 - 1),
+       stamp=st.lists(urlsafe, min_size=6, max_size=6).map("".join),
+       hmac=st.lists(urlsafe, min_size=27, max_size=38).map("".join), text=prose)
+def test_a_discord_bot_token_never_survives(user_id, stamp, hmac, text):
+    first = base64.b64encode(str(user_id).encode()).decode().rstrip("=")
+    token = f"{first}.{stamp}.{hmac}"
+    out = redact(f"{text} DISCORD_TOKEN {token} {text}")
+    assert token not in out and first not in out and "[REDACTED:discord_bot_token]" in out
+
+
+@settings(max_examples=200)
+@given(client_id=st.binary(min_size=6, max_size=6).map(bytes.hex),
+       secret=st.lists(urlsafe, min_size=43, max_size=43).map("".join), text=prose)
+def test_the_signer_client_token_never_survives(client_id, secret, text):
+    token = f"owl_{client_id}_{secret}"
+    out = redact(f"{text} {token}, {text}")
+    assert secret not in out and "[REDACTED:owlia_token]" in out
