@@ -7,7 +7,9 @@
   `--runs` times with fresh idempotency keys (a reused key would measure the replay path);
 - the round trip of a trivial call (`status`) over the same socket: what framing, the token
   re-check, the event loops and the bot's client cost without any signing or fsync;
-- the signer's idle resident memory.
+- the signer's idle resident memory;
+- yardsticks of the machine itself (a Python loop, an fdatasync, a durable SQLite commit), so that
+  latencies measured on different machines can be read side by side.
 
 `--profile FILE` runs the daemon under cProfile and writes its stats to FILE on shutdown.
 """
@@ -94,6 +96,43 @@ def bench_raw_signing(n: int = 5000) -> dict:
     peer = _percentiles(_timeit(lambda: account.sign_transaction(body), max(500, n // 10)))
     return {"secp256k1_sign_recoverable": raw, "owlia_sign_eip1559": ours, "eth_account_sign_transaction": peer,
             "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1)}
+
+
+def machine_yardsticks(directory: Path, n: int = 300) -> dict:
+    """How fast this machine is at what a request's floor is made of, measured where the signer
+    keeps its database: a pure-Python loop, one `fdatasync` of a 4 KB overwrite, and an SQLite WAL
+    commit of one small row with `synchronous=FULL` (the signer's setting). Latencies from two
+    machines compare only next to these."""
+    import sqlite3
+
+    loop_ms = min(_timeit(lambda: sum(range(10**6)), 5)) * 1e3
+    path = directory / "yardstick"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, b"\0" * 8192)
+        os.fsync(fd)
+        block = b"y" * 4096
+        fsync = _percentiles(_timeit(lambda: (os.pwrite(fd, block, 0), os.fdatasync(fd)), n))
+    finally:
+        os.close(fd)
+        path.unlink()
+    db = sqlite3.connect(directory / "yardstick.db", isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT)")
+
+        def commit() -> None:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO t(body) VALUES(?)", ("x" * 200,))
+            db.execute("COMMIT")
+
+        _timeit(commit, 50)
+        wal = _percentiles(_timeit(commit, n))
+    finally:
+        db.close()
+    return {"python_sum_range_1e6_ms": round(loop_ms, 1), "fdatasync_4k_p50_us": fsync["p50_us"],
+            "sqlite_wal_full_commit_p50_us": wal["p50_us"]}
 
 
 def _cpu_seconds(pid: int) -> tuple[float, float]:
@@ -212,10 +251,11 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
                     samples.append(time.perf_counter() - t0)
             return _percentiles(samples)
 
+        yardsticks = machine_yardsticks(work)
         results = run_loop(run())
         status_rtt = run_loop(round_trips())
         return {"signer_idle_rss_mb": round(idle_rss / 1024, 1), "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
-                "full_request": results, "status_round_trip": status_rtt}
+                "machine_yardsticks": yardsticks, "full_request": results, "status_round_trip": status_rtt}
     finally:
         if proc is not None:
             proc.terminate()
