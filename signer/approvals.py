@@ -87,6 +87,16 @@ class Approvals:
                      " VALUES(?,?,?,?,?,?)",
                      (body["request_id"], body["kind"], json.dumps(body), request_hash(body), body["expires_at"], OPEN))
 
+    def open_request(self, conn: sqlite3.Connection, body: dict[str, Any], pending: dict[str, Any],
+                     requester: str) -> None:
+        """A request no client's `sign.request` made (a top-up, a policy loosening): its pending
+        row, keyed by its own id, and its approval, in the caller's transaction."""
+        conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+                     " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                     (body["request_id"], requester, body["request_id"], body["kind"], request_hash(body),
+                      body["created_at"], records.PENDING, json.dumps(pending), body["chain_id"], body["expires_at"]))
+        self.insert(conn, body)
+
     def announce(self) -> None:
         """Wake every waiting bridge: a request arrived, or devices or the freeze state changed."""
         self._changed.set()
@@ -193,12 +203,9 @@ class Approvals:
                                evidence: dict[str, Any], chain: Chain, got) -> dict[str, Any]:
         if kind == "topup" and await exceeds_cap(self.engine, body, chain, got.tx.to, got.tx.value):
             raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
-        old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
-                                                    (params.request_id,)).fetchone()[0])
-        result = {**old, "status": records.SIGNED, "tx_hash": got.tx_hash, "sender": got.sender,
-                  "nonce": got.tx.nonce, "chain_id": got.tx.chain_id, "approved_by": device_id, "tier": 1,
-                  "broadcast": self.engine.broadcast}
-        result.pop("expires_at", None)
+        result = self._answered(params.request_id, status=records.SIGNED, tx_hash=got.tx_hash, sender=got.sender,
+                                nonce=got.tx.nonce, chain_id=got.tx.chain_id, approved_by=device_id, tier=1,
+                                broadcast=self.engine.broadcast)
 
         def record(conn: sqlite3.Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"tx_hash": got.tx_hash})
@@ -227,11 +234,8 @@ class Approvals:
             raise await self._refuse(evidence, "this signer cannot install policies while running")
         policy_hash, text = self.engine.reader.execute(
             "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
-        old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
-                                                    (params.request_id,)).fetchone()[0])
-        result = {**old, "status": "approved", "approved_by": device_id, "policy_hash": policy_hash,
-                  "note": "the approved policy is in force"}
-        result.pop("expires_at", None)
+        result = self._answered(params.request_id, status="approved", approved_by=device_id, policy_hash=policy_hash,
+                                note="the approved policy is in force")
 
         def record(conn: sqlite3.Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"policy_hash": policy_hash})
@@ -266,12 +270,9 @@ class Approvals:
         if params.note:
             reason += f": {params.note}"
         rule_id = "companion.denied_and_frozen" if freeze else "companion.denied"
-        old = json.loads(self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
-                                                    (params.request_id,)).fetchone()[0])
         decision = Decision(Outcome.DENY, rule_id, reason, (Finding(Outcome.DENY, rule_id, reason),))
-        result = {**old, "status": records.DENIED, "rule_id": rule_id, "reason": reason,
-                  "decision": records.decision_to_json(decision), "denied_by": device_id}
-        result.pop("expires_at", None)
+        result = self._answered(params.request_id, status=records.DENIED, rule_id=rule_id, reason=reason,
+                                decision=records.decision_to_json(decision), denied_by=device_id)
         if freeze:
             self.kill_switch.disarm_all()
 
@@ -288,6 +289,14 @@ class Approvals:
                                         "action": params.action})
         if freeze:
             self.announce()
+        return result
+
+    def _answered(self, request_id: str, **changes: Any) -> dict[str, Any]:
+        """The request's stored outcome updated by its answer; no longer pending, so no expiry."""
+        stored = self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
+                                            (request_id,)).fetchone()[0]
+        result = {**json.loads(stored), **changes}
+        result.pop("expires_at", None)
         return result
 
     def _close(self, conn: sqlite3.Connection, request_id: str, state: str, device_id: str,

@@ -16,7 +16,6 @@ far first pulls the older spends into the ledger, so a new 30 d limit never star
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import sqlite3
@@ -29,11 +28,11 @@ from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
-from signer.policy_change import StalePolicy
-from signer.approval_request import escalation_json, request_hash
+from signer.approval_request import escalation_json
 from signer.approvals import OPEN
 from signer.fsperm import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
+from signer.policy_change import StalePolicy
 from signer.store.db import get_meta, set_meta
 
 if TYPE_CHECKING:
@@ -231,13 +230,9 @@ class PolicyKeeper:
         pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
         def record(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                         " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                         (request_id, "signer", request_id, "policy", request_hash(body), now, "pending_approval",
-                          json.dumps(pending), 0, expires_at))
+            approvals.open_request(conn, body, pending, requester="signer")
             conn.execute("INSERT INTO policy_proposals(request_id, policy_hash, text) VALUES(?,?,?)",
                          (request_id, policy_hash, text))
-            approvals.insert(conn, body)
             engine.audit.append("policy.loosening_requested", {"request_id": request_id,
                                                                "policy_hash": policy_hash, "widens": widens})
 

@@ -6,7 +6,6 @@ the answer is checked against the cap again when it arrives, since the balance m
 
 from __future__ import annotations
 
-import json
 import secrets
 import sqlite3
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,6 @@ from policies.decision import Decision, Finding, Outcome
 from policies.decode import decode
 from policies.intent import Call
 from signer import records
-from signer.approval_request import request_hash
 from signer.chain import ChainError
 from signer.devices import TOPUP_DOMAIN, signed_message, topup_body
 from signer.protocol import ErrorCode, RpcError, TopUpRequestParams
@@ -75,11 +73,7 @@ async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dic
     pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
     def record(conn: sqlite3.Connection) -> None:
-        conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                     " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                     (request_id, device.device_id, request_id, "topup", request_hash(body), now,
-                      "pending_approval", json.dumps(pending), key.chain_id, expires_at))
-        approvals.insert(conn, body)
+        approvals.open_request(conn, body, pending, requester=device.device_id)
         engine.audit.append("topup.requested", {"request_id": request_id, "device_id": device.device_id,
                                                 "key_id": key.key_id, "amount": str(amount)})
 
