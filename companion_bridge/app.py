@@ -199,8 +199,7 @@ class Bridge:
         try:
             self._check_login(req)
         except HTTPException:
-            self.guard.refuse("login", peer)
-            self.guard.auth_peers.penalize(peer, self.guard.limits.auth_failure_penalty)
+            self.guard.login_failed(peer)
             raise
         verdict = self.guard.check("token", self.guard.tokens, req.device_id)
         if not verdict.allowed:
@@ -243,8 +242,7 @@ class Bridge:
         except (asyncio.TimeoutError, ValueError):
             claims = None
         if claims is None or not self.link.device_active(claims.device_id):
-            guard.refuse("login", peer)
-            guard.auth_peers.penalize(peer, guard.limits.auth_failure_penalty)
+            guard.login_failed(peer)
             await ws.close(CLOSE_UNAUTHORIZED, "invalid, expired or revoked token")
             return
         device_id = claims.device_id

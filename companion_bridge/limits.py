@@ -120,6 +120,11 @@ class Guard:
             log.warning("bridge refused %s for %s%s (%d %s refusals so far)", what, key, after,
                         self.refused[what], what)
 
+    def login_failed(self, peer: str) -> None:
+        """A bad signature or token: counted, and charged to the peer beyond the attempt itself."""
+        self.refuse("login", peer)
+        self.auth_peers.penalize(peer, self.limits.auth_failure_penalty)
+
     # ---- pairing codes ------------------------------------------------------------------------
 
     def pairing_burnt(self, pairing_id: str) -> bool:
