@@ -9,7 +9,7 @@ import json
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,15 +83,25 @@ def docker_skills(home: Path, tmp_path: Path, engine: FakeDockerEngine):
     return run
 
 
-def staged_copy(folder: Path) -> Staged:
-    return stage(folder, tree_hash(folder))
+@pytest.fixture()
+def staged_copy() -> Iterator[Callable[[Path], Staged]]:
+    """Stage a skill folder as the host does; every copy made is removed when the test ends."""
+    made: list[Staged] = []
+
+    def make(folder: Path) -> Staged:
+        made.append(stage(folder, tree_hash(folder)))
+        return made[-1]
+
+    yield make
+    for staged in made:
+        staged.remove()
 
 
 # -- end to end ---------------------------------------------------------------------------------
 
 
 @needs_bwrap
-def test_the_example_skill_answers_through_the_sdk_and_its_container_is_removed(engine, anvil):
+def test_the_example_skill_answers_through_the_sdk_and_its_container_is_removed(engine, anvil, staged_copy):
     from bot.devchain import rpc
 
     reader = RpcChainReader({31337: anvil.url})
@@ -111,10 +121,7 @@ def test_the_example_skill_answers_through_the_sdk_and_its_container_is_removed(
         assert process.proc is not None
         return process.exported, listed, result, process.proc.returncode
 
-    try:
-        exported, listed, result, code = asyncio.run(go())
-    finally:
-        staged.remove()
+    exported, listed, result, code = asyncio.run(go())
     wei = int(rpc(anvil.url, "eth_gasPrice", []), 16)
     assert exported == ["gas_price"] and "gas_price" in json.dumps(listed)
     assert result["data"]["gas_price_wei"] == str(wei) and result["data"]["cost_wei"] == str(wei * 50000)
@@ -147,7 +154,7 @@ def test_a_tool_call_through_the_host_is_audited_under_the_docker_backend(docker
 
 
 @needs_bwrap
-def test_several_skills_start_at_once_through_one_client(engine):
+def test_several_skills_start_at_once_through_one_client(engine, staged_copy):
     """The SDK client is shared by the worker threads of concurrent starts and kills."""
     backend = Docker(engine.url, IMAGE)
     staged = [staged_copy(GAS) for _ in range(4)]
@@ -161,17 +168,13 @@ def test_several_skills_start_at_once_through_one_client(engine):
     async def go() -> list[list[str]]:
         return await asyncio.gather(*(one(copy) for copy in staged))
 
-    try:
-        assert asyncio.run(go()) == [["gas_price"]] * 4
-    finally:
-        for copy in staged:
-            copy.remove()
+    assert asyncio.run(go()) == [["gas_price"]] * 4
     wait_gone(engine)
     assert engine.containers == {} and len(engine.removed) == 4 and sandbox_processes() == []
 
 
 @needs_bwrap
-def test_an_engine_that_dies_under_a_warm_skill_fails_the_call_without_hanging(sockets):
+def test_an_engine_that_dies_under_a_warm_skill_fails_the_call_without_hanging(sockets, staged_copy):
     staged = staged_copy(GAS)
     engine = FakeDockerEngine(sockets / "docker.sock", images=(IMAGE,)).start()
 
@@ -186,10 +189,7 @@ def test_an_engine_that_dies_under_a_warm_skill_fails_the_call_without_hanging(s
         await process.kill()
         return str(caught.value), time.monotonic() - started
 
-    try:
-        failure, seconds = asyncio.run(go())
-    finally:
-        staged.remove()
+    failure, seconds = asyncio.run(go())
     assert "exited" in failure and seconds < 4
     assert sandbox_processes() == []
 
@@ -199,7 +199,7 @@ def test_an_engine_that_dies_under_a_warm_skill_fails_the_call_without_hanging(s
 
 @needs_bwrap
 def test_the_create_body_carries_every_isolation_field_and_nothing_of_the_bot(engine, home, monkeypatch,
-                                                                              tmp_path):
+                                                                              tmp_path, staged_copy):
     """Also with DOCKER_HOST pointing elsewhere, OWLIA_HOME and a secret in the bot's environment and
     proxies in the user's docker config: none of them may reach the container."""
     config = tmp_path / "docker-config"
@@ -222,10 +222,7 @@ def test_the_create_body_carries_every_isolation_field_and_nothing_of_the_bot(en
         finally:
             await process.shutdown()
 
-    try:
-        seen = asyncio.run(go())["data"]
-    finally:
-        staged.remove()
+    seen = asyncio.run(go())["data"]
     body = engine.requests_to("POST", "/containers/create")[0].body
     host = body["HostConfig"]
     assert host["NetworkMode"] == "none" and body["NetworkDisabled"] is True
@@ -272,29 +269,21 @@ def test_docker_spec_limits_are_exactly_the_limits_and_no_swap(memory_mb, cpu, p
 # -- fail closed --------------------------------------------------------------------------------
 
 
-def test_no_engine_means_no_backend_and_no_skill_run(sockets):
+def test_no_engine_means_no_backend_and_no_skill_run(sockets, staged_copy):
     backend = Docker(f"unix://{sockets}/absent.sock", IMAGE)
     assert "no Docker engine answers" in (backend.unavailable() or "")
     assert "unix://" in (Docker("tcp://127.0.0.1:2375", IMAGE).unavailable() or "")
-    staged = staged_copy(GAS)
-    try:
-        with pytest.raises(SandboxUnavailable, match="could not run the skill"):
-            asyncio.run(backend.spawn(staged, "main.py", Limits(), 1 << 20))
-    finally:
-        staged.remove()
+    with pytest.raises(SandboxUnavailable, match="could not run the skill"):
+        asyncio.run(backend.spawn(staged_copy(GAS), "main.py", Limits(), 1 << 20))
 
 
 @needs_bwrap
-def test_a_missing_image_is_refused_and_never_pulled(sockets):
+def test_a_missing_image_is_refused_and_never_pulled(sockets, staged_copy):
     with FakeDockerEngine(sockets / "docker.sock", images=()) as engine:
         backend = Docker(engine.url, IMAGE)
         reason = backend.unavailable() or ""
-        staged = staged_copy(GAS)
-        try:
-            with pytest.raises(SandboxUnavailable, match="No such image"):
-                asyncio.run(backend.spawn(staged, "main.py", Limits(), 1 << 20))
-        finally:
-            staged.remove()
+        with pytest.raises(SandboxUnavailable, match="No such image"):
+            asyncio.run(backend.spawn(staged_copy(GAS), "main.py", Limits(), 1 << 20))
         assert f"the image {IMAGE} is not on the engine" in reason and "never pull" in reason
         assert not engine.requests_to("POST", r"/images/.*") and engine.containers == {}
         assert engine.requests_to("GET", rf"/images/{IMAGE}/json")
@@ -321,7 +310,7 @@ def test_an_engine_error_while_launching_runs_nothing_and_leaves_no_container(do
 
 
 @needs_bwrap
-def test_a_spawn_cancelled_while_the_engine_is_slow_leaves_no_container(engine):
+def test_a_spawn_cancelled_while_the_engine_is_slow_leaves_no_container(engine, staged_copy):
     engine.start_delay = 0.4
     staged = staged_copy(GAS)
 
@@ -330,10 +319,7 @@ def test_a_spawn_cancelled_while_the_engine_is_slow_leaves_no_container(engine):
             await asyncio.wait_for(Docker(engine.url, IMAGE).spawn(staged, "main.py", Limits(), 1 << 20), 0.1)
         await asyncio.sleep(0.6)  # the launch thread finishes after the cancel
 
-    try:
-        asyncio.run(go())
-    finally:
-        staged.remove()
+    asyncio.run(go())
     wait_gone(engine)
     assert engine.requests_to("POST", r"/containers/[^/]+/start") and len(engine.removed) == 1
     assert engine.requests_to("DELETE", r"/containers/owlia-skill-\w+")  # by us, not only by AutoRemove
@@ -425,7 +411,7 @@ def _rss() -> int:
 
 
 @needs_bwrap
-def test_output_nobody_reads_stays_in_the_container_and_a_kill_still_ends_it_at_once(engine, tmp_path):
+def test_output_nobody_reads_stays_in_the_container_and_a_kill_still_ends_it_at_once(engine, tmp_path, staged_copy):
     folder = tmp_path / "late_flood"
     folder.mkdir()
     (folder / "SKILL.md").write_text(LATE_FLOOD[0])
@@ -444,10 +430,7 @@ def test_output_nobody_reads_stays_in_the_container_and_a_kill_still_ends_it_at_
         await process.kill()
         return answer, grown, time.monotonic() - started
 
-    try:
-        answer, grown, kill_seconds = asyncio.run(go())
-    finally:
-        staged.remove()
+    answer, grown, kill_seconds = asyncio.run(go())
     assert answer == {"text": "ok"}
     assert grown < 48 << 20, f"the bot buffered {grown >> 20} MiB of unread output"
     assert kill_seconds < 2
