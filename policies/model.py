@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from Crypto.Hash import keccak
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictInt, ValidationInfo, \
-    field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictInt,
+                      ValidationInfo, field_validator, model_validator)
 
 from policies.context import PriceQuote
 from policies.index import PolicyIndex
 from policies.intent import NATIVE
+from policies.text import display_safe
 from policies.units import lookalike_key, parse_period, parse_units
 
 USD_DECIMALS = 6  # USD limits and prices are held in micro-dollars
@@ -74,7 +75,7 @@ Address = Annotated[str, BeforeValidator(_address)]
 AssetId = Annotated[str, BeforeValidator(_asset_id)]
 Amount = Annotated[str, BeforeValidator(_amount)]
 Selector = Annotated[str, BeforeValidator(_selector)]
-Name = Annotated[str, Field(min_length=1, max_length=100)]
+Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(display_safe)]
 Windows = dict[Annotated[str, BeforeValidator(_period_label)], Amount]
 
 
@@ -101,7 +102,7 @@ class ChainEntry(_Strict):
 class AssetEntry(_Strict):
     chain: StrictInt
     asset: AssetId
-    symbol: Annotated[str, Field(min_length=1, max_length=20)]
+    symbol: Annotated[str, Field(min_length=1, max_length=20), AfterValidator(display_safe)]
     decimals: StrictInt = Field(ge=0, le=77)
     per_tx: Amount | None = None
     windows: Windows = Field(default_factory=dict)

@@ -10,10 +10,12 @@ import re
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer,
+                      model_validator)
 from pydantic_core import to_json
 
 from policies.model import checksum_ok
+from policies.text import display_safe
 
 PROTOCOL_VERSION = 1
 MAX_UINT256 = 2**256 - 1
@@ -139,7 +141,9 @@ class Intent(Strict):
 class SignRequestParams(Strict):
     idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
     intent: Intent
-    reason: str | None = Field(default=None, max_length=2000)  # the agent's words: unverified
+    # The agent's words, unverified. Shown on the approval screen, so no control characters: an ESC
+    # sequence could rewrite the decoded recipient shown above it.
+    reason: Annotated[str, AfterValidator(display_safe)] | None = Field(default=None, max_length=2000)
     source: str = Field(default="agent", pattern=r"^[a-z][a-z0-9_.:\-]{0,63}$")
 
 

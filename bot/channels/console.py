@@ -3,7 +3,9 @@
 It is a channel like Telegram, not a test shim: messages go through BotCore (dedupe, session lock,
 commands, agent), replies stream as they arrive, `write` tools ask "y/N" on the same terminal, and
 sign outcomes are printed from the signer's own summary. One reader thread feeds stdin lines into
-the event loop, so a confirmation simply takes the next line typed.
+the event loop, so a confirmation simply takes the next line typed. Everything printed has its
+control characters written out (newlines and tabs kept): a model's reply or a fetched page must
+not be able to move the cursor and rewrite a signer card already on the screen.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from bot.channels.notes import failure_note
 from bot.runtime.core import BotCore
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
+from policies.text import visible
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
+LAYOUT = "\n\t"  # the only control characters printed as themselves
 ERROR_CHARS = 2000  # a failed tool's message, as shown in the terminal
 
 
@@ -55,7 +59,7 @@ class ConsoleSink:
         self.eof = False
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
+        self.out.write(visible(text, keep=LAYOUT))
         self.out.flush()
 
     async def text(self, delta: str) -> None:
@@ -105,6 +109,8 @@ def render_signer_card(data: dict) -> str:
     lines = [f"[signer] {status.upper().replace('_', ' ')}: {data.get('summary', '')}"]
     if status == "signed":
         lines.append(f"         tx {data.get('tx_hash')}")
+        if data.get("broadcast_unknown"):
+            lines.append(f"         not confirmed sent: {data.get('broadcast_unknown')}")
     elif status == "pending_approval":
         lines.append(f"         waiting for your companion app (request {data.get('request_id')})")
         lines.append(f"         why: {data.get('rule_id')}: {data.get('reason')}")
@@ -153,7 +159,7 @@ class ConsoleChannel:
         handled = await self.core.handle(Inbound(self.name, self.peer, uuid.uuid4().hex, text,
                                                  received_at=time.time()), sink)
         if handled.status in ("command", "no_llm") and handled.reply:
-            self.out.write(handled.reply.rstrip("\n") + "\n")
+            self.out.write(visible(handled.reply.rstrip("\n"), keep=LAYOUT) + "\n")
         self.out.flush()
         return sink
 

@@ -15,6 +15,7 @@ from typing import Optional
 import typer
 
 from bot.cli.common import fail, home_of, print_json, run, signer_call
+from policies.text import visible
 
 app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)
 
@@ -131,7 +132,7 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
     try:
         reply = run(go())
     except CompanionError as exc:
-        fail(exc.message)
+        fail(visible(exc.message))
     typer.echo(f"paired as {reply['device']['device_id']}")
 
 
@@ -198,7 +199,7 @@ def run_companion(
                 await companion.connect()
                 typer.echo(f"connected to {companion.bridge_url} as {companion.wallet.device_id}; "
                            f"signer {'FROZEN' if companion.state.get('frozen') else 'not frozen'}")
-                await companion.run(decide, once=once, report=typer.echo)
+                await companion.run(decide, once=once, report=lambda line: typer.echo(visible(line)))
                 if once:
                     return
                 typer.echo("bridge connection closed; reconnecting", err=True)
@@ -207,7 +208,7 @@ def run_companion(
     try:
         run(go())
     except CompanionError as exc:
-        fail(exc.message)
+        fail(visible(exc.message))
 
 
 def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], name: str, *args) -> None:
@@ -223,7 +224,7 @@ def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]
     try:
         print_json(run(go()))
     except CompanionError as exc:
-        fail(exc.message)
+        fail(visible(exc.message))
 
 
 @app.command("freeze")

@@ -16,6 +16,7 @@ from pydantic import Field
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
 from policies.intent import NATIVE
+from policies.text import visible
 from policies.units import parse_units
 
 ADDRESS = r"^0x[0-9a-fA-F]{40}$"
@@ -68,6 +69,8 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
     if status == "signed":
         lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
+        if reply.get("broadcast_unknown"):
+            lines.append(f"the node's answer was lost, do not send it again: {reply['broadcast_unknown']}")
     elif status == "pending_approval":
         lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); "
                      f"why: {reply.get('rule_id')}: {reply.get('reason')}")
@@ -76,8 +79,14 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     else:
         lines.append(f"failed: {reply.get('error') or reply.get('reason')}")
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
-            "sender", "nonce", "broadcast", "error", "replayed")
+            "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
     return ToolOutput("\n".join(lines), untrusted=False, data={k: reply[k] for k in keep if k in reply})
+
+
+def _one_visible_line(reason: str) -> str | None:
+    """One line, every hidden character written out: the signer refuses control characters in a
+    reason (it is shown on the approval screen), and a model's newline should not fail a transfer."""
+    return visible(" ".join(reason.split())) or None
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
@@ -87,7 +96,7 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
         intent["flags"] = flagged
     try:
         reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx),
-                                        reason=reason or None, source=ctx.source)
+                                        reason=_one_visible_line(reason), source=ctx.source)
     except SignerError as exc:
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),

@@ -1,7 +1,9 @@
 """The prompt a user reads before signing: the full request, from the signer's own decoding.
 
 The transaction fields shown are the ones that will be signed. The agent's stated reason is
-shown last and marked UNVERIFIED: it is the one part nobody checked.
+shown last and marked UNVERIFIED: it is the one part nobody checked. Every string is shown with its
+control and invisible characters written out, so no part of the request (a reason, a name, a
+symbol) can move the cursor and overwrite the decoded lines above it.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from policies.text import visible
 from policies.units import format_amount
 from signer.approval_request import to_checksum
 
@@ -49,8 +52,19 @@ def _tx_lines(tx: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _visible(value: Any) -> Any:
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: _visible(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible(v) for v in value]
+    return value
+
+
 def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
     now = time.time() if now is None else now
+    request = _visible(request)
     tx = request.get("tx")
     lines = [RULE, f"APPROVAL REQUEST {request['request_id']}  ({request['kind']})", f"chain: {request['chain']}", ""]
     if request["kind"] == "policy":

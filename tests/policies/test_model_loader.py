@@ -110,6 +110,8 @@ def test_unquoted_address_stays_text():
         (("symbol: ETH", "symbol: ETH\n    colour: blue"), "assets.0.colour"),
         (("asset: native", "asset: nativ"), "assets.0.asset"),
         (("version: 1", "version: 2"), "version"),
+        (("{id: 31337, name: anvil}", '{id: 31337, name: "anvil\\e[1A"}'), "chains.0.name"),  # ESC: cursor up
+        (("symbol: ETH", 'symbol: "ETH\\u202e"'), "assets.0.symbol"),  # right-to-left override
         (("{id: 31337, name: anvil}", "{id: 31337, name: anvil}\n  - {id: 31337, name: again}"), "chains.1.id"),
     ],
 )

@@ -108,6 +108,27 @@ def test_replies_never_carry_key_material(stack):
     assert "sealed" not in " ".join(texts)
 
 
+def test_an_rpc_url_with_an_api_key_never_reaches_a_client_or_the_audit_log(tmp_path):
+    from bot.devchain import free_port
+    from tests.conftest import SignerStack
+
+    secret = "v3/SECRETAPIKEY0123456789"
+    stack = SignerStack(tmp_path, f"http://127.0.0.1:{free_port()}/{secret}").start()  # nothing listens there
+    try:
+        with pytest.raises(SignerError) as err:
+            stack.call_sync(stack.client_token("reader", Scope.READ), "balance", {"chain_id": 31337, "address": FRIEND})
+        assert "chain 31337 (anvil)" in err.value.message and "SECRETAPIKEY" not in err.value.message
+        stack.call_sync(stack.admin_token, "session_key.create", {"idempotency_key": new_idempotency_key(),
+                                                                  "chain_id": 31337})
+        reply = stack.call_sync(stack.client_token("bot"), "sign.request", {
+            "idempotency_key": new_idempotency_key(), "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
+        assert reply["status"] == "failed" and "chain 31337 (anvil)" in json.dumps(reply)  # simulation unreachable
+        assert "SECRETAPIKEY" not in json.dumps(reply)
+        assert "SECRETAPIKEY" not in json.dumps(stack.call_sync(stack.admin_token, "audit.tail", {"n": 1000}))
+    finally:
+        stack.close()
+
+
 def test_authentication_is_required_and_checked(stack):
     raw = Raw(stack.socket)
     try:
@@ -163,6 +184,11 @@ def test_bad_sign_params_name_the_field(stack):
             reply = raw.call("sign.request", {"idempotency_key": new_idempotency_key(), "intent": intent})
             assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS, intent
             assert field in reply["error"]["message"], reply
+        # the reason is shown on the companion's screen: a terminal escape could rewrite the recipient
+        reply = raw.call("sign.request", {"idempotency_key": new_idempotency_key(), "reason": "ok\x1b[3A",
+                                          "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
+        assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
+        assert "reason" in reply["error"]["message"] and "U+001B" in reply["error"]["message"]
     finally:
         raw.close()
 
