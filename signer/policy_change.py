@@ -2,9 +2,12 @@
 
 The signer remembers the last policy text it accepted (meta `policy_text`). At start it compares
 the file with it: a change that only tightens is accepted at once; anything that could widen what
-the signer signs on its own (a higher limit, a new chain, asset, address-book entry, spender,
-contract or selector, a milder rule) keeps the old policy in force and opens a Tier 1 request on
-the companion. Unknown kinds of change count as widening: the classifier fails closed.
+the signer signs on its own keeps the old policy in force and opens a Tier 1 request on the
+companion. Widening: a higher limit, a limit on an asset that had none (every spend of it needed
+you), a new chain, asset, address-book entry, spender, contract or selector, a renamed entry, an
+address-book entry removed while unknown recipients are allowed (its look-alikes were denied and
+would be signed), a milder rule. Unknown kinds of change count as widening: the classifier fails
+closed.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ def _limits(old: dict[str, Any] | None, new: dict[str, Any] | None, decimals: in
     return out
 
 
+def _asset_limits(old: dict[str, Any], new: dict[str, Any], where: str) -> list[str]:
+    """An asset with no limit at all escalates every spend of it, so giving it any limit widens."""
+    if old.get("per_tx") is None and not old.get("windows"):
+        if new.get("per_tx") is None and not new.get("windows"):
+            return []
+        return [f"{where}: limits set where there were none (every spend of it needed you before)"]
+    return _limits(old, new, new["decimals"], where)
+
+
 def widenings(old: Policy, new: Policy) -> list[str]:
     """Every way `new` could sign something `old` would not sign on its own; [] = only tighter."""
     o, n = old.model_dump(mode="json"), new.model_dump(mode="json")
@@ -63,22 +75,26 @@ def widenings(old: Policy, new: Policy) -> list[str]:
         elif (prev["decimals"], prev["symbol"], prev["price_usd"]) != (a["decimals"], a["symbol"], a["price_usd"]):
             out.append(f"{where}: symbol, decimals or price changed")
         else:
-            out += _limits(prev, a, a["decimals"], where)
+            out += _asset_limits(prev, a, where)
     for section in ("address_book", "spenders"):
         old_entries = {(e["chain"], e["address"]): e["name"] for e in o[section]}
         out += [f"{section}: {e['name']} {e['address']} added or renamed" for e in n[section]
                 if old_entries.get((e["chain"], e["address"])) != e["name"]]
-    old_contracts = {(c["chain"], c["address"]): set(c["selectors"]) for c in o["contracts"]}
+    old_contracts = {(c["chain"], c["address"]): (c["name"], set(c["selectors"])) for c in o["contracts"]}
     for c in n["contracts"]:
         prev = old_contracts.get((c["chain"], c["address"]))
-        if prev is None or not set(c["selectors"]) <= prev:
-            out.append(f"contracts: {c['name']} {c['address']} added or given new selectors")
+        if prev is None or prev[0] != c["name"] or not set(c["selectors"]) <= prev[1]:
+            out.append(f"contracts: {c['name']} {c['address']} added, renamed or given new selectors")
     if o["usd"] is not None:
         out += _limits(o["usd"], n["usd"], USD_DECIMALS, "usd")
     for path, order in RULE_ORDER.items():
         before, after = _get(o, path), _get(n, path)
         if order.index(after) > order.index(before):
             out.append(f"{path}: {before} -> {after}")
+    if n["recipients"]["unknown"] == "allow":  # look-alikes of a removed entry would be signed, not denied
+        kept = {(e["chain"], e["address"]) for e in n["address_book"]}
+        out += [f"address_book: {e['name']} {e['address']} removed while unknown recipients are allowed"
+                for e in o["address_book"] if (e["chain"], e["address"]) not in kept]
     for name, value in n["rate_limits"].items():
         if value > o["rate_limits"][name]:
             out.append(f"rate_limits.{name}: {o['rate_limits'][name]} -> {value}")

@@ -21,14 +21,20 @@ def policy(text: str = BASE):
     return parse_policy(text)
 
 
+FRIEND_BOOK = ('address_book:\n'
+               '  - {chain: 31337, address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", name: dev-friend}')
+ROUTER = '[{chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", name: %s, selectors: []}]'
+NO_ETH_LIMITS = (BASE.replace('    per_tx: "0.01"', "    # per_tx: none", 1)
+                 .replace('    windows: {24h: "0.05", 7d: "0.2"}', "    # windows: none", 1))
+
+
 @pytest.mark.parametrize("old,new", [
     ('per_tx: "0.01"', 'per_tx: "0.005"'),
     ('24h: "0.05"', '24h: "0.04"'),
     ("unknown: escalate", "unknown: deny"),
     ("over_limit: escalate", "over_limit: deny"),
     ("tx_per_hour: 30", "tx_per_hour: 3"),
-    ('address_book:\n  - {chain: 31337, address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", name: dev-friend}',
-     "address_book: []\n"),
+    (FRIEND_BOOK, "address_book: []\n"),  # unknown recipients escalate: its look-alikes now need you
 ])
 def test_tightenings_are_not_widenings(old, new):
     assert old in BASE
@@ -52,6 +58,26 @@ def test_loosenings_are_named(old, new, what):
     assert old in BASE
     found = widenings(policy(), policy(BASE.replace(old, new)))
     assert any(what in w for w in found), found
+
+
+@pytest.mark.parametrize("old,new,what", [
+    # An asset without limits escalates every spend of it: any limit at all lets the signer sign alone.
+    (NO_ETH_LIMITS, NO_ETH_LIMITS.replace("    # per_tx: none", '    per_tx: "1000000"'), "limits set"),
+    (BASE.replace("contracts: []", "contracts: " + ROUTER % "swap"),
+     BASE.replace("contracts: []", "contracts: " + ROUTER % "official-router"), "renamed"),
+    # With unknown recipients allowed, a removed entry's look-alikes go from denied to signed.
+    (BASE.replace("unknown: escalate", "unknown: allow"),
+     BASE.replace("unknown: escalate", "unknown: allow").replace(FRIEND_BOOK, "address_book: []\n"), "removed"),
+])
+def test_loosenings_between_two_files_are_named(old, new, what):
+    assert old != new
+    found = widenings(policy(old), policy(new))
+    assert any(what in w for w in found), found
+
+
+def test_an_asset_without_limits_stays_tight_without_them():
+    assert widenings(policy(NO_ETH_LIMITS), policy(NO_ETH_LIMITS)) == []
+    assert widenings(policy(BASE), policy(NO_ETH_LIMITS))  # removing every limit is named too (fail closed)
 
 
 @settings(max_examples=100, deadline=None)
