@@ -2,7 +2,10 @@
 
 Freezing takes signing power away in memory first (no Tier 2 signature from that instant), then
 durably: the frozen flag, a fresh freeze id and every session key revoked, in one commit. Only a
-device-signed unfreeze that names the current freeze id lifts it.
+device-signed unfreeze that names the current freeze id lifts it. A freeze and an unfreeze that
+arrive together cannot cancel each other out: the unfreeze is written only if the freeze it names
+is still the current one when its transaction runs, and it lifts the in-memory freeze only if no
+freeze began while it was being written.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from signer.devices import FREEZE_DOMAIN, DeviceRegistry, freeze_body, signed_message
-from signer.protocol import FreezeParams
+from signer.protocol import FreezeParams, RpcError
 from signer.session_keys import REVOKED
 from signer.store.db import get_meta, set_meta
 
@@ -26,6 +29,7 @@ class KillSwitch:
         self.engine = engine
         self.devices = devices
         self.clock = clock
+        self._freezes_begun = 0
 
     def current_id(self) -> str:
         return get_meta(self.engine.reader, "freeze_id") or ""
@@ -33,6 +37,7 @@ class KillSwitch:
     def disarm_all(self) -> None:
         """In memory first, the safe direction: no Tier 2 signature from this instant on."""
         self.engine.frozen = True
+        self._freezes_begun += 1
         for key_id in self.engine.keys.active_ids():
             self.engine.keys.disarm(key_id, REVOKED)
 
@@ -60,15 +65,23 @@ class KillSwitch:
             self.disarm_all()
             await self.engine.writer.run(lambda conn: self.persist(conn, params.device_id))
             return
-        current = self.current_id()
+        current, freezes_seen = self.current_id(), self._freezes_begun
         if not self.engine.frozen or params.freeze_id != current:
-            raise await self.devices.refuse("freeze.refused", evidence,
-                                            "not frozen, or the unfreeze names another freeze")
+            raise await self._unfreeze_refused(evidence)
 
-        def thaw(conn: sqlite3.Connection) -> None:
+        def thaw(conn: sqlite3.Connection) -> bool:
+            if get_meta(conn, "freeze_id") != current:  # a newer freeze committed since the check
+                return False
             set_meta(conn, "frozen", "0")
             set_meta(conn, "freeze_id", "")
             self.engine.audit.append("signer.unfrozen", {"by_device": params.device_id, "freeze_id": current})
+            return True
 
-        await self.engine.writer.run(thaw)
-        self.engine.frozen = False
+        if not await self.engine.writer.run(thaw):
+            raise await self._unfreeze_refused(evidence)
+        if self._freezes_begun == freezes_seen:  # else a freeze is on its way to disk: it stays frozen
+            self.engine.frozen = False
+
+    async def _unfreeze_refused(self, evidence: dict[str, Any]) -> RpcError:
+        return await self.devices.refuse("freeze.refused", evidence,
+                                         "not frozen, or the unfreeze names another freeze")

@@ -66,6 +66,41 @@ def test_freeze_stops_tier2_at_the_next_request_and_only_the_companion_unfreezes
     asyncio.run(scenario())
 
 
+def test_an_unfreeze_and_a_new_freeze_delivered_together_leave_the_signer_frozen(tier1):
+    """A hostile bridge holds the user's unfreeze back and sends it with their next freeze."""
+    import time
+
+    from signer.devices import FREEZE_DOMAIN, freeze_body, signed_message
+    from signer.protocol import Scope
+
+    stack = tier1.stack
+    stack.funded_session_key()
+
+    async def scenario():
+        companion = await tier1.paired()
+        wallet, device = companion.wallet, companion.wallet.device_id
+
+        def proof(action: str, freeze_id: str) -> dict:
+            ts = time.time()
+            return {"device_id": device, "action": action, "freeze_id": freeze_id, "ts": ts,
+                    "signature": wallet.device_sign(signed_message(FREEZE_DOMAIN,
+                                                                   freeze_body(device, action, freeze_id, ts)))}
+
+        bridge = stack.client_token("rogue-bridge", Scope.BRIDGE)
+        async with SignerClient(stack.socket, bridge) as one, SignerClient(stack.socket, bridge) as two:
+            first = (await one.call("approvals.freeze", proof("freeze", "")))["freeze_id"]
+            await asyncio.gather(one.call("approvals.freeze", proof("unfreeze", first)),
+                                 two.call("approvals.freeze", proof("freeze", "")), return_exceptions=True)
+            state = await one.call("approvals.state")
+        assert state["frozen"] is True and state["freeze_id"] not in ("", first)
+        assert (await stack.call(tier1.admin, "status"))["frozen"] is True  # memory agrees with disk
+        await asyncio.to_thread(stack.funded_session_key)  # even a brand-new key signs nothing
+        assert (await tier2(tier1, stack.client_token("bot")))["status"] == "denied"
+        await companion.close()
+
+    asyncio.run(scenario())
+
+
 def test_deny_and_freeze_from_a_request(tier1):
     stack = tier1.stack
     stack.funded_session_key()
