@@ -23,6 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from signer.protocol import ErrorCode, PairCompleteParams, RpcError
+from signer.refusals import RefusalBudget
 from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta
 from signer.store.writer import Writer
@@ -136,6 +137,7 @@ class DeviceRegistry:
         self._boot = secrets.token_hex(4)
         self._changes = 0  # bumped on every pairing or revocation; the bridge refreshes on change
         self._wrong_codes: dict[str, int] = {}  # per open pairing; bounded by the pairings an admin began
+        self._refusals = RefusalBudget()
 
     @property
     def revision(self) -> str:
@@ -157,7 +159,11 @@ class DeviceRegistry:
     # ---- refusals are audited, then raised --------------------------------------------------
 
     async def refuse(self, kind: str, body: dict[str, Any], message: str) -> RpcError:
-        await self.writer.run(lambda conn: self.audit.append(kind, {**body, "reason": message}))
+        """Audited within a budget per kind (signer.refusals): a flood of forgeries cannot fill the disk."""
+        unrecorded = self._refusals.admit(kind, self.clock())
+        if unrecorded is not None:
+            record = {**body, "reason": message, **({"refusals_not_recorded": unrecorded} if unrecorded else {})}
+            await self.writer.run(lambda conn: self.audit.append(kind, record))
         return RpcError(ErrorCode.FORBIDDEN, message)
 
     async def authorize(self, device_id: str, capability: str, message: bytes, signature: str,
