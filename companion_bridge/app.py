@@ -27,7 +27,6 @@ import contextlib
 import json
 import logging
 import re
-import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
+from companion_bridge.challenges import NONCE_PATTERN, Challenges
 from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
@@ -48,8 +48,6 @@ from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
 
 log = logging.getLogger("owlia.bridge")
 CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state"})
-CHALLENGE_TTL = 60.0
-MAX_CHALLENGES = 10_000
 HELLO_TIMEOUT = 10.0
 BACKLOG_BATCH = 50  # requests per frame when a companion (re)connects
 BACKLOG_CACHE_SECONDS = 1.0  # a burst of reconnecting companions shares one set of frames
@@ -66,7 +64,7 @@ class ChallengeRequest(BaseModel):
 
 
 class TokenRequest(ChallengeRequest):
-    nonce: str = Field(pattern=r"^[0-9a-f]{32}$")
+    nonce: str = Field(pattern=NONCE_PATTERN)
     ts: FiniteFloat
     signature: str = Field(pattern=r"^[0-9a-f]{128}$")
 
@@ -124,7 +122,7 @@ class Bridge:
         self.tokens = tokens
         self.guard = guard or Guard(BridgeLimits())
         self.hub = Hub()
-        self._challenges: dict[str, tuple[str, float]] = {}
+        self.challenges = Challenges()
         self._last_state: dict[str, Any] | None = None
         self._frames: tuple[float, list[str]] | None = None
 
@@ -182,14 +180,8 @@ class Bridge:
         verdict = self.guard.check("auth", self.guard.auth_peers, peer)
         if not verdict.allowed:
             raise too_many("login attempts", verdict)
-        now = time.time()
-        if len(self._challenges) >= MAX_CHALLENGES:
-            self._challenges = {n: v for n, v in self._challenges.items() if now - v[1] < CHALLENGE_TTL}
-            if len(self._challenges) >= MAX_CHALLENGES:
-                raise HTTPException(429, "too many outstanding challenges")
-        nonce = secrets.token_hex(16)
-        self._challenges[nonce] = (device_id, now)
-        return {"nonce": nonce, "aud": self.tokens.audience, "expires_in": CHALLENGE_TTL}
+        return {"nonce": self.challenges.issue(device_id), "aud": self.tokens.audience,
+                "expires_in": self.challenges.ttl}
 
     def token(self, req: TokenRequest, peer: str) -> dict[str, Any]:
         """A failed login is charged to the peer; a good one to the device, which proved itself."""
@@ -208,11 +200,9 @@ class Bridge:
         return {"token": token, "exp": exp, "aud": self.tokens.audience}
 
     def _check_login(self, req: TokenRequest) -> None:
-        issued = self._challenges.pop(req.nonce, None)  # single use, whatever happens next
-        now = time.time()
-        if issued is None or issued[0] != req.device_id or now - issued[1] > CHALLENGE_TTL:
-            raise HTTPException(401, "unknown or expired challenge")
-        if abs(now - req.ts) > MAX_CLOCK_SKEW:
+        if not self.challenges.usable(req.device_id, req.nonce):
+            raise HTTPException(401, "unknown, used or expired challenge")
+        if abs(time.time() - req.ts) > MAX_CLOCK_SKEW:
             raise HTTPException(401, "stale timestamp")
         device = self.link.devices.get(req.device_id)
         if device is None or not device["active"]:
@@ -222,6 +212,7 @@ class Bridge:
                 auth_message(req.device_id, self.tokens.audience, req.nonce, req.ts), bytes.fromhex(req.signature))
         except (BadSignatureError, ValueError):
             raise HTTPException(401, "bad device signature") from None
+        self.challenges.use(req.nonce)
 
     # ---- a companion session ----------------------------------------------------------------
 
