@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from policies.decision import Decision, Finding, Outcome
 from signer import records
 from signer.approval_request import RequestBuilder, request_hash
-from signer.chain import ChainError
+from signer.chain import Sent
 from signer.devices import APPROVAL_DOMAIN, DeviceRegistry, answer_body, signed_message
 from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
 from signer.kill_switch import KillSwitch
@@ -216,12 +216,14 @@ class Approvals:
                                                            "tx": got.tx.to_dict()})
 
         await self._write_once(record, evidence)
-        if self.engine.broadcast:
-            try:
-                await chain.send_raw(params.raw_tx)
-            except ChainError as exc:
-                return await self._broadcast_failed(result, got.tx_hash, str(exc))
-            self.engine.receipts.watch(chain, params.request_id, got.tx_hash)
+        if not self.engine.broadcast:
+            return result
+        outcome = await chain.broadcast(params.raw_tx, got.tx_hash)
+        if outcome.sent is Sent.REJECTED:
+            return await self._broadcast_failed(result, got.tx_hash, outcome.error or "")
+        self.engine.receipts.watch(chain, params.request_id, got.tx_hash)
+        if outcome.sent is Sent.UNKNOWN:  # not "failed": asking again could pay twice
+            return await self.engine.broadcast_unknown(params.request_id, result, outcome.error)
         return result
 
     async def _approve_policy(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.settings import ChainSettings
@@ -31,6 +32,20 @@ class SimulationReverted(ChainError):
         self.reason = reason
 
 
+class Sent(Enum):
+    """What is known about a transaction after handing it to the node."""
+
+    ACCEPTED = "accepted"  # the node took it, or knows it
+    REJECTED = "rejected"  # the node refused it and does not know it: it can never be mined from here
+    UNKNOWN = "unknown"  # the answer was lost: it may be mined, so its spend must stay counted
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast:
+    sent: Sent
+    error: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Fees:
     max_fee_per_gas: int
@@ -45,6 +60,12 @@ class Chain:
         self._no_code: dict[str, float] = {}
         self._nonces: dict[str, int] = {}
         self._nonce_lock = asyncio.Lock()
+
+    @property
+    def _unreachable(self) -> str:
+        """Names the chain, never the URL: an RPC URL often carries an API key, and this text reaches
+        the bot, the audit log and the companion."""
+        return f"the RPC node of chain {self.settings.id} ({self.settings.name}) is unreachable"
 
     async def chain_id(self) -> int:
         return int(await self._call("eth_chainId"), 16)
@@ -97,13 +118,29 @@ class Chain:
                 raise SimulationReverted(_revert_reason(exc.message)) from None
             raise ChainError(f"gas estimation failed: {exc.message}") from None
         except RpcUnreachable as exc:
-            raise ChainError(f"chain RPC unreachable ({self.settings.rpc_url}): {exc}") from None
+            raise ChainError(f"{self._unreachable}: {exc}") from None
         return estimate + estimate * GAS_HEADROOM_PERCENT // 100
 
     # ---- reading and sending ----------------------------------------------------------------
 
-    async def send_raw(self, raw: bytes) -> None:
-        await self._call("eth_sendRawTransaction", "0x" + raw.hex())
+    async def broadcast(self, raw: bytes, tx_hash: str) -> Broadcast:
+        """Send a signed transaction once, and say only what is known: a timeout or a dropped
+        connection after the node read it is not a refusal, so those end UNKNOWN unless the node
+        can be asked and knows the hash; REJECTED needs the node's own error and an unknown hash."""
+        try:
+            await self.rpc.call("eth_sendRawTransaction", "0x" + raw.hex(), retry=False)
+            return Broadcast(Sent.ACCEPTED)
+        except RpcRemoteError as exc:
+            error, refused = f"the node refused it: {exc.message}", True
+        except RpcUnreachable as exc:
+            error, refused = f"{self._unreachable}: {exc}", False
+        try:
+            known = await self.rpc.call("eth_getTransactionByHash", tx_hash) is not None
+        except (RpcRemoteError, RpcUnreachable):
+            known, refused = False, False
+        if known:
+            return Broadcast(Sent.ACCEPTED, error)
+        return Broadcast(Sent.REJECTED if refused else Sent.UNKNOWN, error)
 
     async def balance(self, address: str, token: str | None = None) -> int:
         if token is None:
@@ -141,7 +178,7 @@ class Chain:
         except RpcRemoteError as exc:
             raise ChainError(f"{method}: {exc.message}") from None
         except RpcUnreachable as exc:
-            raise ChainError(f"chain RPC unreachable ({self.settings.rpc_url}): {exc}") from None
+            raise ChainError(f"{self._unreachable}: {exc}") from None
 
 
 def _revert_reason(message: str) -> str:

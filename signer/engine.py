@@ -34,7 +34,7 @@ from policies.intent import Decoded
 from policies.model import Policy
 from signer import records
 from signer.auth import Client
-from signer.chain import Chain, ChainError
+from signer.chain import Chain, Sent
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
 from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
@@ -272,17 +272,31 @@ class Engine:
     async def _send(
         self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: Ending
     ) -> dict[str, Any]:
-        """Broadcast a signed transaction that is already durable."""
+        """Broadcast a signed transaction that is already durable.
+
+        Its spend is released only when the node refused it and does not know it. When the answer
+        was lost the transaction may still be mined, so the spend stays counted (fail closed) and
+        the receipt is watched like any other.
+        """
         assert ending.raw_tx is not None and ending.sender is not None
         tx_hash = ending.result["tx_hash"]
-        try:
-            await chain.send_raw(ending.raw_tx)
-        except ChainError as exc:
-            chain.forget_nonce(ending.sender)
-            return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {exc}",
+        outcome = await chain.broadcast(ending.raw_tx, tx_hash)
+        if outcome.sent is not Sent.ACCEPTED:
+            chain.forget_nonce(ending.sender)  # the next request re-reads the account's nonce
+        if outcome.sent is Sent.REJECTED:
+            return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {outcome.error}",
                                        tx_hash=tx_hash)
         self.receipts.watch(chain, request_id, tx_hash)
+        if outcome.sent is Sent.UNKNOWN:
+            return await self.broadcast_unknown(request_id, ending.result, outcome.error)
         return ending.result
+
+    async def broadcast_unknown(self, request_id: str, result: dict[str, Any], error: str | None) -> dict[str, Any]:
+        """On record, and said in the reply: the node's answer to a broadcast was lost (Tier 2 or 1)."""
+        body = {"request_id": request_id, "tx_hash": result["tx_hash"], "error": error}
+        await self.writer.run(lambda conn: self.audit.append("sign.broadcast_unknown", body))
+        return {**result, "broadcast_unknown": f"{error}; it may still be mined: its spend stays counted and "
+                                               "its receipt is being watched"}
 
     def _drop(self, request_id: str, ending: Ending | None, chain: Chain | None) -> None:
         """The record was not written: forget the in-memory reservation and any signature."""

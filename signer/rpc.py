@@ -14,6 +14,7 @@ import itertools
 import json
 import ssl
 import threading
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -56,9 +57,10 @@ class JsonRpcHttp:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         return self._conn
 
-    def _post(self, body: bytes) -> bytes:
+    def _post(self, body: bytes, retry: bool) -> bytes:
+        attempts = 2 if retry else 1  # a keep-alive connection the node closed gets one fresh retry
         with self._lock:
-            for attempt in (1, 2):  # a keep-alive connection the node closed gets one fresh retry
+            for attempt in range(1, attempts + 1):
                 conn = self._connection()
                 try:
                     conn.request("POST", self._path, body, {"Content-Type": "application/json"})
@@ -67,7 +69,7 @@ class JsonRpcHttp:
                 except (OSError, http.client.HTTPException) as exc:
                     conn.close()
                     self._conn = None
-                    if attempt == 2 or isinstance(exc, TimeoutError):
+                    if attempt == attempts or isinstance(exc, TimeoutError):
                         raise RpcUnreachable(type(exc).__name__) from None
                     continue
                 if len(data) > MAX_REPLY_BYTES:
@@ -79,10 +81,12 @@ class JsonRpcHttp:
                 return data
         raise RpcUnreachable("unreachable")
 
-    def call_blocking(self, method: str, params: list[Any]) -> Any:
+    def call_blocking(self, method: str, params: list[Any], *, retry: bool = True) -> Any:
+        """`retry=False` for a call that must not be sent twice: a reset after the node read the
+        request would make the second answer (e.g. "already known") describe the first."""
         body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
         try:
-            reply = json.loads(self._post(body))
+            reply = json.loads(self._post(body, retry))
         except ValueError:
             raise RpcUnreachable("the node did not answer JSON") from None
         if not isinstance(reply, dict):
@@ -95,8 +99,8 @@ class JsonRpcHttp:
                                  error.get("data"))
         return reply.get("result")
 
-    async def call(self, method: str, *params: Any) -> Any:
-        return await asyncio.to_thread(self.call_blocking, method, list(params))
+    async def call(self, method: str, *params: Any, retry: bool = True) -> Any:
+        return await asyncio.to_thread(partial(self.call_blocking, method, list(params), retry=retry))
 
     def close(self) -> None:
         with self._lock:

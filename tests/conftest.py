@@ -182,10 +182,10 @@ class InProcessSigner:
 def make_stack(tmp_path, anvil):
     stacks: list[SignerStack] = []
 
-    def make(**kwargs: Any) -> SignerStack:
+    def make(rpc_url: str | None = None, **kwargs: Any) -> SignerStack:
         root = tmp_path / f"stack{len(stacks)}"
         root.mkdir()
-        stack = SignerStack(root, anvil.url, **kwargs)
+        stack = SignerStack(root, rpc_url or anvil.url, **kwargs)
         stacks.append(stack)
         return stack
 
