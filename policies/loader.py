@@ -17,6 +17,8 @@ from policies.model import Policy
 
 _PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_DEPTH = 32  # a real policy nests 4 levels; 30 000 brackets would recurse for seconds, then crash
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 class PolicyError(ValueError):
@@ -24,7 +26,20 @@ class PolicyError(ValueError):
 
 
 class _PolicyLoader(yaml.SafeLoader):
-    """SafeLoader that keeps floats (and hex/octal/sexagesimal ints) as the text written."""
+    """SafeLoader that keeps floats (and hex/octal/sexagesimal ints) as the text written, and
+    refuses nesting deeper than MAX_DEPTH before composing it (the composer recurses per level)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"the policy nests deeper than {MAX_DEPTH} levels",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
@@ -59,6 +74,16 @@ _PolicyLoader.add_constructor("tag:yaml.org,2002:float", _scalar_text)
 _PolicyLoader.add_constructor("tag:yaml.org,2002:int", _int_or_text)
 
 
+def _nests_too_deep(brackets: str) -> bool:
+    """Do `[` and `{` nest deeper than MAX_DEPTH? (Quoted text counts too: no real policy comes close.)"""
+    depth = 0
+    for ch in brackets:
+        depth = depth + 1 if ch in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            return True
+    return False
+
+
 def _format_validation(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
@@ -70,6 +95,8 @@ def _format_validation(exc: ValidationError) -> str:
 
 def parse_policy(text: str) -> Policy:
     """YAML text -> validated Policy, or PolicyError."""
+    if _nests_too_deep(_NOT_BRACKET.sub("", text)):  # checked first: PyYAML's scanner is quadratic in it
+        raise PolicyError(f"invalid YAML: brackets nest deeper than {MAX_DEPTH} levels")
     try:
         data = yaml.load(text, Loader=_PolicyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:

@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer,
-                      model_validator)
+                      StrictInt, model_validator)
 from pydantic_core import to_json
 
 from policies.model import checksum_ok
@@ -120,7 +120,7 @@ class TokenTransfer(Strict):
 class Intent(Strict):
     """A transaction intent. The signer turns it into a raw call and decodes that itself."""
 
-    chain_id: int = Field(gt=0, lt=2**63)
+    chain_id: StrictInt = Field(gt=0, lt=2**63)  # strict: JSON `true` would be chain 1
     to: Address | None = None
     value: Uint256 = 0
     data: HexData = b""
@@ -156,14 +156,14 @@ class AuthParams(Strict):
 
 
 class BalanceParams(Strict):
-    chain_id: int = Field(gt=0)
+    chain_id: StrictInt = Field(gt=0)
     address: Address | None = None
     token: Address | None = None
 
 
 class SessionKeyCreateParams(Strict):
     idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    chain_id: int = Field(gt=0)
+    chain_id: StrictInt = Field(gt=0)
     ttl_seconds: int | None = Field(default=None, ge=60)
     balance_cap: Uint256 | None = None
 

@@ -14,6 +14,7 @@ import os
 import socket
 import stat
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ log = logging.getLogger("owlia.signer.server")
 READ_CHUNK = 65536
 REFUSE_LINGER = 0.5  # seconds a refused client gets to finish sending before we close
 REFUSE_MAX_BYTES = 1 << 20
+AUTH_DEADLINE = 5.0  # seconds a connection has to authenticate before it is closed
 
 Handler = Callable[[Client, Any], Awaitable[Any] | Any]
 
@@ -51,6 +53,11 @@ class Connection:
     def __init__(self, uid: int) -> None:
         self.uid = uid
         self.client: Client | None = None
+        self.authenticated_once = False  # from then on no deadline, even if its token is revoked later
+
+
+class _AuthTooLate(Exception):
+    pass
 
 
 class SignerServer:
@@ -72,7 +79,11 @@ class SignerServer:
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
         self.socket_group = socket_group
+        # One user may hold half the connections: a compromised bot (its own uid in a service install)
+        # can never leave the bridge delivering a freeze, or an admin revoking its token, without room.
+        self.max_per_uid = max(1, max_connections // 2)
         self._connections = 0
+        self._by_uid: Counter[int] = Counter()
         self._server: asyncio.AbstractServer | None = None
         self.backlog = Backlog()
 
@@ -106,12 +117,13 @@ class SignerServer:
         except OSError:
             writer.close()
             return
-        if not uid_allowed(uid, self.allowed_uids) or self._connections >= self.max_connections:
-            reason = "this user may not use the signer" if self._connections < self.max_connections else "too many connections"
-            writer.write(error_frame(None, RpcError(ErrorCode.FORBIDDEN, reason)))
+        refusal = self._refusal(uid)
+        if refusal is not None:
+            writer.write(error_frame(None, RpcError(ErrorCode.FORBIDDEN, refusal)))
             await _refuse(reader, writer)
             return
         self._connections += 1
+        self._by_uid[uid] += 1
         conn = Connection(uid)
         fd = sock.fileno()
         self.backlog.add(fd)
@@ -121,14 +133,42 @@ class SignerServer:
             pass
         finally:
             self._connections -= 1
+            self._by_uid[uid] -= 1
+            if not self._by_uid[uid]:
+                del self._by_uid[uid]
             self.backlog.remove(fd)
             await _drain_close(writer)
+
+    def _refusal(self, uid: int) -> str | None:
+        if not uid_allowed(uid, self.allowed_uids):
+            return "this user may not use the signer"
+        if self._connections >= self.max_connections:
+            return "too many connections"
+        if self._by_uid[uid] >= self.max_per_uid:
+            return f"too many connections from this user (at most {self.max_per_uid})"
+        return None
+
+    async def _read(self, conn: Connection, reader: asyncio.StreamReader, deadline: float) -> bytes:
+        """The next chunk; until the connection has authenticated, only until `deadline`."""
+        if conn.authenticated_once:
+            return await reader.read(READ_CHUNK)
+        remaining = deadline - asyncio.get_running_loop().time()
+        try:
+            return await asyncio.wait_for(reader.read(READ_CHUNK), max(remaining, 0.0))
+        except TimeoutError:
+            raise _AuthTooLate from None
 
     async def _serve(self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         buf = bytearray()
         discarding = False
+        deadline = asyncio.get_running_loop().time() + AUTH_DEADLINE
         while True:
-            chunk = await reader.read(READ_CHUNK)
+            try:
+                chunk = await self._read(conn, reader, deadline)
+            except _AuthTooLate:
+                writer.write(error_frame(None, RpcError(
+                    ErrorCode.UNAUTHENTICATED, f"authenticate within {AUTH_DEADLINE:g} s of connecting")))
+                return
             if not chunk:
                 return
             buf += chunk
@@ -152,6 +192,8 @@ class SignerServer:
                 if line.strip():
                     writer.write(await self._respond(conn, line))
                     await writer.drain()
+                    if b"\n" in buf:  # pipelined frames: let other connections have a turn between them
+                        await asyncio.sleep(0)
 
     async def _respond(self, conn: Connection, line: bytes) -> bytes:
         try:
@@ -184,6 +226,7 @@ class SignerServer:
         if method == "auth":
             token = _validate(AuthParams, params).token
             conn.client = self.registry.authenticate(token, now)
+            conn.authenticated_once = True
             return {"client": conn.client.name, "scope": conn.client.scope.value}
         if conn.client is None:
             raise RpcError(ErrorCode.UNAUTHENTICATED, "authenticate first: call `auth` with your client token")

@@ -1,3 +1,4 @@
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -151,6 +152,17 @@ def test_bad_selector_rejected():
 def test_duplicate_yaml_key_rejected_with_line():
     message = error_of(BASE + "over_limit: deny\nover_limit: escalate\n")
     assert "duplicate key" in message and "line 12" in message
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 30_000 + "]" * 30_000,  # flow nesting: PyYAML's scanner is quadratic in it, its composer recurses
+    "version: 1\nchains: " + "[a, " * 20_000,
+    "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 60)),  # block nesting
+])
+def test_deep_nesting_is_refused_quickly_and_cleanly(text):
+    started = time.perf_counter()
+    assert "nest" in error_of(text)
+    assert time.perf_counter() - started < 1.0
 
 
 def test_bad_yaml_and_non_mapping():

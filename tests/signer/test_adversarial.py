@@ -180,6 +180,8 @@ def test_bad_sign_params_name_the_field(stack):
             ({"chain_id": 31337, "to": "0x1234", "value": "1"}, "to"),
             ({"chain_id": 31337, "to": FRIEND, "value": "1", "data": "0xzz"}, "data"),
             ({"chain_id": 31337, "to": FRIEND, "value": "1", "description": "trust me"}, "description"),
+            ({"chain_id": True, "to": FRIEND, "value": "1"}, "chain_id"),  # not chain 1
+            ({"chain_id": "31337", "to": FRIEND, "value": "1"}, "chain_id"),
         ]:
             reply = raw.call("sign.request", {"idempotency_key": new_idempotency_key(), "intent": intent})
             assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS, intent
@@ -191,6 +193,28 @@ def test_bad_sign_params_name_the_field(stack):
         assert "reason" in reply["error"]["message"] and "U+001B" in reply["error"]["message"]
     finally:
         raw.close()
+
+
+def test_a_pipeline_of_costly_frames_does_not_stall_other_clients(stack):
+    """Twenty pipelined policy.validate calls with hostile YAML, then someone else asks for status."""
+    import threading
+    import time
+
+    hostile = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "policy.validate",
+                          "params": {"text": "[" * 30_000 + "]" * 30_000}}).encode() + b"\n"
+    raw = Raw(stack.socket)
+    raw.call("auth", {"token": stack.client_token("reader", Scope.READ)})
+    sender = threading.Thread(target=raw.send, args=(hostile * 20,))
+    sender.start()
+    time.sleep(0.2)  # the daemon is working through them
+    started = time.monotonic()
+    stack.call_sync(stack.admin_token, "status")
+    waited = time.monotonic() - started
+    sender.join()
+    replies = [raw.reply() for _ in range(20)]
+    raw.close()
+    assert all(r["result"]["valid"] is False for r in replies)
+    assert waited < 1.0, waited
 
 
 def test_oversized_frames_are_refused_and_the_daemon_keeps_serving(stack):
@@ -237,6 +261,57 @@ def test_tampered_audit_log_fails_verify(stack):
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another local user")
+def test_a_user_holding_every_connection_it_can_leaves_room_for_the_others(make_stack):
+    """A compromised bot (uid `nobody` here) opens connections until refused and holds them."""
+    import time
+
+    from signer.server import AUTH_DEADLINE
+
+    stack = make_stack(signer={"allowed_uids": [65534], "max_connections": 8}).start()
+    os.chmod(stack.socket, 0o666)
+    os.chmod(stack.sockdir, 0o755)
+    report_r, report_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: become `nobody`, take every connection it may, report, hold them
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            opened, held, refusals = [], [], set()
+            for _ in range(12):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(str(stack.socket))
+                opened.append(s)
+            time.sleep(1.0)  # every refusal has been written by now
+            for s in opened:
+                s.setblocking(False)
+                try:
+                    refusals.add(json.loads(s.recv(65536).split(b"\n")[0])["error"]["message"])
+                except BlockingIOError:  # nothing said: admitted
+                    held.append(s)
+            os.write(report_w, json.dumps({"held": len(held), "refusals": sorted(refusals)}).encode())
+            os.read(done_r, 1)
+        except BaseException as exc:  # noqa: BLE001 - report to the parent
+            os.write(report_w, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(0)
+    try:
+        child = json.loads(os.read(report_r, 65536))
+        assert child == {"held": 4, "refusals": ["too many connections from this user (at most 4)"]}, child
+        assert stack.call_sync(stack.admin_token, "status")["frozen"] is False  # the owner still gets in
+        raw = Raw(stack.socket)  # a connection that never authenticates is closed at the deadline
+        raw.sock.settimeout(AUTH_DEADLINE + 5)
+        started = time.monotonic()
+        assert "authenticate within" in raw.reply()["error"]["message"]
+        assert AUTH_DEADLINE - 0.5 <= time.monotonic() - started <= AUTH_DEADLINE + 3
+        raw.close()
+    finally:
+        os.write(done_w, b"x")
+        os.waitpid(pid, 0)
+        for fd in (report_r, report_w, done_r, done_w):
+            os.close(fd)
+
+
 def test_other_local_users_are_refused_by_peer_uid(stack):
     """Even if the socket's mode were opened up, SO_PEERCRED keeps other users out."""
     os.chmod(stack.socket, 0o666)
