@@ -5,6 +5,9 @@ This is what users see in chat and in the companion: never the agent's descripti
 
 from __future__ import annotations
 
+from collections import Counter
+
+from policies.decode import TOKEN_SELECTORS
 from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
 from policies.model import Policy
 from policies.units import format_amount
@@ -33,6 +36,9 @@ class Summarizer:
 
     def __call__(self, decoded: Decoded) -> str:
         parts: list[str] = []
+        # A token call the decoder turned into a transfer or approval needs no second line; any other
+        # call on that token (transferAndCall, a mint, an unknown selector) is shown, whatever it is.
+        explained = Counter(a.asset for a in decoded.actions if isinstance(a, (Transfer, Approval)))
         for action in decoded.actions:
             if isinstance(action, Transfer):
                 parts.append(f"send {self._amount(action.chain_id, action.asset, action.amount)} "
@@ -41,7 +47,10 @@ class Summarizer:
                 amount = ("UNLIMITED" if action.amount >= 2**255
                           else self._amount(action.chain_id, action.asset, action.amount))
                 parts.append(f"{action.method}: let {self._who(action.chain_id, action.spender)} spend {amount}")
-            elif isinstance(action, ContractCall) and not self._explained(decoded, action):
+            elif isinstance(action, ContractCall):
+                if action.selector in TOKEN_SELECTORS and explained[action.target] > 0:
+                    explained[action.target] -= 1
+                    continue
                 parts.append(f"call {self._who(action.chain_id, action.target)} "
                              f"selector 0x{action.selector.hex()}")
             elif isinstance(action, Forbidden):
@@ -49,8 +58,3 @@ class Summarizer:
         if not parts:
             parts.append("empty request")
         return "; ".join(parts) + f" on {self._chain(decoded.call.chain_id)}"
-
-    @staticmethod
-    def _explained(decoded: Decoded, call: ContractCall) -> bool:
-        """A token call already shown as a transfer or approval needs no second line."""
-        return any(isinstance(a, (Transfer, Approval)) and a.asset == call.target for a in decoded.actions)
