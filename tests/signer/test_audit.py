@@ -118,7 +118,8 @@ def test_secret_shaped_values_are_refused_or_redacted(log):
         audit.append("oops", {"nested": [{"x": "owl_0123456789ab_" + "A" * 43}]})
     audit.reload()
     conn.execute("BEGIN")
-    audit.append("ok", {"agent_reason_unverified": f"pay {key} now", "request_hash": "ab" * 32})
+    audit.append("ok", {"agent_reason_unverified": f"pay {key} now", "request_hash": "ab" * 32,
+                        "amount": str(10**63)})  # 64 decimal digits: an amount, not a key
     conn.execute("COMMIT")
     body = tail(conn, 1)[0].body
     assert key not in body["agent_reason_unverified"] and "[redacted hex]" in body["agent_reason_unverified"]
