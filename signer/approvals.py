@@ -303,11 +303,16 @@ class Approvals:
 
     def _close(self, conn: sqlite3.Connection, request_id: str, state: str, device_id: str,
                answer: dict[str, Any]) -> None:
+        """Close an open, unexpired request in the answer's own transaction: the expiry is checked
+        again here, since an answer may have waited (for the main-account lock, for the chain)."""
+        now = self.clock()
         cur = conn.execute("UPDATE approvals SET state=?, answered_at=?, device_id=?, answer=? "
-                           "WHERE request_id=? AND state=?",
-                           (state, self.clock(), device_id, json.dumps(answer), request_id, OPEN))
+                           "WHERE request_id=? AND state=? AND expires_at>?",
+                           (state, now, device_id, json.dumps(answer), request_id, OPEN, now))
         if cur.rowcount != 1:
-            raise _AlreadyAnswered()
+            still_open = conn.execute("SELECT 1 FROM approvals WHERE request_id=? AND state=?",
+                                      (request_id, OPEN)).fetchone()
+            raise _Expired() if still_open else _AlreadyAnswered()
 
     async def _write_once(self, unit, evidence: dict[str, Any], commit=None) -> None:
         """Two answers racing for one request: the first commit wins, the second is a replay."""
@@ -315,6 +320,8 @@ class Approvals:
             await (commit or self.engine.writer.run)(unit)
         except _AlreadyAnswered:
             raise await self._refuse(evidence, "this request was already answered: replay refused") from None
+        except _Expired:
+            raise await self._refuse(evidence, "the request has expired") from None
 
     # ---- the kill switch (signer.kill_switch) ------------------------------------------------
 
@@ -325,4 +332,8 @@ class Approvals:
 
 
 class _AlreadyAnswered(Exception):
+    pass
+
+
+class _Expired(Exception):
     pass

@@ -16,6 +16,7 @@ far first pulls the older spends into the ledger, so a new 30 d limit never star
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import sqlite3
@@ -211,11 +212,12 @@ class PolicyKeeper:
         engine, approvals = self._wired()
         text, policy_hash, widens = proposal.text, proposal.policy_hash, proposal.widens
         now = self.clock()
-        row = engine.reader.execute(
-            "SELECT a.request_id FROM approvals a JOIN policy_proposals p ON a.request_id=p.request_id "
-            "WHERE p.policy_hash=? AND a.state=? AND a.expires_at>?", (policy_hash, OPEN, now)).fetchone()
-        if row is not None:
-            return row[0]
+        current = engine.policy.policy_hash()
+        for open_id, open_body in engine.reader.execute(
+                "SELECT a.request_id, a.body FROM approvals a JOIN policy_proposals p ON a.request_id=p.request_id "
+                "WHERE p.policy_hash=? AND a.state=? AND a.expires_at>?", (policy_hash, OPEN, now)):
+            if json.loads(open_body)["policy"]["from_hash"] == current:  # one made over an older policy is stale
+                return open_id
         request_id = "req_" + secrets.token_hex(16)
         reason = "the new policy file widens what the signer may sign on its own"
         decision = Decision(Outcome.ESCALATE, "policy.loosening", reason,

@@ -185,6 +185,14 @@ def test_a_stale_loosening_cannot_be_approved_over_a_newer_policy(tier1):
         audit = await stack.call(tier1.admin, "audit.tail", {"n": 50})
         refused = [e for e in audit["entries"] if e["kind"] == "approval.refused"]
         assert refused and "changed since" in refused[-1]["body"]["reason"]
+        # Asking for the same loosening again opens a fresh proposal over the policy in force now.
+        stack.paths.policy.write_text(loose)
+        again = await stack.call(tier1.admin, "policy.reload")
+        assert again["status"] == "proposed" and again["request_id"] != request["request_id"]
+        fresh = await _next_policy_request(companion)
+        assert fresh["request_id"] == again["request_id"]
+        assert (await companion.answer(fresh, Choice("approve")))["status"] == "approved"
+        assert (await stack.call(tier1.admin, "status"))["policy_hash"] == policy(loose).policy_hash()
         await companion.close()
 
     asyncio.run(scenario())
