@@ -128,22 +128,28 @@ class Guard:
     # ---- pairing codes ------------------------------------------------------------------------
 
     def pairing_burnt(self, pairing_id: str) -> bool:
-        """True once a pairing id took too many refusals (the user must show a new code). With the
-        table full of live entries a new id is refused too: fail closed, never forget a burn."""
-        now = self.clock()
+        """True once a pairing id took too many refusals (the user must show a new code)."""
         entry = self._pair_failures.get(pairing_id)
-        if entry is not None:
-            return entry[0] >= self.limits.pair_failures_to_burn
-        if len(self._pair_failures) >= MAX_PAIRINGS_TRACKED:
-            self._pair_failures = {k: v for k, v in self._pair_failures.items()
-                                   if now - v[1] < PAIRING_MEMORY_NS}
-        return len(self._pair_failures) >= MAX_PAIRINGS_TRACKED
+        return entry is not None and entry[0] >= self.limits.pair_failures_to_burn
+
+    def _make_room(self) -> None:
+        """A full table first forgets expired ids, then the least refused half. Junk ids from a
+        flood have one refusal each, so a real code being guessed at stays burnt; and forgetting
+        one never reopens it, because the signer spends a code after its own few wrong guesses.
+        (Refusing every new id once full, as before, let a flood of junk ids lock pairing out.)"""
+        now = self.clock()
+        live = {k: v for k, v in self._pair_failures.items() if now - v[1] < PAIRING_MEMORY_NS}
+        if len(live) >= MAX_PAIRINGS_TRACKED:
+            live = dict(sorted(live.items(), key=lambda kv: kv[1][0], reverse=True)[:MAX_PAIRINGS_TRACKED // 2])
+        self._pair_failures = live
 
     def pairing_failed(self, pairing_id: str | None, peer: str) -> None:
         """A refused pairing: charged to the peer, and to the pairing id when it was well formed."""
         self.pair_peers.penalize(peer, self.limits.pair_failure_penalty)
         if pairing_id is None:
             return
+        if pairing_id not in self._pair_failures and len(self._pair_failures) >= MAX_PAIRINGS_TRACKED:
+            self._make_room()
         failures, first = self._pair_failures.get(pairing_id, (0, self.clock()))
         self._pair_failures[pairing_id] = (failures + 1, first)
         if failures + 1 == self.limits.pair_failures_to_burn:
