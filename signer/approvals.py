@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS policy_proposals(request_id TEXT PRIMARY KEY, policy_
 """
 OPEN, APPROVED, DENIED = "open", "approved", "denied"
 NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main account's next nonce
+# Requests one client may have waiting on the companion at once: a hijacked bot must not bury the
+# user in prompts until one gets approved without being read.
+MAX_WAITING_PER_CLIENT = 10
 
 
 class Approvals:
@@ -62,6 +65,7 @@ class Approvals:
         self._builder = RequestBuilder(engine.policy)
         self._changed = asyncio.Event()
         self._main_lock = asyncio.Lock()
+        self._held: set[tuple[str, str]] = set()  # escalations decided, their approval not recorded yet
         self.kill_switch = KillSwitch(engine, devices, clock)
 
     @property
@@ -80,6 +84,26 @@ class Approvals:
         return self.builder.build(request_id=request_id, kind=kind, decoded=decoded, summary=summary,
                                   decision=decision, agent_reason=agent_reason, tx=tx, created_at=now,
                                   expires_at=expires_at)
+
+    def hold(self, request: tuple[str, str]) -> str | None:
+        """Count a request (client id, idempotency key) that is about to ask the companion, or say why
+        it may not: with those already open and those still on their way to being recorded, its
+        client has MAX_WAITING_PER_CLIENT waiting. `release` it once its approval is recorded."""
+        client_id = request[0]
+        held = [key for holder, key in self._held if holder == client_id]  # recorded or not: counted once
+        recorded = self.engine.reader.execute(
+            "SELECT COUNT(*) FROM approvals a JOIN requests r ON r.request_id=a.request_id "
+            "WHERE r.client_id=? AND a.state=? AND a.expires_at>? AND r.idempotency_key NOT IN "
+            f"({','.join('?' * len(held))})", (client_id, OPEN, self.clock(), *held)).fetchone()[0]
+        waiting = recorded + len(held)
+        if waiting >= MAX_WAITING_PER_CLIENT:
+            return (f"{waiting} requests of this client are already waiting for your companion; "
+                    "answer them or let them expire first")
+        self._held.add(request)
+        return None
+
+    def release(self, request: tuple[str, str]) -> None:
+        self._held.discard(request)
 
     @staticmethod
     def insert(conn: sqlite3.Connection, body: dict[str, Any]) -> None:
@@ -106,7 +130,8 @@ class Approvals:
 
     def _open_after(self, after: int, limit: int) -> list[dict[str, Any]]:
         rows = self.engine.reader.execute(
-            "SELECT seq, body, request_hash FROM approvals WHERE seq>? AND state=? AND expires_at>? ORDER BY seq LIMIT ?",
+            "SELECT seq, body, request_hash FROM approvals WHERE seq>? AND state=? AND expires_at>? "
+            "ORDER BY seq LIMIT ?",
             (after, OPEN, self.clock(), limit)).fetchall()
         return [{"seq": seq, "request": self._signed(json.loads(body), digest), "request_hash": digest}
                 for seq, body, digest in rows]

@@ -147,6 +147,8 @@ class Engine:
             raise
         finally:
             del self._inflight[key]
+            if self.approvals is not None:
+                self.approvals.release(key)  # its approval is on record by now, or never will be
 
     @staticmethod
     def _same_request_or_conflict(first: dict[str, Any], digest: str) -> dict[str, Any]:
@@ -169,6 +171,12 @@ class Engine:
             decision = records.deny(pre_check, f"the signer has no RPC configured for chain {call.chain_id}")
         else:
             decision = evaluate(policy, decoded, ctx)
+        policy_decision = None
+        if decision.outcome is Outcome.ESCALATE and self.approvals is not None:
+            # Decided and held in this same synchronous step, like a spend: concurrent escalations count.
+            crowded = self.approvals.hold((client.client_id, params.idempotency_key))
+            if crowded is not None:  # the policy would ask you, but too many of its asks are waiting already
+                policy_decision, decision = decision, records.deny("approvals.too_many_waiting", crowded, decision)
         if decision.outcome is Outcome.ALLOW:
             self.ledger.reserve(request_id, decision, decoded, now)
         final, ending, approval = await self._conclude(request_id, decision, decoded, chain, summary, params.reason,
@@ -187,6 +195,8 @@ class Engine:
             "agent_reason_unverified": params.reason,
             "pre_check": pre_check,
         }
+        if policy_decision is not None:  # the signer overrode the policy's answer: replay checks this one
+            evidence["policy_decision"] = records.decision_to_json(policy_decision)
         status = final["status"]
         raw_tx = None if ending is None else ending.raw_tx
         signed = raw_tx is not None

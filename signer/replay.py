@@ -35,7 +35,7 @@ def replay_decisions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             mismatches.append({"seq": seq, "problem": f"policy {body['policy_hash'][:12]} is not in the log"})
             continue
         decision = evaluate(policy, decode(call_from_json(body["call"])), context_from_json(body["context"]))
-        recorded = body["decision"]
+        recorded = body.get("policy_decision") or body["decision"]  # the policy's own answer, if overridden
         if (decision.outcome.value, decision.rule_id) != (recorded["outcome"], recorded["rule_id"]):
             mismatches.append({
                 "seq": seq,

@@ -172,8 +172,8 @@ def test_escalation_reaches_a_connected_companion_fast(shared_tier1):
     async def scenario():
         companion = await tier1.paired()
         samples = []
-        async with SignerClient(tier1.stack.socket, tier1.bot_token()) as client:
-            for i in range(15):
+        for i in range(15):  # a client of its own each time: one may keep only ten requests waiting
+            async with SignerClient(tier1.stack.socket, tier1.bot_token()) as client:
                 t0 = time.perf_counter()
                 pending = await client.sign(transfer(STRANGER, i + 1))
                 await request_for(companion, pending["request_id"])

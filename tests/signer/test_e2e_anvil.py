@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from signer.approvals import MAX_WAITING_PER_CLIENT
 from signer.client import SignerClient, new_idempotency_key
 from tests.conftest import FRIEND, STRANGER, balance, reverter_policy, wait_receipt
 
@@ -42,9 +43,13 @@ def test_twenty_concurrent_requests_sign_exactly_five_then_survive_kill9(stack, 
     refused = [r for r in results if r["status"] != "signed"]
     assert len(signed) == 5, [r.get("rule_id") for r in results]
     assert len(refused) == 15
-    for r in refused:  # every refusal names its rule; here it is the rolling 24 h window
-        assert r["status"] == "pending_approval" and r["rule_id"] == "limit.window.24h", r
-        assert "24h" in r["reason"]
+    waiting = [r for r in refused if r["status"] == "pending_approval"]
+    assert len(waiting) == MAX_WAITING_PER_CLIENT  # over the window: the companion is asked, up to its cap
+    for r in waiting:
+        assert r["rule_id"] == "limit.window.24h" and "24h" in r["reason"], r
+    for r in refused:  # every refusal names its rule: the window, or too many already waiting
+        assert r["rule_id"] in ("limit.window.24h", "approvals.too_many_waiting"), r
+        assert any(f["rule_id"] == "limit.window.24h" for f in r["decision"]["findings"])  # and why
     for r in signed:
         assert wait_receipt(anvil, r["tx_hash"])["status"] == "0x1"
     assert balance(anvil, FRIEND) - before == 5 * CENT
@@ -53,7 +58,8 @@ def test_twenty_concurrent_requests_sign_exactly_five_then_survive_kill9(stack, 
     # kill -9: no shutdown hook runs; the durable ledger must still hold the window shut.
     stack.kill9()
     stack.start()
-    after_restart = stack.call_sync(token, "sign.request",
+    fresh = stack.client_token("bot-2")  # nothing of its own waiting: only the window can stop it
+    after_restart = stack.call_sync(fresh, "sign.request",
                                     {"idempotency_key": new_idempotency_key(), "intent": transfer()})
     assert after_restart["status"] != "signed" and after_restart["rule_id"] == "limit.window.24h"
 
