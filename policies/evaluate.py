@@ -111,7 +111,8 @@ class _Evaluation:
         elif Flag.RECIPIENT_FROM_UNTRUSTED in self.decoded.call.flags:
             setting = policy.recipients.untrusted_provenance
             self.add(_OUTCOMES[setting], "recipient.untrusted_provenance",
-                     f"{what}: the recipient came from untrusted content and is not in the address book")
+                     f"{what}: you did not write this recipient yourself (it came from a page, a message, "
+                     "a tool or the model) and it is not in the address book")
         else:
             setting = policy.recipients.unknown
             self.add(_OUTCOMES[setting], "recipient.new", f"{what}: the recipient is not in the address book")

@@ -83,16 +83,13 @@ PromptBuilder = Callable[[Sequence[Tool], ContextKind, str], str]
 
 
 def provenance_of(records: Sequence[MessageRecord]) -> Provenance:
-    """Addresses the user typed vs. addresses that came from tools, pages or summaries."""
+    """The addresses the user wrote: their own messages only (not summaries, tools or pages)."""
     seen = Provenance()
     for record in records:
-        for part in record.parts:
-            if part.get("type") == "text" and record.role == "user" and record.kind == "normal":
-                seen.saw_user_text(str(part.get("text", "")))
-            elif part.get("type") == "text" and record.kind == "summary":
-                seen.saw_untrusted(str(part.get("text", "")))
-            elif part.get("type") == "tool_result" and part.get("untrusted", True):
-                seen.saw_untrusted(str(part.get("content", "")))
+        if record.role == "user" and record.kind == "normal":
+            for part in record.parts:
+                if part.get("type") == "text":
+                    seen.saw_user_text(str(part.get("text", "")))
     return seen
 
 

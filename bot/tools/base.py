@@ -82,7 +82,7 @@ class ToolContext:
     run_id: str = ""
     call_id: str = ""
     provenance: Provenance = field(default_factory=Provenance)
-    """Which addresses came from untrusted content (reported to the signer as a flag)."""
+    """The addresses the user wrote; any other recipient is flagged to the signer."""
 
     def require_signer(self, consequence: str) -> SignerClient:
         """The signer client, or a ToolFailure saying what cannot be done without one."""

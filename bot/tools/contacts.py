@@ -3,7 +3,7 @@
 A contact is a label in the bot only. The signer never reads this file, so paying a contact is
 still paying a new recipient as far as the policy is concerned; only the signer's own address
 book (in its policy, edited by the user) makes an address "known". Adding a contact is a write
-tool the user confirms, it refuses an address that came only from untrusted content, and it
+tool the user confirms, it refuses an address the user did not write in the conversation, and it
 refuses a look-alike of an address already known until the user has been warned explicitly.
 """
 
@@ -252,12 +252,13 @@ async def _lookalike_note(ctx: ToolContext, args: ContactAddArgs) -> str | None:
 @tool("contact_add", Level.WRITE, ContactAddArgs, confirmation=_confirm_add, confirmation_note=_lookalike_note,
       description="""
 Save a local contact (name -> address) after the user confirms. It is a label in the bot only: the
-signer still treats the address as a new recipient. Refuses duplicates and addresses that appeared
-only in untrusted content; look-alikes of known addresses are refused until acknowledged.""")
+signer still treats the address as a new recipient. Refuses duplicates and addresses that
+the user did not write themselves; look-alikes of known addresses are refused until acknowledged.""")
 async def contact_add(ctx: ToolContext, args: ContactAddArgs) -> ToolOutput:
-    if ctx.provenance.is_untrusted(args.address):
-        raise ToolFailure(f"{args.address} appeared only in untrusted content (a page, a file, a tool "
-                          "result); ask the user to type or paste the address themselves. Nothing was saved.")
+    if not ctx.provenance.user_wrote(args.address):
+        raise ToolFailure(f"{args.address} is not an address the user wrote in this conversation (it came "
+                          "from a page, a file, a tool result or the model); ask the user to type or paste "
+                          "it themselves. Nothing was saved.")
     store = contact_store(ctx)
     similar = await _known_lookalikes(ctx, store, args.address)
     if similar and not args.lookalike_acknowledged:

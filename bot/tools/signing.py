@@ -2,8 +2,8 @@
 
 The model chooses what to ask for; the signer decodes the bytes itself, applies the user's policy
 and answers signed / pending_approval / denied. What the user sees is the signer's own summary of
-the bytes (ToolOutput.data, rendered by the channel), never the model's description. An address
-the model took from untrusted content is flagged, so the policy can escalate it.
+the bytes (ToolOutput.data, rendered by the channel), never the model's description. A recipient
+the user did not write in this conversation is flagged, so the policy can escalate or deny it.
 """
 
 from __future__ import annotations
@@ -83,6 +83,13 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     return ToolOutput("\n".join(lines), untrusted=False, data={k: reply[k] for k in keep if k in reply})
 
 
+def _provenance_flags(ctx: ToolContext, to: str) -> list[str]:
+    """Tell the signer when the user did not write the recipient in this conversation
+    (bot.agent.provenance). A local contact is not enough: anyone paired in a shared chat can add
+    one; only the signer's address book makes an address known."""
+    return [] if ctx.provenance.user_wrote(to) else ["recipient_from_untrusted_content"]
+
+
 def _one_visible_line(reason: str) -> str | None:
     """One line, every hidden character written out: the signer refuses control characters in a
     reason (it is shown on the approval screen), and a model's newline should not fail a transfer."""
@@ -115,7 +122,7 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
         amount = parse_units(args.amount, decimals)
     except ValueError as exc:
         raise ToolFailure(f"amount: {exc}") from None
-    flags = ["recipient_from_untrusted_content"] if ctx.provenance.is_untrusted(args.to) else []
+    flags = _provenance_flags(ctx, args.to)
     if asset_id == NATIVE:
         intent: dict[str, Any] = {"chain_id": chain_id, "to": args.to, "value": str(amount), "data": "0x"}
     else:
@@ -129,7 +136,7 @@ Call a contract with raw calldata. The signer decodes the call itself (approvals
 applies the policy; unknown contracts are escalated to the user.""")
 async def contract_call(ctx: ToolContext, args: ContractCallArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
-    flags = ["recipient_from_untrusted_content"] if ctx.provenance.is_untrusted(args.to) else []
+    flags = _provenance_flags(ctx, args.to)
     intent = {"chain_id": chain_id, "to": args.to, "value": args.value_wei, "data": args.data}
     return await _submit(ctx, intent, args.reason, flags)
 

@@ -208,8 +208,10 @@ class FakeTelegramServer(LoopThread):
         self._chat(user_id, "private", user_id, None)
 
     def message(self, user_id: int, text: str, *, chat_id: int | None = None, chat_type: str = "private",
-                username: str | None = None, reply_to: int | None = None) -> dict[str, Any]:
-        """A user's message; `chat_id` (negative) with chat_type "group"/"supergroup" for a group."""
+                username: str | None = None, reply_to: int | None = None,
+                forwarded_from: int | None = None) -> dict[str, Any]:
+        """A user's message; `chat_id` (negative) with chat_type "group"/"supergroup" for a group;
+        `forwarded_from`: the user forwards a message that user wrote."""
         chat_id = user_id if chat_id is None else chat_id
         chat = self._chat(chat_id, chat_type, user_id, username)
         message: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()),
@@ -217,6 +219,9 @@ class FakeTelegramServer(LoopThread):
         entities = _entities(text)
         if entities:
             message["entities"] = entities
+        if forwarded_from is not None:
+            message["forward_origin"] = {"type": "user", "date": int(time.time()),
+                                         "sender_user": self.user(forwarded_from)}
         if reply_to is not None:
             stored = self.stored(chat_id, reply_to)
             message["reply_to_message"] = self._as_message(stored)

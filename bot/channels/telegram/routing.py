@@ -19,6 +19,7 @@ from bot.channels.access import Gatekeeper
 from bot.channels.base import Inbound
 from bot.config import TelegramSettings
 from bot.tools.base import ContextKind
+from bot.workspace.prompt import wrap_untrusted
 
 CHANNEL = "telegram"
 GROUP_TYPES = frozenset({"group", "supergroup"})
@@ -57,7 +58,7 @@ class Router:
             admission = self.gate.admit(peer, display_name(sender))
             if not admission.allowed:
                 return Route(reply=admission.reply)
-            return Route(self._inbound(message, peer, message.text, ContextKind.DM, ""))
+            return Route(self._inbound(message, peer, _own_words(message, message.text), ContextKind.DM, ""))
         if chat.type in GROUP_TYPES:
             return self._group(message, peer)
         return DROP
@@ -79,9 +80,17 @@ class Router:
             text = self._mention.sub("", text).strip()
         if not text:
             return DROP
-        return Route(self._inbound(message, peer, text, ContextKind.GROUP, chat_id))
+        return Route(self._inbound(message, peer, _own_words(message, text), ContextKind.GROUP, chat_id))
 
     @staticmethod
     def _inbound(message: Message, peer: str, text: str, kind: ContextKind, chat: str) -> Inbound:
         return Inbound(CHANNEL, peer, f"{message.chat.id}:{message.message_id}", text, kind, chat,
                        received_at=time.time())
+
+
+def _own_words(message: Message, text: str) -> str:
+    """A forwarded message is someone else's words: fenced as untrusted, so the model reads it as data
+    and no address in it counts as one the user wrote (bot.agent.provenance)."""
+    if message.forward_origin is None and not message.is_automatic_forward:
+        return text
+    return "(the user forwarded this message; someone else wrote it)\n" + wrap_untrusted("telegram_forward", text)

@@ -89,6 +89,7 @@ def test_wallet_balance_uses_policy_symbol_and_decimals(make_stack, anvil, tmp_p
 
 def test_address_book_labels_both_sources(stack, anvil, tmp_path):
     async def body(ctx: ToolContext):
+        ctx.provenance.saw_user_text(f"add {STRANGER}, {FRIEND} and 0x7099{'1' * 32}79c8")  # the user typed them
         await call(contact_add, ctx, name="Carol", address=STRANGER.lower())
         await call(contact_add, ctx, name="Friend again", address=FRIEND)
         with pytest.raises(ToolFailure, match="signer book 'dev-friend'"):  # poisoning the signer's book
@@ -102,7 +103,7 @@ def test_address_book_labels_both_sources(stack, anvil, tmp_path):
     assert lines[2].startswith("Local contacts (local label only: the signer still treats")
     assert f"- Carol: {STRANGER}" in lines
     assert f"- Friend again: {FRIEND} (also in the signer's book as 'dev-friend')" in lines
-    assert not out.untrusted  # otherwise dev-friend's address would be flagged as untrusted provenance
+    assert not out.untrusted  # the signer's own book: not content to fence
 
 
 def _reverted_tx(anvil) -> str:
