@@ -37,10 +37,15 @@ def visible(text: str, *, keep: str = "") -> str:
                    for ch in text)
 
 
-def display_safe(text: str) -> str:
-    """Pydantic validator: refuse text that would not show as itself."""
-    ch = first_hidden(text)
+def display_safe(text: str, *, keep: str = "") -> str:
+    """Pydantic validator: refuse text that would not show as itself (`keep`: allowed anyway)."""
+    ch = first_hidden(text.translate({ord(k): None for k in keep}) if keep else text)
     if ch is not None:
         raise ValueError(f"holds the control or invisible character U+{ord(ch):04X}, which could disguise "
                          "what is shown to you; use plain text")
     return text
+
+
+def display_safe_lines(text: str) -> str:
+    """`display_safe` for multi-line text: newlines and tabs are layout, everything else must show."""
+    return display_safe(text, keep="\n\t")

