@@ -17,8 +17,12 @@ from bot.agent.loop import Agent, RunOutcome
 from bot.channels.base import Inbound, ReplySink
 from bot.runtime.events import EventBus
 from bot.runtime.metrics import best_effort
+from bot.security.redact import redact_message
 from bot.sessions import SessionStore, session_lock
 
+WITHHELD = ("Your message held what looks like a secret (a private key, a seed phrase, an API key or token). "
+            "It was replaced by [REDACTED] before anything was stored or sent to the model. Never paste "
+            "keys into a chat: the signer holds the keys this bot uses.")
 NO_LLM_HINT = ("No language model is set up, so I can only run commands. Run `owlia auth setup` "
                "(or set ANTHROPIC_API_KEY / OPENAI_API_KEY) to chat. Try /help, /balance or /send.")
 
@@ -58,7 +62,9 @@ class BotCore:
                 self.events.emit("channel", "message.duplicate", {"channel": inbound.channel, "session": key})
                 return Handled("duplicate")
             self._count(inbound)
-            text = inbound.text.strip()
+            text = redact_message(inbound.text.strip())
+            if text != inbound.text.strip():  # a pasted key never reaches the session file or the model
+                await sink.notice(WITHHELD)
             if text.startswith("/"):
                 reply = await self.commands.dispatch(text, session, inbound, sink)
                 await sink.done(reply)
@@ -67,7 +73,7 @@ class BotCore:
             if agent is None:
                 await sink.done(NO_LLM_HINT)
                 return Handled("no_llm", NO_LLM_HINT)
-            task = asyncio.ensure_future(agent.run(session, inbound.text, sink, kind=inbound.kind,
+            task = asyncio.ensure_future(agent.run(session, text, sink, kind=inbound.kind,
                                                    channel=inbound.channel, peer=inbound.peer))
             self._running[key] = task
             try:

@@ -286,6 +286,18 @@ def redact(text: str, allow: Collection[str] = ()) -> str:
     return _redact_text(text, _allow_set(allow))
 
 
+# A person's message calls a 64-hex value a key: redact it. Otherwise keep it, because people
+# paste transaction hashes to ask about them, and a hash and a key look the same.
+_KEY_CONTEXT = re.compile(r"(?i)\b(?:priv(?:ate)?[\s_-]*key|secret[\s_-]*key|signing[\s_-]*key|pk|seed|"
+                          r"import\w*|wallet[\s_-]*key)\b")
+
+
+def redact_message(text: str) -> str:
+    """A person's own message, before it is stored or sent to a model: like `redact`, except that
+    a bare 64-hex value stays unless the message calls it a key (see _KEY_CONTEXT)."""
+    return _redact_text(text, frozenset(), frozenset() if _KEY_CONTEXT.search(text) else _SKIP_HEX)
+
+
 # --- structured data -------------------------------------------------------------------------
 
 _SECRET_KEY_PARTS = ("apikey", "password", "passwd", "passphrase", "secret", "privatekey", "privkey",
