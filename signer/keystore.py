@@ -156,11 +156,15 @@ def read_passphrase(
     if file is not None:
         file = Path(file)
         try:
-            mode = file.stat().st_mode & 0o777
-            if mode & 0o007:
-                raise KeystoreError(f"{file} is readable by other users (mode {mode:04o}); chmod 600 it")
-            with open(file, "rb", buffering=0) as handle:  # straight into a buffer we can wipe
-                raw = bytearray(os.fstat(handle.fileno()).st_size)
+            # No symlink, and checked on the file actually opened. Group bits count too: in a service
+            # install the signer's group is the socket group, which the bot's user is in.
+            fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with open(fd, "rb", buffering=0) as handle:  # straight into a buffer we can wipe
+                mode = os.fstat(fd).st_mode & 0o777
+                if mode & 0o077:
+                    raise KeystoreError(f"{file} is readable by other users or the group (mode {mode:04o}); "
+                                        "chmod 600 it")
+                raw = bytearray(os.fstat(fd).st_size)
                 del raw[handle.readinto(raw) or 0:]
         except OSError as exc:
             raise KeystoreError(f"cannot read passphrase file {file}: {exc.strerror}") from None

@@ -5,9 +5,9 @@ the file with it: a change that only tightens is accepted at once; anything that
 the signer signs on its own keeps the old policy in force and opens a Tier 1 request on the
 companion. Widening: a higher limit, a limit on an asset that had none (every spend of it needed
 you), a new chain, asset, address-book entry, spender, contract or selector, a renamed entry, an
-address-book entry removed while unknown recipients are allowed (its look-alikes were denied and
-would be signed), a milder rule. Unknown kinds of change count as widening: the classifier fails
-closed.
+address-book, spender or contract entry removed while unknown recipients are allowed (its
+look-alikes were denied and would be signed), a milder rule. Unknown kinds of change count as
+widening: the classifier fails closed.
 """
 
 from __future__ import annotations
@@ -92,9 +92,10 @@ def widenings(old: Policy, new: Policy) -> list[str]:
         if order.index(after) > order.index(before):
             out.append(f"{path}: {before} -> {after}")
     if n["recipients"]["unknown"] == "allow":  # look-alikes of a removed entry would be signed, not denied
-        kept = {(e["chain"], e["address"]) for e in n["address_book"]}
-        out += [f"address_book: {e['name']} {e['address']} removed while unknown recipients are allowed"
-                for e in o["address_book"] if (e["chain"], e["address"]) not in kept]
+        for section in ("address_book", "spenders", "contracts"):  # every list look-alikes are checked against
+            kept = {(e["chain"], e["address"]) for e in n[section]}
+            out += [f"{section}: {e['name']} {e['address']} removed while unknown recipients are allowed"
+                    for e in o[section] if (e["chain"], e["address"]) not in kept]
     for name, value in n["rate_limits"].items():
         if value > o["rate_limits"][name]:
             out.append(f"rate_limits.{name}: {o['rate_limits'][name]} -> {value}")

@@ -211,7 +211,11 @@ def _read_anchor(path: Path) -> tuple[int, str] | None:
 
 
 def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, max_problems: int = 50) -> VerifyReport:
-    """Walk the whole chain; report every break (up to `max_problems`)."""
+    """Walk the whole chain; report every break (up to `max_problems`).
+
+    The anchor is read before the walk starts its snapshot: it only ever lags the log, so a signer
+    committing meanwhile can make the walk longer than the anchor, never shorter."""
+    anchor = _read_anchor(anchor_path) if anchor_path is not None else None
     problems: list[str] = []
     expected_seq, prev, count = 1, GENESIS, 0
     hashes: dict[int, str] = {}
@@ -232,7 +236,6 @@ def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, max_pro
             break
     head = prev
     if anchor_path is not None:
-        anchor = _read_anchor(anchor_path)
         if anchor is None:
             if count:
                 problems.append(f"anchor file {anchor_path} is missing")

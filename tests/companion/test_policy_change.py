@@ -68,6 +68,8 @@ def test_loosenings_are_named(old, new, what):
     # With unknown recipients allowed, a removed entry's look-alikes go from denied to signed.
     (BASE.replace("unknown: escalate", "unknown: allow"),
      BASE.replace("unknown: escalate", "unknown: allow").replace(FRIEND_BOOK, "address_book: []\n"), "removed"),
+    (BASE.replace("unknown: escalate", "unknown: allow").replace("contracts: []", "contracts: " + ROUTER % "swap"),
+     BASE.replace("unknown: escalate", "unknown: allow"), "contracts: swap"),  # look-alikes are checked against it
 ])
 def test_loosenings_between_two_files_are_named(old, new, what):
     assert old != new

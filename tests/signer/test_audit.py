@@ -203,3 +203,25 @@ def _free_text(value, key=""):
     elif isinstance(value, list):
         for v in value:
             yield from _free_text(v, key)
+
+
+def test_verify_on_a_running_signer_never_reports_a_truncation_that_is_not_there(log, tmp_path):
+    """A record committed (and anchored) while verify walks its snapshot is simply not in the walk."""
+    conn, audit, anchor = log
+    reader = connect(tmp_path / "signer.db", readonly=True)
+    appended = []
+
+    def commit_during_the_walk() -> int:
+        if not appended:
+            appended.append(True)
+            _committed(conn, audit, "test.event", {"i": "during"})
+        return 0
+
+    reader.set_progress_handler(commit_during_the_walk, 50)
+    try:
+        report = verify(reader, anchor)
+    finally:
+        reader.set_progress_handler(None, 0)
+        reader.close()
+    assert appended and report.ok, report.problems
+    assert verify(conn, anchor).ok

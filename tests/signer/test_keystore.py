@@ -64,9 +64,15 @@ def test_read_passphrase_sources(tmp_path, monkeypatch):
     monkeypatch.delenv("OWLIA_SIGNER_PASSPHRASE")
     with pytest.raises(KeystoreError, match="no passphrase"):
         read_passphrase(prompt=False)
-    secret_file.chmod(0o644)
-    with pytest.raises(KeystoreError, match="readable by other users"):
-        read_passphrase(file=secret_file, prompt=False)
+    for mode in (0o644, 0o640):  # group-readable too: the bot's user is in the signer's socket group
+        secret_file.chmod(mode)
+        with pytest.raises(KeystoreError, match="readable by other users or the group"):
+            read_passphrase(file=secret_file, prompt=False)
+    secret_file.chmod(0o600)
+    link = tmp_path / "link"
+    link.symlink_to(secret_file)
+    with pytest.raises(KeystoreError, match="cannot read passphrase file"):  # never through a symlink
+        read_passphrase(file=link, prompt=False)
 
 
 def test_zeroize_overwrites():
