@@ -43,6 +43,7 @@ from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
+from policies import safejson
 from signer.client import SignerError, SignerUnavailable
 from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
 
@@ -224,7 +225,7 @@ class Bridge:
             await self._close_rate_limited(ws, "connections", verdict)
             return
         try:
-            hello = json.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
+            hello = safejson.loads(await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT))
             claims = self.tokens.verify(str(hello.get("token", ""))) if isinstance(hello, dict) else None
         except WebSocketDisconnect as exc:
             if exc.code == CLOSE_TOO_BIG:
@@ -257,7 +258,7 @@ class Bridge:
                     guard.refuse("message_rate", device_id, verdict)
                     await self._close_rate_limited(ws, "messages", verdict)
                     return
-                message = json.loads(text)
+                message = safejson.loads(text)
                 if time.time() >= claims.exp or not self.link.device_active(device_id):
                     await ws.close(CLOSE_UNAUTHORIZED, "token expired or device revoked")
                     return

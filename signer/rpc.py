@@ -18,6 +18,8 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from policies import safejson
+
 MAX_REPLY_BYTES = 16 << 20
 
 
@@ -86,7 +88,7 @@ class JsonRpcHttp:
         request would make the second answer (e.g. "already known") describe the first."""
         body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
         try:
-            reply = json.loads(self._post(body, retry))
+            reply = safejson.loads(self._post(body, retry))
         except ValueError:
             raise RpcUnreachable("the node did not answer JSON") from None
         if not isinstance(reply, dict):

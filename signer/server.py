@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import grp
-import json
 import logging
 import os
 import socket
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from policies import safejson
 from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
 from signer.backlog import Backlog
 from signer.protocol import (
@@ -197,8 +197,8 @@ class SignerServer:
 
     async def _respond(self, conn: Connection, line: bytes) -> bytes:
         try:
-            frame = json.loads(line)
-        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: a nesting bomb
+            frame = safejson.loads(line)
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a nesting bomb: TooDeep, a ValueError
             return error_frame(None, RpcError(ErrorCode.PARSE, "not valid JSON"))
         req_id = frame.get("id") if isinstance(frame, dict) else None
         if not isinstance(req_id, (str, int)) or isinstance(req_id, bool):

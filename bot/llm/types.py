@@ -9,12 +9,12 @@ model); the OpenAI adapter turns them into role "tool" messages.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.workspace.prompt import wrap_untrusted
+from policies import safejson
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,9 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
         return {}, None
     try:
-        value = json.loads(raw)
+        value = safejson.loads(raw)
+    except safejson.TooDeep as exc:
+        return {}, f"tool arguments are not valid JSON ({exc})"
     except ValueError as exc:
         return {}, f"tool arguments are not valid JSON ({exc.msg} at position {exc.pos})"
     if not isinstance(value, dict):

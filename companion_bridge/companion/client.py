@@ -25,6 +25,7 @@ import aiohttp
 from companion_bridge.app import auth_message
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
+from policies import safejson
 from signer.approval_request import request_hash
 from signer.devices import (
     APPROVAL_DOMAIN,
@@ -173,7 +174,7 @@ class Companion:
         first = await self._ws.receive(timeout=10)
         if first.type != aiohttp.WSMsgType.TEXT:
             raise CompanionError(f"the bridge refused the connection ({self._ws.close_code})", self._ws.close_code)
-        welcome = json.loads(first.data)
+        welcome = safejson.loads(first.data)
         self.state = welcome.get("state", {})
         self.closed.clear()
         self._reader = asyncio.create_task(self._read())
@@ -184,7 +185,7 @@ class Companion:
             async for msg in self._ws:
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     break
-                data = json.loads(msg.data)
+                data = safejson.loads(msg.data)
                 kind = data.get("type")
                 if kind in ("request", "requests"):
                     for request in [data["request"]] if kind == "request" else data["requests"]:

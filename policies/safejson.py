@@ -1,0 +1,54 @@
+"""JSON from a peer we do not trust, refused before parsing when it nests too deeply.
+
+CPython's C JSON decoder recurses once per `[` or `{`, guarded only by the interpreter's recursion
+limit. Importing eth_account (through py_ecc) raises that limit to 100 000, and then a line of a
+few hundred thousand brackets overflows the C stack: the process dies with SIGSEGV instead of
+raising RecursionError. Any process that parses a hostile peer's JSON (a skill, a signer client, an
+RPC node, a companion, an LLM's tool arguments) therefore checks the nesting first, in linear time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_DEPTH = 64
+"""Far beyond any message of ours (a sign request nests 4 levels), far below a stack overflow."""
+
+# A whole JSON string, a bracket, or a quote that opens a string never closed (everything after it
+# is inside that string, so the parser nests no further; stopping there keeps the scan linear).
+_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
+_OPENERS = frozenset(b"[{")
+
+
+class TooDeep(ValueError):
+    """The JSON nests deeper than allowed; a ValueError, like any other JSON that is refused."""
+
+
+def too_deep(data: bytes | str, max_depth: int = MAX_DEPTH) -> bool:
+    """Do `[` and `{` outside strings nest deeper than `max_depth`?"""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:  # the usual case: no scan at all
+        return False
+    depth = 0
+    for match in _TOKEN.finditer(raw):
+        token = match.group()
+        if len(token) != 1:
+            continue  # a string: brackets inside it do not nest
+        if token[0] in _OPENERS:
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif token == b'"':
+            return False  # the rest is one unclosed string: the depth so far was within the limit
+        else:
+            depth -= 1
+    return False
+
+
+def loads(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads`, but TooDeep (a ValueError) for JSON nested deeper than `max_depth`."""
+    if too_deep(data, max_depth):
+        raise TooDeep(f"JSON nested deeper than {max_depth} levels")
+    return json.loads(data)
