@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from hypothesis import given
