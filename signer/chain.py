@@ -2,7 +2,8 @@
 
 Caches are chosen so that a stale value can only make a transaction fail, never move more
 value: fees are refreshed every few seconds, and "this address has no code" (which lets a plain
-value transfer skip simulation at exactly 21 000 gas) is re-checked every 30 seconds.
+value transfer skip simulation at exactly 21 000 gas) is re-checked every 30 seconds. The node's
+fee answers are bounded by the chain's ceilings (signer.fees).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
+from signer.fees import FeeCeilingExceeded, Fees, quote
 from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.settings import ChainSettings
 
@@ -20,6 +22,7 @@ FEE_TTL = 3.0
 CODE_TTL = 30.0
 GAS_HEADROOM_PERCENT = 20
 RECEIPT_POLL_SECONDS = 0.25
+CLAMPED_QUOTES_KEPT = 16
 
 
 class ChainError(Exception):
@@ -46,17 +49,13 @@ class Broadcast:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Fees:
-    max_fee_per_gas: int
-    max_priority_fee_per_gas: int
-
-
 class Chain:
     def __init__(self, settings: ChainSettings, *, timeout: float = 10.0) -> None:
         self.settings = settings
         self.rpc = JsonRpcHttp(settings.rpc_url, timeout=timeout)
         self._fees: tuple[float, Fees] | None = None
+        # Recent quotes whose tip was clamped, by (max fee, tip): the engine notes a clamp on the record.
+        self.clamped_quotes: dict[tuple[int, int], Fees] = {}
         self._no_code: dict[str, float] = {}
         self._nonces: dict[str, int] = {}
         self._nonce_lock = asyncio.Lock()
@@ -92,7 +91,14 @@ class Chain:
         block = await self._call("eth_getBlockByNumber", "latest", False)
         priority = int(await self._call("eth_maxPriorityFeePerGas"), 16)
         base = int(block.get("baseFeePerGas") or "0x0", 16)
-        fees = Fees(max_fee_per_gas=2 * base + priority, max_priority_fee_per_gas=priority)
+        try:
+            fees = quote(base, priority, self.settings)
+        except FeeCeilingExceeded as exc:  # not cached: the next request asks the node again
+            raise ChainError(str(exc)) from None
+        if fees.clamped:
+            self.clamped_quotes[(fees.max_fee_per_gas, fees.max_priority_fee_per_gas)] = fees
+            while len(self.clamped_quotes) > CLAMPED_QUOTES_KEPT:
+                del self.clamped_quotes[next(iter(self.clamped_quotes))]
         self._fees = (now, fees)
         return fees
 
@@ -142,12 +148,21 @@ class Chain:
             return Broadcast(Sent.ACCEPTED, error)
         return Broadcast(Sent.REJECTED if refused else Sent.UNKNOWN, error)
 
-    async def balance(self, address: str, token: str | None = None) -> int:
+    async def balance(self, address: str, token: str | None = None, block: str = "latest") -> int:
+        """`block="pending"` also counts transactions the node holds but has not mined yet."""
         if token is None:
-            return int(await self._call("eth_getBalance", address, "latest"), 16)
+            return int(await self._call("eth_getBalance", address, block), 16)
         data = "0x70a08231" + "00" * 12 + address[2:]
-        raw = await self._call("eth_call", {"to": token, "data": data}, "latest")
+        raw = await self._call("eth_call", {"to": token, "data": data}, block)
         return int(raw, 16) if raw not in (None, "0x") else 0
+
+    async def mined(self, tx_hash: str) -> bool:
+        """Is there a receipt for this transaction now (no waiting)?"""
+        return bool(await self._call("eth_getTransactionReceipt", tx_hash))
+
+    async def mined_nonce(self, address: str) -> int:
+        """How many of the account's transactions are mined: a nonce below it can never be mined again."""
+        return int(await self._call("eth_getTransactionCount", address, "latest"), 16)
 
     async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict:
         deadline = time.monotonic() + timeout

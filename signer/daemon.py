@@ -25,6 +25,7 @@ from signer import devices as devices_store
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
+from signer.clock import SignerClock
 from signer.engine import Engine
 from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
 from signer.identity import SignerIdentity
@@ -117,7 +118,9 @@ class Daemon:
         ensure_schema(self.writer_conn)
         self.writer_conn.executescript(devices_store.SCHEMA + approvals_store.SCHEMA)
         self.reader = connect(paths.db)
-        self.policies = PolicyKeeper(paths.policy, self.reader, policy_text, file_policy)
+        # One clock for decisions, windows and records, never behind what is on record (signer.clock).
+        self.clock = SignerClock.resume(self.reader)
+        self.policies = PolicyKeeper(paths.policy, self.reader, policy_text, file_policy, clock=self.clock)
         self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor)
         self.keys = SessionKeys(self.master)
         self.keys.load(self.reader)
@@ -135,11 +138,12 @@ class Daemon:
             broadcast=config.signer.broadcast,
             pending_ttl=config.signer.pending_ttl_seconds,
             frozen=get_meta(self.reader, "frozen") == "1",
+            clock=self.clock,
         )
         identity = SignerIdentity(self.master)
         self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit,
                                                     signer_key=identity.public_key)
-        self.approvals = Approvals(self.engine, self.devices, identity)
+        self.approvals = Approvals(self.engine, self.devices, identity, clock=self.clock)
         self.engine.approvals = self.approvals
         self.policies.engine, self.policies.approvals = self.engine, self.approvals
         self.approvals.policies = self.policies

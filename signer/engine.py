@@ -35,6 +35,7 @@ from policies.model import Policy
 from signer import records
 from signer.auth import Client
 from signer.chain import Chain, Sent
+from signer.fees import note_clamp
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
 from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
@@ -45,6 +46,7 @@ from signer.store.audit import prepare as audit_record
 from signer.store.writer import Writer
 from signer.summary import Summarizer
 from signer.tier2 import Ending, SessionSigner
+from signer.topup_room import TopUps
 
 if TYPE_CHECKING:
     from signer.approvals import Approvals
@@ -82,6 +84,7 @@ class Engine:
         self.clock = clock
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
         self.receipts = ReceiptWatcher(writer, audit)
+        self.topups = TopUps(reader)  # top-ups in flight per session key, counted against its cap
         self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
         # Are other clients' requests already waiting to be read? Set by the daemon (signer.backlog).
         self.more_waiting: Callable[[], bool] = lambda: False
@@ -261,6 +264,7 @@ class Engine:
         except BaseException:  # cancelled: nothing was signed, nothing written
             self.ledger.release(request_id)
             raise
+        ending = note_clamp(ending, chain)  # a tip the node asked for above the chain's ceiling goes on record
         return ending.result, ending, None
 
     async def _alone(self, request_id: str, ending: Ending | None, chain: Chain | None) -> bool:

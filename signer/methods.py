@@ -251,12 +251,19 @@ class Methods:
         return await self._idempotent(client, params.idempotency_key, kind, params, retire)
 
     async def session_key_topup(self, client: Client, params: TopUpParams) -> dict[str, Any]:
-        """Fund a session key up to its cap. Only dev chains can be funded here; elsewhere it is Tier 1."""
+        """Fund a session key up to its cap. Only dev chains can be funded here; elsewhere it is Tier 1.
+
+        One top-up per key at a time, held until it is mined: concurrent calls each saw the whole
+        room before, and funded the key to a multiple of its cap."""
+        async with self.engine.topups.lock(params.key_id):
+            return await self._topup_locked(client, params)
+
+    async def _topup_locked(self, client: Client, params: TopUpParams) -> dict[str, Any]:
         info, chain, balance, room = await room_under_cap(self.engine, params.key_id)
         amount = room if params.amount is None else params.amount
         if amount > room:
             raise RpcError(ErrorCode.FORBIDDEN, f"a top-up of {amount} wei would exceed the balance cap "
-                                                f"({info.balance_cap} wei; balance {balance} wei)")
+                                                f"({info.balance_cap} wei; held or on its way {balance} wei)")
         if not chain.settings.dev:
             return {"funded": False, "address": info.address, "room": str(room),
                     "hint": "send up to `room` wei to the address from your main wallet (Tier 1)"}
@@ -293,12 +300,13 @@ class Methods:
             return {**json.loads(row[1]), "replayed": True}
         result, (unit, install) = await action()
         request_id = "req_" + hashlib.sha256(f"{client.client_id}:{key}".encode()).hexdigest()[:32]
+        now = self.engine.clock()  # the signer's clock (signer.clock), read when it is decided
 
         def record(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
                 " outcome) VALUES(?,?,?,?,?,?,?,?)",
-                (request_id, client.client_id, key, kind, digest, time.time(), "done", json.dumps(result)),
+                (request_id, client.client_id, key, kind, digest, now, "done", json.dumps(result)),
             )
             unit(conn)
 

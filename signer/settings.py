@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_HOME = Path("~/.owliabot")
 CONFIG_NAME = "config.yaml"
 DEV_CHAIN_ID = 31337
 DEV_RPC_URL = "http://127.0.0.1:8545"
+GWEI = 10**9
 
 
 class ConfigError(Exception):
@@ -31,6 +32,10 @@ class ChainSettings(BaseModel):
     rpc_url: str
     dev: bool = False
     explorer_tx_url: str | None = None  # e.g. "https://etherscan.io/tx/{hash}"
+    # Fee ceilings, whole gwei per gas. Gas is not counted against policy limits, and the fee market
+    # is read from the RPC node: these bound what a lying or broken node can make a key burn.
+    max_priority_fee_gwei: int = Field(default=100, ge=0)  # a higher tip asked by the node is clamped to this
+    max_fee_gwei: int = Field(default=1000, gt=0)  # above this max fee per gas nothing is signed
 
     @field_validator("rpc_url")
     @classmethod
@@ -38,6 +43,20 @@ class ChainSettings(BaseModel):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value
+
+    @model_validator(mode="after")
+    def _tip_within_max_fee(self) -> ChainSettings:
+        if self.max_priority_fee_gwei > self.max_fee_gwei:
+            raise ValueError("max_priority_fee_gwei cannot exceed max_fee_gwei")
+        return self
+
+    @property
+    def max_priority_fee_wei(self) -> int:
+        return self.max_priority_fee_gwei * GWEI
+
+    @property
+    def max_fee_wei(self) -> int:
+        return self.max_fee_gwei * GWEI
 
 
 class SignerSettings(BaseModel):

@@ -2,6 +2,8 @@
 
 A paired companion asks (signed, single use); the request is escalated to it like any other, and
 the answer is checked against the cap again when it arrives, since the balance may have changed.
+Both checks count top-ups sent but not mined yet, a key has one top-up waiting at a time, and each
+key's checks run one at a time (signer.topup_room).
 """
 
 from __future__ import annotations
@@ -26,26 +28,35 @@ if TYPE_CHECKING:
 
 
 async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
-    """An active session key, its chain, its balance and how much more it may be funded (cap - balance)."""
+    """An active session key, its chain, what it holds or has coming, and how much more it may be
+    funded. Call it holding `engine.topups.lock(key_id)` until what the room is used for is recorded."""
     key = engine.keys.info(key_id)
     chain = None if key is None else engine.chains.get(key.chain_id)
     if key is None or key.status != "active" or chain is None:
         raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {key_id}")
     try:
-        balance = await chain.balance(key.address)
+        balance, room = await engine.topups.room(key, chain, engine.clock())
     except ChainError as exc:
         raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-    return key, chain, balance, max(0, key.balance_cap - balance)
+    return key, chain, balance, room
 
 
 async def exceeds_cap(engine: Engine, request: dict[str, Any], chain: Chain, to: str, value: int) -> bool:
-    """At approval time: would this transfer take the key past its cap (or is the key gone)?"""
-    key = engine.keys.info(request["session_key"]["key_id"])
-    try:
-        balance = await chain.balance(to)
-    except ChainError as exc:
-        raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-    return key is None or key.status != "active" or balance + value > key.balance_cap
+    """At approval time: would this transfer take the key past its cap (or is the key gone)? If not,
+    it counts against the room from now on, before it is recorded and sent."""
+    key_id = request["session_key"]["key_id"]
+    async with engine.topups.lock(key_id):
+        key = engine.keys.info(key_id)
+        if key is None or key.status != "active" or key.address.lower() != to.lower():
+            return True
+        try:
+            _balance, room = await engine.topups.room(key, chain, engine.clock())
+        except ChainError as exc:
+            raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
+        if value > room:
+            return True
+        engine.topups.claim(request["request_id"], key_id)
+        return False
 
 
 async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dict[str, Any]:
@@ -53,13 +64,25 @@ async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dic
     engine, devices = approvals.engine, approvals.devices
     message = signed_message(TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts))
     evidence = {"device_id": params.device_id, "key_id": params.key_id}
-    device = await devices.authorize(params.device_id, "topup", message, params.signature, "topup.refused", evidence)
+    await devices.authorize(params.device_id, "topup", message, params.signature, "topup.refused", evidence)
     await devices.consume_proof(message, params.ts, "topup.refused", evidence)
+    async with engine.topups.lock(params.key_id):  # until this request is on record: the next one sees it
+        pending = await _open_topup(approvals, params, evidence)
+    approvals.announce()
+    return pending
+
+
+async def _open_topup(approvals: Approvals, params: TopUpRequestParams, evidence: dict[str, Any]) -> dict[str, Any]:
+    engine, devices = approvals.engine, approvals.devices
+    waiting = engine.topups.waiting(params.key_id, approvals.clock())
+    if waiting is not None:
+        raise await devices.refuse("topup.refused", evidence, f"a top-up of this key is already waiting for an "
+                                                              f"answer ({waiting}); answer it or let it expire first")
     key, _chain, _balance, room = await room_under_cap(engine, params.key_id)
     amount = room if params.amount is None else params.amount
     if amount <= 0 or amount > room:
-        raise await devices.refuse("topup.refused", evidence,
-                                   f"a top-up must be 1..{room} wei (the room under the cap)")
+        raise await devices.refuse("topup.refused", evidence, f"a top-up must be 1..{room} wei (the room under the "
+                                                              "cap, counting top-ups not mined yet)")
     now = approvals.clock()
     request_id = "req_" + secrets.token_hex(16)
     decoded = decode(Call(chain_id=key.chain_id, to=key.address, value=amount))
@@ -73,10 +96,9 @@ async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dic
     pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
     def record(conn: sqlite3.Connection) -> None:
-        approvals.open_request(conn, body, pending, requester=device.device_id)
-        engine.audit.append("topup.requested", {"request_id": request_id, "device_id": device.device_id,
+        approvals.open_request(conn, body, pending, requester=params.device_id)
+        engine.audit.append("topup.requested", {"request_id": request_id, "device_id": params.device_id,
                                                 "key_id": key.key_id, "amount": str(amount)})
 
     await engine.writer.run(record)
-    approvals.announce()
     return pending

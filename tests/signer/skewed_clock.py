@@ -1,0 +1,41 @@
+"""`python -m tests.signer.skewed_clock <owlia args>`: the real CLI, with the system clock set off.
+
+The process's wall clock (`time.time`) reads the real time plus the seconds written in the file
+named by OWLIA_TEST_CLOCK_OFFSET, re-read on every call, so a test can set the clock back or
+forward under a running signer as NTP or an operator would. It is patched before any signer
+module is imported, so every part of the signer sees the same skewed clock; the monotonic
+clock is left alone, as a change of the system time leaves it alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+OFFSET_ENV = "OWLIA_TEST_CLOCK_OFFSET"
+
+
+def set_offset(path: Path, seconds: float) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(repr(float(seconds)))
+    os.replace(tmp, path)  # atomic: the signer never reads half a number
+
+
+def _install(path: str) -> None:
+    real = time.time
+
+    def skewed() -> float:
+        with open(path, encoding="ascii") as f:
+            return real() + float(f.read())
+
+    time.time = skewed
+
+
+if __name__ == "__main__":
+    _install(os.environ[OFFSET_ENV])
+    from bot.cli.app import main
+
+    sys.argv = ["owlia", *sys.argv[1:]]
+    main()
