@@ -3,7 +3,8 @@ and `core.sign`. Each is off unless SKILL.md declared it and the user approved i
 call and per minute, and audited whatever the outcome.
 
 * core.fetch goes through the bot's SafeFetcher (SSRF rules, DNS pinning, outbound secret scan)
-  with the domain allowlist narrowed to the skill's declared hosts.
+  with the domain allowlist narrowed to the skill's declared hosts, and never the private networks
+  or extra ports the user opened for the bot's own web tools (those are for the user's own nodes).
 * core.chain is the bot's read-only chain reader (its method allowlist applies).
 * core.sign exists only for tools declared `sign` (so only in a private DM); the intent goes to the
   signer under the same policy as the agent's, with source `skill.<name>`, which the signer flags
@@ -30,6 +31,7 @@ from skills_runtime.store import InstalledSkill
 PER_CALL = {"core.fetch": 10, "core.chain": 20, "core.sign": 2}
 PER_MINUTE = {"core.fetch": 30, "core.chain": 60, "core.sign": 4}
 FETCH_TEXT_LIMIT = 256 * 1024
+SKILL_FETCH_PORTS = (80, 443)
 _INTENT_KEYS = frozenset(("chain_id", "to", "value", "data", "token_transfer"))
 
 
@@ -53,6 +55,12 @@ class ChainParams(_Params):
 class SignParams(_Params):
     intent: dict[str, Any]
     reason: str = Field(default="", max_length=200)
+
+
+def skill_fetch_policy(bot: FetchPolicy, hosts: tuple[str, ...]) -> FetchPolicy:
+    """The bot's web policy narrowed for a skill: only its declared hosts, public addresses only and
+    the default ports, whatever `web.allow_private` / `web.allowed_ports` open for the bot itself."""
+    return replace(bot, allow_domains=hosts, allow_private=(), allowed_ports=SKILL_FETCH_PORTS)
 
 
 @dataclass
@@ -123,7 +131,7 @@ class Capabilities:
         if not skill.manifest.network:
             raise CallbackDenied("core.fetch: this skill declared no network access")
         if skill.name not in self._fetchers:
-            policy = replace(self.fetch_policy, allow_domains=skill.manifest.network)
+            policy = skill_fetch_policy(self.fetch_policy, skill.manifest.network)
             self._fetchers[skill.name] = SafeFetcher(policy, resolve=self._resolve)
         return self._fetchers[skill.name]
 

@@ -274,3 +274,9 @@ class Docker:
 
     def kill(self, proc: ContainerProcess) -> None:
         proc.kill()
+
+    def snapshot(self, proc: ContainerProcess) -> None:
+        """A container's processes belong to the engine (another pid namespace, perhaps another VM),
+        so the bot cannot watch them between calls: a container is never kept warm, it is removed
+        after each call."""
+        return None

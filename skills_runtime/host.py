@@ -4,11 +4,17 @@ The first call to a skill stages its verified files and starts the sandbox (cold
 calls reuse the process (a warm call is one JSON line each way). A call that times out, floods,
 oversteps the protocol or crashes kills the sandbox, and the next call starts a fresh one. Results
 are untrusted text, capped, and every start, kill and call is audited.
+
+Nothing of a skill may run between calls (rlimits are per process, so left-over processes would
+use the machine without bound): after each call the sandbox stays warm only if it holds nothing but
+the SDK, and while it idles a watcher kills it at the first sign of activity (see proctree), after
+`idle_timeout` seconds without calls, or when the backend cannot look inside it at all.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +28,13 @@ from skills_runtime.process import SkillCallError, SkillProcess
 from skills_runtime.sandbox import Backend, Limits, SandboxUnavailable, Staged, stage
 from skills_runtime.store import InstalledSkill
 
+log = logging.getLogger(__name__)
 MESSAGE_OVERHEAD = 64 * 1024
 START_TIMEOUT = 10.0
+IDLE_TIMEOUT = 120.0
+"""Seconds a warm sandbox waits for its next call before it is stopped."""
+IDLE_CHECK = 0.25
+"""Seconds between two looks at an idle sandbox."""
 
 
 @dataclass
@@ -34,15 +45,18 @@ class _Slot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     process: SkillProcess | None = None
     staged: Staged | None = None
+    watch: asyncio.Task | None = None
 
 
 class SkillHost:
-    def __init__(self, backend: Backend, settings: SkillSettings, audit: BotAudit,
-                 capabilities: Capabilities) -> None:
+    def __init__(self, backend: Backend, settings: SkillSettings, audit: BotAudit, capabilities: Capabilities,
+                 *, idle_timeout: float = IDLE_TIMEOUT, idle_check: float = IDLE_CHECK) -> None:
         self.backend = backend
         self.settings = settings
         self.audit = audit
         self.capabilities = capabilities
+        self.idle_timeout = idle_timeout
+        self.idle_check = idle_check
         self._slots: dict[str, _Slot] = {}
 
     def limits(self, skill: InstalledSkill) -> Limits:
@@ -61,7 +75,7 @@ class SkillHost:
         slot = self._slots.get(skill.name)
         if slot is None or slot.loop is not loop:
             if slot is not None and slot.process is not None:
-                slot.process.kill_now()  # started under an event loop that is gone
+                slot.process.kill_now()  # started under an event loop that is gone (and its watcher with it)
             slot = self._slots[skill.name] = _Slot(loop, staged=slot.staged if slot else None)
         return slot
 
@@ -96,33 +110,97 @@ class SkillHost:
                    arguments: dict[str, Any]) -> ToolOutput:
         slot = self._slot(skill)
         async with slot.lock:
+            await self._unwatch(slot)
             process = await self._running(skill, slot)
-            state = CallState()
-
-            async def on_callback(method: str, params: dict[str, Any]) -> Any:
-                return await self.capabilities.handle(ctx, skill, decl, state, method, params)
-
-            started = time.monotonic()
             try:
-                result = await process.request("tools/call", {"name": decl.name, "arguments": arguments},
-                                               timeout=self.timeout(skill), on_callback=on_callback)
-            except SkillCallError as exc:
-                self.audit.record("skill.call", skill=skill.name, tool=decl.name, outcome="error",
-                                  killed=exc.killed, error=str(exc), seconds=round(time.monotonic() - started, 4),
-                                  stderr=process.stderr_tail[-1000:] if exc.killed else "")
-                if exc.killed:
-                    ctx.services.events.emit("tool", "skill.killed", {"skill": skill.name, "tool": decl.name,
-                                                                       "reason": str(exc)})
-                if not exc.from_skill:
-                    raise ToolFailure(f"skill {skill.name} failed: {exc}") from None
-                # The skill's own error text is content from the skill: fenced and scanned like a result.
-                return self._output(skill, f"the skill reported an error: {exc}", state)
+                return await self._call(ctx, skill, decl, arguments, process)
+            finally:
+                await self._settle(skill, slot, process)
+
+    async def _call(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, arguments: dict[str, Any],
+                    process: SkillProcess) -> ToolOutput:
+        state = CallState()
+
+        async def on_callback(method: str, params: dict[str, Any]) -> Any:
+            return await self.capabilities.handle(ctx, skill, decl, state, method, params)
+
+        started = time.monotonic()
+        try:
+            result = await process.request("tools/call", {"name": decl.name, "arguments": arguments},
+                                           timeout=self.timeout(skill), on_callback=on_callback)
+        except SkillCallError as exc:
+            self.audit.record("skill.call", skill=skill.name, tool=decl.name, outcome="error",
+                              killed=exc.killed, error=str(exc), seconds=round(time.monotonic() - started, 4),
+                              stderr=process.stderr_tail[-1000:] if exc.killed else "")
+            if exc.killed:
+                ctx.services.events.emit("tool", "skill.killed", {"skill": skill.name, "tool": decl.name,
+                                                                   "reason": str(exc)})
+            if not exc.from_skill:
+                raise ToolFailure(f"skill {skill.name} failed: {exc}") from None
+            # The skill's own error text is content from the skill: fenced and scanned like a result.
+            return self._output(skill, f"the skill reported an error: {exc}", state)
         text = result.get("text") if isinstance(result, dict) else None
         if not isinstance(text, str):
             raise ToolFailure(f"skill {skill.name} returned no text result")
         self.audit.record("skill.call", skill=skill.name, tool=decl.name, outcome="ok", bytes=len(text),
                           seconds=round(time.monotonic() - started, 4))
         return self._output(skill, text, state)
+
+    # ---- between calls ------------------------------------------------------------------------
+
+    async def _settle(self, skill: InstalledSkill, slot: _Slot, process: SkillProcess) -> None:
+        """Right after a call: the sandbox stays warm only if nothing but the idle SDK is left in it."""
+        if not process.alive:
+            return
+        snapshot = process.snapshot()
+        if snapshot is None:
+            await self._stop(skill, process, "skill.idle_stop", f"the {self.backend.name} backend cannot "
+                             "watch an idle sandbox, so it does not stay warm")
+        elif snapshot.strays:
+            await self._stop(skill, process, "skill.idle_kill",
+                             "left running after the call: " + ", ".join(snapshot.strays[:8]))
+        else:
+            slot.watch = asyncio.create_task(self._watch(skill, process))
+
+    async def _watch(self, skill: InstalledSkill, process: SkillProcess) -> None:
+        """While no call runs: stop the sandbox after `idle_timeout`; kill it as soon as a process or
+        thread appears in it or anything in it runs at all (its counters move), and audit it if it
+        dies on its own or from a stderr flood (the reader kills it)."""
+        idle_since = time.monotonic()
+        baseline: tuple[int, ...] | None = None  # one tick after the call, when the SDK surely blocks
+        exited = asyncio.ensure_future(process.wait())
+        try:
+            while not (await asyncio.wait({exited}, timeout=self.idle_check))[0]:
+                if time.monotonic() - idle_since >= self.idle_timeout:
+                    reason = f"no call for {self.idle_timeout:g}s"
+                    return await self._stop(skill, process, "skill.idle_stop", reason)
+                snapshot = process.snapshot()
+                assert snapshot is not None  # only backends that can look inside are watched
+                if snapshot.strays or (baseline is not None and snapshot.counters != baseline):
+                    reason = ("running between calls: " + ", ".join(snapshot.strays[:8]) if snapshot.strays
+                              else "the sandbox ran code between calls")
+                    return await self._stop(skill, process, "skill.idle_kill", reason)
+                baseline = snapshot.counters
+        finally:
+            exited.cancel()
+        reason = process.killed_because or "the skill exited between calls"
+        await self._stop(skill, process, "skill.idle_kill", reason)
+
+    async def _stop(self, skill: InstalledSkill, process: SkillProcess, kind: str, reason: str) -> None:
+        """Kill the sandbox (the next call starts a fresh one); audited first, in case we are cancelled."""
+        self.audit.record(kind, skill=skill.name, backend=self.backend.name, reason=reason,
+                          stderr=process.stderr_tail[-1000:] if kind == "skill.idle_kill" else "")
+        if kind == "skill.idle_kill":
+            log.warning("skill %s killed between calls: %s", skill.name, reason)
+        await process.kill()
+
+    @staticmethod
+    async def _unwatch(slot: _Slot) -> None:
+        """A call is about to use the sandbox: the watcher steps aside (and is done when we go on)."""
+        task, slot.watch = slot.watch, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
 
     def _output(self, skill: InstalledSkill, text: str, state: CallState) -> ToolOutput:
         limit = self.settings.max_result_bytes
@@ -135,6 +213,7 @@ class SkillHost:
         for slot in self._slots.values():
             if slot.process is not None:
                 if slot.loop is asyncio.get_running_loop():
+                    await self._unwatch(slot)
                     await slot.process.shutdown()
                 else:
                     slot.process.kill_now()

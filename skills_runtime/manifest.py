@@ -4,16 +4,23 @@ The YAML front matter is the whole contract: the tools the model may call (with 
 subset for their arguments and a tier each), the hosts `core.fetch` may reach, whether `core.chain`
 may read the chain, and resource wishes. Anything outside the subset is refused at install time
 rather than half understood; the approved form is pinned with the tree hash.
+
+Every string in it is shown to the user when they approve the skill, or to the model, so none may
+hold a control, bidi or invisible character (descriptions may span lines). Each tool's argument
+model is built here too, so a schema pydantic cannot build is refused at install, not at startup.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+from bot.tools.registry import SKILL_TOOL_PREFIX
+from policies.text import display_safe, display_safe_lines
 
 MAX_MANIFEST_BYTES = 64 * 1024
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
@@ -24,6 +31,13 @@ _HOST = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-
 
 class ManifestError(ValueError):
     """SKILL.md is missing, malformed or asks for something unsupported."""
+
+
+def tool_name(skill: str, tool: str) -> str:
+    """The name the model calls: `skill_<skill>_<tool>`. Not unique by construction (skill `gas` with
+    tool `tracker_price` and skill `gas_tracker` with tool `price` meet), so install and load refuse
+    a skill whose names are taken."""
+    return f"{SKILL_TOOL_PREFIX}{skill}_{tool}"
 
 
 class _Strict(BaseModel):
@@ -46,11 +60,17 @@ class PropertySchema(_Strict):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
+        """Both Python's `re` and the Rust engine pydantic checks arguments with must accept it."""
         if value is not None:
             try:
                 re.compile(value)
             except re.error as exc:
                 raise ValueError(f"pattern does not compile: {exc}") from None
+            try:
+                TypeAdapter(Annotated[str, Field(pattern=value)])
+            except Exception as exc:  # noqa: BLE001 - pydantic's SchemaError is not a ValueError
+                detail = " ".join(str(exc).split())[:200]
+                raise ValueError(f"pattern is not supported by the argument checker: {detail}") from None
         return value
 
 
@@ -123,6 +143,22 @@ class SkillManifest(_Strict):
             raise ValueError("tool names must be unique")
         return value
 
+    @model_validator(mode="after")
+    def _buildable(self) -> SkillManifest:
+        """Build each tool's argument model and its JSON schema now, exactly as the bot will."""
+        from skills_runtime.arguments import args_model
+
+        for decl in self.tools:
+            try:
+                args_model(self.name, decl).model_json_schema()
+            except Exception as exc:  # noqa: BLE001 - whatever pydantic raises, this schema cannot be used
+                detail = " ".join(str(exc).split())[:200]
+                raise ValueError(f"tool {decl.name}: its input_schema cannot be built: {detail}") from None
+        return self
+
+    def tool_names(self) -> list[str]:
+        return [tool_name(self.name, t.name) for t in self.tools]
+
     def permissions(self) -> dict[str, Any]:
         """What the user approves: compared on every load, so a widened skill needs re-approval."""
         return {"tools": {t.name: t.level for t in self.tools}, "network": list(self.network),
@@ -139,16 +175,38 @@ def parse_manifest(text: str) -> SkillManifest:
         raise ManifestError("SKILL.md front matter is not closed with '---'")
     try:
         data = yaml.safe_load(text[4:end])
+        if not isinstance(data, dict):
+            raise ManifestError("SKILL.md front matter must be a mapping")
+        _check_text(data, "")
+        return SkillManifest.model_validate(data)
     except yaml.YAMLError as exc:
         raise ManifestError(f"SKILL.md front matter is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ManifestError("SKILL.md front matter must be a mapping")
-    try:
-        return SkillManifest.model_validate(data)
+    except RecursionError:
+        raise ManifestError("SKILL.md front matter is nested too deeply") from None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}"
                              for e in exc.errors()[:8])
         raise ManifestError(f"SKILL.md: {problems}") from None
+
+
+def _check_text(value: Any, where: str) -> None:
+    """Refuse any string (key or value, anywhere) that would not show as itself: a terminal escape,
+    a carriage return or a bidi override could redraw the approval screen. Only a `description`
+    may hold newlines and tabs."""
+    if isinstance(value, str):
+        try:
+            (display_safe_lines if where.rsplit(".", 1)[-1] == "description" else display_safe)(value)
+        except ValueError as exc:
+            raise ManifestError(f"SKILL.md: {where or 'manifest'}: {exc}") from None
+    elif isinstance(value, (bytes, bytearray)):  # YAML !!binary: pydantic would decode it into a str
+        raise ManifestError(f"SKILL.md: {where or 'manifest'}: binary values are not allowed")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, where or "manifest")
+            _check_text(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for index, item in enumerate(value):
+            _check_text(item, f"{where}.{index}")
 
 
 def load_manifest(folder: Path) -> SkillManifest:

@@ -3,7 +3,9 @@
 Everything the skill sends is hostile until parsed: a line longer than the message cap, more bytes
 in one call than the call budget, anything that is not the answer or an allowed `core.*` request,
 or silence past the deadline all end the same way: the whole sandbox is killed and the call fails.
-Stderr is drained all the time (so the skill cannot block on it) and only a bounded tail is kept.
+A message the parser chokes on in any way (deep nesting raises RecursionError) is such a violation.
+Stderr is drained all the time (so the skill cannot block on it) and only a bounded tail is kept;
+between calls the skill has nothing to say, so more than IDLE_STDERR_BYTES there kills the sandbox.
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from policies import safejson
+from skills_runtime.proctree import Snapshot
 from skills_runtime.sandbox import Backend, Limits, SandboxProcess, Staged
 
 STDERR_TAIL = 4096
+IDLE_STDERR_BYTES = 1 << 20
+"""Stderr read while no call runs: what a call wrote may still sit in the pipe, an endless writer
+(which would keep the bot's event loop busy reading) is killed."""
 CALLBACK_METHODS = frozenset(("core.fetch", "core.chain", "core.sign"))
 
 Callback = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -30,6 +37,21 @@ class SkillCallError(Exception):
         super().__init__(message)
         self.killed = killed
         self.from_skill = from_skill
+
+
+def _decode(line: bytes) -> dict[str, Any] | None:
+    """The message, or None for anything that is not a plain JSON-RPC object. Any parser failure
+    counts (ValueError, RecursionError on deep nesting, MemoryError), and so does an id or method
+    that is not a plain value: both are echoed or compared, which must not fail later."""
+    try:
+        message = safejson.loads(line)
+    except Exception:  # noqa: BLE001 - whatever the parser raises, the skill broke the protocol
+        return None
+    if not isinstance(message, dict):
+        return None
+    if not isinstance(message.get("id"), (str, int, type(None))) or not isinstance(message.get("method", ""), str):
+        return None
+    return message
 
 
 class CallbackDenied(Exception):
@@ -49,6 +71,10 @@ class SkillProcess:
         self._stderr = bytearray()
         self._stderr_task: asyncio.Task | None = None
         self._ids = itertools.count(1)
+        self._busy = False
+        self._idle_stderr = 0
+        self.killed_because: str | None = None
+        """Why the process killed its own sandbox outside a call (the host audits it)."""
 
     @property
     def alive(self) -> bool:
@@ -69,21 +95,41 @@ class SkillProcess:
         while chunk := await self.proc.stderr.read(65536):
             self._stderr += chunk
             del self._stderr[:-STDERR_TAIL]
+            if not self._busy:
+                self._idle_stderr += len(chunk)
+                if self._idle_stderr > IDLE_STDERR_BYTES and self.killed_because is None:
+                    self.killed_because = f"wrote more than {IDLE_STDERR_BYTES} bytes to stderr between calls"
+                    self.kill_now()
+
+    async def wait(self) -> int:
+        """Until the sandbox has ended, however it ended."""
+        assert self.proc is not None
+        return await self.proc.wait()
+
+    def snapshot(self) -> Snapshot | None:
+        """What runs in the sandbox now, or None if the backend cannot look inside it."""
+        assert self.proc is not None
+        return self.backend.snapshot(self.proc)
 
     async def request(self, method: str, params: dict[str, Any], *, timeout: float,
                       on_callback: Callback | None) -> Any:
         """Send one request and serve the skill's callbacks until its answer; kill on any violation."""
         if not self.alive:
             raise SkillCallError("the skill process is not running")
+        self._busy, self._idle_stderr = True, 0
         try:
             async with asyncio.timeout(timeout):
                 return await self._exchange(method, params, on_callback)
         except TimeoutError:
             await self.kill()
             raise SkillCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
-        except asyncio.CancelledError:
+        except SkillCallError:
+            raise
+        except BaseException:  # cancelled, or the host failed mid-conversation: the protocol state is lost
             await self.kill()
             raise
+        finally:
+            self._busy = False
 
     async def _exchange(self, method: str, params: dict[str, Any], on_callback: Callback | None) -> Any:
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
@@ -104,18 +150,16 @@ class SkillProcess:
             if budget < 0:
                 await self.kill()
                 raise SkillCallError("the skill flooded its output; the sandbox was killed", killed=True)
-            try:
-                message = json.loads(line)
-            except ValueError:
+            message = _decode(line)
+            if message is None:
                 await self.kill()
-                raise SkillCallError("the skill broke the protocol (not JSON); the sandbox was killed",
-                                     killed=True) from None
-            if not isinstance(message, dict):
-                await self._violation()
+                raise SkillCallError("the skill broke the protocol (not a JSON-RPC message); the sandbox "
+                                     "was killed", killed=True)
             if message.get("id") == my_id and "method" not in message:
                 if "error" in message:
                     error = message["error"] if isinstance(message["error"], dict) else {}
-                    raise SkillCallError(str(error.get("message", "error"))[:2000], from_skill=True)
+                    text = error.get("message")
+                    raise SkillCallError(text[:2000] if isinstance(text, str) else "error", from_skill=True)
                 return message.get("result")
             if message.get("method") in CALLBACK_METHODS and on_callback is not None:
                 self._write(await self._serve(message, on_callback))

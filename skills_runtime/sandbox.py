@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from skills_runtime import tree
+from skills_runtime import proctree, tree
 
 SDK_SOURCE = Path(__file__).with_name("sdk.py")
 SANDBOX_UID = 65534
@@ -104,6 +104,11 @@ class Backend(Protocol):
 
     def kill(self, proc: SandboxProcess) -> None:
         """Kill the whole sandbox at once, without blocking; `proc.wait()` then returns."""
+        ...
+
+    def snapshot(self, proc: SandboxProcess) -> proctree.Snapshot | None:
+        """What runs in the sandbox now (see proctree), or None if this backend cannot look inside;
+        the host then does not keep the sandbox warm between calls."""
         ...
 
 
@@ -198,6 +203,10 @@ class Bubblewrap:
         except ProcessLookupError:
             pass
 
+    def snapshot(self, proc: asyncio.subprocess.Process) -> proctree.Snapshot:  # type: ignore[override]
+        """The sandbox's processes as the host's /proc shows them under bwrap's pid."""
+        return proctree.snapshot(proc.pid)
+
 
 class GVisor:
     name = "gvisor"
@@ -213,6 +222,9 @@ class GVisor:
 
     def kill(self, proc: SandboxProcess) -> None:
         """Nothing to kill: spawn never starts anything."""
+
+    def snapshot(self, proc: SandboxProcess) -> None:
+        return None
 
 
 def select_backend(choice: str, *, docker_host: str | None = None,

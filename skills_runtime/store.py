@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.workspace.fs import private_dir, write_atomic_private
-from skills_runtime.manifest import SkillManifest, load_manifest
+from skills_runtime.manifest import SkillManifest, load_manifest, tool_name
 from skills_runtime.tree import copy_tree, extract_archive, tree_hash
 
 REGISTRY = "registry.json"
@@ -80,6 +80,16 @@ class SkillStore:
             raise SkillError(f"no skill named {name!r} is installed")
         return found
 
+    def check_names(self, manifest: SkillManifest) -> None:
+        """Refuse a skill whose `skill_<skill>_<tool>` names another installed skill already has
+        (the bot could offer only one of them, and the model would call the wrong one)."""
+        taken = {tool_name(name, tool): name for name, entry in self._read().items() if name != manifest.name
+                 for tool in entry.get("permissions", {}).get("tools", {})}
+        clash = next((n for n in manifest.tool_names() if n in taken), None)
+        if clash is not None:
+            raise SkillError(f"{manifest.name}: its tool {clash} has the name of a tool of the installed skill "
+                             f"{taken[clash]}; rename the tool or remove {taken[clash]} first")
+
     # ---- install ------------------------------------------------------------------------------
 
     def prepare(self, source: Path) -> Prepared:
@@ -95,6 +105,7 @@ class SkillStore:
             else:
                 raise SkillError(f"{source} is neither a folder nor an archive")
             manifest = load_manifest(folder)
+            self.check_names(manifest)
             digest = tree_hash(folder)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -149,6 +160,7 @@ class SkillStore:
         manifest, digest = self.current(name)
         if digest != expected_hash:
             raise SkillChanged(f"{name} changed again while you were reviewing it; run approve again")
+        self.check_names(manifest)
         skills = self._read()
         skills[name].update(version=manifest.version, tree_hash=digest, permissions=manifest.permissions(),
                             approved_at=int(time.time()))

@@ -3,6 +3,10 @@
 Installing shows what the skill declares (tools and their tiers, network hosts, chain access,
 resources, tree hash) and asks before anything is copied into place. A skill whose files or
 permissions changed since then is refused by the bot until `owlia skill approve NAME`.
+
+Everything shown comes from the skill's author. SKILL.md parsing already refuses control, bidi and
+invisible characters; here the text is escaped again with `visible()` and a description's further
+lines are indented under a gutter, so nothing a skill wrote can pass for a line of this screen.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 import typer
 
 from bot.cli.common import fail, home_of, print_json
+from policies.text import visible
 
 app = typer.Typer(help="Manage skills (third-party tools that run in a sandbox).", no_args_is_help=True)
 
@@ -22,10 +27,25 @@ def _store(ctx: typer.Context):
     return SkillStore(home_of(ctx))
 
 
+def _echo(text: str) -> None:
+    """Print text that holds skill-written parts: every hidden character escaped, newlines kept."""
+    typer.echo(visible(text, keep="\n"))
+
+
+def _block(text: str, indent: str) -> str:
+    """A skill-written description inline: escaped, and any further line indented under a `|`
+    gutter, so it cannot pose as a tool, network or signing line of the screen."""
+    first, *rest = visible(text.strip(), keep="\n").split("\n")
+    return "\n".join([first, *(f"{indent}| {line}" for line in rest)])
+
+
 def describe(manifest, digest: str) -> str:
     """The text the user approves: everything the skill may do, in plain words."""
-    lines = [f"skill {manifest.name} v{manifest.version}: {manifest.description}", "tools:"]
-    lines += [f"  - skill_{manifest.name}_{t.name} [{t.level}]: {t.description}" for t in manifest.tools]
+    from skills_runtime.manifest import tool_name
+
+    lines = [f"skill {manifest.name} v{manifest.version}: {_block(manifest.description, '    ')}", "tools:"]
+    lines += [f"  - {tool_name(manifest.name, t.name)} [{t.level}]: {_block(t.description, '      ')}"
+              for t in manifest.tools]
     lines.append("network: " + (", ".join(manifest.network) if manifest.network else "none"))
     lines.append("chain reads: " + ("yes (read-only methods)" if manifest.chain_read else "no"))
     if any(t.level == "sign" for t in manifest.tools):
@@ -33,7 +53,7 @@ def describe(manifest, digest: str) -> str:
     resources = manifest.resources.model_dump(exclude_none=True)
     lines.append("resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"))
     lines.append(f"tree hash: {digest}")
-    return "\n".join(lines)
+    return visible("\n".join(lines), keep="\n")
 
 
 def _guard(action):
@@ -44,7 +64,7 @@ def _guard(action):
     try:
         return action()
     except (SkillError, ManifestError, TreeError) as exc:
-        fail(str(exc))
+        fail(visible(str(exc)))
 
 
 @app.command("install")
@@ -55,10 +75,10 @@ def install(ctx: typer.Context, path: Path = typer.Argument(..., help="A skill f
     store = _store(ctx)
     prepared = _guard(lambda: store.prepare(path))
     try:
-        typer.echo(describe(prepared.manifest, prepared.tree_hash))
+        _echo(describe(prepared.manifest, prepared.tree_hash))
         if prepared.previous is not None:
-            typer.echo(f"replaces the installed v{prepared.previous['version']} "
-                       f"({prepared.previous['tree_hash'][:12]}...)")
+            _echo(f"replaces the installed v{prepared.previous['version']} "
+                  f"({prepared.previous['tree_hash'][:12]}...)")
         if not yes and not typer.confirm("Install this skill with these permissions?", default=False):
             fail("not installed")
     except BaseException:
@@ -89,8 +109,8 @@ def info(ctx: typer.Context, name: str) -> None:
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
-    typer.echo(describe(manifest, digest))
-    typer.echo(f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
+    _echo(describe(manifest, digest))
+    _echo(f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
                + ("" if digest == entry["tree_hash"] else "  (CHANGED since approval)"))
 
 
@@ -100,11 +120,12 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
-    typer.echo(describe(manifest, digest))
+    _echo(describe(manifest, digest))
     if digest == entry["tree_hash"] and manifest.permissions() == entry["permissions"]:
         typer.echo("unchanged; nothing to approve")
         return
-    typer.echo(f"approved before: {entry['permissions']}")
+    _guard(lambda: store.check_names(manifest))
+    _echo(f"approved before: {entry['permissions']}")
     if not yes and not typer.confirm("Approve this version?", default=False):
         fail("not approved")
     _guard(lambda: store.approve(name, digest))

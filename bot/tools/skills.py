@@ -3,7 +3,10 @@
 Only enabled skills whose files and permissions still match what the user approved are offered, and
 only when a sandbox backend is available (there is no unsandboxed fallback). The declared tier
 decides everything as for built-in tools: `write` needs the user's confirmation, `sign` exists only
-in a private DM, and the registry's context rules apply. Results are untrusted and capped.
+in a private DM, and the registry's context rules apply. Results are untrusted and capped, and each
+tool's description (written by the skill's author) is labelled as untrusted third-party text. A
+skill that cannot be loaded (changed, broken, or with a tool name an earlier skill already has) is
+refused on its own and audited; the bot starts without it.
 """
 
 from __future__ import annotations
@@ -11,48 +14,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import ConfigDict, Field, create_model
+from typing import Any
 
 from bot.config import SkillSettings
 from bot.net.ssrf import FetchPolicy
 from bot.tools.base import Level, Tool, ToolArgs, ToolContext, ToolOutput
-from bot.tools.registry import SKILL_TOOL_PREFIX
-from skills_runtime.manifest import PropertySchema, ToolDecl
+from skills_runtime.arguments import SkillArgs, args_model
+from skills_runtime.manifest import ToolDecl, tool_name
 from skills_runtime.store import InstalledSkill, SkillError, SkillStore
 
+__all__ = ["SkillArgs", "SkillTools", "args_model", "load_skill_tools", "skill_tool", "tool_name"]
 log = logging.getLogger(__name__)
-_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
-
-
-class SkillArgs(ToolArgs):
-    """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-def tool_name(skill: str, tool: str) -> str:
-    return f"{SKILL_TOOL_PREFIX}{skill}_{tool}"
-
-
-def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
-    kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]  # type: ignore[valid-type]
-    constraints = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
-                                     "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
-                   if v is not None and not prop.enum}
-    if required:
-        return kind, Field(description=prop.description or None, **constraints)
-    if prop.default is not None:
-        return kind, Field(default=prop.default, description=prop.description or None, **constraints)
-    return kind | None, Field(default=None, description=prop.description or None, **constraints)
-
-
-def args_model(skill: str, decl: ToolDecl) -> type[ToolArgs]:
-    """A pydantic model for the declared argument schema (unknown fields refused, strict types)."""
-    schema = decl.input_schema
-    fields = {name: _field(prop, name in schema.required) for name, prop in schema.properties.items()}
-    return create_model(f"Skill_{skill}_{decl.name}", __base__=SkillArgs, **fields)  # type: ignore[call-overload]
+UNTRUSTED_LABEL = "third-party skill, untrusted"
+"""Every skill tool's description starts with this: its author wrote the rest, not us."""
 
 
 def skill_tool(host: Any, skill: InstalledSkill, decl: ToolDecl) -> Tool:
@@ -66,7 +40,7 @@ def skill_tool(host: Any, skill: InstalledSkill, decl: ToolDecl) -> Tool:
         shown = ", ".join(f"{k}={v!r}" for k, v in args.model_dump(exclude_none=True).items())
         return f"Run {decl.name}({shown}) of the third-party skill {skill.name} v{skill.manifest.version}"
 
-    description = f"[third-party skill {skill.name} v{skill.manifest.version}] {decl.description}"
+    description = f"[{UNTRUSTED_LABEL}: {skill.name} v{skill.manifest.version}] {decl.description}"
     return Tool(name, description, Level(decl.level), model, handler, timeout=host.timeout(skill) + 5,
                 confirmation=confirmation if decl.level == "write" else None)
 
@@ -110,13 +84,27 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
         log.warning("skills disabled: %s", why)
         return result
     result.host = SkillHost(backend, settings, audit, Capabilities(audit, fetch_policy, resolve=resolve))
-    for name in names:
+    taken: dict[str, str] = {}  # tool name -> the skill that has it
+    for name in _by_install_time(store, names):
         try:
             skill = store.load(name)
-        except SkillError as exc:
-            result.problems.append(str(exc))
-            audit.record("skill.refused", skill=name, reason=str(exc))
-            log.warning("skill %s not loaded: %s", name, exc)
+            tools = [skill_tool(result.host, skill, decl) for decl in skill.manifest.tools]
+            clash = next((t.name for t in tools if t.name in taken), None)
+            if clash is not None:
+                raise SkillError(f"{name}: its tool {clash} has the name of a tool of the skill {taken[clash]}, "
+                                 "installed earlier; remove one of them")
+        except Exception as exc:  # noqa: BLE001 - one broken skill is refused; it never stops the bot
+            reason = str(exc) if isinstance(exc, SkillError) else f"{name}: {type(exc).__name__}: {exc}"
+            result.problems.append(reason)
+            audit.record("skill.refused", skill=name, reason=reason[:1000])
+            log.warning("skill %s not loaded: %s", name, reason)
             continue
-        result.tools += [skill_tool(result.host, skill, decl) for decl in skill.manifest.tools]
+        taken.update((t.name, name) for t in tools)
+        result.tools += tools
     return result
+
+
+def _by_install_time(store: SkillStore, names: list[str]) -> list[str]:
+    """Earliest first: when two skills' tool names meet, the later one is refused."""
+    entries = store.entries()
+    return sorted(names, key=lambda n: (entries.get(n, {}).get("installed_at", 0), n))

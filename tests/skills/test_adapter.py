@@ -60,7 +60,7 @@ def test_names_tiers_and_confirmation_follow_the_manifest():
     assert [made[n].level for n in sorted(made)] == [Level.WRITE, Level.READ, Level.SIGN]
     keep = made["skill_notes_keep"]
     assert "third-party skill notes" in keep.confirmation_text(keep.args.model_validate({}))
-    assert made["skill_notes_look"].description.startswith("[third-party skill notes v0.1.0]")
+    assert made["skill_notes_look"].description == "[third-party skill, untrusted: notes v0.1.0] read something"
 
 
 @pytest.mark.parametrize("kind, visible", [

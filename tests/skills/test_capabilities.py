@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from bot.net.ssrf import FetchPolicy
 from bot.tools.chain_reader import RpcChainReader
 from signer.client import SignerClient
-from skills_runtime.capabilities import PER_CALL, PER_MINUTE, CallState, Capabilities
+from skills_runtime.capabilities import PER_CALL, PER_MINUTE, CallState, Capabilities, skill_fetch_policy
 from skills_runtime.process import CallbackDenied
 from tests.bot.net.conftest import local_server
 from tests.conftest import FRIEND, balance
@@ -27,38 +27,50 @@ def resolver(mapping: dict[str, str]):
     return resolve
 
 
-def test_core_fetch_reaches_only_declared_hosts_and_never_private_addresses(run_skills, home):
+def test_core_fetch_reaches_only_declared_hosts_and_never_the_bots_private_networks_or_ports(run_skills, home):
     async def scenario(loaded):
         async with local_server() as server:
             port = server.port
-            ok = await loaded.result("evil", "fetch", url=f"http://api.allowed.test:{port}/json")
-            undeclared = await loaded.result("evil", "fetch", url=f"http://127.0.0.1:{port}/json")
-            other = await loaded.result("evil", "fetch", url=f"http://elsewhere.test:{port}/json")
-            metadata = await loaded.result("evil", "fetch", url="http://169.254.169.254/latest/meta-data/")
-            leak = await loaded.result("evil", "fetch", url=f"http://api.allowed.test:{port}/?k={'ab' * 32}")
-            return ok, undeclared, other, metadata, leak, [s.path for s in server.seen]
+            found = {
+                "opened_port": await loaded.result("evil", "fetch", url=f"http://api.allowed.test:{port}/json"),
+                "opened_network": await loaded.result("evil", "fetch", url="http://api.allowed.test/json"),
+                "literal": await loaded.result("evil", "fetch", url=f"http://127.0.0.1:{port}/json"),
+                "undeclared": await loaded.result("evil", "fetch", url="http://elsewhere.test/json"),
+                "metadata": await loaded.result("evil", "fetch", url="http://169.254.169.254/latest/meta-data/"),
+                "leak": await loaded.result("evil", "fetch", url=f"http://api.allowed.test/?k={'ab' * 32}"),
+            }
+            return found, server.seen
 
-    # The user opened 127.0.0.1 for their own services; the skill may still only name its own host.
+    # The user opened 127.0.0.1 and high ports for the bot's own web tools (their own node): a skill
+    # gets neither, only public addresses of the hosts it declared, on ports 80 and 443.
     policy = FetchPolicy(allow_private=("127.0.0.1/32",), allowed_ports=(80, 443, *range(1024, 65536)))
     resolve = resolver({"api.allowed.test": "127.0.0.1", "elsewhere.test": "127.0.0.1"})
-    ok, undeclared, other, metadata, leak, seen = run_skills(scenario, EVIL, policy=policy, resolve=resolve)
-    assert ok["status"] == 200 and "3120.55" in ok["text"]
-    assert "not on the allow list" in undeclared["refused"] and "not on the allow list" in other["refused"]
-    assert "refused" in metadata and "refused" in leak
-    assert seen == ["/json"]  # the refused requests never reached the server
+    found, seen = run_skills(scenario, EVIL, policy=policy, resolve=resolve)
+    assert "is not allowed" in found["opened_port"]["refused"]
+    assert "resolves to a loopback address" in found["opened_network"]["refused"]
+    assert "loopback" in found["literal"]["refused"]
+    assert "not on the allow list" in found["undeclared"]["refused"]
+    assert "refused" in found["metadata"] and "refusing to send" in found["leak"]["refused"]
+    assert seen == []  # nothing reached the server
     outcomes = [(r["method"], r["outcome"]) for r in audit_records(home) if r["kind"] == "skill.callback"]
-    assert outcomes == [("core.fetch", "ok")] + [("core.fetch", "denied")] * 4
+    assert outcomes == [("core.fetch", "denied")] * 6
+
+
+def test_a_skills_fetch_policy_keeps_the_bots_limits_and_drops_what_it_opened():
+    bot = FetchPolicy(allow_domains=("*.example.org",), deny_domains=("bad.example.com",), max_bytes=1234,
+                      timeout=3.0, allow_private=("10.0.0.0/8",), allowed_ports=(80, 443, 8545))
+    policy = skill_fetch_policy(bot, ("api.example.com",))
+    assert policy.allow_domains == ("api.example.com",) and policy.deny_domains == ("bad.example.com",)
+    assert policy.allow_private == () and policy.private_networks == () and policy.allowed_ports == (80, 443)
+    assert (policy.max_bytes, policy.timeout, policy.max_redirects) == (1234, 3.0, bot.max_redirects)
 
 
 def test_a_declared_name_that_resolves_to_loopback_is_blocked(run_skills):
     async def scenario(loaded):
-        async with local_server() as server:
-            found = await loaded.result("evil", "fetch", url=f"http://api.allowed.test:{server.port}/json")
-            return found, server.seen
+        return await loaded.result("evil", "fetch", url="http://api.allowed.test/json")
 
-    policy = FetchPolicy(allowed_ports=tuple(range(1024, 65536)))
-    found, seen = run_skills(scenario, EVIL, policy=policy, resolve=resolver({"api.allowed.test": "127.0.0.1"}))
-    assert "resolves to a loopback address" in found["refused"] and seen == []
+    found = run_skills(scenario, EVIL, policy=FetchPolicy(), resolve=resolver({"api.allowed.test": "127.0.0.1"}))
+    assert "resolves to a loopback address" in found["refused"]
 
 
 def test_core_fetch_is_off_when_the_bot_has_no_web_access(run_skills):

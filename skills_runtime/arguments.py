@@ -1,0 +1,45 @@
+"""The pydantic model a skill tool's arguments are checked with, built from its declared schema.
+
+It lives next to the manifest because SKILL.md is checked by building it: a schema that Python
+accepts but pydantic cannot build (a `pattern` the Rust regex engine refuses, such as a
+backreference) must fail `owlia skill install`, not the bot's startup.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ConfigDict, Field, create_model
+
+from bot.tools.base import ToolArgs
+
+if TYPE_CHECKING:
+    from skills_runtime.manifest import PropertySchema, ToolDecl
+
+_TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
+
+
+class SkillArgs(ToolArgs):
+    """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
+    kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]  # type: ignore[valid-type]
+    constraints = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
+                                     "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
+                   if v is not None and not prop.enum}
+    if required:
+        return kind, Field(description=prop.description or None, **constraints)
+    if prop.default is not None:
+        return kind, Field(default=prop.default, description=prop.description or None, **constraints)
+    return kind | None, Field(default=None, description=prop.description or None, **constraints)
+
+
+def args_model(skill: str, decl: ToolDecl) -> type[ToolArgs]:
+    """A pydantic model for the declared argument schema (unknown fields refused, strict types).
+    Raises whatever pydantic raises (SchemaError is not a ValueError) for a schema it cannot build."""
+    schema = decl.input_schema
+    fields = {name: _field(prop, name in schema.required) for name, prop in schema.properties.items()}
+    return create_model(f"Skill_{skill}_{decl.name}", __base__=SkillArgs, **fields)  # type: ignore[call-overload]
