@@ -29,6 +29,10 @@ class ChainError(Exception):
     """The RPC failed or refused; the message is safe to show."""
 
 
+class FeeAboveCeiling(ChainError):
+    """The node's fee market is above the chain's `max_fee_gwei`: a denial naming that ceiling."""
+
+
 class SimulationReverted(ChainError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -94,7 +98,7 @@ class Chain:
         try:
             fees = quote(base, priority, self.settings)
         except FeeCeilingExceeded as exc:  # not cached: the next request asks the node again
-            raise ChainError(str(exc)) from None
+            raise FeeAboveCeiling(str(exc)) from None
         if fees.clamped:
             self.clamped_quotes[(fees.max_fee_per_gas, fees.max_priority_fee_per_gas)] = fees
             while len(self.clamped_quotes) > CLAMPED_QUOTES_KEPT:

@@ -5,8 +5,9 @@ the policy's limits (the session key pays its own fees; its balance cap bounds t
 ceiling a lying or broken node picks the tip every transaction pays: one 0.001 ETH transfer at a
 4000 gwei tip burns 0.085 ETH. So the tip is clamped to the chain's `max_priority_fee_gwei`, and a
 transaction whose max fee per gas would pass `max_fee_gwei` is not signed at all (its request is
-abandoned with the reason). A clamp is logged and written into the request's outcome and its
-`sign.signed` record (`fee_clamped`), so a node that lies is visible. Amounts are integer wei.
+denied as `chain.max_fee` with the reason). A clamp is logged and written into the request's
+outcome and its `sign.signed` record (`fee_clamped`), so a node that lies is visible. Amounts are
+integer wei.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 from policies.decision import Decision
 from policies.intent import Decoded
 from signer import records
-from signer.chain import Chain, ChainError, SimulationReverted
+from signer.chain import Chain, ChainError, FeeAboveCeiling, SimulationReverted
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
 from signer.txcodec import Eip1559Tx, sign_eip1559
@@ -51,6 +51,8 @@ class SessionSigner:
         except SimulationReverted as exc:
             return self.abandoned(request_id, decision, summary, "simulation.reverted",
                                   f"the transaction would revert: {exc.reason}")
+        except FeeAboveCeiling as exc:
+            return self.abandoned(request_id, decision, summary, "chain.max_fee", str(exc))
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import threading
 import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from nacl.signing import SigningKey
@@ -321,3 +325,66 @@ def test_a_nonce_quote_counts_only_if_the_signer_signed_it_fresh_and_not_below_t
         assert quoted_nonce({**state, "nonce_sig": "00" * 64}, request, key) is None
 
     run(tier1, body)
+
+
+class _SlowNonceNode(ThreadingHTTPServer):
+    """Forwards JSON-RPC to anvil; once `slow` is set, nonce reads take `slow` seconds."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(("127.0.0.1", 0), _SlowNonceHandler)
+        self.upstream, self.slow = upstream, 0.0
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _SlowNonceHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if b"eth_getTransactionCount" in body:
+            time.sleep(self.server.slow)  # type: ignore[attr-defined]
+        request = urllib.request.Request(self.server.upstream, data=body,  # type: ignore[attr-defined]
+                                         headers={"Content-Type": "application/json"})
+        reply = urllib.request.urlopen(request, timeout=30).read()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+
+def test_a_request_that_expires_while_its_answer_waits_is_refused_at_the_commit(make_stack, tmp_path, anvil):
+    """The answer arrives in time and passes the first expiry check, then waits for the chain (the
+    main account's nonce) past the expiry: the commit that would close the request checks again."""
+    from tests.companion.conftest import start_bridge
+
+    node = _SlowNonceNode(anvil.url)
+    stack = make_stack(rpc_url=node.url, signer={"pending_ttl_seconds": 3}).start()
+    bridge = start_bridge(stack, tmp_path / "bridge")
+    tier1 = Tier1(stack, bridge, tmp_path, anvil)
+    try:
+        async def body(companion: Companion):
+            nonce = main_nonce(tier1, companion)
+            request = await escalate(tier1, companion)
+            params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            node.slow = request["expires_at"] - time.time() + 1.0  # the nonce read ends after the expiry
+            assert time.time() < request["expires_at"] - 1.0  # so the answer itself is on time
+            await refused(companion, params, "expired")
+            node.slow = 0.0
+            await assert_nothing_signed(tier1, companion, request["request_id"], ["expired"], nonce)
+            with sqlite3.connect(stack.paths.db) as conn:
+                (state,) = conn.execute("SELECT state FROM approvals WHERE request_id=?",
+                                        (request["request_id"],)).fetchone()
+            assert state == "open"  # never approved; it reads as expired from now on
+
+        run(tier1, body)
+    finally:
+        bridge.stop()
+        node.shutdown()

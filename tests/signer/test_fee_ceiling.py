@@ -111,8 +111,8 @@ def test_a_max_fee_above_the_ceiling_signs_nothing(make_stack, anvil, node):
     nonce = rpc(anvil.url, "eth_getTransactionCount", [key["address"], "pending"])
     node.lies["base_fee"] = 600 * GWEI  # 2 x 600 + tip > the default max_fee_gwei of 1000
     result = sign(stack, MILLI)
-    assert result["status"] == "failed"
-    assert "max_fee_gwei" in result["error"] and "nothing was signed" in result["error"]
+    assert (result["status"], result["rule_id"]) == ("denied", "chain.max_fee")
+    assert "max_fee_gwei" in result["reason"] and "nothing was signed" in result["reason"]
     assert rpc(anvil.url, "eth_getTransactionCount", [key["address"], "pending"]) == nonce
     abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})["entries"][0]
     assert abandoned["body"]["request_id"] == result["request_id"]
