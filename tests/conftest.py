@@ -99,12 +99,15 @@ class SignerStack:
         return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(self.home), *args],
                               text=True, capture_output=True, timeout=120, env=env)
 
+    def serve_command(self) -> tuple[list[str], dict[str, str] | None]:
+        """How the signer process is started: argv and environment (None: this one's)."""
+        return [sys.executable, "-m", "bot.cli", "--home", str(self.home), "signer", "serve",
+                "--passphrase-file", str(self.passfile)], None
+
     def start(self, timeout: float = 30.0) -> SignerStack:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--home", str(self.home), "signer", "serve",
-             "--passphrase-file", str(self.passfile)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"),
-        )
+        argv, env = self.serve_command()
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=open(self.log, "ab"), env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -8,9 +8,11 @@ bridge test swaps its delivery step); everything between the processes is real s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,13 +117,22 @@ def start_bridge(stack: SignerStack, home: Path, **overrides: Any) -> BridgeThre
     return BridgeThread(options).start()
 
 
+@contextlib.contextmanager
+def own_tier1(make_stack, root: Path, anvil, **stack_options: Any) -> Iterator[Tier1]:
+    """A signer (configured by `stack_options`) and a bridge of the test's own."""
+    stack = make_stack(**stack_options).start()
+    bridge = start_bridge(stack, root / "bridge")
+    try:
+        yield Tier1(stack, bridge, root, anvil)
+    finally:
+        bridge.stop()
+
+
 @pytest.fixture()
 def tier1(make_stack, tmp_path, anvil):
     """A fresh signer and bridge: for tests that need an unpaired signer or change its state."""
-    stack = make_stack().start()
-    bridge = start_bridge(stack, tmp_path / "bridge")
-    yield Tier1(stack, bridge, tmp_path, anvil)
-    bridge.stop()
+    with own_tier1(make_stack, tmp_path, anvil) as tier:
+        yield tier
 
 
 @pytest.fixture(scope="module")

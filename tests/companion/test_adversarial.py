@@ -17,7 +17,7 @@ from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.client import SignerClient, SignerError
 from signer.devices import APPROVAL_DOMAIN, answer_body, signed_message
 from signer.protocol import Scope
-from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for, transfer
+from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, own_tier1, request_for, transfer
 from tests.conftest import FRIEND, STRANGER, balance, rpc
 
 pytestmark = [pytest.mark.chain]
@@ -193,26 +193,18 @@ def test_revoked_device_cannot_answer_and_is_disconnected(tier1):
 
 
 def test_expired_request_is_refused(make_stack, tmp_path, anvil):
-    from tests.companion.conftest import start_bridge
-
-    stack = make_stack(signer={"pending_ttl_seconds": 2}).start()
-    bridge = start_bridge(stack, tmp_path / "bridge")
-    tier1 = Tier1(stack, bridge, tmp_path, anvil)
-    try:
+    with own_tier1(make_stack, tmp_path, anvil, signer={"pending_ttl_seconds": 2}) as tier1:
         async def body(companion: Companion):
             nonce = main_nonce(tier1, companion)
             request = await escalate(tier1, companion)
             params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
             await asyncio.sleep(max(0.0, request["expires_at"] - time.time()) + 0.1)
             await refused(companion, params, "expired")
-            bot = tier1.stack.client_token("late")
-            async with SignerClient(stack.socket, bot) as client:
+            async with SignerClient(tier1.stack.socket, tier1.stack.client_token("late")) as client:
                 assert (await client.call("status"))["frozen"] is False
             await assert_nothing_signed(tier1, companion, request["request_id"], ["expired"], nonce)
 
         run(tier1, body)
-    finally:
-        bridge.stop()
 
 
 def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(tier1, anvil, monkeypatch):
@@ -363,13 +355,8 @@ class _SlowNonceHandler(BaseHTTPRequestHandler):
 def test_a_request_that_expires_while_its_answer_waits_is_refused_at_the_commit(make_stack, tmp_path, anvil):
     """The answer arrives in time and passes the first expiry check, then waits for the chain (the
     main account's nonce) past the expiry: the commit that would close the request checks again."""
-    from tests.companion.conftest import start_bridge
-
     node = _SlowNonceNode(anvil.url)
-    stack = make_stack(rpc_url=node.url, signer={"pending_ttl_seconds": 3}).start()
-    bridge = start_bridge(stack, tmp_path / "bridge")
-    tier1 = Tier1(stack, bridge, tmp_path, anvil)
-    try:
+    with own_tier1(make_stack, tmp_path, anvil, rpc_url=node.url, signer={"pending_ttl_seconds": 3}) as tier1:
         async def body(companion: Companion):
             nonce = main_nonce(tier1, companion)
             request = await escalate(tier1, companion)
@@ -379,12 +366,10 @@ def test_a_request_that_expires_while_its_answer_waits_is_refused_at_the_commit(
             await refused(companion, params, "expired")
             node.slow = 0.0
             await assert_nothing_signed(tier1, companion, request["request_id"], ["expired"], nonce)
-            with sqlite3.connect(stack.paths.db) as conn:
+            with sqlite3.connect(tier1.stack.paths.db) as conn:
                 (state,) = conn.execute("SELECT state FROM approvals WHERE request_id=?",
                                         (request["request_id"],)).fetchone()
             assert state == "open"  # never approved; it reads as expired from now on
 
         run(tier1, body)
-    finally:
-        bridge.stop()
-        node.shutdown()
+    node.shutdown()
