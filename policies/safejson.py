@@ -47,8 +47,8 @@ def too_deep(data: bytes | str, max_depth: int = MAX_DEPTH) -> bool:
     return False
 
 
-def loads(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
-    """`json.loads`, but TooDeep (a ValueError) for JSON nested deeper than `max_depth`."""
+def loads(data: bytes | str, max_depth: int = MAX_DEPTH, **options: Any) -> Any:
+    """`json.loads(data, **options)`, but TooDeep (a ValueError) for JSON nested deeper than `max_depth`."""
     if too_deep(data, max_depth):
         raise TooDeep(f"JSON nested deeper than {max_depth} levels")
-    return json.loads(data)
+    return json.loads(data, **options)

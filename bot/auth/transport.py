@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bot.auth.errors import AuthError, AuthUnavailable, LoginFailed, ReauthRequired, scrub
+from policies import safejson
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -80,7 +81,7 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 
 def _parse(raw: bytes) -> Any:
     try:
-        return json.loads(raw.decode("utf-8")) if raw else None
+        return safejson.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError):
         return None
 

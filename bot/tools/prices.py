@@ -8,7 +8,6 @@ and a source that fails raises PriceUnavailable rather than pretending the asset
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from policies import safejson
 
 MAX_PRICE = Decimal(10) ** 15  # above any real asset; refuses absurd or hostile replies
 DEFAULT_COINGECKO_IDS: Mapping[str, str] = {
@@ -103,7 +103,7 @@ class HttpJsonPrices:
         if getattr(result, "truncated", False):
             raise PriceUnavailable(f"{self.name} answered more than the fetcher reads")
         try:
-            body = json.loads(result.text, parse_float=Decimal, parse_int=Decimal)
+            body = safejson.loads(result.text, parse_float=Decimal, parse_int=Decimal)
         except (TypeError, ValueError):
             raise PriceUnavailable(f"{self.name} did not answer JSON") from None
         if not isinstance(body, dict):
