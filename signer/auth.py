@@ -92,7 +92,9 @@ def list_clients(conn: sqlite3.Connection) -> list[Client]:
 
 
 class ClientRegistry:
-    """Read side used by the daemon. Re-reads a client on every check so revocation bites at once."""
+    """Read side used by the daemon. Re-reads a client on every check so revocation bites at once.
+
+    `now` is the daemon's clock (signer.clock): setting the system clock back revives no expired token."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn

@@ -118,11 +118,12 @@ class Daemon:
         ensure_schema(self.writer_conn)
         self.writer_conn.executescript(devices_store.SCHEMA + approvals_store.SCHEMA)
         self.reader = connect(paths.db)
-        # One clock for decisions, windows and records, never behind what is on record (signer.clock).
+        # One clock for decisions, windows, expiries and records, never behind what is on record and
+        # never far ahead of real time (signer.clock). Everything in the daemon reads this one.
         self.clock = SignerClock.resume(self.reader)
         self.policies = PolicyKeeper(paths.policy, self.reader, policy_text, file_policy, clock=self.clock)
-        self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor)
-        self.keys = SessionKeys(self.master)
+        self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor, clock=self.clock)
+        self.keys = SessionKeys(self.master, clock=self.clock)
         self.keys.load(self.reader)
         self.ledger = self.policies.ledger()
         self.chains = {c.id: Chain(c, timeout=config.signer.rpc_timeout_seconds) for c in config.chains}
@@ -141,7 +142,7 @@ class Daemon:
             clock=self.clock,
         )
         identity = SignerIdentity(self.master)
-        self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit,
+        self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit, self.clock,
                                                     signer_key=identity.public_key)
         self.approvals = Approvals(self.engine, self.devices, identity, clock=self.clock)
         self.engine.approvals = self.approvals
@@ -155,6 +156,7 @@ class Daemon:
             max_request_bytes=config.signer.max_request_bytes,
             max_connections=config.signer.max_connections,
             socket_group=config.signer.socket_group,
+            clock=self.clock,
         )
         self.engine.more_waiting = self.server.backlog.waiting
 

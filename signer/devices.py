@@ -16,6 +16,7 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,7 @@ FREEZE_DOMAIN = "owliabot-freeze-v1"
 TOPUP_DOMAIN = "owliabot-topup-v1"
 BRIDGE_AUTH_DOMAIN = "owliabot-bridge-auth-v1"
 CAPABILITIES = ("approve", "deny", "freeze", "unfreeze", "topup")
-MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way)
+MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way; see `proof_is_fresh`)
 MAX_WRONG_CODES = 5  # wrong pairing codes before the pairing is spent
 
 SCHEMA = """
@@ -71,6 +72,22 @@ def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict:
 
 def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict:
     return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
+
+
+def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:
+    """`signer_now - MAX_CLOCK_SKEW <= ts <= max(signer_now, wall_now) + MAX_CLOCK_SKEW`.
+
+    A proof carries the phone's real time. After a forward correction of the system clock the
+    signer's time trails it for a while (signer.clock), and judging proofs by the signer's time
+    alone would refuse every freeze and top-up for hours: so the upper bound also follows the
+    system clock. That gives nothing away: only the device can sign a proof, whatever its date, and
+    each is accepted once. The lower bound stays on the signer's time, which never goes back: a
+    proof it refuses stays refused, so the used-proof cache may forget a proof once it is that old.
+    The price: while the signer's time trails, a proof stays acceptable until the signer's time is
+    2 minutes past it, so a bridge that held one back can deliver it (once) later than usual.
+    A system clock stuck in the far future does not lock the companion out: its proofs pass both.
+    """
+    return signer_now - MAX_CLOCK_SKEW <= ts <= max(signer_now, wall_now) + MAX_CLOCK_SKEW
 
 
 def pairing_mac(code: str, message: bytes) -> str:
@@ -128,12 +145,14 @@ class DeviceRegistry:
     """Reads go to the reader connection (so a revocation bites on the very next check); writes to the writer."""
 
     def __init__(self, reader: sqlite3.Connection, writer: Writer, audit: AuditLog,
-                 clock=time.time, *, signer_key: str = "") -> None:
+                 clock: Callable[[], float] = time.time, *, signer_key: str = "",
+                 wall: Callable[[], float] = time.time) -> None:
         self.reader = reader
         self.signer_key = signer_key  # the signer's identity (public), handed out in pairing links
         self.writer = writer
         self.audit = audit
-        self.clock = clock
+        self.clock = clock  # the signer's clock: every decision and record
+        self.wall = wall  # the system clock: only the upper bound of a proof's time (`proof_is_fresh`)
         self._boot = secrets.token_hex(4)
         self._changes = 0  # bumped on every pairing or revocation; the bridge refreshes on change
         self._wrong_codes: dict[str, int] = {}  # per open pairing; bounded by the pairings an admin began
@@ -186,14 +205,13 @@ class DeviceRegistry:
         return device
 
     async def consume_proof(self, message: bytes, ts: float, audit_kind: str, evidence: dict[str, Any]) -> None:
-        """A timestamped proof is fresh and used at most once (its digest is remembered)."""
+        """A timestamped proof is fresh and used at most once (its digest is remembered until it is stale)."""
         now = self.clock()
-        if abs(now - ts) > MAX_CLOCK_SKEW:
+        if not proof_is_fresh(ts, now, self.wall()):
             raise await self.refuse(audit_kind, evidence, "the proof is stale or from the future")
         digest = hashlib.sha256(message).hexdigest()
         try:
-            await self.writer.run(lambda conn: conn.execute("INSERT INTO used_proofs(digest, ts) VALUES(?,?)",
-                                                            (digest, now)))
+            await self.writer.run(lambda conn: _remember_proof(conn, digest, ts, now))
         except sqlite3.IntegrityError:
             raise await self.refuse(audit_kind, evidence, "this proof was already used (replay)") from None
 
@@ -239,7 +257,7 @@ class DeviceRegistry:
                                   (params.pairing_id,)).fetchone()
         if row is None or row[2] is not None or now >= row[1]:
             raise await self.refuse("companion.pair_refused", evidence, "unknown, used or expired pairing code")
-        if abs(now - params.ts) > MAX_CLOCK_SKEW:
+        if not proof_is_fresh(params.ts, now, self.wall()):
             raise await self.refuse("companion.pair_refused", evidence, "the pairing proof is stale")
         # The MAC key is sha256(code): the signer stores only that, and only the code yields it.
         expected = hmac.new(row[0].encode(), message, hashlib.sha256).hexdigest()
@@ -294,3 +312,12 @@ class DeviceRegistry:
         now = self.clock()
         await self.writer.run(lambda conn: conn.execute("UPDATE devices SET last_seen=? WHERE device_id=?",
                                                         (now, device_id)))
+
+
+def _remember_proof(conn: sqlite3.Connection, digest: str, ts: float, now: float) -> None:
+    """Keyed by the proof's own time, pruned by the signer's: a proof is forgotten only once
+    `proof_is_fresh` refuses it for good, however far in the future it was dated. The margin is a
+    second MAX_CLOCK_SKEW because rows written by earlier versions hold the time of use instead,
+    which may be up to MAX_CLOCK_SKEW before the proof's own."""
+    conn.execute("DELETE FROM used_proofs WHERE ts < ?", (now - 2 * MAX_CLOCK_SKEW,))
+    conn.execute("INSERT INTO used_proofs(digest, ts) VALUES(?,?)", (digest, ts))

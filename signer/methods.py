@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import time
+from collections.abc import Callable
 from typing import Any
 
 from policies.loader import PolicyError, parse_policy
@@ -16,6 +16,7 @@ from signer import __version__
 from signer.auth import Client
 from signer.chain import ChainError
 from signer.approvals import Approvals
+from signer.clock import SignerClock, steady
 from signer.engine import Engine
 from signer.policy_live import PolicyKeeper
 from signer.protocol import (
@@ -46,7 +47,7 @@ from signer.settings import SignerSettings
 from signer.store import audit as audit_store
 from signer.topup import request_topup, room_under_cap
 
-STARTED = time.time()
+STARTED = steady()  # uptime is real time elapsed, whatever is done to the system clock
 
 
 def bridge_only(handler: Handler) -> Handler:
@@ -59,6 +60,11 @@ def bridge_only(handler: Handler) -> Handler:
         return handler(client, params)
 
     return check
+
+
+def clock_lag(clock: Callable[[], float]) -> float:
+    """How far the system clock is ahead of the signer's (signer.clock); 0 for a plain clock (tests)."""
+    return clock.lag() if isinstance(clock, SignerClock) else 0.0
 
 
 class Methods:
@@ -130,7 +136,8 @@ class Methods:
         return {
             "version": __version__,
             "protocol": PROTOCOL_VERSION,
-            "uptime_seconds": round(time.time() - STARTED, 1),
+            "uptime_seconds": round(steady() - STARTED, 1),
+            "clock_lag_seconds": round(clock_lag(engine.clock), 1),
             "unlocked": True,
             "frozen": engine.frozen,
             "broadcast": engine.broadcast,

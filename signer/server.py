@@ -71,8 +71,10 @@ class SignerServer:
         max_request_bytes: int,
         max_connections: int,
         socket_group: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = path
+        self.clock = clock  # judges token expiry: the daemon's (signer.clock), which a clock set back cannot rewind
         self.methods = methods
         self.registry = registry
         self.allowed_uids = allowed_uids
@@ -222,7 +224,7 @@ class SignerServer:
         if not isinstance(params, dict):
             raise RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
         method = frame["method"]
-        now = time.time()
+        now = self.clock()
         if method == "auth":
             token = _validate(AuthParams, params).token
             conn.client = self.registry.authenticate(token, now)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import coincurve
@@ -64,10 +65,14 @@ def _generate_secret() -> bytearray:
 
 
 class SessionKeys:
-    """Active keys decrypted in memory; writes go through the caller's transaction (group commit)."""
+    """Active keys decrypted in memory; writes go through the caller's transaction (group commit).
 
-    def __init__(self, master: MasterKey) -> None:
+    `clock` stamps creation, expiry and retirement: the daemon passes its own (signer.clock), so that
+    a key's lifetime is measured on the same clock the policy judges its expiry by."""
+
+    def __init__(self, master: MasterKey, clock: Callable[[], float] = time.time) -> None:
         self._master = master
+        self._clock = clock
         self._loaded: dict[str, _Loaded] = {}
         self._infos: dict[str, SessionKeyInfo] = {}
 
@@ -115,7 +120,7 @@ class SessionKeys:
     # ---- changes: prepared on the loop, written by the writer, installed after the commit ----
 
     def prepare(self, chain_id: int, ttl_seconds: int, balance_cap: int) -> tuple[SessionKeyInfo, coincurve.PrivateKey, bytes]:
-        now = time.time()
+        now = self._clock()
         key_id = "sk_" + secrets.token_hex(8)
         secret = _generate_secret()
         try:
@@ -154,9 +159,8 @@ class SessionKeys:
     def active_ids(self) -> list[str]:
         return list(self._loaded)
 
-    @staticmethod
-    def mark(conn: sqlite3.Connection, key_id: str, status: str) -> None:
-        conn.execute("UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, time.time(), key_id))
+    def mark(self, conn: sqlite3.Connection, key_id: str, status: str) -> None:
+        conn.execute("UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, self._clock(), key_id))
 
     def close(self) -> None:
         """Drop every signing key. coincurve keeps its copy in C memory that Python cannot wipe."""

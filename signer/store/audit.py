@@ -110,23 +110,28 @@ def canonical(body: dict[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A record's scrubbed, serialized body: everything but its place in the chain."""
+    """A record's scrubbed, serialized body: everything but its place in the chain (and, if `ts` is
+    None, its time: then the log stamps it with its own clock when it is written)."""
 
     kind: str
-    ts: float
+    ts: float | None
     text: str
 
 
 def prepare(kind: str, body: dict[str, Any], ts: float | None = None) -> Prepared:
     """Scrub and serialize off the write path (the costly part); raises `AuditSecretError`, writes nothing."""
-    return Prepared(kind, time.time() if ts is None else float(ts), canonical(_scrub(body)))
+    return Prepared(kind, None if ts is None else float(ts), canonical(_scrub(body)))
 
 
 class AuditLog:
-    """Appends to the chain through one connection (the signer's single writer)."""
+    """Appends to the chain through one connection (the signer's single writer).
 
-    def __init__(self, conn: sqlite3.Connection, anchor_path: Path) -> None:
+    Records given no time are stamped with `clock` as they are written; the daemon passes its own
+    (signer.clock), so the log's times never run backwards and match the ledger's."""
+
+    def __init__(self, conn: sqlite3.Connection, anchor_path: Path, clock: Callable[[], float] = time.time) -> None:
         self._conn = conn
+        self._clock = clock
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
         self.reload()  # the schema is the store's job (db.ensure_schema): executescript would commit
@@ -161,8 +166,9 @@ class AuditLog:
         seq, head, rows = self._seq, self._hash, []
         for record in records:
             seq += 1
-            digest = _record_hash(seq, record.ts, record.kind, record.text, head)
-            rows.append((seq, record.ts, record.kind, record.text, head, digest))
+            ts = self._clock() if record.ts is None else record.ts
+            digest = _record_hash(seq, ts, record.kind, record.text, head)
+            rows.append((seq, ts, record.kind, record.text, head, digest))
             head = digest
         self._conn.executemany("INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)", rows)
         self._seq, self._hash = seq, head

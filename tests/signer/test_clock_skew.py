@@ -1,26 +1,36 @@
-"""A change of the system clock never buys room in a rolling window.
+"""A change of the system clock never buys room in a rolling window, nor revives what expired.
 
 The signer runs as its own process with its wall clock under the test's control
 (tests.signer.skewed_clock): set back while it runs, or already behind when it starts, then put
-right, as NTP would. Whatever the clock did, what was signed within a few seconds stays within
-the 24 h limit. The clock itself (signer.clock) is checked against made-up time sources.
+right, as NTP would; or stepped a day forward. Whatever the clock did, what was signed within a
+few seconds stays within the 24 h limit. The clock itself (signer.clock) is checked against
+made-up time sources, by hand and with hypothesis, and so is how companion proofs are dated.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 import os
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from signer.client import SignerClient, new_idempotency_key
-from signer.clock import SignerClock, latest_recorded
+from signer import devices as devices_store
+from signer.admin import issue_client
+from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.clock import CATCH_UP, SignerClock, latest_recorded
+from signer.devices import MAX_CLOCK_SKEW, DeviceRegistry, proof_is_fresh
+from signer.protocol import ErrorCode, RpcError, Scope
+from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
+from signer.store.writer import Writer
 from tests.conftest import FRIEND, SignerStack
 from tests.signer.skewed_clock import OFFSET_ENV, set_offset
 
@@ -28,6 +38,8 @@ pytestmark = pytest.mark.chain
 CENT = 10**16  # the dev policy: per_tx 0.01 ETH, 24h window 0.05 ETH
 DAY_LIMIT = 5 * CENT
 TWO_DAYS = 2 * 86400
+HOUR = 3600.0
+EPS = 1e-4  # float rounding over a run of readings at ~1e9 s (an ulp there is ~2e-7 s)
 
 
 class SkewedStack(SignerStack):
@@ -41,25 +53,10 @@ class SkewedStack(SignerStack):
     def skew(self, seconds: float) -> None:
         set_offset(self.offset, seconds)
 
-    def start(self, timeout: float = 30.0) -> SkewedStack:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.signer.skewed_clock", "--home", str(self.home), "signer", "serve",
-             "--passphrase-file", str(self.passfile)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"),
-            env={**os.environ, OFFSET_ENV: str(self.offset)},
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"signer exited: {self.log.read_text()[-2000:]}")
-            if self.socket.exists():
-                try:
-                    self.call_sync(self.admin_token, "status")
-                    return self
-                except Exception:  # noqa: BLE001 - not listening yet
-                    pass
-            time.sleep(0.05)
-        raise AssertionError("signer did not come up")
+    def serve_command(self) -> tuple[list[str], dict[str, str] | None]:
+        argv, _ = super().serve_command()  # python -m bot.cli <args>: the same CLI, its clock set off
+        return [sys.executable, "-m", "tests.signer.skewed_clock", *argv[3:]], {**os.environ,
+                                                                             OFFSET_ENV: str(self.offset)}
 
 
 @pytest.fixture()
@@ -74,6 +71,14 @@ def sign_cents(stack: SignerStack, token: str, n: int) -> list[str]:
         async with SignerClient(stack.socket, token) as client:
             return [(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)}))["status"]
                     for _ in range(n)]
+
+    return asyncio.run(run())
+
+
+def sign_one(stack: SignerStack, token: str) -> dict:
+    async def run() -> dict:
+        async with SignerClient(stack.socket, token) as client:
+            return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)})
 
     return asyncio.run(run())
 
@@ -122,6 +127,34 @@ def test_starting_with_the_clock_behind_starts_from_the_last_record(skewed):
     assert stamps == sorted(stamps)  # never stamped before an earlier spend
 
 
+def test_stepping_the_clock_a_day_forward_while_the_signer_runs_does_not_reopen_the_window(skewed):
+    stack = skewed.start()
+    new_key(stack)
+    bot = stack.client_token("bot")
+    assert sign_cents(stack, bot, 5) == ["signed"] * 5  # the dev policy's 24 h limit, spent
+    stack.skew(25 * HOUR)  # e.g. a spoofed NTP answer: every spend above now looks a day old
+    reply = sign_one(stack, bot)
+    assert reply["status"] != "signed" and reply["rule_id"] == "limit.window.24h", reply
+    assert committed(stack) == DAY_LIMIT  # before the fix: 0.1 ETH within seconds
+    lag = stack.call_sync(stack.admin_token, "status")["clock_lag_seconds"]
+    assert 24 * HOUR < lag <= 25 * HOUR  # the step is being absorbed, at most 10 % faster than real time
+    assert "jumped" in stack.log.read_text()  # and the operator was told
+
+
+def test_an_expired_client_token_stays_expired_when_the_clock_is_set_back(skewed):
+    stack = skewed.start()
+    client, token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=2)
+    assert stack.call_sync(token, "status")["client"]["name"] == "brief"
+    time.sleep(max(0.0, client.expires_at - time.time()) + 0.5)
+    with pytest.raises(SignerError) as expired:
+        stack.call_sync(token, "status")
+    assert expired.value.code == ErrorCode.UNAUTHENTICATED
+    stack.skew(-TWO_DAYS)  # before the fix the server judged expiry by the system clock: valid again
+    with pytest.raises(SignerError) as still:
+        stack.call_sync(token, "status")
+    assert still.value.code == ErrorCode.UNAUTHENTICATED
+
+
 # ---- the clock on its own ---------------------------------------------------------------------
 
 
@@ -134,31 +167,68 @@ class Source:
 
 
 def test_the_clock_never_goes_back_and_keeps_real_time_while_the_wall_clock_is_behind():
-    wall, mono = Source(1_000_000.0), Source(50.0)
-    clock = SignerClock(wall=wall, mono=mono)
+    wall, steady = Source(1_000_000.0), Source(50.0)
+    clock = SignerClock(wall=wall, steady=steady)
     assert clock() == 1_000_000.0
     wall.now -= TWO_DAYS  # set back
-    mono.now += 10
+    steady.now += 10
     assert clock() == 1_000_010.0  # the last reading plus the real time since
-    mono.now += 5
+    steady.now += 5
     wall.now += 1
     assert clock() == 1_000_015.0
-    wall.now = 1_000_016.0 + 3600  # put right (and an hour on): followed forward
-    mono.now += 1
-    assert clock() == 1_000_016.0 + 3600
+    wall.now = 1_000_016.0  # put right: followed at once, it is where the signer's time already is
+    steady.now += 1
+    assert clock() == 1_000_016.0
+
+
+def test_a_forward_step_is_followed_at_most_ten_percent_faster_than_real_time(caplog):
+    wall, steady = Source(1_000_000.0), Source(0.0)
+    clock = SignerClock(wall=wall, steady=steady)
+    clock()
+    with caplog.at_level(logging.WARNING, logger="owlia.signer"):
+        wall.now += HOUR  # an hour forward
+        assert clock() == 1_000_000.0  # no real time has passed: nothing to follow yet
+        steady.now += 100
+        wall.now += 100
+        assert clock() == pytest.approx(1_000_110.0)  # 100 s real, 110 s signer
+        assert clock.lag() == pytest.approx(HOUR - 10)
+        steady.now += HOUR / CATCH_UP
+        wall.now += HOUR / CATCH_UP
+        assert clock() == wall.now  # caught up, and following again
+        steady.now += 1
+        wall.now += 1.000_001  # drift, parts per million: followed exactly
+        assert clock() == wall.now
+    assert [r.getMessage().split(";")[0] for r in caplog.records] == ["the system clock jumped 3600 s forward"]
+
+
+def test_small_steps_and_putting_a_clock_right_are_not_warned_about(caplog):
+    wall, steady = Source(1_000_000.0), Source(0.0)
+    clock = SignerClock(wall=wall, steady=steady)
+    with caplog.at_level(logging.WARNING, logger="owlia.signer"):
+        wall.now += 30  # a half-minute NTP step
+        steady.now += 1
+        clock()
+        wall.now -= TWO_DAYS
+        steady.now += 1
+        clock()
+        wall.now += TWO_DAYS  # put right: the signer kept real time meanwhile, so it lags by seconds only
+        steady.now += 1
+        clock()
+    assert not caplog.records
+    assert clock.lag() < 30
 
 
 def test_a_spend_made_while_the_clock_was_behind_is_not_released_early_when_it_is_put_right():
     """Stamped at the real time, not at the last good reading: a full window after it was made."""
-    wall, mono = Source(1_000_000.0), Source(0.0)
-    clock = SignerClock(wall=wall, mono=mono)
+    wall, steady = Source(1_000_000.0), Source(0.0)
+    clock = SignerClock(wall=wall, steady=steady)
     clock()
     wall.now -= TWO_DAYS
-    mono.now += 6 * 3600  # six hours with the clock behind
+    steady.now += 6 * 3600  # six hours with the clock behind
     stamp = clock()
     assert stamp == 1_000_000.0 + 6 * 3600
     wall.now = 1_000_000.0 + 6 * 3600 + 86400 - 60  # put right, a minute short of a day after the spend
-    mono.now += 86400 - 60
+    steady.now += 86400 - 60
     assert clock() - 86400 < stamp  # still inside its 24 h window
 
 
@@ -172,7 +242,162 @@ def test_the_clock_starts_no_earlier_than_the_latest_record(tmp_path):
         conn.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
                      " VALUES('r', 1, 'native', '1', 7000.0, 'committed')")
         assert latest_recorded(conn) == 7000.0
-        clock = SignerClock.resume(conn, wall=Source(100.0), mono=Source(0.0))
+        clock = SignerClock.resume(conn, wall=Source(100.0), steady=Source(0.0))
         assert clock() == 7000.0
     finally:
         conn.close()
+
+
+# ---- the clock's bounds, for any history of the system clock (hypothesis) ----------------------
+
+REAL = st.floats(min_value=0.0, max_value=2 * 86400.0, allow_nan=False)  # steady time between readings
+JUMP = st.one_of(st.just(0.0), st.floats(min_value=-1e8, max_value=1e8, allow_nan=False))  # a step of the wall clock
+HISTORY = st.lists(st.tuples(REAL, JUMP), max_size=40)
+
+
+def replay(history: list[tuple[float, float]], wall: Source, steady: Source, clock: SignerClock) -> list[tuple]:
+    """(steady, signer time, wall) at each reading; the wall clock keeps real time between its jumps."""
+    readings = []
+    for real, jump in history:
+        steady.now += real
+        wall.now += real + jump
+        readings.append((steady.now, clock(), wall.now))
+    return readings
+
+
+@given(HISTORY)
+@settings(max_examples=300, deadline=None)
+def test_the_signer_time_never_goes_back_and_never_runs_more_than_ten_percent_fast(history):
+    """Unconditionally, not only from a reading that was not behind: each reading advances by at
+    most (1 + CATCH_UP) times the steady time since the one before, so any run of them does too."""
+    wall, steady = Source(1.7e9), Source(1e4)
+    clock = SignerClock(wall=wall, steady=steady)
+    readings = [(steady.now, clock(), wall.now), *replay(history, wall, steady, clock)]
+    for i, (s0, t0, _) in enumerate(readings):
+        for s1, t1, _ in readings[i:]:
+            assert t1 >= t0
+            assert s1 - s0 - EPS <= t1 - t0 <= (1 + CATCH_UP) * (s1 - s0) + EPS
+
+
+@given(st.lists(st.tuples(REAL, st.floats(min_value=-1e8, max_value=0.0)), max_size=10),
+       st.floats(min_value=0.0, max_value=1e7), st.lists(REAL, min_size=1, max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_a_forward_step_is_caught_up_within_its_size_over_catch_up(before, step, after):
+    """The wall clock set back any number of times (the signer is then ahead of it or level), then
+    stepped forward by `step` and left alone: level again by step / CATCH_UP of real time."""
+    wall, steady = Source(1.7e9), Source(1e4)
+    clock = SignerClock(wall=wall, steady=steady)
+    replay(before, wall, steady, clock)
+    start = steady.now
+    wall.now += step
+    for real in after:
+        steady.now += real
+        wall.now += real
+        now = clock()
+        if steady.now - start >= step / CATCH_UP + EPS:
+            assert now >= wall.now - EPS
+
+
+@given(HISTORY, st.floats(min_value=61.0, max_value=1e9), st.lists(st.floats(0.0, 1.0), max_size=5),
+       st.lists(REAL, max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_a_far_future_glitch_that_lasts_a_second_moves_the_signer_by_about_a_second(history, glitch, during, later):
+    wall, steady = Source(1.7e9), Source(1e4)
+    clock = SignerClock(wall=wall, steady=steady)
+    replay(history, wall, steady, clock)
+    before, real_wall, glitch_start = clock(), wall.now, steady.now
+    wall.now += glitch
+    for at in sorted(during):  # readings while the wall clock is wrong
+        steady.now = glitch_start + at
+        wall.now = real_wall + at + glitch
+        clock()
+    steady.now = glitch_start + 1.0
+    wall.now = real_wall + 1.0  # the glitch is over
+    assert clock() - before <= 1.0 + CATCH_UP + EPS
+    for real in later:  # and it did not stick
+        steady.now += real
+        wall.now += real
+        assert clock() <= max(before, real_wall) + (wall.now - real_wall) + CATCH_UP + EPS
+
+
+# ---- companion proofs while the signer's clock catches up -------------------------------------
+
+
+class Registry:
+    """A DeviceRegistry on a throwaway store, with the signer's clock on made-up sources."""
+
+    def __init__(self, root: Path) -> None:
+        self.conn = connect(root / "signer.db")
+        ensure_schema(self.conn)
+        self.conn.executescript(devices_store.SCHEMA)
+        self.reader = connect(root / "signer.db")
+        self.audit = AuditLog(self.conn, root / "audit.anchor")
+        self.writer = Writer(self.conn, on_commit=self.audit.write_anchor, on_rollback=self.audit.reload)
+        self.wall, self.steady = Source(1_000_000.0), Source(0.0)
+        self.clock = SignerClock(wall=self.wall, steady=self.steady)
+        self.devices = DeviceRegistry(self.reader, self.writer, self.audit, self.clock, wall=self.wall)
+
+    def advance(self, seconds: float, *, step: float = 0.0) -> None:
+        self.steady.now += seconds
+        self.wall.now += seconds + step
+
+    def consume(self, proof: bytes, ts: float) -> None:
+        asyncio.run(self.devices.consume_proof(proof, ts, "freeze.refused", {}))
+
+    def refused(self, proof: bytes, ts: float) -> str:
+        with pytest.raises(RpcError) as refusal:
+            self.consume(proof, ts)
+        assert refusal.value.code == ErrorCode.FORBIDDEN
+        return refusal.value.message
+
+    def remembered(self, proof: bytes) -> bool:
+        digest = hashlib.sha256(proof).hexdigest()
+        return self.reader.execute("SELECT 1 FROM used_proofs WHERE digest=?", (digest,)).fetchone() is not None
+
+    def close(self) -> None:
+        self.writer.close()
+        self.audit.close()
+        self.reader.close()
+        self.conn.close()
+
+
+@pytest.fixture()
+def registry(tmp_path):
+    reg = Registry(tmp_path)
+    yield reg
+    reg.close()
+
+
+def test_the_bounds_of_a_proofs_time():
+    assert proof_is_fresh(1000.0, 1000.0, 1000.0)
+    assert proof_is_fresh(1000.0 - MAX_CLOCK_SKEW, 1000.0, 1000.0)
+    assert not proof_is_fresh(1000.0 - MAX_CLOCK_SKEW - 1, 1000.0, 5000.0)  # the lower bound: the signer's
+    assert proof_is_fresh(5000.0 + MAX_CLOCK_SKEW, 1000.0, 5000.0)  # the upper: the later of the two
+    assert not proof_is_fresh(5000.0 + MAX_CLOCK_SKEW + 1, 1000.0, 5000.0)
+    assert not proof_is_fresh(1000.0 + MAX_CLOCK_SKEW + 1, 1000.0, 0.0)  # a clock set back widens nothing
+    assert not proof_is_fresh(float("nan"), 1000.0, 1000.0)
+
+
+def test_a_proof_dated_by_the_phone_is_accepted_while_the_signers_clock_lags(registry):
+    registry.clock()
+    registry.advance(10, step=25 * HOUR)  # a legitimate forward correction: the signer's time now trails it
+    assert registry.clock.lag() > 24 * HOUR
+    registry.consume(b"freeze now", registry.wall.now)  # the phone's real time
+    assert "replay" in registry.refused(b"freeze now", registry.wall.now)  # still once only
+    registry.advance(30 * 60)  # half an hour on, another proof prunes the cache: the first is still fresh
+    registry.consume(b"top up", registry.wall.now)
+    assert registry.remembered(b"freeze now")
+    stale = registry.clock() - MAX_CLOCK_SKEW - 1
+    assert "stale" in registry.refused(b"an old proof", stale)  # older than 2 min by the signer's clock
+    assert "future" in registry.refused(b"ahead", registry.wall.now + MAX_CLOCK_SKEW + 5)
+
+
+def test_an_accepted_proof_is_forgotten_only_once_it_is_stale(registry):
+    registry.clock()
+    registry.advance(10, step=25 * HOUR)
+    ts = registry.wall.now
+    registry.consume(b"freeze now", ts)
+    registry.advance(25 * HOUR / CATCH_UP + 1000)  # the signer's clock has caught up and passed the proof
+    registry.consume(b"later", registry.wall.now)  # prunes
+    assert not registry.remembered(b"freeze now")
+    assert "stale" in registry.refused(b"freeze now", ts)  # forgotten, and refused all the same
