@@ -170,3 +170,18 @@ def test_meeting_tool_names_in_the_store_refuse_the_later_skill_at_startup(home,
     refused = [r["skill"] for r in audit_records(home) if r["kind"] == "skill.refused"]
     assert refused == (["gas"] if later else ["gas_tracker"])
     assert len(loaded.problems) == 1 and "installed earlier" in loaded.problems[0]
+
+
+def test_a_changed_skill_whose_new_tool_name_is_taken_is_refused_at_approve(home, tmp_path):
+    install(home, GAS)  # skill_gas_tracker_gas_price
+    install(home, skill_folder(tmp_path, "gas", tool="price"))  # skill_gas_price: no clash yet
+    manifest = home / "skills" / "gas" / "SKILL.md"
+    manifest.chmod(0o600)
+    manifest.write_text(manifest.read_text().replace("name: price", "name: tracker_gas_price"))
+    store = SkillStore(home)
+    _, digest = store.current("gas")
+    with pytest.raises(SkillError, match="has the name of a tool of the installed skill gas_tracker"):
+        store.approve("gas", digest)
+    refused = cli(home, "approve", "gas", "--yes")
+    assert refused.exit_code == 1 and "gas_tracker" in refused.output
+    assert SkillStore(home).entry("gas")["permissions"]["tools"] == {"price": "read"}  # still pinned as approved
