@@ -5,6 +5,10 @@ limit. Importing eth_account (through py_ecc) raises that limit to 100 000, and 
 few hundred thousand brackets overflows the C stack: the process dies with SIGSEGV instead of
 raising RecursionError. Any process that parses a hostile peer's JSON (a skill, a signer client, an
 RPC node, a companion, an LLM's tool arguments) therefore checks the nesting first, in linear time.
+
+Bytes are decoded as strict UTF-8 first and the scan and the parser then read the same text:
+`json.loads(bytes)` would also accept UTF-16 and UTF-32, where a byte 0x22 inside a character
+looks like a quote to a byte scan and hides the brackets after it.
 """
 
 from __future__ import annotations
@@ -18,37 +22,37 @@ MAX_DEPTH = 64
 
 # A whole JSON string, a bracket, or a quote that opens a string never closed (everything after it
 # is inside that string, so the parser nests no further; stopping there keeps the scan linear).
-_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
-_OPENERS = frozenset(b"[{")
+_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"', re.DOTALL)
 
 
 class TooDeep(ValueError):
     """The JSON nests deeper than allowed; a ValueError, like any other JSON that is refused."""
 
 
-def too_deep(data: bytes | str, max_depth: int = MAX_DEPTH) -> bool:
+def too_deep(text: str, max_depth: int = MAX_DEPTH) -> bool:
     """Do `[` and `{` outside strings nest deeper than `max_depth`?"""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    if raw.count(b"[") + raw.count(b"{") <= max_depth:  # the usual case: no scan at all
+    if text.count("[") + text.count("{") <= max_depth:  # the usual case: no scan at all
         return False
     depth = 0
-    for match in _TOKEN.finditer(raw):
+    for match in _TOKEN.finditer(text):
         token = match.group()
         if len(token) != 1:
             continue  # a string: brackets inside it do not nest
-        if token[0] in _OPENERS:
+        if token in "[{":
             depth += 1
             if depth > max_depth:
                 return True
-        elif token == b'"':
+        elif token == '"':
             return False  # the rest is one unclosed string: the depth so far was within the limit
         else:
             depth -= 1
     return False
 
 
-def loads(data: bytes | str, max_depth: int = MAX_DEPTH, **options: Any) -> Any:
-    """`json.loads(data, **options)`, but TooDeep (a ValueError) for JSON nested deeper than `max_depth`."""
-    if too_deep(data, max_depth):
+def loads(data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, **options: Any) -> Any:
+    """`json.loads(data, **options)` for UTF-8 (bytes) or text; TooDeep (a ValueError) for JSON nested
+    deeper than `max_depth`, UnicodeDecodeError (also a ValueError) for bytes that are not UTF-8."""
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+    if too_deep(text, max_depth):
         raise TooDeep(f"JSON nested deeper than {max_depth} levels")
-    return json.loads(data, **options)
+    return json.loads(text, **options)

@@ -31,7 +31,8 @@ def _depth(value: object) -> int:
 def test_the_scan_measures_the_real_nesting_whatever_the_strings_hold(value, limit):
     text = json.dumps(value)
     assert too_deep(text, limit) == (_depth(value) > limit)
-    assert too_deep(text.encode(), limit) == (_depth(value) > limit)
+    if _depth(value) <= MAX_DEPTH:
+        assert loads(text.encode()) == json.loads(text)
 
 
 def test_within_the_limit_it_is_plain_json_loads():
@@ -44,11 +45,20 @@ def test_within_the_limit_it_is_plain_json_loads():
 
 
 def test_the_scan_stays_linear_on_hostile_input():
-    hostile = [b"[" * 2_000_000, b"[" * 100 + b'"\\"' * 700_000, b'[{"' * 700_000, b'"' + b"[" * 2_000_000]
+    hostile = ["[" * 2_000_000, "[" * 100 + '"\\"' * 700_000, '[{"' * 700_000, '"' + "[" * 2_000_000]
     for line in hostile:
         started = time.perf_counter()
         too_deep(line)
         assert time.perf_counter() - started < 0.5, line[:20]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-be", "utf-16-le", "utf-32-be", "utf-32-le"])
+def test_json_in_another_encoding_cannot_hide_its_brackets(encoding):
+    """json.loads(bytes) would read UTF-16 and UTF-32 too, where the byte 0x22 inside U+2241 looks
+    like a quote to a scan of the bytes and hides every bracket after it. Only UTF-8 is read."""
+    line = ('["\u2241",' + "[" * 100_000 + "]" * 100_000 + "]").encode(encoding)
+    with pytest.raises(ValueError):
+        loads(line)
 
 
 def test_the_crash_it_prevents_is_real():
