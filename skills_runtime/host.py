@@ -24,6 +24,7 @@ from bot.runtime.audit import BotAudit
 from bot.tools.base import ToolContext, ToolFailure, ToolOutput
 from skills_runtime.capabilities import CallState, Capabilities
 from skills_runtime.manifest import ToolDecl
+from skills_runtime.proctree import Snapshot
 from skills_runtime.process import SkillCallError, SkillProcess
 from skills_runtime.sandbox import Backend, Limits, SandboxUnavailable, Staged, stage
 from skills_runtime.store import InstalledSkill
@@ -35,6 +36,10 @@ IDLE_TIMEOUT = 120.0
 """Seconds a warm sandbox waits for its next call before it is stopped."""
 IDLE_CHECK = 0.25
 """Seconds between two looks at an idle sandbox."""
+SETTLE_CHECK = 0.005
+"""Seconds between looks right after a call, until two agree: the sandbox's quiet baseline."""
+SETTLE_DEADLINE = 1.0
+"""A sandbox not quiet this long after its answer is killed (the SDK blocks on its next request at once)."""
 
 
 @dataclass
@@ -164,27 +169,48 @@ class SkillHost:
 
     async def _watch(self, skill: InstalledSkill, process: SkillProcess) -> None:
         """While no call runs: stop the sandbox after `idle_timeout`; kill it as soon as a process or
-        thread appears in it or anything in it runs at all (its counters move), and audit it if it
-        dies on its own or from a stderr flood (the reader kills it)."""
+        thread appears in it or anything in it runs at all (its counters move from the quiet
+        baseline taken right after the call), and audit it if it dies on its own or from a stderr
+        flood (the reader kills it)."""
         idle_since = time.monotonic()
-        baseline: tuple[int, ...] | None = None  # one tick after the call, when the SDK surely blocks
         exited = asyncio.ensure_future(process.wait())
         try:
-            while not (await asyncio.wait({exited}, timeout=self.idle_check))[0]:
+            baseline = await self._quiet(process, exited)
+            if isinstance(baseline, str):
+                return await self._stop(skill, process, "skill.idle_kill", baseline)
+            while baseline is not None and not (await asyncio.wait({exited}, timeout=self.idle_check))[0]:
                 if time.monotonic() - idle_since >= self.idle_timeout:
                     reason = f"no call for {self.idle_timeout:g}s"
                     return await self._stop(skill, process, "skill.idle_stop", reason)
                 snapshot = process.snapshot()
                 assert snapshot is not None  # only backends that can look inside are watched
-                if snapshot.strays or (baseline is not None and snapshot.counters != baseline):
-                    reason = ("running between calls: " + ", ".join(snapshot.strays[:8]) if snapshot.strays
-                              else "the sandbox ran code between calls")
-                    return await self._stop(skill, process, "skill.idle_kill", reason)
-                baseline = snapshot.counters
+                if snapshot.strays or snapshot.counters != baseline:
+                    return await self._stop(skill, process, "skill.idle_kill", _activity(snapshot))
         finally:
             exited.cancel()
         reason = process.killed_because or "the skill exited between calls"
         await self._stop(skill, process, "skill.idle_kill", reason)
+
+    @staticmethod
+    async def _quiet(process: SkillProcess, exited: asyncio.Future) -> tuple[int, ...] | str | None:
+        """The sandbox's counters once two looks SETTLE_CHECK apart agree, i.e. the SDK blocks on its
+        next request; the reason to kill it if something else shows or it is not quiet within
+        SETTLE_DEADLINE; None if it exited. Taken right after the call, not at the first idle look:
+        otherwise a skill could work in the gap after each answer and never be seen."""
+        deadline = time.monotonic() + SETTLE_DEADLINE
+        previous: tuple[int, ...] | None = None
+        while not exited.done():
+            snapshot = process.snapshot()
+            assert snapshot is not None  # only backends that can look inside are watched
+            if snapshot.strays:
+                return _activity(snapshot)
+            if snapshot.counters == previous:
+                return snapshot.counters
+            if time.monotonic() >= deadline:
+                return f"still running {SETTLE_DEADLINE:g}s after its answer"
+            previous = snapshot.counters
+            await asyncio.sleep(SETTLE_CHECK)
+        return None
 
     async def _stop(self, skill: InstalledSkill, process: SkillProcess, kind: str, reason: str) -> None:
         """Kill the sandbox (the next call starts a fresh one); audited first, in case we are cancelled."""
@@ -221,3 +247,10 @@ class SkillHost:
                 slot.staged.remove()
         self._slots.clear()
         await self.capabilities.close()
+
+
+def _activity(snapshot: Snapshot) -> str:
+    """Why a sandbox that should be idle is killed: what was found running, or that it ran."""
+    if snapshot.strays:
+        return "running between calls: " + ", ".join(snapshot.strays[:8])
+    return "the sandbox ran code between calls"

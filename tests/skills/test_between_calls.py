@@ -33,6 +33,7 @@ async def _gone(seconds: float) -> bool:
     ("thread", "threads"),                        # a thread in the SDK process itself
     ("flicker", ""),                              # members live a moment: a scan or init's counters
     ("timer", "ran code between calls"),          # a signal handler in the SDK: only counters show it
+    ("after", ""),                                # children burn right after the answer, reaped at once
 ])
 def test_work_left_behind_by_a_call_kills_the_sandbox_and_the_next_call_starts_fresh(run_skills, home,
                                                                                      tool, why):

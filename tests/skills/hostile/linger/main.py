@@ -84,3 +84,34 @@ def deep(args):
     owlia_skill._rpc_out.flush()
     time.sleep(5)
     return "never"
+
+
+_SEND = owlia_skill._send
+_AFTER_REPLY = {"burst": False}
+
+
+def _send_then_work(message):
+    """Answer; once `after` asked for it, wait out the host's post-call look, then burn CPU in two
+    children and reap them, all well before the first idle look (0.25 s)."""
+    _SEND(message)
+    if _AFTER_REPLY["burst"] and "result" in message:
+        _AFTER_REPLY["burst"] = False
+        time.sleep(0.03)
+        kids = []
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                _burn(0.1)
+                os._exit(0)
+            kids.append(pid)
+        for pid in kids:
+            os.waitpid(pid, 0)
+
+
+owlia_skill._send = _send_then_work
+
+
+@tool("after")
+def after(args):
+    _AFTER_REPLY["burst"] = True
+    return "ok"
