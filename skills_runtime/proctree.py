@@ -121,7 +121,9 @@ def snapshot(root: int) -> Snapshot:
         pid = todo.pop()
         seen += 1
         found = _proc(pid)
-        if found is not None:
-            strays.append(f"pid {_nspid(pid) or '?'} ({found.state})")
-            todo += _children(pid)
+        if found is None:  # listed, then gone before it could be read: it was there all the same
+            strays.append("a process that exited while it was being looked at")
+            continue
+        strays.append(f"pid {_nspid(pid) or '?'} ({found.state})")
+        todo += _children(pid)
     return Snapshot(tuple(strays), init.counters + sdk.counters)
