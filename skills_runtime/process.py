@@ -75,10 +75,13 @@ class SkillProcess:
         self._idle_stderr = 0
         self.killed_because: str | None = None
         """Why the process killed its own sandbox outside a call (the host audits it)."""
+        self._doomed = False
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None
+        """Running and not being killed: a sandbox sent SIGKILL is never handed another call, even
+        before it is reaped (a kill interrupted by a cancellation would otherwise be reused once)."""
+        return self.proc is not None and self.proc.returncode is None and not self._doomed
 
     @property
     def stderr_tail(self) -> str:
@@ -196,6 +199,7 @@ class SkillProcess:
     def kill_now(self) -> None:
         """Kill the whole sandbox the backend's way (bwrap's process group, or the container)."""
         if self.proc is not None and self.proc.returncode is None:
+            self._doomed = True
             self.backend.kill(self.proc)
 
     async def kill(self) -> None:

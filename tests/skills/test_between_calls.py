@@ -101,3 +101,17 @@ def test_deeply_nested_json_on_the_rpc_pipe_kills_the_sandbox(run_skills):
     failed, alive, gone = run_skills(scenario, LINGER)
     assert "broke the protocol" in failed and "killed" in failed
     assert alive is False and gone
+
+
+def test_a_sandbox_being_killed_is_never_handed_the_next_call(run_skills, home):
+    """SIGKILL sent but not reaped yet (a kill the watcher began and a new call cancelled)."""
+    async def scenario(loaded):
+        await loaded.call("linger", "quiet")
+        process = loaded.skills.host._slots["linger"].process
+        process.kill_now()
+        alive = process.alive
+        return alive, await loaded.call("linger", "quiet")
+
+    alive, again = run_skills(scenario, LINGER)
+    assert alive is False and again.content.endswith("\nok")
+    assert len(_kinds(home, "skill.started")) == 2
