@@ -1,8 +1,8 @@
 """`owlia companion`: pair, list and revoke devices (signer side); run the reference companion.
 
 `pair`, `list` and `revoke` run as the signer's user (they use the admin token). `init`, `link`,
-`run`, `freeze`, `unfreeze` and `topup` are the companion itself: run them where the main key
-lives (a desktop, or a phone's terminal), never on the bot's machine account.
+`run`, `outstanding`, `freeze`, `unfreeze` and `topup` are the companion itself: run them where the
+main key lives (a desktop, or a phone's terminal), never on the bot's machine account.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ app = typer.Typer(help="Tier 1: your companion app and its pairing with the sign
 
 DEFAULT_BRIDGE = "http://127.0.0.1:8765"
 RECONNECT_SECONDS = 1.0
+EXIT_OUTSTANDING = 3  # `outstanding`: some approval's signed transaction may still be sent by someone else
 DIR_OPTION = typer.Option(None, "--dir", help="Companion directory (default: <home>/companion).")
 PASS_OPTION = typer.Option(None, "--passphrase-file", help="0600 file with the main key's passphrase (else a prompt).")
 
@@ -191,6 +192,11 @@ def run_companion(
     decide = (scripted_decider([a.strip() for a in answers.split(",") if a.strip()], passphrase_file)
               if answers is not None else prompt_decider(passphrase_file))
 
+    def report(line: str) -> None:
+        typer.echo(visible(line))
+
+    companion.warn = report  # outstanding approvals are shown from the first connect on
+
     async def go() -> None:
         import asyncio
 
@@ -199,7 +205,7 @@ def run_companion(
                 await companion.connect()
                 typer.echo(f"connected to {companion.bridge_url} as {companion.wallet.device_id}; "
                            f"signer {'FROZEN' if companion.state.get('frozen') else 'not frozen'}")
-                await companion.run(decide, once=once, report=lambda line: typer.echo(visible(line)))
+                await companion.run(decide, once=once, report=report)
                 if once:
                     return
                 typer.echo("bridge connection closed; reconnecting", err=True)
@@ -211,10 +217,64 @@ def run_companion(
         fail(visible(exc.message))
 
 
+@app.command("outstanding")
+def outstanding(
+    ctx: typer.Context,
+    directory: Optional[Path] = DIR_OPTION,
+    bridge: Optional[str] = typer.Option(None, help="Bridge URL (default: the one paired with)."),
+    offline: bool = typer.Option(False, help="Only read the journal; do not ask the signer."),
+) -> None:
+    """Approvals you signed whose transaction someone may still send. Exit 0: none; 3: some.
+
+    Reads this companion's journal and, when the bridge is reachable, asks for a nonce quote: only
+    one your signer signed settles an entry (its nonce used), never the bridge's own word.
+    """
+    import asyncio
+    import time
+
+    import aiohttp
+
+    from companion_bridge.companion.client import CompanionError
+    from companion_bridge.companion.journal import JournalError
+    from companion_bridge.companion.outstanding import settled_line, warning_lines
+
+    companion = _companion(ctx, directory, bridge)
+
+    async def refresh() -> None:
+        async with companion:
+            try:
+                await companion.connect()  # checks the journal against a fresh signed quote
+            except (CompanionError, aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                message = exc.message if isinstance(exc, CompanionError) else str(exc) or type(exc).__name__
+                typer.echo(f"could not reach the bridge ({visible(message)}): the journal as last checked",
+                           err=True)
+
+    try:
+        if not offline:
+            run(refresh())
+        entries = companion.journal.entries()
+    except (JournalError, PermissionError) as exc:
+        fail(visible(str(exc)))
+    left = [e for e in entries if not e.settled]
+    quoted = companion.watch.last_quote
+    if quoted is not None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(quoted))
+        typer.echo(f"checked against your signer's nonce quote of {when}")
+    elif left:
+        typer.echo("no nonce quote signed by your signer this time: the journal as last checked")
+    for entry in [e for e in entries if e.settled][-5:]:
+        typer.echo(settled_line(entry))
+    for entry in left:
+        typer.echo("\n".join(warning_lines(entry)))
+    typer.echo(f"{len(left)} outstanding, {len(entries) - len(left)} settled in {companion.journal.path}")
+    raise typer.Exit(EXIT_OUTSTANDING if left else 0)
+
+
 def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], name: str, *args) -> None:
     from companion_bridge.companion.client import CompanionError
 
     companion = _companion(ctx, directory, bridge)
+    companion.warn = lambda line: typer.echo(visible(line), err=True)  # outstanding approvals; stdout is JSON
 
     async def go() -> dict:
         async with companion:

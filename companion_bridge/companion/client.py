@@ -4,6 +4,8 @@ It trusts the bridge for nothing: the request hash it signs over is recomputed f
 it received, so a bridge that rewrites a request makes the signer refuse the answer; the
 transaction it signs is exactly the request's `tx`, checked to come from its own main account.
 `decide` is the UI: a terminal prompt in `owlia companion run`, a script in the tests.
+Every approval it signs is journaled first and watched until a signed nonce quote shows its
+nonce used (companion.watch): a bridge that drops an approval keeps a transaction it could send.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from urllib.parse import parse_qs, urlparse
 import aiohttp
 
 from companion_bridge.app import auth_message
+from companion_bridge.companion.errors import CompanionError  # defined here before; still importable from here
+from companion_bridge.companion.journal import Entry, Journal
+from companion_bridge.companion.quotes import quoted_nonce  # likewise
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
+from companion_bridge.companion.watch import Watch
 from policies import safejson
 from signer.approval_request import request_hash
 from signer.devices import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
-    MAX_CLOCK_SKEW,
     PAIR_DOMAIN,
     TOPUP_DOMAIN,
     answer_body,
@@ -40,18 +45,11 @@ from signer.devices import (
     signed_message,
     topup_body,
 )
-from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, signed_by
+from signer.identity import REQUEST_DOMAIN, signed_by
 from signer.keystore import zeroize
 from signer.txcodec import keccak256
 
 PAIR_SCHEME = "owlia-pair"
-
-
-class CompanionError(Exception):
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass
@@ -85,23 +83,6 @@ def unsigned(request: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in request.items() if k != "signer_sig"}
 
 
-def quoted_nonce(state: dict[str, Any], request: dict[str, Any], signer_key: str | None,
-                 now: float | None = None) -> int | None:
-    """The nonce to sign `request` with, from a nonce quote; None means keep the request's own.
-    Taken only from a fresh quote the signer signed, and never below the request's: a nonce the
-    bridge made up could leave it a signed transaction to send at a time of its choosing."""
-    quote = {k: state.get(k) for k in ("main_account", "main_nonce", "ts")}
-    if not signer_key or not signed_by(signer_key, NONCE_DOMAIN, quote, state.get("nonce_sig")):
-        return None
-    now = time.time() if now is None else now
-    if not isinstance(quote["ts"], (int, float)) or abs(now - quote["ts"]) > MAX_CLOCK_SKEW:
-        return None
-    nonce = (quote["main_nonce"] or {}).get(str(request["tx"]["chain_id"]))
-    if not isinstance(nonce, int) or isinstance(nonce, bool) or nonce < int(request["tx"]["nonce"]):
-        return None
-    return nonce
-
-
 class Companion:
     def __init__(self, wallet: CompanionWallet, bridge_url: str, *, ssl: Any = True) -> None:
         self.wallet = wallet
@@ -112,6 +93,9 @@ class Companion:
         self.resolved: set[str] = set()
         self.forged: list[str] = []  # ids of requests dropped because the signer did not sign them
         self.warn: Callable[[str], None] = lambda text: None  # `run` points this at the user's screen
+        self.watch = Watch(wallet, self.call, lambda line: self.warn(line))  # approvals it signed
+        self.answer_timeout = 30.0
+        self._checks: set[asyncio.Task] = set()
         self._http: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task | None = None
@@ -178,6 +162,7 @@ class Companion:
         self.state = welcome.get("state", {})
         self.closed.clear()
         self._reader = asyncio.create_task(self._read())
+        await self.check_outstanding()
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -196,6 +181,9 @@ class Companion:
                         future.set_result(data)
                 elif kind == "state":
                     self.state = data["state"]
+                    task = asyncio.create_task(self.check_outstanding())  # not here: its reply comes here
+                    self._checks.add(task)
+                    task.add_done_callback(self._checks.discard)
                 elif kind == "resolved":
                     self.resolved.add(data["request_id"])
         finally:
@@ -217,12 +205,17 @@ class Companion:
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._replies[req_id] = future
         await self._ws.send_str(json.dumps({"type": "call", "id": req_id, "method": method, "params": params}))
-        reply = await asyncio.wait_for(future, timeout)
+        try:
+            reply = await asyncio.wait_for(future, timeout)
+        finally:
+            self._replies.pop(req_id, None)
         if not reply["ok"]:
             raise CompanionError(reply["error"]["message"], reply["error"].get("code"))
         return reply["result"]
 
     async def close(self) -> None:
+        for task in list(self._checks):
+            task.cancel()
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
@@ -270,7 +263,7 @@ class Companion:
         needs the signer's signature on the request; `nonce` replaces the request's when the main
         account has sent something since it was escalated."""
         digest = self.verified_hash(request) if choice.action == "approve" else request_hash(unsigned(request))
-        raw = b""
+        raw, tx_hash = b"", ""
         if choice.action == "approve" and request["kind"] == "policy":
             if choice.passphrase is not None:
                 zeroize(choice.passphrase)  # a policy approval is signed by the device key alone
@@ -278,12 +271,13 @@ class Companion:
             if request.get("tx") is None:
                 raise CompanionError("this request has no transaction to sign; deny it")
             assert choice.passphrase is not None
+            tx = request["tx"] if nonce is None else {**request["tx"], "nonce": nonce}
             try:
-                tx = request["tx"] if nonce is None else {**request["tx"], "nonce": nonce}
+                self.watch.check_room()
                 raw = self.wallet.sign_transaction(tx, choice.passphrase)
             finally:
                 zeroize(choice.passphrase)
-        tx_hash = "0x" + keccak256(raw).hex() if raw else ""
+            tx_hash = self.watch.signed(request, tx, raw)  # journaled before it can leave
         device_id = self._device_id()
         message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, choice.action,
                                                               request["expires_at"], device_id, tx_hash))
@@ -297,20 +291,45 @@ class Companion:
         return params
 
     async def answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
+        """Send the answer. For an approval, whatever happens, check the journal afterwards: an
+        error or silence may mean the bridge kept the signed transaction, and even a "signed" reply
+        is the bridge's word until a signed quote shows the nonce used."""
         nonce = None
         if choice.action == "approve" and request.get("tx") is not None:
             nonce = await self.next_nonce(request)
-        return await self.call("approvals.answer", self.build_answer(request, choice, nonce))
+        params = self.build_answer(request, choice, nonce)
+        tx_hash = "0x" + keccak256(bytes.fromhex(params["raw_tx"][2:])).hex() if "raw_tx" in params else ""
+        try:
+            result = await self.call("approvals.answer", params, timeout=self.answer_timeout)
+        except (CompanionError, asyncio.TimeoutError) as exc:
+            if tx_hash:
+                await self.watch.answered(tx_hash, f"error: {exc.message}" if isinstance(exc, CompanionError)
+                                          else f"no reply within {self.answer_timeout:g} s")
+            raise
+        if tx_hash:
+            await self.watch.answered(tx_hash, f"{result.get('status')} {result.get('tx_hash', '')}".strip())
+        return result
 
     async def next_nonce(self, request: dict[str, Any]) -> int | None:
         """The main account's next nonce as the signer quotes it now (None: keep the request's)."""
-        return quoted_nonce(await self.call("approvals.state"), request, self.wallet.state.get("signer_key"))
+        state = await self.call("approvals.state")
+        self.watch.settle(state)
+        return quoted_nonce(state, request, self.wallet.state.get("signer_key"))
+
+    @property
+    def journal(self) -> Journal:
+        return self.watch.journal
+
+    async def check_outstanding(self, *, warn: bool = True) -> list[Entry]:
+        """Approvals whose signed transaction someone may still send (companion.watch), each shown via `warn`."""
+        return await self.watch.check(warn=warn)
 
     async def freeze(self, action: str = "freeze") -> dict[str, Any]:
         device_id, ts = self._device_id(), time.time()
         freeze_id = self.state.get("freeze_id", "") if action == "unfreeze" else ""
         if action == "unfreeze" and not freeze_id:
             self.state = await self.call("approvals.state")
+            self.watch.settle(self.state)
             freeze_id = self.state.get("freeze_id", "")
         message = signed_message(FREEZE_DOMAIN, freeze_body(device_id, action, freeze_id, ts))
         self.state = await self.call("approvals.freeze", {"device_id": device_id, "action": action,
@@ -352,5 +371,7 @@ class Companion:
                     report(f"{choice.action}: {result['status']} {result.get('tx_hash', '')}".rstrip())
                 except CompanionError as exc:
                     report(f"{choice.action} refused: {exc.message}")
+                except asyncio.TimeoutError:
+                    report(f"{choice.action}: no reply from the bridge within {self.answer_timeout:g} s")
             if once:
                 return
