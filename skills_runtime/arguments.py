@@ -3,6 +3,9 @@
 It lives next to the manifest because SKILL.md is checked by building it: a schema that Python
 accepts but pydantic cannot build (a `pattern` the Rust regex engine refuses, such as a
 backreference) must fail `owlia skill install`, not the bot's startup.
+
+An argument's description reaches the model inside the tool's JSON schema, which providers send
+apart from the system prompt and its untrusted fence, so each one carries its own short label.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ if TYPE_CHECKING:
     from skills_runtime.manifest import PropertySchema, ToolDecl
 
 _TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
+AUTHOR_LABEL = "[skill author's text, untrusted] "
+"""Starts every argument description the model reads: the skill's author wrote the rest, not us."""
 
 
 class SkillArgs(ToolArgs):
@@ -25,16 +30,23 @@ class SkillArgs(ToolArgs):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _description(prop: PropertySchema) -> str | None:
+    """The labelled description, with its whitespace collapsed (no blank lines to pose as a new section)."""
+    text = " ".join(prop.description.split())
+    return f"{AUTHOR_LABEL}{text}" if text else None
+
+
 def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]  # type: ignore[valid-type]
     constraints = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
                                      "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
                    if v is not None and not prop.enum}
+    description = _description(prop)
     if required:
-        return kind, Field(description=prop.description or None, **constraints)
+        return kind, Field(description=description, **constraints)
     if prop.default is not None:
-        return kind, Field(default=prop.default, description=prop.description or None, **constraints)
-    return kind | None, Field(default=None, description=prop.description or None, **constraints)
+        return kind, Field(default=prop.default, description=description, **constraints)
+    return kind | None, Field(default=None, description=description, **constraints)
 
 
 def args_model(skill: str, decl: ToolDecl) -> type[ToolArgs]:

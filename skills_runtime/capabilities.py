@@ -163,7 +163,7 @@ class Capabilities:
 
     async def _sign(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, state: CallState,
                     params: SignParams, detail: dict[str, Any]) -> dict[str, Any]:
-        from bot.tools.signing import idempotency_key, outcome_output
+        from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
         from signer.client import SignerError
         from signer.protocol import Intent
 
@@ -183,7 +183,7 @@ class Capabilities:
             raise CallbackDenied("core.sign: the signer is not configured")
         n = state.used["core.sign"]
         key = idempotency_key(replace(ctx, kind=ContextKind.SKILL, call_id=f"{ctx.call_id}.{skill.name}.{n}"))
-        reason = f"skill {skill.name}: {params.reason}".strip()[:200]
+        reason = (one_visible_line(f"skill {skill.name}: {params.reason}") or "")[:200]  # as the agent's
         try:
             reply = await signer.sign(dict(params.intent), idempotency_key=key, reason=reason,
                                       source=f"skill.{skill.name}")

@@ -8,11 +8,14 @@ rather than half understood; the approved form is pinned with the tree hash.
 Every string in it is shown to the user when they approve the skill, or to the model, so none may
 hold a control, bidi or invisible character (descriptions may span lines). Each tool's argument
 model is built here too, so a schema pydantic cannot build is refused at install, not at startup.
+YAML anchors and aliases are refused: no manifest needs them, and a few hundred bytes of nested
+aliases expand into billions of nodes for anything that walks the parsed tree.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,11 +29,39 @@ MAX_MANIFEST_BYTES = 64 * 1024
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
 """Skill names: short enough that `skill_<skill>_<tool>` stays within the 64 characters LLM APIs allow."""
 TOOL_NAME = r"^[a-z][a-z0-9_]{0,31}$"
+MAX_ENUM_VALUES = 32
+MAX_VALUE_CHARS = 64
+"""An enum value or a default string: the model reads them in the schema, so the user reads them too."""
+ShortValue = Annotated[str, Field(max_length=MAX_VALUE_CHARS)] | int
 _HOST = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 class ManifestError(ValueError):
     """SKILL.md is missing, malformed or asks for something unsupported."""
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors (`&a`) and aliases (`*a`) before composing any node.
+
+    PyYAML shares an aliased node instead of copying it, so the load itself is cheap, but every walk
+    of the result (the hidden-character check, pydantic) visits each use: ten levels of ten aliases
+    are 10**10 strings from 380 bytes. Refusing them here keeps the cost linear in the file."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            line = event.start_mark.line + 2 if event.start_mark is not None else "?"  # after the opening ---
+            raise ManifestError(f"SKILL.md front matter uses a YAML anchor or alias (SKILL.md line {line}); "
+                                "write the values out")
+        return super().compose_node(parent, index)
+
+
+def _load_yaml(text: str) -> Any:
+    loader = _NoAliasLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def tool_name(skill: str, tool: str) -> str:
@@ -49,13 +80,13 @@ class PropertySchema(_Strict):
 
     type: Literal["string", "integer", "boolean"]
     description: str = Field(default="", max_length=500)
-    enum: tuple[str | int, ...] | None = Field(default=None, max_length=64)
+    enum: tuple[ShortValue, ...] | None = Field(default=None, max_length=MAX_ENUM_VALUES)
     max_length: int | None = Field(default=None, alias="maxLength", ge=1, le=100_000)
     min_length: int | None = Field(default=None, alias="minLength", ge=0, le=100_000)
     pattern: str | None = Field(default=None, max_length=200)
     minimum: int | None = None
     maximum: int | None = None
-    default: str | int | bool | None = None
+    default: ShortValue | bool | None = None
 
     @field_validator("pattern")
     @classmethod
@@ -174,7 +205,7 @@ def parse_manifest(text: str) -> SkillManifest:
     if end < 0:
         raise ManifestError("SKILL.md front matter is not closed with '---'")
     try:
-        data = yaml.safe_load(text[4:end])
+        data = _load_yaml(text[4:end])
         if not isinstance(data, dict):
             raise ManifestError("SKILL.md front matter must be a mapping")
         _check_text(data, "")
@@ -198,6 +229,10 @@ def _check_text(value: Any, where: str) -> None:
             (display_safe_lines if where.rsplit(".", 1)[-1] == "description" else display_safe)(value)
         except ValueError as exc:
             raise ManifestError(f"SKILL.md: {where or 'manifest'}: {exc}") from None
+        space = next((ch for ch in value if ch != " " and unicodedata.category(ch) == "Zs"), None)
+        if space is not None:  # shown as a blank: a skill has no use for it but padding its screen
+            raise ManifestError(f"SKILL.md: {where or 'manifest'}: holds the space character U+{ord(space):04X}; "
+                                "use plain spaces")
     elif isinstance(value, (bytes, bytearray)):  # YAML !!binary: pydantic would decode it into a str
         raise ManifestError(f"SKILL.md: {where or 'manifest'}: binary values are not allowed")
     elif isinstance(value, dict):

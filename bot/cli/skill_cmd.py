@@ -4,14 +4,22 @@ Installing shows what the skill declares (tools and their tiers, network hosts, 
 resources, tree hash) and asks before anything is copied into place. A skill whose files or
 permissions changed since then is refused by the bot until `owlia skill approve NAME`.
 
-Everything shown comes from the skill's author. SKILL.md parsing already refuses control, bidi and
-invisible characters; here the text is escaped again with `visible()` and a description's further
-lines are indented under a gutter, so nothing a skill wrote can pass for a line of this screen.
+The screen comes in two parts. First the permissions, drawn only from fields SKILL.md parsing holds
+to a fixed form (names, tiers, host names, numbers). Then everything the author wrote (descriptions,
+allowed values, defaults, patterns), each row under a `|` gutter: whitespace collapsed, hidden
+characters escaped with `visible()` (parsing refused them already), each text cut at 300 characters,
+and wrapped here, narrower than the terminal, counting wide characters as two columns. A row the
+terminal wrapped itself would start at column 0 without the gutter and could pose as a line of
+this screen; a row wrapped here cannot.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import unicodedata
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,6 +27,17 @@ from bot.cli.common import fail, home_of, print_json
 from policies.text import visible
 
 app = typer.Typer(help="Manage skills (third-party tools that run in a sandbox).", no_args_is_help=True)
+
+SCREEN_WIDTH = 100
+"""The widest the approval screen is drawn; narrower on a narrower terminal."""
+DEFAULT_WIDTH = 79
+"""Without a terminal to ask: fits the 80 columns every terminal has."""
+MIN_WIDTH = 30
+MAX_AUTHOR_CHARS = 300
+"""Of each author text shown (its whitespace collapsed); the rest is in SKILL.md and the note says so."""
+MAX_AUTHOR_LINES = 6
+GUTTER = "| "
+_WIDE = frozenset({"W", "F", "A"})
 
 
 def _store(ctx: typer.Context):
@@ -32,28 +51,140 @@ def _echo(text: str) -> None:
     typer.echo(visible(text, keep="\n"))
 
 
-def _block(text: str, indent: str) -> str:
-    """A skill-written description inline: escaped, and any further line indented under a `|`
-    gutter, so it cannot pose as a tool, network or signing line of the screen."""
-    first, *rest = visible(text.strip(), keep="\n").split("\n")
-    return "\n".join([first, *(f"{indent}| {line}" for line in rest)])
+def screen_width() -> int:
+    """One column less than the terminal (some wrap on writing the last column), within 30-100."""
+    columns = shutil.get_terminal_size((80, 24)).columns
+    return max(MIN_WIDTH, min(SCREEN_WIDTH, columns - 1))
 
 
-def describe(manifest, digest: str) -> str:
-    """The text the user approves: everything the skill may do, in plain words."""
+def _columns(ch: str) -> int:
+    """Cells a terminal may give `ch`, never less: wide, fullwidth and ambiguous characters take two
+    (an East Asian terminal draws the ambiguous ones wide), so do symbols (many are drawn as emoji), and
+    an emoji selector may widen the character before it; other combining marks take none. Counting
+    too many only wraps a row earlier."""
+    if ch.isascii():
+        return 1
+    if ch in "\ufe0e\ufe0f":
+        return 1
+    category = unicodedata.category(ch)
+    if category in ("Mn", "Me"):
+        return 0
+    return 2 if category.startswith("S") or unicodedata.east_asian_width(ch) in _WIDE else 1
+
+
+def _wrap(line: str, width: int, rest: int | None = None) -> list[str]:
+    """`line` (single spaces, no newline) in rows of at most `width` columns (`rest` for all but the
+    first): at spaces where it can, inside a word longer than a row where it must (never right
+    before a combining mark)."""
+    rows: list[str] = []
+    row, used = "", 0
+
+    def room() -> int:
+        return width if not rows or rest is None else rest
+
+    for word in line.split(" "):
+        size = sum(_columns(ch) for ch in word)
+        if row and used + 1 + size <= room():
+            row, used = f"{row} {word}", used + 1 + size
+            continue
+        if row:
+            rows.append(row)
+            row, used = "", 0
+        for ch in word:
+            size = _columns(ch)
+            if row and size and used + size > room():
+                rows.append(row)
+                row, used = "", 0
+            row, used = row + ch, used + size
+    return [*rows, row] if row or not rows else rows
+
+
+def _plain_rows(text: str, width: int, lead: str = "") -> list[str]:
+    """A line of the screen's own (fixed-form values only) after `lead`, further rows indented more."""
+    indent = lead + "    "
+    first, *rest = _wrap(text, width - len(lead), width - len(indent))
+    return [lead + first, *(indent + row for row in rest)]
+
+
+def _author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_AUTHOR_CHARS) -> list[str]:
+    """Text the skill's author wrote, as rows under the gutter: runs of whitespace collapsed to one
+    space within each line, empty lines dropped, at most `limit` characters and MAX_AUTHOR_LINES lines
+    shown (then an ellipsis and a note outside the gutter), hidden characters escaped, wrapped."""
+    lines = [line for line in (" ".join(raw.split()) for raw in text.split("\n")) if line]
+    flat = "\n".join(lines)
+    shown = "\n".join(lines[:MAX_AUTHOR_LINES])
+    if limit is not None:
+        shown = shown[:limit]
+    omitted = len(flat) - len(shown)
+    if omitted:
+        shown = shown.rstrip() + "\u2026"
+    prefix = indent + GUTTER
+    rows = [prefix + row for line in visible(shown, keep="\n").split("\n") if line
+            for row in _wrap(line, width - len(prefix))]
+    if omitted:
+        rows += _plain_rows(f"(cut: {omitted} more characters; see SKILL.md)", width, indent)
+    return rows
+
+
+def _value(value: Any) -> str:
+    """An enum value or a default as JSON: a string quoted, so `"5"` and `5` differ on screen too."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _argument_rows(name: str, prop: Any, required: bool, width: int) -> list[str]:
+    """One argument: its fixed-form facts on the row, then its author-written parts under the gutter."""
+    facts = [prop.type, "required" if required else "optional"]
+    for label, number in (("min", prop.minimum), ("max", prop.maximum), ("min length", prop.min_length),
+                          ("max length", prop.max_length)):
+        if number is not None:
+            facts.append(f"{label} {number}")
+    if prop.enum:
+        facts.append(f"one of {len(prop.enum)} values")
+    rows = _plain_rows(f"argument {name}: {', '.join(facts)}", width, "    ")
+    rows += _author_rows(prop.description, "      ", width)
+    if prop.enum:
+        rows += _author_rows("values: " + ", ".join(_value(v) for v in prop.enum), "      ", width, limit=None)
+    if prop.default is not None:
+        rows += _author_rows(f"default: {_value(prop.default)}", "      ", width)
+    if prop.pattern is not None:
+        rows += _author_rows(f"pattern: {prop.pattern}", "      ", width)
+    return rows
+
+
+def _permission_rows(manifest: Any, digest: str, width: int) -> list[str]:
     from skills_runtime.manifest import tool_name
 
-    lines = [f"skill {manifest.name} v{manifest.version}: {_block(manifest.description, '    ')}", "tools:"]
-    lines += [f"  - {tool_name(manifest.name, t.name)} [{t.level}]: {_block(t.description, '      ')}"
-              for t in manifest.tools]
-    lines.append("network: " + (", ".join(manifest.network) if manifest.network else "none"))
-    lines.append("chain reads: " + ("yes (read-only methods)" if manifest.chain_read else "no"))
+    rows = [*_plain_rows(f"skill {manifest.name} v{manifest.version}", width), "tools:"]
+    for decl in manifest.tools:
+        rows += _plain_rows(f"- {tool_name(manifest.name, decl.name)} [{decl.level}]", width, "  ")
+    rows += _plain_rows("network: " + (", ".join(manifest.network) if manifest.network else "none"), width)
+    rows += _plain_rows("chain reads: " + ("yes (read-only methods)" if manifest.chain_read else "no"), width)
     if any(t.level == "sign" for t in manifest.tools):
-        lines.append("signing: may ask the signer for transactions (your policy decides; escalated by default)")
+        rows += _plain_rows("signing: may ask the signer for transactions (your policy decides; escalated by "
+                            "default)", width)
+    else:
+        rows.append("signing: no")
     resources = manifest.resources.model_dump(exclude_none=True)
-    lines.append("resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"))
-    lines.append(f"tree hash: {digest}")
-    return visible("\n".join(lines), keep="\n")
+    rows += _plain_rows("resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"), width)
+    rows += _plain_rows(f"tree hash: {digest}", width)
+    return rows
+
+
+def describe(manifest: Any, digest: str, *, width: int = DEFAULT_WIDTH) -> str:
+    """The text the user approves: everything the skill may do in plain words, then everything its
+    author wrote (what the model will read), each row at most `width` columns."""
+    from skills_runtime.manifest import tool_name
+
+    rows = _permission_rows(manifest, digest, width)
+    rows += ["", *_plain_rows("Written by the skill's author, after each |: the model reads it; it may lie.", width),
+             f"  skill {manifest.name}:", *_author_rows(manifest.description, "    ", width)]
+    for decl in manifest.tools:
+        rows += _plain_rows(f"tool {tool_name(manifest.name, decl.name)} [{decl.level}]:", width, "  ")
+        rows += _author_rows(decl.description, "    ", width)
+        schema = decl.input_schema
+        for name, prop in schema.properties.items():
+            rows += _argument_rows(name, prop, name in schema.required, width)
+    return visible("\n".join(rows), keep="\n")
 
 
 def _guard(action):
@@ -75,7 +206,7 @@ def install(ctx: typer.Context, path: Path = typer.Argument(..., help="A skill f
     store = _store(ctx)
     prepared = _guard(lambda: store.prepare(path))
     try:
-        _echo(describe(prepared.manifest, prepared.tree_hash))
+        _echo(describe(prepared.manifest, prepared.tree_hash, width=screen_width()))
         if prepared.previous is not None:
             _echo(f"replaces the installed v{prepared.previous['version']} "
                   f"({prepared.previous['tree_hash'][:12]}...)")
@@ -109,7 +240,7 @@ def info(ctx: typer.Context, name: str) -> None:
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
-    _echo(describe(manifest, digest))
+    _echo(describe(manifest, digest, width=screen_width()))
     _echo(f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
                + ("" if digest == entry["tree_hash"] else "  (CHANGED since approval)"))
 
@@ -120,7 +251,7 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
-    _echo(describe(manifest, digest))
+    _echo(describe(manifest, digest, width=screen_width()))
     if digest == entry["tree_hash"] and manifest.permissions() == entry["permissions"]:
         typer.echo("unchanged; nothing to approve")
         return

@@ -90,7 +90,7 @@ def _provenance_flags(ctx: ToolContext, to: str) -> list[str]:
     return [] if ctx.provenance.user_wrote(to) else ["recipient_from_untrusted_content"]
 
 
-def _one_visible_line(reason: str) -> str | None:
+def one_visible_line(reason: str) -> str | None:
     """One line, every hidden character written out: the signer refuses control characters in a
     reason (it is shown on the approval screen), and a model's newline should not fail a transfer."""
     return visible(" ".join(reason.split())) or None
@@ -103,7 +103,7 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
         intent["flags"] = flagged
     try:
         reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx),
-                                        reason=_one_visible_line(reason), source=ctx.source)
+                                        reason=one_visible_line(reason), source=ctx.source)
     except SignerError as exc:
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),

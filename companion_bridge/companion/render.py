@@ -78,7 +78,7 @@ def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
         lines += _tx_lines(tx)
     esc = request["escalation"]
     lines += ["", f"Why it needs you: {esc['reason']} [rule {esc['rule_id']}]"]
-    reason = request.get("agent_reason_unverified")
+    reason = " ".join((request.get("agent_reason_unverified") or "").split())  # one line: no padding to fake rows
     if reason:
         lines += [f"Agent's stated reason (UNVERIFIED, may be wrong or injected): {reason}"]
     left = int(request["expires_at"] - now)

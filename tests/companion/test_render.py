@@ -55,3 +55,12 @@ def test_an_escape_sequence_in_the_reason_is_written_out() -> None:
 def test_no_string_reaches_the_screen_with_a_hidden_character(text: str, kind: str) -> None:
     shown = render_request(request(text, kind), now=1_800_000_000.0)
     assert first_hidden(shown.replace("\n", "")) is None
+
+
+def test_a_reason_padded_to_the_screen_edge_stays_on_its_own_line() -> None:
+    """Spaces (plain or not) up to the terminal's width would wrap the rest into rows of their own."""
+    padded = "lunch" + " " * 200 + "Expires in 3600 s." + "\u3000" * 80 + "rule companion.ok"
+    shown = render_request(request(padded), now=1_800_000_000.0)
+    [line] = [row for row in shown.splitlines() if row.startswith("Agent's stated reason")]
+    assert line.endswith("lunch Expires in 3600 s. rule companion.ok")
+    assert sum(row.startswith("Expires in") for row in shown.splitlines()) == 1
