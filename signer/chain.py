@@ -3,17 +3,20 @@
 Caches are chosen so that a stale value can only make a transaction fail, never move more
 value: fees are refreshed every few seconds, and "this address has no code" (which lets a plain
 value transfer skip simulation at exactly 21 000 gas) is re-checked every 30 seconds. The node's
-fee answers are bounded by the chain's ceilings (signer.fees).
+fee answers are bounded by the chain's ceilings (signer.fees), its gas estimate by `max_gas`, and
+every number it sends must be a well-formed hex quantity (`quantity`): what a lying node says can
+make a request fail, never make a key burn more than those ceilings allow.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass
 from enum import Enum
 
-from signer.fees import FeeCeilingExceeded, Fees, quote
+from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
 from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.settings import ChainSettings
 
@@ -23,6 +26,7 @@ CODE_TTL = 30.0
 GAS_HEADROOM_PERCENT = 20
 RECEIPT_POLL_SECONDS = 0.25
 CLAMPED_QUOTES_KEPT = 16
+_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")  # unsigned, at most 256 bits: what an EVM quantity can be
 
 
 class ChainError(Exception):
@@ -31,6 +35,19 @@ class ChainError(Exception):
 
 class FeeAboveCeiling(ChainError):
     """The node's fee market is above the chain's `max_fee_gwei`: a denial naming that ceiling."""
+
+
+class GasAboveCeiling(ChainError):
+    """The node's gas estimate, padded, is above the chain's `max_gas`: a denial naming that ceiling."""
+
+
+def quantity(value: object, what: str) -> int:
+    """A hex quantity from the node as an int, or ChainError: `int(x, 16)` alone takes '-0x1', ' 1 ',
+    '0x_1' and numbers of any size, so a lying node could hand over a negative fee or gas. Strictly
+    `0x` and 1 to 64 hex digits; the value itself is not echoed (it reaches the bot and the log)."""
+    if not isinstance(value, str) or _QUANTITY.fullmatch(value) is None:
+        raise ChainError(f"the RPC node sent a malformed {what} (not a non-negative hex quantity)")
+    return int(value, 16)
 
 
 class SimulationReverted(ChainError):
@@ -71,7 +88,7 @@ class Chain:
         return f"the RPC node of chain {self.settings.id} ({self.settings.name}) is unreachable"
 
     async def chain_id(self) -> int:
-        return int(await self._call("eth_chainId"), 16)
+        return quantity(await self._call("eth_chainId"), "chain id")
 
     # ---- transaction building ---------------------------------------------------------------
 
@@ -79,7 +96,8 @@ class Chain:
         """Hand out nonces locally so concurrent requests never share one."""
         async with self._nonce_lock:
             if sender not in self._nonces:
-                self._nonces[sender] = int(await self._call("eth_getTransactionCount", sender, "pending"), 16)
+                self._nonces[sender] = quantity(await self._call("eth_getTransactionCount", sender, "pending"),
+                                                "nonce")
             nonce = self._nonces[sender]
             self._nonces[sender] = nonce + 1
             return nonce
@@ -93,12 +111,17 @@ class Chain:
         if self._fees and now - self._fees[0] < FEE_TTL:
             return self._fees[1]
         block = await self._call("eth_getBlockByNumber", "latest", False)
-        priority = int(await self._call("eth_maxPriorityFeePerGas"), 16)
-        base = int(block.get("baseFeePerGas") or "0x0", 16)
+        priority = quantity(await self._call("eth_maxPriorityFeePerGas"), "priority fee")
+        if not isinstance(block, dict):
+            raise ChainError("the RPC node sent no latest block")
+        raw_base = block.get("baseFeePerGas")
+        base = 0 if raw_base is None else quantity(raw_base, "base fee")  # None: a chain without EIP-1559 base fee
         try:
             fees = quote(base, priority, self.settings)
         except FeeCeilingExceeded as exc:  # not cached: the next request asks the node again
             raise FeeAboveCeiling(str(exc)) from None
+        except InvalidFees as exc:
+            raise ChainError(str(exc)) from None
         if fees.clamped:
             self.clamped_quotes[(fees.max_fee_per_gas, fees.max_priority_fee_per_gas)] = fees
             while len(self.clamped_quotes) > CLAMPED_QUOTES_KEPT:
@@ -117,19 +140,28 @@ class Chain:
         return False
 
     async def gas_for(self, sender: str, to: str, value: int, data: bytes) -> int:
-        """Gas limit for the call, simulating it first; a revert raises `SimulationReverted`."""
+        """Gas limit for the call, simulating it first; a revert raises `SimulationReverted`, a limit
+        above the chain's `max_gas` raises `GasAboveCeiling` (the node's estimate is not trusted: with
+        the max fee at its ceiling, 30M gas would let one transaction burn tens of ETH)."""
         if not data and not await self.has_code(to):
             return PLAIN_TRANSFER_GAS
         tx = {"from": sender, "to": to, "value": hex(value), "data": "0x" + data.hex()}
         try:
-            estimate = int(await self.rpc.call("eth_estimateGas", tx), 16)
+            answer = await self.rpc.call("eth_estimateGas", tx)
         except RpcRemoteError as exc:
             if exc.code == 3 or "revert" in exc.message.lower():
                 raise SimulationReverted(_revert_reason(exc.message)) from None
             raise ChainError(f"gas estimation failed: {exc.message}") from None
         except RpcUnreachable as exc:
             raise ChainError(f"{self._unreachable}: {exc}") from None
-        return estimate + estimate * GAS_HEADROOM_PERCENT // 100
+        estimate = quantity(answer, "gas estimate")
+        limit = estimate + estimate * GAS_HEADROOM_PERCENT // 100
+        if limit > self.settings.max_gas:
+            raise GasAboveCeiling(
+                f"the gas limit would be {limit} (the node's estimate {estimate} plus {GAS_HEADROOM_PERCENT}%), "
+                f"above the ceiling of chain {self.settings.id} (max_gas: {self.settings.max_gas}); "
+                "nothing was signed")
+        return limit
 
     # ---- reading and sending ----------------------------------------------------------------
 
@@ -155,10 +187,10 @@ class Chain:
     async def balance(self, address: str, token: str | None = None, block: str = "latest") -> int:
         """`block="pending"` also counts transactions the node holds but has not mined yet."""
         if token is None:
-            return int(await self._call("eth_getBalance", address, block), 16)
+            return quantity(await self._call("eth_getBalance", address, block), "balance")
         data = "0x70a08231" + "00" * 12 + address[2:]
         raw = await self._call("eth_call", {"to": token, "data": data}, block)
-        return int(raw, 16) if raw not in (None, "0x") else 0
+        return quantity(raw, "token balance") if raw not in (None, "0x") else 0
 
     async def mined(self, tx_hash: str) -> bool:
         """Is there a receipt for this transaction now (no waiting)?"""
@@ -166,14 +198,14 @@ class Chain:
 
     async def mined_nonce(self, address: str) -> int:
         """How many of the account's transactions are mined: a nonce below it can never be mined again."""
-        return int(await self._call("eth_getTransactionCount", address, "latest"), 16)
+        return quantity(await self._call("eth_getTransactionCount", address, "latest"), "nonce")
 
     async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict:
         deadline = time.monotonic() + timeout
         while True:
             receipt = await self._call("eth_getTransactionReceipt", tx_hash)
             if receipt:
-                return {k: int(v, 16) if k in ("status", "blockNumber", "gasUsed") and isinstance(v, str) else v
+                return {k: quantity(v, k) if k in ("status", "blockNumber", "gasUsed") and isinstance(v, str) else v
                         for k, v in receipt.items()}
             if time.monotonic() >= deadline:
                 raise ChainError(f"no receipt for {tx_hash} within {timeout:.0f}s")

@@ -2,7 +2,8 @@
 
 Layout of the signer home (0700, owned by the signer's user, never mounted into the bot):
   keystore.json   master key sealed by the passphrase (0600)
-  signer.db       clients, session keys (sealed), requests, spend ledger, audit log
+  signer.db       clients, session keys (sealed), requests, spend ledger, audit log, and in `meta`
+                  the daemon's saved clock (signer.clock; written by the daemon only)
   audit.anchor    last audit record's seq and hash, to detect a truncated log (0600)
   policy.yaml     the policy in force (0600; the bot cannot read or change it)
   admin.token     the local admin CLI's token (0600)
@@ -25,7 +26,7 @@ from signer import devices as devices_store
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
-from signer.clock import SignerClock
+from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, save_state
 from signer.engine import Engine
 from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
 from signer.identity import SignerIdentity
@@ -38,7 +39,7 @@ from signer.session_keys import SessionKeys
 from signer.settings import SignerConfig, signer_home, socket_path
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
-from signer.store.writer import Writer
+from signer.store.writer import Writer, WriterClosed
 
 log = logging.getLogger("owlia.signer")
 KEYSTORE = "keystore.json"
@@ -159,15 +160,34 @@ class Daemon:
             clock=self.clock,
         )
         self.engine.more_waiting = self.server.backlog.waiting
+        self._clock_saver: asyncio.Task | None = None
+
+    def save_clock(self, conn: sqlite3.Connection) -> None:
+        """A writer unit: the clock's state now, so that a restart resumes from it (signer.clock)."""
+        save_state(conn, self.clock.state())
+
+    async def _save_clock_forever(self) -> None:
+        """Every SAVE_INTERVAL_SECONDS, one small commit (or a unit in a batch already under way): the
+        time the signer has reached survives a crash, less at most this interval."""
+        while True:
+            await asyncio.sleep(SAVE_INTERVAL_SECONDS)
+            try:
+                await self.writer.run(self.save_clock)
+            except WriterClosed:
+                return
+            except Exception:  # noqa: BLE001 - the next round tries again; the last saved state stands
+                log.exception("could not save the signer's clock")
 
     async def start(self) -> None:
         def started(conn: sqlite3.Connection) -> None:
+            self.save_clock(conn)  # where this run resumed from, at once: a crash before the first round loses nothing
             self.policies.record_start(conn, self.audit)
             self.audit.append("signer.started", {"policy_hash": self.policies.policy.policy_hash(),
                                                  "socket": str(self.paths.socket),
                                                  "session_keys": len(self.keys.active_ids())})
 
         await self.writer.run(started)
+        self._clock_saver = asyncio.create_task(self._save_clock_forever())
         if self.policies.proposal is not None:
             await self.policies.propose(self.policies.proposal)
         await self.server.start()
@@ -176,8 +196,16 @@ class Daemon:
     async def stop(self) -> None:
         await self.server.close()
         await self.engine.close()
+        if self._clock_saver is not None:
+            self._clock_saver.cancel()
+            await asyncio.gather(self._clock_saver, return_exceptions=True)
+
+        def stopped(conn: sqlite3.Connection) -> None:
+            self.save_clock(conn)  # the last reading: a clean restart loses none of the signer's time
+            self.audit.append("signer.stopped", {})
+
         try:
-            await self.writer.run(lambda conn: self.audit.append("signer.stopped", {}))
+            await self.writer.run(stopped)
         except Exception:  # noqa: BLE001 - shutting down anyway
             log.warning("could not record the shutdown in the audit log")
         self.writer.close()

@@ -7,7 +7,9 @@ ceiling a lying or broken node picks the tip every transaction pays: one 0.001 E
 transaction whose max fee per gas would pass `max_fee_gwei` is not signed at all (its request is
 denied as `chain.max_fee` with the reason). A clamp is logged and written into the request's
 outcome and its `sign.signed` record (`fee_clamped`), so a node that lies is visible. Amounts are
-integer wei.
+integer wei, never negative, and the max fee is never below the tip (`Fees` refuses otherwise). The
+gas a transaction may use is bounded separately (`max_gas`, signer.chain), so the most one can burn
+is `max_gas x max_fee_gwei`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ class Fees:
     max_priority_fee_per_gas: int
     node_priority_fee: int = 0  # what the node asked for: above max_priority_fee_per_gas when clamped
 
+    def __post_init__(self) -> None:
+        """Checked once per quote: a negative tip, or a tip above the max fee, is never signed."""
+        if not 0 <= self.max_priority_fee_per_gas <= self.max_fee_per_gas or self.node_priority_fee < 0:
+            raise InvalidFees(f"invalid fees: max fee {self.max_fee_per_gas}, tip {self.max_priority_fee_per_gas} wei")
+
     @property
     def clamped(self) -> bool:
         return self.node_priority_fee > self.max_priority_fee_per_gas
@@ -40,8 +47,14 @@ class FeeCeilingExceeded(Exception):
     """The max fee per gas would pass the chain's ceiling; the message says so for the record."""
 
 
+class InvalidFees(ValueError):
+    """A negative fee, or a max fee below the tip: what only a broken or lying node can lead to."""
+
+
 def quote(base_fee: int, node_priority: int, settings: ChainSettings) -> Fees:
     """The fees to sign with: the node's tip up to the ceiling, and twice the base fee on top."""
+    if base_fee < 0 or node_priority < 0:
+        raise InvalidFees(f"the RPC node sent a negative fee (base fee {base_fee}, tip {node_priority} wei)")
     priority = min(node_priority, settings.max_priority_fee_wei)
     max_fee = 2 * base_fee + priority
     if max_fee > settings.max_fee_wei:

@@ -13,7 +13,7 @@ from typing import Any
 
 from policies.intent import Call
 from signer.approval_request import to_checksum
-from signer.chain import Chain, ChainError
+from signer.chain import Chain, ChainError, quantity
 from signer.protocol import ErrorCode, RpcError
 
 FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
@@ -55,7 +55,7 @@ async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> 
 async def next_nonce(chain: Chain, account: str) -> int:
     """The nonce the account's next transaction must carry (pending: counts the mempool)."""
     try:
-        return int(await chain.rpc.call("eth_getTransactionCount", account, "pending"), 16)
+        return quantity(await chain.rpc.call("eth_getTransactionCount", account, "pending"), "nonce")
     except Exception as exc:  # noqa: BLE001 - unreachable or garbled: nothing can be checked or sent
         raise RpcError(ErrorCode.UNAVAILABLE, f"cannot read the main account's nonce: {type(exc).__name__}") from None
 

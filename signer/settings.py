@@ -36,6 +36,9 @@ class ChainSettings(BaseModel):
     # is read from the RPC node: these bound what a lying or broken node can make a key burn.
     max_priority_fee_gwei: int = Field(default=100, ge=0)  # a higher tip asked by the node is clamped to this
     max_fee_gwei: int = Field(default=1000, gt=0)  # above this max fee per gas nothing is signed
+    # Gas limit ceiling per transaction (the node's estimate plus 20 % headroom): with max_fee_gwei it
+    # bounds what one transaction can burn (3M x 1000 gwei = 3 ETH). A plain transfer takes 21 000.
+    max_gas: int = Field(default=3_000_000, gt=21_000)
 
     @field_validator("rpc_url")
     @classmethod

@@ -13,7 +13,7 @@ from typing import Any
 from policies.decision import Decision
 from policies.intent import Decoded
 from signer import records
-from signer.chain import Chain, ChainError, FeeAboveCeiling, SimulationReverted
+from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
 from signer.txcodec import Eip1559Tx, sign_eip1559
@@ -53,6 +53,8 @@ class SessionSigner:
                                   f"the transaction would revert: {exc.reason}")
         except FeeAboveCeiling as exc:
             return self.abandoned(request_id, decision, summary, "chain.max_fee", str(exc))
+        except GasAboveCeiling as exc:
+            return self.abandoned(request_id, decision, summary, "chain.max_gas", str(exc))
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:

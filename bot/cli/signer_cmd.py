@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -130,11 +129,12 @@ def client_add(
 
 @client_app.command("list")
 def client_list(ctx: typer.Context) -> None:
-    """List clients (never their tokens)."""
+    """List clients (never their tokens); "active" as the signer judges it, by its saved clock."""
     from signer.auth import list_clients
+    from signer.clock import estimate
 
     conn = _db(ctx)
-    now = time.time()
+    now = estimate(conn)
     print_json([{"name": c.name, "id": c.client_id, "scope": c.scope.value, "active": c.active(now),
                  "expires_at": c.expires_at, "revoked_at": c.revoked_at} for c in list_clients(conn)])
 

@@ -5,6 +5,9 @@ named by OWLIA_TEST_CLOCK_OFFSET, re-read on every call, so a test can set the c
 forward under a running signer as NTP or an operator would. It is patched before any signer
 module is imported, so every part of the signer sees the same skewed clock; the monotonic
 clock is left alone, as a change of the system time leaves it alone.
+
+With OWLIA_TEST_BOOT_ID naming a file, the signer reads its boot id from there instead of
+/proc/sys/kernel/random/boot_id, so a test can make a restart look like a reboot.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from pathlib import Path
 
 OFFSET_ENV = "OWLIA_TEST_CLOCK_OFFSET"
+BOOT_ID_ENV = "OWLIA_TEST_BOOT_ID"
 
 
 def set_offset(path: Path, seconds: float) -> None:
@@ -35,6 +39,10 @@ def _install(path: str) -> None:
 
 if __name__ == "__main__":
     _install(os.environ[OFFSET_ENV])
+    if os.environ.get(BOOT_ID_ENV):
+        import signer.clock
+
+        signer.clock.BOOT_ID_PATH = Path(os.environ[BOOT_ID_ENV])
     from bot.cli.app import main
 
     sys.argv = ["owlia", *sys.argv[1:]]

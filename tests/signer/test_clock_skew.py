@@ -14,8 +14,10 @@ import hashlib
 import logging
 import os
 import sqlite3
+import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -32,7 +34,7 @@ from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer
 from tests.conftest import FRIEND, SignerStack
-from tests.signer.skewed_clock import OFFSET_ENV, set_offset
+from tests.signer.skewed_clock import BOOT_ID_ENV, OFFSET_ENV, set_offset
 
 pytestmark = pytest.mark.chain
 CENT = 10**16  # the dev policy: per_tx 0.01 ETH, 24h window 0.05 ETH
@@ -43,20 +45,35 @@ EPS = 1e-4  # float rounding over a run of readings at ~1e9 s (an ulp there is ~
 
 
 class SkewedStack(SignerStack):
-    """A signer process whose system clock is off by what `skew` last said."""
+    """A signer process whose system clock is off by what `skew` last said, and whose boot id
+    changes at `reboot` (the steady clock is the real one: only differences of it matter)."""
 
     def __init__(self, root: Path, rpc_url: str) -> None:
         super().__init__(root, rpc_url, signer={"broadcast": False})
         self.offset = root / "clock_offset"
+        self.boot_id = root / "boot_id"
         self.skew(0)
+        self.reboot()
 
     def skew(self, seconds: float) -> None:
         set_offset(self.offset, seconds)
 
+    def reboot(self) -> None:
+        """The next start looks like one after a reboot (call while the signer is stopped)."""
+        self.boot_id.write_text(str(uuid.uuid4()))
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, OFFSET_ENV: str(self.offset), BOOT_ID_ENV: str(self.boot_id)}
+
     def serve_command(self) -> tuple[list[str], dict[str, str] | None]:
         argv, _ = super().serve_command()  # python -m bot.cli <args>: the same CLI, its clock set off
-        return [sys.executable, "-m", "tests.signer.skewed_clock", *argv[3:]], {**os.environ,
-                                                                             OFFSET_ENV: str(self.offset)}
+        return [sys.executable, "-m", "tests.signer.skewed_clock", *argv[3:]], self.env()
+
+    def skewed_cli(self, *args: str, offset: Path | None = None) -> subprocess.CompletedProcess:
+        """`owlia <args>` on this home, with this stack's boot id and system clock (or the one in `offset`)."""
+        env = self.env() if offset is None else {**self.env(), OFFSET_ENV: str(offset)}
+        return subprocess.run([sys.executable, "-m", "tests.signer.skewed_clock", "--home", str(self.home), *args],
+                              text=True, capture_output=True, env=env, timeout=120)
 
 
 @pytest.fixture()

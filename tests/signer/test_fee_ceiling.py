@@ -2,11 +2,13 @@
 
 The signer process talks to anvil through a real HTTP proxy that answers the fee questions with
 whatever the test says: a 4000 gwei tip is clamped to the chain's `max_priority_fee_gwei` (and the
-clamp is on record), and a base fee that puts the max fee per gas past `max_fee_gwei` signs nothing.
+clamp is on record), a base fee that puts the max fee per gas past `max_fee_gwei` signs nothing,
+nor does a gas estimate that puts the gas limit past `max_gas`, nor a negative or malformed number.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -19,7 +21,9 @@ import pytest
 from pydantic import ValidationError
 
 from bot.devchain import free_port, rpc
+from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
 from signer.client import new_idempotency_key
+from signer.fees import Fees, InvalidFees, quote
 from signer.settings import ChainSettings
 from tests.conftest import FRIEND, balance, wait_receipt
 
@@ -28,11 +32,20 @@ GWEI = 10**9
 MILLI = 10**15
 
 
+# What each lie replaces: the answer to a method, or (base_fee) a field of the latest block.
+LIED_METHODS = {"tip": "eth_maxPriorityFeePerGas", "gas": "eth_estimateGas", "code": "eth_getCode",
+                "nonce": "eth_getTransactionCount"}
+
+
+def _hex(value: int | str) -> str:
+    return value if isinstance(value, str) else hex(value)
+
+
 class LyingNode:
-    """Forwards JSON-RPC to anvil, except the fee answers named in `lies` (wei)."""
+    """Forwards JSON-RPC to anvil, except the answers named in `lies` (ints are sent as hex, strings as is)."""
 
     def __init__(self, upstream: str) -> None:
-        self.lies: dict[str, int] = {}
+        self.lies: dict[str, int | str] = {}
         node = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -57,12 +70,13 @@ class LyingNode:
 
     def answer(self, upstream: str, body: Any) -> Any:
         method = body.get("method") if isinstance(body, dict) else None
-        if method == "eth_maxPriorityFeePerGas" and "tip" in self.lies:
-            return {"jsonrpc": "2.0", "id": body["id"], "result": hex(self.lies["tip"])}
+        for lie, lied_method in LIED_METHODS.items():
+            if method == lied_method and lie in self.lies:
+                return {"jsonrpc": "2.0", "id": body["id"], "result": _hex(self.lies[lie])}
         request = urllib.request.Request(upstream, json.dumps(body).encode(), {"Content-Type": "application/json"})
         out = json.loads(urllib.request.urlopen(request, timeout=10).read())
         if method == "eth_getBlockByNumber" and "base_fee" in self.lies and out.get("result"):
-            out["result"]["baseFeePerGas"] = hex(self.lies["base_fee"])
+            out["result"]["baseFeePerGas"] = _hex(self.lies["base_fee"])
         return out
 
 
@@ -127,3 +141,112 @@ def test_fee_ceilings_are_whole_gwei_per_chain_with_defaults():
     assert (l2.max_priority_fee_wei, l2.max_fee_wei) == (0, 5 * GWEI)
     with pytest.raises(ValidationError, match="max_priority_fee_gwei cannot exceed max_fee_gwei"):
         ChainSettings(id=1, name="x", rpc_url="https://rpc.example", max_priority_fee_gwei=2000)
+
+
+def pending_nonce(anvil, address: str) -> str:
+    return rpc(anvil.url, "eth_getTransactionCount", [address, "pending"])
+
+
+def test_a_gas_estimate_above_the_ceiling_signs_nothing(make_stack, anvil, node):
+    """The review's repro: a node that says the friend has code and the call needs 30M gas. Padded to
+    36M at the max fee ceiling that is 36 ETH of fees for one transaction; above `max_gas` it is none."""
+    stack = make_stack(node.url).start()
+    key = stack.funded_session_key()
+    nonce = pending_nonce(anvil, key["address"])
+    node.lies.update(code="0x6000", gas=30_000_000)
+    result = sign(stack, MILLI)
+    assert (result["status"], result["rule_id"]) == ("denied", "chain.max_gas"), result
+    assert "max_gas: 3000000" in result["reason"] and "36000000" in result["reason"]
+    assert "nothing was signed" in result["reason"]
+    assert pending_nonce(anvil, key["address"]) == nonce  # nothing sent, and no nonce handed out
+    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})["entries"][0]
+    assert abandoned["body"]["request_id"] == result["request_id"]
+    assert abandoned["body"]["rule_id"] == "chain.max_gas"
+    node.lies["gas"] = 2_000_000  # padded to 2.4M: within the ceiling; the refused request held no room
+    result = sign(stack, MILLI)
+    assert result["status"] == "signed", result
+    conn = sqlite3.connect(stack.paths.db)
+    try:
+        states = [s for (s,) in conn.execute("SELECT state FROM spends ORDER BY id")]
+    finally:
+        conn.close()
+    assert states == ["released", "committed"]
+
+
+@pytest.mark.parametrize("lie", [{"tip": "-0x1"}, {"base_fee": "-0x3b9aca00"}, {"tip": "0x-1"}, {"base_fee": "12"},
+                                 {"code": "0x6000", "gas": "-0x5208"}, {"code": "0x6000", "gas": "0x"},
+                                 {"nonce": "-0x1"}, {"tip": "0x" + "f" * 65}])
+def test_a_negative_or_malformed_number_from_the_node_signs_nothing(make_stack, anvil, node, lie):
+    stack = make_stack(node.url).start()
+    key = stack.funded_session_key()
+    nonce = pending_nonce(anvil, key["address"])
+    node.lies.update(lie)
+    result = sign(stack, MILLI)
+    assert result["status"] == "failed", result
+    assert "malformed" in result["error"] and "-0x" not in result["error"]  # the value is not echoed
+    assert pending_nonce(anvil, key["address"]) == nonce
+    node.lies.clear()
+    assert sign(stack, MILLI)["status"] == "signed"
+
+
+def test_the_gas_ceiling_is_per_chain_with_a_default():
+    chain = ChainSettings(id=1, name="mainnet", rpc_url="https://rpc.example")
+    assert chain.max_gas == 3_000_000
+    assert ChainSettings(id=1, name="x", rpc_url="https://rpc.example", max_gas=21_001).max_gas == 21_001
+    for bad in (21_000, 0, -1):
+        with pytest.raises(ValidationError, match="max_gas"):
+            ChainSettings(id=1, name="x", rpc_url="https://rpc.example", max_gas=bad)
+
+
+def test_hex_quantities_from_the_node_are_strict():
+    assert [quantity(v, "x") for v in ("0x0", "0x1", "0xAbC", "0x" + "f" * 64)] == [0, 1, 0xABC, 2**256 - 1]
+    for bad in ("-0x1", "0x-1", "0x", "1", " 0x1", "0x1 ", "0x_1", "0X1", "0x" + "1" * 65, "0x１", 1, None, [], {}):
+        with pytest.raises(ChainError, match="malformed x"):
+            quantity(bad, "x")
+
+
+def test_fees_are_never_negative_and_the_max_fee_never_below_the_tip():
+    settings_ = ChainSettings(id=1, name="x", rpc_url="https://rpc.example")
+    assert quote(10 * GWEI, 2 * GWEI, settings_) == Fees(22 * GWEI, 2 * GWEI, 2 * GWEI)
+    for base, tip in ((-1, GWEI), (GWEI, -1)):
+        with pytest.raises(InvalidFees):
+            quote(base, tip, settings_)
+    with pytest.raises(InvalidFees):
+        Fees(GWEI, 2 * GWEI)
+    with pytest.raises(InvalidFees):
+        Fees(GWEI, -1)
+
+
+class ScriptedRpc:
+    """An RPC client that answers from a table: the review's in-process repro."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    async def call(self, method: str, *params: Any, retry: bool = True) -> Any:
+        return self.answers[method]
+
+    def close(self) -> None:
+        pass
+
+
+def scripted_chain(answers: dict[str, Any]) -> Chain:
+    chain = Chain(ChainSettings(id=1, name="main", rpc_url="http://127.0.0.1:1"))
+    chain.rpc = ScriptedRpc(answers)  # type: ignore[assignment]
+    return chain
+
+
+def test_the_reviews_repro_in_process():
+    chain = scripted_chain({"eth_getCode": "0x6000", "eth_estimateGas": hex(30_000_000),
+                            "eth_getBlockByNumber": {"baseFeePerGas": hex(450 * GWEI)},
+                            "eth_maxPriorityFeePerGas": hex(100 * GWEI)})
+    with pytest.raises(GasAboveCeiling, match="max_gas"):
+        asyncio.run(chain.gas_for("0x" + "11" * 20, "0x" + "22" * 20, 0, b"\x01"))
+    chain.rpc.answers["eth_estimateGas"] = hex(2_500_000)  # 3M padded: the most it may be
+    assert asyncio.run(chain.gas_for("0x" + "11" * 20, "0x" + "22" * 20, 0, b"\x01")) == 3_000_000
+    for block in ({"baseFeePerGas": "-0x1"}, None, [], {"baseFeePerGas": 7}):
+        negative = scripted_chain({"eth_getBlockByNumber": block, "eth_maxPriorityFeePerGas": hex(GWEI)})
+        with pytest.raises(ChainError):
+            asyncio.run(negative.fees())
+    pre_london = scripted_chain({"eth_getBlockByNumber": {}, "eth_maxPriorityFeePerGas": hex(GWEI)})
+    assert asyncio.run(pre_london.fees()).max_fee_per_gas == GWEI
