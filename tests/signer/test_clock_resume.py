@@ -14,7 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -37,6 +40,8 @@ from tests.signer.test_clock_skew import (CENT, DAY_LIMIT, EPS, HOUR, SkewedStac
 TEN_YEARS = 10 * 365 * 86400.0
 FASTEST = 1 + CATCH_UP
 
+T = TypeVar("T")
+
 
 @pytest.fixture()
 def skewed(tmp_path, anvil):
@@ -45,20 +50,20 @@ def skewed(tmp_path, anvil):
     stack.close()
 
 
-def saved_state(stack: SkewedStack) -> ClockState | None:
+def _read_db(stack: SkewedStack, read: Callable[[sqlite3.Connection], T]) -> T:
     conn = connect(stack.paths.db, readonly=True)
     try:
-        return load_state(conn)
+        return read(conn)
     finally:
         conn.close()
+
+
+def saved_state(stack: SkewedStack) -> ClockState | None:
+    return _read_db(stack, load_state)
 
 
 def floor_on_record(stack: SkewedStack) -> float:
-    conn = connect(stack.paths.db, readonly=True)
-    try:
-        return latest_recorded(conn)
-    finally:
-        conn.close()
+    return _read_db(stack, latest_recorded)
 
 
 def lag(stack: SkewedStack) -> float:
