@@ -28,13 +28,16 @@ _EMOJI_SELECTORS = frozenset("\ufe0e\ufe0f")
 """Text/emoji presentation selectors: shown (they pick how the emoji before them is drawn) only right
 after a character that can be an emoji; after a letter they are invisible (`dev` U+FE0F `friend` reads as devfriend)."""
 _KEYCAPS = frozenset("#*0123456789")
-_EMOJI_CATEGORIES = frozenset({"So", "Sm", "Sk", "Po", "Pd"})
+_EMOJI_CATEGORIES = frozenset({"So", "Sm", "Sk"})
+_EMOJI_PUNCTUATION = frozenset("\u203c\u2049\u3030\u303d")  # the only punctuation with an emoji form
 _BLANKS = frozenset(
     "\u034f"  # combining grapheme joiner (Mn, default-ignorable: never drawn)
     "\u115f\u1160\u3164\uffa0"  # Hangul fillers (Lo, but drawn as nothing or as a blank)
     "\u17b4\u17b5"  # Khmer inherent vowels (Mn, default-ignorable)
     "\u180b\u180c\u180d\u180f"  # Mongolian free variation selectors (Mn, default-ignorable)
     "\u2800"  # braille pattern blank (So, drawn as a blank)
+    "\U00016fe4"  # Khitan small script filler (Mn, default-ignorable)
+    "\U0001d159"  # musical symbol null notehead (So, drawn as a blank)
     + "".join(map(chr, range(0xFE00, 0xFE0E)))  # variation selectors 1-14 (Mn, default-ignorable)
     + "".join(map(chr, range(0xE0100, 0xE01F0)))  # variation selectors 17-256 (can carry hidden bytes)
 )
@@ -46,7 +49,9 @@ def _alone_hidden(ch: str, category: str) -> bool:
 
 
 def _emoji_base(ch: str) -> bool:
-    return ch in _KEYCAPS or (not ch.isascii() and unicodedata.category(ch) in _EMOJI_CATEGORIES)
+    if ch in _KEYCAPS or ch in _EMOJI_PUNCTUATION:
+        return True
+    return not ch.isascii() and unicodedata.category(ch) in _EMOJI_CATEGORIES
 
 
 def _hidden_flags(text: str, keep: str) -> Iterator[tuple[str, bool]]:

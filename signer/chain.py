@@ -205,7 +205,9 @@ class Chain:
         while True:
             receipt = await self._call("eth_getTransactionReceipt", tx_hash)
             if receipt:
-                return {k: quantity(v, k) if k in ("status", "blockNumber", "gasUsed") and isinstance(v, str) else v
+                if not isinstance(receipt, dict):
+                    raise ChainError("the RPC node sent a malformed receipt")
+                return {k: quantity(v, k) if k in ("status", "blockNumber", "gasUsed") else v
                         for k, v in receipt.items()}
             if time.monotonic() >= deadline:
                 raise ChainError(f"no receipt for {tx_hash} within {timeout:.0f}s")

@@ -26,9 +26,9 @@ The steady clock is CLOCK_BOOTTIME where the OS has one (Linux): unlike CLOCK_MO
 time spent suspended, so a laptop that slept 8 h is not 8 h behind when it wakes.
 
 What this cannot see (docs/signer-protocol.md, "Time"):
-- a forward step made while the signer is stopped across a reboot, when no step was being
-  absorbed: the steady clock restarts at boot, so real downtime cannot be told from a step, and
-  spends made before it count as older than they are. Within one boot the downtime is measured by
+- a forward step made while the signer is stopped across a reboot: the steady clock restarts at
+  boot, so real downtime cannot be told from a step, and spends made before it count as older than
+  they are (a lag being absorbed when it stopped is kept, on top of it). Within one boot the downtime is measured by
   CLOCK_BOOTTIME and a step while stopped is absorbed like one made while running;
 - the last SAVE_INTERVAL_SECONDS before a crash: after a kill -9 or a power cut followed by a
   reboot with the clock set back, the signer may resume up to SAVE_INTERVAL_SECONDS x (1 + CATCH_UP)
@@ -56,6 +56,7 @@ CATCH_UP = 0.1  # how much faster than real time the signer's time may run while
 BEHIND_WARNING_SECONDS = 60.0
 STEP_WARNING_SECONDS = 60.0
 SAVE_INTERVAL_SECONDS = 10.0  # how often the daemon saves its clock: what a crash can lose of its time
+MAX_STATE_CHARS = 1000  # a saved state is about 150 characters; a longer row is not one
 STATE_KEY = "clock"  # the meta row holding the saved ClockState (written by the daemon only)
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
 _FASTEST = 1.0 + CATCH_UP
@@ -106,13 +107,13 @@ class ClockState:
     @classmethod
     def from_json(cls, text: str | None) -> ClockState | None:
         """None for nothing saved or anything malformed: the floor of records still holds then."""
-        if text is None:
+        if text is None or len(text) > MAX_STATE_CHARS:
             return None
         try:
             data = json.loads(text)
             values = [float(data[k]) for k in ("signer", "wall", "steady")]
             boot_id = data.get("boot_id")
-        except (ValueError, TypeError, KeyError, AttributeError):
+        except Exception:  # noqa: BLE001 - whatever is in the row (OverflowError, RecursionError...): not a state
             return None
         if not all(math.isfinite(v) for v in values) or not isinstance(boot_id, (str, type(None))):
             return None

@@ -75,19 +75,18 @@ def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> di
 
 
 def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:
-    """`signer_now - MAX_CLOCK_SKEW <= ts <= max(signer_now, wall_now) + MAX_CLOCK_SKEW`.
+    """`min(signer, wall) - MAX_CLOCK_SKEW <= ts <= max(signer, wall) + MAX_CLOCK_SKEW`.
 
-    A proof carries the phone's real time. After a forward correction of the system clock the
-    signer's time trails it for a while (signer.clock), and judging proofs by the signer's time
-    alone would refuse every freeze and top-up for hours: so the upper bound also follows the
-    system clock. That gives nothing away: only the device can sign a proof, whatever its date, and
-    each is accepted once. The lower bound stays on the signer's time, which never goes back: a
-    proof it refuses stays refused, so the used-proof cache may forget a proof once it is that old.
-    The price: while the signer's time trails, a proof stays acceptable until the signer's time is
-    2 minutes past it, so a bridge that held one back can deliver it (once) later than usual.
-    A system clock stuck in the far future does not lock the companion out: its proofs pass both.
+    A proof carries the phone's real time, and either clock may be off it: the signer's trails the
+    system clock after a forward correction (it catches up at 1.1x), and it stays ahead for good
+    after a wrong forward step was put right (it never goes back). Judging by one clock alone would
+    then refuse every freeze, unfreeze and top-up, for hours or for ever: the kill switch must keep
+    working whatever was done to the clock. Accepting between the two gives nothing away: only the
+    device can sign a proof, whatever its date, and each is accepted once, for good (the used-proof
+    cache is never pruned: proofs are a few a day, each signed by a paired device). The price: a
+    bridge that held a proof back can deliver it (once) later than usual while the clocks disagree.
     """
-    return signer_now - MAX_CLOCK_SKEW <= ts <= max(signer_now, wall_now) + MAX_CLOCK_SKEW
+    return min(signer_now, wall_now) - MAX_CLOCK_SKEW <= ts <= max(signer_now, wall_now) + MAX_CLOCK_SKEW
 
 
 def pairing_mac(code: str, message: bytes) -> str:
@@ -152,7 +151,7 @@ class DeviceRegistry:
         self.writer = writer
         self.audit = audit
         self.clock = clock  # the signer's clock: every decision and record
-        self.wall = wall  # the system clock: only the upper bound of a proof's time (`proof_is_fresh`)
+        self.wall = wall  # the system clock: only for the bounds of a proof's time (`proof_is_fresh`)
         self._boot = secrets.token_hex(4)
         self._changes = 0  # bumped on every pairing or revocation; the bridge refreshes on change
         self._wrong_codes: dict[str, int] = {}  # per open pairing; bounded by the pairings an admin began
@@ -211,7 +210,7 @@ class DeviceRegistry:
             raise await self.refuse(audit_kind, evidence, "the proof is stale or from the future")
         digest = hashlib.sha256(message).hexdigest()
         try:
-            await self.writer.run(lambda conn: _remember_proof(conn, digest, ts, now))
+            await self.writer.run(lambda conn: _remember_proof(conn, digest, ts))
         except sqlite3.IntegrityError:
             raise await self.refuse(audit_kind, evidence, "this proof was already used (replay)") from None
 
@@ -314,10 +313,6 @@ class DeviceRegistry:
                                                         (now, device_id)))
 
 
-def _remember_proof(conn: sqlite3.Connection, digest: str, ts: float, now: float) -> None:
-    """Keyed by the proof's own time, pruned by the signer's: a proof is forgotten only once
-    `proof_is_fresh` refuses it for good, however far in the future it was dated. The margin is a
-    second MAX_CLOCK_SKEW because rows written by earlier versions hold the time of use instead,
-    which may be up to MAX_CLOCK_SKEW before the proof's own."""
-    conn.execute("DELETE FROM used_proofs WHERE ts < ?", (now - 2 * MAX_CLOCK_SKEW,))
+def _remember_proof(conn: sqlite3.Connection, digest: str, ts: float) -> None:
+    """For good: no clock decides when a proof may be forgotten, since either may be set back."""
     conn.execute("INSERT INTO used_proofs(digest, ts) VALUES(?,?)", (digest, ts))

@@ -13,7 +13,7 @@ from typing import Any
 
 from policies.intent import Call
 from signer.approval_request import to_checksum
-from signer.chain import Chain, ChainError, quantity
+from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
 from signer.protocol import ErrorCode, RpcError
 
 FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
@@ -35,8 +35,10 @@ async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> 
     simulated = True
     try:
         gas = await chain.gas_for(main, call.to, call.value, call.data)
+    except GasAboveCeiling:
+        return None  # the node asks more gas than this chain allows: nothing the main key should sign
     except ChainError:
-        gas, simulated = FALLBACK_GAS_LIMIT, False
+        gas, simulated = min(FALLBACK_GAS_LIMIT, chain.settings.max_gas), False
     return {
         "type": 2,
         "chain_id": call.chain_id,

@@ -33,6 +33,9 @@ HOSTILE = [
     ("a\u200b\u0301", "a\\u200b\\u0301"),  # after a hidden character, which is escaped
     ("dev\ufe0ffriend", "dev\\ufe0ffriend"),  # an emoji selector after a letter draws nothing
     ("\u2764\ufe0f\ufe0f", "\u2764\ufe0f\\ufe0f"),  # a second selector draws nothing either
+    ("pay\U0001d159\U0001d159 Bob", "pay\\U0001d159\\U0001d159 Bob"),  # null notehead: drawn as a blank
+    ("ab\U00016fe4c", "ab\\U00016fe4c"),  # Khitan filler: default-ignorable even after a letter
+    ("x\u00bf\ufe0f", "x\u00bf\\ufe0f"),  # a selector after punctuation with no emoji form
 ]
 
 

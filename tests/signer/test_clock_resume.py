@@ -299,7 +299,10 @@ def test_nothing_saved_starts_from_the_wall_clock_or_the_latest_spend(db):
 
 def test_a_malformed_saved_clock_counts_as_none(db, caplog):
     for text in ("not json", "[1, 2]", '{"signer": 1}', '{"signer": "nan", "wall": 1, "steady": 1, "boot_id": null}',
-                 '{"signer": 1, "wall": 1, "steady": 1, "boot_id": 7}'):
+                 '{"signer": 1, "wall": 1, "steady": 1, "boot_id": 7}',
+                 '{"signer": 1' + "0" * 400 + ', "wall": 1, "steady": 1, "boot_id": null}',  # OverflowError
+                 '{"signer": ' + "[" * 100_000 + "]" * 100_000 + "}",  # RecursionError, or too long
+                 '{"signer": 1, "wall": 1, "steady": 1, "boot_id": "' + "x" * 2000 + '"}'):
         set_meta(db, STATE_KEY, text)
         with caplog.at_level(logging.WARNING, logger="owlia.signer"):
             assert load_state(db) is None

@@ -388,7 +388,8 @@ def registry(tmp_path):
 def test_the_bounds_of_a_proofs_time():
     assert proof_is_fresh(1000.0, 1000.0, 1000.0)
     assert proof_is_fresh(1000.0 - MAX_CLOCK_SKEW, 1000.0, 1000.0)
-    assert not proof_is_fresh(1000.0 - MAX_CLOCK_SKEW - 1, 1000.0, 5000.0)  # the lower bound: the signer's
+    assert not proof_is_fresh(1000.0 - MAX_CLOCK_SKEW - 1, 1000.0, 5000.0)  # the lower bound: the earlier
+    assert proof_is_fresh(1000.0 - MAX_CLOCK_SKEW, 5000.0, 1000.0)  # the signer's clock ahead: the wall's
     assert proof_is_fresh(5000.0 + MAX_CLOCK_SKEW, 1000.0, 5000.0)  # the upper: the later of the two
     assert not proof_is_fresh(5000.0 + MAX_CLOCK_SKEW + 1, 1000.0, 5000.0)
     assert not proof_is_fresh(1000.0 + MAX_CLOCK_SKEW + 1, 1000.0, 0.0)  # a clock set back widens nothing
@@ -401,7 +402,7 @@ def test_a_proof_dated_by_the_phone_is_accepted_while_the_signers_clock_lags(reg
     assert registry.clock.lag() > 24 * HOUR
     registry.consume(b"freeze now", registry.wall.now)  # the phone's real time
     assert "replay" in registry.refused(b"freeze now", registry.wall.now)  # still once only
-    registry.advance(30 * 60)  # half an hour on, another proof prunes the cache: the first is still fresh
+    registry.advance(30 * 60)  # half an hour on, another proof: the first is still remembered
     registry.consume(b"top up", registry.wall.now)
     assert registry.remembered(b"freeze now")
     stale = registry.clock() - MAX_CLOCK_SKEW - 1
@@ -409,12 +410,30 @@ def test_a_proof_dated_by_the_phone_is_accepted_while_the_signers_clock_lags(reg
     assert "future" in registry.refused(b"ahead", registry.wall.now + MAX_CLOCK_SKEW + 5)
 
 
-def test_an_accepted_proof_is_forgotten_only_once_it_is_stale(registry):
+def test_an_accepted_proof_is_never_forgotten(registry):
     registry.clock()
     registry.advance(10, step=25 * HOUR)
     ts = registry.wall.now
     registry.consume(b"freeze now", ts)
     registry.advance(25 * HOUR / CATCH_UP + 1000)  # the signer's clock has caught up and passed the proof
-    registry.consume(b"later", registry.wall.now)  # prunes
-    assert not registry.remembered(b"freeze now")
-    assert "stale" in registry.refused(b"freeze now", ts)  # forgotten, and refused all the same
+    registry.consume(b"later", registry.wall.now)
+    registry.advance(0, step=-(registry.wall.now - ts))  # the system clock set back to the proof's time
+    assert registry.remembered(b"freeze now")
+    assert "replay" in registry.refused(b"freeze now", ts)
+
+
+def test_the_companion_is_not_locked_out_when_the_signers_clock_stays_ahead(registry):
+    """A wrong +1 h step lasting 22 min, then put right: the signer's clock, which never goes back,
+    is 132 s ahead of real time for good. The phone's proofs (real time) must still pass: the kill
+    switch has to work then too."""
+    registry.clock()
+    registry.advance(1, step=HOUR)
+    for _ in range(22 * 60):
+        registry.advance(1)
+        registry.clock()
+    registry.advance(0, step=-HOUR)  # put right
+    ahead = registry.clock() - registry.wall.now
+    assert ahead > MAX_CLOCK_SKEW
+    registry.advance(7 * 24 * HOUR)
+    registry.consume(b"freeze", registry.wall.now)  # a week later, and still
+    assert "replay" in registry.refused(b"freeze", registry.wall.now)

@@ -21,9 +21,11 @@ import pytest
 from pydantic import ValidationError
 
 from bot.devchain import free_port, rpc
+from policies.intent import Call
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
 from signer.client import new_idempotency_key
 from signer.fees import Fees, InvalidFees, quote
+from signer.main_tx import main_account_tx
 from signer.settings import ChainSettings
 from tests.conftest import FRIEND, balance, wait_receipt
 
@@ -46,6 +48,7 @@ class LyingNode:
 
     def __init__(self, upstream: str) -> None:
         self.lies: dict[str, int | str] = {}
+        self.receipt_fields: dict[str, Any] = {}
         node = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,6 +80,8 @@ class LyingNode:
         out = json.loads(urllib.request.urlopen(request, timeout=10).read())
         if method == "eth_getBlockByNumber" and "base_fee" in self.lies and out.get("result"):
             out["result"]["baseFeePerGas"] = _hex(self.lies["base_fee"])
+        if method == "eth_getTransactionReceipt" and out.get("result"):
+            out["result"].update(self.receipt_fields)  # any JSON, not only hex
         return out
 
 
@@ -250,3 +255,39 @@ def test_the_reviews_repro_in_process():
             asyncio.run(negative.fees())
     pre_london = scripted_chain({"eth_getBlockByNumber": {}, "eth_maxPriorityFeePerGas": hex(GWEI)})
     assert asyncio.run(pre_london.fees()).max_fee_per_gas == GWEI
+
+
+MAIN = "0x90f79bf6eb2c8f870365e4b3f5e1a2b2c3d4e5f6"  # a main account the signer only prepares for
+
+
+def _main_tx(node: LyingNode, max_gas: int) -> dict[str, Any] | None:
+    chain = Chain(ChainSettings(id=31337, name="anvil", rpc_url=node.url, dev=True, max_gas=max_gas))
+    try:
+        return asyncio.run(main_account_tx(chain, MAIN, Call(chain_id=31337, to=FRIEND, value=MILLI)))
+    finally:
+        asyncio.run(chain.close())
+
+
+def test_the_main_accounts_transaction_keeps_to_the_gas_ceiling_too(node):
+    """Tier 1: the companion is asked to sign what the signer prepared; a node asking more gas than
+    `max_gas` gets nothing prepared (the request can only be denied), and the unsimulated fallback
+    never exceeds the ceiling either."""
+    node.lies.update(code="0x6000", gas=30_000_000)
+    assert _main_tx(node, 3_000_000) is None
+    node.lies["gas"] = "0x"  # an answer that is no estimate: the unsimulated fallback
+    fallback = _main_tx(node, 100_000)
+    assert fallback is not None and fallback["gas_limit"] == 100_000 and fallback["gas_simulated"] is False
+
+
+@pytest.mark.parametrize("field, value", [("status", True), ("blockNumber", [1]), ("gasUsed", -5), ("status", "0x-1")])
+def test_a_malformed_receipt_field_is_a_chain_error(node, anvil, field, value):
+    chain = Chain(ChainSettings(id=31337, name="anvil", rpc_url=node.url, dev=True))
+    tx_hash = rpc(anvil.url, "eth_sendTransaction", [{"from": rpc(anvil.url, "eth_accounts", [])[0], "to": FRIEND,
+                                                       "value": "0x1"}])
+    wait_receipt(anvil, tx_hash)
+    node.receipt_fields = {field: value}
+    try:
+        with pytest.raises(ChainError, match="malformed"):
+            asyncio.run(chain.receipt(tx_hash, timeout=5))
+    finally:
+        asyncio.run(chain.close())
