@@ -221,7 +221,7 @@ def estimate(conn: sqlite3.Connection, *, wall: Callable[[], float] = time.time,
     """The signer's time as another process (the admin CLI) can best tell it: what the daemon would
     resume at now, from its saved clock. The CLI's records and token expiries then follow the signer's
     clock, not a system clock that may be stepped; they never feed the signer's clock back."""
-    return start_time(load_state(conn), 0.0, wall(), steady(), boot_id())
+    return start_time(load_state(conn), latest_recorded(conn), wall(), steady(), boot_id())
 
 
 def _warn_resume(start: float, wall: float) -> None:

@@ -364,6 +364,12 @@ def test_the_cli_estimates_the_signers_time_from_the_saved_clock(db):
     assert estimate(db, wall=Source(T0 + 10), steady=Source(510.0), boot_id=lambda: "boot-a") == T0 + 10
 
 
+def test_the_cli_never_estimates_before_a_spend_on_record(db):
+    """Nothing saved yet (or the state lost), the CLI's clock set back: the records still hold it."""
+    record_spend(db, T0 + 500)
+    assert estimate(db, wall=Source(T0), steady=Source(1.0), boot_id=lambda: "boot-a") == T0 + 500
+
+
 # ---- start_time's bounds, for any saved state and sources (hypothesis) --------------------------
 
 TIME = st.floats(min_value=0.0, max_value=4e9, allow_nan=False)
