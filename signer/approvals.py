@@ -146,18 +146,30 @@ class Approvals:
                 "devices_rev": self.devices.revision, "main_account": self.devices.main_account()}
 
     async def state_for_signing(self) -> dict[str, Any]:
-        """The state plus the main account's next nonce per chain, read now: a companion about to
-        sign asks for it, so two requests escalated at the same nonce can both be approved in turn."""
+        """The state plus, per chain, the main account's next nonce (`main_nonce`, the mempool
+        counted: a companion about to sign asks for it, so two requests escalated at the same nonce
+        can both be approved in turn) and its mined transaction count (`main_nonce_mined`: only that
+        may settle the companion's journal, since a transaction merely in a mempool can be evicted
+        and sent again later by whoever holds it), both read now and signed with `ts`."""
         state = self.state()
         main = state["main_account"]
+
+        async def read(chain: Chain, block: str) -> int:
+            async with asyncio.timeout(NONCE_TIMEOUT):
+                return await (next_nonce(chain, main) if block == "pending" else chain.mined_nonce(main))
+
         nonces: dict[str, int] = {}
+        mined: dict[str, int] = {}
         for chain_id, chain in self.engine.chains.items() if main else ():
-            try:
-                async with asyncio.timeout(NONCE_TIMEOUT):
-                    nonces[str(chain_id)] = await next_nonce(chain, main)
-            except (RpcError, TimeoutError):
-                continue  # that chain is unreachable: the request's own nonce is all there is
-        quote = {"main_account": main, "main_nonce": nonces, "ts": self.clock()}
+            pending, latest = await asyncio.gather(read(chain, "pending"), read(chain, "latest"),
+                                                   return_exceptions=True)
+            # a chain that cannot be read (or garbles a count) is left out: for signing, the request's
+            # own nonce is all there is; for settling, nothing settles on it
+            if isinstance(pending, int):
+                nonces[str(chain_id)] = pending
+            if isinstance(latest, int):
+                mined[str(chain_id)] = latest
+        quote = {"main_account": main, "main_nonce": nonces, "main_nonce_mined": mined, "ts": self.clock()}
         return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote)}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:

@@ -43,6 +43,14 @@ def _passphrase(file: Optional[Path], prompt: str = "Main key passphrase: ") -> 
     return bytearray(getpass.getpass(prompt).encode())
 
 
+def _stopped(message: str) -> None:
+    """Exit 1 with a companion error. It may carry the bridge's words: collapsed, capped and wrapped
+    under a label (companion.bridge_text), so it cannot fake a row of the companion's own."""
+    from companion_bridge.companion.bridge_text import block
+
+    fail("\n".join(block("the companion stopped", message, 600)))
+
+
 def _wallet(ctx: typer.Context, directory: Optional[Path]):
     from companion_bridge.companion.wallet import CompanionWallet, WalletError
 
@@ -133,7 +141,7 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
     try:
         reply = run(go())
     except CompanionError as exc:
-        fail(visible(exc.message))
+        _stopped(exc.message)
     typer.echo(f"paired as {reply['device']['device_id']}")
 
 
@@ -200,9 +208,19 @@ def run_companion(
     async def go() -> None:
         import asyncio
 
+        import aiohttp
+
         async with companion:
             while True:  # connection tokens are short-lived: log in again when one runs out
-                await companion.connect()
+                try:
+                    await companion.connect()
+                except (OSError, aiohttp.ClientError, asyncio.TimeoutError) as exc:  # the bridge is down or unreachable
+                    if once:
+                        raise CompanionError(f"could not reach the bridge ({type(exc).__name__})") from None
+                    typer.echo(f"could not reach the bridge ({type(exc).__name__}); retrying in "
+                               f"{RECONNECT_SECONDS:g} s", err=True)
+                    await asyncio.sleep(RECONNECT_SECONDS)
+                    continue
                 typer.echo(f"connected to {companion.bridge_url} as {companion.wallet.device_id}; "
                            f"signer {'FROZEN' if companion.state.get('frozen') else 'not frozen'}")
                 await companion.run(decide, once=once, report=report)
@@ -214,7 +232,7 @@ def run_companion(
     try:
         run(go())
     except CompanionError as exc:
-        fail(visible(exc.message))
+        _stopped(exc.message)
 
 
 @app.command("outstanding")
@@ -227,13 +245,11 @@ def outstanding(
     """Approvals you signed whose transaction someone may still send. Exit 0: none; 3: some.
 
     Reads this companion's journal and, when the bridge is reachable, asks for a nonce quote: only
-    one your signer signed settles an entry (its nonce used), never the bridge's own word.
+    one your signer signed settles an entry (its nonce mined), never the bridge's own word.
     """
-    import asyncio
     import time
 
-    import aiohttp
-
+    from companion_bridge.companion.bridge_text import block
     from companion_bridge.companion.client import CompanionError
     from companion_bridge.companion.journal import JournalError
     from companion_bridge.companion.outstanding import settled_line, warning_lines
@@ -242,16 +258,16 @@ def outstanding(
 
     async def refresh() -> None:
         async with companion:
-            try:
-                await companion.connect()  # checks the journal against a fresh signed quote
-            except (CompanionError, aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-                message = exc.message if isinstance(exc, CompanionError) else str(exc) or type(exc).__name__
-                typer.echo(f"could not reach the bridge ({visible(message)}): the journal as last checked",
-                           err=True)
+            await companion.connect()  # checks the journal against a fresh signed quote
 
-    try:
-        if not offline:
+    if not offline:
+        try:
             run(refresh())
+        except Exception as exc:  # noqa: BLE001 - whatever the bridge did, the journal is still there to read
+            message = exc.message if isinstance(exc, CompanionError) else str(exc) or type(exc).__name__
+            for line in block("could not reach the bridge, so below is the journal as last checked; why", message):
+                typer.echo(line, err=True)
+    try:
         entries = companion.journal.entries()
     except (JournalError, PermissionError) as exc:
         fail(visible(str(exc)))
@@ -284,7 +300,7 @@ def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]
     try:
         print_json(run(go()))
     except CompanionError as exc:
-        fail(visible(exc.message))
+        _stopped(exc.message)
 
 
 @app.command("freeze")

@@ -5,7 +5,10 @@ it received, so a bridge that rewrites a request makes the signer refuse the ans
 transaction it signs is exactly the request's `tx`, checked to come from its own main account.
 `decide` is the UI: a terminal prompt in `owlia companion run`, a script in the tests.
 Every approval it signs is journaled first and watched until a signed nonce quote shows its
-nonce used (companion.watch): a bridge that drops an approval keeps a transaction it could send.
+nonce mined (companion.watch): a bridge that drops an approval keeps a transaction it could send.
+A request approved before is signed again only at its journaled nonce: the same transaction, so a
+bridge that kept the first one and redelivers the request cannot get it paid twice. Every frame
+from the bridge is shape-checked (companion.frames) before anything is read out of it.
 """
 
 from __future__ import annotations
@@ -20,18 +23,20 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import aiohttp
 
 from companion_bridge.app import auth_message
+from companion_bridge.companion import frames
+from companion_bridge.companion.bridge_text import block, short, tx_hash_or_blank
 from companion_bridge.companion.errors import CompanionError  # defined here before; still importable from here
 from companion_bridge.companion.journal import Entry, Journal
-from companion_bridge.companion.quotes import quoted_nonce  # likewise
+from companion_bridge.companion.outstanding import already_approved_lines
+from companion_bridge.companion.pairing import PAIR_SCHEME, pair_uri, parse_pair_uri  # moved; importable here
+from companion_bridge.companion.quotes import nonce_from, quoted_nonce  # quoted_nonce: likewise
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.companion.watch import Watch
-from policies import safejson
 from signer.approval_request import request_hash
 from signer.devices import (
     APPROVAL_DOMAIN,
@@ -49,7 +54,8 @@ from signer.identity import REQUEST_DOMAIN, signed_by
 from signer.keystore import zeroize
 from signer.txcodec import keccak256
 
-PAIR_SCHEME = "owlia-pair"
+__all__ = ["PAIR_SCHEME", "Choice", "Companion", "CompanionError", "Decide", "pair_uri", "parse_pair_uri",
+           "quoted_nonce", "unsigned"]
 
 
 @dataclass
@@ -62,20 +68,6 @@ class Choice:
 
 
 Decide = Callable[[dict[str, Any], str], Awaitable[Choice]]
-
-
-def pair_uri(bridge_url: str, pairing_id: str, code: str, signer_key: str) -> str:
-    """Everything the companion must learn out of band: where, which pairing, its secret, and the
-    signer's public key (so nothing the bridge relays later can pass for the signer's)."""
-    return f"{PAIR_SCHEME}://v1?bridge={bridge_url}&id={pairing_id}&code={code}&signer={signer_key}"
-
-
-def parse_pair_uri(uri: str) -> tuple[str, str, str, str]:
-    parsed = urlparse(uri)
-    query = parse_qs(parsed.query)
-    if parsed.scheme != PAIR_SCHEME or not all(k in query for k in ("bridge", "id", "code", "signer")):
-        raise CompanionError("not an owlia pairing code (scan the QR from `owlia companion pair`)")
-    return query["bridge"][0], query["id"][0], query["code"][0], query["signer"][0]
 
 
 def unsigned(request: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +87,6 @@ class Companion:
         self.warn: Callable[[str], None] = lambda text: None  # `run` points this at the user's screen
         self.watch = Watch(wallet, self.call, lambda line: self.warn(line))  # approvals it signed
         self.answer_timeout = 30.0
-        self._checks: set[asyncio.Task] = set()
         self._http: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task | None = None
@@ -119,11 +110,7 @@ class Companion:
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         async with self._session().post(self.bridge_url + path, json=body, ssl=self.ssl) as resp:
-            data = await resp.json(content_type=None)
-            if resp.status != 200:
-                raise CompanionError(str(data.get("detail", data)) if isinstance(data, dict) else str(data),
-                                     resp.status)
-            return data
+            return frames.http_body(await resp.read(), resp.status)
 
     # ---- pairing and login --------------------------------------------------------------------
 
@@ -138,17 +125,20 @@ class Companion:
         reply = await self._post("/v1/pair", {**body, "main_address": wallet.main_address,
                                               "signature": wallet.device_sign(message),
                                               "mac": pairing_mac(code, message)})
-        wallet.save_state(device_id=reply["device"]["device_id"], bridge_url=self.bridge_url, signer_key=signer_key)
+        device = reply.get("device")
+        wallet.save_state(device_id=frames.text(device if isinstance(device, dict) else {}, "device_id"),
+                          bridge_url=self.bridge_url, signer_key=signer_key)
         return reply
 
     async def login(self) -> str:
         device_id = self._device_id()
         challenge = await self._post("/v1/auth/challenge", {"device_id": device_id})
         ts = time.time()
-        signature = self.wallet.device_sign(auth_message(device_id, challenge["aud"], challenge["nonce"], ts))
-        reply = await self._post("/v1/auth/token", {"device_id": device_id, "nonce": challenge["nonce"], "ts": ts,
+        aud, nonce = frames.text(challenge, "aud"), frames.text(challenge, "nonce")
+        signature = self.wallet.device_sign(auth_message(device_id, aud, nonce, ts))
+        reply = await self._post("/v1/auth/token", {"device_id": device_id, "nonce": nonce, "ts": ts,
                                                     "signature": signature})
-        return reply["token"]
+        return frames.text(reply, "token")
 
     async def connect(self, token: str | None = None) -> None:
         token = token or await self.login()
@@ -158,8 +148,7 @@ class Companion:
         first = await self._ws.receive(timeout=10)
         if first.type != aiohttp.WSMsgType.TEXT:
             raise CompanionError(f"the bridge refused the connection ({self._ws.close_code})", self._ws.close_code)
-        welcome = safejson.loads(first.data)
-        self.state = welcome.get("state", {})
+        self.state = frames.welcome_state(first.data)
         self.closed.clear()
         self._reader = asyncio.create_task(self._read())
         await self.check_outstanding()
@@ -170,21 +159,21 @@ class Companion:
             async for msg in self._ws:
                 if msg.type != aiohttp.WSMsgType.TEXT:
                     break
-                data = safejson.loads(msg.data)
+                data = frames.parse(msg.data)
+                if data is None:
+                    continue  # not an object: nothing in it to read
                 kind = data.get("type")
                 if kind in ("request", "requests"):
-                    for request in [data["request"]] if kind == "request" else data["requests"]:
+                    for request in frames.requests_in(data):
                         self._receive(request)
                 elif kind == "reply":
-                    future = self._replies.pop(data.get("id"), None)
+                    future = self._replies.pop(data.get("id"), None) if isinstance(data.get("id"), int) else None
                     if future is not None and not future.done():
                         future.set_result(data)
-                elif kind == "state":
+                elif kind == "state" and isinstance(data.get("state"), dict):
                     self.state = data["state"]
-                    task = asyncio.create_task(self.check_outstanding())  # not here: its reply comes here
-                    self._checks.add(task)
-                    task.add_done_callback(self._checks.discard)
-                elif kind == "resolved":
+                    self.watch.poke()  # in a task of its own (its reply comes here), coalesced
+                elif kind == "resolved" and isinstance(data.get("request_id"), str):
                     self.resolved.add(data["request_id"])
         finally:
             for future in self._replies.values():
@@ -198,7 +187,8 @@ class Companion:
         """Why the bridge closed the connection (4401: token expired or device revoked)."""
         return None if self._ws is None else self._ws.close_code
 
-    async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+    async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        """One call through the bridge: its result, or CompanionError (refused, or a malformed reply)."""
         if self._ws is None or self._ws.closed:
             raise CompanionError("not connected to the bridge")
         req_id = next(self._ids)
@@ -209,13 +199,10 @@ class Companion:
             reply = await asyncio.wait_for(future, timeout)
         finally:
             self._replies.pop(req_id, None)
-        if not reply["ok"]:
-            raise CompanionError(reply["error"]["message"], reply["error"].get("code"))
-        return reply["result"]
+        return frames.reply_result(reply)
 
     async def close(self) -> None:
-        for task in list(self._checks):
-            task.cancel()
+        self.watch.stop()
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
@@ -236,6 +223,8 @@ class Companion:
     def _receive(self, request: dict[str, Any]) -> None:
         """Queue a request only if the signer signed it: a rewritten one is never shown."""
         try:
+            if not isinstance(request, dict):
+                raise CompanionError("not a request")
             self.verified_hash(request)
         except CompanionError as exc:
             raw_id = str(request.get("request_id", "?")) if isinstance(request, dict) else "?"
@@ -258,10 +247,12 @@ class Companion:
                                  "nothing was signed")
         return digest
 
-    def build_answer(self, request: dict[str, Any], choice: Choice, nonce: int | None = None) -> dict[str, Any]:
+    def build_answer(self, request: dict[str, Any], choice: Choice, nonce: int | None = None,
+                     quoted_at: float | None = None) -> dict[str, Any]:
         """The answer params for `approvals.answer`; the hash is ours, not the bridge's. An approval
-        needs the signer's signature on the request; `nonce` replaces the request's when the main
-        account has sent something since it was escalated."""
+        needs the signer's signature on the request; `nonce` (from the signed quote of `quoted_at`)
+        replaces the request's when the main account has sent something since it was escalated,
+        unless this request was approved before: then only its journaled nonce (`_approved_tx`)."""
         digest = self.verified_hash(request) if choice.action == "approve" else request_hash(unsigned(request))
         raw, tx_hash = b"", ""
         if choice.action == "approve" and request["kind"] == "policy":
@@ -273,11 +264,12 @@ class Companion:
             assert choice.passphrase is not None
             tx = request["tx"] if nonce is None else {**request["tx"], "nonce": nonce}
             try:
+                tx, quoted_at = self._approved_tx(request, tx, quoted_at)
                 self.watch.check_room()
                 raw = self.wallet.sign_transaction(tx, choice.passphrase)
             finally:
                 zeroize(choice.passphrase)
-            tx_hash = self.watch.signed(request, tx, raw)  # journaled before it can leave
+            tx_hash = self.watch.signed(request, tx, raw, quoted_at)  # journaled before it can leave
         device_id = self._device_id()
         message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, choice.action,
                                                               request["expires_at"], device_id, tx_hash))
@@ -290,14 +282,30 @@ class Companion:
             params["note"] = choice.note
         return params
 
+    def _approved_tx(self, request: dict[str, Any], tx: dict[str, Any],
+                     quoted_at: float | None) -> tuple[dict[str, Any], float | None]:
+        """The transaction to sign, and the quote time it goes with. A request this companion approved
+        before is signed only at that approval's nonce: signing is deterministic, so that is the very
+        same transaction (which the signer refuses if its nonce is used), never a second payment at a
+        new nonce, whatever the bridge said about the first one. Refused outright once that nonce is used."""
+        first = self.watch.approved(request)
+        if first is None:
+            return tx, quoted_at
+        if first.settled:
+            raise CompanionError(
+                f"request {short(first.request_id, 80)} was already approved on this companion as tx "
+                f"{first.tx_hash} at nonce {first.nonce}, and your signer shows that nonce used: nothing was "
+                "signed again (a new nonce could pay twice). If it was not paid, have it requested anew.")
+        return {**request["tx"], "nonce": first.nonce}, first.quoted_at
+
     async def answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
         """Send the answer. For an approval, whatever happens, check the journal afterwards: an
         error or silence may mean the bridge kept the signed transaction, and even a "signed" reply
-        is the bridge's word until a signed quote shows the nonce used."""
-        nonce = None
+        is the bridge's word until a signed quote shows the nonce mined."""
+        nonce = quoted_at = None
         if choice.action == "approve" and request.get("tx") is not None:
-            nonce = await self.next_nonce(request)
-        params = self.build_answer(request, choice, nonce)
+            nonce, quoted_at = await self.signing_nonce(request)
+        params = self.build_answer(request, choice, nonce, quoted_at)
         tx_hash = "0x" + keccak256(bytes.fromhex(params["raw_tx"][2:])).hex() if "raw_tx" in params else ""
         try:
             result = await self.call("approvals.answer", params, timeout=self.answer_timeout)
@@ -307,14 +315,25 @@ class Companion:
                                           else f"no reply within {self.answer_timeout:g} s")
             raise
         if tx_hash:
-            await self.watch.answered(tx_hash, f"{result.get('status')} {result.get('tx_hash', '')}".strip())
+            await self.watch.answered(tx_hash, f"{result.get('status')} {result.get('tx_hash', '')}")
         return result
 
-    async def next_nonce(self, request: dict[str, Any]) -> int | None:
-        """The main account's next nonce as the signer quotes it now (None: keep the request's)."""
-        state = await self.call("approvals.state")
-        self.watch.settle(state)
-        return quoted_nonce(state, request, self.wallet.state.get("signer_key"))
+    async def signing_nonce(self, request: dict[str, Any]) -> tuple[int | None, float | None]:
+        """The main account's next nonce as the signer quotes it now (None: keep the request's), and
+        the `ts` of that fresh signed quote (None: none came), which the journal entry keeps."""
+        quote = self.watch.settle(await self.call("approvals.state"))
+        if quote is None or not quote.fresh():
+            return None, None
+        return nonce_from(quote, request), quote.ts
+
+    def _screen(self, request: dict[str, Any]) -> str:
+        """The request as the user reads it, under a notice if this companion approved it before."""
+        try:
+            first = self.watch.approved(request)
+        except CompanionError as exc:
+            return f"WARNING: {exc.message}\n{render_request(request)}"
+        notice = [] if first is None else already_approved_lines(first)
+        return "\n".join([*notice, render_request(request)])
 
     @property
     def journal(self) -> Journal:
@@ -364,13 +383,15 @@ class Companion:
             request = getter.result()
             if request["request_id"] in self.resolved or request["expires_at"] <= time.time():
                 continue
-            choice = await decide(request, render_request(request))
+            choice = await decide(request, self._screen(request))
             if choice.action != "skip":
                 try:
                     result = await self.answer(request, choice)
-                    report(f"{choice.action}: {result['status']} {result.get('tx_hash', '')}".rstrip())
+                    report(f"{choice.action}: {short(result.get('status'), 40)} "
+                           f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip())
                 except CompanionError as exc:
-                    report(f"{choice.action} refused: {exc.message}")
+                    # ours in full; the bridge's words were cut to 200 characters as they arrived
+                    report("\n".join(block(f"{choice.action} refused", exc.message, 600)))
                 except asyncio.TimeoutError:
                     report(f"{choice.action}: no reply from the bridge within {self.answer_timeout:g} s")
             if once:

@@ -1,9 +1,10 @@
 """The prompt a user reads before signing: the full request, from the signer's own decoding.
 
 The transaction fields shown are the ones that will be signed. The agent's stated reason is
-shown last and marked UNVERIFIED: it is the one part nobody checked. Every string is shown with its
-control and invisible characters written out, so no part of the request (a reason, a name, a
-symbol) can move the cursor and overwrite the decoded lines above it.
+shown last and marked UNVERIFIED: it is the one part nobody checked, collapsed to one line and cut
+at REASON_CHARS, so it can neither fake rows nor push the decoded ones off the screen. Every string
+is shown with its control and invisible characters written out, so no part of the request (a
+reason, a name, a symbol) can move the cursor and overwrite the decoded lines above it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from policies.units import format_amount
 from signer.approval_request import to_checksum
 
 RULE = "-" * 64
+REASON_CHARS = 500  # the most of the agent's stated reason shown
 
 
 def _party(p: dict[str, Any]) -> str:
@@ -79,6 +81,8 @@ def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
     esc = request["escalation"]
     lines += ["", f"Why it needs you: {esc['reason']} [rule {esc['rule_id']}]"]
     reason = " ".join((request.get("agent_reason_unverified") or "").split())  # one line: no padding to fake rows
+    if len(reason) > REASON_CHARS:  # and short enough that the lines above stay on the screen
+        reason = reason[:REASON_CHARS - 1] + "…"
     if reason:
         lines += [f"Agent's stated reason (UNVERIFIED, may be wrong or injected): {reason}"]
     left = int(request["expires_at"] - now)

@@ -187,27 +187,31 @@ def test_escalation_reaches_a_connected_companion_fast(shared_tier1):
 def test_two_requests_escalated_at_the_same_nonce_are_both_approved_in_turn(shared_tier1, anvil):
     """Both were quoted the main account's nonce n. The companion asks the signer for the next
     nonce as it signs, so the second approval goes out at n + 1 instead of failing at broadcast;
-    an answer still signed at the spent nonce is refused with the nonce to use, not broadcast."""
+    an answer still signed at the spent nonce (by a second device holding the same main key: this
+    companion, having journaled an approval of b at n, would only ever sign b at n again) is
+    refused with the nonce to use, not broadcast."""
     tier1 = shared_tier1
 
     async def scenario():
         companion = await tier1.paired()
+        other = await tier1.paired("laptop")
         bot = tier1.bot_token()
         before = balance(anvil, FRIEND)
         first, second = await tier1.submit(*(transfer(FRIEND, OVER_LIMIT + i) for i in (1, 2)), token=bot)
         a = await request_for(companion, first["request_id"])
         b = await request_for(companion, second["request_id"])
         assert a["tx"]["nonce"] == b["tx"]["nonce"]
-        stale = companion.build_answer(b, Choice("approve", bytearray(MAIN_PASS)))  # signed at nonce n
+        stale = other.build_answer(b, Choice("approve", bytearray(MAIN_PASS)))  # signed at nonce n
         done_a = await companion.answer(a, Choice("approve", bytearray(MAIN_PASS)))
         assert done_a["nonce"] == a["tx"]["nonce"]
         with pytest.raises(Exception, match=f"next nonce is {a['tx']['nonce'] + 1}"):
-            await companion.call("approvals.answer", stale)
+            await other.call("approvals.answer", stale)
         done_b = await companion.answer(b, Choice("approve", bytearray(MAIN_PASS)))
         assert done_b["status"] == "signed" and done_b["nonce"] == a["tx"]["nonce"] + 1
         for pending in (first, second):
             await wait_status(tier1.stack, bot, pending["request_id"], {"confirmed"})
         assert balance(anvil, FRIEND) - before == 2 * OVER_LIMIT + 3
+        await other.close()
         await companion.close()
 
     asyncio.run(scenario())

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import os
 import stat
 import threading
+import time
+import types
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -15,6 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion_bridge.companion.journal import (
+    CONFIRM_QUOTES,
+    CONFIRM_SECONDS,
     Entry,
     Journal,
     JournalError,
@@ -22,10 +29,12 @@ from companion_bridge.companion.journal import (
     admit,
     apply_quote,
 )
+from companion_bridge.companion import watch as watch_module
 from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
+from companion_bridge.companion.watch import Watch
 from signer.devices import signed_message
-from signer.fsperm import ensure_private_dir
+from signer.fsperm import ensure_private_dir, write_private_file
 from signer.identity import NONCE_DOMAIN
 
 MAIN = "0x1111111111111111111111111111111111111111"
@@ -38,7 +47,7 @@ def entry(n: int, *, nonce: int = 0, chain_id: int = 31337, quoted_at: float | N
 
 
 def settle(e: Entry, ts: float = 2000.0) -> Entry:
-    e.settled_at, e.settled_by = ts, {"main_nonce": e.nonce + 1, "quote_ts": ts}
+    e.settled_at, e.settled_by = ts, {"main_nonce_mined": e.nonce + 1, "quote_ts": ts}
     return e
 
 
@@ -94,35 +103,77 @@ def test_the_same_signed_transaction_is_journaled_once():
 # ---- what settles an entry -------------------------------------------------------------------
 
 
-def quote(next_nonce: int, ts: float = 2000.0, main: str = MAIN, chain_id: int = 31337) -> NonceQuote:
-    return NonceQuote(main, {chain_id: next_nonce}, ts)
+def quote(mined: int, ts: float = 2000.0, main: str = MAIN, chain_id: int = 31337,
+          pending: int | None = None) -> NonceQuote:
+    """A verified quote: `mined` transactions mined, `pending` (default: as many) counting the mempool."""
+    return NonceQuote(main, {chain_id: mined if pending is None else pending}, ts, {chain_id: mined})
 
 
-def test_a_quote_settles_an_entry_only_once_its_nonce_is_used():
+def apply(entries: list[Entry], q: NonceQuote, main: str = MAIN) -> bool:
+    return apply_quote(entries, q, main, now=q.ts)  # as if it arrived as it was made
+
+
+def test_a_quote_settles_an_entry_only_once_its_nonce_is_mined():
     e = entry(1, nonce=4)
-    assert not apply_quote([e], quote(4), MAIN) and not e.settled  # 4 is still the next nonce: unused
-    assert apply_quote([e], quote(5), MAIN.upper().replace("0X", "0x")) and e.settled
-    assert e.settled_by == {"main_nonce": 5, "quote_ts": 2000.0}
+    apply([e], quote(4, ts=1990.0))  # 4 is still the next nonce: unused
+    assert not e.settled
+    apply([e], quote(4, ts=1995.0, pending=5))  # a transaction at nonce 4 in the mempool: not yet
+    assert not e.settled
+    assert apply([e], quote(5), MAIN.upper().replace("0X", "0x")) and e.settled
+    assert e.settled_by == {"main_nonce_mined": 5, "quote_ts": 2000.0}
+
+
+def test_a_quote_without_a_mined_count_settles_nothing():
+    """An older signer's quote counts the mempool only: a held transaction sitting in a mempool would
+    settle its own entry, and could be sent again after an eviction."""
+    e = entry(1, nonce=4)
+    assert not apply([e], NonceQuote(MAIN, {31337: 9}, 2000.0)) and not e.settled
 
 
 def test_a_quote_about_another_account_chain_or_time_settles_nothing():
-    e = entry(1, nonce=4, quoted_at=5000.0)  # signed after the signer's quote of 5000 (its clock)
-    assert not apply_quote([e], quote(9, ts=5000.0, main="0x" + "22" * 20), MAIN)
-    assert not apply_quote([e], quote(9, ts=5000.0, chain_id=1), MAIN)
-    assert not apply_quote([e], quote(9, ts=4999.0), MAIN)  # an older quote, replayed
+    e = entry(1, nonce=4, quoted_at=5000.0)  # signed with the signer's quote of 5000 (its clock)
+    assert not apply([e], quote(9, ts=5000.0, main="0x" + "22" * 20))
+    assert not apply([e], quote(9, ts=5000.0, chain_id=1))
+    assert not apply([e], quote(9, ts=4999.0))  # an older quote, replayed
     assert not e.settled
-    assert apply_quote([e], quote(9, ts=5000.0), MAIN) and e.settled
-    lagging = entry(2, nonce=4)  # no quote before signing: any signed quote counts, whatever its clock
-    assert apply_quote([lagging], quote(5, ts=1.0), MAIN) and lagging.settled
+    assert apply([e], quote(9, ts=5000.0)) and e.settled
 
 
-def test_only_a_later_quote_showing_the_nonce_unused_reopens_an_entry():
-    """A transaction dropped from the mempool frees its nonce: the pending count goes back down."""
-    e = entry(1, nonce=4)
-    apply_quote([e], quote(5, ts=2000.0), MAIN)
-    assert not apply_quote([e], quote(4, ts=1999.0), MAIN) and e.settled  # an older quote, replayed
-    assert not apply_quote([e], quote(6, ts=2001.0), MAIN) and e.settled
-    assert apply_quote([e], quote(4, ts=2002.0), MAIN) and not e.settled
+def test_R5_an_entry_signed_without_a_fresh_quote_is_settled_only_by_a_fresh_one():
+    """Review R5: with no quote of its own to compare with, any signed quote of any age settled it."""
+    e = entry(1, nonce=5)  # signed at the request's own nonce: no fresh quote
+    assert not apply_quote([e], quote(6, ts=1_000_000.0), MAIN, now=2_000_000_000.0) and not e.settled
+    assert apply_quote([e], quote(6, ts=2_000_000_000.0), MAIN, now=2_000_000_030.0) and e.settled
+
+
+def test_R3_a_replayed_older_quote_never_settles_or_resettles_an_entry():
+    """Review R3: after a newer quote showed the nonce unmined, the bridge replayed the older
+    settling quote and the entry settled again. Each entry now takes only quotes newer than any
+    it has seen, so the replay says nothing."""
+    e = entry(1, nonce=5, quoted_at=1000.0)
+    mined = quote(6, ts=2000.0)
+    reorged = quote(5, ts=3000.0)  # a newer quote: nonce 5 not mined after all
+    assert apply([e], mined) and e.settled
+    assert not apply([e], quote(6, ts=1999.0)) and e.confirmed == 0  # older: ignored
+    assert apply([e], reorged) and not e.settled
+    assert not apply([e], mined) and not e.settled  # the replay
+    assert not apply([e], quote(6, ts=3000.0)) and not e.settled  # nor one no newer than the newest seen
+    assert apply([e], quote(6, ts=3001.0)) and e.settled  # a genuinely newer one does
+
+
+def test_a_settled_entry_is_rechecked_until_quotes_have_confirmed_it_for_a_while(tmp_path: Path):
+    e = entry(1, nonce=5, quoted_at=1000.0)
+    apply([e], quote(6, ts=2000.0))
+    assert e.settled and not e.final
+    for i, ts in enumerate((2100.0, 2200.0, 2300.0), start=1):
+        apply([e], quote(6 + i, ts=ts))
+        assert e.confirmed == i and not e.final  # three quotes, but not yet long enough
+    apply([e], quote(9, ts=2000.0 + CONFIRM_SECONDS))
+    assert e.final and e.confirmed >= CONFIRM_QUOTES
+    journal = Journal(ensure_private_dir(tmp_path / "c"))
+    journal.record(e)
+    journal.record(settle(entry(2, nonce=6)))
+    assert [x.request_id for x in journal.watched()] == ["req_2"]  # only what is not final costs a quote
 
 
 # ---- what counts as the signer's quote -------------------------------------------------------
@@ -133,27 +184,34 @@ def signer() -> tuple[Ed25519PrivateKey, str]:
     return key, key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
 
-def signed_state(key: Ed25519PrivateKey, **quote_fields) -> dict:
-    body = {"main_account": MAIN, "main_nonce": {"31337": 5}, "ts": 2000.0, **quote_fields}
+def signed_state(key: Ed25519PrivateKey, *, legacy: bool = False, **quote_fields) -> dict:
+    """An `approvals.state` reply as the signer signs it (`legacy`: without the mined count)."""
+    body = {"main_account": MAIN, "main_nonce": {"31337": 5}, "ts": 2000.0,
+            **({} if legacy else {"main_nonce_mined": {"31337": 5}}), **quote_fields}
     return {"frozen": False, **body, "nonce_sig": key.sign(signed_message(NONCE_DOMAIN, body)).hex()}
 
 
 def test_a_quote_counts_only_if_the_signer_signed_exactly_it():
     key, public = signer()
     state = signed_state(key)
-    assert verified_quote(state, public) == NonceQuote(MAIN, {31337: 5}, 2000.0)
+    assert verified_quote(state, public) == NonceQuote(MAIN, {31337: 5}, 2000.0, {31337: 5})
     assert verified_quote({**state, "main_nonce": {"31337": 6}}, public) is None  # bumped by the bridge
+    assert verified_quote({**state, "main_nonce_mined": {"31337": 6}}, public) is None
+    assert verified_quote({k: v for k, v in state.items() if k != "main_nonce_mined"}, public) is None  # stripped
     assert verified_quote({k: v for k, v in state.items() if k != "nonce_sig"}, public) is None
     assert verified_quote({**state, "nonce_sig": "00" * 64}, public) is None
     other, _ = signer()
     assert verified_quote(signed_state(other, main_nonce={"31337": 6}), public) is None  # another key
     assert verified_quote(state, None) is None
     assert verified_quote("not a dict", public) is None
+    # an older signer's three-field quote still verifies, with no mined count: it never settles anything
+    assert verified_quote(signed_state(key, legacy=True), public) == NonceQuote(MAIN, {31337: 5}, 2000.0)
 
 
 @pytest.mark.parametrize("fields", [{"main_nonce": {"31337": True}}, {"main_nonce": {"31337": -1}},
                                     {"main_nonce": {"x": 1}}, {"main_nonce": [5]}, {"ts": "now"},
-                                    {"main_account": None}, {"ts": True}])
+                                    {"main_account": None}, {"ts": True}, {"main_nonce_mined": None},
+                                    {"main_nonce_mined": {"31337": -1}}, {"main_nonce_mined": {"1": "5"}}])
 def test_a_malformed_quote_counts_for_nothing_even_if_signed(fields):
     key, public = signer()
     assert verified_quote(signed_state(key, **fields), public) is None
@@ -171,7 +229,7 @@ def test_the_journal_is_a_private_file_that_survives_a_restart(tmp_path: Path):
     assert stat.S_IMODE((home / ".journal.lock").stat().st_mode) == 0o600
     [again] = Journal(home).unsettled()
     assert (again.request_id, again.nonce, again.reply) == ("req_1", 3, "error: signer unavailable")
-    Journal(home).apply(quote(4), MAIN)
+    Journal(home).apply(quote(4, ts=time.time()), MAIN)
     assert Journal(home).unsettled() == [] and Journal(home).entries()[0].settled
 
 
@@ -184,7 +242,7 @@ def test_a_full_journal_refuses_before_anything_is_signed(tmp_path: Path):
         journal.check_room()
     with pytest.raises(JournalFull):
         journal.record(entry(3))
-    journal.apply(quote(1), MAIN)  # both were at nonce 0: used
+    journal.apply(quote(1, ts=time.time()), MAIN)  # both were at nonce 0: mined
     journal.check_room()
 
 
@@ -226,3 +284,152 @@ def test_the_warning_says_what_to_do_and_writes_out_control_characters():
     assert "nonce: 7" in text and e.tx_hash in text and FRIEND in text and "0.01 ETH (10000000000000000 wei)" in text
     assert "with nonce 7" in text and "0-value" in text and "Do nothing" in text
     assert "\x1b" not in text and "\\x1b[2A" in text
+
+
+def write_journal(home: Path, body: object) -> None:
+    write_private_file(home / "journal.json", (body if isinstance(body, str) else json.dumps(body)).encode())
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"value": "lots"}, "value is not an amount of wei"),
+    ({"nonce": "5"}, "nonce is not a nonce"),
+    ({"nonce": True}, "nonce is not a nonce"),
+    ({"chain_id": -1}, "chain_id is not a chain id"),
+    ({"signed_at": "yesterday"}, "signed_at is not a time"),
+    ({"tx_hash": "0x12"}, "tx_hash is not a transaction hash"),
+    ({"settled_by": {"main_nonce_mined": "6", "quote_ts": 1.0}}, "settled_by is not"),
+    ({"settled_at": 1.0}, "settled_at and settled_by disagree"),
+    ({"reply": ["x"]}, "reply is not text"),
+])
+def test_R7_a_type_corrupt_journal_is_a_worded_error(tmp_path: Path, change: dict, why: str):
+    """Review R7: `value: "lots"` or a string nonce loaded fine and crashed `outstanding` later."""
+    home = ensure_private_dir(tmp_path / "c")
+    write_journal(home, {"v": 1, "entries": [{**asdict(entry(1, nonce=5)), **change}]})
+    with pytest.raises(JournalError, match=f"unreadable \\(entry 0: {why}"):
+        Journal(home).entries()
+
+
+@pytest.mark.parametrize("body", [[], {"v": 2, "entries": []}, {"v": 1, "entries": {}}, {"v": 1, "entries": [7]},
+                                  {"v": 1, "entries": [{"request_id": "req_1"}]}, "[" * 300_000])
+def test_a_journal_of_the_wrong_shape_or_nested_too_deep_is_a_worded_error(tmp_path: Path, body):
+    """Review deep_journal.py: plain json.loads on 300 000 brackets, with eth_account's recursion
+    limit in force, can crash the process; the journal is read with policies.safejson."""
+    importlib.import_module("eth_account")  # as in the CLI: it raises the recursion limit
+
+    home = ensure_private_dir(tmp_path / "c")
+    write_journal(home, body)
+    with pytest.raises(JournalError, match="unreadable"):
+        Journal(home).entries()
+
+
+def test_an_entry_settled_by_a_mempool_count_is_checked_again(tmp_path: Path):
+    """An entry written before quotes had a mined count was settled by the pending count: reopened."""
+    home = ensure_private_dir(tmp_path / "c")
+    old = {**asdict(entry(1, nonce=5)), "settled_at": 1.0, "settled_by": {"main_nonce": 6, "quote_ts": 1.0}}
+    for name in ("seen_ts", "confirmed"):
+        old.pop(name)
+    write_journal(home, {"v": 1, "entries": [old]})
+    [again] = Journal(home).unsettled()
+    assert again.request_id == "req_1" and again.confirmed == 0
+
+
+def test_the_companion_directory_must_be_private_and_file_errors_are_worded(tmp_path: Path):
+    """Review item 6: in a group-writable directory another user can delete the journal, and every
+    outstanding approval with it; and an OSError on the lock or temp file escaped unworded."""
+    home = ensure_private_dir(tmp_path / "c")
+    Journal(home).record(entry(1))
+    os.chmod(home, 0o770)
+    with pytest.raises(JournalError, match="mode 0770: others could delete"):
+        Journal(home).entries()
+    os.chmod(home, 0o700)
+    (home / ".journal.lock").unlink()
+    (home / ".journal.lock").symlink_to(tmp_path / "elsewhere")  # O_NOFOLLOW: ELOOP
+    with pytest.raises(JournalError, match="cannot be used"):
+        Journal(home).record(entry(2))
+    (home / ".journal.lock").unlink()
+    os.mkdir(home / f".journal.json.{os.getpid()}.tmp")  # the temp file cannot be written
+    with pytest.raises(JournalError, match="cannot be used"):
+        Journal(home).record(entry(2))
+    with pytest.raises(JournalError, match="cannot be read"):
+        Journal(home / "gone").entries()
+    os.rmdir(home / f".journal.json.{os.getpid()}.tmp")
+    assert [e.request_id for e in Journal(home).entries()] == ["req_1"]
+
+
+def test_R6_bridge_text_cannot_start_a_row_of_its_own():
+    """Review R6: a reply padded to 80 columns put a fake "settled: ... nothing to do" row under the
+    banner. It is collapsed, capped and wrapped by the companion behind a gutter."""
+    e = entry(1, nonce=5)
+    fake = "settled: nonce 5 is used (signed quote: next nonce 6) - nothing to do"
+    for padding in (" " * 44, "x" * 72 + " ", "\n", "\t" * 9):
+        e.reply = "error: x" + padding + fake + " " + "y" * 400
+        lines = warning_lines(e)
+        at = lines.index("  reply through the bridge (not signed by the signer: no proof):")
+        rows = lines[at + 1:lines.index(next(x for x in lines[at + 1:] if not x.startswith("      | ")))]
+        assert rows and all(len(row) <= 72 for row in rows)
+        assert not any(line.startswith("settled") for line in lines)
+        assert sum(len(row) - 8 for row in rows) <= 200  # capped
+
+
+def test_R4_the_last_quote_time_never_goes_backwards(tmp_path: Path):
+    """Review R4: a replayed old quote set `last_quote` back, and an approval signed then was
+    journaled as quoted at that old time, so quotes from before it could settle it."""
+    key, public = signer()
+    w = Watch(wallet_at(tmp_path, public), None, print)
+    assert w.settle(signed_state(key, ts=5000.0)) is not None
+    w.settle(signed_state(key, ts=10.0))  # the bridge replays a quote from long ago
+    assert w.last_quote == 5000.0
+
+
+def test_R5_a_stale_quote_does_not_settle_through_the_watch(tmp_path: Path):
+    key, public = signer()
+    old = signed_state(key, main_nonce={"31337": 6}, main_nonce_mined={"31337": 6}, ts=1_000_000.0)
+
+    async def call(method, **kw):
+        return old  # the bridge answers every approvals.state with the same old quote
+
+    w = Watch(wallet_at(tmp_path, public), call, print)
+    w.journal.record(entry(1, nonce=5))  # signed without a fresh quote
+    assert [e.request_id for e in asyncio.run(w.check(warn=False))] == ["req_1"]
+    fresh = signed_state(key, main_nonce={"31337": 6}, main_nonce_mined={"31337": 6}, ts=time.time())
+
+    async def honest(method, **kw):
+        return fresh
+
+    w._call = honest
+    assert asyncio.run(w.check(warn=False)) == []
+
+
+def test_pushed_state_frames_start_at_most_one_check_at_a_time(tmp_path: Path, monkeypatch):
+    """Review item 7: every pushed state frame started a check of its own, each re-printing every banner."""
+    monkeypatch.setattr(watch_module, "PUSH_INTERVAL", 0.2)
+    key, public = signer()
+    calls: list[float] = []
+    printed: list[str] = []
+
+    async def call(method, **kw):
+        calls.append(time.monotonic())
+        await asyncio.sleep(0.05)
+        return signed_state(key, ts=time.time())  # nonce 5 unmined: it stays outstanding
+
+    async def scenario() -> float:
+        w = Watch(wallet_at(tmp_path, public), call, printed.append)
+        w.journal.record(entry(1, nonce=5))
+        start = time.monotonic()
+        for _ in range(200):
+            w.poke()
+            await asyncio.sleep(0.001)
+        span = time.monotonic() - start
+        await asyncio.sleep(0.5)
+        w.stop()
+        return span
+
+    span = asyncio.run(scenario())
+    assert 1 <= len(calls) <= span / 0.2 + 2, (len(calls), span)  # not 200
+    assert all(b - a >= 0.19 for a, b in zip(calls, calls[1:]))
+    assert sum("OUTSTANDING SIGNED TRANSACTION" in line for line in printed) == len(calls)
+
+
+def wallet_at(tmp_path: Path, signer_key: str):
+    home = ensure_private_dir(tmp_path / "c")
+    return types.SimpleNamespace(home=home, state={"signer_key": signer_key}, main_address=MAIN)

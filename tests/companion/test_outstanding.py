@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
 from bot.cli import companion_cmd
-from bot.devchain import DevChainError
+from bot.devchain import DevChainError, free_port
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.wallet import CompanionWallet
@@ -154,7 +154,7 @@ def test_an_approval_the_bridge_drops_is_outstanding_until_someone_uses_its_nonc
     assert out.exit_code == 0, out.output
     assert "0 outstanding, 1 settled" in out.output and f"nonce {nonce} on chain 31337 is used" in out.output
     [entry] = wallet_journal(wallet, settled=True)
-    assert entry.settled_by["main_nonce"] == nonce + 1
+    assert entry.settled_by["main_nonce_mined"] == nonce + 1
 
 
 def wallet_journal(wallet: CompanionWallet, *, settled: bool = False) -> list[Entry]:
@@ -195,7 +195,7 @@ def test_a_silent_bridge_is_caught_by_the_run_loop_and_a_void_transfer_settles_i
                 rpc(anvil.url, "eth_sendRawTransaction", [tamper.held[0]])  # void for good
             assert balance(anvil, FRIEND) == before
             assert await companion.check_outstanding() == []
-            assert companion.journal.entries()[0].settled_by["main_nonce"] == nonce + 1
+            assert companion.journal.entries()[0].settled_by["main_nonce_mined"] == nonce + 1
         finally:
             await companion.close()
 
@@ -314,8 +314,8 @@ def test_the_journal_is_private_and_holds_no_key_material(tier1, tamper):
     for what, secret in secrets.items():
         assert secret not in text, what
     assert set(json.loads(text)["entries"][0]) == {"request_id", "chain_id", "nonce", "tx_hash", "to", "value",
-                                                   "summary", "signed_at", "reply", "quoted_at", "settled_at",
-                                                   "settled_by"}
+                                                   "summary", "signed_at", "reply", "quoted_at", "seen_ts",
+                                                   "settled_at", "settled_by", "confirmed"}
 
 
 def test_past_50_unsettled_approvals_the_companion_signs_nothing_more(tier1, tamper):
@@ -349,6 +349,196 @@ def test_outstanding_offline_reads_the_journal_and_fails_loudly_on_a_broken_one(
     Journal(wallet.home).record(Entry("req_x", 31337, 4, "0x" + "ab" * 32, FRIEND, "5", "send 5 wei", 0.0))
     out = outstanding_cli(wallet, "--offline")
     assert out.exit_code == 3 and "nonce: 4" in out.output and "no nonce quote signed by your signer" in out.output
+    body = json.loads((wallet.home / "journal.json").read_text())
+    body["entries"][0]["value"] = "lots"  # review R7: a traceback, before
+    (wallet.home / "journal.json").write_text(json.dumps(body))
+    out = outstanding_cli(wallet, "--offline")
+    assert out.exit_code == 1 and "entry 0: value is not an amount of wei" in out.output, out.output
     (wallet.home / "journal.json").write_text("{broken")
     out = outstanding_cli(wallet, "--offline")
     assert out.exit_code == 1 and "unreadable" in out.output, out.output
+
+
+# ---- regressions from the internal review (tests/companion/test_review_*.py there) -----------------
+
+
+def test_R1_a_request_redelivered_after_a_failed_answer_is_never_paid_twice(tier1, tamper, anvil):
+    """The bridge reports an error for approval #1, keeps the transaction, broadcasts it itself, and
+    delivers the same (signer-signed, still open) request again. Before, the companion showed it as
+    new and signed it at the next nonce: paid twice. Now the screen says it was approved already,
+    and the companion signs it only at the journaled nonce: once that is used, it signs nothing."""
+    tamper.answer = "error"
+
+    async def scenario():
+        companion = await tier1.paired()
+        try:
+            request = await escalate(tier1, companion)
+            n0 = main_nonce(tier1, companion.wallet)
+            before = balance(anvil, FRIEND)
+            with pytest.raises(CompanionError):
+                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            [held] = tamper.held
+            wait_receipt(anvil, rpc(anvil.url, "eth_sendRawTransaction", [held]))  # the bridge sends it itself
+            tamper.answer = None
+            shown: list[str] = []
+
+            async def decide(req: dict, text: str) -> Choice:
+                shown.append(text)
+                return Choice("approve", passphrase)
+
+            passphrase = bytearray(MAIN_PASS)
+            lines: list[str] = []
+            companion.requests.put_nowait(request)  # ...and redelivers the request
+            await companion.run(decide, once=True, report=lines.append)
+            assert f"ALREADY APPROVED as tx {tx_hash(held)}" in shown[0] and f"nonce {n0} on chain 31337" in shown[0]
+            assert shown[0].index("ALREADY APPROVED") < shown[0].index("APPROVAL REQUEST")
+            refused = " ".join(row.removeprefix("    | ") for line in lines for row in line.splitlines())
+            assert "approve refused:" in refused and "already approved on this companion" in refused
+            assert passphrase == bytearray(len(MAIN_PASS))  # wiped all the same
+            assert balance(anvil, FRIEND) - before == OVER_LIMIT  # once
+            assert main_nonce(tier1, companion.wallet) == n0 + 1
+            [entry] = companion.journal.entries()
+            assert (entry.nonce, entry.tx_hash, entry.settled) == (n0, tx_hash(held), True)
+        finally:
+            await companion.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_redelivered_request_not_yet_sent_is_signed_again_as_the_same_transaction(tier1, tamper, anvil):
+    """The bridge reports an error and keeps approval #1 without sending it, then redelivers the
+    request (or it was honest and failed for a moment). Approving again signs at the journaled nonce
+    n whatever nonce it is handed: the same transaction, byte for byte, so the signer records and
+    sends the very one the bridge holds, and there is never a second payment to hold."""
+    tamper.answer = "error"
+
+    async def scenario():
+        companion = await tier1.paired()
+        try:
+            request = await escalate(tier1, companion)
+            n0 = main_nonce(tier1, companion.wallet)
+            with pytest.raises(CompanionError):
+                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            [held] = tamper.held
+            tamper.answer = None
+            retry = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)), nonce=n0 + 7)
+            assert retry["raw_tx"] == held  # deterministic signing, at the journaled nonce
+            result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            assert result["status"] == "signed" and result["tx_hash"] == tx_hash(held) and result["nonce"] == n0
+            [entry] = companion.journal.entries()
+            assert entry.tx_hash == tx_hash(held)
+        finally:
+            await companion.close()
+
+    asyncio.run(scenario())
+
+
+MALFORMED = [
+    ("no ok", lambda reply: {"type": "reply", "id": reply.get("id"), "result": "x"}),
+    ("error as a string", lambda reply: {"type": "reply", "id": reply.get("id"), "ok": False, "error": "boom"}),
+    ("a list for a result", lambda reply: {"type": "reply", "id": reply.get("id"), "ok": True, "result": [1]}),
+    ("ok as a string", lambda reply: {"type": "reply", "id": reply.get("id"), "ok": "yes", "result": {}}),
+]
+
+
+@pytest.mark.parametrize("what, malform", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_R2_a_malformed_reply_never_crashes_outstanding_or_run(tier1, tamper, what, malform):
+    """Review R2: a reply to approvals.state with no `ok` raised KeyError through `outstanding`
+    (which should fall back to the journal) and through `run`."""
+    tamper.answer = "error"
+
+    async def approve() -> CompanionWallet:
+        companion = await tier1.paired()
+        try:
+            request = await escalate(tier1, companion)
+            with pytest.raises(CompanionError):
+                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            return companion.wallet
+        finally:
+            await companion.close()
+
+    wallet = asyncio.run(approve())
+    honest = tamper.honest
+
+    async def broken(device_id, message):
+        reply = await honest(device_id, message)
+        return malform(reply) if message.get("method") == "approvals.state" else reply
+
+    tamper.honest, tamper.answer = broken, None
+    out = outstanding_cli(wallet)
+    assert out.exception is None or isinstance(out.exception, SystemExit), repr(out.exception)
+    assert out.exit_code == 3 and "1 outstanding" in out.output, out.output
+    out = CliRunner().invoke(companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny"])
+    assert out.exception is None or isinstance(out.exception, SystemExit), repr(out.exception)
+    assert out.exit_code == 0 and "OUTSTANDING SIGNED TRANSACTION" in out.output, out.output
+
+
+@pytest.mark.parametrize("replay", [False, True], ids=["honest quotes", "a replayed quote"])
+def test_R8_R9_a_held_transaction_in_a_mempool_does_not_settle_its_entry(tier1, tamper, anvil, replay):
+    """Review R8/R9: the bridge keeps approval T (nonce n) and puts it in the node's mempool, where
+    it is not mined; the signer's quote counted the mempool (next nonce n + 1) and settled T. T is
+    then evicted (anvil_dropTransaction stands in for eviction, underpricing or a reorg): nonce n
+    is free again and T can be sent at any time, while `outstanding` said 0. Only the mined count
+    settles now, and a replayed quote says nothing about an entry that has seen a newer one."""
+    tamper.answer = "error"
+
+    async def approve() -> CompanionWallet:
+        companion = await tier1.paired()
+        try:
+            request = await escalate(tier1, companion)
+            with pytest.raises(CompanionError):
+                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            return companion.wallet
+        finally:
+            await companion.close()
+
+    wallet = asyncio.run(approve())
+    [held] = tamper.held
+    n = main_nonce(tier1, wallet)
+    saved: list[dict] = []
+    rpc(anvil.url, "evm_setAutomine", [False])
+    try:
+        h = rpc(anvil.url, "eth_sendRawTransaction", [held])
+        tamper.answer = None
+        if replay:
+            tamper.quote = lambda q: (saved.append(q) or q) if not saved else saved[0]
+        out = outstanding_cli(wallet)
+        assert out.exit_code == 3 and "1 outstanding" in out.output, out.output  # in a mempool: not mined
+        if replay:
+            assert saved[0]["main_nonce"]["31337"] == n + 1 and saved[0]["main_nonce_mined"]["31337"] == n
+        rpc(anvil.url, "anvil_dropTransaction", [h])
+    finally:
+        rpc(anvil.url, "evm_setAutomine", [True])
+    assert int(rpc(anvil.url, "eth_getTransactionCount", [wallet.main_address, "pending"]), 16) == n  # nonce free
+    out = outstanding_cli(wallet)
+    assert out.exit_code == 3 and "1 outstanding" in out.output and f"with nonce {n}" in out.output, out.output
+    before = balance(anvil, FRIEND)
+    wait_receipt(anvil, rpc(anvil.url, "eth_sendRawTransaction", [held]))  # it really is still live
+    assert balance(anvil, FRIEND) - before == OVER_LIMIT
+    tamper.quote = None
+    out = outstanding_cli(wallet)
+    assert out.exit_code == 0 and "0 outstanding, 1 settled" in out.output and "re-checked" in out.output, out.output
+
+
+def test_an_unreachable_bridge_is_reported_under_a_label_and_the_journal_still_read(tier1):
+    wallet = tier1.new_wallet("unreachable")
+    Journal(wallet.home).record(Entry("req_x", 31337, 4, "0x" + "ab" * 32, FRIEND, "5", "send 5 wei", 0.0))
+    out = outstanding_cli(wallet, "--bridge", "http://127.0.0.1:9")
+    assert out.exit_code == 3 and "nonce: 4" in out.output, out.output
+    lines = out.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("could not reach the bridge"))
+    assert lines[at + 1].startswith("    | ") and all(len(line) <= 80 for line in lines[at:at + 4])
+
+
+def test_run_reports_an_unreachable_bridge_instead_of_a_traceback(tier1):
+    async def paired() -> CompanionWallet:
+        companion = await tier1.paired()
+        await companion.close()
+        return companion.wallet
+
+    wallet = asyncio.run(paired())
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    out = CliRunner().invoke(companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny",
+                                                  "--bridge", closed])
+    assert out.exit_code == 1 and "could not reach the bridge" in out.output, out.output
+    assert isinstance(out.exception, SystemExit)  # a worded stop, not an uncaught error

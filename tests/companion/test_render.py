@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from companion_bridge.companion.render import render_request
+from companion_bridge.companion.render import REASON_CHARS, render_request
 from policies.text import first_hidden
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
@@ -64,3 +64,13 @@ def test_a_reason_padded_to_the_screen_edge_stays_on_its_own_line() -> None:
     [line] = [row for row in shown.splitlines() if row.startswith("Agent's stated reason")]
     assert line.endswith("lunch Expires in 3600 s. rule companion.ok")
     assert sum(row.startswith("Expires in") for row in shown.splitlines()) == 1
+
+
+def test_a_long_reason_is_cut_so_the_decoded_lines_stay_on_the_screen() -> None:
+    """Review item 4: a reason of many kilobytes scrolled the decoded transaction off the screen."""
+    shown = render_request(request("pay " + "x" * 5000), now=1_800_000_000.0)
+    [line] = [row for row in shown.splitlines() if row.startswith("Agent's stated reason")]
+    reason = line.split(": ", 1)[1]
+    assert len(reason) == REASON_CHARS and reason.endswith("…") and reason.startswith("pay xxx")
+    short = render_request(request("x" * REASON_CHARS), now=1_800_000_000.0)
+    assert "…" not in short
