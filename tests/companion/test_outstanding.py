@@ -90,6 +90,21 @@ def main_nonce(tier1: Tier1, wallet: CompanionWallet) -> int:
     return int(rpc(tier1.anvil.url, "eth_getTransactionCount", [wallet.main_address, "latest"]), 16)
 
 
+def approve_into_a_failed_answer(tier1: Tier1) -> CompanionWallet:
+    """A paired companion approves an escalation; the (tampered) bridge answers with an error."""
+    async def approve() -> CompanionWallet:
+        companion = await tier1.paired()
+        try:
+            request = await escalate(tier1, companion)
+            with pytest.raises(CompanionError):
+                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            return companion.wallet
+        finally:
+            await companion.close()
+
+    return asyncio.run(approve())
+
+
 def outstanding_cli(wallet: CompanionWallet, *args: str):
     return CliRunner().invoke(companion_cmd.app, ["outstanding", "--dir", str(wallet.home), *args])
 
@@ -447,17 +462,7 @@ def test_R2_a_malformed_reply_never_crashes_outstanding_or_run(tier1, tamper, wh
     (which should fall back to the journal) and through `run`."""
     tamper.answer = "error"
 
-    async def approve() -> CompanionWallet:
-        companion = await tier1.paired()
-        try:
-            request = await escalate(tier1, companion)
-            with pytest.raises(CompanionError):
-                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
-            return companion.wallet
-        finally:
-            await companion.close()
-
-    wallet = asyncio.run(approve())
+    wallet = approve_into_a_failed_answer(tier1)
     honest = tamper.honest
 
     async def broken(device_id, message):
@@ -482,17 +487,7 @@ def test_R8_R9_a_held_transaction_in_a_mempool_does_not_settle_its_entry(tier1, 
     settles now, and a replayed quote says nothing about an entry that has seen a newer one."""
     tamper.answer = "error"
 
-    async def approve() -> CompanionWallet:
-        companion = await tier1.paired()
-        try:
-            request = await escalate(tier1, companion)
-            with pytest.raises(CompanionError):
-                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
-            return companion.wallet
-        finally:
-            await companion.close()
-
-    wallet = asyncio.run(approve())
+    wallet = approve_into_a_failed_answer(tier1)
     [held] = tamper.held
     n = main_nonce(tier1, wallet)
     saved: list[dict] = []
