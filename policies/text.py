@@ -115,3 +115,58 @@ def display_safe(text: str, *, keep: str = "") -> str:
 def display_safe_lines(text: str) -> str:
     """`display_safe` for multi-line text: newlines and tabs are layout, everything else must show."""
     return display_safe(text, keep="\n\t")
+
+
+# ---- text laid out on a terminal ------------------------------------------------------------------
+
+_WIDE = frozenset({"W", "F", "A"})
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line: every run of whitespace (newlines too) one space, at most `limit`
+    characters (the last an ellipsis). Padding cannot push a tail onto a row of its own."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def cells(ch: str) -> int:
+    """Terminal cells `ch` may take, never fewer: wide, fullwidth and ambiguous characters take two
+    (an East Asian terminal draws the ambiguous ones wide), so do symbols (many are drawn as emoji), and
+    an emoji selector may widen the character before it; other combining marks take none. Counting
+    too many only wraps a row earlier."""
+    if ch.isascii():
+        return 1
+    if ch in "\ufe0e\ufe0f":
+        return 1
+    category = unicodedata.category(ch)
+    if category in ("Mn", "Me"):
+        return 0
+    return 2 if category.startswith("S") or unicodedata.east_asian_width(ch) in _WIDE else 1
+
+
+def wrap_cells(line: str, width: int, rest: int | None = None) -> list[str]:
+    """`line` (single spaces, no newline) in rows of at most `width` cells (`rest` for all but the
+    first): at spaces where it can, inside a word longer than a row where it must (never right
+    before a combining mark). We wrap, so the terminal never does: a row it wrapped would start at
+    column 0, where it could pose as a line of the screen's own."""
+    rows: list[str] = []
+    row, used = "", 0
+
+    def room() -> int:
+        return width if not rows or rest is None else rest
+
+    for word in line.split(" "):
+        size = sum(cells(ch) for ch in word)
+        if row and used + 1 + size <= room():
+            row, used = f"{row} {word}", used + 1 + size
+            continue
+        if row:
+            rows.append(row)
+            row, used = "", 0
+        for ch in word:
+            size = cells(ch)
+            if row and size and used + size > room():
+                rows.append(row)
+                row, used = "", 0
+            row, used = row + ch, used + size
+    return [*rows, row] if row or not rows else rows

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from bot.cli.common import fail, home_of, print_json
-from policies.text import visible
+from policies.text import visible, wrap_cells
 
 app = typer.Typer(help="Manage skills (third-party tools that run in a sandbox).", no_args_is_help=True)
 
@@ -37,7 +36,6 @@ MAX_AUTHOR_CHARS = 300
 """Of each author text shown (its whitespace collapsed); the rest is in SKILL.md and the note says so."""
 MAX_AUTHOR_LINES = 6
 GUTTER = "| "
-_WIDE = frozenset({"W", "F", "A"})
 
 
 def _store(ctx: typer.Context):
@@ -57,52 +55,10 @@ def screen_width() -> int:
     return max(MIN_WIDTH, min(SCREEN_WIDTH, columns - 1))
 
 
-def _columns(ch: str) -> int:
-    """Cells a terminal may give `ch`, never less: wide, fullwidth and ambiguous characters take two
-    (an East Asian terminal draws the ambiguous ones wide), so do symbols (many are drawn as emoji), and
-    an emoji selector may widen the character before it; other combining marks take none. Counting
-    too many only wraps a row earlier."""
-    if ch.isascii():
-        return 1
-    if ch in "\ufe0e\ufe0f":
-        return 1
-    category = unicodedata.category(ch)
-    if category in ("Mn", "Me"):
-        return 0
-    return 2 if category.startswith("S") or unicodedata.east_asian_width(ch) in _WIDE else 1
-
-
-def _wrap(line: str, width: int, rest: int | None = None) -> list[str]:
-    """`line` (single spaces, no newline) in rows of at most `width` columns (`rest` for all but the
-    first): at spaces where it can, inside a word longer than a row where it must (never right
-    before a combining mark)."""
-    rows: list[str] = []
-    row, used = "", 0
-
-    def room() -> int:
-        return width if not rows or rest is None else rest
-
-    for word in line.split(" "):
-        size = sum(_columns(ch) for ch in word)
-        if row and used + 1 + size <= room():
-            row, used = f"{row} {word}", used + 1 + size
-            continue
-        if row:
-            rows.append(row)
-            row, used = "", 0
-        for ch in word:
-            size = _columns(ch)
-            if row and size and used + size > room():
-                rows.append(row)
-                row, used = "", 0
-            row, used = row + ch, used + size
-    return [*rows, row] if row or not rows else rows
-
-
 def _plain_rows(text: str, width: int, lead: str = "") -> list[str]:
     """A line of the screen's own (fixed-form values only) after `lead`, further rows indented more."""
     indent = lead + "    "
-    first, *rest = _wrap(text, width - len(lead), width - len(indent))
+    first, *rest = wrap_cells(text, width - len(lead), width - len(indent))
     return [lead + first, *(indent + row for row in rest)]
 
 
@@ -120,7 +76,7 @@ def _author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_
         shown = shown.rstrip() + "\u2026"
     prefix = indent + GUTTER
     rows = [prefix + row for line in visible(shown, keep="\n").split("\n") if line
-            for row in _wrap(line, width - len(prefix))]
+            for row in wrap_cells(line, width - len(prefix))]
     if omitted:
         rows += _plain_rows(f"(cut: {omitted} more characters; see SKILL.md)", width, indent)
     return rows

@@ -3,18 +3,17 @@
 Escaping control characters is not enough: a bridge reply padded with spaces, or just long enough,
 wraps on the terminal so that its tail starts a row of its own, where it can pass for one of ours
 ("settled: ... nothing to do"). So bridge text is collapsed to one line, capped, written out by
-`visible`, and printed only under a label, wrapped by us to a width well inside a terminal, each
-row behind a gutter that none of the companion's own rows start with.
+`visible`, and printed only under a label, wrapped by us to a width well inside a terminal (in
+terminal cells, so wide characters count double), each row behind a gutter that none of the
+companion's own rows start with.
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import Any
 
-from companion_bridge.companion.journal import one_line
-from policies.text import visible
+from policies.text import one_line, visible, wrap_cells
 
 BRIDGE_CHARS = 200  # the most of one bridge-written text ever shown
 WIDTH = 64  # wrapped rows of it, behind GUTTER: 70 columns in all
@@ -29,7 +28,7 @@ def short(text: Any, limit: int = BRIDGE_CHARS) -> str:
 
 def block(label: str, text: Any, limit: int = BRIDGE_CHARS) -> list[str]:
     """`label:` then the text in gutter rows: however it is padded, it cannot start a row of its own."""
-    rows = textwrap.wrap(short(text, limit), WIDTH, break_on_hyphens=False) or ["(nothing)"]
+    rows = [row for row in wrap_cells(short(text, limit), WIDTH) if row] or ["(nothing)"]
     return [f"{label}:", *(GUTTER + row for row in rows)]
 
 

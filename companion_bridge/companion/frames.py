@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from companion_bridge.companion.errors import CompanionError
-from companion_bridge.companion.journal import one_line
+from companion_bridge.companion.journal import SUMMARY_CHARS
+from policies.text import one_line
 from policies import safejson
 
 
@@ -43,7 +44,7 @@ def reply_result(reply: Any) -> dict[str, Any]:
         if not isinstance(error, dict):
             raise CompanionError("the bridge sent a malformed error reply")
         code = error.get("code")
-        raise CompanionError(one_line(str(error.get("message", ""))) or "(no message)",
+        raise CompanionError(one_line(str(error.get("message", "")), SUMMARY_CHARS) or "(no message)",
                              code if isinstance(code, int) and not isinstance(code, bool) else None)
     result = reply.get("result")
     if not isinstance(result, dict):
@@ -59,7 +60,7 @@ def http_body(raw: bytes, status: int) -> dict[str, Any]:
         data = None
     if status != 200:
         detail = data.get("detail", data) if isinstance(data, dict) else data
-        raise CompanionError(one_line(str(detail if detail is not None else f"HTTP {status}")), status)
+        raise CompanionError(one_line(str(detail if detail is not None else f"HTTP {status}"), SUMMARY_CHARS), status)
     if not isinstance(data, dict):
         raise CompanionError("the bridge sent a malformed reply", status)
     return data

@@ -39,9 +39,10 @@ from typing import Any, TypeVar
 from companion_bridge.companion.journal_file import VERSION, JournalError, check_private_dir, parse
 from companion_bridge.companion.quotes import NonceQuote
 from signer.approval_request import to_checksum
+from policies.text import one_line
 from signer.fsperm import check_private_file, write_private_file
 
-__all__ = ["Entry", "Journal", "JournalError", "JournalFull", "admit", "apply_quote", "one_line"]
+__all__ = ["Entry", "Journal", "JournalError", "JournalFull", "admit", "apply_quote"]
 
 JOURNAL = "journal.json"
 LOCK = ".journal.lock"
@@ -55,12 +56,6 @@ T = TypeVar("T")
 
 class JournalFull(JournalError):
     pass
-
-
-def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
-    """Bridge-written text as one line of at most `limit` characters: no padding to fake a row."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 @dataclass
@@ -97,7 +92,7 @@ class Entry:
                      quoted_at: float | None = None, now: float | None = None) -> Entry:
         return cls(request_id=str(request["request_id"]), chain_id=int(tx["chain_id"]), nonce=int(tx["nonce"]),
                    tx_hash=tx_hash, to=to_checksum(tx["to"]), value=str(int(tx["value"])),
-                   summary=one_line(str(request.get("summary") or "")),
+                   summary=one_line(str(request.get("summary") or ""), SUMMARY_CHARS),
                    signed_at=time.time() if now is None else now, quoted_at=quoted_at)
 
 
@@ -192,7 +187,7 @@ class Journal:
         def note(entries: list[Entry]) -> tuple[None, bool]:
             for entry in entries:
                 if entry.tx_hash == tx_hash:
-                    entry.reply = one_line(reply)
+                    entry.reply = one_line(reply, SUMMARY_CHARS)
                     return None, True
             return None, False
 

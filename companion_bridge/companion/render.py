@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from policies.text import visible
+from policies.text import one_line, visible
 from policies.units import format_amount
 from signer.approval_request import to_checksum
 
@@ -80,9 +80,8 @@ def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
         lines += _tx_lines(tx)
     esc = request["escalation"]
     lines += ["", f"Why it needs you: {esc['reason']} [rule {esc['rule_id']}]"]
-    reason = " ".join((request.get("agent_reason_unverified") or "").split())  # one line: no padding to fake rows
-    if len(reason) > REASON_CHARS:  # and short enough that the lines above stay on the screen
-        reason = reason[:REASON_CHARS - 1] + "…"
+    # one line (no padding to fake rows), short enough that the lines above stay on the screen
+    reason = one_line(request.get("agent_reason_unverified") or "", REASON_CHARS)
     if reason:
         lines += [f"Agent's stated reason (UNVERIFIED, may be wrong or injected): {reason}"]
     left = int(request["expires_at"] - now)

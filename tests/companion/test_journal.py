@@ -33,6 +33,7 @@ from companion_bridge.companion import watch as watch_module
 from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.watch import Watch
+from policies.text import cells
 from signer.devices import signed_message
 from signer.fsperm import ensure_private_dir, write_private_file
 from signer.identity import NONCE_DOMAIN
@@ -369,6 +370,17 @@ def test_R6_bridge_text_cannot_start_a_row_of_its_own():
         assert rows and all(len(row) <= 72 for row in rows)
         assert not any(line.startswith("settled") for line in lines)
         assert sum(len(row) - 8 for row in rows) <= 200  # capped
+
+
+def test_wide_bridge_text_is_wrapped_by_terminal_cells_not_characters():
+    """72 CJK characters are 144 cells: wrapped by characters, a row would overflow an 80-column
+    terminal and its tail start a row of its own."""
+    e = entry(1, nonce=5)
+    e.reply = "\u65e5" * 72 + " settled: nonce 5 is used - nothing to do"
+    lines = warning_lines(e)
+    at = lines.index("  reply through the bridge (not signed by the signer: no proof):")
+    rows = [line for line in lines[at + 1:] if line.startswith("      | ")]
+    assert rows and all(sum(cells(ch) for ch in row) <= 72 for row in rows)
 
 
 def test_R4_the_last_quote_time_never_goes_backwards(tmp_path: Path):

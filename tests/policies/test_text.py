@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.text import display_safe, display_safe_lines, first_hidden, visible
+from policies.text import cells, display_safe, display_safe_lines, first_hidden, one_line, visible, wrap_cells
 
 HOSTILE = [
     ("\x1b[2K", "\\x1b[2K"),  # erase the line: terminal control
@@ -106,3 +106,17 @@ def test_only_the_kept_characters_survive(text: str) -> None:
     shown = visible(text, keep="\n")
     assert all(ch == "\n" or (ch.isascii() and ch.isprintable()) for ch in shown)
     assert shown.count("\n") == text.count("\n")
+
+
+def test_one_line_collapses_every_run_of_whitespace_and_caps_with_an_ellipsis() -> None:
+    assert one_line("a \n\t b" + " " * 300 + "c", 10) == "a b c"
+    assert one_line("x" * 20, 10) == "x" * 9 + "\u2026"
+
+
+@given(st.text(alphabet=st.one_of(st.sampled_from("ab 日本\u0301\u2764\ufe0f"), st.characters()), max_size=300),
+       st.integers(min_value=4, max_value=80))
+def test_wrapped_rows_never_pass_the_width_in_terminal_cells(text: str, width: int) -> None:
+    line = one_line(text, 1000)
+    rows = wrap_cells(line, width)
+    assert all(sum(cells(ch) for ch in row) <= width for row in rows)
+    assert "".join(rows).replace(" ", "") == line.replace(" ", "")  # nothing lost
