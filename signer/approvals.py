@@ -18,6 +18,7 @@ import asyncio
 import json
 import sqlite3
 import time
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -154,15 +155,15 @@ class Approvals:
         state = self.state()
         main = state["main_account"]
 
-        async def read(chain: Chain, block: str) -> int:
+        async def within_budget(count: Awaitable[int]) -> int:
             async with asyncio.timeout(NONCE_TIMEOUT):
-                return await (next_nonce(chain, main) if block == "pending" else chain.mined_nonce(main))
+                return await count
 
         nonces: dict[str, int] = {}
         mined: dict[str, int] = {}
         for chain_id, chain in self.engine.chains.items() if main else ():
-            pending, latest = await asyncio.gather(read(chain, "pending"), read(chain, "latest"),
-                                                   return_exceptions=True)
+            pending, latest = await asyncio.gather(within_budget(next_nonce(chain, main)),
+                                                   within_budget(chain.mined_nonce(main)), return_exceptions=True)
             # a chain that cannot be read (or garbles a count) is left out: for signing, the request's
             # own nonce is all there is; for settling, nothing settles on it
             if isinstance(pending, int):
