@@ -139,14 +139,14 @@ class SignerClock:
 
     __slots__ = ("_wall", "_steady", "_now", "_steady_at", "_wall_at", "_lock", "_boot_id")
 
-    def __init__(self, floor: float = 0.0, *, wall: Callable[[], float] = time.time,
+    def __init__(self, *, wall: Callable[[], float] = time.time,
                  steady: Callable[[], float] = steady, start: float | None = None,
                  boot_id: str | None = None) -> None:
-        """`start`: the first reading (`resume` works it out); by default the wall clock. Never below `floor`."""
+        """`start`: the first reading (`resume` works it out, never below the records); by default the wall clock."""
         self._wall = wall
         self._steady = steady
         self._wall_at = wall()
-        self._now = max(self._wall_at if start is None else start, floor)
+        self._now = self._wall_at if start is None else start
         self._steady_at = steady()
         self._boot_id = boot_id
         self._lock = threading.Lock()
