@@ -1,26 +1,42 @@
 """Derive every action of a request from its raw bytes, never from the caller's description.
 
-ABI words are decoded by hand: it is fast, and it lets every malformation (short data, dirty
-address bits, out-of-range offsets) become a `decode.malformed` finding instead of a guess.
-Wrappers (multicall, Safe, MultiSend, ERC-4337 accounts) are unpacked recursively, so an
-approval or transfer cannot hide inside one. `decode` never raises.
+Each known function is declared by its canonical signature; its arguments are read by
+`policies.abi`, which accepts only their exact canonical encoding, so every malformation (short
+data, dirty bits, trailing or stray bytes, out-of-range offsets) becomes a `decode.malformed`
+finding instead of a guess. Wrappers (multicall, Multicall3, Safe, MultiSend, ERC-4337/ERC-7579
+accounts, Kernel, the Delegation Framework) are unpacked recursively, so an approval or transfer
+cannot hide inside one. A call whose selector is not declared here is recorded as an undecoded
+ContractCall: the evaluator denies it unless the policy names it under `opaque_calls`.
+
+Whose tokens move: every inner call is counted as the wallet's own spending, whoever the wrapper
+makes `msg.sender` (the smart account, the Multicall3 contract, a delegator's account). For
+Multicall3 and delegations this over-counts, which only makes limits stricter.
+`decode` never raises.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from Crypto.Hash import keccak
 
+from policies.abi import AbiError, decode_args
 from policies.intent import NATIVE, Action, Approval, Call, ContractCall, Decoded, Forbidden, Transfer
 
 MAX_INNER_CALLS = 256
 MAX_UINT256 = 2**256 - 1
-_WORD = 32
 _LOWER_ADDRESS = re.compile(r"0x[0-9a-f]{40}")
 
-# Selectors: tests/policies/test_decode.py checks each against keccak of its signature.
+
+def selector_of(signature: str) -> bytes:
+    """First four bytes of keccak256 of a canonical signature such as "transfer(address,uint256)"."""
+    return keccak.new(digest_bits=256, data=signature.encode()).digest()[:4]
+
+
+# Selectors: tests/policies/test_decode.py checks each against keccak of its signature (eth_utils).
 TRANSFER = bytes.fromhex("a9059cbb")  # transfer(address,uint256)
 TRANSFER_FROM = bytes.fromhex("23b872dd")  # transferFrom(address,address,uint256)
 APPROVE = bytes.fromhex("095ea7b3")  # approve(address,uint256)
@@ -32,18 +48,23 @@ MULTICALL = bytes.fromhex("ac9650d8")  # multicall(bytes[])
 MULTICALL_DEADLINE = bytes.fromhex("5ae401dc")  # multicall(uint256,bytes[])
 EXEC_TRANSACTION = bytes.fromhex("6a761202")  # Safe execTransaction(...)
 MULTI_SEND = bytes.fromhex("8d80ff0a")  # multiSend(bytes)
-EXECUTE = bytes.fromhex("b61d27f6")  # execute(address,uint256,bytes)
+EXECUTE = bytes.fromhex("b61d27f6")  # execute(address,uint256,bytes): ERC-4337 accounts, Coinbase Smart Wallet
 EXECUTE_BATCH_3 = bytes.fromhex("47e1da2a")  # executeBatch(address[],uint256[],bytes[])
-EXECUTE_BATCH_TUPLES = bytes.fromhex("34fcd5be")  # executeBatch((address,uint256,bytes)[])
+EXECUTE_BATCH_TUPLES = bytes.fromhex("34fcd5be")  # executeBatch((address,uint256,bytes)[]): Coinbase, Kernel v2
 EXECUTE_BATCH_2 = bytes.fromhex("18dfb3c7")  # executeBatch(address[],bytes[])
+KERNEL_V2_EXECUTE = bytes.fromhex("51945447")  # execute(address,uint256,bytes,uint8)
+ERC7579_EXECUTE = bytes.fromhex("e9ae5c53")  # execute(bytes32,bytes): ERC-7579 accounts, Kernel v3
+ERC7579_EXECUTE_FROM_EXECUTOR = bytes.fromhex("d691c964")  # executeFromExecutor(bytes32,bytes)
+MC3_AGGREGATE = bytes.fromhex("252dba42")  # aggregate((address,bytes)[])
+MC3_AGGREGATE3 = bytes.fromhex("82ad56cb")  # aggregate3((address,bool,bytes)[])
+MC3_AGGREGATE3_VALUE = bytes.fromhex("174dea71")  # aggregate3Value((address,bool,uint256,bytes)[])
+MC3_TRY_AGGREGATE = bytes.fromhex("bce38bd7")  # tryAggregate(bool,(address,bytes)[])
+MC3_TRY_BLOCK_AND_AGGREGATE = bytes.fromhex("399542e9")  # tryBlockAndAggregate(bool,(address,bytes)[])
+MC3_BLOCK_AND_AGGREGATE = bytes.fromhex("c3077fa9")  # blockAndAggregate((address,bytes)[])
+REDEEM_DELEGATIONS = bytes.fromhex("cef6d209")  # redeemDelegations(bytes[],bytes32[],bytes[])
 
 TOKEN_SELECTORS = frozenset({TRANSFER, TRANSFER_FROM, APPROVE, INCREASE_ALLOWANCE, PERMIT, SET_APPROVAL_FOR_ALL})
 """Selectors that, sent to a token, decode to a Transfer or Approval the evaluator checks."""
-
-
-def selector_of(signature: str) -> bytes:
-    """First four bytes of keccak256 of a canonical signature such as "transfer(address,uint256)"."""
-    return keccak.new(digest_bits=256, data=signature.encode()).digest()[:4]
 
 
 def encode_erc20_transfer(recipient: str, amount: int) -> bytes:
@@ -56,82 +77,232 @@ def encode_erc20_transfer(recipient: str, amount: int) -> bytes:
     return TRANSFER + bytes(12) + body + amount.to_bytes(32, "big")
 
 
-# ---- ABI reading ------------------------------------------------------------------------------
-
-
 class _Malformed(Exception):
-    """Arguments that do not decode as their selector says."""
+    """Arguments that do not mean what their selector says (bad operation, unknown mode...)."""
 
 
 class _Exhausted(Exception):
     """More inner calls than any honest request needs."""
 
 
-def _word(buf: bytes, pos: int) -> int:
-    if pos < 0 or pos + _WORD > len(buf):
-        raise _Malformed("arguments are too short")
-    return int.from_bytes(buf[pos : pos + _WORD], "big")
+_Inner = tuple[str, int, bytes]  # (to, value, data) of a nested call
 
 
-def _uint(buf: bytes, pos: int, bits: int) -> int:
-    value = _word(buf, pos)
-    if value >> bits:
-        raise _Malformed(f"a uint{bits} argument has its high bits set")
-    return value
+# ---- ERC-7579 execution modes (shared by execute, executeFromExecutor and redeemDelegations) -----
+
+CALLTYPE_SINGLE, CALLTYPE_BATCH, CALLTYPE_DELEGATECALL = 0x00, 0x01, 0xFF
+EXECTYPE_DEFAULT, EXECTYPE_TRY = 0x00, 0x01
 
 
-def _addr(buf: bytes, pos: int) -> str:
-    return "0x%040x" % _uint(buf, pos, 160)
+def _erc7579(walker: _Walker, mode: bytes, payload: bytes, what: str) -> list[_Inner]:
+    """The calls an ERC-7579 mode and execution calldata make; delegatecall is forbidden.
+
+    mode = callType (1 byte) | execType (1) | unused (4) | modeSelector (4) | modePayload (22). Only
+    the plain modes are understood, so the other 30 bytes must be zero: a mode selector or payload
+    can change what an account does, and what the signer cannot read it refuses.
+    """
+    call_type, exec_type = mode[0], mode[1]
+    if exec_type not in (EXECTYPE_DEFAULT, EXECTYPE_TRY):
+        raise _Malformed(f"{what}: unknown ERC-7579 exec type 0x{exec_type:02x}")
+    if any(mode[2:]):
+        raise _Malformed(f"{what}: ERC-7579 mode 0x{mode.hex()} sets a mode selector or payload the signer "
+                         "does not decode")
+    if call_type == CALLTYPE_DELEGATECALL:
+        target = "0x" + payload[:20].hex() if len(payload) >= 20 else "an unreadable target"
+        walker.actions.append(Forbidden("forbidden.delegatecall", f"{what} delegatecalls {target}"))
+        return []
+    if call_type == CALLTYPE_SINGLE:
+        if len(payload) < 52:  # abi.encodePacked(target, value, callData)
+            raise _Malformed(f"{what}: a single execution is shorter than target and value")
+        return [("0x" + payload[:20].hex(), int.from_bytes(payload[20:52], "big"), payload[52:])]
+    if call_type == CALLTYPE_BATCH:  # abi.encode(Execution[]) with Execution = (target, value, callData)
+        try:
+            (executions,) = decode_args("(address,uint256,bytes)[]", payload)
+        except AbiError as exc:
+            raise _Malformed(f"{what}: batch executions: {exc}") from exc
+        return [(t, v, d) for t, v, d in executions]
+    raise _Malformed(f"{what}: unknown ERC-7579 call type 0x{call_type:02x}")
 
 
-def _bool(buf: bytes, pos: int) -> bool:
-    value = _word(buf, pos)
-    if value > 1:
-        raise _Malformed("a bool argument is neither 0 nor 1")
-    return value == 1
+# ---- handlers: decoded arguments in, inner calls out ----------------------------------------------
+
+_Handler = Callable[["_Walker", str, tuple[Any, ...]], list[_Inner]]
 
 
-def _target(buf: bytes, base: int, head: int) -> int:
-    """Follow an offset word at `head`, relative to `base`; it must land inside `buf`."""
-    offset = _word(buf, head)
-    if offset >= len(buf) or base + offset + _WORD > len(buf):
-        raise _Malformed("an offset points outside the arguments")
-    return base + offset
+@dataclass(frozen=True, slots=True)
+class _Known:
+    signature: str
+    types: str  # the argument list of `signature`
+    handler: _Handler
 
 
-def _bytes_at(buf: bytes, pos: int) -> bytes:
-    length = _word(buf, pos)
-    if length > len(buf) - pos - _WORD:
-        raise _Malformed("a bytes argument runs past the end of the data")
-    return buf[pos + _WORD : pos + _WORD + length]
+def _transfer(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Transfer(w.chain_id, to, a[0], a[1]))
+    return []
 
 
-def _length(buf: bytes, pos: int, element_words: int = 1) -> int:
-    n = _word(buf, pos)
-    if n > (len(buf) - pos - _WORD) // (_WORD * element_words) or n > MAX_INNER_CALLS:
-        raise _Malformed("an array length is larger than the data")
-    return n
+def _transfer_from(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Transfer(w.chain_id, to, a[1], a[2]))
+    return []
 
 
-def _bytes_array(buf: bytes, pos: int) -> list[bytes]:
-    n = _length(buf, pos)
-    base = pos + _WORD
-    return [_bytes_at(buf, _target(buf, base, base + i * _WORD)) for i in range(n)]
+def _approval(method: str, spender: int, amount: int) -> _Handler:
+    def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+        w.actions.append(Approval(w.chain_id, to, a[spender], a[amount], method))
+        return []
+    return handler
 
 
-def _address_array(buf: bytes, pos: int) -> list[str]:
-    n = _length(buf, pos)
-    return [_addr(buf, pos + _WORD * (1 + i)) for i in range(n)]
+def _permit2_approve(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    token, spender, amount = a[0], a[1], a[2]
+    w.actions.append(Approval(w.chain_id, token, spender, MAX_UINT256 if amount == 2**160 - 1 else amount, "permit2"))
+    return []
 
 
-def _uint_array(buf: bytes, pos: int) -> list[int]:
-    n = _length(buf, pos)
-    return [_word(buf, pos + _WORD * (1 + i)) for i in range(n)]
+def _set_approval_for_all(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Approval(w.chain_id, to, a[0], MAX_UINT256 if a[1] else 0, "setApprovalForAll"))
+    return []
+
+
+def _self_calls(index: int) -> _Handler:
+    """multicall(bytes[]) forms: each element is a call the contract makes to itself."""
+    def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+        return [(to, 0, data) for data in a[index]]
+    return handler
+
+
+def _exec_transaction(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    inner_to, value, data, operation, gas_price = a[0], a[1], a[2], a[3], a[6]
+    if operation > 1:
+        raise _Malformed(f"Safe operation {operation} is neither call nor delegatecall")
+    if operation == 1:
+        w.actions.append(Forbidden("forbidden.delegatecall", f"Safe transaction delegatecalls {inner_to}"))
+        return []
+    if gas_price:
+        w.actions.append(Forbidden("forbidden.safe_refund", "Safe transaction pays a gas refund out of the wallet"))
+    return [(inner_to, value, data)]
+
+
+def _multi_send(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    packed: bytes = a[0]
+    inner: list[_Inner] = []
+    pos = 0
+    while pos < len(packed):
+        if pos + 85 > len(packed):
+            raise _Malformed("a MultiSend entry is truncated")
+        operation = packed[pos]
+        entry_to = "0x" + packed[pos + 1:pos + 21].hex()
+        value = int.from_bytes(packed[pos + 21:pos + 53], "big")
+        length = int.from_bytes(packed[pos + 53:pos + 85], "big")
+        if length > len(packed) - pos - 85:
+            raise _Malformed("a MultiSend entry's data is truncated")
+        if operation > 1:
+            raise _Malformed(f"MultiSend operation {operation} is neither call nor delegatecall")
+        if len(inner) >= MAX_INNER_CALLS:
+            raise _Malformed("too many MultiSend entries")
+        if operation == 1:
+            w.actions.append(Forbidden("forbidden.delegatecall", f"MultiSend delegatecalls {entry_to}"))
+        else:
+            inner.append((entry_to, value, packed[pos + 85:pos + 85 + length]))
+        pos += 85 + length
+    return inner
+
+
+def _execute(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    return [(a[0], a[1], a[2])]
+
+
+def _kernel_v2_execute(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    operation = a[3]
+    if operation > 1:
+        raise _Malformed(f"Kernel operation {operation} is neither call nor delegatecall")
+    if operation == 1:
+        w.actions.append(Forbidden("forbidden.delegatecall", f"Kernel execute delegatecalls {a[0]}"))
+        return []
+    return [(a[0], a[1], a[2])]
+
+
+def _execute_batch_3(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    targets, values, datas = a
+    if len(targets) != len(datas) or len(values) not in (0, len(datas)):
+        raise _Malformed("executeBatch arrays differ in length")
+    return [(t, values[i] if values else 0, d) for i, (t, d) in enumerate(zip(targets, datas))]
+
+
+def _execute_batch_2(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    targets, datas = a
+    if len(targets) != len(datas):
+        raise _Malformed("executeBatch arrays differ in length")
+    return [(t, 0, d) for t, d in zip(targets, datas)]
+
+
+def _execute_batch_tuples(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    return [(t, v, d) for t, v, d in a[0]]
+
+
+def _erc7579_execute(name: str) -> _Handler:
+    def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+        return _erc7579(w, a[0], a[1], f"{name} on {to}")
+    return handler
+
+
+def _mc3(calls_index: int, value_index: int | None = None) -> _Handler:
+    """Multicall3: the contract calls each target itself (msg.sender = Multicall3)."""
+    def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+        return [(c[0], 0 if value_index is None else c[value_index], c[-1]) for c in a[calls_index]]
+    return handler
+
+
+def _redeem_delegations(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    """Delegation Framework: each execution runs in the delegator's account under an ERC-7579 mode.
+
+    The permission contexts (signed delegation chains) authorize; they are not calls the wallet makes.
+    """
+    contexts, modes, executions = a
+    if not len(contexts) == len(modes) == len(executions):
+        raise _Malformed("redeemDelegations arrays differ in length")
+    inner: list[_Inner] = []
+    for i, (mode, payload) in enumerate(zip(modes, executions)):
+        inner += _erc7579(w, mode, payload, f"redeemDelegations execution {i} via {to}")
+    return inner
+
+
+def _known(signature: str, handler: _Handler) -> tuple[bytes, _Known]:
+    return selector_of(signature), _Known(signature, signature[signature.index("(") + 1:-1], handler)
+
+
+KNOWN: dict[bytes, _Known] = dict([
+    _known("transfer(address,uint256)", _transfer),
+    _known("transferFrom(address,address,uint256)", _transfer_from),
+    _known("approve(address,uint256)", _approval("approve", 0, 1)),
+    _known("increaseAllowance(address,uint256)", _approval("increaseAllowance", 0, 1)),
+    _known("permit(address,address,uint256,uint256,uint8,bytes32,bytes32)", _approval("permit", 1, 2)),
+    _known("approve(address,address,uint160,uint48)", _permit2_approve),
+    _known("setApprovalForAll(address,bool)", _set_approval_for_all),
+    _known("multicall(bytes[])", _self_calls(0)),
+    _known("multicall(uint256,bytes[])", _self_calls(1)),
+    _known("execTransaction(address,uint256,bytes,uint8,uint256,uint256,uint256,address,address,bytes)",
+           _exec_transaction),
+    _known("multiSend(bytes)", _multi_send),
+    _known("execute(address,uint256,bytes)", _execute),
+    _known("execute(address,uint256,bytes,uint8)", _kernel_v2_execute),
+    _known("executeBatch(address[],uint256[],bytes[])", _execute_batch_3),
+    _known("executeBatch((address,uint256,bytes)[])", _execute_batch_tuples),
+    _known("executeBatch(address[],bytes[])", _execute_batch_2),
+    _known("execute(bytes32,bytes)", _erc7579_execute("ERC-7579 execute")),
+    _known("executeFromExecutor(bytes32,bytes)", _erc7579_execute("ERC-7579 executeFromExecutor")),
+    _known("aggregate((address,bytes)[])", _mc3(0)),
+    _known("aggregate3((address,bool,bytes)[])", _mc3(0)),
+    _known("aggregate3Value((address,bool,uint256,bytes)[])", _mc3(0, 2)),
+    _known("tryAggregate(bool,(address,bytes)[])", _mc3(1)),
+    _known("tryBlockAndAggregate(bool,(address,bytes)[])", _mc3(1)),
+    _known("blockAndAggregate((address,bytes)[])", _mc3(0)),
+    _known("redeemDelegations(bytes[],bytes32[],bytes[])", _redeem_delegations),
+])
+"""Every function the signer decodes, by selector; any other selector is an undecoded call."""
 
 
 # ---- the walk ---------------------------------------------------------------------------------
-
-_Inner = tuple[str, int, bytes]  # (to, value, data) of a nested call
 
 
 class _Walker:
@@ -156,156 +327,19 @@ class _Walker:
         if len(data) < 4:
             self.actions.append(Forbidden("decode.malformed", f"calldata to {to} is shorter than a selector"))
             return
-        selector, args = data[:4], data[4:]
-        self.actions.append(ContractCall(self.chain_id, to, selector, depth))
-        handler = _HANDLERS.get(selector)
-        if handler is None:
+        selector = data[:4]
+        known = KNOWN.get(selector)
+        self.actions.append(ContractCall(self.chain_id, to, selector, depth, value, known is not None))
+        if known is None:
             return
+        # Arguments are all read (and checked canonical) before any inner call is visited.
         try:
-            inner = handler(self, to, args)
-        except _Malformed as exc:
+            inner = known.handler(self, to, decode_args(known.types, data[4:]))
+        except (AbiError, _Malformed) as exc:
             self.actions.append(Forbidden("decode.malformed", f"call 0x{selector.hex()} to {to}: {exc}"))
             return
         for inner_to, inner_value, inner_data in inner:
             self.visit(inner_to, inner_value, inner_data, depth + 1)
-
-    # Handlers parse all their arguments before any inner call is visited, and return those calls.
-
-    def transfer(self, to: str, args: bytes) -> list[_Inner]:
-        self.actions.append(Transfer(self.chain_id, to, _addr(args, 0), _word(args, 32)))
-        return []
-
-    def transfer_from(self, to: str, args: bytes) -> list[_Inner]:
-        _addr(args, 0)
-        self.actions.append(Transfer(self.chain_id, to, _addr(args, 32), _word(args, 64)))
-        return []
-
-    def approve(self, to: str, args: bytes) -> list[_Inner]:
-        self.actions.append(Approval(self.chain_id, to, _addr(args, 0), _word(args, 32), "approve"))
-        return []
-
-    def increase_allowance(self, to: str, args: bytes) -> list[_Inner]:
-        self.actions.append(Approval(self.chain_id, to, _addr(args, 0), _word(args, 32), "increaseAllowance"))
-        return []
-
-    def permit(self, to: str, args: bytes) -> list[_Inner]:
-        _addr(args, 0)
-        spender, amount = _addr(args, 32), _word(args, 64)
-        _word(args, 96)
-        _uint(args, 128, 8)
-        _word(args, 160), _word(args, 192)
-        self.actions.append(Approval(self.chain_id, to, spender, amount, "permit"))
-        return []
-
-    def permit2_approve(self, to: str, args: bytes) -> list[_Inner]:
-        token, spender, amount = _addr(args, 0), _addr(args, 32), _uint(args, 64, 160)
-        _uint(args, 96, 48)
-        if amount == 2**160 - 1:
-            amount = MAX_UINT256
-        self.actions.append(Approval(self.chain_id, token, spender, amount, "permit2"))
-        return []
-
-    def set_approval_for_all(self, to: str, args: bytes) -> list[_Inner]:
-        operator, approved = _addr(args, 0), _bool(args, 32)
-        self.actions.append(Approval(self.chain_id, to, operator, MAX_UINT256 if approved else 0,
-                                     "setApprovalForAll"))
-        return []
-
-    def multicall(self, to: str, args: bytes) -> list[_Inner]:
-        return [(to, 0, data) for data in _bytes_array(args, _target(args, 0, 0))]
-
-    def multicall_deadline(self, to: str, args: bytes) -> list[_Inner]:
-        _word(args, 0)
-        return [(to, 0, data) for data in _bytes_array(args, _target(args, 0, 32))]
-
-    def exec_transaction(self, to: str, args: bytes) -> list[_Inner]:
-        inner_to, value = _addr(args, 0), _word(args, 32)
-        data = _bytes_at(args, _target(args, 0, 64))
-        operation = _uint(args, 96, 8)
-        _word(args, 128), _word(args, 160)
-        gas_price = _word(args, 192)
-        _addr(args, 224), _addr(args, 256)
-        _bytes_at(args, _target(args, 0, 288))
-        if operation > 1:
-            raise _Malformed(f"Safe operation {operation} is neither call nor delegatecall")
-        if operation == 1:
-            self.actions.append(Forbidden("forbidden.delegatecall", f"Safe transaction delegatecalls {inner_to}"))
-            return []
-        if gas_price:
-            self.actions.append(Forbidden("forbidden.safe_refund",
-                                          "Safe transaction pays a gas refund out of the wallet"))
-        return [(inner_to, value, data)]
-
-    def multi_send(self, to: str, args: bytes) -> list[_Inner]:
-        packed = _bytes_at(args, _target(args, 0, 0))
-        inner: list[_Inner] = []
-        pos = 0
-        while pos < len(packed):
-            if pos + 85 > len(packed):
-                raise _Malformed("a MultiSend entry is truncated")
-            operation = packed[pos]
-            entry_to = "0x" + packed[pos + 1 : pos + 21].hex()
-            value = int.from_bytes(packed[pos + 21 : pos + 53], "big")
-            length = int.from_bytes(packed[pos + 53 : pos + 85], "big")
-            if length > len(packed) - pos - 85:
-                raise _Malformed("a MultiSend entry's data is truncated")
-            if operation > 1:
-                raise _Malformed(f"MultiSend operation {operation} is neither call nor delegatecall")
-            if len(inner) >= MAX_INNER_CALLS:
-                raise _Malformed("too many MultiSend entries")
-            if operation == 1:
-                self.actions.append(Forbidden("forbidden.delegatecall", f"MultiSend delegatecalls {entry_to}"))
-            else:
-                inner.append((entry_to, value, packed[pos + 85 : pos + 85 + length]))
-            pos += 85 + length
-        return inner
-
-    def execute(self, to: str, args: bytes) -> list[_Inner]:
-        return [(_addr(args, 0), _word(args, 32), _bytes_at(args, _target(args, 0, 64)))]
-
-    def execute_batch_3(self, to: str, args: bytes) -> list[_Inner]:
-        targets = _address_array(args, _target(args, 0, 0))
-        values = _uint_array(args, _target(args, 0, 32))
-        datas = _bytes_array(args, _target(args, 0, 64))
-        if len(targets) != len(datas) or len(values) not in (0, len(datas)):
-            raise _Malformed("executeBatch arrays differ in length")
-        return [(t, values[i] if values else 0, d) for i, (t, d) in enumerate(zip(targets, datas))]
-
-    def execute_batch_2(self, to: str, args: bytes) -> list[_Inner]:
-        targets = _address_array(args, _target(args, 0, 0))
-        datas = _bytes_array(args, _target(args, 0, 32))
-        if len(targets) != len(datas):
-            raise _Malformed("executeBatch arrays differ in length")
-        return [(t, 0, d) for t, d in zip(targets, datas)]
-
-    def execute_batch_tuples(self, to: str, args: bytes) -> list[_Inner]:
-        pos = _target(args, 0, 0)
-        n = _length(args, pos)
-        base = pos + _WORD
-        inner: list[_Inner] = []
-        for i in range(n):
-            at = _target(args, base, base + i * _WORD)
-            inner.append((_addr(args, at), _word(args, at + 32), _bytes_at(args, _target(args, at, at + 64))))
-        return inner
-
-
-_HANDLERS: dict[bytes, Callable[[_Walker, str, bytes], list[_Inner]]] = {
-    TRANSFER: _Walker.transfer,
-    TRANSFER_FROM: _Walker.transfer_from,
-    APPROVE: _Walker.approve,
-    INCREASE_ALLOWANCE: _Walker.increase_allowance,
-    PERMIT: _Walker.permit,
-    PERMIT2_APPROVE: _Walker.permit2_approve,
-    SET_APPROVAL_FOR_ALL: _Walker.set_approval_for_all,
-    MULTICALL: _Walker.multicall,
-    MULTICALL_DEADLINE: _Walker.multicall_deadline,
-    EXEC_TRANSACTION: _Walker.exec_transaction,
-    MULTI_SEND: _Walker.multi_send,
-    EXECUTE: _Walker.execute,
-    EXECUTE_BATCH_3: _Walker.execute_batch_3,
-    EXECUTE_BATCH_TUPLES: _Walker.execute_batch_tuples,
-    EXECUTE_BATCH_2: _Walker.execute_batch_2,
-}
 
 
 def decode(call: Call, max_depth: int = 8) -> Decoded:

@@ -138,6 +138,9 @@ class _Evaluation:
 
     def contract_call(self, c: ContractCall) -> None:
         call = f"call 0x{c.selector.hex()} on {c.target}"
+        if not c.decoded:
+            self.opaque_call(c, call)
+            return
         if c.selector in TOKEN_SELECTORS and self.ix.is_token(c.chain_id, c.target):
             symbol = self.ix.asset_info(c.chain_id, c.target)[0]  # type: ignore[index]
             self.add(ALLOW, "contract.token_call", f"{call}: a {symbol} transfer or approval, checked on its own")
@@ -151,6 +154,26 @@ class _Evaluation:
         else:
             name = self.ix.address_name(c.chain_id, c.target)
             self.add(ESCALATE, "contract.selector_not_allowed", f"{call}: {name} does not list this function")
+
+    def opaque_call(self, c: ContractCall, call: str) -> None:
+        """Nothing is signed whose effect the signer did not decode, unless the policy accepts it unseen.
+
+        An allow-listed contract or selector is not enough: its arguments could approve or move
+        anything. Only an `opaque_calls` entry for this exact (chain, target, selector) allows it,
+        and only up to the native value the entry bounds.
+        """
+        bound = self.ix.opaque_max_value(c.chain_id, c.target, c.selector)
+        if bound is None:
+            self.add(DENY, "decode.opaque",
+                     f"{call}: the signer does not decode this function, so it cannot tell what it would do; "
+                     "only a policy entry under opaque_calls can accept it unseen")
+        elif c.value > bound:
+            self.add(DENY, "opaque.max_value",
+                     f"{call}: sends {self.amount(c.chain_id, NATIVE, c.value)}, above the "
+                     f"{self.amount(c.chain_id, NATIVE, bound)} its opaque_calls entry allows")
+        else:
+            self.add(ALLOW, "opaque.allowed",
+                     f"{call}: the policy accepts this function unseen (opaque_calls), value within its bound")
 
     # ---- limits ------------------------------------------------------------------------------
 

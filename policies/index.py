@@ -28,6 +28,7 @@ class PolicyIndex:
     lookalikes: dict[tuple[int, str, str], tuple[str, ...]]
     usd: UsdRule | None
     window_seconds: frozenset[int]
+    opaque: dict[tuple[int, str, bytes], int]  # (chain, target, selector) -> max native value, base units
 
     def has_chain(self, chain_id: int) -> bool:
         return chain_id in self.chains
@@ -58,6 +59,10 @@ class PolicyIndex:
     def contract_selectors(self, chain_id: int, address: str) -> frozenset[bytes] | None:
         """Allowed selectors of a listed contract; None when the contract is not listed."""
         return self.contracts.get((chain_id, address))
+
+    def opaque_max_value(self, chain_id: int, target: str, selector: bytes) -> int | None:
+        """The value bound of an `opaque_calls` entry; None when the call is not named there."""
+        return self.opaque.get((chain_id, target, selector))
 
     def lookalike_of(self, chain_id: int, address: str) -> str | None:
         """A different known address (book, spender, contract) that `address` imitates, if any."""

@@ -64,12 +64,18 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class ContractCall:
-    """Any call with calldata, recorded for target/selector allowlisting (nested calls included)."""
+    """Any call with calldata, recorded for target/selector allowlisting (nested calls included).
+
+    `decoded` is True only when the decoder knows the function and read every byte of its
+    arguments; an undecoded call is denied unless the policy lists it under `opaque_calls`.
+    """
 
     chain_id: int
     target: str
-    selector: bytes  # 4 bytes, or b"" for a plain value transfer to a contract
+    selector: bytes  # 4 bytes
     depth: int  # 0 for the top-level call, +1 per nesting level
+    value: int = 0  # native coin sent with this call
+    decoded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,6 +148,36 @@ class ContractEntry(_Strict):
         return value
 
 
+NATIVE_DECIMALS = 18
+"""`opaque_calls` bounds are written in the native coin, which has 18 decimals on every EVM chain."""
+
+
+class OpaqueCallEntry(_Strict):
+    """A function the signer cannot decode, accepted unseen on one contract, with a bound on its value."""
+
+    chain: StrictInt
+    address: Address
+    selector: Selector
+    max_value: Amount
+
+    @field_validator("selector")
+    @classmethod
+    def _not_decoded(cls, value: str) -> str:
+        from policies.decode import KNOWN  # the decoder imports nothing from here; keep the import local
+
+        known = KNOWN.get(bytes.fromhex(value[2:]))
+        if known is not None:
+            raise ValueError(f"{value} is {known.signature}, which the signer decodes: list it under contracts, "
+                             "not opaque_calls")
+        return value
+
+    @field_validator("max_value")
+    @classmethod
+    def _max_value_precision(cls, value: str) -> str:
+        parse_units(value, NATIVE_DECIMALS)
+        return value
+
+
 class UsdLimits(_Strict):
     per_tx: Amount | None = None
     windows: Windows = Field(default_factory=dict)
@@ -216,6 +246,7 @@ class Policy(_Strict):
     address_book: tuple[AddressEntry, ...] = ()
     spenders: tuple[AddressEntry, ...] = ()
     contracts: tuple[ContractEntry, ...] = ()
+    opaque_calls: tuple[OpaqueCallEntry, ...] = ()
     usd: UsdLimits | None = None
     recipients: RecipientRules = RecipientRules()
     sources: SourceRules = SourceRules()
@@ -246,6 +277,15 @@ class Policy(_Strict):
                 if ident in seen:
                     raise ValueError(f"{section}.{i}: {ident[1]} on chain {ident[0]} is listed twice")
                 seen.add(ident)
+        seen_opaque: set[tuple[int, str, str]] = set()
+        for i, entry in enumerate(self.opaque_calls):
+            if entry.chain not in chain_ids:
+                raise ValueError(f"opaque_calls.{i}.chain: chain {entry.chain} is not listed under chains")
+            key = (entry.chain, entry.address, entry.selector)
+            if key in seen_opaque:
+                raise ValueError(f"opaque_calls.{i}: {entry.selector} on {entry.address} (chain {entry.chain}) "
+                                 "is listed twice")
+            seen_opaque.add(key)
         return self
 
     def model_post_init(self, __context: Any) -> None:
@@ -279,8 +319,13 @@ class Policy(_Strict):
             lookalikes={k: tuple(sorted(v)) for k, v in lookalikes.items()},
             usd=usd,
             window_seconds=frozenset(seconds),
+            opaque={(o.chain, o.address, bytes.fromhex(o.selector[2:])): parse_units(o.max_value, NATIVE_DECIMALS)
+                    for o in self.opaque_calls},
         )
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        dumped = self.model_dump(mode="json")
+        if not self.opaque_calls:  # added later: a policy without any keeps the hash it always had
+            del dumped["opaque_calls"]
+        canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         self._hash = hashlib.sha256(canonical.encode()).hexdigest()
 
     # ---- queries -----------------------------------------------------------------------------

@@ -70,7 +70,8 @@ class RequestBuilder:
                     "spender": self._party(action.chain_id, action.spender)}
         if isinstance(action, ContractCall):
             return {"type": "call", "target": self._party(action.chain_id, action.target),
-                    "selector": "0x" + action.selector.hex(), "depth": action.depth}
+                    "selector": "0x" + action.selector.hex(), "depth": action.depth,
+                    "value": str(action.value), "decoded": action.decoded}
         assert isinstance(action, Forbidden)
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
 

@@ -4,7 +4,8 @@ The signer remembers the last policy text it accepted (meta `policy_text`). At s
 the file with it: a change that only tightens is accepted at once; anything that could widen what
 the signer signs on its own keeps the old policy in force and opens a Tier 1 request on the
 companion. Widening: a higher limit, a limit on an asset that had none (every spend of it needed
-you), a new chain, asset, address-book entry, spender, contract or selector, a renamed entry, an
+you), a new chain, asset, address-book entry, spender, contract or selector, a new or raised
+`opaque_calls` entry (a call accepted without being decoded), a renamed entry, an
 address-book, spender or contract entry removed while unknown recipients are allowed (its
 look-alikes were denied and would be signed), a milder rule. Unknown kinds of change count as
 widening: the classifier fails closed.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.model import USD_DECIMALS, Policy
+from policies.model import NATIVE_DECIMALS, USD_DECIMALS, Policy
 from policies.units import parse_units
 
 ACCEPTED = "policy_text"
@@ -85,6 +86,13 @@ def widenings(old: Policy, new: Policy) -> list[str]:
         prev = old_contracts.get((c["chain"], c["address"]))
         if prev is None or prev[0] != c["name"] or not set(c["selectors"]) <= prev[1]:
             out.append(f"contracts: {c['name']} {c['address']} added, renamed or given new selectors")
+    old_opaque = {(e["chain"], e["address"], e["selector"]): parse_units(e["max_value"], NATIVE_DECIMALS)
+                  for e in o.get("opaque_calls", [])}
+    for e in n.get("opaque_calls", []):
+        prev = old_opaque.get((e["chain"], e["address"], e["selector"]))
+        if prev is None or parse_units(e["max_value"], NATIVE_DECIMALS) > prev:
+            out.append(f"opaque_calls: {e['selector']} on {e['address']} added or given a higher max_value "
+                       "(a call the signer cannot decode would be signed)")
     if o["usd"] is not None:
         out += _limits(o["usd"], n["usd"], USD_DECIMALS, "usd")
     for path, order in RULE_ORDER.items():

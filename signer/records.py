@@ -59,7 +59,8 @@ def action_to_json(action: Any) -> dict[str, Any]:
                 "amount": str(action.amount), "method": action.method}
     if isinstance(action, ContractCall):
         return {"type": "call", "chain_id": action.chain_id, "target": action.target,
-                "selector": "0x" + action.selector.hex(), "depth": action.depth}
+                "selector": "0x" + action.selector.hex(), "depth": action.depth,
+                "value": str(action.value), "decoded": action.decoded}
     if isinstance(action, Forbidden):
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
     raise TypeError(type(action).__name__)

@@ -52,7 +52,7 @@ class Summarizer:
                     explained[action.target] -= 1
                     continue
                 parts.append(f"call {self._who(action.chain_id, action.target)} "
-                             f"selector 0x{action.selector.hex()}")
+                             f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)"))
             elif isinstance(action, Forbidden):
                 parts.append(f"FORBIDDEN: {action.reason}")
         if not parts:

@@ -34,7 +34,8 @@ def _action(a: dict[str, Any]) -> str:
         return (f"APPROVE ({a['method']}) {shown}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
                 f"    spender: {_party(a['spender'])}")
     if a["type"] == "call":
-        return f"CALL {_party(a['target'])} selector {a['selector']}"
+        unseen = "" if a.get("decoded", True) else "  (NOT DECODED: accepted unseen by the policy's opaque_calls)"
+        return f"CALL {_party(a['target'])} selector {a['selector']}{unseen}"
     return f"FORBIDDEN: {a['reason']} ({a['rule_id']})"
 
 

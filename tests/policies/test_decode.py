@@ -47,6 +47,11 @@ def abi(signature: str, *args) -> bytes:
     return selector_of(signature) + encode([t for t in split if t], list(args))
 
 
+def known_call(target: str, selector: bytes, depth: int, value: int = 0) -> ContractCall:
+    """A call the decoder recognised and read completely."""
+    return ContractCall(CHAIN, target, selector, depth, value, True)
+
+
 def run(data: bytes = b"", to: str = TOKEN, value: int = 0, **kw) -> tuple:
     return decode(Call(CHAIN, to, value, data, **kw)).actions
 
@@ -81,7 +86,7 @@ def test_empty_call_has_no_actions():
 def test_erc20_transfer_and_helper():
     data = encode_erc20_transfer(ALICE, 7)
     assert data == abi("transfer(address,uint256)", ALICE, 7)
-    assert run(data) == (ContractCall(CHAIN, TOKEN, d.TRANSFER, 0), Transfer(CHAIN, TOKEN, ALICE, 7))
+    assert run(data) == (known_call(TOKEN, d.TRANSFER, 0), Transfer(CHAIN, TOKEN, ALICE, 7))
     with pytest.raises(ValueError):
         encode_erc20_transfer("0x12", 1)
     with pytest.raises(ValueError):
@@ -122,17 +127,17 @@ def test_multicall_both_forms_decode_each_element_one_level_down():
     for data in (abi("multicall(bytes[])", inner), abi("multicall(uint256,bytes[])", 123, inner)):
         actions = run(data)
         assert actions[1:] == (
-            ContractCall(CHAIN, TOKEN, d.APPROVE, 1), Approval(CHAIN, TOKEN, BOB, MAX, "approve"),
-            ContractCall(CHAIN, TOKEN, d.TRANSFER, 1), Transfer(CHAIN, TOKEN, ALICE, 1),
+            known_call(TOKEN, d.APPROVE, 1), Approval(CHAIN, TOKEN, BOB, MAX, "approve"),
+            known_call(TOKEN, d.TRANSFER, 1), Transfer(CHAIN, TOKEN, ALICE, 1),
         )
 
 
 def test_exec_transaction_inner_call_and_its_value():
     actions = run(exec_tx(TOKEN, 4, encode_erc20_transfer(ALICE, 2)), to=SAFE)
     assert actions == (
-        ContractCall(CHAIN, SAFE, d.EXEC_TRANSACTION, 0),
+        known_call(SAFE, d.EXEC_TRANSACTION, 0),
         Transfer(CHAIN, NATIVE, TOKEN, 4),
-        ContractCall(CHAIN, TOKEN, d.TRANSFER, 1),
+        known_call(TOKEN, d.TRANSFER, 1, 4),
         Transfer(CHAIN, TOKEN, ALICE, 2),
     )
 
@@ -146,7 +151,7 @@ def test_exec_transaction_delegatecall_bad_operation_and_refund():
 def test_multisend_entries():
     packed = multisend_entry(0, ALICE, 3, b"") + multisend_entry(0, TOKEN, 0, encode_erc20_transfer(BOB, 8))
     actions = run(abi("multiSend(bytes)", packed), to=SAFE)
-    assert actions[1:] == (Transfer(CHAIN, NATIVE, ALICE, 3), ContractCall(CHAIN, TOKEN, d.TRANSFER, 1),
+    assert actions[1:] == (Transfer(CHAIN, NATIVE, ALICE, 3), known_call(TOKEN, d.TRANSFER, 1),
                            Transfer(CHAIN, TOKEN, BOB, 8))
 
 
@@ -160,7 +165,7 @@ def test_multisend_delegatecall_and_truncation():
 def test_erc4337_execute_and_batches():
     xfer = encode_erc20_transfer(ALICE, 1)
     account = SAFE
-    expected_inner = (ContractCall(CHAIN, TOKEN, d.TRANSFER, 1), Transfer(CHAIN, TOKEN, ALICE, 1))
+    expected_inner = (known_call(TOKEN, d.TRANSFER, 1), Transfer(CHAIN, TOKEN, ALICE, 1))
     assert run(abi(SIGNATURES[d.EXECUTE], TOKEN, 0, xfer), to=account)[1:] == expected_inner
     assert run(abi(SIGNATURES[d.EXECUTE_BATCH_2], [TOKEN], [xfer]), to=account)[1:] == expected_inner
     assert run(abi(SIGNATURES[d.EXECUTE_BATCH_TUPLES], [(TOKEN, 0, xfer)]), to=account)[1:] == expected_inner
@@ -213,8 +218,9 @@ def test_malformed_known_selectors(data):
     assert "decode.malformed" in rules(run(data))
 
 
-def test_unknown_selector_is_just_a_contract_call():
-    assert run(b"\xde\xad\xbe\xef" + b"\x00" * 7) == (ContractCall(CHAIN, TOKEN, b"\xde\xad\xbe\xef", 0),)
+def test_unknown_selector_is_an_undecoded_contract_call():
+    assert run(b"\xde\xad\xbe\xef" + b"\x00" * 7, value=3) == (
+        Transfer(CHAIN, NATIVE, TOKEN, 3), ContractCall(CHAIN, TOKEN, b"\xde\xad\xbe\xef", 0, 3, False))
 
 
 def test_inner_calls_keep_chain_and_flags():

@@ -21,7 +21,8 @@ SPENDER = "0x000000000022d473030f116ddee9f6b43ac78ba3"
 SPENDER_LOOKALIKE = "0x0000" + "11" * 16 + "8ba3"
 ROUTER = "0x3fc91a3afd70395cd496c647d5a6cc9d4b2b7fad"
 SAFE = "0x" + "5a" * 20
-SWAP = "0x3593564c"
+SWAP = "0x3593564c"  # UniversalRouter execute(bytes,bytes[],uint256): not decoded by the signer
+MULTICALL = "0xac9650d8"
 ETH = 10**18
 MAX = 2**256 - 1
 
@@ -35,9 +36,10 @@ assets:
   - {{chain: {CHAIN}, asset: "{NOLIM}", symbol: NOL, decimals: 0}}
 address_book: [{{chain: {CHAIN}, address: "{FRIEND}", name: dev-friend}}]
 spenders: [{{chain: {CHAIN}, address: "{SPENDER}", name: permit2}}]
-contracts: [{{chain: {CHAIN}, address: "{ROUTER}", name: router, selectors: ["{SWAP}"]}}]
+contracts: [{{chain: {CHAIN}, address: "{ROUTER}", name: router, selectors: ["{SWAP}", "{MULTICALL}"]}}]
 """
 USD = 'usd: {per_tx: "100", windows: {24h: "150"}}\n'
+OPAQUE = f'opaque_calls: [{{chain: {CHAIN}, address: "{ROUTER}", selector: "{SWAP}", max_value: "0.01"}}]\n'
 
 
 def policy(extra: str = ""):
@@ -60,8 +62,10 @@ def approve(spender: str, amount: int) -> bytes:
     return abi("approve(address,uint256)", ["address", "uint256"], spender, amount)
 
 
-def multicall(*inner: bytes) -> bytes:
-    return abi("multicall(bytes[])", ["bytes[]"], list(inner))
+def multicall(*inner: bytes, selector: str = "multicall(bytes[])") -> bytes:
+    if selector == "multicall(uint256,bytes[])":
+        return abi(selector, ["uint256", "bytes[]"], 0, list(inner))
+    return abi(selector, ["bytes[]"], list(inner))
 
 
 def exec_tx(to: str, value: int, data: bytes) -> bytes:
@@ -110,9 +114,14 @@ CASES = [
                                                flags=frozenset({Flag.RECIPIENT_FROM_UNTRUSTED})), "", {}),
     ("recipient.new", E, call(to=STRANGER, value=1), "", {}),
     ("contract.token_call", A, call(to=USDC, data=encode_erc20_transfer(FRIEND, 1)), "", {}),
-    ("contract.allowed", A, call(to=ROUTER, data=bytes.fromhex(SWAP[2:]) + b"\x00" * 32), "", {}),
-    ("contract.selector_not_allowed", E, call(to=ROUTER, data=b"\x12\x34\x56\x78"), "", {}),
-    ("contract.not_allowed", E, call(to=STRANGER, data=b"\x12\x34\x56\x78"), "", {}),
+    ("contract.allowed", A, call(to=ROUTER, data=multicall()), "", {}),
+    ("contract.selector_not_allowed", E, call(to=ROUTER, data=multicall(b"", selector="multicall(uint256,bytes[])")),
+     "", {}),
+    ("contract.not_allowed", E, call(to=STRANGER, data=multicall()), "", {}),
+    # A listed selector the signer does not decode is still denied: its arguments could do anything.
+    ("decode.opaque", D, call(to=ROUTER, data=bytes.fromhex(SWAP[2:]) + b"\x00" * 32), "", {}),
+    ("opaque.allowed", A, call(to=ROUTER, value=CENT, data=bytes.fromhex(SWAP[2:]) + b"\x00" * 32), OPAQUE, {}),
+    ("opaque.max_value", D, call(to=ROUTER, value=CENT + 1, data=bytes.fromhex(SWAP[2:])), OPAQUE, {}),
     ("usd.price_unknown", E, call(to=USDC, data=encode_erc20_transfer(FRIEND, 1)), USD, {}),
     ("usd.per_tx", E, call(to=USDC, data=encode_erc20_transfer(FRIEND, 10**6)), USD,
      {"prices": {(CHAIN, USDC): PriceQuote(200 * 10**6, 6)}}),
@@ -238,7 +247,7 @@ def test_approval_is_spend_and_permit2_needs_listing():
 
 def test_each_action_gets_a_finding_next_to_an_allowed_one():
     decoded = Decoded(call(value=1), (*decode(call(value=1)).actions,
-                                      ContractCall(CHAIN, STRANGER, b"\x00\x00\x00\x01", 1),
+                                      ContractCall(CHAIN, STRANGER, b"\x00\x00\x00\x01", 1, 0, True),
                                       Approval(CHAIN, USDC, STRANGER, 1, "approve")))
     decision = evaluate(policy(), decoded, ctx())
     assert decision.outcome is D and found(decision)["contract.not_allowed"] is E
