@@ -57,14 +57,18 @@ def wait_receipt(chain: DevChain, tx_hash: str, timeout: float = 20.0) -> dict:
 
 
 def reverter_policy(chain: DevChain, tmp_path: Path) -> tuple[str, Path]:
-    """Deploy a contract every call to which reverts, and a dev policy that allows calling it."""
+    """Deploy a contract every call to which reverts, and a dev policy that allows calling it.
+
+    0x12345678 is no function the signer decodes, so the policy names it under opaque_calls.
+    """
     deployer = rpc(chain.url, "eth_accounts")[0]
     # init code returning the 3-byte runtime PUSH0 PUSH0 REVERT: every call to it reverts.
     tx = rpc(chain.url, "eth_sendTransaction", [{"from": deployer, "data": "0x6003600c60003960036000f35f5ffd"}])
     contract = wait_receipt(chain, tx)["contractAddress"]
     policy = tmp_path / "policy.yaml"
     policy.write_text(DEV_POLICY.read_text().replace(
-        "contracts: []", f'contracts:\n  - {{chain: 31337, address: "{contract}", name: reverter, selectors: ["0x12345678"]}}'
+        "opaque_calls: []",
+        f'opaque_calls:\n  - {{chain: 31337, address: "{contract}", selector: "0x12345678", max_value: "0"}}',
     ))
     return contract, policy
 

@@ -77,6 +77,20 @@ def test_loosenings_between_two_files_are_named(old, new, what):
     assert any(what in w for w in found), found
 
 
+OPAQUE = ('opaque_calls:\n  - {chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", '
+          'selector: "0x3593564c", max_value: "%s"}\n')
+
+
+def test_an_opaque_call_added_or_raised_is_a_widening_removed_or_lowered_is_not():
+    """An opaque_calls entry lets the signer sign a call it cannot decode: only the companion may add one."""
+    none = policy()
+    low = policy(BASE.replace("opaque_calls: []\n", OPAQUE % "0.001"))
+    high = policy(BASE.replace("opaque_calls: []\n", OPAQUE % "0.002"))
+    assert any("opaque_calls: 0x3593564c" in w for w in widenings(none, low))
+    assert any("higher max_value" in w for w in widenings(low, high))
+    assert widenings(high, low) == [] and widenings(low, none) == []
+
+
 def test_an_asset_without_limits_stays_tight_without_them():
     assert widenings(policy(NO_ETH_LIMITS), policy(NO_ETH_LIMITS)) == []
     assert widenings(policy(BASE), policy(NO_ETH_LIMITS))  # removing every limit is named too (fail closed)
