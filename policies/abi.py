@@ -9,7 +9,6 @@ uint<N>, bytes<N>, bytes, T[] and tuples; everything the wrapper ABIs the signer
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -21,21 +20,17 @@ class AbiError(ValueError):
     """The bytes are not the canonical encoding of the expected types."""
 
 
-@dataclass(frozen=True, slots=True)
 class _Type:
-    kind: str  # "address" | "bool" | "uint" | "fixed" | "bytes" | "array" | "tuple"
-    size: int = 0  # bits for uint, length for fixed bytes<N>
-    items: tuple[_Type, ...] = ()  # element type (array) or members (tuple)
+    """One ABI type; `dynamic` and `head` are computed once, at parse time (this is the hot path)."""
 
-    @property
-    def dynamic(self) -> bool:
-        return self.kind in ("bytes", "array") or (self.kind == "tuple" and any(t.dynamic for t in self.items))
+    __slots__ = ("kind", "size", "items", "dynamic", "head")
 
-    @property
-    def head(self) -> int:
-        if self.kind == "tuple" and not self.dynamic:
-            return sum(t.head for t in self.items)
-        return WORD
+    def __init__(self, kind: str, size: int = 0, items: tuple[_Type, ...] = ()) -> None:
+        self.kind = kind  # "address" | "bool" | "uint" | "fixed" | "bytes" | "array" | "tuple"
+        self.size = size  # bits for uint, length for fixed bytes<N>
+        self.items = items  # element type (array) or members (tuple)
+        self.dynamic: bool = kind in ("bytes", "array") or (kind == "tuple" and any(t.dynamic for t in items))
+        self.head: int = sum(t.head for t in items) if kind == "tuple" and not self.dynamic else WORD
 
 
 def _split(types: str) -> list[str]:
@@ -167,6 +162,13 @@ def _encode_tuple(items: tuple[_Type, ...], values: Any) -> bytes:
 def decode_args(types: str, data: bytes) -> tuple[Any, ...]:
     """Values of `types` encoded in `data`; AbiError unless `data` is exactly their canonical encoding."""
     t = parse_types(types)
+    if not t.dynamic:  # the common token calls: a fixed length, and every word's range is checked on read
+        if len(data) != t.head:
+            raise AbiError(f"the arguments are {len(data)} bytes, not the {t.head} their types take")
+        values = _Reader(data).tuple(t, 0)
+        if any(item.kind == "fixed" for item in t.items) and _encode_tuple(t.items, values) != data:
+            raise AbiError("a bytes<N> argument has dirty padding")
+        return values
     values = _Reader(data).tuple(t, 0)
     if _encode_tuple(t.items, values) != data:
         raise AbiError("the arguments are not in canonical ABI encoding (stray, padded or trailing bytes)")
