@@ -21,6 +21,10 @@ from signer.protocol import SCOPE_RANK, ErrorCode, RpcError, Scope
 
 TOKEN_RE = re.compile(r"^owl_([0-9a-f]{12})_([A-Za-z0-9_\-]{43})$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")
+DAY = 86400
+DEFAULT_TOKEN_TTL_DAYS = 90
+MAX_TOKEN_TTL_DAYS = 365
+"""A token lives at most a year; one that never expires must be asked for by name (`--no-expiry`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +64,19 @@ def _hash(secret: str) -> str:
 def add_client(
     conn: sqlite3.Connection, name: str, scope: Scope, *, ttl_seconds: int | None = None, now: float | None = None
 ) -> tuple[Client, str]:
-    """Create a client and return it with its token. The token is shown once and never stored."""
+    """Create a client and return it with its token. The token is shown once and never stored.
+
+    `ttl_seconds=None` is a token that never expires: callers pass it only when asked by name.
+    """
     if not NAME_RE.match(name):
         raise ValueError("client name must be lowercase letters, digits, '-' or '_' (max 32), starting with a letter")
+    if ttl_seconds is not None and not (isinstance(ttl_seconds, int) and 0 < ttl_seconds <= MAX_TOKEN_TTL_DAYS * DAY):
+        raise ValueError(f"a token's lifetime must be more than 0 and at most {MAX_TOKEN_TTL_DAYS} days "
+                         f"(got {ttl_seconds!r} seconds)")
     now = time.time() if now is None else now
     client_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
-    expires = now + ttl_seconds if ttl_seconds else None
+    expires = None if ttl_seconds is None else now + ttl_seconds
     try:
         conn.execute(
             "INSERT INTO clients(client_id, name, scope, token_hash, created_at, expires_at) VALUES(?,?,?,?,?,?)",

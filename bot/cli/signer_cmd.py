@@ -103,11 +103,13 @@ def client_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Client name, e.g. bot."),
     scope: str = typer.Option("sign", help="read | sign | bridge | admin"),
-    ttl_days: Optional[int] = typer.Option(None, help="Expire the token after this many days."),
+    ttl_days: Optional[int] = typer.Option(None, help="Expire the token after this many days (1-365; default 90)."),
+    no_expiry: bool = typer.Option(False, "--no-expiry", help="A token that never expires (not recommended)."),
     out: Optional[Path] = typer.Option(None, help="Write the token to this file (0600) instead of printing it."),
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
     from signer.admin import issue_client
+    from signer.auth import DAY, DEFAULT_TOKEN_TTL_DAYS, MAX_TOKEN_TTL_DAYS
     from signer.fsperm import write_private_file
     from signer.protocol import Scope
 
@@ -115,8 +117,17 @@ def client_add(
         scope_value = Scope(scope)
     except ValueError:
         fail(f"scope must be one of: {', '.join(s.value for s in Scope)}")
+    if no_expiry and ttl_days is not None:
+        fail("give either --ttl-days or --no-expiry, not both")
+    if ttl_days is not None and not 1 <= ttl_days <= MAX_TOKEN_TTL_DAYS:
+        fail(f"--ttl-days must be between 1 and {MAX_TOKEN_TTL_DAYS} (got {ttl_days}); "
+             "for a token that never expires, say --no-expiry")
+    ttl_seconds = None if no_expiry else (ttl_days or DEFAULT_TOKEN_TTL_DAYS) * DAY
+    if no_expiry:
+        typer.echo(f"warning: the token for {name} never expires; a leaked copy works until you run "
+                   f"`owlia signer client revoke {name}`, and `owlia security audit` will flag it", err=True)
     try:
-        client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_days * 86400 if ttl_days else None)
+        client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_seconds)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
     if out:

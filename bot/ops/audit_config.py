@@ -164,6 +164,33 @@ def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
                           f"move the excess out, or `owlia signer session-key rotate {key_id}`")
 
 
+INIT_ADMIN = ("admin", "admin")
+"""(name, scope) of the token `owlia signer init` writes to the signer home's admin.token (0600)."""
+
+
+def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-TOK-001: an active client token that never expires (issued with --no-expiry)."""
+    import sqlite3
+
+    from signer.store.db import connect
+
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = connect(db, readonly=True)
+        rows = conn.execute("SELECT name, scope FROM clients WHERE expires_at IS NULL AND revoked_at IS NULL "
+                            "ORDER BY created_at").fetchall()
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    for name, scope in rows:
+        if (name, scope) == INIT_ADMIN:
+            continue  # the local admin token never leaves the signer home; its file mode is OWL-PERM-003
+        yield Finding("OWL-TOK-001", WARN, f"client token {name!r} ({scope}) never expires: a leaked copy works "
+                      "until it is revoked",
+                      f"owlia signer client revoke {name} && owlia signer client add {name} --scope {scope}")
+
+
 def _balance(url: str, address: str, timeout: float) -> int | None:
     from bot.devchain import rpc
 

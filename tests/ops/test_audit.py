@@ -368,3 +368,57 @@ def test_cli_exits_nonzero_on_critical(home):
     (home / "secrets" / "x.token").chmod(0o666)
     result = CliRunner().invoke(security_cmd.app, ["audit"], env={"OWLIA_HOME": str(home)})
     assert result.exit_code == 1 and "CRITICAL OWL-PERM-002" in result.output
+
+
+def test_client_token_lifetimes_are_bounded_and_an_eternal_one_is_flagged(home):
+    """`--ttl-days 0` once issued a token that never expires; now only `--no-expiry` does, loudly."""
+    import subprocess
+    import sys
+    import time
+
+    from signer.store.db import connect
+
+    paths = signer_home(home)
+
+    def owlia(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "client", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    for bad in (["--ttl-days", "0"], ["--ttl-days", "-3"], ["--ttl-days", "366"]):
+        refused = owlia("add", "bad", "--scope", "read", *bad)
+        assert refused.returncode == 1 and "between 1 and 365" in refused.stderr and "--no-expiry" in refused.stderr
+        assert "owl_" not in refused.stdout
+    both = owlia("add", "bad", "--ttl-days", "5", "--no-expiry")
+    assert both.returncode == 1 and "not both" in both.stderr
+
+    before = time.time()
+    assert owlia("add", "dflt", "--scope", "read").returncode == 0
+    assert owlia("add", "year", "--scope", "read", "--ttl-days", "365").returncode == 0
+    assert status(audit(home), "OWL-TOK-001") == "pass"  # the init admin token is not flagged
+
+    eternal = owlia("add", "forever", "--scope", "sign", "--no-expiry")
+    assert eternal.returncode == 0 and eternal.stdout.startswith("owl_") and "never expires" in eternal.stderr
+    conn = connect(paths.db, readonly=True)
+    rows = dict(conn.execute("SELECT name, expires_at FROM clients").fetchall())
+    conn.close()
+    assert rows["forever"] is None and rows["admin"] is None
+    assert 90 * 86400 <= rows["dflt"] - before <= 90 * 86400 + 60
+    assert 365 * 86400 <= rows["year"] - before <= 365 * 86400 + 60
+    assert "bad" not in rows
+    [finding] = findings(audit(home), "OWL-TOK-001")
+    assert finding.severity == "warning" and "'forever'" in finding.message and "revoke forever" in finding.hint
+    assert owlia("revoke", "forever").returncode == 0
+    assert status(audit(home), "OWL-TOK-001") == "pass"
+
+
+def test_add_client_refuses_lifetimes_out_of_range(tmp_path):
+    from signer.auth import MAX_TOKEN_TTL_DAYS, add_client
+    from signer.protocol import Scope
+    from signer.store.db import connect, ensure_schema
+
+    conn = connect(tmp_path / "s.db")
+    ensure_schema(conn)
+    for ttl in (0, -1, MAX_TOKEN_TTL_DAYS * 86400 + 1, 1.5):
+        with pytest.raises(ValueError, match="lifetime"):
+            add_client(conn, "x", Scope.READ, ttl_seconds=ttl)
+    assert add_client(conn, "x", Scope.READ, ttl_seconds=1, now=100.0)[0].expires_at == 101.0
