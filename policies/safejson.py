@@ -49,10 +49,40 @@ def too_deep(text: str, max_depth: int = MAX_DEPTH) -> bool:
     return False
 
 
-def loads(data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, **options: Any) -> Any:
+class NotJson(ValueError):
+    """Text Python's parser accepts but RFC 8259 JSON does not: NaN, Infinity, a lone surrogate."""
+
+
+def _no_constants(name: str) -> Any:
+    raise NotJson(f"{name} is not a JSON number")
+
+
+# A \u escape of a surrogate; only then can the parsed text hold a lone one (strict UTF-8 cannot).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def loads(data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, *, strict: bool = False, **options: Any) -> Any:
     """`json.loads(data, **options)` for UTF-8 (bytes) or text; TooDeep (a ValueError) for JSON nested
-    deeper than `max_depth`, UnicodeDecodeError (also a ValueError) for bytes that are not UTF-8."""
+    deeper than `max_depth`, UnicodeDecodeError (also a ValueError) for bytes that are not UTF-8.
+
+    `strict=True` also refuses, with NotJson, what RFC 8259 does not allow and Python accepts:
+    NaN / Infinity / -Infinity, and a string holding a lone surrogate (no UTF-8 encoder, and so no
+    reply that echoes it, can write one back).
+    """
     text = data if isinstance(data, str) else bytes(data).decode("utf-8")
     if too_deep(text, max_depth):
         raise TooDeep(f"JSON nested deeper than {max_depth} levels")
-    return json.loads(text, **options)
+    if not strict:
+        return json.loads(text, **options)
+    value = json.loads(text, parse_constant=_no_constants, **options)
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
+        raise NotJson("a string holds a lone UTF-16 surrogate, which is not Unicode text")
+    return value

@@ -199,19 +199,23 @@ class SignerServer:
 
     async def _respond(self, conn: Connection, line: bytes) -> bytes:
         try:
-            frame = safejson.loads(line)
+            frame = safejson.loads(line, strict=True)  # NaN, Infinity and lone surrogates are not JSON
         except (ValueError, UnicodeDecodeError, RecursionError):  # a nesting bomb: TooDeep, a ValueError
             return error_frame(None, RpcError(ErrorCode.PARSE, "not valid JSON"))
         req_id = frame.get("id") if isinstance(frame, dict) else None
-        if not isinstance(req_id, (str, int)) or isinstance(req_id, bool):
-            req_id = None
+        if isinstance(frame, dict) and "id" in frame and not _valid_id(req_id):
+            # Answered with id null and never executed: the caller could not match a reply to it.
+            return error_frame(None, RpcError(
+                ErrorCode.INVALID_REQUEST, f"id must be a string (at most {MAX_ID_CHARS} characters) or an integer "
+                f"of magnitude below 2**53, not {type(req_id).__name__ if req_id is not None else 'null'}"))
         try:
-            return result_frame(req_id, await self._dispatch(conn, frame))
+            reply = result_frame(req_id, await self._dispatch(conn, frame))
         except RpcError as exc:
             return error_frame(req_id, exc)
         except Exception:  # noqa: BLE001 - never let one request take the daemon down
             log.exception("internal error handling a request")
             return error_frame(req_id, RpcError(ErrorCode.INTERNAL, "internal error; see the signer log"))
+        return reply
 
     async def _dispatch(self, conn: Connection, frame: Any) -> Any:
         if isinstance(frame, list):
@@ -246,6 +250,19 @@ class SignerServer:
         if asyncio.iscoroutine(result):
             result = await result
         return result
+
+
+MAX_ID_CHARS = 128
+_MAX_INT_ID = 2**53  # what every JSON peer (JavaScript included) reads back as the same number
+
+
+def _valid_id(req_id: Any) -> bool:
+    """JSON-RPC 2.0 ids are strings or integers; floats, booleans, objects, arrays and null are refused."""
+    if isinstance(req_id, bool):
+        return False
+    if isinstance(req_id, int):
+        return -_MAX_INT_ID < req_id < _MAX_INT_ID
+    return isinstance(req_id, str) and len(req_id) <= MAX_ID_CHARS
 
 
 def _validate(model: type[BaseModel], params: dict[str, Any]) -> Any:
