@@ -133,7 +133,8 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
 
 @tool("contract_call", Level.SIGN, ContractCallArgs, timeout=90, description="""
 Call a contract with raw calldata. The signer decodes the call itself (approvals, nested calls) and
-applies the policy; unknown contracts are escalated to the user.""")
+applies the policy; unknown contracts are escalated to the user, and a function the signer cannot
+decode is denied unless the user's policy accepts it by name (opaque_calls).""")
 async def contract_call(ctx: ToolContext, args: ContractCallArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
     flags = _provenance_flags(ctx, args.to)
