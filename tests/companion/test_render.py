@@ -74,3 +74,13 @@ def test_a_long_reason_is_cut_so_the_decoded_lines_stay_on_the_screen() -> None:
     assert len(reason) == REASON_CHARS and reason.endswith("…") and reason.startswith("pay xxx")
     short = render_request(request("x" * REASON_CHARS), now=1_800_000_000.0)
     assert "…" not in short
+
+
+def test_a_call_the_signer_did_not_decode_says_so() -> None:
+    base = request("plain")
+    party = base["actions"][2]["target"]
+    opaque = {"type": "call", "target": party, "selector": "0x3593564c", "depth": 1, "value": "0", "decoded": False}
+    decoded = {**opaque, "selector": "0x82ad56cb", "decoded": True}
+    shown = render_request({**base, "actions": [decoded, opaque]}, now=1_800_000_000.0)
+    lines = [line for line in shown.splitlines() if "CALL" in line]
+    assert len(lines) == 2 and "NOT DECODED" not in lines[0] and "NOT DECODED" in lines[1], lines
