@@ -123,6 +123,26 @@ def check_policy(ctx: OpsContext) -> Iterator[Finding]:
     if policy.rate_limits.tx_per_hour > 600:
         yield Finding("OWL-POL-003", INFO, f"rate_limits.tx_per_hour is {policy.rate_limits.tx_per_hour}",
                       "lower rate_limits.tx_per_hour to what you really send")
+    yield from _undecoded_calls(policy)
+
+
+def _undecoded_calls(policy) -> Iterator[Finding]:
+    """OWL-POL-004: what the policy says about functions the signer cannot decode."""
+    from policies.decode import KNOWN
+
+    for c in policy.contracts:
+        dead = [s for s in c.selectors if bytes.fromhex(s[2:]) not in KNOWN]
+        if dead:
+            yield Finding("OWL-POL-004", WARN,
+                          f"contracts: {c.name} lists {', '.join(dead)}, which the signer does not decode: such "
+                          "calls are denied (decode.opaque), listed or not",
+                          "remove them, or, if you accept their effect unseen, name each under opaque_calls with "
+                          "a max_value (docs/policy.md)")
+    for o in policy.opaque_calls:
+        yield Finding("OWL-POL-004", INFO,
+                      f"opaque_calls: {o.selector} on {o.address} (chain {o.chain}) is signed without being "
+                      f"decoded, with up to {o.max_value} of the native coin",
+                      "keep opaque_calls to functions you trust with anything their arguments can do")
 
 
 def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:

@@ -264,6 +264,20 @@ def test_policy_without_limits_and_with_unbounded_approvals(home):
     assert any("TOK" in f.message for f in findings(report, "OWL-POL-002"))
 
 
+def test_undecoded_selectors_in_contracts_and_opaque_calls_are_reported(home):
+    """A selector under contracts that the signer cannot decode now denies: the audit says why and what to do."""
+    policy = default_policy()
+    router = "0x3fC91A3afd70395Cd496C647d5a6CC9D4B2b7FAD"
+    policy["contracts"] = [{"chain": 31337, "address": router, "name": "router",
+                            "selectors": ["0x3593564c", "0x82ad56cb"]}]
+    policy["opaque_calls"] = [{"chain": 31337, "address": router, "selector": "0x24856bc3", "max_value": "0.5"}]
+    signer_home(home, yaml.safe_dump(policy))
+    found = findings(audit(home), "OWL-POL-004")
+    assert [(f.severity, "0x3593564c" in f.message, "0x82ad56cb" in f.message) for f in found] == [
+        ("warning", True, False), ("info", False, False)]
+    assert "0x24856bc3" in found[1].message and "0.5" in found[1].message and "opaque_calls" in found[0].hint
+
+
 def test_skills_without_a_working_sandbox(home, tmp_path, monkeypatch):
     """The audit asks exactly what the runtime asks (a trial sandbox), so they cannot disagree."""
     assert status(audit(home), "OWL-SKILL-001") == "pass"  # bubblewrap really works here
