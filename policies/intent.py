@@ -66,8 +66,9 @@ class Approval:
 class ContractCall:
     """Any call with calldata, recorded for target/selector allowlisting (nested calls included).
 
-    `decoded` is True only when the decoder knows the function and read every byte of its
-    arguments; an undecoded call is denied unless the policy lists it under `opaque_calls`.
+    `decoded` is True when the decoder knows the function (a known function whose arguments do not
+    decode exactly is followed by a `decode.malformed` Forbidden, which denies the request); an
+    undecoded call is denied unless the policy lists it under `opaque_calls`.
     """
 
     chain_id: int
