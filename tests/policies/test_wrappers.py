@@ -124,6 +124,13 @@ def test_hidden_over_limit_native_transfer_is_denied(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_hidden_payment_to_a_lookalike_of_a_known_address_is_denied(name):
+    lookalike = FRIEND[:6] + "00" * 16 + FRIEND[-4:]
+    decision = decide(WRAPPERS[name](inner_calls(name, (USDC, 0, encode_erc20_transfer(lookalike, 1)))))
+    assert decision.outcome is D and rule_ids(decision)["recipient.lookalike"] is D
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_wrapped_transfers_count_against_the_window(name):
     spent = {(CHAIN, USDC, 86400): 450 * 10**6}
     decision = decide(WRAPPERS[name](inner_calls(name, (USDC, 0, encode_erc20_transfer(FRIEND, 51 * 10**6)))),
