@@ -17,6 +17,7 @@ from bot.agent.convert import OUTCOME_PART, to_messages, tool_result_data
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
+from bot.sessions.turns import process_owner
 from bot.tools.base import ContextKind, Level, ToolContext
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class Commands:
         handler = self.table.get(name)
         if handler is None:
             return f"Unknown command {name}. /help lists what I understand."
-        session.append("user", [{"type": "text", "text": text}], keep=False)
+        session.append("user", [{"type": "text", "text": text}], keep=False, owner=process_owner())
         reply = await handler(words[1:], session, inbound, sink)
         session.append("assistant", [{"type": "text", "text": reply}])
         return reply
