@@ -25,3 +25,20 @@ def test_a_bad_intent_names_the_field_without_a_library_url() -> None:
     assert out.returncode == 1
     assert "bad intent:" in out.stderr and "chain_id" in out.stderr
     assert "http" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_check_with_only_a_note_is_not_shown_as_a_failure(capsys) -> None:
+    from bot.ops.checks import Check, Finding, Severity, run_checks
+    from bot.ops.render import print_report
+
+    def note() -> list[Finding]:
+        return [Finding("OWL-X-001", Severity.INFO, "a note", "nothing to do")]
+
+    def warning() -> list[Finding]:
+        return [Finding("OWL-X-002", Severity.WARNING, "a warning", "do this")]
+
+    report = run_checks("security-audit", [Check("OWL-X-001", "noted", note), Check("OWL-X-002", "warned", warning)])
+    print_report(report, as_json=False)
+    out = capsys.readouterr().out
+    assert "[note] OWL-X-001" in out and "[WARN] OWL-X-002" in out and "[FAIL]" not in out
+    assert report.ok and out.strip().splitlines()[-1].startswith("OK:")
