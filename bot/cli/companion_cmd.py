@@ -293,8 +293,18 @@ def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]
     companion.warn = lambda line: typer.echo(visible(line), err=True)  # outstanding approvals; stdout is JSON
 
     async def go() -> dict:
+        import asyncio
+
+        import aiohttp
+
         async with companion:
-            await companion.connect()
+            try:
+                await companion.connect()
+            except (OSError, aiohttp.ClientError, asyncio.TimeoutError) as exc:  # the bridge is down or unreachable
+                hint = (" To freeze now without the bridge, run `owlia signer freeze` on the signer's host."
+                        if name == "freeze" and args == ("freeze",) else " Check that `owlia bridge serve` runs.")
+                raise CompanionError(f"could not reach the bridge at {companion.bridge_url} "
+                                     f"({type(exc).__name__}).{hint}") from None
             return await getattr(companion, name)(*args)
 
     try:
