@@ -138,19 +138,3 @@ def test_a_request_cut_off_by_a_crash_is_withdrawn_and_the_user_told(bot) -> Non
     replay = sent_text(bot.llm.requests[1])
     assert "0.003" not in replay and "interrupted by a restart" in replay
 
-
-def test_send_in_chat_needs_the_unit_like_the_command_line(bot) -> None:
-    async def go() -> list[str]:
-        runtime = bot.runtime()
-        try:
-            replies = []
-            for n, text in enumerate(["/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001",
-                                      "/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 1e999eth"]):
-                replies.append((await runtime.core.handle(message(text, 10 + n), Sink())).reply)
-            return replies
-        finally:
-            await runtime.close()
-
-    bare, exponent = asyncio.run(go())
-    assert "has no unit" in bare and "0.001eth" in bare
-    assert "exponents are not accepted" in exponent and "unknown token" not in exponent
