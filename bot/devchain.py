@@ -39,6 +39,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 def rpc(url: str, method: str, params: list | None = None, timeout: float = 5.0):
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}).encode()
     req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
@@ -61,6 +67,10 @@ class DevChain:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> DevChain:
+        if _listening(self.port):  # never mistake someone else's chain on this port for ours
+            raise DevChainError(f"port {self.port} on 127.0.0.1 is already in use (`ss -ltnp` shows by what): stop "
+                                "that process, or pick another port (`owlia up --port N` on a new home, or edit "
+                                "the dev chain's rpc_url in config.yaml)")
         cmd = [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(self.port),
                "--chain-id", str(self.chain_id), "--silent"]
         if self.block_time:
@@ -71,9 +81,10 @@ class DevChain:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-                raise DevChainError(f"anvil exited with {self.process.returncode}: {err.strip()[:500]}")
+                raise DevChainError(f"anvil on port {self.port} exited with {self.process.returncode}: "
+                                    f"{err.strip()[:500]}")
             try:
-                if int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id:
+                if int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id and self.process.poll() is None:
                     return self
             except (OSError, DevChainError):
                 time.sleep(0.03)

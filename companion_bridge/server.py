@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +75,28 @@ def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
     return bridge, config
 
 
+def listen(options: BridgeOptions) -> socket.socket:
+    """Bind before anything starts, so a taken port is one clear error instead of a hung process
+    (uvicorn, failing to bind after its lifespan started the signer pump, ignored Ctrl-C and SIGTERM)."""
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((options.host, options.port))
+    except OSError as exc:
+        sock.close()
+        raise BridgeConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc}. "
+                                "Another process may hold the port (`ss -ltnp` shows which); stop it or pick "
+                                "another with --port") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve(options: BridgeOptions) -> None:
     _, config = build(options)
-    uvicorn.Server(config).run()
+    sock = listen(options)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -7,6 +7,7 @@ of "0.1" ETH is exactly 10**17 wei and not 0.1000000000000000055...
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from policies.context import PriceQuote
 
@@ -76,3 +77,52 @@ def lookalike_key(address: str) -> tuple[str, str]:
     """The part of an address that `is_lookalike` compares, for indexing known addresses."""
     address = address.lower()
     return address[2:6], address[-4:]
+
+
+NATIVE_UNITS = {"wei": 0, "gwei": 9, "eth": 18, "ether": 18}
+"""The native asset's units a user may write; anything else after a number is a token symbol."""
+
+_AMOUNT_TEXT = re.compile(r"(?P<number>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>[A-Za-z][A-Za-z0-9]{0,15})?")
+_EXPONENT = re.compile(r"[0-9.]+[eE][+-]?[0-9]")
+AMOUNT_EXAMPLE = "write the number and its unit, e.g. 0.001eth, 1000wei, 12gwei or 5usdc"
+
+
+@dataclass(frozen=True)
+class AmountText:
+    """An amount as the user wrote it: an exact decimal and its unit (lowercase)."""
+
+    number: str
+    unit: str
+
+    @property
+    def native(self) -> bool:
+        return self.unit in NATIVE_UNITS
+
+    def native_wei(self) -> int:
+        """The native amount in wei; refuses more decimals than the unit has."""
+        return parse_units(self.number, NATIVE_UNITS[self.unit])
+
+    def native_eth_text(self) -> str:
+        """The native amount as an exact ETH decimal ("1000wei" -> "0.000000000000001")."""
+        return format_amount(self.native_wei(), 18, "").strip()
+
+
+def read_amount(text: str) -> AmountText:
+    """The one amount grammar of every command: `NUMBER UNIT`, the unit always written.
+
+    A bare number is refused rather than guessed: `0.001` meant ETH in chat and wei on the command
+    line, and a silent wei (or a silent ETH) is how a user sends 10**18 times what they meant.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"cannot read amount {text!r}: {AMOUNT_EXAMPLE}")
+    stripped = text.strip()
+    if _EXPONENT.match(stripped):
+        raise ValueError(f"{stripped!r}: exponents are not accepted; {AMOUNT_EXAMPLE}")
+    if stripped[:2].lower() == "0x":
+        raise ValueError(f"{stripped!r}: hex amounts are not accepted; {AMOUNT_EXAMPLE}")
+    match = _AMOUNT_TEXT.fullmatch(stripped) if len(stripped) <= _MAX_DIGITS else None
+    if match is None:
+        raise ValueError(f"cannot read amount {stripped!r}: {AMOUNT_EXAMPLE}")
+    if match["unit"] is None:
+        raise ValueError(f"{stripped!r} has no unit: {AMOUNT_EXAMPLE} (a bare number is never taken as wei or ETH)")
+    return AmountText(match["number"], match["unit"].lower())

@@ -368,6 +368,11 @@ class Approvals:
         self.announce()
         return self.state()
 
+    async def freeze_on_host(self, client_name: str) -> dict[str, Any]:
+        await self.kill_switch.freeze_on_host(client_name)
+        self.announce()
+        return self.state()
+
 
 class _AlreadyAnswered(Exception):
     pass

@@ -53,6 +53,13 @@ class KillSwitch:
         self.engine.audit.append("signer.frozen", {"by_device": device_id, "freeze_id": freeze_id,
                                                    "session_keys_revoked": revoked})
 
+    async def freeze_on_host(self, client_name: str) -> None:
+        """The admin token's freeze, for when the companion cannot reach the signer (a lost phone, a
+        down bridge). Freezing only takes authority away, so the host may; lifting it still needs a
+        paired device's signed unfreeze."""
+        self.disarm_all()
+        await self.engine.writer.run(lambda conn: self.persist(conn, f"host:{client_name}"))
+
     async def toggle(self, params: FreezeParams) -> None:
         """Freeze or unfreeze on a paired device's signed, single-use word; the caller announces it."""
         message = signed_message(FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id,

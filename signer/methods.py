@@ -91,6 +91,7 @@ class Methods:
             "approvals.answer": Method(Scope.BRIDGE, ApprovalAnswerParams, bridge_only(
                 lambda c, p: approvals.answer(p))),
             "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(lambda c, p: approvals.freeze(p))),
+            "signer.freeze": Method(Scope.ADMIN, None, lambda c, p: approvals.freeze_on_host(c.name)),
             "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
                 lambda c, p: request_topup(approvals, p))),
             "approvals.state": Method(Scope.BRIDGE, None, bridge_only(lambda c, p: approvals.state_for_signing())),

@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.llm.types import Message, Part, TextPart, ToolCall, ToolResult
 from bot.sessions.records import MessageRecord
+from bot.sessions.turns import WITHDRAWN_NOTE, Withdrawn, withdrawn_refs
 
 INTERRUPTED = "no result: the run was interrupted before this call finished; its outcome is unknown"
 
@@ -41,7 +42,11 @@ def tool_result_data(records: Sequence[MessageRecord]) -> Iterator[dict[str, Any
                 yield data
 
 
-def _parts(record: MessageRecord) -> list[Part]:
+def _parts(record: MessageRecord, withdrawn: dict[str, Withdrawn]) -> list[Part]:
+    if record.kind == "withdrawn":
+        return []  # the marker itself says nothing; the turn it names replays as a note
+    if record.id in withdrawn:
+        return [TextPart(WITHDRAWN_NOTE[withdrawn[record.id]])]
     out: list[Part] = []
     for part in record.parts:
         kind = part.get("type")
@@ -56,11 +61,16 @@ def _parts(record: MessageRecord) -> list[Part]:
 
 
 def to_messages(records: Sequence[MessageRecord]) -> list[Message]:
-    """Replay records as alternating user/assistant messages with every call answered."""
+    """Replay records as alternating user/assistant messages with every call answered.
+
+    A withdrawn turn (cancelled, or cut off by a restart) replays as a note saying so, never as its
+    text: merged into the next user message it would otherwise read as a live request.
+    """
+    withdrawn = withdrawn_refs(records)
     messages: list[tuple[str, list[Part]]] = []
     for record in records:
         role = "assistant" if record.role == "assistant" else "user"
-        parts = _parts(record)
+        parts = _parts(record, withdrawn)
         if not parts:
             continue
         if messages and messages[-1][0] == role:

@@ -8,6 +8,7 @@ or sign tool ran, the user decides what happens next.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -25,12 +26,15 @@ from bot.runtime.metrics import best_effort
 from bot.security.redact import redact
 from bot.sessions.records import MessageRecord
 from bot.sessions.store import Session
+from bot.sessions.turns import NOT_RUN_PREFIX, Withdrawn, process_owner, withdrawn_refs
 from bot.tools.base import ContextKind, Level, Tool, ToolContext
 from bot.tools.executor import Executed, ToolExecutor
 from bot.tools.services import Services
 
-NOT_RUN_CUT = "not run: the answer was cut off (max tokens) before this call was complete"
-NOT_RUN_ROUNDS = "not run: the tool round limit for this message was reached"
+NOT_RUN_CUT = f"{NOT_RUN_PREFIX} the answer was cut off (max tokens) before this call was complete"
+NOT_RUN_ROUNDS = f"{NOT_RUN_PREFIX} the tool round limit for this message was reached"
+CANCEL_REASON = "owlia:cancel"
+"""The message `BotCore.cancel` cancels a run with, so the run tells /cancel from a shutdown."""
 
 
 class LLM(Protocol):
@@ -85,8 +89,9 @@ PromptBuilder = Callable[[Sequence[Tool], ContextKind, str], str]
 def provenance_of(records: Sequence[MessageRecord]) -> Provenance:
     """The addresses the user wrote: their own messages only (not summaries, tools or pages)."""
     seen = Provenance()
+    withdrawn = withdrawn_refs(records)
     for record in records:
-        if record.role == "user" and record.kind == "normal":
+        if record.role == "user" and record.kind == "normal" and record.id not in withdrawn:
             for part in record.parts:
                 if part.get("type") == "text":
                     seen.saw_user_text(str(part.get("text", "")))
@@ -108,7 +113,7 @@ class Agent:
                   peer: str) -> RunOutcome:
         run = RunOutcome(run_id=uuid.uuid4().hex[:16], stop="error")
         started = time.monotonic()
-        session.append("user", [{"type": "text", "text": text}])
+        turn = session.append("user", [{"type": "text", "text": text}], owner=process_owner())
         records = session.history(self.settings.history_turns)
         ctx = ToolContext(session.key, channel, peer, kind, self.services, run_id=run.run_id,
                           provenance=provenance_of(records))
@@ -119,7 +124,12 @@ class Agent:
         self.services.events.emit("agent", "run.started", {"run_id": run.run_id, "session": session.key,
                                                            "context": kind.value})
         try:
-            await self._rounds(run, session, request, ctx, sink, reply)
+            await self._rounds(run, session, request, ctx, sink, reply, turn.id)
+        except asyncio.CancelledError as exc:
+            why = Withdrawn.CANCELLED if CANCEL_REASON in exc.args else Withdrawn.INTERRUPTED
+            session.withdraw(turn.id, why)
+            run.stop = why.value
+            raise
         finally:
             await reply.flush()
             run.text = reply.text
@@ -132,7 +142,7 @@ class Agent:
         return run
 
     async def _rounds(self, run: RunOutcome, session: Session, request: Request, ctx: ToolContext,
-                      sink: ReplySink, reply: GuardedReply) -> None:
+                      sink: ReplySink, reply: GuardedReply, turn_id: str) -> None:
         guard = reply.guard
         messages = list(request.messages)
         while True:
@@ -141,6 +151,8 @@ class Agent:
                                                      on_text=reply.feed)
             except LLMError as exc:
                 run.stop, run.error = _llm_failure(exc)
+                if run.rounds == 0:  # nothing was done for it: the user asks again, never a leftover
+                    session.withdraw(turn_id, Withdrawn.FAILED)
                 await sink.notice(run.error)
                 return
             run.rounds += 1
@@ -166,12 +178,12 @@ class Agent:
                 await sink.notice("(the answer was cut off at the length limit; ask me to continue)")
                 return
             if reason is StopReason.REFUSAL:
-                self._unrun(session, messages, calls, "not run: the model declined")
+                self._unrun(session, messages, calls, f"{NOT_RUN_PREFIX} the model declined")
                 run.stop = "refusal"
                 await sink.notice("(the model declined to answer this)")
                 return
             if reason is StopReason.ERROR:
-                self._unrun(session, messages, calls, "not run: the model reported an error")
+                self._unrun(session, messages, calls, f"{NOT_RUN_PREFIX} the model reported an error")
                 run.stop, run.error = "error", "the model stopped with an error"
                 await sink.notice("(the model stopped with an error; nothing more was done)")
                 return

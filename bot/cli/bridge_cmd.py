@@ -68,4 +68,7 @@ def serve(
     except BridgeConfigError as exc:
         fail(str(exc))
     typer.echo(f"bridge on {options.audience} -> signer {options.signer_socket}", err=True)
-    run_bridge(options)
+    try:
+        run_bridge(options)
+    except BridgeConfigError as exc:
+        fail(str(exc))

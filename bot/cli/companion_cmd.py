@@ -8,6 +8,7 @@ main key lives (a desktop, or a phone's terminal), never on the bot's machine ac
 from __future__ import annotations
 
 import getpass
+import hmac
 import sys
 from pathlib import Path
 from typing import Optional
@@ -28,6 +29,9 @@ PASS_OPTION = typer.Option(None, "--passphrase-file", help="0600 file with the m
 
 def _dir(ctx: typer.Context, directory: Optional[Path]) -> Path:
     return directory or home_of(ctx) / "companion"
+
+
+MIN_PASSPHRASE = 8
 
 
 def _passphrase(file: Optional[Path], prompt: str = "Main key passphrase: ") -> bytearray:
@@ -119,11 +123,22 @@ def init(
     from companion_bridge.companion.wallet import CompanionWallet, WalletError
 
     passphrase = _passphrase(passphrase_file, "New main key passphrase: ")
+    if passphrase_file is None:  # typed: a typo here would lock the main key away for good
+        again = _passphrase(None, "Repeat the passphrase: ")
+        if not hmac.compare_digest(bytes(passphrase), bytes(again)):
+            fail("the two passphrases differ; nothing was created. Run `owlia companion init` again")
+    if len(passphrase) < MIN_PASSPHRASE:
+        fail(f"the passphrase is shorter than {MIN_PASSPHRASE} characters; nothing was created. It guards the key "
+             "that can move all your funds: use a long one (several random words)")
     try:
         wallet = CompanionWallet.create(_dir(ctx, directory), passphrase, scrypt_n=scrypt_n, name=name)
     except WalletError as exc:
         fail(str(exc))
+    keystore = wallet.home / "keystore.json"
     typer.echo(f"main account {wallet.main_address}: fund it for Tier 1 transfers")
+    typer.echo(f"BACK IT UP NOW: copy {keystore} somewhere off this machine (a USB stick, a password manager) and "
+               "keep the passphrase apart from it. Without both, nobody (not OwliaBot, not you) can recover "
+               "the main account; with both, anyone can.")
 
 
 @app.command("link")
@@ -293,8 +308,18 @@ def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]
     companion.warn = lambda line: typer.echo(visible(line), err=True)  # outstanding approvals; stdout is JSON
 
     async def go() -> dict:
+        import asyncio
+
+        import aiohttp
+
         async with companion:
-            await companion.connect()
+            try:
+                await companion.connect()
+            except (OSError, aiohttp.ClientError, asyncio.TimeoutError) as exc:  # the bridge is down or unreachable
+                hint = (" To freeze now without the bridge, run `owlia signer freeze` on the signer's host."
+                        if name == "freeze" and args == ("freeze",) else " Check that `owlia bridge serve` runs.")
+                raise CompanionError(f"could not reach the bridge at {companion.bridge_url} "
+                                     f"({type(exc).__name__}).{hint}") from None
             return await getattr(companion, name)(*args)
 
     try:

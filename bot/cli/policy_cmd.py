@@ -58,7 +58,11 @@ def check(
             (int(k.split(":")[0]), k.split(":")[1].lower(), int(k.split(":")[2])): int(v)
             for k, v in json.loads(spent or "{}").items()
         }
-    except (ValidationError, ValueError, IndexError) as exc:
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'intent'}: {e['msg']}"
+                             for e in exc.errors(include_url=False)[:8])
+        fail(f"bad intent: {problems} (see docs/signer-protocol.md for the intent fields)")
+    except (ValueError, IndexError) as exc:
         fail(f"bad intent or --spent: {exc}")
     now = time.time()
     decoded = decode(intent_to_call(parsed, "cli"))

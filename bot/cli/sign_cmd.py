@@ -2,46 +2,33 @@
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
 from typing import Any, Optional
 
 import typer
 
 from bot.cli.common import client_token_file, fail, print_json, run, signer_paths
+from policies.units import parse_units, read_amount
 
 app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
 
 EXIT_SIGNED, EXIT_FAILED, EXIT_PENDING, EXIT_DENIED = 0, 1, 3, 4
 EXIT_CODES = {"signed": EXIT_SIGNED, "pending_approval": EXIT_PENDING, "denied": EXIT_DENIED}
-AMOUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z][A-Za-z0-9]*)?\s*$")
 
 
 def parse_amount(text: str, assets: list[dict[str, Any]], chain_id: int) -> tuple[str | None, int]:
     """`0.01eth`, `1000wei`, `12 gwei`, `5usdc` -> (token address or None for native, base units).
 
-    Decimal arithmetic from the string: never a float. A unit finer than the asset is refused.
+    The same grammar as /send in chat (policies.units.read_amount): the unit is always written.
     """
-    match = AMOUNT_RE.match(text)
-    if not match:
-        raise ValueError(f"cannot read amount {text!r}: use e.g. 0.01eth, 1000wei or 5usdc")
-    number, unit = match.group(1), (match.group(2) or "wei").lower()
-    native_units = {"wei": 0, "gwei": 9, "eth": 18, "ether": 18}
-    if unit in native_units:
-        token, decimals = None, native_units[unit]
-    else:
-        found = [a for a in assets if a.get("chain") == chain_id and str(a.get("symbol", "")).lower() == unit
-                 and a.get("asset") != "native"]
-        if not found:
-            raise ValueError(f"unknown token {unit!r} on chain {chain_id}: the signer's policy has no such asset")
-        token, decimals = found[0]["asset"], int(found[0]["decimals"])
-    try:
-        scaled = Decimal(number).scaleb(decimals)
-    except InvalidOperation:
-        raise ValueError(f"cannot read amount {text!r}") from None
-    if scaled != scaled.to_integral_value():
-        raise ValueError(f"{text} has more decimals than the asset allows ({decimals})")
-    return token, int(scaled)
+    amount = read_amount(text)
+    if amount.native:
+        return None, amount.native_wei()
+    found = [a for a in assets if a.get("chain") == chain_id and str(a.get("symbol", "")).lower() == amount.unit
+             and a.get("asset") != "native"]
+    if not found:
+        raise ValueError(f"unknown token {amount.unit!r} on chain {chain_id}: the signer's policy has no such asset "
+                         "(`owlia signer status` lists the policy's assets)")
+    return found[0]["asset"], parse_units(amount.number, int(found[0]["decimals"]))
 
 
 @app.command("send")
@@ -66,7 +53,7 @@ def send(
     async def submit() -> dict[str, Any]:
         async with SignerClient(paths.socket, token) as client:
             assets: list[dict[str, Any]] = []
-            if not re.match(r"^\s*[0-9.]+\s*(wei|gwei|eth|ether)?\s*$", value, re.I):
+            if not read_amount(value).native:
                 assets = (await client.call("policy.show"))["policy"].get("assets", [])
             token_addr, amount = parse_amount(value, assets, chain_id)
             if token_addr is None:

@@ -206,3 +206,12 @@ def key_revoke(ctx: typer.Context, key_id: str = typer.Argument(...)) -> None:
 def key_topup(ctx: typer.Context, key_id: str = typer.Argument(...), amount: Optional[str] = typer.Option(None, help="wei")) -> None:
     """Fund a session key up to its cap (dev chains only; elsewhere prints what to send)."""
     _key_call(ctx, "session_key.topup", key_id=key_id, **({"amount": amount} if amount else {}))
+
+
+@app.command("freeze")
+def freeze(ctx: typer.Context) -> None:
+    """Kill switch from the signer's host: stop all Tier 2 signing and revoke every session key now.
+
+    For when the companion cannot reach the signer. Only a paired companion can lift the freeze
+    (`owlia companion unfreeze` or the app)."""
+    print_json(signer_call(ctx, "signer.freeze", admin=True))

@@ -12,6 +12,7 @@ def start(ctx: typer.Context) -> None:
     import logging
 
     from bot.config import load_bot_config
+    from bot.runtime.instance import InstanceBusy
     from bot.runtime.launcher import Launch, serve
     from signer.settings import ConfigError
 
@@ -28,4 +29,11 @@ def start(ctx: typer.Context) -> None:
         for name, why in launch.skipped.items():
             typer.secho(f"owlia: {name} skipped: {why}", fg=typer.colors.YELLOW, err=True)
 
-    run(serve(home, config, on_ready=ready))
+    try:
+        launch = run(serve(home, config, on_ready=ready))
+    except InstanceBusy as exc:
+        fail(str(exc))
+    if down := launch.states.down():
+        # a supervisor sees it in the exit status too, not only in /health while it ran
+        fail(f"stopped while {', '.join(down)} {'was' if len(down) == 1 else 'were'} down "
+             "(see the log for why; `owlia doctor` checks the tokens and the network)", code=3)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -43,9 +44,12 @@ def _wait_for_socket(path: Path, proc: subprocess.Popen, timeout: float = 30.0) 
     fail("the signer did not open its socket in time")
 
 
+DEFAULT_PORT = 8545
+
+
 def up(
     ctx: typer.Context,
-    port: int = typer.Option(8545, help="Dev chain port on 127.0.0.1."),
+    port: Optional[int] = typer.Option(None, help="Dev chain port on 127.0.0.1 for a new home (default 8545)."),
     demo: bool = typer.Option(False, help="Run a short signing demo, then stop everything."),
 ) -> None:
     """Start the dev chain and the signer with a funded session key; stop with Ctrl-C."""
@@ -60,12 +64,16 @@ def up(
     ensure_private_dir(home)
     config_path = home / "config.yaml"
     if not config_path.exists():
-        write_private_file(config_path, DEV_CONFIG.format(port=port).encode())
+        write_private_file(config_path, DEV_CONFIG.format(port=port or DEFAULT_PORT).encode())
     config = load_signer_config(home)
     dev_chain = next((c for c in config.chains if c.dev), None)
     if dev_chain is None:
         fail("config.yaml has no chain marked `dev: true`; `owlia up` only runs against a dev chain")
-    chain = DevChain(port=int(dev_chain.rpc_url.rsplit(":", 1)[1]), chain_id=dev_chain.id)
+    configured = int(dev_chain.rpc_url.rsplit(":", 1)[1])
+    if port is not None and port != configured:  # said out loud, never silently ignored
+        fail(f"--port {port} differs from the dev chain in {config_path} ({dev_chain.rpc_url}); the signer and the "
+             f"bot read that file, so edit its rpc_url (or drop --port), or use a new home with --home")
+    chain = DevChain(port=configured, chain_id=dev_chain.id)
     try:
         chain.start()
     except DevChainError as exc:

@@ -50,10 +50,12 @@ def check_allowlists(ctx: OpsContext) -> Iterator[Finding]:
         if not channel.enabled or ctx.channel_token(name) is None:
             continue
         if not channel.allow_from and not bot.pairing.owners:
-            yield Finding("OWL-ALLOW-002", WARN,
-                          f"{name} is on but bot.channels.{name}.allow_from and bot.pairing.owners are empty: "
-                          "nobody can use the bot or approve a pairing",
-                          f"add your own {name} user id to bot.channels.{name}.allow_from")
+            yield Finding("OWL-ALLOW-002", INFO,
+                          f"{name} is on with empty bot.channels.{name}.allow_from and bot.pairing.owners: everyone, "
+                          "you included, gets a pairing code first, approved on this machine with "
+                          "`owlia pair approve CODE`",
+                          f"to skip pairing for yourself, add your own {name} user id to "
+                          f"bot.channels.{name}.allow_from")
         if groups.enabled and not groups.allow_chats:
             yield Finding("OWL-ALLOW-002", INFO,
                           f"{name} groups are enabled with an empty allow_chats: no group is admitted",

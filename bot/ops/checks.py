@@ -119,10 +119,7 @@ def run_checks(kind: Literal["security-audit", "doctor"], checks: Iterable[Check
     for check_out in results:
         for f in check_out.findings:
             counts[f.severity] += 1
-    if kind == "security-audit":
-        ok = counts["critical"] == 0
-    else:
-        ok = all(c.status != "fail" for c in results)
+    ok = counts["critical"] == 0  # warnings and notes are advice; only a critical finding fails the run
     return Report(kind=kind, ok=ok, counts=counts, checks=results, fixed=fixed or [])
 
 

@@ -104,7 +104,7 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
     from bot.llm.models import UnknownModel, resolve_model
 
     store = AuthStore.in_home(ctx.home)
-    usable = 0
+    usable = credentialed = 0
     for profile in ctx.need_config().bot.llm.profiles:
         try:
             ref = resolve_model(profile.model)
@@ -122,6 +122,7 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
             yield Finding("DOC-LLM-001", WARN, f"profile {profile.name} has no credential (auth.json entry "
                           f"{credential!r} or {env_var_for(credential)})", "owlia auth setup")
             continue
+        credentialed += 1
         url = profile.base_url or ref.info.default_base_url or DEFAULT_LLM_URLS.get(ref.info.api)
         status = http_status(url, timeout=ctx.http_timeout) if url else None
         if status is None:
@@ -129,7 +130,11 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
                           "check the network / proxy, or the profile's base_url")
             continue
         usable += 1
-    if usable == 0:
+    if usable == 0 and credentialed == 0:
+        # a console-only user: slash commands, balances and transfers work without a model
+        yield Finding("DOC-LLM-001", WARN, "no language model is set up: the bot answers slash commands "
+                      "(/balance, /send, /status) but cannot chat", "owlia auth setup")
+    elif usable == 0:
         yield Finding("DOC-LLM-001", CRIT, "no model profile is usable: the agent cannot answer",
                       "owlia auth setup")
 

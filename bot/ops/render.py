@@ -7,7 +7,9 @@ import typer
 from bot.ops.checks import Report
 
 MARK = {"pass": ("ok  ", typer.colors.GREEN), "skip": ("skip", typer.colors.BRIGHT_BLACK),
-        "fail": ("FAIL", typer.colors.RED)}
+        "critical": ("FAIL", typer.colors.RED), "warning": ("WARN", typer.colors.YELLOW),
+        "info": ("note", typer.colors.BLUE)}
+WORST = ("critical", "warning", "info")
 SEVERITY_COLOR = {"critical": typer.colors.RED, "warning": typer.colors.YELLOW, "info": typer.colors.BLUE}
 
 
@@ -18,7 +20,8 @@ def print_report(report: Report, as_json: bool) -> None:
     for line in report.fixed:
         typer.secho(f"fixed: {line}", fg=typer.colors.GREEN)
     for check in report.checks:
-        label, color = MARK[check.status]
+        worst = next((s for s in WORST if any(f.severity == s for f in check.findings)), None)
+        label, color = MARK[worst if check.status == "fail" and worst else check.status]
         detail = f" ({check.detail})" if check.detail else ""
         typer.secho(f"[{label}] {check.id} {check.title}{detail}", fg=color)
         for f in check.findings:

@@ -17,26 +17,28 @@ from bot.agent.convert import OUTCOME_PART, to_messages, tool_result_data
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
+from bot.sessions.turns import process_owner
 from bot.tools.base import ContextKind, Level, ToolContext
+from policies.units import read_amount
 
 if TYPE_CHECKING:
     from bot.runtime.assemble import Runtime
 
 HELP = """\
 Commands:
-  /help                     this list
-  /status                   model, tokens used in this chat, signer and chain
-  /balance [TOKEN]          the wallet's balance (session keys held by the signer)
-  /send ADDRESS AMOUNT[eth|TOKEN]   ask the signer to send; it decides (signed / needs approval / denied)
-  /approvals                requests waiting for your companion app
-  /new                      start a fresh conversation (the old one is archived)
-  /compact                  summarize older messages to save context
-  /model                    the model profiles in use
-  /cancel                   stop the request that is running
-  /pair approve CODE        (owner only, in a DM) admit the user who was sent CODE
+/help — this list
+/status — model, tokens used in this chat, signer and chain
+/balance [TOKEN] — the wallet's balance (session keys held by the signer)
+/send ADDRESS AMOUNT — ask the signer to send, e.g. /send 0x7099…79C8 0.001eth (the unit is required: eth, gwei, wei or a token such as 5usdc); it decides: signed, needs approval or denied
+/approvals — requests waiting for your companion app
+/new — start a fresh conversation (the old one is archived)
+/compact — summarize older messages to save context
+/model — the model profiles in use
+/cancel — stop the request that is running
+/pair approve CODE — (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
+SEND_USAGE = "usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth"
 
-_AMOUNT = re.compile(r"^(?P<amount>[0-9]+(?:\.[0-9]+)?)(?P<unit>[A-Za-z][A-Za-z0-9]{0,15})?$")
 COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
                   "user, open tasks, and every transaction with its request id, status and tx hash. Be concise. "
                   "Do not include secrets.")
@@ -62,7 +64,7 @@ class Commands:
         handler = self.table.get(name)
         if handler is None:
             return f"Unknown command {name}. /help lists what I understand."
-        session.append("user", [{"type": "text", "text": text}], keep=False)
+        session.append("user", [{"type": "text", "text": text}], keep=False, owner=process_owner())
         reply = await handler(words[1:], session, inbound, sink)
         session.append("assistant", [{"type": "text", "text": reply}])
         return reply
@@ -100,15 +102,17 @@ class Commands:
 
     async def send(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         if len(args) not in (2, 3):
-            return "usage: /send ADDRESS AMOUNT[eth|TOKEN]   e.g. /send 0x7099...79C8 0.001eth"
+            return SEND_USAGE
         to, amount_text = args[0], "".join(args[1:])
-        match = _AMOUNT.match(amount_text)
-        if not re.fullmatch(r"0x[0-9a-fA-F]{40}", to) or match is None:
-            return "usage: /send ADDRESS AMOUNT[eth|TOKEN]   e.g. /send 0x7099...79C8 0.001eth"
-        asset = (match.group("unit") or "ETH").upper()
+        if not re.fullmatch(r"0x[0-9a-fA-F]{40}", to):
+            return f"{SEND_USAGE}\n'{to}' is not an address (0x and 40 hex digits)."
+        try:
+            amount = read_amount(amount_text)
+            number, asset = (amount.native_eth_text(), "ETH") if amount.native else (amount.number, amount.unit.upper())
+        except ValueError as exc:
+            return f"{SEND_USAGE}\n{exc}"
         return await self._tool(session, inbound, sink, "transfer",
-                                {"to": to, "amount": match.group("amount"), "asset": asset,
-                                 "reason": "typed by the user with /send"})
+                                {"to": to, "amount": number, "asset": asset, "reason": "typed by the user with /send"})
 
     async def approvals(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         signer = self.runtime.services.signer

@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 
 from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
 from bot.runtime.assemble import Runtime
+from bot.runtime.channel_state import ChannelStates
 
 log = logging.getLogger(__name__)
 WILDCARD_BINDS = ("0.0.0.0", "::")  # reached by any name; the token (required off loopback) is the guard
 
 
-def runtime_health(runtime: Runtime) -> HealthFn:
+def runtime_health(runtime: Runtime, channels: ChannelStates | None = None) -> HealthFn:
     async def bot() -> ComponentHealth:
         return ComponentHealth(True, "running")
 
@@ -43,11 +44,18 @@ def runtime_health(runtime: Runtime) -> HealthFn:
         ready = await runtime.llm.ready()
         return ComponentHealth(bool(ready), f"ready: {', '.join(ready)}" if ready else "all cooling down")
 
-    return combine_checks({"bot": bot, "signer": signer, "chain": chain, "providers": providers})
+    async def chat_channels() -> ComponentHealth:
+        assert channels is not None
+        return ComponentHealth(channels.healthy(), channels.summary())
+
+    checks = {"bot": bot, "signer": signer, "chain": chain, "providers": providers}
+    if channels is not None and channels.states:
+        checks["channels"] = chat_channels
+    return combine_checks(checks)
 
 
 @asynccontextmanager
-async def gateway(runtime: Runtime) -> AsyncIterator[object | None]:
+async def gateway(runtime: Runtime, channels: ChannelStates | None = None) -> AsyncIterator[object | None]:
     """Run the gateway for the life of the block if enabled; a busy port is a warning, not a crash."""
     from bot.gateway import create_app
     from bot.gateway.auth import load_or_create_token
@@ -58,7 +66,8 @@ async def gateway(runtime: Runtime) -> AsyncIterator[object | None]:
         yield None
         return
     token = load_or_create_token(runtime.home / "secrets" / "gateway.token")
-    app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime), token=token,
+    app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime, channels),
+                     token=token,
                      hosts=("*",) if settings.host in WILDCARD_BINDS else (settings.host,))
     try:
         running = await start_in_background(app, settings.host, settings.port, token=token)

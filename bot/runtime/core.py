@@ -13,16 +13,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.agent.loop import Agent, RunOutcome
+from bot.agent.loop import CANCEL_REASON, Agent, RunOutcome
 from bot.channels.base import Inbound, ReplySink
 from bot.runtime.events import EventBus
 from bot.runtime.metrics import best_effort
 from bot.security.redact import redact_message
 from bot.sessions import SessionStore, session_lock
+from bot.sessions.turns import preview
 
 WITHHELD = ("Your message held what looks like a secret (a private key, a seed phrase, an API key or token). "
             "It was replaced by [REDACTED] before anything was stored or sent to the model. Never paste "
             "keys into a chat: the signer holds the keys this bot uses.")
+INTERRUPTED_NOTE = ("Your last request was cut off by a restart before it finished: \"{preview}\". It was "
+                    "withdrawn and nothing more will be done for it; send it again if you still want it. "
+                    "Check /approvals and /status for anything it may already have started.")
 NO_LLM_HINT = ("No language model is set up, so I can only run commands. Run `owlia auth setup` "
                "(or set ANTHROPIC_API_KEY / OPENAI_API_KEY) to chat. Try /help, /balance or /send.")
 
@@ -53,7 +57,8 @@ class BotCore:
     async def handle(self, inbound: Inbound, sink: ReplySink) -> Handled:
         key = inbound.session_key
         if _command_name(inbound.text) == "/cancel":  # must not wait for the lock the run holds
-            reply = "Stopped the running request." if self.cancel(key) else "Nothing is running."
+            # the stopped run says "Stopped." itself: one message, not two
+            reply = "" if self.cancel(key) else "Nothing is running."
             await sink.done(reply)
             return Handled("command", reply)
         async with session_lock(key):
@@ -62,6 +67,9 @@ class BotCore:
                 self.events.emit("channel", "message.duplicate", {"channel": inbound.channel, "session": key})
                 return Handled("duplicate")
             self._count(inbound)
+            interrupted = session.take_interrupted()
+            if interrupted is not None:
+                await sink.notice(INTERRUPTED_NOTE.format(preview=preview(interrupted)))
             text = redact_message(inbound.text.strip())
             if text != inbound.text.strip():  # a pasted key never reaches the session file or the model
                 await sink.notice(WITHHELD)
@@ -94,7 +102,7 @@ class BotCore:
         task = self._running.get(session_key)
         if task is None or task.done():
             return False
-        task.cancel()
+        task.cancel(CANCEL_REASON)
         return True
 
     def _count(self, inbound: Inbound) -> None:

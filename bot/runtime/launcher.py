@@ -14,21 +14,17 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from bot.channels.access import AccessStore, open_access
 from bot.channels.tokens import TokenError, load_token, token_path
 from bot.config import BotConfig
 from bot.notify import Notifier
 from bot.runtime.assemble import Runtime, build_runtime
+from bot.runtime.channel_state import Channel, ChannelStates
+from bot.runtime.instance import single_instance
 
 log = logging.getLogger(__name__)
-
-
-class Channel(Protocol):
-    async def run(self, stop: asyncio.Event) -> None: ...
-
-    async def send_text(self, chat_id: str, text: str) -> None: ...
 
 
 def _telegram(core: Any, settings: Any, token: str, access: AccessStore, config: BotConfig) -> Channel:
@@ -52,6 +48,7 @@ class Launch:
     notifier: Notifier
     channels: dict[str, Channel] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # channel -> why, with the fix
+    states: ChannelStates = field(default_factory=ChannelStates)
 
 
 def open_channels(home: Path, config: BotConfig, runtime: Runtime, access: AccessStore,
@@ -79,13 +76,20 @@ def open_channels(home: Path, config: BotConfig, runtime: Runtime, access: Acces
 
 async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = None,
                 on_ready: Callable[[Launch], None] | None = None) -> Launch:
-    """Run until `stop` is set (or a signal arrives); returns what ran, for the caller's summary."""
+    """Run until `stop` is set (or a signal arrives); returns what ran, for the caller's summary.
+
+    Raises InstanceBusy when another bot already runs on this home."""
+    with single_instance(home):
+        return await _serve(home, config, stop or asyncio.Event(), on_ready)
+
+
+async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
+                 on_ready: Callable[[Launch], None] | None) -> Launch:
     from bot.runtime.control import gateway
     from bot.runtime.signer_watch import SignerWatch
     from bot.scheduler.heartbeat import HeartbeatService
     from bot.scheduler.service import SchedulerService
 
-    stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     runtime = build_runtime(home, config)
     assert runtime.core is not None and runtime.services.state_dir is not None
@@ -102,9 +106,9 @@ async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = N
     try:
         for service in services:
             await service.start()
-        async with gateway(runtime):
+        async with gateway(runtime, launch.states):
             for name, channel in launch.channels.items():
-                tasks[name] = asyncio.create_task(_keep(name, channel, stop), name=f"channel-{name}")
+                tasks[name] = asyncio.create_task(launch.states.keep(name, channel, stop), name=f"channel-{name}")
             if on_ready is not None:
                 on_ready(launch)
             await stop.wait()
@@ -121,16 +125,6 @@ async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = N
         access.close()
         await runtime.close()
     return launch
-
-
-async def _keep(name: str, channel: Channel, stop: asyncio.Event) -> None:
-    """A channel that crashes is logged; the others and the scheduler keep running."""
-    try:
-        await channel.run(stop)
-    except asyncio.CancelledError:
-        raise
-    except Exception:  # noqa: BLE001
-        log.exception("the %s channel stopped with an error", name)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:

@@ -105,8 +105,17 @@ class LLMPool:
         for item in self.settings.profiles:
             if item.name in names:
                 until = router.cooling_until(item.name) if router else None
-                state = f"cooling down until {until:.0f}" if until else "ready"
+                state = cooling_text(until) if until else "ready"
             else:
                 state = "no credential (run `owlia auth setup`)"
             parts.append(f"{item.name} = {item.model}: {state}")
         return "models: " + "; ".join(parts)
+
+
+def cooling_text(until: float, now: float | None = None) -> str:
+    """`cooling down for 42 s more (until 04:20 UTC)`: what a person reads, not an epoch."""
+    import time
+
+    left = max(0, round(until - (time.time() if now is None else now)))
+    span = f"{left} s" if left < 120 else f"{left // 60} min"
+    return f"cooling down for {span} more (until {time.strftime('%H:%M:%S', time.gmtime(until))} UTC)"

@@ -44,7 +44,9 @@ class MessageRecord(_Record):
     parts: list[dict[str, Any]]
     ts: float
     keep: bool = False
-    kind: Literal["normal", "summary"] = "normal"
+    # "withdrawn" marks an earlier user turn as cancelled or interrupted (bot.sessions.turns)
+    kind: Literal["normal", "summary", "withdrawn"] = "normal"
+    owner: str | None = None  # on a user turn: the process running it (bot.sessions.turns.process_owner)
 
 
 class SeenRecord(_Record):

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from bot.sessions import window
+from bot.sessions import turns, window
 from bot.sessions.records import (
     MessageRecord,
     MetaRecord,
@@ -114,6 +114,15 @@ class Session:
         self.state = state
         self.torn_tail_dropped = torn_at is not None
         self.stamp = _stamp(os.stat(path))
+        self.interrupted: MessageRecord | None = None  # a turn a restart cut off, not yet told to the user
+        self._withdraw_orphan()
+
+    def _withdraw_orphan(self) -> None:
+        """A turn left open by a process that is gone was interrupted: withdraw it, remember to say so."""
+        turn = turns.open_turn(self.state.messages)
+        if turn is not None and turn.owner is not None and not turns.owner_alive(turn.owner):
+            self.withdraw(turn.id, turns.Withdrawn.INTERRUPTED)
+            self.interrupted = turn
 
     def _append(self, record: Any) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
@@ -136,14 +145,28 @@ class Session:
         return self.state.usage
 
     def append(
-        self, role: str, parts: Sequence[dict[str, Any]], *, keep: bool = False, message_id: str | None = None
+        self, role: str, parts: Sequence[dict[str, Any]], *, keep: bool = False, message_id: str | None = None,
+        owner: str | None = None,
     ) -> MessageRecord:
         record = MessageRecord(
-            id=message_id or uuid.uuid4().hex, role=role, parts=list(parts), ts=time.time(), keep=keep
+            id=message_id or uuid.uuid4().hex, role=role, parts=list(parts), ts=time.time(), keep=keep, owner=owner
         )
         self._append(record)
         self.state.messages.append(record)
         return record
+
+    def withdraw(self, message_id: str, why: turns.Withdrawn) -> MessageRecord:
+        """Mark a user turn as no longer a request: it replays to the model as a withdrawn note."""
+        record = MessageRecord(id=uuid.uuid4().hex, role="user", kind="withdrawn", ts=time.time(),
+                               parts=[{"type": "withdrawn", "ref": message_id, "why": why.value}])
+        self._append(record)
+        self.state.messages.append(record)
+        return record
+
+    def take_interrupted(self) -> MessageRecord | None:
+        """The turn a restart cut off, once: the caller tells the user about it."""
+        turn, self.interrupted = self.interrupted, None
+        return turn
 
     def seen(self, message_id: str) -> bool:
         """True if this inbound id was already handled (drop it); otherwise record it and return False."""

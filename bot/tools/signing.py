@@ -76,11 +76,23 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
                      f"why: {reply.get('rule_id')}: {reply.get('reason')}")
     elif status == "denied":
         lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
-    else:
-        lines.append(f"failed: {reply.get('error') or reply.get('reason')}")
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
             "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
-    return ToolOutput("\n".join(lines), untrusted=False, data={k: reply[k] for k in keep if k in reply})
+    data = {k: reply[k] for k in keep if k in reply}
+    if status not in ("signed", "pending_approval", "denied"):
+        why = str(reply.get("error") or reply.get("reason") or "no reason given")
+        data["error"] = f"{why} {fix}" if (fix := remedy(why)) else why  # the card shows why, and what to do
+        lines.append(f"failed: {data['error']}")
+    return ToolOutput("\n".join(lines), untrusted=False, data=data)
+
+
+def remedy(error: str) -> str | None:
+    """What the user can do about a failure the node reported, in the commands that do it."""
+    if "insufficient funds" in error.lower():
+        return ("The session key has too little ETH for the amount plus gas: fund it with "
+                "`owlia signer session-key topup KEY_ID` on the signer's host or `owlia companion topup KEY_ID` "
+                "(`owlia signer session-key list` shows the key ids).")
+    return None
 
 
 def _provenance_flags(ctx: ToolContext, to: str) -> list[str]:

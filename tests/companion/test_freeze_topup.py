@@ -148,3 +148,44 @@ def test_topup_is_a_tier1_transfer_up_to_the_cap(tier1, anvil):
         await companion.close()
 
     asyncio.run(scenario())
+
+
+def test_the_kill_switch_works_when_the_bridge_is_down(tier1, tmp_path):
+    """The user panics and the bridge is unreachable: `owlia companion freeze` says so with the way out
+    (no traceback), and `owlia signer freeze` on the signer's host freezes at once; only a paired
+    device can lift it, and a bot token cannot freeze."""
+    import subprocess
+    import sys
+
+    from bot.devchain import free_port
+
+    stack = tier1.stack
+    stack.funded_session_key()
+    bot = stack.client_token("bot")
+
+    async def pair() -> Companion:
+        return await tier1.paired()
+
+    companion = asyncio.run(pair())
+    wallet_dir = companion.wallet.home
+    asyncio.run(companion.close())
+    dead_bridge = f"http://127.0.0.1:{free_port()}"
+    env = {"OWLIA_HOME": str(stack.home), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "bot.cli", "companion", "freeze", "--dir", str(wallet_dir),
+                          "--bridge", dead_bridge], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "could not reach the bridge" in out.stderr and "owlia signer freeze" in out.stderr
+
+    async def bot_cannot_freeze() -> None:
+        async with SignerClient(stack.socket, bot) as client:
+            with pytest.raises(Exception, match="scope|not allowed|permission|forbidden"):
+                await client.call("signer.freeze")
+
+    asyncio.run(bot_cannot_freeze())
+    host = stack.owlia("signer", "freeze")
+    assert host.returncode == 0, host.stderr
+    assert (asyncio.run(stack.call(tier1.admin, "status")))["frozen"] is True
+    assert asyncio.run(tier2(tier1, bot))["status"] == "denied"
+    audit = asyncio.run(stack.call(tier1.admin, "audit.tail", {"n": 50}))
+    frozen = [e for e in audit["entries"] if e["kind"] == "signer.frozen"]
+    assert frozen and frozen[-1]["body"]["by_device"].startswith("host:")

@@ -147,7 +147,9 @@ def test_llm_credential_and_reachability(home):
             {"name": "local", "model": "openai-compatible/llama3", "base_url": url, "credential": "local"}]}})
         assert check(run(home, env={"LOCAL_API_KEY": "k-local"}), "DOC-LLM-001").status == "pass"
         [finding, no_model] = check(run(home, env={}), "DOC-LLM-001").findings
-        assert "LOCAL_API_KEY" in finding.message and no_model.severity == "critical"
+        # no credential at all is a console-only setup: slash commands work, so a warning, not a failure
+        assert "LOCAL_API_KEY" in finding.message and no_model.severity == "warning"
+        assert "slash commands" in no_model.message
     finally:
         server.shutdown()
     ids = {f.id for f in check(run(home, env={"LOCAL_API_KEY": "k-local"}), "DOC-LLM-001").findings}

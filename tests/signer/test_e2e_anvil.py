@@ -122,6 +122,12 @@ def test_sign_send_exit_codes(stack, anvil):
     bad = stack.owlia("sign", "send", "--to", FRIEND, "--value", "0.1.2eth", env=env)
     assert bad.returncode == 1 and "amount" in bad.stderr
 
+    # one grammar with /send in chat: a bare number is refused, never taken as wei
+    bare = stack.owlia("sign", "send", "--to", FRIEND, "--value", "5", env=env)
+    assert bare.returncode == 1 and "has no unit" in bare.stderr and "0.001eth" in bare.stderr
+    exponent = stack.owlia("sign", "send", "--to", FRIEND, "--value", "1e999eth", env=env)
+    assert exponent.returncode == 1 and "exponents are not accepted" in exponent.stderr
+
 
 def test_reverting_call_is_denied_with_the_revert_reason(make_stack, anvil, tmp_path):
     """An allowed call the chain would revert is never signed: the signer simulates first."""

@@ -25,7 +25,16 @@ HOSTILE = HERE / "hostile"
 EXAMPLES = Path(__file__).parents[2] / "skills_runtime" / "examples"
 FAST = SkillSettings(call_timeout=1.0, memory_mb=256, cpu_seconds=5, max_processes=16, max_result_bytes=1_000_000)
 
-needs_bwrap = pytest.mark.skipif(Bubblewrap().unavailable() is not None, reason="bubblewrap sandbox unavailable")
+@pytest.fixture()
+def bwrap_available() -> None:
+    """The sandbox is part of the product: without it these tests fail (never skip), saying how to fix it."""
+    why = Bubblewrap().unavailable()
+    if why is not None:
+        pytest.fail(f"the bubblewrap sandbox is unavailable ({why}): run `bash .ci/setup` as root, or "
+                    "`apt-get install bubblewrap libseccomp2`", pytrace=False)
+
+
+needs_bwrap = pytest.mark.usefixtures("bwrap_available")
 
 
 def install(home: Path, folder: Path) -> str:

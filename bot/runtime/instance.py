@@ -1,0 +1,43 @@
+"""One home, one bot: `owlia start` holds an exclusive lock on `<home>/state/bot.lock`.
+
+Two bots on one home would both poll Telegram (each update answered by whichever got it), both run
+every cron job and both write the same sessions. The lock is an flock, so it is released by the
+kernel however the process ends (a crash never leaves a stale lock); the file names the holder's
+pid so the error can say which process to stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from bot.workspace.fs import private_dir
+
+LOCK_NAME = "bot.lock"
+
+
+class InstanceBusy(RuntimeError):
+    """Another bot already runs on this home."""
+
+
+@contextlib.contextmanager
+def single_instance(home: Path) -> Iterator[None]:
+    path = private_dir(home / "state") / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise InstanceBusy(
+                f"another bot is already running on {home} (pid {holder}): one home runs one bot. Stop it first "
+                f"(Ctrl-C in its terminal, `systemctl stop owliabot-bot`, or `kill {holder}`), or use another "
+                "--home.") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the flock

@@ -1,0 +1,171 @@
+"""`owlia start` keeps its channels alive and runs once per home.
+
+Before: a Telegram network error at start-up (TelegramNetworkError) ended the channel for good while
+the process kept running with no channel, and a second `owlia start` on the same home also ran (it
+only failed to bind the control plane), so two bots polled one token and ran every cron job twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.config import load_bot_config
+from bot.runtime.channel_state import ChannelStates, Phase, backoff_delay
+from bot.runtime.control import runtime_health
+from bot.runtime.launcher import Launch, serve
+from bot.workspace import create_workspace
+from tests.bot.agent.conftest import FAKE_KEYS, default_bot_section, llm  # noqa: F401 - fixture
+from tests.fakes.telegram_server import TOKEN, FakeTelegramServer
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Outage:
+    """A TCP front for the Telegram server that drops every connection until `restore()`."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.up = False
+        self.dropped = 0
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    def restore(self) -> None:
+        self.up = True
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.up:
+            self.dropped += 1
+            writer.transport.abort()  # a reset: aiogram raises TelegramNetworkError
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def make_home(tmp_path: Path, llm, api_base: str) -> Path:  # noqa: F811 - the fixture's name
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    create_workspace(home / "workspace")
+    config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+              "bot": default_bot_section(llm, gateway={"enabled": False}, channels={
+                  "telegram": {"api_base": api_base, "allow_from": ["42"]}})}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    return home
+
+
+def test_a_network_error_at_start_up_is_retried_until_the_channel_is_up(tmp_path, llm, monkeypatch) -> None:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    with FakeTelegramServer() as tg:
+        port = int(tg.url.rsplit(":", 1)[1])
+
+        async def go() -> None:
+            outage = Outage(port)
+            home = make_home(tmp_path, llm, await outage.start())
+            stop = asyncio.Event()
+            launched: list[Launch] = []
+            task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop, on_ready=launched.append))
+            try:
+                while not launched:
+                    await asyncio.sleep(0.02)
+                states = launched[0].states
+                while outage.dropped < 2:  # it failed and tried again
+                    await asyncio.sleep(0.05)
+                state = states.states["telegram"]
+                assert state.phase in (Phase.DOWN, Phase.CONNECTING) and state.failures >= 1
+                health = runtime_health(launched[0].runtime, states)
+                report = await health()
+                assert report["channels"].ok is False and "telegram" in report["channels"].detail
+                outage.restore()
+                for _ in range(200):
+                    if state.phase is Phase.UP:
+                        break
+                    await asyncio.sleep(0.05)
+                assert state.phase is Phase.UP and state.failures == 0
+                assert (await health())["channels"].ok
+                assert tg.calls_of("getUpdates"), "the channel polls once it is up"
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 30)
+                await outage.close()
+
+        asyncio.run(asyncio.wait_for(go(), 90))
+
+
+def test_one_home_runs_one_bot(tmp_path, llm, monkeypatch) -> None:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    with FakeTelegramServer() as tg:
+        home = make_home(tmp_path, llm, tg.url)
+
+        async def go() -> subprocess.CompletedProcess:
+            stop = asyncio.Event()
+            launched: list[Launch] = []
+            task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop, on_ready=launched.append))
+            try:
+                while not launched:
+                    await asyncio.sleep(0.02)
+                env = {**os.environ, "ANTHROPIC_API_KEY": FAKE_KEYS["anthropic"]}
+                second = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "bot.cli", "--home", str(home), "start", cwd=ROOT, env=env,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                out, err = await asyncio.wait_for(second.communicate(), 60)
+                return subprocess.CompletedProcess([], second.returncode or 0, out.decode(), err.decode())
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 30)
+
+        result = asyncio.run(asyncio.wait_for(go(), 90))
+    assert result.returncode == 1
+    assert f"another bot is already running on {home} (pid {os.getpid()})" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len([c for c in tg.calls_of("getMe")]) == 1  # the second never reached Telegram
+
+
+@pytest.mark.parametrize("failures", range(1, 12))
+def test_backoff_grows_and_is_capped(failures: int) -> None:
+    delay = backoff_delay(failures)
+    assert min(60.0, 2 ** (failures - 1)) <= delay <= 1.2 * min(60.0, 2 ** (failures - 1))
+
+
+def test_a_channel_that_returns_by_itself_is_run_again() -> None:
+    class Flaky:
+        runs = 0
+
+        async def run(self, stop: asyncio.Event) -> None:
+            Flaky.runs += 1
+            if Flaky.runs == 3:
+                stop.set()
+
+        async def send_text(self, chat_id: str, text: str) -> None:
+            pass
+
+    async def go() -> None:
+        states = ChannelStates()
+        await asyncio.wait_for(states.keep("flaky", Flaky(), asyncio.Event(), delay=lambda n: 0.01), 5)
+        assert Flaky.runs == 3
+
+    asyncio.run(go())
