@@ -86,6 +86,7 @@ async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = N
 async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
                  on_ready: Callable[[Launch], None] | None) -> Launch:
     from bot.runtime.control import gateway
+    from bot.runtime.pairing_watch import PairingWatch
     from bot.runtime.signer_watch import SignerWatch
     from bot.scheduler.heartbeat import HeartbeatService
     from bot.scheduler.service import SchedulerService
@@ -99,7 +100,8 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
     launch = open_channels(home, config, runtime, access, notifier)
     for name, why in launch.skipped.items():
         log.warning("%s channel skipped: %s", name, why)
-    services = [SchedulerService(runtime, notifier, config.bot.cron),
+    services = [PairingWatch(access, notifier, config.bot.pairing.owners),
+                SchedulerService(runtime, notifier, config.bot.cron),
                 HeartbeatService(runtime, notifier, config.bot.heartbeat),
                 SignerWatch(runtime, notifier)]
     tasks: dict[str, asyncio.Task[None]] = {}
