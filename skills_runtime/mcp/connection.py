@@ -124,8 +124,11 @@ class McpConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - whatever broke, the server did not start
             await self.kill("failed to start")
-            raise McpCallError(f"{self.decl.name} could not start: {type(exc).__name__}: "
-                               f"{str(exc)[:300]}", killed=True) from None
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+                exc = exc.exceptions[0]
+            why = self.killed_because if self.killed_because not in (None, "failed to start") else \
+                f"{type(exc).__name__}: {str(exc)[:300]}"
+            raise McpCallError(f"{self.decl.name} could not start: {why}", killed=True) from None
         if self.proc is not None:
             seen = proctree.usage(self.proc.pid)
             self._baseline = seen.pids if seen is not None else frozenset()

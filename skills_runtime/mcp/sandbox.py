@@ -24,7 +24,7 @@ from skills_runtime.mcp.store import ServerDecl
 from skills_runtime.sandbox import Bubblewrap, SandboxUnavailable, _system_binds
 
 LAUNCHER = Path(__file__).with_name("launch.py")
-RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev", "/tmp", "/owlia")
+RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev", "/owlia")
 
 
 class McpSandbox:
@@ -58,15 +58,16 @@ class McpSandbox:
                 "--setenv", "HOME", "/tmp"]
         for key, value in sorted(decl.env.items()):
             args += ["--setenv", key, value]
-        args += _system_binds()
-        for path in decl.binds:
+        args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(16 << 20), "--tmpfs", "/tmp"]
+        for path in decl.binds:  # after the tmpfs, so a path under the host's /tmp stays visible
+            if path == "/tmp":
+                raise SandboxUnavailable(f"{decl.name}: /tmp cannot be bound (the sandbox's own)")
             if any(path == r or path.startswith(r + "/") for r in RESERVED) or path == "/":
                 raise SandboxUnavailable(f"{decl.name}: {path} cannot be bound (a system path of the sandbox)")
             if not Path(path).exists():
                 raise SandboxUnavailable(f"{decl.name}: {path} does not exist")
             args += ["--ro-bind", path, path]
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(16 << 20), "--tmpfs", "/tmp",
-                 "--ro-bind", str(self._launcher()), "/owlia/launch.py",
+        args += ["--ro-bind", str(self._launcher()), "/owlia/launch.py",
                  "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
                  "/usr/bin/python3", "-I", "-S", "-B", "/owlia/launch.py", json.dumps(self.rlimits()), *decl.command]
         return args
