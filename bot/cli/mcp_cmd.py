@@ -69,7 +69,9 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
     sandbox = McpSandbox(settings)
 
     async def go() -> list[Any]:
-        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox)
+        from bot.net.ssrf import FetchPolicy
+
+        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy())
         try:
             await conn.start()
             return conn.tools
@@ -104,8 +106,10 @@ def describe_server(entry: Any, width: int) -> list[str]:
     decl = entry.decl
     rows = _plain_rows(f"MCP server {decl.name} ({decl.transport})", width)
     if decl.transport == "stdio":
-        rows += _plain_rows("runs in the sandbox: no network, no keys, no files but: " +
+        rows += _plain_rows("runs in the sandbox: no keys, no files but: " +
                             (", ".join(decl.binds) or "none") + " (read-only)", width)
+        rows += _plain_rows("network: " + (", ".join(decl.network) + " (ports 80/443, public addresses, "
+                                           "through the bot's checked proxy)" if decl.network else "none"), width)
         rows += _author_rows("command: " + " ".join(decl.command), "  ", width, limit=600)
     else:
         rows += _author_rows(f"url: {decl.url}", "  ", width, limit=600)
@@ -118,6 +122,7 @@ def add(ctx: typer.Context, name: str,
         command: list[str] = typer.Argument(None, help="The stdio server's command (absolute path first), after --."),
         url: str = typer.Option(None, help="A streamable-HTTP server's URL (must be in bot.mcp.allowed_urls)."),
         bind: list[str] = typer.Option([], help="A host path the server needs, bound read-only (repeat)."),
+        network: list[str] = typer.Option([], help="A host (or *.domain) a stdio server may reach (repeat)."),
         env: list[str] = typer.Option([], help="KEY=VALUE for the server (never a secret; repeat).")) -> None:
     """Declare a server. Nothing runs and nothing is offered until `owlia mcp approve NAME`."""
     from skills_runtime.mcp.store import ServerDecl
@@ -126,7 +131,7 @@ def add(ctx: typer.Context, name: str,
     if len(pairs) != len(env):
         fail("--env takes KEY=VALUE")
     decl = _guard(lambda: ServerDecl(name=name, transport="http" if url else "stdio", command=tuple(command or ()),
-                                     url=url, binds=tuple(bind), env=pairs))
+                                     url=url, binds=tuple(bind), env=pairs, network=tuple(network)))
     _guard(lambda: _store(ctx).add(decl))
     typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")
 

@@ -101,11 +101,15 @@ def make_tool(host: McpHost, entry: ServerEntry, pinned: PinnedTool) -> McpTool:
 class McpHost:
     """One warm connection per server, one call at a time, restarted after any kill."""
 
-    def __init__(self, settings: McpSettings, audit: BotAudit) -> None:
+    def __init__(self, settings: McpSettings, audit: BotAudit, fetch_policy: Any = None, *, resolve: Any = None,
+                 opener: Any = None) -> None:
         from skills_runtime.mcp.sandbox import McpSandbox
 
         self.settings = settings
         self.audit = audit
+        self.fetch_policy = fetch_policy
+        """The bot's web policy (None when bot.web is disabled); narrowed per server to its hosts."""
+        self._net = {"resolve": resolve, "opener": opener}
         self.sandbox = McpSandbox(settings)
         self._conns: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -129,7 +133,8 @@ class McpHost:
             await conn.close()
         if entry.decl.transport == "http" and entry.decl.url not in self.settings.allowed_urls:
             raise ToolFailure(f"the MCP server {name} is at a URL not in bot.mcp.allowed_urls; nothing was sent")
-        conn = McpConnection(entry.decl, self.settings, self.audit, sandbox=self.sandbox, on_refused=self._on_refused)
+        conn = McpConnection(entry.decl, self.settings, self.audit, sandbox=self.sandbox, on_refused=self._on_refused,
+                             fetch_policy=self.fetch_policy, **self._net)
         try:
             await conn.start()
         except (McpCallError, OSError, ValueError) as exc:
@@ -289,9 +294,9 @@ class McpTools:
     _tools: list[Tool] = field(default_factory=list)
 
     @classmethod
-    def load(cls, home: Path, settings: McpSettings) -> McpTools:
+    def load(cls, home: Path, settings: McpSettings, fetch_policy: Any = None, **net: Any) -> McpTools:
         audit = BotAudit(Path(home) / "logs" / "skills-audit.jsonl")  # one audit for all third-party code
-        return cls(Path(home), settings, audit, McpHost(settings, audit))
+        return cls(Path(home), settings, audit, McpHost(settings, audit, fetch_policy, **net))
 
     def tools(self) -> list[Tool]:
         if not self.settings.enabled:

@@ -72,12 +72,17 @@ class ToolInfo:
 
 class McpConnection:
     def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
-                 sandbox: McpSandbox | None = None, on_refused: Any = None) -> None:
+                 sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
+                 resolve: Any = None, opener: Any = None) -> None:
         self.decl = decl
         self.settings = settings
         self.audit = audit
         self.sandbox = sandbox
         self.on_refused = on_refused
+        self.fetch_policy = fetch_policy
+        self._resolve = resolve
+        self._opener = opener
+        self.egress: Any = None
         self.max_message = settings.max_result_bytes + MESSAGE_OVERHEAD
         self.proc: asyncio.subprocess.Process | None = None
         self.session: ClientSession | None = None
@@ -160,7 +165,17 @@ class McpConnection:
                 yield streams[0], streams[1]
             return
         assert self.sandbox is not None
-        self.proc = await self.sandbox.spawn(self.decl, self.max_message)
+        socket_path = None
+        if self.decl.network:
+            from skills_runtime.mcp.egress import Egress
+
+            if self.fetch_policy is None:
+                raise McpCallError(f"{self.decl.name} was allowed hosts, but web access is disabled in the bot's "
+                                   "configuration (bot.web), so it cannot start")
+            self.egress = Egress(self.decl.name, self.decl.network, self.audit, self.fetch_policy,
+                                 resolve=self._resolve, opener=self._opener)
+            socket_path = await self.egress.start()
+        self.proc = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
         to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write, from_session = anyio.create_memory_object_stream[SessionMessage](16)
         pumps = [asyncio.create_task(self._pump_out(to_session)), asyncio.create_task(self._pump_in(from_session)),
@@ -171,6 +186,8 @@ class McpConnection:
             self._kill_now()
             for task in pumps:
                 task.cancel()
+            if self.egress is not None:
+                await self.egress.close()
 
     # ---- the stdio transport ----------------------------------------------------------------------
 
@@ -357,6 +374,8 @@ class McpConnection:
         if self._life is not None and asyncio.current_task() is not self._life:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._life), 5)
+        if self.egress is not None:
+            await self.egress.close()
 
     async def close(self) -> None:
         if self._watch is not None and asyncio.current_task() is not self._watch:

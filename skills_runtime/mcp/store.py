@@ -45,8 +45,20 @@ class ServerDecl(BaseModel):
     """Host paths the server needs, bound read-only at the same path (its venv, node_modules)."""
     env: dict[str, str] = Field(default_factory=dict, max_length=16)
     url: str | None = Field(default=None, max_length=2048)
-    network: tuple[str, ...] = ()
-    """Hosts a stdio server may reach. Not supported in this build: a non-empty list is refused."""
+    network: tuple[str, ...] = Field(default=(), max_length=16)
+    """Hosts a stdio server may reach through the bot's egress proxy (exact, or `*.example.com`)."""
+
+    @field_validator("network")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from skills_runtime.manifest import _HOST
+
+        hosts = tuple(h.strip().lower().rstrip(".") for h in value)
+        bad = [h for h in hosts if not _HOST.fullmatch(h)]
+        if bad:
+            raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
+                             f"or path): {bad}")
+        return hosts
 
     @field_validator("command", "binds")
     @classmethod
@@ -75,8 +87,8 @@ class ServerDecl(BaseModel):
             raise ValueError("a stdio server needs a command and no url")
         if self.transport == "http" and (self.url is None or self.command or self.binds):
             raise ValueError("an http server needs a url and no command")
-        if self.network:
-            raise ValueError("network access for stdio MCP servers is not supported in this build")
+        if self.network and self.transport != "stdio":
+            raise ValueError("network hosts are for stdio servers (an http server is reached at its url)")
         return self
 
 

@@ -55,9 +55,10 @@ def state_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def add_hostile(home: Path, state: Path, *targets: str, env: dict[str, str] | None = None) -> None:
+def add_hostile(home: Path, state: Path, *targets: str, env: dict[str, str] | None = None,
+                network: tuple[str, ...] = ()) -> None:
     (state / "variant").write_text("v1")
-    extra = [f"--env={k}={v}" for k, v in (env or {}).items()]
+    extra = [f"--env={k}={v}" for k, v in (env or {}).items()] + [f"--network={h}" for h in network]
     mcp(home, "add", "hostile", "--bind", str(HOSTILE), "--bind", str(state), *extra, "--",
         "/usr/bin/python3", "-I", str(HOSTILE / "server.py"), str(state), *targets)
 
