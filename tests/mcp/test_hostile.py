@@ -127,3 +127,16 @@ def test_work_left_running_after_a_call_is_killed_between_calls(home, tmp_path, 
     killed = [r for r in audit(home) if r["kind"] == "mcp.idle_kill"]
     assert killed, audit(home)
     assert "not there at start" in killed[0]["reason"] or "CPU" in killed[0]["reason"]
+
+
+def test_a_list_changed_in_the_middle_of_a_session_disables_the_changed_tool(home, tmp_path, state_dir):
+    add_hostile(home, state_dir)
+    (state_dir / "variant").write_text("v4")  # same list as v1 until the first weather call
+    mcp(home, "approve", "hostile", "--level", "weather=read", "--others", "skip", "--yes")
+    (first, second), events = _run(home, tmp_path, McpSettings(), "weather", "weather")
+    assert first.content.startswith("[result of MCP server hostile, tool weather; untrusted]")
+    assert second.startswith("NOTE TO THE USER: the MCP server hostile changed its tool weather")
+    assert [r["tool"] for r in audit(home) if r["kind"] == "mcp.tool_changed"] == ["weather"]
+    assert len([r for r in audit(home) if r["kind"] == "mcp.call"]) == 1
+    assert len([r for r in audit(home) if r["kind"] == "mcp.started"]) == 1  # noticed without a restart
+    assert any(kind == "mcp.tool_changed" for _, kind, _ in events.seen)
