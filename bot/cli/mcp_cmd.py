@@ -113,7 +113,9 @@ def describe_server(entry: Any, width: int) -> list[str]:
         rows += _author_rows("command: " + " ".join(decl.command), "  ", width, limit=600)
     else:
         rows += _author_rows(f"url: {decl.url}", "  ", width, limit=600)
-    rows += _plain_rows("sampling / elicitation requests: always refused", width)
+    rows += _plain_rows("sampling: " + ("answered by your model with the server's own messages only (never the "
+                                        "conversation), at most 4 a minute" if decl.sampling else "refused") +
+                        "; elicitation and roots: refused", width)
     return rows
 
 
@@ -123,7 +125,9 @@ def add(ctx: typer.Context, name: str,
         url: str = typer.Option(None, help="A streamable-HTTP server's URL (must be in bot.mcp.allowed_urls)."),
         bind: list[str] = typer.Option([], help="A host path the server needs, bound read-only (repeat)."),
         network: list[str] = typer.Option([], help="A host (or *.domain) a stdio server may reach (repeat)."),
-        env: list[str] = typer.Option([], help="KEY=VALUE for the server (never a secret; repeat).")) -> None:
+        env: list[str] = typer.Option([], help="KEY=VALUE for the server (never a secret; repeat)."),
+        sampling: bool = typer.Option(False, help="Answer its sampling requests with the bot's model (only its "
+                                                  "own messages, never the conversation).")) -> None:
     """Declare a server. Nothing runs and nothing is offered until `owlia mcp approve NAME`."""
     from skills_runtime.mcp.store import ServerDecl
 
@@ -131,7 +135,8 @@ def add(ctx: typer.Context, name: str,
     if len(pairs) != len(env):
         fail("--env takes KEY=VALUE")
     decl = _guard(lambda: ServerDecl(name=name, transport="http" if url else "stdio", command=tuple(command or ()),
-                                     url=url, binds=tuple(bind), env=pairs, network=tuple(network)))
+                                     url=url, binds=tuple(bind), env=pairs, network=tuple(network),
+                                     sampling=sampling))
     _guard(lambda: _store(ctx).add(decl))
     typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")
 

@@ -182,5 +182,13 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     sessions = SessionStore(home / "sessions")
     runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics,
                       skills=skills, mcp=mcp)
+
+    async def sample(request):  # MCP sampling: the server's messages only (skills_runtime/mcp/sampling.py)
+        router = await runtime.llm.router()
+        if router is None:
+            raise RuntimeError("no LLM credentials")
+        return await router.complete(request)
+
+    mcp.host.sampler = sample
     runtime.core = BotCore(sessions, runtime.agent, Commands(runtime), events, metrics)
     return runtime

@@ -110,6 +110,8 @@ class McpHost:
         self.fetch_policy = fetch_policy
         """The bot's web policy (None when bot.web is disabled); narrowed per server to its hosts."""
         self._net = {"resolve": resolve, "opener": opener}
+        self.sampler: Any = None
+        """Request -> Completion with the bot's model, for servers with sampling enabled (set by the runtime)."""
         self.sandbox = McpSandbox(settings)
         self._conns: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -134,7 +136,7 @@ class McpHost:
         if entry.decl.transport == "http" and entry.decl.url not in self.settings.allowed_urls:
             raise ToolFailure(f"the MCP server {name} is at a URL not in bot.mcp.allowed_urls; nothing was sent")
         conn = McpConnection(entry.decl, self.settings, self.audit, sandbox=self.sandbox, on_refused=self._on_refused,
-                             fetch_policy=self.fetch_policy, **self._net)
+                             fetch_policy=self.fetch_policy, sampler=self.sampler, **self._net)
         try:
             await conn.start()
         except (McpCallError, OSError, ValueError) as exc:

@@ -73,7 +73,7 @@ class ToolInfo:
 class McpConnection:
     def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
                  sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
-                 resolve: Any = None, opener: Any = None) -> None:
+                 resolve: Any = None, opener: Any = None, sampler: Any = None) -> None:
         self.decl = decl
         self.settings = settings
         self.audit = audit
@@ -83,6 +83,7 @@ class McpConnection:
         self._resolve = resolve
         self._opener = opener
         self.egress: Any = None
+        self.sampler = sampler
         self.max_message = settings.max_result_bytes + MESSAGE_OVERHEAD
         self.proc: asyncio.subprocess.Process | None = None
         self.session: ClientSession | None = None
@@ -141,7 +142,12 @@ class McpConnection:
     async def _run(self, ready: asyncio.Future) -> None:
         try:
             async with self._streams() as (read, write):
-                async with ClientSession(read, write, message_handler=self._on_message) as session:
+                extra: dict[str, Any] = {}
+                if self.decl.sampling:  # advertised only for a server the user enabled it for
+                    from skills_runtime.mcp.sampling import SamplingGate
+
+                    extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
+                async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
                     await session.initialize()
                     self.session = session
                     ready.set_result(None)
@@ -217,8 +223,9 @@ class McpConnection:
                     message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
                 except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
                     return self._violation("broke the protocol (not a JSON-RPC message)")
-                if isinstance(raw, dict) and raw.get("method") in SERVER_REQUESTS:
-                    self._refused(str(raw["method"]))
+                method = raw.get("method") if isinstance(raw, dict) else None
+                if method in SERVER_REQUESTS and not (method == "sampling/createMessage" and self.decl.sampling):
+                    self._refused(str(method))
                 if isinstance(raw, dict) and raw.get("method") == "notifications/tools/list_changed":
                     self.tools_changed = True
                 await to_session.send(SessionMessage(message))

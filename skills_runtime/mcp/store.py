@@ -45,6 +45,8 @@ class ServerDecl(BaseModel):
     """Host paths the server needs, bound read-only at the same path (its venv, node_modules)."""
     env: dict[str, str] = Field(default_factory=dict, max_length=16)
     url: str | None = Field(default=None, max_length=2048)
+    sampling: bool = False
+    """Answer the server's sampling requests with the bot's model (never with the conversation)."""
     network: tuple[str, ...] = Field(default=(), max_length=16)
     """Hosts a stdio server may reach through the bot's egress proxy (exact, or `*.example.com`)."""
 

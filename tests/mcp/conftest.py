@@ -56,9 +56,10 @@ def state_dir():
 
 
 def add_hostile(home: Path, state: Path, *targets: str, env: dict[str, str] | None = None,
-                network: tuple[str, ...] = ()) -> None:
+                network: tuple[str, ...] = (), sampling: bool = False) -> None:
     (state / "variant").write_text("v1")
-    extra = [f"--env={k}={v}" for k, v in (env or {}).items()] + [f"--network={h}" for h in network]
+    extra = [f"--env={k}={v}" for k, v in (env or {}).items()] + [f"--network={h}" for h in network] + (
+        ["--sampling"] if sampling else [])
     mcp(home, "add", "hostile", "--bind", str(HOSTILE), "--bind", str(state), *extra, "--",
         "/usr/bin/python3", "-I", str(HOSTILE / "server.py"), str(state), *targets)
 
