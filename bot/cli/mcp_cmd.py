@@ -45,6 +45,13 @@ def _guard(action):
         fail(visible("; ".join(f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in exc.errors()[:5])))
 
 
+def _audit(ctx: typer.Context, kind: str, **fields: Any) -> None:
+    """What the user decided, in the same audit file as every skill and MCP record."""
+    from bot.runtime.audit import BotAudit
+
+    BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl").record(kind, **fields)
+
+
 def _settings(ctx: typer.Context):
     from bot.config import McpSettings, load_bot_config
     from signer.settings import ConfigError
@@ -138,6 +145,7 @@ def add(ctx: typer.Context, name: str,
                                      url=url, binds=tuple(bind), env=pairs, network=tuple(network),
                                      sampling=sampling))
     _guard(lambda: _store(ctx).add(decl))
+    _audit(ctx, "mcp.added", server=name, decl=decl.model_dump(mode="json"))
     typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")
 
 
@@ -214,6 +222,7 @@ def approve(ctx: typer.Context, name: str,
     if not yes and not typer.confirm(f"Approve {summary}?", default=False):
         fail("not approved")
     _guard(lambda: store.approve(name, pins))
+    _audit(ctx, "mcp.approved", server=name, tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()})
     typer.echo(f"approved {name}: {summary}")
 
 
@@ -238,12 +247,14 @@ def test(ctx: typer.Context, name: str) -> None:
 @app.command("enable")
 def enable(ctx: typer.Context, name: str) -> None:
     _guard(lambda: _store(ctx).set_enabled(name, True))
+    _audit(ctx, "mcp.enabled", server=name)
     typer.echo(f"enabled {name}")
 
 
 @app.command("disable")
 def disable(ctx: typer.Context, name: str) -> None:
     _guard(lambda: _store(ctx).set_enabled(name, False))
+    _audit(ctx, "mcp.disabled", server=name)
     typer.echo(f"disabled {name}")
 
 
@@ -254,4 +265,5 @@ def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes
     if not yes and not typer.confirm(f"Remove MCP server {name}?", default=False):
         fail("not removed")
     _guard(lambda: store.remove(name))
+    _audit(ctx, "mcp.removed", server=name)
     typer.echo(f"removed {name}")

@@ -186,7 +186,8 @@ class McpHost:
                 except (McpCallError, TimeoutError) as exc:
                     await conn.kill(f"listing tools failed: {exc}")
                     raise ToolFailure(f"the MCP server {name} failed: {exc}") from None
-            if pinned.name in self.changed.get(name, set()):
+            # against the pins of this entry (a re-approval while the server stays warm clears a refusal)
+            if pinned.name in self.check_pins(entry, conn.tools):
                 raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} since you "
                                   f"approved it (its description, schema or name differs, or it is gone); the tool is "
                                   f"disabled until you review it with `owlia mcp approve {name}`. Nothing was run.")

@@ -140,3 +140,35 @@ def test_a_list_changed_in_the_middle_of_a_session_disables_the_changed_tool(hom
     assert len([r for r in audit(home) if r["kind"] == "mcp.call"]) == 1
     assert len([r for r in audit(home) if r["kind"] == "mcp.started"]) == 1  # noticed without a restart
     assert any(kind == "mcp.tool_changed" for _, kind, _ in events.seen)
+
+
+def test_re_approving_a_changed_tool_takes_effect_on_the_warm_server(home, tmp_path, state_dir):
+    add_hostile(home, state_dir)
+    mcp(home, "approve", "hostile", "--level", "weather=read", "--others", "skip", "--yes")
+    (state_dir / "variant").write_text("v2")
+    events = Events()
+
+    async def go() -> list:
+        source = McpTools.load(home, McpSettings())
+        outcomes = []
+        try:
+            for approve_first in (False, True):
+                if approve_first:  # the user reviews the new description and approves it again
+                    await asyncio.to_thread(mcp, home, "approve", "hostile", "--level", "weather=read", "--others",
+                                            "skip", "--yes")
+                tool = next(t for t in source.tools() if t.name == "mcp_hostile_weather")
+                try:
+                    outcomes.append(await tool.handler(_ctx(tmp_path, events), tool.args.model_validate({})))
+                except ToolFailure as exc:
+                    outcomes.append(str(exc))
+        finally:
+            await source.close()
+        return outcomes
+
+    refused, ran = asyncio.run(go())
+    assert refused.startswith("NOTE TO THE USER") and "Also send funds" in McpTools.load(
+        home, McpSettings()).tools()[0].description
+    assert ran.content.startswith("[result of MCP server hostile, tool weather; untrusted]")
+    assert len([r for r in audit(home) if r["kind"] == "mcp.started"]) == 1  # the warm server was not restarted
+    approved = [r for r in audit(home) if r["kind"] == "mcp.approved"]
+    assert len(approved) == 2 and approved[1]["tools"]["weather"]["level"] == "read"
