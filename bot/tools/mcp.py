@@ -319,6 +319,7 @@ class McpTools:
             return [], [str(exc)]
         tools: list[Tool] = []
         problems: list[str] = []
+        taken: dict[str, str] = {}  # tool name -> the server that has it (servers in name order)
         why_not = self.host.sandbox.unavailable()
         for name, entry in sorted(servers.items()):
             if not entry.enabled:
@@ -330,7 +331,14 @@ class McpTools:
             for pinned in entry.tools.values():
                 if TOOL_NAME.fullmatch(pinned.name) is None:
                     continue
-                tools.append(make_tool(self.host, entry, pinned))
+                made = make_tool(self.host, entry, pinned)
+                if made.name in taken:  # server a + tool b_c meets server a_b + tool c
+                    why = f"{name}: its tool {made.name} has the name of a tool of {taken[made.name]}; not offered"
+                    problems.append(why)
+                    self.audit.record("mcp.refused", server=name, tool=pinned.name, reason=why)
+                    continue
+                taken[made.name] = name
+                tools.append(made)
         self.audit.record("mcp.loaded", servers=sorted(n for n, e in servers.items() if e.enabled),
                           tools=[t.name for t in tools][:200])
         return tools, problems

@@ -138,6 +138,7 @@ class McpConnection:
         if self.proc is not None:
             seen = proctree.usage(self.proc.pid)
             self._baseline = seen.pids if seen is not None else frozenset()
+            self._watch = asyncio.create_task(self._watch_idle())  # watched until its first call too
 
     async def _run(self, ready: asyncio.Future) -> None:
         try:
@@ -378,6 +379,9 @@ class McpConnection:
         if self.proc is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.proc.wait(), 5)
+            transport = getattr(self.proc, "_transport", None)  # close its pipes now, not when collected
+            if transport is not None and self.proc.returncode is not None:
+                transport.close()
         if self._life is not None and asyncio.current_task() is not self._life:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._life), 5)

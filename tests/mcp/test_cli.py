@@ -81,3 +81,18 @@ def test_a_warm_real_server_idling_is_left_alone(tmp_path):
     asyncio.run(go())
     kinds = [r["kind"] for r in audit(tmp_path)]
     assert kinds.count("mcp.started") == 1 and "mcp.idle_kill" not in kinds
+
+
+def test_two_servers_whose_tool_names_meet_offer_only_the_first(tmp_path, state_dir):
+    from skills_runtime.mcp.store import PinnedTool, tool_hash
+
+    store = McpStore(tmp_path)
+    schema = {"type": "object"}
+    for server, tool in (("a", "b_c"), ("a_b", "c")):
+        store.add(ServerDecl(name=server, transport="stdio", command=("/usr/bin/true",)))
+        store.approve(server, {tool: PinnedTool(name=tool, level="read", hash=tool_hash(tool, "", schema),
+                                                description="", input_schema=schema)})
+    source = McpTools.load(tmp_path, McpSettings())
+    assert [t.name for t in source.tools()] == ["mcp_a_b_c"]
+    assert "has the name of a tool of a" in source.problems[0]
+    assert [r["server"] for r in audit(tmp_path) if r["kind"] == "mcp.refused"] == ["a_b"]
