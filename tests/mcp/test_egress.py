@@ -87,3 +87,47 @@ def test_a_server_allowed_hosts_does_not_start_when_web_access_is_off(home, tmp_
             await source.close()
 
     assert "web access is disabled" in asyncio.run(go())
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+from bot.net.ssrf import FetchError  # noqa: E402
+from bot.runtime.audit import BotAudit  # noqa: E402
+from skills_runtime.mcp.egress import Egress  # noqa: E402
+
+
+@given(host=st.one_of(st.sampled_from(["api.allowed.test", "x.allowed.test", "allowed.test", "evil.test",
+                                       "api.allowed.test.evil.test", "127.0.0.1", "[::1]", "0x7f000001",
+                                       "metadata.google.internal", "API.ALLOWED.TEST."]),
+                      st.from_regex(r"[a-z0-9.\-]{1,30}", fullmatch=True)),
+       port=st.integers(min_value=0, max_value=70000))
+@hsettings(max_examples=200, deadline=None)
+def test_a_tunnel_opens_only_to_an_allowed_name_on_80_or_443(host, port):
+    egress = Egress("s", ("api.allowed.test", "*.allowed.test"), BotAudit.__new__(BotAudit), FetchPolicy(),
+                    resolve=_public)
+
+    async def check() -> str | None:
+        try:
+            return await egress._check(*Egress._target(f"CONNECT {host}:{port} HTTP/1.1\r\n\r\n".encode()))
+        except FetchError:
+            return None
+
+    opened = asyncio.run(check())
+    name = host.lower().rstrip(".")
+    allowed = (name == "api.allowed.test" or (name.endswith(".allowed.test") and name != ".allowed.test")) \
+        and port in (80, 443)
+    assert (opened == PUBLIC) == allowed, (host, port, opened)
+
+
+async def _public(host: str, port: int) -> list[str]:
+    return [PUBLIC]
+
+
+def test_anything_but_connect_is_refused_before_any_lookup():
+    for head in (b"GET http://api.allowed.test/ HTTP/1.1\r\n\r\n", b"CONNECT api.allowed.test HTTP/1.1\r\n\r\n",
+                 b"\xff\xfe\r\n\r\n", b"CONNECT :443 HTTP/1.1\r\n\r\n"):
+        try:
+            Egress._target(head)
+        except (FetchError, UnicodeDecodeError):
+            continue
+        raise AssertionError(head)
