@@ -9,7 +9,7 @@ import typer
 
 from bot.cli import (
     audit_cmd, auth_cmd, bridge_cmd, chain_cmd, chat_cmd, companion_cmd, cron_cmd, doctor_cmd, init_cmd, pair_cmd,
-    policy_cmd, security_cmd, service_cmd, sign_cmd, signer_cmd, skill_cmd, start_cmd, up_cmd,
+    mcp_cmd, policy_cmd, security_cmd, service_cmd, sign_cmd, signer_cmd, skill_cmd, start_cmd, up_cmd,
 )
 
 app = typer.Typer(
@@ -41,6 +41,7 @@ app.add_typer(cron_cmd.app, name="cron")
 app.add_typer(companion_cmd.app, name="companion")
 app.add_typer(bridge_cmd.app, name="bridge")
 app.add_typer(skill_cmd.app, name="skill")
+app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(security_cmd.app, name="security")
 app.add_typer(service_cmd.app, name="service")
 app.command("up")(up_cmd.up)

@@ -43,6 +43,7 @@ class Runtime:
     metrics: Any
     core: BotCore | None = None
     skills: Any = None
+    mcp: Any = None
 
     async def agent(self, profile: str | None = None) -> Agent | None:
         router = await self.llm.router(profile)
@@ -63,6 +64,8 @@ class Runtime:
         services = self.services
         if self.skills is not None:
             await self.skills.close()
+        if self.mcp is not None:
+            await self.mcp.close()
         if services.signer is not None:
             await services.signer.close()
         if services.fetcher is not None:
@@ -169,12 +172,23 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     from bot.tools.skills import load_skill_tools
 
     skills = load_skill_tools(home, config.bot.skills, fetcher.policy if fetcher is not None else None)
-    registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools)
+    from bot.tools.mcp import McpTools
+
+    mcp = McpTools.load(home, config.bot.mcp, fetcher.policy if fetcher is not None else None)
+    registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools, dynamic=mcp.tools)
     audit = BotAudit(home / "logs" / "bot-audit.jsonl")
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
     llm = LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json")
     sessions = SessionStore(home / "sessions")
     runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics,
-                      skills=skills)
+                      skills=skills, mcp=mcp)
+
+    async def sample(request):  # MCP sampling: the server's messages only (skills_runtime/mcp/sampling.py)
+        router = await runtime.llm.router()
+        if router is None:
+            raise RuntimeError("no LLM credentials")
+        return await router.complete(request)
+
+    mcp.host.sampler = sample
     runtime.core = BotCore(sessions, runtime.agent, Commands(runtime), events, metrics)
     return runtime
