@@ -11,7 +11,6 @@ is what is pinned (a hash of name, description and schema). `test` re-lists and 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -90,6 +89,8 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
             sandbox.remove()
 
     try:
+        import asyncio  # lazily: `owlia --help` imports every command module
+
         return asyncio.run(go())
     except (McpCallError, SandboxUnavailable, OSError) as exc:
         fail(visible(f"{entry.decl.name} could not be started: {exc}"))
