@@ -148,7 +148,10 @@ class SignerWatch:
         if not isinstance(request_id, str):
             return
         reply = await self._status(request_id) or data
-        await self._tell(request_id, reply)
+        if data.get("shown") is True and reply.get("status") == data.get("status"):
+            self._remember(request_id, str(reply.get("status")))  # the chat showed the card: one outcome, one card
+        else:
+            await self._tell(request_id, reply)
         if reply.get("status") != PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
@@ -180,14 +183,21 @@ class SignerWatch:
             return None
         return dict(reply) if isinstance(reply, dict) else None
 
-    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
-        key = (request_id, str(reply.get("status")))
+    def _remember(self, request_id: str, status: str) -> bool:
+        """Note that this outcome has been told; False if it already was."""
+        key = (request_id, status)
         if key in self._told:
-            return
+            return False
         self._told[key] = None
         while len(self._told) > MAX_REMEMBERED:
             self._told.popitem(last=False)
         self._save_told()
+        return True
+
+    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
+        key = (request_id, str(reply.get("status")))
+        if not self._remember(*key):
+            return
         self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
         tx_hash = reply.get("tx_hash")
         public = (tx_hash,) if isinstance(tx_hash, str) else ()

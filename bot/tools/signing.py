@@ -120,7 +120,8 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),
                                                         "rule_id": reply.get("rule_id"),
-                                                        "request_id": reply.get("request_id")})
+                                                        "request_id": reply.get("request_id"),
+                                                        "shown": ctx.shown_in_chat})
     return outcome_output(reply)
 
 
