@@ -53,9 +53,13 @@ def describe(reply: dict[str, Any]) -> str:
                 f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
     if status == "expired":
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
-    detail = reply.get("error") or reply.get("reason") or ""
+    detail = str(reply.get("error") or reply.get("reason") or "")
     shown = f"{summary} ({detail})" if detail else summary
-    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
+    told = f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
+    if "insufficient funds" in detail.lower():
+        told += ("\nThe account that pays (the main account for a companion approval, else the session key) "
+                 "lacks ETH for the amount plus gas: fund it, then ask again.")
+    return told
 
 
 class SignerWatch:
