@@ -113,12 +113,19 @@ def render_signer_card(data: dict) -> str:
             lines.append(f"         not confirmed sent: {data.get('broadcast_unknown')}")
     elif status == "pending_approval":
         lines.append(f"         waiting for your companion app (request {data.get('request_id')})")
-        lines.append(f"         why: {data.get('rule_id')}: {data.get('reason')}")
+        lines += [f"         why: {why}" for why in _reasons(data)]
     elif status == "denied":
-        lines.append(f"         rule {data.get('rule_id')}: {data.get('reason')}")
+        lines += [f"         rule {why}" for why in _reasons(data)]
     elif data.get("error"):
         lines.append(f"         {data.get('error')}")
     return "\n".join(lines) + "\n"
+
+
+def _reasons(data: dict) -> list[str]:
+    reasons = data.get("reasons")
+    if isinstance(reasons, list) and reasons:
+        return [str(r) for r in reasons]
+    return [f"{data.get('rule_id')}: {data.get('reason')}"]
 
 
 class ConsoleChannel:

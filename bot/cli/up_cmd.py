@@ -79,6 +79,7 @@ def up(
     except DevChainError as exc:
         fail(str(exc))
     signer_proc: subprocess.Popen | None = None
+    bot_proc: subprocess.Popen | None = None
     try:
         typer.echo(f"dev chain {dev_chain.id} at {chain.url}")
         paths = SignerPaths.from_config(home, config)
@@ -117,19 +118,45 @@ def up(
         if demo:
             _demo(home)
             return
-        typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         from bot.cli.chat_cmd import _chat
         from bot.config import load_bot_config
 
+        bot_config = load_bot_config(home)
+        channels = _configured_channels(home, bot_config)
+        if channels:  # the configured chat channels run too, as `owlia start` in a process of its own
+            log_path = ensure_private_dir(home / "logs") / "bot.log"
+            with open(log_path, "ab") as log_file:
+                bot_proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
+                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, env=env)
+            typer.echo(f"bot: {', '.join(channels)} running (log: {log_path})")
+        typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         try:
-            run(_chat(home, load_bot_config(home), None))
+            run(_chat(home, bot_config, None))
         except KeyboardInterrupt:
             typer.echo("stopping")
     finally:
+        if bot_proc and bot_proc.poll() is None:
+            bot_proc.terminate()
+            bot_proc.wait(timeout=20)
         if signer_proc and signer_proc.poll() is None:
             signer_proc.terminate()
             signer_proc.wait(timeout=15)
         chain.stop()
+
+
+def _configured_channels(home: Path, config) -> list[str]:
+    """The chat channels `owlia start` would run here: enabled, with a token."""
+    from bot.channels.tokens import TokenError, load_token
+
+    found = []
+    for name in ("telegram", "discord"):
+        settings = getattr(config.bot.channels, name)
+        try:
+            if settings.enabled and load_token(home, settings, name):
+                found.append(name)
+        except TokenError as exc:
+            typer.secho(f"bot: {name} skipped: {exc}", fg=typer.colors.YELLOW, err=True)
+    return found
 
 
 def _demo(home: Path) -> None:

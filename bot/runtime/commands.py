@@ -37,6 +37,7 @@ Commands:
 /cancel — stop the request that is running
 /pair approve CODE — (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
+PENDING = "pending_approval"
 SEND_USAGE = "usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth"
 
 COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
@@ -119,7 +120,7 @@ class Commands:
         if signer is None:
             return "The signer is not configured."
         pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
-                   if data.get("status") == "pending_approval" and data.get("request_id")]
+                   if data.get("status") == PENDING and data.get("request_id")]
         lines = []
         for request_id in dict.fromkeys(pending):
             try:
@@ -127,8 +128,14 @@ class Commands:
             except Exception as exc:  # noqa: BLE001
                 lines.append(f"{request_id}: unknown ({type(exc).__name__})")
                 continue
-            lines.append(f"{request_id}: {state.get('state', state.get('status'))} — {state.get('summary', '')}")
-        return "\n".join(lines) if lines else "No requests from this chat are waiting for approval."
+            status = str(state.get("status"))  # the signer's judgement, expiry included (`state` is the raw row)
+            why = state.get("error") or (state.get("reason") if status not in ("signed", PENDING) else None)
+            lines.append(f"{request_id}: {status.replace('_', ' ')} — {state.get('summary', '')}"
+                         + (f" ({why})" if why else ""))
+        waiting = sum(1 for line in lines if ": pending approval — " in line)
+        if not lines:
+            return "No requests from this chat are waiting for approval."
+        return f"{waiting} waiting for your companion app:\n" + "\n".join(lines)
 
     async def pair(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         """Owners approve pairing codes from their own DM; to anyone else the command does not exist."""

@@ -53,9 +53,13 @@ def describe(reply: dict[str, Any]) -> str:
                 f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
     if status == "expired":
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
-    detail = reply.get("error") or reply.get("reason") or ""
+    detail = str(reply.get("error") or reply.get("reason") or "")
     shown = f"{summary} ({detail})" if detail else summary
-    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
+    told = f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
+    if "insufficient funds" in detail.lower():
+        told += ("\nThe account that pays (the main account for a companion approval, else the session key) "
+                 "lacks ETH for the amount plus gas: fund it, then ask again.")
+    return told
 
 
 class SignerWatch:
@@ -148,7 +152,10 @@ class SignerWatch:
         if not isinstance(request_id, str):
             return
         reply = await self._status(request_id) or data
-        await self._tell(request_id, reply)
+        if data.get("shown") is True and reply.get("status") == data.get("status"):
+            self._remember(request_id, str(reply.get("status")))  # the chat showed the card: one outcome, one card
+        else:
+            await self._tell(request_id, reply)
         if reply.get("status") != PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
@@ -180,14 +187,21 @@ class SignerWatch:
             return None
         return dict(reply) if isinstance(reply, dict) else None
 
-    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
-        key = (request_id, str(reply.get("status")))
+    def _remember(self, request_id: str, status: str) -> bool:
+        """Note that this outcome has been told; False if it already was."""
+        key = (request_id, status)
         if key in self._told:
-            return
+            return False
         self._told[key] = None
         while len(self._told) > MAX_REMEMBERED:
             self._told.popitem(last=False)
         self._save_told()
+        return True
+
+    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
+        key = (request_id, str(reply.get("status")))
+        if not self._remember(*key):
+            return
         self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
         tx_hash = reply.get("tx_hash")
         public = (tx_hash,) if isinstance(tx_hash, str) else ()

@@ -87,6 +87,8 @@ class ToolExecutor:
     async def execute(self, ctx: ToolContext, calls: Sequence[ToolCall], confirmer: Confirmer | None,
                       on_event: EventSink | None = None) -> list[Executed]:
         """Results in the order of `calls`; reads batched concurrently between serial writes/signs."""
+        if on_event is not None and not ctx.shown_in_chat:
+            ctx = replace(ctx, shown_in_chat=True)
         results: list[Executed | None] = [None] * len(calls)
         found = [self.registry.lookup(call.name, ctx.kind, ctx.channel) for call in calls]
         batch: list[int] = []

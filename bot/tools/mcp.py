@@ -256,7 +256,8 @@ class McpHost:
                           rule_id=data.get("rule_id"), request_id=data.get("request_id"))
         ctx.services.events.emit("signer", "sign.outcome", {"status": data.get("status"), "source": f"mcp.{server}",
                                                             "rule_id": data.get("rule_id"),
-                                                            "request_id": data.get("request_id")})
+                                                            "request_id": data.get("request_id"),
+                                                            "shown": ctx.shown_in_chat})
         return out
 
     async def close(self) -> None:

@@ -72,18 +72,28 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
         if reply.get("broadcast_unknown"):
             lines.append(f"the node's answer was lost, do not send it again: {reply['broadcast_unknown']}")
     elif status == "pending_approval":
-        lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); "
-                     f"why: {reply.get('rule_id')}: {reply.get('reason')}")
+        why = "; ".join(fired_rules(reply)) or f"{reply.get('rule_id')}: {reply.get('reason')}"
+        lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); why: {why}")
     elif status == "denied":
         lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
             "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
     data = {k: reply[k] for k in keep if k in reply}
+    if len(fired := fired_rules(reply)) > 1:  # every rule that fired, not only the first
+        data["reasons"] = fired
     if status not in ("signed", "pending_approval", "denied"):
         why = str(reply.get("error") or reply.get("reason") or "no reason given")
         data["error"] = f"{why} {fix}" if (fix := remedy(why)) else why  # the card shows why, and what to do
         lines.append(f"failed: {data['error']}")
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
+
+
+def fired_rules(reply: dict[str, Any]) -> list[str]:
+    """`rule: reason` for every finding of the signer's decision that was not an allow."""
+    decision = reply.get("decision")
+    findings = decision.get("findings") if isinstance(decision, dict) else None
+    return [f"{f.get('rule_id')}: {f.get('reason')}" for f in findings or []
+            if isinstance(f, dict) and f.get("outcome") != "allow"]
 
 
 def remedy(error: str) -> str | None:
@@ -120,7 +130,8 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),
                                                         "rule_id": reply.get("rule_id"),
-                                                        "request_id": reply.get("request_id")})
+                                                        "request_id": reply.get("request_id"),
+                                                        "shown": ctx.shown_in_chat})
     return outcome_output(reply)
 
 

@@ -389,6 +389,9 @@ class Companion:
                     result = await self.answer(request, choice)
                     report(f"{choice.action}: {short(result.get('status'), 40)} "
                            f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip())
+                    if result.get("status") == "failed":  # the signer's words on why, not only "failed"
+                        report("\n".join(block("why it failed", str(result.get("error") or "no reason given"),
+                                                600)))
                 except CompanionError as exc:
                     # ours in full; the bridge's words were cut to 200 characters as they arrived
                     report("\n".join(block(f"{choice.action} refused", exc.message, 600)))

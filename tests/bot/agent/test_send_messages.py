@@ -36,3 +36,9 @@ def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
     out = harness.chat("/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth")
     assert "insufficient funds" in out.lower(), out
     assert "owlia signer session-key topup" in out and "owlia companion topup" in out
+
+
+def test_an_escalation_card_lists_every_rule_that_fired(bot) -> None:
+    out = bot.chat("/send 0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC 0.02eth")  # new recipient and over the limit
+    assert "PENDING APPROVAL" in out, out
+    assert "why: recipient.new:" in out and "why: limit.per_tx:" in out
