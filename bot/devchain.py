@@ -62,7 +62,7 @@ class DevChain:
 
     def start(self, timeout: float = 15.0) -> DevChain:
         cmd = [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(self.port),
-               "--chain-id", str(self.chain_id), "--silent"]
+               "--chain-id", str(self.chain_id), "--hardfork", "prague", "--silent"]  # prague: EIP-7702 (Tier 3)
         if self.block_time:
             cmd += ["--block-time", str(self.block_time)]
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

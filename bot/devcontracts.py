@@ -1,0 +1,71 @@
+"""Deploy the MetaMask Delegation Framework (Tier 3) on a local anvil chain.
+
+The creation bytecode comes from the npm package `@metamask/delegation-abis` (package.json, installed
+by .ci/setup); nothing is compiled here. The result is what `chains[].delegation` in config.yaml
+holds: every contract's address and the keccak-256 of its deployed code, which the signer checks
+(eth_getCode) before it first relies on a contract.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from bot.devchain import PROJECT_ROOT, DevChainError, rpc
+from signer.grants import ENFORCERS
+from signer.txcodec import keccak256
+
+BYTECODE_DIR = PROJECT_ROOT / "node_modules" / "@metamask" / "delegation-abis" / "dist" / "bytecode"
+_BYTECODE = re.compile(r'const bytecode = "0x([0-9a-fA-F]+)"')
+
+
+def creation_code(name: str, directory: Path = BYTECODE_DIR) -> bytes:
+    path = directory / f"{name}.cjs"
+    if not path.is_file():
+        raise DevChainError(f"{path} is missing: run `bash .ci/setup` (npm install @metamask/delegation-abis)")
+    match = _BYTECODE.search(path.read_text())
+    if match is None:
+        raise DevChainError(f"{path} holds no creation bytecode")
+    return bytes.fromhex(match.group(1))
+
+
+def _word_address(address: str) -> bytes:
+    return b"\x00" * 12 + bytes.fromhex(address[2:])
+
+
+def _deploy(url: str, sender: str, code: bytes) -> str:
+    tx_hash = rpc(url, "eth_sendTransaction", [{"from": sender, "data": "0x" + code.hex(), "gas": hex(12_000_000)}])
+    receipt = None
+    for _ in range(400):
+        receipt = rpc(url, "eth_getTransactionReceipt", [tx_hash])
+        if receipt:
+            break
+        time.sleep(0.025)
+    if not receipt or int(receipt["status"], 16) != 1:
+        raise DevChainError(f"deploying a delegation contract failed (tx {tx_hash})")
+    return receipt["contractAddress"].lower()
+
+
+def code_hash(url: str, address: str) -> str:
+    code = rpc(url, "eth_getCode", [address, "latest"])
+    return "0x" + keccak256(bytes.fromhex(code[2:])).hex()
+
+
+def deploy_delegation_framework(url: str) -> dict:
+    """Deploy DelegationManager, EIP7702StatelessDeleGator (with an EntryPoint) and the enforcers
+    Tier 3 uses, from anvil's first unlocked account; return the config section for the chain."""
+    sender = rpc(url, "eth_accounts")[0].lower()
+    manager = _deploy(url, sender, creation_code("DelegationManager") + _word_address(sender))
+    entry_point = _deploy(url, sender, creation_code("EntryPoint"))
+    delegator = _deploy(url, sender, creation_code("EIP7702StatelessDeleGator") + _word_address(manager)
+                        + _word_address(entry_point))
+    enforcers = {name: _deploy(url, sender, creation_code(name)) for name in ENFORCERS}
+    addresses = [manager, delegator, *enforcers.values()]
+    return {
+        "manager": manager,
+        "stateless_delegator": delegator,
+        "entry_point": entry_point,
+        "enforcers": enforcers,
+        "code_hashes": {a: code_hash(url, a) for a in addresses},
+    }
