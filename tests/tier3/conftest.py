@@ -69,8 +69,8 @@ def new_main_account(chain: DevChain, wei: int = 10**18) -> MainAccount:
     return main
 
 
-def tier3_stack(make_stack, chain: DevChain) -> SignerStack:
-    stack = make_stack(rpc_url=chain.url)
+def tier3_stack(make_stack, chain: DevChain, **kwargs) -> SignerStack:
+    stack = make_stack(rpc_url=chain.url, **kwargs)
     config_path = stack.home / "config.yaml"
     config = yaml.safe_load(config_path.read_text())
     config["chains"][0]["delegation"] = chain.contracts
