@@ -69,3 +69,22 @@ def deploy_delegation_framework(url: str) -> dict:
         "enforcers": enforcers,
         "code_hashes": {a: code_hash(url, a) for a in addresses},
     }
+
+
+def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
+    """Write `section` as `delegation:` of the chain with this id in config.yaml; False when the file
+    or the chain is not there (the caller prints the section instead). The file stays 0600."""
+    import yaml
+
+    from signer.fsperm import write_private_file
+
+    if not config_path.exists():
+        return False
+    data = yaml.safe_load(config_path.read_text()) or {}
+    chains = data.get("chains") if isinstance(data, dict) else None
+    entry = next((c for c in chains or [] if isinstance(c, dict) and c.get("id") == chain_id), None)
+    if entry is None:
+        return False
+    entry["delegation"] = section
+    write_private_file(config_path, yaml.safe_dump(data, sort_keys=False).encode())
+    return True

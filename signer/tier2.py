@@ -49,7 +49,7 @@ class SessionSigner:
                                   "the session key was revoked or the signer frozen before signing")
         to, value, data, grant_id = call.to, call.value, call.data, None
         grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
-        if grant is None and chain.settings.delegation is not None:  # a Tier 3 chain: only through a grant
+        if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):
             return self.abandoned(request_id, decision, summary, "tier3.no_grant",
                                   "this chain is a Tier 3 account and no grant is live: grant one from the companion")
         if grant is not None:  # Tier 3: the main account pays through the grant; the caveats are the ceiling

@@ -126,6 +126,7 @@ class Tier3:
     def __init__(self, chains: dict[int, Chain]) -> None:
         self.chains = chains
         self._grants: dict[str, Grant] = {}
+        self._tier3_chains: set[int] = set()  # chains that ever had a grant: they never fall back to Tier 2
         self._code_checked: set[tuple[int, str]] = set()
 
     @staticmethod
@@ -137,6 +138,7 @@ class Tier3:
     def load(self, conn: sqlite3.Connection, policy: Policy, session_addresses: dict[int, tuple[str, float]]) -> list[str]:
         """Load live grants, re-verifying each; one that no longer verifies is skipped (and named)."""
         problems = []
+        self._tier3_chains |= {r[0] for r in conn.execute("SELECT DISTINCT chain_id FROM tier3_grants")}
         rows = conn.execute("SELECT grant_id, chain_id, delegations, status, created_at FROM tier3_grants "
                             "WHERE status=?", (LIVE,)).fetchall()
         for grant_id, chain_id, raw, status, created in rows:
@@ -178,6 +180,11 @@ class Tier3:
 
     def install(self, grant: Grant) -> None:
         self._grants[grant.grant_id] = grant
+        self._tier3_chains.add(grant.chain_id)
+
+    def is_tier3(self, chain_id: int) -> bool:
+        """Once granted, a chain stays Tier 3: a revoked grant never falls back to the session key's float."""
+        return chain_id in self._tier3_chains
 
     def drop(self, grant_id: str) -> Grant | None:
         return self._grants.pop(grant_id, None)
@@ -304,5 +311,6 @@ class Tier3:
                 except ChainError as exc:
                     entry["error"] = str(exc)
                 lanes.append(entry)
-            out.append({**grant.to_json(), "lanes": lanes})
+            out.append({**grant.to_json(), "lanes": lanes,
+                        "delegations": [d.to_json() for d in grant.delegations]})
         return out

@@ -65,3 +65,59 @@ def _checksum(address: str) -> str:
     from signer.approval_request import to_checksum
 
     return to_checksum(address)
+
+
+class ChainLink:
+    """The few JSON-RPC calls the companion's Tier 3 acts need: nonce, fees, send, wait, read."""
+
+    def __init__(self, rpc_url: str, chain_id: int, *, timeout: float = 10.0) -> None:
+        from signer.rpc import JsonRpcHttp
+
+        self.rpc = JsonRpcHttp(rpc_url, timeout=timeout)
+        self.chain_id = chain_id
+
+    def _call(self, method: str, *params):
+        return self.rpc.call_blocking(method, list(params))
+
+    def tx_fields(self, address: str) -> dict[str, int]:
+        """nonce, max_fee and max_priority_fee for the next transaction from `address`."""
+        block = self._call("eth_getBlockByNumber", "latest", False)
+        tip = int(self._call("eth_maxPriorityFeePerGas"), 16)
+        base = int(block.get("baseFeePerGas") or "0x0", 16)
+        return {"chain_id": self.chain_id, "nonce": int(self._call("eth_getTransactionCount", address, "pending"), 16),
+                "max_fee": 2 * base + tip, "max_priority_fee": tip}
+
+    def send(self, raw: bytes, timeout: float = 60.0) -> dict:
+        import time
+
+        tx_hash = self.rpc.call_blocking("eth_sendRawTransaction", ["0x" + raw.hex()], retry=False)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            receipt = self._call("eth_getTransactionReceipt", tx_hash)
+            if receipt:
+                return receipt
+            time.sleep(0.2)
+        raise TimeoutError(f"no receipt for {tx_hash} within {timeout:.0f}s")
+
+    def code(self, address: str) -> bytes:
+        return bytes.fromhex(self._call("eth_getCode", address, "latest")[2:])
+
+    def is_disabled(self, manager: str, delegation: Delegation) -> bool:
+        from signer.delegation import disabled_calldata
+
+        raw = self._call("eth_call", {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
+                         "latest")
+        return int(raw, 16) != 0
+
+    def timestamp(self) -> int:
+        return int(self._call("eth_getBlockByNumber", "latest", False)["timestamp"], 16)
+
+    def close(self) -> None:
+        self.rpc.close()
+
+
+def delegated_to(code: bytes) -> str | None:
+    """The EIP-7702 designation in an account's code, or None for a plain account."""
+    if len(code) == 23 and code[:3] == bytes.fromhex("ef0100"):
+        return "0x" + code[3:].hex()
+    return None
