@@ -228,7 +228,10 @@ class Tier3:
             if transfer.recipient != lane.recipient:
                 return Refusal("onchain.allowed_calldata", "the grant pins another recipient for this token")
         try:
-            await self._check_code(chain, contracts)
+            mismatch = await self._check_code(chain, contracts)
+            if mismatch is not None:
+                return Refusal("tier3.code_hash", f"the code at {mismatch} is not the configured contract (its code "
+                                                  "hash differs): check chains[].delegation in config.yaml")
             designated = DESIGNATION_PREFIX + bytes.fromhex(contracts.stateless_delegator[2:])
             if await chain.code(grant.account) != designated:
                 return Refusal("onchain.frozen", "the main account is no longer delegated to the "
@@ -241,15 +244,17 @@ class Tier3:
         return Redeem(contracts.manager.lower(), 0, redeem_calldata([delegation], target, value, data),
                       grant.grant_id)
 
-    async def _check_code(self, chain: Chain, contracts: DelegationContracts) -> None:
+    async def _check_code(self, chain: Chain, contracts: DelegationContracts) -> str | None:
+        """The first contract whose code is not what config.yaml pinned, or None; checked once per process."""
         for address in (contracts.manager, contracts.stateless_delegator, *contracts.enforcers.values()):
             key = (chain.settings.id, address.lower())
             if key in self._code_checked:
                 continue
             digest = "0x" + keccak256(await chain.code(address)).hex()
             if digest != contracts.code_hash(address):
-                raise ChainError(f"the code at {address} is not the configured contract (code hash differs)")
+                return address
             self._code_checked.add(key)
+        return None
 
     async def _check_state(self, chain: Chain, contracts: DelegationContracts, delegation: Delegation, lane: Lane,
                            amount: int) -> Refusal | None:

@@ -1,0 +1,60 @@
+"""Grant state survives a restart, an edited grant row is not used, and contracts whose code is not
+the configured code hash are never relied on."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+import yaml
+
+from tests.conftest import FRIEND, wait_receipt
+from tests.tier3.conftest import new_main_account, tier3_stack
+from tests.tier3.test_stolen_host import CENT, grant, send
+
+pytestmark = [pytest.mark.chain, pytest.mark.slow]
+
+
+def test_grant_survives_restart_and_an_edited_row_is_refused(make_stack, chain3):
+    stack = tier3_stack(make_stack, chain3)
+    main = new_main_account(chain3)
+    key = stack.funded_session_key()
+    grant(stack, chain3, main, key["address"])
+    stack.stop()
+    stack.start()
+    token = stack.client_token("bot")
+    ok = send(stack, token, FRIEND, CENT)
+    assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1", ok
+
+    # Someone with the database widens the stored per-transaction cap: the row no longer verifies.
+    stack.stop()
+    conn = sqlite3.connect(stack.paths.db)
+    raw = json.loads(conn.execute("SELECT delegations FROM tier3_grants").fetchone()[0])
+    value_lte = raw[0]["caveats"][1]
+    value_lte["terms"] = "0x" + (10**18).to_bytes(32, "big").hex()
+    conn.execute("UPDATE tier3_grants SET delegations=?", (json.dumps(raw),))
+    conn.commit()
+    conn.close()
+    stack.start()
+    denied = send(stack, token, FRIEND, 2 * CENT)  # over the policy's per_tx: escalated off-chain anyway
+    assert denied["status"] != "signed"
+    denied = send(stack, token, FRIEND, CENT)
+    assert denied["status"] != "signed" and denied["rule_id"] == "tier3.no_grant", denied
+    assert "is not used" in stack.log.read_text()
+
+
+def test_contract_code_not_matching_the_config_is_never_used(make_stack, chain3):
+    stack = tier3_stack(make_stack, chain3)
+    main = new_main_account(chain3)
+    key = stack.funded_session_key()
+    grant(stack, chain3, main, key["address"])
+    stack.stop()
+    config_path = stack.home / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    manager = config["chains"][0]["delegation"]["manager"]
+    config["chains"][0]["delegation"]["code_hashes"][manager] = "0x" + "00" * 32
+    config_path.write_text(yaml.safe_dump(config))
+    stack.start()
+    denied = send(stack, stack.client_token("bot"), FRIEND, CENT)
+    assert denied["status"] != "signed" and denied["rule_id"] == "tier3.code_hash", denied
