@@ -88,3 +88,34 @@ def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
     entry["delegation"] = section
     write_private_file(config_path, yaml.safe_dump(data, sort_keys=False).encode())
     return True
+
+
+# The Delegation Framework v1.3.0's deterministic (CREATE2, salt "GATOR") deployments, the same address
+# on every chain it is deployed to (MetaMask/delegation-framework, documents/Deployments.md).
+CANONICAL_V1_3_0 = {
+    "manager": "0xdb9b1e94b5b69df7e401ddbede43491141047db3",
+    "stateless_delegator": "0x63c0c19a282a1b52b07dd5a65b58948a07dae32b",
+    "enforcers": {
+        "AllowedTargetsEnforcer": "0x7f20f61b1f09b08d970938f6fa563634d65c4eeb",
+        "AllowedCalldataEnforcer": "0xc2b0d624c1c4319760c96503ba27c347f3260f55",
+        "ValueLteEnforcer": "0x92bf12322527caa612fd31a0e810472bbb106a8f",
+        "NativeTokenPeriodTransferEnforcer": "0x9bc0faf4aca5ae429f4c06aeeac517520cb16bd9",
+        "ERC20PeriodTransferEnforcer": "0x474e3ae7e169e940607cc624da8a15eb120139ab",
+        "TimestampEnforcer": "0x1046bb45c8d673d4ea75321280db34899413c069",
+        "LimitedCallsEnforcer": "0x04658b29f6b82ed55274221a06fc97d318e25416",
+    },
+}
+
+
+def pin_canonical(url: str) -> dict:
+    """The config section for a real chain: the canonical addresses and the code hash each has there now.
+    Refuses when any of them has no code (not deployed on this chain)."""
+    addresses = [CANONICAL_V1_3_0["manager"], CANONICAL_V1_3_0["stateless_delegator"],
+                 *CANONICAL_V1_3_0["enforcers"].values()]
+    hashes = {}
+    for address in addresses:
+        code = rpc(url, "eth_getCode", [address, "latest"])
+        if code in ("0x", "0x0", None):
+            raise DevChainError(f"no contract at {address} on this chain: the framework is not deployed here")
+        hashes[address] = "0x" + keccak256(bytes.fromhex(code[2:])).hex()
+    return {**CANONICAL_V1_3_0, "enforcers": dict(CANONICAL_V1_3_0["enforcers"]), "code_hashes": hashes}

@@ -243,3 +243,28 @@ def status(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
             calls = "" if lane["calls_left"] is None else f", {lane['calls_left']} transactions left"
             flag = " DISABLED on chain" if lane["disabled"] else ""
             typer.echo(f"    left this period: {lane['left_words']} (period ends {ends}){calls}{flag}")
+
+
+@app.command("pin")
+def pin(ctx: typer.Context, chain_id: int = typer.Option(..., "--chain", help="The chain to pin the contracts of."),
+        yes: bool = YES_OPTION) -> None:
+    """Real chains: record the canonical Delegation Framework v1.3.0 addresses and their current code hashes
+    in config.yaml; the signer then refuses any contract whose code differs (docs/tier3.md)."""
+    from bot.devchain import DevChainError
+    from bot.devcontracts import pin_canonical, record_in_config
+    from bot.cli.common import home_of
+
+    chain = signer_config(ctx).chain(chain_id)
+    if chain is None:
+        fail(f"chain {chain_id} is not in config.yaml")
+    try:
+        section = pin_canonical(chain.rpc_url)
+    except (DevChainError, OSError) as exc:
+        fail(str(exc))
+    lines = [f"Pin these contracts for chain {chain_id} ({chain.name}); compare each code hash with a second, "
+             "independent node or a block explorer before you confirm:"]
+    lines += [f"  {address}  code keccak {digest}" for address, digest in section["code_hashes"].items()]
+    _confirm(lines, yes)
+    if not record_in_config(home_of(ctx) / "config.yaml", chain_id, section):
+        fail("could not write config.yaml")
+    typer.echo(f"pinned under chains[{chain_id}].delegation")

@@ -110,3 +110,25 @@ def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chai
     assert frozen.returncode == 0, frozen.stdout + frozen.stderr
     assert rpc(chain3.url, "eth_getCode", [main, "latest"]) in ("0x", "0x0")
     assert "FROZEN" in owlia("wallet", "status", "--dir", str(companion_dir)).stdout
+
+
+def test_wallet_pin_records_canonical_addresses_with_their_code_hashes(make_stack, tmp_path):
+    from bot.devchain import DevChain
+    from bot.devcontracts import CANONICAL_V1_3_0
+    from signer.txcodec import keccak256
+
+    with DevChain(port=free_port()) as chain:
+        stack = make_stack(rpc_url=chain.url)
+        missing = stack.owlia("wallet", "pin", "--chain", str(DEV_CHAIN_ID), "--yes")
+        assert missing.returncode == 1 and "not deployed here" in missing.stdout + missing.stderr
+        addresses = [CANONICAL_V1_3_0["manager"], CANONICAL_V1_3_0["stateless_delegator"],
+                     *CANONICAL_V1_3_0["enforcers"].values()]
+        for i, address in enumerate(addresses):  # stand-in code: a real chain has the deployed contracts here
+            rpc(chain.url, "anvil_setCode", [address, "0x60" + f"{i:02x}" + "5f5260205ff3"])
+        pinned = stack.owlia("wallet", "pin", "--chain", str(DEV_CHAIN_ID), "--yes")
+        assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+        section = yaml.safe_load((stack.home / "config.yaml").read_text())["chains"][0]["delegation"]
+        assert section["manager"] == CANONICAL_V1_3_0["manager"]
+        for i, address in enumerate(addresses):
+            code = bytes.fromhex("60" + f"{i:02x}" + "5f5260205ff3")
+            assert section["code_hashes"][address] == "0x" + keccak256(code).hex()
