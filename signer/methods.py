@@ -311,10 +311,15 @@ class Methods:
         key = keys.current(params.chain_id)
         sessions = {params.chain_id: (key.address, key.expires_at)} if key is not None else {}
 
+        claimed = False
+
         async def grant() -> tuple[dict[str, Any], Any]:
-            if tier3.live(params.chain_id) is not None:
+            nonlocal claimed
+            # Checked and claimed in one synchronous step: two concurrent grants cannot both pass.
+            if tier3.live(params.chain_id) is not None or not tier3.claim(params.chain_id):
                 raise RpcError(ErrorCode.INVALID_PARAMS, "a grant is already live on this chain: revoke it first "
                                                          "(rotation = revoke the old grant, then grant the new key)")
+            claimed = True
             try:
                 delegations = [Delegation.from_json(d) for d in params.delegations]
                 built = tier3.build(tier3.new_id(), params.chain_id, delegations, self.engine.policy, sessions,
@@ -330,7 +335,11 @@ class Methods:
 
             return {"grant": built.to_json()}, (unit, lambda: tier3.install(built))
 
-        return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant)
+        try:
+            return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant)
+        finally:
+            if claimed:
+                tier3.release(params.chain_id)  # installed by now, or never will be
 
     async def tier3_revoke(self, client: Client, params: Tier3RevokeParams) -> dict[str, Any]:
         """Stop redeeming a grant here at once (the companion disables it on chain too)."""

@@ -128,6 +128,7 @@ class Tier3:
         self._grants: dict[str, Grant] = {}
         self._tier3_chains: set[int] = set()  # chains that ever had a grant: they never fall back to Tier 2
         self._code_checked: set[tuple[int, str]] = set()
+        self._claimed: set[int] = set()  # chains with a grant being written right now
 
     @staticmethod
     def contracts(chain: Chain) -> DelegationContracts | None:
@@ -185,6 +186,16 @@ class Tier3:
     def is_tier3(self, chain_id: int) -> bool:
         """Once granted, a chain stays Tier 3: a revoked grant never falls back to the session key's float."""
         return chain_id in self._tier3_chains
+
+    def claim(self, chain_id: int) -> bool:
+        """Reserve the chain's one grant slot while a grant is checked and written; False if taken."""
+        if chain_id in self._claimed:
+            return False
+        self._claimed.add(chain_id)
+        return True
+
+    def release(self, chain_id: int) -> None:
+        self._claimed.discard(chain_id)
 
     def drop(self, grant_id: str) -> Grant | None:
         return self._grants.pop(grant_id, None)

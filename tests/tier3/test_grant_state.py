@@ -58,3 +58,40 @@ def test_contract_code_not_matching_the_config_is_never_used(make_stack, chain3)
     stack.start()
     denied = send(stack, stack.client_token("bot"), FRIEND, CENT)
     assert denied["status"] != "signed" and denied["rule_id"] == "tier3.code_hash", denied
+
+
+def test_concurrent_grants_leave_exactly_one_live(make_stack, chain3):
+    import asyncio
+
+    from companion_bridge.companion import tier3 as companion
+    from policies.loader import load_policy
+    from signer.client import SignerClient, SignerError, new_idempotency_key
+    from signer.grants import derive_lanes
+    from tests.conftest import DEV_POLICY
+    from tests.tier3.conftest import CHAIN_ID, chain_time
+
+    stack = tier3_stack(make_stack, chain3)
+    main = new_main_account(chain3)
+    key = stack.funded_session_key()
+    now = chain_time(chain3)
+    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + 86400, start=now)
+    grants = [companion.sign_grant(main.key, lanes, session_address=key["address"], chain_id=CHAIN_ID,
+                                   manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
+                                   salt=100 * i) for i in range(1, 9)]
+
+    async def one(delegations) -> str:
+        async with SignerClient(stack.socket, stack.admin_token) as client:
+            try:
+                await client.call("tier3.grant", {"idempotency_key": new_idempotency_key("t"), "chain_id": CHAIN_ID,
+                                                  "delegations": [d.to_json() for d in delegations]})
+                return "granted"
+            except SignerError as exc:
+                assert "already live" in exc.message
+                return "refused"
+
+    async def all_at_once() -> list[str]:
+        return await asyncio.gather(*(one(g) for g in grants))
+
+    outcomes = asyncio.run(all_at_once())
+    assert outcomes.count("granted") == 1, outcomes
+    assert len(stack.call_sync(stack.admin_token, "tier3.status")["grants"]) == 1
