@@ -23,7 +23,8 @@ SINGLE_DEFAULT_MODE = b"\x00" * 32  # ERC-7579 mode: single call, revert on fail
 DOMAIN_NAME = "DelegationManager"
 DOMAIN_VERSION = "1"
 
-EIP712_DOMAIN_TYPEHASH = keccak256(b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
+EIP712_DOMAIN_TYPEHASH = keccak256(
+    b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
 DELEGATION_TYPEHASH = keccak256(
     b"Delegation(address delegate,address delegator,bytes32 authority,Caveat[] caveats,uint256 salt)"
     b"Caveat(address enforcer,bytes terms)"

@@ -212,8 +212,9 @@ def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -
         raise GrantError(f"the grant's period of {lane.period_seconds}s is none of the policy's windows for "
                          f"{rule.symbol}")
     if lane.period_amount > window.limit:
-        raise GrantError(f"the grant allows {format_amount(lane.period_amount, rule.decimals, rule.symbol)} per "
-                         f"{window.label}, above the policy's {format_amount(window.limit, rule.decimals, rule.symbol)}")
+        allowed = format_amount(lane.period_amount, rule.decimals, rule.symbol)
+        limit = format_amount(window.limit, rule.decimals, rule.symbol)
+        raise GrantError(f"the grant allows {allowed} per {window.label}, above the policy's {limit}")
     if lane.expires_at > not_after:
         raise GrantError("the grant outlives the session key it is for")
 

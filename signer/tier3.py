@@ -136,7 +136,8 @@ class Tier3:
 
     # ---- state ---------------------------------------------------------------------------------
 
-    def load(self, conn: sqlite3.Connection, policy: Policy, session_addresses: dict[int, tuple[str, float]]) -> list[str]:
+    def load(self, conn: sqlite3.Connection, policy: Policy,
+             session_addresses: dict[int, tuple[str, float]]) -> list[str]:
         """Load live grants, re-verifying each; one that no longer verifies is skipped (and named)."""
         problems = []
         self._tier3_chains |= {r[0] for r in conn.execute("SELECT DISTINCT chain_id FROM tier3_grants")}

@@ -17,7 +17,7 @@ from signer.delegation import Delegation, redeem_calldata
 from signer.grants import derive_lanes
 from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
-from tests.tier3.conftest import (CHAIN_ID, chain_time, fees, mine_at, new_main_account, nonce, send_raw,
+from tests.tier3.conftest import (CHAIN_ID, chain_time, mine_at, new_main_account, nonce, send_raw,
                                   steal_session_key, tier3_stack)
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
