@@ -316,6 +316,11 @@ class Tier3:
             lanes = []
             for delegation, lane in zip(grant.delegations, grant.lanes):
                 entry = {**_lane_json(lane), "words": describe(lane, policy, grant.chain_id)}
+                try:  # a policy tightened since the grant leaves the on-chain ceiling above it: say so
+                    check_lane(lane, policy, grant.chain_id, not_after=lane.expires_at)
+                    entry["wider_than_policy"] = None
+                except GrantError as exc:
+                    entry["wider_than_policy"] = f"{exc}: rotate the grant (`owlia wallet rotate`)"
                 try:
                     assert contracts is not None
                     state = await self.remaining(chain, contracts, delegation, lane)

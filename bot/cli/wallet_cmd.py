@@ -142,21 +142,24 @@ def _revoke(ctx, chain, directory, passphrase_file, yes) -> None:
     if live is None:
         fail(f"no live grant on chain {chain.id}")
     _confirm([f"Revoke grant {live['grant_id']} to {live['delegate']} on chain {chain.id}: "
-              f"{len(live['delegations'])} delegation(s) are disabled on chain (disableDelegation)."], yes)
+              f"{len(live['delegations'])} delegation(s) are disabled on chain (disableDelegation), "
+              "then the signer stops using it."], yes)
     key = _key(ctx, directory, passphrase_file)
     wallet = _wallet(ctx, directory)
     link = _link(chain)
     manager = chain.delegation.manager.lower()
-    # The signer stops first (its own state), then the chain makes it hold without the signer.
-    signer_call(ctx, "tier3.revoke", {"idempotency_key": new_idempotency_key("cli"), "grant_id": live["grant_id"]},
-                admin=True)
+    # The chain first: that is what holds when the signer's host is not yours any more. Until the signer
+    # drops the grant below, its pre-check reads disabledDelegations and refuses (onchain.disabled);
+    # if a transaction fails here, the grant is still listed and `revoke` can simply be run again.
     for raw in live["delegations"]:
         delegation = Delegation.from_json(raw)
         if link.is_disabled(manager, delegation):
             continue
         receipt = link.send(tier3.disable(key, delegation, manager=manager, **link.tx_fields(wallet.main_address)))
         if receipt["status"] != "0x1" or not link.is_disabled(manager, delegation):
-            fail("disableDelegation did not take effect on chain")
+            fail("disableDelegation did not take effect on chain; run `owlia wallet revoke` again")
+    signer_call(ctx, "tier3.revoke", {"idempotency_key": new_idempotency_key("cli"), "grant_id": live["grant_id"]},
+                admin=True)
     typer.echo(f"revoked: {live['grant_id']} (disabled on chain)")
 
 
@@ -236,6 +239,8 @@ def status(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
         typer.echo(f"grant {g['grant_id']} to session key {g['delegate']}")
         for lane in g["lanes"]:
             typer.echo(f"  - {lane['words']}")
+            if lane.get("wider_than_policy"):
+                typer.echo(f"    WIDER THAN THE POLICY IN FORCE: {lane['wider_than_policy']}")
             if "error" in lane:
                 typer.echo(f"    cannot read on chain: {lane['error']}")
                 continue

@@ -95,3 +95,19 @@ def test_concurrent_grants_leave_exactly_one_live(make_stack, chain3):
     outcomes = asyncio.run(all_at_once())
     assert outcomes.count("granted") == 1, outcomes
     assert len(stack.call_sync(stack.admin_token, "tier3.status")["grants"]) == 1
+
+
+def test_a_policy_tightened_after_the_grant_is_flagged_in_status(make_stack, chain3):
+    from signer.fsperm import write_private_file
+
+    stack = tier3_stack(make_stack, chain3)
+    main = new_main_account(chain3)
+    key = stack.funded_session_key()
+    grant(stack, chain3, main, key["address"])
+    lane = stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"][0]
+    assert lane["wider_than_policy"] is None
+    tighter = stack.paths.policy.read_text().replace('per_tx: "0.01"', 'per_tx: "0.005"')
+    write_private_file(stack.paths.policy, tighter.encode())
+    assert stack.call_sync(stack.admin_token, "policy.reload")["status"] == "applied"
+    lane = stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"][0]
+    assert "ValueLte" in lane["wider_than_policy"] and "rotate" in lane["wider_than_policy"]
