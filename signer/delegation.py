@@ -141,6 +141,28 @@ class Delegation:
             (True, enc_bytes(self.signature)),
         ])
 
+    def typed_data(self, chain_id: int, manager: str) -> dict[str, Any]:
+        """The EIP-712 document (eth_signTypedData_v4 shape) whose digest is `signing_digest`: what a phone
+        or browser companion hashes and signs with its own EIP-712 library, and what it can show."""
+        return {
+            "types": {
+                "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "version", "type": "string"},
+                                 {"name": "chainId", "type": "uint256"},
+                                 {"name": "verifyingContract", "type": "address"}],
+                "Delegation": [{"name": "delegate", "type": "address"}, {"name": "delegator", "type": "address"},
+                               {"name": "authority", "type": "bytes32"}, {"name": "caveats", "type": "Caveat[]"},
+                               {"name": "salt", "type": "uint256"}],
+                "Caveat": [{"name": "enforcer", "type": "address"}, {"name": "terms", "type": "bytes"}],
+            },
+            "primaryType": "Delegation",
+            "domain": {"name": DOMAIN_NAME, "version": DOMAIN_VERSION, "chainId": chain_id,
+                       "verifyingContract": _addr(manager)},
+            "message": {"delegate": self.delegate, "delegator": self.delegator,
+                        "authority": "0x" + self.authority.hex(),
+                        "caveats": [{"enforcer": c.enforcer, "terms": "0x" + c.terms.hex()} for c in self.caveats],
+                        "salt": str(self.salt)},
+        }
+
     def signed(self, signature: bytes) -> Delegation:
         return Delegation(self.delegate, self.delegator, self.caveats, self.salt, self.authority, signature)
 

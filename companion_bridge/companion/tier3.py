@@ -13,6 +13,8 @@ the same JSON and the signer checks it the same way.
 
 from __future__ import annotations
 
+from typing import Any
+
 import coincurve
 from eth_account import Account
 
@@ -51,6 +53,35 @@ def sign_grant(key: coincurve.PrivateKey, lanes: list[Lane], *, session_address:
         delegation = lane.delegation(delegate=session_address, delegator=account, salt=salt + i, enforcers=enforcers)
         signed.append(delegation.signed(sign_digest(delegation.signing_digest(chain_id, manager), key)))
     return signed
+
+
+def grant_offer(lanes: list[Lane], words: list[str], *, session_address: str, delegator: str, chain_id: int,
+                manager: str, enforcers: dict[str, str], salt: int) -> dict[str, Any]:
+    """The grant as a device with the main key receives it (the phone companion's wire form): the words
+    to show, the unsigned delegations, and the EIP-712 document of each to sign. JSON-safe."""
+    unsigned = [lane.delegation(delegate=session_address, delegator=delegator, salt=salt + i, enforcers=enforcers)
+                for i, lane in enumerate(lanes)]
+    return {"kind": "tier3.grant_offer", "chain_id": chain_id, "manager": manager.lower(), "words": list(words),
+            "delegations": [d.to_json() for d in unsigned],
+            "typed_data": [d.typed_data(chain_id, manager) for d in unsigned]}
+
+
+def signed_from_offer(offer: dict[str, Any], signatures: list[str]) -> list[Delegation]:
+    """The offer's delegations with the device's 65-byte signatures (0x hex), each checked against the
+    delegator before it leaves the companion."""
+    from signer.delegation import DelegationError, recover
+
+    delegations = [Delegation.from_json(d) for d in offer["delegations"]]
+    if len(signatures) != len(delegations):
+        raise DelegationError("one signature per delegation")
+    out = []
+    for delegation, signature in zip(delegations, signatures):
+        signed = delegation.signed(bytes.fromhex(signature.removeprefix("0x")))
+        if recover(signed.signing_digest(int(offer["chain_id"]), offer["manager"]), signed.signature) \
+                != delegation.delegator:
+            raise DelegationError("a signature is not the delegator's")
+        out.append(signed)
+    return out
 
 
 def disable(key: coincurve.PrivateKey, delegation: Delegation, *, chain_id: int, nonce: int, max_fee: int,

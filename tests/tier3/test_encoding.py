@@ -63,6 +63,22 @@ def test_eip712_digest_matches_eth_account(d, chain_id, manager):
     assert d.signing_digest(chain_id, manager) == expected
 
 
+@settings(max_examples=40, deadline=None)
+@given(d=delegations, chain_id=st.integers(1, 2**63), manager=addresses)
+def test_typed_data_for_the_phone_companion_hashes_to_the_signing_digest(d, chain_id, manager):
+    """What a browser/phone EIP-712 library gets (JSON, numbers as decimal strings) signs the same digest."""
+    from eth_utils import to_checksum_address
+
+    document = json.loads(json.dumps(d.typed_data(chain_id, manager)))
+    message = document["message"]
+    message["salt"] = int(message["salt"])
+    for field in ("delegate", "delegator"):
+        message[field] = to_checksum_address(message[field])
+    document["domain"]["verifyingContract"] = to_checksum_address(document["domain"]["verifyingContract"])
+    signable = encode_typed_data(full_message=document)
+    assert keccak(b"\x19" + signable.version + signable.header + signable.body) == d.signing_digest(chain_id, manager)
+
+
 @settings(max_examples=60, deadline=None)
 @given(chain=st.lists(delegations, min_size=1, max_size=3), target=addresses, value=st.integers(0, 2**256 - 1),
        data=st.binary(max_size=100))

@@ -122,3 +122,38 @@ def test_signature_delegate_and_duplicate_lanes_are_checked():
                        enforcers=ENFORCER_ADDRESSES, salt=1)
     with pytest.raises(GrantError, match="limits would add up"):
         verify_grant(twice, delegate=SESSION, **kwargs)
+
+
+def test_a_grant_offer_signed_by_another_eip712_library_verifies():
+    """The phone companion's path: it gets the offer (words + EIP-712 documents), signs each document with
+    its own library (here eth-account's sign_typed_data), and the signer accepts the result."""
+    import json
+
+    from eth_account import Account
+    from eth_utils import to_checksum_address
+
+    from companion_bridge.companion.tier3 import grant_offer, signed_from_offer
+
+    lane = native_lane()
+    offer = json.loads(json.dumps(grant_offer(
+        [lane], [describe(lane, POLICY, CHAIN)], session_address=SESSION, delegator=address_of(MAIN),
+        chain_id=CHAIN, manager=MANAGER, enforcers=ENFORCER_ADDRESSES, salt=5)))
+    assert offer["words"][0].startswith("this key may send at most 0.01 ETH")
+    signatures = []
+    for document in offer["typed_data"]:
+        document["message"]["salt"] = int(document["message"]["salt"])
+        for field in ("delegate", "delegator"):
+            document["message"][field] = to_checksum_address(document["message"][field])
+        document["domain"]["verifyingContract"] = to_checksum_address(document["domain"]["verifyingContract"])
+        signed = Account.sign_typed_data(MAIN.secret, full_message=document)
+        signatures.append("0x" + bytes(signed.signature).hex())
+    delegations = signed_from_offer(offer, signatures)
+    account, lanes = verify_grant(delegations, chain_id=CHAIN, contracts=CONTRACTS, policy=POLICY, delegate=SESSION,
+                                  not_after=NOW + 86400)
+    assert account == address_of(MAIN) and lanes == (lane,)
+    other = coincurve.PrivateKey(b"\x03" * 32)
+    forged = Account.sign_typed_data(other.secret, full_message=document)
+    from signer.delegation import DelegationError
+
+    with pytest.raises(DelegationError, match="not the delegator's"):
+        signed_from_offer(offer, ["0x" + bytes(forged.signature).hex()])
