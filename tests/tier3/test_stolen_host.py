@@ -131,3 +131,29 @@ def _stored_delegations(stack) -> list[dict]:
         return json.loads(conn.execute("SELECT delegations FROM tier3_grants WHERE status='live'").fetchone()[0])
     finally:
         conn.close()
+
+
+def test_a_call_count_caveat_holds_for_the_signer_and_the_stolen_key(make_stack, chain3):
+    from signer.client import new_idempotency_key as fresh
+
+    stack = tier3_stack(make_stack, chain3)
+    main = new_main_account(chain3)
+    key = stack.funded_session_key()
+    now = chain_time(chain3)
+    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + DAY, start=now, call_limit=2)
+    delegations = companion.sign_grant(main.key, lanes, session_address=key["address"], chain_id=CHAIN_ID,
+                                       manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
+                                       salt=77)
+    stack.call_sync(stack.admin_token, "tier3.grant", {"idempotency_key": fresh("t"), "chain_id": CHAIN_ID,
+                                                       "delegations": [d.to_json() for d in delegations]})
+    token = stack.client_token("bot")
+    ok = send(stack, token, FRIEND, CENT)
+    assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1"
+    stolen = steal_session_key(stack, key["key_id"])
+    assert attack(chain3, stolen, delegations[0], FRIEND, CENT)[0] == "0x1"  # the second and last call
+    status, reason = attack(chain3, stolen, delegations[0], FRIEND, CENT)
+    assert status == "0x0" and "LimitedCallsEnforcer:limit-exceeded" in reason
+    denied = send(stack, token, FRIEND, CENT)
+    assert denied["status"] != "signed" and denied["rule_id"] == "onchain.limited_calls", denied
+    left = stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"][0]
+    assert left["calls_left"] == 0 and left["left_in_period"] == str(3 * CENT)
