@@ -98,6 +98,7 @@ CANONICAL_V1_3_0 = {
     "enforcers": {
         "AllowedTargetsEnforcer": "0x7f20f61b1f09b08d970938f6fa563634d65c4eeb",
         "AllowedCalldataEnforcer": "0xc2b0d624c1c4319760c96503ba27c347f3260f55",
+        "ExactCalldataEnforcer": "0x99f2e9bf15ce5ec84685604836f71ab835dbbded",
         "ValueLteEnforcer": "0x92bf12322527caa612fd31a0e810472bbb106a8f",
         "NativeTokenPeriodTransferEnforcer": "0x9bc0faf4aca5ae429f4c06aeeac517520cb16bd9",
         "ERC20PeriodTransferEnforcer": "0x474e3ae7e169e940607cc624da8a15eb120139ab",

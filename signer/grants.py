@@ -1,8 +1,9 @@
 """Tier 3 grants: the signer's policy turned into on-chain caveats, read back, and checked.
 
 A grant is a set of delegations from the main account to one session key, one per *lane*:
-- the native lane: AllowedTargets (the address book's recipients), ValueLte (the per-transaction
-  cap), NativeTokenPeriodTransfer (one fixed period), Timestamp (expiry), optionally LimitedCalls;
+- the native lane: AllowedTargets (the address book's recipients), ExactCalldata (empty: a plain
+  transfer, never a call into a recipient that is a contract), ValueLte (the per-transaction cap),
+  NativeTokenPeriodTransfer (one fixed period), Timestamp (expiry), optionally LimitedCalls;
 - one lane per ERC-20: AllowedTargets (the token only), ValueLte(0), ERC20PeriodTransfer (the
   token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, optionally LimitedCalls.
 The period enforcers keep their state per delegation hash, so each lane carries exactly one period:
@@ -25,17 +26,19 @@ from signer.delegation import Caveat, Delegation, addr_word, word
 
 ALLOWED_TARGETS = "AllowedTargetsEnforcer"
 ALLOWED_CALLDATA = "AllowedCalldataEnforcer"
+EXACT_CALLDATA = "ExactCalldataEnforcer"
 VALUE_LTE = "ValueLteEnforcer"
 NATIVE_PERIOD = "NativeTokenPeriodTransferEnforcer"
 ERC20_PERIOD = "ERC20PeriodTransferEnforcer"
 TIMESTAMP = "TimestampEnforcer"
 LIMITED_CALLS = "LimitedCallsEnforcer"
-ENFORCERS = (ALLOWED_TARGETS, ALLOWED_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD, TIMESTAMP, LIMITED_CALLS)
+ENFORCERS = (ALLOWED_TARGETS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD, TIMESTAMP, LIMITED_CALLS)
 
 # The rule ids the signer names when the chain would refuse (docs/tier3.md).
 RULE_BY_ENFORCER = {
     ALLOWED_TARGETS: "onchain.allowed_targets",
     ALLOWED_CALLDATA: "onchain.allowed_calldata",
+    EXACT_CALLDATA: "onchain.exact_calldata",
     VALUE_LTE: "onchain.value_lte",
     NATIVE_PERIOD: "onchain.native_period",
     ERC20_PERIOD: "onchain.erc20_period",
@@ -69,7 +72,9 @@ class Lane:
             return enforcers[name]
 
         out = [Caveat(at(ALLOWED_TARGETS), b"".join(bytes.fromhex(t[2:]) for t in self.targets))]
-        if self.asset != NATIVE:
+        if self.asset == NATIVE:
+            out.append(Caveat(at(EXACT_CALLDATA), b""))  # empty calldata: value only
+        else:
             if self.recipient is None:
                 raise GrantError("an ERC-20 lane needs its one recipient")
             out.append(Caveat(at(ALLOWED_CALLDATA), word(4) + addr_word(self.recipient)))
@@ -164,6 +169,9 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
     if NATIVE_PERIOD in found:
         if ALLOWED_CALLDATA in found:
             raise GrantError("a native lane carries no AllowedCalldata")
+        if found.get(EXACT_CALLDATA) != b"":
+            raise GrantError("a native lane must pin empty calldata (ExactCalldata with empty terms): without it "
+                             "the session key could call any recipient that is a contract as the main account")
         terms = found[NATIVE_PERIOD]
         if len(terms) != 96:
             raise GrantError("NativeTokenPeriodTransfer terms must be 96 bytes")

@@ -31,7 +31,7 @@ def test_grant_survives_restart_and_an_edited_row_is_refused(make_stack, chain3)
     stack.stop()
     conn = sqlite3.connect(stack.paths.db)
     raw = json.loads(conn.execute("SELECT delegations FROM tier3_grants").fetchone()[0])
-    value_lte = raw[0]["caveats"][1]
+    value_lte = next(c for c in raw[0]["caveats"] if len(c["terms"]) == 66 and int(c["terms"], 16) == CENT)
     value_lte["terms"] = "0x" + (10**18).to_bytes(32, "big").hex()
     conn.execute("UPDATE tier3_grants SET delegations=?", (json.dumps(raw),))
     conn.commit()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from companion_bridge.companion.tier3 import sign_grant
 from policies.loader import load_policy
 from signer.delegation import Caveat, Delegation
-from signer.grants import (ENFORCERS, NATIVE, TIMESTAMP, GrantError, check_lane, derive_lanes, describe, parse_lane)
+from signer.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, TIMESTAMP, GrantError, check_lane, derive_lanes, describe, parse_lane)
 from signer.settings import DelegationContracts
 from signer.tier3 import verify_grant
 from signer.txcodec import address_of
@@ -97,6 +97,7 @@ def test_malformed_grants_are_refused():
         "appears twice": caveats + (caveats[0],),
         "has no TimestampEnforcer": tuple(c for c in caveats if c.enforcer != stamp),
         "never expires": tuple(Caveat(c.enforcer, b"\0" * 32) if c.enforcer == stamp else c for c in caveats),
+        "must pin empty calldata": tuple(c for c in caveats if c.enforcer != ENFORCER_ADDRESSES[EXACT_CALLDATA]),
     }
     for words, bad in cases.items():
         with pytest.raises(GrantError, match=words):

@@ -89,6 +89,8 @@ def test_stolen_session_key_is_bounded_by_the_caveats_and_the_main_key_keeps_con
     weth_like = chain3.contracts["manager"]  # any contract outside the grant: calls are not allowed either
     status, reason = attack(chain3, stolen, native, weth_like, 0, b"\x12\x34\x56\x78")
     assert status == "0x0" and "AllowedTargetsEnforcer" in reason
+    status, reason = attack(chain3, stolen, native, FRIEND, 0, bytes.fromhex("a9059cbb") + b"\0" * 64)
+    assert status == "0x0" and "ExactCalldataEnforcer:invalid-calldata" in reason  # value only, never a call
     assert balance(chain3, STRANGER) == stranger1 and balance(chain3, main.address) == main1
 
     # Inside the caveats the attacker can take what is left of this period, and not a wei more.
