@@ -185,15 +185,22 @@ class Delegation:
             authority = _hex(data["authority"])
             if len(authority) != 32:
                 raise DelegationError("authority must be 32 bytes")
-            return cls(_addr(data["delegate"]), _addr(data["delegator"]), caveats, int(str(data["salt"])),
-                       authority, _hex(data["signature"]))
-        except (KeyError, TypeError) as exc:
+            salt = data["salt"]
+            if not isinstance(salt, (str, int)) or isinstance(salt, bool) or not str(salt).isdigit():
+                raise DelegationError("salt must be a non-negative integer (decimal string)")
+            if int(salt) >= 1 << 256:
+                raise DelegationError("salt is out of the uint256 range")
+            return cls(_addr(data["delegate"]), _addr(data["delegator"]), caveats, int(salt), authority,
+                       _hex(data["signature"]))
+        except (KeyError, TypeError, AttributeError) as exc:
             raise DelegationError(f"malformed delegation: missing or wrong field {exc}") from None
 
 
 def _hex(value: Any) -> bytes:
     if not isinstance(value, str) or not value.startswith("0x"):
         raise DelegationError("hex fields are 0x-prefixed strings")
+    if len(value) > 2 * 65536:
+        raise DelegationError("a hex field is too long")
     try:
         return bytes.fromhex(value[2:])
     except ValueError:

@@ -111,3 +111,27 @@ def test_a_policy_tightened_after_the_grant_is_flagged_in_status(make_stack, cha
     assert stack.call_sync(stack.admin_token, "policy.reload")["status"] == "applied"
     lane = stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"][0]
     assert "ValueLte" in lane["wider_than_policy"] and "rotate" in lane["wider_than_policy"]
+
+
+def test_malformed_or_forged_grants_over_rpc_are_refused_in_words(make_stack, chain3):
+    from signer.client import SignerError, new_idempotency_key
+
+    stack = tier3_stack(make_stack, chain3)
+    key = stack.funded_session_key()
+    bad = [{"delegate": key["address"], "salt": "1"}, {"delegate": 5, "delegator": [], "authority": {},
+                                                      "caveats": "x", "salt": -1, "signature": None}]
+    for delegations in ([bad[0]], [bad[1]]):
+        try:
+            stack.call_sync(stack.admin_token, "tier3.grant", {"idempotency_key": new_idempotency_key("t"),
+                                                               "chain_id": 31337, "delegations": delegations})
+            raise AssertionError("accepted")
+        except SignerError as exc:
+            assert exc.code == -32602 and "grant refused" in exc.message, exc.message
+    # A bot with the sign scope cannot install a grant at all.
+    try:
+        stack.call_sync(stack.client_token("bot"), "tier3.grant", {
+            "idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "delegations": [bad[0]]})
+        raise AssertionError("accepted")
+    except SignerError as exc:
+        assert "admin" in exc.message
+    assert stack.call_sync(stack.admin_token, "tier3.status")["grants"] == []

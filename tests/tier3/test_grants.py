@@ -158,3 +158,21 @@ def test_a_grant_offer_signed_by_another_eip712_library_verifies():
 
     with pytest.raises(DelegationError, match="not the delegator's"):
         signed_from_offer(offer, ["0x" + bytes(forged.signature).hex()])
+
+
+@settings(max_examples=200, deadline=None)
+@given(junk=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner,
+                                                                                       max_size=6), max_leaves=12),
+       field=st.sampled_from(["delegate", "delegator", "authority", "caveats", "salt", "signature"]))
+def test_malformed_delegation_json_gets_a_worded_error_never_a_crash(junk, field):
+    from signer.delegation import DelegationError
+
+    good = native_lane().delegation(delegate=SESSION, delegator=address_of(MAIN), salt=1,
+                                    enforcers=ENFORCER_ADDRESSES).to_json()
+    try:
+        parsed = Delegation.from_json({**good, field: junk})
+    except DelegationError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(parsed, Delegation)
