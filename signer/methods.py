@@ -326,6 +326,9 @@ class Methods:
                                     self.engine.clock())
             except (GrantError, DelegationError) as exc:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {exc}") from None
+            problem = await tier3.preflight(built)
+            if problem is not None:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {problem}")
 
             def unit(conn: sqlite3.Connection) -> None:
                 tier3.insert(conn, built)

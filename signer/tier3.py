@@ -256,6 +256,24 @@ class Tier3:
         return Redeem(contracts.manager.lower(), 0, redeem_calldata([delegation], target, value, data),
                       grant.grant_id)
 
+    async def preflight(self, grant: Grant) -> str | None:
+        """Before a grant is accepted: the contracts are the pinned code and the main account is delegated
+        to the EIP7702StatelessDeleGator. Returns what is wrong, in words, or None."""
+        chain = self.chains[grant.chain_id]
+        contracts = chain.settings.delegation
+        assert contracts is not None
+        try:
+            mismatch = await self._check_code(chain, contracts)
+            if mismatch is not None:
+                return f"the code at {mismatch} is not the configured contract (its code hash differs)"
+            designated = DESIGNATION_PREFIX + bytes.fromhex(contracts.stateless_delegator[2:])
+            if await chain.code(grant.account) != designated:
+                return (f"the main account {grant.account} is not delegated to the EIP7702StatelessDeleGator: "
+                        "run `owlia wallet authorize` first")
+        except ChainError as exc:
+            return f"could not read the chain: {exc}"
+        return None
+
     async def _check_code(self, chain: Chain, contracts: DelegationContracts) -> str | None:
         """The first contract whose code is not what config.yaml pinned, or None; checked once per process."""
         for address in (contracts.manager, contracts.stateless_delegator, *contracts.enforcers.values()):

@@ -135,3 +135,20 @@ def test_malformed_or_forged_grants_over_rpc_are_refused_in_words(make_stack, ch
     except SignerError as exc:
         assert "admin" in exc.message
     assert stack.call_sync(stack.admin_token, "tier3.status")["grants"] == []
+
+
+def test_a_grant_from_an_account_that_is_not_delegated_is_refused(make_stack, chain3):
+    import secrets
+
+    import coincurve
+
+    from signer.client import SignerError
+    from tests.tier3.conftest import MainAccount, fund
+
+    stack = tier3_stack(make_stack, chain3)
+    plain = MainAccount(coincurve.PrivateKey(secrets.token_bytes(32)))  # never ran `owlia wallet authorize`
+    fund(chain3, plain.address, 10**18)
+    key = stack.funded_session_key()
+    with pytest.raises(SignerError, match="not delegated to the EIP7702StatelessDeleGator"):
+        grant(stack, chain3, plain, key["address"])
+    assert stack.call_sync(stack.admin_token, "tier3.status")["grants"] == []
