@@ -79,6 +79,10 @@ class SessionSigner:
             chain.forget_nonce(key.address)
             return self.abandoned(request_id, decision, summary, "session_key.unavailable",
                                   "the session key was revoked before signing")
+        if grant is not None and (self.tier3 is None or self.tier3.live(call.chain_id) is not grant):
+            chain.forget_nonce(key.address)  # likewise a grant revoked while the chain was being read
+            return self.abandoned(request_id, decision, summary, "tier3.no_grant",
+                                  "the grant was revoked before signing")
         try:
             tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
                            to, value, data)
