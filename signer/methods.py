@@ -156,11 +156,15 @@ class Methods:
 
     def addresses(self, client: Client, _: None) -> dict[str, Any]:
         keys = self.engine.keys
+        tier3 = self.engine.tier2.tier3
         return {
             "addresses": [
                 {"chain_id": i.chain_id, "address": i.address, "key_id": i.key_id, "expires_at": i.expires_at}
                 for i in keys.infos() if i.status == "active"
-            ]
+            ],
+            # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
+            "tier3_accounts": [{"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
+                               for g in (tier3.grants() if tier3 is not None else [])],
         }
 
     async def balance(self, client: Client, params: BalanceParams) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from tests.conftest import FRIEND, balance, wait_receipt
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tier3.conftest import new_main_account, nonce, steal_session_key, tier3_stack
 from tests.tier3.test_stolen_host import CENT, attack, grant, _stored_delegations
+from signer.approval_request import to_checksum
 from signer.delegation import Delegation
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
@@ -29,6 +30,8 @@ def test_chat_send_lands_through_the_grant_and_is_denied_over_what_is_left(make_
         receipt = wait_receipt(chain3, tx_hash)
         assert receipt["status"] == "0x1" and receipt["to"] == chain3.contracts["manager"]
         assert balance(chain3, FRIEND) - friend0 == CENT and main0 - balance(chain3, main.address) == CENT
+        shown = bot.chat("/balance")  # the main account the grant spends from is listed with its balance
+        assert "tier3 main account" in shown and to_checksum(main.address) in shown, shown
 
         # Someone holding the stolen key empties this period on chain; the signer's own ledger knows nothing.
         stolen = steal_session_key(stack, key["key_id"])
