@@ -118,6 +118,9 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     assert status == "0x0" and "AllowedCalldataEnforcer:invalid-calldata" in reason
     status, reason = attack(chain3, stolen, native, token, 0, erc20_transfer_calldata(FRIEND, UNIT))
     assert status == "0x0" and "AllowedTargetsEnforcer" in reason  # the native lane reaches no token
+    other_contract = chain3.contracts["enforcers"]["ValueLteEnforcer"]  # any contract but the granted token
+    status, reason = attack(chain3, stolen, erc20, other_contract, 0, erc20_transfer_calldata(FRIEND, UNIT))
+    assert status == "0x0" and "AllowedTargetsEnforcer" in reason
     assert token_balance(chain3, token, main.address) == main_tokens
 
     # Revoke: disableDelegation on chain for each lane, and the signer stops using the grant.
