@@ -158,3 +158,13 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     assert balance(chain3, main.address) == main_eth and balance(chain3, FRIEND) == friend_eth
     denied = send(stack, bot, FRIEND, CENT)
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.frozen", denied
+
+    # The main key still moves everything, tokens included, directly.
+    from signer.txcodec import Eip1559Tx, sign_eip1559
+
+    tokens = token_balance(chain3, token, main.address)
+    assert tokens > 0
+    tx = Eip1559Tx(CHAIN_ID, nonce(chain3, main.address), 10**9, 20 * 10**9, 100_000, token, 0,
+                   erc20_transfer_calldata(STRANGER, tokens))
+    assert send_raw(chain3, sign_eip1559(tx, main.key).raw)["status"] == "0x1"
+    assert token_balance(chain3, token, main.address) == 0
