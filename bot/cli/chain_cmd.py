@@ -30,24 +30,26 @@ def dev(
     except DevChainError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
-    typer.echo(f"dev chain {chain_id} at {chain.url}")
-    if tier3:
-        try:
-            section = deploy_delegation_framework(chain.url)
-        except DevChainError as exc:
-            chain.stop()
-            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(1)
-        config_path = home_of(ctx) / "config.yaml"
-        if record_in_config(config_path, chain_id, section):
-            typer.echo(f"Tier 3 contracts deployed; recorded under chains[{chain_id}].delegation in {config_path}")
-        else:
-            typer.echo(f"Tier 3 contracts deployed; {config_path} has no chain {chain_id}: add this under it:")
-            typer.echo(yaml.safe_dump({"delegation": section}, sort_keys=False))
-    typer.echo("funded dev accounts (unlocked on anvil; never use these keys on a real chain):")
-    for address, balance in chain.accounts():
-        typer.echo(f"  {address}  {balance // 10**18} ETH")
+    # Ctrl-C and SIGTERM wait (blocked) until sigwait below takes them, so every way out stops anvil:
+    # unblocked, SIGTERM would end this process at once and leave anvil (its own session) running.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
+        typer.echo(f"dev chain {chain_id} at {chain.url}")
+        if tier3:
+            try:
+                section = deploy_delegation_framework(chain.url)
+            except DevChainError as exc:
+                typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(1)
+            config_path = home_of(ctx) / "config.yaml"
+            if record_in_config(config_path, chain_id, section):
+                typer.echo(f"Tier 3 contracts deployed; recorded under chains[{chain_id}].delegation in {config_path}")
+            else:
+                typer.echo(f"Tier 3 contracts deployed; {config_path} has no chain {chain_id}: add this under it:")
+                typer.echo(yaml.safe_dump({"delegation": section}, sort_keys=False))
+        typer.echo("funded dev accounts (unlocked on anvil; never use these keys on a real chain):")
+        for address, balance in chain.accounts():
+            typer.echo(f"  {address}  {balance // 10**18} ETH")
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     except KeyboardInterrupt:
         pass

@@ -20,7 +20,8 @@ from tests.tier3.test_stolen_host import CENT, send
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
-def test_chain_dev_deploys_the_contracts_and_records_them_in_the_config(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_chain_dev_deploys_the_contracts_and_records_them_in_the_config(tmp_path, stop):
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     port = free_port()
@@ -45,8 +46,10 @@ def test_chain_dev_deploys_the_contracts_and_records_them_in_the_config(tmp_path
         assert set(section["enforcers"]) >= {"ValueLteEnforcer", "NativeTokenPeriodTransferEnforcer",
                                              "AllowedTargetsEnforcer", "TimestampEnforcer"}
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         proc.wait(timeout=20)
+    with pytest.raises(OSError):  # anvil went with it
+        rpc(f"http://127.0.0.1:{port}", "eth_chainId", timeout=1)
 
 
 def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chain3, tmp_path):
