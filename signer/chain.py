@@ -192,6 +192,25 @@ class Chain:
         raw = await self._call("eth_call", {"to": token, "data": data}, block)
         return quantity(raw, "token balance") if raw not in (None, "0x") else 0
 
+    async def call(self, to: str, data: bytes, block: str = "latest") -> bytes:
+        """eth_call: Tier 3 reads enforcer state with it (signer.tier3)."""
+        raw = await self._call("eth_call", {"to": to, "data": "0x" + data.hex()}, block)
+        if not isinstance(raw, str) or not raw.startswith("0x"):
+            raise ChainError("the RPC node sent a malformed eth_call result")
+        return bytes.fromhex(raw[2:])
+
+    async def code(self, address: str) -> bytes:
+        raw = await self._call("eth_getCode", address, "latest")
+        if not isinstance(raw, str) or not raw.startswith("0x"):
+            raise ChainError("the RPC node sent malformed code")
+        return bytes.fromhex(raw[2:])
+
+    async def latest_timestamp(self) -> int:
+        block = await self._call("eth_getBlockByNumber", "latest", False)
+        if not isinstance(block, dict):
+            raise ChainError("the RPC node sent no latest block")
+        return quantity(block.get("timestamp"), "block timestamp")
+
     async def mined(self, tx_hash: str) -> bool:
         """Is there a receipt for this transaction now (no waiting)?"""
         return bool(await self._call("eth_getTransactionReceipt", tx_hash))

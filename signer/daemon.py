@@ -23,6 +23,7 @@ from pathlib import Path
 from policies.loader import PolicyError, parse_policy
 from signer import approvals as approvals_store
 from signer import devices as devices_store
+from signer import tier3 as tier3_store
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
@@ -40,6 +41,7 @@ from signer.settings import SignerConfig, signer_home, socket_path
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer, WriterClosed
+from signer.tier2 import SessionSigner
 
 log = logging.getLogger("owlia.signer")
 KEYSTORE = "keystore.json"
@@ -142,6 +144,17 @@ class Daemon:
             frozen=get_meta(self.reader, "frozen") == "1",
             clock=self.clock,
         )
+        if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3)
+            self.writer_conn.executescript(tier3_store.SCHEMA)
+            tier3 = tier3_store.Tier3(self.chains)
+            sessions = {}
+            for chain_id in self.chains:
+                key = self.keys.current(chain_id)
+                if key is not None:
+                    sessions[chain_id] = (key.address, key.expires_at)
+            for problem in tier3.load(self.reader, self.policies.policy, sessions):
+                log.warning(problem)
+            self.engine.tier2 = SessionSigner(self.keys, self.ledger, tier3)
         identity = SignerIdentity(self.master)
         self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit, self.clock,
                                                     signer_key=identity.public_key)

@@ -173,6 +173,19 @@ class SessionKeyRefParams(Strict):
     key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
 
 
+class Tier3GrantParams(Strict):
+    """A grant signed by the main key (signer.delegation's JSON form), one delegation per lane."""
+
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
+    chain_id: int = Field(gt=0)
+    delegations: list[dict[str, Any]] = Field(min_length=1, max_length=16)
+
+
+class Tier3RevokeParams(Strict):
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
+    grant_id: str = Field(pattern=r"^gr_[0-9a-f]{16}$")
+
+
 class TopUpParams(Strict):
     idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
     key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")

@@ -24,6 +24,44 @@ class ConfigError(Exception):
     """A config problem, worded for the user: which file, which field, what is wrong."""
 
 
+_HEX_ADDRESS = r"^0x[0-9a-fA-F]{40}$"
+_HEX_HASH = r"^0x[0-9a-fA-F]{64}$"
+
+
+class DelegationContracts(BaseModel):
+    """Tier 3 (docs/tier3.md): the Delegation Framework's contracts on this chain and the keccak-256 of
+    each one's deployed code, which the signer checks (eth_getCode) before it first relies on them.
+    `owlia chain dev` writes this for anvil; on a real chain name the canonical deployments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    manager: str = Field(pattern=_HEX_ADDRESS)
+    stateless_delegator: str = Field(pattern=_HEX_ADDRESS)
+    entry_point: str | None = Field(default=None, pattern=_HEX_ADDRESS)
+    enforcers: dict[str, str]
+    code_hashes: dict[str, str]
+
+    @model_validator(mode="after")
+    def _every_contract_hashed(self) -> DelegationContracts:
+        import re
+
+        for name, address in self.enforcers.items():
+            if not re.fullmatch(_HEX_ADDRESS, address):
+                raise ValueError(f"enforcers.{name} must be an address")
+        hashes = {k.lower(): v for k, v in self.code_hashes.items()}
+        for address in (self.manager, self.stateless_delegator, *self.enforcers.values()):
+            digest = hashes.get(address.lower())
+            if digest is None or not re.fullmatch(_HEX_HASH, digest):
+                raise ValueError(f"code_hashes has no keccak-256 for {address}: the signer checks every contract")
+        return self
+
+    def code_hash(self, address: str) -> str:
+        return {k.lower(): v.lower() for k, v in self.code_hashes.items()}[address.lower()]
+
+    def enforcer_map(self) -> dict[str, str]:
+        return {name: address.lower() for name, address in self.enforcers.items()}
+
+
 class ChainSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -39,6 +77,7 @@ class ChainSettings(BaseModel):
     # Gas limit ceiling per transaction (the node's estimate plus 20 % headroom): with max_fee_gwei it
     # bounds what one transaction can burn (3M x 1000 gwei = 3 ETH). A plain transfer takes 21 000.
     max_gas: int = Field(default=3_000_000, gt=21_000)
+    delegation: DelegationContracts | None = None  # Tier 3 on this chain
 
     @field_validator("rpc_url")
     @classmethod

@@ -10,6 +10,7 @@ import typer
 from bot.cli import (
     audit_cmd, auth_cmd, bridge_cmd, chain_cmd, chat_cmd, companion_cmd, cron_cmd, doctor_cmd, init_cmd, pair_cmd,
     mcp_cmd, policy_cmd, security_cmd, service_cmd, sign_cmd, signer_cmd, skill_cmd, start_cmd, up_cmd,
+    wallet_cmd,
 )
 
 app = typer.Typer(
@@ -39,6 +40,7 @@ app.add_typer(auth_cmd.app, name="auth")
 app.add_typer(pair_cmd.app, name="pair")
 app.add_typer(cron_cmd.app, name="cron")
 app.add_typer(companion_cmd.app, name="companion")
+app.add_typer(wallet_cmd.app, name="wallet")
 app.add_typer(bridge_cmd.app, name="bridge")
 app.add_typer(skill_cmd.app, name="skill")
 app.add_typer(mcp_cmd.app, name="mcp")

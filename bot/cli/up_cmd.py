@@ -76,7 +76,15 @@ def up(
     chain = DevChain(port=configured, chain_id=dev_chain.id)
     try:
         chain.start()
+        if dev_chain.delegation is not None:  # Tier 3 recorded by `owlia chain dev`: the same addresses again
+            from bot.devcontracts import deploy_delegation_framework
+
+            deployed = deploy_delegation_framework(chain.url)
+            if deployed["manager"] != dev_chain.delegation.manager.lower():
+                raise DevChainError("the Tier 3 contracts landed at other addresses than config.yaml records: "
+                                    "run `owlia chain dev` once to record them again")
     except DevChainError as exc:
+        chain.stop()
         fail(str(exc))
     signer_proc: subprocess.Popen | None = None
     bot_proc: subprocess.Popen | None = None

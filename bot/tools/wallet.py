@@ -50,6 +50,14 @@ class _Balance(BaseModel):
     balance: str = Field(pattern=r"^[0-9]{1,78}$")
 
 
+class _Tier3Account(BaseModel):
+    """A main account a live Tier 3 grant spends from (docs/tier3.md)."""
+
+    model_config = ConfigDict(extra="ignore")
+    chain_id: int
+    address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+
+
 class _Key(BaseModel):
     model_config = ConfigDict(extra="ignore")
     chain_id: int
@@ -116,23 +124,27 @@ class WalletBalanceArgs(ToolArgs):
 
 
 @tool("wallet_balance", Level.READ, WalletBalanceArgs, description="""
-Balance of each active session-key address (the keys the signer signs with) on one chain, for the
-native coin or a token, with symbol, decimals and exact base units.""")
+Balance of each active session-key address (the keys the signer signs with) and, on a Tier 3 chain, of
+the main account its grant spends from, on one chain, for the native coin or a token, with symbol,
+decimals and exact base units.""")
 async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutput:
     signer = ctx.require_signer("balances and its address book are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
     try:
         shown = await signer.call("policy.show")
         ref = resolve_token(policy_assets(shown, chain_id), args.token)
-        listed = (await signer.call("addresses")).get("addresses", [])
+        answer = await signer.call("addresses")
+        listed = answer.get("addresses", [])
         keys = [k for k in map(_Key.model_validate, listed) if k.chain_id == chain_id]
+        accounts = [_Tier3Account.model_validate(a) for a in answer.get("tier3_accounts", [])]
         rows: list[dict[str, Any]] = []
-        for key in keys:
-            params: dict[str, Any] = {"chain_id": chain_id, "address": key.address}
+        for address, label in [*((k.address, k.key_id) for k in keys),
+                               *((a.address, "tier3 main account") for a in accounts if a.chain_id == chain_id)]:
+            params: dict[str, Any] = {"chain_id": chain_id, "address": address}
             if ref.asset != NATIVE:
                 params["token"] = ref.asset
             reply = _Balance.model_validate(await signer.call("balance", params))
-            rows.append({"address": to_checksum(key.address), "key_id": key.key_id, "balance": reply.balance})
+            rows.append({"address": to_checksum(address), "key_id": label, "balance": reply.balance})
     except SignerError as exc:
         raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
     except ValidationError:

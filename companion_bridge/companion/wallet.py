@@ -94,6 +94,21 @@ class CompanionWallet:
 
     # ---- the main key -----------------------------------------------------------------------
 
+    def main_key(self, passphrase: bytearray) -> coincurve.PrivateKey:
+        """The main key for one Tier 3 act (companion.tier3); the caller drops it right after."""
+        keystore = json.loads((self.home / KEYSTORE).read_text())
+        try:
+            secret = bytearray(Account.decrypt(keystore, bytes(passphrase).decode()))
+        except ValueError:
+            raise WalletError("wrong passphrase") from None
+        try:
+            key = coincurve.PrivateKey(bytes(secret))
+        finally:
+            zeroize(secret)
+        if address_of(key) != self.main_address.lower():
+            raise WalletError("the keystore does not hold this companion's main account")
+        return key
+
     def sign_transaction(self, tx: dict[str, Any], passphrase: bytearray) -> bytes:
         """Sign exactly the request's transaction fields; nothing is filled in or changed here."""
         keystore = json.loads((self.home / KEYSTORE).read_text())
