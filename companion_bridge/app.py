@@ -32,7 +32,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, HTTPException, Request, Response, WebSocket, WebSocketDisconnect
+from fastapi.responses import RedirectResponse
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
@@ -43,6 +44,7 @@ from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
+from companion_bridge import webapp
 from policies import safejson
 from signer.client import SignerError, SignerUnavailable
 from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
@@ -341,5 +343,24 @@ def create_app(bridge: Bridge) -> FastAPI:
     @app.websocket("/v1/ws")
     async def ws(websocket: WebSocket) -> None:
         await bridge.session(websocket)
+
+    @app.get("/app")
+    async def app_root() -> RedirectResponse:
+        return RedirectResponse("/app/", status_code=308, headers=webapp.HEADERS)
+
+    @app.get("/app/")
+    async def app_index() -> Response:
+        return await app_file("")
+
+    @app.get("/app/{name}")
+    async def app_file(name: str) -> Response:
+        found = webapp.load(name)
+        if found is None:
+            raise HTTPException(404, "not found")
+        body, media_type = found
+        headers = dict(webapp.HEADERS)
+        if name == "sw.js":
+            headers["Service-Worker-Allowed"] = "/app/"
+        return Response(body, media_type=media_type, headers=headers)
 
     return app

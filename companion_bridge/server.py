@@ -8,6 +8,7 @@ from pathlib import Path
 
 import uvicorn
 
+from companion_bridge import webapp
 from companion_bridge.app import Bridge, create_app
 from companion_bridge.limits import BridgeLimits, Guard
 from companion_bridge.queue import DeliveryQueue
@@ -57,6 +58,10 @@ def _is_loopback(host: str) -> bool:
 
 def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
     options.check()
+    try:
+        webapp.check_built()
+    except webapp.WebAppMissing as exc:
+        raise BridgeConfigError(str(exc)) from None
     queue = DeliveryQueue(options.home / "bridge.db")
     link = SignerLink(options.signer_socket, options.signer_token, poll_timeout=options.poll_timeout)
     tokens = TokenIssuer(options.audience, options.token_ttl_seconds)

@@ -1,0 +1,330 @@
+"""The companion web app end to end, in real headless Chromium against a real signer, bridge and anvil.
+
+The page speaks the CLI companion's protocol byte for byte (pairing proof, login, signed requests,
+answers, nonce quotes); its transaction signing, canonical JSON and keystores are compared with
+eth-account and Python's json on vectors made here. The main key is guarded by a virtual passkey
+(CDP WebAuthn, PRF + user verification) or a passphrase, and never leaves the page.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+
+from companion_bridge import webapp
+from tests.companion.conftest import Tier1, fund, start_bridge, transfer, wait_status
+from tests.companion.webapp_support import (
+    CHROMIUM_ARGS,
+    Phone,
+    chromium_path,
+    key_forms,
+    pair_link_from_cli,
+    run_async,
+)
+from tests.conftest import FRIEND, STRANGER, SignerStack, balance
+
+pytestmark = [pytest.mark.chain]
+OVER_LIMIT = 2 * 10**16  # 0.02 ETH: above the dev policy's per-transaction limit
+BACKUP_PASS = "backup passphrase 1"
+PHONE_PASS = "phone passphrase 22"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def web_tier(tmp_path_factory, anvil):
+    root = tmp_path_factory.mktemp("web")
+    stack = SignerStack(root, anvil.url).start()
+    bridge = start_bridge(stack, root / "bridge")
+    tier = Tier1(stack, bridge, root, anvil)
+    yield tier
+    tier.bridge.stop()
+    stack.close()
+
+
+def app_url(tier: Tier1) -> str:
+    # localhost, not 127.0.0.1: a passkey's relying party must be a domain (and localhost is a secure context)
+    return f"http://localhost:{tier.bridge.options.port}"
+
+
+def pairing_link(tier: Tier1, name: str = "phone") -> str:
+    """The link `owlia companion pair` prints and puts in its QR."""
+    out = tier.stack.owlia("companion", "pair", "--name", name, "--bridge", app_url(tier))
+    assert out.returncode == 0, out.stderr
+    link = pair_link_from_cli(out.stdout)
+    assert link.startswith(app_url(tier) + "/app/#") and "code=" in link.split("#", 1)[1]
+    return link
+
+
+def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def set_up_key(phone: Phone, *, passphrase: str | None = None, import_text: str | None = None,
+               import_pass: str = "") -> None:
+    page = phone.page
+    if passphrase is not None:
+        page.check("input[name=protect][value=passphrase]")
+        page.fill("#seal-pass", passphrase)
+    if import_text is None:
+        page.click("#create-key")
+    else:
+        page.fill("#import-text", import_text)
+        page.fill("#import-pass", import_pass)
+        page.click("#import-key")
+    page.wait_for_selector("#backup", timeout=60_000)
+
+
+def back_up(phone: Phone, *, unlock: str = "") -> dict:
+    page = phone.page
+    page.fill("#backup-pass", BACKUP_PASS)
+    page.fill("#backup-pass2", BACKUP_PASS)
+    if unlock:
+        page.fill("#unlock-pass", unlock)
+    with page.expect_download(timeout=120_000) as download:
+        page.click("#backup")
+    return json.loads(Path(download.value.path()).read_text())
+
+
+def pair(phone: Phone, name: str) -> None:
+    page = phone.page
+    page.wait_for_selector("#pair")
+    page.fill("#device-name", name)
+    page.click("#pair")
+    wait_for(lambda: page.evaluate("window.owlia.status()") == "connected", what="the page to connect")
+
+
+@pytest.fixture(scope="module")
+def phone_a(browser, web_tier):
+    """Paired by opening the CLI's link; a new key behind a passkey, backed up; main account funded."""
+    phone = Phone.open(browser)
+    phone.page.goto(pairing_link(web_tier))
+    assert "#" not in phone.page.url  # the code leaves the address bar at once
+    phone.shot("setup")
+    set_up_key(phone)
+    vault = phone.vault()
+    assert vault["kind"] == "passkey" and vault["backed_up"] is False
+    keystore = back_up(phone)
+    phone.main_key = bytes(Account.decrypt(keystore, BACKUP_PASS))  # eth-account reads the page's backup
+    assert Account.from_key(phone.main_key).address == vault["address"]
+    assert keystore["crypto"]["kdfparams"]["n"] == 2**18
+    phone.shot("pairing")
+    pair(phone, "phone-a")
+    fund(web_tier.anvil, vault["address"], 10**18)
+    yield phone
+    phone.close()
+
+
+def test_the_app_is_served_by_the_bridge_with_a_strict_policy(web_tier):
+    base = app_url(web_tier)
+    for name in ("", "app.js", "app.css", "sw.js", "manifest.webmanifest", "icon-192.png"):
+        with urllib.request.urlopen(f"{base}/app/{name}") as resp:
+            assert resp.status == 200 and resp.headers["Content-Security-Policy"] == webapp.CSP
+            assert resp.headers["X-Content-Type-Options"] == "nosniff"
+            body = resp.read()
+            if name == "":
+                assert b"<script type=\"module\" src=\"/app/app.js\">" in body and b"<script>" not in body
+    assert "connect-src 'self'" in webapp.CSP and "script-src 'self';" in webapp.CSP and "unsafe" not in webapp.CSP
+    for bad in ("testkit.js", "..%2Fdist%2Ftestkit.js", "..%2F__init__.py", "src%2Fmain.js"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{base}/app/{bad}")
+        assert err.value.code == 404
+
+
+def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(browser, web_tier):
+    phone = Phone.open(browser)
+    try:
+        phone.page.goto(app_url(web_tier) + "/app/")
+        phone.page.evaluate((webapp.HERE / "dist" / "testkit.js").read_text())
+        kit = "window.owliaTestkit"
+        rng = secrets.SystemRandom()
+        for i in range(25):
+            key = secrets.token_bytes(32)
+            tx = {"type": 2, "chainId": rng.choice([1, 10, 31337, 8453, 2**40 + 7]), "nonce": rng.choice([0, 1, 127, 128, 2**32, rng.randrange(2**63)]),
+                  "maxPriorityFeePerGas": rng.randrange(0, 10**11), "maxFeePerGas": rng.randrange(10**9, 10**13),
+                  "gas": rng.choice([21000, rng.randrange(21000, 30_000_000)]), "to": Account.create().address,
+                  "value": rng.choice([0, 1, 55, 2**255 + 3, rng.randrange(10**24)]),
+                  "data": "0x" + secrets.token_bytes(rng.choice([0, 1, 4, 55, 56, 300])).hex(), "accessList": []}
+            expected = Account.sign_transaction(tx, key)
+            as_text = {k: (str(v) if isinstance(v, int) else v) for k, v in tx.items()}
+            got = phone.page.evaluate(f"([tx, k]) => {kit}.signEip1559(tx, k)", [as_text, key.hex()])
+            assert got["raw"] == "0x" + expected.raw_transaction.hex(), i
+            assert got["hash"] == "0x" + expected.hash.hex()
+            assert phone.page.evaluate(f"(k) => {kit}.addressOf(k)", key.hex()) == Account.from_key(key).address
+
+        from signer.approval_request import request_hash
+        from signer.devices import signed_message
+
+        samples = [{"a": 1764129785.0, "b": 0.1, "c": 1e-7, "d": 1.5e16, "e": 2**70, "f": -3, "g": True, "h": None},
+                   {"s": "caf\u00e9 \u202e\u200b \x1b[2A \"q\" \\ \n\t\x7f \U0001f600", "nested": [[], {}, [1, [2.25]]]},
+                   {"z": "1", "A": 2, "_": [0.30000000000000004, 123456789.12345679]}]
+        for body in samples:
+            text = json.dumps(body)
+            assert phone.page.evaluate(f"(t) => {kit}.requestHash(t)", text) == request_hash(body)
+            assert phone.page.evaluate(f"(t) => {kit}.signedMessage('d', t)", text) == signed_message("d", body).decode()
+
+        key = secrets.token_bytes(32)
+        ours = phone.page.evaluate(f"([k, p]) => {kit}.keystore(k, p, 1024)", [key.hex(), "pass word"])
+        assert bytes(Account.decrypt(json.loads(ours), "pass word")) == key
+        for kdf in ("scrypt", "pbkdf2"):
+            theirs = json.dumps(Account.encrypt(key, "pass word", kdf=kdf, iterations=1024))
+            assert phone.page.evaluate(f"([j, p]) => {kit}.fromKeystore(j, p)", [theirs, "pass word"]) == key.hex()
+        Account.enable_unaudited_hdwallet_features()
+        phrase = "test test test test test test test test test test test junk"
+        expected = Account.from_mnemonic(phrase, account_path="m/44'/60'/0'/0/0").key.hex()
+        assert phone.page.evaluate(f"(p) => {kit}.fromPhrase(p)", phrase) == expected.removeprefix("0x")
+    finally:
+        phone.close()
+
+
+def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(phone_a, web_tier, anvil):
+    page = phone_a.page
+    before = balance(anvil, FRIEND)
+    bot = web_tier.bot_token()
+    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT), token=bot, reason="paying back lunch"))
+    assert pending["status"] == "pending_approval"
+    card = page.locator(f"article[data-request={pending['request_id']}]")
+    card.wait_for(timeout=10_000)
+    text = card.inner_text()
+    assert "Send 0.02 ETH" in text and "dev-friend" in text and FRIEND in text and "NEW ADDRESS" not in text
+    assert "UNVERIFIED" in text and "paying back lunch" in text and str(OVER_LIMIT) in text
+    assert "Why it needs you" in text and pending["request_id"] and "Expires in" in text
+    phone_a.shot("approval")
+    card.locator("button.approve").click()
+    card.wait_for(state="detached", timeout=30_000)
+    assert phone_a.error_text() == ""
+    status = run_async(wait_status(web_tier.stack, bot, pending["request_id"], {"confirmed"}))
+    assert status["status"] == "signed"
+    assert balance(anvil, FRIEND) - before == OVER_LIMIT
+    [answer] = [a for a in phone_a.answers() if a["request_id"] == pending["request_id"]]
+    assert answer["action"] == "approve" and answer["raw_tx"].startswith("0x02")
+    # journaled, then settled by the signer's signed quote once mined
+    wait_for(lambda: phone_a.idb()["journal"][pending["request_id"]]["settled"], what="the journal entry to settle")
+
+
+def test_a_new_recipient_is_loud(phone_a, web_tier):
+    [pending] = run_async(web_tier.submit(transfer(STRANGER, 1234)))
+    card = phone_a.page.locator(f"article[data-request={pending['request_id']}]")
+    card.wait_for(timeout=10_000)
+    assert "NEW ADDRESS" in card.inner_text()
+    card.locator("button.deny").click()
+    card.wait_for(state="detached", timeout=15_000)
+
+
+def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing(browser, phone_a, web_tier, anvil):
+    phone = Phone.open(browser, prf=False)
+    try:
+        page = phone.page
+        page.goto(pairing_link(web_tier, "phone-b"))
+        set_up_key(phone, passphrase=PHONE_PASS, import_text="0x" + phone_a.main_key.hex())
+        assert phone.vault()["address"] == phone_a.vault()["address"]
+        back_up(phone, unlock=PHONE_PASS)
+        pair(phone, "phone-b")
+        bot = web_tier.bot_token()
+        [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 1), token=bot))
+        card = page.locator(f"article[data-request={pending['request_id']}]")
+        card.wait_for(timeout=10_000)
+        card.locator("input.approve-pass").fill("not the passphrase")
+        card.locator("button.approve").click()
+        wait_for(lambda: "wrong passphrase" in phone.error_text(), what="the refusal")
+        assert phone.answers() == [] and phone.idb()["journal"] == {}  # nothing signed, nothing sent
+        card.locator("input.approve-pass").fill(PHONE_PASS)
+        card.locator("button.approve").click()
+        card.wait_for(state="detached", timeout=30_000)
+        run_async(wait_status(web_tier.stack, bot, pending["request_id"], {"confirmed"}))
+        # the key never left: not in storage in the clear, not in any request or frame
+        dump = json.dumps(phone.idb())
+        for form in key_forms(phone_a.main_key):
+            assert form not in dump and form not in phone.everything_sent()
+            assert form not in phone_a.everything_sent() and form not in json.dumps(phone_a.idb())
+        assert phone.vault()["ciphertext"] and len(__import__("base64").b64decode(phone.vault()["ciphertext"])) == 48
+        assert "localStorage" not in (webapp.HERE / "dist" / "app.js").read_text()
+    finally:
+        phone.close()
+
+
+def test_a_request_rewritten_by_the_bridge_is_never_shown(phone_a, web_tier, monkeypatch):
+    queue = web_tier.bridge.bridge.queue
+    honest = queue.put
+
+    def rewriting(items):
+        for item in items:
+            req = item["request"]
+            req["tx"] = {**req["tx"], "to": STRANGER}
+            for action in req["actions"]:
+                if action["type"] == "transfer":
+                    action["recipient"] = {**action["recipient"], "address": STRANGER}
+        return honest(items)
+
+    monkeypatch.setattr(queue, "put", rewriting)
+    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 2)))
+    wait_for(lambda: pending["request_id"] in phone_a.page.evaluate("window.owlia.forged()"), what="the drop")
+    assert phone_a.page.locator(f"article[data-request={pending['request_id']}]").count() == 0
+    assert pending["request_id"] not in phone_a.page.evaluate("window.owlia.requestIds()")
+
+
+def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, web_tier, monkeypatch):
+    bridge = web_tier.bridge.bridge
+    honest = bridge._call
+
+    async def withholding(device_id, message):
+        if message.get("method") == "approvals.answer":  # keeps the signed transaction, reports an error
+            return {"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": -32000, "message": "signer busy"}}
+        return await honest(device_id, message)
+
+    monkeypatch.setattr(bridge, "_call", withholding)
+    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 3)))
+    card = phone_a.page.locator(f"article[data-request={pending['request_id']}]")
+    card.wait_for(timeout=10_000)
+    card.locator("button.approve").click()
+    wait_for(lambda: "signer busy" in phone_a.error_text(), what="the bridge's error")
+    section = phone_a.page.locator("#outstanding")
+    wait_for(lambda: "Outstanding approvals (1)" in section.inner_text(), what="the outstanding entry")
+    entry = phone_a.idb()["journal"][pending["request_id"]]
+    assert entry["settled"] is False and "signer busy" in entry["reply"]
+    assert entry["tx_hash"] in section.inner_text()
+    phone_a.page.locator("#outstanding").scroll_into_view_if_needed()
+    phone_a.shot("outstanding")
+    # a redelivered request is shown as ALREADY APPROVED (and would be signed only at that nonce)
+    assert "ALREADY APPROVED" in card.inner_text()
+    monkeypatch.setattr(bridge, "_call", honest)
+    card.locator("button.deny").click()
+    card.wait_for(state="detached", timeout=15_000)
+
+
+def test_deny_and_freeze_stops_tier2_at_the_next_request(phone_a, web_tier):
+    stack = web_tier.stack
+    stack.funded_session_key()
+    bot = web_tier.bot_token()
+    assert run_async(web_tier.submit(transfer(FRIEND, 10**15), token=bot))[0]["status"] == "signed"
+    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 4), token=bot))
+    card = phone_a.page.locator(f"article[data-request={pending['request_id']}]")
+    card.wait_for(timeout=10_000)
+    card.locator("button.deny-freeze").click()
+    card.wait_for(state="detached", timeout=15_000)
+    denied = run_async(web_tier.submit(transfer(FRIEND, 10**15), token=bot))[0]
+    assert denied["status"] == "denied" and denied["rule_id"] in ("signer.frozen", "session_key.unavailable")
+    phone_a.page.wait_for_selector("#frozen-banner", timeout=10_000)
+    phone_a.page.click("#unfreeze")
+    phone_a.page.wait_for_selector("#freeze", timeout=10_000)
+    assert run_async(stack.call(web_tier.admin, "status"))["frozen"] is False
