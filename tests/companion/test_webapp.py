@@ -24,6 +24,7 @@ from tests.companion.webapp_support import (
     Phone,
     chromium_path,
     key_forms,
+    off_loop,
     pair_link_from_cli,
     run_async,
 )
@@ -48,12 +49,12 @@ def browser():
 @pytest.fixture(scope="module")
 def web_tier(tmp_path_factory, anvil):
     root = tmp_path_factory.mktemp("web")
-    stack = SignerStack(root, anvil.url).start()
-    bridge = start_bridge(stack, root / "bridge")
+    stack = off_loop(lambda: SignerStack(root, anvil.url).start())
+    bridge = off_loop(start_bridge, stack, root / "bridge")
     tier = Tier1(stack, bridge, root, anvil)
     yield tier
     tier.bridge.stop()
-    stack.close()
+    off_loop(stack.close)
 
 
 def app_url(tier: Tier1) -> str:
@@ -78,6 +79,12 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def gone(phone: Phone, card, timeout: float = 30.0) -> None:
+    """The card leaves once the answer is accepted; a refusal shows instead (and fails the test)."""
+    wait_for(lambda: card.count() == 0 or phone.error_text(), timeout, "the answer")
+    assert card.count() == 0, f"{phone.error_text()} / {phone.console[-5:]}"
 
 
 def set_up_key(phone: Phone, *, passphrase: str | None = None, import_text: str | None = None,
@@ -211,8 +218,7 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     assert "Why it needs you" in text and pending["request_id"] and "Expires in" in text
     phone_a.shot("approval")
     card.locator("button.approve").click()
-    card.wait_for(state="detached", timeout=30_000)
-    assert phone_a.error_text() == ""
+    gone(phone_a, card)
     status = run_async(wait_status(web_tier.stack, bot, pending["request_id"], {"confirmed"}))
     assert status["status"] == "signed"
     assert balance(anvil, FRIEND) - before == OVER_LIMIT
@@ -314,7 +320,7 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
 
 def test_deny_and_freeze_stops_tier2_at_the_next_request(phone_a, web_tier):
     stack = web_tier.stack
-    stack.funded_session_key()
+    off_loop(stack.funded_session_key)
     bot = web_tier.bot_token()
     assert run_async(web_tier.submit(transfer(FRIEND, 10**15), token=bot))[0]["status"] == "signed"
     [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 4), token=bot))

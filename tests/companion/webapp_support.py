@@ -38,6 +38,13 @@ def run_async(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
+def off_loop(fn: Any, *args: Any) -> Any:
+    """A blocking call that runs asyncio inside (SignerStack.start, funded_session_key...) on a
+    thread of its own, for the same reason as run_async."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, *args).result()
+
+
 READ_IDB = """async () => {
   const db = await new Promise((ok, no) => { const r = indexedDB.open('owliabot-companion'); r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
   const out = {};

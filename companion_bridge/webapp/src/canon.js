@@ -66,6 +66,13 @@ export function parse(text) {
   return out;
 }
 
+// An integer field as the signer wrote it: a JSON number or a decimal string (amounts in base units).
+export function int(v, what = 'integer') {
+  const t = v instanceof Num ? v.text : typeof v === 'string' ? v : null;
+  if (t === null || !/^(0|[1-9]\d*)$/.test(t)) throw new Error(`malformed ${what} in the request`);
+  return BigInt(t);
+}
+
 function pyString(s, asciiOnly) {
   let out = '"';
   for (const ch of s) {

@@ -15,8 +15,9 @@ export { bytesToHex, hexToBytes, concatBytes, randomBytes, utf8ToBytes, keccak_2
 export const strip0x = (h) => (h.startsWith('0x') || h.startsWith('0X') ? h.slice(2) : h);
 export const hex0x = (b) => '0x' + bytesToHex(b);
 
-function bigBytes(n) {
-  if (n < 0n) throw new Error('negative integer');
+function bigBytes(n, what = 'integer') {
+  if (typeof n !== 'bigint') throw new TypeError(`${what} must be a BigInt, got ${typeof n}`);
+  if (n < 0n) throw new Error(`negative ${what}`);
   if (n === 0n) return new Uint8Array(0);
   let h = n.toString(16);
   if (h.length % 2) h = '0' + h;
@@ -59,9 +60,9 @@ export function toChecksum(address) {
 // as BigInt (integers) and hex strings; returns {raw: Uint8Array, hash: '0x..'}.
 export function signEip1559(tx, secret) {
   const fields = [
-    bigBytes(tx.chain_id), bigBytes(tx.nonce), bigBytes(tx.max_priority_fee_per_gas),
-    bigBytes(tx.max_fee_per_gas), bigBytes(tx.gas_limit), hexToBytes(strip0x(tx.to).toLowerCase()),
-    bigBytes(tx.value), hexToBytes(strip0x(tx.data)), [],
+    bigBytes(tx.chain_id, 'chain id'), bigBytes(tx.nonce, 'nonce'), bigBytes(tx.max_priority_fee_per_gas, 'priority fee'),
+    bigBytes(tx.max_fee_per_gas, 'max fee'), bigBytes(tx.gas_limit, 'gas limit'), hexToBytes(strip0x(tx.to).toLowerCase()),
+    bigBytes(tx.value, 'value'), hexToBytes(strip0x(tx.data)), [],
   ];
   const digest = keccak_256(concatBytes(Uint8Array.of(2), rlp(fields)));
   const sigBytes = secp256k1.sign(digest, secret, { prehash: false, lowS: true, format: 'recovered', extraEntropy: false });

@@ -4,7 +4,7 @@ import * as store from './store.js';
 import * as vault from './vault.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
-import { Num, plain } from './canon.js';
+import { Num, int, nowTs } from './canon.js';
 
 const MAX_UNSETTLED = 50;
 const app = { device: null, session: null, state: {}, requests: new Map(), forged: [], status: 'offline', error: '' };
@@ -219,7 +219,7 @@ function card(r, v) {
     ...(Array.isArray(esc.findings) ? esc.findings : []).map((f) => el('li', {}, `${visible(f.reason)} [${visible(f.rule_id)}: ${visible(f.outcome)}]`))];
   const txRows = tx ? [
     field('from', visible(tx.from)), field('to', visible(tx.to)),
-    field('value', `${formatWei(tx.value instanceof Num ? tx.value.big : BigInt(text(tx.value)))} ETH (${text(tx.value)} wei)`),
+    field('value', `${formatWei(int(tx.value, 'value'))} ETH (${text(tx.value)} wei)`),
     field('data', `${visible(tx.data)} (${(text(tx.data).length - 2) / 2} bytes)`),
     field('chain', `${visible(r.chain)}`), field('nonce', text(tx.nonce)), field('gas limit', text(tx.gas_limit)),
     field('max fee', `${text(tx.max_fee_per_gas)} wei/gas`), field('priority fee', `${text(tx.max_priority_fee_per_gas)} wei/gas`),
@@ -320,7 +320,7 @@ async function answer(request, action, passphrase) {
         if (!request.tx) throw new Error('this request has no transaction to sign; deny it');
         const unsettled = [...app.journal.values()].filter((e) => !e.settled).length;
         const first = app.journal.get(request.request_id);
-        let nonce = request.tx.nonce.big, quotedAt = null;
+        let nonce = int(request.tx.nonce, 'nonce'), quotedAt = null;
         if (first) {
           if (first.settled) throw new Error(`already approved as tx ${first.tx_hash} at nonce ${first.nonce}, and your signer shows that nonce used: nothing was signed again`);
           nonce = BigInt(first.nonce); quotedAt = first.quoted_at;
@@ -328,7 +328,7 @@ async function answer(request, action, passphrase) {
           if (unsettled >= MAX_UNSETTLED) throw new Error(`${unsettled} approvals are still outstanding: settle some before approving more`);
           const quote = await settle(await app.session.call('approvals.state'));
           if (quote && proto.fresh(quote)) {
-            const q = quote.main_nonce[String(request.tx.chain_id.value)];
+            const q = quote.main_nonce[String(int(request.tx.chain_id, 'chain id'))];
             if (q !== undefined && BigInt(q) >= nonce) nonce = BigInt(q);
             quotedAt = quote.ts;
           }
@@ -336,13 +336,13 @@ async function answer(request, action, passphrase) {
         const t = request.tx;
         if (t.from.toLowerCase() !== v.address.toLowerCase()) throw new Error('the request asks another account to sign');
         const signed = await vault.withSecret(passphrase, async (secret) => eth.signEip1559({
-          chain_id: t.chain_id.big, nonce, max_priority_fee_per_gas: t.max_priority_fee_per_gas.big,
-          max_fee_per_gas: t.max_fee_per_gas.big, gas_limit: t.gas_limit.big, to: t.to,
-          value: t.value instanceof Num ? t.value.big : BigInt(t.value), data: t.data }, secret));
+          chain_id: int(t.chain_id, 'chain id'), nonce, max_priority_fee_per_gas: int(t.max_priority_fee_per_gas, 'priority fee'),
+          max_fee_per_gas: int(t.max_fee_per_gas, 'max fee'), gas_limit: int(t.gas_limit, 'gas limit'), to: t.to,
+          value: int(t.value, 'value'), data: t.data }, secret));
         rawTx = eth.hex0x(signed.raw); txHash = signed.hash;
         if (!first) {  // journaled before it can leave this page
-          const entry = { request_id: request.request_id, chain_id: Number(t.chain_id.text), nonce: Number(nonce), tx_hash: txHash,
-            to: eth.toChecksum(t.to), value: (t.value instanceof Num ? t.value.big : BigInt(t.value)).toString(),
+          const entry = { request_id: request.request_id, chain_id: Number(int(t.chain_id)), nonce: Number(nonce), tx_hash: txHash,
+            to: eth.toChecksum(t.to), value: int(t.value).toString(),
             summary: text(request.summary).slice(0, 200), signed_at: Date.now() / 1000, quoted_at: quotedAt, reply: '(no reply yet)',
             settled: false, last_quote_ts: 0 };
           await store.put('journal', entry.request_id, entry);
@@ -369,6 +369,7 @@ async function answer(request, action, passphrase) {
     if (txHash) settle(await app.session.call('approvals.state')).catch(() => {});
   } catch (e) {
     showError(`${action} refused: ${e.message || e}`);
+    console.error(e.stack || String(e));  // where, never what: errors carry no key material
     await recordOutcome(request, action, `refused: ${e.message || e}`);
   } finally {
     seed.fill(0);
@@ -392,7 +393,7 @@ async function freeze(action) {
       app.state = await app.session.call('approvals.state');
       freezeId = text(app.state.freeze_id);
     }
-    const ts = (await import('./canon.js')).nowTs();
+    const ts = nowTs();
     const body = { device_id: device.device_id, action, freeze_id: freezeId, ts };
     const signature = proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.freeze, body));
     app.state = await app.session.call('approvals.freeze', { ...body, signature });
@@ -405,7 +406,6 @@ async function topup(keyId, amount) {
   const device = app.device, seed = eth.hexToBytes(device.seed);
   try {
     if (!/^\d*$/.test(amount)) throw new Error('the amount is a whole number of wei');
-    const { nowTs } = await import('./canon.js');
     const ts = nowTs();
     const body = { device_id: device.device_id, key_id: keyId, amount: amount ? BigInt(amount).toString() : null, ts };
     const params = { device_id: device.device_id, key_id: keyId, ts,
