@@ -50,7 +50,7 @@ def browser():
 def web_tier(tmp_path_factory, anvil):
     root = tmp_path_factory.mktemp("web")
     stack = off_loop(lambda: SignerStack(root, anvil.url).start())
-    bridge = off_loop(start_bridge, stack, root / "bridge")
+    bridge = off_loop(lambda: start_bridge(stack, root / "bridge", push_allow_loopback_http=True))
     tier = Tier1(stack, bridge, root, anvil)
     yield tier
     tier.bridge.stop()
@@ -334,3 +334,112 @@ def test_deny_and_freeze_stops_tier2_at_the_next_request(phone_a, web_tier):
     phone_a.page.click("#unfreeze")
     phone_a.page.wait_for_selector("#freeze", timeout=10_000)
     assert run_async(stack.call(web_tier.admin, "status"))["frozen"] is False
+
+
+class PushService:
+    """A local push service (RFC 8030): records what the bridge POSTs, answers 201."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - the stdlib's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((self.path, dict(self.headers), body))
+                self.send_response(201)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/push/sub1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(phone_a, web_tier):
+    import base64
+
+    import http_ece
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from companion_bridge.companion.client import Companion
+    from companion_bridge.companion.wallet import CompanionWallet
+    from tests.companion.conftest import MAIN_PASS
+
+    service = PushService()
+    try:
+        # A device subscribes with its connection token (the browser's keys are made here, to decrypt).
+        browser_key = ec.generate_private_key(ec.SECP256R1())
+        auth = secrets.token_bytes(16)
+        b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")  # noqa: E731
+        p256dh = b64(browser_key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint))
+        wallet = CompanionWallet.create(web_tier.root / f"push-{time.monotonic_ns()}", bytearray(MAIN_PASS),
+                                        scrypt_n=2**10, private_key=phone_a.main_key, name="push")
+
+        async def token() -> str:
+            pairing = await web_tier.stack.call(web_tier.admin, "companion.pair_begin", {"name": "push"})
+            async with Companion(wallet, web_tier.bridge.url) as companion:
+                await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
+                return await companion.login()
+
+        body = {"token": run_async(token()), "subscription": {"endpoint": service.endpoint,
+                                                             "keys": {"p256dh": p256dh, "auth": b64(auth)}}}
+        request = urllib.request.Request(web_tier.bridge.url + "/v1/push/subscribe", json.dumps(body).encode(),
+                                         {"content-type": "application/json"})
+        assert json.loads(urllib.request.urlopen(request).read()) == {"ok": True}
+        forged = dict(body, token=body["token"][:-4] + "AAAA")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(urllib.request.Request(web_tier.bridge.url + "/v1/push/subscribe",
+                                                          json.dumps(forged).encode(), {"content-type": "application/json"}))
+        assert err.value.code == 401
+        pushes = web_tier.bridge.bridge.pusher.subscriptions()
+        assert oct((web_tier.bridge.options.home / "push.json").stat().st_mode & 0o777) == "0o600"
+        assert oct((web_tier.bridge.options.home / "vapid.pem").stat().st_mode & 0o777) == "0o600"
+        assert sum(len(v) for v in pushes.values()) == 1
+
+        [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 5), reason="secret agent words"))
+        wait_for(lambda: service.received, what="the push")
+        path, headers, payload = service.received[0]
+        headers = {k.lower(): v for k, v in headers.items()}
+        assert path == "/push/sub1" and headers["content-encoding"] == "aes128gcm" and int(headers["ttl"]) == 300
+        assert headers["authorization"].startswith("vapid t=")  # VAPID (RFC 8292)
+        plain = http_ece.decrypt(payload, private_key=browser_key, auth_secret=auth, version="aes128gcm")
+        assert json.loads(plain) == {"id": pending["request_id"]}  # the id, nothing else
+        for secret_word in (b"0.02", b"dev-friend", b"secret agent words", FRIEND.encode()):
+            assert secret_word not in payload and secret_word not in plain
+
+        # The page's service worker turns a push into a notification.
+        page = phone_a.page
+        phone_a.context.grant_permissions(["notifications"], origin=app_url(web_tier))
+        registrations: list[dict] = []
+        phone_a.cdp.on("ServiceWorker.workerRegistrationUpdated", lambda e: registrations.extend(e["registrations"]))
+        phone_a.cdp.send("ServiceWorker.enable")
+        page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        wait_for(lambda: [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]],
+                 what="the service worker")
+        [reg] = [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]][:1]
+        phone_a.cdp.send("ServiceWorker.deliverPushMessage", {"origin": app_url(web_tier), "registrationId": reg["registrationId"],
+                                                             "data": plain.decode()})
+        shown = wait_for(lambda: page.evaluate(
+            "navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => ns.map(n => [n.title, n.tag, n.body]))"),
+            what="the notification")
+        assert shown == [["OwliaBot: an approval is waiting", pending["request_id"], "Open the companion to see it."]]
+        card = page.locator(f"article[data-request={pending['request_id']}]")
+        card.wait_for(timeout=10_000)  # the request itself came over the page's own connection
+        card.locator("button.deny").click()
+        gone(phone_a, card)
+    finally:
+        service.close()

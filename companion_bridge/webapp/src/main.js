@@ -259,6 +259,7 @@ function controls() {
     app.state.frozen
       ? el('button', { id: 'unfreeze', onclick: () => freeze('unfreeze') }, 'Unfreeze')
       : el('button', { id: 'freeze', class: 'danger', onclick: () => freeze('freeze') }, 'Freeze now'),
+    el('button', { id: 'notify', onclick: enablePush }, 'Notify me of new requests'),
     el('h3', {}, 'Top up a session key'), keyId, amount,
     el('button', { id: 'topup', onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, 'Request top-up'));
 }
@@ -414,6 +415,30 @@ async function topup(keyId, amount) {
     const result = await app.session.call('approvals.topup', params);
     await recordOutcome({ request_id: text(result.request_id) || keyId }, 'topup', `requested ${text(result.status)}`);
   } catch (e) { showError(`top-up refused: ${e.message}`); } finally { seed.fill(0); }
+  await render();
+}
+
+// Web Push: the bridge sends only a request id, encrypted to this browser; the page fetches the
+// request itself over its authenticated connection.
+async function enablePush() {
+  showError('');
+  try {
+    if (!('PushManager' in window)) throw new Error('this browser has no Web Push (on iOS: add the app to the home screen first)');
+    if (await Notification.requestPermission() !== 'granted') throw new Error('notifications are not allowed');
+    const resp = await fetch('/v1/push/key', { credentials: 'omit', cache: 'no-store' });
+    if (!resp.ok) throw new Error('push is not enabled on this bridge');
+    const { public_key: key } = await resp.json();
+    const raw = Uint8Array.from(atob(key.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+    const reg = await navigator.serviceWorker.ready;
+    const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: raw });
+    const seed = eth.hexToBytes(app.device.seed);
+    let token;
+    try { token = await proto.login(app.device.device_id, seed); } finally { seed.fill(0); }
+    const done = await fetch('/v1/push/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' },
+      credentials: 'omit', body: JSON.stringify({ token, subscription: sub.toJSON() }) });
+    if (!done.ok) throw new Error(`the bridge refused the subscription (HTTP ${done.status})`);
+    await recordOutcome({ request_id: 'push' }, 'notifications', 'enabled');
+  } catch (e) { showError(`notifications: ${e.message}`); }
   await render();
 }
 
