@@ -142,9 +142,20 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
     wallet = _wallet(ctx, directory)
 
     async def go() -> dict:
+        import aiohttp
+
         link = parse_pair_link(uri)
         async with Companion(wallet, link.bridge, ssl=ssl_for(link.fingerprint)) as companion:
-            reply = await companion.pair(link.pairing_id, link.code, link.signer_key)
+            try:
+                reply = await companion.pair(link.pairing_id, link.code, link.signer_key)
+            except aiohttp.ServerFingerprintMismatch:
+                raise CompanionError("the bridge's certificate is not the one in the pairing link: nothing was "
+                                     "sent (someone may be in the middle; pair again from the signer's host)") from None
+            except (aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError):
+                raise CompanionError("the bridge's certificate is not trusted: use a pairing link with its "
+                                     "fingerprint (`owlia companion pair --tls-cert CERT`) or a trusted certificate") from None
+            except aiohttp.ClientError as exc:
+                raise CompanionError(f"cannot reach the bridge at {link.bridge}: {type(exc).__name__}") from None
         wallet.save_state(tls_fingerprint=link.fingerprint)
         return reply
 
