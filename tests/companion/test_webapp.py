@@ -318,6 +318,24 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
     card.wait_for(state="detached", timeout=15_000)
 
 
+def test_the_installed_app_opens_offline_to_its_last_state(phone_a, web_tier):
+    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 6)))
+    page = phone_a.page
+    page.locator(f"article[data-request={pending['request_id']}]").wait_for(timeout=10_000)
+    page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    phone_a.context.set_offline(True)
+    try:
+        page.reload()
+        card = page.locator(f"article[data-request={pending['request_id']}]")
+        card.wait_for(timeout=10_000)  # shell from the service worker's cache, request from IndexedDB
+        assert "Send 0.02" in card.inner_text() and page.locator("#status").inner_text().startswith("offline")
+    finally:
+        phone_a.context.set_offline(False)
+    wait_for(lambda: page.evaluate("window.owlia.status()") == "connected", 30, "the reconnect")
+    card.locator("button.deny").click()
+    gone(phone_a, card)
+
+
 def test_deny_and_freeze_stops_tier2_at_the_next_request(phone_a, web_tier):
     stack = web_tier.stack
     off_loop(stack.funded_session_key)

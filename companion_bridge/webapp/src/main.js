@@ -4,7 +4,7 @@ import * as store from './store.js';
 import * as vault from './vault.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
-import { Num, int, nowTs } from './canon.js';
+import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const MAX_UNSETTLED = 50;
 const app = { device: null, session: null, state: {}, requests: new Map(), forged: [], status: 'offline', error: '' };
@@ -367,6 +367,7 @@ async function answer(request, action, passphrase) {
     if (txHash) await noteReply(request, `${text(result.status)} ${text(result.tx_hash)}`);
     await recordOutcome(request, action, `${text(result.status)} ${text(result.tx_hash || '')}`.trim());
     app.requests.delete(request.request_id);
+    saveRequests();
     if (txHash) settle(await app.session.call('approvals.state')).catch(() => {});
   } catch (e) {
     showError(`${action} refused: ${e.message || e}`);
@@ -455,7 +456,22 @@ function receive(requests) {
     }
     app.requests.set(r.request_id, r);
   }
+  saveRequests();
   render();
+}
+
+// The open requests, kept so the app opens offline to its last state (checked again on load).
+async function saveRequests() {
+  const now = Date.now() / 1000;
+  const texts = [...app.requests.values()].filter((r) => r.expires_at.value > now).map((r) => dumps(r, false));
+  await store.put('kv', 'requests', texts);
+}
+
+async function loadRequests() {
+  const texts = (await store.get('kv', 'requests')) || [];
+  const requests = [];
+  for (const t of texts) { try { requests.push(parse(t)); } catch { /* dropped */ } }
+  receive(requests);
 }
 
 // While an approval is outstanding, ask for a signed quote every few seconds (the CLI checks on
@@ -479,7 +495,7 @@ async function connect() {
     const session = new proto.Session(token, {
       state: (s) => { app.state = s; settle(s).catch(() => {}); render(); },
       requests: receive,
-      resolved: (id) => { app.requests.delete(id); render(); },
+      resolved: (id) => { app.requests.delete(id); saveRequests(); render(); },
       closed: () => {
         if (app.session !== session) return;
         app.status = 'offline'; render();
@@ -504,6 +520,7 @@ async function start() {
   if (pairing) await store.put('kv', 'pending_pair', pairing);
   await loadDevice();
   await loadJournal();
+  if (app.device && app.device.device_id) await loadRequests();
   if ('serviceWorker' in navigator) navigator.serviceWorker.register('/app/sw.js', { scope: '/app/' }).catch(() => {});
   setInterval(tick, 1000);
   setInterval(recheck, 5000);
