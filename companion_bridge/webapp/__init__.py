@@ -3,8 +3,9 @@
 Every asset comes from the bridge itself, under a Content-Security-Policy that allows scripts,
 styles, images, the manifest and the service worker from this origin alone and network calls only
 back to it (`connect-src 'self'`): the page makes no third-party request of any kind. The
-JavaScript is bundled from `src/` by `npm run build:companion` (esbuild; `.ci/setup` runs it) into
-`dist/app.js`, which is not committed; the bridge refuses to start without it.
+JavaScript is bundled from `src/` by `npm run build:companion` (esbuild, packages pinned by
+package-lock.json) into `static/app.js`, which is committed (unminified, so it is reviewed as a
+diff, and the bridge needs no Node.js); a test rebuilds it and fails if it differs from `src/`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BUNDLE = HERE / "dist" / "app.js"
+BUNDLE = HERE / "static" / "app.js"
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; "
@@ -48,8 +49,8 @@ class WebAppMissing(RuntimeError):
 def check_built() -> None:
     """The bundle is built at setup; without it the app would be a blank page, so say what to run."""
     if not BUNDLE.is_file():
-        raise WebAppMissing(f"the companion web app is not built ({BUNDLE} is missing): run `npm ci && npm run "
-                            "build:companion` in the repository (or `bash .ci/setup`)")
+        raise WebAppMissing(f"the companion web app is missing ({BUNDLE}): reinstall owliabot, or in a checkout "
+                            "run `npm ci && npm run build:companion`")
 
 
 def load(name: str) -> tuple[bytes, str] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -158,11 +159,26 @@ def test_the_app_is_served_by_the_bridge_with_a_strict_policy(web_tier):
         assert err.value.code == 404
 
 
-def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(browser, web_tier):
+@pytest.fixture(scope="module")
+def fresh_build(tmp_path_factory) -> Path:
+    """The app built now from src/ with the pinned esbuild and libraries (node_modules, from .ci/setup)."""
+    out = tmp_path_factory.mktemp("build")
+    done = subprocess.run(["node", str(webapp.HERE / "build.mjs"), str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"the web app does not build (run `npm ci`): {done.stderr}"
+    return out
+
+
+def test_the_committed_bundle_is_exactly_what_the_sources_build(fresh_build):
+    assert (fresh_build / "app.js").read_bytes() == webapp.BUNDLE.read_bytes(), \
+        "companion_bridge/webapp/static/app.js is stale: run `npm run build:companion` and commit it"
+    assert webapp.BUNDLE.stat().st_size < 400_000  # small enough to read
+
+
+def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(browser, web_tier, fresh_build):
     phone = Phone.open(browser)
     try:
         phone.page.goto(app_url(web_tier) + "/app/")
-        phone.page.evaluate((webapp.HERE / "dist" / "testkit.js").read_text())
+        phone.page.evaluate((fresh_build / "testkit.js").read_text())
         kit = "window.owliaTestkit"
         rng = secrets.SystemRandom()
         for i in range(25):
@@ -264,7 +280,7 @@ def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing
             assert form not in dump and form not in phone.everything_sent()
             assert form not in phone_a.everything_sent() and form not in json.dumps(phone_a.idb())
         assert phone.vault()["ciphertext"] and len(__import__("base64").b64decode(phone.vault()["ciphertext"])) == 48
-        assert "localStorage" not in (webapp.HERE / "dist" / "app.js").read_text()
+        assert "localStorage" not in webapp.BUNDLE.read_text()
     finally:
         phone.close()
 
