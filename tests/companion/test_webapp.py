@@ -29,6 +29,7 @@ from tests.companion.webapp_support import (
     pair_link_from_cli,
     run_async,
 )
+from tests.bot.agent.conftest import llm  # noqa: F401 - fixture
 from tests.conftest import FRIEND, STRANGER, SignerStack, balance
 
 pytestmark = [pytest.mark.chain]
@@ -332,6 +333,57 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
     monkeypatch.setattr(bridge, "_call", honest)
     card.locator("button.deny").click()
     card.wait_for(state="detached", timeout=15_000)
+
+
+def test_a_send_from_chat_escalates_is_approved_in_the_page_and_the_chat_is_told(phone_a, web_tier, llm, anvil):
+    import asyncio
+    import concurrent.futures
+
+    from bot.channels.base import Inbound
+    from bot.notify import Notifier
+    from bot.runtime.signer_watch import SignerWatch
+    from tests.bot.agent.conftest import attach_bot
+    from tests.bot.agent.test_cancel_and_pair import Sink
+
+    harness = off_loop(attach_bot, web_tier.stack, llm)
+    seen: dict[str, str] = {}
+    told: list[str] = []
+
+    async def chat() -> None:
+        runtime = harness.runtime()
+
+        async def console(chat_id: str, text: str) -> None:
+            told.append(text)
+
+        notifier = Notifier("console:owner")
+        notifier.register("console", console)
+        watch = SignerWatch(runtime, notifier, first_delay=0.1, max_delay=0.2)
+        await watch.start()
+        try:
+            await runtime.core.handle(Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink())
+            outcome = next(e for e in runtime.events.poll(0, limit=1000, type="signer") if e.name == "sign.outcome")
+            assert outcome.data["status"] == "pending_approval"
+            seen["request_id"] = outcome.data["request_id"]
+            while not any("approved on your companion" in t for t in told):
+                await asyncio.sleep(0.05)
+        finally:
+            await watch.stop()
+            await runtime.close()
+
+    before = balance(anvil, FRIEND)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        done = pool.submit(asyncio.run, asyncio.wait_for(chat(), 90))
+        wait_for(lambda: "request_id" in seen or done.done(), 30, "the escalation")
+        card = phone_a.page.locator(f"article[data-request={seen.get('request_id')}]")
+        card.wait_for(timeout=10_000)
+        assert "Send 0.02 ETH" in card.inner_text() and "dev-friend" in card.inner_text()
+        card.locator("button.approve").click()
+        gone(phone_a, card)
+        done.result(timeout=90)
+    final = next(t for t in told if "approved on your companion" in t)
+    [answer] = [a for a in phone_a.answers() if a["request_id"] == seen["request_id"]]
+    assert answer["device_id"] in final and any("waiting for your companion app" in t for t in told)
+    wait_for(lambda: balance(anvil, FRIEND) - before == 2 * 10**16, 20, "the transfer")
 
 
 def test_the_installed_app_opens_offline_to_its_last_state(phone_a, web_tier):
