@@ -404,6 +404,41 @@ def test_the_installed_app_opens_offline_to_its_last_state(phone_a, web_tier):
     gone(phone_a, card)
 
 
+def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_key(phone_a, web_tier, anvil):
+    from signer.client import new_idempotency_key
+
+    key = off_loop(web_tier.stack.call_sync, web_tier.admin, "session_key.create",
+                   {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]
+    page = phone_a.page
+    page.fill("#topup-key", key["key_id"])
+    page.fill("#topup-amount", str(4 * 10**15))
+    page.click("#topup")
+    card = page.locator("article.card", has_text=key["address"])
+    wait_for(lambda: card.count() == 1 or phone_a.error_text(), 15, "the top-up request")
+    assert card.count() == 1, phone_a.error_text()
+    before = balance(anvil, key["address"])
+    card.locator("button.approve").click()
+    gone(phone_a, card)
+    wait_for(lambda: balance(anvil, key["address"]) - before == 4 * 10**15, 20, "the top-up")
+
+
+def test_a_policy_loosening_is_shown_as_a_diff_and_approved_in_the_page(phone_a, web_tier):
+    from tests.companion.test_policy_change import BASE, policy
+
+    stack = web_tier.stack
+    loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.015"')
+    stack.paths.policy.write_text(loose)
+    off_loop(stack.call_sync, web_tier.admin, "policy.reload")
+    card = phone_a.page.locator("article.card", has_text="Policy change")
+    card.wait_for(timeout=15_000)
+    text = card.inner_text()
+    assert "per_tx 0.01 -> 0.015" in text and "what widens" in text
+    phone_a.shot("policy")
+    card.locator("button.approve").click()
+    gone(phone_a, card)
+    assert off_loop(stack.call_sync, web_tier.admin, "status")["policy_hash"] == policy(loose).policy_hash()
+
+
 def test_deny_and_freeze_stops_tier2_at_the_next_request(phone_a, web_tier):
     stack = web_tier.stack
     off_loop(stack.funded_session_key)

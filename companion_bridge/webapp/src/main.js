@@ -317,6 +317,9 @@ async function answer(request, action, passphrase) {
     if (action === 'approve') {
       if (!v.backed_up) throw new Error('back up the key before the first approval');
       digest = proto.verifiedHash(request, device.signer_key);
+      // A loosening widens what the signer signs alone: it asks for the passkey (or passphrase) too,
+      // though only the device key signs it (nothing is decrypted for longer than this check).
+      if (request.kind === 'policy') await vault.withSecret(passphrase, async () => null);
       if (request.kind !== 'policy') {
         if (!request.tx) throw new Error('this request has no transaction to sign; deny it');
         const unsettled = [...app.journal.values()].filter((e) => !e.settled).length;

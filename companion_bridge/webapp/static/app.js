@@ -7743,6 +7743,7 @@ async function answer(request, action, passphrase) {
     if (action === "approve") {
       if (!v.backed_up) throw new Error("back up the key before the first approval");
       digest = verifiedHash(request, device.signer_key);
+      if (request.kind === "policy") await withSecret(passphrase, async () => null);
       if (request.kind !== "policy") {
         if (!request.tx) throw new Error("this request has no transaction to sign; deny it");
         const unsettled = [...app.journal.values()].filter((e) => !e.settled).length;
