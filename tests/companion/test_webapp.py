@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from companion_bridge import webapp
 from tests.companion.conftest import Tier1, fund, start_bridge, transfer, wait_status
@@ -217,6 +219,41 @@ def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(bro
         phrase = "test test test test test test test test test test test junk"
         expected = Account.from_mnemonic(phrase, account_path="m/44'/60'/0'/0/0").key.hex()
         assert phone.page.evaluate(f"(p) => {kit}.fromPhrase(p)", phrase) == expected.removeprefix("0x")
+    finally:
+        phone.close()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+def test_canonical_json_in_the_page_matches_python_on_any_value(browser, web_tier, fresh_build):
+    """The request hash and every signed message depend on byte-identical canonical JSON: checked on
+    arbitrary values (floats, big integers, any text) in one batch through the page."""
+    from signer.approval_request import request_hash
+    from signer.devices import signed_message
+
+    bodies = []
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=5))
+    def collect(body):
+        bodies.append(body)
+
+    collect()
+    phone = Phone.open(browser)
+    try:
+        phone.page.goto(app_url(web_tier) + "/app/")
+        phone.page.evaluate((fresh_build / "testkit.js").read_text())
+        texts = [json.dumps(b) for b in bodies]
+        got = phone.page.evaluate(
+            "(ts) => ts.map((t) => [owliaTestkit.requestHash(t), owliaTestkit.signedMessage('d', t)])", texts)
+        for body, (digest, message) in zip(bodies, got):
+            assert digest == request_hash(body), body
+            assert message == signed_message("d", body).decode(), body
     finally:
         phone.close()
 

@@ -105,6 +105,17 @@ function pyNumber(n) {
   return s.replace(/e([+-])(\d)$/, 'e$10$2');
 }
 
+// Python sorts str keys by code point; JS's default sort compares UTF-16 units, which puts a key
+// with a character above U+FFFF (a surrogate pair, 0xD800...) before one with U+E000..U+FFFF.
+function byCodePoint(a, b) {
+  const x = Array.from(a), y = Array.from(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+    if (d) return d;
+  }
+  return x.length - y.length;
+}
+
 // json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=asciiOnly)
 export function dumps(v, asciiOnly = true) {
   if (v === null || v === undefined) return 'null';
@@ -115,7 +126,7 @@ export function dumps(v, asciiOnly = true) {
   if (typeof v === 'number') return pyNumber(v);
   if (typeof v === 'string') return pyString(v, asciiOnly);
   if (Array.isArray(v)) return '[' + v.map((x) => dumps(x, asciiOnly)).join(',') + ']';
-  const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
+  const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort(byCodePoint);
   return '{' + keys.map((k) => pyString(k, asciiOnly) + ':' + dumps(v[k], asciiOnly)).join(',') + '}';
 }
 

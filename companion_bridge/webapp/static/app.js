@@ -7144,6 +7144,14 @@ function pyNumber(n) {
   const s = String(n);
   return s.replace(/e([+-])(\d)$/, "e$10$2");
 }
+function byCodePoint(a, b) {
+  const x = Array.from(a), y = Array.from(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+    if (d) return d;
+  }
+  return x.length - y.length;
+}
 function dumps(v, asciiOnly = true) {
   if (v === null || v === void 0) return "null";
   if (v === true) return "true";
@@ -7153,7 +7161,7 @@ function dumps(v, asciiOnly = true) {
   if (typeof v === "number") return pyNumber(v);
   if (typeof v === "string") return pyString(v, asciiOnly);
   if (Array.isArray(v)) return "[" + v.map((x) => dumps(x, asciiOnly)).join(",") + "]";
-  const keys = Object.keys(v).filter((k) => v[k] !== void 0).sort();
+  const keys = Object.keys(v).filter((k) => v[k] !== void 0).sort(byCodePoint);
   return "{" + keys.map((k) => pyString(k, asciiOnly) + ":" + dumps(v[k], asciiOnly)).join(",") + "}";
 }
 function nowTs() {
