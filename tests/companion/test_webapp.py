@@ -601,3 +601,30 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
         gone(phone_a, card)
     finally:
         service.close()
+
+
+# Last: it removes phone_a's passkey.
+def test_without_its_passkey_or_the_users_verification_the_page_signs_nothing(phone_a, web_tier):
+    cdp, auth = phone_a.cdp, {"authenticatorId": phone_a.authenticator}
+    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT + 7)))
+    card = phone_a.page.locator(f"article[data-request={pending['request_id']}]")
+    card.wait_for(timeout=10_000)
+    answers_before, journal_before = len(phone_a.answers()), phone_a.idb()["journal"]
+    saved = cdp.send("WebAuthn.getCredentials", auth)["credentials"]
+    assert len(saved) == 1 and saved[0]["isResidentCredential"]
+    try:
+        cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": False})  # a face the phone did not know
+        card.locator("button.approve").click()
+        wait_for(phone_a.error_text, 15, "the refusal")
+        assert "approve refused" in phone_a.error_text()
+        cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})
+        cdp.send("WebAuthn.clearCredentials", auth)  # the passkey gone (another phone, a wiped authenticator)
+        phone_a.page.evaluate("document.querySelector('#error').hidden = true")
+        card.locator("button.approve").click()
+        wait_for(phone_a.error_text, 15, "the refusal")
+        assert "approve refused" in phone_a.error_text()
+        assert len(phone_a.answers()) == answers_before and phone_a.idb()["journal"] == journal_before
+    finally:  # last in the module: the passkey stays gone (its PRF secret cannot be exported back)
+        cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})
+    card.locator("button.deny").click()  # denying needs no key
+    gone(phone_a, card)
