@@ -4,9 +4,9 @@ import * as store from './store.js';
 import * as vault from './vault.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
+import * as journal from './journal.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
-const MAX_UNSETTLED = 50;
 const app = { device: null, session: null, state: {}, requests: new Map(), forged: [], status: 'offline', error: '' };
 const $ = (sel) => document.querySelector(sel);
 
@@ -224,7 +224,7 @@ function card(r, v) {
     field('chain', `${visible(r.chain)}`), field('nonce', text(tx.nonce)), field('gas limit', text(tx.gas_limit)),
     field('max fee', `${text(tx.max_fee_per_gas)} wei/gas`), field('priority fee', `${text(tx.max_priority_fee_per_gas)} wei/gas`),
   ] : [el('p', { class: 'warn' }, r.kind === 'policy' ? '' : 'No transaction: this request can only be denied.')];
-  const journaled = app.journal && app.journal.get(r.request_id);
+  const journaled = approvedEntry(r.request_id);
   const pass = el('input', { type: 'password', class: 'approve-pass', placeholder: 'key passphrase', autocomplete: 'current-password', hidden: v.kind !== 'passphrase' });
   const countdown = el('span', { class: 'countdown', 'data-expires': r.expires_at.value });
   const canApprove = !!(app.device.signer_key && v.backed_up && (tx || r.kind === 'policy'));
@@ -243,7 +243,7 @@ function card(r, v) {
 }
 
 function outstandingSection() {
-  const entries = [...(app.journal || new Map()).values()].filter((e) => !e.settled);
+  const entries = (app.journal || []).filter((e) => !journal.isSettled(e));
   return el('section', { id: 'outstanding' }, el('h2', {}, entries.length ? `Outstanding approvals (${entries.length})` : 'No outstanding approvals'),
     entries.length ? el('p', { class: 'note' }, 'Whoever holds one of these signed transactions can send it until its nonce is used. Nothing to do if you still want the payment; to void one, send any transaction from the main account with that nonce.') : null,
     ...entries.map((e) => el('div', { class: 'outstanding-entry' },
@@ -278,25 +278,22 @@ function tick() {
   }
 }
 
-// ---- the journal (companion.journal semantics, simplified: see docs/companion.md) ------------
+// ---- the journal (companion/journal.py's rules, in journal.js) -------------------------------
 
 async function loadJournal() {
-  app.journal = new Map((await store.all('journal')).map((e) => [e.request_id, e]));
+  app.journal = (await store.get('kv', 'journal')) || [];
   app.outcomes = (await store.get('kv', 'outcomes')) || [];
 }
 
+const saveJournal = () => store.put('kv', 'journal', app.journal);
+const approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
+
+// A quote counts only if the signer signed it (key from pairing); it may settle, confirm or reopen entries.
 async function settle(state) {
   const quote = proto.verifiedQuote(state, app.device && app.device.signer_key);
   if (!quote) return null;
-  for (const e of app.journal.values()) {
-    if (e.settled || !quote.main_nonce_mined || quote.ts <= (e.last_quote_ts || 0)) continue;
-    if (e.quoted_at === null && !proto.fresh(quote)) continue;
-    if (e.quoted_at !== null && quote.ts < e.quoted_at) continue;
-    e.last_quote_ts = quote.ts;
-    const mined = quote.main_nonce_mined[String(e.chain_id)];
-    if (mined !== undefined && mined > e.nonce) e.settled = true;
-    await store.put('journal', e.request_id, e);
-  }
+  const v = await vault.load();
+  if (v && journal.applyQuote(app.journal, quote, v.address, Date.now() / 1000)) await saveJournal();
   return quote;
 }
 
@@ -322,14 +319,13 @@ async function answer(request, action, passphrase) {
       if (request.kind === 'policy') await vault.withSecret(passphrase, async () => null);
       if (request.kind !== 'policy') {
         if (!request.tx) throw new Error('this request has no transaction to sign; deny it');
-        const unsettled = [...app.journal.values()].filter((e) => !e.settled).length;
-        const first = app.journal.get(request.request_id);
+        const first = approvedEntry(request.request_id);
         let nonce = int(request.tx.nonce, 'nonce'), quotedAt = null;
         if (first) {
-          if (first.settled) throw new Error(`already approved as tx ${first.tx_hash} at nonce ${first.nonce}, and your signer shows that nonce used: nothing was signed again`);
+          if (journal.isSettled(first)) throw new Error(`already approved as tx ${first.tx_hash} at nonce ${first.nonce}, and your signer shows that nonce used: nothing was signed again`);
           nonce = BigInt(first.nonce); quotedAt = first.quoted_at;
         } else {
-          if (unsettled >= MAX_UNSETTLED) throw new Error(`${unsettled} approvals are still outstanding: settle some before approving more`);
+          journal.refuseIfFull(app.journal.filter((e) => !journal.isSettled(e)).length);  // before any key is touched
           const quote = await settle(await app.session.call('approvals.state'));
           if (quote && proto.fresh(quote)) {
             const q = quote.main_nonce[String(int(request.tx.chain_id, 'chain id'))];
@@ -345,12 +341,11 @@ async function answer(request, action, passphrase) {
           value: int(t.value, 'value'), data: t.data }, secret));
         rawTx = eth.hex0x(signed.raw); txHash = signed.hash;
         if (!first) {  // journaled before it can leave this page
-          const entry = { request_id: request.request_id, chain_id: Number(int(t.chain_id)), nonce: Number(nonce), tx_hash: txHash,
-            to: eth.toChecksum(t.to), value: int(t.value).toString(),
-            summary: text(request.summary).slice(0, 200), signed_at: Date.now() / 1000, quoted_at: quotedAt, reply: '(no reply yet)',
-            settled: false, last_quote_ts: 0 };
-          await store.put('journal', entry.request_id, entry);
-          app.journal.set(entry.request_id, entry);
+          const entry = journal.newEntry({ request_id: request.request_id, chain_id: Number(int(t.chain_id)), nonce: Number(nonce),
+            tx_hash: txHash, to: eth.toChecksum(t.to), value: int(t.value).toString(), summary: text(request.summary).slice(0, 200),
+            signed_at: Date.now() / 1000, quoted_at: quotedAt, reply: '(no reply yet)' });
+          app.journal = journal.admit(app.journal, entry);
+          await saveJournal();
         }
       }
     } else {
@@ -383,10 +378,10 @@ async function answer(request, action, passphrase) {
 }
 
 async function noteReply(request, reply) {
-  const e = app.journal.get(request.request_id);
+  const e = approvedEntry(request.request_id);
   if (!e) return;
   e.reply = reply;
-  await store.put('journal', e.request_id, e);
+  await saveJournal();
 }
 
 async function freeze(action) {
@@ -480,8 +475,8 @@ async function loadRequests() {
 // While an approval is outstanding, ask for a signed quote every few seconds (the CLI checks on
 // connect, after each answer and on state pushes; a page may stay open for hours).
 async function recheck() {
-  if (!app.session || app.status !== 'connected' || ![...(app.journal || new Map()).values()].some((e) => !e.settled)) return;
-  const open = () => [...app.journal.values()].filter((e) => !e.settled).length;
+  if (!app.session || app.status !== 'connected' || !(app.journal || []).some((e) => !journal.isFinal(e))) return;
+  const open = () => app.journal.filter((e) => !journal.isSettled(e)).length;
   const before = open();
   try { await settle(await app.session.call('approvals.state')); } catch { return; }
   if (open() !== before) await render();  // not otherwise: a render would clear a passphrase being typed

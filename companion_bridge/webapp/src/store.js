@@ -1,11 +1,13 @@
 // IndexedDB: the page's only storage. Nothing here is sent anywhere.
-//   vault:   the main key as AES-GCM ciphertext (never the key, never the wrapping key)
-//   device:  the Ed25519 device seed, pairing result, signer identity key (public)
-//   journal: approvals this page signed (companion journal semantics)
+// One object store, `kv`:
+//   vault:    the main key as AES-GCM ciphertext (never the key, never the wrapping key)
+//   device:   the Ed25519 device seed, device id, signer identity key (public)
+//   journal:  approvals this page signed (journal.js)
 //   outcomes: recent answers and their replies
-//   cache:   last requests and state, to open offline to the last screen
+//   requests: the open requests, to open offline to the last screen
+//   pending_pair: a pairing link's fields until the pairing is done
 const DB = 'owliabot-companion';
-const STORES = ['kv', 'journal', 'outcomes'];
+const STORES = ['kv'];
 let dbp = null;
 
 function open() {

@@ -3,6 +3,7 @@
 import * as canon from './canon.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
+import * as journal from './journal.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -18,5 +19,19 @@ globalThis.owliaTestkit = {
   addressOf: (secretHex) => eth.addressOf(eth.hexToBytes(secretHex)),
   keystore: async (secretHex, pass, n) => JSON.stringify(await eth.encryptKeystore(eth.hexToBytes(secretHex), pass, n)),
   fromKeystore: async (json, pass) => eth.bytesToHex(await eth.decryptKeystore(json, pass)),
+  // Runs admit/apply_quote steps; returns the entries after each step (or 'full').
+  journalRun(ops, maxEntries, maxUnsettled) {
+    let entries = [];
+    const out = [];
+    for (const op of ops) {
+      if (op.op === 'admit') {
+        try { entries = journal.admit(entries, journal.newEntry(op.entry), maxEntries, maxUnsettled); out.push('ok'); }
+        catch (e) { if (!(e instanceof journal.JournalFull)) throw e; out.push('full'); }
+      } else {
+        out.push(journal.applyQuote(entries, op.quote, op.main, op.now) ? 'changed' : 'same');
+      }
+    }
+    return { out, entries, final: entries.map(journal.isFinal) };
+  },
   fromPhrase: async (phrase) => eth.bytesToHex(await eth.secretFromPhrase(phrase)),
 };

@@ -1,6 +1,6 @@
 // src/store.js
 var DB = "owliabot-companion";
-var STORES = ["kv", "journal", "outcomes"];
+var STORES = ["kv"];
 var dbp = null;
 function open() {
   if (!dbp) {
@@ -28,7 +28,6 @@ async function tx(store, mode, fn) {
 var get = (store, key) => tx(store, "readonly", (s) => s.get(key));
 var put = (store, key, value) => tx(store, "readwrite", (s) => s.put(value, key));
 var del = (store, key) => tx(store, "readwrite", (s) => s.delete(key));
-var all = (store) => tx(store, "readonly", (s) => s.getAll());
 
 // ../../node_modules/@noble/hashes/_u64.js
 var U32_MASK64 = /* @__PURE__ */ (() => BigInt(2 ** 32 - 1))();
@@ -7380,8 +7379,63 @@ var Session = class {
   }
 };
 
-// src/main.js
+// src/journal.js
+var MAX_ENTRIES = 200;
 var MAX_UNSETTLED = 50;
+var CONFIRM_QUOTES = 3;
+var CONFIRM_SECONDS = 600;
+var MAX_CLOCK_SKEW2 = 120;
+var JournalFull = class extends Error {
+};
+var isSettled = (e) => e.settled_at !== null;
+function isFinal(e) {
+  if (e.settled_by === null || e.seen_ts === null) return false;
+  return e.confirmed >= CONFIRM_QUOTES && e.seen_ts - e.settled_by.quote_ts >= CONFIRM_SECONDS;
+}
+function newEntry(fields) {
+  return { reply: "", quoted_at: null, seen_ts: null, settled_at: null, settled_by: null, confirmed: 0, ...fields };
+}
+function refuseIfFull(unsettled, maxUnsettled = MAX_UNSETTLED) {
+  if (unsettled >= maxUnsettled) {
+    throw new JournalFull(`${unsettled} approvals you signed are still unsettled (their nonces are not used as far as your signer has said): nothing more is signed until they are. Void the ones you do not want (send any transaction from the main account at that nonce).`);
+  }
+}
+function admit(entries, entry, maxEntries = MAX_ENTRIES, maxUnsettled = MAX_UNSETTLED) {
+  if (entries.some((e) => e.tx_hash === entry.tx_hash)) return [...entries];
+  refuseIfFull(entries.filter((e) => !isSettled(e)).length, maxUnsettled);
+  const kept = [...entries, entry];
+  const excess = kept.length - maxEntries;
+  const droppable = [...kept.filter(isFinal), ...kept.filter((e) => isSettled(e) && !isFinal(e))];
+  for (const old of droppable.slice(0, Math.max(excess, 0))) kept.splice(kept.indexOf(old), 1);
+  return kept;
+}
+function applyQuote(entries, quote, mainAddress, now) {
+  if (quote.main_nonce_mined === null || quote.main_account.toLowerCase() !== mainAddress.toLowerCase()) return false;
+  const fresh2 = Math.abs(now - quote.ts) <= MAX_CLOCK_SKEW2;
+  let changed = false;
+  for (const e of entries) {
+    const mined = quote.main_nonce_mined[String(e.chain_id)];
+    if (mined === void 0 || e.seen_ts !== null && quote.ts <= e.seen_ts) continue;
+    if (e.quoted_at !== null && quote.ts < e.quoted_at) continue;
+    if (e.quoted_at === null && !fresh2) continue;
+    e.seen_ts = quote.ts;
+    changed = true;
+    if (mined > e.nonce && !isSettled(e)) {
+      e.settled_at = now;
+      e.settled_by = { main_nonce_mined: mined, quote_ts: quote.ts };
+      e.confirmed = 0;
+    } else if (mined > e.nonce) {
+      e.confirmed += 1;
+    } else if (isSettled(e)) {
+      e.settled_at = null;
+      e.settled_by = null;
+      e.confirmed = 0;
+    }
+  }
+  return changed;
+}
+
+// src/main.js
 var app = { device: null, session: null, state: {}, requests: /* @__PURE__ */ new Map(), forged: [], status: "offline", error: "" };
 var $ = (sel) => document.querySelector(sel);
 function el(tag, attrs = {}, ...children) {
@@ -7646,7 +7700,7 @@ function card(r, v) {
     field("max fee", `${text(tx2.max_fee_per_gas)} wei/gas`),
     field("priority fee", `${text(tx2.max_priority_fee_per_gas)} wei/gas`)
   ] : [el("p", { class: "warn" }, r.kind === "policy" ? "" : "No transaction: this request can only be denied.")];
-  const journaled = app.journal && app.journal.get(r.request_id);
+  const journaled = approvedEntry(r.request_id);
   const pass = el("input", { type: "password", class: "approve-pass", placeholder: "key passphrase", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
   const countdown = el("span", { class: "countdown", "data-expires": r.expires_at.value });
   const canApprove = !!(app.device.signer_key && v.backed_up && (tx2 || r.kind === "policy"));
@@ -7671,7 +7725,7 @@ function card(r, v) {
   );
 }
 function outstandingSection() {
-  const entries = [...(app.journal || /* @__PURE__ */ new Map()).values()].filter((e) => !e.settled);
+  const entries = (app.journal || []).filter((e) => !isSettled(e));
   return el(
     "section",
     { id: "outstanding" },
@@ -7720,21 +7774,16 @@ function tick() {
   }
 }
 async function loadJournal() {
-  app.journal = new Map((await all("journal")).map((e) => [e.request_id, e]));
+  app.journal = await get("kv", "journal") || [];
   app.outcomes = await get("kv", "outcomes") || [];
 }
+var saveJournal = () => put("kv", "journal", app.journal);
+var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
 async function settle(state) {
   const quote = verifiedQuote(state, app.device && app.device.signer_key);
   if (!quote) return null;
-  for (const e of app.journal.values()) {
-    if (e.settled || !quote.main_nonce_mined || quote.ts <= (e.last_quote_ts || 0)) continue;
-    if (e.quoted_at === null && !fresh(quote)) continue;
-    if (e.quoted_at !== null && quote.ts < e.quoted_at) continue;
-    e.last_quote_ts = quote.ts;
-    const mined = quote.main_nonce_mined[String(e.chain_id)];
-    if (mined !== void 0 && mined > e.nonce) e.settled = true;
-    await put("journal", e.request_id, e);
-  }
+  const v = await load();
+  if (v && applyQuote(app.journal, quote, v.address, Date.now() / 1e3)) await saveJournal();
   return quote;
 }
 async function recordOutcome(request, action, result) {
@@ -7754,15 +7803,14 @@ async function answer(request, action, passphrase) {
       if (request.kind === "policy") await withSecret(passphrase, async () => null);
       if (request.kind !== "policy") {
         if (!request.tx) throw new Error("this request has no transaction to sign; deny it");
-        const unsettled = [...app.journal.values()].filter((e) => !e.settled).length;
-        const first = app.journal.get(request.request_id);
+        const first = approvedEntry(request.request_id);
         let nonce = int(request.tx.nonce, "nonce"), quotedAt = null;
         if (first) {
-          if (first.settled) throw new Error(`already approved as tx ${first.tx_hash} at nonce ${first.nonce}, and your signer shows that nonce used: nothing was signed again`);
+          if (isSettled(first)) throw new Error(`already approved as tx ${first.tx_hash} at nonce ${first.nonce}, and your signer shows that nonce used: nothing was signed again`);
           nonce = BigInt(first.nonce);
           quotedAt = first.quoted_at;
         } else {
-          if (unsettled >= MAX_UNSETTLED) throw new Error(`${unsettled} approvals are still outstanding: settle some before approving more`);
+          refuseIfFull(app.journal.filter((e) => !isSettled(e)).length);
           const quote = await settle(await app.session.call("approvals.state"));
           if (quote && fresh(quote)) {
             const q = quote.main_nonce[String(int(request.tx.chain_id, "chain id"))];
@@ -7785,7 +7833,7 @@ async function answer(request, action, passphrase) {
         rawTx = hex0x(signed.raw);
         txHash = signed.hash;
         if (!first) {
-          const entry = {
+          const entry = newEntry({
             request_id: request.request_id,
             chain_id: Number(int(t.chain_id)),
             nonce: Number(nonce),
@@ -7795,12 +7843,10 @@ async function answer(request, action, passphrase) {
             summary: text(request.summary).slice(0, 200),
             signed_at: Date.now() / 1e3,
             quoted_at: quotedAt,
-            reply: "(no reply yet)",
-            settled: false,
-            last_quote_ts: 0
-          };
-          await put("journal", entry.request_id, entry);
-          app.journal.set(entry.request_id, entry);
+            reply: "(no reply yet)"
+          });
+          app.journal = admit(app.journal, entry);
+          await saveJournal();
         }
       }
     } else {
@@ -7839,10 +7885,10 @@ async function answer(request, action, passphrase) {
   }
 }
 async function noteReply(request, reply) {
-  const e = app.journal.get(request.request_id);
+  const e = approvedEntry(request.request_id);
   if (!e) return;
   e.reply = reply;
-  await put("journal", e.request_id, e);
+  await saveJournal();
 }
 async function freeze2(action) {
   showError("");
@@ -7949,8 +7995,8 @@ async function loadRequests() {
   receive(requests);
 }
 async function recheck() {
-  if (!app.session || app.status !== "connected" || ![...(app.journal || /* @__PURE__ */ new Map()).values()].some((e) => !e.settled)) return;
-  const open2 = () => [...app.journal.values()].filter((e) => !e.settled).length;
+  if (!app.session || app.status !== "connected" || !(app.journal || []).some((e) => !isFinal(e))) return;
+  const open2 = () => app.journal.filter((e) => !isSettled(e)).length;
   const before = open2();
   try {
     await settle(await app.session.call("approvals.state"));
