@@ -361,6 +361,16 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     wait_for(lambda: journal_entry(phone_a, pending["request_id"])["settled_at"], what="the journal entry to settle")
 
 
+def test_the_app_is_installable_from_the_page(phone_a):
+    """What Chrome checks before offering "Install app": a valid manifest, icons, a service worker."""
+    phone_a.page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    manifest = phone_a.cdp.send("Page.getAppManifest", {})
+    assert manifest["errors"] == [] and manifest["url"].endswith("/app/manifest.webmanifest")
+    errors = phone_a.cdp.send("Page.getInstallabilityErrors")["installabilityErrors"]
+    # a Playwright context is an incognito profile, where Chrome never offers installs: nothing else
+    assert [e["errorId"] for e in errors] == ["in-incognito"], errors
+
+
 def test_a_new_recipient_is_loud(phone_a, web_tier):
     [pending] = run_async(web_tier.submit(transfer(STRANGER, 1234)))
     card = phone_a.page.locator(f"article[data-request={pending['request_id']}]")
