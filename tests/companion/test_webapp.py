@@ -412,6 +412,37 @@ def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing
         phone.close()
 
 
+def test_a_keystore_or_a_phrase_imported_in_the_page_gives_the_wallets_account(browser, web_tier):
+    """The two other ways people already hold a key, through the page's own import form."""
+    key = secrets.token_bytes(32)
+    keystore = json.dumps(Account.encrypt(key, "keystore pass 1", kdf="scrypt", iterations=2**10))
+    Account.enable_unaudited_hdwallet_features()
+    phrase = "test test test test test test test test test test test junk"
+    for text, password, expected in ((keystore, "keystore pass 1", Account.from_key(key).address),
+                                     ("  " + phrase.upper() + "\n", "", Account.from_mnemonic(phrase).address)):
+        phone = Phone.open(browser, prf=False)
+        try:
+            phone.page.goto(app_url(web_tier) + "/app/")
+            set_up_key(phone, passphrase=PHONE_PASS, import_text=text, import_pass=password)
+            assert phone.vault()["address"] == expected
+            for form in key_forms(key) + [phrase.split()[0] + " " + phrase.split()[1]]:
+                assert form not in json.dumps(phone.idb()) and form not in phone.everything_sent()
+        finally:
+            phone.close()
+    phone = Phone.open(browser, prf=False)  # a wrong keystore passphrase imports nothing
+    try:
+        phone.page.goto(app_url(web_tier) + "/app/")
+        phone.page.check("input[name=protect][value=passphrase]")
+        phone.page.fill("#seal-pass", PHONE_PASS)
+        phone.page.fill("#import-text", keystore)
+        phone.page.fill("#import-pass", "not it")
+        phone.page.click("#import-key")
+        wait_for(lambda: "wrong passphrase" in phone.error_text(), 30, "the refusal")
+        assert "vault" not in phone.idb()["kv"]
+    finally:
+        phone.close()
+
+
 def test_a_request_rewritten_by_the_bridge_is_never_shown(phone_a, web_tier, monkeypatch):
     queue = web_tier.bridge.bridge.queue
     honest = queue.put
