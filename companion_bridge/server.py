@@ -44,6 +44,12 @@ class BridgeOptions:
             raise BridgeConfigError("give both --tls-cert and --tls-key, or neither")
         if self.tls_cert is None and not _is_loopback(self.host):
             raise BridgeConfigError(f"{self.host} is not loopback: serving there needs --tls-cert and --tls-key")
+        try:
+            webapp.check_built()  # the phone's companion is served from here: a blank page helps nobody
+        except webapp.WebAppMissing as exc:
+            raise BridgeConfigError(str(exc)) from None
+        if self.push and not self.push_subject.startswith(("mailto:", "https://")):
+            raise BridgeConfigError("--push-contact must be a mailto: or https: URL (push services reach the operator there)")
 
     @property
     def audience(self) -> str:
@@ -62,10 +68,6 @@ def _is_loopback(host: str) -> bool:
 
 def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
     options.check()
-    try:
-        webapp.check_built()
-    except webapp.WebAppMissing as exc:
-        raise BridgeConfigError(str(exc)) from None
     queue = DeliveryQueue(options.home / "bridge.db")
     link = SignerLink(options.signer_socket, options.signer_token, poll_timeout=options.poll_timeout)
     tokens = TokenIssuer(options.audience, options.token_ttl_seconds)

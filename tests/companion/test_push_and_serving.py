@@ -63,3 +63,11 @@ def test_the_bridge_refuses_to_start_without_the_web_app_and_says_what_to_run(tm
     options = BridgeOptions(home=tmp_path / "b", signer_socket=tmp_path / "s.sock", signer_token="t")
     with pytest.raises(BridgeConfigError, match="npm run build:companion"):
         build(options)
+    with pytest.raises(BridgeConfigError, match="npm run build:companion"):
+        options.check()  # what `owlia bridge serve` calls first, to print it without a traceback
+
+
+def test_the_push_contact_must_be_a_url_a_push_service_accepts(tmp_path):
+    options = BridgeOptions(home=tmp_path, signer_socket=tmp_path / "s.sock", signer_token="t", push_subject="me")
+    with pytest.raises(BridgeConfigError, match="mailto"):
+        options.check()
