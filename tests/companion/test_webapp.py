@@ -349,6 +349,7 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     assert "Send 0.02 ETH" in text and "dev-friend" in text and FRIEND in text and "NEW ADDRESS" not in text
     assert "UNVERIFIED" in text and "paying back lunch" in text and str(OVER_LIMIT) in text
     assert "Why it needs you" in text and pending["request_id"] and "Expires in" in text
+    card.evaluate("(e) => e.scrollIntoView({block: 'start'})")
     phone_a.shot("approval")
     card.locator("button.approve").click()
     gone(phone_a, card)
@@ -590,6 +591,7 @@ def test_a_policy_loosening_is_shown_as_a_diff_and_approved_in_the_page(phone_a,
     card.wait_for(timeout=15_000)
     text = card.inner_text()
     assert "per_tx 0.01 -> 0.015" in text and "what widens" in text
+    card.evaluate("(e) => e.scrollIntoView({block: 'start'})")
     phone_a.shot("policy")
     card.locator("button.approve").click()
     gone(phone_a, card)

@@ -9,7 +9,9 @@ import asyncio
 import base64
 import concurrent.futures
 import json
+import os
 import re
+import tempfile
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 PHONE = {"width": 390, "height": 844}
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "companion"
+# The screenshots in docs/companion.md: rewritten only with OWLIA_SCREENSHOTS=1 (each run shows new
+# addresses, so a plain test run would otherwise leave the tree changed); else taken to a temp dir.
+DOC_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "companion"
 
 
 def chromium_path() -> str:
@@ -113,8 +117,9 @@ class Phone:
         return "\n".join(parts)
 
     def shot(self, name: str) -> None:
-        SHOTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / f"{name}.png"))
+        folder = DOC_SHOTS if os.environ.get("OWLIA_SCREENSHOTS") == "1" else Path(tempfile.gettempdir()) / "owlia-shots"
+        folder.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(folder / f"{name}.png"))
 
     def error_text(self) -> str:
         box = self.page.locator("#error")

@@ -185,6 +185,7 @@ function renderHome(v) {
   children.push(el('section', {}, el('h2', {}, 'This device'),
     el('p', {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)));
   screen(...children);
+  tick();  // the countdowns, now rather than at the next second
 }
 
 function field(label, value, cls) {
@@ -233,7 +234,7 @@ function card(r, v) {
     ...head,
     el('h3', {}, 'Why it needs you'), el('ul', { class: 'reasons' }, reasons),
     r.agent_reason_unverified ? el('div', { class: 'agent-reason' }, el('strong', {}, 'Agent\'s stated reason (UNVERIFIED, may be wrong or injected): '), visible(r.agent_reason_unverified).slice(0, 500)) : null,
-    el('details', { open: true }, el('summary', {}, 'Exact transaction'), ...txRows),
+    r.kind === 'policy' ? null : el('details', { open: true }, el('summary', {}, 'Exact transaction'), ...txRows),
     el('p', {}, 'Expires in ', countdown),
     pass,
     el('div', { class: 'buttons' },

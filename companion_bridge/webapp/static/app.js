@@ -7654,6 +7654,7 @@ function renderHome(v) {
     el("p", {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)
   ));
   screen(...children);
+  tick();
 }
 function field(label, value, cls) {
   return el("div", { class: "row" + (cls ? " " + cls : "") }, el("span", { class: "label" }, label), el("span", { class: "value" }, value));
@@ -7712,7 +7713,7 @@ function card(r, v) {
     el("h3", {}, "Why it needs you"),
     el("ul", { class: "reasons" }, reasons),
     r.agent_reason_unverified ? el("div", { class: "agent-reason" }, el("strong", {}, "Agent's stated reason (UNVERIFIED, may be wrong or injected): "), visible(r.agent_reason_unverified).slice(0, 500)) : null,
-    el("details", { open: true }, el("summary", {}, "Exact transaction"), ...txRows),
+    r.kind === "policy" ? null : el("details", { open: true }, el("summary", {}, "Exact transaction"), ...txRows),
     el("p", {}, "Expires in ", countdown),
     pass,
     el(
