@@ -48,6 +48,9 @@ def serve(
     token_ttl: int = typer.Option(300, help="Seconds a companion's connection token lives."),
     trusted_proxy: list[str] = typer.Option([], "--trusted-proxy",
                                             help="A reverse proxy whose X-Forwarded-For is believed (repeatable)."),
+    push: bool = typer.Option(True, "--push/--no-push",
+                              help="Web Push to companion web apps that subscribed (only a request id is sent)."),
+    push_contact: str = typer.Option("mailto:owliabot@localhost", help="VAPID contact (mailto: or https:) for push services."),
 ) -> None:
     """Serve pairing, device login and request delivery (FastAPI + WebSocket on uvicorn)."""
     import logging
@@ -62,7 +65,8 @@ def serve(
         fail(str(exc))
     options = BridgeOptions(home=home_of(ctx) / "bridge", signer_socket=signer_paths(ctx).socket,
                             signer_token=bridge_token(ctx, token_file), host=host, port=port, tls_cert=tls_cert,
-                            tls_key=tls_key, token_ttl_seconds=token_ttl, limits=limits)
+                            tls_key=tls_key, token_ttl_seconds=token_ttl, limits=limits, push=push,
+                            push_subject=push_contact)
     try:
         options.check()
     except BridgeConfigError as exc:

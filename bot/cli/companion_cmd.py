@@ -74,19 +74,26 @@ def pair(
     bridge: str = typer.Option(DEFAULT_BRIDGE, help="The bridge URL the companion will reach."),
     png: Optional[Path] = typer.Option(None, help="Also write the QR code as a PNG (0600) here."),
     ttl: int = typer.Option(600, help="Seconds the code stays valid."),
+    tls_cert: Optional[Path] = typer.Option(
+        None, exists=True, dir_okay=False,
+        help="The bridge's self-signed certificate (PEM): its sha256 goes in the link, and the CLI companion pins it."),
 ) -> None:
-    """Show a one-time pairing code and QR; the companion proves it and its device key to the signer."""
+    """Show a one-time pairing link and QR: the phone's camera opens the web app at the bridge
+    (secrets in the link's fragment, never sent to a server); the companion proves the code and
+    its device key to the signer."""
     import segno
 
-    from companion_bridge.companion.client import pair_uri
+    from companion_bridge.companion.pairing import cert_fingerprint, pair_link
     from signer.fsperm import write_private_file
 
     pairing = signer_call(ctx, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
-    uri = pair_uri(bridge, pairing["pairing_id"], pairing["code"], pairing["signer_key"])
+    fingerprint = cert_fingerprint(tls_cert) if tls_cert else None
+    uri = pair_link(bridge, pairing["pairing_id"], pairing["code"], pairing["signer_key"], fingerprint)
     qr = segno.make(uri, error="m")
     qr.terminal(compact=True)
     typer.echo(f"pairing code: {pairing['code']}   (expires in {ttl} s, single use)")
-    typer.echo(f"or on the companion: owlia companion link '{uri}'")
+    typer.echo(f"signer identity key: {pairing['signer_key']}   (the phone shows its first 16 and last 8 digits)")
+    typer.echo(f"open on the phone (camera), or on a desktop: owlia companion link '{uri}'")
     if png is not None:
         import io
 
@@ -144,14 +151,28 @@ def init(
 @app.command("link")
 def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -> None:
     """Pair with the signer using the code or QR from `owlia companion pair`."""
-    from companion_bridge.companion.client import Companion, CompanionError, parse_pair_uri
+    from companion_bridge.companion.client import Companion, CompanionError
+    from companion_bridge.companion.pairing import parse_pair_link, ssl_for
 
     wallet = _wallet(ctx, directory)
 
     async def go() -> dict:
-        bridge, pairing_id, code, signer_key = parse_pair_uri(uri)
-        async with Companion(wallet, bridge) as companion:
-            return await companion.pair(pairing_id, code, signer_key)
+        import aiohttp
+
+        link = parse_pair_link(uri)
+        async with Companion(wallet, link.bridge, ssl=ssl_for(link.fingerprint)) as companion:
+            try:
+                reply = await companion.pair(link.pairing_id, link.code, link.signer_key)
+            except aiohttp.ServerFingerprintMismatch:
+                raise CompanionError("the bridge's certificate is not the one in the pairing link: nothing was "
+                                     "sent (someone may be in the middle; pair again from the signer's host)") from None
+            except (aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError):
+                raise CompanionError("the bridge's certificate is not trusted: use a pairing link with its "
+                                     "fingerprint (`owlia companion pair --tls-cert CERT`) or a trusted certificate") from None
+            except aiohttp.ClientError as exc:
+                raise CompanionError(f"cannot reach the bridge at {link.bridge}: {type(exc).__name__}") from None
+        wallet.save_state(tls_fingerprint=link.fingerprint)
+        return reply
 
     try:
         reply = run(go())
@@ -163,8 +184,11 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
 def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]):
     from companion_bridge.companion.client import Companion
 
+    from companion_bridge.companion.pairing import ssl_for
+
     wallet = _wallet(ctx, directory)
-    return Companion(wallet, bridge or wallet.state.get("bridge_url") or DEFAULT_BRIDGE)
+    return Companion(wallet, bridge or wallet.state.get("bridge_url") or DEFAULT_BRIDGE,
+                     ssl=ssl_for(wallet.state.get("tls_fingerprint")))
 
 
 def prompt_decider(passphrase_file: Optional[Path]):
