@@ -101,7 +101,7 @@ def load_ledger(conn: sqlite3.Connection, since: float, ledger: Ledger | None = 
         ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
     for request_id, ts in conn.execute(
         "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
-        " ('denied','pending_approval','failed') AND created_at>? AND created_at<=?", (since, until),
+        " ('denied','pending_approval','failed','dropped') AND created_at>? AND created_at<=?", (since, until),
     ):
         ledger.add_tx(request_id, ts)
     if first_load:

@@ -1,48 +1,158 @@
-"""Following a broadcast transaction to its receipt, off the request path.
+"""Following every signed transaction that left the signer until its fate is proven.
 
-The request already replied (signed, tx hash); the receipt, or the failure to get one, is written
-to the request's status and the audit log when it comes.
+The release rule, the one place a spend of a signed transaction is ever given back: a transaction's
+spend is released only when the signer proves it can never be mined, i.e. its nonce is taken by
+another transaction the signer knows: a receipt (checked against the hash the signer computed,
+from the same account) of another transaction the signer itself signed and recorded at the same
+nonce. Nothing else counts: not a node's error string ("transaction underpriced"), not a null
+receipt, not a timeout, not a transaction the node says it dropped, not a nonce count the node
+reports. Until then the transaction counts as spent (`unconfirmed` or `signed` on its row).
+
+A receipt for the transaction itself settles it as `confirmed` or `reverted`; both keep the spend
+counted (a reverted transaction moved no value, but "reverted" is only the node's word). A receipt
+naming another hash or sender is rejected (`tx.receipt_rejected`) and the wait goes on.
+
+Polling is fast for a while after the broadcast, then slow, until the fate is proven; a restarted
+signer resumes following every row still in flight (`resume`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
+from dataclasses import dataclass
 
-from signer.chain import Chain, ChainError
+from signer import records
+from signer.chain import Chain, ChainError, Receipt, ReceiptLie
+from signer.ledger import Ledger
 from signer.store.audit import AuditLog
 from signer.store.writer import Writer
 
+FAST_POLL_SECONDS = 0.25
+FAST_PHASE_SECONDS = 120.0
+SLOW_POLL_SECONDS = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A signed transaction that left the signer: what its fate is checked against."""
+
+    request_id: str
+    chain_id: int
+    tx_hash: str
+    sender: str
+    nonce: int
+
 
 class ReceiptWatcher:
-    def __init__(self, writer: Writer, audit: AuditLog) -> None:
+    def __init__(self, writer: Writer, audit: AuditLog, reader: sqlite3.Connection, ledger: Ledger) -> None:
         self.writer = writer
         self.audit = audit
+        self.reader = reader
+        self.ledger = ledger
         self._background: set[asyncio.Task] = set()
+        self._following: set[str] = set()
+        self._rejected: set[tuple[str, str]] = set()  # (request, reason) already on record
 
-    def watch(self, chain: Chain, request_id: str, tx_hash: str) -> None:
-        async def watch() -> None:
-            try:
-                receipt = await chain.receipt(tx_hash)
-            except ChainError as exc:
-                body = {"request_id": request_id, "tx_hash": tx_hash, "error": str(exc)}
-                await self.writer.run(lambda conn: self.audit.append("tx.receipt_unknown", body))
-                return
-            body = {"request_id": request_id, "tx_hash": tx_hash, "status": int(receipt.get("status", 0)),
-                    "block_number": int(receipt.get("blockNumber", 0)), "gas_used": int(receipt.get("gasUsed", 0))}
-
-            def record(conn: sqlite3.Connection) -> None:
-                conn.execute("UPDATE requests SET status=? WHERE request_id=?",
-                             ("confirmed" if body["status"] == 1 else "reverted", request_id))
-                self.audit.append("tx.receipt", body)
-
-            await self.writer.run(record)
-
-        task = asyncio.get_running_loop().create_task(watch())
+    def watch(self, chain: Chain, tx: InFlight) -> None:
+        """Follow `tx` in the background until it is proven mined or proven dead."""
+        if tx.request_id in self._following:
+            return
+        self._following.add(tx.request_id)
+        task = asyncio.get_running_loop().create_task(self._follow(chain, tx))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def resume(self, chains: dict[int, Chain], since: float) -> int:
+        """At start-up: follow again every transaction recorded as in flight since `since`."""
+        rows = self.reader.execute(
+            "SELECT request_id, chain_id, tx_hash, json_extract(outcome, '$.sender'), json_extract(outcome, '$.nonce')"
+            f" FROM requests WHERE status IN ({','.join('?' * len(records.IN_FLIGHT))}) AND tx_hash IS NOT NULL"
+            " AND created_at > ?", (*records.IN_FLIGHT, since)).fetchall()
+        count = 0
+        for request_id, chain_id, tx_hash, sender, nonce in rows:
+            chain = chains.get(chain_id)
+            if chain is not None and isinstance(sender, str) and isinstance(nonce, int):
+                self.watch(chain, InFlight(request_id, chain_id, tx_hash, sender, nonce))
+                count += 1
+        return count
+
+    async def _follow(self, chain: Chain, tx: InFlight) -> None:
+        fast_until = time.monotonic() + FAST_PHASE_SECONDS
+        try:
+            while not await self.settle_once(chain, tx):
+                await asyncio.sleep(FAST_POLL_SECONDS if time.monotonic() < fast_until else SLOW_POLL_SECONDS)
+        finally:
+            self._following.discard(tx.request_id)
+
+    async def settle_once(self, chain: Chain, tx: InFlight) -> bool:
+        """One look at the chain: True once the transaction's fate is proven and on record."""
+        receipt = await self._receipt(chain, tx, tx.tx_hash)
+        if receipt is not None:
+            await self._mined(tx, receipt)
+            return True
+        for sibling in self._siblings(tx):
+            taken = await self._receipt(chain, tx, sibling)
+            if taken is not None:
+                await self._dropped(tx, taken)
+                return True
+        return False
+
+    async def _receipt(self, chain: Chain, tx: InFlight, tx_hash: str) -> Receipt | None:
+        try:
+            return await chain.receipt_for(tx_hash, tx.sender)
+        except ReceiptLie as exc:
+            if (tx.request_id, str(exc)) not in self._rejected:
+                self._rejected.add((tx.request_id, str(exc)))
+                body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "asked_tx_hash": tx_hash, "error": str(exc)}
+                await self.writer.run(lambda conn: self.audit.append("tx.receipt_rejected", body))
+            return None
+        except ChainError:  # unreachable or garbled: not a fact about the transaction, ask again later
+            return None
+
+    def _siblings(self, tx: InFlight) -> list[str]:
+        """The other transactions the signer signed from the same account at the same nonce."""
+        rows = self.reader.execute(
+            "SELECT tx_hash FROM requests WHERE chain_id=? AND tx_hash IS NOT NULL AND lower(tx_hash)!=?"
+            " AND lower(json_extract(outcome, '$.sender'))=? AND json_extract(outcome, '$.nonce')=?",
+            (tx.chain_id, tx.tx_hash.lower(), tx.sender.lower(), tx.nonce)).fetchall()
+        return [row[0] for row in rows]
+
+    async def _mined(self, tx: InFlight, receipt: Receipt) -> None:
+        status = records.CONFIRMED if receipt.status == 1 else records.REVERTED
+        body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "status": receipt.status,
+                "block_number": receipt.block_number, "block_hash": receipt.block_hash, "gas_used": receipt.gas_used}
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
+                         (status, tx.request_id, *records.IN_FLIGHT))
+            self.audit.append("tx.receipt", body)
+
+        await self.writer.run(record)
+
+    async def _dropped(self, tx: InFlight, taken: Receipt) -> None:
+        """Proven dead: its nonce is mined in another of the signer's transactions. Release its spend."""
+        body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "sender": tx.sender, "nonce": tx.nonce,
+                "taken_by_tx_hash": taken.tx_hash, "block_number": taken.block_number, "block_hash": taken.block_hash}
+
+        def record(conn: sqlite3.Connection) -> bool:
+            changed = conn.execute(f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
+                                   (records.DROPPED, tx.request_id, *records.IN_FLIGHT)).rowcount
+            if not changed:
+                return False  # settled otherwise meanwhile: nothing to release
+            conn.execute("UPDATE spends SET state='released' WHERE request_id=?", (tx.request_id,))
+            self.audit.append("tx.dropped", body)
+            return True
+
+        if await self.writer.run(record):
+            self.ledger.release(tx.request_id)  # after the commit: a crash before it keeps the spend (fail closed)
 
     async def close(self) -> None:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+
+
+def _in_flight() -> str:
+    return ",".join("?" * len(records.IN_FLIGHT))

@@ -30,6 +30,8 @@ class ChainSettings(BaseModel):
     id: int = Field(gt=0)
     name: str = Field(min_length=1, max_length=64)
     rpc_url: str
+    # Optional second, independent endpoint: every receipt the signer acts on must match there too.
+    check_rpc_url: str | None = None
     dev: bool = False
     explorer_tx_url: str | None = None  # e.g. "https://etherscan.io/tx/{hash}"
     # Fee ceilings, whole gwei per gas. Gas is not counted against policy limits, and the fee market
@@ -40,10 +42,10 @@ class ChainSettings(BaseModel):
     # bounds what one transaction can burn (3M x 1000 gwei = 3 ETH). A plain transfer takes 21 000.
     max_gas: int = Field(default=3_000_000, gt=21_000)
 
-    @field_validator("rpc_url")
+    @field_validator("rpc_url", "check_rpc_url")
     @classmethod
-    def _http_only(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
+    def _http_only(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value
 
