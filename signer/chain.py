@@ -221,6 +221,16 @@ class Chain:
         """Is there a receipt for this transaction now (no waiting)?"""
         return bool(await self._call("eth_getTransactionReceipt", tx_hash))
 
+    async def block_number(self) -> int:
+        """The node's latest block number (on the check endpoint too, when configured: the lower one)."""
+        head = quantity(await self._call("eth_blockNumber"), "block number")
+        if self.check is None:
+            return head
+        try:
+            return min(head, quantity(await self.check.call("eth_blockNumber"), "block number"))
+        except (RpcRemoteError, RpcUnreachable):
+            raise ChainError(f"the check endpoint of chain {self.settings.id} could not be read") from None
+
     async def mined_nonce(self, address: str) -> int:
         """How many of the account's transactions are mined: a nonce below it can never be mined again."""
         return quantity(await self._call("eth_getTransactionCount", address, "latest"), "nonce")

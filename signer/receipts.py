@@ -4,7 +4,7 @@ The release rule, the one place a spend of a signed transaction is ever given ba
 spend is released only when the signer proves it can never be mined, i.e. its nonce is taken by
 another transaction the signer knows: a receipt (checked against the hash the signer computed,
 from the same account) of another transaction the signer itself signed and recorded at the same
-nonce. Nothing else counts: not a node's error string ("transaction underpriced"), not a null
+nonce, in a block at least `release_confirmations` deep. Nothing else counts: not a node's error string ("transaction underpriced"), not a null
 receipt, not a timeout, not a transaction the node says it dropped, not a nonce count the node
 reports. Until then the transaction counts as spent (`unconfirmed` or `signed` on its row).
 
@@ -94,10 +94,19 @@ class ReceiptWatcher:
             return True
         for sibling in self._siblings(tx):
             taken = await self._receipt(chain, tx, sibling)
-            if taken is not None:
+            if taken is not None and await self._deep_enough(chain, taken):
                 await self._dropped(tx, taken)
                 return True
         return False
+
+    @staticmethod
+    async def _deep_enough(chain: Chain, taken: Receipt) -> bool:
+        """Is the nonce-taking transaction's block buried deep enough that a reorg will not undo it?"""
+        try:
+            head = await chain.block_number()
+        except ChainError:
+            return False
+        return head - taken.block_number + 1 >= chain.settings.confirmations_to_release
 
     async def _receipt(self, chain: Chain, tx: InFlight, tx_hash: str) -> Receipt | None:
         try:

@@ -42,6 +42,17 @@ class ChainSettings(BaseModel):
     # bounds what one transaction can burn (3M x 1000 gwei = 3 ETH). A plain transfer takes 21 000.
     max_gas: int = Field(default=3_000_000, gt=21_000)
 
+    # How deep the block of the transaction that took a nonce must be before the signer releases the
+    # spend of its other transaction at that nonce (a reorg could undo a shallower proof). None: 1 on
+    # dev chains, 12 elsewhere.
+    release_confirmations: int | None = Field(default=None, ge=1, le=10_000)
+
+    @property
+    def confirmations_to_release(self) -> int:
+        if self.release_confirmations is not None:
+            return self.release_confirmations
+        return 1 if self.dev else 12
+
     @field_validator("rpc_url", "check_rpc_url")
     @classmethod
     def _http_only(cls, value: str | None) -> str | None:

@@ -39,14 +39,15 @@ def lying(make_stack, chain):
     """(node, stack, bot token, session key address), the node honest until a test says otherwise."""
     nodes: list[LyingNode] = []
 
-    def make(check: bool = False):
+    def make(check: bool = False, **chain_settings):
         node = LyingNode(chain.url)
         nodes.append(node)
         stack = make_stack(rpc_url=node.url)
         if check:  # a second endpoint the signer must find the same receipt on: here, anvil itself
-            config = yaml.safe_load((stack.home / "config.yaml").read_text())
-            config["chains"][0]["check_rpc_url"] = chain.url
-            (stack.home / "config.yaml").write_text(yaml.safe_dump(config))
+            chain_settings["check_rpc_url"] = chain.url
+        config = yaml.safe_load((stack.home / "config.yaml").read_text())
+        config["chains"][0].update(chain_settings)
+        (stack.home / "config.yaml").write_text(yaml.safe_dump(config))
         stack.start()
         key = stack.funded_session_key()
         return node, stack, stack.client_token("bot"), key["address"]
@@ -217,3 +218,18 @@ def test_a_forged_receipt_for_the_nonce_taker_is_caught_by_the_check_endpoint(ly
     node.honest()
     eventually(lambda: state(stack, bot, relayed["request_id"]) == "confirmed")
     eventually(lambda: state(stack, bot, decoy["request_id"]) == "dropped")
+
+
+def test_a_nonce_taken_in_a_shallow_block_releases_nothing_until_it_is_buried(lying, chain):
+    """A reorg could undo the proof: the taker's block must be `release_confirmations` deep."""
+    node, stack, bot, address = lying(release_confirmations=3)
+    node.hold = True  # refused and never relayed: the next transfer takes its nonce
+    refused = send(stack, bot)
+    node.honest()
+    taker = send(stack, bot, STEP - 1)
+    assert taker["nonce"] == refused["nonce"]
+    eventually(lambda: state(stack, bot, taker["request_id"]) == "confirmed")
+    time.sleep(1.0)
+    assert state(stack, bot, refused["request_id"]) == "unconfirmed"  # one confirmation only
+    rpc(chain.url, "anvil_mine", ["0x2"])
+    eventually(lambda: state(stack, bot, refused["request_id"]) == "dropped")
