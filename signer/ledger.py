@@ -129,6 +129,11 @@ class Ledger:
             frozen=state.frozen,
         )
 
+    def spent(self, chain_id: int, asset: str, since: float) -> int:
+        """What counts against a window of one asset: reservations stamped after `since`, not released."""
+        series = self._spend.get((chain_id, asset))
+        return series.sum_since(since) if series else 0
+
     def reserve(self, request_id: str, decision: Decision, decoded: Decoded, now: float) -> None:
         """Count an allowed request at once; the engine persists the same rows before it signs."""
         for spend in decision.spends:

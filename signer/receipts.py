@@ -54,9 +54,16 @@ class ReceiptWatcher:
         self._background: set[asyncio.Task] = set()
         self._following: set[str] = set()
         self._rejected: set[tuple[str, str]] = set()  # (request, reason) already on record
+        # Every transaction that left the signer, by (chain, sender, nonce): where nonce-takers are found.
+        self._at_nonce: dict[tuple[int, str, int], set[str]] = {}
+
+    def know(self, tx: InFlight) -> None:
+        """Record that `tx` left the signer: it may take its nonce from any other transaction."""
+        self._at_nonce.setdefault((tx.chain_id, tx.sender.lower(), tx.nonce), set()).add(tx.tx_hash.lower())
 
     def watch(self, chain: Chain, tx: InFlight) -> None:
         """Follow `tx` in the background until it is proven mined or proven dead."""
+        self.know(tx)
         if tx.request_id in self._following:
             return
         self._following.add(tx.request_id)
@@ -65,18 +72,21 @@ class ReceiptWatcher:
         task.add_done_callback(self._background.discard)
 
     def resume(self, chains: dict[int, Chain], since: float) -> int:
-        """At start-up: follow again every transaction recorded as in flight since `since`."""
+        """At start-up: index every transaction recorded since `since` (nonce-takers are among them)
+        and follow again those still in flight. Returns how many are followed."""
         rows = self.reader.execute(
-            "SELECT request_id, chain_id, tx_hash, json_extract(outcome, '$.sender'), json_extract(outcome, '$.nonce')"
-            f" FROM requests WHERE status IN ({','.join('?' * len(records.IN_FLIGHT))}) AND tx_hash IS NOT NULL"
-            " AND created_at > ?", (*records.IN_FLIGHT, since)).fetchall()
-        count = 0
-        for request_id, chain_id, tx_hash, sender, nonce in rows:
-            chain = chains.get(chain_id)
-            if chain is not None and isinstance(sender, str) and isinstance(nonce, int):
-                self.watch(chain, InFlight(request_id, chain_id, tx_hash, sender, nonce))
-                count += 1
-        return count
+            "SELECT request_id, status, chain_id, tx_hash, json_extract(outcome, '$.sender'),"
+            " json_extract(outcome, '$.nonce') FROM requests WHERE tx_hash IS NOT NULL AND created_at > ?",
+            (since,)).fetchall()
+        found = [(status, InFlight(request_id, chain_id, tx_hash, sender, nonce))
+                 for request_id, status, chain_id, tx_hash, sender, nonce in rows
+                 if isinstance(sender, str) and isinstance(nonce, int)]
+        for _, tx in found:
+            self.know(tx)
+        following = [tx for status, tx in found if status in records.IN_FLIGHT and tx.chain_id in chains]
+        for tx in following:
+            self.watch(chains[tx.chain_id], tx)
+        return len(following)
 
     async def _follow(self, chain: Chain, tx: InFlight) -> None:
         fast_until = time.monotonic() + FAST_PHASE_SECONDS
@@ -122,11 +132,8 @@ class ReceiptWatcher:
 
     def _siblings(self, tx: InFlight) -> list[str]:
         """The other transactions the signer signed from the same account at the same nonce."""
-        rows = self.reader.execute(
-            "SELECT tx_hash FROM requests WHERE chain_id=? AND tx_hash IS NOT NULL AND lower(tx_hash)!=?"
-            " AND lower(json_extract(outcome, '$.sender'))=? AND json_extract(outcome, '$.nonce')=?",
-            (tx.chain_id, tx.tx_hash.lower(), tx.sender.lower(), tx.nonce)).fetchall()
-        return [row[0] for row in rows]
+        same = self._at_nonce.get((tx.chain_id, tx.sender.lower(), tx.nonce), set())
+        return sorted(same - {tx.tx_hash.lower()})
 
     async def _mined(self, tx: InFlight, receipt: Receipt) -> None:
         status = records.CONFIRMED if receipt.status == 1 else records.REVERTED
