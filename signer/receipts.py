@@ -52,7 +52,7 @@ class ReceiptWatcher:
         self.reader = reader
         self.ledger = ledger
         self._background: set[asyncio.Task] = set()
-        self._following: set[str] = set()
+        self._following: dict[str, InFlight] = {}  # by request id: what `status` reports as in flight
         self._rejected: set[tuple[str, str]] = set()  # (request, reason) already on record
         # Every transaction that left the signer, by (chain, sender, nonce): where nonce-takers are found.
         self._at_nonce: dict[tuple[int, str, int], set[str]] = {}
@@ -66,7 +66,7 @@ class ReceiptWatcher:
         self.know(tx)
         if tx.request_id in self._following:
             return
-        self._following.add(tx.request_id)
+        self._following[tx.request_id] = tx
         task = asyncio.get_running_loop().create_task(self._follow(chain, tx))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -94,7 +94,11 @@ class ReceiptWatcher:
             while not await self.settle_once(chain, tx):
                 await asyncio.sleep(FAST_POLL_SECONDS if time.monotonic() < fast_until else SLOW_POLL_SECONDS)
         finally:
-            self._following.discard(tx.request_id)
+            self._following.pop(tx.request_id, None)
+
+    def following(self) -> list[InFlight]:
+        """The transactions being followed now, oldest first."""
+        return list(self._following.values())
 
     async def settle_once(self, chain: Chain, tx: InFlight) -> bool:
         """One look at the chain: True once the transaction's fate is proven and on record."""
