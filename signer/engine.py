@@ -83,7 +83,7 @@ class Engine:
         self.frozen = frozen
         self.clock = clock
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
-        self.receipts = ReceiptWatcher(writer, audit, reader, ledger)
+        self.receipts = ReceiptWatcher(writer, audit, reader, ledger, clock)
         self.topups = TopUps(reader)  # top-ups in flight per session key, counted against its cap
         self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
         # Are other clients' requests already waiting to be read? Set by the daemon (signer.backlog).
@@ -236,7 +236,7 @@ class Engine:
         if not signed or not self.broadcast:
             return final
         assert chain is not None and ending is not None
-        return await self._send(request_id, decision, summary, chain, ending)
+        return await self._send(request_id, decision, chain, ending, now)
 
     async def _conclude(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
@@ -284,7 +284,7 @@ class Engine:
         return len(self._inflight) <= 1 and not self.more_waiting()  # one epoll call, after the yield
 
     async def _send(
-        self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: Ending
+        self, request_id: str, decision: Decision, chain: Chain, ending: Ending, now: float
     ) -> dict[str, Any]:
         """Broadcast a signed transaction that is already durable, then follow it to its fate.
 
@@ -294,6 +294,8 @@ class Engine:
         """
         assert ending.raw_tx is not None and ending.sender is not None
         tx_hash = ending.result["tx_hash"]
+        # From here its spends count in every window until it is settled (signer.receipts)
+        self.ledger.hold(request_id, now, ((s.chain_id, s.asset, s.amount, s.usd_micros) for s in decision.spends))
         outcome = await chain.broadcast(ending.raw_tx, tx_hash)
         in_flight = InFlight(request_id, chain.settings.id, tx_hash, ending.sender, ending.result["nonce"])
         if outcome.sent is Sent.ACCEPTED:

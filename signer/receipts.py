@@ -8,8 +8,11 @@ nonce, in a block at least `release_confirmations` deep. Nothing else counts: no
 receipt, not a timeout, not a transaction the node says it dropped, not a nonce count the node
 reports. Until then the transaction counts as spent (`unconfirmed` or `signed` on its row).
 
-A receipt for the transaction itself settles it as `confirmed` or `reverted`; both keep the spend
-counted (a reverted transaction moved no value, but "reverted" is only the node's word). A receipt
+Until then its spends count in every window however old they are (`Ledger.hold`): a transaction a
+node holds back can be mined at any time. A receipt for the transaction itself settles it as
+`confirmed` or `reverted`; both keep the spend counted (a reverted transaction moved no value, but
+"reverted" is only the node's word), re-stamped at the moment the receipt was seen, so a transaction
+mined late is counted in the windows it actually moved value in. A receipt
 naming another hash or sender is rejected (`tx.receipt_rejected`) and the wait goes on.
 
 Polling is fast for a while after the broadcast, then slow, until the fate is proven; a restarted
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from signer import records
@@ -46,8 +50,10 @@ class InFlight:
 
 
 class ReceiptWatcher:
-    def __init__(self, writer: Writer, audit: AuditLog, reader: sqlite3.Connection, ledger: Ledger) -> None:
+    def __init__(self, writer: Writer, audit: AuditLog, reader: sqlite3.Connection, ledger: Ledger,
+                 clock: Callable[[], float] = time.time) -> None:
         self.writer = writer
+        self.clock = clock
         self.audit = audit
         self.reader = reader
         self.ledger = ledger
@@ -72,21 +78,29 @@ class ReceiptWatcher:
         task.add_done_callback(self._background.discard)
 
     def resume(self, chains: dict[int, Chain], since: float) -> int:
-        """At start-up: index every transaction recorded since `since` (nonce-takers are among them)
-        and follow again those still in flight. Returns how many are followed."""
+        """At start-up: index every transaction recorded since `since` or still in flight (nonce-takers
+        are among them) and follow again every one still in flight, however old. Returns how many."""
         rows = self.reader.execute(
             "SELECT request_id, status, chain_id, tx_hash, json_extract(outcome, '$.sender'),"
-            " json_extract(outcome, '$.nonce') FROM requests WHERE tx_hash IS NOT NULL AND created_at > ?",
-            (since,)).fetchall()
+            " json_extract(outcome, '$.nonce') FROM requests WHERE tx_hash IS NOT NULL AND (created_at > ?"
+            f" OR (status IN ({_in_flight()}) AND json_extract(outcome, '$.broadcast')=1))",
+            (since, *records.IN_FLIGHT)).fetchall()
         found = [(status, InFlight(request_id, chain_id, tx_hash, sender, nonce))
                  for request_id, status, chain_id, tx_hash, sender, nonce in rows
                  if isinstance(sender, str) and isinstance(nonce, int)]
         for _, tx in found:
             self.know(tx)
-        following = [tx for status, tx in found if status in records.IN_FLIGHT and tx.chain_id in chains]
+        following = [tx for status, tx in found if status in records.IN_FLIGHT and tx.chain_id in chains
+                     and self._broadcast(tx.request_id)]
         for tx in following:
             self.watch(chains[tx.chain_id], tx)
         return len(following)
+
+    def _broadcast(self, request_id: str) -> bool:
+        """Did it leave the signer? With broadcasting off (benchmarks) nothing is ever sent."""
+        row = self.reader.execute("SELECT json_extract(outcome, '$.broadcast') FROM requests WHERE request_id=?",
+                                  (request_id,)).fetchone()
+        return row is not None and row[0] == 1
 
     async def _follow(self, chain: Chain, tx: InFlight) -> None:
         fast_until = time.monotonic() + FAST_PHASE_SECONDS
@@ -144,12 +158,19 @@ class ReceiptWatcher:
         body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "status": receipt.status,
                 "block_number": receipt.block_number, "block_hash": receipt.block_hash, "gas_used": receipt.gas_used}
 
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
-                         (status, tx.request_id, *records.IN_FLIGHT))
-            self.audit.append("tx.receipt", body)
+        seen = self.clock()
 
-        await self.writer.run(record)
+        def record(conn: sqlite3.Connection) -> bool:
+            changed = conn.execute(f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
+                                   (status, tx.request_id, *records.IN_FLIGHT)).rowcount
+            if changed:  # it moved value at some moment up to now: it counts from now (Ledger.settle)
+                conn.execute("UPDATE spends SET ts=max(ts, ?) WHERE request_id=? AND state!='released'",
+                             (seen, tx.request_id))
+                self.audit.append("tx.receipt", body)
+            return bool(changed)
+
+        if await self.writer.run(record):
+            self.ledger.settle(tx.request_id, seen)
 
     async def _dropped(self, tx: InFlight, taken: Receipt) -> None:
         """Proven dead: its nonce is mined in another of the signer's transactions. Release its spend."""
