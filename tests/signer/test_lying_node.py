@@ -233,3 +233,42 @@ def test_a_nonce_taken_in_a_shallow_block_releases_nothing_until_it_is_buried(ly
     assert state(stack, bot, refused["request_id"]) == "unconfirmed"  # one confirmation only
     rpc(chain.url, "anvil_mine", ["0x2"])
     eventually(lambda: state(stack, bot, refused["request_id"]) == "dropped")
+
+
+def test_a_transaction_held_back_past_the_window_counts_until_mined_and_then_from_then(chain, tmp_path):
+    """The node keeps five transactions for over a day, then has the first mined: the window must not
+    show room meanwhile, nor right after (it counts the late one from when its receipt was seen)."""
+    from tests.signer.test_clock_skew import HOUR, SkewedStack
+
+    node = LyingNode(chain.url)
+    stack = SkewedStack(tmp_path, node.url)
+    config = yaml.safe_load((stack.home / "config.yaml").read_text())
+    config["signer"]["broadcast"] = True
+    (stack.home / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        stack.start()
+        stack.funded_session_key()
+        bot = stack.client_token("bot")
+        node.hold = True
+        before = balance(chain, FRIEND)
+        replies = [send(stack, bot, STEP - i) for i in range(5)]
+        assert [r["status"] for r in replies] == ["signed"] * 5
+        stack.stop()
+        stack.skew(25 * HOUR)  # a day later, by the signer's clock
+        stack.reboot()
+        stack.start()
+        assert send(stack, bot)["status"] == "pending_approval"  # held past the window: still counted
+        assert in_flight(stack)["count"] == 5
+        node.release_held(reverse=False)  # now the first is mined, a day late (and still hidden)
+        assert balance(chain, FRIEND) - before == STEP
+        node.honest()
+        eventually(lambda: in_flight(stack)["count"] == 0)
+        assert state(stack, bot, replies[0]["request_id"]) == "confirmed"
+        assert {state(stack, bot, r["request_id"]) for r in replies[1:]} == {"dropped"}
+        # the late one counts from now: four more fit in today's window, not five
+        assert [send(stack, bot)["status"] for _ in range(5)] == ["signed"] * 4 + ["pending_approval"]
+        assert balance(chain, FRIEND) - before == LIMIT
+    finally:
+        stack.close()
+        node.shutdown()
+        node.server_close()
