@@ -272,3 +272,20 @@ def test_a_transaction_held_back_past_the_window_counts_until_mined_and_then_fro
         stack.close()
         node.shutdown()
         node.server_close()
+
+
+def test_security_audit_names_the_spends_held_by_unconfirmed_transactions(lying, chain):
+    from tests.ops.test_audit import audit as security_audit
+    from tests.ops.test_audit import findings, status
+
+    node, stack, bot, _ = lying()
+    assert status(security_audit(stack.home), "OWL-TX-001") == "pass"
+    node.hold = True
+    held = send(stack, bot)
+    assert held["status"] == "signed" and held["broadcast_unknown"]
+    [finding] = findings(security_audit(stack.home), "OWL-TX-001")
+    assert finding.severity == "warning" and f"{STEP} on {HELD}" in finding.message
+    node.honest()
+    send(stack, bot, STEP - 1)  # takes the refused one's nonce: once mined, the held one is proven dropped
+    eventually(lambda: state(stack, bot, held["request_id"]) == "dropped")
+    assert status(security_audit(stack.home), "OWL-TX-001") == "pass"
