@@ -1,19 +1,20 @@
 """Following every signed transaction that left the signer until its fate is proven.
 
-The release rule, the one place a spend of a signed transaction is ever given back: a transaction's
-spend is released only when the signer proves it can never be mined, i.e. its nonce is taken by
-another transaction the signer knows: a receipt (checked against the hash the signer computed,
-from the same account) of another transaction the signer itself signed and recorded at the same
-nonce, in a block at least `release_confirmations` deep. Nothing else counts: not a node's error string ("transaction underpriced"), not a null
-receipt, not a timeout, not a transaction the node says it dropped, not a nonce count the node
-reports. Until then the transaction counts as spent (`unconfirmed` or `signed` on its row).
+The release rule, the one place the spend of a sent transaction is ever given back: it is released
+only when the signer proves the transaction can never be mined, i.e. its nonce is taken by another
+transaction the signer knows: a receipt (checked against the hash the signer computed and the
+sender it signed for) of another transaction the signer itself signed and recorded at the same
+nonce, in a block at least `release_confirmations` deep. Nothing else counts: not a node's error
+string ("transaction underpriced"), not a null receipt, not a timeout, not a transaction the node
+says it dropped, not a nonce count the node reports.
 
-Until then its spends count in every window however old they are (`Ledger.hold`): a transaction a
-node holds back can be mined at any time. A receipt for the transaction itself settles it as
-`confirmed` or `reverted`; both keep the spend counted (a reverted transaction moved no value, but
-"reverted" is only the node's word), re-stamped at the moment the receipt was seen, so a transaction
-mined late is counted in the windows it actually moved value in. A receipt
-naming another hash or sender is rejected (`tx.receipt_rejected`) and the wait goes on.
+Until then the transaction is `signed` or `unconfirmed` on its row, and its spends count in every
+window however old they are (`Ledger.hold`): a transaction a node holds back can be mined at any
+time. A receipt for the transaction itself settles it as `confirmed` or `reverted`; both keep the
+spend counted ("reverted" is only the node's word), re-stamped at the moment the receipt was seen,
+so a transaction mined late is counted in the windows it moved value in. A receipt naming another
+hash or sender, or one the check endpoint disagrees with, is rejected (`tx.receipt_rejected`) and
+the wait goes on.
 
 Polling is fast for a while after the broadcast, then slow, until the fate is proven; a restarted
 signer resumes following every row still in flight (`resume`).
