@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -114,12 +115,22 @@ class Chain:
 
     # ---- transaction building ---------------------------------------------------------------
 
-    async def next_nonce(self, sender: str) -> int:
-        """Hand out nonces locally so concurrent requests never share one."""
+    async def next_nonce(self, sender: str, ceiling: Callable[[], int] | None = None) -> int:
+        """Hand out nonces locally so concurrent requests never share one.
+
+        `ceiling()`, read only when the node is asked, is the highest count the account can have:
+        one past the highest nonce the signer ever signed from it (a session key signs nowhere
+        else). A node that says more is lying, or the key is used elsewhere: refused, since its
+        transactions would wait behind a gap, holding their spends, or be mined at its chosen time."""
         async with self._nonce_lock:
             if sender not in self._nonces:
-                self._nonces[sender] = quantity(await self._call("eth_getTransactionCount", sender, "pending"),
-                                                "nonce")
+                told = quantity(await self._call("eth_getTransactionCount", sender, "pending"), "nonce")
+                if ceiling is not None and told > (most := ceiling()):
+                    raise ChainError(
+                        f"the RPC node of chain {self.settings.id} says the account's next nonce is {told}, but the "
+                        f"signer has signed transactions from it only up to nonce {most - 1}: the node is lying or "
+                        "the key is used elsewhere; nothing was signed")
+                self._nonces[sender] = told
             nonce = self._nonces[sender]
             self._nonces[sender] = nonce + 1
             return nonce

@@ -73,7 +73,7 @@ class Engine:
         self.install_policy(policy)
         self.keys = keys
         self.ledger = ledger
-        self.tier2 = SessionSigner(keys, ledger)
+        self.tier2 = SessionSigner(keys, ledger, self.nonce_ceiling)
         self.chains = chains
         self.writer = writer
         self.audit = audit
@@ -363,6 +363,14 @@ class Engine:
             body = {**body, "status": records.EXPIRED}
         body["state"] = row[1]
         return body
+
+    def nonce_ceiling(self, chain_id: int, address: str) -> int:
+        """One past the highest nonce the signer ever signed from `address` on `chain_id` (0 if none):
+        read from the records when a node is asked for the account's nonce (rare: not per request)."""
+        row = self.reader.execute(
+            "SELECT max(json_extract(outcome, '$.nonce')) FROM requests WHERE chain_id=? AND tx_hash IS NOT NULL"
+            " AND lower(json_extract(outcome, '$.sender'))=?", (chain_id, address.lower())).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0]) + 1
 
     def unproven(self, limit: int = 50) -> dict[str, Any]:
         """Signed transactions that left the signer and are not yet proven mined or dead, with the

@@ -289,3 +289,23 @@ def test_security_audit_names_the_spends_held_by_unconfirmed_transactions(lying,
     send(stack, bot, STEP - 1)  # takes the refused one's nonce: once mined, the held one is proven dropped
     eventually(lambda: state(stack, bot, held["request_id"]) == "dropped")
     assert status(security_audit(stack.home), "OWL-TX-001") == "pass"
+
+
+def test_a_nonce_above_any_the_signer_signed_is_refused(lying, chain):
+    """A node over-reporting the count would park transactions behind a gap (held, mined when it likes):
+    a session key signs nowhere else, so a count past its highest signed nonce is a lie."""
+    node, stack, bot, address = lying()
+    first = send(stack, bot)
+    assert first["status"] == "signed"
+    node.refuse_then_hide = True  # a refusal makes the signer ask the node for the count again
+    hidden = send(stack, bot)
+    assert hidden["nonce"] == first["nonce"] + 1 and hidden["broadcast_unknown"]
+    node.honest()
+    node.nonce_lie = lambda n: n + 3
+    before = balance(chain, FRIEND)
+    lied = send(stack, bot)
+    assert lied["status"] == "failed" and "lying" in lied["error"] and "tx_hash" not in lied
+    assert balance(chain, FRIEND) == before
+    node.nonce_lie = None
+    after = send(stack, bot)
+    assert after["status"] == "signed" and after["nonce"] == hidden["nonce"] + 1 and "broadcast_unknown" not in after
