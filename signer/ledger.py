@@ -173,6 +173,9 @@ class Ledger:
             self._held[request_id] = _Held(ts, items)
             self._held_oldest = min(self._held_oldest, ts)
 
+    def holds(self, request_id: str) -> bool:
+        return request_id in self._held
+
     def settle(self, request_id: str, at: float) -> bool:
         """The transaction is mined (seen at `at`): its spends count from `at` on (it moved value at
         some moment up to `at`, so a window is never shown room it does not have). True if it was held."""

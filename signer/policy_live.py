@@ -98,7 +98,8 @@ def load_ledger(conn: sqlite3.Connection, since: float, ledger: Ledger | None = 
         "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends"
         " WHERE state!='released' AND ts>? AND ts<=?", (since, until),
     ):
-        ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
+        if not ledger.holds(request_id):  # held ones were counted in full at the first load
+            ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
     for request_id, ts in conn.execute(
         "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
         " ('denied','pending_approval','failed','dropped') AND created_at>? AND created_at<=?", (since, until),
