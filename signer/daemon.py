@@ -201,6 +201,8 @@ class Daemon:
 
         await self.writer.run(started)
         self._clock_saver = asyncio.create_task(self._save_clock_forever())
+        # Transactions still in flight within the windows: their spends stay held until proven (signer.receipts).
+        self.engine.receipts.resume(self.chains, self.policies.ledger_since)
         if self.policies.proposal is not None:
             await self.policies.propose(self.policies.proposal)
         await self.server.start()

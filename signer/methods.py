@@ -152,8 +152,17 @@ class Methods:
             "chains": sorted(engine.chains),
             "policy_hash": engine.policy.policy_hash(),
             "session_keys": [i.to_json() for i in engine.keys.infos() if i.status == "active"],
+            # Spends held by transactions not yet proven mined or dead (signer.receipts).
+            "in_flight": self._in_flight(client),
             "client": {"name": client.name, "scope": client.scope.value},
         }
+
+    def _in_flight(self, client: Client) -> dict[str, Any]:
+        """Totals for every client; which requests and transactions, only for the admin."""
+        unproven = self.engine.unproven()
+        if client.scope is not Scope.ADMIN:
+            del unproven["transactions"]
+        return unproven
 
     def addresses(self, client: Client, _: None) -> dict[str, Any]:
         keys = self.engine.keys

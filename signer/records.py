@@ -17,8 +17,14 @@ from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidd
 SIGNED = "signed"
 PENDING = "pending_approval"
 DENIED = "denied"
-FAILED = "failed"
+FAILED = "failed"  # nothing was signed, or nothing signed left the signer: no spend
 EXPIRED = "expired"
+# A signed transaction that left the signer, as its request row records it (signer.receipts):
+UNCONFIRMED = "unconfirmed"  # the node refused it, hid it or its answer was lost: may still be mined, spend held
+CONFIRMED = "confirmed"  # a receipt checked against the signer's own hash: status 1
+REVERTED = "reverted"  # the same, status 0: its spend stays counted
+DROPPED = "dropped"  # proven never minable (another of the signer's transactions took its nonce): spend released
+IN_FLIGHT = (SIGNED, UNCONFIRMED)  # rows the receipt watcher still follows
 
 
 def stored(outcome: dict[str, Any]) -> str:

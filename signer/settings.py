@@ -68,6 +68,8 @@ class ChainSettings(BaseModel):
     id: int = Field(gt=0)
     name: str = Field(min_length=1, max_length=64)
     rpc_url: str
+    # Optional second, independent endpoint: every receipt the signer acts on must match there too.
+    check_rpc_url: str | None = None
     dev: bool = False
     explorer_tx_url: str | None = None  # e.g. "https://etherscan.io/tx/{hash}"
     # Fee ceilings, whole gwei per gas. Gas is not counted against policy limits, and the fee market
@@ -79,10 +81,21 @@ class ChainSettings(BaseModel):
     max_gas: int = Field(default=3_000_000, gt=21_000)
     delegation: DelegationContracts | None = None  # Tier 3 on this chain
 
-    @field_validator("rpc_url")
+    # How deep the block of the transaction that took a nonce must be before the signer releases the
+    # spend of its other transaction at that nonce (a reorg could undo a shallower proof). None: 1 on
+    # dev chains, 12 elsewhere.
+    release_confirmations: int | None = Field(default=None, ge=1, le=10_000)
+
+    @property
+    def confirmations_to_release(self) -> int:
+        if self.release_confirmations is not None:
+            return self.release_confirmations
+        return 1 if self.dev else 12
+
+    @field_validator("rpc_url", "check_rpc_url")
     @classmethod
-    def _http_only(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
+    def _http_only(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value
 

@@ -7,7 +7,9 @@ the signature and hands the nonce out again (`Ending.sender`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from policies.decision import Decision
@@ -37,6 +39,8 @@ class SessionSigner:
     keys: SessionKeys
     ledger: Ledger
     tier3: Tier3 | None = None  # set when a chain has Tier 3 contracts: allowed calls become redeems
+    # (chain id, address) -> one past the highest nonce ever signed from it: what a node may report
+    nonce_ceiling: Callable[[int, str], int] | None = None
 
     async def sign(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str, *,
@@ -70,7 +74,8 @@ class SessionSigner:
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:
-            nonce = await chain.next_nonce(key.address)
+            ceiling = None if self.nonce_ceiling is None else partial(self.nonce_ceiling, call.chain_id, key.address)
+            nonce = await chain.next_nonce(key.address, ceiling)
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:  # after the last await: a key revoked meanwhile is gone from here

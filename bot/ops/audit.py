@@ -254,6 +254,7 @@ AUDIT_CHECKS: tuple[Check, ...] = (
     Check("OWL-POL-001", "the policy has limits and bounded approvals", audit_config.check_policy),
     Check("OWL-KEY-001", "session keys within TTL and balance cap", audit_config.check_session_keys),
     Check("OWL-TOK-001", "no client token that never expires", audit_config.check_client_tokens),
+    Check("OWL-TX-001", "no signed transactions of unproven fate", audit_config.check_unproven_transactions),
     Check("OWL-SKILL-001", "a working sandbox backend for skills", check_sandbox),
     Check("OWL-SEC-001", "no secrets in config or logs", check_secrets_in_files),
 )

@@ -213,6 +213,36 @@ def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
                       f"owlia signer client revoke {name} && owlia signer client add {name} --scope {scope}")
 
 
+def check_unproven_transactions(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-TX-001: signed transactions the node did not accept, whose spends stay held until proven."""
+    import sqlite3
+
+    from signer.store.db import connect
+
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = connect(db, readonly=True)
+        rows = conn.execute(
+            "SELECT r.chain_id, s.asset, s.amount, r.request_id FROM requests r JOIN spends s"
+            " ON s.request_id=r.request_id AND s.state!='released' WHERE r.status='unconfirmed'").fetchall()
+        count = conn.execute("SELECT count(*) FROM requests WHERE status='unconfirmed'").fetchone()[0]
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    if not count:
+        return
+    held: dict[str, int] = {}
+    for chain_id, asset, amount, _ in rows:
+        held[f"{chain_id}:{asset}"] = held.get(f"{chain_id}:{asset}", 0) + int(amount)
+    amounts = ", ".join(f"{amount} on {key}" for key, amount in sorted(held.items())) or "no spend"
+    yield Finding("OWL-TX-001", WARN,
+                  f"{count} signed transaction(s) the RPC node did not accept may still be mined; they hold "
+                  f"{amounts} (base units) of your limits until mined or proven dropped",
+                  "see `owlia signer status` (in_flight); if the node lies, set chains[].check_rpc_url to a "
+                  "second, independent endpoint")
+
+
 def _balance(url: str, address: str, timeout: float) -> int | None:
     from bot.devchain import rpc
 

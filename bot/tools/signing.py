@@ -70,7 +70,7 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     if status == "signed":
         lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
         if reply.get("broadcast_unknown"):
-            lines.append(f"the node's answer was lost, do not send it again: {reply['broadcast_unknown']}")
+            lines.append(f"the node did not accept it, do not send it again: {reply['broadcast_unknown']}")
     elif status == "pending_approval":
         why = "; ".join(fired_rules(reply)) or f"{reply.get('rule_id')}: {reply.get('reason')}"
         lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); why: {why}")

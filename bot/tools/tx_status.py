@@ -76,7 +76,10 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         line = f"denied by the signer, rule {reply.get('rule_id')}: {redact_urls(reply.get('reason'))}"
     elif state == "failed":
         line = f"failed, nothing was sent: {redact_urls(reply.get('error') or reply.get('reason'))}"
-    elif state in ("signed", "confirmed", "reverted") and tx_hash:
+    elif state == "dropped":
+        line = (f"dropped: another of the signer's transactions took its nonce, so it can never be mined; "
+                f"tx {tx_hash}")
+    elif state in ("signed", "unconfirmed", "confirmed", "reverted") and tx_hash:
         data.update(tx_hash=tx_hash, chain_id=chain_id)
         unread = ""
         try:
@@ -90,6 +93,9 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
             line = state
         elif reply.get("broadcast") is False:
             line = "signed but not broadcast (the signer runs with broadcast off)"
+        elif state == "unconfirmed":
+            line = ("signed, but the node did not accept the broadcast; it may still be mined, so do not send it "
+                    "again (the signer keeps its spend counted until it is mined or proven dropped)")
         else:
             line, data["state"] = "signed and broadcast, pending (no receipt yet)", "pending"
         line += f"; tx {tx_hash}{unread}"
