@@ -13,6 +13,7 @@ Layout of the signer home (0700, owned by the signer's user, never mounted into 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 import sqlite3
@@ -41,7 +42,6 @@ from signer.settings import SignerConfig, signer_home, socket_path
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer, WriterClosed
-from signer.tier2 import SessionSigner
 
 log = logging.getLogger("owlia.signer")
 KEYSTORE = "keystore.json"
@@ -154,7 +154,7 @@ class Daemon:
                     sessions[chain_id] = (key.address, key.expires_at)
             for problem in tier3.load(self.reader, self.policies.policy, sessions):
                 log.warning(problem)
-            self.engine.tier2 = SessionSigner(self.keys, self.ledger, tier3)
+            self.engine.tier2 = dataclasses.replace(self.engine.tier2, tier3=tier3)  # nonce ceiling kept
         identity = SignerIdentity(self.master)
         self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit, self.clock,
                                                     signer_key=identity.public_key)

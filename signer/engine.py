@@ -73,7 +73,7 @@ class Engine:
         self.install_policy(policy)
         self.keys = keys
         self.ledger = ledger
-        self.tier2 = SessionSigner(keys, ledger, self.nonce_ceiling)
+        self.tier2 = SessionSigner(keys, ledger, nonce_ceiling=self.nonce_ceiling)
         self.chains = chains
         self.writer = writer
         self.audit = audit

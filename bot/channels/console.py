@@ -118,6 +118,8 @@ def render_signer_card(data: dict) -> str:
         lines += [f"         rule {why}" for why in _reasons(data)]
     elif data.get("error"):
         lines.append(f"         {data.get('error')}")
+    if data.get("hint"):
+        lines.append(f"         {data.get('hint')}")
     return "\n".join(lines) + "\n"
 
 

@@ -45,7 +45,10 @@ def describe(reply: dict[str, Any]) -> str:
         if reply.get("tier") == 1:  # Tier 1: the main key, on the user's companion
             device = reply.get("approved_by")
             how = f"approved on your companion ({device})" if device else "approved on your companion"
-        return f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
+        told = f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
+        if unknown := str(reply.get("broadcast_unknown") or ""):  # signed, but the node did not take it (or lied)
+            told += f"\nnot confirmed sent: {unknown}" + _fund_hint(unknown)
+        return told
     if status == "denied":
         return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
     if status == PENDING:
@@ -55,11 +58,14 @@ def describe(reply: dict[str, Any]) -> str:
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
     detail = str(reply.get("error") or reply.get("reason") or "")
     shown = f"{summary} ({detail})" if detail else summary
-    told = f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
-    if "insufficient funds" in detail.lower():
-        told += ("\nThe account that pays (the main account for a companion approval, else the session key) "
-                 "lacks ETH for the amount plus gas: fund it, then ask again.")
-    return told
+    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})" + _fund_hint(detail)
+
+
+def _fund_hint(node_words: str) -> str:
+    if "insufficient funds" not in node_words.lower():
+        return ""
+    return ("\nThe account that pays (the main account for a companion approval, else the session key) lacks ETH "
+            "for the amount plus gas: fund it, then ask again.")
 
 
 class SignerWatch:

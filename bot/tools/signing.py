@@ -82,9 +82,11 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     if len(fired := fired_rules(reply)) > 1:  # every rule that fired, not only the first
         data["reasons"] = fired
     if status not in ("signed", "pending_approval", "denied"):
-        why = str(reply.get("error") or reply.get("reason") or "no reason given")
-        data["error"] = f"{why} {fix}" if (fix := remedy(why)) else why  # the card shows why, and what to do
+        data["error"] = str(reply.get("error") or reply.get("reason") or "no reason given")  # the card shows why
         lines.append(f"failed: {data['error']}")
+    if fix := remedy(str(data.get("error") or data.get("broadcast_unknown") or "")):
+        data["hint"] = fix  # and what to do about it
+        lines.append(fix)
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
 
 

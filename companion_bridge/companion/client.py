@@ -392,6 +392,8 @@ class Companion:
                     if result.get("status") == "failed":  # the signer's words on why, not only "failed"
                         report("\n".join(block("why it failed", str(result.get("error") or "no reason given"),
                                                 600)))
+                    elif result.get("broadcast_unknown"):  # signed, but the node did not take it (or lied)
+                        report("\n".join(block("not confirmed sent", str(result["broadcast_unknown"]), 600)))
                 except CompanionError as exc:
                     # ours in full; the bridge's words were cut to 200 characters as they arrived
                     report("\n".join(block(f"{choice.action} refused", exc.message, 600)))
