@@ -20,7 +20,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from policies.context import PriceQuote
 from policies.index import PolicyIndex
 from policies.intent import NATIVE
-from policies.text import display_safe
+from policies.kernel.text import display_safe
 from policies.units import lookalike_key, parse_period, parse_units
 
 USD_DECIMALS = 6  # USD limits and prices are held in micro-dollars

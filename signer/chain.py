@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
-from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
+from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.settings import ChainSettings
 
 PLAIN_TRANSFER_GAS = 21_000

@@ -28,7 +28,7 @@ from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
 from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, save_state
 from signer.engine import Engine
-from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from signer.identity import SignerIdentity
 from signer.keystore import create_keystore, unlock, zeroize
 from signer.methods import Methods

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from signer.fsperm import check_private_file, write_private_file
+from policies.kernel.files import check_private_file, write_private_file
 
 KEYSTORE_FILE = "keystore.json"
 PASSPHRASE_ENV = "OWLIA_SIGNER_PASSPHRASE"

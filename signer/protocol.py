@@ -15,7 +15,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from pydantic_core import to_json
 
 from policies.model import checksum_ok
-from policies.text import display_safe
+from policies.kernel.text import display_safe
 
 PROTOCOL_VERSION = 1
 MAX_UINT256 = 2**256 - 1

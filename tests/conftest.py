@@ -25,7 +25,7 @@ from bot.devchain import DevChain, free_port, rpc
 from signer.admin import issue_client
 from signer.client import SignerClient, new_idempotency_key
 from signer.daemon import Daemon, SignerPaths, init_home
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from signer.protocol import Scope
 from signer.settings import load_signer_config
 

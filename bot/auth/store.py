@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.auth.errors import AuthStoreError
 from bot.auth.pkce import same_secret
-from signer.fsperm import PermissionProblem, ensure_private_dir, write_private_file
+from policies.kernel.files import PermissionProblem, ensure_private_dir, write_private_file
 
 STORE_VERSION = 1
 FILE_NAME = "auth.json"

@@ -23,7 +23,7 @@ from bot.channels.notes import failure_note
 from bot.runtime.core import BotCore
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
-from policies.text import visible
+from policies.kernel.text import visible
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
 LAYOUT = "\n\t"  # the only control characters printed as themselves

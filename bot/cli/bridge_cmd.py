@@ -21,7 +21,7 @@ def bridge() -> None:
 
 def bridge_token(ctx: typer.Context, token_file: Optional[Path]) -> str:
     """The bridge's signer token (scope `bridge`): env, else a 0600 file."""
-    from signer.fsperm import check_private_file
+    from policies.kernel.files import check_private_file
 
     token = os.environ.get(TOKEN_ENV)
     if token:

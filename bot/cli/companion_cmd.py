@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from bot.cli.common import fail, home_of, print_json, run, signer_call
-from policies.text import visible
+from policies.kernel.text import visible
 
 app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)
 
@@ -75,7 +75,7 @@ def pair(
     import segno
 
     from companion_bridge.companion.client import pair_uri
-    from signer.fsperm import write_private_file
+    from policies.kernel.files import write_private_file
 
     pairing = signer_call(ctx, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
     uri = pair_uri(bridge, pairing["pairing_id"], pairing["code"], pairing["signer_key"])

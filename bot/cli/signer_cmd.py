@@ -108,7 +108,7 @@ def client_add(
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
     from signer.admin import issue_client
-    from signer.fsperm import write_private_file
+    from policies.kernel.files import write_private_file
     from signer.protocol import Scope
 
     try:

@@ -53,7 +53,7 @@ def up(
 
     from bot.devchain import DevChain, DevChainError
     from signer.daemon import SignerPaths, init_home
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
     from signer.settings import load_signer_config
 
     home = home_of(ctx)

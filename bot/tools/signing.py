@@ -16,7 +16,7 @@ from pydantic import Field
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
 from policies.intent import NATIVE
-from policies.text import visible
+from policies.kernel.text import visible
 from policies.units import parse_units
 
 ADDRESS = r"^0x[0-9a-fA-F]{40}$"

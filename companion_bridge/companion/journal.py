@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 from companion_bridge.companion.journal_file import VERSION, JournalError, check_private_dir, parse
 from companion_bridge.companion.quotes import NonceQuote
 from signer.approval_request import to_checksum
-from policies.text import one_line
-from signer.fsperm import check_private_file, write_private_file
+from policies.kernel.text import one_line
+from policies.kernel.files import check_private_file, write_private_file
 
 __all__ = ["Entry", "Journal", "JournalError", "JournalFull", "admit", "apply_quote"]
 

@@ -4,7 +4,7 @@ The journal is the only record of approvals a bridge may be holding, so a file o
 else can change is refused rather than read (a group-writable directory lets another user delete
 the journal, and every outstanding approval with it), and a file that does not parse into exactly
 the fields an entry has is refused with a worded error instead of a traceback halfway through
-`outstanding`. It is parsed with policies.safejson: the companion imports eth_account, which raises
+`outstanding`. It is parsed with policies.kernel.safejson: the companion imports eth_account, which raises
 the recursion limit far enough that deeply nested JSON would crash the process.
 """
 
@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from policies import safejson
+from policies.kernel import safejson
 
 VERSION = 1
 _HASH = re.compile(r"0x[0-9a-fA-F]{64}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from policies.text import one_line, visible
+from policies.kernel.text import one_line, visible
 from policies.units import format_amount
 from signer.approval_request import to_checksum
 

@@ -18,7 +18,7 @@ from bot.cli import companion_cmd
 from bot.devchain import free_port
 from signer.approval_request import to_checksum
 from signer.client import SignerClient
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from signer.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, fund, wait_status
 from tests.conftest import FRIEND, balance

@@ -20,7 +20,7 @@ from bot.ops.audit import security_audit, weak_token_reason
 from bot.ops.checks import Report
 from bot.ops.fix import fix_all
 from signer.daemon import SignerPaths, init_home
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from signer.settings import load_signer_config
 from tests.ops.conftest import context, requires_root, run_init, set_config
 

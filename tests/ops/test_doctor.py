@@ -19,7 +19,7 @@ from bot.cli import doctor_cmd
 from bot.devchain import free_port
 from bot.ops.checks import Report
 from bot.ops.doctor import doctor
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.ops.conftest import context, run_init, set_config

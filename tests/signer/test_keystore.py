@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from signer.fsperm import PermissionProblem, check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.files import PermissionProblem, check_private_file, ensure_private_dir, write_private_file
 from signer.keystore import KeystoreError, create_keystore, read_passphrase, unlock, zeroize
 
 N = 2**10

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from policies import safejson
+from policies.kernel import safejson
 
 MAX_REPLY_BYTES = 16 << 20
 
