@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from Crypto.Hash import keccak
 
 from policies.intent import NATIVE, Action, Approval, Call, ContractCall, Decoded, Forbidden, Transfer
+from policies.kernel.keccak import keccak256
 
 MAX_INNER_CALLS = 256
 MAX_UINT256 = 2**256 - 1
@@ -43,7 +43,7 @@ TOKEN_SELECTORS = frozenset({TRANSFER, TRANSFER_FROM, APPROVE, INCREASE_ALLOWANC
 
 def selector_of(signature: str) -> bytes:
     """First four bytes of keccak256 of a canonical signature such as "transfer(address,uint256)"."""
-    return keccak.new(digest_bits=256, data=signature.encode()).digest()[:4]
+    return keccak256(signature.encode())[:4]
 
 
 def encode_erc20_transfer(recipient: str, amount: int) -> bytes:

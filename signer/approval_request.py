@@ -13,10 +13,10 @@ import json
 from typing import Any
 
 from policies.decision import Decision
+from policies.kernel.addresses import to_checksum
 from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
 from policies.model import Policy
 from policies.units import format_amount
-from signer.txcodec import keccak256
 
 VERSION = 1
 
@@ -24,13 +24,6 @@ VERSION = 1
 def request_hash(body: dict[str, Any]) -> str:
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def to_checksum(address: str) -> str:
-    """EIP-55 mixed case, so the user can compare what the companion shows with their wallet."""
-    body = address[2:].lower()
-    digest = keccak256(body.encode()).hex()
-    return "0x" + "".join(c.upper() if c.isalpha() and int(h, 16) >= 8 else c for c, h in zip(body, digest))
 
 
 def escalation_json(decision: Decision) -> dict[str, Any]:

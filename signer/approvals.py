@@ -33,7 +33,7 @@ from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
 from signer.protocol import ApprovalAnswerParams, FreezeParams, RpcError
 from signer.topup import exceeds_cap
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:

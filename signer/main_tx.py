@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies.intent import Call
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
 from signer.protocol import ErrorCode, RpcError
 

@@ -14,7 +14,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       StrictInt, model_validator)
 from pydantic_core import to_json
 
-from policies.model import checksum_ok
+from policies.kernel.addresses import case_ok, is_address
 from policies.kernel.text import display_safe
 
 PROTOCOL_VERSION = 1
@@ -68,10 +68,10 @@ class RpcError(Exception):
 
 
 def _address(value: Any) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
+    if not is_address(value):
         raise ValueError("must be a 0x-prefixed 20-byte hex address")
     body = value[2:]
-    if body != body.lower() and body != body.upper() and not checksum_ok(value):
+    if not case_ok(value):
         raise ValueError("has a bad EIP-55 checksum (mixed case that does not match): check for a typo")
     return "0x" + body.lower()
 

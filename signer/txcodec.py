@@ -10,13 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import coincurve
-from Crypto.Hash import keccak as _keccak
+
+from policies.kernel.keccak import keccak256
 
 SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
-
-
-def keccak256(data: bytes) -> bytes:
-    return _keccak.new(data=data, digest_bits=256).digest()
 
 
 def _rlp_length(length: int, offset: int) -> bytes:

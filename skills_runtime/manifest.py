@@ -245,7 +245,7 @@ def _check_text(value: Any, where: str) -> None:
 
 
 def load_manifest(folder: Path) -> SkillManifest:
-    from bot.workspace.fs import PathNotAllowed, read_regular_text
+    from policies.kernel.files import PathNotAllowed, read_regular_text
 
     path = Path(folder) / "SKILL.md"
     try:

@@ -26,7 +26,7 @@ from bot.tools.executor import ToolExecutor
 from bot.tools.registry import ToolRegistry
 from bot.tools.services import Services
 from bot.workspace import build_system_prompt, create_workspace, load_context_files
-from bot.workspace.fs import private_dir
+from policies.kernel.files import ensure_private_dir
 
 
 @dataclass
@@ -148,8 +148,8 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     from bot.runtime.metrics import default_metrics
     from bot.tools.chain_reader import RpcChainReader
 
-    home = private_dir(home)
-    state = private_dir(home / "state")
+    home = ensure_private_dir(home)
+    state = ensure_private_dir(home / "state")
     workspace = config.workspace(home)
     create_workspace(workspace)
     events = EventBus()

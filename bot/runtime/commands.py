@@ -18,6 +18,7 @@ from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
 from bot.tools.base import ContextKind, Level, ToolContext
+from policies.kernel.addresses import is_address
 
 if TYPE_CHECKING:
     from bot.runtime.assemble import Runtime
@@ -103,7 +104,7 @@ class Commands:
             return "usage: /send ADDRESS AMOUNT[eth|TOKEN]   e.g. /send 0x7099...79C8 0.001eth"
         to, amount_text = args[0], "".join(args[1:])
         match = _AMOUNT.match(amount_text)
-        if not re.fullmatch(r"0x[0-9a-fA-F]{40}", to) or match is None:
+        if not is_address(to) or match is None:
             return "usage: /send ADDRESS AMOUNT[eth|TOKEN]   e.g. /send 0x7099...79C8 0.001eth"
         asset = (match.group("unit") or "ETH").upper()
         return await self._tool(session, inbound, sink, "transfer",

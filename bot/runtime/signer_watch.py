@@ -22,7 +22,7 @@ from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
 
 from bot.notify import Notifier
-from bot.workspace.fs import write_atomic_private
+from policies.kernel.files import write_private_file
 
 if TYPE_CHECKING:
     from bot.runtime.assemble import Runtime
@@ -207,6 +207,6 @@ class SignerWatch:
         if self._told_path is None:
             return
         try:
-            write_atomic_private(self._told_path, json.dumps([list(k) for k in self._told]).encode())
+            write_private_file(self._told_path, json.dumps([list(k) for k in self._told]).encode())
         except OSError as exc:
             log.warning("could not remember signer notices: %s", type(exc).__name__)

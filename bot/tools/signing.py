@@ -16,10 +16,11 @@ from pydantic import Field
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
 from policies.intent import NATIVE
+from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.kernel.text import visible
 from policies.units import parse_units
 
-ADDRESS = r"^0x[0-9a-fA-F]{40}$"
+ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 

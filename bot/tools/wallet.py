@@ -17,6 +17,7 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
+from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.units import format_amount
 from signer.client import SignerError
 
@@ -53,7 +54,7 @@ class _Balance(BaseModel):
 class _Key(BaseModel):
     model_config = ConfigDict(extra="ignore")
     chain_id: int
-    address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    address: str = Field(pattern=ADDRESS_PATTERN)
     key_id: str = Field(max_length=64)
 
 

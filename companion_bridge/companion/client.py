@@ -52,7 +52,7 @@ from signer.devices import (
 )
 from signer.identity import REQUEST_DOMAIN, signed_by
 from signer.keystore import zeroize
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 
 __all__ = ["PAIR_SCHEME", "Choice", "Companion", "CompanionError", "Decide", "pair_uri", "parse_pair_uri",
            "quoted_nonce", "unsigned"]

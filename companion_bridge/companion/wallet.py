@@ -19,7 +19,7 @@ import coincurve
 from eth_account import Account
 from nacl.signing import SigningKey
 
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from signer.keystore import zeroize
 from signer.txcodec import Eip1559Tx, address_of, sign_eip1559

@@ -277,7 +277,7 @@ def test_the_bot_cannot_call_bridge_methods_and_the_bridge_cannot_sign(tier1):
 
 
 def _tx_hash(raw_hex: str) -> str:
-    from signer.txcodec import keccak256
+    from policies.kernel.keccak import keccak256
 
     return "0x" + keccak256(bytes.fromhex(raw_hex[2:])).hex()
 

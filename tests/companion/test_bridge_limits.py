@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.workspace.fs import PathNotAllowed
+from policies.kernel.files import PathNotAllowed
 from companion_bridge.app import CLOSE_RATE_LIMITED, CLOSE_TOO_BIG, RATE_LIMITED
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.wallet import CompanionWallet

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from bot.cli import companion_cmd
 from bot.devchain import free_port
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 from signer.client import SignerClient
 from policies.kernel.files import write_private_file
 from signer.protocol import Scope

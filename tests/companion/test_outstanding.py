@@ -22,7 +22,7 @@ from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.wallet import CompanionWallet
 from signer.devices import signed_message
 from signer.identity import NONCE_DOMAIN
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for, transfer
 from tests.conftest import FRIEND, balance, rpc, wait_receipt
 

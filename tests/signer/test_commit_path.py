@@ -31,7 +31,7 @@ from signer.protocol import ErrorCode
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 from tests.conftest import FRIEND, InProcessSigner, balance, reverter_policy, wait_receipt
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h
