@@ -18,7 +18,7 @@ from enum import Enum
 
 from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
 from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
-from signer.settings import ChainSettings
+from signer.wire.settings import ChainSettings
 
 PLAIN_TRANSFER_GAS = 21_000
 FEE_TTL = 3.0

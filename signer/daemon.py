@@ -33,10 +33,10 @@ from signer.identity import SignerIdentity
 from signer.keystore import create_keystore, unlock, zeroize
 from signer.methods import Methods
 from signer.policy_live import PolicyKeeper, read_policy_file
-from signer.protocol import Scope
+from signer.wire.protocol import Scope
 from signer.server import SignerServer
 from signer.session_keys import SessionKeys
-from signer.settings import SignerConfig, signer_home, socket_path
+from signer.wire.settings import SignerConfig, signer_home, socket_path
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer, WriterClosed

@@ -23,7 +23,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from signer.protocol import ErrorCode, PairCompleteParams, RpcError
+from signer.wire.protocol import ErrorCode, PairCompleteParams, RpcError
 from signer.refusals import RefusalBudget
 from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta

@@ -19,7 +19,7 @@ from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
 from signer.policy_live import PolicyKeeper
-from signer.protocol import (
+from signer.wire.protocol import (
     PROTOCOL_VERSION,
     ApprovalAnswerParams,
     ApprovalsWaitParams,
@@ -43,7 +43,7 @@ from signer.protocol import (
 )
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
-from signer.settings import SignerSettings
+from signer.wire.settings import SignerSettings
 from signer.store import audit as audit_store
 from signer.topup import request_topup, room_under_cap
 

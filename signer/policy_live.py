@@ -29,7 +29,7 @@ from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
-from signer.approval_request import escalation_json
+from signer.wire.approval_request import escalation_json
 from signer.approvals import OPEN
 from policies.kernel.files import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from policies.kernel import safejson
 from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
 from signer.backlog import Backlog
-from signer.protocol import (
+from signer.wire.protocol import (
     AuthParams,
     ErrorCode,
     RpcError,

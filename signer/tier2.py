@@ -16,7 +16,7 @@ from signer import records
 from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
-from signer.txcodec import Eip1559Tx, sign_eip1559
+from signer.wire.txcodec import Eip1559Tx, sign_eip1559
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import coincurve
 
-from signer.txcodec import SECP256K1_N, Eip1559Tx, keccak256, rlp_encode
+from signer.wire.txcodec import SECP256K1_N, Eip1559Tx, keccak256, rlp_encode
 
 MAX_RAW_TX = 128 * 1024
 

@@ -11,14 +11,14 @@ import typer
 
 
 def home_of(ctx: typer.Context) -> Path:
-    from signer.settings import resolve_home
+    from signer.wire.settings import resolve_home
 
     root = ctx.find_root()
     return resolve_home(root.params.get("home") if root.params else None)
 
 
 def signer_config(ctx: typer.Context):
-    from signer.settings import ConfigError, load_signer_config
+    from signer.wire.settings import ConfigError, load_signer_config
 
     try:
         return load_signer_config(home_of(ctx))
@@ -63,7 +63,7 @@ def read_passphrase(file: Path | None, *, confirm: bool = False) -> bytearray:
 
 def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *, admin: bool = False) -> Any:
     """One call to the running signer, as the local admin or as this home's client."""
-    from signer.client import SignerClient, SignerError, load_token
+    from signer.wire.client import SignerClient, SignerError, load_token
 
     paths = signer_paths(ctx)
     try:

@@ -25,7 +25,7 @@ def _store(ctx: typer.Context):
 
 def _timezone(ctx: typer.Context) -> str:
     from bot.config import load_bot_config
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     try:
         return load_bot_config(home_of(ctx)).bot.cron.timezone

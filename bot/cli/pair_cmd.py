@@ -16,7 +16,7 @@ app = typer.Typer(help="Pair chat users with the bot (default deny: strangers ge
 def _store(ctx: typer.Context):
     from bot.channels.access import open_access
     from bot.config import load_bot_config
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     home = home_of(ctx)
     try:

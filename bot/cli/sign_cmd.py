@@ -55,7 +55,7 @@ def send(
     idempotency_key: Optional[str] = typer.Option(None, help="Reuse to make a retry safe."),
 ) -> None:
     """Prints the signer's JSON outcome. Exit: 0 signed, 3 pending approval, 4 denied, 1 failed."""
-    from signer.client import SignerClient, SignerError, load_token
+    from signer.wire.client import SignerClient, SignerError, load_token
 
     paths = signer_paths(ctx)
     try:

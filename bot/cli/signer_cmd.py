@@ -109,7 +109,7 @@ def client_add(
     """Issue a token for a client. It is shown once; only its hash is kept."""
     from signer.admin import issue_client
     from policies.kernel.files import write_private_file
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
 
     try:
         scope_value = Scope(scope)
@@ -153,7 +153,7 @@ def client_revoke(ctx: typer.Context, name: str = typer.Argument(...)) -> None:
 
 
 def _key_call(ctx: typer.Context, method: str, **params) -> None:
-    from signer.client import new_idempotency_key
+    from signer.wire.client import new_idempotency_key
 
     print_json(signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True))
 

@@ -13,7 +13,7 @@ def start(ctx: typer.Context) -> None:
 
     from bot.config import load_bot_config
     from bot.runtime.launcher import Launch, serve
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     home = home_of(ctx)

@@ -54,7 +54,7 @@ def up(
     from bot.devchain import DevChain, DevChainError
     from signer.daemon import SignerPaths, init_home
     from policies.kernel.files import ensure_private_dir, write_private_file
-    from signer.settings import load_signer_config
+    from signer.wire.settings import load_signer_config
 
     home = home_of(ctx)
     ensure_private_dir(home)

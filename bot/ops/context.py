@@ -38,7 +38,7 @@ class OpsContext:
     @classmethod
     def load(cls, home: Path, *, bot_user: str | None = None, **kwargs: object) -> OpsContext:
         from bot.config import load_bot_config
-        from signer.settings import ConfigError
+        from signer.wire.settings import ConfigError
 
         ctx = cls(home=home, **kwargs)  # type: ignore[arg-type]
         try:

@@ -119,8 +119,8 @@ def credential_lookup(home: Path) -> CredentialLookup:
 
 
 def _signer_client(home: Path, config: BotConfig):
-    from signer.client import SignerClient, SignerError, load_token
-    from signer.settings import socket_path
+    from signer.wire.client import SignerClient, SignerError, load_token
+    from signer.wire.settings import socket_path
 
     token_file = home / "secrets" / "signer.token"
     try:

@@ -25,7 +25,7 @@ from policies.kernel.files import ensure_private_dir, read_regular_text, write_p
 from policies.kernel.locks import file_lock
 from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.units import is_lookalike
-from signer.client import SignerError
+from signer.wire.client import SignerError
 
 CONTACTS_FILE = "contacts.json"
 MAX_CONTACTS = 500

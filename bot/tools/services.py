@@ -15,7 +15,7 @@ from bot.runtime.events import EventBus
 
 if TYPE_CHECKING:
     from bot.memory.index import MemoryIndex
-    from signer.client import SignerClient
+    from signer.wire.client import SignerClient
 
 
 class PriceSource(Protocol):

@@ -98,7 +98,7 @@ def one_visible_line(reason: str) -> str | None:
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
-    from signer.client import SignerError
+    from signer.wire.client import SignerError
 
     if flagged:
         intent["flags"] = flagged

@@ -15,8 +15,8 @@ from pydantic import Field, model_validator
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.chain_reader import redact_urls
-from signer.client import SignerError
-from signer.protocol import ErrorCode
+from signer.wire.client import SignerError
+from signer.wire.protocol import ErrorCode
 
 
 

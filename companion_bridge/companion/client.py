@@ -37,7 +37,7 @@ from companion_bridge.companion.quotes import nonce_from, quoted_nonce  # quoted
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.companion.watch import Watch
-from signer.approval_request import request_hash
+from signer.wire.approval_request import request_hash
 from signer.devices import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,

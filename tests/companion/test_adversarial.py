@@ -14,9 +14,9 @@ import pytest
 from nacl.signing import SigningKey
 
 from companion_bridge.companion.client import Choice, Companion, CompanionError
-from signer.client import SignerClient, SignerError
+from signer.wire.client import SignerClient, SignerError
 from signer.devices import APPROVAL_DOMAIN, answer_body, signed_message
-from signer.protocol import Scope
+from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, own_tier1, request_for, transfer
 from tests.conftest import FRIEND, STRANGER, balance, rpc
 

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from bot.cli import companion_cmd
 from bot.devchain import free_port
 from policies.kernel.addresses import to_checksum
-from signer.client import SignerClient
+from signer.wire.client import SignerClient
 from policies.kernel.files import write_private_file
-from signer.protocol import Scope
+from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, fund, wait_status
 from tests.conftest import FRIEND, balance
 

@@ -10,8 +10,8 @@ import pytest
 from companion_bridge.companion.client import Choice, unsigned
 from companion_bridge.companion.render import render_request
 from policies.kernel.addresses import to_checksum
-from signer.approval_request import request_hash
-from signer.client import SignerClient
+from signer.wire.approval_request import request_hash
+from signer.wire.client import SignerClient
 from tests.companion.conftest import MAIN_PASS, request_for, transfer, wait_status
 from tests.conftest import FRIEND, STRANGER, balance
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from companion_bridge.companion.client import Companion, CompanionError
 from companion_bridge.tokens import TokenIssuer
-from signer.client import SignerError
+from signer.wire.client import SignerError
 from signer.devices import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1
 
@@ -212,7 +212,7 @@ def test_the_signer_spends_a_pairing_code_after_repeated_wrong_guesses_even_from
     """A compromised bridge skips the bridge's own limits and talks to the signer with its token:
     the signer counts wrong codes itself, and after MAX_WRONG_CODES the right code no longer works."""
     from signer.devices import MAX_WRONG_CODES
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
 
     bridge_token = tier1.stack.client_token(f"rogue{time.monotonic_ns() % 10**9}", Scope.BRIDGE)
     wallet = tier1.new_wallet()

@@ -21,7 +21,7 @@ from bot.ops.checks import Report
 from bot.ops.fix import fix_all
 from signer.daemon import SignerPaths, init_home
 from policies.kernel.files import write_private_file
-from signer.settings import load_signer_config
+from signer.wire.settings import load_signer_config
 from tests.ops.conftest import context, requires_root, run_init, set_config
 
 PASSPHRASE = b"ops test passphrase"

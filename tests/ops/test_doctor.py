@@ -179,7 +179,7 @@ def test_a_running_bridge_without_a_companion_is_a_warning(make_stack, tmp_path)
     import time
     import urllib.request
 
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
 
     stack = make_stack().start()
     token_file = tmp_path / "bridge.token"

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 from policies.decode import decode
 from policies.intent import Call
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.policy_live import load_ledger
 from signer.ledger import DAY, SignerState
-from signer.protocol import ErrorCode
+from signer.wire.protocol import ErrorCode
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed

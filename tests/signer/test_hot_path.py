@@ -17,9 +17,9 @@ import pytest
 
 from signer.aio import LOOP_ENV, loop_name
 from signer.backlog import Backlog
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.intents import legacy_request_hash
-from signer.protocol import ErrorCode, SignRequestParams
+from signer.wire.protocol import ErrorCode, SignRequestParams
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from tests.conftest import FRIEND, InProcessSigner

@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from signer.protocol import Intent, request_frame
+from signer.wire.protocol import Intent, request_frame
 
 TOKEN_ENV = "OWLIA_SIGNER_TOKEN"
 MAX_REPLY_BYTES = 4 << 20
