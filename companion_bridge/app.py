@@ -45,7 +45,7 @@ from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
 from policies.kernel import safejson
 from signer.wire.client import SignerError, SignerUnavailable
-from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
+from signer.wire.messages import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
 
 log = logging.getLogger("owlia.bridge")
 CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state"})

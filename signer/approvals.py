@@ -26,8 +26,9 @@ from policies.decision import Decision, Finding, Outcome
 from signer import records
 from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
-from signer.devices import APPROVAL_DOMAIN, DeviceRegistry, answer_body, signed_message
-from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
+from signer.devices import DeviceRegistry
+from signer.identity import SignerIdentity
+from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy

@@ -30,7 +30,8 @@ from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, save_state
 from signer.engine import Engine
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from signer.identity import SignerIdentity
-from signer.keystore import create_keystore, unlock, zeroize
+from signer.keystore import create_keystore, unlock
+from policies.kernel.passphrase import zeroize
 from signer.methods import Methods
 from signer.policy_live import PolicyKeeper, read_policy_file
 from signer.wire.protocol import Scope

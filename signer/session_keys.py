@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import coincurve
 
-from signer.keystore import MasterKey, zeroize
+from signer.keystore import MasterKey
+from policies.kernel.passphrase import zeroize
 from signer.wire.txcodec import SECP256K1_N, address_of
 
 ACTIVE = "active"

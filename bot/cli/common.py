@@ -52,12 +52,12 @@ def run(coro: Any) -> Any:
 
 
 def read_passphrase(file: Path | None, *, confirm: bool = False) -> bytearray:
-    from signer.keystore import KeystoreError
-    from signer.keystore import read_passphrase as _read
+    from policies.kernel.passphrase import PassphraseError
+    from policies.kernel.passphrase import read_passphrase as _read
 
     try:
         return _read(file=file, prompt=sys.stdin.isatty(), confirm=confirm)
-    except KeystoreError as exc:
+    except PassphraseError as exc:
         fail(str(exc))
 
 

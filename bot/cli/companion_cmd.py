@@ -31,12 +31,12 @@ def _dir(ctx: typer.Context, directory: Optional[Path]) -> Path:
 
 
 def _passphrase(file: Optional[Path], prompt: str = "Main key passphrase: ") -> bytearray:
-    from signer.keystore import KeystoreError, read_passphrase
+    from policies.kernel.passphrase import PassphraseError, read_passphrase
 
     if file is not None:
         try:
             return read_passphrase(file=file, prompt=False)
-        except KeystoreError as exc:
+        except PassphraseError as exc:
             fail(str(exc))
     if not sys.stdin.isatty():
         fail("no passphrase: pass --passphrase-file or run on a terminal")

@@ -21,7 +21,7 @@ from nacl.signing import SigningKey
 
 from policies.kernel.addresses import to_checksum
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
-from signer.keystore import zeroize
+from policies.kernel.passphrase import zeroize
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 KEYSTORE = "keystore.json"

@@ -28,7 +28,7 @@ from companion_bridge.limits import BridgeLimits, Guard
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import NS, Limiter, Rate
 from signer.wire.client import SignerClient
-from signer.devices import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
+from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1, request_for, start_bridge
 from tests.conftest import STRANGER, SignerStack
 

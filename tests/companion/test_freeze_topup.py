@@ -70,7 +70,7 @@ def test_an_unfreeze_and_a_new_freeze_delivered_together_leave_the_signer_frozen
     """A hostile bridge holds the user's unfreeze back and sends it with their next freeze."""
     import time
 
-    from signer.devices import FREEZE_DOMAIN, freeze_body, signed_message
+    from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
     from signer.wire.protocol import Scope
 
     stack = tier1.stack

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion_bridge.companion import watch as watch_module
 from companion_bridge.companion.journal import (
     CONFIRM_QUOTES,
     CONFIRM_SECONDS,
@@ -29,14 +30,12 @@ from companion_bridge.companion.journal import (
     admit,
     apply_quote,
 )
-from companion_bridge.companion import watch as watch_module
 from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.watch import Watch
-from policies.kernel.text import cells
-from signer.devices import signed_message
 from policies.kernel.files import ensure_private_dir, write_private_file
-from signer.identity import NONCE_DOMAIN
+from policies.kernel.text import cells
+from signer.wire.messages import NONCE_DOMAIN, signed_message
 
 MAIN = "0x1111111111111111111111111111111111111111"
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

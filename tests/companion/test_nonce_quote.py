@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from signer.approvals import Approvals
 from signer.chain import Chain
-from signer.devices import signed_message
+from signer.wire.messages import signed_message
 from signer.wire.settings import ChainSettings
 
 MAIN = "0x" + "11" * 20

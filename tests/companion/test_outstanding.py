@@ -20,9 +20,8 @@ from bot.devchain import DevChainError, free_port
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.wallet import CompanionWallet
-from signer.devices import signed_message
-from signer.identity import NONCE_DOMAIN
 from policies.kernel.keccak import keccak256
+from signer.wire.messages import NONCE_DOMAIN, signed_message
 from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for, transfer
 from tests.conftest import FRIEND, balance, rpc, wait_receipt
 
