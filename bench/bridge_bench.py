@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from bot.devchain import DevChain, free_port, rpc  # noqa: E402
 from companion_bridge.companion.client import Companion  # noqa: E402
 from companion_bridge.companion.wallet import CompanionWallet  # noqa: E402
-from signer.aio import loop_name  # noqa: E402
+from policies.kernel.aio import loop_name  # noqa: E402
 from signer.wire.client import SignerClient  # noqa: E402
 from signer.wire.protocol import Scope  # noqa: E402
 

@@ -40,8 +40,8 @@ from policies.decode import decode  # noqa: E402
 from policies.evaluate import evaluate  # noqa: E402
 from policies.intent import Call  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
-from signer.aio import loop_name  # noqa: E402
-from signer.aio import run as run_loop  # noqa: E402
+from policies.kernel.aio import loop_name  # noqa: E402
+from policies.kernel.aio import run as run_loop  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()

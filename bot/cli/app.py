@@ -8,9 +8,12 @@ from typing import Optional
 import typer
 
 from bot.cli import (
-    audit_cmd, auth_cmd, bridge_cmd, chain_cmd, chat_cmd, companion_cmd, cron_cmd, doctor_cmd, init_cmd, pair_cmd,
-    policy_cmd, security_cmd, service_cmd, sign_cmd, signer_cmd, skill_cmd, start_cmd, up_cmd,
+    auth_cmd, chain_cmd, chat_cmd, cron_cmd, doctor_cmd, init_cmd, pair_cmd, security_cmd, service_cmd, sign_cmd,
+    skill_cmd, start_cmd, up_cmd,
 )
+from companion_bridge import cli as bridge_cmd
+from companion_bridge.companion import cli as companion_cmd
+from signer.cli import audit_cmd, policy_cmd, signer_cmd
 
 app = typer.Typer(
     name="owlia",

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 if TYPE_CHECKING:
     import asyncio

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
+from policies.kernel.cli import fail, home_of, print_json
 
 app = typer.Typer(help="Scheduled jobs: reminders, system events and unattended assistant runs.",
                   no_args_is_help=True)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import home_of
+from policies.kernel.cli import home_of
 
 CONFIG_TEMPLATE = """\
 # OwliaBot configuration. Secrets never go here: `owlia auth setup` stores LLM logins in

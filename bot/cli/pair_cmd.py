@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
+from policies.kernel.cli import fail, home_of, print_json
 
 app = typer.Typer(help="Pair chat users with the bot (default deny: strangers get a code you approve here).",
                   no_args_is_help=True)

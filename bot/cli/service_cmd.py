@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from bot.cli.common import fail
+from policies.kernel.cli import fail
 
 app = typer.Typer(help="Run OwliaBot as systemd services (no containers).", no_args_is_help=True)
 

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from bot.cli.common import client_token_file, fail, print_json, run, signer_paths
+from policies.kernel.cli import client_token_file, fail, print_json, run, signer_paths
 
 app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 
 def start(ctx: typer.Context) -> None:

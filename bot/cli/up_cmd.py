@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 DEV_CONFIG = """\
 # Written by `owlia up`: a local dev chain and a signer with embedded defaults.

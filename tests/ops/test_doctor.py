@@ -186,7 +186,7 @@ def test_a_running_bridge_without_a_companion_is_a_warning(make_stack, tmp_path)
     write_private_file(token_file, stack.client_token("bridge", Scope.BRIDGE).encode())
     port = free_port()
     # the bridge's own sub-app (`owlia bridge serve` once it is registered in bot/cli/app.py)
-    bridge = subprocess.Popen([sys.executable, "-c", "from bot.cli.bridge_cmd import app; app()", "serve",
+    bridge = subprocess.Popen([sys.executable, "-c", "from companion_bridge.cli import app; app()", "serve",
                                "--port", str(port), "--token-file", str(token_file)],
                               env={**os.environ, "OWLIA_HOME": str(stack.home)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, print_json
+from policies.kernel.cli import fail, print_json
 
 app = typer.Typer(help="Check policy files and preview decisions.", no_args_is_help=True)
 

@@ -46,7 +46,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def run(coro: Any) -> Any:
-    from signer.aio import run as run_loop  # lazily: `owlia --help` should not pay for it
+    from policies.kernel.aio import run as run_loop  # lazily: `owlia --help` should not pay for it
 
     return run_loop(coro)
 

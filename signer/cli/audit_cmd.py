@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, print_json, signer_paths
+from policies.kernel.cli import fail, print_json, signer_paths
 
 app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
 
