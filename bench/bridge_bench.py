@@ -63,7 +63,7 @@ from pathlib import Path
 from companion_bridge.limits import BridgeLimits
 from companion_bridge.ratelimit import Rate
 from companion_bridge.server import BridgeOptions, serve
-from signer.daemon import SignerPaths
+from signer.wire.settings import SignerPaths
 from signer.wire.settings import load_signer_config
 home = Path(os.environ["OWLIA_HOME"])
 paths = SignerPaths.from_config(home, load_signer_config(home))

@@ -191,7 +191,8 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
                         client_counts: tuple[int, ...] = (1, 16)) -> dict:
     from signer.admin import issue_client
     from signer.wire.client import SignerClient, new_idempotency_key
-    from signer.daemon import SignerPaths, init_home
+    from signer.daemon import init_home
+    from signer.wire.settings import SignerPaths
     from signer.wire.protocol import Scope
     from signer.wire.settings import load_signer_config
 

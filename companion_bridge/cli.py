@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from policies.kernel.cli import fail, home_of, signer_paths
+from policies.kernel.cli import fail, home_of
+from signer.wire.cli import signer_paths
 
 app = typer.Typer(help="The companion bridge (untrusted transport for Tier 1 approvals).", no_args_is_help=True)
 TOKEN_ENV = "OWLIA_BRIDGE_TOKEN"

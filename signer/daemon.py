@@ -16,7 +16,6 @@ import asyncio
 import logging
 import signal
 import sqlite3
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -37,43 +36,12 @@ from signer.policy_live import PolicyKeeper, read_policy_file
 from signer.wire.protocol import Scope
 from signer.server import SignerServer
 from signer.session_keys import SessionKeys
-from signer.wire.settings import SignerConfig, signer_home, socket_path
+from signer.wire.settings import KEYSTORE, SignerConfig, SignerPaths
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer, WriterClosed
 
 log = logging.getLogger("owlia.signer")
-KEYSTORE = "keystore.json"
-DATABASE = "signer.db"
-ANCHOR = "audit.anchor"
-POLICY = "policy.yaml"
-ADMIN_TOKEN = "admin.token"
-
-
-@dataclass(frozen=True, slots=True)
-class SignerPaths:
-    home: Path
-    socket: Path
-
-    @classmethod
-    def from_config(cls, owlia_home: Path, config: SignerConfig) -> SignerPaths:
-        return cls(signer_home(owlia_home, config.signer), socket_path(owlia_home, config.signer))
-
-    @property
-    def db(self) -> Path:
-        return self.home / DATABASE
-
-    @property
-    def anchor(self) -> Path:
-        return self.home / ANCHOR
-
-    @property
-    def policy(self) -> Path:
-        return self.home / POLICY
-
-    @property
-    def admin_token(self) -> Path:
-        return self.home / ADMIN_TOKEN
 
 
 def default_policy_text() -> str:

@@ -24,7 +24,8 @@ import yaml
 from bot.devchain import DevChain, free_port, rpc
 from signer.admin import issue_client
 from signer.wire.client import SignerClient, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home
+from signer.daemon import Daemon, init_home
+from signer.wire.settings import SignerPaths
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import Scope
 from signer.wire.settings import load_signer_config

@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 import typer
 
-from policies.kernel.cli import client_token_file, fail, print_json, run, signer_paths
+from policies.kernel.cli import fail, print_json, run
+from signer.wire.cli import client_token_file, signer_paths
 
 app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
 

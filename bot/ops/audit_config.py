@@ -129,13 +129,12 @@ def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-KEY-001 (past TTL yet active) / OWL-KEY-002 (holding more than its cap)."""
     import sqlite3
 
-    from signer.store.db import connect
-
     config = ctx.need_config()
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        conn = connect(db, readonly=True)
+        # Read-only, as the signer's user: the bot never imports the signer's store (docs/architecture.md).
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
         rows = conn.execute("SELECT key_id, chain_id, address, expires_at, balance_cap FROM session_keys "
                             "WHERE status='active'").fetchall()
         conn.close()

@@ -14,7 +14,8 @@ from typing import Optional
 
 import typer
 
-from policies.kernel.cli import fail, home_of, print_json, run, signer_call
+from policies.kernel.cli import fail, home_of, print_json, run
+from signer.wire.cli import signer_call
 from policies.kernel.text import visible
 
 app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)

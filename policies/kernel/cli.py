@@ -1,8 +1,10 @@
-"""Helpers every command group shares: the home directory, config, JSON output, errors."""
+"""Helpers every command group shares (the bot's, the signer's, the companion's, the bridge's): the OwliaBot home,
+JSON output, worded errors, the event loop, passphrases."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -10,30 +12,18 @@ from typing import Any, NoReturn
 import typer
 
 
-def home_of(ctx: typer.Context) -> Path:
-    from signer.wire.settings import resolve_home
+DEFAULT_HOME = Path("~/.owliabot")
 
+
+def resolve_home(home: str | Path | None = None) -> Path:
+    """`--home` beats `OWLIA_HOME` beats `~/.owliabot`."""
+    chosen = home or os.environ.get("OWLIA_HOME") or DEFAULT_HOME
+    return Path(chosen).expanduser().resolve()
+
+
+def home_of(ctx: typer.Context) -> Path:
     root = ctx.find_root()
     return resolve_home(root.params.get("home") if root.params else None)
-
-
-def signer_config(ctx: typer.Context):
-    from signer.wire.settings import ConfigError, load_signer_config
-
-    try:
-        return load_signer_config(home_of(ctx))
-    except ConfigError as exc:
-        fail(str(exc))
-
-
-def signer_paths(ctx: typer.Context):
-    from signer.daemon import SignerPaths
-
-    return SignerPaths.from_config(home_of(ctx), signer_config(ctx))
-
-
-def client_token_file(ctx: typer.Context) -> Path:
-    return home_of(ctx) / "secrets" / "signer.token"
 
 
 def print_json(data: Any) -> None:
@@ -59,30 +49,3 @@ def read_passphrase(file: Path | None, *, confirm: bool = False) -> bytearray:
         return _read(file=file, prompt=sys.stdin.isatty(), confirm=confirm)
     except PassphraseError as exc:
         fail(str(exc))
-
-
-def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *, admin: bool = False) -> Any:
-    """One call to the running signer, as the local admin or as this home's client."""
-    from signer.wire.client import SignerClient, SignerError, load_token
-
-    paths = signer_paths(ctx)
-    try:
-        if admin:
-            if not paths.admin_token.exists():
-                fail(f"no admin token at {paths.admin_token}: run as the signer's user after `owlia signer init`")
-            token = paths.admin_token.read_text().strip()
-        else:
-            token = load_token(client_token_file(ctx))
-    except PermissionError:
-        fail(f"cannot read the admin token in {paths.home}: run this as the signer's user")
-    except SignerError as exc:
-        fail(exc.message)
-
-    async def call() -> Any:
-        async with SignerClient(paths.socket, token) as client:
-            return await client.call(method, params)
-
-    try:
-        return run(call())
-    except SignerError as exc:
-        fail(exc.message)

@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from policies.kernel.cli import fail, print_json, signer_paths
+from policies.kernel.cli import fail, print_json
+from signer.wire.cli import signer_paths
 
 app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
 

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from policies.kernel.cli import fail, print_json, read_passphrase, run, signer_call, signer_config, signer_paths
+from policies.kernel.cli import fail, print_json, read_passphrase, run
+from signer.wire.cli import signer_call, signer_config, signer_paths
 
 app = typer.Typer(help="The signer daemon: the only process that holds keys.", no_args_is_help=True)
 client_app = typer.Typer(help="Clients allowed to talk to the signer.", no_args_is_help=True)

@@ -6,14 +6,14 @@ and client tokens are issued into the signer's own database.
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from policies.kernel.cli import DEFAULT_HOME, resolve_home  # noqa: F401 (resolve_home: part of this format)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-DEFAULT_HOME = Path("~/.owliabot")
 CONFIG_NAME = "config.yaml"
 DEV_CHAIN_ID = 31337
 DEV_RPC_URL = "http://127.0.0.1:8545"
@@ -100,12 +100,6 @@ class SignerConfig(BaseModel):
         return next((c for c in self.chains if c.id == chain_id), None)
 
 
-def resolve_home(home: str | Path | None = None) -> Path:
-    """`--home` beats `OWLIA_HOME` beats `~/.owliabot`."""
-    chosen = home or os.environ.get("OWLIA_HOME") or DEFAULT_HOME
-    return Path(chosen).expanduser().resolve()
-
-
 def signer_home(home: Path, settings: SignerSettings) -> Path:
     return (settings.home or home / "signer").expanduser()
 
@@ -146,3 +140,37 @@ def load_signer_config(home: Path) -> SignerConfig:
         return SignerConfig.model_validate(read_config_mapping(path))
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(str(path), exc)) from None
+
+
+# The signer home's layout: what the CLI, doctor and security audit look at from outside.
+KEYSTORE = "keystore.json"
+DATABASE = "signer.db"
+ANCHOR = "audit.anchor"
+POLICY = "policy.yaml"
+ADMIN_TOKEN = "admin.token"
+
+
+@dataclass(frozen=True, slots=True)
+class SignerPaths:
+    home: Path
+    socket: Path
+
+    @classmethod
+    def from_config(cls, owlia_home: Path, config: SignerConfig) -> SignerPaths:
+        return cls(signer_home(owlia_home, config.signer), socket_path(owlia_home, config.signer))
+
+    @property
+    def db(self) -> Path:
+        return self.home / DATABASE
+
+    @property
+    def anchor(self) -> Path:
+        return self.home / ANCHOR
+
+    @property
+    def policy(self) -> Path:
+        return self.home / POLICY
+
+    @property
+    def admin_token(self) -> Path:
+        return self.home / ADMIN_TOKEN

@@ -19,7 +19,8 @@ from bot.cli import security_cmd
 from bot.ops.audit import security_audit, weak_token_reason
 from bot.ops.checks import Report
 from bot.ops.fix import fix_all
-from signer.daemon import SignerPaths, init_home
+from signer.daemon import init_home
+from signer.wire.settings import SignerPaths
 from policies.kernel.files import write_private_file
 from signer.wire.settings import load_signer_config
 from tests.ops.conftest import context, requires_root, run_init, set_config

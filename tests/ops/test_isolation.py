@@ -27,7 +27,8 @@ import yaml
 from typer.testing import CliRunner
 
 from bot.cli import security_cmd
-from signer.daemon import SignerPaths, init_home
+from signer.daemon import init_home
+from signer.wire.settings import SignerPaths
 from signer.wire.settings import load_signer_config
 from tests.ops.conftest import requires_root
 

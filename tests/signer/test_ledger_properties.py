@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from policies.loader import parse_policy
 from policies.model import Policy
 from signer.wire.client import SignerClient, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home
+from signer.daemon import Daemon, init_home
+from signer.wire.settings import SignerPaths
 from signer.wire.protocol import Scope
 from signer.replay import replay_decisions
 from signer.wire.settings import load_signer_config
