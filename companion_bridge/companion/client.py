@@ -26,7 +26,7 @@ from typing import Any
 
 import aiohttp
 
-from companion_bridge.app import auth_message
+from companion_bridge.wire import auth_message
 from companion_bridge.companion import frames
 from companion_bridge.companion.bridge_text import block, short, tx_hash_or_blank
 from companion_bridge.companion.errors import (

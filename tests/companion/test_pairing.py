@@ -76,7 +76,7 @@ def test_login_challenge_is_single_use_and_tokens_are_checked_on_every_use(tier1
             base = tier1.bridge.url
             challenge = await (await http.post(base + "/v1/auth/challenge",
                                                json={"device_id": companion.wallet.device_id})).json()
-            from companion_bridge.app import auth_message
+            from companion_bridge.wire import auth_message
 
             ts = time.time()
             sig = companion.wallet.device_sign(auth_message(companion.wallet.device_id, challenge["aud"],
