@@ -62,8 +62,8 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
                      resolve: Any = None) -> SkillTools:
     """Tools of every enabled, unchanged skill; none at all without a sandbox backend."""
     from bot.runtime.audit import BotAudit
-    from skills_runtime.capabilities import Capabilities
-    from skills_runtime.host import SkillHost
+    from bot.skills.capabilities import Capabilities
+    from bot.skills.host import SkillHost
     from skills_runtime.sandbox import select_backend
 
     store = SkillStore(home)

@@ -22,7 +22,7 @@ from typing import Any
 from bot.config import SkillSettings
 from bot.runtime.audit import BotAudit
 from bot.tools.base import ToolContext, ToolFailure, ToolOutput
-from skills_runtime.capabilities import CallState, Capabilities
+from bot.skills.capabilities import CallState, Capabilities
 from skills_runtime.manifest import ToolDecl
 from skills_runtime.proctree import Snapshot
 from skills_runtime.process import SkillCallError, SkillProcess
