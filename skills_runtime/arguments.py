@@ -10,22 +10,24 @@ apart from the system prompt and its untrusted fence, so each one carries its ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import ConfigDict, Field, create_model
-
-from bot.tools.base import ToolArgs
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 if TYPE_CHECKING:
     from skills_runtime.manifest import PropertySchema, ToolDecl
 
+M = TypeVar("M", bound="SkillArgs")
 _TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
 AUTHOR_LABEL = "[skill author's text, untrusted] "
 """Starts every argument description the model reads: the skill's author wrote the rest, not us."""
 
 
-class SkillArgs(ToolArgs):
-    """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types."""
+class SkillArgs(BaseModel):
+    """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types; unknown fields refused.
+
+    The bot builds its tool models on a subclass that is also its own ToolArgs (bot/tools/skills.py);
+    this package stays free of the bot, and the manifest check builds exactly the same schema."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -49,9 +51,9 @@ def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     return kind | None, Field(default=None, description=description, **constraints)
 
 
-def args_model(skill: str, decl: ToolDecl) -> type[ToolArgs]:
+def args_model(skill: str, decl: ToolDecl, base: type[M] = SkillArgs) -> type[M]:  # type: ignore[assignment]
     """A pydantic model for the declared argument schema (unknown fields refused, strict types).
     Raises whatever pydantic raises (SchemaError is not a ValueError) for a schema it cannot build."""
     schema = decl.input_schema
     fields = {name: _field(prop, name in schema.required) for name, prop in schema.properties.items()}
-    return create_model(f"Skill_{skill}_{decl.name}", __base__=SkillArgs, **fields)  # type: ignore[call-overload]
+    return create_model(f"Skill_{skill}_{decl.name}", __base__=base, **fields)  # type: ignore[call-overload]

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from bot.config import ToolSettings
 from bot.tools.base import ContextKind, Level, Tool
+from skills_runtime.names import SKILL_TOOL_PREFIX
 
 LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
     ContextKind.DM: frozenset({Level.READ, Level.WRITE, Level.SIGN}),
@@ -21,8 +22,6 @@ LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
 }
 """Sign tools exist only in a private DM with the owner; unattended runs may only read."""
 
-
-SKILL_TOOL_PREFIX = "skill_"
 
 
 class ToolRegistry:
