@@ -21,7 +21,7 @@ from bot.tools.base import ContextKind, Level, ToolContext
 from policies.kernel.addresses import is_address
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 HELP = """\
 Commands:

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
 
 from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
-from bot.runtime.assemble import Runtime
+from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
 WILDCARD_BINDS = ("0.0.0.0", "::")  # reached by any name; the token (required off loopback) is the guard

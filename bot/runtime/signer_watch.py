@@ -25,7 +25,7 @@ from bot.notify import Notifier
 from policies.kernel.files import write_private_file
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
 PENDING = "pending_approval"
