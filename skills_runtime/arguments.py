@@ -10,7 +10,7 @@ apart from the system prompt and its untrusted fence, so each one carries its ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -40,7 +40,7 @@ def _description(prop: PropertySchema) -> str | None:
 
 def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]  # type: ignore[valid-type]
-    constraints = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
+    constraints: dict[str, Any] = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
                                      "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
                    if v is not None and not prop.enum}
     description = _description(prop)
@@ -51,7 +51,11 @@ def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     return kind | None, Field(default=None, description=description, **constraints)
 
 
-def args_model(skill: str, decl: ToolDecl, base: type[M] = SkillArgs) -> type[M]:  # type: ignore[assignment]
+@overload
+def args_model(skill: str, decl: ToolDecl) -> type[SkillArgs]: ...
+@overload
+def args_model(skill: str, decl: ToolDecl, base: type[M]) -> type[M]: ...
+def args_model(skill: str, decl: ToolDecl, base: type[SkillArgs] = SkillArgs) -> type[SkillArgs]:
     """A pydantic model for the declared argument schema (unknown fields refused, strict types).
     Raises whatever pydantic raises (SchemaError is not a ValueError) for a schema it cannot build."""
     schema = decl.input_schema
