@@ -13,12 +13,13 @@ from pydantic_core import to_json
 from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome
 from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, Transfer
+from signer.wire.protocol import RequestStatus
 
-SIGNED = "signed"
-PENDING = "pending_approval"
-DENIED = "denied"
-FAILED = "failed"
-EXPIRED = "expired"
+SIGNED = RequestStatus.SIGNED
+PENDING = RequestStatus.PENDING
+DENIED = RequestStatus.DENIED
+FAILED = RequestStatus.FAILED
+EXPIRED = RequestStatus.EXPIRED
 
 
 def stored(outcome: dict[str, Any]) -> str:

@@ -14,7 +14,6 @@ from signer.wire.cli import client_token_file, signer_paths
 app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
 
 EXIT_SIGNED, EXIT_FAILED, EXIT_PENDING, EXIT_DENIED = 0, 1, 3, 4
-EXIT_CODES = {"signed": EXIT_SIGNED, "pending_approval": EXIT_PENDING, "denied": EXIT_DENIED}
 AMOUNT_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z][A-Za-z0-9]*)?\s*$")
 
 
@@ -89,4 +88,7 @@ def send(
         print_json({"status": "error", "code": exc.code, "error": exc.message, "data": exc.data})
         raise typer.Exit(EXIT_FAILED)
     print_json(outcome)
-    raise typer.Exit(EXIT_CODES.get(outcome.get("status", ""), EXIT_FAILED))
+    from signer.wire.protocol import RequestStatus  # here, not at the top: `owlia --help` loads no pydantic
+
+    exit_codes = {RequestStatus.SIGNED: EXIT_SIGNED, RequestStatus.PENDING: EXIT_PENDING, RequestStatus.DENIED: EXIT_DENIED}
+    raise typer.Exit(exit_codes.get(outcome.get("status", ""), EXIT_FAILED))

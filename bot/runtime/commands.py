@@ -19,6 +19,7 @@ from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
 from bot.tools.base import ContextKind, Level, ToolContext
 from policies.kernel.addresses import is_address
+from signer.wire.protocol import RequestStatus
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
@@ -116,7 +117,7 @@ class Commands:
         if signer is None:
             return "The signer is not configured."
         pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
-                   if data.get("status") == "pending_approval" and data.get("request_id")]
+                   if data.get("status") == RequestStatus.PENDING and data.get("request_id")]
         lines = []
         for request_id in dict.fromkeys(pending):
             try:

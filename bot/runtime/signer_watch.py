@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from bot.notify import Notifier
 from policies.kernel.files import write_private_file
+from signer.wire.protocol import RequestStatus
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
-PENDING = "pending_approval"
+PENDING = RequestStatus.PENDING
 MAX_REMEMBERED = 1000
 RESUME_SESSIONS = 50  # most recently written sessions searched for waiting requests at start
 RESUME_WINDOW = 86400.0  # seconds: older sessions cannot hold a request that is still waiting
@@ -40,18 +41,18 @@ def describe(reply: dict[str, Any]) -> str:
     status = str(reply.get("status", "unknown"))
     summary = reply.get("summary") or "(no summary)"
     request = reply.get("request_id", "?")
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         how = "signed automatically"
         if reply.get("tier") == 1:  # Tier 1: the main key, on the user's companion
             device = reply.get("approved_by")
             how = f"approved on your companion ({device})" if device else "approved on your companion"
         return f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
-    if status == "denied":
+    if status == RequestStatus.DENIED:
         return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
     if status == PENDING:
         return (f"Signer: waiting for your companion app: {summary}\n"
                 f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
-    if status == "expired":
+    if status == RequestStatus.EXPIRED:
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
     detail = reply.get("error") or reply.get("reason") or ""
     shown = f"{summary} ({detail})" if detail else summary

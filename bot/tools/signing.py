@@ -19,6 +19,7 @@ from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.kernel.text import visible
 from policies.units import parse_units
+from signer.wire.protocol import RequestStatus
 
 ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -65,17 +66,17 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
 
 def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     """The model hears the signer's words, not its own; the channel gets the full reply as data."""
-    status = str(reply.get("status", "failed"))
+    status = str(reply.get("status", RequestStatus.FAILED))
     summary = reply.get("summary") or "(no summary)"
     lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
         if reply.get("broadcast_unknown"):
             lines.append(f"the node's answer was lost, do not send it again: {reply['broadcast_unknown']}")
-    elif status == "pending_approval":
+    elif status == RequestStatus.PENDING:
         lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); "
                      f"why: {reply.get('rule_id')}: {reply.get('reason')}")
-    elif status == "denied":
+    elif status == RequestStatus.DENIED:
         lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
     else:
         lines.append(f"failed: {reply.get('error') or reply.get('reason')}")

@@ -7,7 +7,7 @@ exactly the same validation. Documented in docs/signer-protocol.md.
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Annotated, Any
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer,
@@ -20,6 +20,16 @@ from policies.kernel.text import display_safe
 PROTOCOL_VERSION = 1
 MAX_UINT256 = 2**256 - 1
 IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:\-]{8,128}$")
+
+
+class RequestStatus(StrEnum):
+    """A signing request's status in the signer's replies (`sign`, `sign.status`, approvals)."""
+
+    SIGNED = "signed"
+    PENDING = "pending_approval"
+    DENIED = "denied"
+    FAILED = "failed"
+    EXPIRED = "expired"
 
 
 class Scope(str, Enum):
