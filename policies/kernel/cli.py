@@ -4,21 +4,13 @@ JSON output, worded errors, the event loop, passphrases."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 
-
-DEFAULT_HOME = Path("~/.owliabot")
-
-
-def resolve_home(home: str | Path | None = None) -> Path:
-    """`--home` beats `OWLIA_HOME` beats `~/.owliabot`."""
-    chosen = home or os.environ.get("OWLIA_HOME") or DEFAULT_HOME
-    return Path(chosen).expanduser().resolve()
+from policies.kernel.home import resolve_home
 
 
 def home_of(ctx: typer.Context) -> Path:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from policies.kernel.cli import DEFAULT_HOME, resolve_home  # noqa: F401 (resolve_home: part of this format)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from policies.kernel.home import DEFAULT_HOME, resolve_home  # noqa: F401 (resolve_home: part of this format)
 
 CONFIG_NAME = "config.yaml"
 DEV_CHAIN_ID = 31337
