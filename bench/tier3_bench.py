@@ -33,7 +33,7 @@ from bot.devchain import DevChain, free_port, rpc  # noqa: E402
 from bot.devcontracts import deploy_delegation_framework  # noqa: E402
 from companion_bridge.companion import tier3 as companion  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
-from signer.txcodec import address_of  # noqa: E402
+from signer.wire.txcodec import address_of  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 PASSPHRASE = b"benchmark passphrase"
@@ -59,8 +59,9 @@ def _policy_text() -> str:
 
 class Signer:
     def __init__(self, work: Path, chain: DevChain, delegation: dict | None) -> None:
-        from signer.daemon import SignerPaths, init_home
-        from signer.settings import load_signer_config
+        from signer.daemon import init_home
+        from signer.wire.settings import SignerPaths
+        from signer.wire.settings import load_signer_config
 
         self.home = work / "home"
         self.home.mkdir(mode=0o700)
@@ -87,7 +88,7 @@ class Signer:
         time.sleep(0.5)
 
     async def admin(self, method: str, params: dict) -> dict:
-        from signer.client import SignerClient, new_idempotency_key
+        from signer.wire.client import SignerClient, new_idempotency_key
 
         async with SignerClient(self.paths.socket, self.paths.admin_token.read_text().strip()) as client:
             return await client.call(method, {"idempotency_key": new_idempotency_key("b"), **params})
@@ -99,8 +100,8 @@ class Signer:
 
 async def _transfers(signer: Signer, url: str, n: int) -> dict:
     from signer.admin import issue_client
-    from signer.client import SignerClient, new_idempotency_key
-    from signer.protocol import Scope
+    from signer.wire.client import SignerClient, new_idempotency_key
+    from signer.wire.protocol import Scope
 
     token = issue_client(signer.paths, "bench", Scope.SIGN)[1]
     latencies, gas = [], []
@@ -151,7 +152,7 @@ def main() -> None:
         raw = companion.authorize(main_key, chain_id=31337, nonce=nonce, max_fee=20 * 10**9,
                                   max_priority_fee=10**9, implementation=contracts["stateless_delegator"])
         _wait(chain.url, rpc(chain.url, "eth_sendRawTransaction", ["0x" + raw.hex()]))
-        from signer.grants import derive_lanes
+        from signer.wire.grants import derive_lanes
 
         policy = parse_policy(_policy_text())
         now = int(rpc(chain.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)

@@ -112,7 +112,7 @@ def run_async_stack() -> Stack:
 
 
 async def _sign(stack: Stack, token: str) -> dict:
-    from signer.client import SignerClient
+    from signer.wire.client import SignerClient
 
     async with SignerClient(stack.signer.socket, token) as bot:
         return await bot.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from signer.settings import (CONFIG_NAME, ChainSettings, ConfigError, SignerConfig, describe_validation_error,
+from signer.wire.settings import (CONFIG_NAME, ChainSettings, ConfigError, SignerConfig, describe_validation_error,
                              read_config_mapping)
 
 

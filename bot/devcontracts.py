@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from bot.devchain import PROJECT_ROOT, DevChainError, rpc
-from signer.grants import ENFORCERS
-from signer.txcodec import keccak256
+from signer.wire.grants import ENFORCERS
+from policies.kernel.keccak import keccak256
 
 BYTECODE_DIR = PROJECT_ROOT / "node_modules" / "@metamask" / "delegation-abis" / "dist" / "bytecode"
 _BYTECODE = re.compile(r'const bytecode = "0x([0-9a-fA-F]+)"')
@@ -76,7 +77,7 @@ def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
     or the chain is not there (the caller prints the section instead). The file stays 0600."""
     import yaml
 
-    from signer.fsperm import write_private_file
+    from policies.kernel.files import write_private_file
 
     if not config_path.exists():
         return False
@@ -92,7 +93,7 @@ def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
 
 # The Delegation Framework v1.3.0's deterministic (CREATE2, salt "GATOR") deployments, the same address
 # on every chain it is deployed to (MetaMask/delegation-framework, documents/Deployments.md).
-CANONICAL_V1_3_0 = {
+CANONICAL_V1_3_0: dict[str, Any] = {
     "manager": "0xdb9b1e94b5b69df7e401ddbede43491141047db3",
     "stateless_delegator": "0x63c0c19a282a1b52b07dd5a65b58948a07dae32b",
     "enforcers": {

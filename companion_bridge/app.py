@@ -46,9 +46,10 @@ from companion_bridge.ratelimit import Verdict
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
 from companion_bridge import webapp
-from policies import safejson
-from signer.client import SignerError, SignerUnavailable
-from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
+from companion_bridge.wire import auth_message
+from policies.kernel import safejson
+from signer.wire.client import SignerError, SignerUnavailable
+from signer.wire.messages import MAX_CLOCK_SKEW
 
 log = logging.getLogger("owlia.bridge")
 CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state"})
@@ -84,10 +85,6 @@ def peer_of(conn: Request | WebSocket, guard: Guard) -> str:
     forged one must still have the last word."""
     forwarded = ", ".join(conn.headers.getlist("x-forwarded-for")) or None
     return guard.peer(conn.client.host if conn.client else None, forwarded)
-
-
-def auth_message(device_id: str, audience: str, nonce: str, ts: float) -> bytes:
-    return signed_message(BRIDGE_AUTH_DOMAIN, {"device_id": device_id, "aud": audience, "nonce": nonce, "ts": ts})
 
 
 @dataclass

@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field
 
-from signer.fsperm import check_private_file, write_private_file
+from policies.kernel.files import check_private_file, write_private_file
 
 log = logging.getLogger("owlia.bridge.push")
 MAX_PER_DEVICE = 4

@@ -16,7 +16,7 @@ from companion_bridge.push import Pusher
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
-from signer.aio import loop_name
+from policies.kernel.aio import loop_name
 
 
 class BridgeConfigError(ValueError):

@@ -19,8 +19,8 @@ from typing import TypeVar
 
 from signer.auth import Client, add_client, revoke_client
 from signer.clock import estimate
-from signer.daemon import SignerPaths
-from signer.protocol import Scope
+from signer.wire.settings import SignerPaths
+from signer.wire.protocol import Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 

@@ -24,17 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
 from signer import records
-from signer.approval_request import RequestBuilder, request_hash
+from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
-from signer.devices import APPROVAL_DOMAIN, DeviceRegistry, answer_body, signed_message
-from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
+from signer.devices import DeviceRegistry
+from signer.identity import SignerIdentity
+from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
-from signer.protocol import ApprovalAnswerParams, FreezeParams, RpcError
+from signer.wire.protocol import ApprovalAnswerParams, FreezeParams, RpcError
 from signer.receipts import InFlight
 from signer.topup import exceeds_cap
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
-from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
-from signer.settings import ChainSettings
+from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
+from signer.wire.settings import ChainSettings
 
 PLAIN_TRANSFER_GAS = 21_000
 FEE_TTL = 3.0

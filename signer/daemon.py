@@ -17,7 +17,6 @@ import dataclasses
 import logging
 import signal
 import sqlite3
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -30,51 +29,21 @@ from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
 from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, save_state
 from signer.engine import Engine
-from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from signer.identity import SignerIdentity
-from signer.keystore import create_keystore, unlock, zeroize
+from signer.keystore import create_keystore, unlock
+from policies.kernel.passphrase import zeroize
 from signer.methods import Methods
 from signer.policy_live import PolicyKeeper, read_policy_file
-from signer.protocol import Scope
+from signer.wire.protocol import Scope
 from signer.server import SignerServer
 from signer.session_keys import SessionKeys
-from signer.settings import SignerConfig, signer_home, socket_path
+from signer.wire.settings import KEYSTORE, SignerConfig, SignerPaths
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer, WriterClosed
 
 log = logging.getLogger("owlia.signer")
-KEYSTORE = "keystore.json"
-DATABASE = "signer.db"
-ANCHOR = "audit.anchor"
-POLICY = "policy.yaml"
-ADMIN_TOKEN = "admin.token"
-
-
-@dataclass(frozen=True, slots=True)
-class SignerPaths:
-    home: Path
-    socket: Path
-
-    @classmethod
-    def from_config(cls, owlia_home: Path, config: SignerConfig) -> SignerPaths:
-        return cls(signer_home(owlia_home, config.signer), socket_path(owlia_home, config.signer))
-
-    @property
-    def db(self) -> Path:
-        return self.home / DATABASE
-
-    @property
-    def anchor(self) -> Path:
-        return self.home / ANCHOR
-
-    @property
-    def policy(self) -> Path:
-        return self.home / POLICY
-
-    @property
-    def admin_token(self) -> Path:
-        return self.home / ADMIN_TOKEN
 
 
 def default_policy_text() -> str:

@@ -38,7 +38,7 @@ from signer.chain import Broadcast, Chain, Sent
 from signer.fees import note_clamp
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
-from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
+from signer.wire.protocol import ErrorCode, Intent, RpcError, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog

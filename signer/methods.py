@@ -17,11 +17,11 @@ from signer.auth import Client
 from signer.chain import ChainError
 from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
-from signer.delegation import Delegation, DelegationError
+from signer.wire.delegation import Delegation, DelegationError
 from signer.engine import Engine
-from signer.grants import GrantError
+from signer.wire.grants import GrantError
 from signer.policy_live import PolicyKeeper
-from signer.protocol import (
+from signer.wire.protocol import (
     PROTOCOL_VERSION,
     ApprovalAnswerParams,
     ApprovalsWaitParams,
@@ -47,7 +47,7 @@ from signer.protocol import (
 )
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
-from signer.settings import SignerSettings
+from signer.wire.settings import SignerSettings
 from signer.store import audit as audit_store
 from signer.topup import request_topup, room_under_cap
 

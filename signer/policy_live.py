@@ -29,9 +29,9 @@ from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
-from signer.approval_request import escalation_json
+from signer.wire.approval_request import escalation_json
 from signer.approvals import OPEN
-from signer.fsperm import PermissionProblem, check_private_file
+from policies.kernel.files import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
 from signer.policy_change import StalePolicy
 from signer.store.db import get_meta, set_meta

@@ -19,7 +19,7 @@ from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, Si
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
 from signer.tier3 import Redeem, Tier3
-from signer.txcodec import Eip1559Tx, sign_eip1559
+from signer.wire.txcodec import Eip1559Tx, sign_eip1559
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class SessionSigner:
         if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):
             return self.abandoned(request_id, decision, summary, "tier3.no_grant",
                                   "this chain is a Tier 3 account and no grant is live: grant one from the companion")
-        if grant is not None:  # Tier 3: the main account pays through the grant; the caveats are the ceiling
+        if grant is not None and self.tier3 is not None:  # Tier 3: the caveats are the ceiling
             planned = await self.tier3.plan(decoded, grant, key.address)
             if not isinstance(planned, Redeem):
                 return self.abandoned(request_id, decision, summary, planned.rule_id, planned.reason)

@@ -25,12 +25,12 @@ from policies.intent import NATIVE, Decoded, Transfer
 from policies.model import Policy
 from policies.units import format_amount
 from signer.chain import Chain, ChainError
-from signer.delegation import (Delegation, DelegationError, available_amount_calldata, call_counts_calldata,
+from signer.wire.delegation import (Delegation, DelegationError, available_amount_calldata, call_counts_calldata,
                                disabled_calldata, erc20_transfer_calldata, recover, redeem_calldata)
-from signer.grants import (ERC20_PERIOD, LIMITED_CALLS, NATIVE_PERIOD, GrantError, Lane, check_lane, describe,
+from signer.wire.grants import (ERC20_PERIOD, LIMITED_CALLS, NATIVE_PERIOD, GrantError, Lane, check_lane, describe,
                            parse_lane)
-from signer.settings import DelegationContracts
-from signer.txcodec import keccak256
+from signer.wire.settings import DelegationContracts
+from policies.kernel.keccak import keccak256
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tier3_grants(

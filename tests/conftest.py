@@ -23,11 +23,12 @@ import yaml
 
 from bot.devchain import DevChain, free_port, rpc
 from signer.admin import issue_client
-from signer.client import SignerClient, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home
-from signer.fsperm import write_private_file
-from signer.protocol import Scope
-from signer.settings import load_signer_config
+from signer.wire.client import SignerClient, new_idempotency_key
+from signer.daemon import Daemon, init_home
+from signer.wire.settings import SignerPaths
+from policies.kernel.files import write_private_file
+from signer.wire.protocol import Scope
+from signer.wire.settings import load_signer_config
 
 DEV_POLICY = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # anvil account 1, "dev-friend" in dev.yaml

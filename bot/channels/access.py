@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import PairingSettings
-from bot.workspace.fs import open_private_db
+from policies.kernel.files import open_private_db
 
 ACCESS_DB = "access.sqlite3"
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no I, L, O, 0, 1: codes are read aloud and retyped

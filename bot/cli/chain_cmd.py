@@ -20,7 +20,7 @@ def dev(
 
     import yaml
 
-    from bot.cli.common import home_of
+    from policies.kernel.cli import home_of
     from bot.devchain import DevChain, DevChainError
     from bot.devcontracts import deploy_delegation_framework, record_in_config
 
@@ -55,3 +55,34 @@ def dev(
         pass
     finally:
         chain.stop()
+
+
+# `owlia wallet pin`, mounted by bot.cli.app: it configures the signer (no key is involved), so it lives
+# with the operator's commands, not the companion's.
+def pin_contracts(ctx: typer.Context,
+                  chain_id: int = typer.Option(..., "--chain", help="The chain to pin the contracts of."),
+                  yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
+    """Real chains: record the canonical Delegation Framework v1.3.0 addresses and their current code hashes
+    in config.yaml; the signer then refuses any contract whose code differs (docs/tier3.md)."""
+    from bot.devchain import DevChainError
+    from bot.devcontracts import pin_canonical, record_in_config
+    from policies.kernel.cli import fail, home_of
+    from signer.wire.cli import signer_config
+
+    chain = signer_config(ctx).chain(chain_id)
+    if chain is None:
+        fail(f"chain {chain_id} is not in config.yaml")
+    try:
+        section = pin_canonical(chain.rpc_url)
+    except (DevChainError, OSError) as exc:
+        fail(str(exc))
+    lines = [f"Pin these contracts for chain {chain_id} ({chain.name}); compare each code hash with a second, "
+             "independent node or a block explorer before you confirm:"]
+    lines += [f"  {address}  code keccak {digest}" for address, digest in section["code_hashes"].items()]
+    for line in lines:
+        typer.echo(line)
+    if not yes and not typer.confirm("Record these in config.yaml?", default=False):
+        fail("nothing was recorded")
+    if not record_in_config(home_of(ctx) / "config.yaml", chain_id, section):
+        fail("could not write config.yaml")
+    typer.echo(f"pinned under chains[{chain_id}].delegation")

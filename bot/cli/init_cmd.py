@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import home_of
+from policies.kernel.cli import home_of
 
 CONFIG_TEMPLATE = """\
 # OwliaBot configuration. Secrets never go here: `owlia auth setup` stores LLM logins in
@@ -46,7 +46,7 @@ def init(
     chain_id: int = typer.Option(31337, help="--docker: that chain's id."),
 ) -> None:
     """Create ~/.owliabot (0700) with config.yaml, secrets/ and the workspace; never overwrites."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.workspace import create_workspace
 

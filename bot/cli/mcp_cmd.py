@@ -16,9 +16,9 @@ from typing import Any
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
+from policies.kernel.cli import fail, home_of, print_json
 from bot.cli.skill_cmd import _author_rows, _plain_rows, screen_width
-from policies.text import visible
+from policies.kernel.text import visible
 
 app = typer.Typer(help="Manage MCP servers (third-party tools, run in the skills sandbox).", no_args_is_help=True)
 LEVELS = ("read", "write", "sign", "skip")
@@ -26,7 +26,7 @@ WHERE = "the server's tool list"
 
 
 def _store(ctx: typer.Context):
-    from skills_runtime.mcp.store import McpStore
+    from bot.mcp_servers.store import McpStore
 
     return McpStore(home_of(ctx))
 
@@ -34,7 +34,7 @@ def _store(ctx: typer.Context):
 def _guard(action):
     from pydantic import ValidationError
 
-    from skills_runtime.mcp.store import McpError
+    from bot.mcp_servers.store import McpError
 
     try:
         return action()
@@ -53,7 +53,7 @@ def _audit(ctx: typer.Context, kind: str, **fields: Any) -> None:
 
 def _settings(ctx: typer.Context):
     from bot.config import McpSettings, load_bot_config
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     try:
         return load_bot_config(home_of(ctx)).bot.mcp
@@ -64,8 +64,8 @@ def _settings(ctx: typer.Context):
 def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
     """Start the server the way the bot does (sandbox, limits) and list its tools."""
     from bot.runtime.audit import BotAudit
-    from skills_runtime.mcp.connection import McpCallError, McpConnection
-    from skills_runtime.mcp.sandbox import McpSandbox
+    from bot.mcp_servers.connection import McpCallError, McpConnection
+    from bot.mcp_servers.sandbox import McpSandbox
     from skills_runtime.sandbox import SandboxUnavailable
 
     settings = _settings(ctx)
@@ -98,7 +98,7 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
 
 def describe_tool(server: str, tool: Any, level: str | None, width: int) -> list[str]:
     """One tool on the approval screen: fixed-form row first, then the server's text under the gutter."""
-    from skills_runtime.mcp.store import TOOL_NAME, tool_name
+    from bot.mcp_servers.store import TOOL_NAME, tool_name
 
     if TOOL_NAME.fullmatch(tool.name) is None:
         rows = _plain_rows("tool with a name that cannot be offered (never used):", width, "  ")
@@ -137,7 +137,7 @@ def add(ctx: typer.Context, name: str,
         sampling: bool = typer.Option(False, help="Answer its sampling requests with the bot's model (only its "
                                                   "own messages, never the conversation).")) -> None:
     """Declare a server. Nothing runs and nothing is offered until `owlia mcp approve NAME`."""
-    from skills_runtime.mcp.store import ServerDecl
+    from bot.mcp_servers.store import ServerDecl
 
     pairs = dict(item.split("=", 1) for item in env if "=" in item)
     if len(pairs) != len(env):
@@ -187,7 +187,7 @@ def approve(ctx: typer.Context, name: str,
             others: str = typer.Option(None, help="Level for every tool --level does not name (read/write/sign/skip)."),
             yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask: tools without --level get `write`.")) -> None:
     """Start the server, show every tool, give each a level, and pin exactly what was shown."""
-    from skills_runtime.mcp.store import TOOL_NAME, PinnedTool, tool_hash
+    from bot.mcp_servers.store import TOOL_NAME, PinnedTool, tool_hash
 
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
@@ -230,7 +230,7 @@ def approve(ctx: typer.Context, name: str,
 @app.command("test")
 def test(ctx: typer.Context, name: str) -> None:
     """Start the server and compare its tools with the pins (exit 3 if any changed)."""
-    from skills_runtime.mcp.store import tool_hash
+    from bot.mcp_servers.store import tool_hash
 
     entry = _guard(lambda: _store(ctx).entry(name))
     live = {t.name: t for t in list_live(ctx, entry)}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from bot.cli.common import fail
+from policies.kernel.cli import fail
 
 app = typer.Typer(help="Run OwliaBot as systemd services (no containers).", no_args_is_help=True)
 
@@ -34,7 +34,7 @@ def install(
     dry_run: bool = typer.Option(False, help="Print the units instead of writing anything."),
 ) -> None:
     """Write owliabot-signer.service and owliabot.service (and the users they run as)."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.ops.systemd import (BOT_UNIT, SIGNER_UNIT, ServiceLayout, bot_unit, install_commands, service_config,
                                  signer_unit)

@@ -22,8 +22,8 @@ from typing import Any
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
-from policies.text import visible, wrap_cells
+from policies.kernel.cli import fail, home_of, print_json
+from policies.kernel.text import visible, wrap_cells
 
 app = typer.Typer(help="Manage skills (third-party tools that run in a sandbox).", no_args_is_help=True)
 

@@ -4,6 +4,9 @@ Dev chain (anvil) -> signer daemon (its own process) -> a funded session key -> 
 -> the bot with the console channel (and its loopback control plane). Everything lives under the
 OwliaBot home; nothing here is for a real chain: the dev passphrase is generated and kept in a
 0600 file next to the signer, which is only sane on anvil.
+
+The signer's code runs only in the signer's processes: `owlia up` runs `python -m signer.cli` to
+initialize the signer home and to serve, and talks to it over its socket like any other client.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 DEV_CONFIG = """\
 # Written by `owlia up`: a local dev chain and a signer with embedded defaults.
@@ -31,6 +34,15 @@ signer: {{}}
 def _owlia(home: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *args],
                           text=True, capture_output=True, **kwargs)
+
+
+def _signer(home: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_signer_cli(home, *args), stdin=subprocess.DEVNULL, text=True, capture_output=True)
+
+
+def _signer_cli(home: Path, *args: str) -> list[str]:
+    """The signer's own program (signer/cli/app.py): its code runs in its own process, never in ours."""
+    return [sys.executable, "-m", "signer.cli", "--home", str(home), "signer", *args]
 
 
 def _wait_for_socket(path: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -56,9 +68,9 @@ def up(
     import json
 
     from bot.devchain import DevChain, DevChainError
-    from signer.daemon import SignerPaths, init_home
-    from signer.fsperm import ensure_private_dir, write_private_file
-    from signer.settings import load_signer_config
+    from signer.wire.settings import SignerPaths
+    from policies.kernel.files import ensure_private_dir, write_private_file
+    from signer.wire.settings import load_signer_config
 
     home = home_of(ctx)
     ensure_private_dir(home)
@@ -99,28 +111,30 @@ def up(
             from importlib import resources
 
             dev_policy = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
-            init_home(paths, bytearray(passfile.read_bytes().strip()), policy_file=dev_policy)
+            init = _signer(home, "init", "--passphrase-file", str(passfile), "--policy", str(dev_policy))
+            if init.returncode:
+                fail(f"the signer could not be initialized: {init.stderr.strip()}")
             typer.echo(f"signer initialized at {paths.home} (dev policy)")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         signer_proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "serve", "--passphrase-file", str(passfile)],
+            _signer_cli(home, "serve", "--passphrase-file", str(passfile)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
         )
         _wait_for_socket(paths.socket, signer_proc)
         token_file = secrets_dir / "signer.token"
         if not token_file.exists():
-            out = _owlia(home, "signer", "client", "add", "bot", "--scope", "sign", "--out", str(token_file))
+            out = _signer(home, "client", "add", "bot", "--scope", "sign", "--out", str(token_file))
             if out.returncode:
                 fail(out.stderr.strip())
-        keys = json.loads(_owlia(home, "signer", "session-key", "list").stdout or "{}").get("session_keys", [])
+        keys = json.loads(_signer(home, "session-key", "list").stdout or "{}").get("session_keys", [])
         active = [k for k in keys if k["status"] == "active" and k["chain_id"] == dev_chain.id]
         if not active:
-            created = _owlia(home, "signer", "session-key", "create", "--chain", str(dev_chain.id))
+            created = _signer(home, "session-key", "create", "--chain", str(dev_chain.id))
             if created.returncode:
                 fail(created.stderr.strip())
             active = [json.loads(created.stdout)["session_key"]]
         key = active[0]
-        _owlia(home, "signer", "session-key", "topup", key["key_id"])
+        _signer(home, "session-key", "topup", key["key_id"])
         typer.echo(f"session key {key['key_id']} at {key['address']} funded up to its cap")
         typer.echo(f"signer ready on {paths.socket}")
         if demo:

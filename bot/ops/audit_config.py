@@ -151,13 +151,12 @@ def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-KEY-001 (past TTL yet active) / OWL-KEY-002 (holding more than its cap)."""
     import sqlite3
 
-    from signer.store.db import connect
-
     config = ctx.need_config()
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        conn = connect(db, readonly=True)
+        # Read-only, as the signer's user: the bot never imports the signer's store (docs/architecture.md).
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
         rows = conn.execute("SELECT key_id, chain_id, address, expires_at, balance_cap FROM session_keys "
                             "WHERE status='active'").fetchall()
         conn.close()
@@ -194,12 +193,10 @@ def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-TOK-001: an active client token that never expires (issued with --no-expiry)."""
     import sqlite3
 
-    from signer.store.db import connect
-
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        conn = connect(db, readonly=True)
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
         rows = conn.execute("SELECT name, scope FROM clients WHERE expires_at IS NULL AND revoked_at IS NULL "
                             "ORDER BY created_at").fetchall()
         conn.close()
@@ -217,12 +214,10 @@ def check_unproven_transactions(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-TX-001: signed transactions the node did not accept, whose spends stay held until proven."""
     import sqlite3
 
-    from signer.store.db import connect
-
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        conn = connect(db, readonly=True)
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
         rows = conn.execute(
             "SELECT r.chain_id, s.asset, s.amount, r.request_id FROM requests r JOIN spends s"
             " ON s.request_id=r.request_id AND s.state!='released' WHERE r.status='unconfirmed'").fetchall()

@@ -176,7 +176,7 @@ def source_checkout() -> Path | None:
 def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain_id: int = 31337,
                         chown: bool | None = None) -> ComposeSetup:
     """Write compose file, config, secrets (0600) and the workspace; never overwrite a secret."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.workspace import create_workspace
 

@@ -143,7 +143,7 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SIGNER-001: the signer answers on its socket, with this home's token, and is unlocked."""
     import asyncio
 
-    from signer.client import SignerClient, SignerError, SignerUnavailable, load_token
+    from signer.wire.client import SignerClient, SignerError, SignerUnavailable, load_token
 
     paths = ctx.signer_paths()
     try:

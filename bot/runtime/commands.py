@@ -20,9 +20,11 @@ from bot.sessions import Session
 from bot.sessions.turns import process_owner
 from bot.tools.base import ContextKind, Level, ToolContext
 from policies.units import read_amount
+from policies.kernel.addresses import is_address
+from signer.wire.protocol import RequestStatus
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 HELP = """\
 Commands:
@@ -105,7 +107,7 @@ class Commands:
         if len(args) not in (2, 3):
             return SEND_USAGE
         to, amount_text = args[0], "".join(args[1:])
-        if not re.fullmatch(r"0x[0-9a-fA-F]{40}", to):
+        if not is_address(to):
             return f"{SEND_USAGE}\n'{to}' is not an address (0x and 40 hex digits)."
         try:
             amount = read_amount(amount_text)
@@ -120,7 +122,7 @@ class Commands:
         if signer is None:
             return "The signer is not configured."
         pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
-                   if data.get("status") == PENDING and data.get("request_id")]
+                   if data.get("status") == RequestStatus.PENDING and data.get("request_id")]
         lines = []
         for request_id in dict.fromkeys(pending):
             try:

@@ -20,7 +20,8 @@ from bot.channels.access import AccessStore, open_access
 from bot.channels.tokens import TokenError, load_token, token_path
 from bot.config import BotConfig
 from bot.notify import Notifier
-from bot.runtime.assemble import Runtime, build_runtime
+from bot.runtime.assemble import build_runtime
+from bot.runtime.state import Runtime
 from bot.runtime.channel_state import Channel, ChannelStates
 from bot.runtime.instance import single_instance
 

@@ -22,13 +22,14 @@ from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
 
 from bot.notify import Notifier
-from bot.workspace.fs import write_atomic_private
+from policies.kernel.files import write_private_file
+from signer.wire.protocol import RequestStatus
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
-PENDING = "pending_approval"
+PENDING = RequestStatus.PENDING
 MAX_REMEMBERED = 1000
 RESUME_SESSIONS = 50  # most recently written sessions searched for waiting requests at start
 RESUME_WINDOW = 86400.0  # seconds: older sessions cannot hold a request that is still waiting
@@ -40,7 +41,7 @@ def describe(reply: dict[str, Any]) -> str:
     status = str(reply.get("status", "unknown"))
     summary = reply.get("summary") or "(no summary)"
     request = reply.get("request_id", "?")
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         how = "signed automatically"
         if reply.get("tier") == 1:  # Tier 1: the main key, on the user's companion
             device = reply.get("approved_by")
@@ -49,12 +50,12 @@ def describe(reply: dict[str, Any]) -> str:
         if unknown := str(reply.get("broadcast_unknown") or ""):  # signed, but the node did not take it (or lied)
             told += f"\nnot confirmed sent: {unknown}" + _fund_hint(unknown)
         return told
-    if status == "denied":
+    if status == RequestStatus.DENIED:
         return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
     if status == PENDING:
         return (f"Signer: waiting for your companion app: {summary}\n"
                 f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
-    if status == "expired":
+    if status == RequestStatus.EXPIRED:
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
     detail = str(reply.get("error") or reply.get("reason") or "")
     shown = f"{summary} ({detail})" if detail else summary
@@ -227,6 +228,6 @@ class SignerWatch:
         if self._told_path is None:
             return
         try:
-            write_atomic_private(self._told_path, json.dumps([list(k) for k in self._told]).encode())
+            write_private_file(self._told_path, json.dumps([list(k) for k in self._told]).encode())
         except OSError as exc:
             log.warning("could not remember signer notices: %s", type(exc).__name__)

@@ -21,7 +21,7 @@ from bot.llm.types import ToolSpec
 
 if TYPE_CHECKING:
     from bot.tools.services import Services
-    from signer.client import SignerClient
+    from signer.wire.client import SignerClient
 
 
 class Level(str, enum.Enum):

@@ -25,7 +25,7 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.metrics import best_effort
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
-from policies.text import visible
+from policies.kernel.text import visible
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from bot.config import McpSettings
 from bot.llm.types import ToolSpec
 from bot.runtime.audit import BotAudit
 from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
-from skills_runtime.mcp.store import TOOL_NAME, McpError, McpStore, PinnedTool, ServerEntry, tool_hash, tool_name
+from bot.mcp_servers.store import TOOL_NAME, McpError, McpStore, PinnedTool, ServerEntry, tool_hash, tool_name
 
 log = logging.getLogger(__name__)
 UNTRUSTED_LABEL = "MCP server, untrusted"
@@ -103,7 +103,7 @@ class McpHost:
 
     def __init__(self, settings: McpSettings, audit: BotAudit, fetch_policy: Any = None, *, resolve: Any = None,
                  opener: Any = None) -> None:
-        from skills_runtime.mcp.sandbox import McpSandbox
+        from bot.mcp_servers.sandbox import McpSandbox
 
         self.settings = settings
         self.audit = audit
@@ -125,7 +125,7 @@ class McpHost:
             self._events.emit("tool", "mcp.request_refused", {"server": server, "method": method})
 
     async def _connection(self, entry: ServerEntry) -> Any:
-        from skills_runtime.mcp.connection import McpCallError, McpConnection
+        from bot.mcp_servers.connection import McpCallError, McpConnection
 
         name = entry.decl.name
         conn = self._conns.get(name)
@@ -168,7 +168,7 @@ class McpHost:
 
     async def call(self, ctx: ToolContext, entry: ServerEntry, pinned: PinnedTool,
                    arguments: dict[str, Any]) -> ToolOutput:
-        from skills_runtime.mcp.connection import McpCallError
+        from bot.mcp_servers.connection import McpCallError
 
         self._events = ctx.services.events
         name = entry.decl.name
@@ -221,8 +221,8 @@ class McpHost:
         from pydantic import ValidationError
 
         from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
-        from signer.client import SignerError
-        from signer.protocol import Intent
+        from signer.wire.client import SignerError
+        from signer.wire.protocol import Intent
 
         if ctx.kind is not ContextKind.DM:
             raise ToolFailure("signing is only possible in a private chat with the owner")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from bot.config import ToolSettings
 from bot.tools.base import ContextKind, Level, Tool
+from skills_runtime.names import MCP_TOOL_PREFIX, THIRD_PARTY_PREFIXES
 
 LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
     ContextKind.DM: frozenset({Level.READ, Level.WRITE, Level.SIGN}),
@@ -20,12 +21,6 @@ LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
     ContextKind.SKILL: frozenset(),
 }
 """Sign tools exist only in a private DM with the owner; unattended runs may only read."""
-
-
-SKILL_TOOL_PREFIX = "skill_"
-MCP_TOOL_PREFIX = "mcp_"
-THIRD_PARTY_PREFIXES = (SKILL_TOOL_PREFIX, MCP_TOOL_PREFIX)
-"""Tools whose names and descriptions a third party wrote (fenced as untrusted in the prompt)."""
 
 
 class ToolRegistry:

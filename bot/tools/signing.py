@@ -16,10 +16,12 @@ from pydantic import Field
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
 from policies.intent import NATIVE
-from policies.text import visible
+from policies.kernel.addresses import ADDRESS_PATTERN
+from policies.kernel.text import visible
 from policies.units import parse_units
+from signer.wire.protocol import RequestStatus
 
-ADDRESS = r"^0x[0-9a-fA-F]{40}$"
+ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 
@@ -64,17 +66,17 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
 
 def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     """The model hears the signer's words, not its own; the channel gets the full reply as data."""
-    status = str(reply.get("status", "failed"))
+    status = str(reply.get("status", RequestStatus.FAILED))
     summary = reply.get("summary") or "(no summary)"
     lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
         if reply.get("broadcast_unknown"):
             lines.append(f"the node did not accept it, do not send it again: {reply['broadcast_unknown']}")
-    elif status == "pending_approval":
+    elif status == RequestStatus.PENDING:
         why = "; ".join(fired_rules(reply)) or f"{reply.get('rule_id')}: {reply.get('reason')}"
         lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); why: {why}")
-    elif status == "denied":
+    elif status == RequestStatus.DENIED:
         lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
             "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
@@ -121,7 +123,7 @@ def one_visible_line(reason: str) -> str | None:
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
-    from signer.client import SignerError
+    from signer.wire.client import SignerError
 
     if flagged:
         intent["flags"] = flagged

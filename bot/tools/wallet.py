@@ -17,8 +17,9 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
+from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.units import format_amount
-from signer.client import SignerError
+from signer.wire.client import SignerError
 
 NATIVE_DECIMALS = 18  # every EVM chain's native coin; the policy overrides it when it lists one
 TOKEN_PATTERN = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9._\-]{1,20})$"
@@ -61,7 +62,7 @@ class _Tier3Account(BaseModel):
 class _Key(BaseModel):
     model_config = ConfigDict(extra="ignore")
     chain_id: int
-    address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    address: str = Field(pattern=ADDRESS_PATTERN)
     key_id: str = Field(max_length=64)
 
 

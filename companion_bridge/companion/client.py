@@ -26,10 +26,12 @@ from typing import Any
 
 import aiohttp
 
-from companion_bridge.app import auth_message
+from companion_bridge.wire import auth_message
 from companion_bridge.companion import frames
 from companion_bridge.companion.bridge_text import block, short, tx_hash_or_blank
-from companion_bridge.companion.errors import CompanionError  # defined here before; still importable from here
+from companion_bridge.companion.errors import (
+    CompanionError,  # defined here before; still importable from here
+)
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.outstanding import already_approved_lines
 from companion_bridge.companion.pairing import PAIR_SCHEME, pair_uri, parse_pair_uri  # moved; importable here
@@ -37,22 +39,23 @@ from companion_bridge.companion.quotes import nonce_from, quoted_nonce  # quoted
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.companion.watch import Watch
-from signer.approval_request import request_hash
-from signer.devices import (
+from policies.kernel.keccak import keccak256
+from policies.kernel.passphrase import zeroize
+from signer.wire.approval_request import request_hash
+from signer.wire.messages import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
     PAIR_DOMAIN,
+    REQUEST_DOMAIN,
     TOPUP_DOMAIN,
     answer_body,
     freeze_body,
     pair_body,
     pairing_mac,
+    signed_by,
     signed_message,
     topup_body,
 )
-from signer.identity import REQUEST_DOMAIN, signed_by
-from signer.keystore import zeroize
-from signer.txcodec import keccak256
 
 __all__ = ["PAIR_SCHEME", "Choice", "Companion", "CompanionError", "Decide", "pair_uri", "parse_pair_uri",
            "quoted_nonce", "unsigned"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from policies.text import one_line, visible
+from policies.kernel.text import one_line, visible
 from policies.units import format_amount
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 
 RULE = "-" * 64
 REASON_CHARS = 500  # the most of the agent's stated reason shown

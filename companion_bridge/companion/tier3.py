@@ -2,12 +2,12 @@
 
 - `authorize`: once, an EIP-7702 authorization making the main account an EIP7702StatelessDeleGator
   (a type-4 transaction the main account sends itself; no funds move);
-- `sign_grant`: EIP-712 delegations to the session key, one per lane (signer.grants), built from the
+- `sign_grant`: EIP-712 delegations to the session key, one per lane (signer.wire.grants), built from the
   policy and shown in words before this is called;
 - `disable`: `disableDelegation` for one delegation (revoke; rotation is revoke then grant);
 - `freeze`: a new 7702 authorization to the zero address: the account is a plain EOA again and no
   delegation can be redeemed.
-The wire form of a grant is `Delegation.to_json()` (signer.delegation), so the phone app can produce
+The wire form of a grant is `Delegation.to_json()` (signer.wire.delegation), so the phone app can produce
 the same JSON and the signer checks it the same way.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 import coincurve
 from eth_account import Account
 
-from signer.delegation import Delegation, disable_calldata, sign_digest
-from signer.grants import Lane
-from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
+from signer.wire.delegation import Delegation, disable_calldata, sign_digest
+from signer.wire.grants import Lane
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 ZERO_ADDRESS = "0x" + "00" * 20
 AUTHORIZE_GAS = 100_000
@@ -69,7 +69,7 @@ def grant_offer(lanes: list[Lane], words: list[str], *, session_address: str, de
 def signed_from_offer(offer: dict[str, Any], signatures: list[str]) -> list[Delegation]:
     """The offer's delegations with the device's 65-byte signatures (0x hex), each checked against the
     delegator before it leaves the companion."""
-    from signer.delegation import DelegationError, recover
+    from signer.wire.delegation import DelegationError, recover
 
     delegations = [Delegation.from_json(d) for d in offer["delegations"]]
     if len(signatures) != len(delegations):
@@ -93,7 +93,7 @@ def disable(key: coincurve.PrivateKey, delegation: Delegation, *, chain_id: int,
 
 
 def _checksum(address: str) -> str:
-    from signer.approval_request import to_checksum
+    from policies.kernel.addresses import to_checksum
 
     return to_checksum(address)
 
@@ -102,7 +102,7 @@ class ChainLink:
     """The few JSON-RPC calls the companion's Tier 3 acts need: nonce, fees, send, wait, read."""
 
     def __init__(self, rpc_url: str, chain_id: int, *, timeout: float = 10.0) -> None:
-        from signer.rpc import JsonRpcHttp
+        from policies.kernel.rpc import JsonRpcHttp
 
         self.rpc = JsonRpcHttp(rpc_url, timeout=timeout)
         self.chain_id = chain_id
@@ -134,7 +134,7 @@ class ChainLink:
         return bytes.fromhex(self._call("eth_getCode", address, "latest")[2:])
 
     def is_disabled(self, manager: str, delegation: Delegation) -> bool:
-        from signer.delegation import disabled_calldata
+        from signer.wire.delegation import disabled_calldata
 
         raw = self._call("eth_call", {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
                          "latest")

@@ -19,10 +19,10 @@ import coincurve
 from eth_account import Account
 from nacl.signing import SigningKey
 
-from signer.approval_request import to_checksum
-from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
-from signer.keystore import zeroize
-from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
+from policies.kernel.addresses import to_checksum
+from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.passphrase import zeroize
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 KEYSTORE = "keystore.json"
 DEVICE_KEY = "device.key"

@@ -22,7 +22,7 @@ from companion_bridge.companion.journal import Entry, Journal, JournalError
 from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.wallet import CompanionWallet
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 
 QUOTE_TIMEOUT = 10.0
 PUSH_INTERVAL = 5.0  # seconds between two checks started by pushed state frames

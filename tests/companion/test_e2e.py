@@ -9,8 +9,9 @@ import pytest
 
 from companion_bridge.companion.client import Choice, unsigned
 from companion_bridge.companion.render import render_request
-from signer.approval_request import request_hash, to_checksum
-from signer.client import SignerClient
+from policies.kernel.addresses import to_checksum
+from signer.wire.approval_request import request_hash
+from signer.wire.client import SignerClient
 from tests.companion.conftest import MAIN_PASS, request_for, transfer, wait_status
 from tests.conftest import FRIEND, STRANGER, balance
 

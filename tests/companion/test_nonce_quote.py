@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from signer.approvals import Approvals
 from signer.chain import Chain
-from signer.devices import signed_message
-from signer.settings import ChainSettings
+from signer.wire.messages import signed_message
+from signer.wire.settings import ChainSettings
 
 MAIN = "0x" + "11" * 20
 DOWN = object()  # the node answers with a JSON-RPC error

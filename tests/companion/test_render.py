@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from companion_bridge.companion.render import REASON_CHARS, render_request
-from policies.text import first_hidden
+from policies.kernel.text import first_hidden
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 STRANGER = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"

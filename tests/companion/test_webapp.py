@@ -203,8 +203,8 @@ def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(bro
             assert got["hash"] == "0x" + expected.hash.hex()
             assert phone.page.evaluate(f"(k) => {kit}.addressOf(k)", key.hex()) == Account.from_key(key).address
 
-        from signer.approval_request import request_hash
-        from signer.devices import signed_message
+        from signer.wire.approval_request import request_hash
+        from signer.wire.messages import signed_message
 
         samples = [{"a": 1764129785.0, "b": 0.1, "c": 1e-7, "d": 1.5e16, "e": 2**70, "f": -3, "g": True, "h": None},
                    {"s": "caf\u00e9 \u202e\u200b \x1b[2A \"q\" \\ \n\t\x7f \U0001f600", "nested": [[], {}, [1, [2.25]]]},
@@ -238,8 +238,8 @@ JSON_VALUES = st.recursive(
 def test_canonical_json_in_the_page_matches_python_on_any_value(browser, web_tier, fresh_build):
     """The request hash and every signed message depend on byte-identical canonical JSON: checked on
     arbitrary values (floats, big integers, any text) in one batch through the page."""
-    from signer.approval_request import request_hash
-    from signer.devices import signed_message
+    from signer.wire.approval_request import request_hash
+    from signer.wire.messages import signed_message
 
     bodies = []
 
@@ -563,7 +563,7 @@ def test_the_installed_app_opens_offline_to_its_last_state(phone_a, web_tier):
 
 
 def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_key(phone_a, web_tier, anvil):
-    from signer.client import new_idempotency_key
+    from signer.wire.client import new_idempotency_key
 
     key = off_loop(web_tier.stack.call_sync, web_tier.admin, "session_key.create",
                    {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from bot.config import McpSettings
 from bot.tools.mcp import McpHost, McpTools
 from bot.runtime.audit import BotAudit
-from skills_runtime.mcp.store import McpStore, ServerDecl
+from bot.mcp_servers.store import McpStore, ServerDecl
 from tests.mcp.conftest import add_everything, add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 
 GUTTER_ROW = ("    | ", "      | ", "  | ")
@@ -84,7 +84,7 @@ def test_a_warm_real_server_idling_is_left_alone(tmp_path):
 
 
 def test_two_servers_whose_tool_names_meet_offer_only_the_first(tmp_path, state_dir):
-    from skills_runtime.mcp.store import PinnedTool, tool_hash
+    from bot.mcp_servers.store import PinnedTool, tool_hash
 
     store = McpStore(tmp_path)
     schema = {"type": "object"}

@@ -93,7 +93,7 @@ from hypothesis import given, settings as hsettings, strategies as st  # noqa: E
 
 from bot.net.ssrf import FetchError  # noqa: E402
 from bot.runtime.audit import BotAudit  # noqa: E402
-from skills_runtime.mcp.egress import Egress  # noqa: E402
+from bot.mcp_servers.egress import Egress  # noqa: E402
 
 
 @given(host=st.one_of(st.sampled_from(["api.allowed.test", "x.allowed.test", "allowed.test", "evil.test",

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from bot.cli import init_cmd
 from bot.config import BotConfig
 from bot.ops.compose import BOT_UID, BRIDGE_UID, SIGNER_UID, SOCKET_GID, compose_document
-from signer.settings import signer_home, socket_path
+from signer.wire.settings import signer_home, socket_path
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 ROLES = ("signer", "bot", "bridge")

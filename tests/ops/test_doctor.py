@@ -19,7 +19,7 @@ from bot.cli import doctor_cmd
 from bot.devchain import free_port
 from bot.ops.checks import Report
 from bot.ops.doctor import doctor
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.ops.conftest import context, run_init, set_config
@@ -181,14 +181,14 @@ def test_a_running_bridge_without_a_companion_is_a_warning(make_stack, tmp_path)
     import time
     import urllib.request
 
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
 
     stack = make_stack().start()
     token_file = tmp_path / "bridge.token"
     write_private_file(token_file, stack.client_token("bridge", Scope.BRIDGE).encode())
     port = free_port()
     # the bridge's own sub-app (`owlia bridge serve` once it is registered in bot/cli/app.py)
-    bridge = subprocess.Popen([sys.executable, "-c", "from bot.cli.bridge_cmd import app; app()", "serve",
+    bridge = subprocess.Popen([sys.executable, "-c", "from companion_bridge.cli import app; app()", "serve",
                                "--port", str(port), "--token-file", str(token_file)],
                               env={**os.environ, "OWLIA_HOME": str(stack.home)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -27,8 +27,9 @@ import yaml
 from typer.testing import CliRunner
 
 from bot.cli import security_cmd
-from signer.daemon import SignerPaths, init_home
-from signer.settings import load_signer_config
+from signer.daemon import init_home
+from signer.wire.settings import SignerPaths
+from signer.wire.settings import load_signer_config
 from tests.ops.conftest import requires_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def owned_file(path: Path, data: str, uid: int, gid: int, mode: int = 0o600) -> 
 PROBE = """
 import asyncio, json, os, sys
 from pathlib import Path
-from signer.client import SignerClient, SignerError
+from signer.wire.client import SignerClient, SignerError
 socket_path, token_file, signer_home = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 out = {}
 for name, target in (("list_home", signer_home), ("keystore", signer_home / "keystore.json"),

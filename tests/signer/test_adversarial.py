@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signer.client import SignerError, new_idempotency_key
-from signer.protocol import ErrorCode, Scope
+from signer.wire.client import SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND
 
 pytestmark = pytest.mark.chain

@@ -26,10 +26,11 @@ from hypothesis import strategies as st
 
 from signer import devices as devices_store
 from signer.admin import issue_client
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.clock import CATCH_UP, SignerClock, latest_recorded
-from signer.devices import MAX_CLOCK_SKEW, DeviceRegistry, proof_is_fresh
-from signer.protocol import ErrorCode, RpcError, Scope
+from signer.devices import DeviceRegistry
+from signer.wire.messages import MAX_CLOCK_SKEW, proof_is_fresh
+from signer.wire.protocol import ErrorCode, RpcError, Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer

@@ -24,14 +24,14 @@ from hypothesis import strategies as st
 
 from policies.decode import decode
 from policies.intent import Call
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.policy_live import load_ledger
 from signer.ledger import DAY, SignerState
-from signer.protocol import ErrorCode
+from signer.wire.protocol import ErrorCode
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 from tests.conftest import FRIEND, InProcessSigner, balance, reverter_policy, wait_receipt
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h

@@ -3,7 +3,7 @@
 - group commit must actually group when many clients are waiting, and a lone client must still
   commit inline (signer.backlog tells the engine which case it is in);
 - request hashes moved to pydantic's own serialization: keys recorded with the old hash replay;
-- the event loop is uvloop unless told otherwise (signer.aio).
+- the event loop is uvloop unless told otherwise (policies.kernel.aio).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import sqlite3
 
 import pytest
 
-from signer.aio import LOOP_ENV, loop_name
+from policies.kernel.aio import LOOP_ENV, loop_name
 from signer.backlog import Backlog
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.intents import legacy_request_hash
-from signer.protocol import ErrorCode, SignRequestParams
+from signer.wire.protocol import ErrorCode, SignRequestParams
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from tests.conftest import FRIEND, InProcessSigner

@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 
 from policies.loader import parse_policy
 from policies.model import Policy
-from signer.client import SignerClient, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home
-from signer.protocol import Scope
+from signer.wire.client import SignerClient, new_idempotency_key
+from signer.daemon import Daemon, init_home
+from signer.wire.settings import SignerPaths
+from signer.wire.protocol import Scope
 from signer.replay import replay_decisions
-from signer.settings import load_signer_config
+from signer.wire.settings import load_signer_config
 from signer.store.audit import verify
 from signer.admin import issue_client
 from tests.conftest import DEV_POLICY, FRIEND, PASSPHRASE

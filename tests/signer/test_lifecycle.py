@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from signer.client import SignerError, new_idempotency_key
+from signer.wire.client import SignerError, new_idempotency_key
 from signer.keystore import unlock
-from signer.protocol import ErrorCode, Scope
+from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND, PASSPHRASE
 
 pytestmark = pytest.mark.chain

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from signer.client import SignerClient, SignerError, new_idempotency_key
-from signer.protocol import ErrorCode
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store
 from signer.store.db import connect

@@ -24,7 +24,7 @@ from signer import records
 from signer.chain import Chain
 from signer.ledger import Ledger
 from signer.receipts import InFlight, ReceiptWatcher
-from signer.settings import ChainSettings
+from signer.wire.settings import ChainSettings
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer

@@ -16,7 +16,7 @@ from bot.devcontracts import deploy_delegation_framework
 from companion_bridge.companion import tier3 as companion
 from signer.keystore import unlock
 from signer.session_keys import _aad
-from signer.txcodec import address_of
+from signer.wire.txcodec import address_of
 from tests.conftest import PASSPHRASE, SignerStack, wait_receipt
 
 CHAIN_ID = 31337

@@ -10,8 +10,8 @@ from tests.conftest import FRIEND, balance, wait_receipt
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tier3.conftest import new_main_account, nonce, steal_session_key, tier3_stack
 from tests.tier3.test_stolen_host import CENT, attack, grant, _stored_delegations
-from signer.approval_request import to_checksum
-from signer.delegation import Delegation
+from policies.kernel.addresses import to_checksum
+from signer.wire.delegation import Delegation
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.devchain import PROJECT_ROOT
-from signer.delegation import (CALL_COUNTS, DISABLE_DELEGATION, DISABLED_DELEGATIONS, GET_AVAILABLE_AMOUNT,
+from signer.wire.delegation import (CALL_COUNTS, DISABLE_DELEGATION, DISABLED_DELEGATIONS, GET_AVAILABLE_AMOUNT,
                                REDEEM_DELEGATIONS, Caveat, Delegation, DelegationError, disable_calldata,
                                permission_context, recover, redeem_calldata, sign_digest)
-from signer.txcodec import address_of
+from signer.wire.txcodec import address_of
 
 ABIS = PROJECT_ROOT / "node_modules" / "@metamask" / "delegation-abis" / "dist" / "abis"
 DELEGATION_TUPLE = "(address,address,bytes32,(address,bytes,bytes)[],uint256,bytes)"

@@ -14,9 +14,9 @@ import pytest
 from bot.devchain import PROJECT_ROOT, rpc
 from companion_bridge.companion import tier3 as companion
 from policies.loader import load_policy
-from signer.client import SignerError, new_idempotency_key
-from signer.delegation import Delegation, disabled_calldata, erc20_transfer_calldata
-from signer.grants import NATIVE, derive_lanes
+from signer.wire.client import SignerError, new_idempotency_key
+from signer.wire.delegation import Delegation, disabled_calldata, erc20_transfer_calldata
+from signer.wire.grants import NATIVE, derive_lanes
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
 from tests.tier3.conftest import (CHAIN_ID, chain_time, fees, new_main_account, nonce, send_raw, steal_session_key,
                                   tier3_stack)
@@ -160,7 +160,7 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.frozen", denied
 
     # The main key still moves everything, tokens included, directly.
-    from signer.txcodec import Eip1559Tx, sign_eip1559
+    from signer.wire.txcodec import Eip1559Tx, sign_eip1559
 
     tokens = token_balance(chain3, token, main.address)
     assert tokens > 0

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from companion_bridge.companion.tier3 import sign_grant
 from policies.loader import load_policy
-from signer.delegation import Caveat, Delegation
-from signer.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, TIMESTAMP, GrantError, check_lane, derive_lanes, describe, parse_lane)
-from signer.settings import DelegationContracts
+from signer.wire.delegation import Caveat, Delegation
+from signer.wire.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, TIMESTAMP, GrantError, check_lane, derive_lanes, describe, parse_lane)
+from signer.wire.settings import DelegationContracts
 from signer.tier3 import verify_grant
-from signer.txcodec import address_of
+from signer.wire.txcodec import address_of
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER
 
 POLICY = load_policy(DEV_POLICY)
@@ -154,7 +154,7 @@ def test_a_grant_offer_signed_by_another_eip712_library_verifies():
     assert account == address_of(MAIN) and lanes == (lane,)
     other = coincurve.PrivateKey(b"\x03" * 32)
     forged = Account.sign_typed_data(other.secret, full_message=document)
-    from signer.delegation import DelegationError
+    from signer.wire.delegation import DelegationError
 
     with pytest.raises(DelegationError, match="not the delegator's"):
         signed_from_offer(offer, ["0x" + bytes(forged.signature).hex()])
@@ -166,7 +166,7 @@ def test_a_grant_offer_signed_by_another_eip712_library_verifies():
                                                                                        max_size=6), max_leaves=12),
        field=st.sampled_from(["delegate", "delegator", "authority", "caveats", "salt", "signature"]))
 def test_malformed_delegation_json_gets_a_worded_error_never_a_crash(junk, field):
-    from signer.delegation import DelegationError
+    from signer.wire.delegation import DelegationError
 
     good = native_lane().delegation(delegate=SESSION, delegator=address_of(MAIN), salt=1,
                                     enforcers=ENFORCER_ADDRESSES).to_json()

@@ -18,10 +18,10 @@ from policies.decode import decode
 from policies.intent import Call
 from policies.loader import load_policy
 from signer.chain import Chain
-from signer.grants import derive_lanes
-from signer.settings import ChainSettings, DelegationContracts
+from signer.wire.grants import derive_lanes
+from signer.wire.settings import ChainSettings, DelegationContracts
 from signer.tier3 import Redeem, Tier3
-from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER
 from tests.tier3.conftest import CHAIN_ID, chain_time, fund, new_main_account, nonce, send_raw
 
@@ -58,7 +58,7 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps):
                                        salt=next(salts))
     grant = tier3.build("gr_" + "0" * 16, CHAIN_ID, delegations, POLICY, {CHAIN_ID: (session_address, now + 86400)},
                         0.0)
-    from signer.delegation import redeem_calldata
+    from signer.wire.delegation import redeem_calldata
 
     for to, value in steps:
         decoded = decode(Call(CHAIN_ID, to.lower(), value))

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from bot.devchain import DEV_CHAIN_ID, free_port, rpc
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from tests.conftest import FRIEND, balance, wait_receipt
 from tests.tier3.conftest import fund, tier3_stack
 from tests.tier3.test_stolen_host import CENT, send
@@ -118,7 +118,7 @@ def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chai
 def test_wallet_pin_records_canonical_addresses_with_their_code_hashes(make_stack, tmp_path):
     from bot.devchain import DevChain
     from bot.devcontracts import CANONICAL_V1_3_0
-    from signer.txcodec import keccak256
+    from policies.kernel.keccak import keccak256
 
     with DevChain(port=free_port()) as chain:
         stack = make_stack(rpc_url=chain.url)
