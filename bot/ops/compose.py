@@ -26,7 +26,11 @@ BRIDGE_PORT = 8765
 HOME_IN_CONTAINER = "/owlia"
 SOCKET_DIR = "/run/owlia"
 IMAGE_PREFIX = "owliabot"
-ANVIL_IMAGE = "ghcr.io/foundry-rs/foundry:stable"
+# Compose features used here: top-level `name`, `pull_policy: build`, `build.network`, `dockerfile`
+# per service. Debian 12's docker-compose 1.29 rejects the file; `owlia doctor` checks this floor.
+MIN_COMPOSE_VERSION = (2, 24, 0)
+# Builds reach PyPI through this network; `default` normally, `host` on an engine without a bridge.
+BUILD_NETWORK = "${OWLIA_BUILD_NETWORK:-default}"
 
 # file under secrets/ -> (owner uid, target inside the container that reads it)
 SECRETS: dict[str, tuple[int, str]] = {
@@ -59,11 +63,21 @@ def _hardened(uid: int, gid: int, *, memory: str, pids: int) -> dict[str, Any]:
     }
 
 
+def _probe(code: str) -> list[str]:
+    # -I -S: stdlib only, no site-packages scan: a few milliseconds, not the CLI's half second
+    return ["CMD", "python", "-I", "-S", "-c", code]
+
+
 def _http_health(url: str) -> list[str]:
     # the bridge's self-signed certificate is for companions to pin; a loopback self-probe skips it
     context = ", context=__import__('ssl')._create_unverified_context()" if url.startswith("https") else ""
-    probe = f"import urllib.request; urllib.request.urlopen('{url}', timeout=5{context})"
-    return ["CMD", "python", "-c", probe]
+    return _probe(f"import urllib.request; urllib.request.urlopen('{url}', timeout=5{context})")
+
+
+SIGNER_HEALTH = _probe(f"import socket; socket.socket(socket.AF_UNIX).connect('{SOCKET_DIR}/signer.sock')")
+ANVIL_HEALTH = _probe("import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:8545', "
+                      "data=b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\"}', "
+                      "headers={'Content-Type': 'application/json'}), timeout=5)")
 
 
 def _health(test: list[str]) -> dict[str, Any]:
@@ -71,9 +85,16 @@ def _health(test: list[str]) -> dict[str, Any]:
 
 
 def _build(context: str | None, role: str, version: str) -> dict[str, Any]:
+    """Images are built here from source, never pulled: `owliabot/*` is published nowhere, and a
+    name someone else could publish must not decide what runs next to the keys."""
     out: dict[str, Any] = {"image": f"{IMAGE_PREFIX}/{role}:{version}"}
-    if context is not None:
-        out["build"] = {"context": context, "dockerfile": f"docker/{role}.Dockerfile"}
+    if context is None:
+        out["pull_policy"] = "never"
+        return out
+    out["build"] = {"context": context, "dockerfile": f"docker/{role}.Dockerfile", "network": BUILD_NETWORK,
+                    # unset: the digest-pinned default in the Dockerfile
+                    "args": ["OWLIA_BASE_IMAGE"]}
+    out["pull_policy"] = "build"
     return out
 
 
@@ -89,14 +110,15 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "volumes": [config_mount, f"signer-data:{home}/signer", f"signer-socket:{SOCKET_DIR}"],
         "secrets": ["signer_passphrase"],
         "networks": ["signer-net"],
-        "healthcheck": _health(["CMD", "owlia", "signer", "status"]),
+        "healthcheck": _health(SIGNER_HEALTH),
     }
     bot = {
         **_build(build_context, "bot", version),
         **_hardened(BOT_UID, BOT_UID, memory="768m", pids=256),
         "group_add": [str(SOCKET_GID)],
         "command": ["start"],
-        "environment": {"OWLIA_HOME": home},
+        # the bridge is another container: its service name, and its certificate names it too
+        "environment": {"OWLIA_HOME": home, "OWLIA_BRIDGE_URL": f"https://bridge:{BRIDGE_PORT}"},
         "volumes": [config_mount, f"bot-data:{home}", f"./workspace:{home}/workspace",
                     f"signer-socket:{SOCKET_DIR}:ro"],
         "secrets": [{"source": name, "target": SECRETS[name][1]}
@@ -104,7 +126,8 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "ports": [f"127.0.0.1:{GATEWAY_PORT}:{GATEWAY_PORT}"],
         "networks": ["bot-net"],
         "depends_on": {"signer": {"condition": "service_healthy"}},
-        "healthcheck": _health(_http_health(f"http://127.0.0.1:{GATEWAY_PORT}/health")),
+        # liveness only: readiness (/health) follows the LLM and the RPC, which must not restart the bot
+        "healthcheck": _health(_http_health(f"http://127.0.0.1:{GATEWAY_PORT}/livez")),
     }
     bridge = {
         **_build(build_context, "bridge", version),
@@ -123,14 +146,14 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "healthcheck": _health(_http_health(f"https://127.0.0.1:{BRIDGE_PORT}/v1/health")),
     }
     anvil = {
-        "image": ANVIL_IMAGE,
+        **_build(build_context, "anvil", version),
         **_hardened(ANVIL_UID, ANVIL_UID, memory="256m", pids=64),
         "profiles": ["anvil"],
-        "entrypoint": ["anvil", "--host", "0.0.0.0", "--port", "8545"],
+        "command": ["--host", "0.0.0.0", "--port", "8545"],
         "environment": {"HOME": "/tmp"},  # anvil keeps a cache under $HOME; the root fs is read-only
         "ports": ["127.0.0.1:8545:8545"],
         "networks": ["signer-net", "bot-net"],
-        "healthcheck": _health(["CMD", "cast", "chain-id", "--rpc-url", "http://127.0.0.1:8545"]),
+        "healthcheck": _health(ANVIL_HEALTH),
     }
     return {
         "name": "owliabot",
@@ -227,7 +250,7 @@ def self_signed_pair(days: int = 825) -> tuple[str, str]:
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + dt.timedelta(days=days))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName("bridge"),
                                                         x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                            critical=False)
             .sign(key, hashes.SHA256()))

@@ -45,7 +45,7 @@ def check_python(ctx: OpsContext) -> Iterator[Finding]:
         return
     for line in requires:
         name, spec, extra = _split_requirement(line)
-        if extra not in (None, "bot"):
+        if extra not in (None, "bot", "bridge"):
             continue  # dev extras and the like are not needed to run
         try:
             version = metadata.version(name)
@@ -284,6 +284,46 @@ def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *
         return None, None
 
 
+COMPOSE_HINT = ("install Compose v2 (the `docker compose` plugin, {min} or newer): Docker's apt repository "
+                "`docker-compose-plugin`, or its release binary as ~/.docker/cli-plugins/docker-compose; "
+                "Debian 12's `docker-compose` package (1.29) cannot read the file")
+
+
+def compose_version_finding(text: str | None) -> Finding | None:
+    """DOC-COMPOSE-001 for the output of `docker compose version --short` (None: no Compose v2)."""
+    from bot.ops.compose import MIN_COMPOSE_VERSION
+
+    floor = ".".join(map(str, MIN_COMPOSE_VERSION))
+    hint = COMPOSE_HINT.format(min=floor)
+    if text is None:
+        return Finding("DOC-COMPOSE-001", CRIT, "docker is installed but Compose v2 (`docker compose`) is not", hint)
+    match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text.strip())
+    if match is None:
+        return Finding("DOC-COMPOSE-001", WARN, "could not read the Compose version", hint)
+    found = tuple(int(part) for part in match.groups())
+    if found < MIN_COMPOSE_VERSION:
+        return Finding("DOC-COMPOSE-001", CRIT, f"Compose {match.group(0)} is older than {floor}", hint)
+    return None
+
+
+def check_compose(ctx: OpsContext) -> Iterator[Finding]:
+    """DOC-COMPOSE-001: the Compose that would run `owlia init --docker`'s file can read it."""
+    import shutil
+    import subprocess
+
+    docker = shutil.which("docker", path=ctx.env.get("PATH"))
+    if docker is None:
+        raise Skip("no docker command here (not a compose host, or inside a container)")
+    try:
+        done = subprocess.run([docker, "compose", "version", "--short"], capture_output=True, text=True,
+                              timeout=15, env=dict(ctx.env), stdin=subprocess.DEVNULL)
+        text = done.stdout if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        text = None
+    if finding := compose_version_finding(text):
+        yield finding
+
+
 DOCTOR_CHECKS: tuple[Check, ...] = (
     Check("DOC-PY-001", "Python and packages", check_python),
     Check("DOC-CONF-001", "config.yaml is valid", check_config),
@@ -294,6 +334,7 @@ DOCTOR_CHECKS: tuple[Check, ...] = (
     Check("DOC-CHAN-001", "channel tokens valid", check_channels),
     Check("DOC-BRIDGE-001", "companion bridge and pairing", check_bridge),
     Check("DOC-SANDBOX-001", "skill sandbox backend", check_sandbox),
+    Check("DOC-COMPOSE-001", "Compose v2 recent enough for the compose file", check_compose),
 )
 
 
