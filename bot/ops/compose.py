@@ -188,12 +188,62 @@ class ComposeSetup:
     root: Path
     written: list[str]
     chowned: bool  # False: the printed `chown` commands must be run as root
+    buildable: bool  # False: no checkout and no bundled Dockerfiles; the images must come from elsewhere
+
+
+PACKAGES = ("bot", "signer", "policies", "skills_runtime", "companion_bridge")
+BUNDLED_CONTEXT = "build"  # under the deployment directory, when there is no checkout
 
 
 def source_checkout() -> Path | None:
     """The source tree this package runs from, if it has the Dockerfiles (a git checkout)."""
     root = Path(__file__).resolve().parents[2]
     return root if (root / "docker" / "signer.Dockerfile").is_file() else None
+
+
+def bundled_build_files() -> Path | None:
+    """<prefix>/share/owliabot of a non-editable install: Dockerfiles, locks, pyproject.toml."""
+    import site
+    import sys
+
+    for prefix in (sys.prefix, site.getuserbase()):
+        share = Path(prefix) / "share" / "owliabot"
+        if (share / "docker" / "signer.Dockerfile").is_file() and (share / "pyproject.toml").is_file():
+            return share
+    return None
+
+
+def export_build_context(target: Path) -> bool:
+    """Lay out a build context from the installed package, as a checkout would have it.
+
+    The packages are copied from where they are installed, so the images run exactly the code of
+    this install. The directory holds no secret; it is replaced whole, so an upgrade re-exports it.
+    Returns False when this install carries no Dockerfiles.
+    """
+    import importlib.util
+    import shutil
+    import tempfile
+
+    share = bundled_build_files()
+    if share is None:
+        return False
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        shutil.copytree(share, staging, dirs_exist_ok=True)
+        for package in PACKAGES:
+            spec = importlib.util.find_spec(package)
+            if spec is None or spec.origin is None:
+                raise FileNotFoundError(f"package {package} is not installed")
+            shutil.copytree(Path(spec.origin).parent, staging / package,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        staging.chmod(0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return True
 
 
 def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain_id: int = 31337,
@@ -207,7 +257,13 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
     written: list[str] = []
     checkout = source_checkout()
-    context = os.path.relpath(checkout, root) if checkout else None
+    if checkout is not None:
+        context: str | None = os.path.relpath(checkout, root)
+    elif export_build_context(root / BUNDLED_CONTEXT):
+        context = f"./{BUNDLED_CONTEXT}"
+        written.append(f"{BUNDLED_CONTEXT}/")
+    else:
+        context = None
     for name, text in (("docker-compose.yml", render_compose(build_context=context)),
                        ("config.yaml", container_config(rpc_url=rpc_url, chain_id=chain_id,
                                                         dev=chain_id == 31337))):
@@ -231,7 +287,7 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
     if do_chown:
         for uid, gid, path in chown_plan(root):
             os.chown(path, uid, gid, follow_symlinks=False)
-    return ComposeSetup(root, written, do_chown)
+    return ComposeSetup(root, written, do_chown, buildable=context is not None)
 
 
 def self_signed_pair(days: int = 825) -> tuple[str, str]:

@@ -1,0 +1,187 @@
+"""The compose deployment on a real Docker engine: images built, stack up, the security split held.
+
+The engine is the project's own (`.ci/docker-engine start`: its own dockerd, socket and state, a
+debootstrap base imported under OWLIA_BASE_IMAGE), never one that was already running, and it is
+stopped at the end. The deployment is what `owlia init --docker` writes; a small override only
+drops the published ports (the test talks through `docker compose exec`, so it owns no host port).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1200)]
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV_FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # in policies/defaults/dev.yaml's address book
+STRANGER = "0x000000000000000000000000000000000000dEaD"
+OVERRIDE = {"services": {name: {"ports": "!reset"} for name in ("bot", "bridge", "anvil")}}
+
+
+class Stack:
+    def __init__(self, root: Path, env: dict[str, str], project: str) -> None:
+        self.root, self.env, self.project = root, env, project
+        self.docker = env["OWLIA_DOCKER_CLI"]
+
+    def compose(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([self.docker, "compose", "-p", self.project, "--profile", "anvil", *args],
+                              cwd=self.root, env=self.env, input=input, capture_output=True, text=True,
+                              timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"docker compose {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def exec(self, service: str, *argv: str, check: bool = True, input: str | None = None):
+        return self.compose("exec", "-T", service, *argv, check=check, input=input)
+
+    def health(self) -> dict[str, str]:
+        out = self.compose("ps", "--all", "--format", "json").stdout
+        rows = [json.loads(line) for line in out.splitlines() if line.strip()] if not out.startswith("[") \
+            else json.loads(out)
+        return {row["Service"]: row.get("Health") or row.get("State", "") for row in rows}
+
+    def wait_healthy(self, services=("signer", "bot", "bridge", "anvil"), timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.health()
+            if all(state.get(s) == "healthy" for s in services):
+                return
+            time.sleep(2)
+        raise AssertionError(f"not healthy after {timeout}s: {self.health()}\n{self.compose('logs', '--tail', '30').stdout}")
+
+    def rpc(self, method: str, params: list) -> object:
+        code = ("import json, sys, urllib.request as u; r = u.Request('http://127.0.0.1:8545', data=sys.stdin.read().encode(),"
+                " headers={'Content-Type': 'application/json'}); print(u.urlopen(r, timeout=10).read().decode())")
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        return json.loads(self.exec("anvil", "python", "-I", "-S", "-c", code, input=body).stdout)["result"]
+
+    def send(self, to: str, value: str) -> tuple[int, dict]:
+        done = self.exec("bot", "owlia", "sign", "send", "--to", to, "--value", value, check=False)
+        return done.returncode, json.loads(done.stdout)
+
+    def bridge_health(self) -> dict:
+        code = ("import ssl, urllib.request as u; print(u.urlopen('https://bridge:8765/v1/health', timeout=5,"
+                " context=ssl._create_unverified_context()).read().decode())")
+        return json.loads(self.exec("bot", "python", "-I", "-S", "-c", code).stdout)
+
+
+@pytest.fixture(scope="module")
+def engine_env() -> dict[str, str]:
+    started = subprocess.run([str(ROOT / ".ci" / "docker-engine"), "start"], capture_output=True, text=True,
+                             timeout=900)
+    assert started.returncode == 0, f"the project's docker engine did not start:\n{started.stderr}"
+    env = dict(os.environ)
+    env.pop("DOCKER_CONTEXT", None)
+    env.update(line.split("=", 1) for line in started.stdout.splitlines() if "=" in line)
+    try:
+        yield env
+    finally:
+        subprocess.run([str(ROOT / ".ci" / "docker-engine"), "stop"], timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def stack(engine_env, tmp_path_factory) -> Stack:
+    root = tmp_path_factory.mktemp("deploy") / "owliabot"
+    owlia = Path(sys.executable).with_name("owlia")
+    init = subprocess.run([str(owlia), "init", "--docker", "--dir", str(root)], capture_output=True, text=True,
+                          env={**engine_env, "OWLIA_HOME": str(root.parent / "home")}, timeout=120)
+    assert init.returncode == 0, init.stderr
+    (root / "docker-compose.override.yml").write_text(yaml.safe_dump(OVERRIDE).replace("'!reset'", "!reset []"))
+    policy = root / "dev-policy.yaml"
+    policy.write_text((ROOT / "policies" / "defaults" / "dev.yaml").read_text())
+    policy.chmod(0o644)
+    s = Stack(root, engine_env, f"owliabot-test-{uuid.uuid4().hex[:8]}")
+    try:
+        s.compose("build", timeout=900)
+        s.compose("run", "--rm", "-v", f"{policy}:/policy.yaml:ro", "signer", "signer", "init",
+                  "--passphrase-file", "/run/secrets/signer_passphrase", "--policy", "/policy.yaml")
+        s.compose("up", "-d", "signer", "anvil")
+        s.wait_healthy(("signer", "anvil"))
+        for client, scope, secret in (("bot", "sign", "signer_token"), ("bridge", "bridge", "bridge_token")):
+            token = s.exec("signer", "owlia", "signer", "client", "add", client, "--scope", scope).stdout
+            with open(root / "secrets" / secret, "w") as fh:  # keeps the 0600 file and its owner
+                fh.write(token)
+        s.exec("signer", "owlia", "signer", "session-key", "create")
+        s.compose("up", "-d")
+        s.wait_healthy()
+        yield s
+    finally:
+        s.compose("down", "-v", "--remove-orphans", check=False, timeout=300)
+
+
+def _session_key_address(s: Stack) -> str:
+    keys = json.loads(s.exec("signer", "owlia", "signer", "session-key", "list").stdout)
+    active = [k for k in keys["session_keys"] if k["status"] == "active"]
+    return active[0]["address"]
+
+
+def test_every_service_is_healthy(stack):
+    assert stack.health() == {"signer": "healthy", "bot": "healthy", "bridge": "healthy", "anvil": "healthy"}
+
+
+def test_tier2_transfer_from_the_bot_lands_on_the_chain_container(stack):
+    address = _session_key_address(stack)
+    stack.rpc("anvil_setBalance", [address, hex(10**18)])
+    before = int(stack.rpc("eth_getBalance", [DEV_FRIEND, "latest"]), 16)
+    code, outcome = stack.send(DEV_FRIEND, "1000wei")
+    assert code == 0 and outcome["status"] not in ("pending_approval", "denied"), outcome
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if int(stack.rpc("eth_getBalance", [DEV_FRIEND, "latest"]), 16) == before + 1000:
+            break
+        time.sleep(1)
+    assert int(stack.rpc("eth_getBalance", [DEV_FRIEND, "latest"]), 16) == before + 1000
+
+
+def test_an_escalation_reaches_the_bridge_container(stack):
+    queued = stack.bridge_health()["queued"]
+    code, outcome = stack.send(STRANGER, "1000wei")
+    assert code == 3 and outcome["status"] == "pending_approval", outcome
+    deadline = time.monotonic() + 30
+    while stack.bridge_health()["queued"] <= queued and time.monotonic() < deadline:
+        time.sleep(1)
+    assert stack.bridge_health()["queued"] > queued
+
+
+def test_the_bot_cannot_read_the_signer_volume_secrets_or_keystore(stack):
+    # the keystore is there, in the signer's volume ...
+    assert "keystore.json" in stack.exec("signer", "ls", "/owlia/signer").stdout
+    probe = ("import os, sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'rb').read(1); print('READ', p)\n"
+             "    except OSError as e:\n        print('denied', p, type(e).__name__)\n")
+    targets = ["/owlia/signer/keystore.json", "/owlia/signer/signer.db", "/owlia/signer/admin.token",
+               "/run/secrets/signer_passphrase", "/run/owlia/keystore.json"]
+    for service in ("bot", "bridge"):
+        out = stack.exec(service, "python", "-I", "-S", "-c", probe, *targets).stdout
+        assert "READ" not in out and out.count("denied") == len(targets), (service, out)
+    mounts = json.loads(subprocess.run(
+        [stack.docker, "inspect", "--format", "{{json .Mounts}}", f"{stack.project}-bot-1"],
+        env=stack.env, capture_output=True, text=True, check=True).stdout)
+    assert not any(m.get("Name", "").endswith("signer-data") for m in mounts)
+    assert any(m.get("Name", "").endswith("signer-socket") and not m["RW"] for m in mounts)
+
+
+def test_a_signer_restart_is_survived(stack):
+    stack.compose("restart", "signer")
+    stack.wait_healthy()
+    code, outcome = stack.send(STRANGER, "1wei")
+    assert code == 3 and outcome["status"] == "pending_approval", outcome
+
+
+def test_down_then_up_keeps_the_data(stack):
+    address = _session_key_address(stack)
+    stack.compose("down")
+    stack.compose("up", "-d")
+    stack.wait_healthy()
+    assert _session_key_address(stack) == address  # same keystore and database
+    code, outcome = stack.send(STRANGER, "2wei")  # the bot's token is still known to the signer
+    assert code == 3 and outcome["status"] == "pending_approval", outcome
