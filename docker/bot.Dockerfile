@@ -35,7 +35,7 @@ COPY --from=build /venv /venv
 USER 10002:10002
 EXPOSE 8787
 # Liveness only (/livez); readiness (/health: signer, chains, LLM) is for monitoring, not restarts.
-HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-I", "-S", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/livez', timeout=5)"]
 ENTRYPOINT ["owlia"]
 CMD ["start"]

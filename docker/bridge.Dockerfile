@@ -33,7 +33,7 @@ RUN groupadd --system --gid 10100 owlia-sock \
 COPY --from=build /venv /venv
 USER 10003:10003
 EXPOSE 8765
-HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-I", "-S", "-c", "import ssl, urllib.request; urllib.request.urlopen('https://127.0.0.1:8765/v1/health', timeout=5, context=ssl._create_unverified_context())"]
 ENTRYPOINT ["owlia"]
 CMD ["bridge", "serve", "--host", "0.0.0.0", "--port", "8765", "--tls-cert", "/run/secrets/bridge_tls_cert", "--tls-key", "/run/secrets/bridge_tls_key"]

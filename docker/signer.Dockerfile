@@ -37,7 +37,7 @@ RUN groupadd --system --gid 10100 owlia-sock \
 COPY --from=build /venv /venv
 USER 10001:10100
 # Cheap: is the socket accepting? (-I -S: no site, a few ms; the full CLI took ~0.5 s.)
-HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-I", "-S", "-c", "import socket; socket.socket(socket.AF_UNIX).connect('/run/owlia/signer.sock')"]
 ENTRYPOINT ["owlia"]
 CMD ["signer", "serve", "--passphrase-file", "/run/secrets/signer_passphrase"]

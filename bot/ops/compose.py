@@ -81,7 +81,7 @@ ANVIL_HEALTH = _probe("import urllib.request as u; u.urlopen(u.Request('http://1
 
 
 def _health(test: list[str]) -> dict[str, Any]:
-    return {"test": test, "interval": "30s", "timeout": "10s", "retries": 3, "start_period": "20s"}
+    return {"test": test, "interval": "10s", "timeout": "5s", "retries": 3, "start_period": "30s"}
 
 
 def _build(context: str | None, role: str, version: str) -> dict[str, Any]:

