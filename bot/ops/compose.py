@@ -43,6 +43,8 @@ SECRETS: dict[str, tuple[int, str]] = {
     "bridge_tls_key": (BRIDGE_UID, "bridge_tls_key"),
 }
 
+PUBLIC_FILES = frozenset({"bridge_tls_cert"})  # under secrets/ for compose's file mounts, but not secret
+
 HEADER = """\
 # OwliaBot on docker compose. Generated from bot/ops/compose.py (tests/ops checks they match);
 # regenerate with `owlia init --docker` rather than editing by hand.
@@ -118,11 +120,13 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "group_add": [str(SOCKET_GID)],
         "command": ["start"],
         # the bridge is another container: its service name, and its certificate names it too
-        "environment": {"OWLIA_HOME": home, "OWLIA_BRIDGE_URL": f"https://bridge:{BRIDGE_PORT}"},
+        "environment": {"OWLIA_HOME": home, "OWLIA_BRIDGE_URL": f"https://bridge:{BRIDGE_PORT}",
+                        "OWLIA_BRIDGE_CA": "/run/secrets/bridge_tls_cert"},
         "volumes": [config_mount, f"bot-data:{home}", f"./workspace:{home}/workspace",
                     f"signer-socket:{SOCKET_DIR}:ro"],
         "secrets": [{"source": name, "target": SECRETS[name][1]}
-                    for name in ("signer_token", "gateway_token", "telegram_token")],
+                    for name in ("signer_token", "gateway_token", "telegram_token")]
+                   + ["bridge_tls_cert"],  # public: lets the doctor verify the bridge it probes
         "ports": [f"127.0.0.1:{GATEWAY_PORT}:{GATEWAY_PORT}"],
         "networks": ["bot-net"],
         "depends_on": {"signer": {"condition": "service_healthy"}},
@@ -280,6 +284,8 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
         path = secrets_dir / name
         if not path.exists():
             write_private_file(path, generated.get(name, "").encode())
+            if name in PUBLIC_FILES:
+                path.chmod(0o644)  # a certificate: the bridge serves it, the bot verifies against it
             written.append(f"secrets/{name}")
     if not (root / "workspace").exists():  # once created it belongs to the bot's uid: leave it alone
         written += [f"workspace/{n}" for n in create_workspace(root / "workspace")]

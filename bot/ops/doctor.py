@@ -26,6 +26,7 @@ TELEGRAM_API = "https://api.telegram.org"
 DISCORD_API = "https://discord.com/api/v10"
 DEFAULT_BRIDGE_URL = "https://127.0.0.1:8765"
 BRIDGE_URL_ENV = "OWLIA_BRIDGE_URL"
+BRIDGE_CA_ENV = "OWLIA_BRIDGE_CA"  # the bridge's own certificate, to verify it beyond loopback (compose)
 
 
 def check_python(ctx: OpsContext) -> Iterator[Finding]:
@@ -235,7 +236,8 @@ def check_bridge(ctx: OpsContext) -> Iterator[Finding]:
     no bridge at all is a skip; a bridge with no companion connected is a warning.
     """
     url = ctx.env.get(BRIDGE_URL_ENV, DEFAULT_BRIDGE_URL).rstrip("/")
-    status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True)
+    status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True,
+                              cafile=ctx.env.get(BRIDGE_CA_ENV))
     if status is None:
         raise Skip(f"no companion bridge at {url} (optional; set {BRIDGE_URL_ENV} if it runs elsewhere)")
     if status != 200 or not isinstance(body, dict) or body.get("ok") is not True:
@@ -266,10 +268,19 @@ def http_status(url: str, *, timeout: float) -> int | None:
 
 
 def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *,
-               loopback_tls: bool = False) -> tuple[int | None, object]:
-    """(status, JSON body) or (None, None) when nothing answered. Never raises, never echoes the URL."""
+               loopback_tls: bool = False, cafile: str | None = None) -> tuple[int | None, object]:
+    """(status, JSON body) or (None, None) when nothing answered. Never raises, never echoes the URL.
+
+    `cafile`: verify the server against that certificate (hostname included) instead of the system's."""
     context = None
-    if loopback_tls and url.startswith("https://127.0.0.1"):
+    if cafile and url.startswith("https://"):
+        import ssl
+
+        try:
+            context = ssl.create_default_context(cafile=cafile)
+        except (OSError, ValueError):
+            return None, None
+    elif loopback_tls and url.startswith("https://127.0.0.1"):
         import ssl
 
         context = ssl._create_unverified_context()  # our own bridge's self-signed cert, probed on loopback

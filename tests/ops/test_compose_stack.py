@@ -75,6 +75,20 @@ class Stack:
         return json.loads(self.exec("bot", "python", "-I", "-S", "-c", code).stdout)
 
 
+def _remove_leftovers(env: dict[str, str]) -> None:
+    """Containers, volumes and networks of earlier test projects on this engine (and only those)."""
+    docker = env["OWLIA_DOCKER_CLI"]
+    label = '{{.Label "com.docker.compose.project"}}'
+    for kind, listing, remove in (("container", ["ps", "-a", "--format", "{{.ID}} " + label], ["rm", "-f"]),
+                                  ("volume", ["volume", "ls", "--format", "{{.Name}} " + label], ["volume", "rm"]),
+                                  ("network", ["network", "ls", "--format", "{{.ID}} " + label], ["network", "rm"])):
+        rows = subprocess.run([docker, *listing], env=env, capture_output=True, text=True, check=True,
+                              timeout=60).stdout.splitlines()
+        stale = [row.split()[0] for row in rows if row.split()[1:2] and row.split()[1].startswith("owliabot-test-")]
+        if stale:
+            subprocess.run([docker, *remove, *stale], env=env, capture_output=True, timeout=120, check=False)
+
+
 @pytest.fixture(scope="module")
 def engine_env() -> dict[str, str]:
     started = subprocess.run([str(ROOT / ".ci" / "docker-engine"), "start"], capture_output=True, text=True,
@@ -83,6 +97,7 @@ def engine_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("DOCKER_CONTEXT", None)
     env.update(line.split("=", 1) for line in started.stdout.splitlines() if "=" in line)
+    _remove_leftovers(env)  # a run killed before its teardown (restart: unless-stopped brings them back)
     try:
         yield env
     finally:
@@ -139,6 +154,7 @@ def test_init_docker_from_an_installed_package_writes_a_buildable_setup(installe
     resolved = json.loads(config.stdout)
     assert resolved["services"]["bot"]["build"]["context"] == str(root / "build")
     assert resolved["services"]["bot"]["build"]["network"] == "default"
+    assert not resolved["services"]["bot"]["build"].get("args")  # unset: the Dockerfile's pinned digest
 
 
 @pytest.fixture(scope="module")
