@@ -290,3 +290,15 @@ def test_init_docker_default_dir_keeps_the_home_private(tmp_path):
     result = CliRunner().invoke(app, ["--docker"], env={"OWLIA_HOME": str(home)})
     assert result.exit_code == 0, result.output
     assert stat.S_IMODE(home.stat().st_mode) == 0o700 and (home / "docker" / "docker-compose.yml").is_file()
+
+
+def test_every_declared_dependency_is_locked():
+    """A dependency added to pyproject.toml without re-running `.ci/lock` fails here, not in CI's install."""
+    import tomllib
+
+    project = tomllib.loads((DOCKER.parent / "pyproject.toml").read_text())["project"]
+    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
+    locked = {norm(n) for n in re.findall(r"^([A-Za-z0-9._-]+)==", (DOCKER.parent / "requirements" / "dev.txt").read_text(), re.M)}
+    declared = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    names = {norm(re.match(r"[A-Za-z0-9._-]+", r).group(0)) for r in declared} - {"owliabot"}
+    assert names <= locked, sorted(names - locked)
