@@ -101,6 +101,9 @@ def engine_env() -> dict[str, str]:
     try:
         yield env
     finally:
+        # keep the cache that makes the next run fast, not every superseded layer
+        for prune in (["image", "prune", "-f"], ["builder", "prune", "-f", "--keep-storage", "3gb"]):
+            subprocess.run([env["OWLIA_DOCKER_CLI"], *prune], env=env, capture_output=True, timeout=300, check=False)
         subprocess.run([str(ROOT / ".ci" / "docker-engine"), "stop"], timeout=120, check=False)
 
 
