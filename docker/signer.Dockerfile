@@ -12,18 +12,21 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CONFIG_FILE=/dev/null
 WORKDIR /src
 COPY requirements/signer.txt requirements/
 RUN python3 -m venv /venv \
-    && /venv/bin/pip install --only-binary=:all: --require-hashes -r requirements/signer.txt
+    && /venv/bin/pip install --only-binary=:all: --require-hashes -r requirements/signer.txt \
+    && /venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash /venv/lib
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY signer ./signer
 COPY policies ./policies
 COPY skills_runtime ./skills_runtime
 COPY companion_bridge ./companion_bridge
-# The root filesystem is read-only at run time: compile every module now (unchecked-hash: no
-# source stat per import) so no start pays for it.
+# The root filesystem is read-only at run time: every module is compiled here (unchecked-hash: no
+# source stat per import) so no start pays for it; the dependencies above, in their own cached layer.
 RUN /venv/bin/pip install --no-deps --no-compile . \
     && /venv/bin/pip uninstall -y -q pip setuptools \
-    && /venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash /venv/lib
+    && cd /venv/lib/python3.*/site-packages \
+    && /venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash \
+        bot signer policies skills_runtime companion_bridge
 
 FROM ${OWLIA_BASE_IMAGE}
 ENV PATH=/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OWLIA_HOME=/owlia

@@ -113,9 +113,15 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
     Its dependencies come from the test venv through PYTHONPATH (which, unlike the site dir, does
     not load the test venv's editable-install hook), so only owliabot itself is installed anew."""
-    venv = tmp_path_factory.mktemp("installed") / "venv"
+    import shutil
+
+    base = tmp_path_factory.mktemp("installed")
+    venv, source = base / "venv", base / "source"
+    # a clean copy: setuptools builds in the tree, and a stale build/ of the checkout must not leak in
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "build", "dist", "__pycache__", "*.egg-info", "tests", "bench"))
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(ROOT)],
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(source)],
                           capture_output=True, text=True, cwd=venv, timeout=600)
     assert done.returncode == 0, done.stderr
     deps = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
