@@ -166,6 +166,25 @@ def test_init_docker_from_an_installed_package_writes_a_buildable_setup(installe
     assert not resolved["services"]["bot"]["build"].get("args")  # unset: the Dockerfile's pinned digest
 
 
+def test_init_docker_without_anything_to_build_says_so_and_never_pulls(installed, tmp_path):
+    """An install that carries no Dockerfiles: a clear instruction and exit 1, not a file that pulls."""
+    owlia, _env = installed
+    share = owlia.parents[1] / "share" / "owliabot"
+    hidden = share.with_name("owliabot.hidden")
+    share.rename(hidden)
+    try:
+        root = tmp_path / "deploy"
+        done = init_from_installed(installed, root)
+    finally:
+        hidden.rename(share)
+    assert done.returncode == 1
+    assert "nothing to build" in done.stderr and "never pulls" in done.stderr
+    assert "docker compose build" not in done.stdout
+    compose = yaml.safe_load((root / "docker-compose.yml").read_text())
+    for role in ("signer", "bot", "bridge", "anvil"):
+        assert compose["services"][role]["pull_policy"] == "never" and "build" not in compose["services"][role]
+
+
 @pytest.fixture(scope="module")
 def stack(engine_env, installed, tmp_path_factory) -> Stack:
     # A user's path: an installed package, `owlia init --docker`, then the documented compose steps.
