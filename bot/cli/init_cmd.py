@@ -77,6 +77,12 @@ def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
     profile = " --profile anvil" if rpc_url == "http://anvil:8545" else ""
     steps = [] if setup.chowned else ["give each container its own files (as root):",
                                       *chown_commands(setup.root)]
+    if not setup.buildable:
+        typer.echo("this install has no source checkout and no bundled Dockerfiles, so the compose file has "
+                   "nothing to build, and it never pulls owliabot/* images (published nowhere). Install the "
+                   "package from a wheel or a checkout (`pip install .`), or use a checkout's own venv, then run "
+                   "this again.", err=True)
+        raise typer.Exit(1)
     steps += [
         f"cd {setup.root}",
         "docker compose build",

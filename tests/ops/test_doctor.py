@@ -223,3 +223,28 @@ def test_version_ranges_like_pyproject_are_enforced(low, high, have):
     name, spec, extra = _split_requirement(f"pkg-x[a,b] <{dotted[1]}, >={dotted[0]} ; extra == 'bot'")
     assert (name, extra) == ("pkg-x", "bot")
     assert _satisfies(dotted[2], spec) == (low <= have < high)
+
+
+# -- DOC-COMPOSE-001 ------------------------------------------------------------------------------
+
+
+def test_compose_version_floor_rejects_debians_compose_v1_and_accepts_v2():
+    from bot.ops.doctor import compose_version_finding
+
+    assert compose_version_finding("2.40.3\n") is None and compose_version_finding("v2.24.0") is None
+    for old in ("1.29.2", "2.23.9", "v2.3.3"):
+        finding = compose_version_finding(old)
+        assert finding is not None and finding.severity.value == "critical" and "docker-compose-plugin" in finding.hint
+    missing = compose_version_finding(None)
+    assert missing is not None and "Compose v2" in missing.message and "1.29" in missing.hint
+    assert compose_version_finding("garbage").severity.value == "warning"
+
+
+@given(st.tuples(st.integers(0, 9), st.integers(0, 60), st.integers(0, 30)), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_compose_version_floor_is_exactly_the_minimum(version, prefixed):
+    from bot.ops.compose import MIN_COMPOSE_VERSION
+    from bot.ops.doctor import compose_version_finding
+
+    text = ("v" if prefixed else "") + ".".join(map(str, version))
+    assert (compose_version_finding(text) is None) == (version >= MIN_COMPOSE_VERSION)
