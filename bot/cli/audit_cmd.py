@@ -6,25 +6,55 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, print_json, signer_paths
+from pathlib import Path
+
+from bot.cli.common import fail, print_json, read_passphrase, signer_paths
 
 app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
 
 
 @app.command("verify")
-def verify(ctx: typer.Context, replay: bool = typer.Option(True, help="Also re-run every decision from its record.")) -> None:
-    """Check every record's hash, order and the tail anchor; exit 1 on any tampering."""
+def verify(
+    ctx: typer.Context,
+    replay: bool = typer.Option(True, help="Also re-run every decision from its record."),
+    passphrase_file: Optional[Path] = typer.Option(
+        None, "--passphrase-file", help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt)."),
+    against_companion: Optional[Path] = typer.Option(
+        None, "--against-companion",
+        help="The companion's witness file (its latest signed checkpoint): a shorter or rewritten log fails."),
+) -> None:
+    """Check every record's MAC, order and the tail anchor; exit 1 on any tampering.
+
+    The chain is keyed by the master key, so this unlocks the keystore with the passphrase."""
+    from signer.keystore import KeystoreError, unlock
     from signer.replay import replay_decisions
+    from signer.store.audit import AuditKeys
     from signer.store.audit import verify as verify_log
     from signer.store.db import connect
 
     paths = signer_paths(ctx)
     if not paths.db.exists():
         fail(f"no signer database at {paths.db}")
+    try:
+        with unlock(paths.home, read_passphrase(passphrase_file)) as master:
+            keys = AuditKeys.derive(master)
+    except KeystoreError as exc:
+        fail(str(exc))
     conn = connect(paths.db, readonly=True)
-    report = verify_log(conn, paths.anchor)
+    report = verify_log(conn, paths.anchor, keys=keys)
     result = {"ok": report.ok, "records": report.records, "problems": report.problems}
-    if replay and report.ok:
+    if against_companion is not None:
+        from signer.audit_witness import WitnessError, check_against
+
+        try:
+            behind = check_against(conn, against_companion)
+        except WitnessError as exc:
+            fail(str(exc))
+        result["companion_checkpoint"] = behind.to_json()
+        if not behind.ok:
+            result["ok"] = False
+            result["problems"] = [*report.problems, *behind.problems]
+    if replay and result["ok"]:
         mismatches = replay_decisions(conn)
         result["replay_mismatches"] = mismatches
         result["ok"] = not mismatches

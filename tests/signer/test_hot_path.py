@@ -22,7 +22,7 @@ from signer.intents import legacy_request_hash
 from signer.protocol import ErrorCode, SignRequestParams
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import FRIEND, InProcessSigner
+from tests.conftest import FRIEND, InProcessSigner, audit_keys
 
 
 def transfer(value: int) -> dict:
@@ -98,7 +98,7 @@ def test_waiting_clients_share_commits_and_a_lone_client_commits_inline(anvil, t
     assert inline16 < units16 // 2
     conn = connect(home.paths.db, readonly=True)
     try:
-        assert audit_store.verify(conn, home.paths.anchor).ok
+        assert audit_store.verify(conn, home.paths.anchor, keys=audit_keys(home.paths)).ok
     finally:
         conn.close()
 

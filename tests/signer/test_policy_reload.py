@@ -16,7 +16,7 @@ from signer.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner
+from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys
 
 pytestmark = pytest.mark.chain
 
@@ -103,7 +103,7 @@ def test_a_tightening_applies_from_the_next_request_and_every_decision_still_rep
     reader = connect(signer.paths.db, readonly=True)
     try:
         assert replay_decisions(reader) == []
-        assert audit_store.verify(reader, signer.paths.anchor).ok
+        assert audit_store.verify(reader, signer.paths.anchor, keys=audit_keys(signer.paths)).ok
     finally:
         reader.close()
 

@@ -1,0 +1,194 @@
+"""Authority-bearing rows are authenticated with keys only the unlocked signer holds.
+
+Whoever can write the signer's files while it is stopped could otherwise grant themselves
+authority: install a loosened policy in `meta`, un-revoke a client or a device, lift the kill
+switch, forge an approval. So every row of the tables below carries a MAC, kept beside it in
+`row_macs`:
+
+  row MAC = HMAC(K_row, "owliabot-row-v1" | table | primary key | every column, typed)
+
+which binds the row's whole content to its identity: a row copied to another key or another
+table does not verify. A MAC per row cannot see a row deleted together with its MAC, so each
+table also keeps a set digest, the XOR of HMAC(K_set, same material) over its rows. Those values
+are stored nowhere else, so nobody without K_set can take a row out of the digest or put one in.
+
+Both keys are derived by HKDF from the master key (`MasterKey.hkdf`), which only a process that
+unlocked the keystore with the passphrase has. SQLite triggers keep the MACs and the digests
+current on every INSERT, UPDATE and DELETE by calling two functions that exist only on a
+connection `RowSealer.install` prepared: any other writer (an `sqlite3` shell, a forgotten code
+path) fails with "no such function" instead of writing an unauthenticated row.
+
+What this does not see: the whole database put back to an earlier copy of itself (every row,
+MAC and digest consistent). The audit log's anchor and the companion's checkpoints catch that
+(signer.store.audit, signer.audit_witness).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from signer.keystore import MasterKey
+
+ROW_PURPOSE = b"owliabot row-mac v1"
+SET_PURPOSE = b"owliabot row-set v1"
+_DOMAIN = b"owliabot-row-v1"
+_ZERO = "0" * 64
+
+# table -> (identity column, the other columns): every column, so no part of a row is unauthenticated.
+PROTECTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "meta": ("key", ("value",)),
+    "clients": ("client_id", ("name", "scope", "token_hash", "created_at", "expires_at", "revoked_at")),
+    "session_keys": ("key_id", ("chain_id", "address", "created_at", "expires_at", "status", "balance_cap",
+                                "sealed", "retired_at")),
+    "devices": ("device_id", ("name", "public_key", "main_address", "capabilities", "created_at", "last_seen",
+                              "revoked_at")),
+    "pairings": ("pairing_id", ("code_hash", "name", "created_at", "expires_at", "used_at", "device_id")),
+    "used_proofs": ("digest", ("ts",)),
+    "approvals": ("request_id", ("seq", "kind", "body", "request_hash", "expires_at", "state", "answered_at",
+                                 "device_id", "answer")),
+    "policy_proposals": ("request_id", ("policy_hash", "text")),
+}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS row_macs(tbl TEXT NOT NULL, pk TEXT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY(tbl, pk));
+CREATE TABLE IF NOT EXISTS table_digests(tbl TEXT PRIMARY KEY, acc TEXT NOT NULL);
+"""
+
+
+class Problem(str, Enum):
+    EDITED = "edited"  # the row's MAC does not match its content
+    ADDED = "added"  # a row with no MAC: written by something without the key
+    DELETED = "deleted"  # a MAC without its row, or the table's digest is short of rows
+    UNSEALED = "unsealed"  # the table has never been sealed (a home from before row MACs)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    table: str
+    pk: str | None
+    problem: Problem
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "pk": self.pk, "problem": self.problem.value}
+
+    def __str__(self) -> str:
+        where = f"{self.table}[{self.pk}]" if self.pk is not None else self.table
+        return f"{where}: {self.problem.value}"
+
+
+def _encode(value: Any) -> bytes:
+    """Typed and length-prefixed: no two different column values share an encoding."""
+    if value is None:
+        return b"n"
+    if isinstance(value, bool) or isinstance(value, int):
+        return b"i" + str(int(value)).encode() + b";"
+    if isinstance(value, float):
+        return b"f" + repr(value).encode() + b";"
+    if isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        return b"s" + str(len(raw)).encode() + b":" + raw
+    raw = bytes(value)
+    return b"b" + str(len(raw)).encode() + b":" + raw
+
+
+def _material(table: str, pk: Any, values: Iterable[Any]) -> bytes:
+    return b"".join([_DOMAIN, _encode(table), _encode(pk), *(_encode(v) for v in values)])
+
+
+class RowSealer:
+    """The two keys and the SQL functions the triggers call. Holds no reference to the master key."""
+
+    def __init__(self, master: MasterKey) -> None:
+        self._row_key = master.hkdf(ROW_PURPOSE)
+        self._set_key = master.hkdf(SET_PURPOSE)
+
+    def row_mac(self, table: str, pk: Any, *values: Any) -> str:
+        return hmac.new(self._row_key, _material(table, pk, values), hashlib.sha256).hexdigest()
+
+    def _set_term(self, table: str, pk: Any, values: Iterable[Any]) -> int:
+        return int.from_bytes(hmac.new(self._set_key, _material(table, pk, values), hashlib.sha256).digest(), "big")
+
+    def fold(self, table: str, acc: str | None, pk: Any, *values: Any) -> str:
+        """XOR one row's term into (or, being its own inverse, out of) the table's digest."""
+        return f"{int(acc or _ZERO, 16) ^ self._set_term(table, pk, values):064x}"
+
+    def install(self, conn: sqlite3.Connection) -> None:
+        """Register the functions and create the tables and triggers (outside any transaction)."""
+        conn.create_function("owlia_row_mac", -1, self.row_mac, deterministic=True)
+        conn.create_function("owlia_fold", -1, self.fold, deterministic=True)
+        from signer import approvals, devices  # their tables must exist before triggers can name them
+
+        conn.executescript(devices.SCHEMA + approvals.SCHEMA + SCHEMA + "".join(_triggers(t) for t in PROTECTED))
+
+    # ---- checking and sealing ---------------------------------------------------------------
+
+    def check(self, conn: sqlite3.Connection) -> list[Finding]:
+        """Every protected row against its MAC, every MAC against its row, every table against its digest."""
+        findings: list[Finding] = []
+        digests = dict(conn.execute("SELECT tbl, acc FROM table_digests").fetchall())
+        for table, (pk_col, cols) in PROTECTED.items():
+            macs = dict(conn.execute("SELECT pk, mac FROM row_macs WHERE tbl=?", (table,)).fetchall())
+            acc, before = 0, len(findings)
+            rows = conn.execute(f"SELECT {pk_col}, {', '.join(cols)} FROM {table}").fetchall()
+            for pk, *values in rows:
+                acc ^= self._set_term(table, pk, values)
+                stored = macs.pop(str(pk), None)
+                if stored is None:
+                    findings.append(Finding(table, str(pk), Problem.ADDED))
+                elif not hmac.compare_digest(stored, self.row_mac(table, pk, *values)):
+                    findings.append(Finding(table, str(pk), Problem.EDITED))
+            findings.extend(Finding(table, pk, Problem.DELETED) for pk in macs)
+            if table not in digests:
+                if rows or macs:
+                    findings.append(Finding(table, None, Problem.UNSEALED))
+            elif len(findings) == before and not hmac.compare_digest(digests[table], f"{acc:064x}"):
+                findings.append(Finding(table, None, Problem.DELETED))  # rows gone together with their MACs
+        return findings
+
+    def seal(self, conn: sqlite3.Connection) -> int:
+        """MAC every protected row as it is now and reset the digests; in the caller's transaction.
+
+        Only for `owlia signer init` (empty tables) and `owlia signer integrity seal`, which the
+        operator runs with the passphrase after reading what `check` reported. Returns rows sealed."""
+        conn.execute("DELETE FROM row_macs")
+        sealed = 0
+        for table, (pk_col, cols) in PROTECTED.items():
+            acc = 0
+            for pk, *values in conn.execute(f"SELECT {pk_col}, {', '.join(cols)} FROM {table}").fetchall():
+                conn.execute("INSERT INTO row_macs(tbl, pk, mac) VALUES(?,?,?)",
+                             (table, str(pk), self.row_mac(table, pk, *values)))
+                acc ^= self._set_term(table, pk, values)
+                sealed += 1
+            conn.execute("INSERT INTO table_digests(tbl, acc) VALUES(?,?) ON CONFLICT(tbl) DO UPDATE SET acc=excluded.acc",
+                         (table, f"{acc:064x}"))
+        return sealed
+
+
+def _triggers(table: str) -> str:
+    pk_col, cols = PROTECTED[table]
+
+    def args(row: str) -> str:
+        return ", ".join([f"'{table}'", f"{row}.{pk_col}", *(f"{row}.{c}" for c in cols)])
+
+    def fold(row: str) -> str:
+        cells = ", ".join([f"{row}.{pk_col}", *(f"{row}.{c}" for c in cols)])
+        return f"UPDATE table_digests SET acc=owlia_fold('{table}', acc, {cells}) WHERE tbl='{table}';"
+
+    def put(row: str) -> str:
+        return (f"INSERT INTO row_macs(tbl, pk, mac) VALUES('{table}', CAST({row}.{pk_col} AS TEXT), "
+                f"owlia_row_mac({args(row)})) ON CONFLICT(tbl, pk) DO UPDATE SET mac=excluded.mac;")
+
+    drop = f"DELETE FROM row_macs WHERE tbl='{table}' AND pk=CAST(OLD.{pk_col} AS TEXT);"
+    return (
+        f"CREATE TRIGGER IF NOT EXISTS {table}_mac_insert AFTER INSERT ON {table} BEGIN {put('NEW')} "
+        f"{fold('NEW')} END;\n"
+        f"CREATE TRIGGER IF NOT EXISTS {table}_mac_update AFTER UPDATE ON {table} BEGIN {drop} {put('NEW')} "
+        f"{fold('OLD')} {fold('NEW')} END;\n"
+        f"CREATE TRIGGER IF NOT EXISTS {table}_mac_delete AFTER DELETE ON {table} BEGIN {drop} {fold('OLD')} END;\n"
+    )
