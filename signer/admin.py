@@ -103,12 +103,12 @@ class SealResult:
     removed: list[str] = field(default_factory=list)
     sealed_rows: int = 0
     legacy_audit_records: int = 0
-    policy_accepted_from_file: str | None = None
+    accepted_policy_hash: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"findings": [f.to_json() for f in self.findings], "removed": self.removed,
                 "sealed_rows": self.sealed_rows, "legacy_audit_records": self.legacy_audit_records,
-                "policy_accepted_from_file": self.policy_accepted_from_file}
+                "accepted_policy_hash": self.accepted_policy_hash}
 
 
 class SealRefused(ValueError):
@@ -152,7 +152,7 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
             assert text is not None and policy is not None
             set_meta(conn, policy_change.ACCEPTED, text)
             conn.execute("DELETE FROM meta WHERE key='policy_hash'")  # the next start records a policy.loaded
-            result.policy_accepted_from_file = policy.policy_hash()
+            result.accepted_policy_hash = policy.policy_hash()
         result.sealed_rows = keys.sealer.seal(conn)
         result.legacy_audit_records = _legacy_prefix(conn, keys)
         if result.legacy_audit_records:
@@ -162,7 +162,7 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
 
     return _audited(paths, passphrase, "integrity.sealed",
                     lambda r: {"removed": r.removed, "sealed_rows": r.sealed_rows,
-                               "policy_accepted_from_file": r.policy_accepted_from_file},
+                               "accepted_policy_hash": r.accepted_policy_hash},
                     action)
 
 

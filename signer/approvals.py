@@ -27,6 +27,7 @@ from signer import records
 from signer.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
 from signer.devices import APPROVAL_DOMAIN, DeviceRegistry, answer_body, signed_message
+from signer.audit_witness import make_checkpoint
 from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
@@ -171,7 +172,9 @@ class Approvals:
             if isinstance(latest, int):
                 mined[str(chain_id)] = latest
         quote = {"main_account": main, "main_nonce": nonces, "main_nonce_mined": mined, "ts": self.clock()}
-        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote)}
+        # The audit log's committed head, signed: the companion keeps the latest and refuses to go back.
+        checkpoint = make_checkpoint(self.identity, *self.engine.audit.committed)
+        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""

@@ -253,6 +253,7 @@ AUDIT_CHECKS: tuple[Check, ...] = (
     Check("OWL-GRP-001", "groups cannot reach sign tools", audit_config.check_group_sign_tools),
     Check("OWL-POL-001", "the policy has limits and bounded approvals", audit_config.check_policy),
     Check("OWL-KEY-001", "session keys within TTL and balance cap", audit_config.check_session_keys),
+    Check("OWL-INT-001", "signer state not edited offline", audit_config.check_signer_integrity),
     Check("OWL-SKILL-001", "a working sandbox backend for skills", check_sandbox),
     Check("OWL-SEC-001", "no secrets in config or logs", check_secrets_in_files),
 )

@@ -164,6 +164,30 @@ def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
                           f"move the excess out, or `owlia signer session-key rotate {key_id}`")
 
 
+def check_signer_integrity(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-INT-001: the signer refused to start over authority-bearing state edited offline."""
+    import sqlite3
+
+    from signer.store.db import connect
+    from signer.store.guard import last_integrity_event
+
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = connect(db, readonly=True)
+        event = last_integrity_event(conn)
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    if event is not None and event["kind"] == "integrity.refused" and not event["signer_started_since"]:
+        findings = event["body"].get("findings", [])
+        yield Finding("OWL-INT-001", CRIT,
+                      f"signer integrity: the signer refused to start: {len(findings)} authority-bearing row(s) "
+                      f"were changed without the master key ({'; '.join(findings[:3])})",
+                      "owlia signer integrity check; then restore signer.db from a backup, or "
+                      "owlia signer integrity seal (removes what fails)")
+
+
 def _balance(url: str, address: str, timeout: float) -> int | None:
     from bot.devchain import rpc
 

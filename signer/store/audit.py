@@ -173,7 +173,8 @@ class AuditLog:
         self._clock = clock
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
-        self.reload()  # the schema is the store's job (db.ensure_schema): executescript would commit
+        self.reload()
+        self.committed: tuple[int, str] = self.head  # what the anchor holds: only committed records  # the schema is the store's job (db.ensure_schema): executescript would commit
 
     def reload(self) -> None:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
@@ -222,7 +223,7 @@ class AuditLog:
         anchor is never fsync'd anyway: after a power cut it may only lag behind the log. The file
         stays open between commits (`close` releases it).
         """
-        seq, head = self._seq, self._hash
+        seq, head = self.committed = self._seq, self._hash
         data = json.dumps({"seq": seq, "hash": head, "mac": self._keys.anchor_mac(seq, head)}).encode()
         data = data.ljust(ANCHOR_BYTES - 1) + b"\n"
         if self._anchor_fd is None:
