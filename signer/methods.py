@@ -5,6 +5,7 @@ Nothing here returns key material: session keys are described by id and address 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -127,6 +128,7 @@ class Methods:
             "policy.validate": Method(Scope.READ, PolicyValidateParams, self.policy_validate),
             "policy.check": Method(Scope.READ, PolicyCheckParams, self.policy_check),
             "audit.tail": Method(Scope.ADMIN, AuditTailParams, self.audit_tail),
+            "audit.verify": Method(Scope.ADMIN, None, self.audit_verify),
         }
 
     # ---- reads ------------------------------------------------------------------------------
@@ -203,6 +205,11 @@ class Methods:
     def audit_tail(self, client: Client, params: AuditTailParams) -> dict[str, Any]:
         entries = audit_store.tail(self.engine.reader, params.n, kind=params.kind)
         return {"entries": [e.to_json() for e in entries]}
+
+    async def audit_verify(self, client: Client, _: None) -> dict[str, Any]:
+        """The keyed chain and the anchor checked by the process that holds their keys, on a thread
+        and a read-only connection of its own: `owlia audit verify` without the passphrase."""
+        return await asyncio.to_thread(self.engine.audit.verify_all)
 
     # ---- admin mutations (idempotent) ---------------------------------------------------------
 

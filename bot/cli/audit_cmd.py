@@ -6,9 +6,10 @@ from typing import Optional
 
 import typer
 
+import os
 from pathlib import Path
 
-from bot.cli.common import fail, print_json, read_passphrase, signer_paths
+from bot.cli.common import fail, print_json, read_passphrase, signer_call, signer_paths
 
 app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
 
@@ -25,8 +26,10 @@ def verify(
 ) -> None:
     """Check every record's MAC, order and the tail anchor; exit 1 on any tampering.
 
-    The chain is keyed by the master key, so this unlocks the keystore with the passphrase."""
-    from signer.keystore import KeystoreError, unlock
+    The chain is keyed by the master key: with no passphrase given (no --passphrase-file, no
+    OWLIA_SIGNER_PASSPHRASE) and the signer running, the daemon checks it (admin token); otherwise
+    this unlocks the keystore with the passphrase (prompting on a terminal)."""
+    from signer.keystore import PASSPHRASE_ENV, KeystoreError, unlock
     from signer.replay import replay_decisions
     from signer.store.audit import AuditKeys
     from signer.store.audit import verify as verify_log
@@ -35,14 +38,17 @@ def verify(
     paths = signer_paths(ctx)
     if not paths.db.exists():
         fail(f"no signer database at {paths.db}")
-    try:
-        with unlock(paths.home, read_passphrase(passphrase_file)) as master:
-            keys = AuditKeys.derive(master)
-    except KeystoreError as exc:
-        fail(str(exc))
     conn = connect(paths.db, readonly=True)
-    report = verify_log(conn, paths.anchor, keys=keys)
-    result = {"ok": report.ok, "records": report.records, "problems": report.problems}
+    if passphrase_file is None and not os.environ.get(PASSPHRASE_ENV) and _daemon_reachable(paths):
+        report = signer_call(ctx, "audit.verify", admin=True)  # the running daemon holds the keys
+    else:
+        try:
+            with unlock(paths.home, read_passphrase(passphrase_file)) as master:
+                keys = AuditKeys.derive(master)
+        except KeystoreError as exc:
+            fail(str(exc))
+        report = verify_log(conn, paths.anchor, keys=keys).to_json()
+    result = {"ok": report["ok"], "records": report["records"], "problems": report["problems"]}
     if against_companion is not None:
         from signer.audit_witness import WitnessError, check_against
 
@@ -53,7 +59,7 @@ def verify(
         result["companion_checkpoint"] = behind.to_json()
         if not behind.ok:
             result["ok"] = False
-            result["problems"] = [*report.problems, *behind.problems]
+            result["problems"] = [*report["problems"], *behind.problems]
     if replay and result["ok"]:
         mismatches = replay_decisions(conn)
         result["replay_mismatches"] = mismatches
@@ -61,6 +67,10 @@ def verify(
     print_json(result)
     if not result["ok"]:
         raise typer.Exit(1)
+
+
+def _daemon_reachable(paths) -> bool:
+    return paths.socket.exists() and paths.admin_token.exists() and os.access(paths.admin_token, os.R_OK)
 
 
 @app.command("tail")

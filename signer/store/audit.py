@@ -168,8 +168,11 @@ class AuditLog:
 
     def __init__(self, conn: sqlite3.Connection, anchor_path: Path, clock: Callable[[], float] = time.time, *,
                  keys: AuditKeys) -> None:
+        from signer.store.checkpoint import database_file
+
         self._conn = conn
         self._keys = keys
+        self._db_path = database_file(conn)  # read here, on the thread that owns the connection
         self._clock = clock
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
@@ -230,6 +233,19 @@ class AuditLog:
             self._anchor_fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                                       0o600)
         os.pwrite(self._anchor_fd, data, 0)
+
+    def verify_all(self) -> dict[str, Any]:
+        """`verify` over the whole database this log writes to, on a fresh read-only connection (any thread)."""
+        from signer.store.db import connect
+
+        path = self._db_path
+        if path is None:
+            raise ValueError("the audit log is not in a database file")
+        conn = connect(path, readonly=True)
+        try:
+            return verify(conn, self._anchor_path, keys=self._keys).to_json()
+        finally:
+            conn.close()
 
     def close(self) -> None:
         if self._anchor_fd is not None:

@@ -169,3 +169,19 @@ def test_verify_needs_the_passphrase(witnessed):
     wrong.chmod(0o600)
     done = stack.owlia("audit", "verify", "--passphrase-file", str(wrong), env=env)
     assert done.returncode == 1 and "wrong passphrase" in done.stderr
+
+
+def test_verify_asks_the_running_daemon_when_no_passphrase_is_given(witnessed):
+    stack, _, _, _ = witnessed
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OWLIA_SIGNER_PASSPHRASE"}
+    stack.start()
+    try:
+        done = stack.owlia("audit", "verify", env=env)
+        assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True, done.stderr
+        conn, rows = _rows(stack)  # edited under the running daemon's feet
+        conn.execute("UPDATE audit SET body=? WHERE seq=2", (rows[1][3].replace("}", ',"x":1}', 1),))
+        conn.close()
+        done = stack.owlia("audit", "verify", env=env)
+        assert done.returncode == 1 and any("record 2" in p for p in json.loads(done.stdout)["problems"])
+    finally:
+        stack.stop()
