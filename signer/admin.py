@@ -32,7 +32,8 @@ from signer.protocol import Scope
 from signer.store.audit import KEYED_KIND, AuditLog
 from signer.store.db import set_meta
 from signer.store.guard import Unlocked
-from signer.store.integrity import PROTECTED, Finding, Problem
+from signer.store.integrity import Finding, Problem
+from signer.store.integrity import pk_sql
 
 T = TypeVar("T")
 
@@ -122,8 +123,9 @@ _KILL_SWITCH_KEYS = frozenset({"frozen", "freeze_id"})
 def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool = False) -> SealResult:
     """The operator's answer to what the daemon refused (and the upgrade of a home from before row MACs).
 
-    Rows that fail are removed, so they grant nothing: a client, device, session key, pairing or
-    approval edited or added offline is gone. The saved clock is dropped (the daemon resumes from
+    Rows that fail are removed, so they grant nothing: a client, device, session key, pairing,
+    approval, request, spend or recipient edited or added offline is gone (a spend deleted offline
+    cannot be put back: restoring a backup is the better answer then). The saved clock is dropped (the daemon resumes from
     its records). A kill-switch flag that fails leaves the signer frozen: only the companion lifts
     it. A policy in force that fails, or a `meta` table short of rows, is refused unless the
     operator names the policy file as the policy in force (`accept_policy_file`): nothing else here
@@ -143,8 +145,7 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
                 continue
             if finding.table == "meta" and finding.pk in _KILL_SWITCH_KEYS:
                 continue  # rewritten below: frozen
-            pk_col = PROTECTED[finding.table][0]
-            conn.execute(f"DELETE FROM {finding.table} WHERE CAST({pk_col} AS TEXT)=?", (finding.pk,))
+            conn.execute(f"DELETE FROM {finding.table} WHERE CAST({pk_sql(finding.table)} AS TEXT)=?", (finding.pk,))
             result.removed.append(str(finding))
         if failing_meta & _KILL_SWITCH_KEYS or None in failing_meta:
             set_meta(conn, "frozen", "1")  # fail closed: the companion's unfreeze is the way back

@@ -40,7 +40,8 @@ SET_PURPOSE = b"owliabot row-set v1"
 _DOMAIN = b"owliabot-row-v1"
 _ZERO = "0" * 64
 
-# table -> (identity column, the other columns): every column, so no part of a row is unauthenticated.
+# table -> (identity, the other columns): every column, so no part of a row is unauthenticated. The
+# identity is one column, or for a composite key its columns joined by ':' (as SQL, `pk_sql`).
 PROTECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "meta": ("key", ("value",)),
     "clients": ("client_id", ("name", "scope", "token_hash", "created_at", "expires_at", "revoked_at")),
@@ -53,7 +54,19 @@ PROTECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "approvals": ("request_id", ("seq", "kind", "body", "request_hash", "expires_at", "state", "answered_at",
                                  "device_id", "answer")),
     "policy_proposals": ("request_id", ("policy_hash", "text")),
+    # The spend ledger and the address book grant authority by what they lack: a spend or a request
+    # deleted offline is room under a limit, a recipient added offline skips `recipient.new`.
+    "requests": ("request_id", ("client_id", "idempotency_key", "kind", "request_hash", "created_at", "status",
+                                "outcome", "chain_id", "tx_hash", "raw_tx", "expires_at")),
+    "spends": ("id", ("request_id", "chain_id", "asset", "amount", "usd_micros", "ts", "state")),
+    "recipients": ("chain_id:address", ("first_seen", "request_id")),
 }
+
+
+def pk_sql(table: str, row: str = "") -> str:
+    """The identity as an SQL expression over `row` (NEW., OLD., or the table itself)."""
+    prefix = f"{row}." if row else ""
+    return " || ':' || ".join(f"{prefix}{c}" for c in PROTECTED[table][0].split(":"))
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS row_macs(tbl TEXT NOT NULL, pk TEXT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY(tbl, pk));
@@ -132,10 +145,10 @@ class RowSealer:
         """Every protected row against its MAC, every MAC against its row, every table against its digest."""
         findings: list[Finding] = []
         digests = dict(conn.execute("SELECT tbl, acc FROM table_digests").fetchall())
-        for table, (pk_col, cols) in PROTECTED.items():
+        for table, (_, cols) in PROTECTED.items():
             macs = dict(conn.execute("SELECT pk, mac FROM row_macs WHERE tbl=?", (table,)).fetchall())
             acc, before = 0, len(findings)
-            rows = conn.execute(f"SELECT {pk_col}, {', '.join(cols)} FROM {table}").fetchall()
+            rows = conn.execute(f"SELECT {pk_sql(table)}, {', '.join(cols)} FROM {table}").fetchall()
             for pk, *values in rows:
                 acc ^= self._set_term(table, pk, values)
                 stored = macs.pop(str(pk), None)
@@ -158,9 +171,9 @@ class RowSealer:
         operator runs with the passphrase after reading what `check` reported. Returns rows sealed."""
         conn.execute("DELETE FROM row_macs")
         sealed = 0
-        for table, (pk_col, cols) in PROTECTED.items():
+        for table, (_, cols) in PROTECTED.items():
             acc = 0
-            for pk, *values in conn.execute(f"SELECT {pk_col}, {', '.join(cols)} FROM {table}").fetchall():
+            for pk, *values in conn.execute(f"SELECT {pk_sql(table)}, {', '.join(cols)} FROM {table}").fetchall():
                 conn.execute("INSERT INTO row_macs(tbl, pk, mac) VALUES(?,?,?)",
                              (table, str(pk), self.row_mac(table, pk, *values)))
                 acc ^= self._set_term(table, pk, values)
@@ -171,20 +184,19 @@ class RowSealer:
 
 
 def _triggers(table: str) -> str:
-    pk_col, cols = PROTECTED[table]
+    _, cols = PROTECTED[table]
 
-    def args(row: str) -> str:
-        return ", ".join([f"'{table}'", f"{row}.{pk_col}", *(f"{row}.{c}" for c in cols)])
+    def cells(row: str) -> str:
+        return ", ".join([pk_sql(table, row), *(f"{row}.{c}" for c in cols)])
 
     def fold(row: str) -> str:
-        cells = ", ".join([f"{row}.{pk_col}", *(f"{row}.{c}" for c in cols)])
-        return f"UPDATE table_digests SET acc=owlia_fold('{table}', acc, {cells}) WHERE tbl='{table}';"
+        return f"UPDATE table_digests SET acc=owlia_fold('{table}', acc, {cells(row)}) WHERE tbl='{table}';"
 
     def put(row: str) -> str:
-        return (f"INSERT INTO row_macs(tbl, pk, mac) VALUES('{table}', CAST({row}.{pk_col} AS TEXT), "
-                f"owlia_row_mac({args(row)})) ON CONFLICT(tbl, pk) DO UPDATE SET mac=excluded.mac;")
+        return (f"INSERT INTO row_macs(tbl, pk, mac) VALUES('{table}', CAST({pk_sql(table, row)} AS TEXT), "
+                f"owlia_row_mac('{table}', {cells(row)})) ON CONFLICT(tbl, pk) DO UPDATE SET mac=excluded.mac;")
 
-    drop = f"DELETE FROM row_macs WHERE tbl='{table}' AND pk=CAST(OLD.{pk_col} AS TEXT);"
+    drop = f"DELETE FROM row_macs WHERE tbl='{table}' AND pk=CAST({pk_sql(table, 'OLD')} AS TEXT);"
     return (
         f"CREATE TRIGGER IF NOT EXISTS {table}_mac_insert AFTER INSERT ON {table} BEGIN {put('NEW')} "
         f"{fold('NEW')} END;\n"

@@ -52,6 +52,11 @@ def pristine(tmp_path_factory, anvil):
     conn.execute("INSERT INTO pairings VALUES('pair_1', ?, 'phone', ?, ?, ?, 'dev_1')", ("cc" * 32, now, now + 600, now))
     conn.execute("INSERT INTO used_proofs VALUES(?, ?)", ("dd" * 32, now))
     conn.execute("INSERT INTO meta(key, value) VALUES('frozen', '1'), ('freeze_id', 'frz_1')")
+    conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status)"
+                 " VALUES('req_spent', 'c', 'k1', 'sign', 'h', ?, 'mined')", (now,))
+    conn.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
+                 " VALUES('req_spent', 31337, 'native', '40000000000000000', ?, 'committed')", (now,))
+    conn.execute("INSERT INTO recipients VALUES(31337, ?, ?, 'req_spent')", ("0x" + "44" * 20, now))
     conn.close()
     copy = root / "pristine"
     shutil.copytree(stack.paths.home, copy)
@@ -125,6 +130,12 @@ CASES: dict[str, tuple[list[str], str]] = {
     ], "used_proofs: deleted"),
     "pending approval approved offline": (["UPDATE approvals SET state='approved'"], "approvals["),
     "proposal text swapped": (["UPDATE policy_proposals SET text=text || ' '"], "policy_proposals["),
+    "spend deleted to make room under the window": (["DELETE FROM spends"], "spends["),
+    "spend released offline": (["UPDATE spends SET state='released'"], "spends["),
+    "spend and its MAC deleted": (["DELETE FROM spends", "DELETE FROM row_macs WHERE tbl='spends'"], "spends: deleted"),
+    "request deleted to make room under the rate limit": (["DELETE FROM requests"], "requests[req_spent]: deleted"),
+    "attacker address added to the known recipients": ([
+        f"INSERT INTO recipients VALUES(31337, '0x{'66' * 20}', 0, 'req_spent')"], "recipients[31337:0x6666"),
     "MACs dropped to pass for a home from before row MACs": ([
         "DELETE FROM row_macs", "DELETE FROM table_digests",
     ], "unsealed"),

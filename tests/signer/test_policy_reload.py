@@ -16,7 +16,7 @@ from signer.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys
+from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys, signer_db
 
 pytestmark = pytest.mark.chain
 
@@ -155,7 +155,7 @@ def test_a_new_longer_window_counts_spends_older_than_any_window_loaded_so_far(s
     day_only = BASE.replace('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {24h: "0.05"}')
     with_week = BASE.replace('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {24h: "0.05", 7d: "0.16"}')
     signer.paths.policy.write_text(day_only)
-    db = sqlite3.connect(signer.paths.db)
+    db = signer_db(signer.paths)  # a spend from before any window loaded so far, as the signer wrote it
     db.execute("INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state)"
                " VALUES('req_old', 31337, 'native', ?, NULL, ?, 'committed')", (str(15 * CENT), time.time() - 3 * 86400))
     db.commit()

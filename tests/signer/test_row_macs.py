@@ -11,17 +11,29 @@ from signer.keystore import MasterKey
 from signer.store.db import SCHEMA as BASE_SCHEMA
 from signer.store.integrity import PROTECTED, Problem, RowSealer
 
-ROW = {  # one plausible row per table, every column set (pk first, then PROTECTED's order)
-    "meta": ("policy_text", "version: 1\nassets: []\n"),
-    "clients": ("0123456789ab", "bot", "sign", "ab" * 32, 1000.5, 2000.25, None),
-    "session_keys": ("sk_1", 31337, "0x" + "12" * 20, 1000.0, 9000.0, "active", "100000", b"\x01\x02sealed", None),
-    "devices": ("dev_1", "phone", "bb" * 32, "0x" + "11" * 20, '["approve"]', 1000.0, 1001.0, None),
-    "pairings": ("pair_1", "cc" * 32, "phone", 1000.0, 1600.0, None, None),
-    "used_proofs": ("dd" * 32, 1000.0),
-    "approvals": ("req_1", 1, "sign", '{"tx": 1}', "ee" * 32, 2000.0, "open", None, None, None),
-    "policy_proposals": ("req_2", "ff" * 32, "version: 1\n"),
+ROW: dict[str, dict] = {  # one plausible row per table, every column set
+    "meta": {"key": "policy_text", "value": "version: 1\nassets: []\n"},
+    "clients": {"client_id": "0123456789ab", "name": "bot", "scope": "sign", "token_hash": "ab" * 32,
+                "created_at": 1000.5, "expires_at": 2000.25, "revoked_at": None},
+    "session_keys": {"key_id": "sk_1", "chain_id": 31337, "address": "0x" + "12" * 20, "created_at": 1000.0,
+                     "expires_at": 9000.0, "status": "active", "balance_cap": "100000", "sealed": b"\x01\x02sealed",
+                     "retired_at": None},
+    "devices": {"device_id": "dev_1", "name": "phone", "public_key": "bb" * 32, "main_address": "0x" + "11" * 20,
+                "capabilities": '["approve"]', "created_at": 1000.0, "last_seen": 1001.0, "revoked_at": None},
+    "pairings": {"pairing_id": "pair_1", "code_hash": "cc" * 32, "name": "phone", "created_at": 1000.0,
+                 "expires_at": 1600.0, "used_at": None, "device_id": None},
+    "used_proofs": {"digest": "dd" * 32, "ts": 1000.0},
+    "approvals": {"seq": 1, "request_id": "req_1", "kind": "sign", "body": '{"tx": 1}', "request_hash": "ee" * 32,
+                  "expires_at": 2000.0, "state": "open", "answered_at": None, "device_id": None, "answer": None},
+    "policy_proposals": {"request_id": "req_2", "policy_hash": "ff" * 32, "text": "version: 1\n"},
+    "requests": {"request_id": "req_1", "client_id": "0123456789ab", "idempotency_key": "k1", "kind": "sign",
+                 "request_hash": "ab" * 32, "created_at": 1000.0, "status": "signed", "outcome": "{}",
+                 "chain_id": 31337, "tx_hash": "0x" + "cd" * 32, "raw_tx": b"\x02raw", "expires_at": None},
+    "spends": {"id": 1, "request_id": "req_1", "chain_id": 31337, "asset": "native", "amount": "10000",
+               "usd_micros": None, "ts": 1000.0, "state": "committed"},
+    "recipients": {"chain_id": 31337, "address": "0x" + "33" * 20, "first_seen": 1000.0, "request_id": "req_1"},
 }
-COLUMNS = [(t, i) for t, (_, cols) in PROTECTED.items() for i in range(1 + len(cols))]
+COLUMNS = [(t, c) for t, row in ROW.items() for c in row]
 
 
 def sealed_store(key: bytes = bytes(32)) -> tuple[sqlite3.Connection, RowSealer]:
@@ -30,10 +42,8 @@ def sealed_store(key: bytes = bytes(32)) -> tuple[sqlite3.Connection, RowSealer]
     sealer = RowSealer(MasterKey(bytearray(key)))
     sealer.install(conn)
     sealer.seal(conn)
-    for table, values in ROW.items():
-        pk, cols = PROTECTED[table]
-        names = ", ".join((pk, *cols))
-        conn.execute(f"INSERT INTO {table}({names}) VALUES({', '.join('?' * len(values))})", values)
+    for table, row in ROW.items():
+        conn.execute(f"INSERT INTO {table}({', '.join(row)}) VALUES({', '.join('?' * len(row))})", tuple(row.values()))
     return conn, sealer
 
 
@@ -63,16 +73,14 @@ def test_the_store_as_the_signer_wrote_it_checks_clean():
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(COLUMNS), st.integers(0, 254), st.integers(0, 10_000))
 def test_any_single_change_to_any_row_is_detected(column, byte, index):
-    table, position = column
+    table, name = column
     conn, sealer = sealed_store()
-    pk_col, cols = PROTECTED[table]
-    names = (pk_col, *cols)
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
-        conn.execute(f"DROP TRIGGER {name}")  # the offline editor cannot call the MAC functions
-    new = _changed(ROW[table][position], byte, index)
-    conn.execute(f"UPDATE {table} SET {names[position]}=?", (new,))
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")  # the offline editor cannot call the MAC functions
+    new = _changed(ROW[table][name], byte, index)
+    conn.execute(f"UPDATE {table} SET {name}=?", (new,))
     findings = sealer.check(conn)
-    assert any(f.table == table for f in findings), (table, names[position], new)
+    assert any(f.table == table for f in findings), (table, name, new)
 
 
 @settings(max_examples=50, deadline=None)
@@ -90,7 +98,7 @@ def test_a_row_deleted_with_its_mac_is_detected(table):
 @given(st.sampled_from(sorted(PROTECTED)), st.sampled_from(sorted(PROTECTED)))
 def test_a_row_and_its_mac_moved_to_another_table_or_key_do_not_verify(source, target):
     _, sealer = sealed_store()
-    pk, *values = ROW[source]
+    pk, *values = [str(v) for v in ROW[source].values()]
     mac = sealer.row_mac(source, pk, *values)
     assert mac != sealer.row_mac(target, pk + "x", *values)  # another key
     if source != target:
