@@ -32,7 +32,7 @@ from signer.protocol import Scope
 from signer.store.audit import KEYED_KIND, AuditLog
 from signer.store.db import set_meta
 from signer.store.guard import Unlocked
-from signer.store.integrity import Finding, Problem
+from signer.store.integrity import DIGEST_ONLY, Finding, Problem
 from signer.store.integrity import pk_sql
 
 T = TypeVar("T")
@@ -120,12 +120,13 @@ _POLICY_KEYS = frozenset({policy_change.ACCEPTED, "policy_hash"})
 _KILL_SWITCH_KEYS = frozenset({"frozen", "freeze_id"})
 
 
-def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool = False) -> SealResult:
+def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool = False,
+         accept_ledger: bool = False) -> SealResult:
     """The operator's answer to what the daemon refused (and the upgrade of a home from before row MACs).
 
     Rows that fail are removed, so they grant nothing: a client, device, session key, pairing,
-    approval, request, spend or recipient edited or added offline is gone (a spend deleted offline
-    cannot be put back: restoring a backup is the better answer then). The saved clock is dropped (the daemon resumes from
+    approval or recipient edited or added offline is gone. A changed spend ledger (kept by its digest
+    alone) is refused unless `accept_ledger`: it cannot be repaired row by row. The saved clock is dropped (the daemon resumes from
     its records). A kill-switch flag that fails leaves the signer frozen: only the companion lifts
     it. A policy in force that fails, or a `meta` table short of rows, is refused unless the
     operator names the policy file as the policy in force (`accept_policy_file`): nothing else here
@@ -135,7 +136,14 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
 
     def action(conn: sqlite3.Connection, now: float, keys: Unlocked) -> SealResult:
         result = SealResult(keys.sealer.check(conn))
-        failing_meta = {f.pk for f in result.findings if f.table == "meta"}
+        # An unsealed table (an upgrade) is sealed as it is: the operator running this is the authority.
+        failing_meta = {f.pk for f in result.findings if f.table == "meta" and f.problem is not Problem.UNSEALED}
+        ledger = sorted({f.table for f in result.findings if f.table in DIGEST_ONLY and f.problem is Problem.CHANGED})
+        if ledger and not accept_ledger:
+            raise SealRefused(f"the spend ledger ({', '.join(ledger)}) was changed without the master key and cannot "
+                              "be repaired row by row; nothing was changed. Restore signer.db from a backup, or "
+                              "accept the ledger as it is with --accept-ledger (check `owlia audit verify` first: "
+                              "the keyed audit log records every spend)")
         if (failing_meta & _POLICY_KEYS or None in failing_meta) and not accept_policy_file:
             raise SealRefused("the policy in force (or a row of `meta`) fails authentication; nothing was changed. "
                               "Put the policy you want in force in policy.yaml and run again with "

@@ -196,6 +196,7 @@ def integrity_seal(
     ctx: typer.Context,
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
     accept_policy_file: bool = typer.Option(False, help="The policy in force failed: install policy.yaml as it."),
+    accept_ledger: bool = typer.Option(False, help="The spend ledger failed: accept it as it is (else restore a backup)."),
 ) -> None:
     """After a review (`integrity check`), with the signer stopped: remove the rows that fail, seal the rest.
 
@@ -208,7 +209,8 @@ def integrity_seal(
     if paths.socket.exists():
         fail(f"{paths.socket} exists: stop the signer first (`owlia signer integrity seal` runs on a stopped signer)")
     try:
-        result = seal(paths, passphrase=read_passphrase(passphrase_file), accept_policy_file=accept_policy_file)
+        result = seal(paths, passphrase=read_passphrase(passphrase_file), accept_policy_file=accept_policy_file,
+                      accept_ledger=accept_ledger)
     except (FileNotFoundError, KeystoreError, SealRefused, PolicyError) as exc:
         fail(str(exc))
     print_json(result.to_json())

@@ -5,7 +5,7 @@ authority: install a loosened policy in `meta`, un-revoke a client or a device, 
 switch, forge an approval. So every row of the tables below carries a MAC, kept beside it in
 `row_macs`:
 
-  row MAC = HMAC(K_row, "owliabot-row-v1" | table | primary key | every column, typed)
+  row MAC = HMAC(K_row, "owliabot-row-v1" | repr((table, primary key, every column)))
 
 which binds the row's whole content to its identity: a row copied to another key or another
 table does not verify. A MAC per row cannot see a row deleted together with its MAC, so each
@@ -25,7 +25,6 @@ MAC and digest consistent). The audit log's anchor and the companion's checkpoin
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import sqlite3
 from collections.abc import Iterable
@@ -61,6 +60,10 @@ PROTECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "spends": ("id", ("request_id", "chain_id", "asset", "amount", "usd_micros", "ts", "state")),
     "recipients": ("chain_id:address", ("first_seen", "request_id")),
 }
+# Written on every Tier 2 request, so kept by the table digest alone (one HMAC per row written, none
+# stored per row): any change is seen, but not which row; the way back is a backup, or the operator
+# accepting the ledger as it is (`owlia signer integrity seal --accept-ledger`).
+DIGEST_ONLY = frozenset({"requests", "spends"})
 
 
 def pk_sql(table: str, row: str = "") -> str:
@@ -79,6 +82,7 @@ class Problem(str, Enum):
     ADDED = "added"  # a row with no MAC: written by something without the key
     DELETED = "deleted"  # a MAC without its row, or the table's digest is short of rows
     UNSEALED = "unsealed"  # the table has never been sealed (a home from before row MACs)
+    CHANGED = "changed"  # a digest-only table: some row was edited, added or deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,23 +99,11 @@ class Finding:
         return f"{where}: {self.problem.value}"
 
 
-def _encode(value: Any) -> bytes:
-    """Typed and length-prefixed: no two different column values share an encoding."""
-    if value is None:
-        return b"n"
-    if isinstance(value, bool) or isinstance(value, int):
-        return b"i" + str(int(value)).encode() + b";"
-    if isinstance(value, float):
-        return b"f" + repr(value).encode() + b";"
-    if isinstance(value, str):
-        raw = value.encode("utf-8", "surrogatepass")
-        return b"s" + str(len(raw)).encode() + b":" + raw
-    raw = bytes(value)
-    return b"b" + str(len(raw)).encode() + b":" + raw
-
-
 def _material(table: str, pk: Any, values: Iterable[Any]) -> bytes:
-    return b"".join([_DOMAIN, _encode(table), _encode(pk), *(_encode(v) for v in values)])
+    """`repr` of the typed tuple: unambiguous for the values SQLite hands back (None, int, float, str,
+    bytes: 1, 1.0, '1' and b'1' all differ; strings are quoted and escaped, floats round-trip) and
+    computed in C, which matters on the signing path (each request writes a few protected rows)."""
+    return _DOMAIN + repr((table, pk, *values)).encode("utf-8", "surrogatepass")
 
 
 class RowSealer:
@@ -122,10 +114,10 @@ class RowSealer:
         self._set_key = master.hkdf(SET_PURPOSE)
 
     def row_mac(self, table: str, pk: Any, *values: Any) -> str:
-        return hmac.new(self._row_key, _material(table, pk, values), hashlib.sha256).hexdigest()
+        return hmac.digest(self._row_key, _material(table, pk, values), "sha256").hex()
 
     def _set_term(self, table: str, pk: Any, values: Iterable[Any]) -> int:
-        return int.from_bytes(hmac.new(self._set_key, _material(table, pk, values), hashlib.sha256).digest(), "big")
+        return int.from_bytes(hmac.digest(self._set_key, _material(table, pk, values), "sha256"), "big")
 
     def fold(self, table: str, acc: str | None, pk: Any, *values: Any) -> str:
         """XOR one row's term into (or, being its own inverse, out of) the table's digest."""
@@ -149,19 +141,23 @@ class RowSealer:
             macs = dict(conn.execute("SELECT pk, mac FROM row_macs WHERE tbl=?", (table,)).fetchall())
             acc, before = 0, len(findings)
             rows = conn.execute(f"SELECT {pk_sql(table)}, {', '.join(cols)} FROM {table}").fetchall()
+            if table not in digests:  # never sealed: every row would fail alike; one finding says it
+                if rows or macs:
+                    findings.append(Finding(table, None, Problem.UNSEALED))
+                continue
             for pk, *values in rows:
                 acc ^= self._set_term(table, pk, values)
+                if table in DIGEST_ONLY:
+                    continue
                 stored = macs.pop(str(pk), None)
                 if stored is None:
                     findings.append(Finding(table, str(pk), Problem.ADDED))
                 elif not hmac.compare_digest(stored, self.row_mac(table, pk, *values)):
                     findings.append(Finding(table, str(pk), Problem.EDITED))
             findings.extend(Finding(table, pk, Problem.DELETED) for pk in macs)
-            if table not in digests:
-                if rows or macs:
-                    findings.append(Finding(table, None, Problem.UNSEALED))
-            elif len(findings) == before and not hmac.compare_digest(digests[table], f"{acc:064x}"):
-                findings.append(Finding(table, None, Problem.DELETED))  # rows gone together with their MACs
+            if len(findings) == before and not hmac.compare_digest(digests[table], f"{acc:064x}"):
+                # rows gone together with their MACs, or any change at all to a digest-only table
+                findings.append(Finding(table, None, Problem.CHANGED if table in DIGEST_ONLY else Problem.DELETED))
         return findings
 
     def seal(self, conn: sqlite3.Connection) -> int:
@@ -174,8 +170,9 @@ class RowSealer:
         for table, (_, cols) in PROTECTED.items():
             acc = 0
             for pk, *values in conn.execute(f"SELECT {pk_sql(table)}, {', '.join(cols)} FROM {table}").fetchall():
-                conn.execute("INSERT INTO row_macs(tbl, pk, mac) VALUES(?,?,?)",
-                             (table, str(pk), self.row_mac(table, pk, *values)))
+                if table not in DIGEST_ONLY:
+                    conn.execute("INSERT INTO row_macs(tbl, pk, mac) VALUES(?,?,?)",
+                                 (table, str(pk), self.row_mac(table, pk, *values)))
                 acc ^= self._set_term(table, pk, values)
                 sealed += 1
             conn.execute("INSERT INTO table_digests(tbl, acc) VALUES(?,?) ON CONFLICT(tbl) DO UPDATE SET acc=excluded.acc",
@@ -197,6 +194,14 @@ def _triggers(table: str) -> str:
                 f"owlia_row_mac('{table}', {cells(row)})) ON CONFLICT(tbl, pk) DO UPDATE SET mac=excluded.mac;")
 
     drop = f"DELETE FROM row_macs WHERE tbl='{table}' AND pk=CAST({pk_sql(table, 'OLD')} AS TEXT);"
+    if table in DIGEST_ONLY:  # one statement per write: the old row's term out, the new one's in
+        return (
+            f"CREATE TRIGGER IF NOT EXISTS {table}_mac_insert AFTER INSERT ON {table} BEGIN {fold('NEW')} END;\n"
+            f"CREATE TRIGGER IF NOT EXISTS {table}_mac_update AFTER UPDATE ON {table} BEGIN UPDATE table_digests "
+            f"SET acc=owlia_fold('{table}', owlia_fold('{table}', acc, {cells('OLD')}), {cells('NEW')}) "
+            f"WHERE tbl='{table}'; END;\n"
+            f"CREATE TRIGGER IF NOT EXISTS {table}_mac_delete AFTER DELETE ON {table} BEGIN {fold('OLD')} END;\n"
+        )
     return (
         f"CREATE TRIGGER IF NOT EXISTS {table}_mac_insert AFTER INSERT ON {table} BEGIN {put('NEW')} "
         f"{fold('NEW')} END;\n"
