@@ -81,6 +81,8 @@ class Witness:
                                                   "or rewritten)"])
             if cp["seq"] == held["seq"] and cp["head"] != held["head"]:
                 return Verdict(False, cp["seq"], [f"record {cp['seq']} changed since the companion saw it (rewritten)"])
+            if cp["seq"] == held["seq"]:
+                return Verdict(True, cp["seq"])  # nothing new
         write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "signer_sig")}).encode())
         return Verdict(True, cp["seq"])
 
@@ -88,8 +90,9 @@ class Witness:
 def check_against(conn: sqlite3.Connection, witness_path: Path) -> Verdict:
     """The log on disk still holds the record the companion last saw, with the same hash.
 
-    The witness file's signature is not checked here (the CLI may not hold the signer key's public
-    half); what matters is the (seq, head) pair, which only the signer could have produced."""
+    The file is the companion's copy, which the companion only stored after checking the signer's
+    signature; it is read here as given. A doctored copy can only raise a false alarm against an
+    intact log, or hide a rollback from someone who controls the companion's files as well."""
     try:
         data = json.loads(Path(witness_path).read_text())
         seq, head = int(data["seq"]), str(data["head"])
