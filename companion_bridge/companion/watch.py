@@ -83,6 +83,14 @@ class Watch:
             self._warn(f"WARNING: {exc}")
         return quote
 
+    async def witness_now(self) -> None:
+        """Ask for the signer's state for its audit checkpoint alone (at connect, in the background:
+        `check` asks only while the journal has entries to settle). A silent bridge only delays it."""
+        try:
+            self.settle(await self._call("approvals.state", timeout=QUOTE_TIMEOUT))
+        except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
+            pass
+
     def witness_checkpoint(self, state: Any) -> None:
         """Keep the signer's latest signed audit checkpoint; warn (and keep the one held) if it goes back."""
         key = self.wallet.state.get("signer_key")

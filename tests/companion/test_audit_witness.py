@@ -38,8 +38,12 @@ def cut_tail_as_key_holder(tier1: Tier1, records: int) -> None:
 
 def test_the_companion_reports_a_log_that_went_back(tier1: Tier1):
     async def first_look() -> Companion:
-        companion = await tier1.paired()
-        companion.watch.settle(await companion.call("approvals.state"))
+        companion = await tier1.paired()  # connecting asks for the signer's state in the background
+        witness = companion.wallet.home / WITNESS_FILE
+        for _ in range(100):
+            if witness.exists():
+                break
+            await asyncio.sleep(0.05)
         await companion.close()
         return companion
 
