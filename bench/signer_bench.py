@@ -218,7 +218,7 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
         passfile = work / "pass"
         passfile.write_bytes(PASSPHRASE)
         passfile.chmod(0o600)
-        token = issue_client(paths, "bench", Scope.SIGN)[1]
+        token = issue_client(paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
         profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
         proc = subprocess.Popen([sys.executable, *profiler, "-m", "bot.cli", "--home", str(home), "signer", "serve",
                                  "--passphrase-file", str(passfile)], cwd=ROOT,

@@ -26,6 +26,7 @@ from policies.decision import Decision, Finding, Outcome
 from signer import records
 from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
+from signer.audit_witness import make_checkpoint
 from signer.devices import DeviceRegistry
 from signer.identity import SignerIdentity
 from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
@@ -173,7 +174,9 @@ class Approvals:
             if isinstance(latest, int):
                 mined[str(chain_id)] = latest
         quote = {"main_account": main, "main_nonce": nonces, "main_nonce_mined": mined, "ts": self.clock()}
-        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote)}
+        # The audit log's committed head, signed: the companion keeps the latest and refuses to go back.
+        checkpoint = make_checkpoint(self.identity, *self.engine.audit.committed)
+        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""

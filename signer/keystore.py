@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from policies.kernel.files import check_private_file, write_private_file
@@ -72,6 +74,12 @@ class MasterKey:
         """A 32-byte key for one purpose (HMAC-SHA256 keyed by the master key): same master, same key."""
         self._cipher()  # refuses once wiped
         return bytearray(hmac.new(bytes(self._key), label, hashlib.sha256).digest())
+
+    def hkdf(self, purpose: bytes) -> bytes:
+        """A 32-byte key for one purpose, HKDF-SHA256 with `purpose` as its info: a key derived for
+        one purpose (the row MACs, the audit chain, the anchor) says nothing about another."""
+        self._cipher()  # refuses once wiped
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"owliabot-master-v1", info=purpose).derive(bytes(self._key))
 
     def zeroize(self) -> None:
         zeroize(self._key)

@@ -5,6 +5,7 @@ Nothing here returns key material: session keys are described by id and address 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -135,6 +136,7 @@ class Methods:
             "tier3.grant": Method(Scope.ADMIN, Tier3GrantParams, self.tier3_grant),
             "tier3.revoke": Method(Scope.ADMIN, Tier3RevokeParams, self.tier3_revoke),
             "tier3.status": Method(Scope.READ, None, self.tier3_status),
+            "audit.verify": Method(Scope.ADMIN, None, self.audit_verify),
         }
 
     # ---- reads ------------------------------------------------------------------------------
@@ -224,6 +226,11 @@ class Methods:
     def audit_tail(self, client: Client, params: AuditTailParams) -> dict[str, Any]:
         entries = audit_store.tail(self.engine.reader, params.n, kind=params.kind)
         return {"entries": [e.to_json() for e in entries]}
+
+    async def audit_verify(self, client: Client, _: None) -> dict[str, Any]:
+        """The keyed chain and the anchor checked by the process that holds their keys, on a thread
+        and a read-only connection of its own: `owlia audit verify` without the passphrase."""
+        return await asyncio.to_thread(self.engine.audit.verify_all)
 
     # ---- admin mutations (idempotent) ---------------------------------------------------------
 

@@ -90,9 +90,9 @@ def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
         f"docker compose{profile} up -d signer" + (" anvil" if profile else ""),
         # tee into the existing 0600 file keeps its mode and owner (the bot's uid)
         "docker compose exec -T signer owlia signer client add bot --scope sign"
-        " | sudo tee secrets/signer_token >/dev/null",
+        " --passphrase-file /run/secrets/signer_passphrase | sudo tee secrets/signer_token >/dev/null",
         "docker compose exec -T signer owlia signer client add bridge --scope bridge"
-        " | sudo tee secrets/bridge_token >/dev/null",
+        " --passphrase-file /run/secrets/signer_passphrase | sudo tee secrets/bridge_token >/dev/null",
         "docker compose exec signer owlia signer session-key create",
         "sudoedit secrets/telegram_token   # paste the token @BotFather gave you (the file stays 0600)",
         "docker compose run --rm bot auth setup",

@@ -80,7 +80,7 @@ def install(
         "systemctl daemon-reload && systemctl enable --now owliabot-signer",
         f"sudo -u {bot_user} {layout.python} -m bot.cli --home {layout.bot_home} init",
         f"sudo -u {signer_user} {layout.python} -m bot.cli --home {layout.signer_home} "
-        "signer client add bot --scope sign "
+        f"signer client add bot --scope sign --passphrase-file {layout.passphrase_file} "
         f"| sudo -u {bot_user} sh -c 'umask 077; cat > {layout.bot_home}/secrets/signer.token'",
         "systemctl enable --now owliabot",
         f"{layout.python} -m bot.cli --home {layout.bot_home} security audit --bot-user {bot_user}",

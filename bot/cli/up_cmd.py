@@ -123,7 +123,8 @@ def up(
         _wait_for_socket(paths.socket, signer_proc)
         token_file = secrets_dir / "signer.token"
         if not token_file.exists():
-            out = _signer(home, "client", "add", "bot", "--scope", "sign", "--out", str(token_file))
+            out = _signer(home, "client", "add", "bot", "--scope", "sign", "--out", str(token_file),
+                          "--passphrase-file", str(passfile))
             if out.returncode:
                 fail(out.stderr.strip())
         keys = json.loads(_signer(home, "session-key", "list").stdout or "{}").get("session_keys", [])

@@ -266,6 +266,7 @@ AUDIT_CHECKS: tuple[Check, ...] = (
     Check("OWL-KEY-001", "session keys within TTL and balance cap", audit_config.check_session_keys),
     Check("OWL-TOK-001", "no client token that never expires", audit_config.check_client_tokens),
     Check("OWL-TX-001", "no signed transactions of unproven fate", audit_config.check_unproven_transactions),
+    Check("OWL-INT-001", "signer state not edited offline", audit_config.check_signer_integrity),
     Check("OWL-SKILL-001", "a working sandbox backend for skills", check_sandbox),
     Check("OWL-SEC-001", "no secrets in config or logs", check_secrets_in_files),
 )

@@ -238,6 +238,34 @@ def check_unproven_transactions(ctx: OpsContext) -> Iterator[Finding]:
                   "second, independent endpoint")
 
 
+def check_signer_integrity(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-INT-001: the signer refused to start over authority-bearing state edited offline.
+
+    Read from the audit log without the key (a report; `owlia audit verify` authenticates it), with
+    plain read-only SQLite: the bot's process imports nothing of the signer's store."""
+    import json
+    import sqlite3
+
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
+        row = conn.execute("SELECT seq, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
+                           " ORDER BY seq DESC LIMIT 1").fetchone()
+        started = row is not None and conn.execute(
+            "SELECT 1 FROM audit WHERE kind='signer.started' AND seq>?", (row[0],)).fetchone() is not None
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    if row is not None and row[1] == "integrity.refused" and not started:
+        findings = json.loads(row[2]).get("findings", [])
+        yield Finding("OWL-INT-001", CRIT,
+                      f"signer integrity: the signer refused to start: {len(findings)} authority-bearing row(s) "
+                      f"were changed without the master key ({'; '.join(findings[:3])})",
+                      "owlia signer integrity check; then restore signer.db from a backup, or "
+                      "owlia signer integrity seal (removes what fails)")
+
+
 def _balance(url: str, address: str, timeout: float) -> int | None:
     from bot.devchain import rpc
 

@@ -6,7 +6,6 @@ executor (and so the same audit log, tier rules and signer) as the agent's own c
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 import uuid

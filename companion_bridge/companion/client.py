@@ -93,6 +93,7 @@ class Companion:
         self._http: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task | None = None
+        self._witness: asyncio.Task | None = None
         self._replies: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self.closed = asyncio.Event()
@@ -155,6 +156,7 @@ class Companion:
         self.closed.clear()
         self._reader = asyncio.create_task(self._read())
         await self.check_outstanding()
+        self._witness = asyncio.create_task(self.watch.witness_now())  # the audit checkpoint, in the background
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -206,6 +208,10 @@ class Companion:
 
     async def close(self) -> None:
         self.watch.stop()
+        if self._witness is not None:
+            self._witness.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._witness
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:

@@ -14,7 +14,9 @@ app = typer.Typer(help="The signer daemon: the only process that holds keys.", n
 client_app = typer.Typer(help="Clients allowed to talk to the signer.", no_args_is_help=True)
 key_app = typer.Typer(help="Tier 2 session keys.", no_args_is_help=True)
 app.add_typer(client_app, name="client")
+integrity_app = typer.Typer(help="Authority-bearing state: check it, and seal it after a review.", no_args_is_help=True)
 app.add_typer(key_app, name="session-key")
+app.add_typer(integrity_app, name="integrity")
 
 PASSPHRASE_FILE = typer.Option(
     None, "--passphrase-file", help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt)."
@@ -51,6 +53,7 @@ def serve(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE)
     from policies.loader import PolicyError
     from signer.daemon import Daemon, serve_forever
     from signer.keystore import KeystoreError
+    from signer.store.guard import IntegrityRefused
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     paths = signer_paths(ctx)
@@ -59,7 +62,7 @@ def serve(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE)
     passphrase = read_passphrase(passphrase_file)
     try:
         daemon = Daemon(paths, signer_config(ctx), passphrase)
-    except (KeystoreError, PolicyError, PermissionError) as exc:
+    except (KeystoreError, PolicyError, PermissionError, IntegrityRefused) as exc:
         fail(str(exc))
     typer.echo(f"signer unlocked; serving on {paths.socket}", err=True)
     run(serve_forever(daemon))
@@ -70,7 +73,19 @@ def status(ctx: typer.Context) -> None:
     """Ask the running signer how it is (uses the admin token if readable, else this home's client token)."""
     import os
 
-    token = signer_paths(ctx).admin_token
+    paths = signer_paths(ctx)
+    token = paths.admin_token
+    if not paths.socket.exists() and paths.db.exists() and os.access(paths.db, os.R_OK):
+        # Not running: say whether it refused to start over state edited offline.
+        from signer.store.guard import last_integrity_event
+
+        event = last_integrity_event(_db(ctx))
+        refused = event is not None and event["kind"] == "integrity.refused" and not event["signer_started_since"]
+        print_json({"running": False, "integrity": "refused" if refused else "no refusal recorded",
+                    **({"integrity_findings": event["body"]["findings"] if event else [],
+                        "what_to_do": "owlia signer integrity check, then restore signer.db from a backup "
+                                      "or owlia signer integrity seal"} if refused else {})})
+        raise typer.Exit(1)
     print_json(signer_call(ctx, "status", admin=token.exists() and os.access(token, os.R_OK)))
 
 
@@ -107,11 +122,13 @@ def client_add(
     ttl_days: Optional[int] = typer.Option(None, help="Expire the token after this many days (1-365; default 90)."),
     no_expiry: bool = typer.Option(False, "--no-expiry", help="A token that never expires (not recommended)."),
     out: Optional[Path] = typer.Option(None, help="Write the token to this file (0600) instead of printing it."),
+    passphrase_file: Optional[Path] = PASSPHRASE_FILE,
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
     from signer.admin import issue_client
     from policies.kernel.files import write_private_file
     from signer.auth import DAY, DEFAULT_TOKEN_TTL_DAYS, MAX_TOKEN_TTL_DAYS
+    from signer.keystore import KeystoreError
     from signer.wire.protocol import Scope
 
     try:
@@ -128,8 +145,9 @@ def client_add(
         typer.echo(f"warning: the token for {name} never expires; a leaked copy works until you run "
                    f"`owlia signer client revoke {name}`, and `owlia security audit` will flag it", err=True)
     try:
-        client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_seconds)
-    except (ValueError, FileNotFoundError) as exc:
+        client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_seconds,
+                                     passphrase=read_passphrase(passphrase_file))
+    except (ValueError, FileNotFoundError, KeystoreError) as exc:
         fail(str(exc))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -152,13 +170,62 @@ def client_list(ctx: typer.Context) -> None:
 
 
 @client_app.command("revoke")
-def client_revoke(ctx: typer.Context, name: str = typer.Argument(...)) -> None:
+def client_revoke(ctx: typer.Context, name: str = typer.Argument(...),
+                  passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
     """Revoke a client's token; open connections lose it on their next request."""
     from signer.admin import revoke
+    from signer.keystore import KeystoreError
 
-    if not revoke(signer_paths(ctx), name):
+    try:
+        revoked = revoke(signer_paths(ctx), name, passphrase=read_passphrase(passphrase_file))
+    except (FileNotFoundError, KeystoreError) as exc:
+        fail(str(exc))
+    if not revoked:
         fail(f"no active client named {name!r}")
     typer.echo(f"revoked {name}")
+
+
+# ---- integrity of authority-bearing state (docs/signer-protocol.md, "Integrity at rest") -------
+
+
+@integrity_app.command("check")
+def integrity_check(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
+    """List every authority-bearing row that something without the master key wrote; exit 1 if any."""
+    from signer.admin import check_integrity
+    from signer.keystore import KeystoreError
+
+    try:
+        findings = check_integrity(signer_paths(ctx), passphrase=read_passphrase(passphrase_file))
+    except (FileNotFoundError, KeystoreError) as exc:
+        fail(str(exc))
+    print_json({"ok": not findings, "findings": [f.to_json() for f in findings]})
+    if findings:
+        raise typer.Exit(1)
+
+
+@integrity_app.command("seal")
+def integrity_seal(
+    ctx: typer.Context,
+    passphrase_file: Optional[Path] = PASSPHRASE_FILE,
+    accept_policy_file: bool = typer.Option(False, help="The policy in force failed: install policy.yaml as it."),
+    accept_ledger: bool = typer.Option(False, help="The spend ledger failed: accept it as it is (else restore a backup)."),
+) -> None:
+    """After a review (`integrity check`), with the signer stopped: remove the rows that fail, seal the rest.
+
+    Also the one-time upgrade of a home from before row MACs and the keyed audit chain."""
+    from signer.admin import SealRefused, seal
+    from signer.keystore import KeystoreError
+    from policies.loader import PolicyError
+
+    paths = signer_paths(ctx)
+    if paths.socket.exists():
+        fail(f"{paths.socket} exists: stop the signer first (`owlia signer integrity seal` runs on a stopped signer)")
+    try:
+        result = seal(paths, passphrase=read_passphrase(passphrase_file), accept_policy_file=accept_policy_file,
+                      accept_ledger=accept_ledger)
+    except (FileNotFoundError, KeystoreError, SealRefused, PolicyError) as exc:
+        fail(str(exc))
+    print_json(result.to_json())
 
 
 # ---- session keys (through the running daemon, which holds the master key) --------------------

@@ -140,7 +140,7 @@ def two_users():
             assert daemon.poll() is None, daemon.stderr.read()
             assert time.monotonic() < deadline, "the signer did not open its socket"
             time.sleep(0.05)
-        issued = as_user(*signer, ["-m", "bot.cli", "--home", str(signer_root), "signer", "client", "add", "bot"])
+        issued = as_user(*signer, ["-m", "bot.cli", "--home", str(signer_root), "signer", "client", "add", "bot", "--passphrase-file", str(passfile)])
         assert issued.returncode == 0, issued.stderr
         secrets = owned_dir(bot_root / "secrets", BOT_UID, BOT_UID, 0o700)
         token = owned_file(secrets / "signer.token", issued.stdout.strip(), BOT_UID, BOT_UID)

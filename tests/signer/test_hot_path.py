@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
-import sqlite3
 
 import pytest
 
@@ -22,7 +21,7 @@ from signer.intents import legacy_request_hash
 from signer.wire.protocol import ErrorCode, SignRequestParams
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import FRIEND, InProcessSigner
+from tests.conftest import FRIEND, InProcessSigner, audit_keys, signer_db
 
 
 def transfer(value: int) -> dict:
@@ -98,7 +97,7 @@ def test_waiting_clients_share_commits_and_a_lone_client_commits_inline(anvil, t
     assert inline16 < units16 // 2
     conn = connect(home.paths.db, readonly=True)
     try:
-        assert audit_store.verify(conn, home.paths.anchor).ok
+        assert audit_store.verify(conn, home.paths.anchor, keys=audit_keys(home.paths)).ok
     finally:
         conn.close()
 
@@ -123,8 +122,8 @@ def test_a_key_recorded_under_the_old_request_hash_still_replays(anvil, tmp_path
     try:
         first = asyncio.run(sign(params))
         old_hash = legacy_request_hash(SignRequestParams.model_validate(params))
-        conn = sqlite3.connect(home.paths.db)
-        try:  # what a database written by an earlier release holds
+        conn = signer_db(home.paths)
+        try:  # what a database written by an earlier release holds (written as the signer writes, MACs and all)
             conn.execute("UPDATE requests SET request_hash=? WHERE idempotency_key=?", (old_hash, "legacy-key-0001"))
             conn.commit()
         finally:
