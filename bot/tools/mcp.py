@@ -180,6 +180,8 @@ class McpHost:
             self._loops[name], self._locks[name] = loop, asyncio.Lock()
         async with self._locks[name]:
             conn = await self._connection(entry)
+            for _ in range(3):  # let the reader handle what the server already sent (a list_changed after a result)
+                await asyncio.sleep(0)
             if conn.tools_changed:
                 try:
                     self.check_pins(entry, await conn.refresh_tools(self.settings.call_timeout))

@@ -397,8 +397,9 @@ def test_client_token_lifetimes_are_bounded_and_an_eternal_one_is_flagged(home):
     paths = signer_home(home)
 
     def owlia(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "OWLIA_SIGNER_PASSPHRASE": PASSPHRASE.decode()}  # issuing a token unlocks the keystore
         return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "client", *args],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, env=env)
 
     for bad in (["--ttl-days", "0"], ["--ttl-days", "-3"], ["--ttl-days", "366"]):
         refused = owlia("add", "bad", "--scope", "read", *bad)

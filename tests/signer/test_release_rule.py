@@ -26,6 +26,7 @@ from signer.ledger import Ledger
 from signer.receipts import InFlight, ReceiptWatcher
 from signer.wire.settings import ChainSettings
 from signer.store.audit import AuditLog
+from tests.conftest import throwaway_audit_keys
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer
 
@@ -107,7 +108,7 @@ def test_a_spend_is_released_only_on_a_checked_receipt_of_another_transaction_at
 async def _example(node: ScriptedNode, tmp: Path, txs: list[tuple[int, int, str]]) -> None:
     conn = connect(tmp / "signer.db")
     ensure_schema(conn)
-    audit = AuditLog(conn, tmp / "audit.anchor")
+    audit = AuditLog(conn, tmp / "audit.anchor", keys=throwaway_audit_keys())
     writer = Writer(conn, on_commit=audit.write_anchor, on_rollback=audit.reload, checkpoint_every=None)
     reader = connect(tmp / "signer.db")
     ledger = Ledger()
