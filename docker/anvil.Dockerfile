@@ -1,13 +1,15 @@
 # A local dev chain (the `anvil` compose profile): anvil from its npm package, at the version and
 # integrity hash package-lock.json pins, on the same digest-pinned base as the other images. No
-# moving tag, no node toolchain: the tarball is fetched and checked here.
+# moving tag, no node toolchain: the tarball is fetched and checked here. ANVIL_TARBALL is its address,
+# as npm reports it: `npm view @foundry-rs/anvil-linux-amd64@1.7.1 dist.tarball` (docs/self-hosting.md).
 ARG OWLIA_BASE_IMAGE=python:3.11.10-slim-bookworm@sha256:5148c0e4bbb64271bca1d3322360ebf4bfb7564507ae32dd639322e4952a6b16
 
 FROM ${OWLIA_BASE_IMAGE} AS fetch
 ARG ANVIL_VERSION=1.7.1
+ARG ANVIL_TARBALL
 ARG ANVIL_INTEGRITY=sha512-+XmShybEaxfCrr0OUUZwYEy2OnYZt5pHH9TzBtLv3+VrK0O/ANuNSVEahqNhKHlgX7GRJ59383ofNhxkRWIYTg==
 RUN python3 -c "import base64, hashlib, io, os, sys, tarfile, urllib.request; \
-url = 'https://registry.npmjs.org/@foundry-rs/anvil-linux-amd64/-/anvil-linux-amd64-' + os.environ['ANVIL_VERSION'] + '.tgz'; \
+url = os.environ.get('ANVIL_TARBALL') or sys.exit('set ANVIL_TARBALL: npm view @foundry-rs/anvil-linux-amd64@' + os.environ['ANVIL_VERSION'] + ' dist.tarball'); \
 data = urllib.request.urlopen(url, timeout=120).read(); \
 algo, want = os.environ['ANVIL_INTEGRITY'].split('-', 1); \
 sys.exit('anvil tarball integrity mismatch') if base64.b64encode(hashlib.new(algo, data).digest()).decode() != want else None; \

@@ -6,9 +6,8 @@
 ARG OWLIA_BASE_IMAGE=python:3.11.10-slim-bookworm@sha256:5148c0e4bbb64271bca1d3322360ebf4bfb7564507ae32dd639322e4952a6b16
 
 FROM ${OWLIA_BASE_IMAGE} AS build
-# PyPI only, whatever pip configuration the base carries; every dependency hash-checked from the lock.
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CONFIG_FILE=/dev/null \
-    PIP_INDEX_URL=https://pypi.org/simple
+# The default index, whatever pip configuration the base carries; every dependency hash-checked from the lock.
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CONFIG_FILE=/dev/null
 WORKDIR /src
 COPY requirements/signer.txt requirements/
 RUN python3 -m venv /venv \

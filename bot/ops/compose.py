@@ -94,8 +94,8 @@ def _build(context: str | None, role: str, version: str) -> dict[str, Any]:
         out["pull_policy"] = "never"
         return out
     out["build"] = {"context": context, "dockerfile": f"docker/{role}.Dockerfile", "network": BUILD_NETWORK,
-                    # unset: the digest-pinned default in the Dockerfile
-                    "args": ["OWLIA_BASE_IMAGE"]}
+                    # unset: the digest-pinned default in the Dockerfile; anvil's tarball address from npm
+                    "args": ["OWLIA_BASE_IMAGE", *(["ANVIL_TARBALL"] if role == "anvil" else [])]}
     out["pull_policy"] = "build"
     return out
 

@@ -96,6 +96,9 @@ def engine_env() -> dict[str, str]:
     assert started.returncode == 0, f"the project's docker engine did not start:\n{started.stderr}"
     env = dict(os.environ)
     env.pop("DOCKER_CONTEXT", None)
+    env["ANVIL_TARBALL"] = subprocess.run(  # where npm says the pinned anvil tarball is (docker/anvil.Dockerfile)
+        ["npm", "view", "@foundry-rs/anvil-linux-amd64@1.7.1", "dist.tarball"], cwd=ROOT, capture_output=True,
+        text=True, timeout=120, check=True).stdout.strip()
     env.update(line.split("=", 1) for line in started.stdout.splitlines() if "=" in line)
     _remove_leftovers(env)  # a run killed before its teardown (restart: unless-stopped brings them back)
     try:
