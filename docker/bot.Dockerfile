@@ -7,8 +7,9 @@ FROM ${OWLIA_BASE_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CONFIG_FILE=/dev/null
 WORKDIR /src
 COPY requirements/bot.txt requirements/
+# http-ece (Web Push encryption) is published as source only: it alone is built, from its hashed sdist.
 RUN python3 -m venv /venv \
-    && /venv/bin/pip install --only-binary=:all: --require-hashes -r requirements/bot.txt \
+    && /venv/bin/pip install --only-binary=:all: --no-binary=http-ece --require-hashes -r requirements/bot.txt \
     && /venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash /venv/lib
 COPY pyproject.toml README.md ./
 COPY bot ./bot

@@ -207,7 +207,8 @@ def stack(engine_env, installed, tmp_path_factory) -> Stack:
         s.compose("up", "-d", "signer", "anvil")
         s.wait_healthy(("signer", "anvil"))
         for client, scope, secret in (("bot", "sign", "signer_token"), ("bridge", "bridge", "bridge_token")):
-            token = s.exec("signer", "owlia", "signer", "client", "add", client, "--scope", scope).stdout
+            token = s.exec("signer", "owlia", "signer", "client", "add", client, "--scope", scope,
+                           "--passphrase-file", "/run/secrets/signer_passphrase").stdout
             with open(root / "secrets" / secret, "w") as fh:  # keeps the 0600 file and its owner
                 fh.write(token)
         s.exec("signer", "owlia", "signer", "session-key", "create")
