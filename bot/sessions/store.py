@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 # channel:peer for DMs, channel:chat:peer for per-user sessions in a group (ids may be negative on Telegram)
 KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}(:[A-Za-z0-9_.@+-]{1,128}){1,2}")
 SUMMARY_HEADER = "[Summary of earlier conversation — written by the assistant, not by the user]"
-MAX_SEEN_CARRIED = 1_000
+MAX_SEEN_CARRIED = 1_000  # inbound ids remembered against redelivery, in memory and across a rewrite
 
 
 class SessionCorrupt(ValueError):
@@ -86,6 +86,8 @@ def _load(path: Path) -> tuple[SessionState | None, int | None]:
             state.messages.append(record)
         elif isinstance(record, SeenRecord):
             state.seen.update(dict.fromkeys(record.ids))
+            while len(state.seen) > MAX_SEEN_CARRIED:
+                del state.seen[next(iter(state.seen))]
         elif isinstance(record, MetaUpdateRecord):
             state.usage = record.usage
             state.model = record.model or state.model
@@ -173,7 +175,10 @@ class Session:
         if message_id in self.state.seen:
             return True
         self._append(SeenRecord(ids=[message_id]))
-        self.state.seen[message_id] = None
+        seen = self.state.seen
+        seen[message_id] = None
+        if len(seen) > MAX_SEEN_CARRIED:  # redeliveries are recent: keep as many ids as a rewrite carries
+            del seen[next(iter(seen))]
         return False
 
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0, model: str | None = None) -> Usage:

@@ -247,3 +247,20 @@ def test_store_cache_is_bounded(tmp_path: Path) -> None:
     for i in range(SessionStore.CACHE_SIZE + 10):
         store.open(f"console:u{i}")
     assert len(store._cache) == SessionStore.CACHE_SIZE
+
+
+def test_seen_ids_stay_bounded_in_memory_and_on_reload(tmp_path):
+    """A long conversation remembers the last MAX_SEEN_CARRIED inbound ids, not every id it ever
+    saw (which grew the bot by one entry per message, forever)."""
+    from bot.sessions.store import MAX_SEEN_CARRIED
+
+    store = SessionStore(tmp_path / "sessions")
+    s = store.open("telegram:7")
+    total = MAX_SEEN_CARRIED + 200
+    for i in range(total):
+        assert s.seen(f"m{i}") is False
+    assert len(s.state.seen) == MAX_SEEN_CARRIED
+    assert s.seen(f"m{total - 1}") is True and s.seen(f"m{total - MAX_SEEN_CARRIED}") is True  # recent: dropped
+    reloaded = SessionStore(tmp_path / "sessions").open("telegram:7")  # the file still has every id
+    assert len(reloaded.state.seen) == MAX_SEEN_CARRIED
+    assert reloaded.seen(f"m{total - 1}") is True
