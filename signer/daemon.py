@@ -32,47 +32,18 @@ from signer.fsperm import check_private_file, ensure_private_dir, write_private_
 from signer.identity import SignerIdentity
 from signer.keystore import create_keystore, unlock, zeroize
 from signer.methods import Methods
+from signer.paths import ADMIN_TOKEN, ANCHOR, DATABASE, POLICY, SignerPaths  # noqa: F401 - re-exported
 from signer.policy_live import PolicyKeeper, read_policy_file
 from signer.protocol import Scope
 from signer.server import SignerServer
 from signer.session_keys import SessionKeys
-from signer.settings import SignerConfig, signer_home, socket_path
+from signer.settings import SignerConfig
 from signer.store import audit as audit_store
 from signer.store.db import connect, ensure_schema, get_meta
 from signer.store.writer import Writer, WriterClosed
 
 log = logging.getLogger("owlia.signer")
 KEYSTORE = "keystore.json"
-DATABASE = "signer.db"
-ANCHOR = "audit.anchor"
-POLICY = "policy.yaml"
-ADMIN_TOKEN = "admin.token"
-
-
-@dataclass(frozen=True, slots=True)
-class SignerPaths:
-    home: Path
-    socket: Path
-
-    @classmethod
-    def from_config(cls, owlia_home: Path, config: SignerConfig) -> SignerPaths:
-        return cls(signer_home(owlia_home, config.signer), socket_path(owlia_home, config.signer))
-
-    @property
-    def db(self) -> Path:
-        return self.home / DATABASE
-
-    @property
-    def anchor(self) -> Path:
-        return self.home / ANCHOR
-
-    @property
-    def policy(self) -> Path:
-        return self.home / POLICY
-
-    @property
-    def admin_token(self) -> Path:
-        return self.home / ADMIN_TOKEN
 
 
 def default_policy_text() -> str:

@@ -27,7 +27,7 @@ def signer_config(ctx: typer.Context):
 
 
 def signer_paths(ctx: typer.Context):
-    from signer.daemon import SignerPaths
+    from signer.paths import SignerPaths  # not signer.daemon: commands that only talk to it stay light
 
     return SignerPaths.from_config(home_of(ctx), signer_config(ctx))
 
