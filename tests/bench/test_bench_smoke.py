@@ -75,7 +75,7 @@ def test_agent_bench_runs_the_real_service() -> None:
     latency(report["overhead_one_tool_round"], 2)
     assert report["memory_search"]["notes"] == 50
     assert "peers" not in report  # committed peer figures are from another machine: never shown as current
-    assert report["owlia_help"]["median_s"] > 0 and report["owlia_sign_send_help"]["median_s"] > 0
+    assert report["owlia_help"]["median_s"] > 0 and report["owlia_sign_send"]["median_s"] > 0
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.py")))
