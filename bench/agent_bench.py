@@ -148,15 +148,26 @@ class ServiceStack:
 
     def __init__(self, work: Path, llm_url: str) -> None:
         from bot.devchain import DevChain, free_port
-        from bot.workspace import create_workspace
-        from signer.fsperm import write_private_file
         from tests.conftest import SignerStack
         from tests.fakes.telegram_server import FakeTelegramServer
 
         work.mkdir(mode=0o700)
         self.chain = DevChain(port=free_port()).start()
-        self.signer = SignerStack(work, self.chain.url).start()
-        self.tg = FakeTelegramServer().__enter__()
+        self.signer = self.tg = None
+        try:
+            self.signer = SignerStack(work, self.chain.url).start()
+            self.tg = FakeTelegramServer().__enter__()
+            self._configure(llm_url)
+        except BaseException:
+            self.close()  # never leave anvil or the signer running
+            raise
+
+    def _configure(self, llm_url: str) -> None:
+        """The bot's part of the home: workspace, signer client token, config.yaml."""
+        from bot.devchain import free_port
+        from bot.workspace import create_workspace
+        from signer.fsperm import write_private_file
+
         self.home = self.signer.home
         self.port = free_port()
         create_workspace(self.home / "workspace")
@@ -170,8 +181,10 @@ class ServiceStack:
         (self.home / "config.yaml").write_text(yaml.safe_dump(config))
 
     def close(self) -> None:
-        self.tg.__exit__(None, None, None)
-        self.signer.close()
+        if self.tg is not None:
+            self.tg.__exit__(None, None, None)
+        if self.signer is not None:
+            self.signer.close()
         self.chain.stop()
 
 
