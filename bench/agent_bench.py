@@ -166,7 +166,7 @@ class ServiceStack:
         """The bot's part of the home: workspace, signer client token, config.yaml."""
         from bot.devchain import free_port
         from bot.workspace import create_workspace
-        from signer.fsperm import write_private_file
+        from policies.kernel.files import write_private_file
 
         self.home = self.signer.home
         self.port = free_port()

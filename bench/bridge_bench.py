@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 from bot.devchain import DevChain, free_port, rpc  # noqa: E402
 from companion_bridge.companion.client import Companion  # noqa: E402
 from companion_bridge.companion.wallet import CompanionWallet  # noqa: E402
-from signer.aio import loop_name  # noqa: E402
+from policies.kernel.aio import loop_name  # noqa: E402
+from signer.wire.client import SignerClient  # noqa: E402
+from signer.wire.protocol import Scope  # noqa: E402
 from signer.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
-from signer.client import SignerClient  # noqa: E402
-from signer.protocol import Scope  # noqa: E402
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 PASSPHRASE = b"benchmark passphrase"
@@ -71,8 +71,8 @@ from pathlib import Path
 from companion_bridge.limits import BridgeLimits
 from companion_bridge.ratelimit import Rate
 from companion_bridge.server import BridgeOptions, serve
-from signer.daemon import SignerPaths
-from signer.settings import load_signer_config
+from signer.wire.settings import SignerPaths
+from signer.wire.settings import load_signer_config
 home = Path(os.environ["OWLIA_HOME"])
 paths = SignerPaths.from_config(home, load_signer_config(home))
 serve(BridgeOptions(home=home / "bridge", signer_socket=paths.socket, signer_token=os.environ["OWLIA_BRIDGE_TOKEN"],

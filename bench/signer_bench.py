@@ -40,8 +40,8 @@ from policies.decode import decode  # noqa: E402
 from policies.evaluate import evaluate  # noqa: E402
 from policies.intent import Call  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
-from signer.aio import loop_name  # noqa: E402
-from signer.aio import run as run_loop  # noqa: E402
+from policies.kernel.aio import loop_name  # noqa: E402
+from policies.kernel.aio import run as run_loop  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()
@@ -83,7 +83,7 @@ def bench_raw_signing(n: int = 5000) -> dict:
     import coincurve
     from eth_account import Account
 
-    from signer.txcodec import Eip1559Tx, sign_eip1559
+    from signer.wire.txcodec import Eip1559Tx, sign_eip1559
 
     key = coincurve.PrivateKey()
     digest = os.urandom(32)
@@ -154,7 +154,7 @@ _RUN_IDS = itertools.count()
 
 
 async def _requests(socket: Path, token: str, clients: int, total: int, daemon_pid: int) -> dict:
-    from signer.client import SignerClient
+    from signer.wire.client import SignerClient
 
     conns = [SignerClient(socket, token) for _ in range(clients)]
     for c in conns:
@@ -190,10 +190,11 @@ def _per_request(before: tuple[float, float], after: tuple[float, float], n: int
 def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None,
                         client_counts: tuple[int, ...] = (1, 16)) -> dict:
     from signer.admin import issue_client
-    from signer.client import SignerClient, new_idempotency_key
-    from signer.daemon import SignerPaths, init_home
-    from signer.protocol import Scope
-    from signer.settings import load_signer_config
+    from signer.wire.client import SignerClient, new_idempotency_key
+    from signer.daemon import init_home
+    from signer.wire.settings import SignerPaths
+    from signer.wire.protocol import Scope
+    from signer.wire.settings import load_signer_config
 
     policy = parse_policy(BENCH_POLICY)
     raw = policy.model_dump(mode="json")
@@ -217,7 +218,7 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
         passfile = work / "pass"
         passfile.write_bytes(PASSPHRASE)
         passfile.chmod(0o600)
-        token = issue_client(paths, "bench", Scope.SIGN)[1]
+        token = issue_client(paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
         profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
         proc = subprocess.Popen([sys.executable, *profiler, "-m", "bot.cli", "--home", str(home), "signer", "serve",
                                  "--passphrase-file", str(passfile)], cwd=ROOT,

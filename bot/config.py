@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from signer.settings import (CONFIG_NAME, ChainSettings, ConfigError, SignerConfig, describe_validation_error,
+from signer.wire.settings import (CONFIG_NAME, ChainSettings, ConfigError, SignerConfig, describe_validation_error,
                              read_config_mapping)
 
 
@@ -163,6 +163,21 @@ class SkillSettings(_Section):
     docker_image: str = Field(default="python:3.11-slim", min_length=1, max_length=255)
 
 
+class McpSettings(_Section):
+    """Limits for MCP servers (docs/mcp.md); the servers themselves are in <home>/mcp/servers.json,
+    written only by `owlia mcp`."""
+
+    enabled: bool = True
+    call_timeout: float = Field(default=30.0, gt=0, le=600)
+    memory_mb: int = Field(default=4096, ge=64, le=16384)  # address space: Node reserves ~2 GiB at start
+    cpu_seconds: int = Field(default=300, ge=1, le=86400)  # over the server's whole life (RLIMIT_CPU)
+    max_processes: int = Field(default=64, ge=1, le=4096)
+    max_result_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
+    idle_timeout: float = Field(default=300.0, gt=0, le=86400)
+    idle_cpu_seconds: float = Field(default=1.0, gt=0, le=60)  # CPU a server may use per 10 s between calls
+    allowed_urls: tuple[str, ...] = ()  # streamable-HTTP servers: exact URLs the user allows
+
+
 class BotSettings(_Section):
     workspace: Path | None = None  # default: <home>/workspace
     chain_id: int | None = None  # default chain for tools; default: the first configured chain
@@ -178,6 +193,7 @@ class BotSettings(_Section):
     cron: CronSettings = Field(default_factory=CronSettings)
     heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
 
 class BotConfig(SignerConfig):

@@ -72,7 +72,7 @@ class DevChain:
                                 "that process, or pick another port (`owlia up --port N` on a new home, or edit "
                                 "the dev chain's rpc_url in config.yaml)")
         cmd = [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(self.port),
-               "--chain-id", str(self.chain_id), "--silent"]
+               "--chain-id", str(self.chain_id), "--hardfork", "prague", "--silent"]  # prague: EIP-7702 (Tier 3)
         if self.block_time:
             cmd += ["--block-time", str(self.block_time)]
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bot.channels.base import Inbound
 from bot.tools.base import ContextKind
-from bot.workspace.fs import write_atomic_private
+from policies.kernel.files import write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Notifier:
         self.last_dm = target
         if self._last_path is not None:
             try:
-                write_atomic_private(self._last_path, json.dumps({"target": target}).encode())
+                write_private_file(self._last_path, json.dumps({"target": target}).encode())
             except OSError as exc:
                 log.warning("could not remember the last chat: %s", type(exc).__name__)
 

@@ -32,20 +32,24 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, HTTPException, Request, Response, WebSocket, WebSocketDisconnect
+from fastapi.responses import RedirectResponse
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 from companion_bridge.challenges import NONCE_PATTERN, Challenges
 from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
+from companion_bridge.push import Pusher, SubscribeRequest
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
-from policies import safejson
-from signer.client import SignerError, SignerUnavailable
-from signer.devices import BRIDGE_AUTH_DOMAIN, MAX_CLOCK_SKEW, signed_message
+from companion_bridge import webapp
+from companion_bridge.wire import auth_message
+from policies.kernel import safejson
+from signer.wire.client import SignerError, SignerUnavailable
+from signer.wire.messages import MAX_CLOCK_SKEW
 
 log = logging.getLogger("owlia.bridge")
 CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state"})
@@ -83,10 +87,6 @@ def peer_of(conn: Request | WebSocket, guard: Guard) -> str:
     return guard.peer(conn.client.host if conn.client else None, forwarded)
 
 
-def auth_message(device_id: str, audience: str, nonce: str, ts: float) -> bytes:
-    return signed_message(BRIDGE_AUTH_DOMAIN, {"device_id": device_id, "aud": audience, "nonce": nonce, "ts": ts})
-
-
 @dataclass
 class Hub:
     """Live companion connections by device id."""
@@ -117,8 +117,10 @@ class Hub:
 
 class Bridge:
     def __init__(self, link: SignerLink, queue: DeliveryQueue, tokens: TokenIssuer,
-                 guard: Guard | None = None) -> None:
+                 guard: Guard | None = None, pusher: Pusher | None = None) -> None:
         self.link = link
+        self.pusher = pusher
+        self._pushes: set[asyncio.Task] = set()
         self.queue = queue
         self.tokens = tokens
         self.guard = guard or Guard(BridgeLimits())
@@ -136,6 +138,10 @@ class Bridge:
         self.queue.prune()
         for request in fresh:
             await self.hub.send_all({"type": "request", "request": request})
+        if fresh and self.pusher is not None:  # in the background: a slow push service never delays delivery
+            task = asyncio.create_task(self.pusher.notify([r["request_id"] for r in fresh], self.link.device_active))
+            self._pushes.add(task)
+            task.add_done_callback(self._pushes.discard)
         if state != self._last_state:
             self._last_state = state
             await self.hub.send_all({"type": "state", "state": state})
@@ -341,5 +347,49 @@ def create_app(bridge: Bridge) -> FastAPI:
     @app.websocket("/v1/ws")
     async def ws(websocket: WebSocket) -> None:
         await bridge.session(websocket)
+
+    @app.get("/v1/push/key")
+    async def push_key() -> dict[str, Any]:
+        if bridge.pusher is None:
+            raise HTTPException(404, "push is not enabled on this bridge")
+        return {"public_key": bridge.pusher.public_key()}
+
+    @app.post("/v1/push/subscribe")
+    async def push_subscribe(req: SubscribeRequest, request: Request) -> dict[str, Any]:
+        """A paired device (its connection token) registers where to be woken up."""
+        peer = peer_of(request, bridge.guard)
+        verdict = bridge.guard.check("auth", bridge.guard.auth_peers, peer)
+        if not verdict.allowed:
+            raise too_many("login attempts", verdict)
+        claims = bridge.tokens.verify(req.token)
+        if claims is None or not bridge.link.device_active(claims.device_id):
+            bridge.guard.login_failed(peer)
+            raise HTTPException(401, "invalid, expired or revoked token")
+        if bridge.pusher is None:
+            raise HTTPException(404, "push is not enabled on this bridge")
+        try:
+            bridge.pusher.subscribe(claims.device_id, req.subscription)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        return {"ok": True}
+
+    @app.get("/app")
+    async def app_root() -> RedirectResponse:
+        return RedirectResponse("/app/", status_code=308, headers=webapp.HEADERS)
+
+    @app.get("/app/")
+    async def app_index() -> Response:
+        return await app_file("")
+
+    @app.get("/app/{name}")
+    async def app_file(name: str) -> Response:
+        found = webapp.load(name)
+        if found is None:
+            raise HTTPException(404, "not found")
+        body, media_type = found
+        headers = dict(webapp.HEADERS)
+        if name == "sw.js":
+            headers["Service-Worker-Allowed"] = "/app/"
+        return Response(body, media_type=media_type, headers=headers)
 
     return app

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.workspace.fs import open_private_db
+from policies.kernel.files import open_private_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queue(

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import uvicorn
 
+from companion_bridge import webapp
 from companion_bridge.app import Bridge, create_app
 from companion_bridge.limits import BridgeLimits, Guard
+from companion_bridge.push import Pusher
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.signer_link import SignerLink
 from companion_bridge.tokens import TokenIssuer
-from signer.aio import loop_name
+from policies.kernel.aio import loop_name
 
 
 class BridgeConfigError(ValueError):
@@ -33,6 +35,9 @@ class BridgeOptions:
     token_ttl_seconds: float = 300.0
     poll_timeout: float = 20.0
     limits: BridgeLimits = field(default_factory=BridgeLimits)
+    push: bool = True  # Web Push to companion web apps that subscribed (VAPID key in home)
+    push_subject: str = "mailto:owliabot@localhost"
+    push_allow_loopback_http: bool = False  # tests: a local push service over plain http
 
     def check(self) -> None:
         """Off loopback, the bridge speaks TLS or not at all."""
@@ -40,6 +45,12 @@ class BridgeOptions:
             raise BridgeConfigError("give both --tls-cert and --tls-key, or neither")
         if self.tls_cert is None and not _is_loopback(self.host):
             raise BridgeConfigError(f"{self.host} is not loopback: serving there needs --tls-cert and --tls-key")
+        try:
+            webapp.check_built()  # the phone's companion is served from here: a blank page helps nobody
+        except webapp.WebAppMissing as exc:
+            raise BridgeConfigError(str(exc)) from None
+        if self.push and not self.push_subject.startswith(("mailto:", "https://")):
+            raise BridgeConfigError("--push-contact must be a mailto: or https: URL (push services reach the operator there)")
 
     @property
     def audience(self) -> str:
@@ -61,7 +72,9 @@ def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
     queue = DeliveryQueue(options.home / "bridge.db")
     link = SignerLink(options.signer_socket, options.signer_token, poll_timeout=options.poll_timeout)
     tokens = TokenIssuer(options.audience, options.token_ttl_seconds)
-    bridge = Bridge(link, queue, tokens, Guard(options.limits))
+    pusher = (Pusher(options.home, options.push_subject, options.push_allow_loopback_http)
+              if options.push else None)
+    bridge = Bridge(link, queue, tokens, Guard(options.limits), pusher)
     config = uvicorn.Config(
         create_app(bridge), host=options.host, port=options.port, log_level="warning",
         ssl_certfile=str(options.tls_cert) if options.tls_cert else None,

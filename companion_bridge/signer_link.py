@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from signer.client import SignerClient, SignerError, SignerUnavailable
+from signer.wire.client import SignerClient, SignerError, SignerUnavailable
 
 log = logging.getLogger("owlia.bridge")
 RETRY_SECONDS = 0.5

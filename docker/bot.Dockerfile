@@ -1,24 +1,31 @@
-# syntax=docker/dockerfile:1
 # The bot: LLM SDKs, chat channels, the loopback gateway. Holds no key; reaches the signer only
-# through the socket volume, as uid 10002 in group 10100.
+# through the socket volume, as uid 10002 in group 10100. Dependencies: requirements/bot.txt.
+ARG OWLIA_BASE_IMAGE=python:3.11.10-slim-bookworm@sha256:5148c0e4bbb64271bca1d3322360ebf4bfb7564507ae32dd639322e4952a6b16
 
-FROM python:3.11-slim AS build
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends build-essential \
-    && rm -rf /var/lib/apt/lists/*
+FROM ${OWLIA_BASE_IMAGE} AS build
+# PyPI only, whatever pip configuration the base carries; every dependency hash-checked from the lock.
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CONFIG_FILE=/dev/null \
+    PIP_INDEX_URL=https://pypi.org/simple
 WORKDIR /src
+COPY requirements/bot.txt requirements/
+RUN python3 -m venv /venv \
+    && /venv/bin/pip install --only-binary=:all: --require-hashes -r requirements/bot.txt \
+    && /venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash /venv/lib
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY signer ./signer
 COPY policies ./policies
 COPY skills_runtime ./skills_runtime
 COPY companion_bridge ./companion_bridge
-RUN python -m venv /venv \
-    && /venv/bin/pip install --no-compile ".[bot]" \
-    && /venv/bin/pip uninstall -y pip setuptools
+# The root filesystem is read-only at run time: every module is compiled here (unchecked-hash: no
+# source stat per import) so no start pays for it; the dependencies above, in their own cached layer.
+RUN /venv/bin/pip install --no-deps --no-compile . \
+    && /venv/bin/pip uninstall -y -q pip setuptools \
+    && cd /venv/lib/python3.*/site-packages \
+    && /venv/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash \
+        bot signer policies skills_runtime companion_bridge
 
-FROM python:3.11-slim
+FROM ${OWLIA_BASE_IMAGE}
 ENV PATH=/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OWLIA_HOME=/owlia
 RUN groupadd --system --gid 10100 owlia-sock \
     && groupadd --system --gid 10002 owlia-bot \
@@ -30,7 +37,8 @@ RUN groupadd --system --gid 10100 owlia-sock \
 COPY --from=build /venv /venv
 USER 10002:10002
 EXPOSE 8787
-HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/health', timeout=5)"]
+# Liveness only (/livez); readiness (/health: signer, chains, LLM) is for monitoring, not restarts.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-I", "-S", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8787/livez', timeout=5)"]
 ENTRYPOINT ["owlia"]
 CMD ["start"]

@@ -21,19 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from Crypto.Hash import keccak
-
 from policies.abi import AbiError, decode_args
 from policies.intent import NATIVE, Action, Approval, Call, ContractCall, Decoded, Forbidden, Transfer
+from policies.kernel.keccak import keccak256
 
 MAX_INNER_CALLS = 256
 MAX_UINT256 = 2**256 - 1
 _LOWER_ADDRESS = re.compile(r"0x[0-9a-f]{40}")
-
-
-def selector_of(signature: str) -> bytes:
-    """First four bytes of keccak256 of a canonical signature such as "transfer(address,uint256)"."""
-    return keccak.new(digest_bits=256, data=signature.encode()).digest()[:4]
 
 
 # Selectors: tests/policies/test_decode.py checks each against keccak of its signature (eth_utils).
@@ -65,6 +59,11 @@ REDEEM_DELEGATIONS = bytes.fromhex("cef6d209")  # redeemDelegations(bytes[],byte
 
 TOKEN_SELECTORS = frozenset({TRANSFER, TRANSFER_FROM, APPROVE, INCREASE_ALLOWANCE, PERMIT, SET_APPROVAL_FOR_ALL})
 """Selectors that, sent to a token, decode to a Transfer or Approval the evaluator checks."""
+
+
+def selector_of(signature: str) -> bytes:
+    """First four bytes of keccak256 of a canonical signature such as "transfer(address,uint256)"."""
+    return keccak256(signature.encode())[:4]
 
 
 def encode_erc20_transfer(recipient: str, amount: int) -> bytes:

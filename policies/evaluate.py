@@ -123,7 +123,9 @@ class _Evaluation:
             return
         self._count(a.chain_id, a.asset, a.amount)
         if a.amount >= UNLIMITED:
-            self.add(DENY, "approval.unlimited", f"{a.method} would let {a.spender} spend an unlimited amount")
+            known = self.ix.asset_info(a.chain_id, a.asset)
+            token = f"{known[0]} ({a.asset})" if known else f"the token at {a.asset} (not in your policy's assets)"
+            self.add(DENY, "approval.unlimited", f"{a.method} would let {a.spender} spend an unlimited amount of {token}")
         if self.ix.is_allowed_spender(a.chain_id, a.spender):
             name = self.ix.address_name(a.chain_id, a.spender)
             self.add(ALLOW, "approval.spender_allowed", f"{a.method}: {name} ({a.spender}) is an allowed spender")

@@ -13,35 +13,26 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from Crypto.Hash import keccak
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictInt,
                       ValidationInfo, field_validator, model_validator)
 
 from policies.context import PriceQuote
 from policies.index import PolicyIndex
 from policies.intent import NATIVE
-from policies.text import display_safe
+from policies.kernel.addresses import case_ok, is_address
+from policies.kernel.text import display_safe
 from policies.units import lookalike_key, parse_period, parse_units
 
 USD_DECIMALS = 6  # USD limits and prices are held in micro-dollars
 
-_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _SELECTOR = re.compile(r"0x[0-9a-fA-F]{8}")
 
 
-def checksum_ok(address: str) -> bool:
-    """EIP-55: the case of each hex letter is a bit of keccak(lowercase hex)."""
-    body = address[2:]
-    digest = keccak.new(digest_bits=256, data=body.lower().encode()).hexdigest()
-    return all(c.upper() == c if int(h, 16) >= 8 else c.lower() == c
-               for c, h in zip(body, digest) if c.isalpha())
-
-
 def _address(value: Any) -> str:
-    if not isinstance(value, str) or not _HEX_ADDRESS.fullmatch(value):
+    if not is_address(value):
         raise ValueError("must be an address: 0x followed by 40 hex digits (quote it in YAML)")
     body = value[2:]
-    if body != body.lower() and body != body.upper() and not checksum_ok(value):
+    if not case_ok(value):
         raise ValueError(f"{value} has a bad EIP-55 checksum (a typo?); write it lowercase only if you are sure")
     return "0x" + body.lower()
 

@@ -1,7 +1,10 @@
 """Local administration done directly on the signer's database, as the signer's user.
 
 Client tokens are managed here rather than over RPC: whoever can open the signer home is already
-the signer, and an RPC path would be one more thing a stolen token could try.
+the signer, and an RPC path would be one more thing a stolen token could try. Every command here
+unlocks the keystore with the passphrase first: a client row carries a MAC under a key derived
+from the master key (signer.store.integrity), and the audit chain is keyed, so nothing can write
+either without it.
 
 What this writes (the `clients` table and the audit log) is stamped with the signer's time as
 estimated from the clock the daemon saved (`signer.clock.estimate`), not with this process's system
@@ -13,35 +16,54 @@ writes), so the CLI cannot move it either way.
 
 from __future__ import annotations
 
+import hmac
 import sqlite3
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+from signer import policy_change
 from signer.auth import Client, add_client, revoke_client
 from signer.clock import estimate
-from signer.daemon import SignerPaths
-from signer.protocol import Scope
-from signer.store.audit import AuditLog
-from signer.store.db import connect, ensure_schema
+from policies.kernel.passphrase import zeroize
+from signer.keystore import unlock
+from signer.policy_live import read_policy_file
+from signer.store.audit import KEYED_KIND, AuditLog
+from signer.store.db import set_meta
+from signer.store.guard import Unlocked
+from signer.store.integrity import DIGEST_ONLY, Finding, Problem, pk_sql
+from signer.wire.protocol import Scope
+from signer.wire.settings import SignerPaths
 
 T = TypeVar("T")
 
 
-def _audited(paths: SignerPaths, kind: str, body: dict, action: Callable[[sqlite3.Connection, float], T]) -> T:
-    """Run a change and its audit record in one transaction, then move the anchor.
-
-    `action` gets the connection and the signer's estimated time, read inside the transaction."""
+def _unlocked(paths: SignerPaths, passphrase: bytearray) -> Unlocked:
     if not paths.db.exists():
         raise FileNotFoundError(f"no signer database at {paths.db}: run `owlia signer init` first")
-    conn = connect(paths.db)
     try:
-        ensure_schema(conn)
+        with unlock(paths.home, passphrase) as master:
+            return Unlocked.from_master(master)
+    finally:
+        zeroize(passphrase)
+
+
+def _audited(paths: SignerPaths, passphrase: bytearray, kind: str, body: dict | Callable[[T], dict],
+             action: Callable[[sqlite3.Connection, float, Unlocked], T]) -> T:
+    """Run a change and its audit record in one transaction, then move the anchor.
+
+    `action` gets the connection, the signer's estimated time (read inside the transaction) and
+    the keys; `body` may be a function of its result."""
+    keys = _unlocked(paths, passphrase)
+    conn = keys.connect(paths.db)
+    try:
         conn.execute("BEGIN IMMEDIATE")
         try:
             now = estimate(conn)
-            audit = AuditLog(conn, paths.anchor, clock=lambda: now)
-            result = action(conn, now)
-            audit.append(kind, body)
+            audit = AuditLog(conn, paths.anchor, clock=lambda: now, keys=keys.audit_keys)
+            result = action(conn, now, keys)
+            audit.reload()  # the action may have appended records of its own
+            audit.append(kind, body(result) if callable(body) else body)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -53,10 +75,116 @@ def _audited(paths: SignerPaths, kind: str, body: dict, action: Callable[[sqlite
         conn.close()
 
 
-def issue_client(paths: SignerPaths, name: str, scope: Scope, ttl_seconds: int | None = None) -> tuple[Client, str]:
-    return _audited(paths, "client.added", {"name": name, "scope": scope.value, "ttl_seconds": ttl_seconds},
-                    lambda conn, now: add_client(conn, name, scope, ttl_seconds=ttl_seconds, now=now))
+def issue_client(paths: SignerPaths, name: str, scope: Scope, ttl_seconds: int | None = None, *,
+                 passphrase: bytearray) -> tuple[Client, str]:
+    return _audited(paths, passphrase, "client.added", {"name": name, "scope": scope.value, "ttl_seconds": ttl_seconds},
+                    lambda conn, now, _: add_client(conn, name, scope, ttl_seconds=ttl_seconds, now=now))
 
 
-def revoke(paths: SignerPaths, name: str) -> bool:
-    return _audited(paths, "client.revoked", {"name": name}, lambda conn, now: revoke_client(conn, name, now=now))
+def revoke(paths: SignerPaths, name: str, *, passphrase: bytearray) -> bool:
+    return _audited(paths, passphrase, "client.revoked", {"name": name},
+                    lambda conn, now, _: revoke_client(conn, name, now=now))
+
+
+# ---- integrity: what the daemon refuses at start, and the operator's way out ------------------
+
+
+def check_integrity(paths: SignerPaths, *, passphrase: bytearray) -> list[Finding]:
+    keys = _unlocked(paths, passphrase)
+    conn = keys.connect(paths.db)
+    try:
+        return keys.sealer.check(conn)
+    finally:
+        conn.close()
+
+
+@dataclass
+class SealResult:
+    findings: list[Finding]
+    removed: list[str] = field(default_factory=list)
+    sealed_rows: int = 0
+    legacy_audit_records: int = 0
+    accepted_policy_hash: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"findings": [f.to_json() for f in self.findings], "removed": self.removed,
+                "sealed_rows": self.sealed_rows, "legacy_audit_records": self.legacy_audit_records,
+                "accepted_policy_hash": self.accepted_policy_hash}
+
+
+class SealRefused(ValueError):
+    pass
+
+
+_POLICY_KEYS = frozenset({policy_change.ACCEPTED, "policy_hash"})
+_KILL_SWITCH_KEYS = frozenset({"frozen", "freeze_id"})
+
+
+def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool = False,
+         accept_ledger: bool = False) -> SealResult:
+    """The operator's answer to what the daemon refused (and the upgrade of a home from before row MACs).
+
+    Rows that fail are removed, so they grant nothing: a client, device, session key, pairing,
+    approval or recipient edited or added offline is gone. A changed spend ledger (kept by its digest
+    alone) is refused unless `accept_ledger`: it cannot be repaired row by row. The saved clock is dropped (the daemon resumes from
+    its records). A kill-switch flag that fails leaves the signer frozen: only the companion lifts
+    it. A policy in force that fails, or a `meta` table short of rows, is refused unless the
+    operator names the policy file as the policy in force (`accept_policy_file`): nothing else here
+    can tell which policy the companion last approved. Then every remaining row is sealed as it is
+    and, if the audit log predates the keyed chain, an `audit.keyed` record seals its prefix."""
+    text, policy = read_policy_file(paths.policy) if accept_policy_file else (None, None)
+
+    def action(conn: sqlite3.Connection, now: float, keys: Unlocked) -> SealResult:
+        result = SealResult(keys.sealer.check(conn))
+        # An unsealed table (an upgrade) is sealed as it is: the operator running this is the authority.
+        failing_meta = {f.pk for f in result.findings if f.table == "meta" and f.problem is not Problem.UNSEALED}
+        ledger = sorted({f.table for f in result.findings if f.table in DIGEST_ONLY and f.problem is Problem.CHANGED})
+        if ledger and not accept_ledger:
+            raise SealRefused(f"the spend ledger ({', '.join(ledger)}) was changed without the master key and cannot "
+                              "be repaired row by row; nothing was changed. Restore signer.db from a backup, or "
+                              "accept the ledger as it is with --accept-ledger (check `owlia audit verify` first: "
+                              "the keyed audit log records every spend)")
+        if (failing_meta & _POLICY_KEYS or None in failing_meta) and not accept_policy_file:
+            raise SealRefused("the policy in force (or a row of `meta`) fails authentication; nothing was changed. "
+                              "Put the policy you want in force in policy.yaml and run again with "
+                              "--accept-policy-file")
+        for finding in result.findings:
+            if finding.pk is None or finding.problem is Problem.DELETED:
+                continue
+            if finding.table == "meta" and finding.pk in _KILL_SWITCH_KEYS:
+                continue  # rewritten below: frozen
+            conn.execute(f"DELETE FROM {finding.table} WHERE CAST({pk_sql(finding.table)} AS TEXT)=?", (finding.pk,))
+            result.removed.append(str(finding))
+        if failing_meta & _KILL_SWITCH_KEYS or None in failing_meta:
+            set_meta(conn, "frozen", "1")  # fail closed: the companion's unfreeze is the way back
+        if accept_policy_file and (failing_meta & _POLICY_KEYS or None in failing_meta):
+            assert text is not None and policy is not None
+            set_meta(conn, policy_change.ACCEPTED, text)
+            conn.execute("DELETE FROM meta WHERE key='policy_hash'")  # the next start records a policy.loaded
+            result.accepted_policy_hash = policy.policy_hash()
+        result.sealed_rows = keys.sealer.seal(conn)
+        result.legacy_audit_records = _legacy_prefix(conn, keys)
+        if result.legacy_audit_records:
+            AuditLog(conn, paths.anchor, clock=lambda: now, keys=keys.audit_keys).append(
+                KEYED_KIND, {"legacy_records": result.legacy_audit_records})
+        return result
+
+    return _audited(paths, passphrase, "integrity.sealed",
+                    lambda r: {"removed": r.removed, "sealed_rows": r.sealed_rows,
+                               "accepted_policy_hash": r.accepted_policy_hash},
+                    action)
+
+
+def _legacy_prefix(conn: sqlite3.Connection, keys: Unlocked) -> int:
+    """How many unkeyed records open the log (a home from before the keyed chain), unless a seal names them."""
+    if conn.execute("SELECT 1 FROM audit WHERE kind=?", (KEYED_KIND,)).fetchone():
+        return 0
+    count = 0
+    for row in conn.execute("SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq"):
+        if hmac.compare_digest(keys.audit_keys.record_hash(*row[:5]), row[5]):
+            break
+        count += 1
+    return count
+
+
+__all__ = ["SealRefused", "SealResult", "check_integrity", "issue_client", "revoke", "seal"]

@@ -24,16 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
 from signer import records
-from signer.approval_request import RequestBuilder, request_hash
+from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
-from signer.devices import APPROVAL_DOMAIN, DeviceRegistry, answer_body, signed_message
-from signer.identity import NONCE_DOMAIN, REQUEST_DOMAIN, SignerIdentity
+from signer.audit_witness import make_checkpoint
+from signer.devices import DeviceRegistry
+from signer.identity import SignerIdentity
+from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
-from signer.protocol import ApprovalAnswerParams, FreezeParams, RpcError
+from signer.wire.protocol import ApprovalAnswerParams, FreezeParams, RpcError
+from signer.receipts import InFlight
 from signer.topup import exceeds_cap
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:
@@ -171,7 +174,9 @@ class Approvals:
             if isinstance(latest, int):
                 mined[str(chain_id)] = latest
         quote = {"main_account": main, "main_nonce": nonces, "main_nonce_mined": mined, "ts": self.clock()}
-        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote)}
+        # The audit log's committed head, signed: the companion keeps the latest and refuses to go back.
+        checkpoint = make_checkpoint(self.identity, *self.engine.audit.committed)
+        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""
@@ -257,11 +262,10 @@ class Approvals:
         if not self.engine.broadcast:
             return result
         outcome = await chain.broadcast(params.raw_tx, got.tx_hash)
-        if outcome.sent is Sent.REJECTED:
-            return await self._broadcast_failed(result, got.tx_hash, outcome.error or "")
-        self.engine.receipts.watch(chain, params.request_id, got.tx_hash)
-        if outcome.sent is Sent.UNKNOWN:  # not "failed": asking again could pay twice
-            return await self.engine.broadcast_unknown(params.request_id, result, outcome.error)
+        in_flight = InFlight(params.request_id, got.tx.chain_id, got.tx_hash, got.sender, got.tx.nonce)
+        if outcome.sent is not Sent.ACCEPTED:  # not "failed": a refusal is the node's word, asking again could pay twice
+            result = await self.engine.broadcast_unknown(params.request_id, result, outcome)
+        self.engine.receipts.watch(chain, in_flight)
         return result
 
     async def _approve_policy(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
@@ -290,18 +294,6 @@ class Approvals:
         except StalePolicy as exc:
             raise await self._refuse(evidence, str(exc)) from None
         return result
-
-    async def _broadcast_failed(self, result: dict[str, Any], tx_hash: str, error: str) -> dict[str, Any]:
-        failed = {**result, "status": records.FAILED, "error": f"broadcast rejected: {error}"}
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE requests SET status='failed', outcome=? WHERE request_id=?",
-                         (json.dumps(failed), result["request_id"]))
-            self.engine.audit.append("approval.broadcast_failed", {"request_id": result["request_id"],
-                                                                   "tx_hash": tx_hash, "error": error})
-
-        await self.engine.writer.run(record)
-        return failed
 
     async def _deny(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
                     device_name: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from signer.protocol import SCOPE_RANK, ErrorCode, RpcError, Scope
+from signer.wire.protocol import SCOPE_RANK, ErrorCode, RpcError, Scope
 
 TOKEN_RE = re.compile(r"^owl_([0-9a-f]{12})_([A-Za-z0-9_\-]{43})$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
 from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
-from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
-from signer.settings import ChainSettings
+from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
+from signer.wire.settings import ChainSettings
 
 PLAIN_TRANSFER_GAS = 21_000
 FEE_TTL = 3.0
@@ -50,6 +51,26 @@ def quantity(value: object, what: str) -> int:
     return int(value, 16)
 
 
+class ReceiptLie(ChainError):
+    """A receipt that does not belong to the transaction asked about (another hash, another sender),
+    or endpoints that disagree about it: the node is lying or broken, and the receipt is ignored."""
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The fields of a receipt the signer relies on, checked against the hash it computed itself."""
+
+    tx_hash: str
+    status: int  # 1 success, 0 reverted
+    block_number: int
+    block_hash: str
+    gas_used: int
+
+    def to_json(self) -> dict:
+        return {"tx_hash": self.tx_hash, "status": self.status, "block_number": self.block_number,
+                "block_hash": self.block_hash, "gas_used": self.gas_used}
+
+
 class SimulationReverted(ChainError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -60,8 +81,8 @@ class Sent(Enum):
     """What is known about a transaction after handing it to the node."""
 
     ACCEPTED = "accepted"  # the node took it, or knows it
-    REJECTED = "rejected"  # the node refused it and does not know it: it can never be mined from here
-    UNKNOWN = "unknown"  # the answer was lost: it may be mined, so its spend must stay counted
+    REJECTED = "rejected"  # the node refused it and says it does not know it: its word only, so it may be mined
+    UNKNOWN = "unknown"  # the answer was lost: it may be mined
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +95,8 @@ class Chain:
     def __init__(self, settings: ChainSettings, *, timeout: float = 10.0) -> None:
         self.settings = settings
         self.rpc = JsonRpcHttp(settings.rpc_url, timeout=timeout)
+        # A second, independent endpoint that must agree on every receipt the signer acts on.
+        self.check = None if settings.check_rpc_url is None else JsonRpcHttp(settings.check_rpc_url, timeout=timeout)
         self._fees: tuple[float, Fees] | None = None
         # Recent quotes whose tip was clamped, by (max fee, tip): the engine notes a clamp on the record.
         self.clamped_quotes: dict[tuple[int, int], Fees] = {}
@@ -92,18 +115,30 @@ class Chain:
 
     # ---- transaction building ---------------------------------------------------------------
 
-    async def next_nonce(self, sender: str) -> int:
-        """Hand out nonces locally so concurrent requests never share one."""
+    async def next_nonce(self, sender: str, ceiling: Callable[[], int] | None = None) -> int:
+        """Hand out nonces locally so concurrent requests never share one.
+
+        `ceiling()`, read only when the node is asked, is the highest count the account can have:
+        one past the highest nonce the signer ever signed from it (a session key signs nowhere
+        else). A node that says more is lying, or the key is used elsewhere: refused, since its
+        transactions would wait behind a gap, holding their spends, or be mined at its chosen time."""
         async with self._nonce_lock:
             if sender not in self._nonces:
-                self._nonces[sender] = quantity(await self._call("eth_getTransactionCount", sender, "pending"),
-                                                "nonce")
+                told = quantity(await self._call("eth_getTransactionCount", sender, "pending"), "nonce")
+                if ceiling is not None and told > (most := ceiling()):
+                    raise ChainError(
+                        f"the RPC node of chain {self.settings.id} says the account's next nonce is {told}, but the "
+                        f"signer has signed transactions from it only up to nonce {most - 1}: the node is lying or "
+                        "the key is used elsewhere; nothing was signed")
+                self._nonces[sender] = told
             nonce = self._nonces[sender]
             self._nonces[sender] = nonce + 1
             return nonce
 
     def forget_nonce(self, sender: str) -> None:
-        """After a rejected broadcast: re-read the chain so the gap is filled by the next request."""
+        """After a broadcast the node did not accept: re-read the chain, so that if the transaction
+        really went nowhere the next request fills its nonce (and, once mined, proves it dead); both
+        stay counted until then (signer.receipts), so a node that lies about the count gains nothing."""
         self._nonces.pop(sender, None)
 
     async def fees(self) -> Fees:
@@ -166,9 +201,10 @@ class Chain:
     # ---- reading and sending ----------------------------------------------------------------
 
     async def broadcast(self, raw: bytes, tx_hash: str) -> Broadcast:
-        """Send a signed transaction once, and say only what is known: a timeout or a dropped
+        """Send a signed transaction once, and say only what the node claims: a timeout or a dropped
         connection after the node read it is not a refusal, so those end UNKNOWN unless the node
-        can be asked and knows the hash; REJECTED needs the node's own error and an unknown hash."""
+        can be asked and knows the hash; REJECTED is the node's own error and an unknown hash. Neither
+        proves anything: a lying node can refuse a transaction and relay it anyway (signer.receipts)."""
         try:
             await self.rpc.call("eth_sendRawTransaction", "0x" + raw.hex(), retry=False)
             return Broadcast(Sent.ACCEPTED)
@@ -192,13 +228,82 @@ class Chain:
         raw = await self._call("eth_call", {"to": token, "data": data}, block)
         return quantity(raw, "token balance") if raw not in (None, "0x") else 0
 
+    async def call(self, to: str, data: bytes, block: str = "latest") -> bytes:
+        """eth_call: Tier 3 reads enforcer state with it (signer.tier3)."""
+        raw = await self._call("eth_call", {"to": to, "data": "0x" + data.hex()}, block)
+        if not isinstance(raw, str) or not raw.startswith("0x"):
+            raise ChainError("the RPC node sent a malformed eth_call result")
+        return bytes.fromhex(raw[2:])
+
+    async def code(self, address: str) -> bytes:
+        raw = await self._call("eth_getCode", address, "latest")
+        if not isinstance(raw, str) or not raw.startswith("0x"):
+            raise ChainError("the RPC node sent malformed code")
+        return bytes.fromhex(raw[2:])
+
+    async def latest_timestamp(self) -> int:
+        block = await self._call("eth_getBlockByNumber", "latest", False)
+        if not isinstance(block, dict):
+            raise ChainError("the RPC node sent no latest block")
+        return quantity(block.get("timestamp"), "block timestamp")
+
     async def mined(self, tx_hash: str) -> bool:
         """Is there a receipt for this transaction now (no waiting)?"""
         return bool(await self._call("eth_getTransactionReceipt", tx_hash))
 
+    async def block_number(self) -> int:
+        """The node's latest block number (on the check endpoint too, when configured: the lower one)."""
+        head = quantity(await self._call("eth_blockNumber"), "block number")
+        if self.check is None:
+            return head
+        try:
+            return min(head, quantity(await self.check.call("eth_blockNumber"), "block number"))
+        except (RpcRemoteError, RpcUnreachable):
+            raise ChainError(f"the check endpoint of chain {self.settings.id} could not be read") from None
+
     async def mined_nonce(self, address: str) -> int:
         """How many of the account's transactions are mined: a nonce below it can never be mined again."""
         return quantity(await self._call("eth_getTransactionCount", address, "latest"), "nonce")
+
+    async def receipt_for(self, tx_hash: str, sender: str) -> Receipt | None:
+        """The receipt of the signer's own transaction `tx_hash` from `sender`, now, or None.
+
+        The node's answer is checked against what the signer knows: a receipt naming another hash or
+        another sender raises `ReceiptLie` (never taken as this transaction's fate). With a second
+        endpoint configured (`check_rpc_url`), both must return the same receipt; a disagreement is a
+        `ReceiptLie` too, and one that has none while the other has one means "not yet" (None)."""
+        first = self._checked_receipt(await self._call("eth_getTransactionReceipt", tx_hash), tx_hash, sender)
+        if self.check is None or first is None:
+            return first
+        try:
+            raw = await self.check.call("eth_getTransactionReceipt", tx_hash)
+        except (RpcRemoteError, RpcUnreachable):
+            raise ChainError(f"the check endpoint of chain {self.settings.id} could not be read") from None
+        second = self._checked_receipt(raw, tx_hash, sender)
+        if second is None:
+            return None  # not seen there yet: keep waiting, fail closed
+        if second != first:
+            raise ReceiptLie(f"the RPC endpoints of chain {self.settings.id} disagree about {tx_hash}")
+        return first
+
+    @staticmethod
+    def _checked_receipt(raw: object, tx_hash: str, sender: str) -> Receipt | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise ReceiptLie("the RPC node sent a malformed receipt")
+        got_hash, got_from = raw.get("transactionHash"), raw.get("from")
+        if not isinstance(got_hash, str) or got_hash.lower() != tx_hash.lower():
+            raise ReceiptLie(f"the RPC node sent a receipt for another transaction when asked for {tx_hash}")
+        if not isinstance(got_from, str) or got_from.lower() != sender.lower():
+            raise ReceiptLie(f"the RPC node sent a receipt for {tx_hash} from another sender")
+        status = quantity(raw.get("status"), "receipt status")
+        block_hash = raw.get("blockHash")
+        if status not in (0, 1) or not isinstance(block_hash, str) or not re.fullmatch(r"0x[0-9a-fA-F]{64}",
+                                                                                        block_hash):
+            raise ReceiptLie(f"the RPC node sent a malformed receipt for {tx_hash}")
+        return Receipt(tx_hash.lower(), status, quantity(raw.get("blockNumber"), "block number"), block_hash.lower(),
+                       quantity(raw.get("gasUsed"), "gas used"))
 
     async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -224,6 +329,8 @@ class Chain:
 
     async def close(self) -> None:
         self.rpc.close()
+        if self.check is not None:
+            self.check.close()
 
     async def _call(self, method: str, *params):
         try:

@@ -3,8 +3,10 @@
 Layout of the signer home (0700, owned by the signer's user, never mounted into the bot):
   keystore.json   master key sealed by the passphrase (0600)
   signer.db       clients, session keys (sealed), requests, spend ledger, audit log, and in `meta`
-                  the daemon's saved clock (signer.clock; written by the daemon only)
-  audit.anchor    last audit record's seq and hash, to detect a truncated log (0600)
+                  the daemon's saved clock (signer.clock; written by the daemon only). Every
+                  authority-bearing row carries a MAC under a key derived from the master key
+                  (signer.store.integrity): a row edited offline stops the daemon at start.
+  audit.anchor    last audit record's seq and hash with their MAC, to detect a truncated log (0600)
   policy.yaml     the policy in force (0600; the bot cannot read or change it)
   admin.token     the local admin CLI's token (0600)
   signer.sock     the JSON-RPC socket (0660)
@@ -13,37 +15,38 @@ Layout of the signer home (0700, owned by the signer's user, never mounted into 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 import sqlite3
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from policies.loader import PolicyError, parse_policy
-from signer import approvals as approvals_store
 from signer import devices as devices_store
+from signer import tier3 as tier3_store
+from signer import policy_change
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
-from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, save_state
+from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, estimate, save_state
 from signer.engine import Engine
-from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from signer.identity import SignerIdentity
-from signer.keystore import create_keystore, unlock, zeroize
+from signer.keystore import create_keystore, unlock
+from policies.kernel.passphrase import zeroize
 from signer.methods import Methods
-from signer.paths import ADMIN_TOKEN, ANCHOR, DATABASE, POLICY, SignerPaths  # noqa: F401 - re-exported
 from signer.policy_live import PolicyKeeper, read_policy_file
-from signer.protocol import Scope
+from signer.wire.protocol import Scope
 from signer.server import SignerServer
 from signer.session_keys import SessionKeys
-from signer.settings import SignerConfig
+from signer.wire.settings import KEYSTORE, SignerConfig, SignerPaths
 from signer.store import audit as audit_store
-from signer.store.db import connect, ensure_schema, get_meta
+from signer.store.db import connect, get_meta, set_meta
+from signer.store.guard import IntegrityRefused, Unlocked
 from signer.store.writer import Writer, WriterClosed
 
 log = logging.getLogger("owlia.signer")
-KEYSTORE = "keystore.json"
 
 
 def default_policy_text() -> str:
@@ -58,12 +61,16 @@ def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | 
     policy_text = policy_file.read_text(encoding="utf-8") if policy_file else default_policy_text()
     parse_policy(policy_text)  # refuse to install a policy that does not validate
     write_private_file(paths.policy, policy_text.encode())
-    conn = connect(paths.db)
+    with unlock(paths.home, passphrase) as master:
+        unlocked = Unlocked.from_master(master)
+    conn = unlocked.connect(paths.db)
     try:
-        ensure_schema(conn)
         conn.execute("BEGIN IMMEDIATE")
+        unlocked.sealer.seal(conn)  # empty tables: from here on every authority-bearing row carries its MAC
+        set_meta(conn, policy_change.ACCEPTED, policy_text)  # the baseline, so a missing one is never "first start"
         _, token = add_client(conn, "admin", Scope.ADMIN)
-        audit = audit_store.AuditLog(conn, paths.anchor)
+        audit = audit_store.AuditLog(conn, paths.anchor, keys=unlocked.audit_keys)
+        audit.append(audit_store.KEYED_KIND, {"legacy_records": 0})
         audit.append("signer.initialized", {"home": str(paths.home)})
         conn.execute("COMMIT")
         audit.write_anchor()
@@ -86,15 +93,16 @@ class Daemon:
         self.master = unlock(paths.home, passphrase)
         zeroize(passphrase)
         policy_text, file_policy = read_policy_file(paths.policy)
-        self.writer_conn = connect(paths.db)
-        ensure_schema(self.writer_conn)
-        self.writer_conn.executescript(devices_store.SCHEMA + approvals_store.SCHEMA)
+        unlocked = Unlocked.from_master(self.master)
+        self.writer_conn = unlocked.connect(paths.db)
+        # Before anything is read from it: every authority-bearing row must be one the signer wrote.
+        self.integrity_checked = self._check_integrity(unlocked)
         self.reader = connect(paths.db)
         # One clock for decisions, windows, expiries and records, never behind what is on record and
         # never far ahead of real time (signer.clock). Everything in the daemon reads this one.
         self.clock = SignerClock.resume(self.reader)
         self.policies = PolicyKeeper(paths.policy, self.reader, policy_text, file_policy, clock=self.clock)
-        self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor, clock=self.clock)
+        self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor, clock=self.clock, keys=unlocked.audit_keys)
         self.keys = SessionKeys(self.master, clock=self.clock)
         self.keys.load(self.reader)
         self.ledger = self.policies.ledger()
@@ -113,6 +121,17 @@ class Daemon:
             frozen=get_meta(self.reader, "frozen") == "1",
             clock=self.clock,
         )
+        if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3)
+            self.writer_conn.executescript(tier3_store.SCHEMA)
+            tier3 = tier3_store.Tier3(self.chains)
+            sessions = {}
+            for chain_id in self.chains:
+                key = self.keys.current(chain_id)
+                if key is not None:
+                    sessions[chain_id] = (key.address, key.expires_at)
+            for problem in tier3.load(self.reader, self.policies.policy, sessions):
+                log.warning(problem)
+            self.engine.tier2 = dataclasses.replace(self.engine.tier2, tier3=tier3)  # nonce ceiling kept
         identity = SignerIdentity(self.master)
         self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit, self.clock,
                                                     signer_key=identity.public_key)
@@ -132,6 +151,33 @@ class Daemon:
         )
         self.engine.more_waiting = self.server.backlog.waiting
         self._clock_saver: asyncio.Task | None = None
+
+    def _check_integrity(self, unlocked: Unlocked) -> int:
+        """Refuse to start over state something without the master key wrote: record why, then raise.
+
+        Refusing (rather than starting without the failing rows) is the one answer that is safe for
+        every table: a policy, a kill-switch flag or a main account edited offline has no safe
+        stand-in the daemon could pick on its own. Returns how many rows were checked."""
+        conn = self.writer_conn
+        findings = unlocked.sealer.check(conn)
+        if not findings:
+            return sum(conn.execute("SELECT count(*) FROM row_macs").fetchone())
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            now = estimate(conn)
+            audit = audit_store.AuditLog(conn, self.paths.anchor, clock=lambda: now, keys=unlocked.audit_keys)
+            audit.append("integrity.refused", {"findings": [str(f) for f in findings[:200]],
+                                               "count": len(findings)})
+            conn.execute("COMMIT")
+            audit.write_anchor()
+            audit.close()
+        except sqlite3.Error:
+            log.exception("could not record the integrity refusal")
+        finally:
+            conn.close()
+            self.master.zeroize()
+        log.error("%s", IntegrityRefused(findings))
+        raise IntegrityRefused(findings)
 
     def save_clock(self, conn: sqlite3.Connection) -> None:
         """A writer unit: the clock's state now, so that a restart resumes from it (signer.clock)."""
@@ -159,6 +205,8 @@ class Daemon:
 
         await self.writer.run(started)
         self._clock_saver = asyncio.create_task(self._save_clock_forever())
+        # Transactions still in flight within the windows: their spends stay held until proven (signer.receipts).
+        self.engine.receipts.resume(self.chains, self.policies.ledger_since)
         if self.policies.proposal is not None:
             await self.policies.propose(self.policies.proposal)
         await self.server.start()

@@ -34,12 +34,12 @@ from policies.intent import Decoded
 from policies.model import Policy
 from signer import records
 from signer.auth import Client
-from signer.chain import Chain, Sent
+from signer.chain import Broadcast, Chain, Sent
 from signer.fees import note_clamp
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
-from signer.protocol import ErrorCode, Intent, RpcError, SignRequestParams
-from signer.receipts import ReceiptWatcher
+from signer.wire.protocol import ErrorCode, Intent, RpcError, SignRequestParams
+from signer.receipts import InFlight, ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog
 from signer.store.audit import prepare as audit_record
@@ -73,7 +73,7 @@ class Engine:
         self.install_policy(policy)
         self.keys = keys
         self.ledger = ledger
-        self.tier2 = SessionSigner(keys, ledger)
+        self.tier2 = SessionSigner(keys, ledger, nonce_ceiling=self.nonce_ceiling)
         self.chains = chains
         self.writer = writer
         self.audit = audit
@@ -83,7 +83,7 @@ class Engine:
         self.frozen = frozen
         self.clock = clock
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
-        self.receipts = ReceiptWatcher(writer, audit)
+        self.receipts = ReceiptWatcher(writer, audit, reader, ledger, clock)
         self.topups = TopUps(reader)  # top-ups in flight per session key, counted against its cap
         self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
         # Are other clients' requests already waiting to be read? Set by the daemon (signer.backlog).
@@ -236,7 +236,7 @@ class Engine:
         if not signed or not self.broadcast:
             return final
         assert chain is not None and ending is not None
-        return await self._send(request_id, decision, summary, chain, ending)
+        return await self._send(request_id, decision, chain, ending, now)
 
     async def _conclude(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
@@ -284,33 +284,45 @@ class Engine:
         return len(self._inflight) <= 1 and not self.more_waiting()  # one epoll call, after the yield
 
     async def _send(
-        self, request_id: str, decision: Decision, summary: str, chain: Chain, ending: Ending
+        self, request_id: str, decision: Decision, chain: Chain, ending: Ending, now: float
     ) -> dict[str, Any]:
-        """Broadcast a signed transaction that is already durable.
+        """Broadcast a signed transaction that is already durable, then follow it to its fate.
 
-        Its spend is released only when the node refused it and does not know it. When the answer
-        was lost the transaction may still be mined, so the spend stays counted (fail closed) and
-        the receipt is watched like any other.
+        Whatever the node answers, the spend stays counted: a refusal is only the node's word (a
+        lying node can refuse and relay the transaction anyway), a lost answer says nothing. Only
+        the receipt watcher releases it, on proof that its nonce was taken (signer.receipts).
         """
         assert ending.raw_tx is not None and ending.sender is not None
         tx_hash = ending.result["tx_hash"]
+        # From here its spends count in every window until it is settled (signer.receipts)
+        self.ledger.hold(request_id, now, ((s.chain_id, s.asset, s.amount, s.usd_micros) for s in decision.spends))
         outcome = await chain.broadcast(ending.raw_tx, tx_hash)
-        if outcome.sent is not Sent.ACCEPTED:
-            chain.forget_nonce(ending.sender)  # the next request re-reads the account's nonce
-        if outcome.sent is Sent.REJECTED:
-            return await self._abandon(request_id, decision, summary, None, f"broadcast rejected: {outcome.error}",
-                                       tx_hash=tx_hash)
-        self.receipts.watch(chain, request_id, tx_hash)
-        if outcome.sent is Sent.UNKNOWN:
-            return await self.broadcast_unknown(request_id, ending.result, outcome.error)
-        return ending.result
+        in_flight = InFlight(request_id, chain.settings.id, tx_hash, ending.sender, ending.result["nonce"])
+        if outcome.sent is Sent.ACCEPTED:
+            self.receipts.watch(chain, in_flight)
+            return ending.result
+        chain.forget_nonce(ending.sender)  # the next request re-reads the account's nonce
+        result = await self.broadcast_unknown(request_id, ending.result, outcome)
+        self.receipts.watch(chain, in_flight)
+        return result
 
-    async def broadcast_unknown(self, request_id: str, result: dict[str, Any], error: str | None) -> dict[str, Any]:
-        """On record, and said in the reply: the node's answer to a broadcast was lost (Tier 2 or 1)."""
-        body = {"request_id": request_id, "tx_hash": result["tx_hash"], "error": error}
-        await self.writer.run(lambda conn: self.audit.append("sign.broadcast_unknown", body))
-        return {**result, "broadcast_unknown": f"{error}; it may still be mined: its spend stays counted and "
-                                               "its receipt is being watched"}
+    async def broadcast_unknown(self, request_id: str, result: dict[str, Any], outcome: Broadcast) -> dict[str, Any]:
+        """The node did not accept the broadcast (refused it, or its answer was lost), Tier 2 or 1:
+        on record as `unconfirmed` with its spend still held, and said so in the reply."""
+        refused = outcome.sent is Sent.REJECTED
+        note = (f"{outcome.error}; the signer cannot prove it was never sent, so it may still be mined: its spend "
+                "stays counted until it is mined or its nonce is taken by another of the signer's transactions")
+        held = {**result, "broadcast_unknown": note}
+        body = {"request_id": request_id, "tx_hash": result["tx_hash"], "error": outcome.error,
+                "node_refused": refused}
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=? AND status=?",
+                         (records.UNCONFIRMED, records.stored(held), request_id, records.SIGNED))
+            self.audit.append("sign.broadcast_unknown", body)
+
+        await self.writer.run(record)
+        return held
 
     def _drop(self, request_id: str, ending: Ending | None, chain: Chain | None) -> None:
         """The record was not written: forget the in-memory reservation and any signature."""
@@ -338,22 +350,6 @@ class Engine:
                 [(decoded.call.chain_id, r, now, request_id) for r in decision.new_recipients],
             )
 
-    async def _abandon(
-        self, request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str, **extra: Any
-    ) -> dict[str, Any]:
-        """Recorded as signed, but nothing reached the chain: release the reservation and record why."""
-        self.ledger.release(request_id)
-        result, body = records.abandoned(request_id, decision, summary, rule_id, reason, **extra)
-
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=?",
-                         (result["status"], records.stored(result), request_id))
-            conn.execute("UPDATE spends SET state='released' WHERE request_id=?", (request_id,))
-            self.audit.append("sign.abandoned", body)
-
-        await self.writer.run(record)
-        return result
-
     # ---- sign.status ------------------------------------------------------------------------
 
     def status_of(self, client: Client, request_id: str) -> dict[str, Any]:
@@ -367,6 +363,36 @@ class Engine:
             body = {**body, "status": records.EXPIRED}
         body["state"] = row[1]
         return body
+
+    def nonce_ceiling(self, chain_id: int, address: str) -> int:
+        """One past the highest nonce the signer ever signed from `address` on `chain_id` (0 if none):
+        read from the records when a node is asked for the account's nonce (rare: not per request)."""
+        row = self.reader.execute(
+            "SELECT max(json_extract(outcome, '$.nonce')) FROM requests WHERE chain_id=? AND tx_hash IS NOT NULL"
+            " AND lower(json_extract(outcome, '$.sender'))=?", (chain_id, address.lower())).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0]) + 1
+
+    def unproven(self, limit: int = 50) -> dict[str, Any]:
+        """Signed transactions that left the signer and are not yet proven mined or dead, with the
+        spends they hold: what `owlia signer status` shows under `in_flight`. Read from the receipt
+        watcher's own list, one indexed lookup per transaction: `status` stays cheap."""
+        entries: list[dict[str, Any]] = []
+        totals: dict[str, int] = {}
+        for tx in self.receipts.following():
+            row = self.reader.execute("SELECT status, created_at FROM requests WHERE request_id=?",
+                                      (tx.request_id,)).fetchone()
+            if row is None or row[0] not in records.IN_FLIGHT:
+                continue  # settled a moment ago
+            held: dict[str, int] = {}
+            for asset, amount in self.reader.execute(
+                    "SELECT asset, amount FROM spends WHERE request_id=? AND state!='released'", (tx.request_id,)):
+                held[asset] = held.get(asset, 0) + int(amount)
+                totals[f"{tx.chain_id}:{asset}"] = totals.get(f"{tx.chain_id}:{asset}", 0) + int(amount)
+            entries.append({"request_id": tx.request_id, "status": row[0], "chain_id": tx.chain_id,
+                            "tx_hash": tx.tx_hash, "nonce": tx.nonce, "created_at": row[1],
+                            "held": {k: str(v) for k, v in held.items()}})
+        return {"count": len(entries), "unconfirmed": sum(e["status"] == records.UNCONFIRMED for e in entries),
+                "held": {k: str(v) for k, v in totals.items()}, "transactions": entries[-limit:]}
 
     async def close(self) -> None:
         await self.receipts.close()

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from signer.settings import GWEI, ChainSettings
+from signer.wire.settings import GWEI, ChainSettings
 
 if TYPE_CHECKING:
     from signer.chain import Chain

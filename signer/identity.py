@@ -16,11 +16,10 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from signer.devices import signed_message, verify_ed25519
-from signer.keystore import MasterKey, zeroize
+from signer.keystore import MasterKey
+from policies.kernel.passphrase import zeroize
+from signer.wire.messages import signed_message
 
-REQUEST_DOMAIN = "owliabot-request-v1"
-NONCE_DOMAIN = "owliabot-nonce-v1"
 _LABEL = b"owliabot companion identity v1"
 
 
@@ -36,7 +35,3 @@ class SignerIdentity:
     def sign(self, domain: str, body: dict[str, Any]) -> str:
         return self._key.sign(signed_message(domain, body)).hex()
 
-
-def signed_by(public_key: str, domain: str, body: dict[str, Any], signature: Any) -> bool:
-    """True only for a well-formed signature by `public_key` over exactly this body."""
-    return isinstance(signature, str) and verify_ed25519(public_key, signed_message(domain, body), signature)

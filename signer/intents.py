@@ -11,7 +11,7 @@ import json
 
 from policies.decode import encode_erc20_transfer
 from policies.intent import Call, Flag
-from signer.protocol import Intent, SignRequestParams
+from signer.wire.protocol import Intent, SignRequestParams
 
 
 def request_hash(params: SignRequestParams) -> str:
@@ -29,7 +29,7 @@ def legacy_request_hash(params: SignRequestParams) -> str:
 def intent_to_call(intent: Intent, source: str) -> Call:
     """Reduce an intent to raw bytes; a token transfer becomes ERC-20 calldata built here."""
     flags = {Flag(f) for f in intent.flags if f in Flag._value2member_map_}
-    if source.startswith("skill"):
+    if source.startswith(("skill", "mcp.")):  # third-party code: a skill or an MCP server
         flags.add(Flag.FROM_SKILL)
     if source == "heartbeat":
         flags.add(Flag.FROM_HEARTBEAT)

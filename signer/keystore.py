@@ -11,23 +11,23 @@ but nothing here keeps one longer than it must.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import time
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from signer.fsperm import check_private_file, write_private_file
+from policies.kernel.files import check_private_file, write_private_file
+from policies.kernel.passphrase import PassphraseError, zeroize
 
 KEYSTORE_FILE = "keystore.json"
-PASSPHRASE_ENV = "OWLIA_SIGNER_PASSPHRASE"
 MIN_PASSPHRASE_LENGTH = 8
 DEFAULT_SCRYPT_N = 2**15
 _MIN_SCRYPT_N = 2**10  # tests use small n; anything lower is refused even from a file we wrote
@@ -35,14 +35,8 @@ _VERSION = 1
 _NONCE = 12
 
 
-class KeystoreError(Exception):
+class KeystoreError(PassphraseError):
     """The keystore cannot be created or unlocked; the message never contains secret material."""
-
-
-def zeroize(buf: bytearray | None) -> None:
-    if buf is not None:
-        for i in range(len(buf)):
-            buf[i] = 0
 
 
 class MasterKey:
@@ -80,6 +74,12 @@ class MasterKey:
         """A 32-byte key for one purpose (HMAC-SHA256 keyed by the master key): same master, same key."""
         self._cipher()  # refuses once wiped
         return bytearray(hmac.new(bytes(self._key), label, hashlib.sha256).digest())
+
+    def hkdf(self, purpose: bytes) -> bytes:
+        """A 32-byte key for one purpose, HKDF-SHA256 with `purpose` as its info: a key derived for
+        one purpose (the row MACs, the audit chain, the anchor) says nothing about another."""
+        self._cipher()  # refuses once wiped
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"owliabot-master-v1", info=purpose).derive(bytes(self._key))
 
     def zeroize(self) -> None:
         zeroize(self._key)
@@ -147,48 +147,3 @@ def unlock(home: Path, passphrase: bytearray) -> MasterKey:
     finally:
         zeroize(kek)
     return MasterKey(master)
-
-
-def read_passphrase(
-    env_var: str = PASSPHRASE_ENV, file: Path | None = None, *, prompt: bool = True, confirm: bool = False
-) -> bytearray:
-    """From a file (first line), else the env var, else a TTY prompt. Never echoed, never logged."""
-    if file is not None:
-        file = Path(file)
-        try:
-            # No symlink, and checked on the file actually opened. Group bits count too: in a service
-            # install the signer's group is the socket group, which the bot's user is in.
-            fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with open(fd, "rb", buffering=0) as handle:  # straight into a buffer we can wipe
-                mode = os.fstat(fd).st_mode & 0o777
-                if mode & 0o077:
-                    raise KeystoreError(f"{file} is readable by other users or the group (mode {mode:04o}); "
-                                        "chmod 600 it")
-                raw = bytearray(os.fstat(fd).st_size)
-                del raw[handle.readinto(raw) or 0:]
-        except OSError as exc:
-            raise KeystoreError(f"cannot read passphrase file {file}: {exc.strerror}") from None
-        end = raw.find(b"\n")
-        line = raw[: end if end >= 0 else len(raw)]
-        while line.endswith(b"\r"):
-            del line[-1:]
-        zeroize(raw)
-        if not line:
-            raise KeystoreError(f"passphrase file {file} is empty")
-        return line
-    value = os.environ.get(env_var)
-    if value:
-        return bytearray(value.encode())
-    if not prompt:
-        raise KeystoreError(f"no passphrase: pass --passphrase-file, set {env_var}, or run on a terminal")
-    first = bytearray(getpass.getpass("Signer passphrase: ").encode())
-    if confirm:
-        second = bytearray(getpass.getpass("Repeat passphrase: ").encode())
-        same = secrets.compare_digest(bytes(first), bytes(second))
-        zeroize(second)
-        if not same:
-            zeroize(first)
-            raise KeystoreError("the passphrases do not match")
-    if not first:
-        raise KeystoreError("empty passphrase")
-    return first

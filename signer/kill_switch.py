@@ -15,8 +15,9 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
-from signer.devices import FREEZE_DOMAIN, DeviceRegistry, freeze_body, signed_message
-from signer.protocol import FreezeParams, RpcError
+from signer.devices import DeviceRegistry
+from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
+from signer.wire.protocol import FreezeParams, RpcError
 from signer.session_keys import REVOKED
 from signer.store.db import get_meta, set_meta
 

@@ -9,6 +9,7 @@ start-up, so a restart never resets a window.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from policies.context import EvalContext, PriceQuote
@@ -64,6 +65,14 @@ class _Series:
 
 
 @dataclass(frozen=True, slots=True)
+class _Held:
+    """The spends of a transaction that left the signer and is not yet proven mined or dead."""
+
+    ts: float
+    items: tuple[tuple[tuple[int, str], int, int | None], ...]  # ((chain, asset), amount, usd micros)
+
+
+@dataclass(frozen=True, slots=True)
 class SignerState:
     """Signer facts the policy reads besides the ledger."""
 
@@ -79,6 +88,9 @@ class Ledger:
         self._txs = _Series()
         self._recipients: dict[tuple[int, str], float] = {}
         self._new_recipients = _Series()
+        # Transactions in flight: their spends count in every window, however old, until settled.
+        self._held: dict[str, _Held] = {}
+        self._held_oldest = float("inf")
 
     # ---- building --------------------------------------------------------------------------
 
@@ -110,16 +122,15 @@ class Ledger:
         }
         spent: dict[tuple[int, str, int], int] = {}
         for chain_id, asset in assets:
-            series = self._spend.get((chain_id, asset))
             for period in windows:
-                spent[(chain_id, asset, period)] = series.sum_since(now - period) if series else 0
+                spent[(chain_id, asset, period)] = self.spent(chain_id, asset, now - period)
         seen = frozenset(
             t.recipient for t in decoded.transfers() if (t.chain_id, t.recipient) in self._recipients
         )
         return EvalContext(
             now=now,
             spent=spent,
-            spent_usd={p: self._usd.sum_since(now - p) for p in windows},
+            spent_usd={p: self._usd.sum_since(now - p) + self._aged(None, now - p) for p in windows},
             tx_count={HOUR: self._txs.sum_since(now - HOUR)},
             new_recipients={DAY: self._new_recipients.sum_since(now - DAY)},
             seen_recipients=seen,
@@ -128,6 +139,12 @@ class Ledger:
             session_key_balance_cap=state.session_key_balance_cap,
             frozen=state.frozen,
         )
+
+    def spent(self, chain_id: int, asset: str, since: float) -> int:
+        """What counts against a window of one asset: reservations stamped after `since` and not
+        released, plus those of transactions still in flight, however old (`hold`)."""
+        series = self._spend.get((chain_id, asset))
+        return (series.sum_since(since) if series else 0) + self._aged((chain_id, asset), since)
 
     def reserve(self, request_id: str, decision: Decision, decoded: Decoded, now: float) -> None:
         """Count an allowed request at once; the engine persists the same rows before it signs."""
@@ -138,8 +155,60 @@ class Ledger:
             self.add_recipient(decoded.call.chain_id, recipient, now, request_id)
 
     def release(self, request_id: str) -> None:
-        """Undo a reservation whose transaction provably never left the signer."""
+        """Undo a reservation whose transaction provably never left the signer, or can never be mined."""
         for series in self._spend.values():
             series.remove_owner(request_id)
         self._usd.remove_owner(request_id)
         self._txs.remove_owner(request_id)
+        self._unhold(request_id)
+
+    # ---- transactions in flight (signer.receipts) --------------------------------------------
+
+    def hold(self, request_id: str, ts: float, spends: Iterable[tuple[int, str, int, int | None]]) -> None:
+        """The request's transaction left the signer: until `settle` or `release`, its spends
+        (chain, asset, amount, usd micros) reserved at `ts` count in every window, however long
+        ago `ts` is: a transaction held back by a node can be mined at any time until proven dead."""
+        items = tuple(((chain_id, asset), amount, usd) for chain_id, asset, amount, usd in spends)
+        if items:
+            self._held[request_id] = _Held(ts, items)
+            self._held_oldest = min(self._held_oldest, ts)
+
+    def holds(self, request_id: str) -> bool:
+        return request_id in self._held
+
+    def settle(self, request_id: str, at: float) -> bool:
+        """The transaction is mined (seen at `at`): its spends count from `at` on (it moved value at
+        some moment up to `at`, so a window is never shown room it does not have). True if it was held."""
+        held = self._unhold(request_id)
+        if held is None:
+            return False
+        if at > held.ts:  # every entry of the request out first, then each back in at `at`
+            for key in {key for key, _, _ in held.items}:
+                if key in self._spend:
+                    self._spend[key].remove_owner(request_id)
+            self._usd.remove_owner(request_id)
+            for key, amount, usd in held.items:
+                self._spend.setdefault(key, _Series()).add(at, amount, request_id)
+                if usd is not None:
+                    self._usd.add(at, usd, request_id)
+        return True
+
+    def _unhold(self, request_id: str) -> _Held | None:
+        held = self._held.pop(request_id, None)
+        if held is not None and held.ts <= self._held_oldest:
+            self._held_oldest = min((h.ts for h in self._held.values()), default=float("inf"))
+        return held
+
+    def _aged(self, key: tuple[int, str] | None, since: float) -> int:
+        """Held spends stamped at or before `since` (outside the window's sum); key None: in USD."""
+        if self._held_oldest > since:  # the common case: nothing held has aged out of any window
+            return 0
+        total = 0
+        for held in self._held.values():
+            if held.ts <= since:
+                for item_key, amount, usd in held.items:
+                    if key is None:
+                        total += usd or 0
+                    elif item_key == key:
+                        total += amount
+        return total

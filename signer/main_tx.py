@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from policies.intent import Call
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
-from signer.protocol import ErrorCode, RpcError
+from signer.wire.protocol import ErrorCode, RpcError
 
 FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
 

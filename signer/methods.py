@@ -5,6 +5,7 @@ Nothing here returns key material: session keys are described by id and address 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -17,9 +18,11 @@ from signer.auth import Client
 from signer.chain import ChainError
 from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
+from signer.wire.delegation import Delegation, DelegationError
 from signer.engine import Engine
+from signer.wire.grants import GrantError
 from signer.policy_live import PolicyKeeper
-from signer.protocol import (
+from signer.wire.protocol import (
     PROTOCOL_VERSION,
     ApprovalAnswerParams,
     ApprovalsWaitParams,
@@ -38,12 +41,14 @@ from signer.protocol import (
     SessionKeyRefParams,
     SignRequestParams,
     SignStatusParams,
+    Tier3GrantParams,
+    Tier3RevokeParams,
     TopUpParams,
     TopUpRequestParams,
 )
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
-from signer.settings import SignerSettings
+from signer.wire.settings import SignerSettings
 from signer.store import audit as audit_store
 from signer.topup import request_topup, room_under_cap
 
@@ -128,6 +133,10 @@ class Methods:
             "policy.validate": Method(Scope.READ, PolicyValidateParams, self.policy_validate),
             "policy.check": Method(Scope.READ, PolicyCheckParams, self.policy_check),
             "audit.tail": Method(Scope.ADMIN, AuditTailParams, self.audit_tail),
+            "tier3.grant": Method(Scope.ADMIN, Tier3GrantParams, self.tier3_grant),
+            "tier3.revoke": Method(Scope.ADMIN, Tier3RevokeParams, self.tier3_revoke),
+            "tier3.status": Method(Scope.READ, None, self.tier3_status),
+            "audit.verify": Method(Scope.ADMIN, None, self.audit_verify),
         }
 
     # ---- reads ------------------------------------------------------------------------------
@@ -145,16 +154,29 @@ class Methods:
             "chains": sorted(engine.chains),
             "policy_hash": engine.policy.policy_hash(),
             "session_keys": [i.to_json() for i in engine.keys.infos() if i.status == "active"],
+            # Spends held by transactions not yet proven mined or dead (signer.receipts).
+            "in_flight": self._in_flight(client),
             "client": {"name": client.name, "scope": client.scope.value},
         }
 
+    def _in_flight(self, client: Client) -> dict[str, Any]:
+        """Totals for every client; which requests and transactions, only for the admin."""
+        unproven = self.engine.unproven()
+        if client.scope is not Scope.ADMIN:
+            del unproven["transactions"]
+        return unproven
+
     def addresses(self, client: Client, _: None) -> dict[str, Any]:
         keys = self.engine.keys
+        tier3 = self.engine.tier2.tier3
         return {
             "addresses": [
                 {"chain_id": i.chain_id, "address": i.address, "key_id": i.key_id, "expires_at": i.expires_at}
                 for i in keys.infos() if i.status == "active"
-            ]
+            ],
+            # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
+            "tier3_accounts": [{"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
+                               for g in (tier3.grants() if tier3 is not None else [])],
         }
 
     async def balance(self, client: Client, params: BalanceParams) -> dict[str, Any]:
@@ -204,6 +226,11 @@ class Methods:
     def audit_tail(self, client: Client, params: AuditTailParams) -> dict[str, Any]:
         entries = audit_store.tail(self.engine.reader, params.n, kind=params.kind)
         return {"entries": [e.to_json() for e in entries]}
+
+    async def audit_verify(self, client: Client, _: None) -> dict[str, Any]:
+        """The keyed chain and the anchor checked by the process that holds their keys, on a thread
+        and a read-only connection of its own: `owlia audit verify` without the passphrase."""
+        return await asyncio.to_thread(self.engine.audit.verify_all)
 
     # ---- admin mutations (idempotent) ---------------------------------------------------------
 
@@ -287,6 +314,76 @@ class Methods:
                                               lambda: None)
 
         return await self._idempotent(client, params.idempotency_key, "session_key.topup", params, fund)
+
+    # ---- Tier 3 (signer.tier3, docs/tier3.md) ------------------------------------------------
+
+    def _tier3(self):
+        tier3 = self.engine.tier2.tier3
+        if tier3 is None:
+            raise RpcError(ErrorCode.NOT_FOUND, "Tier 3 is not set up: no chain has `delegation` contracts")
+        return tier3
+
+    async def tier3_grant(self, client: Client, params: Tier3GrantParams) -> dict[str, Any]:
+        """Install a grant the main key signed, after checking it is no wider than the policy.
+        Never two live grants per chain: rotation is revoke (on chain and here) then grant."""
+        tier3 = self._tier3()
+        self._chain(params.chain_id)
+        keys = self.engine.keys
+        key = keys.current(params.chain_id)
+        sessions = {params.chain_id: (key.address, key.expires_at)} if key is not None else {}
+
+        claimed = False
+
+        async def grant() -> tuple[dict[str, Any], Any]:
+            nonlocal claimed
+            # Checked and claimed in one synchronous step: two concurrent grants cannot both pass.
+            if tier3.live(params.chain_id) is not None or not tier3.claim(params.chain_id):
+                raise RpcError(ErrorCode.INVALID_PARAMS, "a grant is already live on this chain: revoke it first "
+                                                         "(rotation = revoke the old grant, then grant the new key)")
+            claimed = True
+            try:
+                delegations = [Delegation.from_json(d) for d in params.delegations]
+                built = tier3.build(tier3.new_id(), params.chain_id, delegations, self.engine.policy, sessions,
+                                    self.engine.clock())
+            except (GrantError, DelegationError) as exc:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {exc}") from None
+            problem = await tier3.preflight(built)
+            if problem is not None:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {problem}")
+
+            def unit(conn: sqlite3.Connection) -> None:
+                tier3.insert(conn, built)
+                # The audit log refuses 32-byte hex (secret-shaped): delegation hashes stay out of it.
+                body = {k: v for k, v in built.to_json().items() if k != "delegation_hashes"}
+                self.engine.audit.append("tier3.granted", {**body, "by": client.name})
+
+            return {"grant": built.to_json()}, (unit, lambda: tier3.install(built))
+
+        try:
+            return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant)
+        finally:
+            if claimed:
+                tier3.release(params.chain_id)  # installed by now, or never will be
+
+    async def tier3_revoke(self, client: Client, params: Tier3RevokeParams) -> dict[str, Any]:
+        """Stop redeeming a grant here at once (the companion disables it on chain too)."""
+        tier3 = self._tier3()
+
+        async def revoke() -> tuple[dict[str, Any], Any]:
+            dropped = tier3.drop(params.grant_id)  # signing power goes first, in memory
+            if dropped is None:
+                raise RpcError(ErrorCode.NOT_FOUND, f"no live grant {params.grant_id}")
+
+            def unit(conn: sqlite3.Connection) -> None:
+                tier3.mark_revoked(conn, params.grant_id, self.engine.clock())
+                self.engine.audit.append("tier3.revoked", {"grant_id": params.grant_id, "by": client.name})
+
+            return {"revoked": params.grant_id}, (unit, lambda: None)
+
+        return await self._idempotent(client, params.idempotency_key, "tier3.revoke", params, revoke)
+
+    async def tier3_status(self, client: Client, _: None) -> dict[str, Any]:
+        return {"grants": await self._tier3().status(self.engine.policy)}
 
     # ---- helpers ----------------------------------------------------------------------------
 

@@ -29,9 +29,9 @@ from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
-from signer.approval_request import escalation_json
+from signer.wire.approval_request import escalation_json
 from signer.approvals import OPEN
-from signer.fsperm import PermissionProblem, check_private_file
+from policies.kernel.files import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
 from signer.policy_change import StalePolicy
 from signer.store.db import get_meta, set_meta
@@ -98,18 +98,38 @@ def load_ledger(conn: sqlite3.Connection, since: float, ledger: Ledger | None = 
         "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends"
         " WHERE state!='released' AND ts>? AND ts<=?", (since, until),
     ):
-        ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
+        if not ledger.holds(request_id):  # held ones were counted in full at the first load
+            ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
     for request_id, ts in conn.execute(
         "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
-        " ('denied','pending_approval','failed') AND created_at>? AND created_at<=?", (since, until),
+        " ('denied','pending_approval','failed','dropped') AND created_at>? AND created_at<=?", (since, until),
     ):
         ledger.add_tx(request_id, ts)
     if first_load:
+        hold_in_flight(conn, since, ledger)
         for chain_id, address, ts, request_id in conn.execute(
             "SELECT chain_id, address, first_seen, request_id FROM recipients"
         ):
             ledger.add_recipient(chain_id, address, ts, request_id)
     return ledger
+
+
+def hold_in_flight(conn: sqlite3.Connection, since: float, ledger: Ledger) -> None:
+    """Spends of transactions that left the signer and are not proven mined or dead count in every
+    window however old (signer.receipts): those stamped before `since` are added too, and all held."""
+    held: dict[str, tuple[float, list[tuple[int, str, int, int | None]]]] = {}
+    for request_id, chain_id, asset, amount, usd, ts in conn.execute(
+        "SELECT s.request_id, s.chain_id, s.asset, s.amount, s.usd_micros, s.ts FROM spends s"
+        " JOIN requests r ON r.request_id=s.request_id WHERE s.state!='released'"
+        " AND r.status IN ('signed','unconfirmed') AND r.tx_hash IS NOT NULL"
+        " AND json_extract(r.outcome, '$.broadcast')=1"
+    ):
+        usd_micros = None if usd is None else int(usd)
+        if ts <= since:  # not in the windows' rows loaded above
+            ledger.add_spend(request_id, chain_id, asset, int(amount), usd_micros, ts)
+        held.setdefault(request_id, (ts, []))[1].append((chain_id, asset, int(amount), usd_micros))
+    for request_id, (ts, spends) in held.items():
+        ledger.hold(request_id, ts, spends)
 
 
 class PolicyKeeper:

@@ -13,12 +13,18 @@ from pydantic_core import to_json
 from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome
 from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, Transfer
+from signer.wire.protocol import RequestStatus
 
-SIGNED = "signed"
-PENDING = "pending_approval"
-DENIED = "denied"
-FAILED = "failed"
-EXPIRED = "expired"
+SIGNED = RequestStatus.SIGNED
+PENDING = RequestStatus.PENDING
+DENIED = RequestStatus.DENIED
+FAILED = RequestStatus.FAILED
+EXPIRED = RequestStatus.EXPIRED
+UNCONFIRMED = RequestStatus.UNCONFIRMED  # the node refused it, hid it or its answer was lost: may still be mined
+CONFIRMED = RequestStatus.CONFIRMED  # a receipt checked against the signer's own hash: status 1
+REVERTED = RequestStatus.REVERTED  # the same, status 0: its spend stays counted
+DROPPED = RequestStatus.DROPPED  # proven never minable (another of the signer's transactions took its nonce)
+IN_FLIGHT = (SIGNED, UNCONFIRMED)  # rows the receipt watcher still follows
 
 
 def stored(outcome: dict[str, Any]) -> str:

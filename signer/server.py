@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from policies import safejson
+from policies.kernel import safejson
 from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
 from signer.backlog import Backlog
-from signer.protocol import (
+from signer.wire.protocol import (
     AuthParams,
     ErrorCode,
     RpcError,

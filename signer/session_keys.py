@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import coincurve
 
-from signer.keystore import MasterKey, zeroize
-from signer.txcodec import SECP256K1_N, address_of
+from signer.keystore import MasterKey
+from policies.kernel.passphrase import zeroize
+from signer.wire.txcodec import SECP256K1_N, address_of
 
 ACTIVE = "active"
 RETIRED = "retired"  # rotated out: keeps no signing power

@@ -7,7 +7,9 @@ the signature and hands the nonce out again (`Ending.sender`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from policies.decision import Decision
@@ -16,7 +18,8 @@ from signer import records
 from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
-from signer.txcodec import Eip1559Tx, sign_eip1559
+from signer.tier3 import Redeem, Tier3
+from signer.wire.txcodec import Eip1559Tx, sign_eip1559
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +38,9 @@ class Ending:
 class SessionSigner:
     keys: SessionKeys
     ledger: Ledger
+    tier3: Tier3 | None = None  # set when a chain has Tier 3 contracts: allowed calls become redeems
+    # (chain id, address) -> one past the highest nonce ever signed from it: what a node may report
+    nonce_ceiling: Callable[[int, str], int] | None = None
 
     async def sign(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str, *,
@@ -45,8 +51,18 @@ class SessionSigner:
         if key is None or frozen:
             return self.abandoned(request_id, decision, summary, "session_key.unavailable",
                                   "the session key was revoked or the signer frozen before signing")
+        to, value, data, grant_id = call.to, call.value, call.data, None
+        grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
+        if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):
+            return self.abandoned(request_id, decision, summary, "tier3.no_grant",
+                                  "this chain is a Tier 3 account and no grant is live: grant one from the companion")
+        if grant is not None and self.tier3 is not None:  # Tier 3: the caveats are the ceiling
+            planned = await self.tier3.plan(decoded, grant, key.address)
+            if not isinstance(planned, Redeem):
+                return self.abandoned(request_id, decision, summary, planned.rule_id, planned.reason)
+            to, value, data, grant_id = planned.to, planned.value, planned.data, planned.grant_id
         try:
-            gas = await chain.gas_for(key.address, call.to, call.value, call.data)
+            gas = await chain.gas_for(key.address, to, value, data)
             fees = await chain.fees()
         except SimulationReverted as exc:
             return self.abandoned(request_id, decision, summary, "simulation.reverted",
@@ -58,7 +74,8 @@ class SessionSigner:
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:
-            nonce = await chain.next_nonce(key.address)
+            ceiling = None if self.nonce_ceiling is None else partial(self.nonce_ceiling, call.chain_id, key.address)
+            nonce = await chain.next_nonce(key.address, ceiling)
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:  # after the last await: a key revoked meanwhile is gone from here
@@ -67,9 +84,13 @@ class SessionSigner:
             chain.forget_nonce(key.address)
             return self.abandoned(request_id, decision, summary, "session_key.unavailable",
                                   "the session key was revoked before signing")
+        if grant is not None and (self.tier3 is None or self.tier3.live(call.chain_id) is not grant):
+            chain.forget_nonce(key.address)  # likewise a grant revoked while the chain was being read
+            return self.abandoned(request_id, decision, summary, "tier3.no_grant",
+                                  "the grant was revoked before signing")
         try:
             tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
-                           call.to, call.value, call.data)
+                           to, value, data)
             signed = sign_eip1559(tx, signing_key)
         except BaseException:
             chain.forget_nonce(key.address)
@@ -79,6 +100,8 @@ class SessionSigner:
                                  chain_id=call.chain_id, sender=key.address, nonce=nonce, broadcast=broadcast)
         body = {"request_id": request_id, "tx_hash": tx_hash, "sender": key.address, "key_id": key.key_id,
                 "tx": tx.to_dict()}
+        if grant_id is not None:
+            body["tier3_grant"] = grant_id
         return Ending(result, "sign.signed", body, "committed", raw_tx=signed.raw, sender=key.address)
 
     def abandoned(self, request_id: str, decision: Decision, summary: str, rule_id: str | None,

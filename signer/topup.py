@@ -17,8 +17,8 @@ from policies.decode import decode
 from policies.intent import Call
 from signer import records
 from signer.chain import ChainError
-from signer.devices import TOPUP_DOMAIN, signed_message, topup_body
-from signer.protocol import ErrorCode, RpcError, TopUpRequestParams
+from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
+from signer.wire.protocol import ErrorCode, RpcError, TopUpRequestParams
 
 if TYPE_CHECKING:
     from signer.approvals import Approvals

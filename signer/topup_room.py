@@ -97,7 +97,8 @@ class TopUps:
         rows = self.reader.execute(
             "SELECT r.request_id, r.status, r.tx_hash, r.outcome, a.body FROM approvals a"
             " JOIN requests r ON r.request_id=a.request_id WHERE a.kind='topup'"
-            " AND (r.status=? OR (r.status=? AND a.expires_at>?))", (records.SIGNED, records.PENDING, now)).fetchall()
+            " AND (r.status IN (?,?) OR (r.status=? AND a.expires_at>?))",
+            (*records.IN_FLIGHT, records.PENDING, now)).fetchall()
         found = []
         for request_id, status, tx_hash, outcome, body_text in rows:
             body = json.loads(body_text)

@@ -10,22 +10,24 @@ apart from the system prompt and its untrusted fence, so each one carries its ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from pydantic import ConfigDict, Field, create_model
-
-from bot.tools.base import ToolArgs
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 if TYPE_CHECKING:
     from skills_runtime.manifest import PropertySchema, ToolDecl
 
+M = TypeVar("M", bound="SkillArgs")
 _TYPES: dict[str, type] = {"string": str, "integer": int, "boolean": bool}
 AUTHOR_LABEL = "[skill author's text, untrusted] "
 """Starts every argument description the model reads: the skill's author wrote the rest, not us."""
 
 
-class SkillArgs(ToolArgs):
-    """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types."""
+class SkillArgs(BaseModel):
+    """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types; unknown fields refused.
+
+    The bot builds its tool models on a subclass that is also its own ToolArgs (bot/tools/skills.py);
+    this package stays free of the bot, and the manifest check builds exactly the same schema."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -38,7 +40,7 @@ def _description(prop: PropertySchema) -> str | None:
 
 def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]  # type: ignore[valid-type]
-    constraints = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
+    constraints: dict[str, Any] = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
                                      "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
                    if v is not None and not prop.enum}
     description = _description(prop)
@@ -49,9 +51,13 @@ def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     return kind | None, Field(default=None, description=description, **constraints)
 
 
-def args_model(skill: str, decl: ToolDecl) -> type[ToolArgs]:
+@overload
+def args_model(skill: str, decl: ToolDecl) -> type[SkillArgs]: ...
+@overload
+def args_model(skill: str, decl: ToolDecl, base: type[M]) -> type[M]: ...
+def args_model(skill: str, decl: ToolDecl, base: type[SkillArgs] = SkillArgs) -> type[SkillArgs]:
     """A pydantic model for the declared argument schema (unknown fields refused, strict types).
     Raises whatever pydantic raises (SchemaError is not a ValueError) for a schema it cannot build."""
     schema = decl.input_schema
     fields = {name: _field(prop, name in schema.required) for name, prop in schema.properties.items()}
-    return create_model(f"Skill_{skill}_{decl.name}", __base__=SkillArgs, **fields)  # type: ignore[call-overload]
+    return create_model(f"Skill_{skill}_{decl.name}", __base__=base, **fields)  # type: ignore[call-overload]

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from bot.tools.registry import SKILL_TOOL_PREFIX
-from policies.text import display_safe, display_safe_lines
+from policies.kernel.text import display_safe, display_safe_lines
+from skills_runtime.names import SKILL_TOOL_PREFIX
 
 MAX_MANIFEST_BYTES = 64 * 1024
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
@@ -245,7 +245,7 @@ def _check_text(value: Any, where: str) -> None:
 
 
 def load_manifest(folder: Path) -> SkillManifest:
-    from bot.workspace.fs import PathNotAllowed, read_regular_text
+    from policies.kernel.files import PathNotAllowed, read_regular_text
 
     path = Path(folder) / "SKILL.md"
     try:

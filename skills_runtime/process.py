@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from policies import safejson
+from policies.kernel import safejson
 from skills_runtime.proctree import Snapshot
 from skills_runtime.sandbox import Backend, Limits, SandboxProcess, Staged
 

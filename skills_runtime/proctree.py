@@ -127,3 +127,31 @@ def snapshot(root: int) -> Snapshot:
         strays.append(f"pid {_nspid(pid) or '?'} ({found.state})")
         todo += _children(pid)
     return Snapshot(tuple(strays), init.counters + sdk.counters)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A long-lived sandbox (an MCP server) between calls: which processes it holds (pids inside)
+    and the CPU ticks all of them used so far, reaped children included."""
+
+    pids: frozenset[int]
+    cpu_ticks: int
+
+
+def usage(root: int) -> Usage | None:
+    """Every process under bwrap's host pid `root` and their CPU time; None once the sandbox is gone."""
+    todo = _children(root)
+    if not todo:
+        return None
+    pids: set[int] = set()
+    ticks = 0
+    while todo and len(pids) < MAX_PROCESSES:
+        pid = todo.pop()
+        found = _proc(pid)
+        if found is None:
+            pids.add(-pid)  # listed, then gone: a process all the same, never part of a baseline
+            continue
+        pids.add(_nspid(pid) or -pid)
+        ticks += sum(found.counters[4:8])  # utime stime cutime cstime
+        todo += _children(pid)
+    return Usage(frozenset(pids), ticks)

@@ -5,6 +5,13 @@ Allow by default (Python needs a broad base), deny what a skill has no business 
 and namespaces, kernel keyrings, BPF, perf, io_uring (which would bypass the filter), module and
 kexec loading, and injecting keystrokes into a terminal. Denied calls fail with EPERM, so a skill
 sees an ordinary error; a foreign architecture's syscalls kill the process (libseccomp default).
+
+MCP servers get the same filter with one difference: `socketpair(AF_UNIX, ...)` is allowed, because
+asyncio and libuv build their event loops on one (an unconnected pair of this process's own; it
+reaches nothing). `socket`, `connect`, `bind` and the rest stay denied, except for a server the
+user allowed hosts for: it also gets `socket`/`connect`/`bind`/`listen`/`accept`, which inside its
+network namespace reach only its own loopback (where the egress relay listens) and the one Unix
+socket bound into it (the bot's SSRF-checked egress proxy).
 """
 
 from __future__ import annotations
@@ -38,13 +45,27 @@ class _Fd:
         return self._fd
 
 
-@lru_cache(maxsize=1)
-def filter_bpf() -> bytes:
-    """The compiled BPF program (built once per process; libseccomp is slow to build it)."""
+_AF_UNIX = 1
+
+
+SOCKET_CALLS = frozenset(("socket", "connect", "bind", "listen", "accept", "accept4"))
+
+
+@lru_cache(maxsize=3)
+def filter_bpf(unix_pairs: bool = False, sockets: bool = False) -> bytes:
+    """The compiled BPF program (built once per process and variant; libseccomp is slow to build it).
+    `unix_pairs`: allow socketpair(AF_UNIX) (the MCP server variant), every other family denied.
+    `sockets`: also allow the SOCKET_CALLS (an MCP server with allowed hosts; its net namespace has
+    nothing but loopback)."""
     import pyseccomp as sc
 
     flt = sc.SyscallFilter(defaction=sc.ALLOW)
     for name in DENIED:
+        if sockets and name in SOCKET_CALLS:
+            continue
+        if unix_pairs and name == "socketpair":
+            flt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, _AF_UNIX))
+            continue
         flt.add_rule(sc.ERRNO(errno.EPERM), name)
     for flag in _CLONE_NAMESPACE_FLAGS:
         flt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
@@ -63,9 +84,9 @@ def filter_bpf() -> bytes:
         os.close(fd)
 
 
-def filter_fd() -> int:
+def filter_fd(unix_pairs: bool = False, sockets: bool = False) -> int:
     """A fresh, inheritable-by-pass_fds memfd holding the BPF program, positioned at its start."""
     fd = os.memfd_create("owlia-seccomp-bpf", os.MFD_CLOEXEC)
-    os.write(fd, filter_bpf())
+    os.write(fd, filter_bpf(unix_pairs, sockets))
     os.lseek(fd, 0, os.SEEK_SET)
     return fd

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.workspace.fs import private_dir, write_atomic_private
+from policies.kernel.files import ensure_private_dir, write_private_file
 from skills_runtime.manifest import SkillManifest, load_manifest, tool_name
 from skills_runtime.tree import copy_tree, extract_archive, tree_hash
 
@@ -67,9 +67,9 @@ class SkillStore:
         return dict(data.get("skills", {}))
 
     def _write(self, skills: dict[str, dict[str, Any]]) -> None:
-        private_dir(self.root)
+        ensure_private_dir(self.root)
         body = json.dumps({"version": 1, "skills": skills}, indent=2, sort_keys=True).encode()
-        write_atomic_private(self.registry_path, body)
+        write_private_file(self.registry_path, body)
 
     def entries(self) -> dict[str, dict[str, Any]]:
         return self._read()
@@ -95,7 +95,7 @@ class SkillStore:
     def prepare(self, source: Path) -> Prepared:
         """Copy (or extract) `source` into staging and read it; nothing is installed yet."""
         source = Path(source)
-        staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=private_dir(self.root)))
+        staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=ensure_private_dir(self.root)))
         folder = staging / "tree"
         try:
             if source.is_dir():

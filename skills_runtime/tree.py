@@ -121,16 +121,16 @@ def extract_archive(archive: Path, dst: Path) -> None:
     except (tarfile.TarError, OSError) as exc:
         raise TreeError(f"{archive.name}: not a zip or tar archive") from exc
     with tf:
-        for member in tf:
-            if not (member.isfile() or member.isdir()):
-                raise TreeError(f"{member.name!r}: links and special files are not allowed")
-            rel = _clean_relative(member.name)
-            if member.isdir() or rel is None:
+        for entry in tf:
+            if not (entry.isfile() or entry.isdir()):
+                raise TreeError(f"{entry.name!r}: links and special files are not allowed")
+            rel = _clean_relative(entry.name)
+            if entry.isdir() or rel is None:
                 continue
-            handle = tf.extractfile(member)
-            assert handle is not None
-            data = handle.read(MAX_FILE_BYTES + 1)
-            budget.charge(member.name, len(data))
+            extracted = tf.extractfile(entry)
+            assert extracted is not None
+            data = extracted.read(MAX_FILE_BYTES + 1)
+            budget.charge(entry.name, len(data))
             _write_file(dst, rel, data)
 
 

@@ -23,11 +23,12 @@ import yaml
 
 from bot.devchain import DevChain, free_port, rpc
 from signer.admin import issue_client
-from signer.client import SignerClient, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home
-from signer.fsperm import write_private_file
-from signer.protocol import Scope
-from signer.settings import load_signer_config
+from signer.wire.client import SignerClient, new_idempotency_key
+from signer.daemon import Daemon, init_home
+from signer.wire.settings import SignerPaths
+from policies.kernel.files import write_private_file
+from signer.wire.protocol import Scope
+from signer.wire.settings import load_signer_config
 
 DEV_POLICY = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # anvil account 1, "dev-friend" in dev.yaml
@@ -73,6 +74,32 @@ def reverter_policy(chain: DevChain, tmp_path: Path) -> tuple[str, Path]:
     return contract, policy
 
 
+def signer_db(paths: SignerPaths):
+    """A writable connection to a stopped signer's database as the signer itself opens it (with the
+    master key's row-MAC functions): for tests that move state the way the signer would, e.g. time."""
+    from signer.keystore import unlock
+    from signer.store.guard import Unlocked
+
+    with unlock(paths.home, bytearray(PASSPHRASE)) as master:
+        return Unlocked.from_master(master).connect(paths.db)
+
+
+def throwaway_audit_keys():
+    """Keys for a bare audit log in a unit test (a signer home derives its own from the master key)."""
+    from signer.store.audit import AuditKeys
+
+    return AuditKeys(chain=b"c" * 32, anchor=b"a" * 32)
+
+
+def audit_keys(paths: SignerPaths):
+    """The audit chain's keys for a test home (the CLI derives them the same way, from the passphrase)."""
+    from signer.keystore import unlock
+    from signer.store.audit import AuditKeys
+
+    with unlock(paths.home, bytearray(PASSPHRASE)) as master:
+        return AuditKeys.derive(master)
+
+
 class SignerStack:
     """A signer home plus its daemon process; start, stop, kill -9 and restart it at will."""
 
@@ -100,6 +127,8 @@ class SignerStack:
         return self.paths.admin_token.read_text().strip()
 
     def owlia(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        """`owlia --home <this home> ARGS`; commands that unlock the keystore get the passphrase from the env."""
+        env = {**os.environ, "OWLIA_SIGNER_PASSPHRASE": PASSPHRASE.decode()} if env is None else env
         return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(self.home), *args],
                               text=True, capture_output=True, timeout=120, env=env)
 
@@ -138,7 +167,7 @@ class SignerStack:
         self.process = None
 
     def client_token(self, name: str, scope: Scope = Scope.SIGN) -> str:
-        return issue_client(self.paths, name, scope)[1]
+        return issue_client(self.paths, name, scope, passphrase=bytearray(PASSPHRASE))[1]
 
     async def call(self, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
         async with SignerClient(self.socket, token) as client:
@@ -175,7 +204,7 @@ class InProcessSigner:
         self.config = load_signer_config(home)
         self.paths = SignerPaths.from_config(home, self.config)
         init_home(self.paths, bytearray(PASSPHRASE), policy_file=policy, scrypt_n=2**10)
-        self.token = issue_client(self.paths, "bot", Scope.SIGN)[1]
+        self.token = issue_client(self.paths, "bot", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
 
     @property
     def admin_token(self) -> str:

@@ -11,7 +11,6 @@ overwrite each other's rotated refresh token.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat
@@ -25,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.auth.errors import AuthStoreError
 from bot.auth.pkce import same_secret
-from signer.fsperm import PermissionProblem, ensure_private_dir, write_private_file
+from policies.kernel.files import PermissionProblem, ensure_private_dir, write_private_file
+from policies.kernel.locks import file_lock
 
 STORE_VERSION = 1
 FILE_NAME = "auth.json"
@@ -164,13 +164,8 @@ class AuthStore:
             ensure_private_dir(self.path.parent)
         except PermissionProblem as exc:
             raise AuthStoreError(str(exc)) from None
-        lock_path = self.path.with_name(f".{self.path.name}.lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with file_lock(self.path.with_name(f".{self.path.name}.lock")):
             yield
-        finally:
-            os.close(fd)  # closing releases the flock
 
     def _write(self, entries: dict[str, Entry]) -> None:
         providers = {name: _to_json(entry) for name, entry in sorted(entries.items())}

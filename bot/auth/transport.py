@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bot.auth.errors import AuthError, AuthUnavailable, LoginFailed, ReauthRequired, scrub
-from policies import safejson
+from policies.kernel import safejson
 
 _M = TypeVar("_M", bound=BaseModel)
 

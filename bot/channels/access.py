@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import PairingSettings
-from bot.workspace.fs import open_private_db
+from policies.kernel.files import open_private_db
 
 ACCESS_DB = "access.sqlite3"
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no I, L, O, 0, 1: codes are read aloud and retyped
 CODE_LENGTH = 8
-TELL_AGAIN_AFTER = 600.0  # seconds before the same stranger is answered again
+TELL_AGAIN_AFTER = 60.0  # seconds before the same stranger is answered again ("still waiting")
 MAX_TOLD = 10_000  # strangers remembered for that rate limit
 
 _SCHEMA = """
@@ -177,7 +177,8 @@ class Gatekeeper:
         if self.admits(peer):
             return Admission(True)
         now = self.access.clock()
-        if now - self._told.get(peer, float("-inf")) < TELL_AGAIN_AFTER:
+        told = self._told.get(peer)
+        if told is not None and now - told < TELL_AGAIN_AFTER:
             return Admission(False)
         if len(self._told) >= MAX_TOLD:
             self._told.clear()
@@ -187,8 +188,12 @@ class Gatekeeper:
             return Admission(False, "This bot is private and cannot take new pairing requests right now. "
                                     "Try again later.")
         minutes = max(1, round((request.expires_at - now) / 60))
+        if told is not None and request.created_at <= told:  # they wrote again before the owner approved
+            return Admission(False, f"Still waiting for the owner to approve your pairing code {request.code} "
+                                    f"(valid {minutes} more min). You will be told here once you are in.")
         return Admission(False, f"This bot is private. Your pairing code is {request.code} (valid {minutes} min). "
-                                f"Ask its owner to run: owlia pair approve {request.code}")
+                                f"Ask its owner to run: owlia pair approve {request.code}. You will be told here "
+                                "once you are in.")
 
 
 def open_access(home: Path, settings: PairingSettings) -> AccessStore:

@@ -23,7 +23,8 @@ from bot.channels.notes import failure_note
 from bot.runtime.core import BotCore
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
-from policies.text import visible
+from policies.kernel.text import visible
+from signer.wire.protocol import RequestStatus
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
 LAYOUT = "\n\t"  # the only control characters printed as themselves
@@ -107,18 +108,27 @@ def render_signer_card(data: dict) -> str:
     """The signer's outcome in its own words: status, its summary of the bytes, and why."""
     status = str(data.get("status", "?"))
     lines = [f"[signer] {status.upper().replace('_', ' ')}: {data.get('summary', '')}"]
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         lines.append(f"         tx {data.get('tx_hash')}")
         if data.get("broadcast_unknown"):
             lines.append(f"         not confirmed sent: {data.get('broadcast_unknown')}")
-    elif status == "pending_approval":
+    elif status == RequestStatus.PENDING:
         lines.append(f"         waiting for your companion app (request {data.get('request_id')})")
-        lines.append(f"         why: {data.get('rule_id')}: {data.get('reason')}")
-    elif status == "denied":
-        lines.append(f"         rule {data.get('rule_id')}: {data.get('reason')}")
+        lines += [f"         why: {why}" for why in _reasons(data)]
+    elif status == RequestStatus.DENIED:
+        lines += [f"         rule {why}" for why in _reasons(data)]
     elif data.get("error"):
         lines.append(f"         {data.get('error')}")
+    if data.get("hint"):
+        lines.append(f"         {data.get('hint')}")
     return "\n".join(lines) + "\n"
+
+
+def _reasons(data: dict) -> list[str]:
+    reasons = data.get("reasons")
+    if isinstance(reasons, list) and reasons:
+        return [str(r) for r in reasons]
+    return [f"{data.get('rule_id')}: {data.get('reason')}"]
 
 
 class ConsoleChannel:

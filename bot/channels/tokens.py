@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from signer.fsperm import PermissionProblem, check_private_file
+from policies.kernel.files import PermissionProblem, check_private_file
 
 
 class TokenError(Exception):

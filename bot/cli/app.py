@@ -8,9 +8,13 @@ from typing import Optional
 import typer
 
 from bot.cli import (
-    audit_cmd, auth_cmd, bridge_cmd, chain_cmd, chat_cmd, companion_cmd, cron_cmd, doctor_cmd, init_cmd, pair_cmd,
-    policy_cmd, security_cmd, service_cmd, sign_cmd, signer_cmd, skill_cmd, start_cmd, up_cmd,
+    auth_cmd, chain_cmd, chat_cmd, cron_cmd, doctor_cmd, init_cmd, mcp_cmd, pair_cmd, security_cmd, service_cmd,
+    sign_cmd, skill_cmd, start_cmd, up_cmd,
 )
+from companion_bridge import cli as bridge_cmd
+from companion_bridge.companion import cli as companion_cmd
+from companion_bridge.companion import wallet_cli
+from signer.cli import audit_cmd, policy_cmd, signer_cmd
 
 app = typer.Typer(
     name="owlia",
@@ -39,8 +43,11 @@ app.add_typer(auth_cmd.app, name="auth")
 app.add_typer(pair_cmd.app, name="pair")
 app.add_typer(cron_cmd.app, name="cron")
 app.add_typer(companion_cmd.app, name="companion")
+wallet_cli.app.command("pin")(chain_cmd.pin_contracts)  # configures the signer, no key involved
+app.add_typer(wallet_cli.app, name="wallet")
 app.add_typer(bridge_cmd.app, name="bridge")
 app.add_typer(skill_cmd.app, name="skill")
+app.add_typer(mcp_cmd.app, name="mcp")
 app.add_typer(security_cmd.app, name="security")
 app.add_typer(service_cmd.app, name="service")
 app.command("up")(up_cmd.up)

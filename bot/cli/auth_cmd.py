@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from bot.auth.openai_device import OpenAIDeviceLogin
     from bot.auth.store import AuthStore, Entry, OAuthEntry
 
-from bot.cli.common import fail, home_of, print_json, run
+from policies.kernel.cli import fail, home_of, print_json, run
 
 app = typer.Typer(help="Provider logins (OAuth) and API keys for the LLM.", no_args_is_help=True)
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 if TYPE_CHECKING:
     import asyncio
@@ -17,7 +17,7 @@ def chat(
     message: Optional[str] = typer.Option(None, "--message", "-m", help="Send one message, print the reply, exit."),
 ) -> None:
     """Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model."""
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     from bot.config import load_bot_config
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
+from policies.kernel.cli import fail, home_of, print_json
 
 app = typer.Typer(help="Scheduled jobs: reminders, system events and unattended assistant runs.",
                   no_args_is_help=True)
@@ -25,7 +25,7 @@ def _store(ctx: typer.Context):
 
 def _timezone(ctx: typer.Context) -> str:
     from bot.config import load_bot_config
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     try:
         return load_bot_config(home_of(ctx)).bot.cron.timezone

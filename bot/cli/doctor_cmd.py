@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli.common import home_of
+from policies.kernel.cli import home_of
 
 
 def doctor(

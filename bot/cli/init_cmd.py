@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import home_of
+from policies.kernel.cli import home_of
 
 CONFIG_TEMPLATE = """\
 # OwliaBot configuration. Secrets never go here: `owlia auth setup` stores LLM logins in
@@ -46,7 +46,7 @@ def init(
     chain_id: int = typer.Option(31337, help="--docker: that chain's id."),
 ) -> None:
     """Create ~/.owliabot (0700) with config.yaml, secrets/ and the workspace; never overwrites."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.workspace import create_workspace
 
@@ -77,6 +77,12 @@ def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
     profile = " --profile anvil" if rpc_url == "http://anvil:8545" else ""
     steps = [] if setup.chowned else ["give each container its own files (as root):",
                                       *chown_commands(setup.root)]
+    if not setup.buildable:
+        typer.echo("this install has no source checkout and no bundled Dockerfiles, so the compose file has "
+                   "nothing to build, and it never pulls owliabot/* images (published nowhere). Install the "
+                   "package from a wheel or a checkout (`pip install .`), or use a checkout's own venv, then run "
+                   "this again.", err=True)
+        raise typer.Exit(1)
     steps += [
         f"cd {setup.root}",
         "docker compose build",
@@ -84,9 +90,9 @@ def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
         f"docker compose{profile} up -d signer" + (" anvil" if profile else ""),
         # tee into the existing 0600 file keeps its mode and owner (the bot's uid)
         "docker compose exec -T signer owlia signer client add bot --scope sign"
-        " | sudo tee secrets/signer_token >/dev/null",
+        " --passphrase-file /run/secrets/signer_passphrase | sudo tee secrets/signer_token >/dev/null",
         "docker compose exec -T signer owlia signer client add bridge --scope bridge"
-        " | sudo tee secrets/bridge_token >/dev/null",
+        " --passphrase-file /run/secrets/signer_passphrase | sudo tee secrets/bridge_token >/dev/null",
         "docker compose exec signer owlia signer session-key create",
         "sudoedit secrets/telegram_token   # paste the token @BotFather gave you (the file stays 0600)",
         "docker compose run --rm bot auth setup",

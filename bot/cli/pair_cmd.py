@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
+from policies.kernel.cli import fail, home_of, print_json
 
 app = typer.Typer(help="Pair chat users with the bot (default deny: strangers get a code you approve here).",
                   no_args_is_help=True)
@@ -16,7 +16,7 @@ app = typer.Typer(help="Pair chat users with the bot (default deny: strangers ge
 def _store(ctx: typer.Context):
     from bot.channels.access import open_access
     from bot.config import load_bot_config
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     home = home_of(ctx)
     try:

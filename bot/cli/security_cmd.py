@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, home_of
+from policies.kernel.cli import fail, home_of
 
 app = typer.Typer(help="Security checks for this OwliaBot install.", no_args_is_help=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from bot.cli.common import fail
+from policies.kernel.cli import fail
 
 app = typer.Typer(help="Run OwliaBot as systemd services (no containers).", no_args_is_help=True)
 
@@ -34,7 +34,7 @@ def install(
     dry_run: bool = typer.Option(False, help="Print the units instead of writing anything."),
 ) -> None:
     """Write owliabot-signer.service and owliabot.service (and the users they run as)."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.ops.systemd import (BOT_UNIT, SIGNER_UNIT, ServiceLayout, bot_unit, install_commands, service_config,
                                  signer_unit)
@@ -80,7 +80,7 @@ def install(
         "systemctl daemon-reload && systemctl enable --now owliabot-signer",
         f"sudo -u {bot_user} {layout.python} -m bot.cli --home {layout.bot_home} init",
         f"sudo -u {signer_user} {layout.python} -m bot.cli --home {layout.signer_home} "
-        "signer client add bot --scope sign "
+        f"signer client add bot --scope sign --passphrase-file {layout.passphrase_file} "
         f"| sudo -u {bot_user} sh -c 'umask 077; cat > {layout.bot_home}/secrets/signer.token'",
         "systemctl enable --now owliabot",
         f"{layout.python} -m bot.cli --home {layout.bot_home} security audit --bot-user {bot_user}",

@@ -6,13 +6,13 @@ from typing import Any, Optional
 
 import typer
 
-from bot.cli.common import client_token_file, fail, print_json, run, signer_paths
+from policies.kernel.cli import fail, print_json, run
+from signer.wire.cli import client_token_file, signer_paths
 from policies.units import parse_units, read_amount
 
 app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
 
 EXIT_SIGNED, EXIT_FAILED, EXIT_PENDING, EXIT_DENIED = 0, 1, 3, 4
-EXIT_CODES = {"signed": EXIT_SIGNED, "pending_approval": EXIT_PENDING, "denied": EXIT_DENIED}
 
 
 def parse_amount(text: str, assets: list[dict[str, Any]], chain_id: int) -> tuple[str | None, int]:
@@ -42,7 +42,7 @@ def send(
     idempotency_key: Optional[str] = typer.Option(None, help="Reuse to make a retry safe."),
 ) -> None:
     """Prints the signer's JSON outcome. Exit: 0 signed, 3 pending approval, 4 denied, 1 failed."""
-    from signer.client import SignerClient, SignerError, load_token
+    from signer.wire.client import SignerClient, SignerError, load_token
 
     paths = signer_paths(ctx)
     try:
@@ -75,4 +75,7 @@ def send(
         print_json({"status": "error", "code": exc.code, "error": exc.message, "data": exc.data})
         raise typer.Exit(EXIT_FAILED)
     print_json(outcome)
-    raise typer.Exit(EXIT_CODES.get(outcome.get("status", ""), EXIT_FAILED))
+    from signer.wire.protocol import RequestStatus  # here, not at the top: `owlia --help` loads no pydantic
+
+    exit_codes = {RequestStatus.SIGNED: EXIT_SIGNED, RequestStatus.PENDING: EXIT_PENDING, RequestStatus.DENIED: EXIT_DENIED}
+    raise typer.Exit(exit_codes.get(outcome.get("status", ""), EXIT_FAILED))

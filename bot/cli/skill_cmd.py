@@ -22,8 +22,8 @@ from typing import Any
 
 import typer
 
-from bot.cli.common import fail, home_of, print_json
-from policies.text import visible, wrap_cells
+from policies.kernel.cli import fail, home_of, print_json
+from policies.kernel.text import visible, wrap_cells
 
 app = typer.Typer(help="Manage skills (third-party tools that run in a sandbox).", no_args_is_help=True)
 
@@ -62,7 +62,8 @@ def _plain_rows(text: str, width: int, lead: str = "") -> list[str]:
     return [lead + first, *(indent + row for row in rest)]
 
 
-def _author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_AUTHOR_CHARS) -> list[str]:
+def _author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_AUTHOR_CHARS,
+                 where: str = "SKILL.md") -> list[str]:
     """Text the skill's author wrote, as rows under the gutter: runs of whitespace collapsed to one
     space within each line, empty lines dropped, at most `limit` characters and MAX_AUTHOR_LINES lines
     shown (then an ellipsis and a note outside the gutter), hidden characters escaped, wrapped."""
@@ -78,7 +79,7 @@ def _author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_
     rows = [prefix + row for line in visible(shown, keep="\n").split("\n") if line
             for row in wrap_cells(line, width - len(prefix))]
     if omitted:
-        rows += _plain_rows(f"(cut: {omitted} more characters; see SKILL.md)", width, indent)
+        rows += _plain_rows(f"(cut: {omitted} more characters; see {where})", width, indent)
     return rows
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 
 def start(ctx: typer.Context) -> None:
@@ -14,7 +14,7 @@ def start(ctx: typer.Context) -> None:
     from bot.config import load_bot_config
     from bot.runtime.instance import InstanceBusy
     from bot.runtime.launcher import Launch, serve
-    from signer.settings import ConfigError
+    from signer.wire.settings import ConfigError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     home = home_of(ctx)

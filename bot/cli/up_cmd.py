@@ -4,6 +4,9 @@ Dev chain (anvil) -> signer daemon (its own process) -> a funded session key -> 
 -> the bot with the console channel (and its loopback control plane). Everything lives under the
 OwliaBot home; nothing here is for a real chain: the dev passphrase is generated and kept in a
 0600 file next to the signer, which is only sane on anvil.
+
+The signer's code runs only in the signer's processes: `owlia up` runs `python -m signer.cli` to
+initialize the signer home and to serve, and talks to it over its socket like any other client.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Optional
 
 import typer
 
-from bot.cli.common import fail, home_of, run
+from policies.kernel.cli import fail, home_of, run
 
 DEV_CONFIG = """\
 # Written by `owlia up`: a local dev chain and a signer with embedded defaults.
@@ -31,6 +34,15 @@ signer: {{}}
 def _owlia(home: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *args],
                           text=True, capture_output=True, **kwargs)
+
+
+def _signer(home: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_signer_cli(home, *args), stdin=subprocess.DEVNULL, text=True, capture_output=True)
+
+
+def _signer_cli(home: Path, *args: str) -> list[str]:
+    """The signer's own program (signer/cli/app.py): its code runs in its own process, never in ours."""
+    return [sys.executable, "-m", "signer.cli", "--home", str(home), "signer", *args]
 
 
 def _wait_for_socket(path: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -56,9 +68,9 @@ def up(
     import json
 
     from bot.devchain import DevChain, DevChainError
-    from signer.daemon import SignerPaths, init_home
-    from signer.fsperm import ensure_private_dir, write_private_file
-    from signer.settings import load_signer_config
+    from signer.wire.settings import SignerPaths
+    from policies.kernel.files import ensure_private_dir, write_private_file
+    from signer.wire.settings import load_signer_config
 
     home = home_of(ctx)
     ensure_private_dir(home)
@@ -76,9 +88,18 @@ def up(
     chain = DevChain(port=configured, chain_id=dev_chain.id)
     try:
         chain.start()
+        if dev_chain.delegation is not None:  # Tier 3 recorded by `owlia chain dev`: the same addresses again
+            from bot.devcontracts import deploy_delegation_framework
+
+            deployed = deploy_delegation_framework(chain.url)
+            if deployed["manager"] != dev_chain.delegation.manager.lower():
+                raise DevChainError("the Tier 3 contracts landed at other addresses than config.yaml records: "
+                                    "run `owlia chain dev` once to record them again")
     except DevChainError as exc:
+        chain.stop()
         fail(str(exc))
     signer_proc: subprocess.Popen | None = None
+    bot_proc: subprocess.Popen | None = None
     try:
         typer.echo(f"dev chain {dev_chain.id} at {chain.url}")
         paths = SignerPaths.from_config(home, config)
@@ -90,46 +111,75 @@ def up(
             from importlib import resources
 
             dev_policy = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
-            init_home(paths, bytearray(passfile.read_bytes().strip()), policy_file=dev_policy)
+            init = _signer(home, "init", "--passphrase-file", str(passfile), "--policy", str(dev_policy))
+            if init.returncode:
+                fail(f"the signer could not be initialized: {init.stderr.strip()}")
             typer.echo(f"signer initialized at {paths.home} (dev policy)")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         signer_proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "serve", "--passphrase-file", str(passfile)],
+            _signer_cli(home, "serve", "--passphrase-file", str(passfile)),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
         )
         _wait_for_socket(paths.socket, signer_proc)
         token_file = secrets_dir / "signer.token"
         if not token_file.exists():
-            out = _owlia(home, "signer", "client", "add", "bot", "--scope", "sign", "--out", str(token_file))
+            out = _signer(home, "client", "add", "bot", "--scope", "sign", "--out", str(token_file),
+                          "--passphrase-file", str(passfile))
             if out.returncode:
                 fail(out.stderr.strip())
-        keys = json.loads(_owlia(home, "signer", "session-key", "list").stdout or "{}").get("session_keys", [])
+        keys = json.loads(_signer(home, "session-key", "list").stdout or "{}").get("session_keys", [])
         active = [k for k in keys if k["status"] == "active" and k["chain_id"] == dev_chain.id]
         if not active:
-            created = _owlia(home, "signer", "session-key", "create", "--chain", str(dev_chain.id))
+            created = _signer(home, "session-key", "create", "--chain", str(dev_chain.id))
             if created.returncode:
                 fail(created.stderr.strip())
             active = [json.loads(created.stdout)["session_key"]]
         key = active[0]
-        _owlia(home, "signer", "session-key", "topup", key["key_id"])
+        _signer(home, "session-key", "topup", key["key_id"])
         typer.echo(f"session key {key['key_id']} at {key['address']} funded up to its cap")
         typer.echo(f"signer ready on {paths.socket}")
         if demo:
             _demo(home)
             return
-        typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         from bot.cli.chat_cmd import _chat
         from bot.config import load_bot_config
 
+        bot_config = load_bot_config(home)
+        channels = _configured_channels(home, bot_config)
+        if channels:  # the configured chat channels run too, as `owlia start` in a process of its own
+            log_path = ensure_private_dir(home / "logs") / "bot.log"
+            with open(log_path, "ab") as log_file:
+                bot_proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
+                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, env=env)
+            typer.echo(f"bot: {', '.join(channels)} running (log: {log_path})")
+        typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         try:
-            run(_chat(home, load_bot_config(home), None))
+            run(_chat(home, bot_config, None))
         except KeyboardInterrupt:
             typer.echo("stopping")
     finally:
+        if bot_proc and bot_proc.poll() is None:
+            bot_proc.terminate()
+            bot_proc.wait(timeout=20)
         if signer_proc and signer_proc.poll() is None:
             signer_proc.terminate()
             signer_proc.wait(timeout=15)
         chain.stop()
+
+
+def _configured_channels(home: Path, config) -> list[str]:
+    """The chat channels `owlia start` would run here: enabled, with a token."""
+    from bot.channels.tokens import TokenError, load_token
+
+    found = []
+    for name in ("telegram", "discord"):
+        settings = getattr(config.bot.channels, name)
+        try:
+            if settings.enabled and load_token(home, settings, name):
+                found.append(name)
+        except TokenError as exc:
+            typer.secho(f"bot: {name} skipped: {exc}", fg=typer.colors.YELLOW, err=True)
+    return found
 
 
 def _demo(home: Path) -> None:

@@ -1,4 +1,8 @@
-"""The gateway's HTTP surface: /health (open), /events/poll and /metrics (bearer token).
+"""The gateway's HTTP surface: /livez and /health (open), /events/poll and /metrics (bearer token).
+
+/livez is liveness (the process answers: a container engine restarts it when this fails); /health
+is readiness (signer, chains, LLM...), which an outage elsewhere may turn to 503 without the bot
+being broken.
 
 Deliberately tiny: no docs, no OpenAPI schema, no other routes, so an unauthenticated caller
 learns nothing beyond whether the bot is healthy. Responses are never cached. Requests must name
@@ -57,6 +61,10 @@ def create_app(
         response.headers["Cache-Control"] = "no-store"
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
+
+    @app.get("/livez")
+    async def get_livez() -> JSONResponse:
+        return JSONResponse({"status": "alive"})
 
     @app.get("/health")
     async def get_health() -> JSONResponse:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fastapi import HTTPException, Request
 
-from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 
 MIN_TOKEN_LENGTH = 32
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}

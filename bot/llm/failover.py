@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 
 from bot.llm.errors import AllProfilesUnavailable, ProfileFailed, ProviderError, StreamInterrupted
 from bot.llm.types import (Completion, Finished, Request, StopReason, StreamEvent, TextDelta, ToolCall, ToolCallReady,

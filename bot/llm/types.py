@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.workspace.prompt import wrap_untrusted
-from policies import safejson
+from policies.kernel import safejson
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path, PurePosixPath
 
 from bot.memory.index import MEMORY_DIR, MEMORY_FILE
-from bot.workspace.fs import FILE_MODE, PathNotAllowed, private_dir, read_regular_text
+from policies.kernel.files import FILE_MODE, PathNotAllowed, ensure_private_dir, read_regular_text
 
 DEFAULT_MAX_CHARS = 8_000
 MAX_REMEMBER_CHARS = 10_000
@@ -95,7 +95,7 @@ def remember(workspace: Path, text: str, note: str = MEMORY_FILE) -> str:
         raise ValueError(f"memory entries are limited to {MAX_REMEMBER_CHARS} characters")
     root = Path(workspace)
     if note != MEMORY_FILE:
-        private_dir(root / MEMORY_DIR)
+        ensure_private_dir(root / MEMORY_DIR)
     target = resolve_memory_path(root, note)
     fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
     try:

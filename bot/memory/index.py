@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bot.memory.chunking import chunk_markdown
 from bot.memory.query import to_fts_query
-from bot.workspace.fs import open_private_db, read_regular_text
+from policies.kernel.files import open_private_db, read_regular_text
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"

@@ -25,7 +25,11 @@ def check_home_perms(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-PERM-001: the home holds sessions and memory; config.yaml is written 0600 by init."""
     if not ctx.home.is_dir():
         raise Skip(f"{ctx.home} does not exist: run `owlia init`")
-    for path, allowed in ((ctx.home, 0o700), (ctx.home / "config.yaml", 0o600),
+    config = ctx.home / "config.yaml"
+    # `owlia init --docker` writes config.yaml 0644 on purpose: three container uids read it through
+    # a read-only mount, and it holds no secret (OWL-SEC-001 checks that). Nobody can chmod it there.
+    config_allowed = 0o644 if on_read_only_mount(config) else 0o600
+    for path, allowed in ((ctx.home, 0o700), (config, config_allowed),
                           (ctx.home / "logs", 0o700), (ctx.home / "sessions", 0o700)):
         if finding := too_open("OWL-PERM-001", WARN, path, allowed):
             yield finding
@@ -34,6 +38,13 @@ def check_home_perms(ctx: OpsContext) -> Iterator[Finding]:
         for path in sorted(logs.iterdir()):
             if finding := too_open("OWL-PERM-001", WARN, path, 0o600):
                 yield finding
+
+
+def on_read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def check_secret_perms(ctx: OpsContext) -> Iterator[Finding]:
@@ -254,6 +265,8 @@ AUDIT_CHECKS: tuple[Check, ...] = (
     Check("OWL-POL-001", "the policy has limits and bounded approvals", audit_config.check_policy),
     Check("OWL-KEY-001", "session keys within TTL and balance cap", audit_config.check_session_keys),
     Check("OWL-TOK-001", "no client token that never expires", audit_config.check_client_tokens),
+    Check("OWL-TX-001", "no signed transactions of unproven fate", audit_config.check_unproven_transactions),
+    Check("OWL-INT-001", "signer state not edited offline", audit_config.check_signer_integrity),
     Check("OWL-SKILL-001", "a working sandbox backend for skills", check_sandbox),
     Check("OWL-SEC-001", "no secrets in config or logs", check_secrets_in_files),
 )

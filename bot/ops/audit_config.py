@@ -151,13 +151,12 @@ def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-KEY-001 (past TTL yet active) / OWL-KEY-002 (holding more than its cap)."""
     import sqlite3
 
-    from signer.store.db import connect
-
     config = ctx.need_config()
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        conn = connect(db, readonly=True)
+        # Read-only, as the signer's user: the bot never imports the signer's store (docs/architecture.md).
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
         rows = conn.execute("SELECT key_id, chain_id, address, expires_at, balance_cap FROM session_keys "
                             "WHERE status='active'").fetchall()
         conn.close()
@@ -194,12 +193,10 @@ def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-TOK-001: an active client token that never expires (issued with --no-expiry)."""
     import sqlite3
 
-    from signer.store.db import connect
-
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        conn = connect(db, readonly=True)
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
         rows = conn.execute("SELECT name, scope FROM clients WHERE expires_at IS NULL AND revoked_at IS NULL "
                             "ORDER BY created_at").fetchall()
         conn.close()
@@ -211,6 +208,62 @@ def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
         yield Finding("OWL-TOK-001", WARN, f"client token {name!r} ({scope}) never expires: a leaked copy works "
                       "until it is revoked",
                       f"owlia signer client revoke {name} && owlia signer client add {name} --scope {scope}")
+
+
+def check_unproven_transactions(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-TX-001: signed transactions the node did not accept, whose spends stay held until proven."""
+    import sqlite3
+
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
+        rows = conn.execute(
+            "SELECT r.chain_id, s.asset, s.amount, r.request_id FROM requests r JOIN spends s"
+            " ON s.request_id=r.request_id AND s.state!='released' WHERE r.status='unconfirmed'").fetchall()
+        count = conn.execute("SELECT count(*) FROM requests WHERE status='unconfirmed'").fetchone()[0]
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    if not count:
+        return
+    held: dict[str, int] = {}
+    for chain_id, asset, amount, _ in rows:
+        held[f"{chain_id}:{asset}"] = held.get(f"{chain_id}:{asset}", 0) + int(amount)
+    amounts = ", ".join(f"{amount} on {key}" for key, amount in sorted(held.items())) or "no spend"
+    yield Finding("OWL-TX-001", WARN,
+                  f"{count} signed transaction(s) the RPC node did not accept may still be mined; they hold "
+                  f"{amounts} (base units) of your limits until mined or proven dropped",
+                  "see `owlia signer status` (in_flight); if the node lies, set chains[].check_rpc_url to a "
+                  "second, independent endpoint")
+
+
+def check_signer_integrity(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-INT-001: the signer refused to start over authority-bearing state edited offline.
+
+    Read from the audit log without the key (a report; `owlia audit verify` authenticates it), with
+    plain read-only SQLite: the bot's process imports nothing of the signer's store."""
+    import json
+    import sqlite3
+
+    db = ctx.signer_paths().db
+    require_visible(db)
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
+        row = conn.execute("SELECT seq, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
+                           " ORDER BY seq DESC LIMIT 1").fetchone()
+        started = row is not None and conn.execute(
+            "SELECT 1 FROM audit WHERE kind='signer.started' AND seq>?", (row[0],)).fetchone() is not None
+        conn.close()
+    except (PermissionError, sqlite3.OperationalError):
+        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    if row is not None and row[1] == "integrity.refused" and not started:
+        findings = json.loads(row[2]).get("findings", [])
+        yield Finding("OWL-INT-001", CRIT,
+                      f"signer integrity: the signer refused to start: {len(findings)} authority-bearing row(s) "
+                      f"were changed without the master key ({'; '.join(findings[:3])})",
+                      "owlia signer integrity check; then restore signer.db from a backup, or "
+                      "owlia signer integrity seal (removes what fails)")
 
 
 def _balance(url: str, address: str, timeout: float) -> int | None:

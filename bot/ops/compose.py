@@ -26,7 +26,11 @@ BRIDGE_PORT = 8765
 HOME_IN_CONTAINER = "/owlia"
 SOCKET_DIR = "/run/owlia"
 IMAGE_PREFIX = "owliabot"
-ANVIL_IMAGE = "ghcr.io/foundry-rs/foundry:stable"
+# Compose features used here: top-level `name`, `pull_policy: build`, `build.network`, `dockerfile`
+# per service. Debian 12's docker-compose 1.29 rejects the file; `owlia doctor` checks this floor.
+MIN_COMPOSE_VERSION = (2, 24, 0)
+# Builds reach PyPI through this network; `default` normally, `host` on an engine without a bridge.
+BUILD_NETWORK = "${OWLIA_BUILD_NETWORK:-default}"
 
 # file under secrets/ -> (owner uid, target inside the container that reads it)
 SECRETS: dict[str, tuple[int, str]] = {
@@ -38,6 +42,8 @@ SECRETS: dict[str, tuple[int, str]] = {
     "bridge_tls_cert": (BRIDGE_UID, "bridge_tls_cert"),
     "bridge_tls_key": (BRIDGE_UID, "bridge_tls_key"),
 }
+
+PUBLIC_FILES = frozenset({"bridge_tls_cert"})  # under secrets/ for compose's file mounts, but not secret
 
 HEADER = """\
 # OwliaBot on docker compose. Generated from bot/ops/compose.py (tests/ops checks they match);
@@ -59,21 +65,38 @@ def _hardened(uid: int, gid: int, *, memory: str, pids: int) -> dict[str, Any]:
     }
 
 
+def _probe(code: str) -> list[str]:
+    # -I -S: stdlib only, no site-packages scan: a few milliseconds, not the CLI's half second
+    return ["CMD", "python", "-I", "-S", "-c", code]
+
+
 def _http_health(url: str) -> list[str]:
     # the bridge's self-signed certificate is for companions to pin; a loopback self-probe skips it
     context = ", context=__import__('ssl')._create_unverified_context()" if url.startswith("https") else ""
-    probe = f"import urllib.request; urllib.request.urlopen('{url}', timeout=5{context})"
-    return ["CMD", "python", "-c", probe]
+    return _probe(f"import urllib.request; urllib.request.urlopen('{url}', timeout=5{context})")
+
+
+SIGNER_HEALTH = _probe(f"import socket; socket.socket(socket.AF_UNIX).connect('{SOCKET_DIR}/signer.sock')")
+ANVIL_HEALTH = _probe("import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:8545', "
+                      "data=b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\"}', "
+                      "headers={'Content-Type': 'application/json'}), timeout=5)")
 
 
 def _health(test: list[str]) -> dict[str, Any]:
-    return {"test": test, "interval": "30s", "timeout": "10s", "retries": 3, "start_period": "20s"}
+    return {"test": test, "interval": "10s", "timeout": "5s", "retries": 3, "start_period": "30s"}
 
 
 def _build(context: str | None, role: str, version: str) -> dict[str, Any]:
+    """Images are built here from source, never pulled: `owliabot/*` is published nowhere, and a
+    name someone else could publish must not decide what runs next to the keys."""
     out: dict[str, Any] = {"image": f"{IMAGE_PREFIX}/{role}:{version}"}
-    if context is not None:
-        out["build"] = {"context": context, "dockerfile": f"docker/{role}.Dockerfile"}
+    if context is None:
+        out["pull_policy"] = "never"
+        return out
+    out["build"] = {"context": context, "dockerfile": f"docker/{role}.Dockerfile", "network": BUILD_NETWORK,
+                    # unset: the digest-pinned default in the Dockerfile
+                    "args": ["OWLIA_BASE_IMAGE"]}
+    out["pull_policy"] = "build"
     return out
 
 
@@ -89,22 +112,26 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "volumes": [config_mount, f"signer-data:{home}/signer", f"signer-socket:{SOCKET_DIR}"],
         "secrets": ["signer_passphrase"],
         "networks": ["signer-net"],
-        "healthcheck": _health(["CMD", "owlia", "signer", "status"]),
+        "healthcheck": _health(SIGNER_HEALTH),
     }
     bot = {
         **_build(build_context, "bot", version),
         **_hardened(BOT_UID, BOT_UID, memory="768m", pids=256),
         "group_add": [str(SOCKET_GID)],
         "command": ["start"],
-        "environment": {"OWLIA_HOME": home},
+        # the bridge is another container: its service name, and its certificate names it too
+        "environment": {"OWLIA_HOME": home, "OWLIA_BRIDGE_URL": f"https://bridge:{BRIDGE_PORT}",
+                        "OWLIA_BRIDGE_CA": "/run/secrets/bridge_tls_cert"},
         "volumes": [config_mount, f"bot-data:{home}", f"./workspace:{home}/workspace",
                     f"signer-socket:{SOCKET_DIR}:ro"],
         "secrets": [{"source": name, "target": SECRETS[name][1]}
-                    for name in ("signer_token", "gateway_token", "telegram_token")],
+                    for name in ("signer_token", "gateway_token", "telegram_token")]
+                   + ["bridge_tls_cert"],  # public: lets the doctor verify the bridge it probes
         "ports": [f"127.0.0.1:{GATEWAY_PORT}:{GATEWAY_PORT}"],
         "networks": ["bot-net"],
         "depends_on": {"signer": {"condition": "service_healthy"}},
-        "healthcheck": _health(_http_health(f"http://127.0.0.1:{GATEWAY_PORT}/health")),
+        # liveness only: readiness (/health) follows the LLM and the RPC, which must not restart the bot
+        "healthcheck": _health(_http_health(f"http://127.0.0.1:{GATEWAY_PORT}/livez")),
     }
     bridge = {
         **_build(build_context, "bridge", version),
@@ -123,14 +150,14 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "healthcheck": _health(_http_health(f"https://127.0.0.1:{BRIDGE_PORT}/v1/health")),
     }
     anvil = {
-        "image": ANVIL_IMAGE,
+        **_build(build_context, "anvil", version),
         **_hardened(ANVIL_UID, ANVIL_UID, memory="256m", pids=64),
         "profiles": ["anvil"],
-        "entrypoint": ["anvil", "--host", "0.0.0.0", "--port", "8545"],
+        "command": ["--host", "0.0.0.0", "--port", "8545"],
         "environment": {"HOME": "/tmp"},  # anvil keeps a cache under $HOME; the root fs is read-only
         "ports": ["127.0.0.1:8545:8545"],
         "networks": ["signer-net", "bot-net"],
-        "healthcheck": _health(["CMD", "cast", "chain-id", "--rpc-url", "http://127.0.0.1:8545"]),
+        "healthcheck": _health(ANVIL_HEALTH),
     }
     return {
         "name": "owliabot",
@@ -165,6 +192,11 @@ class ComposeSetup:
     root: Path
     written: list[str]
     chowned: bool  # False: the printed `chown` commands must be run as root
+    buildable: bool  # False: no checkout and no bundled Dockerfiles; the images must come from elsewhere
+
+
+PACKAGES = ("bot", "signer", "policies", "skills_runtime", "companion_bridge")
+BUNDLED_CONTEXT = "build"  # under the deployment directory, when there is no checkout
 
 
 def source_checkout() -> Path | None:
@@ -173,10 +205,55 @@ def source_checkout() -> Path | None:
     return root if (root / "docker" / "signer.Dockerfile").is_file() else None
 
 
+def bundled_build_files() -> Path | None:
+    """<prefix>/share/owliabot of a non-editable install: Dockerfiles, locks, pyproject.toml."""
+    import site
+    import sys
+
+    for prefix in (sys.prefix, site.getuserbase()):
+        share = Path(prefix) / "share" / "owliabot"
+        if (share / "docker" / "signer.Dockerfile").is_file() and (share / "pyproject.toml").is_file():
+            return share
+    return None
+
+
+def export_build_context(target: Path) -> bool:
+    """Lay out a build context from the installed package, as a checkout would have it.
+
+    The packages are copied from where they are installed, so the images run exactly the code of
+    this install. The directory holds no secret; it is replaced whole, so an upgrade re-exports it.
+    Returns False when this install carries no Dockerfiles.
+    """
+    import importlib.util
+    import shutil
+    import tempfile
+
+    share = bundled_build_files()
+    if share is None:
+        return False
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        shutil.copytree(share, staging, dirs_exist_ok=True)
+        for package in PACKAGES:
+            spec = importlib.util.find_spec(package)
+            if spec is None or spec.origin is None:
+                raise FileNotFoundError(f"package {package} is not installed")
+            shutil.copytree(Path(spec.origin).parent, staging / package,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        staging.chmod(0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return True
+
+
 def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain_id: int = 31337,
                         chown: bool | None = None) -> ComposeSetup:
     """Write compose file, config, secrets (0600) and the workspace; never overwrite a secret."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.workspace import create_workspace
 
@@ -184,7 +261,13 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
     written: list[str] = []
     checkout = source_checkout()
-    context = os.path.relpath(checkout, root) if checkout else None
+    if checkout is not None:
+        context: str | None = os.path.relpath(checkout, root)
+    elif export_build_context(root / BUNDLED_CONTEXT):
+        context = f"./{BUNDLED_CONTEXT}"
+        written.append(f"{BUNDLED_CONTEXT}/")
+    else:
+        context = None
     for name, text in (("docker-compose.yml", render_compose(build_context=context)),
                        ("config.yaml", container_config(rpc_url=rpc_url, chain_id=chain_id,
                                                         dev=chain_id == 31337))):
@@ -201,6 +284,8 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
         path = secrets_dir / name
         if not path.exists():
             write_private_file(path, generated.get(name, "").encode())
+            if name in PUBLIC_FILES:
+                path.chmod(0o644)  # a certificate: the bridge serves it, the bot verifies against it
             written.append(f"secrets/{name}")
     if not (root / "workspace").exists():  # once created it belongs to the bot's uid: leave it alone
         written += [f"workspace/{n}" for n in create_workspace(root / "workspace")]
@@ -208,7 +293,7 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
     if do_chown:
         for uid, gid, path in chown_plan(root):
             os.chown(path, uid, gid, follow_symlinks=False)
-    return ComposeSetup(root, written, do_chown)
+    return ComposeSetup(root, written, do_chown, buildable=context is not None)
 
 
 def self_signed_pair(days: int = 825) -> tuple[str, str]:
@@ -227,7 +312,7 @@ def self_signed_pair(days: int = 825) -> tuple[str, str]:
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + dt.timedelta(days=days))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName("bridge"),
                                                         x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                            critical=False)
             .sign(key, hashes.SHA256()))

@@ -19,7 +19,7 @@ from bot.ops.checks import Skip
 
 if TYPE_CHECKING:
     from bot.config import BotConfig
-    from signer.daemon import SignerPaths
+    from signer.wire.settings import SignerPaths
 
 CHANNEL_TOKEN_FILES = {"telegram": "telegram.token", "discord": "discord.token"}
 
@@ -38,7 +38,7 @@ class OpsContext:
     @classmethod
     def load(cls, home: Path, *, bot_user: str | None = None, **kwargs: object) -> OpsContext:
         from bot.config import load_bot_config
-        from signer.settings import ConfigError
+        from signer.wire.settings import ConfigError
 
         ctx = cls(home=home, **kwargs)  # type: ignore[arg-type]
         try:
@@ -62,7 +62,7 @@ class OpsContext:
         return self.home / "secrets"
 
     def signer_paths(self) -> SignerPaths:
-        from signer.daemon import SignerPaths
+        from signer.wire.settings import SignerPaths
 
         return SignerPaths.from_config(self.home, self.need_config())
 

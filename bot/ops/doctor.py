@@ -26,6 +26,7 @@ TELEGRAM_API = "https://api.telegram.org"
 DISCORD_API = "https://discord.com/api/v10"
 DEFAULT_BRIDGE_URL = "https://127.0.0.1:8765"
 BRIDGE_URL_ENV = "OWLIA_BRIDGE_URL"
+BRIDGE_CA_ENV = "OWLIA_BRIDGE_CA"  # the bridge's own certificate, to verify it beyond loopback (compose)
 
 
 def check_python(ctx: OpsContext) -> Iterator[Finding]:
@@ -45,7 +46,7 @@ def check_python(ctx: OpsContext) -> Iterator[Finding]:
         return
     for line in requires:
         name, spec, extra = _split_requirement(line)
-        if extra not in (None, "bot"):
+        if extra not in (None, "bot", "bridge"):
             continue  # dev extras and the like are not needed to run
         try:
             version = metadata.version(name)
@@ -143,7 +144,7 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SIGNER-001: the signer answers on its socket, with this home's token, and is unlocked."""
     import asyncio
 
-    from signer.client import SignerClient, SignerError, SignerUnavailable, load_token
+    from signer.wire.client import SignerClient, SignerError, SignerUnavailable, load_token
 
     paths = ctx.signer_paths()
     try:
@@ -240,7 +241,8 @@ def check_bridge(ctx: OpsContext) -> Iterator[Finding]:
     no bridge at all is a skip; a bridge with no companion connected is a warning.
     """
     url = ctx.env.get(BRIDGE_URL_ENV, DEFAULT_BRIDGE_URL).rstrip("/")
-    status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True)
+    status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True,
+                              cafile=ctx.env.get(BRIDGE_CA_ENV))
     if status is None:
         raise Skip(f"no companion bridge at {url} (optional; set {BRIDGE_URL_ENV} if it runs elsewhere)")
     if status != 200 or not isinstance(body, dict) or body.get("ok") is not True:
@@ -271,10 +273,19 @@ def http_status(url: str, *, timeout: float) -> int | None:
 
 
 def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *,
-               loopback_tls: bool = False) -> tuple[int | None, object]:
-    """(status, JSON body) or (None, None) when nothing answered. Never raises, never echoes the URL."""
+               loopback_tls: bool = False, cafile: str | None = None) -> tuple[int | None, object]:
+    """(status, JSON body) or (None, None) when nothing answered. Never raises, never echoes the URL.
+
+    `cafile`: verify the server against that certificate (hostname included) instead of the system's."""
     context = None
-    if loopback_tls and url.startswith("https://127.0.0.1"):
+    if cafile and url.startswith("https://"):
+        import ssl
+
+        try:
+            context = ssl.create_default_context(cafile=cafile)
+        except (OSError, ValueError):
+            return None, None
+    elif loopback_tls and url.startswith("https://127.0.0.1"):
         import ssl
 
         context = ssl._create_unverified_context()  # our own bridge's self-signed cert, probed on loopback
@@ -289,6 +300,46 @@ def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *
         return None, None
 
 
+COMPOSE_HINT = ("install Compose v2 (the `docker compose` plugin, {min} or newer): Docker's apt repository "
+                "`docker-compose-plugin`, or its release binary as ~/.docker/cli-plugins/docker-compose; "
+                "Debian 12's `docker-compose` package (1.29) cannot read the file")
+
+
+def compose_version_finding(text: str | None) -> Finding | None:
+    """DOC-COMPOSE-001 for the output of `docker compose version --short` (None: no Compose v2)."""
+    from bot.ops.compose import MIN_COMPOSE_VERSION
+
+    floor = ".".join(map(str, MIN_COMPOSE_VERSION))
+    hint = COMPOSE_HINT.format(min=floor)
+    if text is None:
+        return Finding("DOC-COMPOSE-001", CRIT, "docker is installed but Compose v2 (`docker compose`) is not", hint)
+    match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text.strip())
+    if match is None:
+        return Finding("DOC-COMPOSE-001", WARN, "could not read the Compose version", hint)
+    found = tuple(int(part) for part in match.groups())
+    if found < MIN_COMPOSE_VERSION:
+        return Finding("DOC-COMPOSE-001", CRIT, f"Compose {match.group(0)} is older than {floor}", hint)
+    return None
+
+
+def check_compose(ctx: OpsContext) -> Iterator[Finding]:
+    """DOC-COMPOSE-001: the Compose that would run `owlia init --docker`'s file can read it."""
+    import shutil
+    import subprocess
+
+    docker = shutil.which("docker", path=ctx.env.get("PATH"))
+    if docker is None:
+        raise Skip("no docker command here (not a compose host, or inside a container)")
+    try:
+        done = subprocess.run([docker, "compose", "version", "--short"], capture_output=True, text=True,
+                              timeout=15, env=dict(ctx.env), stdin=subprocess.DEVNULL)
+        text = done.stdout if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        text = None
+    if finding := compose_version_finding(text):
+        yield finding
+
+
 DOCTOR_CHECKS: tuple[Check, ...] = (
     Check("DOC-PY-001", "Python and packages", check_python),
     Check("DOC-CONF-001", "config.yaml is valid", check_config),
@@ -299,6 +350,7 @@ DOCTOR_CHECKS: tuple[Check, ...] = (
     Check("DOC-CHAN-001", "channel tokens valid", check_channels),
     Check("DOC-BRIDGE-001", "companion bridge and pairing", check_bridge),
     Check("DOC-SANDBOX-001", "skill sandbox backend", check_sandbox),
+    Check("DOC-COMPOSE-001", "Compose v2 recent enough for the compose file", check_compose),
 )
 
 

@@ -30,7 +30,10 @@ def apply_fix(finding: Finding) -> str | None:
     current = stat.S_IMODE(info.st_mode)
     if fix.mode & ~current:  # would add a bit: not a tightening, refuse
         return None
-    os.chmod(fix.path, fix.mode)
+    try:
+        os.chmod(fix.path, fix.mode)
+    except OSError:  # a read-only mount (a container's config): stays a hint for the host's owner
+        return None
     return f"chmod {fix.mode:04o} {fix.path} (was {current:04o})"
 
 

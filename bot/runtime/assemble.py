@@ -7,70 +7,23 @@ off) leaves that capability as None and its tools say so; nothing silently falls
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.agent.loop import Agent
 from bot.config import BotConfig
 from bot.runtime.audit import BotAudit
 from bot.runtime.commands import Commands
 from bot.runtime.core import BotCore
+from bot.runtime.state import Runtime
 from bot.runtime.events import EventBus
 from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
 from bot.sessions import SessionStore
-from bot.tools.base import ContextKind, Tool
+from bot.tools.base import Tool
 from bot.tools.executor import ToolExecutor
 from bot.tools.registry import ToolRegistry
 from bot.tools.services import Services
-from bot.workspace import build_system_prompt, create_workspace, load_context_files
-from bot.workspace.fs import private_dir
-
-
-@dataclass
-class Runtime:
-    home: Path
-    config: BotConfig
-    services: Services
-    registry: ToolRegistry
-    executor: ToolExecutor
-    llm: LLMPool
-    sessions: SessionStore
-    audit: BotAudit
-    events: EventBus
-    metrics: Any
-    core: BotCore | None = None
-    skills: Any = None
-
-    async def agent(self, profile: str | None = None) -> Agent | None:
-        router = await self.llm.router(profile)
-        if router is None:
-            return None
-        return Agent(router, self.executor, self.services, self.config.bot.agent, self.system_prompt,
-                     max_tokens=self.config.bot.llm.max_tokens, metrics=self.metrics)
-
-    def system_prompt(self, tools: Sequence[Tool], kind: ContextKind, channel: str) -> str:
-        chain = self.config.default_chain
-        runtime = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                   "channel": channel, "context": kind.value, "chain": f"{chain.name} ({chain.id})",
-                   "models": ", ".join(p.name for p in self.config.bot.llm.profiles)}
-        files = load_context_files(self.services.workspace)
-        return build_system_prompt(files, [(t.name, t.description, t.level.value) for t in tools], runtime)
-
-    async def close(self) -> None:
-        services = self.services
-        if self.skills is not None:
-            await self.skills.close()
-        if services.signer is not None:
-            await services.signer.close()
-        if services.fetcher is not None:
-            await services.fetcher.close()
-        if services.chain is not None:
-            services.chain.close()
-        if services.memory is not None:
-            services.memory.close()
+from bot.workspace import create_workspace
+from policies.kernel.files import ensure_private_dir
 
 
 def all_tools(web: bool) -> list[Tool]:
@@ -119,8 +72,8 @@ def credential_lookup(home: Path) -> CredentialLookup:
 
 
 def _signer_client(home: Path, config: BotConfig):
-    from signer.client import SignerClient, SignerError, load_token
-    from signer.settings import socket_path
+    from signer.wire.client import SignerClient, SignerError, load_token
+    from signer.wire.settings import socket_path
 
     token_file = home / "secrets" / "signer.token"
     try:
@@ -148,8 +101,8 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     from bot.runtime.metrics import default_metrics
     from bot.tools.chain_reader import RpcChainReader
 
-    home = private_dir(home)
-    state = private_dir(home / "state")
+    home = ensure_private_dir(home)
+    state = ensure_private_dir(home / "state")
     workspace = config.workspace(home)
     create_workspace(workspace)
     events = EventBus()
@@ -169,12 +122,23 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     from bot.tools.skills import load_skill_tools
 
     skills = load_skill_tools(home, config.bot.skills, fetcher.policy if fetcher is not None else None)
-    registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools)
+    from bot.tools.mcp import McpTools
+
+    mcp = McpTools.load(home, config.bot.mcp, fetcher.policy if fetcher is not None else None)
+    registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools, dynamic=mcp.tools)
     audit = BotAudit(home / "logs" / "bot-audit.jsonl")
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
     llm = LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json")
     sessions = SessionStore(home / "sessions")
     runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics,
-                      skills=skills)
+                      skills=skills, mcp=mcp)
+
+    async def sample(request):  # MCP sampling: the server's messages only (bot/mcp_servers/sampling.py)
+        router = await runtime.llm.router()
+        if router is None:
+            raise RuntimeError("no LLM credentials")
+        return await router.complete(request)
+
+    mcp.host.sampler = sample
     runtime.core = BotCore(sessions, runtime.agent, Commands(runtime), events, metrics)
     return runtime

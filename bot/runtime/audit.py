@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.workspace.fs import private_dir
+from policies.kernel.files import ensure_private_dir
 
 GENESIS = "0" * 64
 
@@ -41,7 +41,7 @@ def _last_hash(path: Path) -> str:
 class BotAudit:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        private_dir(self.path.parent)
+        ensure_private_dir(self.path.parent)
         self._lock = threading.Lock()
         self._prev = _last_hash(self.path)
 

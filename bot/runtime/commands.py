@@ -6,7 +6,6 @@ executor (and so the same audit log, tier rules and signer) as the agent's own c
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 import uuid
@@ -20,9 +19,11 @@ from bot.sessions import Session
 from bot.sessions.turns import process_owner
 from bot.tools.base import ContextKind, Level, ToolContext
 from policies.units import read_amount
+from policies.kernel.addresses import is_address
+from signer.wire.protocol import RequestStatus
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 HELP = """\
 Commands:
@@ -37,6 +38,7 @@ Commands:
 /cancel — stop the request that is running
 /pair approve CODE — (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
+PENDING = "pending_approval"
 SEND_USAGE = "usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth"
 
 COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
@@ -104,7 +106,7 @@ class Commands:
         if len(args) not in (2, 3):
             return SEND_USAGE
         to, amount_text = args[0], "".join(args[1:])
-        if not re.fullmatch(r"0x[0-9a-fA-F]{40}", to):
+        if not is_address(to):
             return f"{SEND_USAGE}\n'{to}' is not an address (0x and 40 hex digits)."
         try:
             amount = read_amount(amount_text)
@@ -119,7 +121,7 @@ class Commands:
         if signer is None:
             return "The signer is not configured."
         pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
-                   if data.get("status") == "pending_approval" and data.get("request_id")]
+                   if data.get("status") == RequestStatus.PENDING and data.get("request_id")]
         lines = []
         for request_id in dict.fromkeys(pending):
             try:
@@ -127,8 +129,14 @@ class Commands:
             except Exception as exc:  # noqa: BLE001
                 lines.append(f"{request_id}: unknown ({type(exc).__name__})")
                 continue
-            lines.append(f"{request_id}: {state.get('state', state.get('status'))} — {state.get('summary', '')}")
-        return "\n".join(lines) if lines else "No requests from this chat are waiting for approval."
+            status = str(state.get("status"))  # the signer's judgement, expiry included (`state` is the raw row)
+            why = state.get("error") or (state.get("reason") if status not in ("signed", PENDING) else None)
+            lines.append(f"{request_id}: {status.replace('_', ' ')} — {state.get('summary', '')}"
+                         + (f" ({why})" if why else ""))
+        waiting = sum(1 for line in lines if ": pending approval — " in line)
+        if not lines:
+            return "No requests from this chat are waiting for approval."
+        return f"{waiting} waiting for your companion app:\n" + "\n".join(lines)
 
     async def pair(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         """Owners approve pairing codes from their own DM; to anyone else the command does not exist."""

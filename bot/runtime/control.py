@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
 
 from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
-from bot.runtime.assemble import Runtime
+from bot.runtime.state import Runtime
 from bot.runtime.channel_state import ChannelStates
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from bot.workspace.fs import private_dir
+from policies.kernel.files import ensure_private_dir
 
 LOCK_NAME = "bot.lock"
 
@@ -25,7 +25,7 @@ class InstanceBusy(RuntimeError):
 
 @contextlib.contextmanager
 def single_instance(home: Path) -> Iterator[None]:
-    path = private_dir(home / "state") / LOCK_NAME
+    path = ensure_private_dir(home / "state") / LOCK_NAME
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:

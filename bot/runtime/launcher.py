@@ -20,7 +20,8 @@ from bot.channels.access import AccessStore, open_access
 from bot.channels.tokens import TokenError, load_token, token_path
 from bot.config import BotConfig
 from bot.notify import Notifier
-from bot.runtime.assemble import Runtime, build_runtime
+from bot.runtime.assemble import build_runtime
+from bot.runtime.state import Runtime
 from bot.runtime.channel_state import Channel, ChannelStates
 from bot.runtime.instance import single_instance
 
@@ -86,6 +87,7 @@ async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = N
 async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
                  on_ready: Callable[[Launch], None] | None) -> Launch:
     from bot.runtime.control import gateway
+    from bot.runtime.pairing_watch import PairingWatch
     from bot.runtime.signer_watch import SignerWatch
     from bot.scheduler.heartbeat import HeartbeatService
     from bot.scheduler.service import SchedulerService
@@ -99,7 +101,8 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
     launch = open_channels(home, config, runtime, access, notifier)
     for name, why in launch.skipped.items():
         log.warning("%s channel skipped: %s", name, why)
-    services = [SchedulerService(runtime, notifier, config.bot.cron),
+    services = [PairingWatch(access, notifier, config.bot.pairing.owners),
+                SchedulerService(runtime, notifier, config.bot.cron),
                 HeartbeatService(runtime, notifier, config.bot.heartbeat),
                 SignerWatch(runtime, notifier)]
     tasks: dict[str, asyncio.Task[None]] = {}

@@ -22,13 +22,14 @@ from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
 
 from bot.notify import Notifier
-from bot.workspace.fs import write_atomic_private
+from policies.kernel.files import write_private_file
+from signer.wire.protocol import RequestStatus
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
-PENDING = "pending_approval"
+PENDING = RequestStatus.PENDING
 MAX_REMEMBERED = 1000
 RESUME_SESSIONS = 50  # most recently written sessions searched for waiting requests at start
 RESUME_WINDOW = 86400.0  # seconds: older sessions cannot hold a request that is still waiting
@@ -40,22 +41,32 @@ def describe(reply: dict[str, Any]) -> str:
     status = str(reply.get("status", "unknown"))
     summary = reply.get("summary") or "(no summary)"
     request = reply.get("request_id", "?")
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         how = "signed automatically"
         if reply.get("tier") == 1:  # Tier 1: the main key, on the user's companion
             device = reply.get("approved_by")
             how = f"approved on your companion ({device})" if device else "approved on your companion"
-        return f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
-    if status == "denied":
+        told = f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
+        if unknown := str(reply.get("broadcast_unknown") or ""):  # signed, but the node did not take it (or lied)
+            told += f"\nnot confirmed sent: {unknown}" + _fund_hint(unknown)
+        return told
+    if status == RequestStatus.DENIED:
         return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
     if status == PENDING:
         return (f"Signer: waiting for your companion app: {summary}\n"
                 f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
-    if status == "expired":
+    if status == RequestStatus.EXPIRED:
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
-    detail = reply.get("error") or reply.get("reason") or ""
+    detail = str(reply.get("error") or reply.get("reason") or "")
     shown = f"{summary} ({detail})" if detail else summary
-    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})"
+    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})" + _fund_hint(detail)
+
+
+def _fund_hint(node_words: str) -> str:
+    if "insufficient funds" not in node_words.lower():
+        return ""
+    return ("\nThe account that pays (the main account for a companion approval, else the session key) lacks ETH "
+            "for the amount plus gas: fund it, then ask again.")
 
 
 class SignerWatch:
@@ -148,7 +159,10 @@ class SignerWatch:
         if not isinstance(request_id, str):
             return
         reply = await self._status(request_id) or data
-        await self._tell(request_id, reply)
+        if data.get("shown") is True and reply.get("status") == data.get("status"):
+            self._remember(request_id, str(reply.get("status")))  # the chat showed the card: one outcome, one card
+        else:
+            await self._tell(request_id, reply)
         if reply.get("status") != PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
@@ -180,14 +194,21 @@ class SignerWatch:
             return None
         return dict(reply) if isinstance(reply, dict) else None
 
-    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
-        key = (request_id, str(reply.get("status")))
+    def _remember(self, request_id: str, status: str) -> bool:
+        """Note that this outcome has been told; False if it already was."""
+        key = (request_id, status)
         if key in self._told:
-            return
+            return False
         self._told[key] = None
         while len(self._told) > MAX_REMEMBERED:
             self._told.popitem(last=False)
         self._save_told()
+        return True
+
+    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
+        key = (request_id, str(reply.get("status")))
+        if not self._remember(*key):
+            return
         self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
         tx_hash = reply.get("tx_hash")
         public = (tx_hash,) if isinstance(tx_hash, str) else ()
@@ -207,6 +228,6 @@ class SignerWatch:
         if self._told_path is None:
             return
         try:
-            write_atomic_private(self._told_path, json.dumps([list(k) for k in self._told]).encode())
+            write_private_file(self._told_path, json.dumps([list(k) for k in self._told]).encode())
         except OSError as exc:
             log.warning("could not remember signer notices: %s", type(exc).__name__)

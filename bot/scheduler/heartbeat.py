@@ -26,7 +26,7 @@ from bot.tools.base import ContextKind
 from bot.workspace.templates import HEARTBEAT_MD
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from policies.text import display_safe_lines
+from policies.kernel.text import display_safe_lines
 
 MIN_EVERY_SECONDS = 60
 MAX_EVERY_SECONDS = 366 * 86400

@@ -21,7 +21,7 @@ from bot.tools.executor import ToolEvent
 from bot.workspace.prompt import wrap_untrusted
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 
 class CaptureSink:

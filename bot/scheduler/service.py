@@ -26,7 +26,7 @@ from bot.scheduler.runners import Result, run_job
 from bot.scheduler.store import Job, JobStore
 
 if TYPE_CHECKING:
-    from bot.runtime.assemble import Runtime
+    from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
 UTC = dt.timezone.utc

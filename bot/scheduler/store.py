@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from bot.scheduler.jobs import JobSpec
 from bot.security.redact import redact
-from bot.workspace.fs import open_private_db
+from policies.kernel.files import open_private_db
 
 log = logging.getLogger(__name__)
 CRON_DB = "cron.db"

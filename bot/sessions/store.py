@@ -31,7 +31,7 @@ from bot.sessions.records import (
     dump_line,
     parse_line,
 )
-from bot.workspace.fs import FILE_MODE, private_dir, write_atomic_private
+from policies.kernel.files import FILE_MODE, ensure_private_dir, write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class Session:
                 handle.truncate(torn_at)
         if state is None:
             state = SessionState(meta=MetaRecord(key=key, created_at=time.time(), model=model), model=model)
-            write_atomic_private(path, dump_line(state.meta))
+            write_private_file(path, dump_line(state.meta))
         if state.meta.key != key:
             raise SessionCorrupt(f"{path} belongs to session {state.meta.key!r}, not {key!r}")
         self.state = state
@@ -235,7 +235,7 @@ class Session:
         if usage != Usage():
             lines.append(dump_line(MetaUpdateRecord(usage=usage, model=self.state.model)))
         lines.extend(dump_line(m) for m in messages)
-        write_atomic_private(self.path, b"".join(lines))
+        write_private_file(self.path, b"".join(lines))
         self.stamp = _stamp(os.stat(self.path))
         self.state = SessionState(
             meta=meta, messages=list(messages), seen=dict.fromkeys(seen), usage=usage, model=meta.model
@@ -282,7 +282,7 @@ class SessionStore:
     CACHE_SIZE = 64
 
     def __init__(self, directory: Path) -> None:
-        self.directory = private_dir(Path(directory))
+        self.directory = ensure_private_dir(Path(directory))
         self._cache: OrderedDict[str, Session] = OrderedDict()
 
     def open(self, key: str, model: str | None = None) -> Session:

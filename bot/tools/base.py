@@ -21,7 +21,7 @@ from bot.llm.types import ToolSpec
 
 if TYPE_CHECKING:
     from bot.tools.services import Services
-    from signer.client import SignerClient
+    from signer.wire.client import SignerClient
 
 
 class Level(str, enum.Enum):
@@ -83,6 +83,8 @@ class ToolContext:
     call_id: str = ""
     provenance: Provenance = field(default_factory=Provenance)
     """The addresses the user wrote; any other recipient is flagged to the signer."""
+    shown_in_chat: bool = False
+    """A chat shows this run's tool results as they come (the signer's card): no second notice needed."""
 
     def require_signer(self, consequence: str) -> SignerClient:
         """The signer client, or a ToolFailure saying what cannot be done without one."""

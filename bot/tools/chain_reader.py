@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.tools.base import ToolFailure
-from signer.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
+from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 
 READ_METHODS = frozenset({
     "eth_chainId", "net_version", "eth_blockNumber", "eth_getBalance", "eth_getCode", "eth_call",

@@ -9,9 +9,7 @@ refuses a look-alike of an address already known until the user has been warned 
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -20,18 +18,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from Crypto.Hash import keccak
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
-from bot.workspace.fs import FILE_MODE, private_dir, read_regular_text, write_atomic_private
+from policies.kernel.files import ensure_private_dir, read_regular_text, write_private_file
+from policies.kernel.locks import file_lock
+from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.units import is_lookalike
-from signer.client import SignerError
+from signer.wire.client import SignerError
 
 CONTACTS_FILE = "contacts.json"
 MAX_CONTACTS = 500
-ADDRESS_PATTERN = r"^0x[0-9a-fA-F]{40}$"
-_ADDRESS = re.compile(ADDRESS_PATTERN)
 # ASCII only: a Cyrillic "а" in "Alice" would make a second contact that reads the same.
 _NAME = re.compile(r"[A-Za-z0-9 _.\-]{1,40}")
 
@@ -39,20 +36,12 @@ _NAME = re.compile(r"[A-Za-z0-9 _.\-]{1,40}")
 # ---- address helpers --------------------------------------------------------------------------
 
 
-def to_checksum(address: str) -> str:
-    """EIP-55 form of a 0x address (the case of each letter encodes a bit of keccak(lowercase))."""
-    body = address[2:].lower()
-    digest = keccak.new(digest_bits=256, data=body.encode()).hexdigest()
-    return "0x" + "".join(c.upper() if int(h, 16) >= 8 else c for c, h in zip(body, digest))
-
-
 def parse_address(value: str) -> str:
     """Validate and return the checksummed address; mixed case must already be a valid checksum."""
-    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+    if not is_address(value):
         raise ValueError("must be an address: 0x followed by 40 hex digits")
-    body = value[2:]
     checksummed = to_checksum(value)
-    if body != body.lower() and body != body.upper() and value != checksummed:
+    if not case_ok(value):
         raise ValueError(f"{value} has a bad EIP-55 checksum (a typo?)")
     return checksummed
 
@@ -100,17 +89,13 @@ class ContactStore:
     """contacts.json (0600, replaced atomically) under a lock file, so concurrent runs never lose an edit."""
 
     def __init__(self, state_dir: Path) -> None:
-        self.dir = private_dir(Path(state_dir))
+        self.dir = ensure_private_dir(Path(state_dir))
         self.path = self.dir / CONTACTS_FILE
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        fd = os.open(self.dir / f".{CONTACTS_FILE}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with file_lock(self.dir / f".{CONTACTS_FILE}.lock"):
             yield
-        finally:
-            os.close(fd)
 
     def _read(self) -> list[Contact]:
         if not self.path.exists() and not self.path.is_symlink():
@@ -125,7 +110,7 @@ class ContactStore:
 
     def _write(self, contacts: list[Contact]) -> None:
         body = {"version": 1, "contacts": [asdict(c) for c in contacts]}
-        write_atomic_private(self.path, (json.dumps(body, indent=2) + "\n").encode())
+        write_private_file(self.path, (json.dumps(body, indent=2) + "\n").encode())
 
     def load(self) -> list[Contact]:
         with self._locked():

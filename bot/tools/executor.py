@@ -25,7 +25,7 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.metrics import best_effort
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
-from policies.text import visible
+from policies.kernel.text import visible
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,8 @@ class ToolExecutor:
     async def execute(self, ctx: ToolContext, calls: Sequence[ToolCall], confirmer: Confirmer | None,
                       on_event: EventSink | None = None) -> list[Executed]:
         """Results in the order of `calls`; reads batched concurrently between serial writes/signs."""
+        if on_event is not None and not ctx.shown_in_chat:
+            ctx = replace(ctx, shown_in_chat=True)
         results: list[Executed | None] = [None] * len(calls)
         found = [self.registry.lookup(call.name, ctx.kind, ctx.channel) for call in calls]
         batch: list[int] = []

@@ -15,8 +15,8 @@ from pydantic import Field, field_validator, model_validator
 from bot.memory import MemoryIndex, memory_files, memory_get as read_note, remember as append_note
 from bot.memory.index import MEMORY_FILE
 from bot.tools.base import Level, NoArgs, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
-from bot.workspace.fs import PathNotAllowed
-from policies.text import display_safe_lines
+from policies.kernel.files import PathNotAllowed
+from policies.kernel.text import display_safe_lines
 
 MAX_REMEMBER = 4000
 MAX_LISTED = 200

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
-from policies import safejson
+from policies.kernel import safejson
 
 MAX_PRICE = Decimal(10) ** 15  # above any real asset; refuses absurd or hostile replies
 DEFAULT_COINGECKO_IDS: Mapping[str, str] = {

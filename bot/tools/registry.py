@@ -7,10 +7,11 @@ set again at call time, so a model that names a tool it was never shown gets not
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from bot.config import ToolSettings
 from bot.tools.base import ContextKind, Level, Tool
+from skills_runtime.names import MCP_TOOL_PREFIX, THIRD_PARTY_PREFIXES
 
 LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
     ContextKind.DM: frozenset({Level.READ, Level.WRITE, Level.SIGN}),
@@ -22,11 +23,13 @@ LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
 """Sign tools exist only in a private DM with the owner; unattended runs may only read."""
 
 
-SKILL_TOOL_PREFIX = "skill_"
-
-
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool], settings: ToolSettings | None = None) -> None:
+    def __init__(self, tools: Iterable[Tool], settings: ToolSettings | None = None, *,
+                 dynamic: Callable[[], Iterable[Tool]] | None = None) -> None:
+        """`dynamic`: tools that may change while the bot runs (approved MCP servers, reloaded when
+        their registry file changes); asked on every lookup, under the same rules, never shadowing a
+        built-in tool."""
+        self._dynamic = dynamic
         self._tools: dict[str, Tool] = {}
         for item in tools:
             if item.name in self._tools:
@@ -37,18 +40,27 @@ class ToolRegistry:
         for channel in self.settings.channels.values():
             unknown += [n for n in channel.allow or () if n not in self._tools]
         # a skill can be disabled or refused (changed on disk) between runs; naming it is not a typo
-        unknown = [n for n in unknown if not n.startswith(SKILL_TOOL_PREFIX)]
+        unknown = [n for n in unknown if not n.startswith(THIRD_PARTY_PREFIXES)]
         if unknown:
             raise ValueError(f"config names unknown tools: {', '.join(sorted(set(unknown)))}")
 
+    def _current(self) -> dict[str, Tool]:
+        if self._dynamic is None:
+            return self._tools
+        merged = dict(self._tools)
+        for item in self._dynamic():
+            if item.name.startswith(MCP_TOOL_PREFIX):  # only third-party names; never replaces a tool
+                merged.setdefault(item.name, item)
+        return merged
+
     def __contains__(self, name: str) -> bool:
-        return name in self._tools
+        return name in self._current()
 
     def all(self) -> list[Tool]:
-        return list(self._tools.values())
+        return list(self._current().values())
 
     def names(self, level: Level) -> frozenset[str]:
-        return frozenset(t.name for t in self._tools.values() if t.level is level)
+        return frozenset(t.name for t in self._current().values() if t.level is level)
 
     def _allowed(self, tool: Tool, kind: ContextKind, channel: str) -> bool:
         channel_allow = self.settings.channels.get(channel)
@@ -56,9 +68,9 @@ class ToolRegistry:
                 and (channel_allow is None or channel_allow.allow is None or tool.name in channel_allow.allow))
 
     def visible(self, kind: ContextKind, channel: str) -> list[Tool]:
-        return [t for t in self._tools.values() if self._allowed(t, kind, channel)]
+        return [t for t in self._current().values() if self._allowed(t, kind, channel)]
 
     def lookup(self, name: str, kind: ContextKind, channel: str) -> Tool | None:
         """The tool if it may run in this context, else None (never a near match)."""
-        found = self._tools.get(name)
+        found = self._current().get(name)
         return found if found is not None and self._allowed(found, kind, channel) else None

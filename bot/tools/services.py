@@ -15,7 +15,7 @@ from bot.runtime.events import EventBus
 
 if TYPE_CHECKING:
     from bot.memory.index import MemoryIndex
-    from signer.client import SignerClient
+    from signer.wire.client import SignerClient
 
 
 class PriceSource(Protocol):
@@ -34,11 +34,15 @@ class ChainReader(Protocol):
 
     async def call(self, chain_id: int, method: str, *params: Any) -> Any: ...
 
+    def close(self) -> None: ...
+
 
 class Fetcher(Protocol):
     """Outbound HTTP under the domain policy and SSRF rules (bot.net.fetch.SafeFetcher)."""
 
     async def fetch(self, url: str) -> Any: ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass

@@ -16,10 +16,12 @@ from pydantic import Field
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
 from policies.intent import NATIVE
-from policies.text import visible
+from policies.kernel.addresses import ADDRESS_PATTERN
+from policies.kernel.text import visible
 from policies.units import parse_units
+from signer.wire.protocol import RequestStatus
 
-ADDRESS = r"^0x[0-9a-fA-F]{40}$"
+ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 
@@ -64,26 +66,38 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
 
 def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     """The model hears the signer's words, not its own; the channel gets the full reply as data."""
-    status = str(reply.get("status", "failed"))
+    status = str(reply.get("status", RequestStatus.FAILED))
     summary = reply.get("summary") or "(no summary)"
     lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
-    if status == "signed":
+    if status == RequestStatus.SIGNED:
         lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
         if reply.get("broadcast_unknown"):
-            lines.append(f"the node's answer was lost, do not send it again: {reply['broadcast_unknown']}")
-    elif status == "pending_approval":
-        lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); "
-                     f"why: {reply.get('rule_id')}: {reply.get('reason')}")
-    elif status == "denied":
+            lines.append(f"the node did not accept it, do not send it again: {reply['broadcast_unknown']}")
+    elif status == RequestStatus.PENDING:
+        why = "; ".join(fired_rules(reply)) or f"{reply.get('rule_id')}: {reply.get('reason')}"
+        lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); why: {why}")
+    elif status == RequestStatus.DENIED:
         lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
             "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
     data = {k: reply[k] for k in keep if k in reply}
+    if len(fired := fired_rules(reply)) > 1:  # every rule that fired, not only the first
+        data["reasons"] = fired
     if status not in ("signed", "pending_approval", "denied"):
-        why = str(reply.get("error") or reply.get("reason") or "no reason given")
-        data["error"] = f"{why} {fix}" if (fix := remedy(why)) else why  # the card shows why, and what to do
+        data["error"] = str(reply.get("error") or reply.get("reason") or "no reason given")  # the card shows why
         lines.append(f"failed: {data['error']}")
+    if fix := remedy(str(data.get("error") or data.get("broadcast_unknown") or "")):
+        data["hint"] = fix  # and what to do about it
+        lines.append(fix)
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
+
+
+def fired_rules(reply: dict[str, Any]) -> list[str]:
+    """`rule: reason` for every finding of the signer's decision that was not an allow."""
+    decision = reply.get("decision")
+    findings = decision.get("findings") if isinstance(decision, dict) else None
+    return [f"{f.get('rule_id')}: {f.get('reason')}" for f in findings or []
+            if isinstance(f, dict) and f.get("outcome") != "allow"]
 
 
 def remedy(error: str) -> str | None:
@@ -109,7 +123,7 @@ def one_visible_line(reason: str) -> str | None:
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
-    from signer.client import SignerError
+    from signer.wire.client import SignerError
 
     if flagged:
         intent["flags"] = flagged
@@ -120,7 +134,8 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),
                                                         "rule_id": reply.get("rule_id"),
-                                                        "request_id": reply.get("request_id")})
+                                                        "request_id": reply.get("request_id"),
+                                                        "shown": ctx.shown_in_chat})
     return outcome_output(reply)
 
 

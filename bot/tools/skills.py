@@ -19,7 +19,8 @@ from typing import Any
 from bot.config import SkillSettings
 from bot.net.ssrf import FetchPolicy
 from bot.tools.base import Level, Tool, ToolArgs, ToolContext, ToolOutput
-from skills_runtime.arguments import SkillArgs, args_model
+from skills_runtime.arguments import SkillArgs
+from skills_runtime.arguments import args_model as _args_model
 from skills_runtime.manifest import ToolDecl, tool_name
 from skills_runtime.store import InstalledSkill, SkillError, SkillStore
 
@@ -27,6 +28,16 @@ __all__ = ["SkillArgs", "SkillTools", "args_model", "load_skill_tools", "skill_t
 log = logging.getLogger(__name__)
 UNTRUSTED_LABEL = "third-party skill, untrusted"
 """Every skill tool's description starts with this: its author wrote the rest, not us."""
+
+
+class SkillToolArgs(SkillArgs, ToolArgs):
+    """A skill tool's arguments as the bot's tools take them: the runtime's strict model, and a ToolArgs."""
+
+    model_config = SkillArgs.model_config
+
+
+def args_model(skill: str, decl: ToolDecl) -> type[SkillToolArgs]:
+    return _args_model(skill, decl, SkillToolArgs)
 
 
 def skill_tool(host: Any, skill: InstalledSkill, decl: ToolDecl) -> Tool:
@@ -62,8 +73,8 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
                      resolve: Any = None) -> SkillTools:
     """Tools of every enabled, unchanged skill; none at all without a sandbox backend."""
     from bot.runtime.audit import BotAudit
-    from skills_runtime.capabilities import Capabilities
-    from skills_runtime.host import SkillHost
+    from bot.skills.capabilities import Capabilities
+    from bot.skills.host import SkillHost
     from skills_runtime.sandbox import select_backend
 
     store = SkillStore(home)

@@ -15,8 +15,8 @@ from pydantic import Field, model_validator
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.chain_reader import redact_urls
-from signer.client import SignerError
-from signer.protocol import ErrorCode
+from signer.wire.client import SignerError
+from signer.wire.protocol import ErrorCode, RequestStatus
 
 
 
@@ -66,17 +66,20 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
     status, state = str(reply.get("status", "")), str(reply.get("state", ""))
     tx_hash, chain_id = reply.get("tx_hash"), reply.get("chain_id")
     data: dict[str, Any] = {"request_id": request_id, "state": state or status, "status": status}
-    if status == "expired":
+    if status == RequestStatus.EXPIRED:
         line = "expired: the approval window passed without an answer; nothing was signed"
         data["state"] = "expired"
-    elif state == "pending_approval":
+    elif state == RequestStatus.PENDING:
         until = datetime.fromtimestamp(float(reply.get("expires_at") or 0), timezone.utc)
         line = f"waiting for the user's approval in the companion app (until {until:%Y-%m-%d %H:%M} UTC)"
-    elif state == "denied":
+    elif state == RequestStatus.DENIED:
         line = f"denied by the signer, rule {reply.get('rule_id')}: {redact_urls(reply.get('reason'))}"
-    elif state == "failed":
+    elif state == RequestStatus.FAILED:
         line = f"failed, nothing was sent: {redact_urls(reply.get('error') or reply.get('reason'))}"
-    elif state in ("signed", "confirmed", "reverted") and tx_hash:
+    elif state == "dropped":
+        line = (f"dropped: another of the signer's transactions took its nonce, so it can never be mined; "
+                f"tx {tx_hash}")
+    elif state in (RequestStatus.SIGNED, "unconfirmed", "confirmed", "reverted") and tx_hash:
         data.update(tx_hash=tx_hash, chain_id=chain_id)
         unread = ""
         try:
@@ -90,6 +93,9 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
             line = state
         elif reply.get("broadcast") is False:
             line = "signed but not broadcast (the signer runs with broadcast off)"
+        elif state == "unconfirmed":
+            line = ("signed, but the node did not accept the broadcast; it may still be mined, so do not send it "
+                    "again (the signer keeps its spend counted until it is mined or proven dropped)")
         else:
             line, data["state"] = "signed and broadcast, pending (no receipt yet)", "pending"
         line += f"; tx {tx_hash}{unread}"
@@ -98,7 +104,7 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
     summary = redact_urls(reply.get("summary") or "", 500)
     text = f"Request {request_id}: {line}." + (f"\nSigner's reading: {summary}" if summary else "")
     # A revert reason is the contract's text, and a failure may quote a node: not the signer's words.
-    foreign = state == "failed" or reply.get("rule_id") == "simulation.reverted"
+    foreign = state == RequestStatus.FAILED or reply.get("rule_id") == "simulation.reverted"
     return ToolOutput(text, untrusted=foreign, data=data)
 
 

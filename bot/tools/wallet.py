@@ -17,8 +17,9 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
+from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.units import format_amount
-from signer.client import SignerError
+from signer.wire.client import SignerError
 
 NATIVE_DECIMALS = 18  # every EVM chain's native coin; the policy overrides it when it lists one
 TOKEN_PATTERN = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9._\-]{1,20})$"
@@ -50,10 +51,18 @@ class _Balance(BaseModel):
     balance: str = Field(pattern=r"^[0-9]{1,78}$")
 
 
-class _Key(BaseModel):
+class _Tier3Account(BaseModel):
+    """A main account a live Tier 3 grant spends from (docs/tier3.md)."""
+
     model_config = ConfigDict(extra="ignore")
     chain_id: int
     address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+
+
+class _Key(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    chain_id: int
+    address: str = Field(pattern=ADDRESS_PATTERN)
     key_id: str = Field(max_length=64)
 
 
@@ -116,23 +125,27 @@ class WalletBalanceArgs(ToolArgs):
 
 
 @tool("wallet_balance", Level.READ, WalletBalanceArgs, description="""
-Balance of each active session-key address (the keys the signer signs with) on one chain, for the
-native coin or a token, with symbol, decimals and exact base units.""")
+Balance of each active session-key address (the keys the signer signs with) and, on a Tier 3 chain, of
+the main account its grant spends from, on one chain, for the native coin or a token, with symbol,
+decimals and exact base units.""")
 async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutput:
     signer = ctx.require_signer("balances and its address book are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
     try:
         shown = await signer.call("policy.show")
         ref = resolve_token(policy_assets(shown, chain_id), args.token)
-        listed = (await signer.call("addresses")).get("addresses", [])
+        answer = await signer.call("addresses")
+        listed = answer.get("addresses", [])
         keys = [k for k in map(_Key.model_validate, listed) if k.chain_id == chain_id]
+        accounts = [_Tier3Account.model_validate(a) for a in answer.get("tier3_accounts", [])]
         rows: list[dict[str, Any]] = []
-        for key in keys:
-            params: dict[str, Any] = {"chain_id": chain_id, "address": key.address}
+        for address, label in [*((k.address, k.key_id) for k in keys),
+                               *((a.address, "tier3 main account") for a in accounts if a.chain_id == chain_id)]:
+            params: dict[str, Any] = {"chain_id": chain_id, "address": address}
             if ref.asset != NATIVE:
                 params["token"] = ref.asset
             reply = _Balance.model_validate(await signer.call("balance", params))
-            rows.append({"address": to_checksum(key.address), "key_id": key.key_id, "balance": reply.balance})
+            rows.append({"address": to_checksum(address), "key_id": label, "balance": reply.balance})
     except SignerError as exc:
         raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
     except ValidationError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.workspace.fs import PathNotAllowed, is_within, private_dir, read_regular_text, write_new_private
+from policies.kernel.files import PathNotAllowed, is_within, ensure_private_dir, read_regular_text, write_new_private
 from bot.workspace.templates import CONTEXT_FILE_NAMES, TEMPLATES
 
 MAX_CONTEXT_CHARS = 20_000
@@ -35,8 +35,8 @@ def default_workspace(owlia_home: Path) -> Path:
 
 def create_workspace(path: Path) -> list[str]:
     """Write missing template files (0600) in a 0700 workspace; never overwrite. Returns names written."""
-    root = private_dir(Path(path))
-    private_dir(root / MEMORY_DIR)
+    root = ensure_private_dir(Path(path))
+    ensure_private_dir(root / MEMORY_DIR)
     return [name for name, text in TEMPLATES.items() if write_new_private(root / name, text)]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from policies.text import one_line, visible, wrap_cells
+from policies.kernel.text import one_line, visible, wrap_cells
 
 BRIDGE_CHARS = 200  # the most of one bridge-written text ever shown
 WIDTH = 64  # wrapped rows of it, behind GUTTER: 70 columns in all

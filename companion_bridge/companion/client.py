@@ -26,10 +26,12 @@ from typing import Any
 
 import aiohttp
 
-from companion_bridge.app import auth_message
+from companion_bridge.wire import auth_message
 from companion_bridge.companion import frames
 from companion_bridge.companion.bridge_text import block, short, tx_hash_or_blank
-from companion_bridge.companion.errors import CompanionError  # defined here before; still importable from here
+from companion_bridge.companion.errors import (
+    CompanionError,  # defined here before; still importable from here
+)
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.outstanding import already_approved_lines
 from companion_bridge.companion.pairing import PAIR_SCHEME, pair_uri, parse_pair_uri  # moved; importable here
@@ -37,22 +39,23 @@ from companion_bridge.companion.quotes import nonce_from, quoted_nonce  # quoted
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.companion.watch import Watch
-from signer.approval_request import request_hash
-from signer.devices import (
+from policies.kernel.keccak import keccak256
+from policies.kernel.passphrase import zeroize
+from signer.wire.approval_request import request_hash
+from signer.wire.messages import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
     PAIR_DOMAIN,
+    REQUEST_DOMAIN,
     TOPUP_DOMAIN,
     answer_body,
     freeze_body,
     pair_body,
     pairing_mac,
+    signed_by,
     signed_message,
     topup_body,
 )
-from signer.identity import REQUEST_DOMAIN, signed_by
-from signer.keystore import zeroize
-from signer.txcodec import keccak256
 
 __all__ = ["PAIR_SCHEME", "Choice", "Companion", "CompanionError", "Decide", "pair_uri", "parse_pair_uri",
            "quoted_nonce", "unsigned"]
@@ -90,6 +93,7 @@ class Companion:
         self._http: aiohttp.ClientSession | None = None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
         self._reader: asyncio.Task | None = None
+        self._witness: asyncio.Task | None = None
         self._replies: dict[int, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self.closed = asyncio.Event()
@@ -152,6 +156,7 @@ class Companion:
         self.closed.clear()
         self._reader = asyncio.create_task(self._read())
         await self.check_outstanding()
+        self._witness = asyncio.create_task(self.watch.witness_now())  # the audit checkpoint, in the background
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -203,6 +208,10 @@ class Companion:
 
     async def close(self) -> None:
         self.watch.stop()
+        if self._witness is not None:
+            self._witness.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._witness
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
@@ -389,6 +398,11 @@ class Companion:
                     result = await self.answer(request, choice)
                     report(f"{choice.action}: {short(result.get('status'), 40)} "
                            f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip())
+                    if result.get("status") == "failed":  # the signer's words on why, not only "failed"
+                        report("\n".join(block("why it failed", str(result.get("error") or "no reason given"),
+                                                600)))
+                    elif result.get("broadcast_unknown"):  # signed, but the node did not take it (or lied)
+                        report("\n".join(block("not confirmed sent", str(result["broadcast_unknown"]), 600)))
                 except CompanionError as exc:
                     # ours in full; the bridge's words were cut to 200 characters as they arrived
                     report("\n".join(block(f"{choice.action} refused", exc.message, 600)))

@@ -27,9 +27,7 @@ another approval.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -38,9 +36,10 @@ from typing import Any, TypeVar
 
 from companion_bridge.companion.journal_file import VERSION, JournalError, check_private_dir, parse
 from companion_bridge.companion.quotes import NonceQuote
-from signer.approval_request import to_checksum
-from policies.text import one_line
-from signer.fsperm import check_private_file, write_private_file
+from policies.kernel.addresses import to_checksum
+from policies.kernel.text import one_line
+from policies.kernel.files import check_private_file, write_private_file
+from policies.kernel.locks import file_lock
 
 __all__ = ["Entry", "Journal", "JournalError", "JournalFull", "admit", "apply_quote"]
 
@@ -215,12 +214,8 @@ class Journal:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with file_lock(self._lock_path):
             yield
-        finally:
-            os.close(fd)  # releases the lock
 
     def _load(self) -> list[Entry]:
         if not self.path.exists():

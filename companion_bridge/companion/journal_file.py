@@ -4,7 +4,7 @@ The journal is the only record of approvals a bridge may be holding, so a file o
 else can change is refused rather than read (a group-writable directory lets another user delete
 the journal, and every outstanding approval with it), and a file that does not parse into exactly
 the fields an entry has is refused with a worded error instead of a traceback halfway through
-`outstanding`. It is parsed with policies.safejson: the companion imports eth_account, which raises
+`outstanding`. It is parsed with policies.kernel.safejson: the companion imports eth_account, which raises
 the recursion limit far enough that deeply nested JSON would crash the process.
 """
 
@@ -17,11 +17,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from policies import safejson
+from policies.kernel import safejson
+from policies.kernel.addresses import is_address
 
 VERSION = 1
 _HASH = re.compile(r"0x[0-9a-fA-F]{64}")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 
 
 class JournalError(Exception):
@@ -63,7 +63,7 @@ _CHECKS: dict[str, tuple[Any, str]] = {
     "chain_id": (_int, "a chain id"),
     "nonce": (_int, "a nonce"),
     "tx_hash": (lambda v: isinstance(v, str) and _HASH.fullmatch(v) is not None, "a transaction hash"),
-    "to": (lambda v: isinstance(v, str) and _ADDRESS.fullmatch(v) is not None, "an address"),
+    "to": (is_address, "an address"),
     "value": (lambda v: isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 78, "an amount of wei"),
     "summary": (lambda v: isinstance(v, str), "text"),
     "signed_at": (_time, "a time"),

@@ -13,7 +13,7 @@ import time
 
 from companion_bridge.companion.bridge_text import block
 from companion_bridge.companion.journal import Entry
-from policies.text import visible
+from policies.kernel.text import visible
 from policies.units import format_amount
 
 BANNER = "!" * 72

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from policies.text import one_line, visible
+from policies.kernel.text import one_line, visible
 from policies.units import format_amount
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 
 RULE = "-" * 64
 REASON_CHARS = 500  # the most of the agent's stated reason shown
@@ -65,6 +65,15 @@ def _visible(value: Any) -> Any:
     return value
 
 
+def why_lines(escalation: dict[str, Any]) -> list[str]:
+    """Every rule that fired, not just the first: a new recipient may also be over a limit."""
+    fired = [f for f in escalation.get("findings") or [] if f.get("outcome") != "allow"]
+    if len(fired) <= 1:
+        return [f"Why it needs you: {escalation['reason']} [rule {escalation['rule_id']}]"]
+    return ["Why it needs you (every rule that fired):",
+            *(f"  - {f['reason']} [rule {f['rule_id']}]" for f in fired)]
+
+
 def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
     now = time.time() if now is None else now
     request = _visible(request)
@@ -79,8 +88,7 @@ def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
         lines += ["What this does (decoded by the signer from the bytes):"]
         lines += [f"  - {_action(a)}" for a in request["actions"]] or ["  - nothing"]
         lines += _tx_lines(tx)
-    esc = request["escalation"]
-    lines += ["", f"Why it needs you: {esc['reason']} [rule {esc['rule_id']}]"]
+    lines += ["", *why_lines(request["escalation"])]
     # one line (no padding to fake rows), short enough that the lines above stay on the screen
     reason = one_line(request.get("agent_reason_unverified") or "", REASON_CHARS)
     if reason:

@@ -19,10 +19,10 @@ import coincurve
 from eth_account import Account
 from nacl.signing import SigningKey
 
-from signer.approval_request import to_checksum
-from signer.fsperm import check_private_file, ensure_private_dir, write_private_file
-from signer.keystore import zeroize
-from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
+from policies.kernel.addresses import to_checksum
+from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.passphrase import zeroize
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 KEYSTORE = "keystore.json"
 DEVICE_KEY = "device.key"
@@ -93,6 +93,21 @@ class CompanionWallet:
         return self._device_key().sign(message).signature.hex()
 
     # ---- the main key -----------------------------------------------------------------------
+
+    def main_key(self, passphrase: bytearray) -> coincurve.PrivateKey:
+        """The main key for one Tier 3 act (companion.tier3); the caller drops it right after."""
+        keystore = json.loads((self.home / KEYSTORE).read_text())
+        try:
+            secret = bytearray(Account.decrypt(keystore, bytes(passphrase).decode()))
+        except ValueError:
+            raise WalletError("wrong passphrase") from None
+        try:
+            key = coincurve.PrivateKey(bytes(secret))
+        finally:
+            zeroize(secret)
+        if address_of(key) != self.main_address.lower():
+            raise WalletError("the keystore does not hold this companion's main account")
+        return key
 
     def sign_transaction(self, tx: dict[str, Any], passphrase: bytearray) -> bytes:
         """Sign exactly the request's transaction fields; nothing is filled in or changed here."""

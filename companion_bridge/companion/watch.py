@@ -22,7 +22,10 @@ from companion_bridge.companion.journal import Entry, Journal, JournalError
 from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.wallet import CompanionWallet
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
+from signer.wire.witness import Witness, WitnessError
+
+WITNESS_FILE = "audit_witness.json"  # the latest audit checkpoint the signer signed (signer.wire.witness)
 
 QUOTE_TIMEOUT = 10.0
 PUSH_INTERVAL = 5.0  # seconds between two checks started by pushed state frames
@@ -35,6 +38,7 @@ class Watch:
         self.wallet = wallet
         self.journal = Journal(wallet.home)
         self.last_quote: float | None = None  # the newest `ts` of a nonce quote the signer signed
+        self.audit_alarms: list[str] = []  # checkpoints refused since start: the signer's log went back
         self._call, self._warn = call, warn
         self._pushed: asyncio.Task | None = None
         self._again = False
@@ -66,7 +70,9 @@ class Watch:
         return tx_hash
 
     def settle(self, state: Any) -> NonceQuote | None:
-        """Let an `approvals.state` reply settle entries, if the signer signed its quote; the quote."""
+        """Let an `approvals.state` reply settle entries, if the signer signed its quote; the quote.
+        Its audit checkpoint goes to the witness first, which reports a log that went back."""
+        self.witness_checkpoint(state)
         quote = verified_quote(state, self.wallet.state.get("signer_key"))
         if quote is None:
             return None
@@ -76,6 +82,31 @@ class Watch:
         except JournalError as exc:
             self._warn(f"WARNING: {exc}")
         return quote
+
+    async def witness_now(self) -> None:
+        """Ask for the signer's state for its audit checkpoint alone (at connect, in the background:
+        `check` asks only while the journal has entries to settle). A silent bridge only delays it."""
+        try:
+            self.settle(await self._call("approvals.state", timeout=QUOTE_TIMEOUT))
+        except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
+            pass
+
+    def witness_checkpoint(self, state: Any) -> None:
+        """Keep the signer's latest signed audit checkpoint; warn (and keep the one held) if it goes back."""
+        key = self.wallet.state.get("signer_key")
+        checkpoint = state.get("audit_checkpoint") if isinstance(state, dict) else None
+        if not isinstance(key, str) or checkpoint is None:
+            return
+        try:
+            verdict = Witness(self.wallet.home / WITNESS_FILE, key).offer(checkpoint)
+        except (WitnessError, OSError) as exc:
+            self._warn(f"WARNING: audit witness: {exc}")
+            return
+        if not verdict.ok:
+            self.audit_alarms.extend(verdict.problems)
+            for problem in verdict.problems:
+                self._warn(f"WARNING: {problem}. Do not trust this signer's records: run `owlia audit verify "
+                           f"--against-companion {self.wallet.home / WITNESS_FILE}` on its host.")
 
     async def answered(self, tx_hash: str, reply: str) -> None:
         """After an approval call, whatever came back: note it (a hint, not proof), then check."""

@@ -1,9 +1,20 @@
-"""The append-only, hash-chained audit log.
+"""The append-only, keyed, hash-chained audit log.
 
-Each record's hash covers its sequence number, time, kind, body and the previous record's hash,
-so editing, reordering or deleting any record breaks the chain from that point on. SQLite
-triggers refuse UPDATE and DELETE outright; the anchor file (the last committed seq and hash)
-catches a log cut short at the tail, which a chain alone cannot see. `verify` checks all of it.
+Each record's hash is an HMAC, under a key derived from the master key (`AuditKeys`), over its
+sequence number, time, kind, body and the previous record's hash: editing, reordering, dropping or
+inserting any record breaks the chain from that point on, and nobody without the master key can
+compute a new chain over a rewritten log. SQLite triggers refuse UPDATE and DELETE outright; the
+anchor file (the last committed seq and hash, with an HMAC under its own derived key) catches a
+log cut short at the tail, which a chain alone cannot see. `verify` checks all of it, and so needs
+the keys: `owlia audit verify` unlocks them with the passphrase.
+
+A key holder (root on the signer's host while it runs) can still put the log and its anchor back
+to an earlier state of their own. The companion catches that: it keeps the latest checkpoint the
+signer signed and refuses to go back (signer.audit_witness).
+
+Homes created before the keyed chain keep their older records as they are (plain SHA-256): `owlia
+signer integrity seal` appends an `audit.keyed` record that names how many came before it, and
+`verify` accepts unkeyed records only as exactly that prefix.
 
 Records are written inside the caller's transaction (`append` never commits): a decision and its
 audit record are durable together or not at all. The head is re-read inside that transaction, so
@@ -14,6 +25,7 @@ refused, so a bug cannot leak a key into the log.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -25,7 +37,10 @@ from pathlib import Path
 from typing import Any
 
 GENESIS = "0" * 64
-ANCHOR_BYTES = 128  # every anchor is padded to this width, so a shorter one never leaves a stale tail
+CHAIN_PURPOSE = b"owliabot audit-chain v1"
+ANCHOR_PURPOSE = b"owliabot audit-anchor v1"
+KEYED_KIND = "audit.keyed"  # marks where a home's log became keyed (see the module docstring)
+ANCHOR_BYTES = 192  # every anchor is padded to this width, so a shorter one never leaves a stale tail
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit(
@@ -55,9 +70,31 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
     conn.executescript(SCHEMA)
 
 
-def _record_hash(seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
-    material = f"{seq}\n{ts!r}\n{kind}\n{body}\n{prev_hash}".encode()
-    return hashlib.sha256(material).hexdigest()
+def _material(seq: int, ts: float, kind: str, body: str, prev_hash: str) -> bytes:
+    return f"{seq}\n{ts!r}\n{kind}\n{body}\n{prev_hash}".encode()
+
+
+def _legacy_hash(seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
+    """How records were chained before the key: only ever accepted as a sealed prefix."""
+    return hashlib.sha256(_material(seq, ts, kind, body, prev_hash)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class AuditKeys:
+    """The chain's and the anchor's keys, each derived for its own purpose from the master key."""
+
+    chain: bytes
+    anchor: bytes
+
+    @classmethod
+    def derive(cls, master: Any) -> AuditKeys:
+        return cls(master.hkdf(CHAIN_PURPOSE), master.hkdf(ANCHOR_PURPOSE))
+
+    def record_hash(self, seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
+        return hmac.new(self.chain, _material(seq, ts, kind, body, prev_hash), hashlib.sha256).hexdigest()
+
+    def anchor_mac(self, seq: int, head: str) -> str:
+        return hmac.new(self.anchor, f"anchor\n{seq}\n{head}".encode(), hashlib.sha256).hexdigest()
 
 
 _LEAVES = (int, float, bool, type(None))  # nothing secret-shaped fits in these
@@ -129,12 +166,18 @@ class AuditLog:
     Records given no time are stamped with `clock` as they are written; the daemon passes its own
     (signer.clock), so the log's times never run backwards and match the ledger's."""
 
-    def __init__(self, conn: sqlite3.Connection, anchor_path: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, conn: sqlite3.Connection, anchor_path: Path, clock: Callable[[], float] = time.time, *,
+                 keys: AuditKeys) -> None:
+        from signer.store.checkpoint import database_file
+
         self._conn = conn
+        self._keys = keys
+        self._db_path = database_file(conn)  # read here, on the thread that owns the connection
         self._clock = clock
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
-        self.reload()  # the schema is the store's job (db.ensure_schema): executescript would commit
+        self.reload()
+        self.committed: tuple[int, str] = self.head  # what the anchor holds: only committed records  # the schema is the store's job (db.ensure_schema): executescript would commit
 
     def reload(self) -> None:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
@@ -167,7 +210,7 @@ class AuditLog:
         for record in records:
             seq += 1
             ts = self._clock() if record.ts is None else record.ts
-            digest = _record_hash(seq, ts, record.kind, record.text, head)
+            digest = self._keys.record_hash(seq, ts, record.kind, record.text, head)
             rows.append((seq, ts, record.kind, record.text, head, digest))
             head = digest
         self._conn.executemany("INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)", rows)
@@ -183,11 +226,26 @@ class AuditLog:
         anchor is never fsync'd anyway: after a power cut it may only lag behind the log. The file
         stays open between commits (`close` releases it).
         """
-        data = json.dumps({"seq": self._seq, "hash": self._hash}).encode().ljust(ANCHOR_BYTES - 1) + b"\n"
+        seq, head = self.committed = self._seq, self._hash
+        data = json.dumps({"seq": seq, "hash": head, "mac": self._keys.anchor_mac(seq, head)}).encode()
+        data = data.ljust(ANCHOR_BYTES - 1) + b"\n"
         if self._anchor_fd is None:
             self._anchor_fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                                       0o600)
         os.pwrite(self._anchor_fd, data, 0)
+
+    def verify_all(self) -> dict[str, Any]:
+        """`verify` over the whole database this log writes to, on a fresh read-only connection (any thread)."""
+        from signer.store.db import connect
+
+        path = self._db_path
+        if path is None:
+            raise ValueError("the audit log is not in a database file")
+        conn = connect(path, readonly=True)
+        try:
+            return verify(conn, self._anchor_path, keys=self._keys).to_json()
+        finally:
+            conn.close()
 
     def close(self) -> None:
         if self._anchor_fd is not None:
@@ -206,24 +264,26 @@ class VerifyReport:
         return {"ok": self.ok, "records": self.records, "head_hash": self.head_hash, "problems": self.problems}
 
 
-def _read_anchor(path: Path) -> tuple[int, str] | None:
+def read_anchor(path: Path) -> tuple[int, str, str] | None:
+    """(seq, head hash, mac); None if there is no file, seq -1 if it cannot be parsed."""
     try:
         data = json.loads(Path(path).read_text())
-        return int(data["seq"]), str(data["hash"])
+        return int(data["seq"]), str(data["hash"]), str(data.get("mac", ""))
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError):
-        return (-1, "")
+        return (-1, "", "")
 
 
-def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, max_problems: int = 50) -> VerifyReport:
+def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: AuditKeys,
+           max_problems: int = 50) -> VerifyReport:
     """Walk the whole chain; report every break (up to `max_problems`).
 
     The anchor is read before the walk starts its snapshot: it only ever lags the log, so a signer
     committing meanwhile can make the walk longer than the anchor, never shorter."""
-    anchor = _read_anchor(anchor_path) if anchor_path is not None else None
+    anchor = read_anchor(anchor_path) if anchor_path is not None else None
     problems: list[str] = []
-    expected_seq, prev, count = 1, GENESIS, 0
+    expected_seq, prev, count, legacy, keyed_seen, sealed = 1, GENESIS, 0, 0, False, None
     hashes: dict[int, str] = {}
     for seq, ts, kind, body, prev_hash, digest in conn.execute(
         "SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq"
@@ -233,13 +293,22 @@ def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, max_pro
             problems.append(f"records {expected_seq}..{seq - 1} are missing (deleted)")
         if prev_hash != prev:
             problems.append(f"record {seq}: does not link to the record before it (reordered or replaced)")
-        if _record_hash(seq, ts, kind, body, prev_hash) != digest:
-            problems.append(f"record {seq}: content does not match its hash (edited)")
+        if hmac.compare_digest(keys.record_hash(seq, ts, kind, body, prev_hash), digest):
+            keyed_seen = True
+            if kind == KEYED_KIND and sealed is None:
+                sealed = _legacy_count(body)
+        elif not keyed_seen and _legacy_hash(seq, ts, kind, body, prev_hash) == digest:
+            legacy += 1  # from before the keyed chain; accepted only as the prefix a seal names
+        else:
+            problems.append(f"record {seq}: its MAC does not match its content (edited or forged)")
         hashes[seq] = digest
         expected_seq, prev = seq + 1, digest
         if len(problems) >= max_problems:
             problems.append("too many problems; stopped")
             break
+    if legacy != (sealed or 0):
+        problems.append(f"records 1..{legacy} are not keyed, and no `{KEYED_KIND}` record seals exactly them "
+                        "(a home never sealed with `owlia signer integrity seal`, or a rewritten log)")
     head = prev
     if anchor_path is not None:
         if anchor is None:
@@ -247,11 +316,20 @@ def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, max_pro
                 problems.append(f"anchor file {anchor_path} is missing")
         elif anchor[0] < 0:
             problems.append(f"anchor file {anchor_path} is unreadable")
+        elif not hmac.compare_digest(keys.anchor_mac(anchor[0], anchor[1]), anchor[2]):
+            problems.append(f"anchor file {anchor_path} is not authentic (rewritten)")
         elif anchor[0] > expected_seq - 1:
             problems.append(f"the log ends at record {expected_seq - 1} but the anchor says {anchor[0]} (truncated)")
         elif anchor[0] and hashes.get(anchor[0]) != anchor[1]:
             problems.append(f"record {anchor[0]} does not match the anchor (rewritten)")
     return VerifyReport(ok=not problems, records=count, head_hash=head, problems=problems)
+
+
+def _legacy_count(body: str) -> int:
+    try:
+        return int(json.loads(body)["legacy_records"])
+    except (ValueError, KeyError, TypeError):
+        return -1
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,22 @@ def test_agent_bench_runs_the_real_service() -> None:
     assert report["owlia_help"]["median_s"] > 0 and report["owlia_sign_send"]["median_s"] > 0
 
 
+def test_mcp_bench_runs() -> None:
+    report = run_bench("mcp_bench.py", "-n", "3")
+    assert {"skill", "mcp_node", "mcp_python"} <= report.keys()
+
+
+def test_tier3_bench_runs() -> None:
+    report = run_bench("tier3_bench.py", "--requests", "4")
+    assert report["tier2_transfer"]["requests"] == report["tier3_transfer"]["requests"] == 4
+    assert report["tier3_transfer"]["gas_used_mean"] > 0
+
+
+def test_webapp_bench_runs() -> None:
+    report = run_bench("webapp_bench.py", "-n", "3", "--warmup", "1")
+    latency(report["escalation_to_card_visible"], 3)
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.py")))
 def test_every_bench_has_a_smoke_test(script: str) -> None:
     assert script in Path(__file__).read_text(), f"bench/{script} has no smoke test here"

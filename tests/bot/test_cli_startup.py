@@ -39,5 +39,5 @@ def test_sign_send_imports_only_the_client_not_the_daemon(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True, timeout=60)
     code, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert code == 1 and "signer.token" in proc.stderr  # no client token here: it stops before any socket
-    assert "signer.paths" in loaded and "signer.client" in loaded
+    assert "signer.wire.settings" in loaded and "signer.wire.client" in loaded
     assert not {"signer.daemon", "signer.engine", "signer.approvals", "policies.loader"} & set(loaded), loaded

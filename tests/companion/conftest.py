@@ -26,9 +26,9 @@ from companion_bridge.app import Bridge
 from companion_bridge.companion.client import Companion
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.server import BridgeOptions, build
-from signer.client import SignerClient
-from signer.protocol import Scope
-from signer.txcodec import address_of
+from signer.wire.client import SignerClient
+from signer.wire.protocol import Scope
+from signer.wire.txcodec import address_of
 from tests.conftest import SignerStack, wait_receipt
 
 MAIN_PASS = b"companion passphrase 1"

@@ -14,9 +14,9 @@ import pytest
 from nacl.signing import SigningKey
 
 from companion_bridge.companion.client import Choice, Companion, CompanionError
-from signer.client import SignerClient, SignerError
-from signer.devices import APPROVAL_DOMAIN, answer_body, signed_message
-from signer.protocol import Scope
+from signer.wire.client import SignerClient, SignerError
+from signer.wire.messages import APPROVAL_DOMAIN, answer_body, signed_message
+from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, own_tier1, request_for, transfer
 from tests.conftest import FRIEND, STRANGER, balance, rpc
 
@@ -277,14 +277,14 @@ def test_the_bot_cannot_call_bridge_methods_and_the_bridge_cannot_sign(tier1):
 
 
 def _tx_hash(raw_hex: str) -> str:
-    from signer.txcodec import keccak256
+    from policies.kernel.keccak import keccak256
 
     return "0x" + keccak256(bytes.fromhex(raw_hex[2:])).hex()
 
 
 def test_non_finite_timestamps_are_refused(tier1):
     """NaN compares false with everything: it would pass any freshness check if it got that far."""
-    from signer.devices import FREEZE_DOMAIN, freeze_body
+    from signer.wire.messages import FREEZE_DOMAIN, freeze_body
 
     async def body(companion: Companion):
         nan = float("nan")

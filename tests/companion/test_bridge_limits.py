@@ -20,15 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.workspace.fs import PathNotAllowed
+from policies.kernel.files import PathNotAllowed
 from companion_bridge.app import CLOSE_RATE_LIMITED, CLOSE_TOO_BIG, RATE_LIMITED
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.limits import BridgeLimits, Guard
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import NS, Limiter, Rate
-from signer.client import SignerClient
-from signer.devices import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
+from signer.wire.client import SignerClient
+from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1, request_for, start_bridge
 from tests.conftest import STRANGER, SignerStack
 

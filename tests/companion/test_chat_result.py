@@ -58,7 +58,9 @@ def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> No
             assert balance(anvil, FRIEND) - before == 2 * 10**16
             final = next(text for _, text in told if "approved on your companion" in text)
             assert result["tx_hash"] in final and companion.wallet.device_id in final
-            assert any("waiting for your companion app" in text for _, text in told)
+            # the chat already showed the pending card: one outcome, one card (it used to come twice)
+            assert not any("waiting for your companion app" in text for _, text in told)
+            assert len([text for _, text in told if "approved on your companion" in text]) == 1
             return told
         finally:
             await watch.stop()
@@ -119,3 +121,40 @@ def test_a_restart_does_not_lose_the_companions_answer_nor_repeat_it(tier1, llm,
             await after.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 90))
+
+
+def test_a_failed_approval_says_why_on_the_companion_and_in_the_chat(tier1, llm, anvil, tmp_path) -> None:  # noqa: F811
+    """An approval whose main account cannot pay showed only the status; the reason was in `audit tail`."""
+    from bot.runtime.signer_watch import describe
+    from companion_bridge.companion.wallet import CompanionWallet
+    from tests.companion.conftest import MAIN_PASS as PASS
+
+    harness = attach_bot(tier1.stack, llm)
+    broke = CompanionWallet.create(tmp_path / "broke", bytearray(PASS), scrypt_n=2**10, name="broke")  # unfunded
+
+    async def scenario() -> tuple[list[str], dict]:
+        companion = await tier1.paired("broke", wallet=broke)
+        runtime = harness.runtime()
+        try:
+            await runtime.core.handle(
+                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink())
+            pending = signer_outcome(runtime)
+            reports: list[str] = []
+
+            async def approve(request: dict, text: str) -> Choice:
+                return Choice("approve", bytearray(PASS)) if request["request_id"] == pending.data["request_id"] \
+                    else Choice("skip")
+
+            await asyncio.wait_for(companion.run(approve, once=True, report=reports.append), 30)
+            status = await runtime.services.signer.call("sign.status", {"request_id": pending.data["request_id"]})
+            return reports, dict(status)
+        finally:
+            await companion.close()
+            await runtime.close()
+
+    reports, status = asyncio.run(asyncio.wait_for(scenario(), 90))
+    # the node's refusal is only its word: signed and held as unconfirmed (the release rule), never "failed"
+    assert status["state"] == "unconfirmed" and "insufficient funds" in status["broadcast_unknown"].lower()
+    assert any("not confirmed sent" in r and "insufficient funds" in r.lower() for r in reports), reports
+    told = describe(status)
+    assert "insufficient funds" in told.lower() and "fund it" in told

@@ -14,12 +14,12 @@ import urllib.request
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import companion_cmd
+from companion_bridge.companion import cli as companion_cmd
 from bot.devchain import free_port
-from signer.approval_request import to_checksum
-from signer.client import SignerClient
-from signer.fsperm import write_private_file
-from signer.protocol import Scope
+from policies.kernel.addresses import to_checksum
+from signer.wire.client import SignerClient
+from policies.kernel.files import write_private_file
+from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, fund, wait_status
 from tests.conftest import FRIEND, balance
 
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.chain]
 def start_bridge(stack, port: int) -> subprocess.Popen:
     env = {**os.environ, "OWLIA_HOME": str(stack.home),
            "OWLIA_BRIDGE_TOKEN": stack.client_token("bridge", Scope.BRIDGE)}
-    proc = subprocess.Popen([sys.executable, "-c", "from bot.cli.bridge_cmd import app; app()", "serve",
+    proc = subprocess.Popen([sys.executable, "-c", "from companion_bridge.cli import app; app()", "serve",
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -97,7 +97,7 @@ def test_companion_cli_pairs_and_approves_through_a_bridge_process(stack, anvil,
 
 def test_bridge_refuses_a_non_loopback_address_without_tls(tmp_path):
     env = {**os.environ, "OWLIA_HOME": str(tmp_path), "OWLIA_BRIDGE_TOKEN": "x" * 20}
-    out = subprocess.run([sys.executable, "-c", "from bot.cli.bridge_cmd import app; app()", "serve",
+    out = subprocess.run([sys.executable, "-c", "from companion_bridge.cli import app; app()", "serve",
                           "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "needs --tls-cert" in out.stderr
 

@@ -9,8 +9,9 @@ import pytest
 
 from companion_bridge.companion.client import Choice, unsigned
 from companion_bridge.companion.render import render_request
-from signer.approval_request import request_hash, to_checksum
-from signer.client import SignerClient
+from policies.kernel.addresses import to_checksum
+from signer.wire.approval_request import request_hash
+from signer.wire.client import SignerClient
 from tests.companion.conftest import MAIN_PASS, request_for, transfer, wait_status
 from tests.conftest import FRIEND, STRANGER, balance
 
@@ -101,7 +102,7 @@ def test_request_hash_is_recomputed_by_the_companion_not_taken_from_the_bridge(s
     asyncio.run(scenario())
 
 
-def test_an_unfunded_main_account_fails_at_broadcast_and_is_recorded(tier1, anvil):
+def test_an_unfunded_main_account_refused_at_broadcast_stays_on_record_as_unconfirmed(tier1, anvil):
     from companion_bridge.companion.client import Companion
     from companion_bridge.companion.wallet import CompanionWallet
 
@@ -116,9 +117,10 @@ def test_an_unfunded_main_account_fails_at_broadcast_and_is_recorded(tier1, anvi
         request = await companion.next_request(timeout=5)
         assert request["tx"]["gas_limit"] == 21_000  # a plain transfer needs no simulation
         result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
-        assert result["status"] == "failed" and "broadcast rejected" in result["error"]
+        # the node's refusal is only its word: the transaction stays on record as possibly mined
+        assert result["status"] == "signed" and "the node refused it" in result["broadcast_unknown"]
         status = await tier1.stack.call(bot, "sign.status", {"request_id": pending["request_id"]})
-        assert status["status"] == "failed"
+        assert status["state"] == "unconfirmed" and status["broadcast_unknown"] == result["broadcast_unknown"]
         await companion.close()
 
     asyncio.run(scenario())

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from companion_bridge.companion.client import Choice, Companion, CompanionError
-from signer.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient, new_idempotency_key
 from tests.companion.conftest import MAIN_PASS, Tier1, transfer
 from tests.conftest import FRIEND, balance
 
@@ -70,8 +70,8 @@ def test_an_unfreeze_and_a_new_freeze_delivered_together_leave_the_signer_frozen
     """A hostile bridge holds the user's unfreeze back and sends it with their next freeze."""
     import time
 
-    from signer.devices import FREEZE_DOMAIN, freeze_body, signed_message
-    from signer.protocol import Scope
+    from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
+    from signer.wire.protocol import Scope
 
     stack = tier1.stack
     stack.funded_session_key()

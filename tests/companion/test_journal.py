@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from companion_bridge.companion import watch as watch_module
 from companion_bridge.companion.journal import (
     CONFIRM_QUOTES,
     CONFIRM_SECONDS,
@@ -29,14 +30,12 @@ from companion_bridge.companion.journal import (
     admit,
     apply_quote,
 )
-from companion_bridge.companion import watch as watch_module
 from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.watch import Watch
-from policies.text import cells
-from signer.devices import signed_message
-from signer.fsperm import ensure_private_dir, write_private_file
-from signer.identity import NONCE_DOMAIN
+from policies.kernel.files import ensure_private_dir, write_private_file
+from policies.kernel.text import cells
+from signer.wire.messages import NONCE_DOMAIN, signed_message
 
 MAIN = "0x1111111111111111111111111111111111111111"
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -314,7 +313,7 @@ def test_R7_a_type_corrupt_journal_is_a_worded_error(tmp_path: Path, change: dic
                                   {"v": 1, "entries": [{"request_id": "req_1"}]}, "[" * 300_000])
 def test_a_journal_of_the_wrong_shape_or_nested_too_deep_is_a_worded_error(tmp_path: Path, body):
     """Review deep_journal.py: plain json.loads on 300 000 brackets, with eth_account's recursion
-    limit in force, can crash the process; the journal is read with policies.safejson."""
+    limit in force, can crash the process; the journal is read with policies.kernel.safejson."""
     importlib.import_module("eth_account")  # as in the CLI: it raises the recursion limit
 
     home = ensure_private_dir(tmp_path / "c")

@@ -15,14 +15,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
-from bot.cli import companion_cmd
+from companion_bridge.companion import cli as companion_cmd
 from bot.devchain import DevChainError, free_port
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.wallet import CompanionWallet
-from signer.devices import signed_message
-from signer.identity import NONCE_DOMAIN
-from signer.txcodec import keccak256
+from policies.kernel.keccak import keccak256
+from signer.wire.messages import NONCE_DOMAIN, signed_message
 from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, request_for, transfer
 from tests.conftest import FRIEND, balance, rpc, wait_receipt
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from companion_bridge.companion.client import Companion, CompanionError
 from companion_bridge.tokens import TokenIssuer
-from signer.client import SignerError
-from signer.devices import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
+from signer.wire.client import SignerError
+from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1
 
 pytestmark = [pytest.mark.chain]
@@ -76,7 +76,7 @@ def test_login_challenge_is_single_use_and_tokens_are_checked_on_every_use(tier1
             base = tier1.bridge.url
             challenge = await (await http.post(base + "/v1/auth/challenge",
                                                json={"device_id": companion.wallet.device_id})).json()
-            from companion_bridge.app import auth_message
+            from companion_bridge.wire import auth_message
 
             ts = time.time()
             sig = companion.wallet.device_sign(auth_message(companion.wallet.device_id, challenge["aud"],
@@ -212,7 +212,7 @@ def test_the_signer_spends_a_pairing_code_after_repeated_wrong_guesses_even_from
     """A compromised bridge skips the bridge's own limits and talks to the signer with its token:
     the signer counts wrong codes itself, and after MAX_WRONG_CODES the right code no longer works."""
     from signer.devices import MAX_WRONG_CODES
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
 
     bridge_token = tier1.stack.client_token(f"rogue{time.monotonic_ns() % 10**9}", Scope.BRIDGE)
     wallet = tier1.new_wallet()

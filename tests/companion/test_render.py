@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from companion_bridge.companion.render import REASON_CHARS, render_request
-from policies.text import first_hidden
+from policies.kernel.text import first_hidden
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 STRANGER = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"
@@ -84,3 +84,17 @@ def test_a_call_the_signer_did_not_decode_says_so() -> None:
     shown = render_request({**base, "actions": [decoded, opaque]}, now=1_800_000_000.0)
     lines = [line for line in shown.splitlines() if "CALL" in line]
     assert len(lines) == 2 and "NOT DECODED" not in lines[0] and "NOT DECODED" in lines[1], lines
+
+
+def test_every_rule_that_fired_is_shown_not_only_the_first() -> None:
+    shown = request("x")
+    shown["escalation"] = {"rule_id": "recipient.new", "reason": "the recipient is not in the address book",
+                           "findings": [
+                               {"outcome": "escalate", "rule_id": "recipient.new",
+                                "reason": "the recipient is not in the address book"},
+                               {"outcome": "escalate", "rule_id": "limit.per_tx",
+                                "reason": "0.02 ETH exceeds the per-transaction limit of 0.01 ETH"},
+                               {"outcome": "allow", "rule_id": "asset.allowed", "reason": "ETH is listed"}]}
+    screen = render_request(shown, now=1_800_000_000.0)
+    assert "every rule that fired" in screen
+    assert "[rule recipient.new]" in screen and "[rule limit.per_tx]" in screen and "asset.allowed" not in screen

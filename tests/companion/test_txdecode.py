@@ -8,9 +8,9 @@ from eth_account import Account
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signer.approval_request import to_checksum
+from policies.kernel.addresses import to_checksum
 from signer.main_tx import mismatch
-from signer.txcodec import Eip1559Tx, address_of, sign_eip1559
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 
 KEY = coincurve.PrivateKey(bytes.fromhex("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"))

@@ -19,9 +19,10 @@ from bot.cli import security_cmd
 from bot.ops.audit import security_audit, weak_token_reason
 from bot.ops.checks import Report
 from bot.ops.fix import fix_all
-from signer.daemon import SignerPaths, init_home
-from signer.fsperm import write_private_file
-from signer.settings import load_signer_config
+from signer.daemon import init_home
+from signer.wire.settings import SignerPaths
+from policies.kernel.files import write_private_file
+from signer.wire.settings import load_signer_config
 from tests.ops.conftest import context, requires_root, run_init, set_config
 
 PASSPHRASE = b"ops test passphrase"
@@ -428,7 +429,7 @@ def test_client_token_lifetimes_are_bounded_and_an_eternal_one_is_flagged(home):
 
 def test_add_client_refuses_lifetimes_out_of_range(tmp_path):
     from signer.auth import MAX_TOKEN_TTL_DAYS, add_client
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
     from signer.store.db import connect, ensure_schema
 
     conn = connect(tmp_path / "s.db")

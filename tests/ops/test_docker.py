@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from bot.cli import init_cmd
 from bot.config import BotConfig
 from bot.ops.compose import BOT_UID, BRIDGE_UID, SIGNER_UID, SOCKET_GID, compose_document
-from signer.settings import signer_home, socket_path
+from signer.wire.settings import signer_home, socket_path
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 ROLES = ("signer", "bot", "bridge")
@@ -115,10 +115,14 @@ def test_only_loopback_ports(compose):
 
 
 def test_healthchecks(compose):
-    assert compose["services"]["signer"]["healthcheck"]["test"] == ["CMD", "owlia", "signer", "status"]
-    for name in ("bot", "bridge"):
-        test = " ".join(compose["services"][name]["healthcheck"]["test"])
-        assert "/health" in test and "127.0.0.1" in test
+    """Cheap probes (stdlib only, no CLI start), and the bot's is liveness, not readiness."""
+    signer = compose["services"]["signer"]["healthcheck"]["test"]
+    assert signer[:5] == ["CMD", "python", "-I", "-S", "-c"] and "/run/owlia/signer.sock" in signer[5]
+    assert "/livez" in " ".join(compose["services"]["bot"]["healthcheck"]["test"])
+    assert "/v1/health" in " ".join(compose["services"]["bridge"]["healthcheck"]["test"])
+    for name in ("bot", "bridge", "anvil"):
+        test = compose["services"][name]["healthcheck"]["test"]
+        assert test[:4] == ["CMD", "python", "-I", "-S"] and "127.0.0.1" in test[-1]
     for name in ("bot", "bridge"):
         assert compose["services"][name]["depends_on"]["signer"]["condition"] == "service_healthy"
 
@@ -155,7 +159,7 @@ def stages(role: str) -> list[list[str]]:
     out: list[list[str]] = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or (not out and line.upper().startswith("ARG ")):
             continue
         if line.upper().startswith("FROM "):
             out.append([])
@@ -168,7 +172,7 @@ def test_dockerfile_multi_stage_slim_non_root(role):
     all_stages = stages(role)
     assert len(all_stages) >= 2
     for stage in all_stages:
-        assert re.match(r"FROM python:3\.11-slim\b", stage[0]), stage[0]
+        assert re.match(r"FROM \$\{OWLIA_BASE_IMAGE\}", stage[0]), stage[0]
     final = all_stages[-1]
     users = [line.split()[1] for line in final if line.startswith("USER ")]
     assert users and users[-1].split(":")[0].isdigit() and int(users[-1].split(":")[0]) >= 1000
@@ -186,12 +190,61 @@ def test_no_build_tools_in_the_final_stage(role):
     assert "apt-get install" not in final and "pip install" not in final
 
 
-def test_signer_image_installs_only_the_core_dependencies():
-    build = " ".join(stages("signer")[0])
-    assert re.search(r"pip install [^&]*\s\.(\s|$)", build), build
-    assert "[bot]" not in build and "[dev]" not in build
-    for role in ("bot", "bridge"):
-        assert '".[bot]"' in " ".join(stages(role)[0])
+@pytest.mark.parametrize("role", ROLES)
+def test_each_image_installs_its_own_lock_then_the_project_without_resolving(role):
+    build = " ".join(stages(role)[0])
+    assert f"--require-hashes -r requirements/{role}.txt" in build
+    assert re.search(r"pip install --no-deps [^&]*\s\.(\s|$)", build), build
+    assert "[bot]" not in build and "[dev]" not in build and "PIP_INDEX_URL=https://pypi.org/simple" in build
+
+
+@pytest.mark.parametrize("role", (*ROLES, "anvil"))
+def test_base_image_pinned_by_digest_and_no_frontend_pull(role):
+    text = (DOCKER / f"{role}.Dockerfile").read_text()
+    assert "# syntax=" not in text  # BuildKit would fetch a frontend from a registry on every fresh build
+    assert re.search(r"^ARG OWLIA_BASE_IMAGE=python:3\.11[.0-9]*-slim-bookworm@sha256:[0-9a-f]{64}$", text, re.M)
+    assert all(line.startswith("FROM ${OWLIA_BASE_IMAGE}") for line in text.splitlines() if line.startswith("FROM"))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_images_ship_compiled_modules(role):
+    """The root is read-only and PYTHONDONTWRITEBYTECODE is set: without .pyc every start compiles."""
+    assert "compileall" in " ".join(stages(role)[0]) and "--no-compile" not in " ".join(stages(role)[-1])
+
+
+def test_anvil_image_is_the_locked_npm_release():
+    import json
+
+    lock = json.loads((DOCKER.parent / "package-lock.json").read_text())["packages"]
+    entry = lock["node_modules/@foundry-rs/anvil-linux-amd64"]
+    text = (DOCKER / "anvil.Dockerfile").read_text()
+    assert f"ARG ANVIL_VERSION={entry['version']}\n" in text
+    assert f"ARG ANVIL_INTEGRITY={entry['integrity']}\n" in text
+
+
+def test_locks_have_hashes_and_the_smaller_images_stay_small():
+    req = DOCKER.parent / "requirements"
+    def names(lock: str) -> set[str]:
+        text = (req / f"{lock}.txt").read_text()
+        pins = re.findall(r"^([A-Za-z0-9._-]+)==", text, re.M)
+        assert pins and text.count("--hash=sha256:") >= len(pins)
+        return {p.lower() for p in pins}
+    signer, bridge, bot = names("signer"), names("bridge"), names("bot")
+    for forbidden in ("anthropic", "openai", "aiogram", "discord-py", "fastapi", "web3", "aiohttp"):
+        assert forbidden not in signer
+    for forbidden in ("anthropic", "openai", "aiogram", "discord-py", "web3"):
+        assert forbidden not in bridge
+    assert signer <= bridge <= bot <= names("dev")
+
+
+def test_images_are_built_here_never_pulled(compose):
+    for role in (*ROLES, "anvil"):
+        svc = compose["services"][role]
+        assert svc["pull_policy"] == "build" and svc["build"]["args"] == ["OWLIA_BASE_IMAGE"], role
+        assert svc["build"]["network"] == "${OWLIA_BUILD_NETWORK:-default}"
+    without = compose_document(build_context=None)
+    for role in (*ROLES, "anvil"):
+        assert without["services"][role]["pull_policy"] == "never" and "build" not in without["services"][role]
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -213,7 +266,8 @@ def test_init_docker_writes_a_ready_setup(tmp_path):
     assert all((target / spec["file"]).is_file() for spec in compose["secrets"].values())
     assert stat.S_IMODE((target / "secrets").stat().st_mode) == 0o700
     for path in (target / "secrets").iterdir():
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+        # the bridge's certificate is public (the bot verifies the bridge against it); the rest is secret
+        assert stat.S_IMODE(path.stat().st_mode) == (0o644 if path.name == "bridge_tls_cert" else 0o600), path
     assert len((target / "secrets" / "signer_passphrase").read_text().strip()) >= 32
     assert (target / "secrets" / "signer_passphrase").read_text() != (target / "secrets" / "gateway_token").read_text()
     BotConfig.model_validate(yaml.safe_load((target / "config.yaml").read_text()))
@@ -236,3 +290,15 @@ def test_init_docker_default_dir_keeps_the_home_private(tmp_path):
     result = CliRunner().invoke(app, ["--docker"], env={"OWLIA_HOME": str(home)})
     assert result.exit_code == 0, result.output
     assert stat.S_IMODE(home.stat().st_mode) == 0o700 and (home / "docker" / "docker-compose.yml").is_file()
+
+
+def test_every_declared_dependency_is_locked():
+    """A dependency added to pyproject.toml without re-running `.ci/lock` fails here, not in CI's install."""
+    import tomllib
+
+    project = tomllib.loads((DOCKER.parent / "pyproject.toml").read_text())["project"]
+    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
+    locked = {norm(n) for n in re.findall(r"^([A-Za-z0-9._-]+)==", (DOCKER.parent / "requirements" / "dev.txt").read_text(), re.M)}
+    declared = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    names = {norm(re.match(r"[A-Za-z0-9._-]+", r).group(0)) for r in declared} - {"owliabot"}
+    assert names <= locked, sorted(names - locked)

@@ -19,7 +19,7 @@ from bot.cli import doctor_cmd
 from bot.devchain import free_port
 from bot.ops.checks import Report
 from bot.ops.doctor import doctor
-from signer.fsperm import write_private_file
+from policies.kernel.files import write_private_file
 from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.ops.conftest import context, run_init, set_config
@@ -181,14 +181,14 @@ def test_a_running_bridge_without_a_companion_is_a_warning(make_stack, tmp_path)
     import time
     import urllib.request
 
-    from signer.protocol import Scope
+    from signer.wire.protocol import Scope
 
     stack = make_stack().start()
     token_file = tmp_path / "bridge.token"
     write_private_file(token_file, stack.client_token("bridge", Scope.BRIDGE).encode())
     port = free_port()
     # the bridge's own sub-app (`owlia bridge serve` once it is registered in bot/cli/app.py)
-    bridge = subprocess.Popen([sys.executable, "-c", "from bot.cli.bridge_cmd import app; app()", "serve",
+    bridge = subprocess.Popen([sys.executable, "-c", "from companion_bridge.cli import app; app()", "serve",
                                "--port", str(port), "--token-file", str(token_file)],
                               env={**os.environ, "OWLIA_HOME": str(stack.home)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -223,3 +223,28 @@ def test_version_ranges_like_pyproject_are_enforced(low, high, have):
     name, spec, extra = _split_requirement(f"pkg-x[a,b] <{dotted[1]}, >={dotted[0]} ; extra == 'bot'")
     assert (name, extra) == ("pkg-x", "bot")
     assert _satisfies(dotted[2], spec) == (low <= have < high)
+
+
+# -- DOC-COMPOSE-001 ------------------------------------------------------------------------------
+
+
+def test_compose_version_floor_rejects_debians_compose_v1_and_accepts_v2():
+    from bot.ops.doctor import compose_version_finding
+
+    assert compose_version_finding("2.40.3\n") is None and compose_version_finding("v2.24.0") is None
+    for old in ("1.29.2", "2.23.9", "v2.3.3"):
+        finding = compose_version_finding(old)
+        assert finding is not None and finding.severity.value == "critical" and "docker-compose-plugin" in finding.hint
+    missing = compose_version_finding(None)
+    assert missing is not None and "Compose v2" in missing.message and "1.29" in missing.hint
+    assert compose_version_finding("garbage").severity.value == "warning"
+
+
+@given(st.tuples(st.integers(0, 9), st.integers(0, 60), st.integers(0, 30)), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_compose_version_floor_is_exactly_the_minimum(version, prefixed):
+    from bot.ops.compose import MIN_COMPOSE_VERSION
+    from bot.ops.doctor import compose_version_finding
+
+    text = ("v" if prefixed else "") + ".".join(map(str, version))
+    assert (compose_version_finding(text) is None) == (version >= MIN_COMPOSE_VERSION)

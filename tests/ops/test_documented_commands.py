@@ -78,3 +78,37 @@ def test_up_says_when_port_disagrees_with_an_existing_config(tmp_path) -> None:
                           env=isolated_env(tmp_path), capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "--port 28545 differs from the dev chain" in done.stderr and "http://127.0.0.1:18545" in done.stderr
+
+
+def test_up_runs_the_configured_chat_channels_too(tmp_path) -> None:
+    """`owlia up` drove only the console; with a Telegram token it now runs Telegram as well."""
+    import time
+
+    from bot.devchain import free_port
+    from tests.fakes.telegram_server import TOKEN, FakeTelegramServer
+
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    with FakeTelegramServer() as tg:
+        port = free_port()
+        (home / "config.yaml").write_text(
+            f"chains:\n  - {{id: 31337, name: anvil, rpc_url: 'http://127.0.0.1:{port}', dev: true}}\n"
+            f"signer: {{}}\nbot:\n  gateway: {{enabled: false}}\n"
+            f"  channels:\n    telegram: {{api_base: '{tg.url}', allow_from: ['42']}}\n")
+        os.chmod(home / "config.yaml", 0o600)
+        env = {**isolated_env(tmp_path), "TELEGRAM_BOT_TOKEN": TOKEN}
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "up"], cwd=ROOT, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not tg.calls_of("getUpdates"):
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "Telegram was never polled"
+                time.sleep(0.1)
+            out, err = proc.communicate("/quit\n", timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0, err
+    assert "bot: telegram running" in out

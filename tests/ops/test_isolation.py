@@ -27,8 +27,9 @@ import yaml
 from typer.testing import CliRunner
 
 from bot.cli import security_cmd
-from signer.daemon import SignerPaths, init_home
-from signer.settings import load_signer_config
+from signer.daemon import init_home
+from signer.wire.settings import SignerPaths
+from signer.wire.settings import load_signer_config
 from tests.ops.conftest import requires_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def owned_file(path: Path, data: str, uid: int, gid: int, mode: int = 0o600) -> 
 PROBE = """
 import asyncio, json, os, sys
 from pathlib import Path
-from signer.client import SignerClient, SignerError
+from signer.wire.client import SignerClient, SignerError
 socket_path, token_file, signer_home = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 out = {}
 for name, target in (("list_home", signer_home), ("keystore", signer_home / "keystore.json"),
@@ -139,7 +140,7 @@ def two_users():
             assert daemon.poll() is None, daemon.stderr.read()
             assert time.monotonic() < deadline, "the signer did not open its socket"
             time.sleep(0.05)
-        issued = as_user(*signer, ["-m", "bot.cli", "--home", str(signer_root), "signer", "client", "add", "bot"])
+        issued = as_user(*signer, ["-m", "bot.cli", "--home", str(signer_root), "signer", "client", "add", "bot", "--passphrase-file", str(passfile)])
         assert issued.returncode == 0, issued.stderr
         secrets = owned_dir(bot_root / "secrets", BOT_UID, BOT_UID, 0o700)
         token = owned_file(secrets / "signer.token", issued.stdout.strip(), BOT_UID, BOT_UID)

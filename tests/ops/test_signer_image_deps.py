@@ -34,9 +34,13 @@ def core_dependencies() -> list[str]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 
 
+SIGNER_LOCK = ROOT / "requirements" / "signer.txt"  # what docker/signer.Dockerfile installs
+
+
 def signer_venv() -> Path:
     deps = core_dependencies()
-    digest = hashlib.sha256(json.dumps([sys.version, deps]).encode()).hexdigest()[:16]
+    lock = SIGNER_LOCK.read_text()
+    digest = hashlib.sha256(json.dumps([sys.version, deps, lock]).encode()).hexdigest()[:16]
     cached = Path(tempfile.gettempdir()) / f"owlia-signer-deps-{os.geteuid()}-{digest}"
     if (cached / "READY").is_file() and cached.stat().st_uid == os.geteuid() and not cached.stat().st_mode & 0o022:
         return cached
@@ -45,8 +49,8 @@ def signer_venv() -> Path:
     try:
         subprocess.run([sys.executable, "-m", "venv", str(build / "venv")], check=True, timeout=120)
         python = build / "venv" / "bin" / "python"
-        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *deps], capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--require-hashes", "-r",
+                               str(SIGNER_LOCK)], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         (build / "venv" / "READY").write_text("\n".join(deps))
         os.replace(build / "venv", cached)  # a venv is relocatable enough for `python -c` after a rename

@@ -257,3 +257,9 @@ def test_evaluate_is_deterministic():
     c = call(to=SAFE, data=multicall(encode_erc20_transfer(STRANGER, 1), approve(SPENDER, 2)))
     context = ctx(spent={(CHAIN, USDC, 86400): 3})
     assert decide(c, context=context) == decide(c, context=replace(context))
+
+
+def test_an_unlimited_approve_names_the_token():
+    decision = decide(call(to=USDC, data=approve(SPENDER, MAX)))
+    [unlimited] = [f for f in decision.findings if f.rule_id == "approval.unlimited"]
+    assert "USDC" in unlimited.reason and USDC.lower() in unlimited.reason.lower()

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policies.loader import PolicyError, load_policy, parse_policy
-from policies.model import Policy, checksum_ok
+from policies.kernel.addresses import checksum_ok
+from policies.model import Policy
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 BAD_CHECKSUM = "0x70997970c51812dc3A010C7d01b50e0d17dc79C8"  # one letter's case flipped

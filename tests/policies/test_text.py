@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.text import cells, display_safe, display_safe_lines, first_hidden, one_line, visible, wrap_cells
+from policies.kernel.text import cells, display_safe, display_safe_lines, first_hidden, one_line, visible, wrap_cells
 
 HOSTILE = [
     ("\x1b[2K", "\\x1b[2K"),  # erase the line: terminal control

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signer.client import SignerError, new_idempotency_key
-from signer.protocol import ErrorCode, Scope
+from signer.wire.client import SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND
 
 pytestmark = pytest.mark.chain
@@ -140,7 +140,7 @@ def test_authentication_is_required_and_checked(stack):
         token = stack.client_token("bot")
         assert raw.call("auth", {"token": token})["result"]["client"] == "bot"
         assert "result" in raw.call("status")
-        stack.owlia("signer", "client", "revoke", "bot")
+        stack.owlia("signer", "client", "revoke", "bot", "--passphrase-file", str(stack.passfile))
         assert raw.call("status")["error"]["code"] == ErrorCode.UNAUTHENTICATED  # revocation bites at once
     finally:
         raw.close()

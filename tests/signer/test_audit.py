@@ -7,15 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signer.store.audit import AuditLog, AuditSecretError, canonical, prepare, tail, verify
+from signer.store.audit import AuditKeys, AuditLog, AuditSecretError, canonical, prepare, tail, verify
 from signer.store.db import connect, ensure_schema
+
+KEYS = AuditKeys(chain=b"c" * 32, anchor=b"a" * 32)  # in a home: derived from the master key
 
 
 @pytest.fixture()
 def log(tmp_path):
     conn = connect(tmp_path / "signer.db")
     ensure_schema(conn)
-    audit = AuditLog(conn, tmp_path / "audit.anchor")
+    audit = AuditLog(conn, tmp_path / "audit.anchor", keys=KEYS)
     for i in range(5):
         _committed(conn, audit, "test.event", {"i": i, "tx_hash": "0x" + "ab" * 32}, ts=1000.0 + i)
     yield conn, audit, tmp_path / "audit.anchor"
@@ -38,7 +40,7 @@ def _unlocked(conn):
 
 def test_intact_log_verifies(log):
     conn, audit, anchor = log
-    report = verify(conn, anchor)
+    report = verify(conn, anchor, keys=KEYS)
     assert report.ok, report.problems
     assert report.records == 5 and report.head_hash == audit.head[1]
 
@@ -55,7 +57,7 @@ def test_edited_record_fails(log):
     conn, _, anchor = log
     _unlocked(conn)
     conn.execute("UPDATE audit SET body=? WHERE seq=3", (json.dumps({"i": 99}),))
-    report = verify(conn, anchor)
+    report = verify(conn, anchor, keys=KEYS)
     assert not report.ok and any("record 3" in p and "edited" in p for p in report.problems)
 
 
@@ -63,7 +65,7 @@ def test_deleted_record_fails(log):
     conn, _, anchor = log
     _unlocked(conn)
     conn.execute("DELETE FROM audit WHERE seq=2")
-    report = verify(conn, anchor)
+    report = verify(conn, anchor, keys=KEYS)
     assert not report.ok and any("missing" in p for p in report.problems)
 
 
@@ -74,28 +76,30 @@ def test_reordered_records_fail(log):
     conn.execute("DELETE FROM audit WHERE seq IN (2,3)")
     conn.execute("INSERT INTO audit VALUES(2,?,?,?,?,?)", rows[3][1:])
     conn.execute("INSERT INTO audit VALUES(3,?,?,?,?,?)", rows[2][1:])
-    assert not verify(conn, anchor).ok
+    assert not verify(conn, anchor, keys=KEYS).ok
 
 
 def test_truncated_tail_fails_through_the_anchor(log):
     conn, _, anchor = log
     _unlocked(conn)
     conn.execute("DELETE FROM audit WHERE seq=5")
-    report = verify(conn, anchor)
+    report = verify(conn, anchor, keys=KEYS)
     assert not report.ok and any("truncated" in p for p in report.problems)
-    assert not verify(conn, anchor.with_name("absent")).ok  # no anchor for a non-empty log
+    assert not verify(conn, anchor.with_name("absent"), keys=KEYS).ok  # no anchor for a non-empty log
 
 
 def test_rewritten_chain_fails_through_the_anchor(log, tmp_path):
     conn, _, anchor = log
     _unlocked(conn)
     conn.execute("DELETE FROM audit")
-    forged = AuditLog(conn, tmp_path / "forged.anchor")
+    forged = AuditLog(conn, anchor, keys=AuditKeys(chain=b"x" * 32, anchor=b"y" * 32))  # not the signer's keys
     for i in range(5):
         forged.append("test.event", {"i": i * 10}, ts=1000.0 + i)
-    forged.write_anchor()
-    assert verify(conn, tmp_path / "forged.anchor").ok  # self-consistent...
-    assert not verify(conn, anchor).ok  # ...but not the chain the signer anchored
+    forged.write_anchor()  # over the signer's anchor: self-consistent, but under the wrong keys
+    report = verify(conn, anchor, keys=KEYS)
+    assert not report.ok
+    assert any("MAC does not match" in p for p in report.problems)
+    assert any("anchor" in p and "not authentic" in p for p in report.problems)
 
 
 def test_rollback_then_reload_keeps_chain(log):
@@ -105,7 +109,7 @@ def test_rollback_then_reload_keeps_chain(log):
     conn.execute("ROLLBACK")
     audit.reload()
     _committed(conn, audit, "kept", {})
-    assert verify(conn, anchor).ok
+    assert verify(conn, anchor, keys=KEYS).ok
     assert [e.kind for e in tail(conn, 2)] == ["test.event", "kept"]
 
 
@@ -137,12 +141,12 @@ def test_records_another_connection_appended_are_followed(log, tmp_path):
     """The daemon's log notices a local admin command's commit (PRAGMA data_version) and chains after it."""
     conn, audit, anchor = log
     other = connect(tmp_path / "signer.db")
-    cli = AuditLog(other, anchor)
+    cli = AuditLog(other, anchor, keys=KEYS)
     _committed(other, cli, "client.added", {"name": "cli"})
     cli.close()
     other.close()
     _committed(conn, audit, "after", {})  # no reload() call: the head must be re-read on its own
-    assert verify(conn, anchor).ok
+    assert verify(conn, anchor, keys=KEYS).ok
     assert [e.kind for e in tail(conn, 2)] == ["client.added", "after"]
 
 
@@ -152,7 +156,7 @@ def test_several_prepared_records_chain_in_one_write(log):
     seq = audit.write(prepare("first", {"a": 1}), prepare("second", {"b": 2}, ts=5.0))
     conn.execute("COMMIT")
     audit.write_anchor()
-    assert seq == 7 and verify(conn, anchor).ok
+    assert seq == 7 and verify(conn, anchor, keys=KEYS).ok
     assert [(e.kind, e.ts) for e in tail(conn, 2)][1] == ("second", 5.0)
 
 
@@ -219,9 +223,9 @@ def test_verify_on_a_running_signer_never_reports_a_truncation_that_is_not_there
 
     reader.set_progress_handler(commit_during_the_walk, 50)
     try:
-        report = verify(reader, anchor)
+        report = verify(reader, anchor, keys=KEYS)
     finally:
         reader.set_progress_handler(None, 0)
         reader.close()
     assert appended and report.ok, report.problems
-    assert verify(conn, anchor).ok
+    assert verify(conn, anchor, keys=KEYS).ok

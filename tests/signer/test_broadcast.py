@@ -2,8 +2,8 @@
 
 A real anvil sits behind a small HTTP relay that can lose the answer to `eth_sendRawTransaction`
 after the node took it (and the answers to the signer's follow-up lookup), refuse it itself, or
-drop it unsent. Only a refusal for a transaction the
-node does not know releases the reservation; anything less certain keeps it counted.
+drop it unsent. No answer of the node releases the reservation: only another of the signer's
+transactions mined at the same nonce does.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from signer.client import new_idempotency_key
+from signer.wire.client import new_idempotency_key
 from tests.conftest import FRIEND, balance, rpc
 
 pytestmark = pytest.mark.chain
@@ -82,9 +83,9 @@ def relayed(make_stack, anvil, tmp_path):
     relay.shutdown()
 
 
-def send(stack, token: str) -> dict:
+def send(stack, token: str, value: int = STEP) -> dict:
     return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                   "intent": {"chain_id": 31337, "to": FRIEND, "value": str(STEP)}})
+                                                   "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)}})
 
 
 def test_a_lost_answer_for_a_transaction_the_node_has_is_a_plain_broadcast(relayed, anvil):
@@ -121,13 +122,29 @@ def test_an_answer_lost_before_the_node_saw_it_still_keeps_the_spend(relayed, an
     assert statuses == ["signed"] * 4 + ["pending_approval"]  # the lost one still counts against the window
 
 
-def test_a_refusal_for_a_transaction_the_node_does_not_know_releases_the_spend(relayed, anvil):
+def test_a_refusal_holds_the_spend_until_another_transaction_takes_its_nonce(relayed, anvil):
     relay, stack, bot = relayed
     relay.mode = "refuse"
     refused = send(stack, bot)
-    assert refused["status"] == "failed" and "broadcast rejected" in refused["error"]
-    assert "nonce too low" in refused["error"]
+    assert refused["status"] == "signed" and "nonce too low" in refused["broadcast_unknown"]
+    assert stack.call_sync(bot, "sign.status", {"request_id": refused["request_id"]})["state"] == "unconfirmed"
     relay.mode = "pass"
     before = balance(anvil, FRIEND)
-    assert [send(stack, bot)["status"] for _ in range(5)] == ["signed"] * 5  # the refused one was released
-    assert balance(anvil, FRIEND) - before == 5 * STEP
+    filler = send(stack, bot, STEP - 1)  # the node said it never saw the first: the next one gets its nonce
+    assert filler["nonce"] == refused["nonce"] and filler["tx_hash"] != refused["tx_hash"]
+    dropped = wait_state(stack, bot, refused["request_id"], "dropped")  # its nonce is mined: it can never be
+    assert dropped["tx_hash"] == refused["tx_hash"]
+    assert [send(stack, bot)["status"] for _ in range(4)] == ["signed"] * 4  # and its spend was released
+    assert balance(anvil, FRIEND) - before == 5 * STEP - 1
+    proof = stack.call_sync(stack.admin_token, "audit.tail", {"n": 50, "kind": "tx.dropped"})["entries"]
+    assert [(e["body"]["tx_hash"], e["body"]["taken_by_tx_hash"]) for e in proof] == [(refused["tx_hash"], filler["tx_hash"])]
+
+
+def wait_state(stack, token: str, request_id: str, state: str, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = stack.call_sync(token, "sign.status", {"request_id": request_id})
+        if reply["state"] == state or time.monotonic() > deadline:
+            assert reply["state"] == state, reply
+            return reply
+        time.sleep(0.1)

@@ -28,11 +28,11 @@ from signer import daemon as daemon_module
 from signer.auth import add_client
 from signer.clock import (CATCH_UP, SAVE_INTERVAL_SECONDS, STATE_KEY, ClockState, SignerClock, estimate,
                           latest_recorded, load_state, save_state, start_time)
-from signer.client import new_idempotency_key
-from signer.protocol import Scope
+from signer.wire.client import new_idempotency_key
+from signer.wire.protocol import Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema, get_meta, set_meta
-from tests.conftest import FRIEND, InProcessSigner
+from tests.conftest import FRIEND, InProcessSigner, throwaway_audit_keys
 from tests.signer.skewed_clock import set_offset
 from tests.signer.test_clock_skew import (CENT, DAY_LIMIT, EPS, HOUR, SkewedStack, Source, committed, new_key,
                                           sign_cents, sign_one)
@@ -118,7 +118,8 @@ def test_r2_the_admin_cli_with_its_clock_ten_years_ahead_does_not_move_the_signe
     floor = floor_on_record(stack)
     stack.stop() if ended == "stop" else stack.kill9()
     stack.skew(TEN_YEARS)  # a glitch while the operator adds a client: its record is the last one written
-    out = stack.skewed_cli("signer", "client", "add", "other", "--scope", "read", "--ttl-days", "1")
+    out = stack.skewed_cli("signer", "client", "add", "other", "--scope", "read", "--ttl-days", "1",
+                           "--passphrase-file", str(stack.passfile))
     assert out.returncode == 0, out.stderr
     assert floor_on_record(stack) == floor  # nothing the CLI wrote counts
     conn = connect(stack.paths.db, readonly=True)
@@ -145,7 +146,7 @@ def test_r2_a_token_issued_while_the_signer_runs_is_dated_by_the_signers_clock(s
     cli_clock = tmp_path / "cli_offset"  # only the CLI's clock is off; the signer's stays right
     set_offset(cli_clock, TEN_YEARS)
     out = stack.skewed_cli("signer", "client", "add", "brief", "--scope", "read", "--ttl-days", "1",
-                           offset=cli_clock)
+                           "--passphrase-file", str(stack.passfile), offset=cli_clock)
     assert out.returncode == 0, out.stderr
     token = out.stdout.strip().splitlines()[-1]
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
@@ -325,7 +326,7 @@ def test_the_saved_state_round_trips_and_is_a_reading_the_clock_reached(db):
 def test_the_floor_ignores_what_the_admin_cli_writes(db, tmp_path):
     record_spend(db, T0)
     future = T0 + TEN_YEARS
-    AuditLog(db, tmp_path / "anchor", clock=lambda: future).append("client.added", {"name": "x"})
+    AuditLog(db, tmp_path / "anchor", clock=lambda: future, keys=throwaway_audit_keys()).append("client.added", {"name": "x"})
     add_client(db, "glitch", Scope.READ, ttl_seconds=60, now=future)
     assert latest_recorded(db) == T0
     assert resume(db, T0 + 5, 1.0, "boot-a")() == T0 + 5

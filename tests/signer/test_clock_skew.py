@@ -26,14 +26,15 @@ from hypothesis import strategies as st
 
 from signer import devices as devices_store
 from signer.admin import issue_client
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.clock import CATCH_UP, SignerClock, latest_recorded
-from signer.devices import MAX_CLOCK_SKEW, DeviceRegistry, proof_is_fresh
-from signer.protocol import ErrorCode, RpcError, Scope
+from signer.devices import DeviceRegistry
+from signer.wire.messages import MAX_CLOCK_SKEW, proof_is_fresh
+from signer.wire.protocol import ErrorCode, RpcError, Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer
-from tests.conftest import FRIEND, SignerStack
+from tests.conftest import FRIEND, PASSPHRASE, SignerStack, throwaway_audit_keys
 from tests.signer.skewed_clock import BOOT_ID_ENV, OFFSET_ENV, set_offset
 
 pytestmark = pytest.mark.chain
@@ -160,7 +161,7 @@ def test_stepping_the_clock_a_day_forward_while_the_signer_runs_does_not_reopen_
 
 def test_an_expired_client_token_stays_expired_when_the_clock_is_set_back(skewed):
     stack = skewed.start()
-    client, token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=2)
+    client, token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=2, passphrase=bytearray(PASSPHRASE))
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
     time.sleep(max(0.0, client.expires_at - time.time()) + 0.5)
     with pytest.raises(SignerError) as expired:
@@ -348,7 +349,7 @@ class Registry:
         ensure_schema(self.conn)
         self.conn.executescript(devices_store.SCHEMA)
         self.reader = connect(root / "signer.db")
-        self.audit = AuditLog(self.conn, root / "audit.anchor")
+        self.audit = AuditLog(self.conn, root / "audit.anchor", keys=throwaway_audit_keys())
         self.writer = Writer(self.conn, on_commit=self.audit.write_anchor, on_rollback=self.audit.reload)
         self.wall, self.steady = Source(1_000_000.0), Source(0.0)
         self.clock = SignerClock(wall=self.wall, steady=self.steady)

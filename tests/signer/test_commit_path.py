@@ -24,15 +24,16 @@ from hypothesis import strategies as st
 
 from policies.decode import decode
 from policies.intent import Call
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.policy_live import load_ledger
 from signer.ledger import DAY, SignerState
-from signer.protocol import ErrorCode
+from signer.wire.protocol import ErrorCode
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
-from signer.txcodec import keccak256
-from tests.conftest import FRIEND, InProcessSigner, balance, reverter_policy, wait_receipt
+from policies.kernel.keccak import keccak256
+from tests.conftest import (FRIEND, InProcessSigner, audit_keys, balance, reverter_policy, throwaway_audit_keys,
+                            wait_receipt)
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h
 WINDOW = 5 * CENT
@@ -225,7 +226,7 @@ def test_anchor_is_rewritten_in_place_at_a_fixed_width(tmp_path):
     inode = anchor.stat().st_ino
     conn = connect(tmp_path / "a.db")
     audit_store.ensure_schema(conn)
-    log = audit_store.AuditLog(conn, anchor)
+    log = audit_store.AuditLog(conn, anchor, keys=throwaway_audit_keys())
     for i in range(3):
         conn.execute("BEGIN IMMEDIATE")
         log.append("test.event", {"i": i})
@@ -234,12 +235,13 @@ def test_anchor_is_rewritten_in_place_at_a_fixed_width(tmp_path):
     info = anchor.stat()
     assert info.st_ino == inode and info.st_size == audit_store.ANCHOR_BYTES
     assert stat.S_IMODE(info.st_mode) == 0o600
-    assert json.loads(anchor.read_text()) == {"seq": 3, "hash": log.head[1]}
-    assert audit_store.verify(conn, anchor).ok
+    written = json.loads(anchor.read_text())
+    assert (written["seq"], written["hash"]) == (3, log.head[1])
+    assert audit_store.verify(conn, anchor, keys=throwaway_audit_keys()).ok
 
     anchor.write_bytes(b"{" + b"x" * 300)  # tampered: longer than any anchor the signer writes
     log.write_anchor()
-    report = audit_store.verify(conn, anchor)
+    report = audit_store.verify(conn, anchor, keys=throwaway_audit_keys())
     assert not report.ok and "unreadable" in report.problems[0]
 
 
@@ -250,7 +252,7 @@ def test_anchor_refuses_to_follow_a_symlink(tmp_path):
     conn = connect(tmp_path / "a.db")
     audit_store.ensure_schema(conn)
     with pytest.raises(OSError):
-        audit_store.AuditLog(conn, tmp_path / "audit.anchor").write_anchor()
+        audit_store.AuditLog(conn, tmp_path / "audit.anchor", keys=throwaway_audit_keys()).write_anchor()
     assert target.read_text() == "keep"
 
 
@@ -409,7 +411,7 @@ async def _run_batch(home: InProcessSigner, batch: list[tuple[int, bool]], concu
     try:
         durable = _window_spent(load_ledger(reader, now - 7 * DAY), now)
         assert reader.execute("SELECT count(*) FROM requests WHERE idempotency_key GLOB 'fail-*'").fetchone() == (0,)
-        assert audit_store.verify(reader, home.paths.anchor).ok
+        assert audit_store.verify(reader, home.paths.anchor, keys=audit_keys(home.paths)).ok
     finally:
         reader.close()
     assert live == durable == signed  # no reservation of a failed record survives, in memory or on disk

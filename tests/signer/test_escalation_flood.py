@@ -8,7 +8,7 @@ import json
 import pytest
 
 from signer.approvals import MAX_WAITING_PER_CLIENT
-from signer.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient, new_idempotency_key
 from tests.conftest import STRANGER
 
 pytestmark = pytest.mark.chain

@@ -23,10 +23,10 @@ from pydantic import ValidationError
 from bot.devchain import free_port, rpc
 from policies.intent import Call
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
-from signer.client import new_idempotency_key
+from signer.wire.client import new_idempotency_key
 from signer.fees import Fees, InvalidFees, quote
 from signer.main_tx import main_account_tx
-from signer.settings import ChainSettings
+from signer.wire.settings import ChainSettings
 from tests.conftest import FRIEND, balance, wait_receipt
 
 pytestmark = pytest.mark.chain

@@ -3,7 +3,7 @@
 - group commit must actually group when many clients are waiting, and a lone client must still
   commit inline (signer.backlog tells the engine which case it is in);
 - request hashes moved to pydantic's own serialization: keys recorded with the old hash replay;
-- the event loop is uvloop unless told otherwise (signer.aio).
+- the event loop is uvloop unless told otherwise (policies.kernel.aio).
 """
 
 from __future__ import annotations
@@ -11,18 +11,17 @@ from __future__ import annotations
 import asyncio
 import shutil
 import socket
-import sqlite3
 
 import pytest
 
-from signer.aio import LOOP_ENV, loop_name
+from policies.kernel.aio import LOOP_ENV, loop_name
 from signer.backlog import Backlog
-from signer.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.intents import legacy_request_hash
-from signer.protocol import ErrorCode, SignRequestParams
+from signer.wire.protocol import ErrorCode, SignRequestParams
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import FRIEND, InProcessSigner
+from tests.conftest import FRIEND, InProcessSigner, audit_keys, signer_db
 
 
 def transfer(value: int) -> dict:
@@ -98,7 +97,7 @@ def test_waiting_clients_share_commits_and_a_lone_client_commits_inline(anvil, t
     assert inline16 < units16 // 2
     conn = connect(home.paths.db, readonly=True)
     try:
-        assert audit_store.verify(conn, home.paths.anchor).ok
+        assert audit_store.verify(conn, home.paths.anchor, keys=audit_keys(home.paths)).ok
     finally:
         conn.close()
 
@@ -123,8 +122,8 @@ def test_a_key_recorded_under_the_old_request_hash_still_replays(anvil, tmp_path
     try:
         first = asyncio.run(sign(params))
         old_hash = legacy_request_hash(SignRequestParams.model_validate(params))
-        conn = sqlite3.connect(home.paths.db)
-        try:  # what a database written by an earlier release holds
+        conn = signer_db(home.paths)
+        try:  # what a database written by an earlier release holds (written as the signer writes, MACs and all)
             conn.execute("UPDATE requests SET request_hash=? WHERE idempotency_key=?", (old_hash, "legacy-key-0001"))
             conn.commit()
         finally:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from signer.client import new_idempotency_key
-from signer.protocol import ErrorCode
+from signer.wire.client import new_idempotency_key
+from signer.wire.protocol import ErrorCode
 from tests.conftest import FRIEND
 from tests.signer.test_adversarial import Raw
 

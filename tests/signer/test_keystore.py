@@ -4,8 +4,9 @@ import stat
 
 import pytest
 
-from signer.fsperm import PermissionProblem, check_private_file, ensure_private_dir, write_private_file
-from signer.keystore import KeystoreError, create_keystore, read_passphrase, unlock, zeroize
+from policies.kernel.files import PermissionProblem, check_private_file, ensure_private_dir, write_private_file
+from signer.keystore import KeystoreError, create_keystore, unlock
+from policies.kernel.passphrase import PassphraseError, read_passphrase, zeroize
 
 N = 2**10
 
@@ -62,16 +63,16 @@ def test_read_passphrase_sources(tmp_path, monkeypatch):
     assert read_passphrase(file=secret_file, prompt=False) == bytearray(b"from-file-secret")
     assert read_passphrase(prompt=False) == bytearray(b"from-env-secret")
     monkeypatch.delenv("OWLIA_SIGNER_PASSPHRASE")
-    with pytest.raises(KeystoreError, match="no passphrase"):
+    with pytest.raises(PassphraseError, match="no passphrase"):
         read_passphrase(prompt=False)
     for mode in (0o644, 0o640):  # group-readable too: the bot's user is in the signer's socket group
         secret_file.chmod(mode)
-        with pytest.raises(KeystoreError, match="readable by other users or the group"):
+        with pytest.raises(PassphraseError, match="readable by other users or the group"):
             read_passphrase(file=secret_file, prompt=False)
     secret_file.chmod(0o600)
     link = tmp_path / "link"
     link.symlink_to(secret_file)
-    with pytest.raises(KeystoreError, match="cannot read passphrase file"):  # never through a symlink
+    with pytest.raises(PassphraseError, match="cannot read passphrase file"):  # never through a symlink
         read_passphrase(file=link, prompt=False)
 
 

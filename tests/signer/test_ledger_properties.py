@@ -22,14 +22,15 @@ from hypothesis import strategies as st
 
 from policies.loader import parse_policy
 from policies.model import Policy
-from signer.client import SignerClient, new_idempotency_key
-from signer.daemon import Daemon, SignerPaths, init_home
-from signer.protocol import Scope
+from signer.wire.client import SignerClient, new_idempotency_key
+from signer.daemon import Daemon, init_home
+from signer.wire.settings import SignerPaths
+from signer.wire.protocol import Scope
 from signer.replay import replay_decisions
-from signer.settings import load_signer_config
+from signer.wire.settings import load_signer_config
 from signer.store.audit import verify
 from signer.admin import issue_client
-from tests.conftest import DEV_POLICY, FRIEND, PASSPHRASE
+from tests.conftest import DEV_POLICY, FRIEND, PASSPHRASE, audit_keys
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 MILLI = 10**15
@@ -70,7 +71,7 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
     config = load_signer_config(home)
     paths = SignerPaths.from_config(home, config)
     init_home(paths, bytearray(PASSPHRASE), policy_file=DEV_POLICY, scrypt_n=2**10)
-    token = issue_client(paths, "bot", Scope.SIGN)[1]
+    token = issue_client(paths, "bot", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
     admin = paths.admin_token.read_text().strip()
     clock = Clock()
 
@@ -125,7 +126,7 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
         for period, limit in windows.items():
             in_window = sum(a for t, a, _ in spends if ts - period < t <= ts)
             assert in_window <= limit, (period, in_window, limit)
-    assert verify(conn, paths.anchor).ok
+    assert verify(conn, paths.anchor, keys=audit_keys(paths)).ok
     assert replay_decisions(conn) == []  # every decision reproduced from the log alone
     conn.close()
 

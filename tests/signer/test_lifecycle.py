@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from signer.client import SignerError, new_idempotency_key
+from signer.wire.client import SignerError, new_idempotency_key
 from signer.keystore import unlock
-from signer.protocol import ErrorCode, Scope
-from tests.conftest import FRIEND, PASSPHRASE
+from signer.wire.protocol import ErrorCode, Scope
+from tests.conftest import FRIEND, PASSPHRASE, signer_db
 
 pytestmark = pytest.mark.chain
 
@@ -58,7 +58,7 @@ def test_config_errors_name_the_field(tmp_path):
 def test_expired_token_is_refused(stack):
     from signer.admin import issue_client
 
-    token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=1)[1]
+    token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=1, passphrase=bytearray(PASSPHRASE))[1]
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
     time.sleep(1.2)
     with pytest.raises(SignerError) as err:
@@ -92,7 +92,7 @@ def test_expired_session_key_does_not_auto_sign(stack):
     stack.call_sync(admin, "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337,
                                                   "ttl_seconds": 60})
     stack.stop()
-    conn = sqlite3.connect(stack.paths.db)
+    conn = signer_db(stack.paths)  # as if the time had passed: the signer's own write, MAC and all
     conn.execute("UPDATE session_keys SET expires_at=?", (time.time() - 1,))
     conn.commit()
     conn.close()

@@ -18,12 +18,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signer.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient, new_idempotency_key
 from signer.store import audit as audit_store
 from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 from signer.store.db import connect
 from signer.store.writer import Writer
-from tests.conftest import FRIEND, InProcessSigner
+from tests.conftest import FRIEND, InProcessSigner, audit_keys
 
 ROW = "x" * 3000  # about one WAL frame per row, plus the table's pages
 
@@ -218,7 +218,7 @@ def test_a_daemon_under_background_checkpoints_keeps_every_record_and_an_intact_
     assert again["replayed"] is True and again["request_id"] == results[0]["request_id"]
     conn = connect(home.paths.db, readonly=True)
     try:
-        report = audit_store.verify(conn, home.paths.anchor)
+        report = audit_store.verify(conn, home.paths.anchor, keys=audit_keys(home.paths))
         stored = conn.execute("SELECT count(*) FROM requests WHERE idempotency_key GLOB 'ckpt-*'").fetchone()[0]
         decided = conn.execute("SELECT count(*) FROM audit WHERE kind='sign.decided'").fetchone()[0]
     finally:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from signer.client import SignerClient, SignerError, new_idempotency_key
-from signer.protocol import ErrorCode
+from signer.wire.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner
+from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys, signer_db
 
 pytestmark = pytest.mark.chain
 
@@ -103,7 +103,7 @@ def test_a_tightening_applies_from_the_next_request_and_every_decision_still_rep
     reader = connect(signer.paths.db, readonly=True)
     try:
         assert replay_decisions(reader) == []
-        assert audit_store.verify(reader, signer.paths.anchor).ok
+        assert audit_store.verify(reader, signer.paths.anchor, keys=audit_keys(signer.paths)).ok
     finally:
         reader.close()
 
@@ -155,7 +155,7 @@ def test_a_new_longer_window_counts_spends_older_than_any_window_loaded_so_far(s
     day_only = BASE.replace('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {24h: "0.05"}')
     with_week = BASE.replace('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {24h: "0.05", 7d: "0.16"}')
     signer.paths.policy.write_text(day_only)
-    db = sqlite3.connect(signer.paths.db)
+    db = signer_db(signer.paths)  # a spend from before any window loaded so far, as the signer wrote it
     db.execute("INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state)"
                " VALUES('req_old', 31337, 'native', ?, NULL, ?, 'committed')", (str(15 * CENT), time.time() - 3 * 86400))
     db.commit()

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from signer.protocol import Intent, SignRequestParams
+from signer.wire.protocol import Intent, SignRequestParams
 
 ALICE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from signer.client import SignerClient, SignerError
-from signer.protocol import Scope
+from signer.wire.client import SignerClient, SignerError
+from signer.wire.protocol import Scope
 from signer.refusals import RECORDED_PER_WINDOW, RefusalBudget
 
 

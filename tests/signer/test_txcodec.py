@@ -6,7 +6,7 @@ from eth_utils import to_checksum_address
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signer.txcodec import Eip1559Tx, address_of, rlp_encode, sign_eip1559
+from signer.wire.txcodec import Eip1559Tx, address_of, rlp_encode, sign_eip1559
 
 keys = st.integers(min_value=1, max_value=2**256 - 2**129).map(lambda k: k.to_bytes(32, "big"))
 addresses = st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex())

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from bot.net.ssrf import FetchPolicy
 from bot.tools.chain_reader import RpcChainReader
-from signer.client import SignerClient
-from skills_runtime.capabilities import PER_CALL, PER_MINUTE, CallState, Capabilities, skill_fetch_policy
+from signer.wire.client import SignerClient
+from bot.skills.capabilities import PER_CALL, PER_MINUTE, CallState, Capabilities, skill_fetch_policy
 from skills_runtime.process import CallbackDenied
 from tests.bot.net.conftest import local_server
 from tests.conftest import FRIEND, balance

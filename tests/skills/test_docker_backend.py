@@ -21,9 +21,9 @@ from bot.config import SkillSettings
 from bot.runtime.audit import BotAudit
 from bot.tools.chain_reader import RpcChainReader
 from bot.tools.skills import SkillTools, skill_tool
-from skills_runtime.capabilities import Capabilities
+from bot.skills.capabilities import Capabilities
 from skills_runtime.docker_backend import FRAME, ContainerProcess, Docker, docker_spec
-from skills_runtime.host import SkillHost
+from bot.skills.host import SkillHost
 from skills_runtime.process import SkillCallError, SkillProcess
 from skills_runtime.sandbox import Bubblewrap, Limits, SandboxUnavailable, Staged, select_backend, stage
 from skills_runtime.store import SkillStore

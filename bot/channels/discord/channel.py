@@ -110,6 +110,7 @@ class DiscordChannel:
         self.presses = Presses()
         self._tasks: set[asyncio.Task] = set()  # replies in the works
         self._waiting: dict[str, int] = {}  # per session: handlers running or queued on its lock
+        self._overflow_told: set[str] = set()  # sessions told, in this flood, that messages were dropped
         self._closing = False
 
     # -- life cycle --------------------------------------------------------------------------
@@ -238,6 +239,10 @@ class DiscordChannel:
         queued = int(inbound.text.strip().lower() != CANCEL)
         if queued and self._waiting.get(key, 0) > self.max_waiting:  # one running + max_waiting queued
             log.warning("discord: too many messages queued in one chat; dropped one")
+            if key not in self._overflow_told:  # once per flood, not once per dropped message
+                self._overflow_told.add(key)
+                await sink.notice(f"{self.max_waiting} of your messages are already waiting, so I dropped the "
+                                  "ones after them. Send those again once I have answered.")
             return None
         task = asyncio.current_task()
         assert task is not None
@@ -256,6 +261,7 @@ class DiscordChannel:
             self._waiting[key] -= queued
             if not self._waiting[key]:
                 del self._waiting[key]
+                self._overflow_told.discard(key)
 
 
 @contextlib.asynccontextmanager

@@ -46,6 +46,8 @@ MENU = (("start", "Start and help"), ("help", "What I can do"), ("new", "Start a
         ("cancel", "Stop the running request"))
 SEEN_UPDATES = 10_000  # update_ids remembered for dedupe
 MAX_QUEUED = 20  # messages per chat, the running one included; more are dropped
+OVERFLOW_NOTE = (f"{MAX_QUEUED} of your messages are already waiting, so I dropped the ones after them. "
+                 "Send those again once I have answered.")
 FAILED = "Something went wrong on my side; nothing more was done. Try again, or /status."
 
 
@@ -83,6 +85,7 @@ class TelegramChannel:
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._chat_locks: dict[int, asyncio.Lock] = {}
         self._queued: dict[int, int] = {}
+        self._overflow_told: set[int] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.ready = asyncio.Event()
 
@@ -172,6 +175,10 @@ class TelegramChannel:
             return
         if self._queued.get(chat_id, 0) >= MAX_QUEUED:
             log.warning("telegram chat %s has too many queued messages; dropped one", chat_id)
+            if chat_id not in self._overflow_told:  # once per flood, not once per dropped message
+                self._overflow_told.add(chat_id)
+                self._spawn(self.api.quietly("overflow notice", self.api.send_html(
+                    chat_id, escape(OVERFLOW_NOTE), OVERFLOW_NOTE)))
             return
         self._queued[chat_id] = self._queued.get(chat_id, 0) + 1
         self._spawn(self._in_order(route.inbound, chat_id, user_id))
@@ -191,6 +198,7 @@ class TelegramChannel:
             self._queued[chat_id] -= 1
             if self._queued[chat_id] == 0:  # nobody holds or awaits the lock: forget the chat
                 del self._queued[chat_id], self._chat_locks[chat_id]
+                self._overflow_told.discard(chat_id)
 
     async def _handle(self, inbound: Inbound, chat_id: int, user_id: int) -> None:
         sink = TelegramSink(self.api, self.confirmations, chat_id, user_id,

@@ -22,6 +22,7 @@ from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
+from signer.wire.protocol import RequestStatus
 
 TX_HASH = re.compile(r"^0x[0-9a-fA-F]{64}$")
 ERROR_CHARS = 600
@@ -35,7 +36,7 @@ def signer_card_html(data: Mapping[str, Any], explorers: Mapping[int, str]) -> l
     pieces = [(f"<pre>{escape(piece)}</pre>", piece) for piece in fit(card, LIMIT - 64)]
     tx_hash = str(data.get("tx_hash") or "")
     template = explorers.get(_int(data.get("chain_id")))  # type: ignore[arg-type]
-    if data.get("status") == "signed" and template and TX_HASH.match(tx_hash):
+    if data.get("status") == RequestStatus.SIGNED and template and TX_HASH.match(tx_hash):
         url = template.replace("{hash}", tx_hash)
         html, plain = pieces[-1]
         pieces[-1] = (f'{html}\n<a href="{escape(url)}">View the transaction</a>', f"{plain}\n{url}")

@@ -19,9 +19,10 @@ import yaml
 
 from bot.channels.console import ConsoleChannel
 from bot.config import load_bot_config
-from bot.runtime.assemble import Runtime, build_runtime
+from bot.runtime.assemble import build_runtime
+from bot.runtime.state import Runtime
 from bot.runtime.llm_pool import Secret
-from signer.fsperm import ensure_private_dir, write_private_file
+from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall
 
 FAKE_KEYS = {"anthropic": "sk-ant-api03-" + "t" * 40, "openai": "sk-proj-" + "o" * 40}

@@ -56,7 +56,7 @@ def test_new_recipient_escalates_to_the_companion(bot, anvil):
     assert "[signer] PENDING APPROVAL" in out and "recipient.new" in out
     assert balance(anvil, STRANGER) == before
     pending = bot.chat("/approvals")
-    assert "pending_approval" in pending
+    assert "1 waiting for your companion app" in pending and ": pending approval — " in pending
 
 
 def test_lookalike_recipient_is_denied_and_explained(bot, anvil):

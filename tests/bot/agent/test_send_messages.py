@@ -27,7 +27,7 @@ def test_send_in_chat_needs_the_unit_like_the_command_line(bot) -> None:
 def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
     """The first transfer after following the guide failed with the node's 'Insufficient funds for gas *
     price + value' and nothing about what to do."""
-    from signer.client import new_idempotency_key
+    from signer.wire.client import new_idempotency_key
     from tests.bot.agent.conftest import attach_bot
 
     stack.call_sync(stack.admin_token, "session_key.create",
@@ -36,3 +36,9 @@ def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
     out = harness.chat("/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth")
     assert "insufficient funds" in out.lower(), out
     assert "owlia signer session-key topup" in out and "owlia companion topup" in out
+
+
+def test_an_escalation_card_lists_every_rule_that_fired(bot) -> None:
+    out = bot.chat("/send 0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC 0.02eth")  # new recipient and over the limit
+    assert "PENDING APPROVAL" in out, out
+    assert "why: recipient.new:" in out and "why: limit.per_tx:" in out

@@ -83,6 +83,39 @@ def test_a_stranger_is_told_once_per_window(store: AccessStore, clock: Clock) ->
     clock.now += TELL_AGAIN_AFTER + 1
     again = gate.admit("42").reply
     assert again is not None and store.pending()[0].code in again  # the same live code
+    assert again.startswith("Still waiting for the owner")  # writing again is answered, not ignored
+
+
+def test_owners_hear_of_requests_without_the_code_and_newcomers_of_their_grant(store: AccessStore) -> None:
+    import asyncio
+
+    from bot.notify import Notifier
+    from bot.runtime.pairing_watch import WELCOME, PairingWatch
+
+    sent: list[tuple[str, str]] = []
+
+    async def send(chat: str, text: str) -> None:
+        sent.append((chat, text))
+
+    async def go() -> None:
+        notifier = Notifier()
+        notifier.register("telegram", send)
+        watch = PairingWatch(store, notifier, ("telegram:1001", "console:me"), interval=3600)
+        await watch.start()
+        request = Gatekeeper(store, "telegram", []).admit("42", "alice")
+        assert request.reply is not None
+        await watch.look()
+        [(owner_chat, text)] = sent
+        code = store.pending()[0].code
+        assert owner_chat == "1001" and "alice" in text and "42" in text and code not in text
+        store.approve(code, by="cli:owner")  # as `owlia pair approve` does, from another process
+        await watch.look()
+        assert sent[-1] == ("42", WELCOME)
+        await watch.look()
+        assert len(sent) == 2  # each said once
+        await watch.stop()
+
+    asyncio.run(go())
 
 
 def test_revoked_peer_must_pair_again(store: AccessStore) -> None:

@@ -54,6 +54,25 @@ def test_health_degraded_is_503() -> None:
     asyncio.run(main())
 
 
+def test_livez_answers_while_readiness_is_degraded() -> None:
+    """Liveness (the container healthcheck) must not follow an outage elsewhere, or the engine
+    restarts a bot that is fine and only waiting for its LLM provider."""
+
+    async def degraded() -> Mapping[str, ComponentHealth]:
+        return {"bot": ComponentHealth(True), "provider": ComponentHealth(False, "down")}
+
+    async def main() -> None:
+        async with running(health=degraded, token=None) as gw:
+            async with gw.http.get("/health") as resp:
+                assert resp.status == 503
+            async with gw.http.get("/livez") as resp:
+                assert resp.status == 200
+                assert resp.headers["Cache-Control"] == "no-store"
+                assert await resp.json() == {"status": "alive"}
+
+    asyncio.run(main())
+
+
 def test_health_component_that_hangs_is_reported_not_ok() -> None:
     async def fine() -> ComponentHealth:
         return ComponentHealth(True, "up")

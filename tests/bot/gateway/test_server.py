@@ -21,7 +21,7 @@ from bot.gateway import (
 )
 from bot.runtime.events import EventBus
 from bot.runtime.metrics import default_metrics
-from signer.fsperm import PermissionProblem
+from policies.kernel.files import PermissionProblem
 from tests.bot.gateway.harness import TOKEN, all_ok
 
 

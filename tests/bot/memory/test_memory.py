@@ -20,7 +20,7 @@ from bot.memory import (
     remember,
     to_fts_query,
 )
-from bot.workspace.fs import PathNotAllowed
+from policies.kernel.files import PathNotAllowed
 
 
 @pytest.fixture

@@ -8,9 +8,11 @@ only failed to bind the control plane), so two bots polled one token and ran eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -78,6 +80,42 @@ def make_home(tmp_path: Path, llm, api_base: str) -> Path:  # noqa: F811 - the f
     return home
 
 
+@contextlib.asynccontextmanager
+async def running(home: Path) -> AsyncIterator[Launch]:
+    """`owlia start`'s serve() on this home, in this loop, until the block ends."""
+    stop = asyncio.Event()
+    launched: list[Launch] = []
+    task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop, on_ready=launched.append))
+    try:
+        while not launched:
+            assert not task.done(), task.exception() if task.done() else None
+            await asyncio.sleep(0.02)
+        yield launched[0]
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+async def recovers(launch: Launch, outage: Outage, tg: FakeTelegramServer) -> None:
+    """Down (and said so by /health) while the network fails; up, polling, once it is back."""
+    states = launch.states
+    while outage.dropped < 2:  # it failed and tried again
+        await asyncio.sleep(0.05)
+    state = states.states["telegram"]
+    assert state.phase in (Phase.DOWN, Phase.CONNECTING) and state.failures >= 1
+    health = runtime_health(launch.runtime, states)
+    report = await health()
+    assert report["channels"].ok is False and "telegram" in report["channels"].detail
+    outage.restore()
+    for _ in range(200):
+        if state.phase is Phase.UP:
+            break
+        await asyncio.sleep(0.05)
+    assert state.phase is Phase.UP and state.failures == 0
+    assert (await health())["channels"].ok
+    assert tg.calls_of("getUpdates"), "the channel polls once it is up"
+
+
 def test_a_network_error_at_start_up_is_retried_until_the_channel_is_up(tmp_path, llm, monkeypatch) -> None:
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
     with FakeTelegramServer() as tg:
@@ -86,31 +124,10 @@ def test_a_network_error_at_start_up_is_retried_until_the_channel_is_up(tmp_path
         async def go() -> None:
             outage = Outage(port)
             home = make_home(tmp_path, llm, await outage.start())
-            stop = asyncio.Event()
-            launched: list[Launch] = []
-            task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop, on_ready=launched.append))
             try:
-                while not launched:
-                    await asyncio.sleep(0.02)
-                states = launched[0].states
-                while outage.dropped < 2:  # it failed and tried again
-                    await asyncio.sleep(0.05)
-                state = states.states["telegram"]
-                assert state.phase in (Phase.DOWN, Phase.CONNECTING) and state.failures >= 1
-                health = runtime_health(launched[0].runtime, states)
-                report = await health()
-                assert report["channels"].ok is False and "telegram" in report["channels"].detail
-                outage.restore()
-                for _ in range(200):
-                    if state.phase is Phase.UP:
-                        break
-                    await asyncio.sleep(0.05)
-                assert state.phase is Phase.UP and state.failures == 0
-                assert (await health())["channels"].ok
-                assert tg.calls_of("getUpdates"), "the channel polls once it is up"
+                async with running(home) as launch:
+                    await recovers(launch, outage, tg)
             finally:
-                stop.set()
-                await asyncio.wait_for(task, 30)
                 await outage.close()
 
         asyncio.run(asyncio.wait_for(go(), 90))
@@ -122,21 +139,13 @@ def test_one_home_runs_one_bot(tmp_path, llm, monkeypatch) -> None:
         home = make_home(tmp_path, llm, tg.url)
 
         async def go() -> subprocess.CompletedProcess:
-            stop = asyncio.Event()
-            launched: list[Launch] = []
-            task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop, on_ready=launched.append))
-            try:
-                while not launched:
-                    await asyncio.sleep(0.02)
+            async with running(home):
                 env = {**os.environ, "ANTHROPIC_API_KEY": FAKE_KEYS["anthropic"]}
                 second = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "bot.cli", "--home", str(home), "start", cwd=ROOT, env=env,
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
                 out, err = await asyncio.wait_for(second.communicate(), 60)
                 return subprocess.CompletedProcess([], second.returncode or 0, out.decode(), err.decode())
-            finally:
-                stop.set()
-                await asyncio.wait_for(task, 30)
 
         result = asyncio.run(asyncio.wait_for(go(), 90))
     assert result.returncode == 1

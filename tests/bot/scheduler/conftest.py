@@ -17,7 +17,8 @@ import yaml
 
 from bot.config import load_bot_config
 from bot.notify import Notifier
-from bot.runtime.assemble import Runtime, build_runtime
+from bot.runtime.assemble import build_runtime
+from bot.runtime.state import Runtime
 from bot.runtime.llm_pool import Secret
 from tests.fakes.llm_server import FakeLLMServer
 

@@ -133,7 +133,7 @@ def test_the_loop_runs_on_its_interval_and_stops(home, llm):
 
 def test_heartbeat_that_tries_to_sign_is_refused_and_audited(stack, home, llm):
     """A real signer is configured and reachable; the heartbeat's model still cannot reach it."""
-    from signer.fsperm import ensure_private_dir, write_private_file
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     stack.funded_session_key()
     secrets = ensure_private_dir(home.path / "secrets")

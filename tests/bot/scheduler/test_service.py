@@ -303,7 +303,7 @@ def test_a_tampered_row_is_ignored_and_the_rest_still_run(home):
 
 
 def test_job_store_refuses_a_symlinked_database(tmp_path):
-    from bot.workspace.fs import PathNotAllowed
+    from policies.kernel.files import PathNotAllowed
 
     state = tmp_path / "state"
     state.mkdir(mode=0o700)

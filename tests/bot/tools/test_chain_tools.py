@@ -14,8 +14,8 @@ from bot.tools.chain_reader import ChainReadError, RpcChainReader
 from bot.tools.contacts import contact_add
 from bot.tools.tx_status import tx_status
 from bot.tools.wallet import address_book, wallet_balance
-from signer.client import SignerClient
-from signer.protocol import Scope
+from signer.wire.client import SignerClient
+from signer.wire.protocol import Scope
 from tests.bot.tools.support import call, make_ctx
 from tests.conftest import FRIEND, STRANGER, balance, wait_receipt
 

@@ -20,7 +20,7 @@ import yaml
 from bot.channels.access import AccessStore
 from bot.channels.discord import DiscordChannel
 from bot.config import DiscordSettings
-from bot.runtime.assemble import Runtime
+from bot.runtime.state import Runtime
 from tests.bot.agent.conftest import BotHarness, bot, default_bot_section, llm  # noqa: F401 - fixtures
 from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord, Stored
 

@@ -129,6 +129,8 @@ def test_a_flood_behind_a_waiting_run_is_capped_and_the_rest_run_in_order(home_b
         await h.first_in(dm, lambda m: m.content == "answer 2")
         assert [m.content for m in h.dm_messages() if m.content.startswith(("Saved", "answer"))] == \
             ["Saved.", "answer 0", "answer 1", "answer 2"]
+        told = [m for m in h.dm_messages() if "so I dropped the ones after them" in m.content]
+        assert len(told) == 1  # told once per flood, not once per dropped message
 
     run_discord(home_bot, scenario, channel_options={"max_waiting": 3})
     asked = [str(r.body["messages"][-1]) for r in home_bot.llm.requests[2:]]

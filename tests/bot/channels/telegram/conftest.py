@@ -21,7 +21,7 @@ import yaml
 from bot.channels.access import AccessStore, open_access
 from bot.channels.telegram import TelegramChannel
 from bot.config import TelegramSettings, load_bot_config
-from bot.runtime.assemble import Runtime
+from bot.runtime.state import Runtime
 from tests.bot.agent.conftest import BotHarness, attach_bot, default_bot_section
 from tests.fakes.llm_server import FakeLLMServer
 from tests.fakes.telegram_server import FakeTelegramServer

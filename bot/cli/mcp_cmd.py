@@ -1,0 +1,270 @@
+"""`owlia mcp`: declare, review, approve and remove MCP servers.
+
+`add` only records how to start or reach a server; nothing runs and nothing is offered to the agent.
+`approve` starts the server (stdio servers in the sandbox), lists its tools and shows each one the
+way `owlia skill install` shows a skill: the fixed-form facts on the row (the name, the level you
+give it), then everything the server wrote (description, input schema) under a `|` gutter,
+collapsed, escaped, cut and wrapped narrower than the terminal. You give each tool a level: `write`
+(a confirmation per call) unless you say `read` or `sign`, or `skip` to leave it out. What you saw
+is what is pinned (a hash of name, description and schema). `test` re-lists and compares.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from policies.kernel.cli import fail, home_of, print_json
+from bot.cli.skill_cmd import _author_rows, _plain_rows, screen_width
+from policies.kernel.text import visible
+
+app = typer.Typer(help="Manage MCP servers (third-party tools, run in the skills sandbox).", no_args_is_help=True)
+LEVELS = ("read", "write", "sign", "skip")
+WHERE = "the server's tool list"
+
+
+def _store(ctx: typer.Context):
+    from bot.mcp_servers.store import McpStore
+
+    return McpStore(home_of(ctx))
+
+
+def _guard(action):
+    from pydantic import ValidationError
+
+    from bot.mcp_servers.store import McpError
+
+    try:
+        return action()
+    except McpError as exc:
+        fail(visible(str(exc)))
+    except ValidationError as exc:
+        fail(visible("; ".join(f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in exc.errors()[:5])))
+
+
+def _audit(ctx: typer.Context, kind: str, **fields: Any) -> None:
+    """What the user decided, in the same audit file as every skill and MCP record."""
+    from bot.runtime.audit import BotAudit
+
+    BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl").record(kind, **fields)
+
+
+def _settings(ctx: typer.Context):
+    from bot.config import McpSettings, load_bot_config
+    from signer.wire.settings import ConfigError
+
+    try:
+        return load_bot_config(home_of(ctx)).bot.mcp
+    except (ConfigError, OSError):
+        return McpSettings()
+
+
+def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
+    """Start the server the way the bot does (sandbox, limits) and list its tools."""
+    from bot.runtime.audit import BotAudit
+    from bot.mcp_servers.connection import McpCallError, McpConnection
+    from bot.mcp_servers.sandbox import McpSandbox
+    from skills_runtime.sandbox import SandboxUnavailable
+
+    settings = _settings(ctx)
+    if entry.decl.transport == "http" and entry.decl.url not in settings.allowed_urls:
+        fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
+    audit = BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl")
+    sandbox = McpSandbox(settings)
+
+    async def go() -> list[Any]:
+        from bot.net.ssrf import FetchPolicy
+
+        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy())
+        try:
+            await conn.start()
+            return conn.tools
+        except McpCallError as exc:
+            tail = conn.stderr_tail.strip()[-600:]
+            raise McpCallError(f"{exc}" + (f"; its stderr ended with: {' '.join(tail.split())}" if tail else "")) from None
+        finally:
+            await conn.close()
+            sandbox.remove()
+
+    try:
+        import asyncio  # lazily: `owlia --help` imports every command module
+
+        return asyncio.run(go())
+    except (McpCallError, SandboxUnavailable, OSError) as exc:
+        fail(visible(f"{entry.decl.name} could not be started: {exc}"))
+
+
+def describe_tool(server: str, tool: Any, level: str | None, width: int) -> list[str]:
+    """One tool on the approval screen: fixed-form row first, then the server's text under the gutter."""
+    from bot.mcp_servers.store import TOOL_NAME, tool_name
+
+    if TOOL_NAME.fullmatch(tool.name) is None:
+        rows = _plain_rows("tool with a name that cannot be offered (never used):", width, "  ")
+        return rows + _author_rows(f"name: {tool.name}", "    ", width, limit=120)
+    rows = _plain_rows(f"tool {tool_name(server, tool.name)}" + (f" [{level}]" if level else "") + ":", width, "  ")
+    rows += _author_rows(tool.description or "(no description)", "    ", width, where=WHERE)
+    schema = json.dumps(tool.input_schema, ensure_ascii=False, sort_keys=True)
+    rows += _author_rows(f"input schema: {schema}", "    ", width, limit=4000, where=WHERE)
+    return rows
+
+
+def describe_server(entry: Any, width: int) -> list[str]:
+    decl = entry.decl
+    rows = _plain_rows(f"MCP server {decl.name} ({decl.transport})", width)
+    if decl.transport == "stdio":
+        rows += _plain_rows("runs in the sandbox: no keys, no files but: " +
+                            (", ".join(decl.binds) or "none") + " (read-only)", width)
+        rows += _plain_rows("network: " + (", ".join(decl.network) + " (ports 80/443, public addresses, "
+                                           "through the bot's checked proxy)" if decl.network else "none"), width)
+        rows += _author_rows("command: " + " ".join(decl.command), "  ", width, limit=600)
+    else:
+        rows += _author_rows(f"url: {decl.url}", "  ", width, limit=600)
+    rows += _plain_rows("sampling: " + ("answered by your model with the server's own messages only (never the "
+                                        "conversation), at most 4 a minute" if decl.sampling else "refused") +
+                        "; elicitation and roots: refused", width)
+    return rows
+
+
+@app.command("add")
+def add(ctx: typer.Context, name: str,
+        command: list[str] = typer.Argument(None, help="The stdio server's command (absolute path first), after --."),
+        url: str = typer.Option(None, help="A streamable-HTTP server's URL (must be in bot.mcp.allowed_urls)."),
+        bind: list[str] = typer.Option([], help="A host path the server needs, bound read-only (repeat)."),
+        network: list[str] = typer.Option([], help="A host (or *.domain) a stdio server may reach (repeat)."),
+        env: list[str] = typer.Option([], help="KEY=VALUE for the server (never a secret; repeat)."),
+        sampling: bool = typer.Option(False, help="Answer its sampling requests with the bot's model (only its "
+                                                  "own messages, never the conversation).")) -> None:
+    """Declare a server. Nothing runs and nothing is offered until `owlia mcp approve NAME`."""
+    from bot.mcp_servers.store import ServerDecl
+
+    pairs = dict(item.split("=", 1) for item in env if "=" in item)
+    if len(pairs) != len(env):
+        fail("--env takes KEY=VALUE")
+    decl = _guard(lambda: ServerDecl(name=name, transport="http" if url else "stdio", command=tuple(command or ()),
+                                     url=url, binds=tuple(bind), env=pairs, network=tuple(network),
+                                     sampling=sampling))
+    _guard(lambda: _store(ctx).add(decl))
+    _audit(ctx, "mcp.added", server=name, decl=decl.model_dump(mode="json"))
+    typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")
+
+
+@app.command("list")
+def list_servers(ctx: typer.Context) -> None:
+    """Servers, whether they are enabled, and the levels their approved tools have."""
+    rows = [{"name": n, "transport": e.decl.transport, "enabled": e.enabled,
+             "tools": {t: p.level for t, p in sorted(e.tools.items())}}
+            for n, e in sorted(_guard(_store(ctx).read).items())]
+    print_json(rows)
+
+
+@app.command("info")
+def info(ctx: typer.Context, name: str) -> None:
+    """The declaration and the approved tools, as pinned (the server is not started)."""
+    entry = _guard(lambda: _store(ctx).entry(name))
+    width = screen_width()
+    rows = describe_server(entry, width)
+    for pinned in entry.tools.values():
+        rows += describe_tool(name, pinned, pinned.level, width)
+    rows.append(f"enabled: {entry.enabled}")
+    typer.echo(visible("\n".join(rows), keep="\n"))
+
+
+def _levels(items: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for item in items:
+        tool, _, level = item.partition("=")
+        if level not in LEVELS:
+            fail(f"--level takes TOOL=read|write|sign|skip, not {item!r}")
+        found[tool] = level
+    return found
+
+
+@app.command("approve")
+def approve(ctx: typer.Context, name: str,
+            level: list[str] = typer.Option([], help="TOOL=read|write|sign|skip (repeat); others are asked."),
+            others: str = typer.Option(None, help="Level for every tool --level does not name (read/write/sign/skip)."),
+            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask: tools without --level get `write`.")) -> None:
+    """Start the server, show every tool, give each a level, and pin exactly what was shown."""
+    from bot.mcp_servers.store import TOOL_NAME, PinnedTool, tool_hash
+
+    store = _store(ctx)
+    entry = _guard(lambda: store.entry(name))
+    live = list_live(ctx, entry)
+    given = _levels(level)
+    unknown = sorted(set(given) - {t.name for t in live})
+    if unknown:
+        fail(f"the server has no tool named {', '.join(unknown)}")
+    width = screen_width()
+    typer.echo(visible("\n".join(describe_server(entry, width) + ["", *_plain_rows(
+        "Written by the server, after each |: the model reads it; it may lie.", width)]), keep="\n"))
+    pins: dict[str, PinnedTool] = {}
+    for tool in live:
+        usable = TOOL_NAME.fullmatch(tool.name) is not None
+        digest = tool_hash(tool.name, tool.description, tool.input_schema)
+        old = entry.tools.get(tool.name)
+        note = "" if old is None else (" (unchanged)" if old.hash == digest else " (CHANGED since approval)")
+        typer.echo(visible("\n".join(describe_tool(name, tool, None, width)), keep="\n") + note)
+        if not usable:
+            continue
+        choice = given.get(tool.name, others)
+        if choice is None:
+            choice = "write" if yes else typer.prompt(f"  level for {tool.name} (read/write/sign/skip)",
+                                                      default=old.level if old else "write")
+        if choice not in LEVELS:
+            fail(f"{choice!r} is not one of {', '.join(LEVELS)}")
+        if choice != "skip":
+            pins[tool.name] = PinnedTool(name=tool.name, level=choice, hash=digest, description=tool.description,
+                                         input_schema=tool.input_schema)
+    if not pins:
+        fail("no tool approved; nothing changed")
+    summary = ", ".join(f"{t}={p.level}" for t, p in pins.items())
+    if not yes and not typer.confirm(f"Approve {summary}?", default=False):
+        fail("not approved")
+    _guard(lambda: store.approve(name, pins))
+    _audit(ctx, "mcp.approved", server=name, tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()})
+    typer.echo(f"approved {name}: {summary}")
+
+
+@app.command("test")
+def test(ctx: typer.Context, name: str) -> None:
+    """Start the server and compare its tools with the pins (exit 3 if any changed)."""
+    from bot.mcp_servers.store import tool_hash
+
+    entry = _guard(lambda: _store(ctx).entry(name))
+    live = {t.name: t for t in list_live(ctx, entry)}
+    report = {}
+    for tool, pin in sorted(entry.tools.items()):
+        now = live.get(tool)
+        report[tool] = ("missing" if now is None else
+                        "ok" if tool_hash(now.name, now.description, now.input_schema) == pin.hash else "CHANGED")
+    print_json({"server": name, "started": True, "tools": report,
+                "not_approved": sorted(set(live) - set(entry.tools))})
+    if any(v != "ok" for v in report.values()):
+        raise typer.Exit(3)
+
+
+@app.command("enable")
+def enable(ctx: typer.Context, name: str) -> None:
+    _guard(lambda: _store(ctx).set_enabled(name, True))
+    _audit(ctx, "mcp.enabled", server=name)
+    typer.echo(f"enabled {name}")
+
+
+@app.command("disable")
+def disable(ctx: typer.Context, name: str) -> None:
+    _guard(lambda: _store(ctx).set_enabled(name, False))
+    _audit(ctx, "mcp.disabled", server=name)
+    typer.echo(f"disabled {name}")
+
+
+@app.command("remove")
+def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
+    store = _store(ctx)
+    _guard(lambda: store.entry(name))
+    if not yes and not typer.confirm(f"Remove MCP server {name}?", default=False):
+        fail("not removed")
+    _guard(lambda: store.remove(name))
+    _audit(ctx, "mcp.removed", server=name)
+    typer.echo(f"removed {name}")

@@ -1,0 +1,395 @@
+"""One MCP server, connected through the official `mcp` SDK's ClientSession.
+
+A stdio server runs in the skills' bubblewrap sandbox (sandbox.py) and this module is its transport:
+the server's stdout is read here line by line under a size cap, parsed with the bot's nesting-safe
+JSON reader and only then handed to the SDK, so a flood, a 100 MB line or a nesting bomb kills the
+sandbox before the SDK sees it. An HTTP server is reached with the SDK's streamable-HTTP client, only
+at a URL the user allowed.
+
+Requests the server may send the client (sampling, elicitation, roots) are never served: the SDK's
+defaults refuse them and the client does not advertise them; each one is audited and reported.
+
+Nothing may run between calls beyond what the server was at start. A long-lived server is not a
+skill: its runtime keeps threads and timers (Node's, asyncio's), so the skills' rule (no CPU tick at
+all between calls) cannot hold. The watcher here instead kills the sandbox when a process appears
+that was not there when the server had started, when a process started during a call outlives it by
+a second, when the sandbox uses more than `idle_cpu_seconds` of CPU in any 10 s between calls, when it
+writes more than 1 MiB between calls, and stops it after `idle_timeout` without a call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.shared.message import SessionMessage
+
+from bot.config import McpSettings
+from bot.runtime.audit import BotAudit
+from policies.kernel import safejson
+from skills_runtime import proctree
+from bot.mcp_servers.sandbox import McpSandbox
+from bot.mcp_servers.store import ServerDecl
+
+log = logging.getLogger(__name__)
+
+MESSAGE_OVERHEAD = 64 * 1024
+IDLE_BYTES = 1 << 20
+STDERR_TAIL = 4096
+START_TIMEOUT = 20.0
+WATCH_EVERY = 0.5
+CPU_WINDOW = 10.0
+SETTLE = 1.0
+SERVER_REQUESTS = frozenset(("sampling/createMessage", "elicitation/create", "roots/list"))
+"""What a server may ask of its client; always refused here (and not advertised)."""
+
+
+class McpCallError(Exception):
+    """A call or start failed. `killed`: the sandbox was killed for it. The message is the host's."""
+
+    def __init__(self, message: str, *, killed: bool = False) -> None:
+        super().__init__(message)
+        self.killed = killed
+
+
+@dataclass
+class ToolInfo:
+    """A tool as the server lists it now (untrusted text)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class McpConnection:
+    def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
+                 sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
+                 resolve: Any = None, opener: Any = None, sampler: Any = None) -> None:
+        self.decl = decl
+        self.settings = settings
+        self.audit = audit
+        self.sandbox = sandbox
+        self.on_refused = on_refused
+        self.fetch_policy = fetch_policy
+        self._resolve = resolve
+        self._opener = opener
+        self.egress: Any = None
+        self.sampler = sampler
+        self.max_message = settings.max_result_bytes + MESSAGE_OVERHEAD
+        self.proc: asyncio.subprocess.Process | None = None
+        self.session: ClientSession | None = None
+        self.tools: list[ToolInfo] = []
+        self.tools_changed = False
+        self.killed_because: str | None = None
+        self._stderr = bytearray()
+        self._busy = False
+        self._budget = 0
+        self._idle_bytes = 0
+        self._closing = asyncio.Event()
+        self._life: asyncio.Task | None = None
+        self._watch: asyncio.Task | None = None
+        self._baseline: frozenset[int] = frozenset()
+        self._doomed = False
+
+    # ---- state ----------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        if self._doomed or self.session is None or self._life is None or self._life.done():
+            return False
+        return self.proc is None or self.proc.returncode is None
+
+    @property
+    def stderr_tail(self) -> str:
+        return self._stderr.decode("utf-8", errors="replace")
+
+    # ---- start ----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start (stdio: spawn in the sandbox), initialize and list the tools; McpCallError on failure."""
+        ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._life = asyncio.create_task(self._run(ready))
+        try:
+            async with asyncio.timeout(START_TIMEOUT):
+                await asyncio.shield(ready)
+                self.tools = await self._list_tools()
+        except TimeoutError:
+            await self.kill("no answer to initialize within the start deadline")
+            raise McpCallError(f"{self.decl.name} did not start within {START_TIMEOUT:g}s", killed=True) from None
+        except McpCallError:
+            await self.kill("failed to start")
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever broke, the server did not start
+            await self.kill("failed to start")
+            root: BaseException = exc
+            while isinstance(root, BaseExceptionGroup) and root.exceptions:
+                root = root.exceptions[0]
+            why = self.killed_because if self.killed_because not in (None, "failed to start") else \
+                f"{type(root).__name__}: {str(root)[:300]}"
+            raise McpCallError(f"{self.decl.name} could not start: {why}", killed=True) from None
+        if self.proc is not None:
+            seen = proctree.usage(self.proc.pid)
+            self._baseline = seen.pids if seen is not None else frozenset()
+            self._watch = asyncio.create_task(self._watch_idle())  # watched until its first call too
+
+    async def _run(self, ready: asyncio.Future) -> None:
+        try:
+            async with self._streams() as (read, write):
+                extra: dict[str, Any] = {}
+                if self.decl.sampling:  # advertised only for a server the user enabled it for
+                    from bot.mcp_servers.sampling import SamplingGate
+
+                    extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
+                async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
+                    await session.initialize()
+                    self.session = session
+                    ready.set_result(None)
+                    await self._closing.wait()
+        except BaseException as exc:  # noqa: BLE001 - reported through `ready` or by `alive`
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else McpCallError("cancelled"))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.session = None
+            self._kill_now()
+
+    @contextlib.asynccontextmanager
+    async def _streams(self):
+        if self.decl.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+
+            assert self.decl.url is not None
+            async with streamable_http_client(self.decl.url, max_sse_event_size=self.max_message) as streams:
+                yield streams[0], streams[1]
+            return
+        assert self.sandbox is not None
+        socket_path = None
+        if self.decl.network:
+            from bot.mcp_servers.egress import Egress
+
+            if self.fetch_policy is None:
+                raise McpCallError(f"{self.decl.name} was allowed hosts, but web access is disabled in the bot's "
+                                   "configuration (bot.web), so it cannot start")
+            self.egress = Egress(self.decl.name, self.decl.network, self.audit, self.fetch_policy,
+                                 resolve=self._resolve, opener=self._opener)
+            socket_path = await self.egress.start()
+        self.proc = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
+        to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        write, from_session = anyio.create_memory_object_stream[SessionMessage](16)
+        pumps = [asyncio.create_task(self._pump_out(to_session)), asyncio.create_task(self._pump_in(from_session)),
+                 asyncio.create_task(self._drain_stderr())]
+        try:
+            yield read, write
+        finally:
+            self._kill_now()
+            for task in pumps:
+                task.cancel()
+            if self.egress is not None:
+                await self.egress.close()
+
+    # ---- the stdio transport ----------------------------------------------------------------------
+
+    async def _pump_out(self, to_session: Any) -> None:
+        """Server -> session: one capped line at a time; anything malformed or too much kills."""
+        assert self.proc is not None and self.proc.stdout is not None
+        async with to_session:
+            while True:
+                try:
+                    line = await self.proc.stdout.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    return self._violation(f"sent a message larger than {self.max_message} bytes")
+                if not line:
+                    return
+                if self._busy:
+                    self._budget -= len(line)
+                    if self._budget < 0:
+                        return self._violation("flooded its output during a call")
+                else:
+                    self._idle_bytes += len(line)
+                    if self._idle_bytes > IDLE_BYTES:
+                        return self._violation(f"wrote more than {IDLE_BYTES} bytes between calls")
+                try:
+                    raw = safejson.loads(line)
+                    from mcp_types import jsonrpc_message_adapter
+
+                    message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
+                except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
+                    return self._violation("broke the protocol (not a JSON-RPC message)")
+                method = raw.get("method") if isinstance(raw, dict) else None
+                if method in SERVER_REQUESTS and not (method == "sampling/createMessage" and self.decl.sampling):
+                    self._refused(str(method))
+                if isinstance(raw, dict) and raw.get("method") == "notifications/tools/list_changed":
+                    self.tools_changed = True
+                await to_session.send(SessionMessage(message))
+
+    async def _pump_in(self, from_session: Any) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        async with from_session:
+            async for item in from_session:
+                body = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    self.proc.stdin.write(body.encode() + b"\n")
+                    await self.proc.stdin.drain()
+                except (ConnectionError, OSError):
+                    return
+
+    async def _drain_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        idle = 0
+        while chunk := await self.proc.stderr.read(65536):
+            self._stderr += chunk
+            del self._stderr[:-STDERR_TAIL]
+            if not self._busy:
+                idle += len(chunk)
+                if idle > IDLE_BYTES:
+                    return self._violation(f"wrote more than {IDLE_BYTES} bytes to stderr between calls")
+            else:
+                idle = 0
+
+    async def _on_message(self, message: Any) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    def _refused(self, method: str) -> None:
+        """A sampling/elicitation/roots request: refused by the SDK (not advertised); audited here."""
+        self.audit.record("mcp.request_refused", server=self.decl.name, method=method,
+                          reason="not enabled for this server; never answered with the conversation")
+        log.warning("MCP server %s asked for %s; refused", self.decl.name, method)
+        if self.on_refused is not None:
+            self.on_refused(self.decl.name, method)
+
+    def _violation(self, why: str) -> None:
+        self.killed_because = why
+        self.audit.record("mcp.killed", server=self.decl.name, reason=why, stderr=self.stderr_tail[-1000:])
+        self._kill_now()
+
+    # ---- calls ----------------------------------------------------------------------------------
+
+    async def _list_tools(self) -> list[ToolInfo]:
+        assert self.session is not None
+        found: list[ToolInfo] = []
+        cursor = None
+        for _ in range(20):  # pages
+            from mcp_types import PaginatedRequestParams
+
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+            result = await self.session.list_tools(params=params)
+            for item in result.tools:
+                schema = item.input_schema if isinstance(item.input_schema, dict) else {}
+                found.append(ToolInfo(item.name, item.description or "", dict(schema)))
+            cursor = result.next_cursor
+            if not cursor or len(found) > 500:
+                break
+        self.tools_changed = False
+        return found
+
+    async def refresh_tools(self, timeout: float) -> list[ToolInfo]:
+        async with asyncio.timeout(timeout):
+            self.tools = await self._list_tools()
+        return self.tools
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> Any:
+        """The server's CallToolResult; the sandbox is killed on a deadline or any violation."""
+        if not self.alive:
+            raise McpCallError(f"the MCP server {self.decl.name} is not running")
+        await self._unwatch()
+        self._busy, self._budget, self._idle_bytes = True, self.max_message * 2, 0
+        try:
+            async with asyncio.timeout(timeout):
+                if self.tools_changed:
+                    self.tools = await self._list_tools()
+                assert self.session is not None
+                return await self.session.call_tool(name, arguments)
+        except TimeoutError:
+            await self.kill(f"no answer within {timeout:g}s")
+            raise McpCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
+        except McpCallError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the connection broke under the call
+            why = self.killed_because or f"{type(exc).__name__}"
+            await self.kill(why)
+            raise McpCallError(f"the call failed ({why}); the server was stopped", killed=True) from None
+        except BaseException:
+            await self.kill("the call was cancelled")
+            raise
+        finally:
+            self._busy = False
+            if self.alive and self.proc is not None:
+                self._watch = asyncio.create_task(self._watch_idle())
+
+    # ---- between calls ------------------------------------------------------------------------
+
+    async def _watch_idle(self) -> None:
+        assert self.proc is not None
+        started = time.monotonic()
+        ticks_per_second = os.sysconf("SC_CLK_TCK")
+        window: deque[tuple[float, int]] = deque()
+        while self.alive:
+            seen = proctree.usage(self.proc.pid)
+            now = time.monotonic()
+            if seen is None:
+                return await self.kill("the server exited between calls")
+            extra = seen.pids - self._baseline
+            if extra and now - started >= SETTLE:
+                return await self.kill(f"processes running between calls that were not there at start: "
+                                       f"{sorted(extra)[:8]}", audit_kind="mcp.idle_kill")
+            window.append((now, seen.cpu_ticks))
+            while now - window[0][0] > CPU_WINDOW:
+                window.popleft()
+            used = (window[-1][1] - window[0][1]) / ticks_per_second
+            if used > self.settings.idle_cpu_seconds:
+                return await self.kill(f"used {used:.2f}s of CPU between calls (at most "
+                                       f"{self.settings.idle_cpu_seconds:g}s per {CPU_WINDOW:g}s)",
+                                       audit_kind="mcp.idle_kill")
+            if now - started >= self.settings.idle_timeout:
+                return await self.kill(f"no call for {self.settings.idle_timeout:g}s", audit_kind="mcp.idle_stop")
+            await asyncio.sleep(WATCH_EVERY)
+
+    async def _unwatch(self) -> None:
+        task, self._watch = self._watch, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+
+    # ---- stop -----------------------------------------------------------------------------------
+
+    def _kill_now(self) -> None:
+        self._doomed = True
+        self._closing.set()
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # bwrap's group: the whole pid namespace
+
+    async def kill(self, reason: str, *, audit_kind: str | None = None) -> None:
+        if audit_kind is not None:
+            self.audit.record(audit_kind, server=self.decl.name, reason=reason,
+                              stderr=self.stderr_tail[-1000:] if audit_kind == "mcp.idle_kill" else "")
+            if audit_kind == "mcp.idle_kill":
+                log.warning("MCP server %s killed between calls: %s", self.decl.name, reason)
+        self.killed_because = self.killed_because or reason
+        self._kill_now()
+        if self.proc is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), 5)
+            transport = getattr(self.proc, "_transport", None)  # close its pipes now, not when collected
+            if transport is not None and self.proc.returncode is not None:
+                transport.close()
+        if self._life is not None and asyncio.current_task() is not self._life:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(self._life), 5)
+        if self.egress is not None:
+            await self.egress.close()
+
+    async def close(self) -> None:
+        if self._watch is not None and asyncio.current_task() is not self._watch:
+            await self._unwatch()
+        await self.kill("closed")

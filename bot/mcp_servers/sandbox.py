@@ -1,0 +1,100 @@
+"""A stdio MCP server in the skills' bubblewrap sandbox.
+
+The same box as a skill (sandbox.Bubblewrap): new user/pid/net/ipc/uts/cgroup namespaces and no way
+to make more, all capabilities dropped, uid 65534, a read-only root holding only `/usr` (and the
+`/bin`, `/lib*` links), a fresh `/proc`, a minimal `/dev`, a 16 MiB private `/tmp`, an empty
+environment (plus the declaration's non-secret `env`), no home, no OWLIA_HOME, no signer socket,
+the seccomp filter, killed with the bot. A server the user allowed hosts for also gets the bot's
+egress proxy (egress.py) bound at /owlia/egress.sock, the socket calls in seccomp, and
+HTTPS_PROXY/HTTP_PROXY pointing at launch.py's relay. What differs otherwise: the server's own files are not copied in but
+bound read-only at their own paths (`binds`: a venv, a node_modules), the seccomp variant allows
+`socketpair(AF_UNIX)` (event loops need one; `socket`/`connect` stay denied, and the net namespace
+has no interface anyway), and the rlimits are set by a small launcher before it execs the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from bot.config import McpSettings
+from bot.mcp_servers.store import ServerDecl
+from skills_runtime.mcp import LAUNCHER
+from skills_runtime.sandbox import Bubblewrap, SandboxUnavailable, _system_binds
+
+RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev", "/owlia")
+
+
+class McpSandbox:
+    def __init__(self, settings: McpSettings, bwrap: Bubblewrap | None = None) -> None:
+        self.settings = settings
+        self.bwrap = bwrap or Bubblewrap()
+        self._staged: Path | None = None
+
+    def unavailable(self) -> str | None:
+        return self.bwrap.unavailable()
+
+    def _launcher(self) -> Path:
+        """A copy the sandbox user can read and nobody can change, made once per bot process."""
+        if self._staged is None or not self._staged.exists():
+            root = Path(tempfile.mkdtemp(prefix="owlia-mcp-"))
+            shutil.copyfile(LAUNCHER, root / "launch.py")
+            (root / "launch.py").chmod(0o444)
+            root.chmod(0o711)
+            self._staged = root / "launch.py"
+        return self._staged
+
+    def rlimits(self) -> dict[str, int]:
+        s = self.settings
+        return {"as": s.memory_mb << 20, "cpu": s.cpu_seconds, "fsize": 16 << 20, "nproc": s.max_processes,
+                "nofile": 256, "core": 0}
+
+    def argv(self, decl: ServerDecl, seccomp_fd: int, egress: Path | None = None) -> list[str]:
+        args = [self.bwrap.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                "--new-session", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "mcp",
+                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+                "--setenv", "HOME", "/tmp"]
+        for key, value in sorted(decl.env.items()):
+            args += ["--setenv", key, value]
+        if egress is not None:  # launch.py relays 127.0.0.1:3128 to the bot's checked proxy
+            for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+                args += ["--setenv", key, "http://127.0.0.1:3128"]
+        args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(16 << 20), "--tmpfs", "/tmp"]
+        for path in decl.binds:  # after the tmpfs, so a path under the host's /tmp stays visible
+            if path == "/tmp":
+                raise SandboxUnavailable(f"{decl.name}: /tmp cannot be bound (the sandbox's own)")
+            if any(path == r or path.startswith(r + "/") for r in RESERVED) or path == "/":
+                raise SandboxUnavailable(f"{decl.name}: {path} cannot be bound (a system path of the sandbox)")
+            if not Path(path).exists():
+                raise SandboxUnavailable(f"{decl.name}: {path} does not exist")
+            args += ["--ro-bind", path, path]
+        if egress is not None:
+            args += ["--ro-bind", str(egress), "/owlia/egress.sock"]
+        args += ["--ro-bind", str(self._launcher()), "/owlia/launch.py",
+                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
+                 "/usr/bin/python3", "-I", "-S", "-B", "/owlia/launch.py", json.dumps(self.rlimits()), *decl.command]
+        return args
+
+    async def spawn(self, decl: ServerDecl, line_limit: int, egress: Path | None = None) -> asyncio.subprocess.Process:
+        from skills_runtime.seccomp import filter_fd
+
+        why = self.unavailable()
+        if why is not None:
+            raise SandboxUnavailable(why)
+        fd = filter_fd(unix_pairs=True, sockets=egress is not None)
+        try:
+            return await asyncio.create_subprocess_exec(
+                *self.argv(decl, fd, egress), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), start_new_session=True, cwd="/", env={},
+                limit=line_limit, **self.bwrap._user())
+        finally:
+            os.close(fd)
+
+    def remove(self) -> None:
+        if self._staged is not None:
+            shutil.rmtree(self._staged.parent, ignore_errors=True)
+            self._staged = None

@@ -1,0 +1,190 @@
+"""The MCP server registry: `<home>/mcp/servers.json` (0600), written only by `owlia mcp`.
+
+Each server is a declaration (how to start it: a stdio command run in the sandbox, or a
+streamable-HTTP URL) plus what the user approved: for each tool its level and a hash of its name,
+description and input schema as shown on the approval screen. The agent is offered only approved
+tools of enabled servers, with the pinned description and schema, never what the server says now;
+a server whose live tool list no longer matches a pin has that tool refused until it is approved
+again (a rug pull). No tool the agent can call writes this file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from policies.kernel.files import ensure_private_dir, write_private_file
+
+FILE = "servers.json"
+NAME = r"^[a-z][a-z0-9_]{0,23}$"
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+"""What an MCP tool may be called to reach the model as `mcp_<server>_<tool>` (providers allow
+`[A-Za-z0-9_-]{1,64}`); a tool named otherwise is shown at approval and never offered."""
+Level = Literal["read", "write", "sign"]
+
+
+class McpError(Exception):
+    """A server cannot be added, found, approved or loaded; the message is safe to show."""
+
+
+class ServerDecl(BaseModel):
+    """How to reach one server. Only fixed-form fields: nothing here is the server's own text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME)
+    transport: Literal["stdio", "http"]
+    command: tuple[str, ...] = ()
+    binds: tuple[str, ...] = ()
+    """Host paths the server needs, bound read-only at the same path (its venv, node_modules)."""
+    env: dict[str, str] = Field(default_factory=dict, max_length=16)
+    url: str | None = Field(default=None, max_length=2048)
+    sampling: bool = False
+    """Answer the server's sampling requests with the bot's model (never with the conversation)."""
+    network: tuple[str, ...] = Field(default=(), max_length=16)
+    """Hosts a stdio server may reach through the bot's egress proxy (exact, or `*.example.com`)."""
+
+    @field_validator("network")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from skills_runtime.manifest import _HOST
+
+        hosts = tuple(h.strip().lower().rstrip(".") for h in value)
+        bad = [h for h in hosts if not _HOST.fullmatch(h)]
+        if bad:
+            raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
+                             f"or path): {bad}")
+        return hosts
+
+    @field_validator("command", "binds")
+    @classmethod
+    def _absolute(cls, value: tuple[str, ...], info: Any) -> tuple[str, ...]:
+        paths = value[:1] if info.field_name == "command" else value
+        for path in paths:
+            if not path.startswith("/") or "\x00" in path or ".." in Path(path).parts:
+                raise ValueError(f"{path!r} must be an absolute path without '..'")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _plain_env(cls, value: dict[str, str]) -> dict[str, str]:
+        from bot.security.redact import find_secrets
+
+        for key, item in value.items():
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", key):
+                raise ValueError(f"environment name {key!r} must be [A-Z][A-Z0-9_]*")
+            if find_secrets(item) or any(w in key for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "MNEMONIC")):
+                raise ValueError(f"{key}: an MCP server never gets secrets")
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> ServerDecl:
+        if self.transport == "stdio" and (not self.command or self.url is not None):
+            raise ValueError("a stdio server needs a command and no url")
+        if self.transport == "http" and (self.url is None or self.command or self.binds):
+            raise ValueError("an http server needs a url and no command")
+        if self.network and self.transport != "stdio":
+            raise ValueError("network hosts are for stdio servers (an http server is reached at its url)")
+        return self
+
+
+class PinnedTool(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    level: Level
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ServerEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decl: ServerDecl
+    enabled: bool = False
+    tools: dict[str, PinnedTool] = Field(default_factory=dict)
+    added_at: int = 0
+    approved_at: int | None = None
+
+
+def tool_hash(name: str, description: str | None, schema: Any) -> str:
+    """What is pinned: the name, the description and the input schema, canonical JSON."""
+    body = json.dumps({"name": name, "description": description or "", "input_schema": schema},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def tool_name(server: str, tool: str) -> str:
+    return f"mcp_{server}_{tool}"
+
+
+class McpStore:
+    def __init__(self, home: Path) -> None:
+        self.root = Path(home) / "mcp"
+        self.path = self.root / FILE
+
+    def stamp(self) -> tuple[int, int] | None:
+        """Changes whenever the file is replaced (the runtime reloads on a new stamp)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_ino)
+
+    def read(self) -> dict[str, ServerEntry]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise McpError(f"{self.path} is corrupt; refusing to load any MCP server") from exc
+        try:
+            return {name: ServerEntry.model_validate(item) for name, item in dict(raw.get("servers", {})).items()}
+        except (ValidationError, AttributeError, TypeError) as exc:
+            raise McpError(f"{self.path} is not valid; refusing to load any MCP server") from exc
+
+    def _write(self, servers: dict[str, ServerEntry]) -> None:
+        ensure_private_dir(self.root)
+        body = {"version": 1, "servers": {n: e.model_dump(mode="json") for n, e in sorted(servers.items())}}
+        write_private_file(self.path, json.dumps(body, indent=2, sort_keys=True).encode())
+
+    def entry(self, name: str) -> ServerEntry:
+        found = self.read().get(name)
+        if found is None:
+            raise McpError(f"no MCP server named {name!r}; see `owlia mcp list`")
+        return found
+
+    def add(self, decl: ServerDecl) -> None:
+        servers = self.read()
+        if decl.name in servers:
+            raise McpError(f"an MCP server named {decl.name!r} exists; remove it first")
+        servers[decl.name] = ServerEntry(decl=decl, added_at=int(time.time()))
+        self._write(servers)
+
+    def approve(self, name: str, tools: dict[str, PinnedTool]) -> None:
+        """Pin exactly the tools the user was shown, with the levels they gave; enables the server."""
+        servers = self.read()
+        entry = self.entry(name)
+        servers[name] = entry.model_copy(update={"tools": tools, "enabled": True, "approved_at": int(time.time())})
+        self._write(servers)
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        servers = self.read()
+        entry = self.entry(name)
+        if enabled and not entry.tools:
+            raise McpError(f"{name} has no approved tools; run `owlia mcp approve {name}` first")
+        servers[name] = entry.model_copy(update={"enabled": enabled})
+        self._write(servers)
+
+    def remove(self, name: str) -> None:
+        servers = self.read()
+        self.entry(name)
+        del servers[name]
+        self._write(servers)

@@ -1,0 +1,73 @@
+"""The assembled bot: what every entry point holds once bot/runtime/assemble.py has wired it.
+
+Its own module so the slash commands (bot/runtime/commands.py) can use it without importing the
+assembly that builds them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.agent.loop import Agent
+from bot.config import BotConfig
+from bot.runtime.audit import BotAudit
+from bot.runtime.core import BotCore
+from bot.runtime.events import EventBus
+from bot.runtime.llm_pool import LLMPool
+from bot.sessions import SessionStore
+from bot.tools.base import ContextKind, Tool
+from bot.tools.executor import ToolExecutor
+from bot.tools.registry import ToolRegistry
+from bot.tools.services import Services
+from bot.workspace import build_system_prompt, load_context_files
+
+
+@dataclass
+class Runtime:
+    home: Path
+    config: BotConfig
+    services: Services
+    registry: ToolRegistry
+    executor: ToolExecutor
+    llm: LLMPool
+    sessions: SessionStore
+    audit: BotAudit
+    events: EventBus
+    metrics: Any
+    core: BotCore | None = None
+    skills: Any = None
+    mcp: Any = None
+
+    async def agent(self, profile: str | None = None) -> Agent | None:
+        router = await self.llm.router(profile)
+        if router is None:
+            return None
+        return Agent(router, self.executor, self.services, self.config.bot.agent, self.system_prompt,
+                     max_tokens=self.config.bot.llm.max_tokens, metrics=self.metrics)
+
+    def system_prompt(self, tools: Sequence[Tool], kind: ContextKind, channel: str) -> str:
+        chain = self.config.default_chain
+        runtime = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                   "channel": channel, "context": kind.value, "chain": f"{chain.name} ({chain.id})",
+                   "models": ", ".join(p.name for p in self.config.bot.llm.profiles)}
+        files = load_context_files(self.services.workspace)
+        return build_system_prompt(files, [(t.name, t.description, t.level.value) for t in tools], runtime)
+
+    async def close(self) -> None:
+        services = self.services
+        if self.skills is not None:
+            await self.skills.close()
+        if self.mcp is not None:
+            await self.mcp.close()
+        if services.signer is not None:
+            await services.signer.close()
+        if services.fetcher is not None:
+            await services.fetcher.close()
+        if services.chain is not None:
+            services.chain.close()
+        if services.memory is not None:
+            services.memory.close()

@@ -1,0 +1,154 @@
+"""Tier 3 from the companion: the main key's on-chain acts, each a pure function of its inputs.
+
+- `authorize`: once, an EIP-7702 authorization making the main account an EIP7702StatelessDeleGator
+  (a type-4 transaction the main account sends itself; no funds move);
+- `sign_grant`: EIP-712 delegations to the session key, one per lane (signer.wire.grants), built from the
+  policy and shown in words before this is called;
+- `disable`: `disableDelegation` for one delegation (revoke; rotation is revoke then grant);
+- `freeze`: a new 7702 authorization to the zero address: the account is a plain EOA again and no
+  delegation can be redeemed.
+The wire form of a grant is `Delegation.to_json()` (signer.wire.delegation), so the phone app can produce
+the same JSON and the signer checks it the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import coincurve
+from eth_account import Account
+
+from signer.wire.delegation import Delegation, disable_calldata, sign_digest
+from signer.wire.grants import Lane
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
+
+ZERO_ADDRESS = "0x" + "00" * 20
+AUTHORIZE_GAS = 100_000
+DISABLE_GAS = 200_000
+
+
+def authorize(key: coincurve.PrivateKey, *, chain_id: int, nonce: int, max_fee: int, max_priority_fee: int,
+              implementation: str) -> bytes:
+    """A self-sent type-4 transaction: the authorization nonce is the transaction's nonce + 1."""
+    secret = key.secret
+    auth = Account.sign_authorization({"chainId": chain_id, "address": implementation, "nonce": nonce + 1}, secret)
+    signed = Account.sign_transaction({
+        "type": 4, "chainId": chain_id, "nonce": nonce, "to": _checksum(address_of(key)), "value": 0, "data": b"",
+        "gas": AUTHORIZE_GAS, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": max_priority_fee,
+        "authorizationList": [auth],
+    }, secret)
+    return bytes(signed.raw_transaction)
+
+
+def freeze(key: coincurve.PrivateKey, **fees_and_nonce: int) -> bytes:
+    """Undo the 7702 designation: every grant stops working at once; the main key keeps the funds."""
+    return authorize(key, implementation=ZERO_ADDRESS, **fees_and_nonce)
+
+
+def sign_grant(key: coincurve.PrivateKey, lanes: list[Lane], *, session_address: str, chain_id: int, manager: str,
+               enforcers: dict[str, str], salt: int) -> list[Delegation]:
+    account = address_of(key)
+    signed = []
+    for i, lane in enumerate(lanes):
+        delegation = lane.delegation(delegate=session_address, delegator=account, salt=salt + i, enforcers=enforcers)
+        signed.append(delegation.signed(sign_digest(delegation.signing_digest(chain_id, manager), key)))
+    return signed
+
+
+def grant_offer(lanes: list[Lane], words: list[str], *, session_address: str, delegator: str, chain_id: int,
+                manager: str, enforcers: dict[str, str], salt: int) -> dict[str, Any]:
+    """The grant as a device with the main key receives it (the phone companion's wire form): the words
+    to show, the unsigned delegations, and the EIP-712 document of each to sign. JSON-safe."""
+    unsigned = [lane.delegation(delegate=session_address, delegator=delegator, salt=salt + i, enforcers=enforcers)
+                for i, lane in enumerate(lanes)]
+    return {"kind": "tier3.grant_offer", "chain_id": chain_id, "manager": manager.lower(), "words": list(words),
+            "delegations": [d.to_json() for d in unsigned],
+            "typed_data": [d.typed_data(chain_id, manager) for d in unsigned]}
+
+
+def signed_from_offer(offer: dict[str, Any], signatures: list[str]) -> list[Delegation]:
+    """The offer's delegations with the device's 65-byte signatures (0x hex), each checked against the
+    delegator before it leaves the companion."""
+    from signer.wire.delegation import DelegationError, recover
+
+    delegations = [Delegation.from_json(d) for d in offer["delegations"]]
+    if len(signatures) != len(delegations):
+        raise DelegationError("one signature per delegation")
+    out = []
+    for delegation, signature in zip(delegations, signatures):
+        signed = delegation.signed(bytes.fromhex(signature.removeprefix("0x")))
+        if recover(signed.signing_digest(int(offer["chain_id"]), offer["manager"]), signed.signature) \
+                != delegation.delegator:
+            raise DelegationError("a signature is not the delegator's")
+        out.append(signed)
+    return out
+
+
+def disable(key: coincurve.PrivateKey, delegation: Delegation, *, chain_id: int, nonce: int, max_fee: int,
+            max_priority_fee: int, manager: str) -> bytes:
+    """The delegator calls DelegationManager.disableDelegation itself (onlyDeleGator)."""
+    tx = Eip1559Tx(chain_id, nonce, max_priority_fee, max_fee, DISABLE_GAS, manager.lower(), 0,
+                   disable_calldata(delegation))
+    return sign_eip1559(tx, key).raw
+
+
+def _checksum(address: str) -> str:
+    from policies.kernel.addresses import to_checksum
+
+    return to_checksum(address)
+
+
+class ChainLink:
+    """The few JSON-RPC calls the companion's Tier 3 acts need: nonce, fees, send, wait, read."""
+
+    def __init__(self, rpc_url: str, chain_id: int, *, timeout: float = 10.0) -> None:
+        from policies.kernel.rpc import JsonRpcHttp
+
+        self.rpc = JsonRpcHttp(rpc_url, timeout=timeout)
+        self.chain_id = chain_id
+
+    def _call(self, method: str, *params):
+        return self.rpc.call_blocking(method, list(params))
+
+    def tx_fields(self, address: str) -> dict[str, int]:
+        """nonce, max_fee and max_priority_fee for the next transaction from `address`."""
+        block = self._call("eth_getBlockByNumber", "latest", False)
+        tip = int(self._call("eth_maxPriorityFeePerGas"), 16)
+        base = int(block.get("baseFeePerGas") or "0x0", 16)
+        return {"chain_id": self.chain_id, "nonce": int(self._call("eth_getTransactionCount", address, "pending"), 16),
+                "max_fee": 2 * base + tip, "max_priority_fee": tip}
+
+    def send(self, raw: bytes, timeout: float = 60.0) -> dict:
+        import time
+
+        tx_hash = self.rpc.call_blocking("eth_sendRawTransaction", ["0x" + raw.hex()], retry=False)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            receipt = self._call("eth_getTransactionReceipt", tx_hash)
+            if receipt:
+                return receipt
+            time.sleep(0.2)
+        raise TimeoutError(f"no receipt for {tx_hash} within {timeout:.0f}s")
+
+    def code(self, address: str) -> bytes:
+        return bytes.fromhex(self._call("eth_getCode", address, "latest")[2:])
+
+    def is_disabled(self, manager: str, delegation: Delegation) -> bool:
+        from signer.wire.delegation import disabled_calldata
+
+        raw = self._call("eth_call", {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
+                         "latest")
+        return int(raw, 16) != 0
+
+    def timestamp(self) -> int:
+        return int(self._call("eth_getBlockByNumber", "latest", False)["timestamp"], 16)
+
+    def close(self) -> None:
+        self.rpc.close()
+
+
+def delegated_to(code: bytes) -> str | None:
+    """The EIP-7702 designation in an account's code, or None for a plain account."""
+    if len(code) == 23 and code[:3] == bytes.fromhex("ef0100"):
+        return "0x" + code[3:].hex()
+    return None

@@ -1,0 +1,37 @@
+// The app's own modules, exposed for the test vectors (tests/companion/test_webapp.py): built to
+// dist/testkit.js, never served by the bridge (its file table does not list it).
+import * as canon from './canon.js';
+import * as eth from './eth.js';
+import * as proto from './protocol.js';
+import * as journal from './journal.js';
+
+globalThis.owliaTestkit = {
+  signEip1559(tx, secretHex) {
+    const big = (v) => BigInt(v);
+    const out = eth.signEip1559({ chain_id: big(tx.chainId), nonce: big(tx.nonce), max_priority_fee_per_gas: big(tx.maxPriorityFeePerGas),
+      max_fee_per_gas: big(tx.maxFeePerGas), gas_limit: big(tx.gas), to: tx.to, value: big(tx.value), data: tx.data }, eth.hexToBytes(secretHex));
+    return { raw: eth.hex0x(out.raw), hash: out.hash };
+  },
+  dumps: (text, ascii) => canon.dumps(canon.parse(text), ascii),
+  requestHash: (text) => proto.requestHash(canon.parse(text)),
+  signedMessage: (domain, text) => new TextDecoder().decode(proto.signedMessage(domain, canon.parse(text))),
+  checksum: eth.toChecksum,
+  addressOf: (secretHex) => eth.addressOf(eth.hexToBytes(secretHex)),
+  keystore: async (secretHex, pass, n) => JSON.stringify(await eth.encryptKeystore(eth.hexToBytes(secretHex), pass, n)),
+  fromKeystore: async (json, pass) => eth.bytesToHex(await eth.decryptKeystore(json, pass)),
+  // Runs admit/apply_quote steps; returns the entries after each step (or 'full').
+  journalRun(ops, maxEntries, maxUnsettled) {
+    let entries = [];
+    const out = [];
+    for (const op of ops) {
+      if (op.op === 'admit') {
+        try { entries = journal.admit(entries, journal.newEntry(op.entry), maxEntries, maxUnsettled); out.push('ok'); }
+        catch (e) { if (!(e instanceof journal.JournalFull)) throw e; out.push('full'); }
+      } else {
+        out.push(journal.applyQuote(entries, op.quote, op.main, op.now) ? 'changed' : 'same');
+      }
+    }
+    return { out, entries, final: entries.map(journal.isFinal) };
+  },
+  fromPhrase: async (phrase) => eth.bytesToHex(await eth.secretFromPhrase(phrase)),
+};

@@ -1,0 +1,111 @@
+"""A minimal Ethereum JSON-RPC client over HTTP(S), from the standard library.
+
+The signer needs six RPC methods, not a framework: keeping web3 (and its HTTP stack) out of the
+signer's process halves its memory and shrinks what an attacker could reach inside it. Calls run
+on a worker thread with one keep-alive connection per chain; they are rare (fees and nonces are
+cached), so serializing them costs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import itertools
+import json
+import ssl
+import threading
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit
+
+from policies.kernel import safejson
+
+MAX_REPLY_BYTES = 16 << 20
+
+
+class RpcUnreachable(Exception):
+    """Transport failure: the node could not be reached or answered garbage."""
+
+
+class RpcRemoteError(Exception):
+    """The node answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class JsonRpcHttp:
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url}")
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._timeout = timeout
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            if self._https:
+                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
+                                                         context=ssl.create_default_context())
+            else:
+                self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        return self._conn
+
+    def _post(self, body: bytes, retry: bool) -> bytes:
+        attempts = 2 if retry else 1  # a keep-alive connection the node closed gets one fresh retry
+        with self._lock:
+            for attempt in range(1, attempts + 1):
+                conn = self._connection()
+                try:
+                    conn.request("POST", self._path, body, {"Content-Type": "application/json"})
+                    response = conn.getresponse()
+                    data = response.read(MAX_REPLY_BYTES + 1)
+                except (OSError, http.client.HTTPException) as exc:
+                    conn.close()
+                    self._conn = None
+                    if attempt == attempts or isinstance(exc, TimeoutError):
+                        raise RpcUnreachable(type(exc).__name__) from None
+                    continue
+                if len(data) > MAX_REPLY_BYTES:
+                    conn.close()
+                    self._conn = None
+                    raise RpcUnreachable("reply too large")
+                if response.status != 200 and not data.startswith(b"{"):
+                    raise RpcUnreachable(f"HTTP {response.status}")
+                return data
+        raise RpcUnreachable("unreachable")
+
+    def call_blocking(self, method: str, params: list[Any], *, retry: bool = True) -> Any:
+        """`retry=False` for a call that must not be sent twice: a reset after the node read the
+        request would make the second answer (e.g. "already known") describe the first."""
+        body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
+        try:
+            reply = safejson.loads(self._post(body, retry))
+        except ValueError:
+            raise RpcUnreachable("the node did not answer JSON") from None
+        if not isinstance(reply, dict):
+            raise RpcUnreachable("the node answered a non-object")
+        error = reply.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                raise RpcRemoteError(-32603, str(error)[:300])
+            raise RpcRemoteError(int(error.get("code", -32603)), str(error.get("message", ""))[:300],
+                                 error.get("data"))
+        return reply.get("result")
+
+    async def call(self, method: str, *params: Any, retry: bool = True) -> Any:
+        return await asyncio.to_thread(partial(self.call_blocking, method, list(params), retry=retry))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

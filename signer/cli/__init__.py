@@ -1,0 +1,1 @@
+"""The signer's own commands (`owlia signer|audit|policy ...`), mounted by `owlia`; `python -m signer.cli` runs them alone."""

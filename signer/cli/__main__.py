@@ -1,0 +1,3 @@
+from signer.cli.app import main
+
+main()

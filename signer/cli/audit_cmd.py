@@ -1,0 +1,92 @@
+"""`owlia audit`: verify and read the signer's hash-chained audit log."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+import os
+from pathlib import Path
+
+from policies.kernel.cli import fail, print_json, read_passphrase
+from signer.wire.cli import signer_call, signer_paths
+
+app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
+
+
+@app.command("verify")
+def verify(
+    ctx: typer.Context,
+    replay: bool = typer.Option(True, help="Also re-run every decision from its record."),
+    passphrase_file: Optional[Path] = typer.Option(
+        None, "--passphrase-file", help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt)."),
+    against_companion: Optional[Path] = typer.Option(
+        None, "--against-companion",
+        help="The companion's witness file (its latest signed checkpoint): a shorter or rewritten log fails."),
+) -> None:
+    """Check every record's MAC, order and the tail anchor; exit 1 on any tampering.
+
+    The chain is keyed by the master key: with no passphrase given (no --passphrase-file, no
+    OWLIA_SIGNER_PASSPHRASE) and the signer running, the daemon checks it (admin token); otherwise
+    this unlocks the keystore with the passphrase (prompting on a terminal)."""
+    from signer.keystore import KeystoreError, unlock
+    from policies.kernel.passphrase import PASSPHRASE_ENV
+    from signer.replay import replay_decisions
+    from signer.store.audit import AuditKeys
+    from signer.store.audit import verify as verify_log
+    from signer.store.db import connect
+
+    paths = signer_paths(ctx)
+    if not paths.db.exists():
+        fail(f"no signer database at {paths.db}")
+    conn = connect(paths.db, readonly=True)
+    if passphrase_file is None and not os.environ.get(PASSPHRASE_ENV) and _daemon_reachable(paths):
+        report = signer_call(ctx, "audit.verify", admin=True)  # the running daemon holds the keys
+    else:
+        try:
+            with unlock(paths.home, read_passphrase(passphrase_file)) as master:
+                keys = AuditKeys.derive(master)
+        except KeystoreError as exc:
+            fail(str(exc))
+        report = verify_log(conn, paths.anchor, keys=keys).to_json()
+    result = {"ok": report["ok"], "records": report["records"], "problems": report["problems"]}
+    if against_companion is not None:
+        from signer.audit_witness import WitnessError, check_against
+
+        try:
+            behind = check_against(conn, against_companion)
+        except WitnessError as exc:
+            fail(str(exc))
+        result["companion_checkpoint"] = behind.to_json()
+        if not behind.ok:
+            result["ok"] = False
+            result["problems"] = [*report["problems"], *behind.problems]
+    if replay and result["ok"]:
+        mismatches = replay_decisions(conn)
+        result["replay_mismatches"] = mismatches
+        result["ok"] = not mismatches
+    print_json(result)
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+def _daemon_reachable(paths) -> bool:
+    return paths.socket.exists() and paths.admin_token.exists() and os.access(paths.admin_token, os.R_OK)
+
+
+@app.command("tail")
+def tail(
+    ctx: typer.Context,
+    n: int = typer.Option(20, "-n", help="How many records."),
+    kind: Optional[str] = typer.Option(None, help="Only records of this kind, e.g. sign.decided."),
+) -> None:
+    """Print the last records (read directly; run as the signer's user)."""
+    from signer.store.audit import tail as tail_log
+    from signer.store.db import connect
+
+    paths = signer_paths(ctx)
+    if not paths.db.exists():
+        fail(f"no signer database at {paths.db}")
+    conn = connect(paths.db, readonly=True)
+    print_json([e.to_json() for e in tail_log(conn, n, kind=kind)])

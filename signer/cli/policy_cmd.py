@@ -1,0 +1,72 @@
+"""`owlia policy`: validate a policy file and preview decisions without signing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from policies.kernel.cli import fail, print_json
+
+app = typer.Typer(help="Check policy files and preview decisions.", no_args_is_help=True)
+
+
+@app.command("validate")
+def validate(file: Path = typer.Argument(..., exists=True, dir_okay=False, help="Policy YAML file.")) -> None:
+    """Validate a policy file; errors name the bad field."""
+    from policies.loader import PolicyError, load_policy
+
+    try:
+        policy = load_policy(file)
+    except PolicyError as exc:
+        fail(str(exc))
+    print_json({"valid": True, "policy_hash": policy.policy_hash()})
+
+
+@app.command("check")
+def check(
+    policy_file: Path = typer.Option(..., "--policy", exists=True, dir_okay=False, help="Policy YAML file."),
+    intent: str = typer.Option(..., "--intent", help="Intent JSON, as sent to sign.request (or @FILE)."),
+    spent: Optional[str] = typer.Option(None, help='Already spent, JSON {"CHAIN:ASSET:SECONDS": amount}.'),
+    session_key_ttl: int = typer.Option(3600, help="Seconds the session key has left (0: none)."),
+) -> None:
+    """Print the decision for an intent without signing anything. Exit 0 allow, 3 escalate, 4 deny."""
+    import time
+
+    from pydantic import ValidationError
+
+    from policies.context import EvalContext
+    from policies.decision import Outcome
+    from policies.decode import decode
+    from policies.evaluate import evaluate
+    from policies.loader import PolicyError, load_policy
+    from signer.intents import intent_to_call
+    from signer.wire.protocol import Intent
+    from signer.records import decision_to_json
+    from signer.summary import Summarizer
+
+    try:
+        policy = load_policy(policy_file)
+    except PolicyError as exc:
+        fail(str(exc))
+    text = Path(intent[1:]).read_text() if intent.startswith("@") else intent
+    try:
+        parsed = Intent.model_validate_json(text)
+        spent_map = {
+            (int(k.split(":")[0]), k.split(":")[1].lower(), int(k.split(":")[2])): int(v)
+            for k, v in json.loads(spent or "{}").items()
+        }
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'intent'}: {e['msg']}"
+                             for e in exc.errors(include_url=False)[:8])
+        fail(f"bad intent: {problems} (see docs/signer-protocol.md for the intent fields)")
+    except (ValueError, IndexError) as exc:
+        fail(f"bad intent or --spent: {exc}")
+    now = time.time()
+    decoded = decode(intent_to_call(parsed, "cli"))
+    ctx = EvalContext(now=now, spent=spent_map, session_key_expires_at=now + session_key_ttl if session_key_ttl else None)
+    decision = evaluate(policy, decoded, ctx)
+    print_json({"summary": Summarizer(policy)(decoded), "decision": decision_to_json(decision)})
+    raise typer.Exit({Outcome.ALLOW: 0, Outcome.ESCALATE: 3, Outcome.DENY: 4}[decision.outcome])

@@ -1,0 +1,7 @@
+"""The signer's wire part: the only thing the bot, the bridge and the companion import from the signer.
+
+Protocol models and the client for the signer's socket, the config file's format (where the socket
+is), the approval request the companion is shown, the device and identity message formats both
+ends sign and check, and the EIP-1559 encoding the companion signs the main key's transactions
+with. Nothing here opens the keystore, the store or the audit log.
+"""

@@ -1,0 +1,92 @@
+"""The canonical approval request: what the companion shows and what the device signs over.
+
+Built by the signer from decoded bytes and its own policy (names, symbols, decimals), never from
+the agent's words: the agent's reason is carried, but only under `agent_reason_unverified`. The
+request hash is sha256 of the canonical JSON, so the companion recomputes it from what it received
+and a bridge that rewrites anything in flight makes every answer fail verification.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from policies.decision import Decision
+from policies.kernel.addresses import to_checksum
+from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
+from policies.model import Policy
+from policies.units import format_amount
+
+VERSION = 1
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def escalation_json(decision: Decision) -> dict[str, Any]:
+    """Why a request waits for the companion: the rule, its reason and every finding."""
+    return {"rule_id": decision.rule_id, "reason": decision.reason,
+            "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
+                         for f in decision.findings]}
+
+
+class RequestBuilder:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.index = policy.index
+
+    def _asset(self, chain_id: int, asset: str, amount: int) -> dict[str, Any]:
+        info = self.index.asset_info(chain_id, asset)
+        token = "native" if asset == NATIVE else to_checksum(asset)
+        if info is None:
+            return {"token": token, "symbol": None, "amount": None, "amount_base_units": str(amount),
+                    "note": "unknown token: amount shown in base units only"}
+        symbol, decimals = info
+        return {"token": token, "symbol": symbol, "amount": format_amount(amount, decimals, symbol),
+                "amount_base_units": str(amount)}
+
+    def _party(self, chain_id: int, address: str) -> dict[str, Any]:
+        name = self.index.address_name(chain_id, address)
+        return {"address": to_checksum(address), "name": name, "label": name or "new address"}
+
+    def action(self, action: Any) -> dict[str, Any]:
+        if isinstance(action, Transfer):
+            return {"type": "transfer", **self._asset(action.chain_id, action.asset, action.amount),
+                    "recipient": self._party(action.chain_id, action.recipient)}
+        if isinstance(action, Approval):
+            unlimited = action.amount >= 2**255
+            return {"type": "approval", "method": action.method, "unlimited": unlimited,
+                    **self._asset(action.chain_id, action.asset, action.amount),
+                    "spender": self._party(action.chain_id, action.spender)}
+        if isinstance(action, ContractCall):
+            return {"type": "call", "target": self._party(action.chain_id, action.target),
+                    "selector": "0x" + action.selector.hex(), "depth": action.depth,
+                    "value": str(action.value), "decoded": action.decoded}
+        assert isinstance(action, Forbidden)
+        return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
+
+    def build(
+        self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
+        agent_reason: str | None, tx: dict[str, Any] | None, created_at: float, expires_at: float,
+    ) -> dict[str, Any]:
+        chain_id = decoded.call.chain_id
+        name = self.index.chain_name(chain_id)
+        return {
+            "v": VERSION,
+            "request_id": request_id,
+            "kind": kind,
+            "chain_id": chain_id,
+            "chain": f"{name} ({chain_id})" if name else f"unknown chain {chain_id}",
+            "tx": tx,
+            "summary": summary,
+            "actions": [self.action(a) for a in decoded.actions],
+            "escalation": escalation_json(decision),
+            "agent_reason_unverified": agent_reason,
+            "created_at": created_at,
+            "expires_at": expires_at,
+        }
+
+

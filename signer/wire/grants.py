@@ -1,0 +1,262 @@
+"""Tier 3 grants: the signer's policy turned into on-chain caveats, read back, and checked.
+
+A grant is a set of delegations from the main account to one session key, one per *lane*:
+- the native lane: AllowedTargets (the address book's recipients), ExactCalldata (empty: a plain
+  transfer, never a call into a recipient that is a contract), ValueLte (the per-transaction cap),
+  NativeTokenPeriodTransfer (one fixed period), Timestamp (expiry), optionally LimitedCalls;
+- one lane per ERC-20: AllowedTargets (the token only), ValueLte(0), ERC20PeriodTransfer (the
+  token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, optionally LimitedCalls.
+The period enforcers keep their state per delegation hash, so each lane carries exactly one period:
+the policy's shortest window for that asset. Longer windows stay off-chain only (docs/tier3.md).
+
+`derive_lanes` is what the companion builds and shows; `parse_lane` + `check_lane` is what the
+signer runs on a grant before it will use it: a caveat wider than the policy, an enforcer it does not
+know, or a missing required caveat refuses the whole grant.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from policies.intent import NATIVE
+from policies.model import Policy
+from policies.units import format_amount
+from signer.wire.delegation import Caveat, Delegation, addr_word, word
+
+ALLOWED_TARGETS = "AllowedTargetsEnforcer"
+ALLOWED_CALLDATA = "AllowedCalldataEnforcer"
+EXACT_CALLDATA = "ExactCalldataEnforcer"
+VALUE_LTE = "ValueLteEnforcer"
+NATIVE_PERIOD = "NativeTokenPeriodTransferEnforcer"
+ERC20_PERIOD = "ERC20PeriodTransferEnforcer"
+TIMESTAMP = "TimestampEnforcer"
+LIMITED_CALLS = "LimitedCallsEnforcer"
+ENFORCERS = (ALLOWED_TARGETS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD, TIMESTAMP, LIMITED_CALLS)
+
+# The rule ids the signer names when the chain would refuse (docs/tier3.md).
+RULE_BY_ENFORCER = {
+    ALLOWED_TARGETS: "onchain.allowed_targets",
+    ALLOWED_CALLDATA: "onchain.allowed_calldata",
+    EXACT_CALLDATA: "onchain.exact_calldata",
+    VALUE_LTE: "onchain.value_lte",
+    NATIVE_PERIOD: "onchain.native_period",
+    ERC20_PERIOD: "onchain.erc20_period",
+    TIMESTAMP: "onchain.expired",
+    LIMITED_CALLS: "onchain.limited_calls",
+}
+
+
+class GrantError(ValueError):
+    """A grant the signer will not use (or the companion will not build); the text says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    """One delegation's caveats, decoded: what the session key may do through it."""
+
+    asset: str  # "native" or the token address
+    targets: tuple[str, ...]  # native: recipients; ERC-20: (token,)
+    recipient: str | None  # ERC-20: the one recipient AllowedCalldata pins
+    value_lte: int
+    period_amount: int
+    period_seconds: int
+    period_start: int
+    expires_at: int  # unix seconds; the Timestamp enforcer's "before" bound
+    call_limit: int | None = None
+
+    def caveats(self, enforcers: dict[str, str]) -> tuple[Caveat, ...]:
+        def at(name: str) -> str:
+            if name not in enforcers:
+                raise GrantError(f"the chain's config names no {name}: run `owlia chain dev` or add it")
+            return enforcers[name]
+
+        out = [Caveat(at(ALLOWED_TARGETS), b"".join(bytes.fromhex(t[2:]) for t in self.targets))]
+        if self.asset == NATIVE:
+            out.append(Caveat(at(EXACT_CALLDATA), b""))  # empty calldata: value only
+        else:
+            if self.recipient is None:
+                raise GrantError("an ERC-20 lane needs its one recipient")
+            out.append(Caveat(at(ALLOWED_CALLDATA), word(4) + addr_word(self.recipient)))
+        out.append(Caveat(at(VALUE_LTE), word(self.value_lte)))
+        if self.asset == NATIVE:
+            terms = word(self.period_amount) + word(self.period_seconds) + word(self.period_start)
+            out.append(Caveat(at(NATIVE_PERIOD), terms))
+        else:
+            terms = bytes.fromhex(self.asset[2:]) + word(self.period_amount) + word(self.period_seconds) \
+                + word(self.period_start)
+            out.append(Caveat(at(ERC20_PERIOD), terms))
+        out.append(Caveat(at(TIMESTAMP), (0).to_bytes(16, "big") + self.expires_at.to_bytes(16, "big")))
+        if self.call_limit is not None:
+            out.append(Caveat(at(LIMITED_CALLS), word(self.call_limit)))
+        return tuple(out)
+
+    def delegation(self, *, delegate: str, delegator: str, salt: int, enforcers: dict[str, str]) -> Delegation:
+        return Delegation(delegate.lower(), delegator.lower(), self.caveats(enforcers), salt)
+
+
+# ---- policy -> lanes (the companion) --------------------------------------------------------------
+
+
+def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, start: int | None = None,
+                 erc20_recipient: str | None = None, call_limit: int | None = None) -> list[Lane]:
+    """The widest grant the policy allows: every caveat comes from a policy limit, none is invented."""
+    index = policy.index
+    if not index.has_chain(chain_id):
+        raise GrantError(f"the policy does not list chain {chain_id}")
+    recipients = tuple(sorted(a for c, a in index.book if c == chain_id))
+    if not recipients:
+        raise GrantError("the policy's address book has no recipient on this chain: a grant would allow nobody")
+    start = int(time.time()) if start is None else start
+    lanes = []
+    for (rule_chain, asset), rule in sorted(index.assets.items()):
+        if rule_chain != chain_id or not rule.windows:
+            continue
+        window = min(rule.windows, key=lambda w: w.seconds)
+        if asset == NATIVE:
+            if rule.per_tx is None:
+                raise GrantError(f"{rule.symbol} has no per_tx limit in the policy: Tier 3 needs one (ValueLte)")
+            lanes.append(Lane(NATIVE, recipients, None, rule.per_tx, window.limit, window.seconds, start, expires_at,
+                              call_limit))
+            continue
+        if erc20_recipient is None:
+            if len(recipients) != 1:
+                raise GrantError(f"{rule.symbol}: an ERC-20 lane pins one recipient; the address book has "
+                                 f"{len(recipients)}: choose one")
+            pinned = recipients[0]
+        else:
+            pinned = erc20_recipient.lower()
+            if (chain_id, pinned) not in index.book:
+                raise GrantError(f"{erc20_recipient} is not in the policy's address book")
+        lanes.append(Lane(asset, (asset,), pinned, 0, window.limit, window.seconds, start, expires_at, call_limit))
+    if not lanes:
+        raise GrantError("the policy has no asset with a window limit on this chain: nothing to grant")
+    return lanes
+
+
+# ---- delegation -> lane (the signer) ----------------------------------------------------------------
+
+
+def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
+    """Decode a delegation's caveats; anything unexpected refuses it (default deny)."""
+    by_address = {address.lower(): name for name, address in enforcers.items()}
+    found: dict[str, bytes] = {}
+    for caveat in delegation.caveats:
+        name = by_address.get(caveat.enforcer)
+        if name is None:
+            raise GrantError(f"caveat enforcer {caveat.enforcer} is not one of this chain's configured enforcers")
+        if name in found:
+            raise GrantError(f"{name} appears twice")
+        found[name] = caveat.terms
+    for required in (ALLOWED_TARGETS, VALUE_LTE, TIMESTAMP):
+        if required not in found:
+            raise GrantError(f"the grant has no {required}: it would not bound the session key")
+    if (NATIVE_PERIOD in found) == (ERC20_PERIOD in found):
+        raise GrantError("a lane needs exactly one period enforcer (native or ERC-20)")
+    targets_raw = found[ALLOWED_TARGETS]
+    if not targets_raw or len(targets_raw) % 20:
+        raise GrantError("AllowedTargets terms are not a list of addresses")
+    targets = tuple("0x" + targets_raw[i:i + 20].hex() for i in range(0, len(targets_raw), 20))
+    value_lte = _uint(found[VALUE_LTE], VALUE_LTE)
+    stamp = found[TIMESTAMP]
+    if len(stamp) != 32:
+        raise GrantError("Timestamp terms must be 32 bytes")
+    expires_at = int.from_bytes(stamp[16:], "big")
+    if expires_at == 0:
+        raise GrantError("the grant never expires (Timestamp has no 'before' bound)")
+    call_limit = _uint(found[LIMITED_CALLS], LIMITED_CALLS) if LIMITED_CALLS in found else None
+    recipient = None
+    if NATIVE_PERIOD in found:
+        if ALLOWED_CALLDATA in found:
+            raise GrantError("a native lane carries no AllowedCalldata")
+        if found.get(EXACT_CALLDATA) != b"":
+            raise GrantError("a native lane must pin empty calldata (ExactCalldata with empty terms): without it "
+                             "the session key could call any recipient that is a contract as the main account")
+        terms = found[NATIVE_PERIOD]
+        if len(terms) != 96:
+            raise GrantError("NativeTokenPeriodTransfer terms must be 96 bytes")
+        asset = NATIVE
+        amount, seconds, start = (int.from_bytes(terms[i:i + 32], "big") for i in (0, 32, 64))
+    else:
+        terms = found[ERC20_PERIOD]
+        if len(terms) != 116:
+            raise GrantError("ERC20PeriodTransfer terms must be 116 bytes")
+        asset = "0x" + terms[:20].hex()
+        amount, seconds, start = (int.from_bytes(terms[i:i + 32], "big") for i in (20, 52, 84))
+        calldata = found.get(ALLOWED_CALLDATA)
+        if calldata is None or len(calldata) != 64 or int.from_bytes(calldata[:32], "big") != 4 \
+                or calldata[32:44] != b"\x00" * 12:
+            raise GrantError("an ERC-20 lane must pin its recipient (AllowedCalldata at offset 4, one address)")
+        recipient = "0x" + calldata[44:].hex()
+        if targets != (asset,):
+            raise GrantError("an ERC-20 lane's AllowedTargets must be exactly its token")
+    if amount == 0 or seconds == 0 or start == 0:
+        raise GrantError("the period caveat has a zero amount, duration or start")
+    return Lane(asset, targets, recipient, value_lte, amount, seconds, start, expires_at, call_limit)
+
+
+def _uint(terms: bytes, name: str) -> int:
+    if len(terms) != 32:
+        raise GrantError(f"{name} terms must be 32 bytes")
+    return int.from_bytes(terms, "big")
+
+
+def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -> None:
+    """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit."""
+    index = policy.index
+    rule = index.assets.get((chain_id, lane.asset))
+    if rule is None:
+        raise GrantError(f"the policy has no limits for {lane.asset} on chain {chain_id}")
+    for target in lane.targets if lane.asset == NATIVE else ((lane.recipient or ""),):
+        if (chain_id, target) not in index.book:
+            raise GrantError(f"{target} may receive through the grant but is not in the policy's address book")
+    if lane.asset == NATIVE:
+        if rule.per_tx is None or lane.value_lte > rule.per_tx:
+            raise GrantError(f"ValueLte {lane.value_lte} is above the policy's per_tx for {rule.symbol}")
+    elif lane.value_lte != 0:
+        raise GrantError("an ERC-20 lane must not move ETH (ValueLte must be 0)")
+    window = next((w for w in rule.windows if w.seconds == lane.period_seconds), None)
+    if window is None:
+        raise GrantError(f"the grant's period of {lane.period_seconds}s is none of the policy's windows for "
+                         f"{rule.symbol}")
+    if lane.period_amount > window.limit:
+        allowed = format_amount(lane.period_amount, rule.decimals, rule.symbol)
+        limit = format_amount(window.limit, rule.decimals, rule.symbol)
+        raise GrantError(f"the grant allows {allowed} per {window.label}, above the policy's {limit}")
+    if lane.expires_at > not_after:
+        raise GrantError("the grant outlives the session key it is for")
+
+
+# ---- words ---------------------------------------------------------------------------------------------
+
+
+def describe(lane: Lane, policy: Policy, chain_id: int) -> str:
+    """The grant in one sentence, shown before the main key signs it."""
+    index = policy.index
+    rule = index.assets.get((chain_id, lane.asset))
+    symbol, decimals = (rule.symbol, rule.decimals) if rule else (lane.asset, 0)
+
+    def who(address: str) -> str:
+        name = index.names.get((chain_id, address))
+        return f"{name} ({address})" if name else address
+
+    period = _period_words(lane.period_seconds)
+    until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lane.expires_at))
+    if lane.asset == NATIVE:
+        text = (f"this key may send at most {format_amount(lane.value_lte, decimals, symbol)} per transaction and "
+                f"{format_amount(lane.period_amount, decimals, symbol)} per {period}, only to "
+                f"{', '.join(who(t) for t in lane.targets)}, until {until}")
+    else:
+        text = (f"this key may send at most {format_amount(lane.period_amount, decimals, symbol)} per {period}, "
+                f"only to {who(lane.recipient or '')}, until {until}")
+    if lane.call_limit is not None:
+        text += f", {lane.call_limit} transactions in all"
+    return text
+
+
+def _period_words(seconds: int) -> str:
+    for unit, name in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds % unit == 0:
+            n = seconds // unit
+            return name if n == 1 else f"{n} {name}s"
+    return f"{seconds} seconds"

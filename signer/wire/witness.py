@@ -1,0 +1,78 @@
+"""The audit checkpoint as the companion keeps it: its format, and the witness that never goes back.
+
+The signer signs checkpoints (record count and head hash) with its companion identity key; the
+companion keeps the latest it accepted and refuses any that goes back (fewer records, or another
+head at a count it already holds). This half is a wire format: the companion imports it without
+any of the signer's core (signer.audit_witness makes checkpoints and checks the log against one).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policies.kernel.files import write_private_file
+from signer.wire.messages import signed_by
+
+CHECKPOINT_DOMAIN = "owliabot-audit-checkpoint-v1"
+
+
+class WitnessError(Exception):
+    """The witness file cannot be read, or a checkpoint is not signed by the paired signer."""
+
+
+def checkpoint_body(seq: int, head: str) -> dict[str, Any]:
+    return {"seq": int(seq), "head": head}
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    seq: int
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "seq": self.seq, "problems": self.problems}
+
+
+class Witness:
+    """The companion's copy: one JSON file (0600) holding the latest checkpoint it accepted."""
+
+    def __init__(self, path: Path, signer_key: str) -> None:
+        self.path = Path(path)
+        self.signer_key = signer_key
+
+    def latest(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise WitnessError(f"{self.path}: unreadable witness file ({type(exc).__name__})") from None
+        if not self._authentic(data):
+            raise WitnessError(f"{self.path}: the stored checkpoint is not signed by this signer")
+        return data
+
+    def _authentic(self, cp: Any) -> bool:
+        return (isinstance(cp, dict) and isinstance(cp.get("seq"), int) and isinstance(cp.get("head"), str)
+                and signed_by(self.signer_key, CHECKPOINT_DOMAIN, checkpoint_body(cp["seq"], cp["head"]),
+                              cp.get("signer_sig")))
+
+    def offer(self, cp: Any) -> Verdict:
+        """Keep `cp` if it is authentic and not behind what is held; else say why (the log went back)."""
+        if not self._authentic(cp):
+            return Verdict(False, -1, ["the checkpoint is not signed by the paired signer"])
+        held = self.latest()
+        if held is not None:
+            if cp["seq"] < held["seq"]:
+                return Verdict(False, cp["seq"], [f"the signer's audit log went back: it now ends at record "
+                                                  f"{cp['seq']}, the companion saw record {held['seq']} (truncated "
+                                                  "or rewritten)"])
+            if cp["seq"] == held["seq"] and cp["head"] != held["head"]:
+                return Verdict(False, cp["seq"], [f"record {cp['seq']} changed since the companion saw it (rewritten)"])
+            if cp["seq"] == held["seq"]:
+                return Verdict(True, cp["seq"])  # nothing new
+        write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "signer_sig")}).encode())
+        return Verdict(True, cp["seq"])

@@ -1,0 +1,118 @@
+"""An Ethereum JSON-RPC node that lies on demand: a real HTTP server in front of a real anvil.
+
+Every call is forwarded to anvil and its true answer is then bent according to the switches set
+on the server (all off: an honest relay). The lies are the ones a hostile or broken node can tell
+the signer:
+
+- `refuse_then_hide`: answer `eth_sendRawTransaction` with "transaction underpriced" although the
+  transaction WAS handed to anvil (and is mined), then deny knowing it: `eth_getTransactionByHash`
+  and `eth_getTransactionReceipt` return null for it;
+- `hold`: answer "transaction underpriced" and keep the transaction instead of forwarding it;
+  `release_held(reverse=True)` hands them to anvil later, in the reverse order (a reorder);
+- `nonce_lie`: a function from the true `eth_getTransactionCount` to the one told;
+- `receipt_lie`: a function from (asked hash, true receipt or None) to the receipt told;
+- `honest()`: every switch off again (hidden hashes become visible again).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class LyingNode(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream = upstream
+        self.lock = threading.Lock()
+        self.honest()
+        self.sent: list[str] = []  # hashes of every transaction handed to anvil through this node
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def honest(self) -> None:
+        self.refuse_then_hide = False
+        self.hold = False
+        self.held: list[str] = []  # raw transactions kept back, in arrival order
+        self.hidden: set[str] = set()
+        self.nonce_lie: Callable[[int], int] | None = None
+        self.receipt_lie: Callable[[str, dict | None], dict | None] | None = None
+
+    def forward(self, method: str, params: list[Any]) -> dict[str, Any]:
+        """The true answer of anvil, as a JSON-RPC reply object."""
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+        request = urllib.request.Request(self.upstream, data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - loopback anvil
+            return json.loads(reply.read())
+
+    def release_held(self, *, reverse: bool) -> list[dict[str, Any]]:
+        """Hand the kept transactions to anvil now (newest first when `reverse`); they stay hidden."""
+        with self.lock:
+            held, self.held = self.held, []
+        answers = []
+        for raw in reversed(held) if reverse else held:
+            answer = self.forward("eth_sendRawTransaction", [raw])
+            if "result" in answer:
+                self.sent.append(answer["result"])
+                self.hidden.add(answer["result"].lower())
+            answers.append(answer)
+        return answers
+
+    def answer(self, method: str, params: list[Any]) -> dict[str, Any]:
+        """What this node tells the signer: the truth, bent by whichever lies are switched on."""
+        if method == "eth_sendRawTransaction" and self.hold:
+            with self.lock:
+                self.held.append(params[0])
+            return _error("transaction underpriced")
+        if method == "eth_sendRawTransaction":
+            truth = self.forward(method, params)
+            if "result" in truth:
+                self.sent.append(truth["result"])
+            if not self.refuse_then_hide:
+                return truth
+            if "result" in truth:
+                self.hidden.add(truth["result"].lower())
+            return _error("transaction underpriced")
+        truth = self.forward(method, params)
+        if method in ("eth_getTransactionByHash", "eth_getTransactionReceipt"):
+            asked = str(params[0]).lower()
+            result = None if asked in self.hidden else truth.get("result")
+            if method == "eth_getTransactionReceipt" and self.receipt_lie is not None:
+                result = self.receipt_lie(asked, truth.get("result"))
+            return {"jsonrpc": "2.0", "id": 1, "result": result}
+        if method == "eth_getTransactionCount" and self.nonce_lie is not None and "result" in truth:
+            told = max(0, self.nonce_lie(int(truth["result"], 16)))
+            return {"jsonrpc": "2.0", "id": 1, "result": hex(told)}
+        return truth
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": message}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        node: LyingNode = self.server  # type: ignore[assignment]
+        reply = {**node.answer(request["method"], request.get("params", [])), "id": request.get("id")}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

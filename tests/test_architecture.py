@@ -1,0 +1,56 @@
+"""The package boundaries and the types hold (docs/architecture.md): `lint-imports` and mypy, run as in CI.
+
+import-linter reads every import, those inside functions and under TYPE_CHECKING included, so a
+lazy import past a boundary fails here like any other. mypy keeps its cache in .mypy_cache, so a
+rerun checks only what changed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    found = str(path) if path.exists() else shutil.which(name)
+    assert found, f"{name} is not installed: run `pip install -e .[dev]` (bash .ci/setup does)"
+    return found
+
+
+def _run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_import_contracts_are_kept() -> None:
+    out = _run([_tool("lint-imports"), "--no-cache"])
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
+
+
+def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None:
+    """The contracts see a function-level import: the same config on a copy with one added fails."""
+    copy = tmp_path / "project"
+    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    with (copy / "bot" / "config.py").open("a") as handle:
+        handle.write(textwrap.dedent("""
+
+            def _reach_into_the_signer():
+                from signer import daemon  # noqa: F401 - the probe: a lazy edge to the signer's core
+            """))
+    out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
+    assert out.returncode != 0
+    assert "bot.config -> signer.daemon" in out.stdout
+
+
+def test_mypy_passes_on_the_product_code() -> None:
+    out = _run([sys.executable, "-m", "mypy"])
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+    assert "Success" in out.stdout

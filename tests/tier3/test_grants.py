@@ -1,0 +1,178 @@
+"""Policy -> caveats and back, and the signer's refusal of any grant wider than the policy
+(property tests: every widening of every bound is refused; every narrowing is accepted)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import coincurve
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companion_bridge.companion.tier3 import sign_grant
+from policies.loader import load_policy
+from signer.wire.delegation import Caveat, Delegation
+from signer.wire.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, TIMESTAMP, GrantError, check_lane, derive_lanes, describe, parse_lane)
+from signer.wire.settings import DelegationContracts
+from signer.tier3 import verify_grant
+from signer.wire.txcodec import address_of
+from tests.conftest import DEV_POLICY, FRIEND, STRANGER
+
+POLICY = load_policy(DEV_POLICY)
+CHAIN = 31337
+NOW = 1_800_000_000
+ENFORCER_ADDRESSES = {name: "0x" + f"{i + 1:040x}" for i, name in enumerate(ENFORCERS)}
+MANAGER = "0x" + "aa" * 20
+CONTRACTS = DelegationContracts(
+    manager=MANAGER, stateless_delegator="0x" + "bb" * 20, enforcers=ENFORCER_ADDRESSES,
+    code_hashes={a: "0x" + "11" * 32 for a in [MANAGER, "0x" + "bb" * 20, *ENFORCER_ADDRESSES.values()]})
+MAIN = coincurve.PrivateKey(b"\x01" * 32)
+SESSION = "0x" + "cc" * 20
+
+
+def native_lane():
+    (lane,) = derive_lanes(POLICY, CHAIN, expires_at=NOW + 86400, start=NOW)
+    return lane
+
+
+def test_the_dev_policy_becomes_one_native_lane_in_words():
+    lane = native_lane()
+    assert lane.asset == NATIVE and lane.targets == (FRIEND.lower(),)
+    assert (lane.value_lte, lane.period_amount, lane.period_seconds) == (10**16, 5 * 10**16, 86400)
+    assert describe(lane, POLICY, CHAIN) == (
+        "this key may send at most 0.01 ETH per transaction and 0.05 ETH per day, only to dev-friend "
+        f"({FRIEND.lower()}), until 2027-01-16 08:00 UTC")
+
+
+def test_caveats_round_trip_and_verify():
+    lane = native_lane()
+    delegation = lane.delegation(delegate=SESSION, delegator=address_of(MAIN), salt=7, enforcers=ENFORCER_ADDRESSES)
+    assert parse_lane(delegation, ENFORCER_ADDRESSES) == lane
+    signed = sign_grant(MAIN, [lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=7)
+    account, lanes = verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=POLICY, delegate=SESSION,
+                                  not_after=NOW + 86400)
+    assert account == address_of(MAIN) and lanes == (lane,)
+
+
+widenings = st.one_of(
+    st.integers(1, 10**30).map(lambda k: {"value_lte": 10**16 + k}),
+    st.integers(1, 10**30).map(lambda k: {"period_amount": 5 * 10**16 + k}),
+    st.sampled_from([3600, 43200, 172800]).map(lambda s: {"period_seconds": s}),
+    st.just({"targets": (FRIEND.lower(), STRANGER.lower())}),
+    st.integers(1, 10**9).map(lambda k: {"expires_at": NOW + 86400 + k}),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(change=widenings)
+def test_every_widening_is_refused(change):
+    wide = dataclasses.replace(native_lane(), **change)
+    with pytest.raises(GrantError):
+        check_lane(wide, POLICY, CHAIN, not_after=NOW + 86400)
+    signed = sign_grant(MAIN, [wide], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=1)
+    with pytest.raises(GrantError):
+        verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=POLICY, delegate=SESSION,
+                     not_after=NOW + 86400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=st.integers(0, 10**16), amount=st.integers(1, 5 * 10**16), expiry=st.integers(NOW, NOW + 86400))
+def test_every_narrowing_is_accepted(value, amount, expiry):
+    narrow = dataclasses.replace(native_lane(), value_lte=value, period_amount=amount, expires_at=expiry)
+    check_lane(narrow, POLICY, CHAIN, not_after=NOW + 86400)
+
+
+def _with_caveats(caveats: tuple[Caveat, ...]) -> Delegation:
+    return Delegation(SESSION, address_of(MAIN), caveats, 1)
+
+
+def test_malformed_grants_are_refused():
+    caveats = native_lane().caveats(ENFORCER_ADDRESSES)
+    stamp = ENFORCER_ADDRESSES[TIMESTAMP]
+    cases = {
+        "not one of this chain's configured enforcers": caveats + (Caveat("0x" + "ee" * 20, b""),),
+        "appears twice": caveats + (caveats[0],),
+        "has no TimestampEnforcer": tuple(c for c in caveats if c.enforcer != stamp),
+        "never expires": tuple(Caveat(c.enforcer, b"\0" * 32) if c.enforcer == stamp else c for c in caveats),
+        "must pin empty calldata": tuple(c for c in caveats if c.enforcer != ENFORCER_ADDRESSES[EXACT_CALLDATA]),
+    }
+    for words, bad in cases.items():
+        with pytest.raises(GrantError, match=words):
+            parse_lane(_with_caveats(bad), ENFORCER_ADDRESSES)
+
+
+def test_signature_delegate_and_duplicate_lanes_are_checked():
+    lane = native_lane()
+    signed = sign_grant(MAIN, [lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=1)
+    kwargs = dict(chain_id=CHAIN, contracts=CONTRACTS, policy=POLICY, not_after=NOW + 86400)
+    with pytest.raises(GrantError, match="not this chain's session key"):
+        verify_grant(signed, delegate="0x" + "dd" * 20, **kwargs)
+    other = coincurve.PrivateKey(b"\x02" * 32)
+    forged = [signed[0].signed(sign_grant(other, [lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                                          enforcers=ENFORCER_ADDRESSES, salt=1)[0].signature)]
+    with pytest.raises(GrantError, match="not the main account's"):
+        verify_grant(forged, delegate=SESSION, **kwargs)
+    with pytest.raises(GrantError, match="signature"):  # signed for another chain's domain
+        verify_grant(sign_grant(MAIN, [lane], session_address=SESSION, chain_id=1, manager=MANAGER,
+                                enforcers=ENFORCER_ADDRESSES, salt=1), delegate=SESSION, **kwargs)
+    twice = sign_grant(MAIN, [lane, lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                       enforcers=ENFORCER_ADDRESSES, salt=1)
+    with pytest.raises(GrantError, match="limits would add up"):
+        verify_grant(twice, delegate=SESSION, **kwargs)
+
+
+def test_a_grant_offer_signed_by_another_eip712_library_verifies():
+    """The phone companion's path: it gets the offer (words + EIP-712 documents), signs each document with
+    its own library (here eth-account's sign_typed_data), and the signer accepts the result."""
+    import json
+
+    from eth_account import Account
+    from eth_utils import to_checksum_address
+
+    from companion_bridge.companion.tier3 import grant_offer, signed_from_offer
+
+    lane = native_lane()
+    offer = json.loads(json.dumps(grant_offer(
+        [lane], [describe(lane, POLICY, CHAIN)], session_address=SESSION, delegator=address_of(MAIN),
+        chain_id=CHAIN, manager=MANAGER, enforcers=ENFORCER_ADDRESSES, salt=5)))
+    assert offer["words"][0].startswith("this key may send at most 0.01 ETH")
+    signatures = []
+    for document in offer["typed_data"]:
+        document["message"]["salt"] = int(document["message"]["salt"])
+        for field in ("delegate", "delegator"):
+            document["message"][field] = to_checksum_address(document["message"][field])
+        document["domain"]["verifyingContract"] = to_checksum_address(document["domain"]["verifyingContract"])
+        signed = Account.sign_typed_data(MAIN.secret, full_message=document)
+        signatures.append("0x" + bytes(signed.signature).hex())
+    delegations = signed_from_offer(offer, signatures)
+    account, lanes = verify_grant(delegations, chain_id=CHAIN, contracts=CONTRACTS, policy=POLICY, delegate=SESSION,
+                                  not_after=NOW + 86400)
+    assert account == address_of(MAIN) and lanes == (lane,)
+    other = coincurve.PrivateKey(b"\x03" * 32)
+    forged = Account.sign_typed_data(other.secret, full_message=document)
+    from signer.wire.delegation import DelegationError
+
+    with pytest.raises(DelegationError, match="not the delegator's"):
+        signed_from_offer(offer, ["0x" + bytes(forged.signature).hex()])
+
+
+@settings(max_examples=200, deadline=None)
+@given(junk=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner,
+                                                                                       max_size=6), max_leaves=12),
+       field=st.sampled_from(["delegate", "delegator", "authority", "caveats", "salt", "signature"]))
+def test_malformed_delegation_json_gets_a_worded_error_never_a_crash(junk, field):
+    from signer.wire.delegation import DelegationError
+
+    good = native_lane().delegation(delegate=SESSION, delegator=address_of(MAIN), salt=1,
+                                    enforcers=ENFORCER_ADDRESSES).to_json()
+    try:
+        parsed = Delegation.from_json({**good, field: junk})
+    except DelegationError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(parsed, Delegation)
