@@ -5,11 +5,18 @@
   on loopback; target p50 <= 50 ms;
 - scale: the bridge holding 100 paired devices and 1 000 queued requests, then all 100
   companions connecting at once and each receiving the whole backlog; the bridge's RSS.
+
+The signer lets one client have at most `MAX_WAITING_PER_CLIENT` (10) escalations waiting at once
+(`approvals.too_many_waiting`), so the bench spreads its escalations over several bot clients, ten
+per client, as several bots of one user would; each client's token is issued by the admin first.
+Options: `--arrivals N`, `--devices N`, `--queued N` (small counts for the smoke test).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -31,6 +38,7 @@ from companion_bridge.companion.wallet import CompanionWallet  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from signer.wire.client import SignerClient  # noqa: E402
 from signer.wire.protocol import Scope  # noqa: E402
+from signer.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 PASSPHRASE = b"benchmark passphrase"
@@ -98,7 +106,12 @@ class Stack:
                     raise RuntimeError("bridge did not start") from None
                 time.sleep(0.05)
         self.admin = self.signer.admin_token
-        self.bot = self.signer.client_token("bot")
+        self._bots = itertools.count()
+
+    def bot_tokens(self, requests: int) -> list[str]:
+        """Fresh bot clients enough for `requests` escalations to wait at once, ten per client."""
+        count = -(-requests // MAX_WAITING_PER_CLIENT)
+        return [self.signer.client_token(f"bot{next(self._bots)}") for _ in range(count)]
 
     @property
     def url(self) -> str:
@@ -124,15 +137,20 @@ async def bench_arrival(stack: Stack, n: int = 200) -> dict:
     companion = await stack.companion(0)
     await companion.connect()
     samples = []
-    async with SignerClient(stack.signer.socket, stack.bot) as bot:
-        for i in range(n + 20):
-            t0 = time.perf_counter()
-            pending = await bot.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
-            request = await companion.next_request(timeout=5)
-            elapsed = time.perf_counter() - t0
-            assert request["request_id"] == pending["request_id"]
-            if i >= 20:  # warm-up: connections, fee cache
-                samples.append(elapsed)
+    warmup = min(20, n)
+    tokens = stack.bot_tokens(n + warmup)
+    for chunk, token in enumerate(tokens):  # a client for each ten: all stay open for the scale test
+        async with SignerClient(stack.signer.socket, token) as bot:
+            for i in range(chunk * MAX_WAITING_PER_CLIENT, min(n + warmup, (chunk + 1) * MAX_WAITING_PER_CLIENT)):
+                t0 = time.perf_counter()
+                pending = await bot.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
+                if pending.get("status") != "pending_approval":
+                    raise RuntimeError(f"escalation {i} was not escalated: {pending}")
+                request = await companion.next_request(timeout=5)
+                elapsed = time.perf_counter() - t0
+                assert request["request_id"] == pending["request_id"]
+                if i >= warmup:  # warm-up: connections, fee cache
+                    samples.append(elapsed)
     await companion.close()
     return {"escalation_to_companion": _ms(samples)}
 
@@ -161,21 +179,28 @@ async def bench_scale(stack: Stack, devices: int = 100, queued: int = 1000) -> d
     companions = [await stack.companion(i + 1) for i in range(devices)]
     pair_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    clients = [SignerClient(stack.signer.socket, stack.bot) for _ in range(8)]
+    tokens = iter(stack.bot_tokens(queued))
     counter = iter(range(queued))
+    before = json.loads(urllib.request.urlopen(stack.url + "/v1/health").read())["queued"]  # noqa: S310
 
-    async def fill(client: SignerClient) -> None:
-        async with client:
-            for _ in counter:
-                await client.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
+    async def fill() -> None:  # eight senders; each takes the next client once its current one has ten waiting
+        for token in tokens:
+            async with SignerClient(stack.signer.socket, token) as client:
+                for _, _ in zip(range(MAX_WAITING_PER_CLIENT), counter):
+                    pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
+                    if pending.get("status") != "pending_approval":
+                        raise RuntimeError(f"escalation was not escalated: {pending}")
 
-    await asyncio.gather(*(fill(c) for c in clients))
+    t0 = time.perf_counter()
+    await asyncio.gather(*(fill() for _ in range(8)))
     enqueue_s = time.perf_counter() - t0
     for _ in range(100):  # until the bridge's queue holds them all
         health = json.loads(urllib.request.urlopen(stack.url + "/v1/health").read())  # noqa: S310
-        if health["queued"] >= queued:
+        if health["queued"] >= before + queued:
             break
         await asyncio.sleep(0.1)
+    else:
+        raise RuntimeError(f"the bridge holds {health['queued']} requests, expected {before + queued}")
     rss_queued = _rss_mb(stack.bridge.pid)
     tokens = await asyncio.gather(*(c.login() for c in companions))
     for c in companions:
@@ -196,6 +221,11 @@ async def bench_scale(stack: Stack, devices: int = 100, queued: int = 1000) -> d
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arrivals", type=int, default=200, help="escalations timed (after 20 warm-up ones)")
+    parser.add_argument("--devices", type=int, default=100, help="paired devices in the scale test")
+    parser.add_argument("--queued", type=int, default=1000, help="requests queued in the scale test")
+    args = parser.parse_args()
     stack = Stack()
     try:
         main_address = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"  # MAIN_KEY's account: funded by anvil
@@ -204,8 +234,10 @@ def main() -> None:
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
                         "event_loop": loop_name()},
             "date": time.strftime("%Y-%m-%d"),
-            **asyncio.run(bench_arrival(stack)),
-            "scale": asyncio.run(bench_scale(stack)),
+            "measures": "escalation: bot client -> real `owlia signer serve` -> real bridge process -> "
+                        "companion WebSocket on loopback; scale: bridge holding queued requests for paired devices",
+            **asyncio.run(bench_arrival(stack, args.arrivals)),
+            "scale": asyncio.run(bench_scale(stack, args.devices, args.queued)),
         }
     finally:
         stack.close()

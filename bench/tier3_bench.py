@@ -103,7 +103,7 @@ async def _transfers(signer: Signer, url: str, n: int) -> dict:
     from signer.wire.client import SignerClient, new_idempotency_key
     from signer.wire.protocol import Scope
 
-    token = issue_client(signer.paths, "bench", Scope.SIGN)[1]
+    token = issue_client(signer.paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
     latencies, gas = [], []
     async with SignerClient(signer.paths.socket, token) as client:
         for i in range(n + 3):

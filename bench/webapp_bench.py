@@ -119,4 +119,10 @@ async def _sign(stack: Stack, token: str) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=60, help="cards timed")
+    parser.add_argument("--warmup", type=int, default=10, help="cards before those, not timed")
+    args = parser.parse_args()
+    main(args.n, args.warmup)

@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from bot.llm.openai_provider import OpenAIProvider
 
 
+def provider_module(ref: ModelRef) -> str:
+    """The module (and so the SDK) `make_provider` imports for this model: the bot imports it ahead,
+    off the event loop, once it is ready (see LLMPool.warm)."""
+    return "bot.llm.anthropic_provider" if ref.info.api == "anthropic" else "bot.llm.openai_provider"
+
+
 def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str | None = None,
                   base_url: str | None = None, timeout: float = 120.0) -> AnthropicProvider | OpenAIProvider:
     info = ref.info

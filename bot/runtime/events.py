@@ -17,6 +17,10 @@ from typing import Any, Literal
 
 EventType = Literal["agent", "tool", "cron", "health", "channel", "signer"]
 EVENT_TYPES: tuple[str, ...] = ("agent", "tool", "cron", "health", "channel", "signer")
+DEFAULT_CAPACITY = 1_000
+"""Events kept for /events/poll. A message emits about four, so this is the last ~250 messages:
+pollers follow with `since` and are never that far behind. At 10 000 the ring was the largest thing
+a long-running bot grew (about 2 MB, still filling after 2 000 messages)."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class RuntimeEvent:
 class EventBus:
     """Thread-safe bounded event log with monotonically increasing sequence numbers."""
 
-    def __init__(self, capacity: int = 10_000) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._events: deque[RuntimeEvent] = deque(maxlen=capacity)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()

@@ -114,7 +114,10 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
                 tasks[name] = asyncio.create_task(launch.states.keep(name, channel, stop), name=f"channel-{name}")
             if on_ready is not None:
                 on_ready(launch)
+            # after ready, never before it: the first reply should not wait for the provider SDK import
+            warming = asyncio.create_task(runtime.llm.warm(), name="warm-llm-sdk")
             await stop.wait()
+            await warming
             await asyncio.gather(*tasks.values(), return_exceptions=True)
     finally:
         for task in tasks.values():

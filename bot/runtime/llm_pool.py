@@ -17,7 +17,7 @@ from pathlib import Path
 from bot.config import LLMProfileSettings, LLMSettings
 from bot.llm.failover import CooldownStore, FailoverRouter, Profile
 from bot.llm.models import resolve_model
-from bot.llm.providers import make_profile
+from bot.llm.providers import make_profile, provider_module
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,24 @@ class LLMPool:
     async def configured(self) -> list[str]:
         """Profiles that have a credential, without building providers (which imports SDKs)."""
         return [item.name for item, _ in await self._credentials()]
+
+    async def warm(self) -> list[str]:
+        """Import the provider SDKs the credentialed profiles use, in a worker thread, so the first
+        reply after a start does not wait for them (0.5-1 s here); returns the modules imported.
+        Never raises: a failure here only means the first message imports them itself."""
+        import asyncio
+        import importlib
+
+        modules: list[str] = []
+        try:
+            for item, _ in await self._credentials():
+                module = provider_module(resolve_model(item.model))
+                if module not in modules:
+                    await asyncio.to_thread(importlib.import_module, module)
+                    modules.append(module)
+        except Exception:  # noqa: BLE001 - warming is an optimisation, never a reason to stop
+            log.warning("could not import the LLM provider SDKs ahead", exc_info=True)
+        return modules
 
     async def ready(self, now: float | None = None) -> list[str]:
         """Profiles with a credential and no cooldown, read from disk (no SDK import, no request)."""

@@ -38,7 +38,12 @@ log = logging.getLogger(__name__)
 # channel:peer for DMs, channel:chat:peer for per-user sessions in a group (ids may be negative on Telegram)
 KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}(:[A-Za-z0-9_.@+-]{1,128}){1,2}")
 SUMMARY_HEADER = "[Summary of earlier conversation — written by the assistant, not by the user]"
-MAX_SEEN_CARRIED = 1_000
+PARSED_TURNS = 50
+"""User turns of an open conversation kept parsed in memory (with the pinned and must-keep records
+before them): enough for `history()` up to this many turns. Older records stay only in the file,
+which `messages`, `compact` and longer histories read back, so a long chat does not grow the bot."""
+TRIM_AT_TURNS = 2 * PARSED_TURNS  # trim when this many are parsed: amortised, not per message
+MAX_SEEN_CARRIED = 1_000  # inbound ids remembered against redelivery, in memory and across a rewrite
 
 
 class SessionCorrupt(ValueError):
@@ -86,6 +91,8 @@ def _load(path: Path) -> tuple[SessionState | None, int | None]:
             state.messages.append(record)
         elif isinstance(record, SeenRecord):
             state.seen.update(dict.fromkeys(record.ids))
+            while len(state.seen) > MAX_SEEN_CARRIED:
+                del state.seen[next(iter(state.seen))]
         elif isinstance(record, MetaUpdateRecord):
             state.usage = record.usage
             state.model = record.model or state.model
@@ -112,6 +119,8 @@ class Session:
         if state.meta.key != key:
             raise SessionCorrupt(f"{path} belongs to session {state.meta.key!r}, not {key!r}")
         self.state = state
+        self.partial = False  # True once older records were dropped from memory (they stay in the file)
+        self._trim()
         self.torn_tail_dropped = torn_at is not None
         self.stamp = _stamp(os.stat(path))
         self.interrupted: MessageRecord | None = None  # a turn a restart cut off, not yet told to the user
@@ -138,7 +147,26 @@ class Session:
 
     @property
     def messages(self) -> list[MessageRecord]:
-        return list(self.state.messages)
+        """The whole transcript (read back from the file when older records are not in memory)."""
+        return self._all()
+
+    def _all(self) -> list[MessageRecord]:
+        if not self.partial:
+            return list(self.state.messages)
+        state, _ = _load(self.path)
+        return list(state.messages) if state is not None else []
+
+    def _trim(self) -> None:
+        """Keep parsed only what `history(PARSED_TURNS)` needs: summaries, must-keep records (kept
+        records, sign results and their calls) and the recent window; same order as in the file."""
+        msgs = self.state.messages
+        if sum(1 for m in msgs if m.role == "user" and m.kind == "normal") <= TRIM_AT_TURNS:
+            return
+        start = window.window_start(msgs, PARSED_TURNS)
+        kept = {id(m) for m in window.must_keep(msgs[:start])}
+        older = [m for m in msgs[:start] if m.kind == "summary" or m.keep or id(m) in kept]
+        self.state.messages = older + msgs[start:]
+        self.partial = True
 
     @property
     def usage(self) -> Usage:
@@ -153,6 +181,7 @@ class Session:
         )
         self._append(record)
         self.state.messages.append(record)
+        self._trim()
         return record
 
     def withdraw(self, message_id: str, why: turns.Withdrawn) -> MessageRecord:
@@ -173,7 +202,10 @@ class Session:
         if message_id in self.state.seen:
             return True
         self._append(SeenRecord(ids=[message_id]))
-        self.state.seen[message_id] = None
+        seen = self.state.seen
+        seen[message_id] = None
+        if len(seen) > MAX_SEEN_CARRIED:  # redeliveries are recent: keep as many ids as a rewrite carries
+            del seen[next(iter(seen))]
         return False
 
     def add_usage(self, input_tokens: int = 0, output_tokens: int = 0, model: str | None = None) -> Usage:
@@ -186,6 +218,8 @@ class Session:
         return usage
 
     def history(self, max_turns: int = 20) -> list[MessageRecord]:
+        if self.partial and max_turns > PARSED_TURNS:  # older turns than memory holds: from the file
+            return window.history(self._all(), max_turns)
         return window.history(self.state.messages, max_turns)
 
     def _archive(self) -> Path:
@@ -206,6 +240,8 @@ class Session:
         self.state = SessionState(
             meta=meta, messages=list(messages), seen=dict.fromkeys(seen), usage=usage, model=meta.model
         )
+        self.partial = False
+        self._trim()
 
     def new(self) -> Path:
         """`/new`: archive this transcript and start empty (redelivery dedupe carries over)."""
@@ -217,7 +253,7 @@ class Session:
         self, summary: str, keep_turns: int = 0, sign_tools: frozenset[str] = window.SIGN_TOOL_NAMES
     ) -> Path:
         """`/compact`: old history becomes a marked user-role summary; must-keep items stay verbatim."""
-        msgs = self.state.messages
+        msgs = self._all()
         start = window.window_start(msgs, keep_turns)
         kept = window.must_keep(msgs[:start], sign_tools)
         kept_ids = {m.id for m in kept}

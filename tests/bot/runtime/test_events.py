@@ -7,8 +7,10 @@ import threading
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bot.runtime.events import EventBus
+from bot.runtime.events import DEFAULT_CAPACITY, EventBus
 
 
 def test_emit_and_poll_filters_by_since_limit_and_type() -> None:
@@ -113,3 +115,15 @@ def test_emit_survives_a_waiter_whose_loop_has_closed() -> None:
     bus._waiters.add((loop, asyncio.Event()))  # as if that loop died mid-wait
     bus.emit("agent", "x")
     assert bus.last_seq == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=0, max_value=3 * DEFAULT_CAPACITY))
+def test_the_default_ring_stays_bounded_however_many_events(n: int) -> None:
+    """Every message emits events: a bot that runs for weeks must hold at most DEFAULT_CAPACITY."""
+    bus = EventBus()
+    for i in range(n):
+        bus.emit("agent", "run.finished", {"run_id": str(i), "ms": i})
+    kept = bus.poll(0, limit=10 * DEFAULT_CAPACITY)
+    assert len(kept) == min(n, DEFAULT_CAPACITY) <= 1_000
+    assert [e.seq for e in kept] == list(range(n - len(kept) + 1, n + 1))  # the newest, in order

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.sessions import (
@@ -247,3 +247,71 @@ def test_store_cache_is_bounded(tmp_path: Path) -> None:
     for i in range(SessionStore.CACHE_SIZE + 10):
         store.open(f"console:u{i}")
     assert len(store._cache) == SessionStore.CACHE_SIZE
+
+
+def test_seen_ids_stay_bounded_in_memory_and_on_reload(tmp_path):
+    """A long conversation remembers the last MAX_SEEN_CARRIED inbound ids, not every id it ever
+    saw (which grew the bot by one entry per message, forever)."""
+    from bot.sessions.store import MAX_SEEN_CARRIED
+
+    store = SessionStore(tmp_path / "sessions")
+    s = store.open("telegram:7")
+    total = MAX_SEEN_CARRIED + 200
+    for i in range(total):
+        assert s.seen(f"m{i}") is False
+    assert len(s.state.seen) == MAX_SEEN_CARRIED
+    assert s.seen(f"m{total - 1}") is True and s.seen(f"m{total - MAX_SEEN_CARRIED}") is True  # recent: dropped
+    reloaded = SessionStore(tmp_path / "sessions").open("telegram:7")  # the file still has every id
+    assert len(reloaded.state.seen) == MAX_SEEN_CARRIED
+    assert reloaded.seen(f"m{total - 1}") is True
+
+
+def test_a_long_conversation_keeps_only_the_recent_window_parsed(tmp_path):
+    """Memory for one chat stays bounded however long it runs; the file keeps every record."""
+    from bot.sessions.store import TRIM_AT_TURNS
+
+    s = SessionStore(tmp_path / "sessions").open("telegram:8")
+    turns = 3 * TRIM_AT_TURNS
+    for i in range(turns):
+        s.append("user", text(f"q{i}"))
+        s.append("assistant", text(f"a{i}"))
+    assert len(s.state.messages) <= 2 * TRIM_AT_TURNS
+    assert len(s.messages) == 2 * turns  # read back from the file
+    assert [m.parts[0]["text"] for m in s.history(2)] == [f"q{turns - 2}", f"a{turns - 2}", f"q{turns - 1}",
+                                                         f"a{turns - 1}"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["user", "keep", "call", "sign", "result", "text"]), max_size=60),
+       st.integers(0, 9))
+def test_trimmed_sessions_answer_exactly_like_the_whole_transcript(tmp_path_factory, kinds, max_turns):
+    """With older records dropped from memory, history, messages and compact see what they would
+    with the whole transcript parsed: summaries, kept records and sign results survive."""
+    import bot.sessions.store as store_module
+    from bot.sessions.window import must_keep, window_start
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store_module, "PARSED_TURNS", 3)
+        patch.setattr(store_module, "TRIM_AT_TURNS", 6)
+        s = SessionStore(tmp_path_factory.mktemp("s")).open("telegram:9")
+        open_calls, n = [], 0
+        for kind in kinds:
+            if kind in ("user", "keep"):
+                s.append("user", text("u"), keep=kind == "keep")
+            elif kind in ("call", "sign"):
+                n += 1
+                open_calls.append((f"c{n}", "transfer" if kind == "sign" else "balance"))
+                s.append("assistant", call(*open_calls[-1]))
+            elif kind == "result" and open_calls:
+                s.append("tool", result(*open_calls.pop(0)))
+            else:
+                s.append("assistant", text("a"))
+        full = store_module._load(s.path)[0].messages
+        assert sum(1 for m in s.state.messages if m.role == "user" and m.kind == "normal") <= 6 + sum(
+            1 for m in full if m.keep)
+        assert [m.id for m in s.messages] == [m.id for m in full]
+        assert [m.id for m in s.history(max_turns)] == [m.id for m in history(full, max_turns)]
+        start = window_start(full, 2)
+        expected = {m.id for m in must_keep(full[:start])} | {m.id for m in full[start:]}
+        s.compact("summary", keep_turns=2)
+        assert expected <= {m.id for m in store_module._load(s.path)[0].messages}
