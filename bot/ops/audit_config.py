@@ -6,10 +6,13 @@ from a group, a policy that never says "enough", a session key that outlived its
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from bot.ops.checks import Finding, Severity, Skip
 from bot.ops.context import OpsContext, require_visible
+
+T = TypeVar("T")
 
 CRIT, WARN, INFO = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 WILDCARDS = frozenset({"*", "all", "any", "everyone"})
@@ -147,21 +150,28 @@ def _undecoded_calls(policy) -> Iterator[Finding]:
                       "keep opaque_calls to functions you trust with anything their arguments can do")
 
 
-def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
-    """OWL-KEY-001 (past TTL yet active) / OWL-KEY-002 (holding more than its cap)."""
+def read_signer_db(ctx: OpsContext, read: Callable[[Any], T]) -> T:
+    """`read` on the signer's database, read-only, as the signer's user: the bot never imports the
+    signer's store (docs/architecture.md). Unreadable is a skip that says whom to run as."""
     import sqlite3
 
-    config = ctx.need_config()
     db = ctx.signer_paths().db
     require_visible(db)
     try:
-        # Read-only, as the signer's user: the bot never imports the signer's store (docs/architecture.md).
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
-        rows = conn.execute("SELECT key_id, chain_id, address, expires_at, balance_cap FROM session_keys "
-                            "WHERE status='active'").fetchall()
-        conn.close()
+        try:
+            return read(conn)
+        finally:
+            conn.close()
     except (PermissionError, sqlite3.OperationalError):
         raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+
+
+def check_session_keys(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-KEY-001 (past TTL yet active) / OWL-KEY-002 (holding more than its cap)."""
+    config = ctx.need_config()
+    rows = read_signer_db(ctx, lambda conn: conn.execute(
+        "SELECT key_id, chain_id, address, expires_at, balance_cap FROM session_keys WHERE status='active'").fetchall())
     now = ctx.now
     for key_id, chain_id, address, expires_at, cap in rows:
         if expires_at <= now:
@@ -191,17 +201,8 @@ INIT_ADMIN = ("admin", "admin")
 
 def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-TOK-001: an active client token that never expires (issued with --no-expiry)."""
-    import sqlite3
-
-    db = ctx.signer_paths().db
-    require_visible(db)
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
-        rows = conn.execute("SELECT name, scope FROM clients WHERE expires_at IS NULL AND revoked_at IS NULL "
-                            "ORDER BY created_at").fetchall()
-        conn.close()
-    except (PermissionError, sqlite3.OperationalError):
-        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    rows = read_signer_db(ctx, lambda conn: conn.execute(
+        "SELECT name, scope FROM clients WHERE expires_at IS NULL AND revoked_at IS NULL ORDER BY created_at").fetchall())
     for name, scope in rows:
         if (name, scope) == INIT_ADMIN:
             continue  # the local admin token never leaves the signer home; its file mode is OWL-PERM-003
@@ -212,19 +213,12 @@ def check_client_tokens(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_unproven_transactions(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-TX-001: signed transactions the node did not accept, whose spends stay held until proven."""
-    import sqlite3
+    def read(conn: Any) -> tuple[list[Any], int]:
+        rows = conn.execute("SELECT r.chain_id, s.asset, s.amount, r.request_id FROM requests r JOIN spends s"
+                            " ON s.request_id=r.request_id AND s.state!='released' WHERE r.status='unconfirmed'")
+        return rows.fetchall(), conn.execute("SELECT count(*) FROM requests WHERE status='unconfirmed'").fetchone()[0]
 
-    db = ctx.signer_paths().db
-    require_visible(db)
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
-        rows = conn.execute(
-            "SELECT r.chain_id, s.asset, s.amount, r.request_id FROM requests r JOIN spends s"
-            " ON s.request_id=r.request_id AND s.state!='released' WHERE r.status='unconfirmed'").fetchall()
-        count = conn.execute("SELECT count(*) FROM requests WHERE status='unconfirmed'").fetchone()[0]
-        conn.close()
-    except (PermissionError, sqlite3.OperationalError):
-        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+    rows, count = read_signer_db(ctx, read)
     if not count:
         return
     held: dict[str, int] = {}
@@ -244,19 +238,15 @@ def check_signer_integrity(ctx: OpsContext) -> Iterator[Finding]:
     Read from the audit log without the key (a report; `owlia audit verify` authenticates it), with
     plain read-only SQLite: the bot's process imports nothing of the signer's store."""
     import json
-    import sqlite3
 
-    db = ctx.signer_paths().db
-    require_visible(db)
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, isolation_level=None, timeout=30)
+    def read(conn: Any) -> tuple[Any, bool]:
         row = conn.execute("SELECT seq, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
                            " ORDER BY seq DESC LIMIT 1").fetchone()
         started = row is not None and conn.execute(
             "SELECT 1 FROM audit WHERE kind='signer.started' AND seq>?", (row[0],)).fetchone() is not None
-        conn.close()
-    except (PermissionError, sqlite3.OperationalError):
-        raise Skip(f"{db} is not readable by this user: run as the signer's user or root") from None
+        return row, started
+
+    row, started = read_signer_db(ctx, read)
     if row is not None and row[1] == "integrity.refused" and not started:
         findings = json.loads(row[2]).get("findings", [])
         yield Finding("OWL-INT-001", CRIT,

@@ -111,17 +111,7 @@ class CompanionWallet:
 
     def sign_transaction(self, tx: dict[str, Any], passphrase: bytearray) -> bytes:
         """Sign exactly the request's transaction fields; nothing is filled in or changed here."""
-        keystore = json.loads((self.home / KEYSTORE).read_text())
-        try:
-            secret = bytearray(Account.decrypt(keystore, bytes(passphrase).decode()))
-        except ValueError:
-            raise WalletError("wrong passphrase") from None
-        try:
-            key = coincurve.PrivateKey(bytes(secret))
-        finally:
-            zeroize(secret)
-        if address_of(key) != self.main_address.lower():
-            raise WalletError("the keystore does not hold this companion's main account")
+        key = self.main_key(passphrase)
         if tx["from"].lower() != self.main_address.lower():
             raise WalletError("the request asks another account to sign")
         unsigned = Eip1559Tx(
