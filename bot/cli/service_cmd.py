@@ -82,6 +82,9 @@ def install(
         f"sudo -u {signer_user} {layout.python} -m bot.cli --home {layout.signer_home} "
         f"signer client add bot --scope sign --passphrase-file {layout.passphrase_file} "
         f"| sudo -u {bot_user} sh -c 'umask 077; cat > {layout.bot_home}/secrets/signer.token'",
+        # the session key signs and pays for Tier 2 transfers: create it, then fund it (KEY_ID from create)
+        f"sudo -u {signer_user} {layout.python} -m bot.cli --home {layout.signer_home} signer session-key create",
+        f"sudo -u {signer_user} {layout.python} -m bot.cli --home {layout.signer_home} signer session-key topup KEY_ID",
         "systemctl enable --now owliabot",
         f"{layout.python} -m bot.cli --home {layout.bot_home} security audit --bot-user {bot_user}",
     ):

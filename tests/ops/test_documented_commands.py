@@ -115,3 +115,15 @@ def test_up_runs_the_configured_chat_channels_too(tmp_path) -> None:
                 proc.wait()
     assert proc.returncode == 0, err
     assert "bot: telegram running" in out
+
+
+def test_the_laptop_path_in_self_hosting_works_as_written(tmp_path) -> None:
+    """docs/self-hosting.md "C. One user on a laptop", run as written with `owlia` on PATH."""
+    guide = (ROOT / "docs" / "self-hosting.md").read_text(encoding="utf-8")
+    command = fenced_after("## C. One user on a laptop", guide)
+    assert command == "owlia init && owlia up --demo"
+    env = isolated_env(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "SIGNED" in done.stdout and "PENDING APPROVAL" in done.stdout and "DENIED" in done.stdout

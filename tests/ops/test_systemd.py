@@ -79,3 +79,8 @@ def test_install_writes_units_and_private_homes(tmp_path):
         assert config.signer.socket_group == "nogroup"
         assert stat.S_IMODE((home / "config.yaml").stat().st_mode) == 0o600
     assert "signer init" in result.output and "security audit --bot-user nobody" in result.output
+    steps = result.output.splitlines()
+    create = next(i for i, line in enumerate(steps) if "signer session-key create" in line)
+    topup = next(i for i, line in enumerate(steps) if "signer session-key topup" in line)
+    start = next(i for i, line in enumerate(steps) if "enable --now owliabot" in line and "signer" not in line)
+    assert create < topup < start  # the bot starts with a funded session key, not a first transfer failing for gas
