@@ -42,3 +42,13 @@ def test_a_check_with_only_a_note_is_not_shown_as_a_failure(capsys) -> None:
     out = capsys.readouterr().out
     assert "[note] OWL-X-001" in out and "[WARN] OWL-X-002" in out and "[FAIL]" not in out
     assert report.ok and out.strip().splitlines()[-1].startswith("OK:")
+
+
+def test_help_is_not_aligned_with_spaces_a_proportional_font_breaks() -> None:
+    """/help was a two-column table padded with spaces: Telegram's proportional font broke it."""
+    from bot.runtime.commands import HELP
+
+    commands = [line for line in HELP.splitlines() if line.startswith("/")]
+    assert len(commands) >= 10
+    for line in commands:
+        assert "  " not in line and " — " in line, line
