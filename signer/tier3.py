@@ -120,12 +120,25 @@ def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: Del
             raise GrantError("a delegation's signature is not the main account's")
         lane = parse_lane(d, enforcers)
         check_lane(lane, policy, chain_id, not_after=not_after)
+        if lane.asset == CONTRACT:
+            _check_contract_target(lane.targets[0], account, contracts)
         key = lane.targets[0] if lane.asset == CONTRACT else lane.asset
         if key in seen_assets:
             raise GrantError(f"two lanes for {key}: their limits would add up")
         seen_assets.add(key)
         lanes.append(lane)
     return account, tuple(lanes)
+
+
+def _check_contract_target(target: str, account: str, contracts: DelegationContracts) -> None:
+    """A contract lane may never call the grant's own machinery as the main account: the account itself
+    (its `execute` runs anything when the caller is itself), the DelegationManager (`enableDelegation`
+    would undo a revocation), the delegator implementation or an enforcer."""
+    machinery = {account, contracts.manager.lower(), contracts.stateless_delegator.lower(),
+                 *contracts.enforcer_map().values()}
+    if target in machinery:
+        raise GrantError(f"a contract lane may not call {target}: it is the main account or part of the "
+                         "Delegation Framework, and a call to it as the main account could undo the grant's limits")
 
 
 class Tier3:

@@ -165,14 +165,15 @@ def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, start: int |
 def _contract_rules(policy: Policy, chain_id: int) -> dict[str, dict[bytes, int]]:
     """Per contract, its allowed selectors and each one's value bound: 0 for a decoded call under
     `contracts` (its value would be a transfer, which the native lane carries), `max_value` for an
-    `opaque_calls` entry, never above the native per_tx. Token-moving selectors are left out."""
+    `opaque_calls` entry, never above the native per_tx. Token-moving selectors are left out, and so are
+    selectors under `contracts` the decoder does not know (the policy denies those: `decode.opaque`)."""
     index = policy.index
     native = index.assets.get((chain_id, NATIVE))
     native_cap = native.per_tx if native is not None and native.per_tx is not None else 0
     rules: dict[str, dict[bytes, int]] = {}
     for (chain, address), selectors in index.contracts.items():
-        if chain == chain_id:
-            for selector in selectors - TOKEN_MOVING:
+        if chain == chain_id:  # only decoded functions: the policy denies an undecoded one listed here
+            for selector in (s for s in selectors - TOKEN_MOVING if s in KNOWN):
                 rules.setdefault(address, {})[selector] = 0
     for (chain, address, selector), max_value in index.opaque.items():
         if chain == chain_id and selector not in TOKEN_MOVING:

@@ -91,6 +91,30 @@ def test_contract_lane_caveats_round_trip_and_verify(policy):
     assert verified == tuple(lanes)
 
 
+def test_an_undecoded_selector_under_contracts_gets_no_lane(tmp_path):
+    contracts = f'[{{chain: 31337, address: "{OTHER}", name: "router", selectors: ["0x87654321"]}}]'
+    policy = load_policy(write_policy(tmp_path, policy_text(SINK, contracts=contracts)))
+    assert OTHER not in lanes_of(policy)  # the policy denies it (decode.opaque): the lane would be wider
+    (lane,) = contract_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, call_limit=None)
+    with pytest.raises(GrantError, match="the policy lists no call to it"):
+        check_lane(dataclasses.replace(lane, targets=(OTHER,), selectors=(b"\x87\x65\x43\x21",)), policy,
+                   CHAIN_ID, not_after=NOW + 86400)
+
+
+@pytest.mark.parametrize("target", ["main", MANAGER, "0x" + "bb" * 20, ENFORCER_ADDRESSES["LimitedCallsEnforcer"]])
+def test_a_contract_lane_may_never_call_the_grants_own_machinery(tmp_path, target):
+    """Even if the policy lists it: as the main account, `execute` on the account runs anything and the
+    manager's `enableDelegation` undoes a revocation."""
+    target = address_of(MAIN) if target == "main" else target
+    policy = load_policy(write_policy(tmp_path, policy_text(target)))
+    lanes = contract_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, call_limit=None)
+    signed = companion.sign_grant(MAIN, lanes, session_address=SESSION, chain_id=CHAIN_ID, manager=MANAGER,
+                                  enforcers=ENFORCER_ADDRESSES, salt=3)
+    with pytest.raises(GrantError, match="may not call"):
+        verify_grant(signed, chain_id=CHAIN_ID, contracts=CONTRACTS, policy=policy, delegate=SESSION,
+                     not_after=NOW + 86400)
+
+
 widenings = st.one_of(
     st.integers(1, 10**24).map(lambda k: {"value_lte": 5 * MILLI + k}),
     st.sampled_from(["0x87654321", "0xa9059cbb", "0x095ea7b3", "0xcf092995"]).map(
@@ -206,3 +230,43 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     status_rows = stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"]
     contract_row = next(r for r in status_rows if r["asset"] == CONTRACT)
     assert contract_row["calls_left"] == 0 and contract_row["selectors"] == [SELECTOR]
+
+
+@pytest.mark.chain
+@pytest.mark.slow
+def test_wallet_grant_shows_and_signs_the_contract_lanes(make_stack, chain3, tmp_path):
+    from policies.kernel.files import write_private_file
+    from tests.tier3.conftest import fund
+
+    sink = deploy_sink(chain3)
+    router = deploy_sink(chain3)
+    contracts = f'[{{chain: 31337, address: "{router}", name: "router", selectors: ["{MULTICALL}"]}}]'
+    stack = tier3_stack(make_stack, chain3, policy=write_policy(tmp_path, policy_text(sink, contracts=contracts)))
+    passfile = tmp_path / "main.pass"
+    write_private_file(passfile, b"main key passphrase for tests")
+    companion_dir = tmp_path / "companion"
+    made = stack.owlia("companion", "init", "--dir", str(companion_dir), "--passphrase-file", str(passfile),
+                       "--scrypt-n", "1024")
+    assert made.returncode == 0, made.stderr
+    import json
+
+    main = json.loads((companion_dir / "companion.json").read_text())["main_address"]
+    fund(chain3, main, 10**18)
+    stack.funded_session_key()
+
+    def wallet(*args: str):
+        return stack.owlia("wallet", *args, "--dir", str(companion_dir), "--passphrase-file", str(passfile), "--yes")
+
+    assert wallet("authorize").returncode == 0
+    granted = wallet("grant", "--days", "2", "--max-calls", "3")
+    assert granted.returncode == 0, granted.stdout + granted.stderr
+    assert f"this key may call multicall() ({MULTICALL}) on router ({router}) with at most 0 ETH per call" \
+        in granted.stdout
+    assert f"this key may call {SELECTOR} on {sink} with at most 0.005 ETH per call" in granted.stdout
+    shown = stack.owlia("wallet", "status", "--dir", str(companion_dir))
+    assert shown.returncode == 0 and "no period (bounded per call), 3 transactions left" in shown.stdout, \
+        shown.stdout + shown.stderr
+    token = stack.client_token("bot")
+    ok = call(stack, token, router, MULTICALL + "00" * 31 + "20" + "00" * 32)  # multicall([]): no inner calls
+    assert ok["status"] == "signed", ok
+    assert wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1"
