@@ -175,8 +175,12 @@ def grant(stack, chain, main, session: str, lanes, salt: int) -> dict:
 @pytest.mark.chain
 @pytest.mark.slow
 def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_path(make_stack, chain3, tmp_path):
-    sink, other = deploy_sink(chain3), deploy_sink(chain3)
-    policy_path = write_policy(tmp_path, policy_text(sink, second=True))
+    sink, other, third = deploy_sink(chain3), deploy_sink(chain3), deploy_sink(chain3)
+    text = policy_text(sink, second=True).replace("opaque_calls:", "opaque_calls:\n  - {chain: 31337, address: "
+                                                  f'"{third}", selector: "{SELECTOR}", max_value: "0"}}')
+    # The sink is also in the address book: the policy then allows value sent with its call.
+    text = text.replace("address_book:", f'address_book:\n  - {{chain: 31337, address: "{sink}", name: "sink"}}')
+    policy_path = write_policy(tmp_path, text)
     policy = load_policy(policy_path)
     stack = tier3_stack(make_stack, chain3, policy=policy_path)
     main = new_main_account(chain3)
@@ -190,9 +194,11 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     with pytest.raises(SignerError, match="0x87654321 on .* is not a call the policy allows"):
         grant(stack, chain3, main, key["address"], wide, salt=1)
 
-    # The grant the test uses is narrower than the policy: only SELECTOR on the sink.
-    narrow = [dataclasses.replace(lane, selectors=(bytes.fromhex(SELECTOR[2:]),)) if lane.asset == CONTRACT
-              else lane for lane in lanes]
+    # The grant the test uses is narrower than the policy: only SELECTOR on the sink, at most 0.001 ETH per
+    # call (the policy allows 0.005), and no lane for third.
+    narrow = [dataclasses.replace(lane, selectors=(bytes.fromhex(SELECTOR[2:]),), value_lte=MILLI)
+              if lane.asset == CONTRACT
+              else lane for lane in lanes if lane.targets != (third,)]
     delegations = grant(stack, chain3, main, key["address"], narrow, salt=2)
     token = stack.client_token("bot")
 
@@ -201,11 +207,19 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     assert ok["status"] == "signed", ok
     receipt = wait_receipt(chain3, ok["tx_hash"])
     assert receipt["status"] == "0x1" and receipt["to"] == chain3.contracts["manager"]
+    sink0, main0 = balance(chain3, sink), balance(chain3, main.address)
+    ok = call(stack, token, sink, SELECTOR, MILLI)  # with value, within the lane's bound
+    assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1", ok
+    assert balance(chain3, sink) - sink0 == MILLI and main0 - balance(chain3, main.address) == MILLI
 
     # The policy allows SECOND; the grant does not: the signer refuses before broadcast, naming the rule.
     session_nonce = nonce(chain3, key["address"])
     denied = call(stack, token, sink, SECOND)
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.allowed_methods", denied
+    denied = call(stack, token, third, SELECTOR)  # the policy allows it; the grant has no lane for it
+    assert denied["status"] != "signed" and denied["rule_id"] == "onchain.allowed_targets", denied
+    denied = call(stack, token, sink, SELECTOR, 2 * MILLI)  # the policy allows it; the lane's ValueLte does not
+    assert denied["status"] != "signed" and denied["rule_id"] == "onchain.value_lte", denied
     assert nonce(chain3, key["address"]) == session_nonce
 
     # The host is stolen: the session key against the DelegationManager directly.
@@ -216,17 +230,17 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     assert status == "0x0" and "AllowedMethodsEnforcer:method-not-allowed" in reason
     status, reason = attack(chain3, stolen, lane, other, 0, bytes.fromhex(SELECTOR[2:]))  # another contract
     assert status == "0x0" and "AllowedTargetsEnforcer:target-address-not-allowed" in reason
-    status, reason = attack(chain3, stolen, lane, sink, 5 * MILLI + 1, bytes.fromhex(SELECTOR[2:]))  # over the bound
+    status, reason = attack(chain3, stolen, lane, sink, MILLI + 1, bytes.fromhex(SELECTOR[2:]))  # over the bound
     assert status == "0x0" and "ValueLteEnforcer:value-too-high" in reason
     status, reason = attack(chain3, stolen, lane, sink, 0, b"")  # no selector at all
     assert status == "0x0" and "AllowedMethodsEnforcer" in reason
     assert (balance(chain3, main.address), balance(chain3, sink), balance(chain3, other)) == (main0, sink0, other0)
     # Within the bound the attacker can send exactly the per-call value, no more, and the count ends it.
-    for _ in range(4):  # the signer's call used one of five
-        assert attack(chain3, stolen, lane, sink, 5 * MILLI, bytes.fromhex(SELECTOR[2:]))[0] == "0x1"
+    for _ in range(3):  # the signer's calls used two of five
+        assert attack(chain3, stolen, lane, sink, MILLI, bytes.fromhex(SELECTOR[2:]))[0] == "0x1"
     status, reason = attack(chain3, stolen, lane, sink, 0, bytes.fromhex(SELECTOR[2:]))
     assert status == "0x0" and "LimitedCallsEnforcer:limit-exceeded" in reason
-    assert balance(chain3, sink) - sink0 == 20 * MILLI and main0 - balance(chain3, main.address) == 20 * MILLI
+    assert balance(chain3, sink) - sink0 == 3 * MILLI and main0 - balance(chain3, main.address) == 3 * MILLI
     status_rows = stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"]
     contract_row = next(r for r in status_rows if r["asset"] == CONTRACT)
     assert contract_row["calls_left"] == 0 and contract_row["selectors"] == [SELECTOR]
