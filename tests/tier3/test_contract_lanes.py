@@ -115,6 +115,12 @@ def test_a_contract_lane_may_never_call_the_grants_own_machinery(tmp_path, targe
                      not_after=NOW + 86400)
 
 
+def test_the_canonical_deployment_names_every_enforcer_a_grant_can_use():
+    from bot.devcontracts import CANONICAL_V1_3_0
+
+    assert set(CANONICAL_V1_3_0["enforcers"]) == set(ENFORCERS)
+
+
 widenings = st.one_of(
     st.integers(1, 10**24).map(lambda k: {"value_lte": 5 * MILLI + k}),
     st.sampled_from(["0x87654321", "0xa9059cbb", "0x095ea7b3", "0xcf092995"]).map(
