@@ -98,6 +98,7 @@ CANONICAL_V1_3_0: dict[str, Any] = {
     "stateless_delegator": "0x63c0c19a282a1b52b07dd5a65b58948a07dae32b",
     "enforcers": {
         "AllowedTargetsEnforcer": "0x7f20f61b1f09b08d970938f6fa563634d65c4eeb",
+        "AllowedMethodsEnforcer": "0x2c21fd0cb9dc8445cb3fb0dc5e7bb0aca01842b5",
         "AllowedCalldataEnforcer": "0xc2b0d624c1c4319760c96503ba27c347f3260f55",
         "ExactCalldataEnforcer": "0x99f2e9bf15ce5ec84685604836f71ab835dbbded",
         "ValueLteEnforcer": "0x92bf12322527caa612fd31a0e810472bbb106a8f",

@@ -27,8 +27,8 @@ from policies.units import format_amount
 from signer.chain import Chain, ChainError
 from signer.wire.delegation import (Delegation, DelegationError, available_amount_calldata, call_counts_calldata,
                                disabled_calldata, erc20_transfer_calldata, recover, redeem_calldata)
-from signer.wire.grants import (ERC20_PERIOD, LIMITED_CALLS, NATIVE_PERIOD, GrantError, Lane, check_lane, describe,
-                           parse_lane)
+from signer.wire.grants import (CONTRACT, ERC20_PERIOD, LIMITED_CALLS, NATIVE_PERIOD, TOKEN_MOVING, GrantError, Lane,
+                                check_lane, describe, parse_lane)
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
 
@@ -55,7 +55,13 @@ class Grant:
 
     def lane_for(self, asset: str) -> tuple[Delegation, Lane] | None:
         for delegation, lane in zip(self.delegations, self.lanes):
-            if lane.asset == asset:
+            if lane.asset == asset and asset != CONTRACT:
+                return delegation, lane
+        return None
+
+    def contract_lane_for(self, target: str) -> tuple[Delegation, Lane] | None:
+        for delegation, lane in zip(self.delegations, self.lanes):
+            if lane.asset == CONTRACT and lane.targets == (target,):
                 return delegation, lane
         return None
 
@@ -70,7 +76,8 @@ def _lane_json(lane: Lane) -> dict[str, Any]:
     return {"asset": lane.asset, "targets": list(lane.targets), "recipient": lane.recipient,
             "value_lte": str(lane.value_lte), "period_amount": str(lane.period_amount),
             "period_seconds": lane.period_seconds, "period_start": lane.period_start,
-            "expires_at": lane.expires_at, "call_limit": lane.call_limit}
+            "expires_at": lane.expires_at, "call_limit": lane.call_limit,
+            "selectors": ["0x" + s.hex() for s in lane.selectors]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +120,25 @@ def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: Del
             raise GrantError("a delegation's signature is not the main account's")
         lane = parse_lane(d, enforcers)
         check_lane(lane, policy, chain_id, not_after=not_after)
-        if lane.asset in seen_assets:
-            raise GrantError(f"two lanes for {lane.asset}: their limits would add up")
-        seen_assets.add(lane.asset)
+        if lane.asset == CONTRACT:
+            _check_contract_target(lane.targets[0], account, contracts)
+        key = lane.targets[0] if lane.asset == CONTRACT else lane.asset
+        if key in seen_assets:
+            raise GrantError(f"two lanes for {key}: their limits would add up")
+        seen_assets.add(key)
         lanes.append(lane)
     return account, tuple(lanes)
+
+
+def _check_contract_target(target: str, account: str, contracts: DelegationContracts) -> None:
+    """A contract lane may never call the grant's own machinery as the main account: the account itself
+    (its `execute` runs anything when the caller is itself), the DelegationManager (`enableDelegation`
+    would undo a revocation), the delegator implementation or an enforcer."""
+    machinery = {account, contracts.manager.lower(), contracts.stateless_delegator.lower(),
+                 *contracts.enforcer_map().values()}
+    if target in machinery:
+        raise GrantError(f"a contract lane may not call {target}: it is the main account or part of the "
+                         "Delegation Framework, and a call to it as the main account could undo the grant's limits")
 
 
 class Tier3:
@@ -216,6 +237,9 @@ class Tier3:
         assert contracts is not None
         if grant.delegate != session_address.lower():
             return Refusal("tier3.grant_mismatch", "the live grant is for another session key: grant the new key")
+        call = decoded.call
+        if len(call.data) >= 4 and call.data[:4] not in TOKEN_MOVING:  # a contract call: its own lane
+            return await self._plan_contract_call(call.to, call.value, call.data, grant)
         transfers = [a for a in decoded.actions if isinstance(a, Transfer)]
         if len(transfers) != 1:  # the exact calldata is matched below
             return Refusal("tier3.not_a_transfer", "Tier 3 grants carry single transfers only (native or ERC-20)")
@@ -224,7 +248,6 @@ class Tier3:
         if found is None:
             return Refusal("tier3.no_lane", f"the grant has no lane for {transfer.asset}")
         delegation, lane = found
-        call = decoded.call
         expected = b"" if lane.asset == NATIVE else erc20_transfer_calldata(transfer.recipient, transfer.amount)
         if call.data != expected or call.to != (transfer.recipient if lane.asset == NATIVE else lane.asset) \
                 or (lane.asset != NATIVE and call.value != 0):
@@ -239,6 +262,29 @@ class Tier3:
             target, value, data = lane.asset, 0, erc20_transfer_calldata(transfer.recipient, transfer.amount)
             if transfer.recipient != lane.recipient:
                 return Refusal("onchain.allowed_calldata", "the grant pins another recipient for this token")
+        return await self._redeem(grant, delegation, lane, transfer.amount, target, value, data)
+
+    async def _plan_contract_call(self, to: str, value: int, data: bytes, grant: Grant) -> Redeem | Refusal:
+        """An allowed contract call through its contract lane: AllowedTargets, AllowedMethods and ValueLte
+        are checked here first, so a call the chain would refuse is refused by name instead."""
+        found = grant.contract_lane_for(to)
+        if found is None:
+            return Refusal("onchain.allowed_targets", f"the grant has no contract lane for {to}: the chain would "
+                                                      "refuse the call (AllowedTargets)")
+        delegation, lane = found
+        if data[:4] not in lane.selectors:
+            return Refusal("onchain.allowed_methods", f"the grant does not allow 0x{data[:4].hex()} on {to} "
+                                                      "(AllowedMethods)")
+        if value > lane.value_lte:
+            return Refusal("onchain.value_lte", f"the call sends {value} wei, above the grant's {lane.value_lte} wei "
+                                                "for this contract (ValueLte)")
+        return await self._redeem(grant, delegation, lane, 0, to, value, data)
+
+    async def _redeem(self, grant: Grant, delegation: Delegation, lane: Lane, amount: int, target: str, value: int,
+                      data: bytes) -> Redeem | Refusal:
+        chain = self.chains[grant.chain_id]
+        contracts = chain.settings.delegation
+        assert contracts is not None
         try:
             mismatch = await self._check_code(chain, contracts)
             if mismatch is not None:
@@ -248,7 +294,7 @@ class Tier3:
             if await chain.code(grant.account) != designated:
                 return Refusal("onchain.frozen", "the main account is no longer delegated to the "
                                                  "EIP7702StatelessDeleGator (frozen): no grant can be redeemed")
-            refusal = await self._check_state(chain, contracts, delegation, lane, transfer.amount)
+            refusal = await self._check_state(chain, contracts, delegation, lane, amount)
         except ChainError as exc:
             return Refusal("tier3.chain_unreadable", f"could not read the grant's state on chain: {exc}")
         if refusal is not None:
@@ -295,7 +341,7 @@ class Tier3:
             return Refusal("onchain.expired", "the grant expired on chain (Timestamp)")
         if lane.call_limit is not None and state["calls_left"] == 0:
             return Refusal("onchain.limited_calls", "the grant's call count is used up (LimitedCalls)")
-        if amount > state["available"]:
+        if lane.asset != CONTRACT and amount > state["available"]:
             rule = "onchain.native_period" if lane.asset == NATIVE else "onchain.erc20_period"
             return Refusal(rule, f"only {state['available']} base units are left in this on-chain period "
                                  f"({'NativeTokenPeriodTransfer' if lane.asset == NATIVE else 'ERC20PeriodTransfer'})")
@@ -308,6 +354,15 @@ class Tier3:
         enforcers = contracts.enforcer_map()
         digest = delegation.struct_hash()
         disabled = int.from_bytes(await chain.call(manager, disabled_calldata(digest)) or b"\0", "big") != 0
+        calls_left = None
+        if lane.call_limit is not None:
+            used = int.from_bytes(await chain.call(enforcers[LIMITED_CALLS], call_counts_calldata(manager, digest)),
+                                  "big")
+            calls_left = max(lane.call_limit - used, 0)
+        now = await chain.latest_timestamp()
+        if lane.asset == CONTRACT:  # no period: its value is bounded per call (and by the call count)
+            return {"disabled": disabled, "available": None, "period": None, "period_ends_at": None,
+                    "calls_left": calls_left, "now": now}
         period_name = NATIVE_PERIOD if lane.asset == NATIVE else ERC20_PERIOD
         period_caveat = next(c for c in delegation.caveats if c.enforcer == enforcers[period_name])
         answer = await chain.call(enforcers[period_name],
@@ -316,12 +371,6 @@ class Tier3:
             raise ChainError("the period enforcer gave a malformed answer")
         available = int.from_bytes(answer[:32], "big")
         period_index = int.from_bytes(answer[64:96], "big")
-        calls_left = None
-        if lane.call_limit is not None:
-            used = int.from_bytes(await chain.call(enforcers[LIMITED_CALLS], call_counts_calldata(manager, digest)),
-                                  "big")
-            calls_left = max(lane.call_limit - used, 0)
-        now = await chain.latest_timestamp()
         return {"disabled": disabled, "available": available, "period": period_index,
                 "period_ends_at": lane.period_start + period_index * lane.period_seconds,
                 "calls_left": calls_left, "now": now}
@@ -343,11 +392,11 @@ class Tier3:
                     assert contracts is not None
                     state = await self.remaining(chain, contracts, delegation, lane)
                     rule = policy.index.assets.get((grant.chain_id, lane.asset))
-                    left = str(state["available"])
+                    left = None if state["available"] is None else str(state["available"])
                     entry |= {"left_in_period": left, "disabled": state["disabled"],
                               "period_ends_at": state["period_ends_at"], "calls_left": state["calls_left"],
                               "left_words": format_amount(state["available"], rule.decimals, rule.symbol)
-                              if rule else left}
+                              if rule and left is not None else left}
                 except ChainError as exc:
                     entry["error"] = str(exc)
                 lanes.append(entry)

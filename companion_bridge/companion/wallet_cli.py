@@ -245,7 +245,10 @@ def status(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
             if "error" in lane:
                 typer.echo(f"    cannot read on chain: {lane['error']}")
                 continue
-            ends = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lane["period_ends_at"]))
             calls = "" if lane["calls_left"] is None else f", {lane['calls_left']} transactions left"
             flag = " DISABLED on chain" if lane["disabled"] else ""
+            if lane["period_ends_at"] is None:  # a contract lane: no period, bounded per call
+                typer.echo(f"    no period (bounded per call){calls}{flag}")
+                continue
+            ends = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lane["period_ends_at"]))
             typer.echo(f"    left this period: {lane['left_words']} (period ends {ends}){calls}{flag}")

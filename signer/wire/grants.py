@@ -5,7 +5,12 @@ A grant is a set of delegations from the main account to one session key, one pe
   transfer, never a call into a recipient that is a contract), ValueLte (the per-transaction cap),
   NativeTokenPeriodTransfer (one fixed period), Timestamp (expiry), optionally LimitedCalls;
 - one lane per ERC-20: AllowedTargets (the token only), ValueLte(0), ERC20PeriodTransfer (the
-  token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, optionally LimitedCalls.
+  token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, optionally LimitedCalls;
+- one contract lane per contract the policy lists (`contracts` and `opaque_calls`): AllowedTargets (that
+  contract only), AllowedMethods (exactly its allowed selectors), ValueLte (the policy's value bound for
+  those calls), Timestamp, optionally LimitedCalls. A contract lane bounds target, selector and value,
+  never the arguments, so selectors that move or approve tokens never get one (ERC-20 lanes carry those),
+  and it may carry value only with LimitedCalls: no period enforcer bounds its total.
 The period enforcers keep their state per delegation hash, so each lane carries exactly one period:
 the policy's shortest window for that asset. Longer windows stay off-chain only (docs/tier3.md).
 
@@ -22,9 +27,11 @@ from dataclasses import dataclass
 from policies.intent import NATIVE
 from policies.model import Policy
 from policies.units import format_amount
+from policies.decode import KNOWN, selector_of
 from signer.wire.delegation import Caveat, Delegation, addr_word, word
 
 ALLOWED_TARGETS = "AllowedTargetsEnforcer"
+ALLOWED_METHODS = "AllowedMethodsEnforcer"
 ALLOWED_CALLDATA = "AllowedCalldataEnforcer"
 EXACT_CALLDATA = "ExactCalldataEnforcer"
 VALUE_LTE = "ValueLteEnforcer"
@@ -32,11 +39,12 @@ NATIVE_PERIOD = "NativeTokenPeriodTransferEnforcer"
 ERC20_PERIOD = "ERC20PeriodTransferEnforcer"
 TIMESTAMP = "TimestampEnforcer"
 LIMITED_CALLS = "LimitedCallsEnforcer"
-ENFORCERS = (ALLOWED_TARGETS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD, TIMESTAMP, LIMITED_CALLS)
+ENFORCERS = (ALLOWED_TARGETS, ALLOWED_METHODS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD, TIMESTAMP, LIMITED_CALLS)
 
 # The rule ids the signer names when the chain would refuse (docs/tier3.md).
 RULE_BY_ENFORCER = {
     ALLOWED_TARGETS: "onchain.allowed_targets",
+    ALLOWED_METHODS: "onchain.allowed_methods",
     ALLOWED_CALLDATA: "onchain.allowed_calldata",
     EXACT_CALLDATA: "onchain.exact_calldata",
     VALUE_LTE: "onchain.value_lte",
@@ -47,6 +55,17 @@ RULE_BY_ENFORCER = {
 }
 
 
+CONTRACT = "contract"  # a contract lane's asset: it carries calls, not one asset's transfers
+
+# Selectors that move or approve tokens: on a contract lane (target + selector, any arguments) they would
+# let the session key send or approve the main account's tokens to anyone.
+TOKEN_MOVING = frozenset(selector_of(s) for s in (
+    "transfer(address,uint256)", "transferFrom(address,address,uint256)", "approve(address,uint256)",
+    "increaseAllowance(address,uint256)", "permit(address,address,uint256,uint256,uint8,bytes32,bytes32)",
+    "approve(address,address,uint160,uint48)", "setApprovalForAll(address,bool)",
+    "redeemDelegations(bytes[],bytes32[],bytes[])"))
+
+
 class GrantError(ValueError):
     """A grant the signer will not use (or the companion will not build); the text says why."""
 
@@ -55,8 +74,8 @@ class GrantError(ValueError):
 class Lane:
     """One delegation's caveats, decoded: what the session key may do through it."""
 
-    asset: str  # "native" or the token address
-    targets: tuple[str, ...]  # native: recipients; ERC-20: (token,)
+    asset: str  # "native", the token address, or CONTRACT
+    targets: tuple[str, ...]  # native: recipients; ERC-20: (token,); contract: (contract,)
     recipient: str | None  # ERC-20: the one recipient AllowedCalldata pins
     value_lte: int
     period_amount: int
@@ -64,6 +83,7 @@ class Lane:
     period_start: int
     expires_at: int  # unix seconds; the Timestamp enforcer's "before" bound
     call_limit: int | None = None
+    selectors: tuple[bytes, ...] = ()  # contract lanes: the AllowedMethods list
 
     def caveats(self, enforcers: dict[str, str]) -> tuple[Caveat, ...]:
         def at(name: str) -> str:
@@ -72,6 +92,13 @@ class Lane:
             return enforcers[name]
 
         out = [Caveat(at(ALLOWED_TARGETS), b"".join(bytes.fromhex(t[2:]) for t in self.targets))]
+        if self.asset == CONTRACT:
+            out.append(Caveat(at(ALLOWED_METHODS), b"".join(self.selectors)))
+            out.append(Caveat(at(VALUE_LTE), word(self.value_lte)))
+            out.append(Caveat(at(TIMESTAMP), (0).to_bytes(16, "big") + self.expires_at.to_bytes(16, "big")))
+            if self.call_limit is not None:
+                out.append(Caveat(at(LIMITED_CALLS), word(self.call_limit)))
+            return tuple(out)
         if self.asset == NATIVE:
             out.append(Caveat(at(EXACT_CALLDATA), b""))  # empty calldata: value only
         else:
@@ -129,8 +156,39 @@ def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, start: int |
             if (chain_id, pinned) not in index.book:
                 raise GrantError(f"{erc20_recipient} is not in the policy's address book")
         lanes.append(Lane(asset, (asset,), pinned, 0, window.limit, window.seconds, start, expires_at, call_limit))
+    lanes += contract_lanes(policy, chain_id, expires_at=expires_at, call_limit=call_limit)
     if not lanes:
         raise GrantError("the policy has no asset with a window limit on this chain: nothing to grant")
+    return lanes
+
+
+def _contract_rules(policy: Policy, chain_id: int) -> dict[str, dict[bytes, int]]:
+    """Per contract, its allowed selectors and each one's value bound: 0 for a decoded call under
+    `contracts` (its value would be a transfer, which the native lane carries), `max_value` for an
+    `opaque_calls` entry, never above the native per_tx. Token-moving selectors are left out, and so are
+    selectors under `contracts` the decoder does not know (the policy denies those: `decode.opaque`)."""
+    index = policy.index
+    native = index.assets.get((chain_id, NATIVE))
+    native_cap = native.per_tx if native is not None and native.per_tx is not None else 0
+    rules: dict[str, dict[bytes, int]] = {}
+    for (chain, address), selectors in index.contracts.items():
+        if chain == chain_id:  # only decoded functions: the policy denies an undecoded one listed here
+            for selector in (s for s in selectors - TOKEN_MOVING if s in KNOWN):
+                rules.setdefault(address, {})[selector] = 0
+    for (chain, address, selector), max_value in index.opaque.items():
+        if chain == chain_id and selector not in TOKEN_MOVING:
+            bound = min(max_value, native_cap)
+            rules.setdefault(address, {})[selector] = min(bound, rules.get(address, {}).get(selector, bound))
+    return {a: r for a, r in rules.items() if r}
+
+
+def contract_lanes(policy: Policy, chain_id: int, *, expires_at: int, call_limit: int | None) -> list[Lane]:
+    """One lane per allowed contract. Its ValueLte is the smallest bound among its selectors, and 0 without
+    a call limit: nothing on chain would bound the total value sent through it otherwise."""
+    lanes = []
+    for address, rules in sorted(_contract_rules(policy, chain_id).items()):
+        value = min(rules.values()) if call_limit is not None else 0
+        lanes.append(Lane(CONTRACT, (address,), None, value, 0, 0, 0, expires_at, call_limit, tuple(sorted(rules))))
     return lanes
 
 
@@ -151,6 +209,8 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
     for required in (ALLOWED_TARGETS, VALUE_LTE, TIMESTAMP):
         if required not in found:
             raise GrantError(f"the grant has no {required}: it would not bound the session key")
+    if ALLOWED_METHODS in found:
+        return _parse_contract_lane(found)
     if (NATIVE_PERIOD in found) == (ERC20_PERIOD in found):
         raise GrantError("a lane needs exactly one period enforcer (native or ERC-20)")
     targets_raw = found[ALLOWED_TARGETS]
@@ -195,6 +255,41 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
     return Lane(asset, targets, recipient, value_lte, amount, seconds, start, expires_at, call_limit)
 
 
+def _targets(found: dict[str, bytes]) -> tuple[str, ...]:
+    raw = found[ALLOWED_TARGETS]
+    if not raw or len(raw) % 20:
+        raise GrantError("AllowedTargets terms are not a list of addresses")
+    return tuple("0x" + raw[i:i + 20].hex() for i in range(0, len(raw), 20))
+
+
+def _expiry(found: dict[str, bytes]) -> int:
+    stamp = found[TIMESTAMP]
+    if len(stamp) != 32:
+        raise GrantError("Timestamp terms must be 32 bytes")
+    expires_at = int.from_bytes(stamp[16:], "big")
+    if expires_at == 0:
+        raise GrantError("the grant never expires (Timestamp has no 'before' bound)")
+    return expires_at
+
+
+def _parse_contract_lane(found: dict[str, bytes]) -> Lane:
+    extra = set(found) - {ALLOWED_TARGETS, ALLOWED_METHODS, VALUE_LTE, TIMESTAMP, LIMITED_CALLS}
+    if extra:
+        raise GrantError(f"a contract lane carries no {', '.join(sorted(extra))}")
+    targets = _targets(found)
+    if len(targets) != 1:
+        raise GrantError("a contract lane's AllowedTargets must be exactly one contract")
+    raw = found[ALLOWED_METHODS]
+    if not raw or len(raw) % 4:
+        raise GrantError("AllowedMethods terms are not a list of 4-byte selectors")
+    selectors = tuple(raw[i:i + 4] for i in range(0, len(raw), 4))
+    if len(set(selectors)) != len(selectors):
+        raise GrantError("AllowedMethods lists a selector twice")
+    call_limit = _uint(found[LIMITED_CALLS], LIMITED_CALLS) if LIMITED_CALLS in found else None
+    return Lane(CONTRACT, targets, None, _uint(found[VALUE_LTE], VALUE_LTE), 0, 0, 0, _expiry(found), call_limit,
+                selectors)
+
+
 def _uint(terms: bytes, name: str) -> int:
     if len(terms) != 32:
         raise GrantError(f"{name} terms must be 32 bytes")
@@ -203,6 +298,9 @@ def _uint(terms: bytes, name: str) -> int:
 
 def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -> None:
     """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit."""
+    if lane.asset == CONTRACT:
+        _check_contract_lane(lane, policy, chain_id, not_after=not_after)
+        return
     index = policy.index
     rule = index.assets.get((chain_id, lane.asset))
     if rule is None:
@@ -227,6 +325,28 @@ def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -
         raise GrantError("the grant outlives the session key it is for")
 
 
+def _check_contract_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -> None:
+    (target,) = lane.targets
+    rules = _contract_rules(policy, chain_id).get(target)
+    if rules is None:
+        raise GrantError(f"{target} may be called through the grant but the policy lists no call to it "
+                         "(contracts or opaque_calls)")
+    for selector in lane.selectors:
+        if selector in TOKEN_MOVING:
+            raise GrantError(f"0x{selector.hex()} moves or approves tokens: a contract lane would allow it with any "
+                             "arguments (ERC-20 lanes carry token transfers)")
+        if selector not in rules:
+            raise GrantError(f"0x{selector.hex()} on {target} is not a call the policy allows")
+        if lane.value_lte > rules[selector]:
+            raise GrantError(f"ValueLte {lane.value_lte} is above the policy's value bound of {rules[selector]} wei "
+                             f"for 0x{selector.hex()} on {target}")
+    if lane.value_lte > 0 and lane.call_limit is None:
+        raise GrantError("a contract lane that may send value needs LimitedCalls: no period enforcer bounds its "
+                         "total")
+    if lane.expires_at > not_after:
+        raise GrantError("the grant outlives the session key it is for")
+
+
 # ---- words ---------------------------------------------------------------------------------------------
 
 
@@ -240,8 +360,17 @@ def describe(lane: Lane, policy: Policy, chain_id: int) -> str:
         name = index.names.get((chain_id, address))
         return f"{name} ({address})" if name else address
 
-    period = _period_words(lane.period_seconds)
     until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lane.expires_at))
+    if lane.asset == CONTRACT:
+        native = index.assets.get((chain_id, NATIVE))
+        coin = native.symbol if native is not None else "ETH"
+        calls = ", ".join(_selector_words(s) for s in lane.selectors)
+        text = (f"this key may call {calls} on {who(lane.targets[0])} with at most "
+                f"{format_amount(lane.value_lte, 18, coin)} per call, until {until}")
+        if lane.call_limit is not None:
+            text += f", {lane.call_limit} transactions in all"
+        return text
+    period = _period_words(lane.period_seconds)
     if lane.asset == NATIVE:
         text = (f"this key may send at most {format_amount(lane.value_lte, decimals, symbol)} per transaction and "
                 f"{format_amount(lane.period_amount, decimals, symbol)} per {period}, only to "
@@ -252,6 +381,11 @@ def describe(lane: Lane, policy: Policy, chain_id: int) -> str:
     if lane.call_limit is not None:
         text += f", {lane.call_limit} transactions in all"
     return text
+
+
+def _selector_words(selector: bytes) -> str:
+    known = KNOWN.get(selector)
+    return f"{known.signature.split('(')[0]}() (0x{selector.hex()})" if known else f"0x{selector.hex()}"
 
 
 def _period_words(seconds: int) -> str:
