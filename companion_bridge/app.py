@@ -14,6 +14,10 @@ WebSocket messages (JSON):
                        {"type": "reply", "id": N, "ok": bool, "result"|"error": ...}
                        {"type": "state", "state": {...}}           (freeze changes)
                        {"type": "resolved", "request_id": R}
+                       {"type": "devices", "devices_rev": V}       (a pairing or revocation: GET /v1/devices)
+
+HTTP `GET /v1/devices` with `Authorization: Bearer T` (the same connection token): the paired devices
+as companion_bridge/device_list.py shows them; 401 without a valid token of an active device.
 
 Abuse limits (companion_bridge/limits.py): an HTTP refusal is 429 with Retry-After; a socket over
 its connect or message rate is closed with 4429 ("... retry after N s"), one over the size cap with
@@ -39,6 +43,7 @@ from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 from companion_bridge.challenges import NONCE_PATTERN, Challenges
+from companion_bridge.device_list import DeviceList, device_list
 from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
 from companion_bridge.push import Pusher, SubscribeRequest
 from companion_bridge.queue import DeliveryQueue
@@ -127,6 +132,7 @@ class Bridge:
         self.hub = Hub()
         self.challenges = Challenges()
         self._last_state: dict[str, Any] | None = None
+        self._announced_rev: str | None = None
         self._frames: tuple[float, list[str]] | None = None
 
     async def deliver(self, requests: list[dict[str, Any]], state: dict[str, Any]) -> None:
@@ -145,6 +151,14 @@ class Bridge:
         if state != self._last_state:
             self._last_state = state
             await self.hub.send_all({"type": "state", "state": state})
+        await self.announce_devices()
+
+    async def announce_devices(self) -> None:
+        """Tell every open page that a device was paired or revoked, so it fetches the list again."""
+        rev = self.link.devices_rev
+        if rev != self._announced_rev:
+            self._announced_rev = rev
+            await self.hub.send_all({"type": "devices", "devices_rev": rev})
 
     def backlog_frames(self) -> list[str]:
         """The backlog as ready-made frames, built once and shared by every connection: 100
@@ -181,6 +195,7 @@ class Bridge:
             guard.pairing_failed(pairing_id, peer)
             raise HTTPException(403 if exc.code == -32002 else 400, exc.message) from None
         await self.link.refresh()
+        await self.announce_devices()
         return result
 
     def challenge(self, device_id: str, peer: str) -> dict[str, Any]:
@@ -221,6 +236,35 @@ class Bridge:
             raise HTTPException(401, "bad device signature") from None
         self.challenges.use(req.nonce)
 
+    def authorized(self, token: str, peer: str) -> str:
+        """The device id behind a connection token of an active device, or 401 (charged to the peer)."""
+        verdict = self.guard.check("auth", self.guard.auth_peers, peer)
+        if not verdict.allowed:
+            raise too_many("login attempts", verdict)
+        claims = self.tokens.verify(token)
+        if claims is None or not self.link.device_active(claims.device_id):
+            self.guard.login_failed(peer)
+            raise HTTPException(401, "invalid, expired or revoked token: log in again",
+                                headers={"WWW-Authenticate": "Bearer"})
+        return claims.device_id
+
+    async def devices(self, token: str, peer: str) -> DeviceList:
+        """Read from the signer on every call, so `last_seen` is current and a revocation the poll
+        has not brought yet still shuts the revoked device out."""
+        device_id = self.authorized(token, peer)
+        try:
+            reply = await self.link.call("companion.devices")
+        except SignerUnavailable as exc:
+            raise HTTPException(503, exc.message) from None
+        except SignerError as exc:
+            raise HTTPException(502, exc.message) from None
+        listed = device_list(reply, device_id)
+        if not any(d.this_device and d.revoked_at is None for d in listed.devices):
+            self.guard.login_failed(peer)
+            raise HTTPException(401, "invalid, expired or revoked token: log in again",
+                                headers={"WWW-Authenticate": "Bearer"})
+        return listed
+
     # ---- a companion session ----------------------------------------------------------------
 
     async def session(self, ws: WebSocket) -> None:
@@ -254,7 +298,8 @@ class Bridge:
         expiry = asyncio.get_running_loop().call_later(
             max(0.0, claims.exp - time.time()), lambda: asyncio.ensure_future(ws.close(CLOSE_UNAUTHORIZED, "token expired")))
         try:
-            await ws.send_text(json.dumps({"type": "welcome", "device_id": device_id, "state": self.link.state}))
+            await ws.send_text(json.dumps({"type": "welcome", "device_id": device_id, "state": self.link.state,
+                                           "devices_rev": self.link.devices_rev}))
             for frame in self.backlog_frames():
                 await ws.send_text(frame)
             while True:
@@ -357,21 +402,22 @@ def create_app(bridge: Bridge) -> FastAPI:
     @app.post("/v1/push/subscribe")
     async def push_subscribe(req: SubscribeRequest, request: Request) -> dict[str, Any]:
         """A paired device (its connection token) registers where to be woken up."""
-        peer = peer_of(request, bridge.guard)
-        verdict = bridge.guard.check("auth", bridge.guard.auth_peers, peer)
-        if not verdict.allowed:
-            raise too_many("login attempts", verdict)
-        claims = bridge.tokens.verify(req.token)
-        if claims is None or not bridge.link.device_active(claims.device_id):
-            bridge.guard.login_failed(peer)
-            raise HTTPException(401, "invalid, expired or revoked token")
+        device_id = bridge.authorized(req.token, peer_of(request, bridge.guard))
         if bridge.pusher is None:
             raise HTTPException(404, "push is not enabled on this bridge")
         try:
-            bridge.pusher.subscribe(claims.device_id, req.subscription)
+            bridge.pusher.subscribe(device_id, req.subscription)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         return {"ok": True}
+
+    @app.get("/v1/devices")
+    async def devices(request: Request, response: Response) -> DeviceList:
+        """The paired devices, for a device holding a connection token (Authorization: Bearer)."""
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        listed = await bridge.devices(token.strip() if scheme.lower() == "bearer" else "", peer_of(request, bridge.guard))
+        response.headers["Cache-Control"] = "no-store"
+        return listed
 
     @app.get("/app")
     async def app_root() -> RedirectResponse:

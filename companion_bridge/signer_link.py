@@ -25,7 +25,7 @@ class SignerLink:
         self.poll_timeout = poll_timeout
         self.devices: dict[str, dict[str, Any]] = {}
         self.state: dict[str, Any] = {}
-        self._devices_rev = ""
+        self.devices_rev = ""
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """One retry on a fresh connection after the signer restarted. Retrying is safe: every
@@ -39,7 +39,7 @@ class SignerLink:
         """Re-read the paired devices (public keys, revocations) and the freeze state."""
         reply = await self.call("companion.devices")
         self.devices = {d["device_id"]: d for d in reply["devices"]}
-        self._devices_rev = reply["devices_rev"]
+        self.devices_rev = reply["devices_rev"]
         state = await self.call("approvals.state")
         self.state = {k: state[k] for k in ("frozen", "freeze_id", "main_account")}
 
@@ -52,7 +52,7 @@ class SignerLink:
         while True:
             try:
                 reply = await self._poll.call("approvals.wait", {"after": cursor, "timeout": self.poll_timeout})
-                if reply["devices_rev"] != self._devices_rev:
+                if reply["devices_rev"] != self.devices_rev:
                     await self.refresh()
             except (SignerUnavailable, SignerError) as exc:
                 log.warning("signer poll failed: %s; retrying", exc.message)

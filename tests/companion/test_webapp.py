@@ -8,6 +8,7 @@ eth-account and Python's json on vectors made here. The main key is guarded by a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import subprocess
@@ -752,3 +753,79 @@ def test_without_its_passkey_or_the_users_verification_the_page_signs_nothing(ph
         cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})
     card.locator("button.deny").click()  # denying needs no key
     gone(phone_a, card)
+
+
+def get_devices(tier: Tier1, authorization: str | None) -> tuple[int, dict]:
+    headers = {} if authorization is None else {"authorization": authorization}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(tier.bridge.url + "/v1/devices", headers=headers)) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def desktop_companion(phone_a: Phone, tier: Tier1, name: str):
+    """A CLI companion paired through the bridge (with the page's main key, as the signer requires)
+    and a connection token of its own."""
+    from companion_bridge.companion.client import Companion
+    from companion_bridge.companion.wallet import CompanionWallet
+    from tests.companion.conftest import MAIN_PASS
+
+    wallet = CompanionWallet.create(tier.root / f"{name}-{time.monotonic_ns()}", bytearray(MAIN_PASS),
+                                    scrypt_n=2**10, private_key=phone_a.main_key, name=name)
+
+    async def pair_and_login() -> str:
+        pairing = await tier.stack.call(tier.admin, "companion.pair_begin", {"name": name})
+        async with Companion(wallet, tier.bridge.url) as companion:
+            await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
+            return await companion.login()
+
+    return wallet, run_async(pair_and_login())
+
+
+def test_the_page_lists_the_paired_devices_marks_itself_and_shows_a_revocation(phone_a, web_tier):
+    page = phone_a.page
+    own_id = phone_a.idb()["kv"]["device"]["device_id"]
+    wallet, desk_token = desktop_companion(phone_a, web_tier, "desk-list")
+    desk_id = wallet.device_id
+    # The page learns of the new pairing from the bridge (a "devices" frame) and fetches the list.
+    desk_row = page.locator(f"#devices .device[data-device={desk_id}]")
+    desk_row.wait_for(timeout=10_000)
+    own_row = page.locator(f"#devices .device[data-device={own_id}]")
+    assert own_row.locator(".device-name").text_content() == "phone-a"
+    assert own_row.locator(".this-device").text_content() == "this device"
+    assert desk_row.locator(".device-name").text_content() == "desk-list"
+    assert desk_row.locator(".this-device").count() == 0 and desk_row.locator(".revoked-mark").count() == 0
+    assert page.locator("#devices .this-device").count() == 1
+    assert "last seen" in desk_row.text_content()
+
+    # Over HTTP with the desktop companion's own token: it is the one marked, and no key is relayed.
+    status, listed = get_devices(web_tier, f"Bearer {desk_token}")
+    assert status == 200
+    rows = {d["device_id"]: d for d in listed["devices"]}
+    assert rows[desk_id]["this_device"] is True and rows[own_id]["this_device"] is False
+    assert set(rows[desk_id]) == {"device_id", "name", "key_fingerprint", "created_at", "last_seen", "revoked_at",
+                                  "this_device"}
+    assert rows[desk_id]["key_fingerprint"] == hashlib.sha256(bytes.fromhex(wallet.device_public_key)).hexdigest()
+    assert wallet.device_public_key not in json.dumps(listed) and "public_key" not in json.dumps(listed)
+
+    run_async(web_tier.stack.call(web_tier.admin, "companion.revoke", {"device_id": desk_id}))
+    desk_row.locator(".revoked-mark").wait_for(timeout=15_000)  # within one poll of the signer
+    assert desk_row.locator(".revoked-mark").text_content() == "REVOKED"
+    assert "revoked" in desk_row.get_attribute("class").split()
+    assert own_row.locator(".revoked-mark").count() == 0 and own_row.locator(".this-device").count() == 1
+    page.locator("#devices").scroll_into_view_if_needed()
+    phone_a.shot("devices")
+
+
+def test_the_device_list_is_refused_without_a_valid_token_of_an_active_device(phone_a, web_tier):
+    wallet, token = desktop_companion(phone_a, web_tier, "desk-gone")
+    assert get_devices(web_tier, f"Bearer {token}")[0] == 200
+    for authorization in (None, "", "Bearer", f"Basic {token}", f"Bearer {token[:-4]}AAAA", "Bearer x.y",
+                          f"Bearer {token}.{token}"):
+        status, body = get_devices(web_tier, authorization)
+        assert status == 401 and "devices" not in body, authorization
+    # Revoked: the same, still unexpired token gets nothing, even before the bridge's poll brings the news.
+    run_async(web_tier.stack.call(web_tier.admin, "companion.revoke", {"device_id": wallet.device_id}))
+    status, body = get_devices(web_tier, f"Bearer {token}")
+    assert status == 401 and "devices" not in body

@@ -7,7 +7,8 @@ import * as proto from './protocol.js';
 import * as journal from './journal.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
-const app = { device: null, session: null, state: {}, requests: new Map(), forged: [], status: 'offline', error: '' };
+const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
+  status: 'offline', error: '' };
 const $ = (sel) => document.querySelector(sel);
 
 function el(tag, attrs = {}, ...children) {
@@ -184,6 +185,7 @@ function renderHome(v) {
   children.push(outcomesSection());
   children.push(el('section', {}, el('h2', {}, 'This device'),
     el('p', {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)));
+  children.push(devicesSection());
   screen(...children);
   tick();  // the countdowns, now rather than at the next second
 }
@@ -271,6 +273,36 @@ function outcomesSection() {
     ...list.map((o) => el('div', { class: 'outcome' }, `${new Date(o.at).toLocaleTimeString()} ${o.action} ${o.request_id.slice(0, 12)}…: ${visible(o.result).slice(0, 200)}`)));
 }
 
+const when = (ts) => (ts === null ? 'never' : new Date(ts * 1000).toLocaleString());
+
+function devicesSection() {
+  const list = (app.devices && app.devices.devices) || [];
+  const active = list.filter((d) => d.revoked_at === null).length;
+  return el('section', { id: 'devices' }, el('h2', {}, `Paired devices (${active} active)`),
+    list.length ? null : el('p', { class: 'note' }, 'The list comes from the bridge once connected.'),
+    ...list.map((d) => el('div', { class: 'device' + (d.revoked_at === null ? '' : ' revoked'), 'data-device': visible(d.device_id) },
+      el('strong', { class: 'device-name' }, visible(d.name)),
+      d.this_device ? el('span', { class: 'this-device' }, 'this device') : null,
+      d.revoked_at === null ? null : el('span', { class: 'revoked-mark' }, 'REVOKED'), el('br'),
+      el('span', { class: 'note' }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}`
+        + (d.revoked_at === null ? '' : `; revoked ${when(d.revoked_at)}`)
+        + `; key ${visible(d.key_fingerprint).slice(0, 16)}`))));
+}
+
+// Fetched on every (re)connection (so last-seen times stay current) and whenever a device is paired
+// or revoked; kept so the app opens offline to its last state.
+async function refreshDevices(rev, always) {
+  if (!always && app.devices && app.devices.devices_rev === rev) return;
+  try {
+    app.devices = await proto.fetchDevices(app.token);
+    await store.put('kv', 'devices', app.devices);
+  } catch (e) {
+    console.error(`device list: ${e.message}`);
+    return;
+  }
+  await render();
+}
+
 function tick() {
   const now = Date.now() / 1000;
   for (const c of document.querySelectorAll('.countdown')) {
@@ -284,6 +316,7 @@ function tick() {
 async function loadJournal() {
   app.journal = (await store.get('kv', 'journal')) || [];
   app.outcomes = (await store.get('kv', 'outcomes')) || [];
+  app.devices = (await store.get('kv', 'devices')) || null;
 }
 
 const saveJournal = () => store.put('kv', 'journal', app.journal);
@@ -491,7 +524,9 @@ async function connect() {
   try {
     const token = await proto.login(app.device.device_id, seed);
     if (app.session) app.session.close();
+    app.token = token;  // in memory only: it opens this bridge's socket and device list for 5 minutes
     const session = new proto.Session(token, {
+      devices: (rev, always) => { if (app.session === session) refreshDevices(rev, always); },
       state: (s) => { app.state = s; settle(s).catch(() => {}); render(); },
       requests: receive,
       resolved: (id) => { app.requests.delete(id); saveRequests(); render(); },

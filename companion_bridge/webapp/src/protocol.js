@@ -129,6 +129,20 @@ export function answerMessage(request, digest, action, deviceId, txHash) {
 
 export const txHashOf = (raw) => '0x' + bytesToHex(keccak_256(raw));
 
+// The paired devices, as the bridge relays them from the signer (GET /v1/devices with the connection
+// token). Not signed by the signer: shown for information, never used to decide anything.
+export async function fetchDevices(token) {
+  const resp = await fetch('/v1/devices', { headers: { authorization: `Bearer ${token}` }, credentials: 'omit', cache: 'no-store' });
+  if (!resp.ok) throw new Error(`the bridge refused the device list (HTTP ${resp.status})`);
+  const body = await resp.json();
+  const ts = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  if (!body || typeof body.devices_rev !== 'string' || !Array.isArray(body.devices)) throw new Error('the bridge sent a malformed device list');
+  const devices = body.devices.filter((d) => d && typeof d.device_id === 'string' && typeof d.name === 'string')
+    .map((d) => ({ device_id: d.device_id, name: d.name, key_fingerprint: String(d.key_fingerprint || ''),
+      created_at: ts(d.created_at), last_seen: ts(d.last_seen), revoked_at: ts(d.revoked_at), this_device: d.this_device === true }));
+  return { devices_rev: body.devices_rev, devices };
+}
+
 // One authenticated WebSocket session with the bridge.
 export class Session {
   constructor(token, handlers) {
@@ -149,7 +163,11 @@ export class Session {
         let data;
         try { data = parse(ev.data); } catch { return; }
         if (!data || typeof data !== 'object' || Array.isArray(data)) return;
-        if (data.type === 'welcome') { resolve(); handlers.state(data.state || {}); }
+        if (data.type === 'welcome') {
+          resolve(); handlers.state(data.state || {});
+          if (handlers.devices) handlers.devices(typeof data.devices_rev === 'string' ? data.devices_rev : '', true);
+        }
+        else if (data.type === 'devices' && typeof data.devices_rev === 'string') { if (handlers.devices) handlers.devices(data.devices_rev, false); }
         else if (data.type === 'request') handlers.requests([data.request]);
         else if (data.type === 'requests' && Array.isArray(data.requests)) handlers.requests(data.requests);
         else if (data.type === 'state' && data.state && typeof data.state === 'object') handlers.state(data.state);

@@ -7305,6 +7305,23 @@ function answerMessage(request, digest, action, deviceId, txHash) {
     tx_hash: txHash
   });
 }
+async function fetchDevices(token) {
+  const resp = await fetch("/v1/devices", { headers: { authorization: `Bearer ${token}` }, credentials: "omit", cache: "no-store" });
+  if (!resp.ok) throw new Error(`the bridge refused the device list (HTTP ${resp.status})`);
+  const body = await resp.json();
+  const ts = (v) => typeof v === "number" && Number.isFinite(v) ? v : null;
+  if (!body || typeof body.devices_rev !== "string" || !Array.isArray(body.devices)) throw new Error("the bridge sent a malformed device list");
+  const devices = body.devices.filter((d) => d && typeof d.device_id === "string" && typeof d.name === "string").map((d) => ({
+    device_id: d.device_id,
+    name: d.name,
+    key_fingerprint: String(d.key_fingerprint || ""),
+    created_at: ts(d.created_at),
+    last_seen: ts(d.last_seen),
+    revoked_at: ts(d.revoked_at),
+    this_device: d.this_device === true
+  }));
+  return { devices_rev: body.devices_rev, devices };
+}
 var Session = class {
   constructor(token, handlers) {
     this.handlers = handlers;
@@ -7331,6 +7348,9 @@ var Session = class {
         if (data.type === "welcome") {
           resolve();
           handlers.state(data.state || {});
+          if (handlers.devices) handlers.devices(typeof data.devices_rev === "string" ? data.devices_rev : "", true);
+        } else if (data.type === "devices" && typeof data.devices_rev === "string") {
+          if (handlers.devices) handlers.devices(data.devices_rev, false);
         } else if (data.type === "request") handlers.requests([data.request]);
         else if (data.type === "requests" && Array.isArray(data.requests)) handlers.requests(data.requests);
         else if (data.type === "state" && data.state && typeof data.state === "object") handlers.state(data.state);
@@ -7436,7 +7456,17 @@ function applyQuote(entries, quote, mainAddress, now) {
 }
 
 // src/main.js
-var app = { device: null, session: null, state: {}, requests: /* @__PURE__ */ new Map(), forged: [], status: "offline", error: "" };
+var app = {
+  device: null,
+  session: null,
+  token: null,
+  state: {},
+  requests: /* @__PURE__ */ new Map(),
+  forged: [],
+  devices: null,
+  status: "offline",
+  error: ""
+};
 var $ = (sel) => document.querySelector(sel);
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -7653,6 +7683,7 @@ function renderHome(v) {
     el("h2", {}, "This device"),
     el("p", {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)
   ));
+  children.push(devicesSection());
   screen(...children);
   tick();
 }
@@ -7767,6 +7798,37 @@ function outcomesSection() {
     ...list.map((o) => el("div", { class: "outcome" }, `${new Date(o.at).toLocaleTimeString()} ${o.action} ${o.request_id.slice(0, 12)}\u2026: ${visible(o.result).slice(0, 200)}`))
   );
 }
+var when = (ts) => ts === null ? "never" : new Date(ts * 1e3).toLocaleString();
+function devicesSection() {
+  const list = app.devices && app.devices.devices || [];
+  const active = list.filter((d) => d.revoked_at === null).length;
+  return el(
+    "section",
+    { id: "devices" },
+    el("h2", {}, `Paired devices (${active} active)`),
+    list.length ? null : el("p", { class: "note" }, "The list comes from the bridge once connected."),
+    ...list.map((d) => el(
+      "div",
+      { class: "device" + (d.revoked_at === null ? "" : " revoked"), "data-device": visible(d.device_id) },
+      el("strong", { class: "device-name" }, visible(d.name)),
+      d.this_device ? el("span", { class: "this-device" }, "this device") : null,
+      d.revoked_at === null ? null : el("span", { class: "revoked-mark" }, "REVOKED"),
+      el("br"),
+      el("span", { class: "note" }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}` + (d.revoked_at === null ? "" : `; revoked ${when(d.revoked_at)}`) + `; key ${visible(d.key_fingerprint).slice(0, 16)}`)
+    ))
+  );
+}
+async function refreshDevices(rev, always) {
+  if (!always && app.devices && app.devices.devices_rev === rev) return;
+  try {
+    app.devices = await fetchDevices(app.token);
+    await put("kv", "devices", app.devices);
+  } catch (e) {
+    console.error(`device list: ${e.message}`);
+    return;
+  }
+  await render();
+}
 function tick() {
   const now = Date.now() / 1e3;
   for (const c of document.querySelectorAll(".countdown")) {
@@ -7777,6 +7839,7 @@ function tick() {
 async function loadJournal() {
   app.journal = await get("kv", "journal") || [];
   app.outcomes = await get("kv", "outcomes") || [];
+  app.devices = await get("kv", "devices") || null;
 }
 var saveJournal = () => put("kv", "journal", app.journal);
 var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
@@ -8014,7 +8077,11 @@ async function connect() {
   try {
     const token = await login(app.device.device_id, seed);
     if (app.session) app.session.close();
+    app.token = token;
     const session = new Session(token, {
+      devices: (rev, always) => {
+        if (app.session === session) refreshDevices(rev, always);
+      },
       state: (s) => {
         app.state = s;
         settle(s).catch(() => {
