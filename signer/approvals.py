@@ -149,7 +149,7 @@ class Approvals:
         return {"frozen": self.engine.frozen, "freeze_id": self.kill_switch.current_id(),
                 "devices_rev": self.devices.revision, "main_account": self.devices.main_account()}
 
-    async def state_for_signing(self) -> dict[str, Any]:
+    async def state_for_signing(self, witness_seq: int | None = None) -> dict[str, Any]:
         """The state plus, per chain, the main account's next nonce (`main_nonce`, the mempool
         counted: a companion about to sign asks for it, so two requests escalated at the same nonce
         can both be approved in turn) and its mined transaction count (`main_nonce_mined`: only that
@@ -175,7 +175,12 @@ class Approvals:
                 mined[str(chain_id)] = latest
         quote = {"main_account": main, "main_nonce": nonces, "main_nonce_mined": mined, "ts": self.clock()}
         # The audit log's committed head, signed: the companion keeps the latest and refuses to go back.
-        checkpoint = make_checkpoint(self.identity, *self.engine.audit.committed)
+        seq, head = self.engine.audit.committed
+        at = None
+        if witness_seq is not None and 0 < witness_seq <= seq:  # bind this checkpoint to what the witness saw
+            row = self.engine.reader.execute("SELECT hash FROM audit WHERE seq=?", (witness_seq,)).fetchone()
+            at = {"seq": witness_seq, "hash": row[0]} if row is not None else None
+        checkpoint = make_checkpoint(self.identity, seq, head, at)
         return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from signer.identity import SignerIdentity
 from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
 
 
-def make_checkpoint(identity: SignerIdentity, seq: int, head: str) -> dict[str, Any]:
-    body = checkpoint_body(seq, head)
+def make_checkpoint(identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = checkpoint_body(seq, head, at)
     return {**body, "signer_sig": identity.sign(CHECKPOINT_DOMAIN, body)}
 
 

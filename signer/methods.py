@@ -40,6 +40,7 @@ from signer.wire.protocol import (
     SessionKeyCreateParams,
     SessionKeyRefParams,
     SignRequestParams,
+    StateParams,
     SignStatusParams,
     Tier3GrantParams,
     Tier3RevokeParams,
@@ -99,7 +100,8 @@ class Methods:
             "signer.freeze": Method(Scope.ADMIN, None, lambda c, p: approvals.freeze_on_host(c.name)),
             "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
                 lambda c, p: request_topup(approvals, p))),
-            "approvals.state": Method(Scope.BRIDGE, None, bridge_only(lambda c, p: approvals.state_for_signing())),
+            "approvals.state": Method(Scope.BRIDGE, StateParams, bridge_only(
+                lambda c, p: approvals.state_for_signing(p.witness_seq))),
             "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
                 lambda c, p: devices.complete_pairing(p))),
             "companion.devices": Method(Scope.BRIDGE, None, bridge_only(

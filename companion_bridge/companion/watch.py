@@ -87,9 +87,15 @@ class Watch:
         """Ask for the signer's state for its audit checkpoint alone (at connect, in the background:
         `check` asks only while the journal has entries to settle). A silent bridge only delays it."""
         try:
-            self.settle(await self._call("approvals.state", timeout=QUOTE_TIMEOUT))
+            self.settle(await self._call("approvals.state", self.state_params(), timeout=QUOTE_TIMEOUT))
         except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
             pass
+
+    def state_params(self) -> dict[str, Any] | None:
+        """Ask the signer to bind its next checkpoint to the record this witness holds (signer.wire.witness)."""
+        key = self.wallet.state.get("signer_key")
+        seq = Witness(self.wallet.home / WITNESS_FILE, key).held_seq() if isinstance(key, str) else None
+        return None if seq is None else {"witness_seq": seq}
 
     def witness_checkpoint(self, state: Any) -> None:
         """Keep the signer's latest signed audit checkpoint; warn (and keep the one held) if it goes back."""
@@ -123,7 +129,7 @@ class Watch:
         try:
             if self.journal.watched():
                 try:
-                    self.settle(await self._call("approvals.state", timeout=QUOTE_TIMEOUT))
+                    self.settle(await self._call("approvals.state", self.state_params(), timeout=QUOTE_TIMEOUT))
                 except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
                     pass  # no fresh quote: what the journal knows is all there is
             left = self.journal.unsettled()

@@ -244,6 +244,13 @@ class ApprovalAnswerParams(Strict):
     note: str | None = Field(default=None, max_length=500)
 
 
+class StateParams(Strict):
+    """`approvals.state`: `witness_seq` is the record count of the audit checkpoint the companion holds;
+    the signer then signs, inside its new checkpoint, the hash its log has at that record."""
+
+    witness_seq: int | None = Field(default=None, ge=0, le=2**62)
+
+
 class FreezeParams(Strict):
     """Freeze or unfreeze the signer from a paired device (unfreeze must name the current freeze id)."""
 

@@ -23,8 +23,14 @@ class WitnessError(Exception):
     """The witness file cannot be read, or a checkpoint is not signed by the paired signer."""
 
 
-def checkpoint_body(seq: int, head: str) -> dict[str, Any]:
-    return {"seq": int(seq), "head": head}
+def checkpoint_body(seq: int, head: str, at: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the signer signs. `at` is the hash the log holds at the record the witness last saw
+    ({"seq", "hash"}): only with it can a longer log be told to extend that record, rather than to be
+    a shortened history that grew back past it."""
+    body: dict[str, Any] = {"seq": int(seq), "head": head}
+    if at is not None:
+        body["at"] = {"seq": int(at["seq"]), "hash": at["hash"]}
+    return body
 
 
 @dataclass
@@ -55,9 +61,21 @@ class Witness:
             raise WitnessError(f"{self.path}: the stored checkpoint is not signed by this signer")
         return data
 
+    def held_seq(self) -> int | None:
+        """The record count of the checkpoint held, which the signer is asked to bind its next one to."""
+        try:
+            held = self.latest()
+        except WitnessError:
+            return None
+        return None if held is None else int(held["seq"])
+
     def _authentic(self, cp: Any) -> bool:
+        at = cp.get("at") if isinstance(cp, dict) else None
+        if at is not None and not (isinstance(at, dict) and isinstance(at.get("seq"), int)
+                                   and isinstance(at.get("hash"), str)):
+            return False
         return (isinstance(cp, dict) and isinstance(cp.get("seq"), int) and isinstance(cp.get("head"), str)
-                and signed_by(self.signer_key, CHECKPOINT_DOMAIN, checkpoint_body(cp["seq"], cp["head"]),
+                and signed_by(self.signer_key, CHECKPOINT_DOMAIN, checkpoint_body(cp["seq"], cp["head"], at),
                               cp.get("signer_sig")))
 
     def offer(self, cp: Any) -> Verdict:
@@ -74,5 +92,10 @@ class Witness:
                 return Verdict(False, cp["seq"], [f"record {cp['seq']} changed since the companion saw it (rewritten)"])
             if cp["seq"] == held["seq"]:
                 return Verdict(True, cp["seq"])  # nothing new
-        write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "signer_sig")}).encode())
+            if cp.get("at") != {"seq": held["seq"], "hash": held["head"]}:
+                # a longer log that does not show it still holds the record seen: it may be a shortened
+                # history grown back past it (truncate, then let the signer append)
+                return Verdict(False, cp["seq"], [f"the signer's audit log does not show record {held['seq']} as "
+                                                  "the companion saw it (truncated or rewritten, then grown back)"])
+        write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "at", "signer_sig") if k in cp}).encode())
         return Verdict(True, cp["seq"])

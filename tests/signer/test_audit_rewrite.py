@@ -33,8 +33,11 @@ def signer_key(stack: SignerStack) -> str:
         return SignerIdentity(master).public_key
 
 
-def checkpoint(stack: SignerStack, token: str) -> dict:
-    return stack.call_sync(token, "approvals.state")["audit_checkpoint"]
+def checkpoint(stack: SignerStack, token: str, witness: Witness | None = None) -> dict:
+    """The signer's checkpoint, bound (as the companion asks) to the record the witness holds."""
+    held = witness.held_seq() if witness is not None else None
+    params = {"witness_seq": held} if held is not None else None
+    return stack.call_sync(token, "approvals.state", params)["audit_checkpoint"]
 
 
 @pytest.fixture()
@@ -130,7 +133,7 @@ def test_a_key_holder_rewrite_passes_locally_but_the_companion_catches_it(witnes
     held = witness.latest()
     stack.start()  # the signer itself now signs checkpoints of the shorter log
     try:
-        verdict = witness.offer(checkpoint(stack, bridge))
+        verdict = witness.offer(checkpoint(stack, bridge, witness))
     finally:
         stack.stop()
     assert not verdict.ok and ("went back" in verdict.problems[0] or "changed" in verdict.problems[0]), verdict
@@ -185,3 +188,39 @@ def test_verify_asks_the_running_daemon_when_no_passphrase_is_given(witnessed):
         assert done.returncode == 1 and any("record 2" in p for p in json.loads(done.stdout)["problems"])
     finally:
         stack.stop()
+
+
+def test_a_log_truncated_then_grown_back_past_the_witness_is_caught(witnessed):
+    """Cutting a request out and letting the signer append until the log is longer than the record the
+    companion saw: a count alone would pass; the hash the log holds at that record does not."""
+    stack, witness, bridge, request_id = witnessed
+    keys = audit_keys(stack.paths)
+    _, rows = _rows(stack)
+    kept = [r for r in rows if request_id not in r[3]]
+    held = witness.latest()
+    rechain(stack, kept, keys)
+    stack.start()
+    try:
+        for _ in range(len(rows) - len(kept) + 3):  # each restart's own records grow the log back
+            stack.stop()
+            stack.start()
+        grown = checkpoint(stack, bridge, witness)
+    finally:
+        stack.stop()
+    assert grown["seq"] > held["seq"], (grown, held)
+    verdict = witness.offer(grown)
+    assert not verdict.ok and "grown back" in verdict.problems[0], verdict
+    assert witness.latest() == held
+
+
+def test_a_log_that_grows_honestly_advances_the_witness(witnessed):
+    stack, witness, bridge, _ = witnessed
+    held = witness.latest()
+    stack.start()
+    try:
+        stack.call_sync(stack.admin_token, "session_key.list")
+        grown = checkpoint(stack, bridge, witness)
+    finally:
+        stack.stop()
+    assert grown["seq"] > held["seq"] and grown["at"] == {"seq": held["seq"], "hash": held["head"]}
+    assert witness.offer(grown).ok and witness.latest()["seq"] == grown["seq"]
