@@ -330,7 +330,7 @@ class Companion:
     async def signing_nonce(self, request: dict[str, Any]) -> tuple[int | None, float | None]:
         """The main account's next nonce as the signer quotes it now (None: keep the request's), and
         the `ts` of that fresh signed quote (None: none came), which the journal entry keeps."""
-        quote = self.watch.settle(await self.call("approvals.state", self.watch.state_params()))
+        quote = self.watch.settle(await self.call("approvals.state", params=self.watch.state_params()))
         if quote is None or not quote.fresh():
             return None, None
         return nonce_from(quote, request), quote.ts
@@ -356,7 +356,7 @@ class Companion:
         device_id, ts = self._device_id(), time.time()
         freeze_id = self.state.get("freeze_id", "") if action == "unfreeze" else ""
         if action == "unfreeze" and not freeze_id:
-            self.state = await self.call("approvals.state", self.watch.state_params())
+            self.state = await self.call("approvals.state", params=self.watch.state_params())
             self.watch.settle(self.state)
             freeze_id = self.state.get("freeze_id", "")
         message = signed_message(FREEZE_DOMAIN, freeze_body(device_id, action, freeze_id, ts))

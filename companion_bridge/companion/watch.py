@@ -87,7 +87,7 @@ class Watch:
         """Ask for the signer's state for its audit checkpoint alone (at connect, in the background:
         `check` asks only while the journal has entries to settle). A silent bridge only delays it."""
         try:
-            self.settle(await self._call("approvals.state", self.state_params(), timeout=QUOTE_TIMEOUT))
+            self.settle(await self._call("approvals.state", params=self.state_params(), timeout=QUOTE_TIMEOUT))
         except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
             pass
 
@@ -129,7 +129,7 @@ class Watch:
         try:
             if self.journal.watched():
                 try:
-                    self.settle(await self._call("approvals.state", self.state_params(), timeout=QUOTE_TIMEOUT))
+                    self.settle(await self._call("approvals.state", params=self.state_params(), timeout=QUOTE_TIMEOUT))
                 except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
                     pass  # no fresh quote: what the journal knows is all there is
             left = self.journal.unsettled()
