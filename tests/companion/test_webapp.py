@@ -713,11 +713,19 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
         wait_for(lambda: [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]],
                  what="the service worker")
         [reg] = [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]][:1]
-        phone_a.cdp.send("ServiceWorker.deliverPushMessage", {"origin": app_url(web_tier), "registrationId": reg["registrationId"],
-                                                             "data": plain.decode()})
-        shown = wait_for(lambda: page.evaluate(
-            "navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => ns.map(n => [n.title, n.tag, n.body]))"),
-            what="the notification")
+        listed = ("navigator.serviceWorker.ready.then(r => r.getNotifications())"
+                  ".then(ns => ns.map(n => [n.title, n.tag, n.body]))")
+
+        def delivered() -> list:
+            # a push that reaches a worker still activating is dropped (as a push service would retry,
+            # deliver again until one shows); the same tag replaces, so one notification stays
+            phone_a.cdp.send("ServiceWorker.deliverPushMessage", {"origin": app_url(web_tier),
+                                                                 "registrationId": reg["registrationId"],
+                                                                 "data": plain.decode()})
+            time.sleep(0.5)
+            return page.evaluate(listed)
+
+        shown = wait_for(delivered, timeout=40, what="the notification")
         assert shown == [["OwliaBot: an approval is waiting", pending["request_id"], "Open the companion to see it."]]
         card = page.locator(f"article[data-request={pending['request_id']}]")
         card.wait_for(timeout=10_000)  # the request itself came over the page's own connection
