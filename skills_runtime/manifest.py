@@ -159,12 +159,7 @@ class SkillManifest(_Strict):
     @field_validator("network")
     @classmethod
     def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        hosts = tuple(h.strip().lower().rstrip(".") for h in value)
-        bad = [h for h in hosts if not _HOST.fullmatch(h)]
-        if bad:
-            raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
-                             f"or path): {bad}")
-        return hosts
+        return network_hosts(value)
 
     @field_validator("tools")
     @classmethod
@@ -258,3 +253,13 @@ def load_manifest(folder: Path) -> SkillManifest:
     if entry.is_symlink() or not entry.is_file():
         raise ManifestError(f"entrypoint {manifest.entrypoint} is not a regular file in the skill")
     return manifest
+
+
+def network_hosts(value: tuple[str, ...]) -> tuple[str, ...]:
+    """Declared network hosts, normalized; one rule for skills and MCP servers."""
+    hosts = tuple(h.strip().lower().rstrip(".") for h in value)
+    bad = [h for h in hosts if not _HOST.fullmatch(h)]
+    if bad:
+        raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
+                         f"or path): {bad}")
+    return hosts

@@ -53,14 +53,9 @@ class ServerDecl(BaseModel):
     @field_validator("network")
     @classmethod
     def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from skills_runtime.manifest import _HOST
+        from skills_runtime.manifest import network_hosts
 
-        hosts = tuple(h.strip().lower().rstrip(".") for h in value)
-        bad = [h for h in hosts if not _HOST.fullmatch(h)]
-        if bad:
-            raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
-                             f"or path): {bad}")
-        return hosts
+        return network_hosts(value)
 
     @field_validator("command", "binds")
     @classmethod
