@@ -8,6 +8,7 @@ all-lowercase or all-uppercase address carries no checksum and is accepted as wr
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from policies.kernel.keccak import keccak256
@@ -24,6 +25,17 @@ def is_address(value: Any) -> bool:
 def to_checksum(address: str) -> str:
     """The EIP-55 form of a 0x address, so the user can compare it with what their wallet shows."""
     body = address[2:].lower()
+    return _checksummed(body) if len(body) == 40 else _checksum(body)
+
+
+# The same few addresses (the session key, the address book) come back on every request; the key's
+# length is fixed, so the cache is bounded in bytes as well as in entries.
+@lru_cache(maxsize=1024)
+def _checksummed(body: str) -> str:
+    return _checksum(body)
+
+
+def _checksum(body: str) -> str:
     digest = keccak256(body.encode()).hex()
     return "0x" + "".join(c.upper() if c.isalpha() and int(h, 16) >= 8 else c for c, h in zip(body, digest))
 

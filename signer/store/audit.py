@@ -60,6 +60,14 @@ _PUBLIC_HEX_KEYS = ("hash", "data", "salt", "topic", "idempotency_key")
 _FREE_TEXT_KEYS = frozenset({"agent_reason_unverified", "reason", "note"})
 _HEX64_ANYWHERE = re.compile(r"(0x)?[0-9a-fA-F]{64}")
 _SHORTEST_SECRET = 4 + 12 + 1 + 20  # a client token; a 32-byte hex value is longer still
+_HEX_SECRET = 64  # below this length only a token can be in a string, and every token holds `owl_`
+
+
+def _cannot_hold_secret(value: str) -> bool:
+    """True when `_scrub_text` would return `value` unchanged whatever its key: too short for a
+    32-byte hex value and without the literal start of a token (both patterns need one or the
+    other). Addresses (42 characters) take this path, not the regular expressions."""
+    return len(value) < _SHORTEST_SECRET or (len(value) < _HEX_SECRET and "owl_" not in value)
 
 
 class AuditSecretError(ValueError):
@@ -90,11 +98,12 @@ class AuditKeys:
     def derive(cls, master: Any) -> AuditKeys:
         return cls(master.hkdf(CHAIN_PURPOSE), master.hkdf(ANCHOR_PURPOSE))
 
+    # hmac.digest: one call into OpenSSL, without building an HMAC object (twice per signature)
     def record_hash(self, seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
-        return hmac.new(self.chain, _material(seq, ts, kind, body, prev_hash), hashlib.sha256).hexdigest()
+        return hmac.digest(self.chain, _material(seq, ts, kind, body, prev_hash), "sha256").hex()
 
     def anchor_mac(self, seq: int, head: str) -> str:
-        return hmac.new(self.anchor, f"anchor\n{seq}\n{head}".encode(), hashlib.sha256).hexdigest()
+        return hmac.digest(self.anchor, f"anchor\n{seq}\n{head}".encode(), "sha256").hex()
 
 
 _LEAVES = (int, float, bool, type(None))  # nothing secret-shaped fits in these
@@ -107,7 +116,7 @@ def _scrub(value: Any, key: str = "") -> Any:
     leaves that cannot hold a secret are skipped without a call (this runs twice per signature).
     """
     if isinstance(value, str):
-        return value if len(value) < _SHORTEST_SECRET else _scrub_text(value, key)
+        return value if _cannot_hold_secret(value) else _scrub_text(value, key)
     if isinstance(value, dict):
         return _scrub_members(value, value.items(), dict, str)
     if isinstance(value, (list, tuple)):
@@ -120,8 +129,9 @@ def _scrub_members(container: Any, members: Any, copy: Callable[[Any], Any], key
     out = container
     for slot, v in members:
         kind = type(v)
-        if kind in _LEAVES or (kind is str and len(v) < _SHORTEST_SECRET):
-            continue
+        if kind in _LEAVES or (kind is str and (len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET
+                                                                        and "owl_" not in v))):
+            continue  # `_cannot_hold_secret`, inlined: this loop runs for every member of every record
         clean = _scrub(v, key_of(slot))
         if clean is not v and clean != v:
             if out is container:
@@ -227,8 +237,7 @@ class AuditLog:
         stays open between commits (`close` releases it).
         """
         seq, head = self.committed = self._seq, self._hash
-        data = json.dumps({"seq": seq, "hash": head, "mac": self._keys.anchor_mac(seq, head)}).encode()
-        data = data.ljust(ANCHOR_BYTES - 1) + b"\n"
+        data = anchor_bytes(seq, head, self._keys.anchor_mac(seq, head))
         if self._anchor_fd is None:
             self._anchor_fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                                       0o600)
@@ -251,6 +260,13 @@ class AuditLog:
         if self._anchor_fd is not None:
             os.close(self._anchor_fd)
             self._anchor_fd = None
+
+
+def anchor_bytes(seq: int, head: str, mac: str) -> bytes:
+    """The anchor file's content: the JSON `json.dumps` writes for {"seq", "hash", "mac"}, padded to
+    `ANCHOR_BYTES`. Formatted directly, since it is written after every commit; `seq` is an int and
+    the two hashes are hex, so nothing in it needs escaping."""
+    return f'{{"seq": {seq:d}, "hash": "{head}", "mac": "{mac}"}}'.encode().ljust(ANCHOR_BYTES - 1) + b"\n"
 
 
 @dataclass

@@ -229,3 +229,18 @@ def test_verify_on_a_running_signer_never_reports_a_truncation_that_is_not_there
         reader.close()
     assert appended and report.ok, report.problems
     assert verify(conn, anchor, keys=KEYS).ok
+
+
+_SECRET_PARTS = st.sampled_from(["owl_", "0123456789abcdef" * 4, "0x", "_", "-", "A" * 20, "é", "deadbeef" * 9, "owl_0123456789ab_"])
+
+
+@given(text=st.lists(st.one_of(_SECRET_PARTS, st.text(max_size=30)), max_size=6).map("".join),
+       key=st.sampled_from(["note", "reason", "agent_reason_unverified", "to", "tx_hash", "summary", ""]))
+@settings(max_examples=500, deadline=None)
+def test_a_string_the_scrub_skips_is_one_it_would_return_unchanged(text, key):
+    """The shortcut taken before the regular expressions (strings too short for a hex secret and
+    without `owl_`) skips only strings the full check returns as they are, under any key."""
+    from signer.store.audit import _cannot_hold_secret, _scrub_text
+
+    if _cannot_hold_secret(text):
+        assert _scrub_text(text, key) == text
