@@ -57,6 +57,8 @@ def _no_constants(name: str) -> Any:
     raise NotJson(f"{name} is not a JSON number")
 
 
+_STRICT = json.JSONDecoder(parse_constant=_no_constants)
+
 # A \u escape of a surrogate; only then can the parsed text hold a lone one (strict UTF-8 cannot).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -82,7 +84,8 @@ def loads(data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, *, strict: 
         raise TooDeep(f"JSON nested deeper than {max_depth} levels")
     if not strict:
         return json.loads(text, **options)
-    value = json.loads(text, parse_constant=_no_constants, **options)
+    # One decoder for the usual call (the signer's every request frame): json.loads with options builds a new one each time.
+    value = (_STRICT.decode(text) if not options else json.loads(text, parse_constant=_no_constants, **options))
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
         raise NotJson("a string holds a lone UTF-16 surrogate, which is not Unicode text")
     return value

@@ -127,12 +127,18 @@ def _scrub(value: Any, key: str = "") -> Any:
 def _scrub_members(container: Any, members: Any, copy: Callable[[Any], Any], key_of: Callable[[Any], str]) -> Any:
     """`members` are (slot, value) pairs of `container`; `copy` makes the writable copy on first change."""
     out = container
-    for slot, v in members:
+    for slot, v in members:  # this loop runs for every member of every record: the common types inline
         kind = type(v)
-        if kind in _LEAVES or (kind is str and (len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET
-                                                                        and "owl_" not in v))):
-            continue  # `_cannot_hold_secret`, inlined: this loop runs for every member of every record
-        clean = _scrub(v, key_of(slot))
+        if kind is str:
+            if len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET and "owl_" not in v):
+                continue  # `_cannot_hold_secret`
+            clean = _scrub_text(v, key_of(slot))
+        elif kind in _LEAVES:
+            continue
+        elif kind is dict:
+            clean = _scrub_members(v, v.items(), dict, str)
+        else:  # lists, tuples and subclasses: `_scrub` decides
+            clean = _scrub(v, key_of(slot))
         if clean is not v and clean != v:
             if out is container:
                 out = copy(container)

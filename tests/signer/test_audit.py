@@ -244,3 +244,41 @@ def test_a_string_the_scrub_skips_is_one_it_would_return_unchanged(text, key):
 
     if _cannot_hold_secret(text):
         assert _scrub_text(text, key) == text
+
+
+def _reference_scrub(value, key=""):
+    """The audit scrub's rules written plainly (no copy on write, no shortcuts): the oracle."""
+    from signer.store.audit import _scrub_text
+
+    if isinstance(value, str):
+        return _scrub_text(value, key)
+    if isinstance(value, dict):
+        return {k: _reference_scrub(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_reference_scrub(v, key) for v in value]
+    return value
+
+
+_ANY_TEXT = st.lists(st.one_of(_SECRET_PARTS, st.text(max_size=12)), max_size=5).map("".join)
+_NESTED = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), _ANY_TEXT),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner, inner),
+        st.dictionaries(st.sampled_from(["note", "reason", "agent_reason_unverified", "to", "tx_hash", "items", "x"]),
+                        inner, max_size=4)),
+    max_leaves=25,
+)
+
+
+@given(body=st.dictionaries(st.sampled_from(["note", "items", "tx_hash", "context", "x"]), _NESTED, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_the_scrub_refuses_and_redacts_exactly_what_its_plain_rules_do(body):
+    from signer.store.audit import _scrub
+
+    try:
+        expected = _reference_scrub(body)
+    except AuditSecretError:
+        with pytest.raises(AuditSecretError):
+            _scrub(body)
+        return
+    assert canonical(_scrub(body)) == canonical(expected)
