@@ -9,6 +9,7 @@ has these functions, uses the public API. Both give the same digest (tests/polic
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from Crypto.Hash import keccak as _keccak
 
@@ -25,10 +26,10 @@ def _direct() -> Callable[[bytes], bytes] | None:
     try:
         from Crypto.Util import _raw_api
 
-        lib = _keccak._raw_keccak_lib
-        ffi = _raw_api.ffi
+        lib: Any = vars(_keccak)["_raw_keccak_lib"]  # not in pycryptodome's type stubs
+        ffi: Any = vars(_raw_api)["ffi"]
         init, absorb, squeeze, destroy = lib.keccak_init, lib.keccak_absorb, lib.keccak_digest, lib.keccak_destroy
-    except AttributeError:
+    except (KeyError, AttributeError):
         return None
     if _raw_api.backend != "cffi":
         return None
