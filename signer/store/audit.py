@@ -157,8 +157,13 @@ def _scrub_text(value: str, key: str) -> str:
     return value
 
 
+# One encoder for every record: `json.dumps` with options builds a new one per call (twice per signature).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(body: dict[str, Any]) -> str:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """`json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`, the text a record's MAC covers."""
+    return _CANONICAL.encode(body)
 
 
 @dataclass(frozen=True, slots=True)

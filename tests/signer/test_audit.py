@@ -282,3 +282,10 @@ def test_the_scrub_refuses_and_redacts_exactly_what_its_plain_rules_do(body):
             _scrub(body)
         return
     assert canonical(_scrub(body)) == canonical(expected)
+
+
+@given(body=st.dictionaries(st.text(max_size=8), _NESTED, max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_canonical_text_is_what_json_dumps_writes(body):
+    """Records are serialized with one shared encoder: the same text as `json.dumps` with the same options."""
+    assert canonical(body) == json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
