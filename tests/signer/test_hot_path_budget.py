@@ -14,12 +14,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from policies.loader import parse_policy
 from signer.store import audit as audit_store
 from signer.wire.client import SignerClient, new_idempotency_key
-from tests.conftest import FRIEND, InProcessSigner, audit_keys
+from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys
 
 REQUESTS = 20
 PAGE = 4096
@@ -42,20 +44,59 @@ def _statement(sql: str) -> str:
     return sql[:80]
 
 
+def _roomy_policy(tmp_path: Path) -> Path:
+    """The dev policy with limits no run of this test reaches (as bench/signer_bench.py sets them)."""
+    raw = parse_policy(DEV_POLICY.read_text()).model_dump(mode="json")
+    for asset in raw["assets"]:
+        asset["per_tx"], asset["windows"] = "1", {"24h": "1000000", "7d": "1000000"}
+    raw["rate_limits"] = {"tx_per_hour": 10**9, "new_recipients_per_day": 10**6}
+    path = tmp_path / "roomy.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
 def test_a_lone_signed_request_is_one_commit_and_stays_within_its_budget(anvil, tmp_path):
-    home = InProcessSigner(tmp_path, anvil.url)
-    reads: Counter[str] = Counter()
-    writes: Counter[str] = Counter()
-    calls = Counter[str]()
+    home = InProcessSigner(tmp_path, anvil.url, policy=_roomy_policy(tmp_path))
 
-    def profile(frame, event, arg):  # noqa: ANN001 - sys.setprofile's signature
-        if event == "call":
-            calls["python"] += 1
+    async def window(daemon, client, tag: str) -> dict:  # noqa: ANN001 - the daemon and a connected client
+        """REQUESTS lone requests, counted."""
+        reads: Counter[str] = Counter()
+        writes: Counter[str] = Counter()
+        calls = [0]
 
-    async def run() -> dict[str, float]:
+        def profile(frame, event, arg):  # noqa: ANN001 - sys.setprofile's signature
+            if event == "call":
+                calls[0] += 1
+
+        writer, wal, pages = daemon.writer, Path(f"{home.paths.db}-wal"), 0
+        daemon.reader.set_trace_callback(lambda sql: reads.update([_statement(sql)]))
+        daemon.writer_conn.set_trace_callback(lambda sql: writes.update([_statement(sql)]))
+        before = (writer.commits, writer.units_committed, writer.inline_commits)
+        try:
+            for i in range(REQUESTS):
+                size = wal.stat().st_size
+                sys.setprofile(profile)
+                try:
+                    reply = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
+                                              idempotency_key=f"{tag}-{i:04d}")
+                finally:
+                    sys.setprofile(None)
+                assert reply["status"] == "signed", reply
+                grown = wal.stat().st_size - size
+                if grown > 0:  # a background checkpoint restarted the WAL meanwhile: not counted
+                    pages += grown // (PAGE + 24)
+        finally:
+            daemon.reader.set_trace_callback(None)
+            daemon.writer_conn.set_trace_callback(None)
+        commits, units, inline = (a - b for a, b in zip(
+            (writer.commits, writer.units_committed, writer.inline_commits), before))
+        return {"commits": commits, "units": units, "inline": inline, "wal_pages": pages / REQUESTS,
+                "reads": {k: v / REQUESTS for k, v in reads.items()},
+                "writes": {k: v / REQUESTS for k, v in writes.items()}, "calls": calls[0] / REQUESTS}
+
+    async def run() -> tuple[tuple[str, int], dict]:
         daemon = home.daemon()
         await daemon.start()
-        writer, wal = daemon.writer, Path(f"{home.paths.db}-wal")
         try:
             durability = (daemon.writer_conn.execute("PRAGMA journal_mode").fetchone()[0],
                           daemon.writer_conn.execute("PRAGMA synchronous").fetchone()[0])
@@ -65,41 +106,26 @@ def test_a_lone_signed_request_is_one_commit_and_stays_within_its_budget(anvil, 
                 for i in range(3):  # first reads of the chain (nonce, fees) and of the database
                     await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
                                       idempotency_key=f"warm-{i:04d}")
-                daemon.reader.set_trace_callback(lambda sql: reads.update([_statement(sql)]))
-                daemon.writer_conn.set_trace_callback(lambda sql: writes.update([_statement(sql)]))
-                before = (writer.commits, writer.units_committed, writer.inline_commits)
-                pages = 0
-                for i in range(REQUESTS):
-                    size = wal.stat().st_size
-                    sys.setprofile(profile)
-                    try:
-                        reply = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
-                                                  idempotency_key=f"budget-{i:04d}")
-                    finally:
-                        sys.setprofile(None)
-                    assert reply["status"] == "signed", reply
-                    grown = wal.stat().st_size - size
-                    if grown > 0:  # a background checkpoint restarted the WAL meanwhile: not counted
-                        pages += grown // (PAGE + 24)
-                after = (writer.commits, writer.units_committed, writer.inline_commits)
-                daemon.reader.set_trace_callback(None)
-                daemon.writer_conn.set_trace_callback(None)
+                for attempt in range(3):
+                    got = await window(daemon, client, f"budget{attempt}")
+                    if got["units"] == got["inline"]:
+                        break
+                    # Something else committed through the writer thread meanwhile (the clock's periodic
+                    # save, every SAVE_INTERVAL_SECONDS on a slow machine): not the request's cost; again.
         finally:
             await daemon.stop()
-        commits, units, inline = (a - b for a, b in zip(after, before))
-        return {"journal": durability[0], "synchronous": durability[1], "commits": commits, "units": units,
-                "inline": inline, "wal_pages": pages / REQUESTS}
+        return durability, got
 
     try:
-        got = asyncio.run(run())
+        durability, got = asyncio.run(run())
     finally:
         shutil.rmtree(home.sockdir, ignore_errors=True)
-    assert (got["journal"], got["synchronous"]) == ("wal", 2)  # FULL: the WAL is synced at every commit
-    assert got["commits"] == got["units"] == got["inline"] == REQUESTS  # one commit each, on the loop
-    assert {k: v / REQUESTS for k, v in reads.items()} == READER_STATEMENTS
-    assert {k: v / REQUESTS for k, v in writes.items()} == WRITER_STATEMENTS
+    assert durability == ("wal", 2)  # FULL: the WAL is synced at every commit
+    assert got["commits"] == got["units"] == got["inline"] == REQUESTS, got  # one commit each, on the loop
+    assert got["reads"] == READER_STATEMENTS, got
+    assert got["writes"] == WRITER_STATEMENTS, got
     assert 0 < got["wal_pages"] <= MAX_WAL_PAGES, got
-    assert calls["python"] / REQUESTS <= MAX_PYTHON_CALLS, calls["python"] / REQUESTS
+    assert got["calls"] <= MAX_PYTHON_CALLS, got
 
 
 @given(seq=st.integers(min_value=0, max_value=2**62), head=st.binary(min_size=32, max_size=32),
@@ -113,7 +139,7 @@ def test_the_anchor_is_the_json_it_always_was(seq, head, mac):
     assert audit_store.anchor_bytes(seq, head.hex(), mac.hex()) == expected
 
 
-def test_audit_keys_are_used_by_the_daemon(anvil, tmp_path):
+def test_the_counted_path_writes_a_chain_that_verifies(anvil, tmp_path):
     """The budget test's daemon writes a chain `owlia audit verify` accepts (nothing skipped for speed)."""
     home = InProcessSigner(tmp_path, anvil.url)
 
