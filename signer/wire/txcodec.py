@@ -30,9 +30,13 @@ def _rlp_bytes(item: bytes) -> bytes:
 
 
 def _rlp_uint(value: int) -> bytes:
-    if value < 0:
-        raise ValueError("RLP cannot encode negative integers")
-    return _rlp_bytes(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+    """`_rlp_bytes` of the minimal big-endian bytes, with its common cases inline (ten per signature)."""
+    if value < 0x80:
+        if value < 0:
+            raise ValueError("RLP cannot encode negative integers")
+        return bytes((value,)) if value else b"\x80"
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return bytes((0x80 + len(raw),)) + raw if len(raw) < 56 else _rlp_bytes(raw)
 
 
 def rlp_encode(item: int | bytes | list) -> bytes:

@@ -55,3 +55,10 @@ def test_rlp_refuses_negative_and_unknown_types():
         rlp_encode(-1)
     with pytest.raises(TypeError):
         rlp_encode("text")  # type: ignore[arg-type]
+
+
+@given(st.integers(min_value=0, max_value=2**600))
+def test_the_inline_integer_encoding_is_the_byte_string_encoding_of_its_minimal_bytes(value):
+    from signer.wire.txcodec import _rlp_bytes, _rlp_uint
+
+    assert _rlp_uint(value) == _rlp_bytes(value.to_bytes((value.bit_length() + 7) // 8, "big"))
