@@ -31,6 +31,7 @@ from signer.wire.protocol import (
     DeviceRefParams,
     ErrorCode,
     FreezeParams,
+    KeyStatus,
     PairBeginParams,
     PairCompleteParams,
     PolicyCheckParams,
@@ -155,7 +156,7 @@ class Methods:
             "broadcast": engine.broadcast,
             "chains": sorted(engine.chains),
             "policy_hash": engine.policy.policy_hash(),
-            "session_keys": [i.to_json() for i in engine.keys.infos() if i.status == "active"],
+            "session_keys": [i.to_json() for i in engine.keys.infos() if i.status is KeyStatus.ACTIVE],
             # Spends held by transactions not yet proven mined or dead (signer.receipts).
             "in_flight": self._in_flight(client),
             "client": {"name": client.name, "scope": client.scope.value},
@@ -174,7 +175,7 @@ class Methods:
         return {
             "addresses": [
                 {"chain_id": i.chain_id, "address": i.address, "key_id": i.key_id, "expires_at": i.expires_at}
-                for i in keys.infos() if i.status == "active"
+                for i in keys.infos() if i.status is KeyStatus.ACTIVE
             ],
             # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
             "tier3_accounts": [{"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
@@ -259,7 +260,7 @@ class Methods:
     async def session_key_revoke(self, client: Client, params: SessionKeyRefParams) -> dict[str, Any]:
         return await self._retire(client, params, REVOKED, rotate=False)
 
-    async def _retire(self, client: Client, params: SessionKeyRefParams, status: str, rotate: bool) -> dict[str, Any]:
+    async def _retire(self, client: Client, params: SessionKeyRefParams, status: KeyStatus, rotate: bool) -> dict[str, Any]:
         keys = self.engine.keys
         old = keys.info(params.key_id)
         if old is None:

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
+from policies.decision import Outcome
 from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.kernel.text import visible
@@ -97,7 +98,7 @@ def fired_rules(reply: dict[str, Any]) -> list[str]:
     decision = reply.get("decision")
     findings = decision.get("findings") if isinstance(decision, dict) else None
     return [f"{f.get('rule_id')}: {f.get('reason')}" for f in findings or []
-            if isinstance(f, dict) and f.get("outcome") != "allow"]
+            if isinstance(f, dict) and f.get("outcome") != Outcome.ALLOW]
 
 
 def remedy(error: str) -> str | None:

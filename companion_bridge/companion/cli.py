@@ -17,6 +17,7 @@ import typer
 
 from policies.kernel.cli import fail, home_of, print_json, run
 from signer.wire.cli import signer_call
+from signer.wire.protocol import ApprovalAction
 from policies.kernel.text import visible
 
 app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)
@@ -202,8 +203,9 @@ def prompt_decider(passphrase_file: Optional[Path]):
         typer.echo(text)
         answer = await asyncio.to_thread(
             typer.prompt, "[a]pprove / [d]eny / [f] deny and FREEZE / [s]kip", default="s")
-        action = {"a": "approve", "d": "deny", "f": "freeze"}.get(answer.strip().lower()[:1], "skip")
-        if action == "approve":
+        keys = {"a": ApprovalAction.APPROVE, "d": ApprovalAction.DENY, "f": ApprovalAction.FREEZE}
+        action = keys.get(answer.strip().lower()[:1], "skip")
+        if action == ApprovalAction.APPROVE:
             return Choice(action, await asyncio.to_thread(_passphrase, passphrase_file))
         return Choice(action)
 
@@ -219,7 +221,7 @@ def scripted_decider(answers: list[str], passphrase_file: Optional[Path]):
     async def decide(request: dict, text: str) -> Choice:
         typer.echo(text)
         action = queue.pop(0) if queue else "skip"
-        return Choice(action, _passphrase(passphrase_file) if action == "approve" else None)
+        return Choice(action, _passphrase(passphrase_file) if action == ApprovalAction.APPROVE else None)
 
     return decide
 

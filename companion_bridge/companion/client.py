@@ -42,6 +42,7 @@ from companion_bridge.companion.watch import Watch
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import request_hash
+from signer.wire.protocol import ApprovalAction
 from signer.wire.messages import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
@@ -262,12 +263,12 @@ class Companion:
         needs the signer's signature on the request; `nonce` (from the signed quote of `quoted_at`)
         replaces the request's when the main account has sent something since it was escalated,
         unless this request was approved before: then only its journaled nonce (`_approved_tx`)."""
-        digest = self.verified_hash(request) if choice.action == "approve" else request_hash(unsigned(request))
+        digest = self.verified_hash(request) if choice.action == ApprovalAction.APPROVE else request_hash(unsigned(request))
         raw, tx_hash = b"", ""
-        if choice.action == "approve" and request["kind"] == "policy":
+        if choice.action == ApprovalAction.APPROVE and request["kind"] == "policy":
             if choice.passphrase is not None:
                 zeroize(choice.passphrase)  # a policy approval is signed by the device key alone
-        elif choice.action == "approve":
+        elif choice.action == ApprovalAction.APPROVE:
             if request.get("tx") is None:
                 raise CompanionError("this request has no transaction to sign; deny it")
             assert choice.passphrase is not None
@@ -312,7 +313,7 @@ class Companion:
         error or silence may mean the bridge kept the signed transaction, and even a "signed" reply
         is the bridge's word until a signed quote shows the nonce mined."""
         nonce = quoted_at = None
-        if choice.action == "approve" and request.get("tx") is not None:
+        if choice.action == ApprovalAction.APPROVE and request.get("tx") is not None:
             nonce, quoted_at = await self.signing_nonce(request)
         params = self.build_answer(request, choice, nonce, quoted_at)
         tx_hash = "0x" + keccak256(bytes.fromhex(params["raw_tx"][2:])).hex() if "raw_tx" in params else ""

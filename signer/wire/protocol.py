@@ -37,6 +37,29 @@ class RequestStatus(StrEnum):
     DROPPED = "dropped"  # proven never minable: another of the signer's transactions took its nonce
 
 
+class ApprovalAction(StrEnum):
+    """A companion's answer to a pending request (`approvals.answer`), as its device signs it."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    FREEZE = "freeze"  # deny it and freeze the signer
+
+
+class FreezeAction(StrEnum):
+    """`approvals.freeze` from a paired device."""
+
+    FREEZE = "freeze"
+    UNFREEZE = "unfreeze"
+
+
+class KeyStatus(StrEnum):
+    """A session key's status in `session_key.*` and `status` replies."""
+
+    ACTIVE = "active"
+    RETIRED = "retired"  # rotated out: keeps no signing power
+    REVOKED = "revoked"
+
+
 class Scope(str, Enum):
     READ = "read"
     SIGN = "sign"
@@ -237,7 +260,7 @@ class ApprovalAnswerParams(Strict):
     request_id: str = Field(pattern=r"^req_[0-9a-f]{32}$")
     request_hash: Hex64
     device_id: DeviceId
-    action: str = Field(pattern=r"^(approve|deny|freeze)$")
+    action: ApprovalAction
     expires_at: FiniteFloat
     signature: Signature
     raw_tx: HexData = b""  # approve only: the EIP-1559 tx signed by the main key
@@ -255,7 +278,7 @@ class FreezeParams(Strict):
     """Freeze or unfreeze the signer from a paired device (unfreeze must name the current freeze id)."""
 
     device_id: DeviceId
-    action: str = Field(pattern=r"^(freeze|unfreeze)$")
+    action: FreezeAction
     freeze_id: str = Field(default="", pattern=r"^(frz_[0-9a-f]{16})?$")
     ts: FiniteFloat  # NaN would slip past every freshness comparison
     signature: Signature
