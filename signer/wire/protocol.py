@@ -330,6 +330,10 @@ def request_frame(req_id: int | str, method: str, params: dict[str, Any] | None 
 
 
 def result_frame(req_id: Any, result: Any) -> bytes:
+    """A reply model (signer.wire.replies) is sent as its handler set it: unset optional fields absent."""
+    if isinstance(result, BaseModel):
+        body = result.__pydantic_serializer__.to_json(result, exclude_unset=True)
+        return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + body + b"}\n"
     return encode_frame({"jsonrpc": "2.0", "id": req_id, "result": result})
 
 

@@ -9,7 +9,7 @@ import pytest
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.wire.client import SignerClient, new_idempotency_key
 from tests.companion.conftest import MAIN_PASS, Tier1, transfer
-from tests.conftest import FRIEND, balance
+from tests.conftest import as_json, FRIEND, balance
 
 pytestmark = [pytest.mark.chain]
 SMALL = 10**15  # 0.001 ETH: Tier 2, auto-signed by the session key
@@ -109,7 +109,7 @@ def test_deny_and_freeze_from_a_request(tier1):
     async def scenario():
         companion = await tier1.paired()
         async with SignerClient(stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(2 * 10**16)})
+            pending = as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(2 * 10**16)}))
         request = await companion.next_request(timeout=5)
         result = await companion.answer(request, Choice("freeze"))
         assert result["status"] == "denied" and result["rule_id"] == "companion.denied_and_frozen"
