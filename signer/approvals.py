@@ -33,7 +33,7 @@ from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, 
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
-from signer.wire.protocol import ApprovalAction, ApprovalAnswerParams, FreezeParams, RpcError
+from signer.wire.protocol import ApprovalAction, ApprovalAnswerParams, FreezeParams, RequestStatus, RpcError
 from signer.receipts import InFlight
 from signer.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
@@ -283,7 +283,7 @@ class Approvals:
             raise await self._refuse(evidence, "this signer cannot install policies while running")
         policy_hash, text = self.engine.reader.execute(
             "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
-        result = self._answered(params.request_id, status="approved", approved_by=device_id, policy_hash=policy_hash,
+        result = self._answered(params.request_id, status=RequestStatus.APPROVED, approved_by=device_id, policy_hash=policy_hash,
                                 note="the approved policy is in force")
 
         def record(conn: sqlite3.Connection) -> None:

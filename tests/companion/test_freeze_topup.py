@@ -9,6 +9,7 @@ import pytest
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.wire.client import SignerClient, new_idempotency_key
 from tests.companion.conftest import MAIN_PASS, Tier1, transfer
+from signer.wire.replies import ApprovalsStateReply, SignerState
 from tests.conftest import as_json, FRIEND, balance
 
 pytestmark = [pytest.mark.chain]
@@ -88,11 +89,12 @@ def test_an_unfreeze_and_a_new_freeze_delivered_together_leave_the_signer_frozen
 
         bridge = stack.client_token("rogue-bridge", Scope.BRIDGE)
         async with SignerClient(stack.socket, bridge) as one, SignerClient(stack.socket, bridge) as two:
-            first = (await one.call("approvals.freeze", proof("freeze", "")))["freeze_id"]
+            first = (await one.call_as(SignerState, "approvals.freeze", proof("freeze", ""))).freeze_id
+            assert first
             await asyncio.gather(one.call("approvals.freeze", proof("unfreeze", first)),
                                  two.call("approvals.freeze", proof("freeze", "")), return_exceptions=True)
-            state = await one.call("approvals.state")
-        assert state["frozen"] is True and state["freeze_id"] not in ("", first)
+            state = await one.call_as(ApprovalsStateReply, "approvals.state")
+        assert state.frozen is True and state.freeze_id not in ("", first)
         assert (await stack.call(tier1.admin, "status"))["frozen"] is True  # memory agrees with disk
         await asyncio.to_thread(stack.funded_session_key)  # even a brand-new key signs nothing
         assert (await tier2(tier1, stack.client_token("bot")))["status"] == "denied"
