@@ -43,6 +43,7 @@ from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import request_hash
 from signer.wire.protocol import ApprovalAction
+from signer.wire.replies import ReplyError, parse_reply
 from signer.wire.messages import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
@@ -205,7 +206,14 @@ class Companion:
             reply = await asyncio.wait_for(future, timeout)
         finally:
             self._replies.pop(req_id, None)
-        return frames.reply_result(reply)
+        result = frames.reply_result(reply)
+        # The bridge is not trusted: what it relays must still be the signer's reply to this method.
+        # Kept as JSON: the companion checks the signer's signatures over these very fields.
+        try:
+            parse_reply(method, result)
+        except ReplyError as exc:
+            raise CompanionError(f"the bridge relayed a reply the signer would not send: {exc}") from None
+        return result
 
     async def close(self) -> None:
         self.watch.stop()
