@@ -60,8 +60,6 @@ from signer.wire.replies import (
     BalanceReply,
     DeviceReply,
     DevicesReply,
-    PairBeginReply,
-    PairCompleteReply,
     PolicyCheckReply,
     PolicyReloadReply,
     PolicyShowReply,
@@ -143,14 +141,14 @@ class Methods:
             "approvals.state": Method(Scope.BRIDGE, StateParams, bridge_only(
                 lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq)))),
             "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
-                lambda c, p: typed(PairCompleteReply, devices.complete_pairing(p)))),
+                lambda c, p: devices.complete_pairing(p))),
             "companion.devices": Method(Scope.BRIDGE, None, bridge_only(
-                lambda c, p: DevicesReply.model_validate({"devices": [d.to_json() for d in devices.all()],
-                                                          "devices_rev": devices.revision}))),
-            "companion.pair_begin": Method(Scope.ADMIN, PairBeginParams, lambda c, p: typed(
-                PairBeginReply, devices.begin_pairing(p.name, p.ttl_seconds))),
-            "companion.list": Method(Scope.ADMIN, None, lambda c, p: DevicesReply.model_validate({
-                "devices": [d.to_json() for d in devices.all()], "main_account": devices.main_account()})),
+                lambda c, p: DevicesReply(devices=tuple(d.to_reply() for d in devices.all()),
+                                          devices_rev=devices.revision))),
+            "companion.pair_begin": Method(Scope.ADMIN, PairBeginParams, lambda c, p: devices.begin_pairing(
+                p.name, p.ttl_seconds)),
+            "companion.list": Method(Scope.ADMIN, None, lambda c, p: DevicesReply(
+                devices=tuple(d.to_reply() for d in devices.all()), main_account=devices.main_account())),
             "companion.revoke": Method(Scope.ADMIN, DeviceRefParams, lambda c, p: self._revoke_device(c, p)),
         }
 
@@ -158,7 +156,7 @@ class Methods:
         assert self.approvals is not None
         result = await self.approvals.devices.revoke(params.device_id, client.name)
         self.approvals.announce()  # the bridge drops the device's connections and tokens at once
-        return DeviceReply.model_validate(result)
+        return result
 
     def _core(self) -> dict[str, Method]:
         return {
