@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
@@ -235,7 +237,10 @@ class Methods:
         return BalanceReply(chain_id=params.chain_id, address=address, token=params.token or "native", balance=amount)
 
     def sign_status(self, client: Client, params: SignStatusParams) -> SignReply:
-        return SignReply.model_validate(self.engine.status_of(client, params.request_id))
+        try:
+            return SignReply.model_validate(self.engine.status_of(client, params.request_id))
+        except ValidationError:  # the id of an admin mutation (its row holds that method's reply)
+            raise RpcError(ErrorCode.NOT_FOUND, f"{params.request_id} is not a signing request") from None
 
     def session_key_list(self, client: Client, _: None) -> SessionKeysReply:
         return SessionKeysReply.model_validate({"session_keys": [i.to_json() for i in self.engine.keys.infos()]})
