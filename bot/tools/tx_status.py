@@ -51,7 +51,7 @@ def _block(receipt: dict[str, Any]) -> int:
 
 def _mined(receipt: dict[str, Any]) -> tuple[str, str]:
     ok = str(receipt.get("status", "0x0")) == "0x1"
-    state = "confirmed" if ok else "reverted"
+    state = (RequestStatus.CONFIRMED if ok else RequestStatus.REVERTED).value
     return state, f"{state} in block {_block(receipt)}"
 
 
@@ -69,7 +69,7 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
     data: dict[str, Any] = {"request_id": request_id, "state": state or status, "status": status}
     if status == RequestStatus.EXPIRED:
         line = "expired: the approval window passed without an answer; nothing was signed"
-        data["state"] = "expired"
+        data["state"] = RequestStatus.EXPIRED.value
     elif state == RequestStatus.PENDING:
         until = datetime.fromtimestamp(float(reply.expires_at or 0), timezone.utc)
         line = f"waiting for the user's approval in the companion app (until {until:%Y-%m-%d %H:%M} UTC)"
@@ -77,10 +77,11 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         line = f"denied by the signer, rule {reply.rule_id}: {redact_urls(reply.reason)}"
     elif state == RequestStatus.FAILED:
         line = f"failed, nothing was sent: {redact_urls(reply.error or reply.reason)}"
-    elif state == "dropped":
+    elif state == RequestStatus.DROPPED:
         line = (f"dropped: another of the signer's transactions took its nonce, so it can never be mined; "
                 f"tx {tx_hash}")
-    elif state in (RequestStatus.SIGNED, "unconfirmed", "confirmed", "reverted") and tx_hash:
+    elif state in (RequestStatus.SIGNED, RequestStatus.UNCONFIRMED, RequestStatus.CONFIRMED,
+                   RequestStatus.REVERTED) and tx_hash:
         data.update(tx_hash=tx_hash, chain_id=chain_id)
         unread = ""
         try:
@@ -90,11 +91,11 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         if receipt is not None:
             data["state"], line = _mined(receipt)
             data["block"] = _block(receipt)
-        elif state in ("confirmed", "reverted"):
+        elif state in (RequestStatus.CONFIRMED, RequestStatus.REVERTED):
             line = state
         elif reply.broadcast is False:
             line = "signed but not broadcast (the signer runs with broadcast off)"
-        elif state == "unconfirmed":
+        elif state == RequestStatus.UNCONFIRMED:
             line = ("signed, but the node did not accept the broadcast; it may still be mined, so do not send it "
                     "again (the signer keeps its spend counted until it is mined or proven dropped)")
         else:

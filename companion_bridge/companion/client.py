@@ -42,7 +42,7 @@ from companion_bridge.companion.watch import Watch
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import request_hash
-from signer.wire.protocol import ApprovalAction
+from signer.wire.protocol import ApprovalAction, RequestStatus
 from signer.wire.replies import ReplyError, parse_reply
 from signer.wire.messages import (
     APPROVAL_DOMAIN,
@@ -407,7 +407,7 @@ class Companion:
                     result = await self.answer(request, choice)
                     report(f"{choice.action}: {short(result.get('status'), 40)} "
                            f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip())
-                    if result.get("status") == "failed":  # the signer's words on why, not only "failed"
+                    if result.get("status") == RequestStatus.FAILED:  # the signer's words on why, not only "failed"
                         report("\n".join(block("why it failed", str(result.get("error") or "no reason given"),
                                                 600)))
                     elif result.get("broadcast_unknown"):  # signed, but the node did not take it (or lied)
