@@ -62,6 +62,7 @@ from signer.wire.replies import (
     BalanceReply,
     DeviceReply,
     DevicesReply,
+    InFlight,
     PolicyCheckReply,
     PolicyReloadReply,
     PolicyShowReply,
@@ -202,12 +203,12 @@ class Methods:
             "client": {"name": client.name, "scope": client.scope},
         })
 
-    def _in_flight(self, client: Client) -> dict[str, Any]:
+    def _in_flight(self, client: Client) -> InFlight:
         """Totals for every client; which requests and transactions, only for the admin."""
         unproven = self.engine.unproven()
         if client.scope is not Scope.ADMIN:
             del unproven["transactions"]
-        return unproven
+        return InFlight.model_validate(unproven)
 
     def addresses(self, client: Client, _: None) -> AddressesReply:
         keys = self.engine.keys
