@@ -435,7 +435,7 @@ class Methods:
         return await self._idempotent(client, params.idempotency_key, "tier3.revoke", params, revoke, Tier3RevokeReply)
 
     async def tier3_status(self, client: Client, _: None) -> Tier3StatusReply:
-        return Tier3StatusReply.model_validate({"grants": await self._tier3().status(self.engine.policy)})
+        return Tier3StatusReply(grants=await self._tier3().status(self.engine.policy))
 
     # ---- helpers ----------------------------------------------------------------------------
 
