@@ -170,7 +170,7 @@ async def _requests(socket: Path, token: str, clients: int, total: int, daemon_p
             result = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
                                        idempotency_key=f"bench-{os.getpid()}-{run}-{i:07d}")
             latencies.append(time.perf_counter() - t0)
-            statuses[result["status"]] = statuses.get(result["status"], 0) + 1
+            statuses[result.status] = statuses.get(result.status, 0) + 1
 
     cpu0, mine0, t0 = _cpu_seconds(daemon_pid), _cpu_seconds(os.getpid()), time.perf_counter()
     await asyncio.gather(*(worker(c) for c in conns))

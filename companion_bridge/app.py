@@ -227,10 +227,10 @@ class Bridge:
         if abs(time.time() - req.ts) > MAX_CLOCK_SKEW:
             raise HTTPException(401, "stale timestamp")
         device = self.link.devices.get(req.device_id)
-        if device is None or not device["active"]:
+        if device is None or not device.active:
             raise HTTPException(401, "unknown or revoked device")
         try:
-            VerifyKey(bytes.fromhex(device["public_key"])).verify(
+            VerifyKey(bytes.fromhex(device.public_key)).verify(
                 auth_message(req.device_id, self.tokens.audience, req.nonce, req.ts), bytes.fromhex(req.signature))
         except (BadSignatureError, ValueError):
             raise HTTPException(401, "bad device signature") from None

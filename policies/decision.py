@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
+    """What the policy decides. A StrEnum: its members are the strings on the wire and in the audit log."""
+
     ALLOW = "allow"  # Tier 2: the signer signs with a session key
     ESCALATE = "escalate"  # Tier 1: the user's companion app must approve
     DENY = "deny"

@@ -19,7 +19,7 @@ from policies.units import format_amount, usd_micros
 ALLOW, ESCALATE, DENY = Outcome.ALLOW, Outcome.ESCALATE, Outcome.DENY
 UNLIMITED = 2**255
 HOUR, DAY = 3600, 86400
-_OUTCOMES = {"allow": ALLOW, "escalate": ESCALATE, "deny": DENY}
+_OUTCOMES = {o.value: o for o in Outcome}  # a policy setting's word to its outcome (a dict: this is hot)
 
 
 def _usd(micros: int) -> str:

@@ -33,7 +33,7 @@ from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, 
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
-from signer.wire.protocol import ApprovalAnswerParams, FreezeParams, RpcError
+from signer.wire.protocol import ApprovalAction, ApprovalAnswerParams, FreezeParams, RequestStatus, RpcError
 from signer.receipts import InFlight
 from signer.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
@@ -219,9 +219,9 @@ class Approvals:
         device = await self.devices.authorize(params.device_id, params.action, message, params.signature,
                                               "approval.refused", evidence)
         body = json.loads(body_text)
-        if params.action == "approve" and kind == "policy":
+        if params.action is ApprovalAction.APPROVE and kind == "policy":
             return await self._approve_policy(body, params, device.device_id, evidence)
-        if params.action == "approve":
+        if params.action is ApprovalAction.APPROVE:
             return await self._approve(body, kind, params, device.device_id, device.main_address, evidence)
         return await self._deny(body, params, device.device_id, device.name)
 
@@ -283,7 +283,7 @@ class Approvals:
             raise await self._refuse(evidence, "this signer cannot install policies while running")
         policy_hash, text = self.engine.reader.execute(
             "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
-        result = self._answered(params.request_id, status="approved", approved_by=device_id, policy_hash=policy_hash,
+        result = self._answered(params.request_id, status=RequestStatus.APPROVED, approved_by=device_id, policy_hash=policy_hash,
                                 note="the approved policy is in force")
 
         def record(conn: sqlite3.Connection) -> None:
@@ -302,7 +302,7 @@ class Approvals:
 
     async def _deny(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
                     device_name: str) -> dict[str, Any]:
-        freeze = params.action == "freeze"
+        freeze = params.action is ApprovalAction.FREEZE
         reason = f"denied on your companion ({device_name})" + (" and the signer was frozen" if freeze else "")
         if params.note:
             reason += f": {params.note}"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from signer.wire.protocol import ErrorCode, PairCompleteParams, RpcError
+from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
 from signer.refusals import RefusalBudget
 from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta
@@ -64,11 +65,11 @@ class Device:
     def active(self) -> bool:
         return self.revoked_at is None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"device_id": self.device_id, "name": self.name, "public_key": self.public_key,
-                "main_address": self.main_address, "capabilities": list(self.capabilities),
-                "created_at": self.created_at, "last_seen": self.last_seen, "revoked_at": self.revoked_at,
-                "active": self.active}
+    def to_reply(self) -> DeviceJson:
+        return DeviceJson(device_id=self.device_id, name=self.name, public_key=self.public_key,
+                          main_address=self.main_address, capabilities=tuple(self.capabilities),
+                          created_at=self.created_at, last_seen=self.last_seen, revoked_at=self.revoked_at,
+                          active=self.active)
 
 
 _COLUMNS = "device_id, name, public_key, main_address, capabilities, created_at, last_seen, revoked_at"
@@ -154,7 +155,7 @@ class DeviceRegistry:
 
     # ---- pairing ----------------------------------------------------------------------------
 
-    async def begin_pairing(self, name: str, ttl_seconds: int) -> dict[str, Any]:
+    async def begin_pairing(self, name: str, ttl_seconds: int) -> PairBeginReply:
         """A one-time code (100 bits, base32) the user carries to the companion by eye or QR."""
         now = self.clock()
         pairing_id = "pair_" + secrets.token_hex(8)
@@ -169,8 +170,8 @@ class DeviceRegistry:
 
         await self.writer.run(record)
         grouped = "-".join(code[i:i + 4] for i in range(0, len(code), 4))
-        return {"pairing_id": pairing_id, "code": grouped, "expires_at": now + ttl_seconds,
-                "signer_key": self.signer_key}
+        return PairBeginReply(pairing_id=pairing_id, code=grouped, expires_at=now + ttl_seconds,
+                              signer_key=self.signer_key)
 
     async def _wrong_code(self, pairing_id: str, evidence: dict[str, Any], now: float) -> RpcError:
         """Counted here, not only at the bridge: a compromised bridge could otherwise guess forever.
@@ -184,7 +185,7 @@ class DeviceRegistry:
         return await self.refuse("companion.pair_refused", evidence,
                                  f"wrong pairing code {wrong} times: this code is spent, show a new one")
 
-    async def complete_pairing(self, params: PairCompleteParams) -> dict[str, Any]:
+    async def complete_pairing(self, params: PairCompleteParams) -> PairCompleteReply:
         now = self.clock()
         message = signed_message(PAIR_DOMAIN, pair_body(params.pairing_id, params.device_pub, params.name,
                                                         params.main_address, params.ts, params.nonce))
@@ -219,7 +220,7 @@ class DeviceRegistry:
                           json.dumps(list(device.capabilities)), now, now, None))
             if main is None:
                 set_meta(conn, "main_account", params.main_address)
-            self.audit.append("companion.paired", {k: v for k, v in device.to_json().items() if k != "public_key"}
+            self.audit.append("companion.paired", device.to_reply().model_dump(mode="json", exclude={"public_key"})
                               | {"device_key_hash": key_fingerprint(device.public_key)})
 
         try:
@@ -228,9 +229,9 @@ class DeviceRegistry:
             raise await self.refuse("companion.pair_refused", evidence,
                                     "the pairing code was already used or the device key is already paired") from None
         self._changes += 1
-        return {"device": device.to_json(), "main_account": params.main_address}
+        return PairCompleteReply(device=device.to_reply(), main_account=params.main_address)
 
-    async def revoke(self, device_id: str, by: str) -> dict[str, Any]:
+    async def revoke(self, device_id: str, by: str) -> DeviceReply:
         device = self.get(device_id)
         if device is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"no device {device_id}")
@@ -243,7 +244,7 @@ class DeviceRegistry:
         if device.active:
             await self.writer.run(record)
             self._changes += 1
-        return {"device": self.get(device_id).to_json()}  # type: ignore[union-attr]
+        return DeviceReply(device=self.get(device_id).to_reply())  # type: ignore[union-attr]
 
     async def touch(self, device_id: str) -> None:
         now = self.clock()

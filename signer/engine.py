@@ -359,7 +359,7 @@ class Engine:
         if row is None or row[0] != client.client_id:
             raise RpcError(ErrorCode.NOT_FOUND, f"no request {request_id} for this client")
         body = json.loads(row[2]) if row[2] else {"status": row[1], "request_id": request_id}
-        if row[1] == "pending_approval" and row[3] is not None and self.clock() >= row[3]:
+        if row[1] == records.PENDING and row[3] is not None and self.clock() >= row[3]:
             body = {**body, "status": records.EXPIRED}
         body["state"] = row[1]
         return body

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from signer.devices import DeviceRegistry
 from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
-from signer.wire.protocol import FreezeParams, RpcError
+from signer.wire.protocol import FreezeAction, FreezeParams, RpcError
 from signer.session_keys import REVOKED
 from signer.store.db import get_meta, set_meta
 
@@ -69,7 +69,7 @@ class KillSwitch:
         await self.devices.authorize(params.device_id, params.action, message, params.signature,
                                      "freeze.refused", evidence)
         await self.devices.consume_proof(message, params.ts, "freeze.refused", evidence)
-        if params.action == "freeze":
+        if params.action is FreezeAction.FREEZE:
             self.disarm_all()
             await self.engine.writer.run(lambda conn: self.persist(conn, params.device_id))
             return

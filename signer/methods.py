@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import sqlite3
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from policies.loader import PolicyError, parse_policy
 from signer import __version__
@@ -31,6 +34,7 @@ from signer.wire.protocol import (
     DeviceRefParams,
     ErrorCode,
     FreezeParams,
+    KeyStatus,
     PairBeginParams,
     PairCompleteParams,
     PolicyCheckParams,
@@ -49,10 +53,39 @@ from signer.wire.protocol import (
 )
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
+from signer.wire.replies import (
+    AddressesReply,
+    ApprovalsStateReply,
+    ApprovalsWaitReply,
+    AuditTailReply,
+    AuditVerifyReply,
+    BalanceReply,
+    DeviceReply,
+    DevicesReply,
+    InFlight,
+    PolicyCheckReply,
+    PolicyReloadReply,
+    PolicyShowReply,
+    PolicyValidateReply,
+    Reply,
+    SessionKeyCreateReply,
+    SessionKeyJson,
+    SessionKeyRetireReply,
+    SessionKeysReply,
+    SignerState,
+    SignReply,
+    StatusReply,
+    Tier3GrantReply,
+    Tier3RevokeReply,
+    Tier3StatusReply,
+    TopUpReply,
+    dump_reply,
+)
 from signer.wire.settings import SignerSettings
 from signer.store import audit as audit_store
 from signer.topup import request_topup, room_under_cap
 
+R = TypeVar("R", bound=Reply)
 STARTED = steady()  # uptime is real time elapsed, whatever is done to the system clock
 
 
@@ -66,6 +99,11 @@ def bridge_only(handler: Handler) -> Handler:
         return handler(client, params)
 
     return check
+
+
+async def typed(model: type[R], built: Awaitable[dict[str, Any]] | dict[str, Any]) -> R:
+    """A reply some module built as JSON, checked against its model where it leaves the signer."""
+    return model.model_validate(await built if inspect.isawaitable(built) else built)
 
 
 def clock_lag(clock: Callable[[], float]) -> float:
@@ -92,28 +130,32 @@ class Methods:
     def _tier1(self, approvals: Approvals) -> dict[str, Method]:
         devices = approvals.devices
         return {
+            # The approval and device modules build JSON (stored, hashed or signed as built); it is
+            # typed here, where it leaves the signer.
             "approvals.wait": Method(Scope.BRIDGE, ApprovalsWaitParams, bridge_only(
-                lambda c, p: approvals.wait(p.after, p.timeout, p.limit))),
+                lambda c, p: typed(ApprovalsWaitReply, approvals.wait(p.after, p.timeout, p.limit)))),
             "approvals.answer": Method(Scope.BRIDGE, ApprovalAnswerParams, bridge_only(
-                lambda c, p: approvals.answer(p))),
-            "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(lambda c, p: approvals.freeze(p))),
-            "signer.freeze": Method(Scope.ADMIN, None, lambda c, p: approvals.freeze_on_host(c.name)),
+                lambda c, p: typed(SignReply, approvals.answer(p)))),
+            "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(
+                lambda c, p: typed(SignerState, approvals.freeze(p)))),
+            "signer.freeze": Method(Scope.ADMIN, None, lambda c, p: typed(SignerState, approvals.freeze_on_host(c.name))),
             "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
-                lambda c, p: request_topup(approvals, p))),
+                lambda c, p: typed(SignReply, request_topup(approvals, p)))),
             "approvals.state": Method(Scope.BRIDGE, StateParams, bridge_only(
-                lambda c, p: approvals.state_for_signing(p.witness_seq))),
+                lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq)))),
             "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
                 lambda c, p: devices.complete_pairing(p))),
             "companion.devices": Method(Scope.BRIDGE, None, bridge_only(
-                lambda c, p: {"devices": [d.to_json() for d in devices.all()], "devices_rev": devices.revision})),
+                lambda c, p: DevicesReply(devices=tuple(d.to_reply() for d in devices.all()),
+                                          devices_rev=devices.revision))),
             "companion.pair_begin": Method(Scope.ADMIN, PairBeginParams, lambda c, p: devices.begin_pairing(
                 p.name, p.ttl_seconds)),
-            "companion.list": Method(Scope.ADMIN, None, lambda c, p: {
-                "devices": [d.to_json() for d in devices.all()], "main_account": devices.main_account()}),
+            "companion.list": Method(Scope.ADMIN, None, lambda c, p: DevicesReply(
+                devices=tuple(d.to_reply() for d in devices.all()), main_account=devices.main_account())),
             "companion.revoke": Method(Scope.ADMIN, DeviceRefParams, lambda c, p: self._revoke_device(c, p)),
         }
 
-    async def _revoke_device(self, client: Client, params: DeviceRefParams) -> dict[str, Any]:
+    async def _revoke_device(self, client: Client, params: DeviceRefParams) -> DeviceReply:
         assert self.approvals is not None
         result = await self.approvals.devices.revoke(params.device_id, client.name)
         self.approvals.announce()  # the bridge drops the device's connections and tokens at once
@@ -143,9 +185,9 @@ class Methods:
 
     # ---- reads ------------------------------------------------------------------------------
 
-    def status(self, client: Client, _: None) -> dict[str, Any]:
+    def status(self, client: Client, _: None) -> StatusReply:
         engine = self.engine
-        return {
+        return StatusReply.model_validate({
             "version": __version__,
             "protocol": PROTOCOL_VERSION,
             "uptime_seconds": round(steady() - STARTED, 1),
@@ -155,33 +197,33 @@ class Methods:
             "broadcast": engine.broadcast,
             "chains": sorted(engine.chains),
             "policy_hash": engine.policy.policy_hash(),
-            "session_keys": [i.to_json() for i in engine.keys.infos() if i.status == "active"],
+            "session_keys": [i.to_json() for i in engine.keys.infos() if i.status is KeyStatus.ACTIVE],
             # Spends held by transactions not yet proven mined or dead (signer.receipts).
             "in_flight": self._in_flight(client),
-            "client": {"name": client.name, "scope": client.scope.value},
-        }
+            "client": {"name": client.name, "scope": client.scope},
+        })
 
-    def _in_flight(self, client: Client) -> dict[str, Any]:
+    def _in_flight(self, client: Client) -> InFlight:
         """Totals for every client; which requests and transactions, only for the admin."""
         unproven = self.engine.unproven()
         if client.scope is not Scope.ADMIN:
             del unproven["transactions"]
-        return unproven
+        return InFlight.model_validate(unproven)
 
-    def addresses(self, client: Client, _: None) -> dict[str, Any]:
+    def addresses(self, client: Client, _: None) -> AddressesReply:
         keys = self.engine.keys
         tier3 = self.engine.tier2.tier3
-        return {
+        return AddressesReply.model_validate({
             "addresses": [
                 {"chain_id": i.chain_id, "address": i.address, "key_id": i.key_id, "expires_at": i.expires_at}
-                for i in keys.infos() if i.status == "active"
+                for i in keys.infos() if i.status is KeyStatus.ACTIVE
             ],
             # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
             "tier3_accounts": [{"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
                                for g in (tier3.grants() if tier3 is not None else [])],
-        }
+        })
 
-    async def balance(self, client: Client, params: BalanceParams) -> dict[str, Any]:
+    async def balance(self, client: Client, params: BalanceParams) -> BalanceReply:
         chain = self._chain(params.chain_id)
         address = params.address
         if address is None:
@@ -193,80 +235,85 @@ class Methods:
             amount = await chain.balance(address, params.token)
         except ChainError as exc:
             raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-        return {"chain_id": params.chain_id, "address": address, "token": params.token or "native",
-                "balance": str(amount)}
+        return BalanceReply(chain_id=params.chain_id, address=address, token=params.token or "native", balance=amount)
 
-    def sign_status(self, client: Client, params: SignStatusParams) -> dict[str, Any]:
-        return self.engine.status_of(client, params.request_id)
+    def sign_status(self, client: Client, params: SignStatusParams) -> SignReply:
+        try:
+            return SignReply.model_validate(self.engine.status_of(client, params.request_id))
+        except ValidationError:  # the id of an admin mutation (its row holds that method's reply)
+            raise RpcError(ErrorCode.NOT_FOUND, f"{params.request_id} is not a signing request") from None
 
-    def session_key_list(self, client: Client, _: None) -> dict[str, Any]:
-        return {"session_keys": [i.to_json() for i in self.engine.keys.infos()]}
+    def session_key_list(self, client: Client, _: None) -> SessionKeysReply:
+        return SessionKeysReply.model_validate({"session_keys": [i.to_json() for i in self.engine.keys.infos()]})
 
-    def policy_show(self, client: Client, _: None) -> dict[str, Any]:
+    def policy_show(self, client: Client, _: None) -> PolicyShowReply:
         policy = self.engine.policy
-        return {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json")}
+        return PolicyShowReply(policy_hash=policy.policy_hash(), policy=policy.model_dump(mode="json"))
 
-    async def policy_reload(self, client: Client, _: None) -> dict[str, Any]:
+    async def policy_reload(self, client: Client, _: None) -> PolicyReloadReply:
         """Read the policy file again: a tightening applies now, a loosening waits for the companion."""
         assert self.policies is not None
         try:
             result = await self.policies.reload()
         except PolicyError as exc:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"policy not reloaded, the one in force stays: {exc}") from None
-        return result.to_json()
+        return PolicyReloadReply.model_validate(result.to_json())
 
-    def policy_validate(self, client: Client, params: PolicyValidateParams) -> dict[str, Any]:
+    def policy_validate(self, client: Client, params: PolicyValidateParams) -> PolicyValidateReply:
         try:
             policy = parse_policy(params.text)
         except PolicyError as exc:
-            return {"valid": False, "error": str(exc)}
-        return {"valid": True, "policy_hash": policy.policy_hash()}
+            return PolicyValidateReply(valid=False, error=str(exc))
+        return PolicyValidateReply(valid=True, policy_hash=policy.policy_hash())
 
-    def policy_check(self, client: Client, params: PolicyCheckParams) -> dict[str, Any]:
-        return self.engine.preview(params.intent)
+    def policy_check(self, client: Client, params: PolicyCheckParams) -> PolicyCheckReply:
+        return PolicyCheckReply.model_validate(self.engine.preview(params.intent))
 
-    def audit_tail(self, client: Client, params: AuditTailParams) -> dict[str, Any]:
+    def audit_tail(self, client: Client, params: AuditTailParams) -> AuditTailReply:
         entries = audit_store.tail(self.engine.reader, params.n, kind=params.kind)
-        return {"entries": [e.to_json() for e in entries]}
+        return AuditTailReply.model_validate({"entries": [e.to_json() for e in entries]})
 
-    async def audit_verify(self, client: Client, _: None) -> dict[str, Any]:
+    async def audit_verify(self, client: Client, _: None) -> AuditVerifyReply:
         """The keyed chain and the anchor checked by the process that holds their keys, on a thread
         and a read-only connection of its own: `owlia audit verify` without the passphrase."""
-        return await asyncio.to_thread(self.engine.audit.verify_all)
+        return AuditVerifyReply.model_validate(await asyncio.to_thread(self.engine.audit.verify_all))
 
     # ---- admin mutations (idempotent) ---------------------------------------------------------
 
-    async def session_key_create(self, client: Client, params: SessionKeyCreateParams) -> dict[str, Any]:
+    async def session_key_create(self, client: Client, params: SessionKeyCreateParams) -> SessionKeyCreateReply:
         self._chain(params.chain_id)
         ttl = params.ttl_seconds or self.settings.session_key_ttl_seconds
         cap = self.settings.session_key_balance_cap if params.balance_cap is None else params.balance_cap
         keys = self.engine.keys
 
-        async def create() -> tuple[dict[str, Any], Any]:
+        async def create() -> tuple[SessionKeyCreateReply, Any]:
             info, key, sealed = keys.prepare(params.chain_id, ttl, cap)
 
             def unit(conn: sqlite3.Connection) -> None:
                 keys.insert(conn, info, sealed)
                 self.engine.audit.append("session_key.created", {**info.to_json(), "by": client.name})
 
-            return {"session_key": info.to_json()}, (unit, lambda: keys.install(info, key))
+            reply = SessionKeyCreateReply(session_key=SessionKeyJson.model_validate(info.to_json()))
+            return reply, (unit, lambda: keys.install(info, key))
 
-        return await self._idempotent(client, params.idempotency_key, "session_key.create", params, create)
+        return await self._idempotent(client, params.idempotency_key, "session_key.create", params, create,
+                                      SessionKeyCreateReply)
 
-    async def session_key_rotate(self, client: Client, params: SessionKeyRefParams) -> dict[str, Any]:
+    async def session_key_rotate(self, client: Client, params: SessionKeyRefParams) -> SessionKeyRetireReply:
         return await self._retire(client, params, RETIRED, rotate=True)
 
-    async def session_key_revoke(self, client: Client, params: SessionKeyRefParams) -> dict[str, Any]:
+    async def session_key_revoke(self, client: Client, params: SessionKeyRefParams) -> SessionKeyRetireReply:
         return await self._retire(client, params, REVOKED, rotate=False)
 
-    async def _retire(self, client: Client, params: SessionKeyRefParams, status: str, rotate: bool) -> dict[str, Any]:
+    async def _retire(self, client: Client, params: SessionKeyRefParams, status: KeyStatus,
+                      rotate: bool) -> SessionKeyRetireReply:
         keys = self.engine.keys
         old = keys.info(params.key_id)
         if old is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"no session key {params.key_id}")
         kind = "session_key.rotate" if rotate else "session_key.revoke"
 
-        async def retire() -> tuple[dict[str, Any], Any]:
+        async def retire() -> tuple[SessionKeyRetireReply, Any]:
             updated = keys.disarm(params.key_id, status)  # signing power goes first, in memory
             fresh = keys.prepare(old.chain_id, self.settings.session_key_ttl_seconds, old.balance_cap) if rotate else None
 
@@ -277,17 +324,19 @@ class Methods:
                     keys.insert(conn, fresh[0], fresh[2])
                     self.engine.audit.append("session_key.created", {**fresh[0].to_json(), "by": client.name})
 
-            result: dict[str, Any] = {"retired": updated.to_json()}
-            if fresh is not None:
-                result["session_key"] = fresh[0].to_json()
-                result["sweep_hint"] = (f"move the remaining balance of {old.address} to {fresh[0].address} "
-                                        "with a Tier 1 transfer")
+            retired = SessionKeyJson.model_validate(updated.to_json())
+            if fresh is None:
+                result = SessionKeyRetireReply(retired=retired)
+            else:
+                result = SessionKeyRetireReply(
+                    retired=retired, session_key=SessionKeyJson.model_validate(fresh[0].to_json()),
+                    sweep_hint=f"move the remaining balance of {old.address} to {fresh[0].address} with a Tier 1 transfer")
             install = (lambda: keys.install(fresh[0], fresh[1])) if fresh is not None else (lambda: None)
             return result, (unit, install)
 
-        return await self._idempotent(client, params.idempotency_key, kind, params, retire)
+        return await self._idempotent(client, params.idempotency_key, kind, params, retire, SessionKeyRetireReply)
 
-    async def session_key_topup(self, client: Client, params: TopUpParams) -> dict[str, Any]:
+    async def session_key_topup(self, client: Client, params: TopUpParams) -> TopUpReply:
         """Fund a session key up to its cap. Only dev chains can be funded here; elsewhere it is Tier 1.
 
         One top-up per key at a time, held until it is mined: concurrent calls each saw the whole
@@ -295,27 +344,27 @@ class Methods:
         async with self.engine.topups.lock(params.key_id):
             return await self._topup_locked(client, params)
 
-    async def _topup_locked(self, client: Client, params: TopUpParams) -> dict[str, Any]:
+    async def _topup_locked(self, client: Client, params: TopUpParams) -> TopUpReply:
         info, chain, balance, room = await room_under_cap(self.engine, params.key_id)
         amount = room if params.amount is None else params.amount
         if amount > room:
             raise RpcError(ErrorCode.FORBIDDEN, f"a top-up of {amount} wei would exceed the balance cap "
                                                 f"({info.balance_cap} wei; held or on its way {balance} wei)")
         if not chain.settings.dev:
-            return {"funded": False, "address": info.address, "room": str(room),
-                    "hint": "send up to `room` wei to the address from your main wallet (Tier 1)"}
+            return TopUpReply(funded=False, address=info.address, room=room,
+                              hint="send up to `room` wei to the address from your main wallet (Tier 1)")
 
-        async def fund() -> tuple[dict[str, Any], Any]:
+        async def fund() -> tuple[TopUpReply, Any]:
             try:
                 tx_hash = await chain.dev_fund(info.address, amount)
             except ChainError as exc:
                 raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
             body = {"key_id": info.key_id, "address": info.address, "amount": str(amount),
                     "tx_hash": tx_hash, "by": client.name}
-            return {"funded": True, **body}, (lambda conn: self.engine.audit.append("session_key.topup", body),
-                                              lambda: None)
+            return TopUpReply.model_validate({"funded": True, **body}), (
+                lambda conn: self.engine.audit.append("session_key.topup", body), lambda: None)
 
-        return await self._idempotent(client, params.idempotency_key, "session_key.topup", params, fund)
+        return await self._idempotent(client, params.idempotency_key, "session_key.topup", params, fund, TopUpReply)
 
     # ---- Tier 3 (signer.tier3, docs/tier3.md) ------------------------------------------------
 
@@ -325,7 +374,7 @@ class Methods:
             raise RpcError(ErrorCode.NOT_FOUND, "Tier 3 is not set up: no chain has `delegation` contracts")
         return tier3
 
-    async def tier3_grant(self, client: Client, params: Tier3GrantParams) -> dict[str, Any]:
+    async def tier3_grant(self, client: Client, params: Tier3GrantParams) -> Tier3GrantReply:
         """Install a grant the main key signed, after checking it is no wider than the policy.
         Never two live grants per chain: rotation is revoke (on chain and here) then grant."""
         tier3 = self._tier3()
@@ -336,7 +385,7 @@ class Methods:
 
         claimed = False
 
-        async def grant() -> tuple[dict[str, Any], Any]:
+        async def grant() -> tuple[Tier3GrantReply, Any]:
             nonlocal claimed
             # Checked and claimed in one synchronous step: two concurrent grants cannot both pass.
             if tier3.live(params.chain_id) is not None or not tier3.claim(params.chain_id):
@@ -359,19 +408,20 @@ class Methods:
                 body = {k: v for k, v in built.to_json().items() if k != "delegation_hashes"}
                 self.engine.audit.append("tier3.granted", {**body, "by": client.name})
 
-            return {"grant": built.to_json()}, (unit, lambda: tier3.install(built))
+            return Tier3GrantReply.model_validate({"grant": built.to_json()}), (unit, lambda: tier3.install(built))
 
         try:
-            return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant)
+            return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant,
+                                          Tier3GrantReply)
         finally:
             if claimed:
                 tier3.release(params.chain_id)  # installed by now, or never will be
 
-    async def tier3_revoke(self, client: Client, params: Tier3RevokeParams) -> dict[str, Any]:
+    async def tier3_revoke(self, client: Client, params: Tier3RevokeParams) -> Tier3RevokeReply:
         """Stop redeeming a grant here at once (the companion disables it on chain too)."""
         tier3 = self._tier3()
 
-        async def revoke() -> tuple[dict[str, Any], Any]:
+        async def revoke() -> tuple[Tier3RevokeReply, Any]:
             dropped = tier3.drop(params.grant_id)  # signing power goes first, in memory
             if dropped is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"no live grant {params.grant_id}")
@@ -380,12 +430,12 @@ class Methods:
                 tier3.mark_revoked(conn, params.grant_id, self.engine.clock())
                 self.engine.audit.append("tier3.revoked", {"grant_id": params.grant_id, "by": client.name})
 
-            return {"revoked": params.grant_id}, (unit, lambda: None)
+            return Tier3RevokeReply(revoked=params.grant_id), (unit, lambda: None)
 
-        return await self._idempotent(client, params.idempotency_key, "tier3.revoke", params, revoke)
+        return await self._idempotent(client, params.idempotency_key, "tier3.revoke", params, revoke, Tier3RevokeReply)
 
-    async def tier3_status(self, client: Client, _: None) -> dict[str, Any]:
-        return {"grants": await self._tier3().status(self.engine.policy)}
+    async def tier3_status(self, client: Client, _: None) -> Tier3StatusReply:
+        return Tier3StatusReply(grants=await self._tier3().status(self.engine.policy))
 
     # ---- helpers ----------------------------------------------------------------------------
 
@@ -395,7 +445,7 @@ class Methods:
             raise RpcError(ErrorCode.NOT_FOUND, f"chain {chain_id} is not configured in the signer")
         return chain
 
-    async def _idempotent(self, client: Client, key: str, kind: str, params: Any, action) -> dict[str, Any]:
+    async def _idempotent(self, client: Client, key: str, kind: str, params: Any, action, reply: type[R]) -> R:
         """Run an admin mutation once per idempotency key; replays return the first result."""
         digest = hashlib.sha256(json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
         row = self.engine.reader.execute(
@@ -404,7 +454,7 @@ class Methods:
         if row is not None:
             if row[0] != digest or row[1] is None:
                 raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used")
-            return {**json.loads(row[1]), "replayed": True}
+            return reply.model_validate_json(row[1]).model_copy(update={"replayed": True})
         result, (unit, install) = await action()
         request_id = "req_" + hashlib.sha256(f"{client.client_id}:{key}".encode()).hexdigest()[:32]
         now = self.engine.clock()  # the signer's clock (signer.clock), read when it is decided
@@ -413,7 +463,7 @@ class Methods:
             conn.execute(
                 "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
                 " outcome) VALUES(?,?,?,?,?,?,?,?)",
-                (request_id, client.client_id, key, kind, digest, now, "done", json.dumps(result)),
+                (request_id, client.client_id, key, kind, digest, now, "done", dump_reply(result).decode()),
             )
             unit(conn)
 

@@ -16,11 +16,10 @@ import coincurve
 
 from signer.keystore import MasterKey
 from policies.kernel.passphrase import zeroize
+from signer.wire.protocol import KeyStatus
 from signer.wire.txcodec import SECP256K1_N, address_of
 
-ACTIVE = "active"
-RETIRED = "retired"  # rotated out: keeps no signing power
-REVOKED = "revoked"
+ACTIVE, RETIRED, REVOKED = KeyStatus.ACTIVE, KeyStatus.RETIRED, KeyStatus.REVOKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +31,7 @@ class SessionKeyInfo:
     address: str
     created_at: float
     expires_at: float
-    status: str
+    status: KeyStatus
     balance_cap: int
 
     def to_json(self) -> dict:
@@ -84,9 +83,9 @@ class SessionKeys:
             "SELECT key_id, chain_id, address, created_at, expires_at, status, balance_cap, sealed FROM session_keys"
         ).fetchall()
         for key_id, chain_id, address, created, expires, status, cap, sealed in rows:
-            info = SessionKeyInfo(key_id, chain_id, address, created, expires, status, int(cap))
+            info = SessionKeyInfo(key_id, chain_id, address, created, expires, KeyStatus(status), int(cap))
             self._infos[key_id] = info
-            if status == ACTIVE:
+            if info.status is ACTIVE:
                 self._unseal(info, sealed)
 
     def _unseal(self, info: SessionKeyInfo, sealed: bytes) -> None:
@@ -145,7 +144,7 @@ class SessionKeys:
         self._infos[info.key_id] = info
         self._loaded[info.key_id] = _Loaded(info, key)
 
-    def disarm(self, key_id: str, status: str) -> SessionKeyInfo:
+    def disarm(self, key_id: str, status: KeyStatus) -> SessionKeyInfo:
         """Take signing power away in memory first (the safe direction), then persist with `mark`."""
         info = self._infos.get(key_id)
         if info is None:
@@ -160,7 +159,7 @@ class SessionKeys:
     def active_ids(self) -> list[str]:
         return list(self._loaded)
 
-    def mark(self, conn: sqlite3.Connection, key_id: str, status: str) -> None:
+    def mark(self, conn: sqlite3.Connection, key_id: str, status: KeyStatus) -> None:
         conn.execute("UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, self._clock(), key_id))
 
     def close(self) -> None:

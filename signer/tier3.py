@@ -29,6 +29,7 @@ from signer.wire.delegation import (Delegation, DelegationError, available_amoun
                                disabled_calldata, erc20_transfer_calldata, recover, redeem_calldata)
 from signer.wire.grants import (CONTRACT, ERC20_PERIOD, LIMITED_CALLS, NATIVE_PERIOD, TOKEN_MOVING, GrantError, Lane,
                                 check_lane, describe, parse_lane)
+from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
 
@@ -375,7 +376,7 @@ class Tier3:
                 "period_ends_at": lane.period_start + period_index * lane.period_seconds,
                 "calls_left": calls_left, "now": now}
 
-    async def status(self, policy: Policy) -> list[dict[str, Any]]:
+    async def status(self, policy: Policy) -> tuple[Tier3GrantJson, ...]:
         out = []
         for grant in self.grants():
             chain = self.chains[grant.chain_id]
@@ -400,6 +401,6 @@ class Tier3:
                 except ChainError as exc:
                     entry["error"] = str(exc)
                 lanes.append(entry)
-            out.append({**grant.to_json(), "lanes": lanes,
-                        "delegations": [d.to_json() for d in grant.delegations]})
-        return out
+            out.append(Tier3GrantJson.model_validate({**grant.to_json(), "lanes": lanes,
+                                                      "delegations": [d.to_json() for d in grant.delegations]}))
+        return tuple(out)

@@ -18,7 +18,7 @@ from policies.intent import Call
 from signer import records
 from signer.chain import ChainError
 from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
-from signer.wire.protocol import ErrorCode, RpcError, TopUpRequestParams
+from signer.wire.protocol import ErrorCode, KeyStatus, RpcError, TopUpRequestParams
 
 if TYPE_CHECKING:
     from signer.approvals import Approvals
@@ -32,7 +32,7 @@ async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, C
     funded. Call it holding `engine.topups.lock(key_id)` until what the room is used for is recorded."""
     key = engine.keys.info(key_id)
     chain = None if key is None else engine.chains.get(key.chain_id)
-    if key is None or key.status != "active" or chain is None:
+    if key is None or key.status is not KeyStatus.ACTIVE or chain is None:
         raise RpcError(ErrorCode.NOT_FOUND, f"no active session key {key_id}")
     try:
         balance, room = await engine.topups.room(key, chain, engine.clock())
@@ -47,7 +47,7 @@ async def exceeds_cap(engine: Engine, request: dict[str, Any], chain: Chain, to:
     key_id = request["session_key"]["key_id"]
     async with engine.topups.lock(key_id):
         key = engine.keys.info(key_id)
-        if key is None or key.status != "active" or key.address.lower() != to.lower():
+        if key is None or key.status is not KeyStatus.ACTIVE or key.address.lower() != to.lower():
             return True
         try:
             _balance, room = await engine.topups.room(key, chain, engine.clock())

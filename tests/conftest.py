@@ -7,6 +7,7 @@ subprocess, reached over its Unix socket with the same client the bot uses.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ from signer.daemon import Daemon, init_home
 from signer.wire.settings import SignerPaths
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import Scope
+from signer.wire.replies import Reply, dump_reply
 from signer.wire.settings import load_signer_config
 
 DEV_POLICY = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
@@ -171,7 +173,7 @@ class SignerStack:
 
     async def call(self, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
         async with SignerClient(self.socket, token) as client:
-            return await client.call(method, params)
+            return await client.call_json(method, params)  # the wire JSON, checked against its reply model
 
     def call_sync(self, token: str, method: str, params: dict[str, Any] | None = None) -> Any:
         return asyncio.run(self.call(token, method, params))
@@ -212,6 +214,11 @@ class InProcessSigner:
 
     def daemon(self) -> Daemon:
         return Daemon(self.paths, self.config, bytearray(PASSPHRASE))
+
+
+def as_json(reply: Reply) -> dict[str, Any]:
+    """A typed reply as the JSON the signer sent (for tests that read replies as the wire has them)."""
+    return json.loads(dump_reply(reply))
 
 
 @pytest.fixture()

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import typer
 
 from policies.kernel.cli import fail, print_json, run
-from signer.wire.cli import client_token_file, signer_paths
+from signer.wire.cli import client_token_file, print_reply, signer_paths
 from policies.units import parse_units, read_amount
 
 app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent request).", no_args_is_help=True)
@@ -43,6 +43,7 @@ def send(
 ) -> None:
     """Prints the signer's JSON outcome. Exit: 0 signed, 3 pending approval, 4 denied, 1 failed."""
     from signer.wire.client import SignerClient, SignerError, load_token
+    from signer.wire.replies import PolicyShowReply, SignReply
 
     paths = signer_paths(ctx)
     try:
@@ -50,11 +51,11 @@ def send(
     except SignerError as exc:
         fail(exc.message)
 
-    async def submit() -> dict[str, Any]:
+    async def submit() -> SignReply:
         async with SignerClient(paths.socket, token) as client:
             assets: list[dict[str, Any]] = []
             if not read_amount(value).native:
-                assets = (await client.call("policy.show"))["policy"].get("assets", [])
+                assets = (await client.call_as(PolicyShowReply, "policy.show")).policy.get("assets", [])
             token_addr, amount = parse_amount(value, assets, chain_id)
             if token_addr is None:
                 intent: dict[str, Any] = {"chain_id": chain_id, "to": to, "value": str(amount)}
@@ -74,8 +75,8 @@ def send(
     except SignerError as exc:
         print_json({"status": "error", "code": exc.code, "error": exc.message, "data": exc.data})
         raise typer.Exit(EXIT_FAILED)
-    print_json(outcome)
+    print_reply(outcome)
     from signer.wire.protocol import RequestStatus  # here, not at the top: `owlia --help` loads no pydantic
 
     exit_codes = {RequestStatus.SIGNED: EXIT_SIGNED, RequestStatus.PENDING: EXIT_PENDING, RequestStatus.DENIED: EXIT_DENIED}
-    raise typer.Exit(exit_codes.get(outcome.get("status", ""), EXIT_FAILED))
+    raise typer.Exit(exit_codes.get(outcome.status, EXIT_FAILED))

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from bot.ops.checks import Finding, Severity, Skip
 from bot.ops.context import OpsContext, require_visible
+from policies.decision import Outcome
 
 T = TypeVar("T")
 
@@ -121,7 +122,7 @@ def check_policy(ctx: OpsContext) -> Iterator[Finding]:
                           f"spenders ({', '.join(spenders)}) may be approved for {asset.symbol} with no per_tx cap: "
                           "an approval is bounded only by the windows",
                           f"set per_tx for {asset.symbol}; approvals count against it")
-    if policy.recipients.unknown == "allow" and policy.usd is None:
+    if policy.recipients.unknown == Outcome.ALLOW and policy.usd is None:
         yield Finding("OWL-POL-003", WARN,
                       "recipients.unknown is allow with no usd limits: new addresses are paid on asset limits alone",
                       "set recipients.unknown: escalate, or add usd: {per_tx, windows}")

@@ -145,6 +145,7 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     import asyncio
 
     from signer.wire.client import SignerClient, SignerError, SignerUnavailable, load_token
+    from signer.wire.replies import StatusReply
 
     paths = ctx.signer_paths()
     try:
@@ -155,9 +156,9 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
                       "--out <home>/secrets/signer.token")
         return
 
-    async def status() -> dict:
+    async def status() -> StatusReply:
         async with SignerClient(paths.socket, token, timeout=ctx.rpc_timeout) as client:
-            return await client.call("status")
+            return await client.status()
 
     unreachable = ("start it: `systemctl start owliabot-signer`, `docker compose up -d signer` "
                    "or `owlia signer serve`")
@@ -174,9 +175,9 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
         yield Finding("DOC-SIGNER-001", CRIT, f"no signer on {paths.socket} ({type(exc).__name__})",
                       unreachable)
         return
-    if not result.get("unlocked"):
+    if not result.unlocked:
         yield Finding("DOC-SIGNER-001", CRIT, "the signer is locked", "restart it with its passphrase")
-    if result.get("frozen"):
+    if result.frozen:
         yield Finding("DOC-SIGNER-001", WARN, "the signer is frozen (kill switch): it signs nothing",
                       "unfreeze from the companion app when you are sure")
 

@@ -21,6 +21,7 @@ from bot.tools.base import ContextKind, Level, ToolContext
 from policies.units import read_amount
 from policies.kernel.addresses import is_address
 from signer.wire.protocol import RequestStatus
+from signer.wire.replies import SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
@@ -38,7 +39,7 @@ Commands:
 /cancel — stop the request that is running
 /pair approve CODE — (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
-PENDING = "pending_approval"
+PENDING = RequestStatus.PENDING
 SEND_USAGE = "usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth"
 
 COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
@@ -84,11 +85,10 @@ class Commands:
             lines.append("signer: not configured (no client token)")
         else:
             try:
-                st = await signer.call("status")
-                keys = st.get("session_keys", [])
-                lines.append(f"signer: up {int(st.get('uptime_seconds', 0))}s, "
-                             f"{'FROZEN' if st.get('frozen') else 'not frozen'}, {len(keys)} active session key(s), "
-                             f"policy {str(st.get('policy_hash', ''))[:12]}")
+                st = await signer.status()
+                lines.append(f"signer: up {int(st.uptime_seconds)}s, "
+                             f"{'FROZEN' if st.frozen else 'not frozen'}, {len(st.session_keys)} active session key(s), "
+                             f"policy {st.policy_hash[:12]}")
             except Exception as exc:  # noqa: BLE001 - /status must report, not crash
                 lines.append(f"signer: unreachable ({type(exc).__name__})")
         chain = rt.config.default_chain
@@ -125,13 +125,13 @@ class Commands:
         lines = []
         for request_id in dict.fromkeys(pending):
             try:
-                state = await signer.call("sign.status", {"request_id": request_id})
+                state = await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
             except Exception as exc:  # noqa: BLE001
                 lines.append(f"{request_id}: unknown ({type(exc).__name__})")
                 continue
-            status = str(state.get("status"))  # the signer's judgement, expiry included (`state` is the raw row)
-            why = state.get("error") or (state.get("reason") if status not in ("signed", PENDING) else None)
-            lines.append(f"{request_id}: {status.replace('_', ' ')} — {state.get('summary', '')}"
+            status = state.status  # the signer's judgement, expiry included (`state.state` is the raw row)
+            why = state.error or (state.reason if status not in (RequestStatus.SIGNED, PENDING) else None)
+            lines.append(f"{request_id}: {status.replace('_', ' ')} — {state.summary}"
                          + (f" ({why})" if why else ""))
         waiting = sum(1 for line in lines if ": pending approval — " in line)
         if not lines:

@@ -27,8 +27,8 @@ def runtime_health(runtime: Runtime, channels: ChannelStates | None = None) -> H
         client = runtime.services.signer
         if client is None:
             return ComponentHealth(False, "no signer client token")
-        status = await client.call("status")
-        return ComponentHealth(not status.get("frozen"), "frozen" if status.get("frozen") else "reachable")
+        status = await client.status()
+        return ComponentHealth(not status.frozen, "frozen" if status.frozen else "reachable")
 
     async def chain() -> ComponentHealth:
         wanted = runtime.config.default_chain.id

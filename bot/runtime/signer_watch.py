@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from bot.notify import Notifier
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import RequestStatus
+from signer.wire.replies import TOLERANT, SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
@@ -36,30 +37,39 @@ RESUME_WINDOW = 86400.0  # seconds: older sessions cannot hold a request that is
 TOLD_FILE = "signer-told.json"  # what was already said survives a restart: no repeated notices
 
 
-def describe(reply: dict[str, Any]) -> str:
+def describe(reply: SignReply) -> str:
     """One notification in the signer's own words."""
-    status = str(reply.get("status", "unknown"))
-    summary = reply.get("summary") or "(no summary)"
-    request = reply.get("request_id", "?")
-    if status == RequestStatus.SIGNED:
+    status = reply.status
+    summary = reply.summary or "(no summary)"
+    request = reply.request_id
+    if status is RequestStatus.SIGNED:
         how = "signed automatically"
-        if reply.get("tier") == 1:  # Tier 1: the main key, on the user's companion
-            device = reply.get("approved_by")
+        if reply.tier == 1:  # Tier 1: the main key, on the user's companion
+            device = reply.approved_by
             how = f"approved on your companion ({device})" if device else "approved on your companion"
-        told = f"Signer: {how}: {summary}\ntx {reply.get('tx_hash')}"
-        if unknown := str(reply.get("broadcast_unknown") or ""):  # signed, but the node did not take it (or lied)
+        told = f"Signer: {how}: {summary}\ntx {reply.tx_hash}"
+        if unknown := reply.broadcast_unknown or "":  # signed, but the node did not take it (or lied)
             told += f"\nnot confirmed sent: {unknown}" + _fund_hint(unknown)
         return told
-    if status == RequestStatus.DENIED:
-        return f"Signer: denied: {summary}\nrule {reply.get('rule_id')}: {reply.get('reason')}"
-    if status == PENDING:
+    if status is RequestStatus.DENIED:
+        return f"Signer: denied: {summary}\nrule {reply.rule_id}: {reply.reason}"
+    if status is PENDING:
         return (f"Signer: waiting for your companion app: {summary}\n"
-                f"why: {reply.get('rule_id')}: {reply.get('reason')} (request {request})")
-    if status == RequestStatus.EXPIRED:
+                f"why: {reply.rule_id}: {reply.reason} (request {request})")
+    if status is RequestStatus.EXPIRED:
         return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
-    detail = str(reply.get("error") or reply.get("reason") or "")
+    detail = reply.error or reply.reason or ""
     shown = f"{summary} ({detail})" if detail else summary
     return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})" + _fund_hint(detail)
+
+
+def _from_event(data: dict[str, Any]) -> SignReply | None:
+    """The outcome as a sign tool's event carried it, when the signer cannot be asked right now."""
+    try:
+        return SignReply.model_validate({k: data.get(k) for k in ("status", "request_id", "rule_id")},
+                                        context=TOLERANT)
+    except ValueError:
+        return None
 
 
 def _fund_hint(node_words: str) -> str:
@@ -123,7 +133,7 @@ class SignerWatch:
     async def _resume(self, request_id: str) -> None:
         """Tell a result that arrived while the bot was down; follow one still waiting, quietly."""
         reply = await self._status(request_id)
-        if reply is None or reply.get("status") == PENDING:
+        if reply is None or reply.status is PENDING:
             if request_id not in self._watchers:
                 self._watch(request_id)
         else:
@@ -158,12 +168,14 @@ class SignerWatch:
         request_id = data.get("request_id")
         if not isinstance(request_id, str):
             return
-        reply = await self._status(request_id) or data
-        if data.get("shown") is True and reply.get("status") == data.get("status"):
-            self._remember(request_id, str(reply.get("status")))  # the chat showed the card: one outcome, one card
+        reply = await self._status(request_id) or _from_event(data)
+        if reply is None:
+            return
+        if data.get("shown") is True and reply.status == data.get("status"):
+            self._remember(request_id, reply.status.value)  # the chat showed the card: one outcome, one card
         else:
             await self._tell(request_id, reply)
-        if reply.get("status") != PENDING or request_id in self._watchers:
+        if reply.status is not PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
             await self.notifier.notify(f"Signer: {len(self._watchers)} requests are already being followed; "
@@ -177,22 +189,21 @@ class SignerWatch:
         while not self._stopping and time.monotonic() < deadline:
             await asyncio.sleep(delay)
             reply = await self._status(request_id)
-            if reply is not None and reply.get("status") != PENDING:
+            if reply is not None and reply.status is not PENDING:
                 await self._tell(request_id, reply)
                 return
             delay = min(delay * 2, self.max_delay)
         log.info("stopped following signer request %s", request_id)
 
-    async def _status(self, request_id: str) -> dict[str, Any] | None:
+    async def _status(self, request_id: str) -> SignReply | None:
         signer = self.runtime.services.signer
         if signer is None:
             return None
         try:
-            reply = await signer.call("sign.status", {"request_id": request_id})
+            return await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
         except Exception as exc:  # noqa: BLE001 - the signer may be restarting: try again later
             log.info("sign.status %s failed: %s", request_id, type(exc).__name__)
             return None
-        return dict(reply) if isinstance(reply, dict) else None
 
     def _remember(self, request_id: str, status: str) -> bool:
         """Note that this outcome has been told; False if it already was."""
@@ -205,13 +216,12 @@ class SignerWatch:
         self._save_told()
         return True
 
-    async def _tell(self, request_id: str, reply: dict[str, Any]) -> None:
-        key = (request_id, str(reply.get("status")))
+    async def _tell(self, request_id: str, reply: SignReply) -> None:
+        key = (request_id, reply.status.value)
         if not self._remember(*key):
             return
         self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
-        tx_hash = reply.get("tx_hash")
-        public = (tx_hash,) if isinstance(tx_hash, str) else ()
+        public = (reply.tx_hash,) if reply.tx_hash is not None else ()
         await self.notifier.notify(describe(reply), self.target, public=public)
 
     def _load_told(self) -> list[tuple[str, str]]:

@@ -25,7 +25,8 @@ from policies.kernel.files import ensure_private_dir, read_regular_text, write_p
 from policies.kernel.locks import file_lock
 from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.units import is_lookalike
-from signer.wire.client import SignerError
+from signer.wire.client import SignerClient, SignerError
+from signer.wire.replies import PolicyShowReply
 
 CONTACTS_FILE = "contacts.json"
 MAX_CONTACTS = 500
@@ -170,10 +171,10 @@ class _PolicyBookEntry(BaseModel):
     name: str = Field(max_length=100)
 
 
-async def signer_address_book(signer: Any) -> list[BookEntry]:
+async def signer_address_book(signer: SignerClient) -> list[BookEntry]:
     """The address book of the policy the signer is running (the only one that counts for paying)."""
-    shown = await signer.call("policy.show")
-    raw = shown.get("policy", {}).get("address_book", []) if isinstance(shown, dict) else []
+    shown = await signer.call_as(PolicyShowReply, "policy.show")
+    raw = shown.policy.get("address_book", [])
     try:
         entries = [_PolicyBookEntry.model_validate(e) for e in raw]
     except ValidationError:

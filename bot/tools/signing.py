@@ -15,11 +15,13 @@ from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.wallet import policy_assets
+from policies.decision import Outcome
 from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.kernel.text import visible
 from policies.units import parse_units
 from signer.wire.protocol import RequestStatus
+from signer.wire.replies import PolicyShowReply, SignReply
 
 ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -55,7 +57,7 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
     """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused (unlike a
     balance lookup, a transfer needs the decimals the user wrote into the policy)."""
     wanted = asset.lower()
-    shown = await ctx.require_signer(NOTHING_SIGNED).call("policy.show")
+    shown = await ctx.require_signer(NOTHING_SIGNED).call_as(PolicyShowReply, "policy.show")
     for entry in policy_assets(shown, chain_id):
         asset_id = entry.asset.lower()
         if wanted in (entry.symbol.lower(), asset_id) or (wanted in ("eth", NATIVE) and asset_id == NATIVE):
@@ -64,27 +66,28 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
                       "only listed assets can be sent from chat")
 
 
-def outcome_output(reply: dict[str, Any]) -> ToolOutput:
+def outcome_output(reply: SignReply) -> ToolOutput:
     """The model hears the signer's words, not its own; the channel gets the full reply as data."""
-    status = str(reply.get("status", RequestStatus.FAILED))
-    summary = reply.get("summary") or "(no summary)"
+    status = reply.status
+    summary = reply.summary or "(no summary)"
     lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
-    if status == RequestStatus.SIGNED:
-        lines.append(f"tx hash: {reply.get('tx_hash')} (broadcast: {reply.get('broadcast')})")
-        if reply.get("broadcast_unknown"):
-            lines.append(f"the node did not accept it, do not send it again: {reply['broadcast_unknown']}")
-    elif status == RequestStatus.PENDING:
-        why = "; ".join(fired_rules(reply)) or f"{reply.get('rule_id')}: {reply.get('reason')}"
-        lines.append(f"waiting for the user's companion app (request {reply.get('request_id')}); why: {why}")
-    elif status == RequestStatus.DENIED:
-        lines.append(f"denied by rule {reply.get('rule_id')}: {reply.get('reason')}. Do not try to get around it.")
+    if status is RequestStatus.SIGNED:
+        lines.append(f"tx hash: {reply.tx_hash} (broadcast: {reply.broadcast})")
+        if reply.broadcast_unknown:
+            lines.append(f"the node did not accept it, do not send it again: {reply.broadcast_unknown}")
+    elif status is RequestStatus.PENDING:
+        why = "; ".join(fired_rules(reply)) or f"{reply.rule_id}: {reply.reason}"
+        lines.append(f"waiting for the user's companion app (request {reply.request_id}); why: {why}")
+    elif status is RequestStatus.DENIED:
+        lines.append(f"denied by rule {reply.rule_id}: {reply.reason}. Do not try to get around it.")
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
             "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
-    data = {k: reply[k] for k in keep if k in reply}
+    sent = reply.model_dump(mode="json", include=set(keep), exclude_unset=True)  # the fields the signer sent
+    data: dict[str, Any] = {k: sent[k] for k in keep if k in sent}
     if len(fired := fired_rules(reply)) > 1:  # every rule that fired, not only the first
         data["reasons"] = fired
-    if status not in ("signed", "pending_approval", "denied"):
-        data["error"] = str(reply.get("error") or reply.get("reason") or "no reason given")  # the card shows why
+    if status not in (RequestStatus.SIGNED, RequestStatus.PENDING, RequestStatus.DENIED):
+        data["error"] = str(reply.error or reply.reason or "no reason given")  # the card shows why
         lines.append(f"failed: {data['error']}")
     if fix := remedy(str(data.get("error") or data.get("broadcast_unknown") or "")):
         data["hint"] = fix  # and what to do about it
@@ -92,12 +95,10 @@ def outcome_output(reply: dict[str, Any]) -> ToolOutput:
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
 
 
-def fired_rules(reply: dict[str, Any]) -> list[str]:
+def fired_rules(reply: SignReply) -> list[str]:
     """`rule: reason` for every finding of the signer's decision that was not an allow."""
-    decision = reply.get("decision")
-    findings = decision.get("findings") if isinstance(decision, dict) else None
-    return [f"{f.get('rule_id')}: {f.get('reason')}" for f in findings or []
-            if isinstance(f, dict) and f.get("outcome") != "allow"]
+    findings = reply.decision.findings if reply.decision is not None else ()
+    return [f"{f.rule_id}: {f.reason}" for f in findings if f.outcome is not Outcome.ALLOW]
 
 
 def remedy(error: str) -> str | None:
@@ -132,9 +133,8 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
                                         reason=one_visible_line(reason), source=ctx.source)
     except SignerError as exc:
         raise ToolFailure(f"the signer refused the request: {exc.message}") from None
-    ctx.services.events.emit("signer", "sign.outcome", {"status": reply.get("status"),
-                                                        "rule_id": reply.get("rule_id"),
-                                                        "request_id": reply.get("request_id"),
+    ctx.services.events.emit("signer", "sign.outcome", {"status": reply.status.value, "rule_id": reply.rule_id,
+                                                        "request_id": reply.request_id,
                                                         "shown": ctx.shown_in_chat})
     return outcome_output(reply)
 

@@ -17,6 +17,7 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.chain_reader import redact_urls
 from signer.wire.client import SignerError
 from signer.wire.protocol import ErrorCode, RequestStatus
+from signer.wire.replies import SignReply
 
 
 
@@ -50,36 +51,37 @@ def _block(receipt: dict[str, Any]) -> int:
 
 def _mined(receipt: dict[str, Any]) -> tuple[str, str]:
     ok = str(receipt.get("status", "0x0")) == "0x1"
-    state = "confirmed" if ok else "reverted"
+    state = (RequestStatus.CONFIRMED if ok else RequestStatus.REVERTED).value
     return state, f"{state} in block {_block(receipt)}"
 
 
 async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
     signer = ctx.require_signer("request ids cannot be looked up")
     try:
-        reply = await signer.call("sign.status", {"request_id": request_id})
+        reply = await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
     except SignerError as exc:
         if exc.code == ErrorCode.NOT_FOUND:
             return ToolOutput(f"Request {request_id}: not found (not made by this bot, or unknown).",
                               untrusted=False, data={"request_id": request_id, "state": "not_found"})
         raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
-    status, state = str(reply.get("status", "")), str(reply.get("state", ""))
-    tx_hash, chain_id = reply.get("tx_hash"), reply.get("chain_id")
+    status, state = reply.status.value, reply.state or ""
+    tx_hash, chain_id = reply.tx_hash, reply.chain_id
     data: dict[str, Any] = {"request_id": request_id, "state": state or status, "status": status}
     if status == RequestStatus.EXPIRED:
         line = "expired: the approval window passed without an answer; nothing was signed"
-        data["state"] = "expired"
+        data["state"] = RequestStatus.EXPIRED.value
     elif state == RequestStatus.PENDING:
-        until = datetime.fromtimestamp(float(reply.get("expires_at") or 0), timezone.utc)
+        until = datetime.fromtimestamp(float(reply.expires_at or 0), timezone.utc)
         line = f"waiting for the user's approval in the companion app (until {until:%Y-%m-%d %H:%M} UTC)"
     elif state == RequestStatus.DENIED:
-        line = f"denied by the signer, rule {reply.get('rule_id')}: {redact_urls(reply.get('reason'))}"
+        line = f"denied by the signer, rule {reply.rule_id}: {redact_urls(reply.reason)}"
     elif state == RequestStatus.FAILED:
-        line = f"failed, nothing was sent: {redact_urls(reply.get('error') or reply.get('reason'))}"
-    elif state == "dropped":
+        line = f"failed, nothing was sent: {redact_urls(reply.error or reply.reason)}"
+    elif state == RequestStatus.DROPPED:
         line = (f"dropped: another of the signer's transactions took its nonce, so it can never be mined; "
                 f"tx {tx_hash}")
-    elif state in (RequestStatus.SIGNED, "unconfirmed", "confirmed", "reverted") and tx_hash:
+    elif state in (RequestStatus.SIGNED, RequestStatus.UNCONFIRMED, RequestStatus.CONFIRMED,
+                   RequestStatus.REVERTED) and tx_hash:
         data.update(tx_hash=tx_hash, chain_id=chain_id)
         unread = ""
         try:
@@ -89,11 +91,11 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         if receipt is not None:
             data["state"], line = _mined(receipt)
             data["block"] = _block(receipt)
-        elif state in ("confirmed", "reverted"):
+        elif state in (RequestStatus.CONFIRMED, RequestStatus.REVERTED):
             line = state
-        elif reply.get("broadcast") is False:
+        elif reply.broadcast is False:
             line = "signed but not broadcast (the signer runs with broadcast off)"
-        elif state == "unconfirmed":
+        elif state == RequestStatus.UNCONFIRMED:
             line = ("signed, but the node did not accept the broadcast; it may still be mined, so do not send it "
                     "again (the signer keeps its spend counted until it is mined or proven dropped)")
         else:
@@ -101,10 +103,10 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         line += f"; tx {tx_hash}{unread}"
     else:
         line = f"being processed by the signer ({redact_urls(state or status or 'unknown', 40)})"
-    summary = redact_urls(reply.get("summary") or "", 500)
+    summary = redact_urls(reply.summary, 500)
     text = f"Request {request_id}: {line}." + (f"\nSigner's reading: {summary}" if summary else "")
     # A revert reason is the contract's text, and a failure may quote a node: not the signer's words.
-    foreign = state == RequestStatus.FAILED or reply.get("rule_id") == "simulation.reverted"
+    foreign = state == RequestStatus.FAILED or reply.rule_id == "simulation.reverted"
     return ToolOutput(text, untrusted=foreign, data=data)
 
 

@@ -20,6 +20,7 @@ from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.units import format_amount
 from signer.wire.client import SignerError
+from signer.wire.replies import AddressesReply, BalanceReply, PolicyShowReply
 
 NATIVE_DECIMALS = 18  # every EVM chain's native coin; the policy overrides it when it lists one
 TOKEN_PATTERN = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9._\-]{1,20})$"
@@ -46,37 +47,17 @@ class _PolicyChain(BaseModel):
     name: str = Field(max_length=100)
 
 
-class _Balance(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    balance: str = Field(pattern=r"^[0-9]{1,78}$")
-
-
-class _Tier3Account(BaseModel):
-    """A main account a live Tier 3 grant spends from (docs/tier3.md)."""
-
-    model_config = ConfigDict(extra="ignore")
-    chain_id: int
-    address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
-
-
-class _Key(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    chain_id: int
-    address: str = Field(pattern=ADDRESS_PATTERN)
-    key_id: str = Field(max_length=64)
-
-
-def policy_assets(shown: Any, chain_id: int) -> list[_PolicyAsset]:
-    raw = shown.get("policy", {}).get("assets", []) if isinstance(shown, dict) else []
+def policy_assets(shown: PolicyShowReply, chain_id: int) -> list[_PolicyAsset]:
+    raw = shown.policy.get("assets", [])
     try:
         return [a for a in map(_PolicyAsset.model_validate, raw) if a.chain == chain_id]
     except ValidationError:
         raise ToolFailure("the signer returned a policy this bot cannot read") from None
 
 
-def policy_chains(shown: Any) -> dict[int, str]:
+def policy_chains(shown: PolicyShowReply) -> dict[int, str]:
     """Chain id -> name as the signer's policy lists them (the chains it signs for at all)."""
-    raw = shown.get("policy", {}).get("chains", []) if isinstance(shown, dict) else []
+    raw = shown.policy.get("chains", [])
     try:
         return {c.id: c.name for c in map(_PolicyChain.model_validate, raw)}
     except ValidationError:
@@ -132,24 +113,21 @@ async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutpu
     signer = ctx.require_signer("balances and its address book are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
     try:
-        shown = await signer.call("policy.show")
+        shown = await signer.call_as(PolicyShowReply, "policy.show")
         ref = resolve_token(policy_assets(shown, chain_id), args.token)
-        answer = await signer.call("addresses")
-        listed = answer.get("addresses", [])
-        keys = [k for k in map(_Key.model_validate, listed) if k.chain_id == chain_id]
-        accounts = [_Tier3Account.model_validate(a) for a in answer.get("tier3_accounts", [])]
+        answer = await signer.call_as(AddressesReply, "addresses")
+        keys = [k for k in answer.addresses if k.chain_id == chain_id]
+        accounts = answer.tier3_accounts
         rows: list[dict[str, Any]] = []
         for address, label in [*((k.address, k.key_id) for k in keys),
                                *((a.address, "tier3 main account") for a in accounts if a.chain_id == chain_id)]:
             params: dict[str, Any] = {"chain_id": chain_id, "address": address}
             if ref.asset != NATIVE:
                 params["token"] = ref.asset
-            reply = _Balance.model_validate(await signer.call("balance", params))
-            rows.append({"address": to_checksum(address), "key_id": label, "balance": reply.balance})
+            reply = await signer.call_as(BalanceReply, "balance", params)
+            rows.append({"address": to_checksum(address), "key_id": label, "balance": str(reply.balance)})
     except SignerError as exc:
         raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
-    except ValidationError:
-        raise ToolFailure("the signer returned a reply this bot cannot read") from None
     chains = policy_chains(shown)
     where = chain_label(ctx, chain_id, chains)
     if not rows:

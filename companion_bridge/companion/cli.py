@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from policies.kernel.cli import fail, home_of, print_json, run
-from signer.wire.cli import signer_call
+from signer.wire.cli import print_reply, signer_call, signer_call_as
 from policies.kernel.text import visible
 
 app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)
@@ -86,14 +86,15 @@ def pair(
 
     from companion_bridge.companion.pairing import cert_fingerprint, pair_link
     from policies.kernel.files import write_private_file
+    from signer.wire.replies import PairBeginReply
 
-    pairing = signer_call(ctx, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
+    pairing = signer_call_as(ctx, PairBeginReply, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
     fingerprint = cert_fingerprint(tls_cert) if tls_cert else None
-    uri = pair_link(bridge, pairing["pairing_id"], pairing["code"], pairing["signer_key"], fingerprint)
+    uri = pair_link(bridge, pairing.pairing_id, pairing.code, pairing.signer_key, fingerprint)
     qr = segno.make(uri, error="m")
     qr.terminal(compact=True)
-    typer.echo(f"pairing code: {pairing['code']}   (expires in {ttl} s, single use)")
-    typer.echo(f"signer identity key: {pairing['signer_key']}   (the phone shows its first 16 and last 8 digits)")
+    typer.echo(f"pairing code: {pairing.code}   (expires in {ttl} s, single use)")
+    typer.echo(f"signer identity key: {pairing.signer_key}   (the phone shows its first 16 and last 8 digits)")
     typer.echo(f"open on the phone (camera), or on a desktop: owlia companion link '{uri}'")
     if png is not None:
         import io
@@ -107,13 +108,13 @@ def pair(
 @app.command("list")
 def list_devices(ctx: typer.Context) -> None:
     """Paired devices: capabilities, last seen, revoked or not."""
-    print_json(signer_call(ctx, "companion.list", admin=True))
+    print_reply(signer_call(ctx, "companion.list", admin=True))
 
 
 @app.command("revoke")
 def revoke(ctx: typer.Context, device_id: str) -> None:
     """Revoke a device at once: its answers are refused and its bridge tokens die."""
-    print_json(signer_call(ctx, "companion.revoke", {"device_id": device_id}, admin=True))
+    print_reply(signer_call(ctx, "companion.revoke", {"device_id": device_id}, admin=True))
 
 
 # ---- the companion ---------------------------------------------------------------------------
@@ -197,13 +198,15 @@ def prompt_decider(passphrase_file: Optional[Path]):
     import asyncio
 
     from companion_bridge.companion.client import Choice
+    from signer.wire.protocol import ApprovalAction
 
     async def decide(request: dict, text: str) -> Choice:
         typer.echo(text)
         answer = await asyncio.to_thread(
             typer.prompt, "[a]pprove / [d]eny / [f] deny and FREEZE / [s]kip", default="s")
-        action = {"a": "approve", "d": "deny", "f": "freeze"}.get(answer.strip().lower()[:1], "skip")
-        if action == "approve":
+        keys = {"a": ApprovalAction.APPROVE, "d": ApprovalAction.DENY, "f": ApprovalAction.FREEZE}
+        action = keys.get(answer.strip().lower()[:1], "skip")
+        if action == ApprovalAction.APPROVE:
             return Choice(action, await asyncio.to_thread(_passphrase, passphrase_file))
         return Choice(action)
 
@@ -213,13 +216,14 @@ def prompt_decider(passphrase_file: Optional[Path]):
 def scripted_decider(answers: list[str], passphrase_file: Optional[Path]):
     """Non-interactive: answer requests in order from a list (tests, demos)."""
     from companion_bridge.companion.client import Choice
+    from signer.wire.protocol import ApprovalAction
 
     queue = list(answers)
 
     async def decide(request: dict, text: str) -> Choice:
         typer.echo(text)
         action = queue.pop(0) if queue else "skip"
-        return Choice(action, _passphrase(passphrase_file) if action == "approve" else None)
+        return Choice(action, _passphrase(passphrase_file) if action == ApprovalAction.APPROVE else None)
 
     return decide
 

@@ -42,6 +42,8 @@ from companion_bridge.companion.watch import Watch
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import request_hash
+from signer.wire.protocol import ApprovalAction, RequestStatus
+from signer.wire.replies import ReplyError, parse_reply
 from signer.wire.messages import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
@@ -204,7 +206,14 @@ class Companion:
             reply = await asyncio.wait_for(future, timeout)
         finally:
             self._replies.pop(req_id, None)
-        return frames.reply_result(reply)
+        result = frames.reply_result(reply)
+        # The bridge is not trusted: what it relays must still be the signer's reply to this method.
+        # Kept as JSON: the companion checks the signer's signatures over these very fields.
+        try:
+            parse_reply(method, result)
+        except ReplyError as exc:
+            raise CompanionError(f"the bridge relayed a reply the signer would not send: {exc}") from None
+        return result
 
     async def close(self) -> None:
         self.watch.stop()
@@ -262,12 +271,12 @@ class Companion:
         needs the signer's signature on the request; `nonce` (from the signed quote of `quoted_at`)
         replaces the request's when the main account has sent something since it was escalated,
         unless this request was approved before: then only its journaled nonce (`_approved_tx`)."""
-        digest = self.verified_hash(request) if choice.action == "approve" else request_hash(unsigned(request))
+        digest = self.verified_hash(request) if choice.action == ApprovalAction.APPROVE else request_hash(unsigned(request))
         raw, tx_hash = b"", ""
-        if choice.action == "approve" and request["kind"] == "policy":
+        if choice.action == ApprovalAction.APPROVE and request["kind"] == "policy":
             if choice.passphrase is not None:
                 zeroize(choice.passphrase)  # a policy approval is signed by the device key alone
-        elif choice.action == "approve":
+        elif choice.action == ApprovalAction.APPROVE:
             if request.get("tx") is None:
                 raise CompanionError("this request has no transaction to sign; deny it")
             assert choice.passphrase is not None
@@ -312,7 +321,7 @@ class Companion:
         error or silence may mean the bridge kept the signed transaction, and even a "signed" reply
         is the bridge's word until a signed quote shows the nonce mined."""
         nonce = quoted_at = None
-        if choice.action == "approve" and request.get("tx") is not None:
+        if choice.action == ApprovalAction.APPROVE and request.get("tx") is not None:
             nonce, quoted_at = await self.signing_nonce(request)
         params = self.build_answer(request, choice, nonce, quoted_at)
         tx_hash = "0x" + keccak256(bytes.fromhex(params["raw_tx"][2:])).hex() if "raw_tx" in params else ""
@@ -398,7 +407,7 @@ class Companion:
                     result = await self.answer(request, choice)
                     report(f"{choice.action}: {short(result.get('status'), 40)} "
                            f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip())
-                    if result.get("status") == "failed":  # the signer's words on why, not only "failed"
+                    if result.get("status") == RequestStatus.FAILED:  # the signer's words on why, not only "failed"
                         report("\n".join(block("why it failed", str(result.get("error") or "no reason given"),
                                                 600)))
                     elif result.get("broadcast_unknown"):  # signed, but the node did not take it (or lied)

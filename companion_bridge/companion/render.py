@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from policies.decision import Outcome
 from policies.kernel.text import one_line, visible
 from policies.units import format_amount
 from policies.kernel.addresses import to_checksum
@@ -67,7 +68,7 @@ def _visible(value: Any) -> Any:
 
 def why_lines(escalation: dict[str, Any]) -> list[str]:
     """Every rule that fired, not just the first: a new recipient may also be over a limit."""
-    fired = [f for f in escalation.get("findings") or [] if f.get("outcome") != "allow"]
+    fired = [f for f in escalation.get("findings") or [] if f.get("outcome") != Outcome.ALLOW]
     if len(fired) <= 1:
         return [f"Why it needs you: {escalation['reason']} [rule {escalation['rule_id']}]"]
     return ["Why it needs you (every rule that fired):",

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from policies.kernel.cli import fail, print_json, read_passphrase
-from signer.wire.cli import signer_call, signer_paths
+from signer.wire.cli import signer_call_as, signer_paths
 
 app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
 
@@ -42,7 +42,9 @@ def verify(
         fail(f"no signer database at {paths.db}")
     conn = connect(paths.db, readonly=True)
     if passphrase_file is None and not os.environ.get(PASSPHRASE_ENV) and _daemon_reachable(paths):
-        report = signer_call(ctx, "audit.verify", admin=True)  # the running daemon holds the keys
+        from signer.wire.replies import AuditVerifyReply  # the running daemon holds the keys
+
+        report = signer_call_as(ctx, AuditVerifyReply, "audit.verify", admin=True).model_dump(mode="json")
     else:
         try:
             with unlock(paths.home, read_passphrase(passphrase_file)) as master:

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from policies.kernel.cli import fail, print_json, read_passphrase, run
-from signer.wire.cli import signer_call, signer_config, signer_paths
+from signer.wire.cli import print_reply, signer_call, signer_call_as, signer_config, signer_paths
 
 app = typer.Typer(help="The signer daemon: the only process that holds keys.", no_args_is_help=True)
 client_app = typer.Typer(help="Clients allowed to talk to the signer.", no_args_is_help=True)
@@ -86,7 +86,7 @@ def status(ctx: typer.Context) -> None:
                         "what_to_do": "owlia signer integrity check, then restore signer.db from a backup "
                                       "or owlia signer integrity seal"} if refused else {})})
         raise typer.Exit(1)
-    print_json(signer_call(ctx, "status", admin=token.exists() and os.access(token, os.R_OK)))
+    print_reply(signer_call(ctx, "status", admin=token.exists() and os.access(token, os.R_OK)))
 
 
 @app.command("reload")
@@ -95,10 +95,12 @@ def reload(ctx: typer.Context) -> None:
 
     The same as sending the daemon SIGHUP, but it prints what happened. A file that does not validate
     changes nothing."""
-    result = signer_call(ctx, "policy.reload", admin=True)
-    print_json(result)
-    if result["status"] == "proposed":
-        typer.echo(f"the new policy loosens the one in force ({len(result['widens'])} change(s)); approve it on "
+    from signer.wire.replies import PolicyReloadReply, ReloadStatus
+
+    result = signer_call_as(ctx, PolicyReloadReply, "policy.reload", admin=True)
+    print_reply(result)
+    if result.status is ReloadStatus.PROPOSED:
+        typer.echo(f"the new policy loosens the one in force ({len(result.widens)} change(s)); approve it on "
                    "your companion. Until then the current policy stays.", err=True)
 
 
@@ -234,7 +236,7 @@ def integrity_seal(
 def _key_call(ctx: typer.Context, method: str, **params) -> None:
     from signer.wire.client import new_idempotency_key
 
-    print_json(signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True))
+    print_reply(signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True))
 
 
 @key_app.command("create")
@@ -255,7 +257,7 @@ def key_create(
 
 @key_app.command("list")
 def key_list(ctx: typer.Context) -> None:
-    print_json(signer_call(ctx, "session_key.list", admin=True))
+    print_reply(signer_call(ctx, "session_key.list", admin=True))
 
 
 @key_app.command("rotate")
@@ -282,4 +284,4 @@ def freeze(ctx: typer.Context) -> None:
 
     For when the companion cannot reach the signer. Only a paired companion can lift the freeze
     (`owlia companion unfreeze` or the app)."""
-    print_json(signer_call(ctx, "signer.freeze", admin=True))
+    print_reply(signer_call(ctx, "signer.freeze", admin=True))

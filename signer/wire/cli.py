@@ -6,15 +6,19 @@ signer's socket with the wire client and reads nothing but the config file and t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from policies.kernel.cli import fail, home_of, run
+from policies.kernel.cli import fail, home_of, print_json, run
 
 if TYPE_CHECKING:  # the command tree stays light: pydantic and yaml load when a command runs
+    from signer.wire.replies import Reply
     from signer.wire.settings import SignerConfig, SignerPaths
+
+R = TypeVar("R", bound="Reply")
 
 
 def signer_config(ctx: typer.Context) -> SignerConfig:
@@ -36,8 +40,9 @@ def client_token_file(ctx: typer.Context) -> Path:
     return home_of(ctx) / "secrets" / "signer.token"
 
 
-def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *, admin: bool = False) -> Any:
-    """One call to the running signer, as the local admin or as this home's client."""
+def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *,
+                admin: bool = False) -> Reply:
+    """One call to the running signer, as the local admin or as this home's client: its typed reply."""
     from signer.wire.client import SignerClient, SignerError, load_token
 
     paths = signer_paths(ctx)
@@ -53,7 +58,7 @@ def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None =
     except SignerError as exc:
         fail(exc.message)
 
-    async def call() -> Any:
+    async def call() -> Reply:
         async with SignerClient(paths.socket, token) as client:
             return await client.call(method, params)
 
@@ -61,3 +66,19 @@ def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None =
         return run(call())
     except SignerError as exc:
         fail(exc.message)
+
+
+def signer_call_as(ctx: typer.Context, model: type[R], method: str, params: dict[str, Any] | None = None, *,
+                   admin: bool = False) -> R:
+    """`signer_call` for a command that names the reply model it reads."""
+    reply = signer_call(ctx, method, params, admin=admin)
+    if not isinstance(reply, model):
+        fail(f"the signer answered {method!r} with {type(reply).__name__}, not {model.__name__}")
+    return reply
+
+
+def print_reply(reply: Reply) -> None:
+    """A reply printed as the JSON the signer sent (the fields it set), keys sorted."""
+    from signer.wire.replies import dump_reply
+
+    print_json(json.loads(dump_reply(reply)))

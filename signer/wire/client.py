@@ -1,7 +1,8 @@
 """The one way into the signer, used by the bot, the CLI and the skills host alike.
 
-Deliberately thin: it frames requests and raises `SignerError` for JSON-RPC errors. Every
-decision is the daemon's.
+Deliberately thin: it frames requests, raises `SignerError` for JSON-RPC errors and parses every
+result with its method's reply model (signer.wire.replies): callers get attributes, and a reply
+that does not match its model is refused (`SignerReplyError`). Every decision is the daemon's.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from signer.wire.protocol import Intent, request_frame
+from signer.wire.replies import AuthReply, Reply, ReplyError, SignReply, StatusReply, parse_reply
 
 TOKEN_ENV = "OWLIA_SIGNER_TOKEN"
 MAX_REPLY_BYTES = 4 << 20
+R = TypeVar("R", bound=Reply)
 
 
 class SignerError(Exception):
@@ -31,6 +34,13 @@ class SignerError(Exception):
 class SignerUnavailable(SignerError):
     def __init__(self, message: str) -> None:
         super().__init__(-1, message)
+
+
+class SignerReplyError(SignerError):
+    """The signer's reply does not match its method's model (or is not JSON-RPC at all): refused."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(-2, message)
 
 
 def new_idempotency_key(prefix: str = "req") -> str:
@@ -62,7 +72,7 @@ class SignerClient:
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
-        self.identity: dict[str, Any] | None = None
+        self.identity: AuthReply | None = None
 
     def __repr__(self) -> str:
         return f"SignerClient({str(self.socket_path)!r})"  # never the token
@@ -83,7 +93,9 @@ class SignerClient:
             raise SignerUnavailable(
                 f"cannot reach the signer at {self.socket_path} ({type(exc).__name__}); is `owlia signer serve` running?"
             ) from None
-        self.identity = await self._call_locked("auth", {"token": self._token})
+        identity = await self._parsed("auth", await self._call_locked("auth", {"token": self._token}))
+        assert isinstance(identity, AuthReply)
+        self.identity = identity
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -94,10 +106,33 @@ class SignerClient:
                 pass
             self._writer = None
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Reply:
+        """Call `method`; its result parsed with the method's reply model."""
+        return await self._parsed(method, await self.call_json(method, params, check=False))
+
+    async def call_as(self, model: type[R], method: str, params: dict[str, Any] | None = None) -> R:
+        """`call`, for a caller that names the model it expects (typed for mypy)."""
+        reply = await self.call(method, params)
+        if not isinstance(reply, model):
+            raise TypeError(f"{method!r} replies with {type(reply).__name__}, not {model.__name__}")
+        return reply
+
+    async def call_json(self, method: str, params: dict[str, Any] | None = None, *, check: bool = True) -> Any:
+        """The result as JSON, for the JSON boundaries (`--json` output, relays); still checked
+        against the method's reply model unless `check` is off."""
         if self._writer is None:
             await self.connect()
-        return await self._call_locked(method, params)
+        result = await self._call_locked(method, params)
+        if check:
+            await self._parsed(method, result)
+        return result
+
+    async def _parsed(self, method: str, result: Any) -> Reply:
+        try:
+            return parse_reply(method, result)
+        except ReplyError as exc:
+            await self.close()  # a signer that garbles one reply is not trusted with the next
+            raise SignerReplyError(str(exc)) from None
 
     async def _call_locked(self, method: str, params: dict[str, Any] | None) -> Any:
         async with self._lock:
@@ -114,9 +149,20 @@ class SignerClient:
             if not line:
                 await self.close()
                 raise SignerUnavailable("the signer closed the connection")
-            reply = json.loads(line)
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                await self.close()
+                raise SignerReplyError(f"the signer's reply to {method!r} is not JSON: refused") from None
+            # an error to a frame the signer could not read carries no id (JSON-RPC 2.0)
+            ids = (req_id, None) if isinstance(reply, dict) and "error" in reply else (req_id,)
+            if not isinstance(reply, dict) or reply.get("id") not in ids or ("result" in reply) == ("error" in reply):
+                await self.close()
+                raise SignerReplyError(f"the signer's reply to {method!r} is not a JSON-RPC reply to it: refused")
             if "error" in reply:
                 err = reply["error"]
+                if not isinstance(err, dict):
+                    raise SignerReplyError(f"the signer's error for {method!r} is malformed: refused")
                 raise SignerError(err.get("code", -32603), err.get("message", "error"), err.get("data"))
             return reply["result"]
 
@@ -129,7 +175,7 @@ class SignerClient:
         idempotency_key: str | None = None,
         reason: str | None = None,
         source: str = "agent",
-    ) -> dict[str, Any]:
+    ) -> SignReply:
         body = intent.model_dump(mode="json", exclude_none=True) if isinstance(intent, Intent) else intent
         params: dict[str, Any] = {
             "idempotency_key": idempotency_key or new_idempotency_key(),
@@ -138,7 +184,7 @@ class SignerClient:
         }
         if reason:
             params["reason"] = reason
-        return await self.call("sign.request", params)
+        return await self.call_as(SignReply, "sign.request", params)
 
-    async def status(self) -> dict[str, Any]:
-        return await self.call("status")
+    async def status(self) -> StatusReply:
+        return await self.call_as(StatusReply, "status")

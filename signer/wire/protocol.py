@@ -35,6 +35,30 @@ class RequestStatus(StrEnum):
     CONFIRMED = "confirmed"  # a receipt checked against the signer's own hash, status 1
     REVERTED = "reverted"  # the same, status 0: its spend stays counted
     DROPPED = "dropped"  # proven never minable: another of the signer's transactions took its nonce
+    APPROVED = "approved"  # a policy change the companion approved: in force, nothing to sign (signer.policy_live)
+
+
+class ApprovalAction(StrEnum):
+    """A companion's answer to a pending request (`approvals.answer`), as its device signs it."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    FREEZE = "freeze"  # deny it and freeze the signer
+
+
+class FreezeAction(StrEnum):
+    """`approvals.freeze` from a paired device."""
+
+    FREEZE = "freeze"
+    UNFREEZE = "unfreeze"
+
+
+class KeyStatus(StrEnum):
+    """A session key's status in `session_key.*` and `status` replies."""
+
+    ACTIVE = "active"
+    RETIRED = "retired"  # rotated out: keeps no signing power
+    REVOKED = "revoked"
 
 
 class Scope(str, Enum):
@@ -237,7 +261,7 @@ class ApprovalAnswerParams(Strict):
     request_id: str = Field(pattern=r"^req_[0-9a-f]{32}$")
     request_hash: Hex64
     device_id: DeviceId
-    action: str = Field(pattern=r"^(approve|deny|freeze)$")
+    action: ApprovalAction
     expires_at: FiniteFloat
     signature: Signature
     raw_tx: HexData = b""  # approve only: the EIP-1559 tx signed by the main key
@@ -255,7 +279,7 @@ class FreezeParams(Strict):
     """Freeze or unfreeze the signer from a paired device (unfreeze must name the current freeze id)."""
 
     device_id: DeviceId
-    action: str = Field(pattern=r"^(freeze|unfreeze)$")
+    action: FreezeAction
     freeze_id: str = Field(default="", pattern=r"^(frz_[0-9a-f]{16})?$")
     ts: FiniteFloat  # NaN would slip past every freshness comparison
     signature: Signature
@@ -307,6 +331,10 @@ def request_frame(req_id: int | str, method: str, params: dict[str, Any] | None 
 
 
 def result_frame(req_id: Any, result: Any) -> bytes:
+    """A reply model (signer.wire.replies) is sent as its handler set it: unset optional fields absent."""
+    if isinstance(result, BaseModel):
+        body = result.__pydantic_serializer__.to_json(result, exclude_unset=True)
+        return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + body + b"}\n"
     return encode_frame({"jsonrpc": "2.0", "id": req_id, "result": result})
 
 

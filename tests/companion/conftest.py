@@ -29,7 +29,7 @@ from companion_bridge.server import BridgeOptions, build
 from signer.wire.client import SignerClient
 from signer.wire.protocol import Scope
 from signer.wire.txcodec import address_of
-from tests.conftest import SignerStack, wait_receipt
+from tests.conftest import SignerStack, as_json, wait_receipt
 
 MAIN_PASS = b"companion passphrase 1"
 MAIN_FUNDS = 10**18  # 1 ETH for Tier 1 transfers
@@ -80,7 +80,7 @@ class Tier1:
     async def submit(self, *intents: dict[str, Any], token: str | None = None, reason: str | None = None) -> list[dict]:
         """Send intents the way the bot does: one `sign` client (a new one unless `token`) over the socket."""
         async with SignerClient(self.stack.socket, token or self.bot_token()) as client:
-            return [await client.sign(intent, reason=reason) for intent in intents]
+            return [as_json(await client.sign(intent, reason=reason)) for intent in intents]
 
     def new_wallet(self, name: str = "phone", *, fresh_key: bool = False) -> CompanionWallet:
         key = None if fresh_key else self.main_key

@@ -201,7 +201,7 @@ def test_expired_request_is_refused(make_stack, tmp_path, anvil):
             await asyncio.sleep(max(0.0, request["expires_at"] - time.time()) + 0.1)
             await refused(companion, params, "expired")
             async with SignerClient(tier1.stack.socket, tier1.stack.client_token("late")) as client:
-                assert (await client.call("status"))["frozen"] is False
+                assert (await client.status()).frozen is False
             await assert_nothing_signed(tier1, companion, request["request_id"], ["expired"], nonce)
 
         run(tier1, body)

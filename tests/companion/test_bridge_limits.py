@@ -30,7 +30,7 @@ from companion_bridge.ratelimit import NS, Limiter, Rate
 from signer.wire.client import SignerClient
 from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1, request_for, start_bridge
-from tests.conftest import STRANGER, SignerStack
+from tests.conftest import as_json, STRANGER, SignerStack
 
 chain = pytest.mark.chain
 MAIN_KEY = secrets.token_bytes(32)  # every device of this module's signer holds this main key
@@ -408,7 +408,7 @@ def test_an_answer_refused_for_rate_is_kept_and_accepted_after_the_retry_after(s
             await companion.connect()
             bot = tier.bot_token()
             async with SignerClient(tier.stack.socket, bot) as client:
-                pending = await client.sign({"chain_id": 31337, "to": STRANGER, "value": "1000"})
+                pending = as_json(await client.sign({"chain_id": 31337, "to": STRANGER, "value": "1000"}))
             request = await request_for(companion, pending["request_id"])
             with pytest.raises(CompanionError):  # a junk answer spends the one answer in the bucket
                 await companion.call("approvals.answer", {"request_id": "req_junk",

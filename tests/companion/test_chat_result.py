@@ -15,6 +15,7 @@ from companion_bridge.companion.client import Choice
 from tests.bot.agent.conftest import attach_bot, llm  # noqa: F401 - fixture
 from tests.bot.agent.test_cancel_and_pair import Sink
 from tests.companion.conftest import MAIN_PASS, request_for
+from signer.wire.replies import SignReply
 from tests.conftest import FRIEND, balance
 
 pytestmark = [pytest.mark.chain]
@@ -156,5 +157,5 @@ def test_a_failed_approval_says_why_on_the_companion_and_in_the_chat(tier1, llm,
     # the node's refusal is only its word: signed and held as unconfirmed (the release rule), never "failed"
     assert status["state"] == "unconfirmed" and "insufficient funds" in status["broadcast_unknown"].lower()
     assert any("not confirmed sent" in r and "insufficient funds" in r.lower() for r in reports), reports
-    told = describe(status)
+    told = describe(SignReply.model_validate(status))
     assert "insufficient funds" in told.lower() and "fund it" in told

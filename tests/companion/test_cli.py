@@ -21,7 +21,7 @@ from signer.wire.client import SignerClient
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, fund, wait_status
-from tests.conftest import FRIEND, balance
+from tests.conftest import as_json, FRIEND, balance
 
 pytestmark = [pytest.mark.chain]
 
@@ -104,4 +104,4 @@ def test_bridge_refuses_a_non_loopback_address_without_tls(tmp_path):
 
 async def _sign(stack, token: str, value: int) -> dict:
     async with SignerClient(stack.socket, token) as client:
-        return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)})
+        return as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)}))

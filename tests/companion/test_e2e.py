@@ -13,7 +13,7 @@ from policies.kernel.addresses import to_checksum
 from signer.wire.approval_request import request_hash
 from signer.wire.client import SignerClient
 from tests.companion.conftest import MAIN_PASS, request_for, transfer, wait_status
-from tests.conftest import FRIEND, STRANGER, balance
+from tests.conftest import as_json, FRIEND, STRANGER, balance
 
 pytestmark = [pytest.mark.chain]
 OVER_LIMIT = 2 * 10**16  # 0.02 ETH: above the dev policy's 0.01 ETH per transaction
@@ -177,7 +177,7 @@ def test_escalation_reaches_a_connected_companion_fast(shared_tier1):
         for i in range(15):  # a client of its own each time: one may keep only ten requests waiting
             async with SignerClient(tier1.stack.socket, tier1.bot_token()) as client:
                 t0 = time.perf_counter()
-                pending = await client.sign(transfer(STRANGER, i + 1))
+                pending = as_json(await client.sign(transfer(STRANGER, i + 1)))
                 await request_for(companion, pending["request_id"])
                 samples.append(time.perf_counter() - t0)
         await companion.close()

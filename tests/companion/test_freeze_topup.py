@@ -9,7 +9,8 @@ import pytest
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.wire.client import SignerClient, new_idempotency_key
 from tests.companion.conftest import MAIN_PASS, Tier1, transfer
-from tests.conftest import FRIEND, balance
+from signer.wire.replies import ApprovalsStateReply, SignerState
+from tests.conftest import as_json, FRIEND, balance
 
 pytestmark = [pytest.mark.chain]
 SMALL = 10**15  # 0.001 ETH: Tier 2, auto-signed by the session key
@@ -88,11 +89,12 @@ def test_an_unfreeze_and_a_new_freeze_delivered_together_leave_the_signer_frozen
 
         bridge = stack.client_token("rogue-bridge", Scope.BRIDGE)
         async with SignerClient(stack.socket, bridge) as one, SignerClient(stack.socket, bridge) as two:
-            first = (await one.call("approvals.freeze", proof("freeze", "")))["freeze_id"]
+            first = (await one.call_as(SignerState, "approvals.freeze", proof("freeze", ""))).freeze_id
+            assert first
             await asyncio.gather(one.call("approvals.freeze", proof("unfreeze", first)),
                                  two.call("approvals.freeze", proof("freeze", "")), return_exceptions=True)
-            state = await one.call("approvals.state")
-        assert state["frozen"] is True and state["freeze_id"] not in ("", first)
+            state = await one.call_as(ApprovalsStateReply, "approvals.state")
+        assert state.frozen is True and state.freeze_id not in ("", first)
         assert (await stack.call(tier1.admin, "status"))["frozen"] is True  # memory agrees with disk
         await asyncio.to_thread(stack.funded_session_key)  # even a brand-new key signs nothing
         assert (await tier2(tier1, stack.client_token("bot")))["status"] == "denied"
@@ -109,7 +111,7 @@ def test_deny_and_freeze_from_a_request(tier1):
     async def scenario():
         companion = await tier1.paired()
         async with SignerClient(stack.socket, bot) as client:
-            pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(2 * 10**16)})
+            pending = as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(2 * 10**16)}))
         request = await companion.next_request(timeout=5)
         result = await companion.answer(request, Choice("freeze"))
         assert result["status"] == "denied" and result["rule_id"] == "companion.denied_and_frozen"

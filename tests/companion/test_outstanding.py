@@ -42,7 +42,8 @@ def tx_hash(raw_hex: str) -> str:
 class Tamper:
     """The bridge's call handler, wrapped inside the bridge's own thread. `answer`: None (honest),
     "error" (drop the approval, report an error), "silent" (drop it, say nothing), "fake_signed"
-    (drop it, reply "signed" with its hash, as the signer would). `quote`: rewrites the
+    (drop it, reply "signed" with its hash, as the signer would), "garbled" (drop it, reply with a
+    status no signer sends). `quote`: rewrites the
     `approvals.state` reply on its way to the companion. `held`: raw transactions it kept."""
 
     honest: Callable
@@ -61,6 +62,10 @@ class Tamper:
                         "error": {"code": -32603, "message": "signer unavailable, try again later"}}
             if self.answer == "silent":  # a reply to no call: the companion hears nothing
                 return {"type": "reply", "id": None, "ok": False, "error": {"code": 0, "message": ""}}
+            if self.answer == "garbled":  # a reply no signer sends: a status outside RequestStatus
+                return {"type": "reply", "id": reply_id, "ok": True,
+                        "result": {"request_id": params["request_id"], "status": "approved_by_bridge",
+                                   "tx_hash": tx_hash(raw)}}
             return {"type": "reply", "id": reply_id, "ok": True,
                     "result": {"request_id": params["request_id"], "status": "signed", "tx_hash": tx_hash(raw)}}
         if raw:
@@ -536,3 +541,26 @@ def test_run_reports_an_unreachable_bridge_instead_of_a_traceback(tier1):
                                                   "--bridge", closed])
     assert out.exit_code == 1 and "could not reach the bridge" in out.output, out.output
     assert isinstance(out.exception, SystemExit)  # a worded stop, not an uncaught error
+
+
+def test_a_reply_the_signer_would_not_send_is_refused_and_the_approval_stays_outstanding(tier1, tamper, anvil):
+    """The bridge relays an answer whose status is not a RequestStatus, and a state with the nonce
+    signature missing: the companion refuses both against the signer's reply models (no caller reads
+    them), and the approval it signed stays in the journal until its nonce is proven used."""
+    tamper.answer = "garbled"
+
+    async def scenario() -> CompanionWallet:
+        companion = await tier1.paired()
+        try:
+            request = await escalate(tier1, companion)
+            with pytest.raises(CompanionError, match="would not send.*approvals.answer.*status"):
+                await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
+            tamper.quote = lambda state: {k: v for k, v in state.items() if k != "nonce_sig"}
+            with pytest.raises(CompanionError, match="would not send.*approvals.state.*nonce_sig"):
+                await companion.call("approvals.state")
+            return companion.wallet
+        finally:
+            await companion.close()
+
+    wallet = asyncio.run(scenario())
+    assert len(tamper.held) == 1 and len(wallet_journal(wallet)) == 1  # signed, so outstanding until proven

@@ -12,7 +12,7 @@ from companion_bridge.companion.client import Choice
 from companion_bridge.companion.render import render_request
 from policies.loader import parse_policy
 from signer.policy_change import widenings
-from tests.conftest import DEV_POLICY, FRIEND
+from tests.conftest import as_json, DEV_POLICY, FRIEND
 
 BASE = DEV_POLICY.read_text()
 
@@ -159,8 +159,8 @@ def test_a_loosening_approved_while_running_signs_the_next_request_without_a_res
         from signer.wire.client import SignerClient, new_idempotency_key
 
         async with SignerClient(stack.socket, bot) as client:
-            return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)},
-                                     idempotency_key=new_idempotency_key())
+            return as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)},
+                                             idempotency_key=new_idempotency_key()))
 
     async def scenario():
         companion = await tier1.paired()

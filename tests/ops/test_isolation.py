@@ -85,7 +85,7 @@ for name, target in (("list_home", signer_home), ("keystore", signer_home / "key
 async def status():
     token = Path(token_file).read_text().strip()
     async with SignerClient(Path(socket_path), token, timeout=10) as client:
-        return await client.call("status")
+        return await client.status()
 def first_frame():
     # read what the signer says before sending anything: a refused peer is answered at accept
     import socket
@@ -103,7 +103,7 @@ elif token_file == "-":
 else:
     try:
         result = asyncio.run(status())
-        out["status"] = "ok" if result.get("unlocked") else "locked"
+        out["status"] = "ok" if result.unlocked else "locked"
     except SignerError as exc:
         out["status"] = "refused: " + exc.message
 print(json.dumps(out))

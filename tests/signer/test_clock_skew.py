@@ -34,7 +34,7 @@ from signer.wire.protocol import ErrorCode, RpcError, Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer
-from tests.conftest import FRIEND, PASSPHRASE, SignerStack, throwaway_audit_keys
+from tests.conftest import FRIEND, PASSPHRASE, SignerStack, as_json, throwaway_audit_keys
 from tests.signer.skewed_clock import BOOT_ID_ENV, OFFSET_ENV, set_offset
 
 pytestmark = pytest.mark.chain
@@ -87,7 +87,7 @@ def skewed(tmp_path, anvil):
 def sign_cents(stack: SignerStack, token: str, n: int) -> list[str]:
     async def run() -> list[str]:
         async with SignerClient(stack.socket, token) as client:
-            return [(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)}))["status"]
+            return [(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)})).status
                     for _ in range(n)]
 
     return asyncio.run(run())
@@ -96,7 +96,7 @@ def sign_cents(stack: SignerStack, token: str, n: int) -> list[str]:
 def sign_one(stack: SignerStack, token: str) -> dict:
     async def run() -> dict:
         async with SignerClient(stack.socket, token) as client:
-            return await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)})
+            return as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)}))
 
     return asyncio.run(run())
 

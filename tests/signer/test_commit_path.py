@@ -32,7 +32,7 @@ from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
 from policies.kernel.keccak import keccak256
-from tests.conftest import (FRIEND, InProcessSigner, audit_keys, balance, reverter_policy, throwaway_audit_keys,
+from tests.conftest import (FRIEND, InProcessSigner, as_json, audit_keys, balance, reverter_policy, throwaway_audit_keys,
                             wait_receipt)
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h
@@ -382,7 +382,7 @@ async def _run_batch(home: InProcessSigner, batch: list[tuple[int, bool]], concu
             key = f"{'fail' if fails else 'pass'}-{i:04d}"
             async with SignerClient(home.paths.socket, home.token) as c:
                 try:
-                    return await c.sign(transfer(milli * 10**15), idempotency_key=key)
+                    return as_json(await c.sign(transfer(milli * 10**15), idempotency_key=key))
                 except SignerError as exc:
                     return exc
 

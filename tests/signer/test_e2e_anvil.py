@@ -9,7 +9,7 @@ import pytest
 
 from signer.approvals import MAX_WAITING_PER_CLIENT
 from signer.wire.client import SignerClient, new_idempotency_key
-from tests.conftest import FRIEND, STRANGER, balance, reverter_policy, wait_receipt
+from tests.conftest import FRIEND, STRANGER, as_json, balance, reverter_policy, wait_receipt
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 CENT = 10**16  # 0.01 ETH: the dev policy's per-transaction limit; its 24 h limit is 0.05 ETH
@@ -24,8 +24,8 @@ async def _burst(stack, token: str, n: int, clients: int) -> list[dict]:
     for c in conns:
         await c.connect()
     try:
-        return await asyncio.gather(*(conns[i % clients].sign(transfer(), idempotency_key=f"burst-{i:04d}")
-                                      for i in range(n)))
+        return [as_json(r) for r in await asyncio.gather(
+            *(conns[i % clients].sign(transfer(), idempotency_key=f"burst-{i:04d}") for i in range(n)))]
     finally:
         for c in conns:
             await c.close()

@@ -46,6 +46,6 @@ def test_the_cap_holds_for_escalations_that_arrive_together(stack):
             for client in clients:
                 await client.close()
 
-    statuses = [r["status"] for r in asyncio.run(burst())]
+    statuses = [r.status for r in asyncio.run(burst())]
     assert statuses.count("pending_approval") == MAX_WAITING_PER_CLIENT
     assert statuses.count("denied") == 25 - MAX_WAITING_PER_CLIENT

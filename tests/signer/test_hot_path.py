@@ -21,7 +21,7 @@ from signer.intents import legacy_request_hash
 from signer.wire.protocol import ErrorCode, SignRequestParams
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import FRIEND, InProcessSigner, audit_keys, signer_db
+from tests.conftest import as_json, FRIEND, InProcessSigner, audit_keys, signer_db
 
 
 def transfer(value: int) -> dict:
@@ -55,7 +55,8 @@ async def _signed(daemon_home: InProcessSigner, clients: int, each: int, tag: st
         await conn.connect()
     try:
         async def one(i: int, conn: SignerClient) -> list[dict]:
-            return [await conn.sign(transfer(1000), idempotency_key=f"{tag}-{i:02d}-{j:03d}") for j in range(each)]
+            return [as_json(await conn.sign(transfer(1000), idempotency_key=f"{tag}-{i:02d}-{j:03d}"))
+                    for j in range(each)]
 
         batches = await asyncio.gather(*(one(i, c) for i, c in enumerate(conns)))
     finally:
@@ -115,7 +116,7 @@ def test_a_key_recorded_under_the_old_request_hash_still_replays(anvil, tmp_path
                     await admin.call("session_key.create",
                                      {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
             async with SignerClient(home.paths.socket, home.token) as client:
-                return await client.call("sign.request", body)
+                return await client.call_json("sign.request", body)
         finally:
             await daemon.stop()
 

@@ -110,7 +110,7 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
                     if per_tx <= in_force[0] and day <= in_force[1]:  # only tighter: in force now
                         in_force, in_force_text = (per_tx, day), policy_text(per_tx, day)
                     expected = parse_policy(in_force_text).policy_hash()
-                    assert (await c.call("status"))["policy_hash"] == expected
+                    assert (await c.status()).policy_hash == expected
             else:
                 await send(arg)
     finally:

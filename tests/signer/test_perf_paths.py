@@ -23,7 +23,7 @@ from signer.store import audit as audit_store
 from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 from signer.store.db import connect
 from signer.store.writer import Writer
-from tests.conftest import FRIEND, InProcessSigner, audit_keys
+from tests.conftest import as_json, FRIEND, InProcessSigner, audit_keys
 
 ROW = "x" * 3000  # about one WAL frame per row, plus the table's pages
 
@@ -190,7 +190,8 @@ def test_a_daemon_under_background_checkpoints_keeps_every_record_and_an_intact_
             async with SignerClient(home.paths.socket, home.admin_token) as admin:
                 await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
             async with SignerClient(home.paths.socket, home.token) as client:
-                results = [await client.sign(transfer(1000), idempotency_key=f"ckpt-{i:04d}") for i in range(n)]
+                results = [as_json(await client.sign(transfer(1000), idempotency_key=f"ckpt-{i:04d}"))
+                           for i in range(n)]
             checkpointer = daemon.writer._checkpointer
             assert checkpointer is not None
             _settle(checkpointer)
@@ -203,7 +204,7 @@ def test_a_daemon_under_background_checkpoints_keeps_every_record_and_an_intact_
         await daemon.start()
         try:
             async with SignerClient(home.paths.socket, home.token) as client:
-                return await client.sign(transfer(1000), idempotency_key="ckpt-0000")
+                return as_json(await client.sign(transfer(1000), idempotency_key="ckpt-0000"))
         finally:
             await daemon.stop()
 

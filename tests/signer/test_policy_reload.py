@@ -16,7 +16,7 @@ from signer.wire.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys, signer_db
+from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, as_json, audit_keys, signer_db
 
 pytestmark = pytest.mark.chain
 
@@ -47,11 +47,11 @@ class Running:
 
     async def admin(self, method: str, params: dict | None = None):
         async with SignerClient(self.signer.paths.socket, self.signer.admin_token) as client:
-            return await client.call(method, params)
+            return await client.call_json(method, params)
 
     async def sign(self, value: int) -> dict:
         async with SignerClient(self.signer.paths.socket, self.signer.token) as client:
-            return await client.sign(transfer(value), idempotency_key=new_idempotency_key())
+            return as_json(await client.sign(transfer(value), idempotency_key=new_idempotency_key()))
 
     def write_policy(self, text: str) -> None:
         self.signer.paths.policy.write_text(text)  # keeps its 0600 mode

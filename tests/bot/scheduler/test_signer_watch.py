@@ -15,15 +15,16 @@ from signer.wire.client import SignerClient, new_idempotency_key
 from signer.daemon import Daemon
 from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.bot.scheduler.conftest import Outbox, notifier_with
+from signer.wire.replies import SessionKeyCreateReply
 from tests.conftest import FRIEND, PASSPHRASE, STRANGER
 
 
 async def _funded(stack) -> None:
     async with SignerClient(stack.socket, stack.admin_token) as admin:
-        created = await admin.call("session_key.create", {"idempotency_key": new_idempotency_key("t"),
-                                                          "chain_id": 31337})
+        created = await admin.call_as(SessionKeyCreateReply, "session_key.create",
+                                      {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337})
         await admin.call("session_key.topup", {"idempotency_key": new_idempotency_key("t"),
-                                               "key_id": created["session_key"]["key_id"]})
+                                               "key_id": created.session_key.key_id})
 
 
 async def _sign(runtime, name: str, args: dict) -> str:

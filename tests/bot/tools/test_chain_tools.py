@@ -15,9 +15,9 @@ from bot.tools.contacts import contact_add
 from bot.tools.tx_status import tx_status
 from bot.tools.wallet import address_book, wallet_balance
 from signer.wire.client import SignerClient
-from signer.wire.protocol import Scope
+from signer.wire.protocol import RequestStatus, Scope
 from tests.bot.tools.support import call, make_ctx
-from tests.conftest import FRIEND, STRANGER, balance, wait_receipt
+from tests.conftest import FRIEND, STRANGER, as_json, balance, wait_receipt
 
 pytestmark = pytest.mark.chain
 TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3"  # no contract there on a fresh anvil: balance 0
@@ -122,16 +122,16 @@ def test_tx_status_by_request_and_by_hash(stack, anvil, tmp_path):
     async def body(ctx: ToolContext):
         signer = ctx.services.signer
         signed = await signer.sign({"chain_id": 31337, "to": FRIEND, "value": str(10**15)})
-        assert signed["status"] == "signed", signed
-        wait_receipt(anvil, signed["tx_hash"])
+        assert signed.status is RequestStatus.SIGNED and signed.tx_hash, signed
+        wait_receipt(anvil, signed.tx_hash)
         escalated = await signer.sign({"chain_id": 31337, "to": STRANGER, "value": str(10**15)})
-        assert escalated["status"] == "pending_approval", escalated
+        assert escalated.status is RequestStatus.PENDING, escalated
         return (
-            signed,
-            await call(tx_status, ctx, request_id=signed["request_id"]),
-            await call(tx_status, ctx, request_id=escalated["request_id"]),
+            as_json(signed),
+            await call(tx_status, ctx, request_id=signed.request_id),
+            await call(tx_status, ctx, request_id=escalated.request_id),
             await call(tx_status, ctx, request_id="req_" + "0" * 32),
-            await call(tx_status, ctx, tx_hash=signed["tx_hash"].upper().replace("0X", "0x")),
+            await call(tx_status, ctx, tx_hash=signed.tx_hash.upper().replace("0X", "0x")),
             await call(tx_status, ctx, tx_hash=reverted),
             await call(tx_status, ctx, tx_hash="0x" + "ab" * 32),
         )
@@ -158,9 +158,9 @@ def test_tx_status_pending_and_argument_rules(tmp_path):
     assert out.data["state"] == "pending"
 
     class FailedSigner:  # the signer's stored outcome quotes its RPC URL, API key included
-        async def call(self, method: str, params: dict) -> dict:
-            return {"status": "failed", "state": "failed", "request_id": params["request_id"],
-                    "error": "chain RPC unreachable (https://eth.example/v3/SECRETKEY): timeout"}
+        async def call_as(self, model: type, method: str, params: dict):
+            return model.model_validate({"status": "failed", "state": "failed", "request_id": params["request_id"],
+                                         "error": "chain RPC unreachable (https://eth.example/v3/SECRETKEY): timeout"})
 
     failing_ctx = make_ctx(tmp_path, signer=FailedSigner())
     failed = asyncio.run(call(tx_status, failing_ctx, request_id="req_" + "1" * 32))

@@ -1,0 +1,472 @@
+"""Typed replies: one pydantic model per signer method, shared by the daemon and every client.
+
+The daemon's handlers return these (or JSON the same model accepts), and `SignerClient.call`
+parses every `result` with the model of the method it called, so callers get attributes and a
+forged or garbled reply is refused before any caller reads it (`ReplyError`).
+
+Fields are strict (no `"yes"` for true, no `"5"` or `true` for 5): the signer writes real JSON types,
+and a reply that needs coercing is not one it wrote. Amounts are decimal strings (`Uint256`).
+
+Two rules, chosen on purpose:
+
+- The signer writes them strictly: `extra="forbid"`, so a handler cannot send a field the model
+  does not name. Only the fields a handler set are sent (`dump_reply`: unset optional fields are
+  absent, not `null`), so the JSON on the wire is what the handlers wrote before they were typed.
+- Clients read them tolerantly: `parse_reply` drops fields the model does not know (a newer signer
+  may add some), and they never reach a caller. Everything the model does name is still checked:
+  a missing field, a wrong type or an unknown status is refused.
+
+Nested bodies that have an owner of their own stay dicts on purpose: the policy (`policies.model`
+validates it), the approval request a companion is shown (`signer.wire.approval_request`, which
+hashes its exact JSON), Tier 3 delegations (`signer.wire.delegation`), audit record bodies (free-form
+evidence, one shape per record kind) and the decoded actions of `policy.check`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import (BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, ValidationError, ValidationInfo,
+                      model_validator)
+
+from policies.decision import Outcome
+from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
+
+TOLERANT = {"tolerant": True}  # validation context of a client reading a reply
+# Times as the signer wrote them: a whole number stays an int, so the JSON is unchanged byte for byte.
+Seconds = StrictInt | StrictFloat
+
+
+class ReplyError(ValueError):
+    """A reply that does not match its method's model: the client refuses it (the signer is not
+    speaking this protocol, or something between them forged it)."""
+
+
+class Reply(BaseModel):
+    """Base of every reply model (and of the parts they nest)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_unknown_when_reading(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and info.context and info.context.get("tolerant"):
+            return {k: v for k, v in data.items() if k in cls.model_fields}
+        return data
+
+
+# ---- parts --------------------------------------------------------------------------------------
+
+
+class FindingJson(Reply):
+    outcome: Outcome
+    rule_id: str
+    reason: str
+
+
+class SpendJson(Reply):
+    chain_id: StrictInt
+    asset: str
+    amount: Uint256
+    usd_micros: Uint256 | None
+
+
+class DecisionJson(Reply):
+    """A decision as `signer.records.decision_to_json` writes it."""
+
+    outcome: Outcome
+    rule_id: str
+    reason: str
+    findings: tuple[FindingJson, ...]
+    spends: tuple[SpendJson, ...]
+    new_recipients: tuple[str, ...]
+
+
+class SessionKeyJson(Reply):
+    key_id: str
+    chain_id: StrictInt
+    address: str
+    created_at: Seconds
+    expires_at: Seconds
+    status: KeyStatus
+    balance_cap: Uint256
+
+
+class DeviceJson(Reply):
+    device_id: str
+    name: str
+    public_key: str
+    main_address: str
+    capabilities: tuple[str, ...]
+    created_at: Seconds
+    last_seen: Seconds | None
+    revoked_at: Seconds | None
+    active: StrictBool
+
+
+class ClientJson(Reply):
+    name: str
+    scope: Scope
+
+
+class InFlightTx(Reply):
+    request_id: str
+    status: RequestStatus
+    chain_id: StrictInt
+    tx_hash: str
+    nonce: StrictInt
+    created_at: Seconds
+    held: dict[str, Uint256]
+
+
+class InFlight(Reply):
+    """Spends held by transactions not yet proven mined or dead; `transactions` for the admin only."""
+
+    count: StrictInt
+    unconfirmed: StrictInt
+    held: dict[str, Uint256]
+    transactions: tuple[InFlightTx, ...] | None = None
+
+
+class CheckpointAt(Reply):
+    seq: StrictInt
+    hash: str
+
+
+class Checkpoint(Reply):
+    """The audit log's committed head, signed by the signer's identity key (signer.wire.witness)."""
+
+    seq: StrictInt
+    head: str
+    at: CheckpointAt | None = None
+    signer_sig: str
+
+
+# ---- replies ------------------------------------------------------------------------------------
+
+
+class AuthReply(Reply):
+    client: str
+    scope: Scope
+
+
+class StatusReply(Reply):
+    version: str
+    protocol: StrictInt
+    uptime_seconds: Seconds
+    clock_lag_seconds: Seconds
+    unlocked: StrictBool
+    frozen: StrictBool
+    broadcast: StrictBool
+    chains: tuple[StrictInt, ...]
+    policy_hash: str
+    session_keys: tuple[SessionKeyJson, ...]
+    in_flight: InFlight
+    client: ClientJson
+
+
+class AddressJson(Reply):
+    chain_id: StrictInt
+    address: str
+    key_id: str
+    expires_at: Seconds
+
+
+class Tier3AccountJson(Reply):
+    chain_id: StrictInt
+    address: str
+    grant_id: str
+
+
+class AddressesReply(Reply):
+    addresses: tuple[AddressJson, ...]
+    tier3_accounts: tuple[Tier3AccountJson, ...]
+
+
+class BalanceReply(Reply):
+    chain_id: StrictInt
+    address: str
+    token: str  # an address, or "native"
+    balance: Uint256
+
+
+class SignReply(Reply):
+    """`sign.request`, `sign.status` and the companion's answers: one request's outcome.
+
+    Written by `signer.records.outcome` and stored verbatim in the request's row; the optional
+    fields are present only where they apply (a signature, an escalation, an answer, a replay)."""
+
+    status: RequestStatus
+    request_id: str
+    summary: str = ""
+    rule_id: str | None = None
+    reason: str | None = None
+    decision: DecisionJson | None = None
+    tx_hash: str | None = None
+    chain_id: StrictInt | None = None
+    sender: str | None = None
+    nonce: StrictInt | None = None
+    broadcast: StrictBool | None = None
+    expires_at: Seconds | None = None
+    error: str | None = None
+    broadcast_unknown: str | None = None
+    approved_by: str | None = None
+    denied_by: str | None = None
+    tier: StrictInt | None = None
+    policy_hash: str | None = None
+    note: str | None = None
+    state: str | None = None  # sign.status: the row's own status (e.g. pending_approval after it expired)
+    replayed: StrictBool = False
+
+    @property
+    def signed(self) -> bool:
+        return self.status is RequestStatus.SIGNED
+
+
+class SessionKeysReply(Reply):
+    session_keys: tuple[SessionKeyJson, ...]
+
+
+class SessionKeyCreateReply(Reply):
+    session_key: SessionKeyJson
+    replayed: StrictBool = False
+
+
+class SessionKeyRetireReply(Reply):
+    """`session_key.rotate` (with the fresh key and a sweep hint) and `session_key.revoke`."""
+
+    retired: SessionKeyJson
+    session_key: SessionKeyJson | None = None
+    sweep_hint: str | None = None
+    replayed: StrictBool = False
+
+
+class TopUpReply(Reply):
+    """`session_key.topup`: funded on a dev chain, or how much room to fund from the main wallet."""
+
+    funded: StrictBool
+    address: str
+    room: Uint256 | None = None
+    hint: str | None = None
+    key_id: str | None = None
+    amount: Uint256 | None = None
+    tx_hash: str | None = None
+    by: str | None = None
+    replayed: StrictBool = False
+
+
+class PolicyShowReply(Reply):
+    policy_hash: str
+    policy: dict[str, Any]  # policies.model.Policy validates it
+
+
+class PolicyValidateReply(Reply):
+    valid: StrictBool
+    policy_hash: str | None = None
+    error: str | None = None
+
+
+class PolicyCheckReply(Reply):
+    summary: str
+    decision: DecisionJson
+    actions: list[dict[str, Any]]  # signer.records.decoded_to_json: one shape per action kind
+
+
+class ReloadStatus(StrEnum):
+    """What `policy.reload` did with the file (signer.policy_live)."""
+
+    UNCHANGED = "unchanged"
+    APPLIED = "applied"  # no looser than the one in force: in force now
+    PROPOSED = "proposed"  # looser: waits for the companion
+
+
+class PolicyReloadReply(Reply):
+    status: ReloadStatus
+    policy_hash: str
+    proposed_hash: str | None
+    widens: tuple[str, ...]
+    request_id: str | None
+
+
+class AuditEntry(Reply):
+    seq: StrictInt
+    ts: Seconds
+    kind: str
+    body: dict[str, Any]  # evidence, one shape per record kind
+    hash: str
+
+
+class AuditTailReply(Reply):
+    entries: tuple[AuditEntry, ...]
+
+
+class AuditVerifyReply(Reply):
+    ok: StrictBool
+    records: StrictInt
+    head_hash: str | None
+    problems: tuple[str, ...]
+
+
+class Tier3LaneJson(Reply):
+    asset: str
+    targets: tuple[str, ...]
+    recipient: str | None
+    value_lte: Uint256
+    period_amount: Uint256
+    period_seconds: StrictInt
+    period_start: StrictInt
+    expires_at: StrictInt
+    call_limit: StrictInt | None
+    selectors: tuple[str, ...]
+    # tier3.status adds what the chain says is left, in the signer's words:
+    words: str | None = None
+    wider_than_policy: str | None = None
+    left_in_period: Uint256 | None = None
+    disabled: StrictBool | None = None
+    period_ends_at: StrictInt | None = None
+    calls_left: StrictInt | None = None
+    left_words: str | None = None
+    error: str | None = None
+
+
+class Tier3GrantJson(Reply):
+    grant_id: str
+    chain_id: StrictInt
+    account: str
+    delegate: str
+    status: str
+    created_at: Seconds
+    delegation_hashes: tuple[str, ...]
+    lanes: tuple[Tier3LaneJson, ...]
+    delegations: tuple[dict[str, Any], ...] | None = None  # tier3.status: signer.wire.delegation's JSON form
+
+
+class Tier3GrantReply(Reply):
+    grant: Tier3GrantJson
+    replayed: StrictBool = False
+
+
+class Tier3RevokeReply(Reply):
+    revoked: str
+    replayed: StrictBool = False
+
+
+class Tier3StatusReply(Reply):
+    grants: tuple[Tier3GrantJson, ...]
+
+
+# ---- Tier 1: the companion, through the bridge ----------------------------------------------------
+
+
+class SignerState(Reply):
+    """`approvals.freeze`, `signer.freeze`: the kill switch and the paired devices' revision."""
+
+    frozen: StrictBool
+    freeze_id: str | None
+    devices_rev: str  # changes whenever a device is paired or revoked
+    main_account: str | None
+
+
+class PendingApproval(Reply):
+    seq: StrictInt
+    request: dict[str, Any]  # signer.wire.approval_request: hashed as sent, so kept as sent
+    request_hash: str
+
+
+class ApprovalsWaitReply(SignerState):
+    requests: tuple[PendingApproval, ...]
+    cursor: StrictInt
+
+
+class ApprovalsStateReply(SignerState):
+    """The state plus the main account's nonces, signed (`nonce_sig`), and the signed audit checkpoint."""
+
+    main_nonce: dict[str, StrictInt]
+    main_nonce_mined: dict[str, StrictInt]
+    ts: Seconds
+    nonce_sig: str
+    audit_checkpoint: Checkpoint
+
+
+class DevicesReply(Reply):
+    devices: tuple[DeviceJson, ...]
+    devices_rev: str | None = None  # companion.devices (the bridge)
+    main_account: str | None = None  # companion.list (the admin)
+
+
+class PairBeginReply(Reply):
+    pairing_id: str
+    code: str
+    expires_at: Seconds
+    signer_key: str
+
+
+class PairCompleteReply(Reply):
+    device: DeviceJson
+    main_account: str
+
+
+class DeviceReply(Reply):
+    device: DeviceJson
+
+
+REPLIES: dict[str, type[Reply]] = {
+    "auth": AuthReply,
+    "status": StatusReply,
+    "addresses": AddressesReply,
+    "balance": BalanceReply,
+    "sign.request": SignReply,
+    "sign.status": SignReply,
+    "session_key.list": SessionKeysReply,
+    "session_key.create": SessionKeyCreateReply,
+    "session_key.rotate": SessionKeyRetireReply,
+    "session_key.revoke": SessionKeyRetireReply,
+    "session_key.topup": TopUpReply,
+    "policy.show": PolicyShowReply,
+    "policy.validate": PolicyValidateReply,
+    "policy.check": PolicyCheckReply,
+    "policy.reload": PolicyReloadReply,
+    "audit.tail": AuditTailReply,
+    "audit.verify": AuditVerifyReply,
+    "tier3.grant": Tier3GrantReply,
+    "tier3.revoke": Tier3RevokeReply,
+    "tier3.status": Tier3StatusReply,
+    "approvals.wait": ApprovalsWaitReply,
+    "approvals.answer": SignReply,
+    "approvals.freeze": SignerState,
+    "approvals.topup": SignReply,
+    "approvals.state": ApprovalsStateReply,
+    "signer.freeze": SignerState,
+    "companion.pair_begin": PairBeginReply,
+    "companion.pair_complete": PairCompleteReply,
+    "companion.devices": DevicesReply,
+    "companion.list": DevicesReply,
+    "companion.revoke": DeviceReply,
+}
+
+
+def parse_reply(method: str, result: Any) -> Reply:
+    """A method's `result` as its model, unknown fields dropped; `ReplyError` if it does not match."""
+    model = REPLIES.get(method)
+    if model is None:
+        raise ReplyError(f"the signer answered {method!r}, a method this client has no reply model for: refused")
+    try:
+        try:
+            return model.model_validate(result)
+        except ValidationError as exc:
+            if not any(e["type"] == "extra_forbidden" for e in exc.errors()):
+                raise
+        return model.model_validate(result, context=TOLERANT)  # the slower path, for a newer signer's fields
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(the reply)"
+        raise ReplyError(f"the signer's reply to {method!r} does not match its model ({exc.error_count()} problem(s); "
+                         f"first at {where}: {first['msg']}): refused. Is the signer the same version as this "
+                         "client (`owlia signer status`)?") from None
+
+
+def dump_reply(reply: Reply) -> bytes:
+    """The reply's JSON as the signer sends it: the fields its handler set, in the model's order."""
+    return reply.__pydantic_serializer__.to_json(reply, exclude_unset=True)
+
