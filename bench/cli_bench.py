@@ -10,7 +10,8 @@ Run: .venv/bin/python bench/cli_bench.py [--runs 20] [--against OTHER_CHECKOUT]
 
 With `--against`, the same commands of another checkout (its own `.venv`) run against the same
 signer, paired: each round runs both trees back to back, alternating which goes first, so a load
-change on a shared machine hits both alike. Medians and the ratio of medians are reported.
+change on a shared machine hits both alike. Medians and the ratio of medians are reported, for the
+wall time and for the CPU time of the command's own process (the signer's work is not in it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,25 +54,30 @@ def commands(tree: Path, home: Path) -> dict[str, list[str]]:
     }
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall time, and the CPU time (user + system) of the command's own process: on a shared machine
+    the wall time swings with the load, the CPU time much less."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, timeout=60)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} {' '.join(argv[1:4])}... exited {proc.returncode}: "
                            f"{proc.stderr.decode()[-500:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def summary(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {"n": len(ordered), "median_s": round(statistics.median(ordered), 4), "min_s": round(ordered[0], 4),
-            "max_s": round(ordered[-1], 4)}
+def summary(samples: list[tuple[float, float]]) -> dict[str, float]:
+    wall = sorted(w for w, _ in samples)
+    return {"n": len(wall), "median_s": round(statistics.median(wall), 4), "min_s": round(wall[0], 4),
+            "max_s": round(wall[-1], 4), "cpu_median_s": round(statistics.median(c for _, c in samples), 4)}
 
 
 def measure(trees: dict[str, Path], home: Path, runs: int) -> dict[str, dict[str, dict[str, float]]]:
     argvs = {label: commands(tree, home) for label, tree in trees.items()}
-    samples: dict[str, dict[str, list[float]]] = {label: {name: [] for name in argvs[label]} for label in trees}
+    samples: dict[str, dict[str, list[tuple[float, float]]]] = {
+        label: {name: [] for name in argvs[label]} for label in trees}
     labels = list(trees)
     for name in argvs[labels[0]]:
         for label in labels:  # one untimed run each: page cache and .pyc files warm
@@ -119,6 +126,9 @@ def main() -> None:
     if args.against:
         result["ratio_this_over_against"] = {
             name: round(figures["this"][name]["median_s"] / figures["against"][name]["median_s"], 3)
+            for name in figures["this"]}
+        result["cpu_ratio_this_over_against"] = {
+            name: round(figures["this"][name]["cpu_median_s"] / figures["against"][name]["cpu_median_s"], 3)
             for name in figures["this"]}
     result["load_average_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))

@@ -84,7 +84,9 @@ def test_cli_bench_runs_paired_against_a_tree() -> None:
     for tree in ("this", "against"):
         for name in ("python_pass", "owlia_help", "owlia_sign_send"):
             assert report[tree][name]["n"] == 2 and report[tree][name]["median_s"] > 0
+            assert report[tree][name]["cpu_median_s"] > 0
     assert set(report["ratio_this_over_against"]) == {"python_pass", "owlia_help", "owlia_sign_send"}
+    assert set(report["cpu_ratio_this_over_against"]) == set(report["ratio_this_over_against"])
 
 
 def test_mcp_bench_runs() -> None:
