@@ -24,13 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.skills_bench import MAIN, SKILL_MD, percentiles  # noqa: E402
+from bench.skills_bench import bench_context, install_bench_skill, percentiles  # noqa: E402
 from bot.config import McpSettings, SkillSettings  # noqa: E402
-from bot.tools.base import ContextKind, ToolContext  # noqa: E402
 from bot.tools.mcp import McpTools  # noqa: E402
-from bot.tools.services import Services  # noqa: E402
 from bot.tools.skills import load_skill_tools  # noqa: E402
-from skills_runtime.store import SkillStore  # noqa: E402
 
 TIME_VENV = ROOT / ".mcp-servers" / "time"
 EVERYTHING = ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -65,7 +62,7 @@ async def timed(handler, ctx, args, rounds: int) -> list[float]:
 
 
 async def measure(home: Path, rounds: int) -> dict:
-    ctx = ToolContext("bench", "console", "bench", ContextKind.DM, Services(workspace=home), run_id="bench")
+    ctx = bench_context(home)
     skills = load_skill_tools(home, SkillSettings(), None)
     mcp = McpTools.load(home, McpSettings())
     try:
@@ -89,12 +86,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=200, help="warm calls per tool")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        home, source = Path(tmp) / "home", Path(tmp) / "bench"
-        source.mkdir()
-        (source / "SKILL.md").write_text(SKILL_MD)
-        (source / "main.py").write_text(MAIN)
-        store = SkillStore(home)
-        store.install(store.prepare(source))
+        home = Path(tmp) / "home"
+        install_bench_skill(home)
         declare(home)
         report = asyncio.run(measure(home, args.n))
     skill = report["skill"]["p50_ms"]

@@ -56,6 +56,23 @@ def ask(args):
 """
 
 
+def install_bench_skill(home: Path) -> None:
+    """Install this bench's `bench` skill (echo, and one refused callback) into `home`, approved, the
+    way `owlia skill install --yes` does; the MCP bench calls it too."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "bench"
+        source.mkdir()
+        (source / "SKILL.md").write_text(SKILL_MD)
+        (source / "main.py").write_text(MAIN)
+        store = SkillStore(home)
+        store.install(store.prepare(source))
+
+
+def bench_context(home: Path) -> ToolContext:
+    """The tool context the benches call tools in: a DM of the console channel."""
+    return ToolContext("bench", "console", "bench", ContextKind.DM, Services(workspace=home), run_id="bench")
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {"n": len(ordered), "p50_ms": round(statistics.median(ordered), 3),
@@ -69,7 +86,7 @@ async def measure(home: Path, rounds: int) -> dict:
         raise SystemExit(f"no sandbox: {loaded.problems}")
     tools = {t.name: t for t in loaded.tools}
     echo, ask = tools["skill_bench_echo"], tools["skill_bench_ask"]
-    ctx = ToolContext("bench", "console", "bench", ContextKind.DM, Services(workspace=home), run_id="bench")
+    ctx = bench_context(home)
     host = loaded.host
     cold, warm, callback = [], [], []
     try:
@@ -98,12 +115,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=30, help="cold starts (each followed by 20 warm calls)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        home, source = Path(tmp) / "home", Path(tmp) / "bench"
-        source.mkdir()
-        (source / "SKILL.md").write_text(SKILL_MD)
-        (source / "main.py").write_text(MAIN)
-        store = SkillStore(home)
-        store.install(store.prepare(source))
+        home = Path(tmp) / "home"
+        install_bench_skill(home)
         report = asyncio.run(measure(home, args.n))
     report["targets"] = {"cold_p50_ms": 150, "warm_p50_ms": 5,
                          "met": report["cold"]["p50_ms"] <= 150 and report["warm"]["p50_ms"] <= 5}

@@ -8,7 +8,6 @@ installs, enables or approves anything.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -16,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies.kernel.files import ensure_private_dir, write_private_file
+from policies.kernel.files import ensure_private_dir
+from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
 from skills_runtime.manifest import SkillManifest, load_manifest, tool_name
 from skills_runtime.tree import copy_tree, extract_archive, tree_hash
 
@@ -59,17 +59,12 @@ class SkillStore:
 
     def _read(self) -> dict[str, dict[str, Any]]:
         try:
-            data = json.loads(self.registry_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
+            return read_registry(self.registry_path, "skills")
+        except RegistryCorrupt as exc:
             raise SkillError(f"{self.registry_path} is corrupt; refusing to load any skill") from exc
-        return dict(data.get("skills", {}))
 
     def _write(self, skills: dict[str, dict[str, Any]]) -> None:
-        ensure_private_dir(self.root)
-        body = json.dumps({"version": 1, "skills": skills}, indent=2, sort_keys=True).encode()
-        write_private_file(self.registry_path, body)
+        write_registry(self.registry_path, "skills", skills)
 
     def entries(self) -> dict[str, dict[str, Any]]:
         return self._read()

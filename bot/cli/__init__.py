@@ -1,1 +1,1 @@
-"""The `owlia` command. Each group imports its heavy modules inside the commands, so `--help` stays fast."""
+"""The `owlia` command: `bot.cli.app` mounts every command lazily, so each command imports only its own modules."""

@@ -1,20 +1,36 @@
-"""`owlia`: the root command and its groups."""
+"""`owlia`: the root command and its groups.
+
+Each command's module is imported only when that command runs (bot/cli/lazy.py): `owlia --help`
+lists them from the summaries below, and `owlia sign send` loads the sign command alone.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
-from bot.cli import (
-    auth_cmd, chain_cmd, chat_cmd, cron_cmd, doctor_cmd, init_cmd, mcp_cmd, pair_cmd, security_cmd, service_cmd,
-    sign_cmd, skill_cmd, start_cmd, up_cmd,
-)
-from companion_bridge import cli as bridge_cmd
-from companion_bridge.companion import cli as companion_cmd
-from companion_bridge.companion import wallet_cli
-from signer.cli import audit_cmd, policy_cmd, signer_cmd
+from bot.cli.lazy import LazyGroup, Mount, Mountable, build
+
+MOUNTS: dict[str, Mount] = {}
+
+
+def mount(name: str, summary: str) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
+    """Mount a command under `name`: help lists `summary`; the loader's imports run when the command does."""
+
+    def register(load: Callable[[], Mountable]) -> Callable[[], Mountable]:
+        MOUNTS[name] = Mount(summary, load)
+        return load
+
+    return register
+
+
+class OwliaGroup(LazyGroup):
+    mounts = MOUNTS
+
 
 app = typer.Typer(
     name="owlia",
@@ -22,6 +38,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    cls=OwliaGroup,
 )
 
 
@@ -34,27 +52,150 @@ def root(
     """Run `owlia up` for a local stack on a dev chain; `owlia COMMAND --help` for each command."""
 
 
-app.add_typer(signer_cmd.app, name="signer")
-app.add_typer(chain_cmd.app, name="chain")
-app.add_typer(sign_cmd.app, name="sign")
-app.add_typer(policy_cmd.app, name="policy")
-app.add_typer(audit_cmd.app, name="audit")
-app.add_typer(auth_cmd.app, name="auth")
-app.add_typer(pair_cmd.app, name="pair")
-app.add_typer(cron_cmd.app, name="cron")
-app.add_typer(companion_cmd.app, name="companion")
-wallet_cli.app.command("pin")(chain_cmd.pin_contracts)  # configures the signer, no key involved
-app.add_typer(wallet_cli.app, name="wallet")
-app.add_typer(bridge_cmd.app, name="bridge")
-app.add_typer(skill_cmd.app, name="skill")
-app.add_typer(mcp_cmd.app, name="mcp")
-app.add_typer(security_cmd.app, name="security")
-app.add_typer(service_cmd.app, name="service")
-app.command("up")(up_cmd.up)
-app.command("start")(start_cmd.start)
-app.command("chat")(chat_cmd.chat)
-app.command("init")(init_cmd.init)
-app.command("doctor")(doctor_cmd.doctor)
+@mount("up", "Start the dev chain and the signer with a funded session key; stop with Ctrl-C.")
+def _up() -> Mountable:
+    from bot.cli.up_cmd import up
+
+    return up
+
+
+@mount("start", "Run Telegram/Discord (those with a token), cron, heartbeat and the control plane.")
+def _start() -> Mountable:
+    from bot.cli.start_cmd import start
+
+    return start
+
+
+@mount("chat", "Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model.")
+def _chat() -> Mountable:
+    from bot.cli.chat_cmd import chat
+
+    return chat
+
+
+@mount("init", "Create ~/.owliabot (0700) with config.yaml, secrets/ and the workspace; never overwrites.")
+def _init() -> Mountable:
+    from bot.cli.init_cmd import init
+
+    return init
+
+
+@mount("doctor", "Check Python, config, workspace, model logins, signer, chains, channels, sandbox; exit 1 on "
+                 "failure.")
+def _doctor() -> Mountable:
+    from bot.cli.doctor_cmd import doctor
+
+    return doctor
+
+
+# The signer's, the bridge's and the companion's own commands: each runs in its own `owlia ...` process.
+@mount("signer", "The signer daemon: the only process that holds keys.")
+def _signer() -> Mountable:
+    from signer.cli.signer_cmd import app
+
+    return app
+
+
+@mount("chain", "Local development chain (anvil).")
+def _chain() -> Mountable:
+    from bot.cli.chain_cmd import app
+
+    return app
+
+
+@mount("sign", "Ask the signer to sign (policy-checked like any agent request).")
+def _sign() -> Mountable:
+    from bot.cli.sign_cmd import app
+
+    return app
+
+
+@mount("policy", "Check policy files and preview decisions.")
+def _policy() -> Mountable:
+    from signer.cli.policy_cmd import app
+
+    return app
+
+
+@mount("audit", "Verify and read the signer's audit log.")
+def _audit() -> Mountable:
+    from signer.cli.audit_cmd import app
+
+    return app
+
+
+@mount("auth", "Provider logins (OAuth) and API keys for the LLM.")
+def _auth() -> Mountable:
+    from bot.cli.auth_cmd import app
+
+    return app
+
+
+@mount("pair", "Pair chat users with the bot (default deny: strangers get a code you approve here).")
+def _pair() -> Mountable:
+    from bot.cli.pair_cmd import app
+
+    return app
+
+
+@mount("cron", "Scheduled jobs: reminders, system events and unattended assistant runs.")
+def _cron() -> Mountable:
+    from bot.cli.cron_cmd import app
+
+    return app
+
+
+@mount("companion", "Tier 1: your companion app and its pairing with the signer.")
+def _companion() -> Mountable:
+    from companion_bridge.companion.cli import app
+
+    return app
+
+
+@mount("wallet", "Tier 3: on-chain limits for the session key (EIP-7702 + delegations).")
+def _wallet() -> Mountable:
+    from bot.cli.chain_cmd import pin_contracts
+    from companion_bridge.companion.wallet_cli import app
+
+    wallet = build("wallet", app)
+    assert isinstance(wallet, TyperGroup)  # a sub-app with commands is a group
+    wallet.add_command(build("pin", pin_contracts))  # configures the signer, no key involved
+    return wallet
+
+
+@mount("bridge", "The companion bridge (untrusted transport for Tier 1 approvals).")
+def _bridge() -> Mountable:
+    from companion_bridge.cli import app
+
+    return app
+
+
+@mount("skill", "Manage skills (third-party tools that run in a sandbox).")
+def _skill() -> Mountable:
+    from bot.cli.skill_cmd import app
+
+    return app
+
+
+@mount("mcp", "Manage MCP servers (third-party tools, run in the skills sandbox).")
+def _mcp() -> Mountable:
+    from bot.cli.mcp_cmd import app
+
+    return app
+
+
+@mount("security", "Security checks for this OwliaBot install.")
+def _security() -> Mountable:
+    from bot.cli.security_cmd import app
+
+    return app
+
+
+@mount("service", "Run OwliaBot as systemd services (no containers).")
+def _service() -> Mountable:
+    from bot.cli.service_cmd import app
+
+    return app
 
 
 def main() -> None:

@@ -1,12 +1,13 @@
 """`owlia mcp`: declare, review, approve and remove MCP servers.
 
 `add` only records how to start or reach a server; nothing runs and nothing is offered to the agent.
-`approve` starts the server (stdio servers in the sandbox), lists its tools and shows each one the
-way `owlia skill install` shows a skill: the fixed-form facts on the row (the name, the level you
-give it), then everything the server wrote (description, input schema) under a `|` gutter,
-collapsed, escaped, cut and wrapped narrower than the terminal. You give each tool a level: `write`
-(a confirmation per call) unless you say `read` or `sign`, or `skip` to leave it out. What you saw
-is what is pinned (a hash of name, description and schema). `test` re-lists and compares.
+`approve` starts the server (stdio servers in the sandbox), lists its tools and shows each one on
+the approval screen `owlia skill install` uses (`bot.cli.screen`): the fixed-form facts on the row
+(the name, the level you give it), then everything the server wrote (description, input schema)
+under a `|` gutter, collapsed, escaped, cut and wrapped narrower than the terminal. You give each
+tool a level: `write` (a confirmation per call) unless you say `read` or `sign`, or `skip` to leave
+it out. What you saw is what is pinned (a hash of name, description and schema). `test` re-lists
+and compares.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import typer
 
+from bot.cli.screen import ask, author_rows, authors_part, plain_rows, screen_width, show
 from policies.kernel.cli import fail, home_of, print_json
-from bot.cli.skill_cmd import _author_rows, _plain_rows, screen_width
 from policies.kernel.text import visible
 
 app = typer.Typer(help="Manage MCP servers (third-party tools, run in the skills sandbox).", no_args_is_help=True)
@@ -89,7 +90,7 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
             sandbox.remove()
 
     try:
-        import asyncio  # lazily: `owlia --help` imports every command module
+        import asyncio  # lazily: `owlia mcp list` and the rest need no event loop
 
         return asyncio.run(go())
     except (McpCallError, SandboxUnavailable, OSError) as exc:
@@ -101,29 +102,29 @@ def describe_tool(server: str, tool: Any, level: str | None, width: int) -> list
     from bot.mcp_servers.store import TOOL_NAME, tool_name
 
     if TOOL_NAME.fullmatch(tool.name) is None:
-        rows = _plain_rows("tool with a name that cannot be offered (never used):", width, "  ")
-        return rows + _author_rows(f"name: {tool.name}", "    ", width, limit=120)
-    rows = _plain_rows(f"tool {tool_name(server, tool.name)}" + (f" [{level}]" if level else "") + ":", width, "  ")
-    rows += _author_rows(tool.description or "(no description)", "    ", width, where=WHERE)
+        rows = plain_rows("tool with a name that cannot be offered (never used):", width, "  ")
+        return rows + author_rows(f"name: {tool.name}", "    ", width, limit=120)
+    rows = plain_rows(f"tool {tool_name(server, tool.name)}" + (f" [{level}]" if level else "") + ":", width, "  ")
+    rows += author_rows(tool.description or "(no description)", "    ", width, where=WHERE)
     schema = json.dumps(tool.input_schema, ensure_ascii=False, sort_keys=True)
-    rows += _author_rows(f"input schema: {schema}", "    ", width, limit=4000, where=WHERE)
+    rows += author_rows(f"input schema: {schema}", "    ", width, limit=4000, where=WHERE)
     return rows
 
 
 def describe_server(entry: Any, width: int) -> list[str]:
     decl = entry.decl
-    rows = _plain_rows(f"MCP server {decl.name} ({decl.transport})", width)
+    rows = plain_rows(f"MCP server {decl.name} ({decl.transport})", width)
     if decl.transport == "stdio":
-        rows += _plain_rows("runs in the sandbox: no keys, no files but: " +
-                            (", ".join(decl.binds) or "none") + " (read-only)", width)
-        rows += _plain_rows("network: " + (", ".join(decl.network) + " (ports 80/443, public addresses, "
-                                           "through the bot's checked proxy)" if decl.network else "none"), width)
-        rows += _author_rows("command: " + " ".join(decl.command), "  ", width, limit=600)
+        rows += plain_rows("runs in the sandbox: no keys, no files but: " +
+                           (", ".join(decl.binds) or "none") + " (read-only)", width)
+        rows += plain_rows("network: " + (", ".join(decl.network) + " (ports 80/443, public addresses, "
+                                          "through the bot's checked proxy)" if decl.network else "none"), width)
+        rows += author_rows("command: " + " ".join(decl.command), "  ", width, limit=600)
     else:
-        rows += _author_rows(f"url: {decl.url}", "  ", width, limit=600)
-    rows += _plain_rows("sampling: " + ("answered by your model with the server's own messages only (never the "
-                                        "conversation), at most 4 a minute" if decl.sampling else "refused") +
-                        "; elicitation and roots: refused", width)
+        rows += author_rows(f"url: {decl.url}", "  ", width, limit=600)
+    rows += plain_rows("sampling: " + ("answered by your model with the server's own messages only (never the "
+                                       "conversation), at most 4 a minute" if decl.sampling else "refused") +
+                       "; elicitation and roots: refused", width)
     return rows
 
 
@@ -168,7 +169,7 @@ def info(ctx: typer.Context, name: str) -> None:
     for pinned in entry.tools.values():
         rows += describe_tool(name, pinned, pinned.level, width)
     rows.append(f"enabled: {entry.enabled}")
-    typer.echo(visible("\n".join(rows), keep="\n"))
+    show("\n".join(rows))
 
 
 def _levels(items: list[str]) -> dict[str, str]:
@@ -197,15 +198,14 @@ def approve(ctx: typer.Context, name: str,
     if unknown:
         fail(f"the server has no tool named {', '.join(unknown)}")
     width = screen_width()
-    typer.echo(visible("\n".join(describe_server(entry, width) + ["", *_plain_rows(
-        "Written by the server, after each |: the model reads it; it may lie.", width)]), keep="\n"))
+    show("\n".join(describe_server(entry, width) + authors_part("the server", width)))
     pins: dict[str, PinnedTool] = {}
     for tool in live:
         usable = TOOL_NAME.fullmatch(tool.name) is not None
         digest = tool_hash(tool.name, tool.description, tool.input_schema)
         old = entry.tools.get(tool.name)
         note = "" if old is None else (" (unchanged)" if old.hash == digest else " (CHANGED since approval)")
-        typer.echo(visible("\n".join(describe_tool(name, tool, None, width)), keep="\n") + note)
+        show("\n".join(describe_tool(name, tool, None, width)) + note)
         if not usable:
             continue
         choice = given.get(tool.name, others)
@@ -220,8 +220,7 @@ def approve(ctx: typer.Context, name: str,
     if not pins:
         fail("no tool approved; nothing changed")
     summary = ", ".join(f"{t}={p.level}" for t, p in pins.items())
-    if not yes and not typer.confirm(f"Approve {summary}?", default=False):
-        fail("not approved")
+    ask(f"Approve {summary}?", yes=yes, refusal="not approved")
     _guard(lambda: store.approve(name, pins))
     _audit(ctx, "mcp.approved", server=name, tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()})
     typer.echo(f"approved {name}: {summary}")
@@ -263,8 +262,7 @@ def disable(ctx: typer.Context, name: str) -> None:
 def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
     store = _store(ctx)
     _guard(lambda: store.entry(name))
-    if not yes and not typer.confirm(f"Remove MCP server {name}?", default=False):
-        fail("not removed")
+    ask(f"Remove MCP server {name}?", yes=yes, refusal="not removed")
     _guard(lambda: store.remove(name))
     _audit(ctx, "mcp.removed", server=name)
     typer.echo(f"removed {name}")

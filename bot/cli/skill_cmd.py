@@ -4,83 +4,29 @@ Installing shows what the skill declares (tools and their tiers, network hosts, 
 resources, tree hash) and asks before anything is copied into place. A skill whose files or
 permissions changed since then is refused by the bot until `owlia skill approve NAME`.
 
-The screen comes in two parts. First the permissions, drawn only from fields SKILL.md parsing holds
-to a fixed form (names, tiers, host names, numbers). Then everything the author wrote (descriptions,
-allowed values, defaults, patterns), each row under a `|` gutter: whitespace collapsed, hidden
-characters escaped with `visible()` (parsing refused them already), each text cut at 300 characters,
-and wrapped here, narrower than the terminal, counting wide characters as two columns. A row the
-terminal wrapped itself would start at column 0 without the gutter and could pose as a line of
-this screen; a row wrapped here cannot.
+The approval screen (what the skill may do, then what its author wrote under a `|` gutter) is
+`bot.cli.screen`'s, shared with `owlia mcp`.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from bot.cli.screen import DEFAULT_WIDTH, ask, author_rows, authors_part, plain_rows, screen_width, show
 from policies.kernel.cli import fail, home_of, print_json
-from policies.kernel.text import visible, wrap_cells
+from policies.kernel.text import visible
 
 app = typer.Typer(help="Manage skills (third-party tools that run in a sandbox).", no_args_is_help=True)
-
-SCREEN_WIDTH = 100
-"""The widest the approval screen is drawn; narrower on a narrower terminal."""
-DEFAULT_WIDTH = 79
-"""Without a terminal to ask: fits the 80 columns every terminal has."""
-MIN_WIDTH = 30
-MAX_AUTHOR_CHARS = 300
-"""Of each author text shown (its whitespace collapsed); the rest is in SKILL.md and the note says so."""
-MAX_AUTHOR_LINES = 6
-GUTTER = "| "
 
 
 def _store(ctx: typer.Context):
     from skills_runtime.store import SkillStore
 
     return SkillStore(home_of(ctx))
-
-
-def _echo(text: str) -> None:
-    """Print text that holds skill-written parts: every hidden character escaped, newlines kept."""
-    typer.echo(visible(text, keep="\n"))
-
-
-def screen_width() -> int:
-    """One column less than the terminal (some wrap on writing the last column), within 30-100."""
-    columns = shutil.get_terminal_size((80, 24)).columns
-    return max(MIN_WIDTH, min(SCREEN_WIDTH, columns - 1))
-
-
-def _plain_rows(text: str, width: int, lead: str = "") -> list[str]:
-    """A line of the screen's own (fixed-form values only) after `lead`, further rows indented more."""
-    indent = lead + "    "
-    first, *rest = wrap_cells(text, width - len(lead), width - len(indent))
-    return [lead + first, *(indent + row for row in rest)]
-
-
-def _author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_AUTHOR_CHARS,
-                 where: str = "SKILL.md") -> list[str]:
-    """Text the skill's author wrote, as rows under the gutter: runs of whitespace collapsed to one
-    space within each line, empty lines dropped, at most `limit` characters and MAX_AUTHOR_LINES lines
-    shown (then an ellipsis and a note outside the gutter), hidden characters escaped, wrapped."""
-    lines = [line for line in (" ".join(raw.split()) for raw in text.split("\n")) if line]
-    flat = "\n".join(lines)
-    shown = "\n".join(lines[:MAX_AUTHOR_LINES])
-    if limit is not None:
-        shown = shown[:limit]
-    omitted = len(flat) - len(shown)
-    if omitted:
-        shown = shown.rstrip() + "\u2026"
-    prefix = indent + GUTTER
-    rows = [prefix + row for line in visible(shown, keep="\n").split("\n") if line
-            for row in wrap_cells(line, width - len(prefix))]
-    if omitted:
-        rows += _plain_rows(f"(cut: {omitted} more characters; see {where})", width, indent)
-    return rows
 
 
 def _value(value: Any) -> str:
@@ -97,33 +43,33 @@ def _argument_rows(name: str, prop: Any, required: bool, width: int) -> list[str
             facts.append(f"{label} {number}")
     if prop.enum:
         facts.append(f"one of {len(prop.enum)} values")
-    rows = _plain_rows(f"argument {name}: {', '.join(facts)}", width, "    ")
-    rows += _author_rows(prop.description, "      ", width)
+    rows = plain_rows(f"argument {name}: {', '.join(facts)}", width, "    ")
+    rows += author_rows(prop.description, "      ", width)
     if prop.enum:
-        rows += _author_rows("values: " + ", ".join(_value(v) for v in prop.enum), "      ", width, limit=None)
+        rows += author_rows("values: " + ", ".join(_value(v) for v in prop.enum), "      ", width, limit=None)
     if prop.default is not None:
-        rows += _author_rows(f"default: {_value(prop.default)}", "      ", width)
+        rows += author_rows(f"default: {_value(prop.default)}", "      ", width)
     if prop.pattern is not None:
-        rows += _author_rows(f"pattern: {prop.pattern}", "      ", width)
+        rows += author_rows(f"pattern: {prop.pattern}", "      ", width)
     return rows
 
 
 def _permission_rows(manifest: Any, digest: str, width: int) -> list[str]:
     from skills_runtime.manifest import tool_name
 
-    rows = [*_plain_rows(f"skill {manifest.name} v{manifest.version}", width), "tools:"]
+    rows = [*plain_rows(f"skill {manifest.name} v{manifest.version}", width), "tools:"]
     for decl in manifest.tools:
-        rows += _plain_rows(f"- {tool_name(manifest.name, decl.name)} [{decl.level}]", width, "  ")
-    rows += _plain_rows("network: " + (", ".join(manifest.network) if manifest.network else "none"), width)
-    rows += _plain_rows("chain reads: " + ("yes (read-only methods)" if manifest.chain_read else "no"), width)
+        rows += plain_rows(f"- {tool_name(manifest.name, decl.name)} [{decl.level}]", width, "  ")
+    rows += plain_rows("network: " + (", ".join(manifest.network) if manifest.network else "none"), width)
+    rows += plain_rows("chain reads: " + ("yes (read-only methods)" if manifest.chain_read else "no"), width)
     if any(t.level == "sign" for t in manifest.tools):
-        rows += _plain_rows("signing: may ask the signer for transactions (your policy decides; escalated by "
-                            "default)", width)
+        rows += plain_rows("signing: may ask the signer for transactions (your policy decides; escalated by "
+                           "default)", width)
     else:
         rows.append("signing: no")
     resources = manifest.resources.model_dump(exclude_none=True)
-    rows += _plain_rows("resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"), width)
-    rows += _plain_rows(f"tree hash: {digest}", width)
+    rows += plain_rows("resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"), width)
+    rows += plain_rows(f"tree hash: {digest}", width)
     return rows
 
 
@@ -133,11 +79,11 @@ def describe(manifest: Any, digest: str, *, width: int = DEFAULT_WIDTH) -> str:
     from skills_runtime.manifest import tool_name
 
     rows = _permission_rows(manifest, digest, width)
-    rows += ["", *_plain_rows("Written by the skill's author, after each |: the model reads it; it may lie.", width),
-             f"  skill {manifest.name}:", *_author_rows(manifest.description, "    ", width)]
+    rows += [*authors_part("the skill's author", width), f"  skill {manifest.name}:",
+             *author_rows(manifest.description, "    ", width)]
     for decl in manifest.tools:
-        rows += _plain_rows(f"tool {tool_name(manifest.name, decl.name)} [{decl.level}]:", width, "  ")
-        rows += _author_rows(decl.description, "    ", width)
+        rows += plain_rows(f"tool {tool_name(manifest.name, decl.name)} [{decl.level}]:", width, "  ")
+        rows += author_rows(decl.description, "    ", width)
         schema = decl.input_schema
         for name, prop in schema.properties.items():
             rows += _argument_rows(name, prop, name in schema.required, width)
@@ -163,12 +109,11 @@ def install(ctx: typer.Context, path: Path = typer.Argument(..., help="A skill f
     store = _store(ctx)
     prepared = _guard(lambda: store.prepare(path))
     try:
-        _echo(describe(prepared.manifest, prepared.tree_hash, width=screen_width()))
+        show(describe(prepared.manifest, prepared.tree_hash, width=screen_width()))
         if prepared.previous is not None:
-            _echo(f"replaces the installed v{prepared.previous['version']} "
+            show(f"replaces the installed v{prepared.previous['version']} "
                   f"({prepared.previous['tree_hash'][:12]}...)")
-        if not yes and not typer.confirm("Install this skill with these permissions?", default=False):
-            fail("not installed")
+        ask("Install this skill with these permissions?", yes=yes, refusal="not installed")
     except BaseException:
         store.discard(prepared)
         raise
@@ -197,9 +142,9 @@ def info(ctx: typer.Context, name: str) -> None:
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
-    _echo(describe(manifest, digest, width=screen_width()))
-    _echo(f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
-               + ("" if digest == entry["tree_hash"] else "  (CHANGED since approval)"))
+    show(describe(manifest, digest, width=screen_width()))
+    show(f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
+         + ("" if digest == entry["tree_hash"] else "  (CHANGED since approval)"))
 
 
 @app.command("approve")
@@ -208,14 +153,13 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
-    _echo(describe(manifest, digest, width=screen_width()))
+    show(describe(manifest, digest, width=screen_width()))
     if digest == entry["tree_hash"] and manifest.permissions() == entry["permissions"]:
         typer.echo("unchanged; nothing to approve")
         return
     _guard(lambda: store.check_names(manifest))
-    _echo(f"approved before: {entry['permissions']}")
-    if not yes and not typer.confirm("Approve this version?", default=False):
-        fail("not approved")
+    show(f"approved before: {entry['permissions']}")
+    ask("Approve this version?", yes=yes, refusal="not approved")
     _guard(lambda: store.approve(name, digest))
     typer.echo(f"approved {name}")
 
@@ -238,7 +182,6 @@ def disable(ctx: typer.Context, name: str) -> None:
 def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
     store = _store(ctx)
     _guard(lambda: store.entry(name))
-    if not yes and not typer.confirm(f"Remove skill {name}?", default=False):
-        fail("not removed")
+    ask(f"Remove skill {name}?", yes=yes, refusal="not removed")
     _guard(lambda: store.remove(name))
     typer.echo(f"removed {name}")

@@ -49,6 +49,8 @@ START_TIMEOUT = 20.0
 WATCH_EVERY = 0.5
 CPU_WINDOW = 10.0
 SETTLE = 1.0
+READ_ALL = 1 << 30
+"""Bytes asked of the server's output per read: more than is ever buffered, so a read takes all of it."""
 SERVER_REQUESTS = frozenset(("sampling/createMessage", "elicitation/create", "roots/list"))
 """What a server may ask of its client; always refused here (and not advertised)."""
 
@@ -89,6 +91,7 @@ class McpConnection:
         self.session: ClientSession | None = None
         self.tools: list[ToolInfo] = []
         self.tools_changed = False
+        self.changed_before_result = False
         self.killed_because: str | None = None
         self._stderr = bytearray()
         self._busy = False
@@ -200,37 +203,63 @@ class McpConnection:
     # ---- the stdio transport ----------------------------------------------------------------------
 
     async def _pump_out(self, to_session: Any) -> None:
-        """Server -> session: one capped line at a time; anything malformed or too much kills."""
+        """Server -> session: capped lines; anything malformed or too much kills.
+
+        Everything the server's output has brought so far is read at once and parsed before any of it
+        goes on, so a tools/list_changed that arrived with a result (one write: the result, then the
+        announcement) is known (`tools_changed`) before the session hands that result to its caller,
+        and the next call lists the tools again first. Whether an announcement came before a result,
+        in the order the server wrote them, is kept apart (`changed_before_result`): that result may
+        come from the changed tool."""
         assert self.proc is not None and self.proc.stdout is not None
+        partial = b""
         async with to_session:
             while True:
-                try:
-                    line = await self.proc.stdout.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    return self._violation(f"sent a message larger than {self.max_message} bytes")
-                if not line:
+                chunk = await self.proc.stdout.read(READ_ALL)  # whatever is buffered, waiting only when nothing is
+                if not chunk:
                     return
-                if self._busy:
-                    self._budget -= len(line)
-                    if self._budget < 0:
-                        return self._violation("flooded its output during a call")
-                else:
-                    self._idle_bytes += len(line)
-                    if self._idle_bytes > IDLE_BYTES:
-                        return self._violation(f"wrote more than {IDLE_BYTES} bytes between calls")
-                try:
-                    raw = safejson.loads(line)
-                    from mcp_types import jsonrpc_message_adapter
+                *lines, partial = (partial + chunk).split(b"\n")
+                if len(partial) > self.max_message:
+                    return self._violation(f"sent a message larger than {self.max_message} bytes")
+                batch: list[Any] = []
+                announced = self.tools_changed
+                for line in lines:
+                    if len(line) > self.max_message:
+                        return self._violation(f"sent a message larger than {self.max_message} bytes")
+                    if not self._count_out(len(line) + 1):
+                        return
+                    try:
+                        raw = safejson.loads(line)
+                        from mcp_types import jsonrpc_message_adapter
 
-                    message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
-                except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
-                    return self._violation("broke the protocol (not a JSON-RPC message)")
-                method = raw.get("method") if isinstance(raw, dict) else None
-                if method in SERVER_REQUESTS and not (method == "sampling/createMessage" and self.decl.sampling):
-                    self._refused(str(method))
-                if isinstance(raw, dict) and raw.get("method") == "notifications/tools/list_changed":
-                    self.tools_changed = True
-                await to_session.send(SessionMessage(message))
+                        message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
+                    except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
+                        return self._violation("broke the protocol (not a JSON-RPC message)")
+                    method = raw.get("method") if isinstance(raw, dict) else None
+                    if method in SERVER_REQUESTS and not (method == "sampling/createMessage" and self.decl.sampling):
+                        self._refused(str(method))
+                    if method == "notifications/tools/list_changed":
+                        announced = True
+                    elif method is None and isinstance(raw, dict) and "id" in raw:  # a response
+                        self.changed_before_result = announced
+                    batch.append(message)
+                self.tools_changed = announced
+                for message in batch:
+                    await to_session.send(SessionMessage(message))
+
+    def _count_out(self, size: int) -> bool:
+        """Charge `size` bytes of output to the call's budget or to the between-calls allowance."""
+        if self._busy:
+            self._budget -= size
+            if self._budget < 0:
+                self._violation("flooded its output during a call")
+                return False
+        else:
+            self._idle_bytes += size
+            if self._idle_bytes > IDLE_BYTES:
+                self._violation(f"wrote more than {IDLE_BYTES} bytes between calls")
+                return False
+        return True
 
     async def _pump_in(self, from_session: Any) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -276,6 +305,8 @@ class McpConnection:
 
     async def _list_tools(self) -> list[ToolInfo]:
         assert self.session is not None
+        self.tools_changed = False  # before asking: an announcement during the listing asks again next time
+        self.changed_before_result = False
         found: list[ToolInfo] = []
         cursor = None
         for _ in range(20):  # pages
@@ -289,7 +320,6 @@ class McpConnection:
             cursor = result.next_cursor
             if not cursor or len(found) > 500:
                 break
-        self.tools_changed = False
         return found
 
     async def refresh_tools(self, timeout: float) -> list[ToolInfo]:
@@ -298,7 +328,10 @@ class McpConnection:
         return self.tools
 
     async def call(self, name: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """The server's CallToolResult; the sandbox is killed on a deadline or any violation."""
+        """The server's CallToolResult; the sandbox is killed on a deadline or any violation.
+
+        A tools/list_changed the server sent before the result is applied (`tools` listed again) before
+        the result is returned, so the caller checks its pins against the list the result came from."""
         if not self.alive:
             raise McpCallError(f"the MCP server {self.decl.name} is not running")
         await self._unwatch()
@@ -308,7 +341,10 @@ class McpConnection:
                 if self.tools_changed:
                     self.tools = await self._list_tools()
                 assert self.session is not None
-                return await self.session.call_tool(name, arguments)
+                result = await self.session.call_tool(name, arguments)
+                if self.changed_before_result:
+                    self.tools = await self._list_tools()
+                return result
         except TimeoutError:
             await self.kill(f"no answer within {timeout:g}s")
             raise McpCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None

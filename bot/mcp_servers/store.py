@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from policies.kernel.files import ensure_private_dir, write_private_file
+from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
 
 FILE = "servers.json"
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
@@ -135,20 +135,16 @@ class McpStore:
 
     def read(self) -> dict[str, ServerEntry]:
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
+            raw = read_registry(self.path, "servers")
+        except RegistryCorrupt as exc:
             raise McpError(f"{self.path} is corrupt; refusing to load any MCP server") from exc
         try:
-            return {name: ServerEntry.model_validate(item) for name, item in dict(raw.get("servers", {})).items()}
+            return {name: ServerEntry.model_validate(item) for name, item in raw.items()}
         except (ValidationError, AttributeError, TypeError) as exc:
             raise McpError(f"{self.path} is not valid; refusing to load any MCP server") from exc
 
     def _write(self, servers: dict[str, ServerEntry]) -> None:
-        ensure_private_dir(self.root)
-        body = {"version": 1, "servers": {n: e.model_dump(mode="json") for n, e in sorted(servers.items())}}
-        write_private_file(self.path, json.dumps(body, indent=2, sort_keys=True).encode())
+        write_registry(self.path, "servers", {n: e.model_dump(mode="json") for n, e in servers.items()})
 
     def entry(self, name: str) -> ServerEntry:
         found = self.read().get(name)

@@ -180,8 +180,6 @@ class McpHost:
             self._loops[name], self._locks[name] = loop, asyncio.Lock()
         async with self._locks[name]:
             conn = await self._connection(entry)
-            for _ in range(3):  # let the reader handle what the server already sent (a list_changed after a result)
-                await asyncio.sleep(0)
             if conn.tools_changed:
                 try:
                     self.check_pins(entry, await conn.refresh_tools(self.settings.call_timeout))
@@ -193,7 +191,7 @@ class McpHost:
                 raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} since you "
                                   f"approved it (its description, schema or name differs, or it is gone); the tool is "
                                   f"disabled until you review it with `owlia mcp approve {name}`. Nothing was run.")
-            started = loop.time()
+            started, listed = loop.time(), conn.tools
             try:
                 result = await conn.call(pinned.name, arguments, self.settings.call_timeout)
             except McpCallError as exc:
@@ -205,6 +203,14 @@ class McpHost:
                                                                     "reason": str(exc)})
                 raise ToolFailure(f"the MCP server {name} failed: {exc}") from None
             text = result_text(result)
+            # the server announced a new tool list before this result: the connection listed it again
+            if conn.tools is not listed and pinned.name in self.check_pins(entry, conn.tools):
+                self.audit.record("mcp.call", server=name, tool=pinned.name, outcome="withheld", bytes=len(text),
+                                  seconds=round(loop.time() - started, 4))
+                raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} during "
+                                  f"the call (its description, schema or name differs from what you approved, or it "
+                                  f"is gone); its result was withheld and the tool is disabled until you review it "
+                                  f"with `owlia mcp approve {name}`.")
             self.audit.record("mcp.call", server=name, tool=pinned.name, outcome="error" if result.is_error else "ok",
                               bytes=len(text), seconds=round(loop.time() - started, 4))
         if pinned.level == "sign" and not result.is_error:

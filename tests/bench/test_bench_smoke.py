@@ -78,6 +78,17 @@ def test_agent_bench_runs_the_real_service() -> None:
     assert report["owlia_help"]["median_s"] > 0 and report["owlia_sign_send"]["median_s"] > 0
 
 
+def test_cli_bench_runs_paired_against_a_tree() -> None:
+    # against this same checkout: the pairing, the ratio and a real signed `owlia sign send` (exit 0)
+    report = run_bench("cli_bench.py", "--runs", "2", "--against", str(ROOT))
+    for tree in ("this", "against"):
+        for name in ("python_pass", "owlia_help", "owlia_sign_send"):
+            assert report[tree][name]["n"] == 2 and report[tree][name]["median_s"] > 0
+            assert report[tree][name]["cpu_median_s"] > 0
+    assert set(report["ratio_this_over_against"]) == {"python_pass", "owlia_help", "owlia_sign_send"}
+    assert set(report["cpu_ratio_this_over_against"]) == set(report["ratio_this_over_against"])
+
+
 def test_mcp_bench_runs() -> None:
     report = run_bench("mcp_bench.py", "-n", "3")
     assert {"skill", "mcp_node", "mcp_python"} <= report.keys()

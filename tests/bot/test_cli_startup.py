@@ -1,5 +1,6 @@
-"""`owlia --help` stays fast: the command tree imports nothing heavy (every command imports its own
-machinery when it runs). Checked by what gets imported, which is stable, not by wall time, which is not."""
+"""`owlia --help` and `owlia sign send` stay fast: each imports only what it uses. Checked by what a real
+`owlia` process imports (`python -X importtime`), which is stable, not by wall time, which is not on a
+shared machine (bench/cli_bench.py times them; docs/benchmarks.md has the figures)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,66 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("asyncio", "anthropic", "openai", "aiogram", "discord", "fastapi", "uvicorn", "web3", "eth_account",
-         "aiohttp", "pydantic", "yaml", "coincurve", "cryptography", "nacl", "apscheduler", "docker")
+import pytest
+import typer.main
+
+from bot.cli.app import MOUNTS, app
+from bot.cli.lazy import summary
+
+FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy"}  # the command tree without any command
+# what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every
+# command's module, pydantic, the YAML parser, the event loop and everything heavier
+HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "yaml", "asyncio", "signer",
+              "companion_bridge", "skills_runtime", "policies", "anthropic", "openai", "aiogram", "discord",
+              "fastapi", "uvicorn", "web3", "eth_account", "aiohttp", "coincurve", "cryptography", "nacl",
+              "Crypto", "cffi", "apscheduler", "docker")
+# `owlia sign send` needs the sign command, the wire client and the config: not the signer's core (its
+# daemon, engine, approvals, policy loader), keccak (pycryptodome loads cffi and pycparser), rich, nor
+# any other command's module
+SEND_NEVER = ("rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge", "skills_runtime",
+              "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
+              "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "web3",
+              "eth_account", "coincurve", "cryptography", "nacl")
 
 
-def test_the_command_tree_imports_nothing_heavy() -> None:
-    code = ("import sys, json; import bot.cli.app; "
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                           text=True).stdout))
-    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+def imported_by(*argv: str, home=None) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run `owlia ARGV` as its own process and list every module it imported."""
+    args = [sys.executable, "-X", "importtime", "-m", "bot.cli", *(("--home", str(home)) if home else ()), *argv]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    assert lines, proc.stderr[-2000:]
+    return proc, {line.rsplit("|", 1)[1].strip() for line in lines[1:]}
+
+
+def loaded_under(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+def test_help_imports_no_command_and_nothing_heavy() -> None:
+    proc, modules = imported_by("--help")
+    assert proc.returncode == 0 and "Commands:" in proc.stdout
+    assert not loaded_under(modules, HELP_NEVER), loaded_under(modules, HELP_NEVER)
+    assert {m for m in modules if m.startswith("bot")} == ROOT
+
+
+def test_the_guard_would_see_a_heavy_import() -> None:
+    """The check above can fail: a command's own help loads that command's module."""
+    proc, modules = imported_by("signer", "status", "--help")
+    assert proc.returncode == 0
+    assert "signer.cli.signer_cmd" in loaded_under(modules, HELP_NEVER)
+
+
+def test_sign_send_imports_only_the_sign_command_and_the_wire_client(tmp_path) -> None:
+    """`owlia sign send` talks to a running signer: it needs the socket's path and the client, not the
+    daemon's approvals, engine and policy loader, nor the other nineteen commands."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    proc, modules = imported_by("sign", "send", "--to", FRIEND, "--value", "1wei", home=home)
+    assert proc.returncode == 1 and "signer.token" in proc.stderr  # no client token here: it stops before any socket
+    assert {"signer.wire.settings", "signer.wire.client", "bot.cli.sign_cmd"} <= modules
+    assert not loaded_under(modules, SEND_NEVER), loaded_under(modules, SEND_NEVER)
+    assert {m for m in modules if m.startswith("bot")} - ROOT == {"bot.cli.sign_cmd"}
 
 
 def test_help_lists_every_command_group() -> None:
@@ -27,17 +78,44 @@ def test_help_lists_every_command_group() -> None:
         assert f" {command} " in out, command
 
 
-def test_sign_send_imports_only_the_client_not_the_daemon(tmp_path) -> None:
-    """`owlia sign send` talks to a running signer: it needs the socket's path and the client, not the
-    daemon's approvals, engine and policy loader (about 90 ms of imports per command)."""
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700)
-    code = ("import sys, json\nfrom bot.cli.app import main\nsys.argv = ['owlia', '--home', sys.argv[1], 'sign', 'send',"
-            " '--to', '0x70997970C51812dc3A010C7d01b50e0d17dc79C8', '--value', '1wei']\n"
-            "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
-            "print(json.dumps([code, sorted(m for m in sys.modules if m.startswith(('signer.', 'policies.')))]))")
-    proc = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True, timeout=60)
-    code, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert code == 1 and "signer.token" in proc.stderr  # no client token here: it stops before any socket
-    assert "signer.wire.settings" in loaded and "signer.wire.client" in loaded
-    assert not {"signer.daemon", "signer.engine", "signer.approvals", "policies.loader"} & set(loaded), loaded
+@pytest.mark.parametrize("name", list(MOUNTS))
+def test_help_lists_what_each_command_says_of_itself(name: str) -> None:
+    """The root's summaries are written next to the loaders so `--help` imports nothing: each must be the
+    first paragraph of the help its command shows once loaded."""
+    command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    assert MOUNTS[name].summary == summary(command.help)
+
+
+def walk(command, path=()):
+    yield path, command
+    for name in list(getattr(command, "commands", {})):
+        yield from walk(command.commands[name], (*path, name))
+
+
+def test_every_command_loads_and_lists_whole_summaries() -> None:
+    """Every command of every group is reachable through the lazy root, `owlia wallet pin` included, and
+    a group's list shows each command's whole first paragraph (click would cut it at 45 characters)."""
+    root = typer.main.get_command(app)
+    paths = {path: command for path, command in walk(root)}
+    assert ("wallet", "pin") in paths and ("signer", "client", "add") in paths and len(paths) > 80
+    for path, command in paths.items():
+        if path and command.help:
+            assert command.short_help == summary(command.help), path
+
+
+def test_help_is_plain_text_and_a_typo_gets_a_suggestion() -> None:
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "sgn"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "No such command 'sgn'. Did you mean 'sign', 'signer'?" in done.stderr
+    assert "╭" not in done.stderr  # no rich panel: rich is not loaded for help or usage errors
+
+
+def test_the_root_group_reports_its_commands_without_loading_them() -> None:
+    root = typer.main.get_command(app)
+    code = ("import json, sys, typer.main; from bot.cli.app import app; "
+            "root = typer.main.get_command(app); names = list(root.commands); 'sign' in root.commands; "
+            "print(json.dumps([names, sorted(m for m in sys.modules if m.startswith('bot.cli.'))]))")
+    names, loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                              text=True).stdout)
+    assert names == list(MOUNTS) == list(root.commands)
+    assert loaded == ["bot.cli.app", "bot.cli.lazy"]

@@ -12,7 +12,7 @@ from bot.config import McpSettings
 from bot.tools.mcp import McpHost, McpTools
 from bot.runtime.audit import BotAudit
 from bot.mcp_servers.store import McpStore, ServerDecl
-from tests.mcp.conftest import add_everything, add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
+from tests.mcp.conftest import add_everything, add_hostile, add_time, audit, mcp, state_dir  # noqa: F401 - fixture
 
 GUTTER_ROW = ("    | ", "      | ", "  | ")
 
@@ -96,3 +96,12 @@ def test_two_servers_whose_tool_names_meet_offer_only_the_first(tmp_path, state_
     assert [t.name for t in source.tools()] == ["mcp_a_b_c"]
     assert "has the name of a tool of a" in source.problems[0]
     assert [r["server"] for r in audit(tmp_path) if r["kind"] == "mcp.refused"] == ["a_b"]
+
+
+@pytest.mark.parametrize("body", ["{not json", "[]", '{"version": 1, "servers": []}'])
+def test_a_broken_registry_refuses_every_server_with_a_clear_error(tmp_path, body):
+    home = tmp_path / "home"
+    add_time(home)
+    (home / "mcp" / "servers.json").write_text(body)
+    out = mcp(home, "list", code=1)
+    assert "servers.json is corrupt; refusing to load any MCP server" in out

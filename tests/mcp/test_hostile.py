@@ -142,6 +142,21 @@ def test_a_list_changed_in_the_middle_of_a_session_disables_the_changed_tool(hom
     assert any(kind == "mcp.tool_changed" for _, kind, _ in events.seen)
 
 
+def test_a_list_changed_before_a_result_withholds_that_result(home, tmp_path, state_dir):
+    """The server changes the tool during the call and announces it before the result: the connection lists
+    the tools again before it hands over the result, so the result is withheld, whatever the scheduling."""
+    add_hostile(home, state_dir)
+    (state_dir / "variant").write_text("v5")  # same list as v1 until the first weather call
+    mcp(home, "approve", "hostile", "--level", "weather=read", "--others", "skip", "--yes")
+    (first, second), events = _run(home, tmp_path, McpSettings(), "weather", "weather")
+    assert first.startswith("NOTE TO THE USER: the MCP server hostile changed its tool weather during the call")
+    assert "withheld" in first and "Sunny" not in first and "IMPORTANT SYSTEM NOTICE" not in first
+    assert second.startswith("NOTE TO THE USER: the MCP server hostile changed its tool weather since you approved")
+    assert [r["tool"] for r in audit(home) if r["kind"] == "mcp.tool_changed"] == ["weather"]
+    assert [r["outcome"] for r in audit(home) if r["kind"] == "mcp.call"] == ["withheld"]
+    assert any(kind == "mcp.tool_changed" for _, kind, _ in events.seen)
+
+
 def test_re_approving_a_changed_tool_takes_effect_on_the_warm_server(home, tmp_path, state_dir):
     add_hostile(home, state_dir)
     mcp(home, "approve", "hostile", "--level", "weather=read", "--others", "skip", "--yes")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 
@@ -22,6 +25,7 @@ from policies.kernel.files import (
     write_private_file,
 )
 from policies.kernel.locks import file_lock
+from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
 
 HEX40 = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
 
@@ -134,3 +138,46 @@ def test_a_flipped_case_breaks_the_checksum(body, index):
 def test_is_address_only_for_forty_hex_digits(value):
     assert is_address(value) == (value.startswith("0x") and ADDRESS_RE.fullmatch(value) is not None)
     assert not is_address(None) and not is_address("0x" + "a" * 39) and not is_address("0x" + "a" * 41)
+
+
+ENTRIES = st.dictionaries(st.text(min_size=1, max_size=12),
+                          st.dictionaries(st.text(max_size=8), st.one_of(st.integers(), st.text(max_size=20),
+                                                                         st.booleans(), st.none()), max_size=4),
+                          max_size=6)
+
+
+@given(ENTRIES)
+def test_registry_reads_back_what_it_wrote(tmp_path_factory, entries):
+    path = tmp_path_factory.mktemp("reg") / "sub" / "registry.json"
+    write_registry(path, "skills", entries)
+    assert read_registry(path, "skills") == entries
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert json.loads(path.read_text())["version"] == 1
+
+
+def test_registry_absent_is_empty_and_a_broken_one_is_refused(tmp_path):
+    path = tmp_path / "registry.json"
+    assert read_registry(path, "servers") == {}
+    for body in (b"{not json", b"\xff\xfe{}", b"[1, 2]", b'{"servers": [1]}', b'"servers"'):
+        path.write_bytes(body)
+        with pytest.raises(RegistryCorrupt, match="registry.json"):
+            read_registry(path, "servers")
+    path.write_bytes(b'{"version": 1}')
+    assert read_registry(path, "servers") == {}
+
+
+def test_registry_write_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text("keep")
+    path = tmp_path / "reg" / "registry.json"
+    path.parent.mkdir(mode=0o700)
+    path.symlink_to(target)
+    write_registry(path, "skills", {"a": {"enabled": True}})
+    assert target.read_text() == "keep" and not path.is_symlink()
+
+
+def test_keccak_loads_pycryptodome_only_on_the_first_hash():
+    code = ("import sys; from policies.kernel.addresses import to_checksum; before = 'Crypto' in sys.modules; "
+            "print(before, to_checksum('0x' + 'ab' * 20), 'Crypto' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert out == ["False", to_checksum_address("0x" + "ab" * 20), "True"]

@@ -19,7 +19,7 @@ from bot.cli.skill_cmd import app
 from bot.config import SkillSettings
 from bot.tools.skills import load_skill_tools
 from skills_runtime.manifest import ManifestError, parse_manifest
-from skills_runtime.store import SkillChanged, SkillStore
+from skills_runtime.store import SkillChanged, SkillError, SkillStore
 from skills_runtime.tree import MAX_FILE_BYTES, TreeError, extract_archive, tree_hash
 from tests.skills.conftest import EXAMPLES, HOSTILE, install
 
@@ -211,3 +211,15 @@ def test_cli_list_info_disable_enable_approve_remove(home):
     assert not (home / "skills" / "gas_tracker").exists()
     missing = cli(home, "info", "gas_tracker")
     assert missing.exit_code == 1 and "no skill named" in missing.output
+
+
+@pytest.mark.parametrize("body", ["{not json", "[]", '{"version": 1, "skills": ["gas"]}'])
+def test_a_broken_registry_refuses_every_skill_with_a_clear_error(home, body):
+    """Hand-edited or truncated: no skill loads and the CLI says which file, never a traceback."""
+    assert cli(home, "install", str(GAS), "--yes").exit_code == 0
+    (home / "skills" / "registry.json").write_text(body)
+    done = cli(home, "list")
+    assert done.exit_code == 1 and "registry.json is corrupt; refusing to load any skill" in done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit)
+    with pytest.raises(SkillError, match="corrupt"):
+        SkillStore(home).enabled()
