@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("asyncio", "anthropic", "openai", "aiogram", "discord", "fastapi", "uvicorn", "web3", "eth_account",
+HEAVY = ("asyncio", "anthropic", "openai", "telegram", "discord", "fastapi", "uvicorn", "web3", "eth_account",
          "aiohttp", "pydantic", "yaml", "coincurve", "cryptography", "nacl", "apscheduler", "docker")
 
 

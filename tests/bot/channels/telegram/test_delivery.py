@@ -66,7 +66,7 @@ def test_html_telegram_rejects_is_resent_as_plain_text(tg):
             await api.edit_html(sent, "<blink>nope</blink>", "plain edit")
             await api.edit_html(sent, "<b>fine</b>", "unused")
         finally:
-            await api.bot.session.close()
+            await api.close()
         statuses = [(c.method, c.status, c.params.get("parse_mode")) for c in tg.calls]
         assert statuses == [("sendMessage", 400, "HTML"), ("sendMessage", 200, None),
                             ("editMessageText", 400, "HTML"), ("editMessageText", 200, None),
@@ -86,7 +86,7 @@ def test_an_identical_edit_and_an_emoji_heavy_text_are_handled(tg):
             emoji = "🦉" * 3000  # 3000 chars, 6000 UTF-16 units: over the limit as Telegram counts
             last = await api.send(OWNER, emoji)
         finally:
-            await api.bot.session.close()
+            await api.close()
         assert isinstance(last, Sent)
         owls = [m.text for m in tg.chat(OWNER)[1:]]
         assert len(owls) == 2 and "".join(owls) == emoji
