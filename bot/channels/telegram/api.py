@@ -69,6 +69,9 @@ def make_bot(token: str, api_base: str | None) -> Bot:
     _HIDE_TOKENS.tokens.add(token)
     for name in URL_LOGGERS:
         logging.getLogger(name).addFilter(_HIDE_TOKENS)  # once: addFilter skips a filter it has
+    requests_log = logging.getLogger("httpx")
+    if requests_log.level == logging.NOTSET:  # a line per request (every long poll) unless asked for
+        requests_log.setLevel(logging.WARNING)
     base = f"{api_base.rstrip('/')}/bot" if api_base else "https://api.telegram.org/bot"
     return Bot(token, base_url=base, request=HTTPXRequest(connection_pool_size=8, read_timeout=30.0),
                get_updates_request=HTTPXRequest(connection_pool_size=1))

@@ -170,3 +170,27 @@ def test_polling_survives_server_errors_and_flood_control(telegram):
         await live.tg.until(lambda: "still here" in live.replies(), 10)
 
     telegram.serve(scenario, max_backoff=0.2)
+
+
+def test_request_logs_never_show_the_token(tg, caplog):
+    """Every Bot API URL carries the token: httpx logs each request, the client logs its base URL.
+    Even with both turned up to DEBUG, a log line shows `<token>` in its place."""
+    httpx_log = logging.getLogger("httpx")
+    level = httpx_log.level
+
+    async def go() -> None:
+        tg.open_chat(OWNER)
+        api = TelegramApi(make_bot(tg.token, tg.url))
+        httpx_log.setLevel(logging.DEBUG)
+        try:
+            await api.send(OWNER, "hello")
+        finally:
+            await api.close()
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            asyncio.run(go())
+    finally:
+        httpx_log.setLevel(level)
+    assert "/bot<token>/sendMessage" in caplog.text and "Set Bot API URL" in caplog.text
+    assert tg.token not in caplog.text
