@@ -12,10 +12,13 @@ own DNS name to 127.0.0.1 cannot read even /health from the user's browser.
 
 from __future__ import annotations
 
+import math
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -29,6 +32,45 @@ MAX_LIMIT = 1000
 MAX_WAIT = 30.0
 UPTIME = "owlia_uptime_seconds"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,12}")
+
+
+@dataclass(frozen=True)
+class PollQuery:
+    """/events/poll's parameters, checked by hand: a route whose parameters FastAPI models itself
+    makes it import pydantic.v1 and build models at start-up (a tenth of a second on the path to
+    the first /health). Anything out of range is 422, as FastAPI would answer."""
+
+    since: int = 0
+    limit: int = 100
+    type: str | None = None
+    wait: float = 0.0
+
+    @classmethod
+    def parse(cls, query: Mapping[str, str]) -> PollQuery:
+        def integer(name: str, default: int, low: int, high: int | None = None) -> int:
+            raw = query.get(name)
+            if raw is None:
+                return default
+            if not _INTEGER.fullmatch(raw.strip()) or int(raw) < low or (high is not None and int(raw) > high):
+                raise HTTPException(422, detail=f"{name}: expected an integer from {low}"
+                                                + (f" to {high}" if high is not None else " up"))
+            return int(raw)
+
+        since = integer("since", 0, 0)
+        limit = integer("limit", 100, 1, MAX_LIMIT)
+        kind = query.get("type")
+        if kind is not None and kind not in EVENT_TYPES:
+            raise HTTPException(422, detail=f"unknown event type; expected one of: {', '.join(EVENT_TYPES)}")
+        wait = 0.0
+        if (raw := query.get("wait")) is not None:
+            try:
+                wait = float(raw)
+            except ValueError:
+                wait = math.nan
+            if not (math.isfinite(wait) and 0.0 <= wait <= MAX_WAIT):
+                raise HTTPException(422, detail=f"wait: expected seconds from 0 to {MAX_WAIT:g}")
+        return cls(since, limit, kind, wait)
 
 
 def create_app(
@@ -73,29 +115,23 @@ def create_app(
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/events/poll", dependencies=[require_token])
-    async def poll_events(
-        since: int = Query(0, ge=0),
-        limit: int = Query(100, ge=1, le=MAX_LIMIT),
-        type: str | None = Query(None),
-        wait: float = Query(0.0, ge=0.0, le=MAX_WAIT),
-    ) -> dict[str, object]:
+    async def poll_events(request: Request) -> JSONResponse:
         """Events after `since`; with `wait`, hold the request until one matches or time is up.
 
         `last_seq` is the seq of the last returned event, or, when nothing matched, the bus
         position the answer covers, so a client can always pass it back as the next `since`.
         """
-        if type is not None and type not in EVENT_TYPES:
-            raise HTTPException(422, detail=f"unknown event type; expected one of: {', '.join(EVENT_TYPES)}")
-        deadline = time.monotonic() + wait
+        query = PollQuery.parse(request.query_params)
+        deadline = time.monotonic() + query.wait
         while True:
             cursor = events.last_seq  # read before polling so nothing slips between the two
-            found = events.poll(since=since, limit=limit, type=type)
+            found = events.poll(since=query.since, limit=query.limit, type=query.type)
             remaining = deadline - time.monotonic()
             if found or remaining <= 0:
                 break
-            await events.wait(max(since, cursor), remaining)
+            await events.wait(max(query.since, cursor), remaining)
         last_seq = found[-1].seq if found else cursor
-        return {"events": [e.as_dict() for e in found], "last_seq": last_seq}
+        return JSONResponse({"events": [e.as_dict() for e in found], "last_seq": last_seq})
 
     @app.get("/metrics", dependencies=[require_token])
     async def get_metrics() -> PlainTextResponse:
