@@ -2,7 +2,8 @@
 local Bot API server, the control plane on, an anthropic profile against the local LLM server).
 
 Before ready it may import the Telegram client, but no provider SDK (imported after ready, in the
-background), no other chat library and nothing a configured feature does not need; its resident
+background), no other chat library, no web framework (the control plane is its own small server)
+and nothing a configured feature does not need; its resident
 memory at ready stays under a ceiling with a wide margin (87 MB here; aiogram alone had
 pushed it past 200 MB). Checked by what the process imports (`python -X importtime`, stable) and
 by RSS, not by wall time (noisy on a shared machine).
@@ -27,7 +28,7 @@ from tests.fakes.telegram_server import TOKEN, FakeTelegramServer
 ROOT = Path(__file__).resolve().parents[3]
 READY = "owlia: running with telegram"
 NOT_BEFORE_READY = ("anthropic", "openai", "aiogram", "discord", "docker", "mcp", "jsonschema", "web3",
-                    "playwright", "nacl")
+                    "playwright", "nacl", "fastapi", "starlette", "uvicorn")
 RSS_CEILING_MB = 120
 USER = 4242
 
