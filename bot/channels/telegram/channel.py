@@ -1,12 +1,12 @@
 """The Telegram channel: updates in (long polling or a webhook), replies out, through BotCore.
 
-Our own loop over getUpdates rather than a framework's dispatcher (the low-level `telegram.Bot` of
-python-telegram-bot is the client), because the channel needs three
-things a Dispatcher hides: every update is handled once (update_ids are remembered; the core also
-drops a redelivered message_id across restarts), one message at a time per chat (a FIFO lock per
-chat, with /cancel going around it so it can stop the run that holds it), and a clean shutdown
-(stop polling, let running replies finish for a grace period, then cancel them, which declines
-any open confirmation). Polling errors back off and never end the loop; a rejected token does.
+The client is python-telegram-bot's low-level `telegram.Bot` (its `telegram.ext` framework is not
+used): our own loop over getUpdates, because the channel needs three things a dispatcher hides:
+every update is handled once (update_ids are remembered; the core also drops a redelivered
+message_id across restarts), one message at a time per chat (a FIFO lock per chat, with /cancel
+going around it so it can stop the run that holds it), and a clean shutdown (stop polling, let
+running replies finish for a grace period, then cancel them, which declines any open
+confirmation). Polling errors back off and never end the loop; a rejected token does.
 The offset is confirmed only by the next poll, so updates in flight when the process dies come
 again after a restart (at least once); the core drops the messages it already handled.
 """
