@@ -65,7 +65,8 @@ def make_bot(token: str, api_base: str | None) -> Bot:
     """A Bot API client for `token`, against `api_base` (a local Bot API server) or Telegram's.
 
     Two connection pools, as the library sets them up: one connection for the long poll, and a few
-    for replies, so a reply never waits behind a poll."""
+    for replies, so a reply never waits behind a poll. Timeouts are generous (the library's 5 s
+    lost a poll now and then on a loaded machine; a lost poll is only retried, a lost reply is not)."""
     _HIDE_TOKENS.tokens.add(token)
     for name in URL_LOGGERS:
         logging.getLogger(name).addFilter(_HIDE_TOKENS)  # once: addFilter skips a filter it has
@@ -73,8 +74,10 @@ def make_bot(token: str, api_base: str | None) -> Bot:
     if requests_log.level == logging.NOTSET:  # a line per request (every long poll) unless asked for
         requests_log.setLevel(logging.WARNING)
     base = f"{api_base.rstrip('/')}/bot" if api_base else "https://api.telegram.org/bot"
-    return Bot(token, base_url=base, request=HTTPXRequest(connection_pool_size=8, read_timeout=30.0),
-               get_updates_request=HTTPXRequest(connection_pool_size=1))
+    return Bot(token, base_url=base,
+               request=HTTPXRequest(connection_pool_size=8, read_timeout=30.0, write_timeout=15.0,
+                                    connect_timeout=15.0, pool_timeout=15.0),
+               get_updates_request=HTTPXRequest(connection_pool_size=1, write_timeout=15.0, connect_timeout=15.0))
 
 
 def retry_after_s(exc: RetryAfter) -> float:
