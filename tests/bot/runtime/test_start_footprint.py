@@ -4,7 +4,7 @@ local Bot API server, the control plane on, an anthropic profile against the loc
 Before ready it may import the Telegram client, but no provider SDK (imported after ready, in the
 background), no other chat library, no web framework (the control plane is its own small server)
 and nothing a configured feature does not need; its resident
-memory at ready stays under a ceiling with a wide margin (87 MB here; aiogram alone had
+memory at ready stays under a ceiling with a wide margin (76 MB here; aiogram alone had
 pushed it past 200 MB). Checked by what the process imports (`python -X importtime`, stable) and
 by RSS, not by wall time (noisy on a shared machine).
 """
