@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
@@ -23,6 +24,8 @@ import h11
 
 from bot.gateway.app import GatewayApp, Reply
 from bot.gateway.auth import MIN_TOKEN_LENGTH
+
+log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 64
 HEAD_TIMEOUT = 10.0  # seconds for a request (or the next one on a kept-alive connection) to arrive
@@ -125,26 +128,32 @@ class _Server:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         while True:
             broken = False  # the request was refused before it was understood: answer, then hang up
+            method = ""
             try:
                 request = await _next(conn, reader)
                 if not isinstance(request, h11.Request):
                     return  # closed between requests
+                method = request.method.decode("ascii")
                 headers = _headers(request)
                 await _drain_body(conn, reader)
                 self.busy.add(task)
-                reply = await self.app.handle(request.method.decode("ascii"),
-                                              request.target.decode("latin-1"), headers)
+                reply = await self.app.handle(method, request.target.decode("latin-1"), headers)
             except h11.RemoteProtocolError as exc:
                 reply, broken = Reply(exc.error_status_hint, b"", "text/plain; charset=utf-8"), True
             except _Refused as refused:
                 reply, broken = refused.reply, True
+            except (ConnectionError, TimeoutError):
+                raise  # the client went away or stalled: _accept drops the connection
+            except Exception:  # a bug in a route: 500, logged here (never the request's headers)
+                log.exception("control plane request failed")
+                reply = Reply.json(500, {"detail": "Internal Server Error"})
             finally:
                 self.busy.discard(task)
             if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
                 return
             if broken:
                 reply = Reply(reply.status, reply.body, reply.content_type, (*reply.headers, ("Connection", "close")))
-            await _send(conn, writer, reply)
+            await _send(conn, writer, reply, body=method != "HEAD")
             if broken or not _cycle_done(conn):
                 return
             conn.start_next_cycle()
@@ -192,16 +201,16 @@ def _headers(request: h11.Request) -> dict[str, str]:
     return found
 
 
-async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: Reply) -> None:
+async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, reply: Reply, *, body: bool) -> None:
+    """The reply; `body=False` for HEAD (the head announces the length a GET would get)."""
     try:
         reason = HTTPStatus(reply.status).phrase.encode()
     except ValueError:
         reason = b""
     headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in reply.all_headers()]
     writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers, reason=reason)) or b"")
-    if reply.body:
-        with contextlib.suppress(h11.LocalProtocolError):  # HEAD: h11 sends the head only
-            writer.write(conn.send(h11.Data(data=reply.body)) or b"")
+    if reply.body and body:
+        writer.write(conn.send(h11.Data(data=reply.body)) or b"")
     writer.write(conn.send(h11.EndOfMessage()) or b"")
     await writer.drain()
 

@@ -105,3 +105,29 @@ def test_connections_beyond_the_cap_get_503(monkeypatch) -> None:
         assert (await _exchange(port, _get("/health"))).startswith(b"HTTP/1.1 200 ")
 
     _on_gateway(scenario)
+
+
+def test_a_failing_route_is_a_500_and_the_server_keeps_serving() -> None:
+    async def broken() -> dict[str, object]:
+        raise RuntimeError("a bug")
+
+    async def main() -> None:
+        app = create_app(events=EventBus(), metrics=default_metrics(), health=all_ok, token=TOKEN)
+        app.routes["/livez"] = (False, lambda query: broken())  # type: ignore[assignment,arg-type,return-value]
+        gw = await start_in_background(app, "127.0.0.1", 0, token=TOKEN)
+        try:
+            answer = await _exchange(gw.port, _get("/livez"))
+            assert answer.startswith(b"HTTP/1.1 500 ") and b"a bug" not in answer
+            assert (await _exchange(gw.port, _get("/health"))).startswith(b"HTTP/1.1 200 ")
+        finally:
+            await gw.stop(timeout=1.0)
+
+    asyncio.run(main())
+
+
+def test_a_refused_head_request_gets_its_status_without_a_body() -> None:
+    async def scenario(port: int) -> None:
+        answer = await _exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 401 ") and answer.endswith(b"\r\n\r\n")
+
+    _on_gateway(scenario)
