@@ -5,7 +5,7 @@ real anthropic SDK over loopback) and the local Telegram Bot API server (tests/f
 
 - console: inbound -> reply through BotCore with the console sink, timed around `core.handle`;
 - telegram latency: from the update being queued on the Bot API server to the server receiving
-  the final text of the reply (long poll wake-up, aiogram parsing, routing and admission, the
+  the final text of the reply (long poll wake-up, update parsing, routing and admission, the
   core, the reply message), by the server's clock. Console and Telegram messages alternate on one
   runtime, so a loaded machine slows both alike; `paired_*` are percentiles of the per-pair
   differences;

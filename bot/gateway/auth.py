@@ -13,23 +13,16 @@ import hmac
 import secrets
 from pathlib import Path
 
-from fastapi import HTTPException, Request
-
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 
 MIN_TOKEN_LENGTH = 32
-_CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
 class BearerAuth:
-    """FastAPI dependency: require `Authorization: Bearer <token>` matching the configured one."""
+    """`Authorization: Bearer <token>` matching the configured one."""
 
     def __init__(self, token: str | None) -> None:
         self._digest = hashlib.sha256(token.encode()).digest() if token else None
-
-    async def __call__(self, request: Request) -> None:
-        if not self.accepts(request.headers.get("authorization")):
-            raise HTTPException(status_code=401, detail="unauthorized", headers=_CHALLENGE)
 
     def accepts(self, header: str | None) -> bool:
         if self._digest is None or not header:

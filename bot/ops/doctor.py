@@ -204,7 +204,7 @@ def check_channels(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-CHAN-001: every enabled channel with a token logs in (getMe / users/@me)."""
     channels = ctx.need_config().bot.channels
     probes = {
-        # Bot API methods take POST (aiogram's way); Discord's REST is plain GET with a Bot header
+        # Bot API methods take POST (as the telegram client sends them); Discord's REST is plain GET with a Bot header
         "telegram": lambda token, base: _call_json("POST", f"{base or TELEGRAM_API}/bot{token}/getMe", {},
                                                    ctx.http_timeout),
         "discord": lambda token, base: _call_json("GET", f"{base or DISCORD_API}/users/@me",

@@ -63,9 +63,10 @@ class LLMPool:
         return [item.name for item, _ in await self._credentials()]
 
     async def warm(self) -> list[str]:
-        """Import the provider SDKs the credentialed profiles use, in a worker thread, so the first
-        reply after a start does not wait for them (0.5-1 s here); returns the modules imported.
-        Never raises: a failure here only means the first message imports them itself."""
+        """Import the provider SDKs the credentialed profiles use, in a worker thread, then build
+        the default router (its clients load their TLS contexts, about 0.1 s), so the first reply
+        after a start waits for neither (0.5-1 s here); returns the modules imported.
+        Never raises: a failure here only means the first message does this itself."""
         import asyncio
         import importlib
 
@@ -76,6 +77,8 @@ class LLMPool:
                 if module not in modules:
                     await asyncio.to_thread(importlib.import_module, module)
                     modules.append(module)
+            if modules:
+                await self.router()  # cached: the first message reuses these providers
         except Exception:  # noqa: BLE001 - warming is an optimisation, never a reason to stop
             log.warning("could not import the LLM provider SDKs ahead", exc_info=True)
         return modules

@@ -19,7 +19,7 @@ ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy"}  # the command tree wit
 # what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every
 # command's module, pydantic, the YAML parser, the event loop and everything heavier
 HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "yaml", "asyncio", "signer",
-              "companion_bridge", "skills_runtime", "policies", "anthropic", "openai", "aiogram", "discord",
+              "companion_bridge", "skills_runtime", "policies", "anthropic", "openai", "aiogram", "telegram", "discord",
               "fastapi", "uvicorn", "web3", "eth_account", "aiohttp", "coincurve", "cryptography", "nacl",
               "Crypto", "cffi", "apscheduler", "docker")
 # `owlia sign send` needs the sign command, the wire client and the config: not the signer's core (its
@@ -27,7 +27,7 @@ HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "y
 # any other command's module
 SEND_NEVER = ("rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge", "skills_runtime",
               "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
-              "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "web3",
+              "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "telegram", "web3",
               "eth_account", "coincurve", "cryptography", "nacl")
 
 

@@ -1,4 +1,4 @@
-"""A local Telegram Bot API server that the real aiogram client talks to.
+"""A local Telegram Bot API server that the real client (python-telegram-bot's `telegram.Bot`) talks to.
 
 It speaks the wire protocol (POST /bot{token}/{method} with multipart, urlencoded or JSON bodies,
 `{"ok": ..., "result" | "error_code", "description", "parameters"}` answers) and keeps the state a
@@ -13,7 +13,7 @@ user), redeliver an update_id, make the next N calls of a method answer 429 with
 read every call with its timestamp.
 
     with FakeTelegramServer() as tg:
-        bot = Bot(tg.token, session=AiohttpSession(api=TelegramAPIServer.from_base(tg.url)))
+        bot = telegram.Bot(tg.token, base_url=f"{tg.url}/bot")
         tg.message(1001, "hi")
         ... tg.calls_of("sendMessage")[0].params["text"]
 
@@ -171,7 +171,7 @@ class FakeTelegramServer(LoopThread):
 
     @property
     def url(self) -> str:
-        """The base for `TelegramAPIServer.from_base(url)`."""
+        """The server's root: methods are at `{url}/bot{token}/{method}`."""
         return f"http://127.0.0.1:{self._port}"
 
     async def _main(self) -> None:

@@ -230,9 +230,9 @@ def test_locks_have_hashes_and_the_smaller_images_stay_small():
         assert pins and text.count("--hash=sha256:") >= len(pins)
         return {p.lower() for p in pins}
     signer, bridge, bot = names("signer"), names("bridge"), names("bot")
-    for forbidden in ("anthropic", "openai", "aiogram", "discord-py", "fastapi", "web3", "aiohttp"):
+    for forbidden in ("anthropic", "openai", "python-telegram-bot", "discord-py", "fastapi", "web3", "aiohttp"):
         assert forbidden not in signer
-    for forbidden in ("anthropic", "openai", "aiogram", "discord-py", "web3"):
+    for forbidden in ("anthropic", "openai", "python-telegram-bot", "discord-py", "web3"):
         assert forbidden not in bridge
     assert signer <= bridge <= bot <= names("dev")
 

@@ -22,9 +22,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # modules (the docker SDK is left to the distribution check: the repo's docker/ dir is a namespace package)
-FORBIDDEN = ("anthropic", "openai", "aiogram", "discord", "fastapi", "uvicorn", "starlette", "web3", "aiohttp",
+FORBIDDEN = ("anthropic", "openai", "telegram", "discord", "fastapi", "uvicorn", "starlette", "web3", "aiohttp",
              "httpx", "websockets", "eth_account", "nacl")
-FORBIDDEN_DISTS = ("anthropic", "openai", "aiogram", "discord.py", "fastapi", "uvicorn", "starlette", "web3",
+FORBIDDEN_DISTS = ("anthropic", "openai", "python-telegram-bot", "discord.py", "fastapi", "uvicorn", "starlette", "web3",
                    "aiohttp", "httpx", "websockets", "eth-account", "docker", "pynacl")
 
 pytestmark = pytest.mark.slow
@@ -96,4 +96,4 @@ def test_the_probe_would_see_a_forbidden_package():
     done = subprocess.run([sys.executable, "-c", PROBE, ",".join(FORBIDDEN), ",".join(FORBIDDEN_DISTS)],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert set(json.loads(done.stdout.strip().splitlines()[-1])["present"]) >= {"anthropic", "aiogram", "fastapi", "docker"}
+    assert set(json.loads(done.stdout.strip().splitlines()[-1])["present"]) >= {"anthropic", "telegram", "fastapi", "docker"}

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-FORBIDDEN = ("anthropic", "openai", "aiogram", "discord", "fastapi", "starlette", "uvicorn", "aiohttp.web",
+FORBIDDEN = ("anthropic", "openai", "aiogram", "telegram", "discord", "fastapi", "starlette", "uvicorn", "aiohttp.web",
              "httpx", "telegram", "bot.agent", "bot.channels", "companion_bridge", "skills_runtime")
 
 

@@ -1,7 +1,8 @@
-"""The Telegram channel (aiogram 3): polling or webhook in, Markdown-as-HTML replies out.
+"""The Telegram channel (python-telegram-bot's `telegram.Bot`): polling or webhook in,
+Markdown-as-HTML replies out.
 
-Names are loaded on first use: aiogram builds its pydantic models at import (seconds on a small
-machine), which `owlia start` should only pay when Telegram is configured and has a token.
+Names are loaded on first use, so `owlia start` pays for the client library (and httpx under it)
+only when Telegram is configured and has a token.
 """
 
 from __future__ import annotations

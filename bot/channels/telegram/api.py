@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
-from aiogram import Bot
-from aiogram.client.session.base import Response
-from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
-from aiogram.methods import (AnswerCallbackQuery, DeleteWebhook, EditMessageText, GetMe, GetUpdates,
-                             SendChatAction, SendMessage, SetMyCommands, SetWebhook, TelegramMethod)
-from aiogram.types import InlineKeyboardMarkup
+from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions, Message
+from telegram.error import BadRequest, RetryAfter
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning
 
 from bot.channels.chunking import split_message
 from bot.channels.telegram.markup import to_html
@@ -35,13 +35,61 @@ T = TypeVar("T")
 LIMIT = 4096
 NOT_MODIFIED = "message is not modified"
 PARSE_FAILED = "can't parse entities"
+# No link previews: a preview makes a link the model wrote look like something the bot vouches for.
+NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
-# aiogram parametrizes its generic `Response[...]` model on every call, and pydantic caches those
-# classes only weakly: once the GC has collected one it is rebuilt, about 10 ms of schema work per
-# API call. Holding them here keeps the cache warm (it halved the channel's added latency).
-_PINNED = tuple(Response[m.__returning__] for m in (GetMe, GetUpdates, SendMessage, EditMessageText,  # type: ignore
-                                                       SendChatAction, AnswerCallbackQuery, SetMyCommands,
-                                                       DeleteWebhook, SetWebhook))
+
+class _HideTokens(logging.Filter):
+    """The token is part of every request URL, which httpx logs at INFO (`owlia start`'s level) and
+    the library at DEBUG: a record that names a bot token is rewritten with `<token>` instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if any(token in message for token in self.tokens):
+            for token in self.tokens:
+                message = message.replace(token, "<token>")
+            record.msg, record.args = message, None
+        return True
+
+
+_HIDE_TOKENS = _HideTokens()
+# Every logger that can see a request URL (a filter applies where the record is made, not to children).
+URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.request.BaseRequest", "telegram.request.HTTPXRequest")
+
+
+def make_bot(token: str, api_base: str | None) -> Bot:
+    """A Bot API client for `token`, against `api_base` (a local Bot API server) or Telegram's.
+
+    Two connection pools, as the library sets them up: one connection for the long poll, and a few
+    for replies, so a reply never waits behind a poll. Timeouts are generous (the library's 5 s
+    lost a poll now and then on a loaded machine; a lost poll is only retried, a lost reply is not)."""
+    _HIDE_TOKENS.tokens.add(token)
+    for name in URL_LOGGERS:
+        logging.getLogger(name).addFilter(_HIDE_TOKENS)  # once: addFilter skips a filter it has
+    requests_log = logging.getLogger("httpx")
+    if requests_log.level == logging.NOTSET:  # a line per request (every long poll) unless asked for
+        requests_log.setLevel(logging.WARNING)
+    base = f"{api_base.rstrip('/')}/bot" if api_base else "https://api.telegram.org/bot"
+    return Bot(token, base_url=base,
+               request=HTTPXRequest(connection_pool_size=8, read_timeout=30.0, write_timeout=15.0,
+                                    connect_timeout=15.0, pool_timeout=15.0),
+               get_updates_request=HTTPXRequest(connection_pool_size=1, write_timeout=15.0, connect_timeout=15.0))
+
+
+def retry_after_s(exc: RetryAfter) -> float:
+    """The wait Telegram asked for, in seconds (the library moves from int to timedelta)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def _says(exc: BadRequest, words: str) -> bool:
+    return words in exc.message.lower()  # the library capitalizes Telegram's description
 
 
 @dataclass(frozen=True)
@@ -77,20 +125,25 @@ class TelegramApi:
         """An error as text that can be logged: no token, no other secret."""
         return redact(f"{type(exc).__name__}: {exc}".replace(self.bot.token, "<token>"))
 
-    async def call(self, method: TelegramMethod[T], request_timeout: int | None = None) -> T:
-        """One API call; a 429 is waited out (`retry_after` seconds) up to `max_retries` times."""
+    async def close(self) -> None:
+        """Close the connection pools (the library opens them on first use)."""
+        await self.bot.shutdown()
+
+    async def call(self, name: str, request: Callable[[], Awaitable[T]]) -> T:
+        """One API call (`request` makes it afresh each time); a 429 is waited out (`retry_after`
+        seconds) up to `max_retries` times."""
         attempt = 0
         while True:
             try:
-                return await self.bot(method, request_timeout=request_timeout)
-            except TelegramRetryAfter as exc:
+                return await request()
+            except RetryAfter as exc:
+                wait = retry_after_s(exc)
                 attempt += 1
-                if attempt > self.max_retries or exc.retry_after > self.max_wait:
+                if attempt > self.max_retries or wait > self.max_wait:
                     raise
                 self.retries += 1
-                log.warning("telegram flood control on %s: waiting %ss", type(method).__name__,
-                            exc.retry_after)
-                await self._sleep(float(exc.retry_after))
+                log.warning("telegram flood control on %s: waiting %ss", name, wait)
+                await self._sleep(wait)
 
     async def send(self, chat_id: int, markdown: str, *, markup: InlineKeyboardMarkup | None = None) -> Sent:
         """Markdown as one or more messages; the handle of the last one."""
@@ -112,21 +165,25 @@ class TelegramApi:
     async def send_html(self, chat_id: int, html: str, plain: str, *,
                         markup: InlineKeyboardMarkup | None = None) -> Sent:
         try:
-            message = await self.call(SendMessage(chat_id=chat_id, text=html, parse_mode="HTML",
-                                                  reply_markup=markup))
-        except TelegramBadRequest as exc:
-            if PARSE_FAILED not in exc.message:
+            message = await self._send(chat_id, html, "HTML", markup)
+        except BadRequest as exc:
+            if not _says(exc, PARSE_FAILED):
                 raise
             log.info("telegram refused the HTML (%s); sending plain text", self.scrub(exc))
-            message = await self.call(SendMessage(chat_id=chat_id, text=plain, reply_markup=markup))
+            message = await self._send(chat_id, plain, None, markup)
         return Sent(message.chat.id, message.message_id)
+
+    async def _send(self, chat_id: int, text: str, mode: str | None,
+                    markup: InlineKeyboardMarkup | None) -> Message:
+        return await self.call("sendMessage", lambda: self.bot.send_message(
+            chat_id, text, parse_mode=mode, reply_markup=markup, link_preview_options=NO_PREVIEW))
 
     async def edit_html(self, target: Sent, html: str, plain: str, *,
                         markup: InlineKeyboardMarkup | None = None) -> None:
         try:
             await self._edit(target, html, "HTML", markup)
-        except TelegramBadRequest as exc:
-            if PARSE_FAILED not in exc.message:
+        except BadRequest as exc:
+            if not _says(exc, PARSE_FAILED):
                 raise
             log.info("telegram refused the HTML edit (%s); editing as plain text", self.scrub(exc))
             await self._edit(target, plain, None, markup)
@@ -134,17 +191,19 @@ class TelegramApi:
     async def _edit(self, target: Sent, text: str, mode: str | None,
                     markup: InlineKeyboardMarkup | None) -> None:
         try:
-            await self.call(EditMessageText(chat_id=target.chat_id, message_id=target.message_id, text=text,
-                                            parse_mode=mode, reply_markup=markup))
-        except TelegramBadRequest as exc:
-            if NOT_MODIFIED not in exc.message:  # an identical edit is not a failure
+            await self.call("editMessageText", lambda: self.bot.edit_message_text(
+                text, chat_id=target.chat_id, message_id=target.message_id, parse_mode=mode,
+                reply_markup=markup, link_preview_options=NO_PREVIEW))
+        except BadRequest as exc:
+            if not _says(exc, NOT_MODIFIED):  # an identical edit is not a failure
                 raise
 
     async def typing(self, chat_id: int) -> None:
-        await self.call(SendChatAction(chat_id=chat_id, action="typing"))
+        await self.call("sendChatAction", lambda: self.bot.send_chat_action(chat_id, "typing"))
 
     async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
-        await self.call(AnswerCallbackQuery(callback_query_id=query_id, text=text, show_alert=alert))
+        await self.call("answerCallbackQuery",
+                        lambda: self.bot.answer_callback_query(query_id, text=text, show_alert=alert))
 
     async def quietly(self, what: str, call: Awaitable[Any]) -> Any:
         """Run a call whose failure must not stop the reply (a typing ping, a card); log it."""

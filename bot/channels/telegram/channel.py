@@ -1,11 +1,12 @@
 """The Telegram channel: updates in (long polling or a webhook), replies out, through BotCore.
 
-Our own loop over getUpdates rather than aiogram's Dispatcher, because the channel needs three
-things a Dispatcher hides: every update is handled once (update_ids are remembered; the core also
-drops a redelivered message_id across restarts), one message at a time per chat (a FIFO lock per
-chat, with /cancel going around it so it can stop the run that holds it), and a clean shutdown
-(stop polling, let running replies finish for a grace period, then cancel them, which declines
-any open confirmation). Polling errors back off and never end the loop; a rejected token does.
+The client is python-telegram-bot's low-level `telegram.Bot` (its `telegram.ext` framework is not
+used): our own loop over getUpdates, because the channel needs three things a dispatcher hides:
+every update is handled once (update_ids are remembered; the core also drops a redelivered
+message_id across restarts), one message at a time per chat (a FIFO lock per chat, with /cancel
+going around it so it can stop the run that holds it), and a clean shutdown (stop polling, let
+running replies finish for a grace period, then cancel them, which declines any open
+confirmation). Polling errors back off and never end the loop; a rejected token does.
 The offset is confirmed only by the next poll, so updates in flight when the process dies come
 again after a restart (at least once); the core drops the messages it already handled.
 """
@@ -18,23 +19,17 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
-from aiogram import Bot
-from aiogram.client.default import DefaultBotProperties
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import TelegramAPIError, TelegramNetworkError, TelegramUnauthorizedError
-from aiogram.methods import DeleteWebhook, GetMe, GetUpdates, SetMyCommands
-from aiogram.types import BotCommand, Update
+from telegram import BotCommand, Update
+from telegram.error import InvalidToken, TelegramError
 
 from bot.channels.access import AccessStore, Gatekeeper
 from bot.channels.base import Inbound, drain
 from bot.channels.chunking import split_message
-from bot.channels.telegram.api import LIMIT, TelegramApi
+from bot.channels.telegram.api import LIMIT, TelegramApi, make_bot
 from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
 from bot.channels.telegram.routing import ALLOWED_UPDATES, CHANNEL, Router
 from bot.channels.telegram.sink import TelegramSink
-from bot.channels.telegram.webhook import WebhookServer
 from bot.config import TelegramSettings
 from bot.runtime.core import BotCore
 
@@ -54,12 +49,6 @@ FAILED = "Something went wrong on my side; nothing more was done. Try again, or 
 def explorer_links(chains: Iterable[Any]) -> dict[int, str]:
     """Chain id -> explorer tx URL template, from the `chains:` config."""
     return {c.id: c.explorer_tx_url for c in chains if getattr(c, "explorer_tx_url", None)}
-
-
-def make_bot(token: str, api_base: str | None) -> Bot:
-    """No link previews: a preview makes a link the model wrote look like something the bot vouches for."""
-    session = AiohttpSession(api=TelegramAPIServer.from_base(api_base)) if api_base else AiohttpSession()
-    return Bot(token, session=session, default=DefaultBotProperties(link_preview_is_disabled=True))
 
 
 class TelegramChannel:
@@ -94,11 +83,14 @@ class TelegramChannel:
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, serve until `stop` is set, then close cleanly."""
         try:
-            me = await self.api.call(GetMe())
+            me = await self.api.call("getMe", self.bot.get_me)
             self.router = Router(self.settings, self.gate, me)
-            await self.api.quietly("setMyCommands", self.api.call(SetMyCommands(
-                commands=[BotCommand(command=c, description=d) for c, d in MENU])))
+            commands = [BotCommand(c, d) for c, d in MENU]
+            await self.api.quietly("setMyCommands", self.api.call(
+                "setMyCommands", lambda: self.bot.set_my_commands(commands)))
             if self.settings.mode == "webhook":
+                from bot.channels.telegram.webhook import WebhookServer  # aiohttp's server: webhook mode only
+
                 server = WebhookServer(self, self.settings)
                 await server.start()
                 try:
@@ -107,12 +99,12 @@ class TelegramChannel:
                 finally:
                     await server.stop()
             else:
-                await self.api.call(DeleteWebhook(drop_pending_updates=False))
+                await self.api.call("deleteWebhook", lambda: self.bot.delete_webhook(drop_pending_updates=False))
                 self.ready.set()
                 await self._poll_until(stop)
             await drain(self._tasks, self.shutdown_grace)
         finally:
-            await self.bot.session.close()
+            await self.api.close()
 
     async def _poll_until(self, stop: asyncio.Event) -> None:
         poller = asyncio.create_task(self._poll())
@@ -129,13 +121,13 @@ class TelegramChannel:
         backoff = 0.5
         while True:
             try:
-                updates = await self.api.call(
-                    GetUpdates(offset=offset, timeout=self.poll_timeout, allowed_updates=ALLOWED_UPDATES),
-                    request_timeout=self.poll_timeout + 15)
-            except TelegramUnauthorizedError:
+                updates = await self.api.call("getUpdates", lambda: self.bot.get_updates(
+                    offset=offset, timeout=self.poll_timeout, allowed_updates=ALLOWED_UPDATES,
+                    read_timeout=15))  # on top of the poll timeout (the library adds it)
+            except InvalidToken:
                 log.error("telegram rejected the bot token; the Telegram channel stops")
                 raise
-            except (TelegramNetworkError, TelegramAPIError) as exc:
+            except TelegramError as exc:
                 log.warning("telegram polling failed (%s); retrying in %.1fs", self.api.scrub(exc), backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff)

@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from aiogram.types import Message, User
+from telegram import Message, User
 
 from bot.channels.access import Gatekeeper
 from bot.channels.base import Inbound

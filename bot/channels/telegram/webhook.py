@@ -15,10 +15,8 @@ import secrets
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from aiogram.methods import SetWebhook
-from aiogram.types import Update
 from aiohttp import web
-from pydantic import ValidationError
+from telegram import Update
 
 from bot.channels.telegram.routing import ALLOWED_UPDATES
 from bot.config import TelegramSettings
@@ -51,8 +49,9 @@ class WebhookServer:
         site = web.TCPSite(self._runner, self.settings.webhook_host, self.settings.webhook_port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        await self.channel.api.call(SetWebhook(url=self.settings.webhook_url, secret_token=self._secret,
-                                               allowed_updates=ALLOWED_UPDATES))
+        url = self.settings.webhook_url
+        await self.channel.api.call("setWebhook", lambda: self.channel.bot.set_webhook(
+            url, secret_token=self._secret, allowed_updates=ALLOWED_UPDATES))
 
     async def stop(self) -> None:
         """Stop listening; the webhook stays registered so Telegram queues updates until we return."""
@@ -66,8 +65,11 @@ class WebhookServer:
             log.warning("telegram webhook: request without the right secret token refused")
             return web.Response(status=401)
         try:
-            update = Update.model_validate(await request.json(), context={"bot": self.channel.bot})
-        except (ValueError, ValidationError):
+            body = await request.json()
+            update = Update.de_json(body, self.channel.bot) if isinstance(body, dict) else None
+        except (ValueError, TypeError, KeyError):
+            update = None
+        if update is None:
             return web.Response(status=400)
         self.channel.dispatch(update)
         return web.Response(status=200)

@@ -48,7 +48,7 @@ class Outage:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if not self.up:
             self.dropped += 1
-            writer.transport.abort()  # a reset: aiogram raises TelegramNetworkError
+            writer.transport.abort()  # a reset: the client raises NetworkError
             return
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
 

@@ -1,5 +1,6 @@
 """`LLMPool.warm` imports the provider SDK a configured profile needs, off the event loop, so the
-first reply after `owlia start` does not wait for it; a profile without a credential warms nothing."""
+first reply after `owlia start` does not wait for it, and builds the router the first message then
+reuses (its clients' TLS contexts); a profile without a credential warms nothing."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ async def main():
     task = asyncio.create_task(ticker())
     modules = await pool.warm()
     task.cancel()
-    print(before, "anthropic" in sys.modules, ",".join(modules), ticks > 1)
+    built = pool._routers.get(None)  # what warm() left for the first message
+    reused = built is not None and await pool.router() is built[1]
+    print(before, "anthropic" in sys.modules, ",".join(modules), ticks > 1, reused)
 
 asyncio.run(main())
 """
@@ -45,8 +48,8 @@ def warm(credential: str) -> str:
 
 
 def test_warm_imports_the_sdk_of_a_credentialed_profile_without_blocking_the_loop() -> None:
-    assert warm("anthropic") == "False True bot.llm.anthropic_provider True"
+    assert warm("anthropic") == "False True bot.llm.anthropic_provider True True"
 
 
 def test_warm_imports_nothing_without_a_credential() -> None:
-    assert warm("nobody") == "False False  False"
+    assert warm("nobody") == "False False  False False"

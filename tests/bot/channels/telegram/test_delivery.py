@@ -66,7 +66,7 @@ def test_html_telegram_rejects_is_resent_as_plain_text(tg):
             await api.edit_html(sent, "<blink>nope</blink>", "plain edit")
             await api.edit_html(sent, "<b>fine</b>", "unused")
         finally:
-            await api.bot.session.close()
+            await api.close()
         statuses = [(c.method, c.status, c.params.get("parse_mode")) for c in tg.calls]
         assert statuses == [("sendMessage", 400, "HTML"), ("sendMessage", 200, None),
                             ("editMessageText", 400, "HTML"), ("editMessageText", 200, None),
@@ -86,7 +86,7 @@ def test_an_identical_edit_and_an_emoji_heavy_text_are_handled(tg):
             emoji = "🦉" * 3000  # 3000 chars, 6000 UTF-16 units: over the limit as Telegram counts
             last = await api.send(OWNER, emoji)
         finally:
-            await api.bot.session.close()
+            await api.close()
         assert isinstance(last, Sent)
         owls = [m.text for m in tg.chat(OWNER)[1:]]
         assert len(owls) == 2 and "".join(owls) == emoji
@@ -170,3 +170,27 @@ def test_polling_survives_server_errors_and_flood_control(telegram):
         await live.tg.until(lambda: "still here" in live.replies(), 10)
 
     telegram.serve(scenario, max_backoff=0.2)
+
+
+def test_request_logs_never_show_the_token(tg, caplog):
+    """Every Bot API URL carries the token: httpx logs each request, the client logs its base URL.
+    Even with both turned up to DEBUG, a log line shows `<token>` in its place."""
+    httpx_log = logging.getLogger("httpx")
+    level = httpx_log.level
+
+    async def go() -> None:
+        tg.open_chat(OWNER)
+        api = TelegramApi(make_bot(tg.token, tg.url))
+        httpx_log.setLevel(logging.DEBUG)
+        try:
+            await api.send(OWNER, "hello")
+        finally:
+            await api.close()
+
+    try:
+        with caplog.at_level(logging.DEBUG):
+            asyncio.run(go())
+    finally:
+        httpx_log.setLevel(level)
+    assert "/bot<token>/sendMessage" in caplog.text and "Set Bot API URL" in caplog.text
+    assert tg.token not in caplog.text

@@ -1,0 +1,99 @@
+"""`owlia start` stays light until it is ready: a real `owlia start` process (Telegram against the
+local Bot API server, the control plane on, an anthropic profile against the local LLM server).
+
+Before ready it may import the Telegram client, but no provider SDK (imported after ready, in the
+background), no other chat library, no web framework (the control plane is its own small server)
+and nothing a configured feature does not need; its resident
+memory at ready stays under a ceiling with a wide margin (76 MB here; aiogram alone had
+pushed it past 200 MB). Checked by what the process imports (`python -X importtime`, stable) and
+by RSS, not by wall time (noisy on a shared machine).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from bot.workspace import create_workspace
+from tests.bot.agent.conftest import FAKE_KEYS, Reply, default_bot_section, llm  # noqa: F401 - fixture
+from tests.fakes.telegram_server import TOKEN, FakeTelegramServer
+
+ROOT = Path(__file__).resolve().parents[3]
+READY = "owlia: running with telegram"
+NOT_BEFORE_READY = ("anthropic", "openai", "aiogram", "discord", "docker", "mcp", "jsonschema", "web3",
+                    "playwright", "nacl", "fastapi", "starlette", "uvicorn")
+RSS_CEILING_MB = 120
+USER = 4242
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _home(tmp_path: Path, llm_server, api_base: str) -> Path:  # noqa: F811 - the fixture's name
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    create_workspace(home / "workspace")
+    config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+              "bot": default_bot_section(llm_server, gateway={"port": 0}, channels={
+                  "telegram": {"api_base": api_base, "allow_from": [str(USER)]}})}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    return home
+
+
+def _top_level(line: str) -> str | None:
+    """The top-level package an `-X importtime` line names."""
+    if not line.startswith("import time:") or "|" not in line:
+        return None
+    name = line.rsplit("|", 1)[1].strip()
+    return None if name == "imported package" else name.split(".")[0]
+
+
+def test_owlia_start_is_light_until_ready_and_still_answers(tmp_path, llm) -> None:  # noqa: F811
+    llm.enqueue(Reply(text=["pong"]))
+    with FakeTelegramServer() as tg:
+        home = _home(tmp_path, llm, tg.url)
+        env = {**os.environ, "ANTHROPIC_API_KEY": FAKE_KEYS["anthropic"], "TELEGRAM_BOT_TOKEN": TOKEN}
+        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "bot.cli", "--home", str(home), "start"],
+                                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            before: set[str] = set()
+            seen: list[str] = []
+            for line in proc.stderr:
+                if READY in line:
+                    break
+                seen.append(line)
+                if (package := _top_level(line)) is not None:
+                    before.add(package)
+            else:
+                raise AssertionError("owlia start never got ready:\n" + "".join(seen[-40:]))
+            rss = _rss_mb(proc.pid)
+            rest: list[str] = []  # keep reading: a full stderr pipe would stall the bot
+            threading.Thread(target=lambda: rest.extend(proc.stderr), daemon=True).start()  # type: ignore[arg-type]
+            assert "telegram" in before and "bot" in before  # the probe sees what the process imports
+            assert not before & set(NOT_BEFORE_READY), sorted(before & set(NOT_BEFORE_READY))
+            assert rss < RSS_CEILING_MB, f"{rss:.1f} MB resident at ready"
+            tg.message(USER, "ping")
+            deadline = time.monotonic() + 30
+            while not [m for m in tg.chat(USER) if m.text == "pong"]:
+                assert proc.poll() is None and time.monotonic() < deadline, "no reply:\n" + "".join(rest[-40:])
+                time.sleep(0.05)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
