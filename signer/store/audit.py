@@ -183,7 +183,8 @@ class AuditLog:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
         self._version = self._data_version()
         row = self._conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        self._seq, self._hash = (row[0], row[1]) if row else (0, GENESIS)
+        self._seq: int = row[0] if row else 0
+        self._hash: str = row[1] if row else GENESIS
 
     def _data_version(self) -> int:
         """Changes whenever another connection (a local admin command) commits to the database."""
