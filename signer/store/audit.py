@@ -356,3 +356,9 @@ def tail(conn: sqlite3.Connection, n: int = 20, *, kind: str | None = None, sinc
     args.append(max(0, min(int(n), 10_000)))
     rows = conn.execute(sql, args).fetchall()
     return [AuditEntry(seq, ts, k, json.loads(body), h) for seq, ts, k, body, h in reversed(rows)]
+
+
+def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
+    """The hash of record `seq`, if the log has it."""
+    row = conn.execute("SELECT hash FROM audit WHERE seq=?", (seq,)).fetchone()
+    return None if row is None else row[0]
