@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
+from policies.intent import Decoded
 from signer import records
 from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
@@ -41,7 +42,7 @@ from signer.store.approvals import APPROVED, DENIED, OPEN
 from signer.store.requests import Connection
 from signer.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
-from signer.txdecode import TxDecodeError, decode_signed_eip1559
+from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:
     from signer.chain import Chain
@@ -54,7 +55,7 @@ MAX_WAITING_PER_CLIENT = 10
 
 class Approvals:
     def __init__(self, engine: SigningCore, devices: DeviceRegistry, identity: SignerIdentity,
-                 clock=time.time) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.devices = devices
         self.identity = identity  # signs what is delivered, so the companion can tell a rewritten request
@@ -75,7 +76,7 @@ class Approvals:
 
     # ---- creation (called by the engine on ESCALATE) ----------------------------------------
 
-    async def prepare(self, *, request_id: str, kind: str, decoded, summary: str, decision: Decision,
+    async def prepare(self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
                       agent_reason: str | None, now: float, expires_at: float) -> dict[str, Any]:
         call = decoded.call
         tx = await main_account_tx(self.engine.chains.get(call.chain_id), self.devices.main_account(), call)
@@ -231,7 +232,7 @@ class Approvals:
             return await self._record_and_send(body, kind, params, device_id, evidence, chain, got)
 
     async def _record_and_send(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
-                               evidence: dict[str, Any], chain: Chain, got) -> dict[str, Any]:
+                               evidence: dict[str, Any], chain: Chain, got: DecodedTx) -> dict[str, Any]:
         if kind == "topup" and await exceeds_cap(self.engine, body, chain, got.tx.to, got.tx.value):
             raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
         result = self._answered(params.request_id, status=records.SIGNED, tx_hash=got.tx_hash, sender=got.sender,
@@ -320,7 +321,8 @@ class Approvals:
         if not approval_store.close(conn, request_id, state, self.clock(), device_id, answer):
             raise _Expired() if approval_store.is_open(conn, request_id) else _AlreadyAnswered()
 
-    async def _write_once(self, unit, evidence: dict[str, Any], commit=None) -> None:
+    async def _write_once(self, unit: Callable[[Connection], None], evidence: dict[str, Any],
+                          commit: Callable[[Callable[[Connection], None]], Awaitable[Any]] | None = None) -> None:
         """Two answers racing for one request: the first commit wins, the second is a replay."""
         try:
             await (commit or self.engine.writer.run)(unit)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from policies.context import EvalContext
 from policies.decision import Decision, Outcome
 from policies.decode import decode
 from policies.evaluate import evaluate
@@ -109,7 +110,7 @@ class Engine:
             "actions": records.decoded_to_json(decoded),
         }
 
-    def _context(self, decoded: Decoded, now: float):
+    def _context(self, decoded: Decoded, now: float) -> EvalContext:
         key = self.keys.current(decoded.call.chain_id)
         state = SignerState(
             session_key_expires_at=key.expires_at if key else None,

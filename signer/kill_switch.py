@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from signer.devices import DeviceRegistry
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class KillSwitch:
-    def __init__(self, engine: SigningCore, devices: DeviceRegistry, clock=time.time) -> None:
+    def __init__(self, engine: SigningCore, devices: DeviceRegistry, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.devices = devices
         self.clock = clock

@@ -20,6 +20,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,6 +35,7 @@ from signer.ledger import DAY, Ledger
 from signer.policy_change import StalePolicy
 from signer.store import approvals as approval_store
 from signer.store import requests as request_store
+from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta
 from signer.store.requests import Connection
 
@@ -123,7 +125,7 @@ class PolicyKeeper:
     """Owns which policy is in force: at start, on reload and when the companion approves one."""
 
     def __init__(self, path: Path, reader: Connection, file_text: str, file_policy: Policy,
-                 clock=time.time) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.reader = reader
         self.clock = clock
@@ -161,7 +163,7 @@ class PolicyKeeper:
         self._ledger = load_ledger(self.reader, self.ledger_since)
         return self._ledger
 
-    def record_start(self, conn: Connection, audit) -> None:
+    def record_start(self, conn: Connection, audit: AuditLog) -> None:
         """Inside the start-up transaction: remember what is in force and log it if it is new."""
         policy_hash = self.policy.policy_hash()
         if self.proposal is None:
@@ -169,7 +171,7 @@ class PolicyKeeper:
         if get_meta(conn, "policy_hash") != policy_hash:
             self._record_loaded(conn, audit, "start", self.policy)
 
-    def _record_loaded(self, conn: Connection, audit, why: str, policy: Policy) -> None:
+    def _record_loaded(self, conn: Connection, audit: AuditLog, why: str, policy: Policy) -> None:
         audit.append("policy.loaded", {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json"),
                                        "why": why})
         set_meta(conn, "policy_hash", policy.policy_hash())
@@ -191,7 +193,7 @@ class PolicyKeeper:
             await self._install(text, new, "reload: tightened", extra=None)
             return ReloadResult("applied", new.policy_hash())
 
-    async def install_approved(self, text: str, from_hash: str, commit_approval) -> None:
+    async def install_approved(self, text: str, from_hash: str, commit_approval: Callable[[Connection], None]) -> None:
         """Install a loosening the companion approved, in the same commit that closes the approval,
         only over the policy it was proposed against (StalePolicy otherwise: nothing is written)."""
         async with self._changing:
@@ -200,7 +202,7 @@ class PolicyKeeper:
                                   "reload the signer's policy to propose it again")
             await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
 
-    async def _install(self, text: str, new: Policy, why: str, extra) -> None:
+    async def _install(self, text: str, new: Policy, why: str, extra: Callable[[Connection], None] | None) -> None:
         engine, _ = self._wired()
         since = self.clock() - ledger_horizon(new)
         if since < self.ledger_since:  # a longer window: count the older spends before it decides anything
