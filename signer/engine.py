@@ -316,7 +316,8 @@ class Engine:
                 "node_refused": refused}
 
         def record(conn: Connection) -> None:
-            request_store.mark_unconfirmed(conn, request_id, records.stored(held), records.UNCONFIRMED, records.SIGNED)
+            request_store.set_outcome_if(conn, request_id, records.UNCONFIRMED, records.stored(held),
+                                         current=records.SIGNED)
             self.audit.append("sign.broadcast_unknown", body)
 
         await self.writer.run(record)

@@ -71,10 +71,10 @@ def mark_signed(conn: Connection, request_id: str, outcome: str, tx_hash: str, r
                  (outcome, tx_hash, raw_tx, request_id))
 
 
-def mark_unconfirmed(conn: Connection, request_id: str, outcome: str, unconfirmed: str, signed: str) -> None:
-    """A signed request whose broadcast the node did not accept (only if it is still `signed`)."""
+def set_outcome_if(conn: Connection, request_id: str, status: str, outcome: str, *, current: str) -> None:
+    """`set_outcome`, only while the request's status is still `current`."""
     conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=? AND status=?",
-                 (unconfirmed, outcome, request_id, signed))
+                 (status, outcome, request_id, current))
 
 
 def nonce_ceiling(conn: Connection, chain_id: int, address: str) -> int:
