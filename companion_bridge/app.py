@@ -349,7 +349,7 @@ class Bridge:
             return {**reply, "ok": False, "error": {"code": exc.code, "message": exc.message}}
         except SignerError as exc:
             return {**reply, "ok": False, "error": {"code": exc.code, "message": exc.message}}
-        if method == "approvals.answer":
+        if method == "approvals.answer" and params is not None:
             self.queue.mark_answered(params["request_id"])
             self._frames = None
             await self.hub.send_all({"type": "resolved", "request_id": params["request_id"]})

@@ -109,13 +109,11 @@ class _Evaluation:
             self.add(DENY, "recipient.lookalike",
                      f"{what}: the address imitates {self.ix.address_name(t.chain_id, imitated)} ({imitated})")
         elif Flag.RECIPIENT_FROM_UNTRUSTED in self.decoded.call.flags:
-            setting = policy.recipients.untrusted_provenance
-            self.add(_OUTCOMES[setting], "recipient.untrusted_provenance",
+            self.add(_OUTCOMES[policy.recipients.untrusted_provenance], "recipient.untrusted_provenance",
                      f"{what}: you did not write this recipient yourself (it came from a page, a message, "
                      "a tool or the model) and it is not in the address book")
         else:
-            setting = policy.recipients.unknown
-            self.add(_OUTCOMES[setting], "recipient.new", f"{what}: the recipient is not in the address book")
+            self.add(_OUTCOMES[policy.recipients.unknown], "recipient.new", f"{what}: the recipient is not in the address book")
 
     def approval(self, a: Approval) -> None:
         if a.amount == 0:

@@ -41,7 +41,7 @@ class _PolicyLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, _ in node.value:
@@ -60,11 +60,11 @@ class _PolicyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _scalar_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+def _scalar_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return loader.construct_scalar(node)
 
 
-def _int_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> int | str:
+def _int_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | str:
     """Plain decimal integers stay ints; `0x...` (an unquoted address), `010`, `1:30` stay text."""
     text = loader.construct_scalar(node)
     return int(text) if _PLAIN_INT.fullmatch(text) else text

@@ -272,11 +272,11 @@ class Policy(_Strict):
         for i, entry in enumerate(self.opaque_calls):
             if entry.chain not in chain_ids:
                 raise ValueError(f"opaque_calls.{i}.chain: chain {entry.chain} is not listed under chains")
-            key = (entry.chain, entry.address, entry.selector)
-            if key in seen_opaque:
+            opaque = (entry.chain, entry.address, entry.selector)
+            if opaque in seen_opaque:
                 raise ValueError(f"opaque_calls.{i}: {entry.selector} on {entry.address} (chain {entry.chain}) "
                                  "is listed twice")
-            seen_opaque.add(key)
+            seen_opaque.add(opaque)
         return self
 
     def model_post_init(self, __context: Any) -> None:
@@ -287,10 +287,11 @@ class Policy(_Strict):
             assets[(a.chain, a.asset)] = AssetRule(a.symbol, a.decimals, per_tx, _windows(a.windows, a.decimals), price)
         names = {}
         # Address book names win over spender names, which win over contract names.
-        for entry in (*self.contracts, *self.spenders, *self.address_book):
+        named: tuple[AddressEntry | ContractEntry, ...] = (*self.contracts, *self.spenders, *self.address_book)
+        for entry in named:
             names[(entry.chain, entry.address)] = entry.name
         lookalikes: dict[tuple[int, str, str], set[str]] = {}
-        for entry in (*self.address_book, *self.spenders, *self.contracts):
+        for entry in named:  # a set per look-alike key: the order does not matter
             lookalikes.setdefault((entry.chain, *lookalike_key(entry.address)), set()).add(entry.address)
         usd = None
         if self.usd is not None:

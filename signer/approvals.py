@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
+from policies.intent import Decoded
 from signer import records
 from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
 from signer.audit_witness import make_checkpoint
+from signer.store.audit import hash_at
 from signer.devices import DeviceRegistry
 from signer.identity import SignerIdentity
 from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
@@ -35,24 +36,17 @@ from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
 from signer.wire.protocol import ApprovalAction, ApprovalAnswerParams, FreezeParams, RequestStatus, RpcError
 from signer.receipts import InFlight
+from signer.store import approvals as approval_store
+from signer.store import requests as request_store
+from signer.store.approvals import APPROVED, DENIED, OPEN
+from signer.store.requests import Connection
 from signer.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
-from signer.txdecode import TxDecodeError, decode_signed_eip1559
+from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:
     from signer.chain import Chain
-    from signer.engine import Engine
-    from signer.policy_live import PolicyKeeper
-
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS approvals(
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
-    body TEXT NOT NULL, request_hash TEXT NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL,
-    answered_at REAL, device_id TEXT, answer TEXT);
-CREATE TABLE IF NOT EXISTS policy_proposals(request_id TEXT PRIMARY KEY, policy_hash TEXT NOT NULL, text TEXT NOT NULL);
-"""
-OPEN, APPROVED, DENIED = "open", "approved", "denied"
+    from signer.tier1_port import PolicyInstaller, SigningCore
 NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main account's next nonce
 # Requests one client may have waiting on the companion at once: a hijacked bot must not bury the
 # user in prompts until one gets approved without being read.
@@ -60,12 +54,13 @@ MAX_WAITING_PER_CLIENT = 10
 
 
 class Approvals:
-    def __init__(self, engine: Engine, devices: DeviceRegistry, identity: SignerIdentity, clock=time.time) -> None:
+    def __init__(self, engine: SigningCore, devices: DeviceRegistry, identity: SignerIdentity,
+                 clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.devices = devices
         self.identity = identity  # signs what is delivered, so the companion can tell a rewritten request
         self.clock = clock
-        self.policies: PolicyKeeper | None = None  # set by the daemon: installs approved loosenings
+        self.policies: PolicyInstaller | None = None  # set by the daemon: installs approved loosenings
         self._builder = RequestBuilder(engine.policy)
         self._changed = asyncio.Event()
         self._main_lock = asyncio.Lock()
@@ -81,7 +76,7 @@ class Approvals:
 
     # ---- creation (called by the engine on ESCALATE) ----------------------------------------
 
-    async def prepare(self, *, request_id: str, kind: str, decoded, summary: str, decision: Decision,
+    async def prepare(self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
                       agent_reason: str | None, now: float, expires_at: float) -> dict[str, Any]:
         call = decoded.call
         tx = await main_account_tx(self.engine.chains.get(call.chain_id), self.devices.main_account(), call)
@@ -95,10 +90,7 @@ class Approvals:
         client has MAX_WAITING_PER_CLIENT waiting. `release` it once its approval is recorded."""
         client_id = request[0]
         held = [key for holder, key in self._held if holder == client_id]  # recorded or not: counted once
-        recorded = self.engine.reader.execute(
-            "SELECT COUNT(*) FROM approvals a JOIN requests r ON r.request_id=a.request_id "
-            "WHERE r.client_id=? AND a.state=? AND a.expires_at>? AND r.idempotency_key NOT IN "
-            f"({','.join('?' * len(held))})", (client_id, OPEN, self.clock(), *held)).fetchone()[0]
+        recorded = approval_store.open_for_client(self.engine.reader, client_id, self.clock(), held)
         waiting = recorded + len(held)
         if waiting >= MAX_WAITING_PER_CLIENT:
             return (f"{waiting} requests of this client are already waiting for your companion; "
@@ -110,19 +102,16 @@ class Approvals:
         self._held.discard(request)
 
     @staticmethod
-    def insert(conn: sqlite3.Connection, body: dict[str, Any]) -> None:
-        conn.execute("INSERT INTO approvals(request_id, kind, body, request_hash, expires_at, state)"
-                     " VALUES(?,?,?,?,?,?)",
-                     (body["request_id"], body["kind"], json.dumps(body), request_hash(body), body["expires_at"], OPEN))
+    def insert(conn: Connection, body: dict[str, Any]) -> None:
+        approval_store.insert(conn, body, request_hash(body))
 
-    def open_request(self, conn: sqlite3.Connection, body: dict[str, Any], pending: dict[str, Any],
+    def open_request(self, conn: Connection, body: dict[str, Any], pending: dict[str, Any],
                      requester: str) -> None:
         """A request no client's `sign.request` made (a top-up, a policy loosening): its pending
         row, keyed by its own id, and its approval, in the caller's transaction."""
-        conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                     " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                     (body["request_id"], requester, body["request_id"], body["kind"], request_hash(body),
-                      body["created_at"], records.PENDING, json.dumps(pending), body["chain_id"], body["expires_at"]))
+        request_store.insert_pending(conn, body["request_id"], requester, body["kind"], request_hash(body),
+                                     body["created_at"], json.dumps(pending), body["chain_id"], body["expires_at"],
+                                     records.PENDING)
         self.insert(conn, body)
 
     def announce(self) -> None:
@@ -133,10 +122,7 @@ class Approvals:
     # ---- delivery to the bridge -------------------------------------------------------------
 
     def _open_after(self, after: int, limit: int) -> list[dict[str, Any]]:
-        rows = self.engine.reader.execute(
-            "SELECT seq, body, request_hash FROM approvals WHERE seq>? AND state=? AND expires_at>? "
-            "ORDER BY seq LIMIT ?",
-            (after, OPEN, self.clock(), limit)).fetchall()
+        rows = approval_store.open_after(self.engine.reader, after, self.clock(), limit)
         return [{"seq": seq, "request": self._signed(json.loads(body), digest), "request_hash": digest}
                 for seq, body, digest in rows]
 
@@ -178,8 +164,8 @@ class Approvals:
         seq, head = self.engine.audit.committed
         at = None
         if witness_seq is not None and 0 < witness_seq <= seq:  # bind this checkpoint to what the witness saw
-            row = self.engine.reader.execute("SELECT hash FROM audit WHERE seq=?", (witness_seq,)).fetchone()
-            at = {"seq": witness_seq, "hash": row[0]} if row is not None else None
+            record_hash = hash_at(self.engine.reader, witness_seq)
+            at = {"seq": witness_seq, "hash": record_hash} if record_hash is not None else None
         checkpoint = make_checkpoint(self.identity, seq, head, at)
         return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
 
@@ -201,9 +187,7 @@ class Approvals:
     async def answer(self, params: ApprovalAnswerParams) -> dict[str, Any]:
         now = self.clock()
         evidence = {"request_id": params.request_id, "device_id": params.device_id, "action": params.action}
-        row = self.engine.reader.execute(
-            "SELECT kind, body, request_hash, expires_at, state FROM approvals WHERE request_id=?",
-            (params.request_id,)).fetchone()
+        row = approval_store.find(self.engine.reader, params.request_id)
         if row is None:
             raise await self._refuse(evidence, "no such approval request")
         kind, body_text, digest, expires_at, state = row
@@ -248,17 +232,16 @@ class Approvals:
             return await self._record_and_send(body, kind, params, device_id, evidence, chain, got)
 
     async def _record_and_send(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
-                               evidence: dict[str, Any], chain: Chain, got) -> dict[str, Any]:
+                               evidence: dict[str, Any], chain: Chain, got: DecodedTx) -> dict[str, Any]:
         if kind == "topup" and await exceeds_cap(self.engine, body, chain, got.tx.to, got.tx.value):
             raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
         result = self._answered(params.request_id, status=records.SIGNED, tx_hash=got.tx_hash, sender=got.sender,
                                 nonce=got.tx.nonce, chain_id=got.tx.chain_id, approved_by=device_id, tier=1,
                                 broadcast=self.engine.broadcast)
 
-        def record(conn: sqlite3.Connection) -> None:
+        def record(conn: Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"tx_hash": got.tx_hash})
-            conn.execute("UPDATE requests SET status='signed', outcome=?, tx_hash=?, raw_tx=? WHERE request_id=?",
-                         (json.dumps(result), got.tx_hash, params.raw_tx, params.request_id))
+            request_store.mark_signed(conn, params.request_id, json.dumps(result), got.tx_hash, params.raw_tx)
             self.engine.audit.append("approval.approved", {"request_id": params.request_id, "device_id": device_id,
                                                            "tx_hash": got.tx_hash, "sender": got.sender,
                                                            "tx": got.tx.to_dict()})
@@ -270,7 +253,7 @@ class Approvals:
         in_flight = InFlight(params.request_id, got.tx.chain_id, got.tx_hash, got.sender, got.tx.nonce)
         if outcome.sent is not Sent.ACCEPTED:  # not "failed": a refusal is the node's word, asking again could pay twice
             result = await self.engine.broadcast_unknown(params.request_id, result, outcome)
-        self.engine.receipts.watch(chain, in_flight)
+        self.engine.follow(chain, in_flight)
         return result
 
     async def _approve_policy(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
@@ -281,15 +264,13 @@ class Approvals:
             raise await self._refuse(evidence, "a policy approval carries no transaction")
         if self.policies is None:
             raise await self._refuse(evidence, "this signer cannot install policies while running")
-        policy_hash, text = self.engine.reader.execute(
-            "SELECT policy_hash, text FROM policy_proposals WHERE request_id=?", (params.request_id,)).fetchone()
+        policy_hash, text = approval_store.proposal(self.engine.reader, params.request_id)
         result = self._answered(params.request_id, status=RequestStatus.APPROVED, approved_by=device_id, policy_hash=policy_hash,
                                 note="the approved policy is in force")
 
-        def record(conn: sqlite3.Connection) -> None:
+        def record(conn: Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"policy_hash": policy_hash})
-            conn.execute("UPDATE requests SET status='approved', outcome=? WHERE request_id=?",
-                         (json.dumps(result), params.request_id))
+            request_store.set_outcome(conn, params.request_id, RequestStatus.APPROVED, json.dumps(result))
             self.engine.audit.append("policy.loosening_approved", {"request_id": params.request_id,
                                                                    "device_id": device_id, "policy_hash": policy_hash})
 
@@ -313,10 +294,9 @@ class Approvals:
         if freeze:
             self.kill_switch.disarm_all()
 
-        def record(conn: sqlite3.Connection) -> None:
+        def record(conn: Connection) -> None:
             self._close(conn, params.request_id, DENIED, device_id, {"freeze": freeze})
-            conn.execute("UPDATE requests SET status='denied', outcome=? WHERE request_id=?",
-                         (json.dumps(result), params.request_id))
+            request_store.set_outcome(conn, params.request_id, "denied", json.dumps(result))
             self.engine.audit.append("approval.denied", {"request_id": params.request_id, "device_id": device_id,
                                                          "freeze": freeze, "note": params.note})
             if freeze:
@@ -330,26 +310,19 @@ class Approvals:
 
     def _answered(self, request_id: str, **changes: Any) -> dict[str, Any]:
         """The request's stored outcome updated by its answer; no longer pending, so no expiry."""
-        stored = self.engine.reader.execute("SELECT outcome FROM requests WHERE request_id=?",
-                                            (request_id,)).fetchone()[0]
-        result = {**json.loads(stored), **changes}
+        result = {**json.loads(request_store.outcome_of(self.engine.reader, request_id)), **changes}
         result.pop("expires_at", None)
         return result
 
-    def _close(self, conn: sqlite3.Connection, request_id: str, state: str, device_id: str,
+    def _close(self, conn: Connection, request_id: str, state: str, device_id: str,
                answer: dict[str, Any]) -> None:
         """Close an open, unexpired request in the answer's own transaction: the expiry is checked
         again here, since an answer may have waited (for the main-account lock, for the chain)."""
-        now = self.clock()
-        cur = conn.execute("UPDATE approvals SET state=?, answered_at=?, device_id=?, answer=? "
-                           "WHERE request_id=? AND state=? AND expires_at>?",
-                           (state, now, device_id, json.dumps(answer), request_id, OPEN, now))
-        if cur.rowcount != 1:
-            still_open = conn.execute("SELECT 1 FROM approvals WHERE request_id=? AND state=?",
-                                      (request_id, OPEN)).fetchone()
-            raise _Expired() if still_open else _AlreadyAnswered()
+        if not approval_store.close(conn, request_id, state, self.clock(), device_id, answer):
+            raise _Expired() if approval_store.is_open(conn, request_id) else _AlreadyAnswered()
 
-    async def _write_once(self, unit, evidence: dict[str, Any], commit=None) -> None:
+    async def _write_once(self, unit: Callable[[Connection], None], evidence: dict[str, Any],
+                          commit: Callable[[Callable[[Connection], None]], Awaitable[Any]] | None = None) -> None:
         """Two answers racing for one request: the first commit wins, the second is a replay."""
         try:
             await (commit or self.engine.writer.run)(unit)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
 from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
@@ -332,7 +333,7 @@ class Chain:
         if self.check is not None:
             self.check.close()
 
-    async def _call(self, method: str, *params):
+    async def _call(self, method: str, *params: Any) -> Any:
         try:
             return await self.rpc.call(method, *params)
         except RpcRemoteError as exc:

@@ -111,13 +111,13 @@ class ClockState:
             return None
         try:
             data = json.loads(text)
-            values = [float(data[k]) for k in ("signer", "wall", "steady")]
+            signer, wall, steady_reading = (float(data[k]) for k in ("signer", "wall", "steady"))
             boot_id = data.get("boot_id")
         except Exception:  # noqa: BLE001 - whatever is in the row (OverflowError, RecursionError...): not a state
             return None
-        if not all(math.isfinite(v) for v in values) or not isinstance(boot_id, (str, type(None))):
+        if not all(math.isfinite(v) for v in (signer, wall, steady_reading)) or not isinstance(boot_id, (str, type(None))):
             return None
-        return cls(*values, boot_id or None)
+        return cls(signer, wall, steady_reading, boot_id or None)
 
 
 def load_state(conn: sqlite3.Connection) -> ClockState | None:

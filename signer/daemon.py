@@ -19,8 +19,10 @@ import dataclasses
 import logging
 import signal
 import sqlite3
+from collections.abc import Coroutine
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from policies.loader import PolicyError, parse_policy
 from signer import devices as devices_store
@@ -251,7 +253,7 @@ async def serve_forever(daemon: Daemon) -> None:
         await daemon.stop()
 
 
-def _spawn(tasks: set[asyncio.Task], coro) -> None:
+def _spawn(tasks: set[asyncio.Task], coro: Coroutine[Any, Any, None]) -> None:
     task = asyncio.create_task(coro)
     tasks.add(task)
     task.add_done_callback(tasks.discard)

@@ -22,11 +22,11 @@ import asyncio
 import json
 import logging
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from policies.context import EvalContext
 from policies.decision import Decision, Outcome
 from policies.decode import decode
 from policies.evaluate import evaluate
@@ -43,13 +43,15 @@ from signer.receipts import InFlight, ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog
 from signer.store.audit import prepare as audit_record
+from signer.store import requests as request_store
+from signer.store.requests import Connection
 from signer.store.writer import Writer
 from signer.summary import Summarizer
 from signer.tier2 import Ending, SessionSigner
 from signer.topup_room import TopUps
 
 if TYPE_CHECKING:
-    from signer.approvals import Approvals
+    from signer.tier1_port import Escalations
 
 log = logging.getLogger("owlia.signer")
 
@@ -64,7 +66,7 @@ class Engine:
         chains: dict[int, Chain],
         writer: Writer,
         audit: AuditLog,
-        reader: sqlite3.Connection,
+        reader: Connection,
         broadcast: bool = True,
         pending_ttl: float = 300.0,
         frozen: bool = False,
@@ -85,7 +87,7 @@ class Engine:
         self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
         self.receipts = ReceiptWatcher(writer, audit, reader, ledger, clock)
         self.topups = TopUps(reader)  # top-ups in flight per session key, counted against its cap
-        self.approvals: Approvals | None = None  # Tier 1 delivery; set by the daemon when wired
+        self.approvals: Escalations | None = None  # Tier 1 delivery; set by the daemon when wired
         # Are other clients' requests already waiting to be read? Set by the daemon (signer.backlog).
         self.more_waiting: Callable[[], bool] = lambda: False
 
@@ -108,7 +110,7 @@ class Engine:
             "actions": records.decoded_to_json(decoded),
         }
 
-    def _context(self, decoded: Decoded, now: float):
+    def _context(self, decoded: Decoded, now: float) -> EvalContext:
         key = self.keys.current(decoded.call.chain_id)
         state = SignerState(
             session_key_expires_at=key.expires_at if key else None,
@@ -126,9 +128,7 @@ class Engine:
         if inflight is not None:
             first = await asyncio.shield(inflight)
             return self._same_request_or_conflict(first, digest)
-        row = self.reader.execute(
-            "SELECT request_hash, outcome, request_id FROM requests WHERE client_id=? AND idempotency_key=?", key
-        ).fetchone()
+        row = request_store.by_idempotency_key(self.reader, *key)
         if row is not None:
             if row[0] != digest and row[0] != legacy_request_hash(params):
                 raise _conflict()
@@ -204,6 +204,7 @@ class Engine:
         raw_tx = None if ending is None else ending.raw_tx
         signed = raw_tx is not None
         alone = await self._alone(request_id, ending, chain)
+        approvals = self.approvals
         try:
             # Serialized here, on the loop: the writer thread then holds the GIL only to bind and chain.
             trail = [audit_record("sign.decided", evidence, now)]
@@ -213,26 +214,24 @@ class Engine:
                    records.stored(final), call.chain_id, now + self.pending_ttl if status == records.PENDING else None,
                    final["tx_hash"] if signed else None, raw_tx)
 
-            def record(conn: sqlite3.Connection) -> None:
-                conn.execute(
-                    "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                    " status, outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", row)
+            def record(conn: Connection) -> None:
+                request_store.insert_sign(conn, row)
                 if ending is not None:
                     self._persist_reservation(conn, request_id, decision, decoded, now, ending.spend_state)
-                if approval is not None:
-                    self.approvals.insert(conn, approval)  # type: ignore[union-attr]
+                if approval is not None and approvals is not None:
+                    approvals.insert(conn, approval)
                 self.audit.write(*trail)
 
             await self.writer.run(record, inline=alone)
-        except sqlite3.IntegrityError:
+        except request_store.IntegrityError:
             self._drop(request_id, ending, chain)
             raise _conflict() from None
         except Exception:  # the commit, or records that could not be prepared (e.g. a secret in one)
             self._drop(request_id, ending, chain)
             log.exception("could not record request %s", request_id)
             raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was sent") from None
-        if approval is not None:
-            self.approvals.announce()  # type: ignore[union-attr]
+        if approval is not None and approvals is not None:
+            approvals.announce()
         if not signed or not self.broadcast:
             return final
         assert chain is not None and ending is not None
@@ -316,9 +315,9 @@ class Engine:
         body = {"request_id": request_id, "tx_hash": result["tx_hash"], "error": outcome.error,
                 "node_refused": refused}
 
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=? AND status=?",
-                         (records.UNCONFIRMED, records.stored(held), request_id, records.SIGNED))
+        def record(conn: Connection) -> None:
+            request_store.set_outcome_if(conn, request_id, records.UNCONFIRMED, records.stored(held),
+                                         current=records.SIGNED)
             self.audit.append("sign.broadcast_unknown", body)
 
         await self.writer.run(record)
@@ -334,28 +333,17 @@ class Engine:
 
     @staticmethod
     def _persist_reservation(
-        conn: sqlite3.Connection, request_id: str, decision: Decision, decoded: Decoded, now: float, state: str
+        conn: Connection, request_id: str, decision: Decision, decoded: Decoded, now: float, state: str
     ) -> None:
-        conn.executemany(
-            "INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state) VALUES(?,?,?,?,?,?,?)",
-            [
-                (request_id, s.chain_id, s.asset, str(s.amount), None if s.usd_micros is None else str(s.usd_micros),
-                 now, state)
-                for s in decision.spends
-            ],
-        )
+        request_store.insert_spends(conn, request_id, ((s.chain_id, s.asset, s.amount, s.usd_micros)
+                                                       for s in decision.spends), now, state)
         if decision.new_recipients:
-            conn.executemany(
-                "INSERT OR IGNORE INTO recipients(chain_id, address, first_seen, request_id) VALUES(?,?,?,?)",
-                [(decoded.call.chain_id, r, now, request_id) for r in decision.new_recipients],
-            )
+            request_store.insert_recipients(conn, request_id, decoded.call.chain_id, decision.new_recipients, now)
 
     # ---- sign.status ------------------------------------------------------------------------
 
     def status_of(self, client: Client, request_id: str) -> dict[str, Any]:
-        row = self.reader.execute(
-            "SELECT client_id, status, outcome, expires_at FROM requests WHERE request_id=?", (request_id,)
-        ).fetchone()
+        row = request_store.status_row(self.reader, request_id)
         if row is None or row[0] != client.client_id:
             raise RpcError(ErrorCode.NOT_FOUND, f"no request {request_id} for this client")
         body = json.loads(row[2]) if row[2] else {"status": row[1], "request_id": request_id}
@@ -367,10 +355,7 @@ class Engine:
     def nonce_ceiling(self, chain_id: int, address: str) -> int:
         """One past the highest nonce the signer ever signed from `address` on `chain_id` (0 if none):
         read from the records when a node is asked for the account's nonce (rare: not per request)."""
-        row = self.reader.execute(
-            "SELECT max(json_extract(outcome, '$.nonce')) FROM requests WHERE chain_id=? AND tx_hash IS NOT NULL"
-            " AND lower(json_extract(outcome, '$.sender'))=?", (chain_id, address.lower())).fetchone()
-        return 0 if row is None or row[0] is None else int(row[0]) + 1
+        return request_store.nonce_ceiling(self.reader, chain_id, address)
 
     def unproven(self, limit: int = 50) -> dict[str, Any]:
         """Signed transactions that left the signer and are not yet proven mined or dead, with the
@@ -379,13 +364,11 @@ class Engine:
         entries: list[dict[str, Any]] = []
         totals: dict[str, int] = {}
         for tx in self.receipts.following():
-            row = self.reader.execute("SELECT status, created_at FROM requests WHERE request_id=?",
-                                      (tx.request_id,)).fetchone()
+            row = request_store.status_and_created(self.reader, tx.request_id)
             if row is None or row[0] not in records.IN_FLIGHT:
                 continue  # settled a moment ago
             held: dict[str, int] = {}
-            for asset, amount in self.reader.execute(
-                    "SELECT asset, amount FROM spends WHERE request_id=? AND state!='released'", (tx.request_id,)):
+            for asset, amount in request_store.held_amounts(self.reader, tx.request_id):
                 held[asset] = held.get(asset, 0) + int(amount)
                 totals[f"{tx.chain_id}:{asset}"] = totals.get(f"{tx.chain_id}:{asset}", 0) + int(amount)
             entries.append({"request_id": tx.request_id, "status": row[0], "chain_id": tx.chain_id,
@@ -393,6 +376,10 @@ class Engine:
                             "held": {k: str(v) for k, v in held.items()}})
         return {"count": len(entries), "unconfirmed": sum(e["status"] == records.UNCONFIRMED for e in entries),
                 "held": {k: str(v) for k, v in totals.items()}, "transactions": entries[-limit:]}
+
+    def follow(self, chain: Chain, tx: InFlight) -> None:
+        """Follow a transaction that left the signer to its fate (signer.receipts)."""
+        self.receipts.watch(chain, tx)
 
     async def close(self) -> None:
         await self.receipts.close()

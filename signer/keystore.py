@@ -109,9 +109,10 @@ def create_keystore(home: Path, passphrase: bytearray, *, scrypt_n: int = DEFAUL
         raise KeystoreError(f"the passphrase must be at least {MIN_PASSPHRASE_LENGTH} characters")
     if scrypt_n < _MIN_SCRYPT_N or scrypt_n & (scrypt_n - 1):
         raise KeystoreError(f"scrypt n must be a power of two >= {_MIN_SCRYPT_N}")
-    params = {"kdf": "scrypt", "n": scrypt_n, "r": 8, "p": 1, "salt": secrets.token_hex(16)}
+    salt = secrets.token_hex(16)
+    params = {"kdf": "scrypt", "n": scrypt_n, "r": 8, "p": 1, "salt": salt}
     master = bytearray(secrets.token_bytes(32))
-    kek = _kek(passphrase, bytes.fromhex(params["salt"]), scrypt_n, 8, 1)
+    kek = _kek(passphrase, bytes.fromhex(salt), scrypt_n, 8, 1)
     try:
         nonce = secrets.token_bytes(_NONCE)
         wrapped = AESGCM(bytes(kek)).encrypt(nonce, bytes(master), _aad(params))

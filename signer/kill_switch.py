@@ -11,29 +11,30 @@ freeze began while it was being written.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from signer.devices import DeviceRegistry
 from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
 from signer.wire.protocol import FreezeAction, FreezeParams, RpcError
 from signer.session_keys import REVOKED
-from signer.store.db import get_meta, set_meta
+from signer.store import approvals as freeze_store
+from signer.store.requests import Connection
 
 if TYPE_CHECKING:
-    from signer.engine import Engine
+    from signer.tier1_port import SigningCore
 
 
 class KillSwitch:
-    def __init__(self, engine: Engine, devices: DeviceRegistry, clock=time.time) -> None:
+    def __init__(self, engine: SigningCore, devices: DeviceRegistry, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.devices = devices
         self.clock = clock
         self._freezes_begun = 0
 
     def current_id(self) -> str:
-        return get_meta(self.engine.reader, "freeze_id") or ""
+        return freeze_store.freeze_id(self.engine.reader)
 
     def disarm_all(self) -> None:
         """In memory first, the safe direction: no Tier 2 signature from this instant on."""
@@ -42,15 +43,11 @@ class KillSwitch:
         for key_id in self.engine.keys.active_ids():
             self.engine.keys.disarm(key_id, REVOKED)
 
-    def persist(self, conn: sqlite3.Connection, device_id: str) -> None:
+    def persist(self, conn: Connection, device_id: str) -> None:
         """The durable half of a freeze, inside the caller's transaction (after `disarm_all`)."""
         freeze_id = "frz_" + secrets.token_hex(8)
-        set_meta(conn, "frozen", "1")
-        set_meta(conn, "freeze_id", freeze_id)
         revoked = [i.key_id for i in self.engine.keys.infos() if i.status == REVOKED]
-        for key_id in revoked:
-            conn.execute("UPDATE session_keys SET status=?, retired_at=COALESCE(retired_at, ?) WHERE key_id=?",
-                         (REVOKED, self.clock(), key_id))
+        freeze_store.freeze(conn, freeze_id, revoked, self.clock(), REVOKED)
         self.engine.audit.append("signer.frozen", {"by_device": device_id, "freeze_id": freeze_id,
                                                    "session_keys_revoked": revoked})
 
@@ -77,11 +74,9 @@ class KillSwitch:
         if not self.engine.frozen or params.freeze_id != current:
             raise await self._unfreeze_refused(evidence)
 
-        def thaw(conn: sqlite3.Connection) -> bool:
-            if get_meta(conn, "freeze_id") != current:  # a newer freeze committed since the check
+        def thaw(conn: Connection) -> bool:
+            if not freeze_store.thaw(conn, current):  # a newer freeze committed since the check
                 return False
-            set_meta(conn, "frozen", "0")
-            set_meta(conn, "freeze_id", "")
             self.engine.audit.append("signer.unfrozen", {"by_device": params.device_id, "freeze_id": current})
             return True
 

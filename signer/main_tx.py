@@ -14,6 +14,7 @@ from typing import Any
 from policies.intent import Call
 from policies.kernel.addresses import to_checksum
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
+from signer.txdecode import DecodedTx
 from signer.wire.protocol import ErrorCode, RpcError
 
 FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
@@ -62,7 +63,7 @@ async def next_nonce(chain: Chain, account: str) -> int:
         raise RpcError(ErrorCode.UNAVAILABLE, f"cannot read the main account's nonce: {type(exc).__name__}") from None
 
 
-def mismatch(want: dict[str, Any], got, main: str) -> str | None:
+def mismatch(want: dict[str, Any], got: DecodedTx, main: str) -> str | None:
     """The first field where the signed tx differs from the approved request, or None. `want`'s
     nonce is the main account's next one, read by the caller as it checks."""
     tx = got.tx

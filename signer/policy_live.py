@@ -19,8 +19,8 @@ import asyncio
 import json
 import logging
 import secrets
-import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,15 +30,17 @@ from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
 from signer.wire.approval_request import escalation_json
-from signer.approvals import OPEN
 from policies.kernel.files import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
 from signer.policy_change import StalePolicy
+from signer.store import approvals as approval_store
+from signer.store import requests as request_store
+from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta
+from signer.store.requests import Connection
 
 if TYPE_CHECKING:
-    from signer.approvals import Approvals
-    from signer.engine import Engine
+    from signer.tier1_port import Escalations, SigningCore
 
 log = logging.getLogger("owlia.signer")
 
@@ -87,43 +89,30 @@ def ledger_horizon(policy: Policy) -> int:
     return max(policy.window_seconds() | {DAY})
 
 
-def load_ledger(conn: sqlite3.Connection, since: float, ledger: Ledger | None = None,
+def load_ledger(conn: Connection, since: float, ledger: Ledger | None = None,
                 until: float | None = None) -> Ledger:
     """Rebuild the in-memory windows from the durable rows in (since, until]; released spends stay
     released. `until` extends an existing ledger backwards without touching what it holds."""
     first_load = until is None
     ledger = ledger if ledger is not None else Ledger()
     until = float("inf") if until is None else until
-    for request_id, chain_id, asset, amount, usd, ts in conn.execute(
-        "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends"
-        " WHERE state!='released' AND ts>? AND ts<=?", (since, until),
-    ):
+    for request_id, chain_id, asset, amount, usd, ts in request_store.spends_between(conn, since, until):
         if not ledger.holds(request_id):  # held ones were counted in full at the first load
             ledger.add_spend(request_id, chain_id, asset, int(amount), None if usd is None else int(usd), ts)
-    for request_id, ts in conn.execute(
-        "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
-        " ('denied','pending_approval','failed','dropped') AND created_at>? AND created_at<=?", (since, until),
-    ):
+    for request_id, ts in request_store.counted_signs_between(conn, since, until):
         ledger.add_tx(request_id, ts)
     if first_load:
         hold_in_flight(conn, since, ledger)
-        for chain_id, address, ts, request_id in conn.execute(
-            "SELECT chain_id, address, first_seen, request_id FROM recipients"
-        ):
+        for chain_id, address, ts, request_id in request_store.recipients(conn):
             ledger.add_recipient(chain_id, address, ts, request_id)
     return ledger
 
 
-def hold_in_flight(conn: sqlite3.Connection, since: float, ledger: Ledger) -> None:
+def hold_in_flight(conn: Connection, since: float, ledger: Ledger) -> None:
     """Spends of transactions that left the signer and are not proven mined or dead count in every
     window however old (signer.receipts): those stamped before `since` are added too, and all held."""
     held: dict[str, tuple[float, list[tuple[int, str, int, int | None]]]] = {}
-    for request_id, chain_id, asset, amount, usd, ts in conn.execute(
-        "SELECT s.request_id, s.chain_id, s.asset, s.amount, s.usd_micros, s.ts FROM spends s"
-        " JOIN requests r ON r.request_id=s.request_id WHERE s.state!='released'"
-        " AND r.status IN ('signed','unconfirmed') AND r.tx_hash IS NOT NULL"
-        " AND json_extract(r.outcome, '$.broadcast')=1"
-    ):
+    for request_id, chain_id, asset, amount, usd, ts in request_store.in_flight_spends(conn):
         usd_micros = None if usd is None else int(usd)
         if ts <= since:  # not in the windows' rows loaded above
             ledger.add_spend(request_id, chain_id, asset, int(amount), usd_micros, ts)
@@ -135,15 +124,16 @@ def hold_in_flight(conn: sqlite3.Connection, since: float, ledger: Ledger) -> No
 class PolicyKeeper:
     """Owns which policy is in force: at start, on reload and when the companion approves one."""
 
-    def __init__(self, path: Path, reader: sqlite3.Connection, file_text: str, file_policy: Policy,
-                 clock=time.time) -> None:
+    def __init__(self, path: Path, reader: Connection, file_text: str, file_policy: Policy,
+                 clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.reader = reader
         self.clock = clock
         self.policy, self.text, self.proposal = self._in_force(file_text, file_policy)
         self.ledger_since = self.clock() - ledger_horizon(self.policy)
-        self.engine: Engine | None = None
-        self.approvals: Approvals | None = None
+        self.engine: SigningCore | None = None
+        self.approvals: Escalations | None = None
+        self._ledger: Ledger | None = None  # the one `ledger()` built for the engine
         self._changing = asyncio.Lock()  # one change of policy at a time, each judged against the last
 
     def _in_force(self, file_text: str, file_policy: Policy) -> tuple[Policy, str, Proposal | None]:
@@ -168,9 +158,12 @@ class PolicyKeeper:
         return widens
 
     def ledger(self) -> Ledger:
-        return load_ledger(self.reader, self.ledger_since)
+        """The spend windows, rebuilt from the records: the engine decides with this one, and a
+        policy with a longer window extends it backwards before it is installed."""
+        self._ledger = load_ledger(self.reader, self.ledger_since)
+        return self._ledger
 
-    def record_start(self, conn: sqlite3.Connection, audit) -> None:
+    def record_start(self, conn: Connection, audit: AuditLog) -> None:
         """Inside the start-up transaction: remember what is in force and log it if it is new."""
         policy_hash = self.policy.policy_hash()
         if self.proposal is None:
@@ -178,7 +171,7 @@ class PolicyKeeper:
         if get_meta(conn, "policy_hash") != policy_hash:
             self._record_loaded(conn, audit, "start", self.policy)
 
-    def _record_loaded(self, conn: sqlite3.Connection, audit, why: str, policy: Policy) -> None:
+    def _record_loaded(self, conn: Connection, audit: AuditLog, why: str, policy: Policy) -> None:
         audit.append("policy.loaded", {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json"),
                                        "why": why})
         set_meta(conn, "policy_hash", policy.policy_hash())
@@ -200,7 +193,7 @@ class PolicyKeeper:
             await self._install(text, new, "reload: tightened", extra=None)
             return ReloadResult("applied", new.policy_hash())
 
-    async def install_approved(self, text: str, from_hash: str, commit_approval) -> None:
+    async def install_approved(self, text: str, from_hash: str, commit_approval: Callable[[Connection], None]) -> None:
         """Install a loosening the companion approved, in the same commit that closes the approval,
         only over the policy it was proposed against (StalePolicy otherwise: nothing is written)."""
         async with self._changing:
@@ -209,14 +202,15 @@ class PolicyKeeper:
                                   "reload the signer's policy to propose it again")
             await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
 
-    async def _install(self, text: str, new: Policy, why: str, extra) -> None:
+    async def _install(self, text: str, new: Policy, why: str, extra: Callable[[Connection], None] | None) -> None:
         engine, _ = self._wired()
         since = self.clock() - ledger_horizon(new)
         if since < self.ledger_since:  # a longer window: count the older spends before it decides anything
-            load_ledger(self.reader, since, engine.ledger, until=self.ledger_since)
+            assert self._ledger is not None, "the engine's ledger is built by `ledger()`"
+            load_ledger(self.reader, since, self._ledger, until=self.ledger_since)
             self.ledger_since = since
 
-        def record(conn: sqlite3.Connection) -> None:
+        def record(conn: Connection) -> None:
             if extra is not None:
                 extra(conn)
             set_meta(conn, policy_change.ACCEPTED, text)
@@ -233,9 +227,7 @@ class PolicyKeeper:
         text, policy_hash, widens = proposal.text, proposal.policy_hash, proposal.widens
         now = self.clock()
         current = engine.policy.policy_hash()
-        for open_id, open_body in engine.reader.execute(
-                "SELECT a.request_id, a.body FROM approvals a JOIN policy_proposals p ON a.request_id=p.request_id "
-                "WHERE p.policy_hash=? AND a.state=? AND a.expires_at>?", (policy_hash, OPEN, now)):
+        for open_id, open_body in approval_store.open_proposals(engine.reader, policy_hash, now):
             if json.loads(open_body)["policy"]["from_hash"] == current:  # one made over an older policy is stale
                 return open_id
         request_id = "req_" + secrets.token_hex(16)
@@ -251,10 +243,9 @@ class PolicyKeeper:
                 "agent_reason_unverified": None, "created_at": now, "expires_at": expires_at}
         pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
-        def record(conn: sqlite3.Connection) -> None:
+        def record(conn: Connection) -> None:
             approvals.open_request(conn, body, pending, requester="signer")
-            conn.execute("INSERT INTO policy_proposals(request_id, policy_hash, text) VALUES(?,?,?)",
-                         (request_id, policy_hash, text))
+            approval_store.insert_proposal(conn, request_id, policy_hash, text)
             engine.audit.append("policy.loosening_requested", {"request_id": request_id,
                                                                "policy_hash": policy_hash, "widens": widens})
 
@@ -262,6 +253,6 @@ class PolicyKeeper:
         approvals.announce()
         return request_id
 
-    def _wired(self) -> tuple[Engine, Approvals]:
+    def _wired(self) -> tuple[SigningCore, Escalations]:
         assert self.engine is not None and self.approvals is not None, "wire the engine and approvals first"
         return self.engine, self.approvals

@@ -9,7 +9,6 @@ key's checks run one at a time (signer.topup_room).
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
@@ -19,15 +18,15 @@ from signer import records
 from signer.chain import ChainError
 from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
 from signer.wire.protocol import ErrorCode, KeyStatus, RpcError, TopUpRequestParams
+from signer.store.requests import Connection
 
 if TYPE_CHECKING:
-    from signer.approvals import Approvals
     from signer.chain import Chain
-    from signer.engine import Engine
     from signer.session_keys import SessionKeyInfo
+    from signer.tier1_port import Escalations, SigningCore
 
 
-async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
+async def room_under_cap(engine: SigningCore, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
     """An active session key, its chain, what it holds or has coming, and how much more it may be
     funded. Call it holding `engine.topups.lock(key_id)` until what the room is used for is recorded."""
     key = engine.keys.info(key_id)
@@ -41,7 +40,7 @@ async def room_under_cap(engine: Engine, key_id: str) -> tuple[SessionKeyInfo, C
     return key, chain, balance, room
 
 
-async def exceeds_cap(engine: Engine, request: dict[str, Any], chain: Chain, to: str, value: int) -> bool:
+async def exceeds_cap(engine: SigningCore, request: dict[str, Any], chain: Chain, to: str, value: int) -> bool:
     """At approval time: would this transfer take the key past its cap (or is the key gone)? If not,
     it counts against the room from now on, before it is recorded and sent."""
     key_id = request["session_key"]["key_id"]
@@ -59,7 +58,7 @@ async def exceeds_cap(engine: Engine, request: dict[str, Any], chain: Chain, to:
         return False
 
 
-async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dict[str, Any]:
+async def request_topup(approvals: Escalations, params: TopUpRequestParams) -> dict[str, Any]:
     """Escalate a top-up the companion asked for; the reply is the pending request."""
     engine, devices = approvals.engine, approvals.devices
     message = signed_message(TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts))
@@ -72,7 +71,7 @@ async def request_topup(approvals: Approvals, params: TopUpRequestParams) -> dic
     return pending
 
 
-async def _open_topup(approvals: Approvals, params: TopUpRequestParams, evidence: dict[str, Any]) -> dict[str, Any]:
+async def _open_topup(approvals: Escalations, params: TopUpRequestParams, evidence: dict[str, Any]) -> dict[str, Any]:
     engine, devices = approvals.engine, approvals.devices
     waiting = engine.topups.waiting(params.key_id, approvals.clock())
     if waiting is not None:
@@ -95,7 +94,7 @@ async def _open_topup(approvals: Approvals, params: TopUpRequestParams, evidence
     body["session_key"] = {"key_id": key.key_id, "address": key.address, "balance_cap": str(key.balance_cap)}
     pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
-    def record(conn: sqlite3.Connection) -> None:
+    def record(conn: Connection) -> None:
         approvals.open_request(conn, body, pending, requester=params.device_id)
         engine.audit.append("topup.requested", {"request_id": request_id, "device_id": params.device_id,
                                                 "key_id": key.key_id, "amount": str(amount)})

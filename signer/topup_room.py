@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from signer import records
 from signer.chain import ChainError
+from signer.store import approvals as approval_store
+from signer.store.requests import Connection
 
 if TYPE_CHECKING:
     from signer.chain import Chain
@@ -43,7 +44,7 @@ class _TopUp:
 
 
 class TopUps:
-    def __init__(self, reader: sqlite3.Connection) -> None:
+    def __init__(self, reader: Connection) -> None:
         self.reader = reader
         self._locks: dict[str, asyncio.Lock] = {}
         self._claims: dict[str, str] = {}  # request_id -> key_id: passed the cap check, not recorded yet
@@ -94,11 +95,7 @@ class TopUps:
 
     def _of(self, key_id: str, now: float) -> list[_TopUp]:
         """This key's top-ups still waiting for an answer, and those signed but not known to be mined."""
-        rows = self.reader.execute(
-            "SELECT r.request_id, r.status, r.tx_hash, r.outcome, a.body FROM approvals a"
-            " JOIN requests r ON r.request_id=a.request_id WHERE a.kind='topup'"
-            " AND (r.status IN (?,?) OR (r.status=? AND a.expires_at>?))",
-            (*records.IN_FLIGHT, records.PENDING, now)).fetchall()
+        rows = approval_store.topups(self.reader, now, records.IN_FLIGHT, records.PENDING)
         found = []
         for request_id, status, tx_hash, outcome, body_text in rows:
             body = json.loads(body_text)

@@ -39,7 +39,7 @@ def _description(prop: PropertySchema) -> str | None:
 
 
 def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
-    kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]  # type: ignore[valid-type]
+    kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]
     constraints: dict[str, Any] = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
                                      "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
                    if v is not None and not prop.enum}

@@ -59,7 +59,7 @@ class CallbackDenied(Exception):
 
 
 class SkillProcess:
-    def __init__(self, backend: Backend, staged: Staged, entrypoint: str, limits: Limits, *,
+    def __init__(self, backend: Backend[Any], staged: Staged, entrypoint: str, limits: Limits, *,
                  max_message: int) -> None:
         self.backend = backend
         self.staged = staged

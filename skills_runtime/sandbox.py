@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from skills_runtime import proctree, tree
 
@@ -90,7 +90,12 @@ class SandboxProcess(Protocol):
     async def wait(self) -> int: ...
 
 
-class Backend(Protocol):
+P = TypeVar("P", bound=SandboxProcess)
+
+
+class Backend(Protocol[P]):
+    """A sandbox kind; it kills and looks inside only the processes it spawned itself (`P`)."""
+
     name: str
 
     def unavailable(self) -> str | None:
@@ -98,15 +103,15 @@ class Backend(Protocol):
         ...
 
     async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> SandboxProcess:
+                    line_limit: int) -> P:
         """Start the sandbox with stdin/stdout as the RPC pipes; reading a longer line fails."""
         ...
 
-    def kill(self, proc: SandboxProcess) -> None:
+    def kill(self, proc: P) -> None:
         """Kill the whole sandbox at once, without blocking; `proc.wait()` then returns."""
         ...
 
-    def snapshot(self, proc: SandboxProcess) -> proctree.Snapshot | None:
+    def snapshot(self, proc: P) -> proctree.Snapshot | None:
         """What runs in the sandbox now (see proctree), or None if this backend cannot look inside;
         the host then does not keep the sandbox warm between calls."""
         ...
@@ -196,14 +201,14 @@ class Bubblewrap:
         finally:
             os.close(fd)
 
-    def kill(self, proc: asyncio.subprocess.Process) -> None:  # type: ignore[override]
+    def kill(self, proc: asyncio.subprocess.Process) -> None:
         """SIGKILL bwrap's process group: it takes the sandbox's whole pid namespace down with it."""
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 
-    def snapshot(self, proc: asyncio.subprocess.Process) -> proctree.Snapshot:  # type: ignore[override]
+    def snapshot(self, proc: asyncio.subprocess.Process) -> proctree.Snapshot:
         """The sandbox's processes as the host's /proc shows them under bwrap's pid."""
         return proctree.snapshot(proc.pid)
 
@@ -228,16 +233,17 @@ class GVisor:
 
 
 def select_backend(choice: str, *, docker_host: str | None = None,
-                   docker_image: str | None = None) -> tuple[Backend | None, str]:
+                   docker_image: str | None = None) -> tuple[Backend[Any] | None, str]:
     """(backend, why) for `skills.backend`: auto tries bubblewrap, then docker. None means no skill runs."""
 
-    def docker() -> Backend:  # the docker SDK is imported only when Docker is actually considered
+    def docker() -> Backend[Any]:  # the docker SDK is imported only when Docker is actually considered
         from skills_runtime.docker_backend import DEFAULT_HOST, DEFAULT_IMAGE, Docker
 
         return Docker(docker_host or DEFAULT_HOST, docker_image or DEFAULT_IMAGE)
 
-    candidates: list[Callable[[], Backend]] = {"bubblewrap": [Bubblewrap], "docker": [docker], "gvisor": [GVisor],
-                                               "auto": [Bubblewrap, docker]}[choice]
+    choices: dict[str, list[Callable[[], Backend[Any]]]] = {
+        "bubblewrap": [Bubblewrap], "docker": [docker], "gvisor": [GVisor], "auto": [Bubblewrap, docker]}
+    candidates = choices[choice]
     reasons = []
     for make in candidates:
         backend = make()

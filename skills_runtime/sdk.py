@@ -150,9 +150,10 @@ def _handle(message: dict, entrypoint: str) -> dict:
     if method == "tools/list":
         return {"tools": sorted(_TOOLS)}
     if method == "tools/call":
-        handler = _TOOLS.get(params.get("name"))
+        name = params.get("name")
+        handler = _TOOLS.get(name) if isinstance(name, str) else None
         if handler is None:
-            raise ToolError(f"no tool named {params.get('name')!r}")
+            raise ToolError(f"no tool named {name!r}")
         return _result_of(handler(dict(params.get("arguments") or {})))
     raise LookupError(f"unknown method {method!r}")
 

@@ -50,6 +50,51 @@ def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None
     assert "bot.config -> signer.daemon" in out.stdout
 
 
+def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_path: Path) -> None:
+    """Tier 1 names the engine only through signer.tier1_port, and its SQL lives in signer.store:
+    a lazy import of the engine from the kill switch, or of sqlite3 into the approvals, fails."""
+    copy = tmp_path / "project"
+    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    with (copy / "signer" / "kill_switch.py").open("a") as handle:
+        handle.write(textwrap.dedent("""
+
+            def _reach_into_the_engine():
+                from signer import engine  # noqa: F401 - the probe: Tier 1 past its port
+            """))
+    with (copy / "signer" / "approvals.py").open("a") as handle:
+        handle.write(textwrap.dedent("""
+
+            def _query_on_the_side():
+                import sqlite3  # noqa: F401 - the probe: SQL outside the store
+            """))
+    out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
+    assert out.returncode != 0
+    assert "signer.kill_switch -> signer.engine" in out.stdout
+    assert "signer.approvals -> sqlite3" in out.stdout
+    assert "2 broken" in out.stdout
+
+
+def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path: Path) -> None:
+    """bot.cli.app may import the signer's and the bridge's commands; a bot module importing it
+    would reach them through it, and fails."""
+    copy = tmp_path / "project"
+    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    with (copy / "bot" / "runtime" / "launcher.py").open("a") as handle:
+        handle.write(textwrap.dedent("""
+
+            def _through_the_root():
+                from bot.cli import app  # noqa: F401 - the probe: the signer's commands, one step away
+            """))
+    out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
+    assert out.returncode != 0
+    assert "bot.runtime.launcher -> bot.cli.app" in out.stdout
+    assert "1 broken" in out.stdout
+
+
 def test_mypy_passes_on_the_product_code() -> None:
     out = _run([sys.executable, "-m", "mypy"])
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]

@@ -9,6 +9,7 @@ model); the OpenAI adapter turns them into role "tool" messages.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -174,8 +175,10 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         value = safejson.loads(raw)
     except safejson.TooDeep as exc:
         return {}, f"tool arguments are not valid JSON ({exc})"
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return {}, f"tool arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    except ValueError as exc:  # any other refusal of the text (e.g. one safejson adds): said, not raised
+        return {}, f"tool arguments are not valid JSON ({exc})"
     if not isinstance(value, dict):
         return {}, f"tool arguments must be a JSON object, got {type(value).__name__}"
     return value, None

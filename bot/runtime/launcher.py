@@ -14,7 +14,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bot.channels.access import AccessStore, open_access
 from bot.channels.tokens import TokenError, load_token, token_path
@@ -26,6 +26,14 @@ from bot.runtime.channel_state import Channel, ChannelStates
 from bot.runtime.instance import single_instance
 
 log = logging.getLogger(__name__)
+
+
+class _Service(Protocol):
+    """What runs beside the channels for the bot's whole life: started first, stopped last."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 def _telegram(core: Any, settings: Any, token: str, access: AccessStore, config: BotConfig) -> Channel:
@@ -101,7 +109,7 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
     launch = open_channels(home, config, runtime, access, notifier)
     for name, why in launch.skipped.items():
         log.warning("%s channel skipped: %s", name, why)
-    services = [PairingWatch(access, notifier, config.bot.pairing.owners),
+    services: list[_Service] = [PairingWatch(access, notifier, config.bot.pairing.owners),
                 SchedulerService(runtime, notifier, config.bot.cron),
                 HeartbeatService(runtime, notifier, config.bot.heartbeat),
                 SignerWatch(runtime, notifier)]

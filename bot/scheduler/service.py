@@ -66,9 +66,10 @@ class SchedulerService:
         interrupted = self.store.interrupt_running(self.clock())
         if interrupted:
             log.warning("%d scheduled run(s) were cut off by the last shutdown; not repeated", interrupted)
-        self._scheduler = AsyncIOScheduler(timezone=UTC, job_defaults={
+        scheduler = AsyncIOScheduler(timezone=UTC, job_defaults={
             "coalesce": True, "max_instances": 1, "misfire_grace_time": None})
-        self._scheduler.start()
+        scheduler.start()
+        self._scheduler = scheduler
         version = self.store.data_version()  # read before loading: a change after it is noticed
         self._sync(trigger="catchup")
         self._watch = asyncio.create_task(self._watch_changes(version))

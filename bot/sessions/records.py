@@ -55,7 +55,7 @@ class SeenRecord(_Record):
 
 
 Record = Annotated[MetaRecord | MetaUpdateRecord | MessageRecord | SeenRecord, Field(discriminator="type")]
-RECORD = TypeAdapter(Record)
+RECORD: TypeAdapter[MetaRecord | MetaUpdateRecord | MessageRecord | SeenRecord] = TypeAdapter(Record)
 
 
 def parse_line(line: str) -> MetaRecord | MetaUpdateRecord | MessageRecord | SeenRecord:

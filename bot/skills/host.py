@@ -54,7 +54,7 @@ class _Slot:
 
 
 class SkillHost:
-    def __init__(self, backend: Backend, settings: SkillSettings, audit: BotAudit, capabilities: Capabilities,
+    def __init__(self, backend: Backend[Any], settings: SkillSettings, audit: BotAudit, capabilities: Capabilities,
                  *, idle_timeout: float = IDLE_TIMEOUT, idle_check: float = IDLE_CHECK) -> None:
         self.backend = backend
         self.settings = settings

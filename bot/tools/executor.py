@@ -100,7 +100,8 @@ class ToolExecutor:
             batch.clear()
 
         for index, call in enumerate(calls):
-            if found[index] is not None and found[index].level is Level.READ:
+            tool = found[index]
+            if tool is not None and tool.level is Level.READ:
                 batch.append(index)
                 continue
             await flush()

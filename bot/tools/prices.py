@@ -8,6 +8,7 @@ and a source that fails raises PriceUnavailable rather than pretending the asset
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -143,7 +144,7 @@ class CachedPrices:
         if task is None:
             task = asyncio.ensure_future(self._load(key))
             self._inflight[key] = task
-            task.add_done_callback(lambda t, k=key: self._settle(k, t))
+            task.add_done_callback(functools.partial(self._settle, key))
         # shield: one caller timing out must not cancel the request the others are waiting on
         return await asyncio.shield(task)
 

@@ -174,7 +174,8 @@ class Companion:
                     for request in frames.requests_in(data):
                         self._receive(request)
                 elif kind == "reply":
-                    future = self._replies.pop(data.get("id"), None) if isinstance(data.get("id"), int) else None
+                    reply_id = data.get("id")
+                    future = self._replies.pop(reply_id, None) if isinstance(reply_id, int) else None
                     if future is not None and not future.done():
                         future.set_result(data)
                 elif kind == "state" and isinstance(data.get("state"), dict):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from policies.kernel.cli import fail, print_json, read_passphrase
 from signer.wire.cli import signer_call_as, signer_paths
+from signer.wire.settings import SignerPaths
 
 app = typer.Typer(help="Verify and read the signer's audit log.", no_args_is_help=True)
 
@@ -73,7 +74,7 @@ def verify(
         raise typer.Exit(1)
 
 
-def _daemon_reachable(paths) -> bool:
+def _daemon_reachable(paths: SignerPaths) -> bool:
     return paths.socket.exists() and paths.admin_token.exists() and os.access(paths.admin_token, os.R_OK)
 
 

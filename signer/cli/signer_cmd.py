@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from policies.kernel.cli import fail, print_json, read_passphrase, run
 from signer.wire.cli import print_reply, signer_call, signer_call_as, signer_config, signer_paths
+
+if TYPE_CHECKING:
+    import sqlite3
 
 app = typer.Typer(help="The signer daemon: the only process that holds keys.", no_args_is_help=True)
 client_app = typer.Typer(help="Clients allowed to talk to the signer.", no_args_is_help=True)
@@ -107,7 +110,7 @@ def reload(ctx: typer.Context) -> None:
 # ---- clients ---------------------------------------------------------------------------------
 
 
-def _db(ctx: typer.Context):
+def _db(ctx: typer.Context) -> sqlite3.Connection:
     from signer.store.db import connect
 
     paths = signer_paths(ctx)
@@ -233,7 +236,7 @@ def integrity_seal(
 # ---- session keys (through the running daemon, which holds the master key) --------------------
 
 
-def _key_call(ctx: typer.Context, method: str, **params) -> None:
+def _key_call(ctx: typer.Context, method: str, **params: Any) -> None:
     from signer.wire.client import new_idempotency_key
 
     print_reply(signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True))

@@ -204,7 +204,8 @@ class AuditLog:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
         self._version = self._data_version()
         row = self._conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        self._seq, self._hash = (row[0], row[1]) if row else (0, GENESIS)
+        self._seq: int = row[0] if row else 0
+        self._hash: str = row[1] if row else GENESIS
 
     def _data_version(self) -> int:
         """Changes whenever another connection (a local admin command) commits to the database."""
@@ -382,3 +383,9 @@ def tail(conn: sqlite3.Connection, n: int = 20, *, kind: str | None = None, sinc
     args.append(max(0, min(int(n), 10_000)))
     rows = conn.execute(sql, args).fetchall()
     return [AuditEntry(seq, ts, k, json.loads(body), h) for seq, ts, k, body, h in reversed(rows)]
+
+
+def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
+    """The hash of record `seq`, if the log has it."""
+    row = conn.execute("SELECT hash FROM audit WHERE seq=?", (seq,)).fetchone()
+    return None if row is None else row[0]

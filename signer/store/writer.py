@@ -65,7 +65,7 @@ class Writer:
         self.inline_commits = 0  # of those, committed on the caller's thread
         self._checkpointer: Checkpointer | None = None
         path = database_file(conn) if checkpoint_every else None
-        if path is not None:
+        if path is not None and checkpoint_every:
             conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
             self._checkpointer = Checkpointer(path, every=checkpoint_every)
         self._thread = threading.Thread(target=self._run, name="signer-writer", daemon=True)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import secrets
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import discord
 
@@ -45,7 +46,8 @@ class Presses:
         return True
 
     async def dispatch(self, interaction: discord.Interaction) -> None:
-        custom_id = str((interaction.data or {}).get("custom_id", ""))
+        data: Mapping[str, object] = interaction.data or {}
+        custom_id = str(data.get("custom_id", ""))
         if interaction.type is not discord.InteractionType.component or not custom_id.startswith(PREFIX):
             return
         if not self.fresh(interaction):
