@@ -36,7 +36,8 @@ class WebhookServer:
             raise ValueError("telegram webhook mode needs bot.channels.telegram.webhook_url (the public URL)")
         self.channel = channel
         self.settings = settings
-        self.path = urlsplit(settings.webhook_url).path or "/"
+        self.url: str = settings.webhook_url
+        self.path = urlsplit(self.url).path or "/"
         self._secret = secrets.token_urlsafe(32)
         self._runner: web.AppRunner | None = None
         self.port = settings.webhook_port
@@ -49,9 +50,8 @@ class WebhookServer:
         site = web.TCPSite(self._runner, self.settings.webhook_host, self.settings.webhook_port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        url = self.settings.webhook_url
         await self.channel.api.call("setWebhook", lambda: self.channel.bot.set_webhook(
-            url, secret_token=self._secret, allowed_updates=ALLOWED_UPDATES))
+            self.url, secret_token=self._secret, allowed_updates=ALLOWED_UPDATES))
 
     async def stop(self) -> None:
         """Stop listening; the webhook stays registered so Telegram queues updates until we return."""
