@@ -6,8 +6,8 @@ check before binding, so a misconfiguration is a startup error rather than an ex
 
 HTTP is parsed by h11 (strict HTTP/1.1: no request smuggling through conflicting lengths, bounded
 heads), nothing is logged per request (URLs and headers stay out of logs), no proxy header is
-trusted (X-Forwarded-For cannot spoof a client) and no Server header is sent. Limits: a request
-head within HEAD_TIMEOUT and MAX_HEAD bytes, no body beyond MAX_BODY (the routes take none), at
+trusted (X-Forwarded-For cannot spoof a client) and no Server header is sent. Limits: a whole request
+(head and body) within HEAD_TIMEOUT and MAX_HEAD bytes, no body beyond MAX_BODY (the routes take none), at
 most MAX_CONNECTIONS at once (503 beyond: long polls hold a connection for up to 30 s).
 """
 
@@ -130,12 +130,13 @@ class _Server:
             broken = False  # the request was refused before it was understood: answer, then hang up
             method = ""
             try:
-                request = await _next(conn, reader)
-                if not isinstance(request, h11.Request):
-                    return  # closed between requests
-                method = request.method.decode("ascii")
-                headers = _headers(request)
-                await _drain_body(conn, reader)
+                async with asyncio.timeout(HEAD_TIMEOUT):  # the whole request, not each read: a client
+                    request = await _next(conn, reader)   # trickling a byte at a time is dropped too
+                    if not isinstance(request, h11.Request):
+                        return  # closed between requests
+                    method = request.method.decode("ascii")
+                    headers = _headers(request)
+                    await _drain_body(conn, reader)
                 self.busy.add(task)
                 reply = await self.app.handle(method, request.target.decode("latin-1"), headers)
             except h11.RemoteProtocolError as exc:
@@ -169,7 +170,7 @@ async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> object:
         event = conn.next_event()
         if event is not h11.NEED_DATA:
             return event
-        conn.receive_data(await asyncio.wait_for(reader.read(MAX_HEAD), HEAD_TIMEOUT))
+        conn.receive_data(await reader.read(MAX_HEAD))
 
 
 async def _drain_body(conn: h11.Connection, reader: asyncio.StreamReader) -> None:

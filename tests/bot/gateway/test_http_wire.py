@@ -91,6 +91,32 @@ def test_a_stalled_request_is_dropped(monkeypatch) -> None:
     _on_gateway(scenario)
 
 
+def test_a_request_trickled_a_byte_at_a_time_is_dropped_at_the_deadline(monkeypatch) -> None:
+    """The deadline covers the whole request: each byte arriving in time does not extend it."""
+    monkeypatch.setattr(server_mod, "HEAD_TIMEOUT", 0.5)
+
+    async def scenario(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            for byte in b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200:
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(0.05)
+                if reader.at_eof():
+                    break
+            answer = await asyncio.wait_for(reader.read(), 5)
+        except ConnectionError:
+            answer = b""
+        finally:
+            writer.close()
+        assert answer == b""  # dropped without an answer
+        assert loop.time() - started < 3.0  # at the deadline, long before the trickle would end
+
+    _on_gateway(scenario)
+
+
 def test_connections_beyond_the_cap_get_503(monkeypatch) -> None:
     monkeypatch.setattr(server_mod, "MAX_CONNECTIONS", 2)
 
