@@ -125,6 +125,9 @@ def test_healthchecks(compose):
         assert test[:4] == ["CMD", "python", "-I", "-S"] and "127.0.0.1" in test[-1]
     for name in ("bot", "bridge"):
         assert compose["services"][name]["depends_on"]["signer"]["condition"] == "service_healthy"
+    # the compose-stack test probes every second in its own override; a deployment keeps 10 s
+    for name in ("signer", "bot", "bridge", "anvil"):
+        assert compose["services"][name]["healthcheck"]["interval"] == "10s", name
 
 
 SECRETISH = re.compile(r"(token|passphrase|password|secret|api_key)", re.I)
