@@ -156,11 +156,11 @@ class Session:
         state, _ = _load(self.path)
         return list(state.messages) if state is not None else []
 
-    def _trim(self) -> None:
+    def _trim(self, *, force: bool = False) -> None:
         """Keep parsed only what `history(PARSED_TURNS)` needs: summaries, must-keep records (kept
         records, sign results and their calls) and the recent window; same order as in the file."""
         msgs = self.state.messages
-        if sum(1 for m in msgs if m.role == "user" and m.kind == "normal") <= TRIM_AT_TURNS:
+        if not force and sum(1 for m in msgs if m.role == "user" and m.kind == "normal") <= TRIM_AT_TURNS:
             return
         start = window.window_start(msgs, PARSED_TURNS)
         kept = {id(m) for m in window.must_keep(msgs[:start])}
@@ -181,8 +181,21 @@ class Session:
         )
         self._append(record)
         self.state.messages.append(record)
-        self._trim()
+        if self.partial and self._answers_a_dropped_call(record):
+            # A result whose call was trimmed away (the call came before the window, its result
+            # after): read the transcript back and trim again, so the call travels with it.
+            self.state.messages = self._all()
+            self._trim(force=True)
+        else:
+            self._trim()
         return record
+
+    def _answers_a_dropped_call(self, record: MessageRecord) -> bool:
+        answered = window.result_ids(record)
+        if not answered:
+            return False
+        in_memory = set().union(*(window.call_ids(m) for m in self.state.messages))
+        return not answered <= in_memory
 
     def withdraw(self, message_id: str, why: turns.Withdrawn) -> MessageRecord:
         """Mark a user turn as no longer a request: it replays to the model as a withdrawn note."""

@@ -307,11 +307,33 @@ def test_trimmed_sessions_answer_exactly_like_the_whole_transcript(tmp_path_fact
             else:
                 s.append("assistant", text("a"))
         full = store_module._load(s.path)[0].messages
-        assert sum(1 for m in s.state.messages if m.role == "user" and m.kind == "normal") <= 6 + sum(
-            1 for m in full if m.keep)
+        users = lambda msgs: sum(1 for m in msgs if m.role == "user" and m.kind == "normal")  # noqa: E731
+        # at most TRIM_AT_TURNS, or the window history(PARSED_TURNS) needs when a call reaches back further
+        assert users(s.state.messages) <= max(6, users(full[window_start(full, 3):])) + sum(1 for m in full if m.keep)
         assert [m.id for m in s.messages] == [m.id for m in full]
         assert [m.id for m in s.history(max_turns)] == [m.id for m in history(full, max_turns)]
         start = window_start(full, 2)
         expected = {m.id for m in must_keep(full[:start])} | {m.id for m in full[start:]}
         s.compact("summary", keep_turns=2)
         assert expected <= {m.id for m in store_module._load(s.path)[0].messages}
+
+
+def test_a_result_whose_call_was_trimmed_brings_the_call_back(tmp_path):
+    """A tool call made before the window and answered after a trim (found by the property above):
+    the result must not reach the model without its call, exactly as with the whole transcript."""
+    import bot.sessions.store as store_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store_module, "PARSED_TURNS", 3)
+        patch.setattr(store_module, "TRIM_AT_TURNS", 6)
+        s = SessionStore(tmp_path).open("telegram:9")
+        for _ in range(8):
+            s.append("user", text("u"))
+        s.append("assistant", call("c1", "balance"))
+        for _ in range(3):
+            s.append("user", text("u"))  # the third trims the call away: its result has not come yet
+        s.append("tool", result("c1", "balance"))
+        full = store_module._load(s.path)[0].messages
+        assert [m.id for m in s.history(1)] == [m.id for m in history(full, 1)]
+        assert s.history(1)[0].parts[0]["type"] == "tool_call"
+        assert sum(1 for m in s.state.messages if m.role == "user") < 12  # still trimmed: not the whole transcript
