@@ -144,11 +144,11 @@ async def bench_arrival(stack: Stack, n: int = 200) -> dict:
             for i in range(chunk * MAX_WAITING_PER_CLIENT, min(n + warmup, (chunk + 1) * MAX_WAITING_PER_CLIENT)):
                 t0 = time.perf_counter()
                 pending = await bot.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
-                if pending.get("status") != "pending_approval":
+                if pending.status != "pending_approval":
                     raise RuntimeError(f"escalation {i} was not escalated: {pending}")
                 request = await companion.next_request(timeout=5)
                 elapsed = time.perf_counter() - t0
-                assert request["request_id"] == pending["request_id"]
+                assert request["request_id"] == pending.request_id
                 if i >= warmup:  # warm-up: connections, fee cache
                     samples.append(elapsed)
     await companion.close()
@@ -188,7 +188,7 @@ async def bench_scale(stack: Stack, devices: int = 100, queued: int = 1000) -> d
             async with SignerClient(stack.signer.socket, token) as client:
                 for _, _ in zip(range(MAX_WAITING_PER_CLIENT), counter):
                     pending = await client.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
-                    if pending.get("status") != "pending_approval":
+                    if pending.status != "pending_approval":
                         raise RuntimeError(f"escalation was not escalated: {pending}")
 
     t0 = time.perf_counter()

@@ -91,7 +91,7 @@ class Signer:
         from signer.wire.client import SignerClient, new_idempotency_key
 
         async with SignerClient(self.paths.socket, self.paths.admin_token.read_text().strip()) as client:
-            return await client.call(method, {"idempotency_key": new_idempotency_key("b"), **params})
+            return await client.call_json(method, {"idempotency_key": new_idempotency_key("b"), **params})
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -111,9 +111,9 @@ async def _transfers(signer: Signer, url: str, n: int) -> dict:
             result = await client.call("sign.request", {"idempotency_key": new_idempotency_key(), "intent": {
                 "chain_id": 31337, "to": FRIEND, "value": str(VALUE)}})
             elapsed = time.perf_counter() - start
-            if result.get("status") != "signed":
-                raise RuntimeError(f"not signed: {result.get('rule_id')} {result.get('reason')}")
-            receipt = _wait(url, result["tx_hash"])
+            if result.status != "signed":
+                raise RuntimeError(f"not signed: {result.rule_id} {result.reason}")
+            receipt = _wait(url, result.tx_hash)
             if i >= 3:  # the first few warm the RPC connection, nonce cache and code-hash check
                 latencies.append(elapsed)
                 gas.append(int(receipt["gasUsed"], 16))

@@ -67,7 +67,7 @@ def main(n: int = 60, warmup: int = 10) -> None:
                 bot = off_loop(stack.signer.client_token, f"bench{i}")
                 t0 = time.time()
                 pending = run_async(_sign(stack, bot))
-                rid = pending["request_id"]
+                rid = pending.request_id
                 shown = poll(lambda: page.evaluate("(id) => window.__cards[id]", rid), 10, 0.002) / 1000
                 if i >= warmup:
                     samples.append(shown - t0)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from eth_utils import to_checksum_address
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.kernel.addresses import ADDRESS_RE, case_ok, checksum_ok, is_address, to_checksum
@@ -146,6 +146,7 @@ ENTRIES = st.dictionaries(st.text(min_size=1, max_size=12),
                           max_size=6)
 
 
+@settings(deadline=None)  # each example fsyncs a file and its directory
 @given(ENTRIES)
 def test_registry_reads_back_what_it_wrote(tmp_path_factory, entries):
     path = tmp_path_factory.mktemp("reg") / "sub" / "registry.json"

@@ -81,7 +81,7 @@ def test_a_lone_signed_request_is_one_commit_and_stays_within_its_budget(anvil, 
                                               idempotency_key=f"{tag}-{i:04d}")
                 finally:
                     sys.setprofile(None)
-                assert reply["status"] == "signed", reply
+                assert reply.status == "signed", reply
                 grown = wal.stat().st_size - size
                 if grown > 0:  # a background checkpoint restarted the WAL meanwhile: not counted
                     pages += grown // (PAGE + 24)
@@ -153,7 +153,7 @@ def test_the_counted_path_writes_a_chain_that_verifies(anvil, tmp_path):
                 for i in range(5):
                     reply = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
                                               idempotency_key=f"chain-{i:04d}")
-                    assert reply["status"] == "signed"
+                    assert reply.status == "signed"
         finally:
             await daemon.stop()
 
