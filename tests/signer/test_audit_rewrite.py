@@ -136,7 +136,10 @@ def test_a_key_holder_rewrite_passes_locally_but_the_companion_catches_it(witnes
         verdict = witness.offer(checkpoint(stack, bridge, witness))
     finally:
         stack.stop()
-    assert not verdict.ok and ("went back" in verdict.problems[0] or "changed" in verdict.problems[0]), verdict
+    # which refusal names it depends on how many start-up records the restart wrote: fewer than the
+    # companion saw (went back), as many (changed), or more (does not show the record it saw)
+    refusals = ("went back", "changed", "does not show record")
+    assert not verdict.ok and any(word in verdict.problems[0] for word in refusals), verdict
     assert witness.latest() == held  # it refuses to go back: the checkpoint it held stays
 
 
