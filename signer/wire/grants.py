@@ -213,17 +213,9 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
         return _parse_contract_lane(found)
     if (NATIVE_PERIOD in found) == (ERC20_PERIOD in found):
         raise GrantError("a lane needs exactly one period enforcer (native or ERC-20)")
-    targets_raw = found[ALLOWED_TARGETS]
-    if not targets_raw or len(targets_raw) % 20:
-        raise GrantError("AllowedTargets terms are not a list of addresses")
-    targets = tuple("0x" + targets_raw[i:i + 20].hex() for i in range(0, len(targets_raw), 20))
+    targets = _targets(found)
     value_lte = _uint(found[VALUE_LTE], VALUE_LTE)
-    stamp = found[TIMESTAMP]
-    if len(stamp) != 32:
-        raise GrantError("Timestamp terms must be 32 bytes")
-    expires_at = int.from_bytes(stamp[16:], "big")
-    if expires_at == 0:
-        raise GrantError("the grant never expires (Timestamp has no 'before' bound)")
+    expires_at = _expiry(found)
     call_limit = _uint(found[LIMITED_CALLS], LIMITED_CALLS) if LIMITED_CALLS in found else None
     recipient = None
     if NATIVE_PERIOD in found:
