@@ -27,6 +27,15 @@ def _run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+def _project_copy(tmp_path: Path) -> Path:
+    """The product packages and pyproject.toml in a scratch directory, for a probe to add an import to."""
+    copy = tmp_path / "project"
+    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
 def test_import_contracts_are_kept() -> None:
     out = _run([_tool("lint-imports"), "--no-cache"])
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
@@ -35,10 +44,7 @@ def test_import_contracts_are_kept() -> None:
 
 def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None:
     """The contracts see a function-level import: the same config on a copy with one added fails."""
-    copy = tmp_path / "project"
-    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    copy = _project_copy(tmp_path)
     with (copy / "bot" / "config.py").open("a") as handle:
         handle.write(textwrap.dedent("""
 
@@ -53,10 +59,7 @@ def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None
 def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_path: Path) -> None:
     """Tier 1 names the engine only through signer.tier1_port, and its SQL lives in signer.store:
     a lazy import of the engine from the kill switch, or of sqlite3 into the approvals, fails."""
-    copy = tmp_path / "project"
-    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    copy = _project_copy(tmp_path)
     with (copy / "signer" / "kill_switch.py").open("a") as handle:
         handle.write(textwrap.dedent("""
 
@@ -79,10 +82,7 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
 def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path: Path) -> None:
     """bot.cli.app may import the signer's and the bridge's commands; a bot module importing it
     would reach them through it, and fails."""
-    copy = tmp_path / "project"
-    for name in ("bot", "signer", "companion_bridge", "skills_runtime", "policies"):
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    copy = _project_copy(tmp_path)
     with (copy / "bot" / "runtime" / "launcher.py").open("a") as handle:
         handle.write(textwrap.dedent("""
 
