@@ -1,9 +1,9 @@
 """Anthropic Messages API adapter: our messages in, our stream events out.
 
-Uses the `anthropic` SDK's raw event stream (not its helper accumulator) so that we see every
-`input_json_delta` and decide ourselves what to do with malformed tool arguments. The SDK's own
-retries are off: failover between profiles is the router's job, and hidden retries would hold a
-rate-limited profile instead of moving on.
+Speaks the wire format itself (POST /v1/messages with `stream: true`, server-sent events) on
+httpx, so that we see every `input_json_delta` and decide ourselves what to do with malformed
+tool arguments, and the bot carries no vendor SDK. There are no retries: failover between profiles
+is the router's job, and hidden retries would hold a rate-limited profile instead of moving on.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anthropic
-import httpx2
-
 from bot.llm.errors import ProviderError, classify
+from bot.llm.sse import SSEEvent
+from bot.llm.transport import StreamLimits, get, json_object, make_client, need, stream_events
 from bot.llm.types import (
     Finished,
     Message,
@@ -31,6 +30,8 @@ from bot.llm.types import (
     render_tool_result,
 )
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
 STOP_REASONS = {
     "end_turn": StopReason.END,
     "stop_sequence": StopReason.END,
@@ -65,82 +66,107 @@ def to_anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]
 
 
 class AnthropicProvider:
-    """Streams one Messages API call. Auth is an API key or an OAuth token (`auth_token=`).
-
-    Note: anthropic SDK 2.x sends both as `Authorization: Bearer ...` (no `x-api-key` header);
-    the tests pin what goes on the wire.
-    """
+    """Streams one Messages API call. Auth is an API key (sent as `x-api-key`) or an OAuth token
+    (`auth_token=`, sent as `Authorization: Bearer` with the OAuth beta flag); the tests pin what
+    goes on the wire."""
 
     def __init__(self, *, api_key: str | None = None, auth_token: str | None = None,
-                 base_url: str | None = None, timeout: float = 120.0) -> None:
+                 base_url: str | None = None, timeout: float = 120.0,
+                 limits: StreamLimits = StreamLimits()) -> None:
         if (api_key is None) == (auth_token is None):
             raise ValueError("give exactly one of api_key or auth_token")
         self._secrets = (api_key, auth_token)
         self._auth = "api_key" if api_key is not None else "oauth"
         self._base_url = base_url
-        # OAuth (Claude subscription) tokens are accepted only with this beta flag; see bot/auth/anthropic_oauth.py
-        headers = {"anthropic-beta": OAUTH_BETA} if auth_token is not None else None
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, auth_token=auth_token, base_url=base_url,
-                                                max_retries=0, timeout=timeout, default_headers=headers)
+        self._limits = limits
+        self._headers = {"anthropic-version": API_VERSION}
+        if api_key is not None:
+            self._headers["x-api-key"] = api_key
+        else:
+            # OAuth (Claude subscription) tokens are accepted only with this beta flag; see bot/auth/anthropic_oauth.py
+            self._headers["authorization"] = f"Bearer {auth_token}"
+            self._headers["anthropic-beta"] = OAUTH_BETA
+        self._client = make_client(base_url or DEFAULT_BASE_URL, timeout)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(auth={self._auth!r}, base_url={self._base_url!r})"
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._client.aclose()
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
             "messages": to_anthropic_messages(request.messages),
             "stream": True,
         }
         if request.system:
-            kwargs["system"] = request.system
+            body["system"] = request.system
         if request.tools:
-            kwargs["tools"] = [{"name": t.name, "description": t.description,
-                                "input_schema": dict(t.parameters)} for t in request.tools]
+            body["tools"] = [{"name": t.name, "description": t.description,
+                              "input_schema": dict(t.parameters)} for t in request.tools]
+        events = stream_events(self._client, "/v1/messages", body, headers=self._headers,
+                               secrets=self._secrets, limits=self._limits)
         try:
-            events = await self._client.messages.create(**kwargs)
-            async with events:
-                async for event in self._translate(events):
-                    yield event
-        except (anthropic.AnthropicError, httpx2.TransportError) as exc:  # the SDK wraps request errors, not mid-stream ones
-            raise classify(exc, secrets=self._secrets) from None
+            async for event in self._translate(events):
+                yield event
+        finally:
+            await events.aclose()
 
-    async def _translate(self, events: Any) -> AsyncIterator[StreamEvent]:
+    async def _translate(self, events: AsyncIterator[SSEEvent]) -> AsyncIterator[StreamEvent]:
         model = ""
         input_tokens = output_tokens = 0
         stop: StopReason | None = None
         tools: dict[int, tuple[str, str, list[str]]] = {}  # block index -> (id, name, json fragments)
-        async for event in events:
-            kind = event.type
+        async for sse in events:
+            kind = sse.event
+            if kind not in _READ:
+                continue  # ping, and event types newer than this code: ignored, as the API asks
+            data = json_object(sse.data, kind)
+            if kind == "error":
+                raise classify(200, data, secrets=self._secrets) from None
+            if kind == "message_stop":
+                break  # the answer is complete: never wait on a peer that keeps the stream open
             if kind == "message_start":
-                model = event.message.model
-                input_tokens = event.message.usage.input_tokens or 0
-                output_tokens = event.message.usage.output_tokens or 0
+                message = need(data, "message", dict, kind)
+                model = get(message, "model", str, "message") or ""
+                usage = get(message, "usage", dict, "message", default={}) or {}
+                input_tokens = get(usage, "input_tokens", int, "usage", default=0) or 0
+                output_tokens = get(usage, "output_tokens", int, "usage", default=0) or 0
             elif kind == "content_block_start":
-                block = event.content_block
-                if block.type == "tool_use":
-                    tools[event.index] = (block.id, block.name, [])
+                index = need(data, "index", int, kind)
+                block = need(data, "content_block", dict, kind)
+                if get(block, "type", str, "content_block") == "tool_use":
+                    tools[index] = (need(block, "id", str, "tool_use"), need(block, "name", str, "tool_use"), [])
             elif kind == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta" and delta.text:
-                    yield TextDelta(delta.text)
-                elif delta.type == "input_json_delta" and event.index in tools:
-                    tools[event.index][2].append(delta.partial_json)
+                index = need(data, "index", int, kind)
+                delta = need(data, "delta", dict, kind)
+                delta_type = get(delta, "type", str, "delta")
+                if delta_type == "text_delta":
+                    text = get(delta, "text", str, "text_delta")
+                    if text:
+                        yield TextDelta(text)
+                elif delta_type == "input_json_delta" and index in tools:
+                    tools[index][2].append(get(delta, "partial_json", str, "input_json_delta") or "")
             elif kind == "content_block_stop":
-                if event.index in tools:
-                    call_id, name, fragments = tools.pop(event.index)
+                index = need(data, "index", int, kind)
+                if index in tools:
+                    call_id, name, fragments = tools.pop(index)
                     arguments, error = parse_tool_arguments("".join(fragments))
                     yield ToolCallReady(ToolCall(call_id, name, arguments, error))
             elif kind == "message_delta":
-                stop = map_stop_reason(event.delta.stop_reason)
-                output_tokens = event.usage.output_tokens
-                if event.usage.input_tokens is not None:
-                    input_tokens = event.usage.input_tokens
+                delta = need(data, "delta", dict, kind)
+                stop = map_stop_reason(get(delta, "stop_reason", str, "delta"))
+                usage = get(data, "usage", dict, kind, default={}) or {}
+                output_tokens = get(usage, "output_tokens", int, "usage", default=output_tokens) or 0
+                input_tokens = get(usage, "input_tokens", int, "usage", default=input_tokens) or 0
         if stop is None:  # connection closed before the provider said it was done
             raise ProviderError("the provider's stream ended before the answer was complete",
                                 retryable=True, error_type="truncated")
         yield Finished(stop, Usage(input_tokens, output_tokens), model)
+
+
+# The events whose data we read; everything else (ping, new types) is skipped unparsed.
+_READ = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                   "message_delta", "message_stop", "error"})

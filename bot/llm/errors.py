@@ -1,12 +1,12 @@
-"""Turn SDK exceptions into two kinds the router acts on: retryable and fatal.
+"""Turn provider failures into two kinds the router acts on: retryable and fatal.
 
 Retryable (rate limits, overloads, 5xx, timeouts, dropped connections) means "this profile, not
 now": cool it down and try the next one. Fatal (bad request, bad key, no access, unknown model)
 would fail the same way everywhere or needs the user to act, so it surfaces at once.
 
-SDK exceptions hold the HTTP request, whose headers carry the API key. Our errors keep only the
-status, the provider's error type and a scrubbed message, and are raised `from None` so a logged
-traceback cannot reach the request either.
+The HTTP client's exceptions hold the request, whose headers carry the API key. Our errors keep
+only the status, the provider's error type and a scrubbed message, and are raised `from None` so a
+logged traceback cannot reach the request either.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 def _api_message(body: object) -> tuple[str | None, str | None]:
     """(error type, message) from an Anthropic `{"type":"error","error":{..}}` or OpenAI
-    `{"error":{..}}` body (the OpenAI SDK hands us the inner object)."""
+    `{"error":{..}}` body."""
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
@@ -109,29 +109,14 @@ def _status_text(status: int, error_type: str | None) -> tuple[str, bool]:
     return f"provider error ({status})", False
 
 
-def classify(exc: BaseException, *, secrets: Iterable[str | None] = ()) -> ProviderError:
-    """Map an `anthropic`/`openai` SDK exception to a ProviderError carrying no secrets."""
-    secrets = tuple(secrets)
-    import anthropic  # the SDKs are heavy to import: only pay for them when classifying their errors
-    import httpx2  # the SDKs' HTTP client: a stream dropped mid-answer surfaces as its TransportError
-    import openai
-
-    if isinstance(exc, (anthropic.APITimeoutError, openai.APITimeoutError)):
-        return ProviderError("the request timed out", retryable=True, error_type="timeout")
-    if isinstance(exc, (anthropic.APIConnectionError, openai.APIConnectionError)):
-        return ProviderError("could not connect to the provider", retryable=True, error_type="connection")
-    if isinstance(exc, httpx2.TransportError):
-        return ProviderError("the connection to the provider dropped", retryable=True, error_type="connection")
-    if isinstance(exc, (anthropic.APIStatusError, openai.APIStatusError)):
-        status = int(exc.status_code)
-        error_type, api_msg = _api_message(exc.body)
-        # Anthropic reports mid-stream failures as an SSE "error" event on a 200 response.
-        if status < 400 and error_type:
-            status = 529 if error_type == "overloaded_error" else 500
-        text, retryable = _status_text(status, error_type)
-        if api_msg:
-            text = f"{text}: {scrub(api_msg, secrets)[:300]}"
-        return ProviderError(text, retryable=retryable, status=status, error_type=error_type)
-    if isinstance(exc, (anthropic.AnthropicError, openai.OpenAIError)):
-        return ProviderError(f"unexpected provider error ({type(exc).__name__})", retryable=False)
-    raise TypeError(f"not an SDK error: {type(exc).__name__}")
+def classify(status: int, body: object, *, secrets: Iterable[str | None] = ()) -> ProviderError:
+    """An HTTP error answer (status + parsed JSON body, or None) or a mid-stream error event (status
+    200 + the event's JSON) as a ProviderError carrying no secrets."""
+    error_type, api_msg = _api_message(body)
+    # Providers report failures after the 200 header as an SSE error event: a server-side failure.
+    if status < 400:
+        status = 529 if error_type == "overloaded_error" else 500
+    text, retryable = _status_text(status, error_type)
+    if api_msg:
+        text = f"{text}: {scrub(api_msg, secrets)[:300]}"
+    return ProviderError(text, retryable=retryable, status=status, error_type=error_type)

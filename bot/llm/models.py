@@ -14,7 +14,8 @@ ApiKind = Literal["anthropic", "openai"]
 
 @dataclass(frozen=True)
 class ProviderInfo:
-    """How to reach a provider: which wire protocol, and its default endpoint (None = SDK default)."""
+    """How to reach a provider: which wire protocol, and its default endpoint (None = the wire
+    format's own: https://api.anthropic.com, https://api.openai.com/v1)."""
 
     name: str
     api: ApiKind
@@ -31,7 +32,7 @@ PROVIDERS: dict[str, ProviderInfo] = {
 }
 
 ALIASES: dict[str, str] = {
-    # Newest names listed by the installed SDKs (anthropic 2.12, openai 3.54); update with them.
+    # Newest model names the providers list (as of anthropic 2.12 / openai 3.54's model lists); update with them.
     "sonnet": "anthropic/claude-sonnet-5-5",
     "opus": "anthropic/claude-opus-5-5",
     "haiku": "anthropic/claude-haiku-5-5",

@@ -3,7 +3,9 @@
 Chat Completions has no tool-result content block: our user-role ToolResult parts become role
 "tool" messages placed right after the assistant turn that made the calls, as the API requires.
 Tool-call arguments stream as string fragments keyed by `index`; we assemble them per index and
-emit each call once the choice finishes.
+emit each call once the choice finishes. The wire format (POST {base_url}/chat/completions with
+`stream: true`, server-sent `data:` chunks ending in `[DONE]`) is spoken here directly on httpx:
+the bot carries no vendor SDK.
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2
-import openai
-
 from bot.llm.errors import ProviderError, classify
+from bot.llm.sse import SSEEvent
+from bot.llm.transport import StreamLimits, get, json_object, make_client, protocol_error, stream_events
 from bot.llm.types import (
     Finished,
     Message,
@@ -31,6 +32,8 @@ from bot.llm.types import (
     parse_tool_arguments,
     render_tool_result,
 )
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 FINISH_REASONS = {
     "stop": StopReason.END,
@@ -71,27 +74,30 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[
 
 
 class OpenAIProvider:
-    """Streams one Chat Completions call.
+    """Streams one Chat Completions call; `base_url` ends where `/chat/completions` is appended
+    (OpenAI's own is https://api.openai.com/v1).
 
     `max_tokens_field`: OpenAI's own API wants `max_completion_tokens` (reasoning models refuse
     `max_tokens`), while many compatible servers only know `max_tokens`.
     """
 
     def __init__(self, *, api_key: str, base_url: str | None = None, timeout: float = 120.0,
-                 max_tokens_field: str = "max_completion_tokens") -> None:
+                 max_tokens_field: str = "max_completion_tokens", limits: StreamLimits = StreamLimits()) -> None:
         self._secrets = (api_key,)
         self._base_url = base_url
         self._max_tokens_field = max_tokens_field
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+        self._limits = limits
+        self._headers = {"authorization": f"Bearer {api_key}"}
+        self._client = make_client(base_url or DEFAULT_BASE_URL, timeout)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(base_url={self._base_url!r})"
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._client.aclose()
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": request.model,
             "messages": to_openai_messages(request.system, request.messages),
             "stream": True,
@@ -99,50 +105,77 @@ class OpenAIProvider:
             self._max_tokens_field: request.max_tokens,
         }
         if request.tools:
-            kwargs["tools"] = [{"type": "function", "function": {
+            body["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
                 for t in request.tools]
+        events = stream_events(self._client, "/chat/completions", body, headers=self._headers,
+                               secrets=self._secrets, limits=self._limits)
         try:
-            chunks = await self._client.chat.completions.create(**kwargs)
-            async with chunks:
-                async for event in self._translate(chunks):
-                    yield event
-        except (openai.OpenAIError, httpx2.TransportError) as exc:  # the SDK wraps request errors, not mid-stream ones
-            raise classify(exc, secrets=self._secrets) from None
+            async for event in self._translate(events):
+                yield event
+        finally:
+            await events.aclose()
 
-    async def _translate(self, chunks: Any) -> AsyncIterator[StreamEvent]:
+    async def _translate(self, events: AsyncIterator[SSEEvent]) -> AsyncIterator[StreamEvent]:
         model = ""
         usage = Usage()
         stop: StopReason | None = None
-        calls: dict[int, list[Any]] = {}  # index -> [id, name, fragments]
-        async for chunk in chunks:
-            model = chunk.model or model
-            if chunk.usage is not None:
-                usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
-            if not chunk.choices:
+        calls: dict[int, tuple[list[str], list[str], list[str]]] = {}  # index -> (id, name parts, fragments)
+        async for sse in events:
+            if sse.event not in ("message", "error"):
+                continue  # named events are not part of Chat Completions: ignored
+            if sse.data.strip() == "[DONE]":
+                break
+            chunk = json_object(sse.data, "chunk")
+            if sse.event == "error" or chunk.get("error") is not None:  # a failure after the 200 header
+                raise classify(200, chunk, secrets=self._secrets) from None
+            model = get(chunk, "model", str, "chunk") or model
+            counts = get(chunk, "usage", dict, "chunk")
+            if counts is not None:
+                usage = Usage(get(counts, "prompt_tokens", int, "usage", default=0) or 0,
+                              get(counts, "completion_tokens", int, "usage", default=0) or 0)
+            choices = get(chunk, "choices", list, "chunk") or []
+            if not choices:
                 continue
-            choice = chunk.choices[0]
-            delta = choice.delta
+            choice = choices[0]
+            if not isinstance(choice, dict):
+                raise protocol_error("chunk.choices[0] is not a JSON object")
+            delta = get(choice, "delta", dict, "choice")
             if delta is not None:
-                if delta.content:
-                    yield TextDelta(delta.content)
-                for tc in delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, ["", "", []])
-                    if tc.id:
-                        slot[0] = tc.id
-                    if tc.function is not None:
-                        if tc.function.name:
-                            slot[1] += tc.function.name
-                        if tc.function.arguments:
-                            slot[2].append(tc.function.arguments)
-            if choice.finish_reason is not None:
-                stop = map_finish_reason(choice.finish_reason)
+                content = get(delta, "content", str, "delta")
+                if content:
+                    yield TextDelta(content)
+                for tc in get(delta, "tool_calls", list, "delta") or ():
+                    if not isinstance(tc, dict):
+                        raise protocol_error("delta.tool_calls[] is not a JSON object")
+                    slot = calls.setdefault(_call_index(tc, calls), ([], [], []))
+                    call_id = get(tc, "id", str, "tool_call")
+                    if call_id:
+                        slot[0][:] = [call_id]
+                    function = get(tc, "function", dict, "tool_call")
+                    if function is not None:
+                        slot[1].append(get(function, "name", str, "function") or "")
+                        slot[2].append(get(function, "arguments", str, "function") or "")
+            finish = get(choice, "finish_reason", str, "choice")
+            if finish is not None:
+                stop = map_finish_reason(finish)
                 for index in sorted(calls):
-                    call_id, name, fragments = calls[index]
+                    ids, names, fragments = calls[index]
                     arguments, error = parse_tool_arguments("".join(fragments))
-                    yield ToolCallReady(ToolCall(call_id, name, arguments, error))
+                    yield ToolCallReady(ToolCall("".join(ids), "".join(names), arguments, error))
                 calls.clear()
         if stop is None:  # connection closed before the provider said it was done
             raise ProviderError("the provider's stream ended before the answer was complete",
                                 retryable=True, error_type="truncated")
         yield Finished(stop, usage, model)
+
+
+def _call_index(delta: dict[str, Any], calls: dict[int, Any]) -> int:
+    """The call a tool-call delta continues: its `index`; some compatible servers leave it out, and
+    then a delta with an id opens the next call and one without continues the latest."""
+    index = get(delta, "index", int, "tool_call")
+    if index is not None:
+        return index
+    if delta.get("id") or not calls:
+        return len(calls)
+    return max(calls)

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 
 def provider_module(ref: ModelRef) -> str:
-    """The module (and so the SDK) `make_provider` imports for this model: the bot imports it ahead,
-    off the event loop, once it is ready (see LLMPool.warm)."""
+    """The module `make_provider` imports for this model (our wire-format adapter and httpx under
+    it): the bot imports it ahead, off the event loop, once it is ready (see LLMPool.warm)."""
     return "bot.llm.anthropic_provider" if ref.info.api == "anthropic" else "bot.llm.openai_provider"
 
 
@@ -28,7 +28,7 @@ def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str 
     if info.needs_base_url and not base_url:
         raise ValueError(f"provider {ref.provider!r} needs a base_url")
     if info.api == "anthropic":
-        from bot.llm.anthropic_provider import AnthropicProvider  # imports the SDK: only when used
+        from bot.llm.anthropic_provider import AnthropicProvider  # imports httpx: only when used
 
         return AnthropicProvider(api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout)
     if auth_token is not None:

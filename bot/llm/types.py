@@ -2,7 +2,7 @@
 
 Providers differ in how they spell tool calls, tool results and stop reasons; the agent must not
 care. Everything above the provider adapters uses these frozen dataclasses, and each adapter maps
-them to and from its SDK's native shapes. Tool results travel as user-role parts (Anthropic's
+them to and from its wire format's native shapes. Tool results travel as user-role parts (Anthropic's
 model); the OpenAI adapter turns them into role "tool" messages.
 """
 

@@ -1,4 +1,4 @@
-"""The Anthropic adapter against the real `anthropic` SDK talking to the scripted fake server."""
+"""The Anthropic adapter (our own client on httpx) against the scripted fake server, over real sockets."""
 
 from __future__ import annotations
 
@@ -111,15 +111,18 @@ def test_stop_reason_mapping(server, native, ours):
     assert events[-1].stop_reason is ours
 
 
-def test_api_key_and_oauth_token_are_sent_as_the_sdk_authenticates(server):
+def test_api_key_and_oauth_token_are_sent_as_the_api_documents(server):
     server.enqueue(Reply(text=["a"]), Reply(text=["b"]))
     collect(AnthropicProvider(api_key=KEY, base_url=server.url).stream(request()))
     collect(AnthropicProvider(auth_token="oauth-token-123", base_url=server.url).stream(request()))
     first, second = server.requests
-    # anthropic SDK 2.x sends both credential kinds as a bearer token.
-    assert first.headers["authorization"] == f"Bearer {KEY}"
-    assert second.headers["authorization"] == "Bearer oauth-token-123"
-    assert "anthropic-version" in first.headers
+    # An API key travels as x-api-key only; an OAuth token as a bearer token only.
+    assert first.headers["x-api-key"] == KEY and "authorization" not in first.headers
+    assert second.headers["authorization"] == "Bearer oauth-token-123" and "x-api-key" not in second.headers
+    for sent in (first, second):
+        assert sent.headers["anthropic-version"] == "2023-06-01"
+        assert sent.headers["content-type"] == "application/json" and sent.headers["accept"] == "text/event-stream"
+        assert sent.method == "POST" and sent.path == "/v1/messages"
     # subscription OAuth tokens need the beta flag; API keys must not send it
     assert "oauth-2025-04-20" in second.headers.get("anthropic-beta", "")
     assert "oauth" not in first.headers.get("anthropic-beta", "")
@@ -159,7 +162,7 @@ def test_http_errors_are_classified(server, status, error_type, retryable):
     with pytest.raises(ProviderError) as info:
         collect(AnthropicProvider(api_key=KEY, base_url=server.url).stream(request()))
     assert (info.value.status, info.value.retryable) == (status, retryable)
-    assert len(server.requests) == 1  # the SDK's own retries are off
+    assert len(server.requests) == 1  # no hidden retries: failover is the router's job
 
 
 def test_connection_refused_is_retryable():

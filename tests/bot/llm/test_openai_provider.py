@@ -1,4 +1,4 @@
-"""The OpenAI adapter against the real `openai` SDK talking to the scripted fake server."""
+"""The OpenAI adapter (our own client on httpx) against the scripted fake server, over real sockets."""
 
 from __future__ import annotations
 

@@ -1,0 +1,139 @@
+"""One streamed POST to a provider: httpx in, SSE events or a ProviderError out.
+
+Both wire formats (bot.llm.anthropic_provider, bot.llm.openai_provider) share this: it owns the
+HTTP client, the limits a hostile or broken provider runs into, and the mapping of every failure
+to a ProviderError the router understands. There are no retries here (failover between profiles
+is the router's job) and no redirects (a redirect would replay the key to a host nobody chose).
+httpx's exceptions carry the request and so its headers, which hold the key: every one is turned
+into our own error `from None`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, TypeVar
+
+import httpx
+
+from bot.llm.errors import ProviderError, classify
+from bot.llm.sse import SSEDecoder, SSEError, SSEEvent, SSELimits
+from policies.kernel import safejson
+
+USER_AGENT = "owliabot/0.1"
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """What one answer may cost us. `max_seconds` bounds an answer that never ends (keep-alives
+    forever); `timeout` (per connect, write and read, as before) bounds a silent peer."""
+
+    sse: SSELimits = field(default_factory=SSELimits)
+    max_error_body: int = 64 << 10  # bytes of an HTTP error answer we read
+    max_seconds: float = 900.0
+
+
+def make_client(base_url: str, timeout: float) -> httpx.AsyncClient:
+    """One client per provider: it keeps the TLS context and the connection pool between calls."""
+    return httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout),
+                             follow_redirects=False, headers={"user-agent": USER_AGENT})
+
+
+def protocol_error(what: str) -> ProviderError:
+    """The provider broke its own wire format: retryable, so the router moves on to another profile."""
+    return ProviderError(f"the provider sent a malformed answer ({what})", retryable=True, error_type="protocol")
+
+
+def json_object(data: str, what: str) -> dict[str, Any]:
+    """The data of one event: a JSON object, or a protocol error that says which event broke."""
+    try:
+        value = safejson.loads(data)
+    except ValueError:
+        raise protocol_error(f"{what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise protocol_error(f"{what} is not a JSON object")
+    return value
+
+
+def get(obj: Mapping[str, Any], key: str, kind: type[_T], what: str, *, default: _T | None = None) -> _T | None:
+    """`obj[key]` if it has type `kind` (a bool is not an int), `default` if absent or null."""
+    value = obj.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise protocol_error(f"{what}.{key} is not {kind.__name__}")
+    return value
+
+
+def need(obj: Mapping[str, Any], key: str, kind: type[_T], what: str) -> _T:
+    value = get(obj, key, kind, what)
+    if value is None:
+        raise protocol_error(f"{what}.{key} is missing")
+    return value
+
+
+async def _error_body(response: httpx.Response, limit: int) -> Any:
+    raw = bytearray()
+    async for chunk in response.aiter_raw():
+        raw += chunk
+        if len(raw) > limit:
+            return None  # an error page this large says nothing we would show
+    try:
+        return safejson.loads(bytes(raw))
+    except ValueError:
+        return None
+
+
+def _transport_failure(exc: httpx.HTTPError, *, sent: bool) -> NoReturn:
+    if isinstance(exc, httpx.TimeoutException):
+        raise ProviderError("the request timed out", retryable=True, error_type="timeout") from None
+    if sent:
+        raise ProviderError("the connection to the provider dropped", retryable=True,
+                            error_type="connection") from None
+    raise ProviderError("could not connect to the provider", retryable=True, error_type="connection") from None
+
+
+async def stream_events(client: httpx.AsyncClient, path: str, body: Mapping[str, Any], *,
+                        headers: Mapping[str, str], secrets: tuple[str | None, ...],
+                        limits: StreamLimits) -> AsyncGenerator[SSEEvent, None]:
+    """POST `body` as JSON to `path` and yield the answer's events. HTTP errors, transport
+    failures, a body that is not an event stream and broken limits all raise ProviderError."""
+    request = client.build_request("POST", path, content=json.dumps(body).encode(),
+                                   headers={**headers, "content-type": "application/json",
+                                            "accept": "text/event-stream", "accept-encoding": "identity"})
+    deadline = time.monotonic() + limits.max_seconds
+    try:
+        response = await client.send(request, stream=True)
+    except httpx.HTTPError as exc:  # TransportError (incl. timeouts) or a bad URL
+        _transport_failure(exc, sent=False)
+    try:
+        if not 200 <= response.status_code < 300:
+            try:
+                payload = await _error_body(response, limits.max_error_body)
+            except httpx.HTTPError:
+                payload = None
+            raise classify(response.status_code, payload, secrets=secrets) from None
+        # We asked for no compression: a compressed stream could inflate a thousandfold inside one read.
+        if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
+            raise protocol_error("a compressed stream, though none was asked for")
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "text/event-stream":
+            raise ProviderError(f"the provider answered with {ctype or 'no content type'!r}, not an event "
+                                "stream: check the endpoint URL (base_url)", retryable=False,
+                                status=response.status_code) from None
+        decoder = SSEDecoder(limits.sse)
+        async for chunk in response.aiter_raw():
+            for event in decoder.feed(chunk):
+                yield event
+            if time.monotonic() > deadline:
+                raise ProviderError(f"the answer took longer than {limits.max_seconds:.0f} s", retryable=True,
+                                    error_type="timeout") from None
+    except httpx.HTTPError as exc:
+        _transport_failure(exc, sent=True)
+    except SSEError as exc:
+        raise protocol_error(str(exc)) from None
+    finally:
+        await response.aclose()
