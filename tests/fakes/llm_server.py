@@ -1,13 +1,20 @@
 """A scripted local LLM server speaking the real Anthropic and OpenAI wire protocols.
 
-The real `anthropic` and `openai` SDKs talk to it over HTTP, so tests exercise their request
-encoding, SSE parsing and error mapping rather than our guess of them. Tests queue replies (text
-chunks, tool calls whose JSON arguments are split into fragments, a stop reason, or an HTTP error)
-and afterwards inspect every request the SDKs actually sent (headers + JSON body).
+The bot's own LLM client (bot.llm) talks to it over real sockets, so tests exercise its request
+encoding, SSE parsing and error mapping against the documented wire formats: Anthropic's named
+events (`event:` + `data:`, `ping` keep-alives, an `error` event mid-stream) and OpenAI's bare
+`data:` chunks ending in `data: [DONE]`. Tests queue replies (text chunks, tool calls whose JSON
+arguments are split into fragments, a stop reason, or an HTTP error) and afterwards inspect every
+request the client actually sent (headers + JSON body).
+
+A reply can also use the framing liberties the SSE standard allows and real servers take (CRLF
+line ends, `:` comment keep-alives, one event's JSON spread over several `data:` lines, HTTP/1.1
+chunked transfer, the body written a few bytes at a time), or be hostile: raw bytes of our choice,
+a raw error body, a stream that never ends.
 
     with FakeLLMServer() as server:
-        server.enqueue(Reply(text=["Hel", "lo"]))
-        ... AsyncAnthropic(base_url=server.url) / AsyncOpenAI(base_url=server.openai_url) ...
+        server.enqueue(Reply(text=["Hel", "lo"], crlf=True, comments=True))
+        ... AnthropicProvider(api_key=..., base_url=server.url) / OpenAIProvider(base_url=server.openai_url) ...
         server.requests[0].body["messages"]
 """
 
@@ -54,6 +61,20 @@ class Reply:
     truncate: bool = False  # close the connection after the text chunks, without a stop event
     delay: float = 0.0  # seconds before the answer starts (a slow model, for cancellation tests)
     reset: bool = False  # with `truncate`: end with a TCP reset (a dropped connection), not a clean close
+    # Framing liberties of the SSE standard that real servers take:
+    crlf: bool = False  # CRLF line ends instead of LF
+    comments: bool = False  # a `: keep-alive` comment line before every event
+    multiline: bool = False  # each event's JSON spread over several `data:` lines
+    chunked: bool = False  # HTTP/1.1 chunked transfer encoding (the real APIs' framing)
+    write_size: int = 0  # write the body this many bytes at a time (0: one write per event)
+    # Hostile answers:
+    raw: bytes | None = None  # sent as the whole 200 body instead of the scripted events
+    content_type: str = "text/event-stream"
+    content_encoding: str | None = None  # a content-encoding header, whatever the body is
+    error_body: bytes | None = None  # with `status` != 200: this body instead of the JSON error
+    headers: tuple[tuple[str, str], ...] = ()  # extra headers on an `error_body` answer (e.g. Location)
+    hang: float = 0.0  # after the body, keep the connection open this long without closing it
+    drip: float = 0.0  # while hanging, send a `: keep-alive` comment every `drip` seconds
 
 
 @dataclass
@@ -74,15 +95,25 @@ class _Script:
     keep_requests: int = 100_000
 
 
-def _sse(event: str | None, data: Any) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data)
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
+def _sse(event: str | None, data: Any, reply: Reply | None = None) -> bytes:
+    """One event, framed as `reply` asks (LF, single `data:` line, no comments by default)."""
+    reply = reply or Reply()
+    if isinstance(data, str):
+        payload = [data]
+    else:
+        payload = json.dumps(data, indent=1).split("\n") if reply.multiline else [json.dumps(data)]
+    lines = [": keep-alive"] if reply.comments else []
+    lines += [f"event: {event}"] if event else []
+    lines += [f"data: {line}" for line in payload]
+    eol = "\r\n" if reply.crlf else "\n"
+    return (eol.join(lines) + eol + eol).encode()
 
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "FakeLLM/1.0"
     script: _Script  # set on the subclass made per server
+
+    reply: Reply  # the reply being sent, for its framing
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
         pass
@@ -105,6 +136,13 @@ class _Handler(BaseHTTPRequestHandler):
                 del self.script.requests[0]
         if reply is not None and reply.delay:
             time.sleep(reply.delay)
+        self.reply = reply or Reply()
+        if reply is not None and reply.status != 200 and reply.error_body is not None:
+            return self._error_raw(reply)
+        if reply is not None and reply.raw is not None:
+            self._start_sse()
+            self._send(reply.raw)
+            return self._finish()
         if self.path.rstrip("/").endswith("/messages"):
             self._anthropic(body, reply)
         elif self.path.rstrip("/").endswith("/chat/completions"):
@@ -122,15 +160,52 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _start_sse(self) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.end_headers()  # HTTP/1.0: the body ends when we close the connection
+    def _error_raw(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("content-type", reply.content_type if reply.raw is not None else "text/html")
+        self.send_header("content-length", str(len(reply.error_body or b"")))
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(reply.error_body or b"")
 
-    def _send(self, chunk: bytes) -> None:
-        self.wfile.write(chunk)
-        self.wfile.flush()
+    def _start_sse(self) -> None:
+        if self.reply.chunked:
+            self.protocol_version = "HTTP/1.1"  # the status line; the connection still closes after
+        self.send_response(200)
+        self.send_header("content-type", self.reply.content_type)
+        self.send_header("cache-control", "no-cache")
+        if self.reply.content_encoding:
+            self.send_header("content-encoding", self.reply.content_encoding)
+        if self.reply.chunked:
+            self.send_header("transfer-encoding", "chunked")
+        self.end_headers()  # otherwise HTTP/1.0: the body ends when we close the connection
+
+    def _send(self, data: bytes) -> None:
+        step = self.reply.write_size or len(data) or 1
+        for start in range(0, len(data), step):
+            piece = data[start:start + step]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if self.reply.chunked else piece)
+            self.wfile.flush()
+
+    def _event(self, event: str | None, data: Any) -> None:
+        self._send(_sse(event, data, self.reply))
+
+    def _finish(self) -> None:
+        """End the body (the last chunk, if chunked), after hanging on as long as the reply asks."""
+        deadline = time.monotonic() + self.reply.hang
+        while time.monotonic() < deadline:
+            if self.reply.drip:
+                time.sleep(self.reply.drip)
+                try:
+                    self._send(b": keep-alive\n\n")
+                except OSError:
+                    return  # the client gave up
+            else:
+                time.sleep(min(0.05, self.reply.hang))
+        if self.reply.chunked:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
     def _cut(self, reply: Reply) -> None:
         """The connection ends mid-stream: cleanly, or with a reset as when a proxy or NAT drops it."""
@@ -162,42 +237,43 @@ class _Handler(BaseHTTPRequestHandler):
                              "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens}})
             return
         self._start_sse()
-        self._send(_sse("message_start", {"type": "message_start", "message": {
+        self._event("message_start", {"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": in_tokens, "output_tokens": 1}}}))
-        self._send(_sse("ping", {"type": "ping"}))
+            "usage": {"input_tokens": in_tokens, "output_tokens": 1}}})
+        self._event("ping", {"type": "ping"})
         if reply.truncate and not reply.text:
             return self._cut(reply)
         index = 0
         if reply.text:
-            self._send(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                    "content_block": {"type": "text", "text": ""}}))
+            self._event("content_block_start", {"type": "content_block_start", "index": index,
+                                                    "content_block": {"type": "text", "text": ""}})
             for piece in reply.text:
-                self._send(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                        "delta": {"type": "text_delta", "text": piece}}))
+                self._event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                        "delta": {"type": "text_delta", "text": piece}})
             if reply.truncate:
                 return self._cut(reply)
             if reply.fail_mid_stream:
-                self._send(_sse("error", {"type": "error", "error": {"type": reply.fail_mid_stream,
-                                                                     "message": "scripted mid-stream failure"}}))
-                return
-            self._send(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+                self._event("error", {"type": "error", "error": {"type": reply.fail_mid_stream,
+                                                                     "message": "scripted mid-stream failure"}})
+                return self._finish()
+            self._event("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         for call in reply.tool_calls:
-            self._send(_sse("content_block_start", {"type": "content_block_start", "index": index,
+            self._event("content_block_start", {"type": "content_block_start", "index": index,
                                                     "content_block": {"type": "tool_use", "id": call.id,
-                                                                      "name": call.name, "input": {}}}))
+                                                                      "name": call.name, "input": {}}})
             for fragment in call.fragments:
-                self._send(_sse("content_block_delta", {
+                self._event("content_block_delta", {
                     "type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": fragment}}))
-            self._send(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+                    "delta": {"type": "input_json_delta", "partial_json": fragment}})
+            self._event("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
-        self._send(_sse("message_delta", {"type": "message_delta",
+        self._event("message_delta", {"type": "message_delta",
                                           "delta": {"stop_reason": stop, "stop_sequence": None},
-                                          "usage": {"output_tokens": out_tokens}}))
-        self._send(_sse("message_stop", {"type": "message_stop"}))
+                                          "usage": {"output_tokens": out_tokens}})
+        self._event("message_stop", {"type": "message_stop"})
+        self._finish()
 
     # -- OpenAI Chat Completions -----------------------------------------------------------------
 
@@ -227,7 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
             return _sse(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason,
-                                                    "logprobs": None}]})
+                                                    "logprobs": None}]}, self.reply)
 
         self._start_sse()
         self._send(chunk({"role": "assistant", "content": ""}))
@@ -243,8 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(chunk({"tool_calls": [{"index": position, "function": {"arguments": fragment}}]}))
         self._send(chunk({}, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
-            self._send(_sse(None, {**base, "choices": [], "usage": usage}))
-        self._send(b"data: [DONE]\n\n")
+            self._event(None, {**base, "choices": [], "usage": usage})
+        self._event(None, "[DONE]")
+        self._finish()
 
 
 class FakeLLMServer:
