@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bot.llm.errors import ProviderError, classify
+from bot.llm.errors import ProviderError, stream_error
 from bot.llm.sse import SSEEvent
 from bot.llm.transport import StreamLimits, get, json_object, make_client, need, stream_events
 from bot.llm.types import (
@@ -125,7 +125,7 @@ class AnthropicProvider:
                 continue  # ping, and event types newer than this code: ignored, as the API asks
             data = json_object(sse.data, kind)
             if kind == "error":
-                raise classify(200, data, secrets=self._secrets) from None
+                raise stream_error(data, secrets=self._secrets) from None
             if kind == "message_stop":
                 break  # the answer is complete: never wait on a peer that keeps the stream open
             if kind == "message_start":

@@ -110,13 +110,16 @@ def _status_text(status: int, error_type: str | None) -> tuple[str, bool]:
 
 
 def classify(status: int, body: object, *, secrets: Iterable[str | None] = ()) -> ProviderError:
-    """An HTTP error answer (status + parsed JSON body, or None) or a mid-stream error event (status
-    200 + the event's JSON) as a ProviderError carrying no secrets."""
+    """An HTTP error answer (status + parsed JSON body, or None) as a ProviderError carrying no secrets."""
     error_type, api_msg = _api_message(body)
-    # Providers report failures after the 200 header as an SSE error event: a server-side failure.
-    if status < 400:
-        status = 529 if error_type == "overloaded_error" else 500
     text, retryable = _status_text(status, error_type)
     if api_msg:
         text = f"{text}: {scrub(api_msg, secrets)[:300]}"
     return ProviderError(text, retryable=retryable, status=status, error_type=error_type)
+
+
+def stream_error(body: object, *, secrets: Iterable[str | None] = ()) -> ProviderError:
+    """An error event after the 200 header (Anthropic's `error` event, an OpenAI-compatible
+    `{"error": ..}` chunk): a server-side failure, 529 when the provider says it is overloaded."""
+    error_type, _ = _api_message(body)
+    return classify(529 if error_type == "overloaded_error" else 500, body, secrets=secrets)

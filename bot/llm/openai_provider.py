@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bot.llm.errors import ProviderError, classify
+from bot.llm.errors import ProviderError, stream_error
 from bot.llm.sse import SSEEvent
 from bot.llm.transport import StreamLimits, get, json_object, make_client, protocol_error, stream_events
 from bot.llm.types import (
@@ -128,7 +128,7 @@ class OpenAIProvider:
                 break
             chunk = json_object(sse.data, "chunk")
             if sse.event == "error" or chunk.get("error") is not None:  # a failure after the 200 header
-                raise classify(200, chunk, secrets=self._secrets) from None
+                raise stream_error(chunk, secrets=self._secrets) from None
             model = get(chunk, "model", str, "chunk") or model
             counts = get(chunk, "usage", dict, "chunk")
             if counts is not None:

@@ -129,7 +129,7 @@ async def stream_events(client: httpx.AsyncClient, path: str, body: Mapping[str,
             for event in decoder.feed(chunk):
                 yield event
             if time.monotonic() > deadline:
-                raise ProviderError(f"the answer took longer than {limits.max_seconds:.0f} s", retryable=True,
+                raise ProviderError(f"the answer took longer than {limits.max_seconds:g} s", retryable=True,
                                     error_type="timeout") from None
     except httpx.HTTPError as exc:
         _transport_failure(exc, sent=True)
