@@ -12,8 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from bot.llm.errors import ProviderError, stream_error
-from bot.llm.sse import SSEEvent
-from bot.llm.transport import StreamLimits, get, json_object, make_client, need, stream_events
+from bot.llm.transport import EventStream, StreamLimits, get, json_object, make_client, need
 from bot.llm.types import (
     Finished,
     Message,
@@ -106,15 +105,15 @@ class AnthropicProvider:
         if request.tools:
             body["tools"] = [{"name": t.name, "description": t.description,
                               "input_schema": dict(t.parameters)} for t in request.tools]
-        events = stream_events(self._client, "/v1/messages", body, headers=self._headers,
-                               secrets=self._secrets, limits=self._limits)
+        events = EventStream(self._client, "/v1/messages", body, headers=self._headers,
+                             secrets=self._secrets, limits=self._limits)
         try:
             async for event in self._translate(events):
                 yield event
         finally:
             await events.aclose()
 
-    async def _translate(self, events: AsyncIterator[SSEEvent]) -> AsyncIterator[StreamEvent]:
+    async def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
         model = ""
         input_tokens = output_tokens = 0
         stop: StopReason | None = None
@@ -164,6 +163,7 @@ class AnthropicProvider:
         if stop is None:  # connection closed before the provider said it was done
             raise ProviderError("the provider's stream ended before the answer was complete",
                                 retryable=True, error_type="truncated")
+        await events.aclose()  # before the last event: a consumer may stop reading at Finished
         yield Finished(stop, Usage(input_tokens, output_tokens), model)
 
 

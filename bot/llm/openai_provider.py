@@ -15,8 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from bot.llm.errors import ProviderError, stream_error
-from bot.llm.sse import SSEEvent
-from bot.llm.transport import StreamLimits, get, json_object, make_client, protocol_error, stream_events
+from bot.llm.transport import EventStream, StreamLimits, get, json_object, make_client, protocol_error
 from bot.llm.types import (
     Finished,
     Message,
@@ -108,15 +107,15 @@ class OpenAIProvider:
             body["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
                 for t in request.tools]
-        events = stream_events(self._client, "/chat/completions", body, headers=self._headers,
-                               secrets=self._secrets, limits=self._limits)
+        events = EventStream(self._client, "/chat/completions", body, headers=self._headers,
+                             secrets=self._secrets, limits=self._limits)
         try:
             async for event in self._translate(events):
                 yield event
         finally:
             await events.aclose()
 
-    async def _translate(self, events: AsyncIterator[SSEEvent]) -> AsyncIterator[StreamEvent]:
+    async def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
         model = ""
         usage = Usage()
         stop: StopReason | None = None
@@ -167,6 +166,7 @@ class OpenAIProvider:
         if stop is None:  # connection closed before the provider said it was done
             raise ProviderError("the provider's stream ended before the answer was complete",
                                 retryable=True, error_type="truncated")
+        await events.aclose()  # before the last event: a consumer may stop reading at Finished
         yield Finished(stop, usage, model)
 
 

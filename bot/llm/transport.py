@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
@@ -96,44 +97,85 @@ def _transport_failure(exc: httpx.HTTPError, *, sent: bool) -> NoReturn:
     raise ProviderError("could not connect to the provider", retryable=True, error_type="connection") from None
 
 
-async def stream_events(client: httpx.AsyncClient, path: str, body: Mapping[str, Any], *,
-                        headers: Mapping[str, str], secrets: tuple[str | None, ...],
-                        limits: StreamLimits) -> AsyncGenerator[SSEEvent, None]:
-    """POST `body` as JSON to `path` and yield the answer's events. HTTP errors, transport
-    failures, a body that is not an event stream and broken limits all raise ProviderError."""
-    request = client.build_request("POST", path, content=json.dumps(body).encode(),
-                                   headers={**headers, "content-type": "application/json",
-                                            "accept": "text/event-stream", "accept-encoding": "identity"})
-    deadline = time.monotonic() + limits.max_seconds
-    try:
-        response = await client.send(request, stream=True)
-    except httpx.HTTPError as exc:  # TransportError (incl. timeouts) or a bad URL
-        _transport_failure(exc, sent=False)
-    try:
+class EventStream:
+    """The events of one streamed POST: iterate it, then `aclose()` it (idempotent) to release the
+    connection. A class, not an async generator: the event loop closes abandoned generators
+    concurrently at shutdown, and a provider's `finally` closing a generator the loop is closing
+    at the same moment fails ("aclose(): asynchronous generator is already running").
+
+    HTTP errors, transport failures, a body that is not an event stream and broken limits all
+    raise ProviderError, never an httpx exception (it would carry the request and its key)."""
+
+    def __init__(self, client: httpx.AsyncClient, path: str, body: Mapping[str, Any], *,
+                 headers: Mapping[str, str], secrets: tuple[str | None, ...], limits: StreamLimits) -> None:
+        self._client = client
+        self._request = client.build_request(
+            "POST", path, content=json.dumps(body).encode(),
+            headers={**headers, "content-type": "application/json", "accept": "text/event-stream",
+                     "accept-encoding": "identity"})
+        self._secrets = secrets
+        self._limits = limits
+        self._decoder = SSEDecoder(limits.sse)
+        self._pending: deque[SSEEvent] = deque()
+        self._response: httpx.Response | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._deadline = 0.0
+        self._closed = False
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> SSEEvent:
+        while not self._pending:
+            if self._closed:
+                raise StopAsyncIteration
+            try:
+                chunks = self._chunks if self._chunks is not None else await self._open()
+                chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                await self.aclose()
+                raise
+            except httpx.HTTPError as exc:
+                await self.aclose()
+                _transport_failure(exc, sent=self._response is not None)
+            except BaseException:
+                await self.aclose()
+                raise
+            try:
+                self._pending.extend(self._decoder.feed(chunk))
+            except SSEError as exc:
+                await self.aclose()
+                raise protocol_error(str(exc)) from None
+            if time.monotonic() > self._deadline:
+                await self.aclose()
+                raise ProviderError(f"the answer took longer than {self._limits.max_seconds:g} s", retryable=True,
+                                    error_type="timeout") from None
+        return self._pending.popleft()
+
+    async def _open(self) -> AsyncIterator[bytes]:
+        self._deadline = time.monotonic() + self._limits.max_seconds
+        response = self._response = await self._client.send(self._request, stream=True)
         if not 200 <= response.status_code < 300:
             try:
-                payload = await _error_body(response, limits.max_error_body)
+                payload = await _error_body(response, self._limits.max_error_body)
             except httpx.HTTPError:
                 payload = None
-            raise classify(response.status_code, payload, secrets=secrets) from None
+            raise classify(response.status_code, payload, secrets=self._secrets) from None
         # We asked for no compression: a compressed stream could inflate a thousandfold inside one read.
         if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
-            raise protocol_error("a compressed stream, though none was asked for")
+            raise protocol_error("a compressed stream, though none was asked for") from None
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "text/event-stream":
             raise ProviderError(f"the provider answered with {ctype or 'no content type'!r}, not an event "
                                 "stream: check the endpoint URL (base_url)", retryable=False,
                                 status=response.status_code) from None
-        decoder = SSEDecoder(limits.sse)
-        async for chunk in response.aiter_raw():
-            for event in decoder.feed(chunk):
-                yield event
-            if time.monotonic() > deadline:
-                raise ProviderError(f"the answer took longer than {limits.max_seconds:g} s", retryable=True,
-                                    error_type="timeout") from None
-    except httpx.HTTPError as exc:
-        _transport_failure(exc, sent=True)
-    except SSEError as exc:
-        raise protocol_error(str(exc)) from None
-    finally:
-        await response.aclose()
+        self._chunks = response.aiter_raw()
+        return self._chunks
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pending.clear()
+        if self._response is not None:
+            await self._response.aclose()

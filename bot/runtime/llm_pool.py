@@ -59,13 +59,14 @@ class LLMPool:
         return found
 
     async def configured(self) -> list[str]:
-        """Profiles that have a credential, without building providers (which imports SDKs)."""
+        """Profiles that have a credential, without building providers (which imports httpx)."""
         return [item.name for item, _ in await self._credentials()]
 
     async def warm(self) -> list[str]:
-        """Import the provider SDKs the credentialed profiles use, in a worker thread, then build
+        """Import the provider adapters the credentialed profiles use (our wire-format modules; httpx
+        under them is usually loaded already by the Telegram channel), in a worker thread, then build
         the default router (its clients load their TLS contexts, about 0.1 s), so the first reply
-        after a start waits for neither (0.5-1 s here); returns the modules imported.
+        after a start waits for neither; returns the modules imported.
         Never raises: a failure here only means the first message does this itself."""
         import asyncio
         import importlib
@@ -80,11 +81,11 @@ class LLMPool:
             if modules:
                 await self.router()  # cached: the first message reuses these providers
         except Exception:  # noqa: BLE001 - warming is an optimisation, never a reason to stop
-            log.warning("could not import the LLM provider SDKs ahead", exc_info=True)
+            log.warning("could not prepare the LLM providers ahead", exc_info=True)
         return modules
 
     async def ready(self, now: float | None = None) -> list[str]:
-        """Profiles with a credential and no cooldown, read from disk (no SDK import, no request)."""
+        """Profiles with a credential and no cooldown, read from disk (no provider built, no request)."""
         import time
 
         store = CooldownStore(self.cooldown_path)

@@ -291,3 +291,26 @@ def test_debug_logging_of_the_http_stack_never_shows_the_key(server, kind, caplo
     for record in caplog.records:
         for key in KEYS:
             assert key not in record.getMessage()
+
+
+@BOTH
+@pytest.mark.parametrize("stop_at", ["finished", "first_text"])
+def test_a_consumer_that_stops_reading_leaves_no_error_at_shutdown(server, kind, stop_at, tmp_path):
+    """The router's `complete` returns at Finished without closing its stream, and a cancelled turn
+    abandons one mid-answer: the event loop then closes the nested generators itself, all at once."""
+    from bot.llm.failover import FailoverRouter, Profile
+
+    server.enqueue(Reply(text=["a", "b"]))
+    problems: list[dict] = []
+    router = FailoverRouter([Profile("p", make(kind, server), "m")], tmp_path / "cooldowns.json")
+    kept = []  # still referenced when asyncio.run ends: the loop's shutdown closes it and all under it
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: problems.append(context))
+        kept.append(router.stream(REQUEST))
+        async for event in kept[0]:
+            if stop_at == "first_text" or isinstance(event, Finished):
+                return
+
+    asyncio.run(run())
+    assert [p["message"] for p in problems] == []
