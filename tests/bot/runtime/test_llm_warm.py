@@ -1,4 +1,4 @@
-"""`LLMPool.warm` imports the provider SDK a configured profile needs, off the event loop, so the
+"""`LLMPool.warm` imports the provider adapter (and httpx) a configured profile needs, off the event loop, so the
 first reply after `owlia start` does not wait for it, and builds the router the first message then
 reuses (its clients' TLS contexts); a profile without a credential warms nothing."""
 
@@ -22,10 +22,10 @@ async def lookup(name):
 async def main():
     settings = LLMSettings(profiles=(LLMProfileSettings(name="main", model="anthropic/claude-x"),))
     pool = LLMPool(settings, lookup, Path(tempfile.mkdtemp()) / "cooldowns.json")
-    before = "anthropic" in sys.modules
+    before = "httpx" in sys.modules
     ticks = 0
 
-    async def ticker():  # the loop keeps running while the SDK is imported in a thread
+    async def ticker():  # the loop keeps running while the adapter is imported in a thread
         nonlocal ticks
         while True:
             ticks += 1
@@ -36,7 +36,7 @@ async def main():
     task.cancel()
     built = pool._routers.get(None)  # what warm() left for the first message
     reused = built is not None and await pool.router() is built[1]
-    print(before, "anthropic" in sys.modules, ",".join(modules), ticks > 1, reused)
+    print(before, "httpx" in sys.modules, ",".join(modules), ticks > 1, reused, "anthropic" in sys.modules)
 
 asyncio.run(main())
 """
@@ -47,9 +47,9 @@ def warm(credential: str) -> str:
                           check=True, timeout=120).stdout.strip()
 
 
-def test_warm_imports_the_sdk_of_a_credentialed_profile_without_blocking_the_loop() -> None:
-    assert warm("anthropic") == "False True bot.llm.anthropic_provider True True"
+def test_warm_imports_the_adapter_of_a_credentialed_profile_without_blocking_the_loop() -> None:
+    assert warm("anthropic") == "False True bot.llm.anthropic_provider True True False"  # no vendor SDK
 
 
 def test_warm_imports_nothing_without_a_credential() -> None:
-    assert warm("nobody") == "False False  False False"
+    assert warm("nobody") == "False False  False False False"
