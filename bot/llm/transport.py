@@ -48,10 +48,14 @@ def protocol_error(what: str) -> ProviderError:
     return ProviderError(f"the provider sent a malformed answer ({what})", retryable=True, error_type="protocol")
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # NaN, Infinity: Python's parser takes them, JSON has none
+
+
 def json_object(data: str, what: str) -> dict[str, Any]:
     """The data of one event: a JSON object, or a protocol error that says which event broke."""
     try:
-        value = safejson.loads(data)
+        value = safejson.loads(data, parse_constant=_not_json)
     except ValueError:
         raise protocol_error(f"{what} is not JSON") from None
     if not isinstance(value, dict):

@@ -122,7 +122,7 @@ def test_an_answer_over_the_total_limit_is_refused(server, kind):
 
 
 @BOTH
-@pytest.mark.parametrize("data", [b"not json", b"[1, 2]", b'{"a": NaN', b"{" * 5000])
+@pytest.mark.parametrize("data", [b"not json", b"[1, 2]", b'{"a": NaN}', b"{" * 5000])
 def test_data_that_is_not_a_json_object_is_refused(server, kind, data):
     event = b"event: message_start\n" if kind == "anthropic" else b""
     server.enqueue(Reply(raw=event + b"data: " + data + b"\n\n"))
