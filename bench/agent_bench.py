@@ -9,7 +9,7 @@ Everything runs the default configuration (control plane on, events and metrics 
   `/health` 200, idle RSS, the first reply after start, per-message latency (update queued on the
   Bot API server -> final reply text received there), RSS every 100 messages after a warm-up;
 - overhead per message in process: inbound message -> reply through BotCore, the agent loop, the
-  real anthropic SDK and the fake LLM (text only, and with one read-tool round);
+  bot's own Anthropic client and the fake LLM (text only, and with one read-tool round);
 - `owlia sign send` (a small allowed transfer to that signer) and `owlia --help` wall time;
 - memory search over 10 000 notes (SQLite FTS5); (with --dists) installed distributions in a clean venv.
 Peers (nanobot-ai, OpenClaw) are measured by bench/peers/measure_peers.py on its own; this script
@@ -91,7 +91,7 @@ async def overhead(home: Path, n: int) -> dict[str, float]:
             inbound = Inbound("console", "bench", uuid.uuid4().hex, f"message {i}", received_at=time.time())
             start = time.perf_counter()
             await runtime.core.handle(inbound, sink)
-            if i >= 20:  # the first messages warm the SDK and connection pool
+            if i >= 20:  # the first messages warm the client and connection pool
                 samples.append((time.perf_counter() - start) * 1000)
     finally:
         await runtime.close()

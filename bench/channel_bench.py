@@ -1,7 +1,7 @@
 """Channel benchmark; prints one JSON object. Run: .venv/bin/python bench/channel_bench.py [-n 300]
 
 What the Telegram channel adds on top of the runtime, with an instant fake LLM (its own process,
-real anthropic SDK over loopback) and the local Telegram Bot API server (tests/fakes):
+the bot's Anthropic client over loopback) and the local Telegram Bot API server (tests/fakes):
 
 - console: inbound -> reply through BotCore with the console sink, timed around `core.handle`;
 - telegram latency: from the update being queued on the Bot API server to the server receiving
