@@ -39,4 +39,4 @@ def quiet_subset(entry: dict[str, Any], threshold: float) -> None:
                         "rule": f"runs with other work < {threshold:.0%} of all CPUs before spawn and after stop"}
     im = entry.get("idle_memory")
     if im:
-        im["rss_mb_quiet_runs"] = summary([im["rss_mb"]["runs"][i] for i in keep], 1)
+        im["rss_mib_quiet_runs"] = summary([im["rss_mib"]["runs"][i] for i in keep], 1)
