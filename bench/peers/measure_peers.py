@@ -255,6 +255,7 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
         "idle_pss_median_mib": ("idle_memory", "pss_mib", "median"),
         "rss_after_messages_mib": ("after_messages", "rss_mib"),
         "pss_after_messages_mib": ("after_messages", "pss_mib"),
+        "first_reply_after_start_s": ("after_messages", "first_reply_s"),
         "message_latency_median_s": ("after_messages", "latency_s", "median"),
     }
     out: dict[str, Any] = {}
@@ -364,21 +365,32 @@ def main() -> int:
                 result[name] = {"error": f"not installed at {cli}; run with --setup"}
                 continue
             entry: dict[str, Any] = {}
-            if not args.no_counts:
-                entry["packages"] = {"owliabot": lambda: owliabot_packages(args.python), "nanobot": nanobot_packages,
-                                     "openclaw": openclaw_packages}[name]()
-            peer = make_side(name)
-            peer.configure(llm)
-            sides.append(peer)
             result[name] = entry
+            try:
+                if not args.no_counts:
+                    entry["packages"] = {"owliabot": lambda: owliabot_packages(args.python),
+                                         "nanobot": nanobot_packages, "openclaw": openclaw_packages}[name]()
+                peer = make_side(name)
+                sides.append(peer)  # closed on the way out, even if configure() fails half-way
+                peer.configure(llm)
+            except Exception as e:  # noqa: BLE001 - record it and measure the other sides
+                entry["error"] = f"{type(e).__name__}: {e}"
+                log(f"{name}: FAILED: {e}")
+                if sides and sides[-1].name == name:
+                    with contextlib.suppress(Exception):
+                        sides.pop().close()
         if sides:
-            for name, part in measure_help(sides, args).items():
-                result[name]["help"] = part
-            for name, part in measure_starts(sides, args).items():
-                result[name].update(part)
-            if args.messages > 0:
-                for name, part in measure_messages(sides, llm, args).items():
-                    result[name]["after_messages"] = part
+            try:
+                for name, part in measure_help(sides, args).items():
+                    result[name]["help"] = part
+                for name, part in measure_starts(sides, args).items():
+                    result[name].update(part)
+                if args.messages > 0:
+                    for name, part in measure_messages(sides, llm, args).items():
+                        result[name]["after_messages"] = part
+            except Exception as e:  # noqa: BLE001 - keep what was measured, say what failed
+                result["error"] = f"{type(e).__name__}: {e}"
+                log(f"FAILED: {e}")
             result["owliabot_over_peers"] = ratios(result)
         result["load_average_at_end"] = list(os.getloadavg())
     finally:
@@ -389,7 +401,8 @@ def main() -> int:
         llm.close()
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
-    return 0
+    failed = "error" in result or any("error" in result.get(name, {}) for name in SIDES)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
