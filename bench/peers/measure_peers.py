@@ -48,7 +48,7 @@ from installs import (PEERS_DIR, REPO, nanobot_cli, nanobot_packages, node_bin_d
                       owliabot_packages, setup_nanobot, setup_node, setup_openclaw)
 from machine import QUIET, cpu_busy, machine_info, wait_quiet
 from peers import Nanobot, NanobotDriver, OpenClaw, OpenClawDriver, Peer
-from procs import _cleanup_all, _on_signal, idle_rss, log, stop, time_command, time_once, tree_memory
+from procs import _cleanup_all, _on_signal, idle_rss, log, stop, time_command, time_once, tree_cpu_s, tree_memory
 from stats import quiet_subset, summary
 
 SIDES = ("owliabot", "nanobot", "openclaw")  # the order every interleaved round takes them in
@@ -110,6 +110,7 @@ def measure_starts(sides: list[Peer], args: argparse.Namespace) -> dict[str, dic
     starts: dict[str, list[float]] = {p.name: [] for p in sides}
     idle: dict[str, list[dict[str, Any]]] = {p.name: [] for p in sides}
     checks: dict[str, list[dict[str, Any]]] = {p.name: [] for p in sides}
+    companions: dict[str, dict[str, list[float]]] = {p.name: {} for p in sides}
     for i in range(args.start_runs):
         for peer in sides:
             quiet = wait_quiet(f"{peer.name} start {i + 1}")
@@ -119,6 +120,8 @@ def measure_starts(sides: list[Peer], args: argparse.Namespace) -> dict[str, dic
             checks[peer.name].append({**{k: round(v, 3) for k, v in t.items()}, "machine_before": quiet})
             time.sleep(args.idle_wait)
             idle[peer.name].append(tree_memory(proc.pid))
+            for other, pid in peer.companion_pids().items():
+                companions[peer.name].setdefault(other, []).append(tree_memory(pid)["rss_mib"])
             stop(proc)
             checks[peer.name][-1]["other_cpu_busy_after"] = cpu_busy()  # did other work start meanwhile?
     for peer in sides:
@@ -133,10 +136,12 @@ def measure_starts(sides: list[Peer], args: argparse.Namespace) -> dict[str, dic
             "pss_mib": summary([m["pss_mib"] for m in mem], 1),
             "main_rss_mib": summary([m["main_rss_mib"] for m in mem], 1),
             "last_run_processes": mem[-1]["processes"] if mem else [],
+            "companions_rss_mib": {k: summary(v, 1) for k, v in companions[peer.name].items()},
             "method": f"{args.idle_wait:g} s after ready (the same for every side), VmRSS from /proc/<pid>/status "
                       "summed over the spawned process and all its descendants (rss_mib); pss_mib sums Pss from "
                       "/proc/<pid>/smaps_rollup over the same processes (shared pages not double-counted); one "
-                      "sample per cold-start run; MiB.",
+                      "sample per cold-start run; MiB. companions_rss_mib: processes the side needs that it "
+                      "does not spawn (OwliaBot's signer), read at the same moment and NOT included.",
         }
         quiet_subset(out[peer.name], args.quiet_threshold)
     return out
@@ -155,11 +160,11 @@ class Load:
         self.lat: list[float] = []
         self.ok = self.failed = self.llm_requests = 0
         self.samples: list[dict[str, Any]] = []
-        self.busy_s = 0.0
+        self.busy_s = self.cpu_s = 0.0
         self.stopped_early: str | None = None
 
     def block(self, llm: FakeLLM, first: int, last: int) -> None:
-        llm_before, t_start = llm.count, time.perf_counter()
+        llm_before, t_start, cpu_start = llm.count, time.perf_counter(), tree_cpu_s(self.proc.pid)
         for i in range(first, last):
             t0 = time.perf_counter()
             good = self.driver.send(i % self.args.sessions, f"hello {i}: please reply")
@@ -170,6 +175,7 @@ class Load:
                 self.stopped_early = f"exited ({self.proc.returncode}) after {i + 1} messages"
                 break
         self.busy_s += time.perf_counter() - t_start
+        self.cpu_s += tree_cpu_s(self.proc.pid) - cpu_start
         self.llm_requests += llm.count - llm_before
         if self.stopped_early:
             return
@@ -191,6 +197,7 @@ class Load:
             "sessions": self.args.sessions, "stopped_early": self.stopped_early,
             "busy_s": round(self.busy_s, 1),
             "msgs_per_s": round(len(self.lat) / self.busy_s, 2) if self.busy_s else None,
+            "cpu_ms_per_message": round(self.cpu_s * 1000 / len(self.lat), 2) if self.lat else None,
             "first_reply_s": round(self.lat[0], 3) if self.lat else None,
             "latency_s": {k: v for k, v in summary(self.lat, 4).items() if k != "runs"},
             "fake_llm_requests": self.llm_requests,
@@ -212,6 +219,8 @@ def measure_messages(sides: list[Peer], llm: FakeLLM, args: argparse.Namespace) 
         for peer in sides:
             log(f"{peer.name}: start for {args.messages} messages")
             loads.append(Load(peer, llm, args))
+        # their own background work counts here too, so a side that never idles must not cost 10 minutes
+        quiet_all = wait_quiet("every side up and idle, before the messages", max_wait=60)
         for first in range(0, args.messages, 100):
             for load in loads:
                 if not load.stopped_early:
@@ -223,7 +232,8 @@ def measure_messages(sides: list[Peer], llm: FakeLLM, args: argparse.Namespace) 
             for load in loads:
                 if load.proc.poll() is None:
                     series[load.peer.name].append(tree_memory(load.proc.pid)["rss_mib"])
-        out = {ld.peer.name: ld.result(series[ld.peer.name], quiet) for ld in loads}
+        out = {ld.peer.name: {**ld.result(series[ld.peer.name], quiet), "machine_before_messages": quiet_all}
+               for ld in loads}
     finally:
         for load in loads:
             stop(load.proc)
@@ -233,7 +243,10 @@ def measure_messages(sides: list[Peer], llm: FakeLLM, args: argparse.Namespace) 
               f"over {args.sessions} conversations, in blocks of 100 taken by the sides in turn; the fake LLM "
               f"answers every completion at once with 'pong'; memory read {args.idle_wait:g} s after the last "
               "block of the last side (so at least that long after each side's last reply), the same way as idle "
-              "memory; MiB.")
+              "memory; MiB. cpu_ms_per_message: user+system CPU of the side's process tree during its own "
+              "blocks, over its messages (less noisy than wall time on a shared machine). "
+              "machine_before_messages: CPU busy with every side up and idle, i.e. their own background "
+              "work included.")
     for entry in out.values():
         entry["other_cpu_busy_after"] = busy_after
         entry["method"] = method
@@ -257,6 +270,7 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
         "pss_after_messages_mib": ("after_messages", "pss_mib"),
         "first_reply_after_start_s": ("after_messages", "first_reply_s"),
         "message_latency_median_s": ("after_messages", "latency_s", "median"),
+        "cpu_ms_per_message": ("after_messages", "cpu_ms_per_message"),
     }
     out: dict[str, Any] = {}
     for label, path in measures.items():

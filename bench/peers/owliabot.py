@@ -84,6 +84,10 @@ class OwliaBot(Peer):
     def driver(self, sessions: int) -> TelegramDriver:
         return TelegramDriver(self.stack.tg)
 
+    def companion_pids(self) -> dict[str, int]:
+        process = self.stack.signer.process if self.stack is not None else None
+        return {"signer": process.pid} if process is not None and process.poll() is None else {}
+
     def close(self) -> None:
         if self.stack is not None:
             self.stack.close()  # anvil, the signer and the Telegram server

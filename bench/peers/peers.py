@@ -133,6 +133,10 @@ class Peer:
     def close(self) -> None:
         """Release what configure() started besides the bot itself (OwliaBot's signer and anvil)."""
 
+    def companion_pids(self) -> dict[str, int]:
+        """Processes the side needs that the bot does not spawn (OwliaBot's signer): reported, not summed."""
+        return {}
+
     def serve_cmd(self) -> list[str]:
         raise NotImplementedError
 

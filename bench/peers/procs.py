@@ -122,6 +122,20 @@ def tree_memory(pid: int) -> dict[str, Any]:
                            "pss_mib": round(x["pss_kb"] / 1024, 1)} for x in procs]}
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by the process and its live descendants, from
+    /proc/<pid>/stat; a difference of two readings is what the tree spent in between."""
+    ticks = 0
+    for p in descendants(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        except (OSError, ValueError, IndexError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 # ---------------------------------------------------------------------------------------------
 # spawning and killing
 # ---------------------------------------------------------------------------------------------
