@@ -48,9 +48,10 @@ def test_measure_peers_runs_owliabot_and_baseline_without_the_peers(tmp_path: Pa
     assert ours["help"]["n"] == 1 and ours["help"]["exit_codes"] == [0]
     assert ours["cold_start"]["n"] == 1 and ours["cold_start"]["median"] > 0
     assert ours["idle_memory"]["rss_mib"]["median"] > 0
+    assert ours["idle_memory"]["companions_rss_mib"]["signer"]["median"] > 0  # reported beside, not summed
     load = ours["after_messages"]
     assert (load["messages_sent"], load["answered_ok"], load["failed"]) == (3, 3, 0)
-    assert load["fake_llm_requests"] >= 3 and load["rss_mib"] > 0
+    assert load["fake_llm_requests"] >= 3 and load["rss_mib"] > 0 and load["cpu_ms_per_message"] >= 0
     assert "Telegram" in load["interface"]
     assert report["owliabot_over_peers"]["cold_start_median_s"]["owliabot"] == ours["cold_start"]["median"]
     assert report["owliabot_over_peers"]["cold_start_median_s"]["owliabot_over_nanobot"] is None
