@@ -26,7 +26,8 @@ FIRST_USER = 10_000  # agent_bench.TG_USER; the other conversations are the next
 
 
 def _agent_bench() -> Any:
-    sys.path.insert(0, str(REPO / "bench"))
+    if str(REPO / "bench") not in sys.path:
+        sys.path.insert(0, str(REPO / "bench"))
     import agent_bench  # noqa: PLC0415 - the bot and its fakes load only when OwliaBot is measured
 
     return agent_bench
