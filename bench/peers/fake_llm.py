@@ -1,49 +1,43 @@
-"""The fake LLM both peers talk to: the repo's own tests/fakes/llm_server.py, answering forever. The peers
-need an OpenAI-compatible endpoint that answers every completion at once and never runs out of scripted
-replies; this wrapper gives the test fake an endless "pong" queue and a bounded, counting request log, so
-the measuring process stays small over thousands of messages.
+"""The fake LLM every side talks to: the repo's own tests/fakes/llm_server.py, answering forever. It
+speaks both wire formats the sides need, OpenAI chat completions (nanobot's `custom` provider, OpenClaw's
+`openai-completions` provider) and Anthropic messages (OwliaBot's anthropic profile), streaming or not;
+every completion is answered at once with REPLY, and only the last few request bodies are kept, so the
+measuring process stays small over thousands of messages.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import deque
-from typing import Any
 
 from installs import REPO
 
+REPLY = "pong"
+
 
 class FakeLLM:
-    """tests/fakes/llm_server.FakeLLMServer with an endless reply queue ("pong") and a bounded
-    request log (the peers re-send whole histories; keeping every body would grow this process)."""
+    """tests/fakes/llm_server.FakeLLMServer in a thread of this process, repeating REPLY."""
 
     def __init__(self) -> None:
         sys.path.insert(0, str(REPO))
         from tests.fakes.llm_server import FakeLLMServer, Reply  # noqa: PLC0415
 
-        reply = Reply(text=["pong"])
-        counter = self
-
-        class Endless:
-            def __bool__(self) -> bool:
-                return True
-
-            def popleft(self) -> Any:
-                return reply
-
-        class CountingLog(deque):
-            def append(self, item: Any) -> None:  # noqa: D102
-                counter.count += 1
-                super().append(item)
-
-        self.count = 0
         self.server = FakeLLMServer()
-        self.server._script.replies = Endless()  # noqa: SLF001
-        self.server._script.requests = CountingLog(maxlen=16)  # noqa: SLF001
+        self.server.repeat(Reply(text=[REPLY]), keep_requests=16)
         self.server.start()
 
     @property
+    def count(self) -> int:
+        """Completions answered so far (every one comes from the repeat cycle)."""
+        return self.server._script.served  # noqa: SLF001 - the fake keeps no public counter
+
+    @property
+    def url(self) -> str:
+        """Base URL of the Anthropic Messages API (clients append /v1/messages)."""
+        return self.server.url
+
+    @property
     def openai_url(self) -> str:
+        """Base URL of the OpenAI chat completions API (clients append /chat/completions)."""
         return self.server.openai_url
 
     def close(self) -> None:

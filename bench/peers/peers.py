@@ -1,7 +1,8 @@
 """The two peers as measurable objects: how to configure, start, recognise as ready and talk to each.
 `Peer.start` is the shared cold-start clock; `Nanobot` and `OpenClaw` supply their serve command, ready
 checks and config (rewritten for every session, because the fake LLM's port changes), and their drivers
-send one message and wait for its reply (nanobot over its websocket channel, OpenClaw over HTTP).
+send one message and wait for its reply (nanobot over its websocket channel, OpenClaw over HTTP). OwliaBot,
+the third side, is in owliabot.py (it needs the repo's venv; this module only the standard library).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
+from fake_llm import REPLY, FakeLLM
 from installs import NB_HOME, OC_HOME, RUNS_DIR, nanobot_cli, nanobot_env, openclaw_cli, openclaw_env
 from procs import run, spawn, stop
 from wsclient import WSClient
@@ -124,8 +126,16 @@ class Peer:
     def home(self) -> Path:
         raise NotImplementedError
 
-    def configure(self, llm_url: str) -> None:
+    def configure(self, llm: FakeLLM) -> None:
+        """Write a fresh home and config pointing at this session's fake LLM."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what configure() started besides the bot itself (OwliaBot's signer and anvil)."""
+
+    def companion_pids(self) -> dict[str, int]:
+        """Processes the side needs that the bot does not spawn (OwliaBot's signer): reported, not summed."""
+        return {}
 
     def serve_cmd(self) -> list[str]:
         raise NotImplementedError
@@ -185,8 +195,8 @@ class Nanobot(Peer):
     def home(self) -> Path:
         return NB_HOME
 
-    def configure(self, llm_url: str) -> None:
-        configure_nanobot(llm_url, self.ws_port, self.gw_port)
+    def configure(self, llm: FakeLLM) -> None:
+        configure_nanobot(llm.openai_url, self.ws_port, self.gw_port)
 
     def serve_cmd(self) -> list[str]:
         return [str(nanobot_cli()), "gateway", "--foreground"]
@@ -221,7 +231,7 @@ class NanobotDriver:
         while True:
             ev = json.loads(c.recv_text())
             kind = ev.get("event")
-            if kind in ("delta", "message") and "pong" in (ev.get("text") or ev.get("content") or ""):
+            if kind in ("delta", "message") and REPLY in (ev.get("text") or ev.get("content") or ""):
                 got_text = True
             if kind == "turn_end":
                 return got_text
@@ -254,8 +264,8 @@ class OpenClaw(Peer):
     def home(self) -> Path:
         return OC_HOME
 
-    def configure(self, llm_url: str) -> None:
-        configure_openclaw(llm_url, self.port)
+    def configure(self, llm: FakeLLM) -> None:
+        configure_openclaw(llm.openai_url, self.port)
 
     def serve_cmd(self) -> list[str]:
         return [str(openclaw_cli()), "gateway", "run"]
@@ -289,7 +299,7 @@ class OpenClawDriver:
                 data = json.loads(r.read())
         except (urllib.error.URLError, OSError, ValueError):
             return False
-        return "pong" in (data.get("choices") or [{}])[0].get("message", {}).get("content", "")
+        return REPLY in (data.get("choices") or [{}])[0].get("message", {}).get("content", "")
 
     def close(self) -> None:
         pass

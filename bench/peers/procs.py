@@ -115,11 +115,25 @@ def tree_memory(pid: int) -> dict[str, Any]:
         procs.append({"pid": p, "comm": comm, "rss_kb": rss, "pss_kb": _pss_kb(p) or 0})
     rss_total = sum(x["rss_kb"] for x in procs)
     pss_total = sum(x["pss_kb"] for x in procs)
-    return {"rss_mb": round(rss_total / 1024, 1), "pss_mb": round(pss_total / 1024, 1),
-            "main_rss_mb": round((_status_kb(pid, "VmRSS") or 0) / 1024, 1),
-            "main_hwm_mb": round((_status_kb(pid, "VmHWM") or 0) / 1024, 1),
-            "processes": [{"pid": x["pid"], "comm": x["comm"], "rss_mb": round(x["rss_kb"] / 1024, 1),
-                           "pss_mb": round(x["pss_kb"] / 1024, 1)} for x in procs]}
+    return {"rss_mib": round(rss_total / 1024, 1), "pss_mib": round(pss_total / 1024, 1),
+            "main_rss_mib": round((_status_kb(pid, "VmRSS") or 0) / 1024, 1),
+            "main_hwm_mib": round((_status_kb(pid, "VmHWM") or 0) / 1024, 1),
+            "processes": [{"pid": x["pid"], "comm": x["comm"], "rss_mib": round(x["rss_kb"] / 1024, 1),
+                           "pss_mib": round(x["pss_kb"] / 1024, 1)} for x in procs]}
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by the process and its live descendants, from
+    /proc/<pid>/stat; a difference of two readings is what the tree spent in between."""
+    ticks = 0
+    for p in descendants(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        except (OSError, ValueError, IndexError):
+            pass
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,20 +186,26 @@ def _on_signal(signum: int, _frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+def time_once(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 60) -> tuple[float, int]:
+    """Wall time and exit code of one run of a short command (stdout/stderr to /dev/null)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([str(c) for c in cmd], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # a blocking waitpid (Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which would
+    # quantize the result); a timer kills the group if it hangs
+    killer = threading.Timer(timeout, lambda p=proc: _killpg_quiet(p.pid))
+    killer.start()
+    rc = proc.wait()
+    dt = time.perf_counter() - t0
+    killer.cancel()
+    return dt, rc
+
+
 def time_command(cmd: list[str], env: dict[str, str], runs: int, cwd: Path, timeout: float = 60) -> dict[str, Any]:
-    """Wall time of a short command (stdout/stderr to /dev/null): 1 warm-up, then `runs` timed runs."""
+    """Wall time of a short command: 1 warm-up, then `runs` timed runs."""
     times, rcs = [], []
     for i in range(runs + 1):
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([str(c) for c in cmd], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        # a blocking waitpid (Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which would
-        # quantize the result); a timer kills the group if it hangs
-        killer = threading.Timer(timeout, lambda p=proc: _killpg_quiet(p.pid))
-        killer.start()
-        rc = proc.wait()
-        dt = time.perf_counter() - t0
-        killer.cancel()
+        dt, rc = time_once(cmd, env, cwd, timeout)
         if i:
             times.append(dt)
             rcs.append(rc)
@@ -205,6 +225,6 @@ def idle_rss(cmd: list[str], wait: float) -> dict[str, Any]:
     try:
         time.sleep(wait)
         m = tree_memory(proc.pid)
-        return {"rss_mb": m["rss_mb"], "pss_mb": m["pss_mb"]}
+        return {"rss_mib": m["rss_mib"], "pss_mib": m["pss_mib"]}
     finally:
         stop(proc, grace=2)

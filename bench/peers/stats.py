@@ -38,5 +38,5 @@ def quiet_subset(entry: dict[str, Any], threshold: float) -> None:
     cs["quiet_runs"] = {**summary([cs["runs"][i] for i in keep]), "run_indexes": keep,
                         "rule": f"runs with other work < {threshold:.0%} of all CPUs before spawn and after stop"}
     im = entry.get("idle_memory")
-    if im:
-        im["rss_mb_quiet_runs"] = summary([im["rss_mb"]["runs"][i] for i in keep], 1)
+    if im and "rss_mib" in im:  # files from before the MiB names have none to summarise
+        im["rss_mib_quiet_runs"] = summary([im["rss_mib"]["runs"][i] for i in keep], 1)

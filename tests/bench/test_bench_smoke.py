@@ -2,8 +2,9 @@
 and prints one JSON object with the keys its docs read. A bench that breaks (a new limit, a moved
 import, a renamed field) fails here instead of on the next benchmark round.
 
-The figures are not checked: tiny counts on a shared machine measure nothing. Peers
-(bench/peers) are not run: installing them needs the registries.
+The figures are not checked: tiny counts on a shared machine measure nothing. bench/peers is
+smoke-run by test_peers_bench_smoke.py for OwliaBot's side and the baseline; the peers themselves
+are not run there: installing them needs the registries.
 """
 
 from __future__ import annotations
