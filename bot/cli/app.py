@@ -6,6 +6,7 @@ lists them from the summaries below, and `owlia sign send` loads the sign comman
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
@@ -198,5 +199,13 @@ def _service() -> Mountable:
     return app
 
 
+# pydantic loads plugins from every installed package's entry points when it builds its first model:
+# it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code from any
+# package that names itself a plugin inside every command, the signer's included (its processes inherit
+# this). OwliaBot uses none; a value set in the environment is kept.
+PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
+
+
 def main() -> None:
+    os.environ.setdefault(PLUGINS_ENV, "__all__")
     app()
