@@ -14,16 +14,19 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
+from bot.cli import process
 from bot.cli.lazy import LazyGroup, Mount, Mountable, build
 
 MOUNTS: dict[str, Mount] = {}
 
 
-def mount(name: str, summary: str) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
-    """Mount a command under `name`: help lists `summary`; the loader's imports run when the command does."""
+def mount(name: str, summary: str, *,
+          one_shot: bool = False) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
+    """Mount a command under `name`: help lists `summary`; the loader's imports run when the command does.
+    `one_shot`: the command sends a request, prints the answer and writes no file (bot/cli/process.py)."""
 
     def register(load: Callable[[], Mountable]) -> Callable[[], Mountable]:
-        MOUNTS[name] = Mount(summary, load)
+        MOUNTS[name] = Mount(summary, load, one_shot)
         return load
 
     return register
@@ -104,7 +107,7 @@ def _chain() -> Mountable:
     return app
 
 
-@mount("sign", "Ask the signer to sign (policy-checked like any agent request).")
+@mount("sign", "Ask the signer to sign (policy-checked like any agent request).", one_shot=True)
 def _sign() -> Mountable:
     from bot.cli.sign_cmd import app
 
@@ -208,4 +211,4 @@ PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
 
 def main() -> None:
     os.environ.setdefault(PLUGINS_ENV, "__all__")
-    app()
+    process.run(app)

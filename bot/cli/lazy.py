@@ -6,24 +6,22 @@ loaders import by name (`from bot.cli.sign_cmd import app`), so the import contr
 (pyproject [tool.importlinter]) still see every edge. Help is click's plain layout: typer's rich
 panels import rich and markdown-it, which cost more than all the rest of `owlia --help`.
 
-Typer converts every option's value with a pydantic TypeAdapter built on first use: typer's adapter
-module, pydantic and one adapter per option, about 80 ms of `owlia sign send`. `plain_values` gives
-the str, int, bool and Path options a converter with the same results and the same errors that builds
-none; any other type, or a value it does not recognise as plain, goes to typer's own.
+Every command built here converts its plain options without typer's pydantic adapters
+(bot/cli/values.py), and a mount marked `one_shot` lets the `owlia` process skip Python's teardown
+(bot/cli/process.py).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import typer
-from typer._coercion import RuntimeParam, build_runtime_param
-from typer._param_types import coerce_cli_path
 from typer.core import TyperCommand, TyperGroup
+
+from bot.cli import process
+from bot.cli.values import plain_values
 
 if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter  # the click that typer's groups are built on
@@ -61,77 +59,11 @@ def _whole_summaries(command: Any) -> None:
         _whole_summaries(sub)
 
 
-# What pydantic's lax int takes from a string, as far as this converter goes: more digits, spaces or
-# underscores are left to typer's adapter (which accepts some of them), so the result never differs.
-_PLAIN_INT = re.compile(r"[+-]?[0-9]{1,18}")
-
-
-def _utf8(text: str) -> bool:
-    """pydantic refuses a string it cannot encode (a lone surrogate from undecodable argv bytes)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-@dataclass(frozen=True)
-class PlainValue(RuntimeParam):
-    """A str, int, bool or Path option's value converted as typer's adapter would, without building one."""
-
-    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-        kind = self.annotation
-        if kind is bool and type(value) is bool:
-            return value
-        if type(value) is str and _utf8(value):
-            if kind is str:
-                return value
-            if kind is int and _PLAIN_INT.fullmatch(value):
-                return int(value)
-            if kind is Path and value and "\0" not in value:
-                value = Path(value)  # what pydantic makes of it
-        elif kind is not Path and type(value) is kind:  # a default already of its type: the adapter returns it unchanged
-            return value
-        if kind is Path and isinstance(value, Path):  # typer's own checks (exists, readable, ...) and messages
-            return coerce_cli_path(value, self.parameter_info, path_type=Path, param=param, ctx=ctx)
-        param._runtime_param = build_runtime_param(param.type_descriptor)  # anything else: typer's own, from now on
-        return param._runtime_param._coerce_value(value, param=param, ctx=ctx)
-
-
-def plain_values(command: Any) -> None:
-    """Give `command`'s (and its subcommands') plain str, int, bool and Path options, `--help` included,
-    the `PlainValue` converter."""
-    for param in getattr(command, "params", ()):
-        _plain(param)
-    if hasattr(command, "get_help_option") and "get_help_option" not in vars(command):
-        built = command.get_help_option  # click makes `--help` on the first parse, from the context's names
-
-        def get_help_option(ctx: Any) -> Any:
-            option = built(ctx)
-            if option is not None:
-                _plain(option)
-            return option
-
-        command.get_help_option = get_help_option
-    for sub in getattr(command, "commands", {}).values():
-        plain_values(sub)
-
-
-def _plain(param: Any) -> None:
-    descriptor = getattr(param, "type_descriptor", None)
-    if descriptor is None or getattr(param, "_runtime_param", None) is not None:
-        return
-    info = descriptor.parameter_info
-    if (descriptor.annotation in (str, int, bool, Path) and param.nargs == 1 and not param.multiple
-            and info.parser is None and info.path_type is None and not descriptor.is_file
-            and not descriptor.is_choice and not descriptor.is_ranged):
-        param._runtime_param = PlainValue(parameter_info=info, annotation=descriptor.annotation)
-
-
 @dataclass(frozen=True)
 class Mount:
     summary: str  # the first paragraph of the command's help (tests/bot/test_cli_startup.py holds them equal)
     load: Callable[[], Mountable]
+    one_shot: bool = False  # sends a request, prints the answer, writes no file: see bot/cli/process.py
 
 
 class MountedCommands(MutableMapping[str, "Command"]):
@@ -143,7 +75,9 @@ class MountedCommands(MutableMapping[str, "Command"]):
 
     def __getitem__(self, name: str) -> Command:
         if name not in self._built:
-            self._built[name] = build(name, self._mounts[name].load())
+            mount = self._mounts[name]
+            process.loading(one_shot=mount.one_shot)
+            self._built[name] = build(name, mount.load())
         return self._built[name]
 
     def __contains__(self, name: object) -> bool:  # without loading
