@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from typer._click.exceptions import BadParameter
 from typer._coercion import RuntimeParam, build_runtime_param
 from typer._param_types import coerce_cli_path
 
@@ -39,6 +40,7 @@ class PlainValue(RuntimeParam):
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         kind = self.annotation
+        path = value if kind is Path and isinstance(value, Path) else None
         if kind is bool and type(value) is bool:
             return value
         if type(value) is str and _utf8(value):
@@ -46,12 +48,15 @@ class PlainValue(RuntimeParam):
                 return value
             if kind is int and _plain_int(value):
                 return int(value)
-            if kind is Path and value and "\0" not in value:
-                value = Path(value)  # what pydantic makes of it
+            if kind is Path and value and "\0" not in value:  # os.stat refuses NUL with a ValueError
+                path = Path(value)  # what pydantic makes of it
         elif kind is not Path and type(value) is kind:  # a default already of its type: returned unchanged
             return value
-        if kind is Path and isinstance(value, Path):  # typer's own checks (exists, readable, ...) and messages
-            return coerce_cli_path(value, self.parameter_info, path_type=Path, param=param, ctx=ctx)
+        if path is not None:  # typer's own checks (exists, readable, ...)
+            try:
+                return coerce_cli_path(path, self.parameter_info, path_type=Path, param=param, ctx=ctx)
+            except BadParameter:
+                pass  # typer's converter words the error: it quotes the value as typed (`dir/`, not `dir`)
         param._runtime_param = build_runtime_param(param.type_descriptor)  # anything else: typer's, from now on
         return param._runtime_param._coerce_value(value, param=param, ctx=ctx)
 
