@@ -57,7 +57,8 @@ class PlainValue(RuntimeParam):
                 return coerce_cli_path(path, self.parameter_info, path_type=Path, param=param, ctx=ctx)
             except BadParameter:
                 pass  # typer's converter words the error: it quotes the value as typed (`dir/`, not `dir`)
-        param._runtime_param = build_runtime_param(param.type_descriptor)  # anything else: typer's, from now on
+        # anything else: typer's own converter, from now on
+        param._runtime_param = build_runtime_param(param.type_descriptor)
         return param._runtime_param._coerce_value(value, param=param, ctx=ctx)
 
 

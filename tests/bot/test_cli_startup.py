@@ -16,7 +16,8 @@ from bot.cli.lazy import summary
 from policies.kernel.files import write_private_file
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
-ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"}  # the command tree without any command
+# the command tree without any command
+ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"}
 # what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every
 # command's module, pydantic, the YAML parser, the event loop and everything heavier
 HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "yaml", "asyncio", "signer",
@@ -26,7 +27,8 @@ HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "y
 # `owlia sign send` needs the sign command, the wire client and the config: not typer's pydantic
 # adapters (bot/cli/values.py converts its options), the signer's core (its daemon, engine, approvals,
 # policy loader), keccak (pycryptodome loads cffi and pycparser), rich, nor any other command's module
-SEND_NEVER = ("typer._adapters", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge", "skills_runtime",
+SEND_NEVER = ("typer._adapters", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
+              "skills_runtime",
               "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
               "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "telegram", "web3",
               "eth_account", "coincurve", "cryptography", "nacl")
@@ -88,7 +90,8 @@ def report():
             todo.append(sub)
             if sub.__dict__.get("__pydantic_complete__"):
                 built.append(sub.__module__ + "." + sub.__qualname__)
-    print(json.dumps({"gc": gc.isenabled(), "built": sorted(built), "typer_adapters": "typer._adapters" in sys.modules,
+    print(json.dumps({"gc": gc.isenabled(), "built": sorted(built),
+                      "typer_adapters": "typer._adapters" in sys.modules,
                       "plugins": __import__("os").environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
 
 atexit.register(report)
