@@ -94,6 +94,12 @@ def report():
                       "typer_adapters": "typer._adapters" in sys.modules,
                       "plugins": __import__("os").environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
 
+class Teardown:
+    def __del__(self):
+        print("teardown ran", file=sys.stderr)  # module teardown reaches it; the one-shot exit does not
+
+
+teardown = Teardown()
 atexit.register(report)
 from bot.cli.app import main
 sys.argv = ["owlia", *sys.argv[1:]]
@@ -107,7 +113,7 @@ def probed(tmp_path, *argv: str) -> tuple[subprocess.CompletedProcess, dict]:
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     proc = subprocess.run([sys.executable, str(probe), *argv], capture_output=True, text=True, timeout=60)
-    return proc, json.loads(proc.stderr.strip().splitlines()[-1])
+    return proc, json.loads(next(line for line in reversed(proc.stderr.splitlines()) if line.startswith("{")))
 
 
 def test_sign_send_builds_only_the_models_it_reads(tmp_path) -> None:
@@ -137,7 +143,7 @@ def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path,
     assert json.loads(proc.stdout)["status"] == "signed"
     assert sorted(seen["built"]) == ["signer.wire.replies.AuthReply", "signer.wire.replies.SignReply",
                                      "signer.wire.settings.SignerConfig"]
-    assert seen["gc"] is False and seen["typer_adapters"] is False
+    assert seen["gc"] is False and seen["typer_adapters"] is False and "teardown ran" not in proc.stderr
     denied, _ = probed(tmp_path, *send, "--chain", "5")
     assert denied.returncode == 4 and json.loads(denied.stdout)["status"] == "denied"
 
