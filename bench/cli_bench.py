@@ -12,6 +12,11 @@ With `--against`, the same commands of another checkout (its own `.venv`) run ag
 signer, paired: each round runs both trees back to back, alternating which goes first, so a load
 change on a shared machine hits both alike. Medians and the ratio of medians are reported, for the
 wall time and for the CPU time of the command's own process (the signer's work is not in it).
+
+Bytecode as in a user's install (pip compiles every module when it installs): the commands write
+and read their `.pyc` files under a temporary `PYTHONPYCACHEPREFIX`, never in either tree, and a
+`PYTHONDONTWRITEBYTECODE` in the caller's environment is dropped for them; otherwise a checkout's
+own modules would be compiled from source on every run. The untimed first run of each writes them.
 """
 
 from __future__ import annotations
@@ -54,12 +59,18 @@ def commands(tree: Path, home: Path) -> dict[str, list[str]]:
     }
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
+def command_env(pycache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall time, and the CPU time (user + system) of the command's own process: on a shared machine
     the wall time swings with the load, the CPU time much less."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, timeout=60)
+    proc = subprocess.run(argv, capture_output=True, timeout=60, env=env)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -74,17 +85,18 @@ def summary(samples: list[tuple[float, float]]) -> dict[str, float]:
             "max_s": round(wall[-1], 4), "cpu_median_s": round(statistics.median(c for _, c in samples), 4)}
 
 
-def measure(trees: dict[str, Path], home: Path, runs: int) -> dict[str, dict[str, dict[str, float]]]:
+def measure(trees: dict[str, Path], home: Path, runs: int,
+            env: dict[str, str]) -> dict[str, dict[str, dict[str, float]]]:
     argvs = {label: commands(tree, home) for label, tree in trees.items()}
     samples: dict[str, dict[str, list[tuple[float, float]]]] = {
         label: {name: [] for name in argvs[label]} for label in trees}
     labels = list(trees)
     for name in argvs[labels[0]]:
         for label in labels:  # one untimed run each: page cache and .pyc files warm
-            timed(argvs[label][name])
+            timed(argvs[label][name], env)
         for i in range(runs):
             for label in labels if i % 2 == 0 else labels[::-1]:
-                samples[label][name].append(timed(argvs[label][name]))
+                samples[label][name].append(timed(argvs[label][name], env))
     return {label: {name: summary(s) for name, s in by_name.items()} for label, by_name in samples.items()}
 
 
@@ -117,7 +129,7 @@ def main() -> None:
             signer.funded_session_key()
             (signer.home / "secrets").mkdir(mode=0o700, exist_ok=True)
             write_private_file(signer.home / "secrets" / "signer.token", signer.client_token("cli").encode())
-            figures = measure(trees, signer.home, args.runs)
+            figures = measure(trees, signer.home, args.runs, command_env(Path(tmp) / "pycache"))
     finally:
         if signer is not None:
             signer.close()

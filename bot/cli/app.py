@@ -6,6 +6,7 @@ lists them from the summaries below, and `owlia sign send` loads the sign comman
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
@@ -13,16 +14,19 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
+from bot.cli import process
 from bot.cli.lazy import LazyGroup, Mount, Mountable, build
 
 MOUNTS: dict[str, Mount] = {}
 
 
-def mount(name: str, summary: str) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
-    """Mount a command under `name`: help lists `summary`; the loader's imports run when the command does."""
+def mount(name: str, summary: str, *,
+          one_shot: bool = False) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
+    """Mount a command under `name`: help lists `summary`; the loader's imports run when the command does.
+    `one_shot`: the command sends a request, prints the answer and writes no file (bot/cli/process.py)."""
 
     def register(load: Callable[[], Mountable]) -> Callable[[], Mountable]:
-        MOUNTS[name] = Mount(summary, load)
+        MOUNTS[name] = Mount(summary, load, one_shot)
         return load
 
     return register
@@ -103,7 +107,7 @@ def _chain() -> Mountable:
     return app
 
 
-@mount("sign", "Ask the signer to sign (policy-checked like any agent request).")
+@mount("sign", "Ask the signer to sign (policy-checked like any agent request).", one_shot=True)
 def _sign() -> Mountable:
     from bot.cli.sign_cmd import app
 
@@ -198,5 +202,13 @@ def _service() -> Mountable:
     return app
 
 
+# pydantic loads plugins from every installed package's entry points when it builds its first model:
+# it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code from any
+# package that names itself a plugin inside every command, the signer's included (its processes inherit
+# this). OwliaBot uses none; a value set in the environment is kept.
+PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
+
+
 def main() -> None:
-    app()
+    os.environ.setdefault(PLUGINS_ENV, "__all__")
+    process.run(app)

@@ -5,6 +5,10 @@ them; `owlia sign send` imports the sign command's module and nothing of the oth
 loaders import by name (`from bot.cli.sign_cmd import app`), so the import contracts
 (pyproject [tool.importlinter]) still see every edge. Help is click's plain layout: typer's rich
 panels import rich and markdown-it, which cost more than all the rest of `owlia --help`.
+
+Every command built here converts its plain options without typer's pydantic adapters
+(bot/cli/values.py), and a mount marked `one_shot` lets the `owlia` process skip Python's teardown
+(bot/cli/process.py).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+
+from bot.cli import process
+from bot.cli.values import plain_values
 
 if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter  # the click that typer's groups are built on
@@ -41,6 +48,7 @@ def build(name: str, target: Mountable) -> Command:
         holder.command(name)(target)
     command = typer.main.get_group(holder).commands[name]
     _whole_summaries(command)
+    plain_values(command)
     return command
 
 
@@ -55,6 +63,7 @@ def _whole_summaries(command: Any) -> None:
 class Mount:
     summary: str  # the first paragraph of the command's help (tests/bot/test_cli_startup.py holds them equal)
     load: Callable[[], Mountable]
+    one_shot: bool = False  # sends a request, prints the answer, writes no file: see bot/cli/process.py
 
 
 class MountedCommands(MutableMapping[str, "Command"]):
@@ -66,7 +75,9 @@ class MountedCommands(MutableMapping[str, "Command"]):
 
     def __getitem__(self, name: str) -> Command:
         if name not in self._built:
-            self._built[name] = build(name, self._mounts[name].load())
+            mount = self._mounts[name]
+            process.loading(one_shot=mount.one_shot)
+            self._built[name] = build(name, mount.load())
         return self._built[name]
 
     def __contains__(self, name: object) -> bool:  # without loading
@@ -98,6 +109,7 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        plain_values(self)  # its own options (`--home`); each mounted command gets them in `build`
         self.commands = MountedCommands(self.mounts, self.commands)
 
     def list_commands(self, ctx: Context) -> list[str]:

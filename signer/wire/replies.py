@@ -46,7 +46,7 @@ class ReplyError(ValueError):
 class Reply(BaseModel):
     """Base of every reply model (and of the parts they nest)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use
 
     @model_validator(mode="before")
     @classmethod

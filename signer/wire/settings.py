@@ -34,7 +34,7 @@ class DelegationContracts(BaseModel):
     each one's deployed code, which the signer checks (eth_getCode) before it first relies on them.
     `owlia chain dev` writes this for anvil; on a real chain name the canonical deployments."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     manager: str = Field(pattern=_HEX_ADDRESS)
     stateless_delegator: str = Field(pattern=_HEX_ADDRESS)
@@ -64,7 +64,7 @@ class DelegationContracts(BaseModel):
 
 
 class ChainSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: int = Field(gt=0)
     name: str = Field(min_length=1, max_length=64)
@@ -116,7 +116,7 @@ class ChainSettings(BaseModel):
 
 
 class SignerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     home: Path | None = None  # default: <owlia home>/signer
     socket: Path | None = None  # default: <signer home>/signer.sock
@@ -134,7 +134,7 @@ class SignerSettings(BaseModel):
 class SignerConfig(BaseModel):
     """The sections the signer reads. Other top-level sections belong to the bot and are ignored."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built on first use: its parts with it
 
     chains: list[ChainSettings] = Field(
         default_factory=lambda: [ChainSettings(id=DEV_CHAIN_ID, name="anvil", rpc_url=DEV_RPC_URL, dev=True)]

@@ -13,19 +13,22 @@ import typer.main
 
 from bot.cli.app import MOUNTS, app
 from bot.cli.lazy import summary
+from policies.kernel.files import write_private_file
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
-ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy"}  # the command tree without any command
+# the command tree without any command
+ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"}
 # what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every
 # command's module, pydantic, the YAML parser, the event loop and everything heavier
 HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "yaml", "asyncio", "signer",
               "companion_bridge", "skills_runtime", "policies", "anthropic", "openai", "aiogram", "telegram", "discord",
               "fastapi", "uvicorn", "web3", "eth_account", "aiohttp", "coincurve", "cryptography", "nacl",
               "Crypto", "cffi", "apscheduler", "docker")
-# `owlia sign send` needs the sign command, the wire client and the config: not the signer's core (its
-# daemon, engine, approvals, policy loader), keccak (pycryptodome loads cffi and pycparser), rich, nor
-# any other command's module
-SEND_NEVER = ("rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge", "skills_runtime",
+# `owlia sign send` needs the sign command, the wire client and the config: not typer's pydantic
+# adapters (bot/cli/values.py converts its options), the signer's core (its daemon, engine, approvals,
+# policy loader), keccak (pycryptodome loads cffi and pycparser), rich, nor any other command's module
+SEND_NEVER = ("typer._adapters", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
+              "skills_runtime",
               "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
               "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "telegram", "web3",
               "eth_account", "coincurve", "cryptography", "nacl")
@@ -68,6 +71,81 @@ def test_sign_send_imports_only_the_sign_command_and_the_wire_client(tmp_path) -
     assert {"signer.wire.settings", "signer.wire.client", "bot.cli.sign_cmd"} <= modules
     assert not loaded_under(modules, SEND_NEVER), loaded_under(modules, SEND_NEVER)
     assert {m for m in modules if m.startswith("bot")} - ROOT == {"bot.cli.sign_cmd"}
+    assert len(modules) <= SEND_MODULE_BUDGET, len(modules)
+
+
+# Modules `owlia sign send` imports up to its token check: 340 at 2026-11-26 (typer, pydantic, YAML, asyncio,
+# the wire client). A count, not a time: it does not move with the load. A new dependency of the path
+# has to raise it here, on purpose.
+SEND_MODULE_BUDGET = 350
+
+PROBE = """
+import atexit, gc, json, sys
+
+def report():
+    from pydantic import BaseModel
+    built, todo = [], [BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            todo.append(sub)
+            if sub.__dict__.get("__pydantic_complete__"):
+                built.append(sub.__module__ + "." + sub.__qualname__)
+    print(json.dumps({"gc": gc.isenabled(), "built": sorted(built),
+                      "typer_adapters": "typer._adapters" in sys.modules,
+                      "plugins": __import__("os").environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
+
+class Teardown:
+    def __del__(self):
+        print("teardown ran", file=sys.stderr)  # module teardown reaches it; the one-shot exit does not
+
+
+teardown = Teardown()
+atexit.register(report)
+from bot.cli.app import main
+sys.argv = ["owlia", *sys.argv[1:]]
+main()
+"""
+
+
+def probed(tmp_path, *argv: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run `owlia ARGV` as the console script does (`bot.cli.app.main`) and report, from an atexit
+    handler, what it built: the pydantic models that have validators, GC on or off."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    proc = subprocess.run([sys.executable, str(probe), *argv], capture_output=True, text=True, timeout=60)
+    return proc, json.loads(next(line for line in reversed(proc.stderr.splitlines()) if line.startswith("{")))
+
+
+def test_sign_send_builds_only_the_models_it_reads(tmp_path) -> None:
+    """The work, not just the imports: up to the token check `owlia sign send` builds the settings models
+    (the config) and nothing else: no reply or request model, no typer adapter; it runs with the cyclic
+    GC off (one-shot) and loads no pydantic plugin."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    proc, seen = probed(tmp_path, "--home", str(home), "sign", "send", "--to", FRIEND, "--value", "1wei")
+    assert proc.returncode == 1 and "signer.token" in proc.stderr
+    assert set(seen["built"]) <= {"signer.wire.settings.SignerConfig", "signer.wire.settings.ChainSettings",
+                                  "signer.wire.settings.SignerSettings"}, seen["built"]
+    assert "signer.wire.settings.SignerConfig" in seen["built"]
+    assert seen["gc"] is False and seen["typer_adapters"] is False and seen["plugins"] == "__all__"
+
+
+def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path, stack) -> None:
+    """The whole command against a real signer on anvil: the auth and sign replies are the only reply
+    models built; the answer is printed whole and the exit code is the outcome's (0 signed, 4 denied)
+    through the one-shot exit."""
+    stack.funded_session_key()
+    (stack.home / "secrets").mkdir(mode=0o700, exist_ok=True)
+    write_private_file(stack.home / "secrets" / "signer.token", stack.client_token("cli").encode())
+    send = ("--home", str(stack.home), "sign", "send", "--to", FRIEND, "--value", "1000wei")
+    proc, seen = probed(tmp_path, *send)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "signed"
+    assert sorted(seen["built"]) == ["signer.wire.replies.AuthReply", "signer.wire.replies.SignReply",
+                                     "signer.wire.settings.SignerConfig"]
+    assert seen["gc"] is False and seen["typer_adapters"] is False and "teardown ran" not in proc.stderr
+    denied, _ = probed(tmp_path, *send, "--chain", "5")
+    assert denied.returncode == 4 and json.loads(denied.stdout)["status"] == "denied"
 
 
 def test_help_lists_every_command_group() -> None:
@@ -118,4 +196,4 @@ def test_the_root_group_reports_its_commands_without_loading_them() -> None:
     names, loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                               text=True).stdout)
     assert names == list(MOUNTS) == list(root.commands)
-    assert loaded == ["bot.cli.app", "bot.cli.lazy"]
+    assert loaded == ["bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"]

@@ -1,0 +1,58 @@
+"""How the `owlia` process itself ends a one-shot command: without Python's teardown.
+
+`owlia sign send` sends a request, prints the answer and exits; after the answer, Python would
+spend about a fifth of the command clearing every module and collecting the heap pydantic, asyncio
+and the wire models built (measured in docs/benchmarks.md). A mount marked `one_shot` writes no
+file and leaves no thread, so the `owlia` process (`run`, from `bot.cli.app.main`; never a test's
+CliRunner) runs it with the cyclic garbage collector off (the process lives well under a second)
+and ends with `os._exit` once stdout and stderr are flushed and the atexit handlers have run. The
+exit code is the command's. Any other command, a message as the exit value, a failed flush or a
+thread still running takes Python's ordinary exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class _State:
+    standalone = False  # inside `run`: the `owlia` process itself
+    other_loaded = False  # a command not marked one_shot was loaded
+
+
+def loading(*, one_shot: bool) -> None:
+    """A mounted command is about to load."""
+    if not _State.standalone:
+        return
+    if one_shot and not _State.other_loaded:
+        gc.disable()
+    else:
+        _State.other_loaded = True
+        gc.enable()
+
+
+def run(main: Callable[[], Any]) -> None:
+    _State.standalone = True
+    try:
+        main()
+    except SystemExit as done:
+        code = done.code
+        if _State.other_loaded or not (code is None or isinstance(code, int)) or threading.active_count() > 1:
+            raise
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            raise done from None  # Python's own exit reports it
+        atexit._run_exitfuncs()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code or 0)
