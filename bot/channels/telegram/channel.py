@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from telegram import BotCommand, Update
 from telegram.error import InvalidToken, TelegramError
@@ -29,9 +29,11 @@ from bot.channels.telegram.api import LIMIT, TelegramApi, make_bot
 from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
 from bot.channels.telegram.routing import ALLOWED_UPDATES, CHANNEL, Router
-from bot.channels.telegram.sink import TelegramSink
 from bot.config import TelegramSettings
-from bot.runtime.core import BotCore
+
+if TYPE_CHECKING:
+    from bot.channels.telegram.sink import TelegramSink
+    from bot.runtime.core import BotCore
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +195,8 @@ class TelegramChannel:
                 self._overflow_told.discard(chat_id)
 
     async def _handle(self, inbound: Inbound, chat_id: int, user_id: int) -> None:
+        from bot.channels.telegram.sink import TelegramSink  # the agent's types: loaded after ready
+
         sink = TelegramSink(self.api, self.confirmations, chat_id, user_id,
                             interval=self.settings.stream_edit_interval, hold=self.hold,
                             explorers=self.explorers)

@@ -103,7 +103,7 @@ async def recovers(launch: Launch, outage: Outage, tg: FakeTelegramServer) -> No
         await asyncio.sleep(0.05)
     state = states.states["telegram"]
     assert state.phase in (Phase.DOWN, Phase.CONNECTING) and state.failures >= 1
-    health = runtime_health(launch.runtime, states)
+    health = runtime_health(launch.reach, states)
     report = await health()
     assert report["channels"].ok is False and "telegram" in report["channels"].detail
     outage.restore()
