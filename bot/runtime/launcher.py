@@ -205,12 +205,20 @@ async def _load_runtime(home: Path, config: BotConfig, reach: Reach) -> Runtime:
     """Import the rest in a worker thread (the loop keeps answering /health and polling), then
     build it on this loop (SQLite connections belong to the thread that opens them)."""
     import importlib
+    import sys
 
     def load() -> None:
         for module in AFTER_READY:
             importlib.import_module(module)
 
-    await asyncio.to_thread(load)
+    # The loop takes the interpreter lock back from the importing thread within 1 ms rather than
+    # the default 5, so a /health request or a poll in the meantime is not held up.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, 0.001))
+    try:
+        await asyncio.to_thread(load)
+    finally:
+        sys.setswitchinterval(interval)
     from bot.runtime.assemble import build_runtime
 
     return build_runtime(home, config, reach=reach)
