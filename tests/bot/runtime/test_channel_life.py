@@ -113,6 +113,10 @@ async def recovers(launch: Launch, outage: Outage, tg: FakeTelegramServer) -> No
         await asyncio.sleep(0.05)
     assert state.phase is Phase.UP and state.failures == 0
     assert (await health())["channels"].ok
+    for _ in range(200):  # the poll goes out just after the channel says it is up
+        if tg.calls_of("getUpdates"):
+            break
+        await asyncio.sleep(0.05)
     assert tg.calls_of("getUpdates"), "the channel polls once it is up"
 
 
