@@ -46,7 +46,8 @@ CONNECT_WAIT = 5.0  # seconds the rest waits for the channels to connect before 
 
 
 class _Service(Protocol):
-    """What runs beside the channels for the bot's whole life: started first, stopped last."""
+    """What runs beside the channels: started once the bot is built (just after ready), stopped
+    before it closes."""
 
     async def start(self) -> None: ...
 
@@ -155,9 +156,9 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
             except BaseException as exc:
                 core.fail(exc)
                 raise
-            core.set(runtime.core)  # type: ignore[arg-type]
             assert runtime.core is not None
             runtime.core.observers.append(notifier.note_inbound)
+            core.set(runtime.core)
             services.extend(_services(runtime, access, notifier))
             for service in services:
                 await service.start()
