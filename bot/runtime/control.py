@@ -23,7 +23,16 @@ log = logging.getLogger(__name__)
 WILDCARD_BINDS = ("0.0.0.0", "::")  # reached by any name; the token (required off loopback) is the guard
 
 
-def runtime_health(reach: Reach, channels: ChannelStates | None = None) -> HealthFn:
+def _reach(target: Reach | Runtime) -> Reach:
+    reach = target if isinstance(target, Reach) else target.reach
+    assert reach is not None  # build_runtime always sets it
+    return reach
+
+
+def runtime_health(target: Reach | Runtime, channels: ChannelStates | None = None) -> HealthFn:
+    """The checks /health runs, on `owlia start`'s Reach or a whole Runtime (the same objects)."""
+    reach = _reach(target)
+
     async def bot() -> ComponentHealth:
         return ComponentHealth(True, "running")
 
@@ -67,8 +76,7 @@ async def gateway(target: Reach | Runtime, channels: ChannelStates | None = None
     from bot.gateway.auth import load_or_create_token
     from bot.gateway.server import GatewayConfigError, start_in_background
 
-    reach = target if isinstance(target, Reach) else target.reach
-    assert reach is not None  # build_runtime always sets it
+    reach = _reach(target)
     settings = reach.config.bot.gateway
     if not settings.enabled:
         yield None

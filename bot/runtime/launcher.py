@@ -193,7 +193,8 @@ async def _connected(channels: Any, stop: asyncio.Event, timeout: float) -> None
     events = [ready for channel in channels if isinstance(ready := getattr(channel, "ready", None), asyncio.Event)]
     if not events:
         return
-    waits = [asyncio.ensure_future(asyncio.gather(*(e.wait() for e in events))), asyncio.ensure_future(stop.wait())]
+    waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(asyncio.gather(*(e.wait() for e in events))),
+                                        asyncio.ensure_future(stop.wait())]
     try:
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -109,12 +109,13 @@ class TelegramChannel:
         commands = [BotCommand(c, d) for c, d in MENU]
         menu = asyncio.ensure_future(self.api.quietly("setMyCommands", self.api.call(
             "setMyCommands", lambda: self.bot.set_my_commands(commands))))
-        calls = [asyncio.ensure_future(self.api.call("getMe", self.bot.get_me))]
+        get_me = asyncio.ensure_future(self.api.call("getMe", self.bot.get_me))
+        calls: list[asyncio.Future[Any]] = [get_me]
         if self.settings.mode != "webhook":
             calls.append(asyncio.ensure_future(self.api.call(
                 "deleteWebhook", lambda: self.bot.delete_webhook(drop_pending_updates=False))))
         try:
-            me = (await asyncio.gather(*calls))[0]
+            await asyncio.gather(*calls)
         except BaseException:  # one failed (a refused token, the network): nothing is left running
             calls.append(menu)
             raise
@@ -124,7 +125,7 @@ class TelegramChannel:
             await asyncio.gather(*calls, return_exceptions=True)
         self._tasks.add(menu)  # drained at shutdown like a reply
         menu.add_done_callback(self._tasks.discard)
-        self.router = Router(self.settings, self.gate, me)
+        self.router = Router(self.settings, self.gate, get_me.result())
 
     async def _poll_until(self, stop: asyncio.Event) -> None:
         poller = asyncio.create_task(self._poll())
