@@ -7,7 +7,7 @@ channels that actually start.
 
 Ready first, the rest just after: what `/health` probes (bot/runtime/reach.py), the control plane
 and the channels come up before anything else; the tools, memory, skills, MCP, the scheduler and
-the watchers (a third of a second of imports) load once the channels are connected, their modules
+the watchers (about 0.1 s of imports here) load once the channels are connected, their modules
 imported in a worker thread. A message that arrives before that waits for it (LateCore); if it
 fails, the bot stops with the error, as it would have before ready.
 """
