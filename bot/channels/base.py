@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.tools.base import ContextKind
-from bot.tools.executor import ToolEvent
+
+if TYPE_CHECKING:
+    from bot.tools.executor import ToolEvent  # the executor's closure stays off `owlia start`'s way to ready
 
 
 @dataclass(frozen=True)

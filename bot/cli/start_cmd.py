@@ -11,6 +11,9 @@ def start(ctx: typer.Context) -> None:
     """Run Telegram/Discord (those with a token), cron, heartbeat and the control plane."""
     import logging
 
+    from bot.net.lean_httpx import skip_httpx_cli
+
+    skip_httpx_cli()  # before anything imports httpx: its CLI (rich, pygments) stays out of the bot
     from bot.config import load_bot_config
     from bot.runtime.instance import InstanceBusy
     from bot.runtime.launcher import Launch, serve

@@ -15,15 +15,14 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.commands import Commands
 from bot.runtime.core import BotCore
 from bot.runtime.state import Runtime
-from bot.runtime.events import EventBus
-from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
+from bot.runtime.llm_pool import CredentialLookup
+from bot.runtime.reach import Reach, build_reach
 from bot.sessions import SessionStore
 from bot.tools.base import Tool
 from bot.tools.executor import ToolExecutor
 from bot.tools.registry import ToolRegistry
 from bot.tools.services import Services
 from bot.workspace import create_workspace
-from policies.kernel.files import ensure_private_dir
 
 
 def all_tools(web: bool) -> list[Tool]:
@@ -58,31 +57,6 @@ class LazyFetcher:
             await self._inner.close()
 
 
-def credential_lookup(home: Path) -> CredentialLookup:
-    """Credentials from `owlia auth` (auth.json, refreshed as needed) or the provider's env var."""
-    from bot.auth.credentials import CredentialResolver
-
-    resolver = CredentialResolver(home / "auth.json")
-
-    async def lookup(name: str) -> Secret | None:
-        credential = await resolver.get(name)
-        return None if credential is None else Secret(credential.kind, credential.secret)
-
-    return lookup
-
-
-def _signer_client(home: Path, config: BotConfig):
-    from signer.wire.client import SignerClient, SignerError, load_token
-    from signer.wire.settings import socket_path
-
-    token_file = home / "secrets" / "signer.token"
-    try:
-        token = load_token(token_file)
-    except SignerError:
-        return None
-    return SignerClient(socket_path(home, config.signer), token)
-
-
 def _prices(config: BotConfig, fetcher: Any):
     from bot.tools.prices import CachedPrices, HttpJsonPrices, StaticPrices
 
@@ -95,18 +69,16 @@ def _prices(config: BotConfig, fetcher: Any):
 
 
 def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None,
-                  metrics: Any | None = None) -> Runtime:
+                  metrics: Any | None = None, reach: Reach | None = None) -> Runtime:
+    """The whole bot; on `reach` when given (`owlia start` builds that first, to be ready sooner)."""
     from bot.memory import MemoryIndex
     from bot.net.ssrf import FetchPolicy
-    from bot.runtime.metrics import default_metrics
-    from bot.tools.chain_reader import RpcChainReader
 
-    home = ensure_private_dir(home)
-    state = ensure_private_dir(home / "state")
+    if reach is None:
+        reach = build_reach(home, config, lookup=lookup, metrics=metrics)
+    home, state, events, metrics = reach.home, reach.state_dir, reach.events, reach.metrics
     workspace = config.workspace(home)
     create_workspace(workspace)
-    events = EventBus()
-    metrics = metrics if metrics is not None else default_metrics()
     web = config.bot.web
     fetcher = LazyFetcher(FetchPolicy(allow_domains=web.allow_domains, deny_domains=web.deny_domains,
                                       allow_private=web.allow_private, allowed_ports=web.allowed_ports,
@@ -114,8 +86,7 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
                                       timeout=web.timeout)) if web.enabled else None
     services = Services(
         workspace=workspace, events=events, default_chain_id=config.default_chain.id,
-        chain_names={c.id: c.name for c in config.chains}, signer=_signer_client(home, config),
-        chain=RpcChainReader({c.id: c.rpc_url for c in config.chains}),
+        chain_names={c.id: c.name for c in config.chains}, signer=reach.signer, chain=reach.chain,
         memory=MemoryIndex(workspace, state / "memory.db"), fetcher=fetcher, state_dir=state,
     )
     services.prices = _prices(config, fetcher)
@@ -128,10 +99,10 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools, dynamic=mcp.tools)
     audit = BotAudit(home / "logs" / "bot-audit.jsonl")
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
-    llm = LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json")
+    llm = reach.llm
     sessions = SessionStore(home / "sessions")
     runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics,
-                      skills=skills, mcp=mcp)
+                      skills=skills, mcp=mcp, reach=reach)
 
     async def sample(request):  # MCP sampling: the server's messages only (bot/mcp_servers/sampling.py)
         router = await runtime.llm.router()

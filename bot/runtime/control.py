@@ -10,38 +10,51 @@ from __future__ import annotations
 import logging
 from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
-from bot.runtime.state import Runtime
 from bot.runtime.channel_state import ChannelStates
+from bot.runtime.reach import Reach
+
+if TYPE_CHECKING:
+    from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
 WILDCARD_BINDS = ("0.0.0.0", "::")  # reached by any name; the token (required off loopback) is the guard
 
 
-def runtime_health(runtime: Runtime, channels: ChannelStates | None = None) -> HealthFn:
+def _reach(target: Reach | Runtime) -> Reach:
+    reach = target if isinstance(target, Reach) else target.reach
+    assert reach is not None  # build_runtime always sets it
+    return reach
+
+
+def runtime_health(target: Reach | Runtime, channels: ChannelStates | None = None) -> HealthFn:
+    """The checks /health runs, on `owlia start`'s Reach or a whole Runtime (the same objects)."""
+    reach = _reach(target)
+
     async def bot() -> ComponentHealth:
         return ComponentHealth(True, "running")
 
     async def signer() -> ComponentHealth:
-        client = runtime.services.signer
+        client = reach.signer
         if client is None:
             return ComponentHealth(False, "no signer client token")
         status = await client.status()
         return ComponentHealth(not status.frozen, "frozen" if status.frozen else "reachable")
 
     async def chain() -> ComponentHealth:
-        wanted = runtime.config.default_chain.id
-        reader = runtime.services.chain
+        wanted = reach.config.default_chain.id
+        reader = reach.chain
         if reader is None:
             return ComponentHealth(False, "no chain configured")
         got = int(await reader.call(wanted, "eth_chainId"), 16)
         return ComponentHealth(got == wanted, f"chain id {got}" + ("" if got == wanted else f", expected {wanted}"))
 
     async def providers() -> ComponentHealth:
-        if not await runtime.llm.configured():
+        if not await reach.llm.configured():
             return ComponentHealth(False, "no credentials (owlia auth setup)")
-        ready = await runtime.llm.ready()
+        ready = await reach.llm.ready()
         return ComponentHealth(bool(ready), f"ready: {', '.join(ready)}" if ready else "all cooling down")
 
     async def chat_channels() -> ComponentHealth:
@@ -55,18 +68,21 @@ def runtime_health(runtime: Runtime, channels: ChannelStates | None = None) -> H
 
 
 @asynccontextmanager
-async def gateway(runtime: Runtime, channels: ChannelStates | None = None) -> AsyncIterator[object | None]:
-    """Run the gateway for the life of the block if enabled; a busy port is a warning, not a crash."""
+async def gateway(target: Reach | Runtime, channels: ChannelStates | None = None) -> AsyncIterator[object | None]:
+    """Run the gateway for the life of the block if enabled; a busy port is a warning, not a crash.
+
+    `owlia start` passes its Reach (the gateway is up before the rest of the bot), `owlia chat` its Runtime."""
     from bot.gateway import create_app
     from bot.gateway.auth import load_or_create_token
     from bot.gateway.server import GatewayConfigError, start_in_background
 
-    settings = runtime.config.bot.gateway
+    reach = _reach(target)
+    settings = reach.config.bot.gateway
     if not settings.enabled:
         yield None
         return
-    token = load_or_create_token(runtime.home / "secrets" / "gateway.token")
-    app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime, channels),
+    token = load_or_create_token(reach.home / "secrets" / "gateway.token")
+    app = create_app(events=reach.events, metrics=reach.metrics, health=runtime_health(reach, channels),
                      token=token,
                      hosts=("*",) if settings.host in WILDCARD_BINDS else (settings.host,))
     try:
@@ -75,7 +91,7 @@ async def gateway(runtime: Runtime, channels: ChannelStates | None = None) -> As
         log.warning("control plane not started: %s", exc)
         yield None
         return
-    runtime.events.emit("health", "gateway.started", {"url": running.url})
+    reach.events.emit("health", "gateway.started", {"url": running.url})
     try:
         yield running
     finally:

@@ -18,6 +18,7 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.core import BotCore
 from bot.runtime.events import EventBus
 from bot.runtime.llm_pool import LLMPool
+from bot.runtime.reach import Reach
 from bot.sessions import SessionStore
 from bot.tools.base import ContextKind, Tool
 from bot.tools.executor import ToolExecutor
@@ -41,6 +42,7 @@ class Runtime:
     core: BotCore | None = None
     skills: Any = None
     mcp: Any = None
+    reach: Reach | None = None  # what /health probes: the same signer client, chain reader and pool
 
     async def agent(self, profile: str | None = None) -> Agent | None:
         router = await self.llm.router(profile)

@@ -27,6 +27,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from bot.channels.chunking import split_message
 from bot.channels.telegram.markup import to_html
+from bot.net.tls import client_context
 from bot.security.redact import redact
 
 log = logging.getLogger(__name__)
@@ -74,10 +75,12 @@ def make_bot(token: str, api_base: str | None) -> Bot:
     if requests_log.level == logging.NOTSET:  # a line per request (every long poll) unless asked for
         requests_log.setLevel(logging.WARNING)
     base = f"{api_base.rstrip('/')}/bot" if api_base else "https://api.telegram.org/bot"
+    tls = {"verify": client_context()}  # one CA bundle load for both pools (bot/net/tls.py)
     return Bot(token, base_url=base,
                request=HTTPXRequest(connection_pool_size=8, read_timeout=30.0, write_timeout=15.0,
-                                    connect_timeout=15.0, pool_timeout=15.0),
-               get_updates_request=HTTPXRequest(connection_pool_size=1, write_timeout=15.0, connect_timeout=15.0))
+                                    connect_timeout=15.0, pool_timeout=15.0, httpx_kwargs=tls),
+               get_updates_request=HTTPXRequest(connection_pool_size=1, write_timeout=15.0, connect_timeout=15.0,
+                                                httpx_kwargs=tls))
 
 
 def retry_after_s(exc: RetryAfter) -> float:

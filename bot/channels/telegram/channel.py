@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from telegram import BotCommand, Update
 from telegram.error import InvalidToken, TelegramError
@@ -29,9 +29,11 @@ from bot.channels.telegram.api import LIMIT, TelegramApi, make_bot
 from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
 from bot.channels.telegram.routing import ALLOWED_UPDATES, CHANNEL, Router
-from bot.channels.telegram.sink import TelegramSink
 from bot.config import TelegramSettings
-from bot.runtime.core import BotCore
+
+if TYPE_CHECKING:
+    from bot.channels.telegram.sink import TelegramSink
+    from bot.runtime.core import BotCore
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +85,7 @@ class TelegramChannel:
     async def run(self, stop: asyncio.Event) -> None:
         """Connect, serve until `stop` is set, then close cleanly."""
         try:
-            me = await self.api.call("getMe", self.bot.get_me)
-            self.router = Router(self.settings, self.gate, me)
-            commands = [BotCommand(c, d) for c, d in MENU]
-            await self.api.quietly("setMyCommands", self.api.call(
-                "setMyCommands", lambda: self.bot.set_my_commands(commands)))
+            await self._connect()
             if self.settings.mode == "webhook":
                 from bot.channels.telegram.webhook import WebhookServer  # aiohttp's server: webhook mode only
 
@@ -99,12 +97,35 @@ class TelegramChannel:
                 finally:
                     await server.stop()
             else:
-                await self.api.call("deleteWebhook", lambda: self.bot.delete_webhook(drop_pending_updates=False))
                 self.ready.set()
                 await self._poll_until(stop)
             await drain(self._tasks, self.shutdown_grace)
         finally:
             await self.api.close()
+
+    async def _connect(self) -> None:
+        """getMe (the token works; the router needs the bot's name) and, for polling, deleteWebhook,
+        at once; the command menu in the background: one round trip to Telegram before ready, not three."""
+        commands = [BotCommand(c, d) for c, d in MENU]
+        menu = asyncio.ensure_future(self.api.quietly("setMyCommands", self.api.call(
+            "setMyCommands", lambda: self.bot.set_my_commands(commands))))
+        get_me = asyncio.ensure_future(self.api.call("getMe", self.bot.get_me))
+        calls: list[asyncio.Future[Any]] = [get_me]
+        if self.settings.mode != "webhook":
+            calls.append(asyncio.ensure_future(self.api.call(
+                "deleteWebhook", lambda: self.bot.delete_webhook(drop_pending_updates=False))))
+        try:
+            await asyncio.gather(*calls)
+        except BaseException:  # one failed (a refused token, the network): nothing is left running
+            calls.append(menu)
+            raise
+        finally:
+            for call in calls:
+                call.cancel()  # a no-op on those done
+            await asyncio.gather(*calls, return_exceptions=True)
+        self._tasks.add(menu)  # drained at shutdown like a reply
+        menu.add_done_callback(self._tasks.discard)
+        self.router = Router(self.settings, self.gate, get_me.result())
 
     async def _poll_until(self, stop: asyncio.Event) -> None:
         poller = asyncio.create_task(self._poll())
@@ -193,6 +214,8 @@ class TelegramChannel:
                 self._overflow_told.discard(chat_id)
 
     async def _handle(self, inbound: Inbound, chat_id: int, user_id: int) -> None:
+        from bot.channels.telegram.sink import TelegramSink  # the agent's types: loaded after ready
+
         sink = TelegramSink(self.api, self.confirmations, chat_id, user_id,
                             interval=self.settings.stream_edit_interval, hold=self.hold,
                             explorers=self.explorers)

@@ -23,7 +23,7 @@ from bot.runtime.channel_state import ChannelStates, Phase, backoff_delay
 from bot.runtime.control import runtime_health
 from bot.runtime.launcher import Launch, serve
 from bot.workspace import create_workspace
-from tests.bot.agent.conftest import FAKE_KEYS, default_bot_section, llm  # noqa: F401 - fixture
+from tests.bot.agent.conftest import FAKE_KEYS, Reply, default_bot_section, llm  # noqa: F401 - fixture
 from tests.fakes.telegram_server import TOKEN, FakeTelegramServer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -103,7 +103,7 @@ async def recovers(launch: Launch, outage: Outage, tg: FakeTelegramServer) -> No
         await asyncio.sleep(0.05)
     state = states.states["telegram"]
     assert state.phase in (Phase.DOWN, Phase.CONNECTING) and state.failures >= 1
-    health = runtime_health(launch.runtime, states)
+    health = runtime_health(launch.reach, states)
     report = await health()
     assert report["channels"].ok is False and "telegram" in report["channels"].detail
     outage.restore()
@@ -113,6 +113,10 @@ async def recovers(launch: Launch, outage: Outage, tg: FakeTelegramServer) -> No
         await asyncio.sleep(0.05)
     assert state.phase is Phase.UP and state.failures == 0
     assert (await health())["channels"].ok
+    for _ in range(200):  # the poll goes out just after the channel says it is up
+        if tg.calls_of("getUpdates"):
+            break
+        await asyncio.sleep(0.05)
     assert tg.calls_of("getUpdates"), "the channel polls once it is up"
 
 
@@ -152,6 +156,34 @@ def test_one_home_runs_one_bot(tmp_path, llm, monkeypatch) -> None:
     assert f"another bot is already running on {home} (pid {os.getpid()})" in result.stderr
     assert "Traceback" not in result.stderr
     assert len([c for c in tg.calls_of("getMe")]) == 1  # the second never reached Telegram
+
+
+def test_a_message_waiting_at_start_is_answered_once_the_rest_has_loaded(tmp_path, llm, monkeypatch) -> None:
+    """Ready first: the channel polls before the tools, memory and scheduler are built; a message
+    already waiting on Telegram is held until they are, then answered, once."""
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEYS["anthropic"])
+    llm.enqueue(Reply(text=["pong"]))
+    with FakeTelegramServer() as tg:
+        tg.message(42, "ping")  # there before the bot starts: the first poll returns it
+        home = make_home(tmp_path, llm, tg.url)
+        at_ready: list[object] = []
+
+        async def go() -> None:
+            stop = asyncio.Event()
+            task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop,
+                                             on_ready=lambda launch: at_ready.append(launch.runtime)))
+            try:
+                while not [m for m in tg.chat(42) if m.text == "pong"]:
+                    assert not task.done(), task.exception() if task.done() else None
+                    await asyncio.sleep(0.02)
+            finally:
+                stop.set()
+                launch = await asyncio.wait_for(task, 30)
+            assert at_ready == [None] and launch.runtime is not None  # built after ready, then used
+
+        asyncio.run(asyncio.wait_for(go(), 60))
+        assert [m.text for m in tg.chat(42) if m.text == "pong"] == ["pong"]
 
 
 @pytest.mark.parametrize("failures", range(1, 12))
