@@ -21,6 +21,7 @@ import httpx
 
 from bot.llm.errors import ProviderError, classify
 from bot.llm.sse import SSEDecoder, SSEError, SSEEvent, SSELimits
+from bot.net.tls import client_context
 from policies.kernel import safejson
 
 USER_AGENT = "owliabot/0.1"
@@ -38,9 +39,11 @@ class StreamLimits:
 
 
 def make_client(base_url: str, timeout: float) -> httpx.AsyncClient:
-    """One client per provider: it keeps the TLS context and the connection pool between calls."""
+    """One client per provider: it keeps the connection pool between calls, and verifies with the
+    process's one TLS context (bot/net/tls.py) instead of loading the CA bundle again."""
     return httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout),
-                             follow_redirects=False, headers={"user-agent": USER_AGENT})
+                             verify=client_context(), follow_redirects=False,
+                             headers={"user-agent": USER_AGENT})
 
 
 def protocol_error(what: str) -> ProviderError:
