@@ -92,6 +92,8 @@ class Engine:
         self.approvals: Escalations | None = None  # Tier 1 delivery; set by the daemon when wired
         # Are other clients' requests already waiting to be read? Set by the daemon (signer.backlog).
         self.more_waiting: Callable[[], bool] = lambda: False
+        # Is the request's own connection the only one open? Set by the daemon (signer.server).
+        self.sole_connection: Callable[[], bool] = lambda: False
 
     def install_policy(self, policy: Policy) -> None:
         """Swap the policy in one synchronous step (see signer.policy_live)."""
@@ -282,9 +284,15 @@ class Engine:
         Requests that arrived together were all read off their sockets already and are queued right
         behind this one: yield once so they reach their commit points too and count as in flight.
         Requests not read yet are in the kernel, where `more_waiting` sees them.
+
+        With one connection open there is nobody to wait for: the server answers a connection's
+        frames one after another, so nothing else can be read off a socket and queued meanwhile,
+        and the yield (a turn of the loop and an epoll call) is skipped.
         """
         if len(self._inflight) > 1:
             return False
+        if self.sole_connection():
+            return True
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError:  # nothing written yet: undo the reservation and the nonce
