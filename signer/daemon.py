@@ -109,7 +109,8 @@ class Daemon:
         self.keys.load(self.reader)
         self.ledger = self.policies.ledger()
         self.chains = {c.id: Chain(c, timeout=config.signer.rpc_timeout_seconds) for c in config.chains}
-        self.writer = Writer(self.writer_conn, on_commit=self.audit.write_anchor, on_rollback=self.audit.reload)
+        self.writer = Writer(self.writer_conn, on_commit=self.audit.write_anchor,
+                             on_inline_commit=self.audit.write_anchor_soon, on_rollback=self.audit.reload)
         self.engine = Engine(
             policy=self.policies.policy,
             keys=self.keys,
@@ -152,6 +153,7 @@ class Daemon:
             clock=self.clock,
         )
         self.engine.more_waiting = self.server.backlog.waiting
+        self.engine.sole_connection = self.server.sole_connection
         self._clock_saver: asyncio.Task | None = None
 
     def _check_integrity(self, unlocked: Unlocked) -> int:

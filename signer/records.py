@@ -32,6 +32,11 @@ def stored(outcome: dict[str, Any]) -> str:
     return to_json(outcome).decode()
 
 
+def encoded(outcome: dict[str, Any]) -> bytes:
+    """`stored`'s text as bytes: also the reply's `result`, byte for byte (signer.wire.protocol.EncodedResult)."""
+    return to_json(outcome)
+
+
 def call_to_json(call: Call) -> dict[str, Any]:
     return {
         "chain_id": call.chain_id,

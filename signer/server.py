@@ -141,6 +141,10 @@ class SignerServer:
             self.backlog.remove(fd)
             await _drain_close(writer)
 
+    def sole_connection(self) -> bool:
+        """One connection open (the caller's own): no other client can have a request waiting."""
+        return self._connections == 1
+
     def _refusal(self, uid: int) -> str | None:
         if not uid_allowed(uid, self.allowed_uids):
             return "this user may not use the signer"

@@ -51,24 +51,30 @@ def init(
 @app.command("serve")
 def serve(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
     """Unlock the keystore and serve JSON-RPC on the signer socket until SIGTERM."""
-    import logging
+    import os
+    import sys
 
-    from policies.loader import PolicyError
-    from signer.daemon import Daemon, serve_forever
-    from signer.keystore import KeystoreError
-    from signer.store.guard import IntegrityRefused
+    from policies.kernel.cli import home_of
+    from policies.kernel.passphrase import PASSPHRASE_ENV
+    from signer.serve import ServeError, exec_argv, locate, run_daemon
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    paths = signer_paths(ctx)
-    if not (paths.home / "keystore.json").exists():
-        fail(f"no keystore in {paths.home}: run `owlia signer init` first")
-    passphrase = read_passphrase(passphrase_file)
+    home = home_of(ctx)
     try:
-        daemon = Daemon(paths, signer_config(ctx), passphrase)
-    except (KeystoreError, PolicyError, PermissionError, IntegrityRefused) as exc:
+        paths, config = locate(home)
+    except ServeError as exc:
         fail(str(exc))
-    typer.echo(f"signer unlocked; serving on {paths.socket}", err=True)
-    run(serve_forever(daemon))
+    if passphrase_file is not None or os.environ.get(PASSPHRASE_ENV):
+        # Nothing is unlocked yet: become the lean program (signer.serve), so that typer and the
+        # command tree do not stay in the daemon's memory. Same pid, environment and home.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        argv = exec_argv(home, passphrase_file)
+        os.execv(argv[0], argv)
+    passphrase = read_passphrase(passphrase_file)  # a prompt: read here, so the daemon runs here
+    try:
+        run_daemon(paths, config, passphrase)
+    except ServeError as exc:
+        fail(str(exc))
 
 
 @app.command("status")

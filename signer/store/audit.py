@@ -24,12 +24,14 @@ refused, so a bug cannot leak a key into the log.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
 import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -197,6 +199,10 @@ class AuditLog:
         self._clock = clock
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
+        self._anchor_lock = threading.Lock()  # the writer thread and the event loop both write it
+        self._anchored = -1  # the seq the file holds, as this process wrote it: it never goes back
+        self._closed = False
+        self._due: tuple[int, str] | None = None  # the last head `write_anchor_soon` scheduled
         self.reload()
         self.committed: tuple[int, str] = self.head  # what the anchor holds: only committed records  # the schema is the store's job (db.ensure_schema): executescript would commit
 
@@ -249,11 +255,26 @@ class AuditLog:
         stays open between commits (`close` releases it).
         """
         seq, head = self.committed = self._seq, self._hash
-        data = anchor_bytes(seq, head, self._keys.anchor_mac(seq, head))
-        if self._anchor_fd is None:
-            self._anchor_fd = os.open(self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                      0o600)
-        os.pwrite(self._anchor_fd, data, 0)
+        self._write_anchor(seq, head)
+
+    def write_anchor_soon(self) -> None:
+        """`write_anchor` for a commit made on the event loop: the head is taken now, the file is
+        written once the loop's current step ends, i.e. after the request that committed has sent
+        its reply. Until then the anchor lags one commit behind the log, which it may always do
+        (the same as a crash between the commit and the write); it never runs ahead of it."""
+        seq, head = self.committed = self._due = self._seq, self._hash
+        asyncio.get_running_loop().call_soon(self._write_anchor, seq, head)
+
+    def _write_anchor(self, seq: int, head: str) -> None:
+        with self._anchor_lock:
+            if self._closed or seq <= self._anchored:  # a later head was written meanwhile
+                return
+            data = anchor_bytes(seq, head, self._keys.anchor_mac(seq, head))
+            if self._anchor_fd is None:
+                self._anchor_fd = os.open(self._anchor_path,
+                                          os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            os.pwrite(self._anchor_fd, data, 0)
+            self._anchored = seq
 
     def verify_all(self) -> dict[str, Any]:
         """`verify` over the whole database this log writes to, on a fresh read-only connection (any thread)."""
@@ -269,9 +290,14 @@ class AuditLog:
             conn.close()
 
     def close(self) -> None:
-        if self._anchor_fd is not None:
-            os.close(self._anchor_fd)
-            self._anchor_fd = None
+        """Write the anchor of the last commit if a deferred write is still due, then release the file."""
+        if self._due is not None:
+            self._write_anchor(*self._due)  # nothing if a later head was written already
+        with self._anchor_lock:
+            self._closed = True
+            if self._anchor_fd is not None:
+                os.close(self._anchor_fd)
+                self._anchor_fd = None
 
 
 def anchor_bytes(seq: int, head: str, mac: str) -> bytes:

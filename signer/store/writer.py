@@ -44,12 +44,17 @@ class Writer:
         conn: sqlite3.Connection,
         *,
         on_commit: Callable[[], None] | None = None,
+        on_inline_commit: Callable[[], None] | None = None,
         on_rollback: Callable[[], None] | None = None,
         checkpoint_every: int | None = DEFAULT_EVERY,
     ) -> None:
-        """`checkpoint_every`: commits between background WAL checkpoints; None leaves them to SQLite."""
+        """`checkpoint_every`: commits between background WAL checkpoints; None leaves them to SQLite.
+        `on_commit` runs after each commit; `on_inline_commit`, if given, instead of it after a commit
+        made on the caller's thread (the event loop)."""
         self._conn = conn
         self._on_commit = on_commit
+        self._on_inline_commit = on_inline_commit or on_commit
+        self._inline_now = False  # a commit under way on the caller's thread (set under the lock)
         self._on_rollback = on_rollback
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._closed = False
@@ -79,10 +84,12 @@ class Writer:
         if self._closed:
             raise WriterClosed("the signer store is closed")
         if inline and self._submitted == self._finished and self._lock.acquire(blocking=False):
+            self._inline_now = True
             try:
                 ok, value = self._commit([unit])[0]
                 self.inline_commits += ok
             finally:
+                self._inline_now = False
                 self._lock.release()
             if ok:
                 return value
@@ -170,9 +177,10 @@ class Writer:
         self.units_committed += units
         if self._checkpointer is not None:
             self._checkpointer.committed()
-        if self._on_commit:
+        hook = self._on_inline_commit if self._inline_now else self._on_commit
+        if hook:
             try:
-                self._on_commit()
+                hook()
             except Exception:  # committed is committed: the units must not be told otherwise
                 log.exception("after-commit hook failed")
 

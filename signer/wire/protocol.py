@@ -332,8 +332,22 @@ def request_frame(req_id: int | str, method: str, params: dict[str, Any] | None 
     return encode_frame(frame)
 
 
+class EncodedResult(dict[str, Any]):
+    """A result whose JSON text was already encoded, by the same encoder as `encode_frame` (the
+    outcome a `sign.request` stores): sent as those bytes rather than encoded a second time. It is
+    still the dict it was encoded from, for code in the process that reads it."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, result: dict[str, Any], encoded: bytes) -> None:
+        super().__init__(result)
+        self.json = encoded
+
+
 def result_frame(req_id: Any, result: Any) -> bytes:
     """A reply model (signer.wire.replies) is sent as its handler set it: unset optional fields absent."""
+    if type(result) is EncodedResult:
+        return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + result.json + b"}\n"
     if isinstance(result, BaseModel):
         body = result.__pydantic_serializer__.to_json(result, exclude_unset=True)
         return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + body + b"}\n"

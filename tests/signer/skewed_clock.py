@@ -1,5 +1,8 @@
 """`python -m tests.signer.skewed_clock <owlia args>`: the real CLI, with the system clock set off.
 
+`--home H signer serve ...` runs the program `owlia signer serve` becomes (signer.serve) in this
+process, so that the patch below holds in the daemon too.
+
 The process's wall clock (`time.time`) reads the real time plus the seconds written in the file
 named by OWLIA_TEST_CLOCK_OFFSET, re-read on every call, so a test can set the clock back or
 forward under a running signer as NTP or an operator would. It is patched before any signer
@@ -43,7 +46,14 @@ if __name__ == "__main__":
         import signer.clock
 
         signer.clock.BOOT_ID_PATH = Path(os.environ[BOOT_ID_ENV])
+    args = sys.argv[1:]
+    if args[2:4] == ["signer", "serve"] and args[0] == "--home":
+        # `owlia signer serve` execs `python -m signer.serve`, which would drop the patch: run that
+        # program here instead, with the same arguments the command would give it.
+        from signer.serve import main as serve
+
+        sys.exit(serve(["--home", args[1], *args[4:]]))
     from bot.cli.app import main
 
-    sys.argv = ["owlia", *sys.argv[1:]]
+    sys.argv = ["owlia", *args]
     main()

@@ -33,8 +33,8 @@ WRITER_STATEMENTS = {"BEGIN IMMEDIATE": 1, "PRAGMA data_version": 1, "INSERT INT
                      "INSERT INTO spends": 3, "INSERT INTO audit": 2, "COMMIT": 1}
 MAX_WAL_PAGES = 12.0  # mean pages a commit appends to the WAL (9-10 today: the rows, their indexes, the digests)
 # Python function calls (and coroutine resumptions) in this process per request, the client's
-# included: about 500 today, 30 % headroom. Deterministic, unlike time on a shared machine.
-MAX_PYTHON_CALLS = 650
+# included: about 505 today, 15 % headroom. Deterministic, unlike time on a shared machine.
+MAX_PYTHON_CALLS = 580
 
 
 def _statement(sql: str) -> str:

@@ -1,0 +1,84 @@
+"""`owlia signer serve` as its own small program: the daemon without the command-line machinery.
+
+`owlia signer serve` (and `python -m signer.cli ... signer serve`) parse their arguments with typer
+and click, which would otherwise stay in the daemon's memory for its whole life (about 6 MB of the
+signer's resident size). When the passphrase comes from a file or the environment, that command
+replaces its process with this one (`exec`: same pid, same environment, no secret in between, since
+nothing has been unlocked yet); a passphrase typed at a prompt is read and used in the command's own
+process, as before. Both run `run_daemon`.
+
+    python -m signer.serve --home HOME [--passphrase-file FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from signer.wire.settings import KEYSTORE, ConfigError, SignerConfig, SignerPaths, load_signer_config
+
+
+class ServeError(Exception):
+    """What stops the daemon from starting, said so that the operator knows what to do."""
+
+
+def locate(home: Path) -> tuple[SignerPaths, SignerConfig]:
+    """The signer's layout and settings from HOME's config; `ServeError` without a keystore."""
+    try:
+        config = load_signer_config(home)
+    except ConfigError as exc:
+        raise ServeError(str(exc)) from None
+    paths = SignerPaths.from_config(home, config)
+    if not (paths.home / KEYSTORE).exists():
+        raise ServeError(f"no keystore in {paths.home}: run `owlia signer init` first")
+    return paths, config
+
+
+def run_daemon(paths: SignerPaths, config: SignerConfig, passphrase: bytearray) -> None:
+    """Unlock, start and serve until SIGTERM or SIGINT; `ServeError` if it cannot start."""
+    import logging
+
+    from policies.kernel.aio import run as run_loop
+    from policies.loader import PolicyError
+    from signer.daemon import Daemon, serve_forever
+    from signer.keystore import KeystoreError
+    from signer.store.guard import IntegrityRefused
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        daemon = Daemon(paths, config, passphrase)
+    except (KeystoreError, PolicyError, PermissionError, IntegrityRefused) as exc:
+        raise ServeError(str(exc)) from None
+    print(f"signer unlocked; serving on {paths.socket}", file=sys.stderr, flush=True)
+    run_loop(serve_forever(daemon))
+
+
+def exec_argv(home: Path, passphrase_file: Path | None) -> list[str]:
+    """The command line that replaces `owlia signer serve`'s process: this interpreter with its own
+    flags (`-X`, `-I`, ...), this module, the resolved home."""
+    flags: list[str] = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    extra = ["--passphrase-file", str(passphrase_file)] if passphrase_file is not None else []
+    return [sys.executable, *flags, "-m", "signer.serve", "--home", str(home), *extra]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from policies.kernel.passphrase import PassphraseError, read_passphrase
+
+    parser = argparse.ArgumentParser(prog="python -m signer.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, required=True, help="the OwliaBot home (config.yaml, signer/)")
+    parser.add_argument("--passphrase-file", type=Path, help="0600 file holding the passphrase "
+                        "(else OWLIA_SIGNER_PASSPHRASE; this program never prompts)")
+    args = parser.parse_args(argv)
+    try:
+        paths, config = locate(args.home)
+        run_daemon(paths, config, read_passphrase(file=args.passphrase_file, prompt=False))
+    except (ServeError, PassphraseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
