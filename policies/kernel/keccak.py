@@ -1,18 +1,18 @@
-"""Keccak-256, the hash Ethereum uses for addresses, selectors and transaction hashes (pycryptodome).
+"""Keccak-256, the hash Ethereum uses for addresses, selectors and transaction hashes (pycryptodome's C code).
 
-pycryptodome is bound on the first hash, not on import: loading it loads cffi and pycparser (about
-20 ms), which a command that only frames a request (`owlia sign send`) never needs.
-
-Two hashes per signature and one per checksummed address: with pycryptodome's cffi backend the
-C functions of its `_keccak` library are called directly, without the hash object its `new()`
-builds (about twenty Python calls per hash). Any other backend, or a pycryptodome that no longer
-has these functions, uses the public API. Both give the same digest (tests/policies/test_keccak.py).
+Two hashes per signature and one per checksummed address, so the C functions of pycryptodome's
+`_keccak` library are called directly through ctypes, bound on the first hash. pycryptodome's own
+`Crypto.Hash.keccak` goes through cffi, whose declarations are parsed at run time by pycparser:
+about 3 MB and 25 ms that every process hashing an address would carry, and twenty Python calls
+per hash for the hash object. The direct call is as fast as cffi's. If the library is missing or
+no longer has these functions, the public API is used; both give the same digest
+(tests/policies/test_keccak.py).
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
-from typing import Any
 
 _RATE_BYTES = 64  # keccak_init takes the capacity in bytes: 2 x 32 for Keccak-256
 _ROUNDS = 24
@@ -25,32 +25,53 @@ def _public(data: bytes) -> bytes:
     return keccak.new(data=data, digest_bits=256).digest()
 
 
-def _direct() -> Callable[[bytes], bytes] | None:
-    try:
-        from Crypto.Hash import keccak
-        from Crypto.Util import _raw_api
+def _library() -> ctypes.CDLL | None:
+    """pycryptodome's `Crypto/Hash/_keccak` shared library, found the way pycryptodome finds it."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
 
-        lib: Any = vars(keccak)["_raw_keccak_lib"]  # not in pycryptodome's type stubs
-        ffi: Any = vars(_raw_api)["ffi"]
+    spec = importlib.util.find_spec("Crypto")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "Hash"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        if (folder / f"_keccak{suffix}").is_file():
+            try:
+                return ctypes.CDLL(str(folder / f"_keccak{suffix}"))
+            except OSError:
+                return None
+    return None
+
+
+def _direct() -> Callable[[bytes], bytes] | None:
+    lib = _library()
+    if lib is None:
+        return None
+    try:
         init, absorb, squeeze, destroy = lib.keccak_init, lib.keccak_absorb, lib.keccak_digest, lib.keccak_destroy
-    except (KeyError, AttributeError):
+    except AttributeError:
         return None
-    if _raw_api.backend != "cffi":
-        return None
-    new, buffer = ffi.new, ffi.buffer
+    # The prototypes as pycryptodome declares them (Crypto/Hash/keccak.py).
+    init.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint8]
+    absorb.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    squeeze.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint8]
+    destroy.argtypes = [ctypes.c_void_p]
+    for function in (init, absorb, squeeze, destroy):
+        function.restype = ctypes.c_int
+    state_type, byref, buffer = ctypes.c_void_p, ctypes.byref, ctypes.create_string_buffer
 
     def keccak256(data: bytes) -> bytes:
         if type(data) is not bytes:
             data = bytes(data)
-        holder = new("void *[1]")
-        if init(holder, _RATE_BYTES, _ROUNDS):
+        state = state_type()
+        if init(byref(state), _RATE_BYTES, _ROUNDS):
             raise ValueError("keccak_init failed")
-        state = holder[0]
         try:
-            out = new("uint8_t[32]")
+            out = buffer(32)
             if absorb(state, data, len(data)) or squeeze(state, out, 32, _PADDING):
                 raise ValueError("keccak failed")
-            return buffer(out)[:]
+            return out.raw
         finally:
             destroy(state)
 

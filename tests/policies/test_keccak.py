@@ -1,7 +1,11 @@
-"""Keccak-256 through pycryptodome's C functions directly agrees with its public API, and with
+"""Keccak-256 through pycryptodome's C functions directly (ctypes) agrees with its public API, and with
 the published vectors (the empty string, an ERC-20 selector)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,8 +15,19 @@ from policies.kernel.keccak import keccak256
 
 
 def test_the_direct_path_is_the_one_in_use():
-    # pycryptodome here uses cffi: if this fails after an upgrade, keccak256 still works (public API), only slower
-    assert keccak256 is not keccak._public
+    # if this fails after a pycryptodome upgrade, keccak256 still works (public API), only slower and heavier
+    keccak256(b"bind")
+    assert keccak._impl is not keccak._public and keccak._impl is not keccak._bind
+
+
+def test_hashing_loads_neither_cffi_nor_pycparser():
+    """The direct path is ctypes on pycryptodome's library: cffi's run-time C parser (about 3 MB)
+    stays out of every process that hashes (the signer, the bot, `owlia sign send`)."""
+    probe = ("import sys; from policies.kernel.keccak import keccak256; keccak256(b'x'); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cffi', 'pycparser', 'Crypto')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2]).stdout
+    assert out.strip() == "[]"
 
 
 def test_known_vectors():
