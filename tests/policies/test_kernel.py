@@ -177,8 +177,9 @@ def test_registry_write_replaces_a_planted_symlink_instead_of_writing_through_it
     assert target.read_text() == "keep" and not path.is_symlink()
 
 
-def test_keccak_loads_pycryptodome_only_on_the_first_hash():
-    code = ("import sys; from policies.kernel.addresses import to_checksum; before = 'Crypto' in sys.modules; "
-            "print(before, to_checksum('0x' + 'ab' * 20), 'Crypto' in sys.modules)")
+def test_keccak_binds_pycryptodome_only_on_the_first_hash():
+    code = ("from policies.kernel import keccak; from policies.kernel.addresses import to_checksum; "
+            "before = keccak._impl is keccak._bind; "
+            "print(before, to_checksum('0x' + 'ab' * 20), keccak._impl is keccak._bind)")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
-    assert out == ["False", to_checksum_address("0x" + "ab" * 20), "True"]
+    assert out == ["True", to_checksum_address("0x" + "ab" * 20), "False"]
