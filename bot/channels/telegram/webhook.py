@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from telegram import Update
 
+from bot.channels.telegram.botapi import BadUpdate, Update
 from bot.channels.telegram.routing import ALLOWED_UPDATES
 from bot.config import TelegramSettings
 
@@ -51,7 +51,7 @@ class WebhookServer:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         await self.channel.api.call("setWebhook", lambda: self.channel.bot.set_webhook(
-            self.url, secret_token=self._secret, allowed_updates=ALLOWED_UPDATES))
+            self.url, secret_token=self._secret, allowed_updates=list(ALLOWED_UPDATES)))
 
     async def stop(self) -> None:
         """Stop listening; the webhook stays registered so Telegram queues updates until we return."""
@@ -65,11 +65,11 @@ class WebhookServer:
             log.warning("telegram webhook: request without the right secret token refused")
             return web.Response(status=401)
         try:
-            body = await request.json()
-            update = Update.de_json(body, self.channel.bot) if isinstance(body, dict) else None
-        except (ValueError, TypeError, KeyError):
-            update = None
-        if update is None:
+            update = Update.parse(await request.json())
+        except BadUpdate as exc:
+            log.warning("telegram webhook: malformed update refused (%s)", exc)
+            return web.Response(status=400)
+        except ValueError:  # not JSON
             return web.Response(status=400)
         self.channel.dispatch(update)
         return web.Response(status=200)
