@@ -189,15 +189,16 @@ def parse_batch(result: Any, offset: int | None) -> Batch:
         raise NetworkError(f"getUpdates answered {type(result).__name__}, not a list")
     updates: list[Update] = []
     skipped: list[str] = []
+    numbered = False
     for item in result:
         update_id = item.get("update_id") if isinstance(item, dict) else None
         if isinstance(update_id, int) and not isinstance(update_id, bool):
-            offset = max(offset or 0, update_id + 1)
+            offset, numbered = max(offset or 0, update_id + 1), True
         try:
             updates.append(Update.parse(item))
         except BadUpdate as exc:
             skipped.append(str(exc))
-    if result and offset is None:
+    if result and not numbered:  # nothing to confirm: the same batch would come again at once
         raise NetworkError("getUpdates answered updates without an update_id")
     return Batch(updates, skipped, offset)
 
