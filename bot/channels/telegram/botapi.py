@@ -241,25 +241,36 @@ class BotApi:
         if requests_log.level == logging.NOTSET:  # a line per request (every long poll) unless asked for
             requests_log.setLevel(logging.WARNING)
         self._base = f"{(api_base or TELEGRAM).rstrip('/')}/bot{token}/"
+        self._client: httpx.AsyncClient | None = None
+        self._poll_client: httpx.AsyncClient | None = None
+        self._open()
+
+    def _open(self) -> None:
+        """The pools (again, after close: a channel that failed is run again with the same client)."""
         tls = client_context()  # one CA bundle load for both pools (bot/net/tls.py)
-        self._client = httpx.AsyncClient(
-            verify=tls, follow_redirects=False, limits=httpx.Limits(max_connections=8),
-            timeout=httpx.Timeout(connect=15.0, read=30.0, write=15.0, pool=15.0))
-        self._poll_client = httpx.AsyncClient(
-            verify=tls, follow_redirects=False, limits=httpx.Limits(max_connections=1),
-            timeout=httpx.Timeout(connect=15.0, read=30.0, write=15.0, pool=15.0))
+        timeout = httpx.Timeout(connect=15.0, read=30.0, write=15.0, pool=15.0)
+        if self._client is None or self._client.is_closed:
+            self._client = httpx.AsyncClient(verify=tls, follow_redirects=False, timeout=timeout,
+                                             limits=httpx.Limits(max_connections=8))
+        if self._poll_client is None or self._poll_client.is_closed:
+            self._poll_client = httpx.AsyncClient(verify=tls, follow_redirects=False, timeout=timeout,
+                                                  limits=httpx.Limits(max_connections=1))
 
     def _scrub(self, text: str) -> str:
         return redact(one_line(text.replace(self.token, "<token>"), MAX_DESCRIPTION))
 
     async def close(self) -> None:
-        await self._client.aclose()
-        await self._poll_client.aclose()
+        """Close the pools; the next call opens them again."""
+        for client in (self._client, self._poll_client):
+            if client is not None:
+                await client.aclose()
 
     async def call(self, method: str, params: dict[str, Any] | None = None, *, read_timeout: float | None = None,
                    poll: bool = False) -> Any:
         """One method; its `result`, or one of the errors above."""
+        self._open()
         client = self._poll_client if poll else self._client
+        assert client is not None
         timeout = httpx.Timeout(connect=15.0, read=read_timeout or 30.0, write=15.0, pool=15.0)
         try:
             status, body = await self._post(client, method, params or {}, timeout)
