@@ -3,8 +3,9 @@
 Every call is `POST {api_base}/bot{token}/{method}` with a JSON body; the answer is
 `{"ok": true, "result": ...}` or `{"ok": false, "error_code", "description", "parameters"}`,
 mapped to the errors below. The server is not trusted further than that:
-- the answer is read up to MAX_BODY bytes, must be a JSON object, and must say `ok`; a redirect is
-  never followed (it would carry a request meant for Telegram somewhere else);
+- the answer is read up to MAX_BODY bytes, must be UTF-8 JSON nested at most 64 deep (parsed with
+  policies.kernel.safejson), an object, and must say `ok`; a redirect is never followed (it would
+  carry a request meant for Telegram somewhere else);
 - incoming objects are parsed into frozen dataclasses with only the fields the channel reads
   (unknown fields ignored, a wrong type refused with BadUpdate naming the field), so one malformed
   update is skipped and logged, never a crash of the poller;
@@ -15,7 +16,6 @@ mapped to the errors below. The server is not trusted further than that:
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ import httpx
 
 from bot.net.tls import client_context
 from bot.security.redact import redact
+from policies.kernel import safejson
 from policies.kernel.text import one_line
 
 TELEGRAM = "https://api.telegram.org"
@@ -83,6 +84,11 @@ def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True
     # bool is an int in Python; Telegram never sends one where a number belongs
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise BadUpdate(f"field {name!r} is {type(value).__name__}, not {kind.__name__}")
+    if kind is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a \ud800 escape): no text of ours can hold it
+            raise BadUpdate(f"field {name!r} is not Unicode text") from None
     return value
 
 
@@ -104,7 +110,8 @@ class User:
     def parse(cls, data: Any) -> User:
         data = _object(data, "user")
         return cls(_field(data, "id", int), _field(data, "is_bot", bool), _field(data, "first_name", str),
-                   _field(data, "last_name", str, required=False), _field(data, "username", str, required=False))
+                   _field(data, "last_name", str, required=False),
+                   _field(data, "username", str, required=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +125,8 @@ class Chat:
         return cls(_field(data, "id", int), _field(data, "type", str))
 
 
-FORWARD_FIELDS = ("forward_origin", "forward_from", "forward_from_chat", "forward_sender_name", "forward_date")
+FORWARD_FIELDS = ("forward_origin", "forward_from", "forward_from_chat", "forward_sender_name",
+                  "forward_date")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +165,8 @@ class CallbackQuery:
         data = _object(data, "callback_query")
         message = data.get("message")
         return cls(_field(data, "id", str), User.parse(data.get("from")),
-                   Message.parse(message) if message is not None else None, _field(data, "data", str, required=False))
+                   Message.parse(message) if message is not None else None,
+                   _field(data, "data", str, required=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +232,8 @@ class _HideTokens(logging.Filter):
 
 
 _HIDE_TOKENS = _HideTokens()
-URL_LOGGERS = ("httpx",)  # the only logger that sees a request URL (a filter applies where the record is made)
+# the only logger that sees a request URL (a filter applies where the record is made, not to children)
+URL_LOGGERS = ("httpx",)
 
 
 class BotApi:
@@ -265,8 +275,8 @@ class BotApi:
             if client is not None:
                 await client.aclose()
 
-    async def call(self, method: str, params: dict[str, Any] | None = None, *, read_timeout: float | None = None,
-                   poll: bool = False) -> Any:
+    async def call(self, method: str, params: dict[str, Any] | None = None, *,
+                   read_timeout: float | None = None, poll: bool = False) -> Any:
         """One method; its `result`, or one of the errors above."""
         self._open()
         client = self._poll_client if poll else self._client
@@ -282,7 +292,8 @@ class BotApi:
                     timeout: httpx.Timeout) -> tuple[int, bytes]:
         async with client.stream("POST", self._base + method, json=params, timeout=timeout) as response:
             if response.is_redirect:
-                raise NetworkError(f"{method}: the server answered a redirect ({response.status_code}); not followed")
+                raise NetworkError(f"{method}: the server answered a redirect "
+                                   f"({response.status_code}); not followed")
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.max_body:
                 raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")
@@ -295,12 +306,14 @@ class BotApi:
 
     def _result(self, method: str, status: int, body: bytes) -> Any:
         try:
-            answer = json.loads(body)
-        except ValueError:
+            answer = safejson.loads(body)
+        except ValueError:  # not UTF-8, not JSON, or nested too deep
             raise NetworkError(f"{method}: HTTP {status}, the answer is not JSON") from None
         if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
             raise NetworkError(f"{method}: HTTP {status}, the answer is not a Bot API answer")
-        if answer["ok"] is True and status == 200 and "result" in answer:
+        if answer["ok"] is True:
+            if status != 200 or "result" not in answer:
+                raise NetworkError(f"{method}: HTTP {status}, ok without a result")
             return answer["result"]
         code = answer.get("error_code")
         code = code if isinstance(code, int) and not isinstance(code, bool) else status
@@ -310,10 +323,12 @@ class BotApi:
         if code == 429:
             parameters = answer.get("parameters")
             wait = parameters.get("retry_after") if isinstance(parameters, dict) else None
-            if isinstance(wait, int | float) and not isinstance(wait, bool) and math.isfinite(wait) and wait >= 0:
+            usable = isinstance(wait, int | float) and not isinstance(wait, bool)
+            if usable and math.isfinite(wait) and wait >= 0:
                 raise RetryAfter(message, float(wait))
             raise TelegramError(f"{message} (flood control without a usable retry_after)", code)
-        kind = {400: BadRequest, 401: InvalidToken, 403: Forbidden, 404: InvalidToken}.get(code, TelegramError)
+        kinds = {400: BadRequest, 401: InvalidToken, 403: Forbidden, 404: InvalidToken}
+        kind = kinds.get(code, TelegramError)
         raise kind(message, code)
 
     # -- the methods the channel uses ------------------------------------------------------------
@@ -341,8 +356,9 @@ class BotApi:
         except BadUpdate as exc:
             raise NetworkError(f"sendMessage: {exc}") from None
 
-    async def edit_message_text(self, chat_id: int, message_id: int, text: str, *, parse_mode: str | None = None,
-                                reply_markup: Markup | None = None, disable_preview: bool = True) -> None:
+    async def edit_message_text(self, chat_id: int, message_id: int, text: str, *,
+                                parse_mode: str | None = None, reply_markup: Markup | None = None,
+                                disable_preview: bool = True) -> None:
         params: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "text": text}
         _options(params, parse_mode, reply_markup, disable_preview)
         await self.call("editMessageText", params)
@@ -351,19 +367,23 @@ class BotApi:
         await self.call("sendChatAction", {"chat_id": chat_id, "action": action})
 
     async def answer_callback_query(self, query_id: str, text: str, *, show_alert: bool = False) -> None:
-        await self.call("answerCallbackQuery", {"callback_query_id": query_id, "text": text, "show_alert": show_alert})
+        await self.call("answerCallbackQuery",
+                        {"callback_query_id": query_id, "text": text, "show_alert": show_alert})
 
     async def set_my_commands(self, commands: list[tuple[str, str]]) -> None:
-        await self.call("setMyCommands", {"commands": [{"command": c, "description": d} for c, d in commands]})
+        await self.call("setMyCommands",
+                        {"commands": [{"command": c, "description": d} for c, d in commands]})
 
     async def delete_webhook(self, *, drop_pending_updates: bool = False) -> None:
         await self.call("deleteWebhook", {"drop_pending_updates": drop_pending_updates})
 
     async def set_webhook(self, url: str, *, secret_token: str, allowed_updates: list[str]) -> None:
-        await self.call("setWebhook", {"url": url, "secret_token": secret_token, "allowed_updates": allowed_updates})
+        await self.call("setWebhook",
+                        {"url": url, "secret_token": secret_token, "allowed_updates": allowed_updates})
 
 
-def _options(params: dict[str, Any], parse_mode: str | None, markup: Markup | None, disable_preview: bool) -> None:
+def _options(params: dict[str, Any], parse_mode: str | None, markup: Markup | None,
+             disable_preview: bool) -> None:
     if parse_mode is not None:
         params["parse_mode"] = parse_mode
     if markup is not None:
@@ -374,4 +394,5 @@ def _options(params: dict[str, Any], parse_mode: str | None, markup: Markup | No
 
 def inline_keyboard(rows: list[list[tuple[str, str]]]) -> Markup:
     """Buttons as (label, callback_data) rows."""
-    return {"inline_keyboard": [[{"text": text, "callback_data": data} for text, data in row] for row in rows]}
+    return {"inline_keyboard": [[{"text": text, "callback_data": data} for text, data in row]
+                                for row in rows]}

@@ -20,6 +20,7 @@ from aiohttp import web
 from bot.channels.telegram.botapi import BadUpdate, Update
 from bot.channels.telegram.routing import ALLOWED_UPDATES
 from bot.config import TelegramSettings
+from policies.kernel import safejson
 
 if TYPE_CHECKING:
     from bot.channels.telegram.channel import TelegramChannel
@@ -65,11 +66,11 @@ class WebhookServer:
             log.warning("telegram webhook: request without the right secret token refused")
             return web.Response(status=401)
         try:
-            update = Update.parse(await request.json())
+            update = Update.parse(safejson.loads(await request.read()))  # the body is capped at MAX_BODY
         except BadUpdate as exc:
             log.warning("telegram webhook: malformed update refused (%s)", exc)
             return web.Response(status=400)
-        except ValueError:  # not JSON
+        except ValueError:  # not UTF-8 JSON, or nested too deep
             return web.Response(status=400)
         self.channel.dispatch(update)
         return web.Response(status=200)

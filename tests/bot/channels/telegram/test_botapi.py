@@ -56,10 +56,14 @@ def test_an_oversize_answer_is_refused_without_reading_it_all(tg, chunked):
     assert tg.token not in str(error)
 
 
-@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b"", b'{"ok": tr', b"[1, 2]", b'{"ok": "yes"}',
-                                  b'{"result": {}}', b"\xff\xfe"])
-def test_an_answer_that_is_not_the_protocol_is_a_network_error(tg, body):
-    tg.answer_raw("getMe", RawAnswer(200, body))
+@pytest.mark.parametrize(("status", "body"), [
+    (502, b"<html>502 Bad Gateway</html>"), (200, b""), (200, b'{"ok": tr'), (200, b"[1, 2]"),
+    (200, b'{"ok": "yes"}'), (200, b'{"result": {}}'), (200, b"\xff\xfe"), (200, b'{"ok": true}'),
+    (500, b'{"ok": true, "result": true}'),
+    (200, b'{"ok": true, "result": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),  # nested past any stack
+])
+def test_an_answer_that_is_not_the_protocol_is_a_network_error(tg, status, body):
+    tg.answer_raw("getMe", RawAnswer(status, body))
     error = _call(tg)
     assert isinstance(error, NetworkError) and tg.token not in str(error)
 
@@ -142,7 +146,8 @@ def _bad_updates(tg: FakeTelegramServer) -> list[int]:
                  {"message": {"message_id": 3, "date": 0, "chat": "private", "from": owner, "text": "c"}},
                  {"message": {"message_id": 4, "date": 0, "chat": private, "from": {**owner, "id": True}, "text": "d"}},
                  {"message": [1, 2, 3]},
-                 {"callback_query": {"id": 5, "from": owner, "data": "cf:x:y"}}):
+                 {"callback_query": {"id": 5, "from": owner, "data": "cf:x:y"}},
+                 {"message": {"message_id": 6, "date": 0, "chat": private, "from": owner, "text": "\ud800"}}):
         ids.append(tg.inject(body)["update_id"])
     return ids
 
@@ -161,7 +166,7 @@ def test_malformed_updates_are_skipped_and_the_poller_goes_on(telegram, caplog):
 
     with caplog.at_level(logging.WARNING, logger="bot.channels.telegram.channel"):
         telegram.serve(scenario)
-    assert caplog.text.count("malformed update; skipped") == 6
+    assert caplog.text.count("malformed update; skipped") == 7
 
 
 def test_a_batch_without_update_ids_is_a_polling_error_that_backs_off(telegram, caplog):
@@ -176,6 +181,38 @@ def test_a_batch_without_update_ids_is_a_polling_error_that_backs_off(telegram, 
     with caplog.at_level(logging.WARNING, logger="bot.channels.telegram.channel"):
         telegram.serve(scenario, max_backoff=0.2)
     assert "polling failed (NetworkError: getUpdates answered updates without an update_id)" in caplog.text
+
+
+def test_the_webhook_refuses_malformed_updates_even_with_the_right_secret(telegram):
+    """The secret proves the sender is Telegram (or whoever has the URL and secret); the body is still
+    parsed strictly: deep nesting, wrong types and a non-object are 400, and the channel goes on."""
+    import aiohttp
+
+    from bot.devchain import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/tg/hook"
+    settings = telegram.settings(mode="webhook", webhook_url=url, webhook_port=port)
+    telegram.bot.llm.enqueue(Reply(text=["still answering"]))
+    private = {"id": OWNER, "type": "private"}
+    owner = {"id": OWNER, "is_bot": False, "first_name": "Owner"}
+
+    async def scenario(live: Live) -> None:
+        headers = {"X-Telegram-Bot-Api-Secret-Token": live.tg.webhook["secret_token"],
+                   "Content-Type": "application/json"}
+        bodies = [b"[" * 100_000 + b"]" * 100_000, b'"just a string"', b"\xff",
+                  json.dumps({"update_id": "1", "message": None}).encode(),
+                  json.dumps({"update_id": 1, "message": {"message_id": 1, "date": 0, "chat": private,
+                                                          "from": {**owner, "id": 1.5}, "text": "x"}}).encode()]
+        async with aiohttp.ClientSession() as http:
+            for body in bodies:
+                async with http.post(url, data=body, headers=headers) as resp:
+                    assert resp.status == 400, body[:40]
+        live.tg.message(OWNER, "hello")
+        await live.tg.until(lambda: "still answering" in live.replies())
+        assert len(live.llm.requests) == 1
+
+    telegram.serve(scenario, settings=settings)
 
 
 def test_an_update_from_a_user_not_allowed_reaches_only_the_pairing_reply(telegram):
