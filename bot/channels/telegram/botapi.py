@@ -84,7 +84,7 @@ def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True
     # bool is an int in Python; Telegram never sends one where a number belongs
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise BadUpdate(f"field {name!r} is {type(value).__name__}, not {kind.__name__}")
-    if kind is str:
+    if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate (a \ud800 escape): no text of ours can hold it
@@ -323,8 +323,8 @@ class BotApi:
         if code == 429:
             parameters = answer.get("parameters")
             wait = parameters.get("retry_after") if isinstance(parameters, dict) else None
-            usable = isinstance(wait, int | float) and not isinstance(wait, bool)
-            if usable and math.isfinite(wait) and wait >= 0:
+            if isinstance(wait, int | float) and not isinstance(wait, bool) \
+                    and math.isfinite(wait) and wait >= 0:
                 raise RetryAfter(message, float(wait))
             raise TelegramError(f"{message} (flood control without a usable retry_after)", code)
         kinds = {400: BadRequest, 401: InvalidToken, 403: Forbidden, 404: InvalidToken}
