@@ -3,7 +3,7 @@
 Every call is `POST {api_base}/bot{token}/{method}` with a JSON body; the answer is
 `{"ok": true, "result": ...}` or `{"ok": false, "error_code", "description", "parameters"}`,
 mapped to the errors below. The server is not trusted further than that:
-- the answer is read up to MAX_BODY bytes, must be UTF-8 JSON nested at most 64 deep (parsed with
+- the answer is read uncompressed (we ask for no encoding and refuse one) up to MAX_BODY bytes, must be UTF-8 JSON nested at most 64 deep (parsed with
   policies.kernel.safejson), an object, and must say `ok`; a redirect is never followed (it would
   carry a request meant for Telegram somewhere else);
 - incoming objects are parsed into frozen dataclasses with only the fields the channel reads
@@ -31,6 +31,7 @@ from policies.kernel.text import one_line
 TELEGRAM = "https://api.telegram.org"
 MAX_BODY = 4 << 20  # a full getUpdates batch (100 updates) is far below this
 MAX_DESCRIPTION = 300
+IDENTITY = {"Accept-Encoding": "identity"}  # answers are small; a compressed one could expand without bound
 Markup = dict[str, Any]  # reply_markup as sent: {"inline_keyboard": [[{"text", "callback_data"}]]}
 
 
@@ -290,15 +291,18 @@ class BotApi:
 
     async def _post(self, client: httpx.AsyncClient, method: str, params: dict[str, Any],
                     timeout: httpx.Timeout) -> tuple[int, bytes]:
-        async with client.stream("POST", self._base + method, json=params, timeout=timeout) as response:
+        async with client.stream("POST", self._base + method, json=params, timeout=timeout,
+                                 headers=IDENTITY) as response:
             if response.is_redirect:
                 raise NetworkError(f"{method}: the server answered a redirect "
                                    f"({response.status_code}); not followed")
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.max_body:
                 raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")
+            if response.headers.get("content-encoding", "identity").lower() != "identity":
+                raise NetworkError(f"{method}: the answer is compressed, which was not asked for")
             body = bytearray()
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.aiter_raw():  # as sent: a compressed bomb is never expanded
                 body += chunk
                 if len(body) > self.max_body:
                     raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")

@@ -68,6 +68,18 @@ def test_an_answer_that_is_not_the_protocol_is_a_network_error(tg, status, body)
     assert isinstance(error, NetworkError) and tg.token not in str(error)
 
 
+def test_a_compressed_answer_is_refused_unexpanded(tg):
+    """We ask for no encoding; a server that gzips anyway (a bomb: 40 MB of zeros in ~40 KB) is refused
+    before anything is decompressed."""
+    import gzip
+
+    bomb = gzip.compress(b'{"ok": true, "result": "' + b"0" * (40 << 20) + b'"}')
+    tg.answer_raw("getMe", RawAnswer(200, bomb, {"Content-Encoding": "gzip", "Content-Type": "application/json"}))
+    error = _call(tg)
+    assert isinstance(error, NetworkError) and "compressed" in error.message
+    assert tg.calls[-1].status == 200
+
+
 def test_a_redirect_is_never_followed(tg):
     with FakeTelegramServer() as elsewhere:
         tg.answer_raw("getMe", RawAnswer(307, b"", {"Location": f"{elsewhere.url}/bot{elsewhere.token}/getMe"}))
