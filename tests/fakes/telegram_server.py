@@ -1,4 +1,4 @@
-"""A local Telegram Bot API server that the real client (python-telegram-bot's `telegram.Bot`) talks to.
+"""A local Telegram Bot API server that the real client (bot/channels/telegram/botapi.py) talks to.
 
 It speaks the wire protocol (POST /bot{token}/{method} with multipart, urlencoded or JSON bodies,
 `{"ok": ..., "result" | "error_code", "description", "parameters"}` answers) and keeps the state a
@@ -9,11 +9,12 @@ go wrong: HTML is parsed with Telegram's rules (unknown or unbalanced tags and b
 changes nothing is "message is not modified", and an unknown token is 401.
 
 Tests inject updates (a user's message in a private chat or a group, a button press by a given
-user), redeliver an update_id, make the next N calls of a method answer 429 with retry_after, and
-read every call with its timestamp.
+user, or any raw update), redeliver an update_id, make the next N calls of a method answer 429
+with retry_after, make the next call of a method answer raw bytes (a hostile server: oversize,
+not JSON, a redirect), and read every call with its timestamp.
 
     with FakeTelegramServer() as tg:
-        bot = telegram.Bot(tg.token, base_url=f"{tg.url}/bot")
+        bot = BotApi(tg.token, tg.url)
         tg.message(1001, "hi")
         ... tg.calls_of("sendMessage")[0].params["text"]
 
@@ -132,6 +133,16 @@ class StoredMessage:
         return [button for row in rows for button in row]
 
 
+@dataclass(frozen=True)
+class RawAnswer:
+    """An answer as bytes, whatever the protocol says (`chunked`: no Content-Length)."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    chunked: bool = False
+
+
 @dataclass
 class _Pending:
     update: dict[str, Any]
@@ -151,6 +162,7 @@ class FakeTelegramServer(LoopThread):
         self._lock = threading.Lock()
         self._calls: list[Call] = []
         self._failures: dict[str, list[ApiError]] = {}
+        self._raw: dict[str, list[RawAnswer]] = {}
         self._pending: list[_Pending] = []
         self._log: dict[int, dict[str, Any]] = {}
         self._messages: dict[tuple[int, int], StoredMessage] = {}
@@ -259,6 +271,11 @@ class FakeTelegramServer(LoopThread):
         with self._lock:
             self._failures.setdefault(method, []).extend(error for _ in range(n))
 
+    def answer_raw(self, method: str, answer: RawAnswer) -> None:
+        """The next call of `method` gets `answer` as it is (no state changes)."""
+        with self._lock:
+            self._raw.setdefault(method, []).append(answer)
+
     @property
     def calls(self) -> list[Call]:
         with self._lock:
@@ -289,7 +306,7 @@ class FakeTelegramServer(LoopThread):
 
     # -- the API ---------------------------------------------------------------------------------
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         params = await _params(request)
         call = Call(method, params, time.monotonic())
@@ -301,6 +318,11 @@ class FakeTelegramServer(LoopThread):
             with self._lock:
                 queued = self._failures.get(method)
                 failure = queued.pop(0) if queued else None
+                raws = self._raw.get(method)
+                raw = raws.pop(0) if raws else None
+            if raw is not None:
+                call.status = raw.status
+                return await _send_raw(request, raw)
             if failure is not None:
                 raise failure
             handler = getattr(self, f"_api_{method}", None)
@@ -474,6 +496,20 @@ class FakeTelegramServer(LoopThread):
                 await asyncio.sleep(self.webhook_retry_delay)
 
 
+async def _send_raw(request: web.Request, raw: RawAnswer) -> web.StreamResponse:
+    if not raw.chunked:
+        return web.Response(status=raw.status, body=raw.body, headers=raw.headers)
+    response = web.StreamResponse(status=raw.status, headers=raw.headers)
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    for start in range(0, len(raw.body), 1 << 16):
+        try:
+            await response.write(raw.body[start:start + (1 << 16)])
+        except (ConnectionError, RuntimeError):  # the client hung up (as it should, on an oversize body)
+            break
+    return response
+
+
 def _visible(raw: str, mode: Any) -> str:
     if mode is not None and str(mode).upper() == "HTML":
         try:
@@ -516,4 +552,4 @@ async def _params(request: web.Request) -> dict[str, Any]:
     return params
 
 
-__all__ = ["TOKEN", "Call", "FakeTelegramServer", "ParseError", "StoredMessage", "parse_html", "utf16_len"]
+__all__ = ["TOKEN", "Call", "FakeTelegramServer", "ParseError", "RawAnswer", "StoredMessage", "parse_html", "utf16_len"]

@@ -92,8 +92,8 @@ def test_signer_dependency_set_has_no_llm_chat_web_or_web3(tmp_path):
 
 
 def test_the_probe_would_see_a_forbidden_package():
-    """The check above can fail: the bot's own venv has every one of them."""
+    """The check above can fail: the bot's own venv has several of them (the LLM SDKs and python-telegram-bot are gone from it)."""
     done = subprocess.run([sys.executable, "-c", PROBE, ",".join(FORBIDDEN), ",".join(FORBIDDEN_DISTS)],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert set(json.loads(done.stdout.strip().splitlines()[-1])["present"]) >= {"anthropic", "telegram", "fastapi", "docker"}
+    assert set(json.loads(done.stdout.strip().splitlines()[-1])["present"]) >= {"discord", "httpx", "fastapi", "docker"}

@@ -1,8 +1,8 @@
-"""The Telegram channel (python-telegram-bot's `telegram.Bot`): polling or webhook in,
+"""The Telegram channel (our own Bot API client on httpx, botapi.py): polling or webhook in,
 Markdown-as-HTML replies out.
 
-Names are loaded on first use, so `owlia start` pays for the client library (and httpx under it)
-only when Telegram is configured and has a token.
+Names are loaded on first use, so `owlia start` pays for the client (and httpx under it) only when
+Telegram is configured and has a token.
 """
 
 from __future__ import annotations

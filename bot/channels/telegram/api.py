@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypeVar
 
-from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions, Message
-from telegram.error import BadRequest, RetryAfter
-from telegram.request import HTTPXRequest
-from telegram.warnings import PTBDeprecationWarning
-
 from bot.channels.chunking import split_message
+from bot.channels.telegram.botapi import BadRequest, BotApi, Markup, Message, RetryAfter
 from bot.channels.telegram.markup import to_html
-from bot.net.tls import client_context
 from bot.security.redact import redact
 
 log = logging.getLogger(__name__)
@@ -36,63 +29,15 @@ T = TypeVar("T")
 LIMIT = 4096
 NOT_MODIFIED = "message is not modified"
 PARSE_FAILED = "can't parse entities"
-# No link previews: a preview makes a link the model wrote look like something the bot vouches for.
-NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
-class _HideTokens(logging.Filter):
-    """The token is part of every request URL, which httpx logs at INFO (`owlia start`'s level) and
-    the library at DEBUG: a record that names a bot token is rewritten with `<token>` instead."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tokens: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if any(token in message for token in self.tokens):
-            for token in self.tokens:
-                message = message.replace(token, "<token>")
-            record.msg, record.args = message, None
-        return True
-
-
-_HIDE_TOKENS = _HideTokens()
-# Every logger that can see a request URL (a filter applies where the record is made, not to children).
-URL_LOGGERS = ("httpx", "telegram.Bot", "telegram.request.BaseRequest", "telegram.request.HTTPXRequest")
-
-
-def make_bot(token: str, api_base: str | None) -> Bot:
-    """A Bot API client for `token`, against `api_base` (a local Bot API server) or Telegram's.
-
-    Two connection pools, as the library sets them up: one connection for the long poll, and a few
-    for replies, so a reply never waits behind a poll. Timeouts are generous (the library's 5 s
-    lost a poll now and then on a loaded machine; a lost poll is only retried, a lost reply is not)."""
-    _HIDE_TOKENS.tokens.add(token)
-    for name in URL_LOGGERS:
-        logging.getLogger(name).addFilter(_HIDE_TOKENS)  # once: addFilter skips a filter it has
-    requests_log = logging.getLogger("httpx")
-    if requests_log.level == logging.NOTSET:  # a line per request (every long poll) unless asked for
-        requests_log.setLevel(logging.WARNING)
-    base = f"{api_base.rstrip('/')}/bot" if api_base else "https://api.telegram.org/bot"
-    tls = {"verify": client_context()}  # one CA bundle load for both pools (bot/net/tls.py)
-    return Bot(token, base_url=base,
-               request=HTTPXRequest(connection_pool_size=8, read_timeout=30.0, write_timeout=15.0,
-                                    connect_timeout=15.0, pool_timeout=15.0, httpx_kwargs=tls),
-               get_updates_request=HTTPXRequest(connection_pool_size=1, write_timeout=15.0, connect_timeout=15.0,
-                                                httpx_kwargs=tls))
-
-
-def retry_after_s(exc: RetryAfter) -> float:
-    """The wait Telegram asked for, in seconds (the library moves from int to timedelta)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value = exc.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+def make_bot(token: str, api_base: str | None) -> BotApi:
+    """A Bot API client for `token`, against `api_base` (a local Bot API server) or Telegram's."""
+    return BotApi(token, api_base)
 
 
 def _says(exc: BadRequest, words: str) -> bool:
-    return words in exc.message.lower()  # the library capitalizes Telegram's description
+    return words in exc.message.lower()
 
 
 @dataclass(frozen=True)
@@ -116,7 +61,7 @@ def fit(text: str, limit: int = LIMIT) -> list[str]:
 
 
 class TelegramApi:
-    def __init__(self, bot: Bot, *, max_retries: int = 5, max_wait: float = 300.0,
+    def __init__(self, bot: BotApi, *, max_retries: int = 5, max_wait: float = 300.0,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.bot = bot
         self.max_retries = max_retries
@@ -129,8 +74,8 @@ class TelegramApi:
         return redact(f"{type(exc).__name__}: {exc}".replace(self.bot.token, "<token>"))
 
     async def close(self) -> None:
-        """Close the connection pools (the library opens them on first use)."""
-        await self.bot.shutdown()
+        """Close the connection pools."""
+        await self.bot.close()
 
     async def call(self, name: str, request: Callable[[], Awaitable[T]]) -> T:
         """One API call (`request` makes it afresh each time); a 429 is waited out (`retry_after`
@@ -140,7 +85,7 @@ class TelegramApi:
             try:
                 return await request()
             except RetryAfter as exc:
-                wait = retry_after_s(exc)
+                wait = exc.retry_after
                 attempt += 1
                 if attempt > self.max_retries or wait > self.max_wait:
                     raise
@@ -148,7 +93,7 @@ class TelegramApi:
                 log.warning("telegram flood control on %s: waiting %ss", name, wait)
                 await self._sleep(wait)
 
-    async def send(self, chat_id: int, markdown: str, *, markup: InlineKeyboardMarkup | None = None) -> Sent:
+    async def send(self, chat_id: int, markdown: str, *, markup: Markup | None = None) -> Sent:
         """Markdown as one or more messages; the handle of the last one."""
         sent: Sent | None = None
         pieces = fit(markdown)
@@ -159,14 +104,14 @@ class TelegramApi:
             raise ValueError("nothing to send")
         return sent
 
-    async def edit(self, target: Sent, markdown: str, *, markup: InlineKeyboardMarkup | None = None) -> None:
+    async def edit(self, target: Sent, markdown: str, *, markup: Markup | None = None) -> None:
         first, *rest = fit(markdown)
         await self.edit_html(target, to_html(first), first, markup=markup)
         for piece in rest:
             await self.send_html(target.chat_id, to_html(piece), piece)
 
     async def send_html(self, chat_id: int, html: str, plain: str, *,
-                        markup: InlineKeyboardMarkup | None = None) -> Sent:
+                        markup: Markup | None = None) -> Sent:
         try:
             message = await self._send(chat_id, html, "HTML", markup)
         except BadRequest as exc:
@@ -177,12 +122,13 @@ class TelegramApi:
         return Sent(message.chat.id, message.message_id)
 
     async def _send(self, chat_id: int, text: str, mode: str | None,
-                    markup: InlineKeyboardMarkup | None) -> Message:
+                    markup: Markup | None) -> Message:
+        # no link previews: a preview makes a link the model wrote look like something the bot vouches for
         return await self.call("sendMessage", lambda: self.bot.send_message(
-            chat_id, text, parse_mode=mode, reply_markup=markup, link_preview_options=NO_PREVIEW))
+            chat_id, text, parse_mode=mode, reply_markup=markup, disable_preview=True))
 
     async def edit_html(self, target: Sent, html: str, plain: str, *,
-                        markup: InlineKeyboardMarkup | None = None) -> None:
+                        markup: Markup | None = None) -> None:
         try:
             await self._edit(target, html, "HTML", markup)
         except BadRequest as exc:
@@ -192,11 +138,11 @@ class TelegramApi:
             await self._edit(target, plain, None, markup)
 
     async def _edit(self, target: Sent, text: str, mode: str | None,
-                    markup: InlineKeyboardMarkup | None) -> None:
+                    markup: Markup | None) -> None:
         try:
             await self.call("editMessageText", lambda: self.bot.edit_message_text(
-                text, chat_id=target.chat_id, message_id=target.message_id, parse_mode=mode,
-                reply_markup=markup, link_preview_options=NO_PREVIEW))
+                target.chat_id, target.message_id, text, parse_mode=mode, reply_markup=markup,
+                disable_preview=True))
         except BadRequest as exc:
             if not _says(exc, NOT_MODIFIED):  # an identical edit is not a failure
                 raise

@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
-
 from bot.channels.telegram.api import TelegramApi, utf16_len
+from bot.channels.telegram.botapi import CallbackQuery, Markup, inline_keyboard
 from bot.channels.telegram.markup import escape
 
 log = logging.getLogger(__name__)
@@ -41,11 +40,8 @@ class _Ask:
     answer: asyncio.Future[bool] = field(repr=False)
 
 
-def _keyboard(token: str) -> InlineKeyboardMarkup:
-    return InlineKeyboardMarkup(inline_keyboard=[[
-        InlineKeyboardButton(text="✅ Allow", callback_data=f"{PREFIX}:{token}:y"),
-        InlineKeyboardButton(text="❌ Deny", callback_data=f"{PREFIX}:{token}:n"),
-    ]])
+def _keyboard(token: str) -> Markup:
+    return inline_keyboard([[("✅ Allow", f"{PREFIX}:{token}:y"), ("❌ Deny", f"{PREFIX}:{token}:n")]])
 
 
 def _card(prompt: str, status: str) -> str:

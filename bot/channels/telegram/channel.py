@@ -1,12 +1,13 @@
 """The Telegram channel: updates in (long polling or a webhook), replies out, through BotCore.
 
-The client is python-telegram-bot's low-level `telegram.Bot` (its `telegram.ext` framework is not
-used): our own loop over getUpdates, because the channel needs three things a dispatcher hides:
+The client is our own (bot/channels/telegram/botapi.py, the Bot API on httpx) and so is the loop
+over getUpdates, because the channel needs three things a dispatcher hides:
 every update is handled once (update_ids are remembered; the core also drops a redelivered
 message_id across restarts), one message at a time per chat (a FIFO lock per chat, with /cancel
 going around it so it can stop the run that holds it), and a clean shutdown (stop polling, let
 running replies finish for a grace period, then cancel them, which declines any open
-confirmation). Polling errors back off and never end the loop; a rejected token does.
+confirmation). Polling errors back off and never end the loop; a rejected token does. A malformed update is
+skipped (and logged), never fetched again.
 The offset is confirmed only by the next poll, so updates in flight when the process dies come
 again after a restart (at least once); the core drops the messages it already handled.
 """
@@ -19,13 +20,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from telegram import BotCommand, Update
-from telegram.error import InvalidToken, TelegramError
-
 from bot.channels.access import AccessStore, Gatekeeper
 from bot.channels.base import Inbound, drain
 from bot.channels.chunking import split_message
 from bot.channels.telegram.api import LIMIT, TelegramApi, make_bot
+from bot.channels.telegram.botapi import InvalidToken, TelegramError, Update
 from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
 from bot.channels.telegram.routing import ALLOWED_UPDATES, CHANNEL, Router
@@ -106,9 +105,8 @@ class TelegramChannel:
     async def _connect(self) -> None:
         """getMe (the token works; the router needs the bot's name) and, for polling, deleteWebhook,
         at once; the command menu in the background: one round trip to Telegram before ready, not three."""
-        commands = [BotCommand(c, d) for c, d in MENU]
         menu = asyncio.ensure_future(self.api.quietly("setMyCommands", self.api.call(
-            "setMyCommands", lambda: self.bot.set_my_commands(commands))))
+            "setMyCommands", lambda: self.bot.set_my_commands(list(MENU)))))
         get_me = asyncio.ensure_future(self.api.call("getMe", self.bot.get_me))
         calls: list[asyncio.Future[Any]] = [get_me]
         if self.settings.mode != "webhook":
@@ -142,9 +140,8 @@ class TelegramChannel:
         backoff = 0.5
         while True:
             try:
-                updates = await self.api.call("getUpdates", lambda: self.bot.get_updates(
-                    offset=offset, timeout=self.poll_timeout, allowed_updates=ALLOWED_UPDATES,
-                    read_timeout=15))  # on top of the poll timeout (the library adds it)
+                batch = await self.api.call("getUpdates", lambda: self.bot.get_updates(
+                    offset, self.poll_timeout, list(ALLOWED_UPDATES)))
             except InvalidToken:
                 log.error("telegram rejected the bot token; the Telegram channel stops")
                 raise
@@ -154,8 +151,10 @@ class TelegramChannel:
                 backoff = min(backoff * 2, self.max_backoff)
                 continue
             backoff = 0.5
-            for update in updates:
-                offset = update.update_id + 1
+            offset = batch.next_offset
+            for reason in batch.skipped:
+                log.warning("telegram sent a malformed update; skipped (%s)", reason)
+            for update in batch.updates:
                 self.dispatch(update)
 
     # -- inbound ---------------------------------------------------------------------------------

@@ -13,10 +13,9 @@ import re
 import time
 from dataclasses import dataclass
 
-from telegram import Message, User
-
 from bot.channels.access import Gatekeeper
 from bot.channels.base import Inbound
+from bot.channels.telegram.botapi import Message, User
 from bot.config import TelegramSettings
 from bot.tools.base import ContextKind
 from bot.workspace.prompt import wrap_untrusted
@@ -91,6 +90,6 @@ class Router:
 def _own_words(message: Message, text: str) -> str:
     """A forwarded message is someone else's words: fenced as untrusted, so the model reads it as data
     and no address in it counts as one the user wrote (bot.agent.provenance)."""
-    if message.forward_origin is None and not message.is_automatic_forward:
+    if not message.forwarded:
         return text
     return "(the user forwarded this message; someone else wrote it)\n" + wrap_untrusted("telegram_forward", text)

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from telegram import Update
 
+from bot.channels.telegram.botapi import BadUpdate, Update
 from bot.channels.telegram.routing import ALLOWED_UPDATES
 from bot.config import TelegramSettings
+from policies.kernel import safejson
 
 if TYPE_CHECKING:
     from bot.channels.telegram.channel import TelegramChannel
@@ -51,7 +52,7 @@ class WebhookServer:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         await self.channel.api.call("setWebhook", lambda: self.channel.bot.set_webhook(
-            self.url, secret_token=self._secret, allowed_updates=ALLOWED_UPDATES))
+            self.url, secret_token=self._secret, allowed_updates=list(ALLOWED_UPDATES)))
 
     async def stop(self) -> None:
         """Stop listening; the webhook stays registered so Telegram queues updates until we return."""
@@ -65,11 +66,11 @@ class WebhookServer:
             log.warning("telegram webhook: request without the right secret token refused")
             return web.Response(status=401)
         try:
-            body = await request.json()
-            update = Update.de_json(body, self.channel.bot) if isinstance(body, dict) else None
-        except (ValueError, TypeError, KeyError):
-            update = None
-        if update is None:
+            update = Update.parse(safejson.loads(await request.read()))  # the body is capped at MAX_BODY
+        except BadUpdate as exc:
+            log.warning("telegram webhook: malformed update refused (%s)", exc)
+            return web.Response(status=400)
+        except ValueError:  # not UTF-8 JSON, or nested too deep
             return web.Response(status=400)
         self.channel.dispatch(update)
         return web.Response(status=200)

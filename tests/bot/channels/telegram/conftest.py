@@ -1,4 +1,4 @@
-"""A whole bot behind the real python-telegram-bot client, talking to a local Telegram Bot API server.
+"""A whole bot behind our own Bot API client, talking to a local Telegram Bot API server.
 
 `TelegramHarness.serve(scenario)` builds the runtime exactly as `owlia start` does (build_runtime,
 the home's access store), runs TelegramChannel against the fake Telegram server until the scenario

@@ -1,4 +1,4 @@
-"""The Telegram channel end to end: real python-telegram-bot client, local Bot API server, real runtime."""
+"""The Telegram channel end to end: our Bot API client, local Bot API server, real runtime."""
 
 from __future__ import annotations
 

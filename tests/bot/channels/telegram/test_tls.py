@@ -16,9 +16,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from telegram.error import NetworkError
 
 from bot.channels.telegram.api import make_bot
+from bot.channels.telegram.botapi import NetworkError
 from bot.net.tls import client_context
 
 TOKEN = "123456:" + "A" * 35
@@ -41,9 +41,9 @@ def _self_signed(tmp_path):
 
 
 def _pools(bot) -> list[ssl.SSLContext]:
-    """The SSL context of each of the bot's two httpx clients (the library's request objects)."""
-    return [request._client._transport._pool._ssl_context  # noqa: SLF001 - what the pools really use
-            for request in (bot._request[0], bot._request[1])]  # noqa: SLF001
+    """The SSL context of each of the bot's two httpx clients (replies, the long poll)."""
+    return [client._transport._pool._ssl_context  # noqa: SLF001 - what the pools really use
+            for client in (bot._client, bot._poll_client)]  # noqa: SLF001
 
 
 def test_both_pools_use_the_one_verifying_context() -> None:
@@ -79,7 +79,7 @@ def test_a_server_with_a_certificate_nobody_signed_is_refused_before_any_request
             try:
                 await bot.get_me()
             finally:
-                await bot.shutdown()
+                await bot.close()
 
         with pytest.raises(NetworkError) as caught:
             asyncio.run(call())
