@@ -26,7 +26,6 @@ from typing import Any
 
 from policies.loader import PolicyError, parse_policy
 from signer import devices as devices_store
-from signer import tier3 as tier3_store
 from signer import policy_change
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
@@ -124,7 +123,9 @@ class Daemon:
             frozen=get_meta(self.reader, "frozen") == "1",
             clock=self.clock,
         )
-        if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3)
+        if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3), imported only then
+            from signer import tier3 as tier3_store
+
             self.writer_conn.executescript(tier3_store.SCHEMA)
             tier3 = tier3_store.Tier3(self.chains)
             sessions = {}
