@@ -20,7 +20,6 @@ import logging
 import signal
 import sqlite3
 from collections.abc import Coroutine
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,8 @@ log = logging.getLogger("owlia.signer")
 
 
 def default_policy_text() -> str:
+    from importlib import resources  # init only: with tempfile, shutil and the archive modules it is 1 MB at rest
+
     return resources.files("policies").joinpath("defaults/default.yaml").read_text(encoding="utf-8")
 
 
