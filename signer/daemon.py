@@ -20,13 +20,11 @@ import logging
 import signal
 import sqlite3
 from collections.abc import Coroutine
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from policies.loader import PolicyError, parse_policy
 from signer import devices as devices_store
-from signer import tier3 as tier3_store
 from signer import policy_change
 from signer.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
@@ -52,6 +50,8 @@ log = logging.getLogger("owlia.signer")
 
 
 def default_policy_text() -> str:
+    from importlib import resources  # init only: with tempfile, shutil and the archive modules it is 1 MB at rest
+
     return resources.files("policies").joinpath("defaults/default.yaml").read_text(encoding="utf-8")
 
 
@@ -124,7 +124,9 @@ class Daemon:
             frozen=get_meta(self.reader, "frozen") == "1",
             clock=self.clock,
         )
-        if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3)
+        if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3), imported only then
+            from signer import tier3 as tier3_store
+
             self.writer_conn.executescript(tier3_store.SCHEMA)
             tier3 = tier3_store.Tier3(self.chains)
             sessions = {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from signer.keystore import MasterKey
 from policies.kernel.passphrase import zeroize
@@ -30,7 +29,7 @@ class SignerIdentity:
             self._key = Ed25519PrivateKey.from_private_bytes(bytes(seed))
         finally:
             zeroize(seed)
-        self.public_key = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        self.public_key = self._key.public_key().public_bytes_raw().hex()  # raw 32 bytes, without the serialization package
 
     def sign(self, domain: str, body: dict[str, Any]) -> str:
         return self._key.sign(signed_message(domain, body)).hex()

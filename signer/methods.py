@@ -21,9 +21,7 @@ from signer.auth import Client
 from signer.chain import ChainError
 from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
-from signer.wire.delegation import Delegation, DelegationError
 from signer.engine import Engine
-from signer.wire.grants import GrantError
 from signer.policy_live import PolicyKeeper
 from signer.wire.protocol import (
     PROTOCOL_VERSION,
@@ -392,6 +390,9 @@ class Methods:
                 raise RpcError(ErrorCode.INVALID_PARAMS, "a grant is already live on this chain: revoke it first "
                                                          "(rotation = revoke the old grant, then grant the new key)")
             claimed = True
+            from signer.wire.delegation import Delegation, DelegationError  # Tier 3 only: not held at idle
+            from signer.wire.grants import GrantError
+
             try:
                 delegations = [Delegation.from_json(d) for d in params.delegations]
                 built = tier3.build(tier3.new_id(), params.chain_id, delegations, self.engine.policy, sessions,

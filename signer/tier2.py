@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision
 from policies.intent import Decoded
@@ -18,8 +18,10 @@ from signer import records
 from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
-from signer.tier3 import Redeem, Tier3
 from signer.wire.txcodec import Eip1559Tx, sign_eip1559
+
+if TYPE_CHECKING:  # imported by the daemon only when a chain has Tier 3 contracts (idle memory)
+    from signer.tier3 import Tier3
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,8 @@ class SessionSigner:
             return self.abandoned(request_id, decision, summary, "tier3.no_grant",
                                   "this chain is a Tier 3 account and no grant is live: grant one from the companion")
         if grant is not None and self.tier3 is not None:  # Tier 3: the caveats are the ceiling
+            from signer.tier3 import Redeem  # loaded already: a live grant means Tier 3 is configured
+
             planned = await self.tier3.plan(decoded, grant, key.address)
             if not isinstance(planned, Redeem):
                 return self.abandoned(request_id, decision, summary, planned.rule_id, planned.reason)

@@ -32,12 +32,8 @@ from signer.wire.grants import (CONTRACT, ERC20_PERIOD, LIMITED_CALLS, NATIVE_PE
 from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
+from signer.store.tier3_grants import SCHEMA as SCHEMA  # the table, kept where the integrity triggers need no Tier 3 code
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tier3_grants(
-    grant_id TEXT PRIMARY KEY, chain_id INTEGER NOT NULL, account TEXT NOT NULL, delegate TEXT NOT NULL,
-    delegations TEXT NOT NULL, status TEXT NOT NULL, created_at REAL NOT NULL, ended_at REAL);
-"""
 LIVE = "live"
 REVOKED = "revoked"
 DESIGNATION_PREFIX = bytes.fromhex("ef0100")  # EIP-7702 delegation indicator

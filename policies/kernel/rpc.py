@@ -9,16 +9,18 @@ cached), so serializing them costs nothing.
 from __future__ import annotations
 
 import asyncio
-import http.client
 import itertools
 import json
 import ssl
 import threading
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from policies.kernel import safejson
+
+if TYPE_CHECKING:
+    import http.client
 
 MAX_REPLY_BYTES = 16 << 20
 
@@ -51,6 +53,10 @@ class JsonRpcHttp:
         self._ids = itertools.count(1)
 
     def _connection(self) -> http.client.HTTPConnection:
+        # Imported on the first call, not with this module: http.client brings the email package,
+        # about 0.5 MB an idle signer would hold before it ever talks to a node.
+        import http.client
+
         if self._conn is None:
             if self._https:
                 self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
@@ -60,6 +66,8 @@ class JsonRpcHttp:
         return self._conn
 
     def _post(self, body: bytes, retry: bool) -> bytes:
+        import http.client
+
         attempts = 2 if retry else 1  # a keep-alive connection the node closed gets one fresh retry
         with self._lock:
             for attempt in range(1, attempts + 1):

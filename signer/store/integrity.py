@@ -130,10 +130,10 @@ class RowSealer:
         """Register the functions and create the tables and triggers (outside any transaction)."""
         conn.create_function("owlia_row_mac", -1, self.row_mac, deterministic=True)
         conn.create_function("owlia_fold", -1, self.fold, deterministic=True)
-        from signer import devices, tier3  # their tables must exist before triggers can name them
-        from signer.store import approvals
+        from signer import devices  # their tables must exist before triggers can name them
+        from signer.store import approvals, tier3_grants
 
-        conn.executescript(devices.SCHEMA + approvals.SCHEMA + tier3.SCHEMA + SCHEMA
+        conn.executescript(devices.SCHEMA + approvals.SCHEMA + tier3_grants.SCHEMA + SCHEMA
                            + "".join(_triggers(t) for t in PROTECTED))
 
     # ---- checking and sealing ---------------------------------------------------------------
