@@ -16,9 +16,9 @@ import argparse
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
+from policies.kernel.pydantic_plugins import ENV, stand_in_loader
 from signer.wire.settings import KEYSTORE, ConfigError, SignerConfig, SignerPaths, load_signer_config
 
 
@@ -65,23 +65,13 @@ def exec_argv(home: Path, passphrase_file: Path | None) -> list[str]:
     return [sys.executable, *flags, "-m", "signer.serve", "--home", str(home), *extra]
 
 
-PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
-
-
 def load_no_pydantic_plugins() -> None:
-    """Before the first model is built: pydantic plugins (code any installed package can name in its
-    entry points, which then sees every value validated) never load into the signer.
-
-    `PYDANTIC_DISABLE_PLUGINS` turns them off, but pydantic's loader still imports `importlib.metadata`
-    and with it email, zipfile, csv, tempfile, shutil and the archive modules: about 1.8 MB held for
-    the daemon's whole life. A stand-in loader that finds no plugins takes its place; it is installed
-    only if nothing has imported the real one (then the variable alone applies)."""
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    if PYDANTIC_PLUGIN_LOADER in sys.modules:
-        return
-    stand_in = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "no pydantic plugins in the signer (signer.serve)")
-    stand_in.get_plugins = lambda: ()  # type: ignore[attr-defined]
-    sys.modules[PYDANTIC_PLUGIN_LOADER] = stand_in
+    """Before the first model is built: no pydantic plugin (code any installed package can name,
+    which then sees every value validated) ever loads into the signer, whatever the environment
+    names, and neither does the package-metadata reader pydantic's loader imports (about 1.8 MB
+    held for the daemon's whole life; policies/kernel/pydantic_plugins.py)."""
+    os.environ.setdefault(ENV, "__all__")
+    stand_in_loader(whatever_the_environment_says=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -210,8 +210,8 @@ PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
 
 
 def main() -> None:
-    from bot.cli.lean_pydantic import skip_plugin_loader
+    from policies.kernel.pydantic_plugins import stand_in_loader
 
     os.environ.setdefault(PLUGINS_ENV, "__all__")
-    skip_plugin_loader()  # with plugins off, the loader would only import the package metadata reader
+    stand_in_loader()  # with plugins off, the loader would only import the package metadata reader
     process.run(app)
