@@ -99,9 +99,19 @@ async def running(home: Path) -> AsyncIterator[Launch]:
 async def recovers(launch: Launch, outage: Outage, tg: FakeTelegramServer) -> None:
     """Down (and said so by /health) while the network fails; up, polling, once it is back."""
     states = launch.states
-    while outage.dropped < 2:  # it failed and tried again
+    # It failed, then tried again. Counting drops alone is not enough: one attempt sends getMe and
+    # deleteWebhook together, so two drops can come before the channel has recorded its failure.
+    for _ in range(400):
+        if "telegram" in states.states and states.states["telegram"].failures >= 1:
+            break
         await asyncio.sleep(0.05)
     state = states.states["telegram"]
+    failed_at = outage.dropped
+    for _ in range(400):
+        if outage.dropped > failed_at:
+            break
+        await asyncio.sleep(0.05)
+    assert outage.dropped > failed_at, "the channel tries again after a failure"
     assert state.phase in (Phase.DOWN, Phase.CONNECTING) and state.failures >= 1
     health = runtime_health(launch.reach, states)
     report = await health()
