@@ -16,6 +16,7 @@ from companion_bridge.tokens import TokenIssuer
 from signer.wire.client import SignerError
 from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1
+from tests.fakes.certificates import self_signed
 
 pytestmark = [pytest.mark.chain]
 
@@ -131,31 +132,6 @@ def test_tokens_expire_and_any_tampering_is_refused(ttl, elapsed, flip):
     assert other.verify(token) is None
 
 
-def _self_signed(tmp_path):
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "owlia-bridge-test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp_path / "bridge.crt", tmp_path / "bridge.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    key_path.chmod(0o600)
-    return cert_path, key_path
-
-
 @pytest.mark.chain
 def test_the_bridge_speaks_tls_and_the_companion_verifies_it(tier1, tmp_path):
     import ssl
@@ -163,7 +139,7 @@ def test_the_bridge_speaks_tls_and_the_companion_verifies_it(tier1, tmp_path):
     from companion_bridge.server import BridgeOptions
     from tests.companion.conftest import BridgeThread, free_port
 
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path, "owlia-bridge-test", "bridge")
     base = tier1.bridge.options
     options = BridgeOptions(home=tmp_path / "tls-bridge", signer_socket=base.signer_socket,
                             signer_token=base.signer_token, host="127.0.0.1", port=free_port(), tls_cert=cert,

@@ -5,39 +5,18 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
 import http.server
-import ipaddress
 import ssl
 import threading
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from bot.channels.telegram.api import make_bot
 from bot.channels.telegram.botapi import NetworkError
 from bot.net.tls import client_context
+from tests.fakes.certificates import self_signed
 
 TOKEN = "123456:" + "A" * 35
-
-
-def _self_signed(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "api.telegram.org")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp_path / "tg.crt", tmp_path / "tg.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
 
 
 def _pools(bot) -> list[ssl.SSLContext]:
@@ -54,7 +33,7 @@ def test_both_pools_use_the_one_verifying_context() -> None:
 
 
 def test_a_server_with_a_certificate_nobody_signed_is_refused_before_any_request(tmp_path) -> None:
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path, "api.telegram.org", "tg")
     seen: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
