@@ -21,6 +21,7 @@ import httpx
 
 from bot.llm.errors import ProviderError, classify
 from bot.llm.sse import SSEDecoder, SSEError, SSEEvent, SSELimits
+from bot.net.answers import compressed, is_a, read_capped
 from bot.net.tls import client_context
 from policies.kernel import safejson
 
@@ -71,7 +72,7 @@ def get(obj: Mapping[str, Any], key: str, kind: type[_T], what: str, *, default:
     value = obj.get(key)
     if value is None:
         return default
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+    if not is_a(value, kind):
         raise protocol_error(f"{what}.{key} is not {kind.__name__}")
     return value
 
@@ -84,13 +85,11 @@ def need(obj: Mapping[str, Any], key: str, kind: type[_T], what: str) -> _T:
 
 
 async def _error_body(response: httpx.Response, limit: int) -> Any:
-    raw = bytearray()
-    async for chunk in response.aiter_raw():
-        raw += chunk
-        if len(raw) > limit:
-            return None  # an error page this large says nothing we would show
+    raw = await read_capped(response, limit)
+    if raw is None:
+        return None  # an error page this large says nothing we would show
     try:
-        return safejson.loads(bytes(raw))
+        return safejson.loads(raw)
     except ValueError:
         return None
 
@@ -168,8 +167,7 @@ class EventStream:
             except httpx.HTTPError:
                 payload = None
             raise classify(response.status_code, payload, secrets=self._secrets) from None
-        # We asked for no compression: a compressed stream could inflate a thousandfold inside one read.
-        if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
+        if compressed(response):
             raise protocol_error("a compressed stream, though none was asked for") from None
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "text/event-stream":

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from bot.net.answers import compressed, is_a, read_capped
 from bot.net.tls import client_context
 from bot.security.redact import redact
 from policies.kernel import safejson
@@ -82,8 +83,7 @@ def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True
         if required:
             raise BadUpdate(f"missing field {name!r}")
         return None
-    # bool is an int in Python; Telegram never sends one where a number belongs
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+    if not is_a(value, kind):  # Telegram never sends a bool where a number belongs
         raise BadUpdate(f"field {name!r} is {type(value).__name__}, not {kind.__name__}")
     if isinstance(value, str):
         try:
@@ -202,7 +202,7 @@ def parse_batch(result: Any, offset: int | None) -> Batch:
     numbered = False
     for item in result:
         update_id = item.get("update_id") if isinstance(item, dict) else None
-        if isinstance(update_id, int) and not isinstance(update_id, bool):
+        if is_a(update_id, int):
             offset, numbered = max(offset or 0, update_id + 1), True
         try:
             updates.append(Update.parse(item))
@@ -299,14 +299,12 @@ class BotApi:
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.max_body:
                 raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")
-            if response.headers.get("content-encoding", "identity").lower() != "identity":
+            if compressed(response):
                 raise NetworkError(f"{method}: the answer is compressed, which was not asked for")
-            body = bytearray()
-            async for chunk in response.aiter_raw():  # as sent: a compressed bomb is never expanded
-                body += chunk
-                if len(body) > self.max_body:
-                    raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")
-            return response.status_code, bytes(body)
+            body = await read_capped(response, self.max_body)  # as sent: a compressed bomb is never expanded
+            if body is None:
+                raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")
+            return response.status_code, body
 
     def _result(self, method: str, status: int, body: bytes) -> Any:
         try:
@@ -320,15 +318,14 @@ class BotApi:
                 raise NetworkError(f"{method}: HTTP {status}, ok without a result")
             return answer["result"]
         code = answer.get("error_code")
-        code = code if isinstance(code, int) and not isinstance(code, bool) else status
+        code = code if is_a(code, int) else status
         description = answer.get("description")
         text = self._scrub(description if isinstance(description, str) else f"error {code}")
         message = f"{method}: {text}"
         if code == 429:
             parameters = answer.get("parameters")
             wait = parameters.get("retry_after") if isinstance(parameters, dict) else None
-            if isinstance(wait, int | float) and not isinstance(wait, bool) \
-                    and math.isfinite(wait) and wait >= 0:
+            if is_a(wait, (int, float)) and math.isfinite(wait) and wait >= 0:
                 raise RetryAfter(message, float(wait))
             raise TelegramError(f"{message} (flood control without a usable retry_after)", code)
         kinds = {400: BadRequest, 401: InvalidToken, 403: Forbidden, 404: InvalidToken}
