@@ -67,7 +67,7 @@ async def banner(runtime) -> str:
     from bot.runtime.core import NO_LLM_HINT
 
     lines = ["OwliaBot console. /help for commands, /quit to leave."]
-    if not await runtime.llm.configured():  # checks credentials without importing the provider SDKs
+    if not await runtime.llm.configured():  # checks credentials without importing the provider adapters
         lines.append(NO_LLM_HINT)
     if runtime.services.signer is None:
         lines.append("No signer client token found: run `owlia up` (dev) or `owlia signer client add bot`.")

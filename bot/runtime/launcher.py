@@ -162,8 +162,8 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
             services.extend(_services(runtime, access, notifier))
             for service in services:
                 await service.start()
-            # after ready, never before it: the first reply should not wait for the provider SDK import
-            warming = asyncio.create_task(runtime.llm.warm(), name="warm-llm-sdk")
+            # after ready, never before it: the first reply should not wait for the provider client's build
+            warming = asyncio.create_task(runtime.llm.warm(), name="warm-llm")
             await stop.wait()
             await warming
             await asyncio.gather(*tasks.values(), return_exceptions=True)
@@ -179,11 +179,8 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
         access.close()
         if launch.runtime is not None:
             await launch.runtime.close()
-        else:  # what the runtime would have closed
-            if reach.signer is not None:
-                await reach.signer.close()
-            if reach.chain is not None:
-                reach.chain.close()
+        else:
+            await reach.close()
     return launch
 
 

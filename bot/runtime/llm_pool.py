@@ -65,7 +65,7 @@ class LLMPool:
     async def warm(self) -> list[str]:
         """Import the provider adapters the credentialed profiles use (our wire-format modules; httpx
         under them is usually loaded already by the Telegram channel), in a worker thread, then build
-        the default router (its clients load their TLS contexts, about 0.1 s), so the first reply
+        the default router (the process's TLS context is loaded with the first client, about 0.1 s), so the first reply
         after a start waits for neither; returns the modules imported.
         Never raises: a failure here only means the first message does this itself."""
         import asyncio

@@ -35,6 +35,13 @@ class Reach:
     metrics: Any
     state_dir: Path
 
+    async def close(self) -> None:
+        """What a runtime built on this would have closed, when the runtime was never built."""
+        if self.signer is not None:
+            await self.signer.close()
+        if self.chain is not None:
+            self.chain.close()
+
 
 def credential_lookup(home: Path) -> CredentialLookup:
     """Credentials from `owlia auth` (auth.json, refreshed as needed) or the provider's env var."""

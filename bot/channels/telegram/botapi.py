@@ -259,7 +259,7 @@ class BotApi:
     def _open(self) -> None:
         """The pools (again, after close: a channel that failed is run again with the same client)."""
         tls = client_context()  # one CA bundle load for both pools (bot/net/tls.py)
-        timeout = httpx.Timeout(connect=15.0, read=30.0, write=15.0, pool=15.0)
+        timeout = _timeout(read=30.0)
         if self._client is None or self._client.is_closed:
             self._client = httpx.AsyncClient(verify=tls, follow_redirects=False, timeout=timeout,
                                              limits=httpx.Limits(max_connections=8))
@@ -282,7 +282,7 @@ class BotApi:
         self._open()
         client = self._poll_client if poll else self._client
         assert client is not None
-        timeout = httpx.Timeout(connect=15.0, read=read_timeout or 30.0, write=15.0, pool=15.0)
+        timeout = _timeout(read=read_timeout or 30.0)
         try:
             status, body = await self._post(client, method, params or {}, timeout)
         except httpx.HTTPError as exc:  # its message and request carry the URL: not chained
@@ -381,6 +381,11 @@ class BotApi:
     async def set_webhook(self, url: str, *, secret_token: str, allowed_updates: list[str]) -> None:
         await self.call("setWebhook",
                         {"url": url, "secret_token": secret_token, "allowed_updates": allowed_updates})
+
+
+def _timeout(*, read: float) -> httpx.Timeout:
+    """Generous: a lost poll is only retried, but a lost reply is not."""
+    return httpx.Timeout(connect=15.0, read=read, write=15.0, pool=15.0)
 
 
 def _options(params: dict[str, Any], parse_mode: str | None, markup: Markup | None,
