@@ -27,14 +27,15 @@ DROPPED = RequestStatus.DROPPED  # proven never minable (another of the signer's
 IN_FLIGHT = (SIGNED, UNCONFIRMED)  # rows the receipt watcher still follows
 
 
-def stored(outcome: dict[str, Any]) -> str:
-    """An outcome as its request row keeps it (replayed verbatim); compact, like the reply frame."""
-    return to_json(outcome).decode()
-
-
 def encoded(outcome: dict[str, Any]) -> bytes:
-    """`stored`'s text as bytes: also the reply's `result`, byte for byte (signer.wire.protocol.EncodedResult)."""
+    """An outcome as its request row keeps it (replayed verbatim), compact, like the reply frame; also
+    the reply's `result`, byte for byte (signer.wire.protocol.EncodedResult)."""
     return to_json(outcome)
+
+
+def stored(outcome: dict[str, Any]) -> str:
+    """`encoded` as the text column holds it."""
+    return encoded(outcome).decode()
 
 
 def call_to_json(call: Call) -> dict[str, Any]:

@@ -347,11 +347,12 @@ class EncodedResult(dict[str, Any]):
 def result_frame(req_id: Any, result: Any) -> bytes:
     """A reply model (signer.wire.replies) is sent as its handler set it: unset optional fields absent."""
     if type(result) is EncodedResult:
-        return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + result.json + b"}\n"
-    if isinstance(result, BaseModel):
+        body = result.json
+    elif isinstance(result, BaseModel):
         body = result.__pydantic_serializer__.to_json(result, exclude_unset=True)
-        return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + body + b"}\n"
-    return encode_frame({"jsonrpc": "2.0", "id": req_id, "result": result})
+    else:
+        return encode_frame({"jsonrpc": "2.0", "id": req_id, "result": result})
+    return b'{"jsonrpc":"2.0","id":' + to_json(req_id) + b',"result":' + body + b"}\n"
 
 
 def error_frame(req_id: Any, error: RpcError) -> bytes:
