@@ -8,17 +8,17 @@ import pytest
 from companion_bridge.companion.pairing import cert_fingerprint, parse_pair_link
 from companion_bridge.server import BridgeOptions
 from tests.companion.conftest import BridgeThread, MAIN_PASS
-from tests.companion.test_pairing import _self_signed
 from tests.companion.webapp_support import pair_link_from_cli
+from tests.fakes.certificates import self_signed
 from bot.devchain import free_port
 
 pytestmark = [pytest.mark.chain]
 
 
 def test_the_cli_companion_pins_a_self_signed_bridge_by_the_fingerprint_in_the_link(tier1, tmp_path):
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path, "owlia-bridge-test", "bridge")
     (tmp_path / "other").mkdir()
-    other_cert, _ = _self_signed(tmp_path / "other")
+    other_cert, _ = self_signed(tmp_path / "other", "owlia-bridge-test", "bridge")
     base = tier1.bridge.options
     options = BridgeOptions(home=tmp_path / "tls-bridge", signer_socket=base.signer_socket, signer_token=base.signer_token,
                             host="127.0.0.1", port=free_port(), tls_cert=cert, tls_key=key, poll_timeout=2.0)
