@@ -219,9 +219,10 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
         passfile.write_bytes(PASSPHRASE)
         passfile.chmod(0o600)
         token = issue_client(paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
-        profiler = ["-m", "cProfile", "-o", str(profile)] if profile else []
-        proc = subprocess.Popen([sys.executable, *profiler, "-m", "bot.cli", "--home", str(home), "signer", "serve",
-                                 "--passphrase-file", str(passfile)], cwd=ROOT,
+        # `owlia signer serve` execs `python -m signer.serve`, which would leave cProfile behind: profile that.
+        command = (["-m", "cProfile", "-o", str(profile), "-m", "signer.serve", "--home", str(home)] if profile
+                   else ["-m", "bot.cli", "--home", str(home), "signer", "serve"])
+        proc = subprocess.Popen([sys.executable, *command, "--passphrase-file", str(passfile)], cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while not paths.socket.exists():
