@@ -12,7 +12,6 @@ process, as before. Both run `run_daemon`.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -74,19 +73,65 @@ def load_no_pydantic_plugins() -> None:
     stand_in_loader(whatever_the_environment_says=True)
 
 
+USAGE = "usage: python -m signer.serve --home HOME [--passphrase-file FILE]"
+OPTIONS = ("--home", "--passphrase-file")
+
+
+def parse_args(argv: list[str]) -> dict[str, Path]:
+    """`--home HOME` and `--passphrase-file FILE` (either also as `--opt=value`), nothing else.
+
+    Two options do not need argparse, which with gettext, shutil and zlib would stay in the
+    daemon's memory for its whole life (about 0.4 MB of resident size, measured). `UsageError`
+    says what is wrong; `-h` / `--help` raises `HelpWanted`."""
+    found: dict[str, Path] = {}
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("-h", "--help"):
+            raise HelpWanted
+        name, has_value, value = arg.partition("=")
+        if name not in OPTIONS:
+            raise UsageError(f"unknown argument {arg[:64]!r}")
+        if name in found:
+            raise UsageError(f"{name} given twice")
+        if not has_value:
+            if not rest or rest[0].startswith("--"):
+                raise UsageError(f"{name} needs a value")
+            value = rest.pop(0)
+        if not value:
+            raise UsageError(f"{name} needs a value")
+        found[name] = Path(value)
+    if "--home" not in found:
+        raise UsageError("--home is required")
+    return found
+
+
+class UsageError(Exception):
+    """A command line this program does not accept."""
+
+
+class HelpWanted(Exception):
+    """`-h` or `--help`: print the usage and stop."""
+
+
 def main(argv: list[str] | None = None) -> int:
     from policies.kernel.passphrase import PassphraseError, read_passphrase
 
     load_no_pydantic_plugins()
 
-    parser = argparse.ArgumentParser(prog="python -m signer.serve", description=__doc__.splitlines()[0])
-    parser.add_argument("--home", type=Path, required=True, help="the OwliaBot home (config.yaml, signer/)")
-    parser.add_argument("--passphrase-file", type=Path, help="0600 file holding the passphrase "
-                        "(else OWLIA_SIGNER_PASSPHRASE; this program never prompts)")
-    args = parser.parse_args(argv)
     try:
-        paths, config = locate(args.home)
-        run_daemon(paths, config, read_passphrase(file=args.passphrase_file, prompt=False))
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except HelpWanted:
+        print(f"{USAGE}\n\n{__doc__.splitlines()[0]}\n\n  --home HOME             the OwliaBot home (config.yaml, "
+              "signer/)\n  --passphrase-file FILE  0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE; "
+              "this program never prompts)")
+        return 0
+    except UsageError as exc:
+        print(f"{USAGE}\nerror: {exc}", file=sys.stderr)
+        return 2
+    try:
+        paths, config = locate(args["--home"])
+        run_daemon(paths, config, read_passphrase(file=args.get("--passphrase-file"), prompt=False))
     except (ServeError, PassphraseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

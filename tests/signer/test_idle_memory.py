@@ -20,9 +20,10 @@ IDLE_RSS_CEILING_KB = 58 * 1024
 # Loaded on first use only: Tier 3 (a chain with delegation contracts, or the tier3.grant method);
 # cryptography's key-serialization package (the identity key's raw bytes need none of it); the
 # HTTP client (first RPC call); pydantic's plugin loader and the importlib.metadata / email /
-# zipfile / tempfile it pulls in (never: signer.serve stands in a loader that finds no plugins).
+# zipfile / tempfile it pulls in (never: signer.serve stands in a loader that finds no plugins);
+# argparse (with shutil) and getpass: the daemon reads two options and never prompts.
 LAZY = ("signer.tier3", "signer.wire.delegation", "signer.wire.grants", "cryptography.hazmat.primitives.serialization",
-        "http.client", "email", "importlib.metadata", "zipfile", "tempfile")
+        "http.client", "email", "importlib.metadata", "zipfile", "tempfile", "argparse", "getpass", "shutil")
 PROBE = ("import sys, json, signer.serve\n"
          "signer.serve.load_no_pydantic_plugins()  # as signer.serve.main does first\n"
          "import signer.daemon, signer.server, signer.methods, uvloop\n"

@@ -50,3 +50,40 @@ def test_the_lean_program_refuses_what_the_command_refused(make_stack, tmp_path)
                               "--passphrase-file", str(stack.passfile)], capture_output=True, text=True,
                              timeout=120, env={**os.environ, "OWLIA_HOME": str(empty)})
     assert missing.returncode == 1 and "owlia signer init" in missing.stderr, missing.stderr
+
+
+def test_the_lean_program_reads_its_two_options_and_refuses_anything_else():
+    from signer.serve import HelpWanted, UsageError, parse_args
+
+    assert parse_args(["--home", "/h"]) == {"--home": Path("/h")}
+    assert parse_args(["--passphrase-file=/p", "--home=/h"]) == {"--home": Path("/h"), "--passphrase-file": Path("/p")}
+    for argv, problem in (([], "--home is required"), (["--home"], "--home needs a value"),
+                          (["--home", "--passphrase-file", "/p"], "--home needs a value"), (["--home="], "needs a value"),
+                          (["--home", "/a", "--home", "/b"], "given twice"), (["--home", "/h", "extra"], "unknown"),
+                          (["--home", "/h", "--passphrase", "x"], "unknown argument '--passphrase'")):
+        try:
+            parse_args(argv)
+        except UsageError as exc:
+            assert problem in str(exc), (argv, exc)
+        else:
+            raise AssertionError(f"accepted {argv}")
+    for argv in (["-h"], ["--home", "/h", "--help"]):
+        try:
+            parse_args(argv)
+        except HelpWanted:
+            pass
+        else:
+            raise AssertionError(f"no help for {argv}")
+
+
+def test_a_wrong_command_line_says_how_to_call_it_and_exits_2():
+    out = subprocess.run([sys.executable, "-m", "signer.serve", "--hom", "/x"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "usage: python -m signer.serve --home HOME" in out.stderr, out.stderr
+    assert "unknown argument '--hom'" in out.stderr and "Traceback" not in out.stderr
+    usage = subprocess.run([sys.executable, "-m", "signer.serve", "--help"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 0 and "--passphrase-file FILE" in usage.stdout
+    probe = subprocess.run([sys.executable, "-c", "import sys, signer.serve, json; signer.serve.load_no_pydantic_plugins(); "
+                            "print(json.dumps([m for m in ('argparse', 'getpass', 'shutil') if m in sys.modules]))"],
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "[]"  # about 0.4 MB the daemon would hold for its whole life
