@@ -161,7 +161,7 @@ def test_a_redelivered_update_is_handled_once_even_after_a_restart(telegram):
 
 
 def test_polling_remembers_only_unconfirmed_update_ids_however_many_came(telegram):
-    """Every update used to stay in memory until 10 000 were held (about 1.2 MB, still growing after
+    """Every update used to stay in memory until 10 000 were held (about 1 MB, still growing after
     thousands of messages); ids the next poll confirms cannot come again, so none are kept."""
     telegram.bot.llm.enqueue(Reply(text=["still here"]))
 
