@@ -308,7 +308,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300, help="messages per in-process overhead run")
     parser.add_argument("--service-messages", type=int, default=1000, help="messages through `owlia start`")
     parser.add_argument("--starts", type=int, default=5, help="cold starts of `owlia start` (median)")
-    parser.add_argument("--rss-every", type=int, default=100, help="read the service's RSS every N messages")
+    parser.add_argument("--rss-every", type=int, default=100, help="the service's RSS every N messages")
     parser.add_argument("--idle-wait", type=float, default=5.0, help="seconds after /health 200 before idle RSS")
     parser.add_argument("--help-runs", type=int, default=10)
     parser.add_argument("--notes", type=int, default=10_000, help="notes in the memory search benchmark")

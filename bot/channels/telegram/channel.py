@@ -2,12 +2,12 @@
 
 The client is our own (bot/channels/telegram/botapi.py, the Bot API on httpx) and so is the loop
 over getUpdates, because the channel needs three things a dispatcher hides:
-every update is handled once (the ids not yet confirmed to Telegram are remembered, see dedupe.py;
-the core also drops a redelivered message_id across restarts), one message at a time per chat (a FIFO lock per chat, with /cancel
-going around it so it can stop the run that holds it), and a clean shutdown (stop polling, let
-running replies finish for a grace period, then cancel them, which declines any open
-confirmation). Polling errors back off and never end the loop; a rejected token does. A malformed update is
-skipped (and logged), never fetched again.
+every update is handled once (update_ids not yet confirmed are remembered, dedupe.py; the core
+also drops a redelivered message_id across restarts), one message at a time per chat (a FIFO lock
+per chat, with /cancel going around it so it can stop the run that holds it), and a clean shutdown
+(stop polling, let running replies finish for a grace period, then cancel them, which declines any
+open confirmation). Polling errors back off and never end the loop; a rejected token does. A
+malformed update is skipped (and logged), never fetched again.
 The offset is confirmed only by the next poll, so updates in flight when the process dies come
 again after a restart (at least once); the core drops the messages it already handled.
 """
