@@ -7,7 +7,8 @@ Everything runs the default configuration (control plane on, events and metrics 
   anthropic profile against the local LLM server (tests/fakes/llm_server.py, its own process), and
   a real signer process on a real anvil, so /health can answer 200: cold start to the first
   `/health` 200, idle RSS, the first reply after start, per-message latency (update queued on the
-  Bot API server -> final reply text received there), RSS every 100 messages after a warm-up;
+  Bot API server -> final reply text received there), RSS every 100 messages (`--rss-every`) and
+  how much it still grew over the second half of the run (flat after warm-up: about 0);
 - overhead per message in process: inbound message -> reply through BotCore, the agent loop, the
   bot's own Anthropic client and the fake LLM (text only, and with one read-tool round);
 - `owlia sign send` (a small allowed transfer to that signer) and `owlia --help` wall time;
@@ -204,7 +205,8 @@ def ensure_bytecode() -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float) -> dict[str, object]:
+def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float,
+            rss_every: int = 100) -> dict[str, object]:
     """`owlia start` as a user runs it; `starts` cold starts (median), then one long run."""
     ensure_bytecode()
     env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": stack.tg.token}
@@ -229,11 +231,11 @@ def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float) -
             idle = rss_kb(proc.pid)
             first = _reply_s(stack.tg, "first message")
             latencies: list[float] = []
-            rss_every_100: list[float] = []
+            curve: list[tuple[int, int]] = []  # (messages handled, VmRSS kB)
             for i in range(messages):
                 latencies.append(_reply_s(stack.tg, f"message {i}") * 1000)
-                if (i + 1) % 100 == 0:
-                    rss_every_100.append(round(rss_kb(proc.pid) / 1024, 1))
+                if (i + 1) % rss_every == 0:
+                    curve.append((i + 1, rss_kb(proc.pid)))
             after = rss_kb(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -250,8 +252,12 @@ def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float) -
         "idle_rss_mb": round(idle / 1024, 1),
         "first_reply_after_start_s": round(first, 3),
         f"rss_after_{messages}_messages_mb": round(after / 1024, 1),
-        "rss_every_100_messages_mb": rss_every_100,
+        f"rss_every_{rss_every}_messages_mb": [round(kb / 1024, 1) for _, kb in curve],
     }
+    if len(curve) >= 2:  # from the first point at half the run or later to the last: what still grows
+        half = next(point for point in curve if point[0] >= messages / 2)
+        result["rss_growth_second_half"] = {"from_message": half[0], "to_message": curve[-1][0],
+                                            "mb": round((curve[-1][1] - half[1]) / 1024, 2)}
     if warm:
         result["telegram_reply"] = percentiles(warm)
     return result
@@ -302,10 +308,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=300, help="messages per in-process overhead run")
     parser.add_argument("--service-messages", type=int, default=1000, help="messages through `owlia start`")
     parser.add_argument("--starts", type=int, default=5, help="cold starts of `owlia start` (median)")
+    parser.add_argument("--rss-every", type=int, default=100, help="the service's RSS every N messages")
     parser.add_argument("--idle-wait", type=float, default=5.0, help="seconds after /health 200 before idle RSS")
     parser.add_argument("--help-runs", type=int, default=10)
     parser.add_argument("--notes", type=int, default=10_000, help="notes in the memory search benchmark")
     parser.add_argument("--dists", action="store_true", help="also count distributions in a clean venv (~1 min)")
+    parser.add_argument("--service-only", action="store_true",
+                        help="only the `owlia start` part (for long RSS curves: --service-messages 3000)")
     args = parser.parse_args()
     result: dict[str, object] = {
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
@@ -317,10 +326,15 @@ def main() -> None:
         with FakeInProcess("text") as fake:
             stack = ServiceStack(Path(tmp) / "s", fake.url)
             try:
-                result["service"] = service(stack, args.service_messages, args.starts, args.idle_wait)
-                result["owlia_sign_send"] = sign_send_time(stack, args.help_runs)
+                result["service"] = service(stack, args.service_messages, args.starts, args.idle_wait,
+                                            args.rss_every)
+                if not args.service_only:
+                    result["owlia_sign_send"] = sign_send_time(stack, args.help_runs)
             finally:
                 stack.close()
+            if args.service_only:
+                print(json.dumps(result, indent=2))
+                return
             write_home(Path(tmp) / "a", fake.url)
             result["overhead_text_reply"] = asyncio.run(overhead(Path(tmp) / "a", args.messages))
         with FakeInProcess("tool") as fake:

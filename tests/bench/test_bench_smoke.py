@@ -66,11 +66,14 @@ def test_skills_bench_runs() -> None:
 
 def test_agent_bench_runs_the_real_service() -> None:
     report = run_bench("agent_bench.py", "--service-messages", "3", "--starts", "1", "--idle-wait", "0",
-                       "--messages", "2", "--notes", "50", "--help-runs", "1")
+                       "--messages", "2", "--notes", "50", "--help-runs", "1", "--rss-every", "1")
     service = report["service"]
     assert "owlia start" in service["measures"]
     assert service["cold_start_to_health_200_s"]["median"] > 0
     assert service["idle_rss_mb"] > 0 and service["rss_after_3_messages_mb"] > 0
+    assert len(service["rss_every_1_messages_mb"]) == 3 and min(service["rss_every_1_messages_mb"]) > 0
+    growth = service["rss_growth_second_half"]
+    assert (growth["from_message"], growth["to_message"]) == (2, 3) and isinstance(growth["mb"], float)
     assert service["first_reply_after_start_s"] > 0
     latency(report["overhead_text_reply"], 2)
     latency(report["overhead_one_tool_round"], 2)

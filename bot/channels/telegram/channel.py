@@ -2,12 +2,12 @@
 
 The client is our own (bot/channels/telegram/botapi.py, the Bot API on httpx) and so is the loop
 over getUpdates, because the channel needs three things a dispatcher hides:
-every update is handled once (update_ids are remembered; the core also drops a redelivered
-message_id across restarts), one message at a time per chat (a FIFO lock per chat, with /cancel
-going around it so it can stop the run that holds it), and a clean shutdown (stop polling, let
-running replies finish for a grace period, then cancel them, which declines any open
-confirmation). Polling errors back off and never end the loop; a rejected token does. A malformed update is
-skipped (and logged), never fetched again.
+every update is handled once (update_ids not yet confirmed are remembered, dedupe.py; the core
+also drops a redelivered message_id across restarts), one message at a time per chat (a FIFO lock
+per chat, with /cancel going around it so it can stop the run that holds it), and a clean shutdown
+(stop polling, let running replies finish for a grace period, then cancel them, which declines any
+open confirmation). Polling errors back off and never end the loop; a rejected token does. A
+malformed update is skipped (and logged), never fetched again.
 The offset is confirmed only by the next poll, so updates in flight when the process dies come
 again after a restart (at least once); the core drops the messages it already handled.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from bot.channels.chunking import split_message
 from bot.channels.telegram.api import LIMIT, TelegramApi, make_bot
 from bot.channels.telegram.botapi import InvalidToken, TelegramError, Update
 from bot.channels.telegram.buttons import Confirmations
+from bot.channels.telegram.dedupe import SeenUpdates
 from bot.channels.telegram.markup import escape
 from bot.channels.telegram.routing import ALLOWED_UPDATES, CHANNEL, Router
 from bot.config import TelegramSettings
@@ -40,7 +40,7 @@ MENU = (("start", "Start and help"), ("help", "What I can do"), ("new", "Start a
         ("status", "Model, tokens, signer and chain"), ("model", "The model profiles in use"),
         ("balance", "Wallet balance"), ("approvals", "Requests waiting for your companion app"),
         ("cancel", "Stop the running request"))
-SEEN_UPDATES = 10_000  # update_ids remembered for dedupe
+SEEN_UPDATES = 10_000  # update_ids remembered for dedupe by a webhook (polling keeps one batch)
 MAX_QUEUED = 20  # messages per chat, the running one included; more are dropped
 OVERFLOW_NOTE = (f"{MAX_QUEUED} of your messages are already waiting, so I dropped the ones after them. "
                  "Send those again once I have answered.")
@@ -72,7 +72,7 @@ class TelegramChannel:
         self.shutdown_grace = shutdown_grace
         self.max_backoff = max_backoff
         self.router: Router | None = None
-        self._seen: OrderedDict[int, None] = OrderedDict()
+        self._seen = SeenUpdates(SEEN_UPDATES)
         self._chat_locks: dict[int, asyncio.Lock] = {}
         self._queued: dict[int, int] = {}
         self._overflow_told: set[int] = set()
@@ -156,17 +156,16 @@ class TelegramChannel:
                 log.warning("telegram sent a malformed update; skipped (%s)", reason)
             for update in batch.updates:
                 self.dispatch(update)
+            if offset is not None:  # the next poll confirms everything below it
+                self._seen.confirmed_below(offset)
 
     # -- inbound ---------------------------------------------------------------------------------
 
     def dispatch(self, update: Update) -> None:
         """Route one update (from polling or the webhook); never blocks, never raises."""
-        if update.update_id in self._seen:
+        if not self._seen.first_time(update.update_id):
             log.debug("telegram update %s redelivered; dropped", update.update_id)
             return
-        self._seen[update.update_id] = None
-        if len(self._seen) > SEEN_UPDATES:
-            self._seen.popitem(last=False)
         if update.callback_query is not None:
             self._spawn(self.confirmations.press(update.callback_query))
             return
