@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 READY = "owlia: running with telegram"
 NOT_BEFORE_READY = ("anthropic", "openai", "aiogram", "telegram", "discord", "docker", "mcp", "jsonschema", "web3",
                     "playwright", "nacl", "fastapi", "starlette", "uvicorn", "aiohttp", "apscheduler",
-                    "rich", "pygments")
+                    "rich", "pygments", "typer")
 # What /health does not probe loads just after ready (bot/runtime/launcher.py AFTER_READY).
 AFTER_READY = ("bot.runtime.assemble", "bot.runtime.core", "bot.agent.loop", "bot.tools.catalog",
                "bot.tools.executor", "bot.tools.skills", "bot.tools.mcp", "bot.memory", "bot.scheduler.service",

@@ -85,7 +85,7 @@ def test_a_plain_http_bot_api_server_loads_no_ca_bundle_and_trusts_no_certificat
 
 @given(st.text(max_size=40))
 def test_only_a_plain_http_base_goes_without_the_ca_bundle(rest: str) -> None:
-    for scheme in ("https://", "HTTPS://", "ftp://", "http:/", "httpx://", " http://", "//"):
+    for scheme in ("https://", "HTTPS://", "ftp://", "http:/x", "httpx://", " http://", "//"):
         assert context_for(scheme + rest) is client_context()
     assert context_for("http://" + rest) is context_for("HTTP://" + rest) is trusting_nobody()
 
