@@ -35,7 +35,8 @@ NOT_BEFORE_READY = ("anthropic", "openai", "aiogram", "telegram", "discord", "do
 # What /health does not probe loads just after ready (bot/runtime/launcher.py AFTER_READY).
 AFTER_READY = ("bot.runtime.assemble", "bot.runtime.core", "bot.agent.loop", "bot.tools.catalog",
                "bot.tools.executor", "bot.tools.skills", "bot.tools.mcp", "bot.memory", "bot.scheduler.service",
-               "bot.channels.telegram.sink")
+               "bot.channels.telegram.sink", "bot.tools.base", "bot.llm.types", "bot.llm.failover",
+               "bot.agent.provenance")
 NEVER = ("pydantic.plugin._loader", "importlib.metadata", "typer._adapters")
 RSS_CEILING_MB = 58
 USER = 4242
