@@ -15,6 +15,7 @@ fails, the bot stops with the error, as it would have before ready.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Callable
@@ -157,6 +158,7 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
                 core.fail(exc)
                 raise
             assert runtime.core is not None
+            gc.enable()  # `owlia start` turned it off for the way to ready (bot/cli/start_run.py)
             runtime.core.observers.append(notifier.note_inbound)
             core.set(runtime.core)
             services.extend(_services(runtime, access, notifier))
