@@ -2,12 +2,13 @@
 local Bot API server, the control plane on, an anthropic profile against the local LLM server).
 
 Before ready it may import the Telegram client (our own, on httpx) and what /health probes, but no
-provider SDK, no tools, memory, scheduler or agent loop (all imported just after ready, in the
-background), no chat library (python-telegram-bot included), no web framework (the control plane is
-its own small server), not httpx's command line (rich, pygments) and nothing a configured feature
-does not need; its resident memory at ready stays under a ceiling with some headroom (49 MB here
-under -X importtime, 63 with python-telegram-bot, 76 before that; aiogram alone had pushed it past
-200 MB). Checked by what the process imports (`python -X importtime`, stable) and
+provider SDK, no tools, memory, scheduler or agent loop, no tool base or LLM request types (all
+imported just after ready, in the background), no chat library (python-telegram-bot included), no
+web framework (the control plane is its own small server), not typer (`owlia start` goes around the
+command tree), not httpx's command line (rich, pygments) and nothing a configured feature does not
+need; its resident memory at ready stays under a ceiling with some headroom (45 MB here under
+-X importtime, 49 with typer and the tool base, 63 with python-telegram-bot, 76 before that; aiogram
+alone had pushed it past 200 MB). Checked by what the process imports (`python -X importtime`, stable) and
 by RSS, not by wall time (noisy on a shared machine).
 """
 
@@ -38,7 +39,7 @@ AFTER_READY = ("bot.runtime.assemble", "bot.runtime.core", "bot.agent.loop", "bo
                "bot.channels.telegram.sink", "bot.tools.base", "bot.llm.types", "bot.llm.failover",
                "bot.agent.provenance")
 NEVER = ("pydantic.plugin._loader", "importlib.metadata", "typer._adapters", "html.entities")
-RSS_CEILING_MB = 58
+RSS_CEILING_MB = 52
 USER = 4242
 
 
