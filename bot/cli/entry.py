@@ -35,7 +35,12 @@ def main() -> None:
 
     os.environ.setdefault(ENV, "__all__")  # as bot.cli.app.main does for every command
     stand_in_loader()
-    from bot.cli.start_run import run_start
-    from policies.kernel.home import resolve_home
+    try:
+        from bot.cli.start_run import run_start
+        from policies.kernel.home import resolve_home
 
-    sys.exit(run_start(resolve_home(home or None)))
+        code = run_start(resolve_home(home or None))
+    except KeyboardInterrupt:  # Ctrl-C before the bot's own handler is installed: as click says it
+        sys.stderr.write("\nAborted!\n")
+        code = 1
+    sys.exit(code)

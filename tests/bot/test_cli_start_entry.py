@@ -68,3 +68,19 @@ def test_the_home_comes_from_owlia_home_when_not_given(tmp_path) -> None:
 def test_start_help_still_goes_through_typer() -> None:
     done = _owlia("start", "--help")
     assert done.returncode == 0 and "Usage: owlia start" in done.stdout and "typer loaded" in done.stderr
+
+
+def test_ctrl_c_before_the_bot_is_up_aborts_as_click_would(tmp_path) -> None:
+    """SIGINT while `owlia start` is still importing: no traceback, exit 1, click's word for it."""
+    import time
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    code = ("import os, signal, sys, bot.cli.start_run as s\n"
+            "def slow(home):\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n"
+            "s.run_start = slow\nsys.argv[0] = 'owlia'\nfrom bot.cli.entry import main\nmain()")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code, "--home", str(home), "start"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert time.monotonic() - started < 5
+    assert done.returncode == 1 and done.stderr.strip() == "Aborted!"
