@@ -71,4 +71,3 @@ def run_start(home: Path) -> int:
             "(see the log for why; `owlia doctor` checks the tokens and the network)", RED)
         return 3
     return 0
-

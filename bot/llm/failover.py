@@ -26,6 +26,7 @@ from bot.llm.types import (Completion, Finished, Request, StopReason, StreamEven
 
 log = logging.getLogger(__name__)
 
+
 class Provider(Protocol):
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
 
