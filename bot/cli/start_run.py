@@ -35,7 +35,8 @@ def run_start(home: Path) -> int:
 
     # The way to ready is imports and the models and tables they build: the cyclic collector would
     # walk that growing heap again and again (about 5 % of the CPU) and find next to nothing to free.
-    # The launcher turns it back on once the rest of the bot has loaded (bot/runtime/launcher.py).
+    # The launcher turns it back on, with one full pass, once the rest of the bot has loaded
+    # (bot/runtime/launcher.py).
     gc.disable()
 
     from bot.net.lean_httpx import skip_httpx_cli
