@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 
 from bot.channels.base import Inbound
-from bot.tools.base import ContextKind
+from bot.tools.basics import ContextKind
 from policies.kernel.files import write_private_file
 
 log = logging.getLogger(__name__)

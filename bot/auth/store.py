@@ -51,9 +51,11 @@ Entry = Union[OAuthEntry, ApiKeyEntry]
 
 
 # --- on-disk schema (pydantic: this is the boundary) -------------------------------------------
+# defer_build: the validators are built when an auth.json is first read, not on import; with the
+# key in the environment `owlia start` never builds them on its way to ready.
 
 class _OAuthModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["oauth"]
     access_token: str = Field(min_length=1)
     refresh_token: str = Field(min_length=1)
@@ -63,13 +65,13 @@ class _OAuthModel(BaseModel):
 
 
 class _ApiKeyModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["api_key"]
     key: str = Field(min_length=1)
 
 
 class _FileModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     version: int
     providers: dict[str, Annotated[Union[_OAuthModel, _ApiKeyModel], Field(discriminator="kind")]] = {}
 

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from bot.tools.base import ContextKind
+from bot.tools.basics import ContextKind
 
 if TYPE_CHECKING:
     from bot.tools.executor import ToolEvent  # the executor's closure stays off `owlia start`'s way to ready

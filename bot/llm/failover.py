@@ -12,7 +12,6 @@ splice another model's continuation onto it (StreamInterrupted instead).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -20,22 +19,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from policies.kernel.files import write_private_file
-
+from bot.llm.cooldowns import MAX_COOLDOWN, CooldownStore, cooldown_seconds  # noqa: F401 - re-exported
 from bot.llm.errors import AllProfilesUnavailable, ProfileFailed, ProviderError, StreamInterrupted
 from bot.llm.types import (Completion, Finished, Request, StopReason, StreamEvent, TextDelta, ToolCall, ToolCallReady,
                            Usage)
 
 log = logging.getLogger(__name__)
-
-MAX_COOLDOWN = 3600.0
-
-
-def cooldown_seconds(failures: int) -> float:
-    """Cooldown after the `failures`-th consecutive failure: 1 min, 5 min, 25 min, then 1 h."""
-    if failures < 1:
-        return 0.0
-    return float(min(MAX_COOLDOWN, 60 * 5 ** (failures - 1)))
 
 
 class Provider(Protocol):
@@ -47,56 +36,6 @@ class Profile:
     name: str
     provider: Provider
     model: str
-
-
-@dataclass
-class _State:
-    failures: int = 0
-    until: float = 0.0
-
-
-class CooldownStore:
-    """Per-profile failure counts and cooldown deadlines (wall-clock seconds), on disk."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.states: dict[str, _State] = self._load()
-
-    def _load(self) -> dict[str, _State]:
-        try:
-            raw = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            log.warning("ignoring unreadable LLM cooldown file %s", self.path)
-            return {}
-        states: dict[str, _State] = {}
-        for name, entry in (raw.get("profiles") or {}).items() if isinstance(raw, dict) else ():
-            try:
-                states[str(name)] = _State(int(entry["failures"]), float(entry["until"]))
-            except (KeyError, TypeError, ValueError):
-                continue
-        return states
-
-    def save(self) -> None:
-        data = {"profiles": {n: {"failures": s.failures, "until": s.until} for n, s in self.states.items()}}
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_private_file(self.path, json.dumps(data, indent=2, sort_keys=True).encode())
-
-    def get(self, name: str) -> _State:
-        return self.states.get(name, _State())
-
-    def record_failure(self, name: str, now: float) -> float:
-        state = self.states.setdefault(name, _State())
-        state.failures += 1
-        state.until = now + cooldown_seconds(state.failures)
-        self.save()
-        return state.until
-
-    def record_success(self, name: str) -> None:
-        if name in self.states:
-            del self.states[name]
-            self.save()
 
 
 class FailoverRouter:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.llm.failover import Profile
 from bot.llm.models import ModelRef, resolve_model
 
 if TYPE_CHECKING:
+    from bot.llm.failover import Profile
     from bot.llm.anthropic_provider import AnthropicProvider
     from bot.llm.openai_provider import OpenAIProvider
 
@@ -44,6 +44,8 @@ def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str 
 def make_profile(name: str, model: str, *, api_key: str | None = None, auth_token: str | None = None,
                  base_url: str | None = None, timeout: float = 120.0) -> Profile:
     """A failover profile from a user-facing model id such as `sonnet` or `openrouter/x/y`."""
+    from bot.llm.failover import Profile  # with the router: not on the way to ready (bot/runtime/reach.py)
+
     ref = resolve_model(model)
     provider = make_provider(ref, api_key=api_key, auth_token=auth_token, base_url=base_url, timeout=timeout)
     return Profile(name=name, provider=provider, model=ref.model)

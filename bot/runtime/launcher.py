@@ -15,6 +15,7 @@ fails, the bot stops with the error, as it would have before ready.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Callable
@@ -157,6 +158,12 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
                 core.fail(exc)
                 raise
             assert runtime.core is not None
+            if not gc.isenabled():  # `owlia start` turned it off for the way to ready (bot/cli/start_run.py)
+                gc.enable()
+                # One full pass now (about 30 ms here, off the way to ready), so the startup heap is old
+                # and left alone: otherwise the collector would catch up on all of it, generation by
+                # generation, during the first messages.
+                gc.collect()
             runtime.core.observers.append(notifier.note_inbound)
             core.set(runtime.core)
             services.extend(_services(runtime, access, notifier))

@@ -13,11 +13,15 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.config import LLMProfileSettings, LLMSettings
-from bot.llm.failover import CooldownStore, FailoverRouter, Profile
+from bot.llm.cooldowns import CooldownStore
 from bot.llm.models import resolve_model
 from bot.llm.providers import make_profile, provider_module
+
+if TYPE_CHECKING:  # the router and the request types under it load on first use: after ready
+    from bot.llm.failover import FailoverRouter, Profile
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +113,8 @@ class LLMPool:
         fingerprint = digest.hexdigest()
         cached = self._routers.get(profile)
         if cached is None or cached[0] != fingerprint:  # providers hold TLS contexts: reuse
+            from bot.llm.failover import FailoverRouter
+
             router = FailoverRouter([self._profile(i, s) for i, s in found], self.cooldown_path)
             cached = (fingerprint, router)
             self._routers[profile] = cached

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.agent.provenance import Provenance
 from bot.llm.types import ToolSpec
+from bot.tools.basics import ContextKind, ToolFailure  # re-exported: every tool module names them from here
 
 if TYPE_CHECKING:
     from bot.tools.services import Services
@@ -28,16 +29,6 @@ class Level(str, enum.Enum):
     READ = "read"
     WRITE = "write"
     SIGN = "sign"
-
-
-class ContextKind(str, enum.Enum):
-    """Where a run comes from; it bounds which tools the model may even see."""
-
-    DM = "dm"
-    GROUP = "group"
-    HEARTBEAT = "heartbeat"
-    CRON = "cron"
-    SKILL = "skill"
 
 
 class ToolArgs(BaseModel):
@@ -63,11 +54,6 @@ class ToolOutput:
     untrusted: bool = True
     is_error: bool = False
     data: Mapping[str, Any] | None = None
-
-
-class ToolFailure(Exception):
-    """Raised by a handler for an expected failure; its message is shown to the model and the user,
-    so it must never contain a secret."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bot.tools.base import ToolFailure
+from bot.tools.basics import ToolFailure
 from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 
 READ_METHODS = frozenset({

@@ -17,7 +17,7 @@ from policies.kernel.files import write_private_file
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 # the command tree without any command
-ROOT = {"bot", "bot.cli", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"}
+ROOT = {"bot", "bot.cli", "bot.cli.entry", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"}
 # the one kernel module the root loads: pydantic's plugin loader stood in before any command runs
 KERNEL_AT_ROOT = {"policies", "policies.kernel", "policies.kernel.pydantic_plugins"}
 # what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from bot.net.answers import compressed, is_a, read_capped
-from bot.net.tls import client_context
+from bot.net.tls import context_for
 from bot.security.redact import redact
 from policies.kernel import safejson
 from policies.kernel.text import one_line
@@ -258,7 +258,8 @@ class BotApi:
 
     def _open(self) -> None:
         """The pools (again, after close: a channel that failed is run again with the same client)."""
-        tls = client_context()  # one CA bundle load for both pools (bot/net/tls.py)
+        # one CA bundle load for both pools, none for a plain-http local Bot API server (bot/net/tls.py)
+        tls = context_for(self._base)
         timeout = _timeout(read=30.0)
         if self._client is None or self._client.is_closed:
             self._client = httpx.AsyncClient(verify=tls, follow_redirects=False, timeout=timeout,

@@ -13,7 +13,6 @@ over a whole message (model output can quote attacker-controlled pages).
 
 from __future__ import annotations
 
-import html
 import re
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([A-Za-z0-9_+#.-]{0,32})\s*$")
@@ -34,9 +33,14 @@ _INLINE = re.compile(
 )
 
 
+# html.escape's table (quote=True), without importing `html`: it loads the whole entity table
+# (html.entities) for unescape, which the channel never calls, on `owlia start`'s way to ready.
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
+
+
 def escape(text: str) -> str:
     """Escape what Telegram's HTML parser treats as markup (&, <, > and, in attributes, quotes)."""
-    return html.escape(text, quote=True)
+    return text.translate(_ESCAPES)
 
 
 def inline(text: str, *, links: bool = True) -> str:

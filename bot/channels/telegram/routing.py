@@ -17,7 +17,7 @@ from bot.channels.access import Gatekeeper
 from bot.channels.base import Inbound
 from bot.channels.telegram.botapi import Message, User
 from bot.config import TelegramSettings
-from bot.tools.base import ContextKind
+from bot.tools.basics import ContextKind
 from bot.workspace.prompt import wrap_untrusted
 
 CHANNEL = "telegram"

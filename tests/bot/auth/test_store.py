@@ -101,3 +101,15 @@ def test_remove_and_replace_if_current(home):
     assert store.remove(["openai"]) == {}
     assert store.remove(None) == {"anthropic": newer}
     assert store.load() == {}
+
+
+def test_the_file_schema_is_built_on_the_first_read_not_on_import():
+    """`owlia start` with its key in the environment never reads auth.json before ready, so it never
+    pays for these validators (about 20 ms); a file that is read is checked as strictly as ever."""
+    import subprocess
+    import sys
+
+    code = ("import bot.auth.store as s; "
+            "print(any(m.__pydantic_complete__ for m in (s._FileModel, s._OAuthModel, s._ApiKeyModel)))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"

@@ -102,3 +102,16 @@ def test_a_long_signer_card_is_split_never_cut_and_links_only_real_hashes():
     unknown_chain = signer_card_html({"status": "signed", "summary": "x", "tx_hash": tx_hash, "chain_id": 5},
                                      explorer)
     assert "<a" not in unknown_chain[0][0] and tx_hash in unknown_chain[0][1]
+
+
+@given(st.text())
+def test_escape_is_the_standard_library_s_html_escape(text: str) -> None:
+    """The channel escapes with its own table (importing `html` loads its entity table on the way to
+    ready): the same output as html.escape(quote=True) for any text, so nothing can smuggle markup."""
+    import html
+
+    from bot.channels.telegram.markup import escape
+
+    assert escape(text) == html.escape(text, quote=True)
+    assert not set(escape(text)) & set("<>\"'") and "&" not in escape(text).replace("&amp;", "").replace(
+        "&lt;", "").replace("&gt;", "").replace("&quot;", "").replace("&#x27;", "")

@@ -9,11 +9,14 @@ import http.server
 import ssl
 import threading
 
+import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot.channels.telegram.api import make_bot
 from bot.channels.telegram.botapi import NetworkError
-from bot.net.tls import client_context
+from bot.net.tls import client_context, context_for, trusting_nobody
 from tests.fakes.certificates import self_signed
 
 TOKEN = "123456:" + "A" * 35
@@ -67,3 +70,44 @@ def test_a_server_with_a_certificate_nobody_signed_is_refused_before_any_request
         server.shutdown()
         server.server_close()
     assert seen == []
+
+
+def test_a_plain_http_bot_api_server_loads_no_ca_bundle_and_trusts_no_certificate() -> None:
+    """A local Bot API server on http:// never needs TLS: its pools skip the CA bundle load (~25 ms of
+    `owlia start`), and the context they hold instead refuses every certificate (fails closed)."""
+    contexts = _pools(make_bot(TOKEN, "http://127.0.0.1:8081"))
+    assert contexts[0] is contexts[1] is trusting_nobody()
+    assert trusting_nobody() is not client_context()
+    assert trusting_nobody().verify_mode is ssl.CERT_REQUIRED and trusting_nobody().check_hostname
+    assert trusting_nobody().get_ca_certs() == [] and trusting_nobody().cert_store_stats()["x509_ca"] == 0
+    assert trusting_nobody().minimum_version >= ssl.TLSVersion.TLSv1_2
+
+
+@given(st.text(max_size=40))
+def test_only_a_plain_http_base_goes_without_the_ca_bundle(rest: str) -> None:
+    for scheme in ("https://", "HTTPS://", "ftp://", "http:/x", "httpx://", " http://", "//"):
+        assert context_for(scheme + rest) is client_context()
+    assert context_for("http://" + rest) is context_for("HTTP://" + rest) is trusting_nobody()
+
+
+def test_the_context_that_trusts_nobody_refuses_a_server_a_trusting_client_accepts(tmp_path) -> None:
+    """Attack: were the client without the CA bundle ever to meet TLS (a redirect is not followed; a
+    proxy might), the handshake fails: even a certificate its own test trusts is refused."""
+    cert, key = self_signed(tmp_path, "127.0.0.1", "local")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"https://127.0.0.1:{server.server_address[1]}/"
+    trusting_this_one = ssl.create_default_context(cafile=str(cert))
+    try:
+        with httpx.Client(verify=trusting_this_one) as client:  # the control: the server is reachable
+            assert client.get(url).status_code == 501
+        with httpx.Client(verify=trusting_nobody()) as client, pytest.raises(httpx.ConnectError) as refused:
+            client.get(url)
+        assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,23 @@
+"""Two names of the tool layer that code outside it needs early (bot/tools/base.py re-exports both):
+the channels tag every inbound message with a ContextKind, and the chain reader, which `/health`
+probes, raises a ToolFailure. On their own so that `owlia start` does not import the tool base,
+its models and the LLM request types on its way to ready."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ContextKind(str, enum.Enum):
+    """Where a run comes from; it bounds which tools the model may even see."""
+
+    DM = "dm"
+    GROUP = "group"
+    HEARTBEAT = "heartbeat"
+    CRON = "cron"
+    SKILL = "skill"
+
+
+class ToolFailure(Exception):
+    """Raised by a handler for an expected failure; its message is shown to the model and the user,
+    so it must never contain a secret."""
