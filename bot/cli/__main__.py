@@ -1,3 +1,3 @@
-from bot.cli.app import main
+from bot.cli.entry import main
 
 main()

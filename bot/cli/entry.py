@@ -1,0 +1,86 @@
+"""`owlia`, the console script: a signed `sign send` without typer, everything else through the typer app.
+
+`owlia [--home H] sign send OPTIONS` is one request and an answer; building typer's command tree,
+click and an event loop for it cost about as much as the request. When `sign_send.from_argv` reads
+the command line exactly as typer would (every value plain), the command runs here: the same body
+as the typer command, its worded errors printed by the same `fail`, and the exits typer's main would
+take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1). Any other command line, help and every
+usage error included, goes to the typer app (bot/cli/app.py).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from bot.cli import process
+
+if TYPE_CHECKING:
+    from bot.cli.sign_send import SendRequest
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if "send" in args:
+        from bot.cli.sign_send import from_argv
+
+        request = from_argv(args, os.environ)
+        if request is not None:
+            process.prepare()
+            process.run(lambda: _sign_send(request))
+            return
+    from bot.cli.app import main as typer_main
+
+    typer_main()
+
+
+def _sign_send(request: SendRequest) -> None:
+    process.loading(one_shot=True)
+    sys.exit(as_typer_would(lambda: _send(request)))
+
+
+def _send(request: SendRequest) -> int:
+    from bot.cli.sign_send import Refused, send_transfer
+
+    try:
+        return send_transfer(request)
+    except Refused as exc:
+        return worded(exc.message)
+
+
+def worded(message: str) -> int:
+    """`error: MESSAGE` on stderr exactly as the typer command prints it (policies.kernel.cli.fail,
+    click's styled echo): typer is loaded for it, only on this path. The exit code."""
+    import typer
+
+    from policies.kernel.cli import fail
+
+    try:
+        fail(message)
+    except typer.Exit as done:
+        return done.exit_code
+
+
+def as_typer_would(body: Callable[[], int]) -> int:
+    """`body`'s exit code, and the exits typer's main (typer.core._main) takes for what escapes a command."""
+    try:
+        return body()
+    except EOFError:
+        from typer import _click
+
+        _click.echo(file=sys.stderr)
+        _click.echo("Aborted!", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        from typer._click.utils import PacifyFlushWrapper
+
+        sys.stdout = PacifyFlushWrapper(sys.stdout)  # type: ignore[assignment]
+        sys.stderr = PacifyFlushWrapper(sys.stderr)  # type: ignore[assignment]
+        return 1
