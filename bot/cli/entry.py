@@ -81,6 +81,6 @@ def as_typer_would(body: Callable[[], int]) -> int:
             raise
         from typer._click.utils import PacifyFlushWrapper
 
-        sys.stdout = PacifyFlushWrapper(sys.stdout)  # type: ignore[assignment]
-        sys.stderr = PacifyFlushWrapper(sys.stderr)  # type: ignore[assignment]
+        sys.stdout = PacifyFlushWrapper(sys.stdout)
+        sys.stderr = PacifyFlushWrapper(sys.stderr)
         return 1
