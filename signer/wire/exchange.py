@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +44,9 @@ class SignerReplyError(SignerError):
 
 
 def new_idempotency_key(prefix: str = "req") -> str:
-    return f"{prefix}-{secrets.token_hex(12)}"
+    # secrets.token_hex(12) is os.urandom(12).hex(); the `secrets` module would import hmac, hashlib
+    # and random into `owlia sign send` for it
+    return f"{prefix}-{os.urandom(12).hex()}"
 
 
 def load_token(token_file: Path | None = None) -> str:
