@@ -4,10 +4,11 @@
 spend about a fifth of the command clearing every module and collecting the heap pydantic, asyncio
 and the wire models built (measured in docs/benchmarks.md). A mount marked `one_shot` (and the
 typer-free `sign send`, bot/cli/entry.py) writes no file and leaves no thread, so the `owlia`
-process (`run`, from `bot.cli.entry.main`; never a test's CliRunner) runs it with the cyclic garbage collector off (the process lives well under a second)
-and ends with `os._exit` once stdout and stderr are flushed and the atexit handlers have run. The
-exit code is the command's. Any other command, a message as the exit value, a failed flush or a
-thread still running takes Python's ordinary exit.
+process (`run`, from `bot.cli.entry.main`; never a test's CliRunner) runs it with the cyclic
+garbage collector off (the process lives well under a second) and ends with `os._exit` once
+stdout and stderr are flushed and the atexit handlers have run. The exit code is the command's.
+Any other command, a message as the exit value, a failed flush or a thread still running takes
+Python's ordinary exit. `prepare` runs before any command: no pydantic plugins.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """`owlia sign send`: one transfer through the signer client's wire exchange, and the signer's outcome.
 
-Two ways in, one body (`send_transfer`): the typer command (bot/cli/sign_cmd.py: help, usage errors, any value
-typer has to convert) and a typer-free path (`from_argv`, run by bot/cli/entry.py) for a command line
-whose every value typer would pass through unchanged. The whole command is a request or two and an
-answer, so that path loads no typer, click or event loop: it talks to the signer over a blocking socket
-(signer.wire.blocking) with the same frames, checks and reply models as the bot's asyncio client.
+Two ways in, one body (`send_transfer`): the typer command (bot/cli/sign_cmd.py: help, usage errors,
+any value typer has to convert) and a typer-free path (`from_argv`, run by bot/cli/entry.py) for a
+command line whose every value typer would pass through unchanged. The whole command is a request or
+two and an answer, so that path loads no typer, click or event loop: it talks to the signer over a
+blocking socket (signer.wire.blocking) with the same frames, checks and reply models as the bot's
+asyncio client.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ import itertools
 from pathlib import Path
 from typing import Any, TypeVar
 
-from signer.wire.exchange import (MAX_REPLY_BYTES, TOKEN_ENV, SignerError, SignerReplyError,  # noqa: F401 (re-exported)
-                                  SignerUnavailable, checked_reply, connection_lost, load_token, new_idempotency_key,
-                                  parsed_result, reply_result, sign_params, unreachable)
+# re-exported (TOKEN_ENV, SignerUnavailable, load_token, ...): callers import them from here
+from signer.wire.exchange import (MAX_REPLY_BYTES, TOKEN_ENV, SignerError, SignerReplyError,  # noqa: F401
+                                  SignerUnavailable, checked_reply, connection_lost, load_token,
+                                  new_idempotency_key, parsed_result, reply_result, sign_params, unreachable)
 from signer.wire.protocol import Intent, request_frame
 from signer.wire.replies import AuthReply, Reply, SignReply, StatusReply
 

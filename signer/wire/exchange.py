@@ -95,7 +95,8 @@ def checked_reply(method: str, req_id: int, line: bytes) -> dict[str, Any]:
 
 
 def reply_result(method: str, reply: dict[str, Any]) -> Any:
-    """A checked reply's result, or its JSON-RPC error raised as `SignerError` (the connection stays usable)."""
+    """A checked reply's result, or its JSON-RPC error raised as `SignerError` (the connection stays
+    usable)."""
     if "error" in reply:
         err = reply["error"]
         if not isinstance(err, dict):
