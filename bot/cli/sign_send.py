@@ -151,7 +151,7 @@ def send_transfer(request: SendRequest) -> int:
         print_json({"status": "error", "code": exc.code, "error": exc.message, "data": exc.data})
         return EXIT_FAILED
     from signer.wire.protocol import RequestStatus
-    from signer.wire.replies import dump_reply
+    from signer.wire.sign_replies import dump_reply
 
     print_json(json.loads(dump_reply(outcome)))
     exit_codes = {RequestStatus.SIGNED: EXIT_SIGNED, RequestStatus.PENDING: EXIT_PENDING,
@@ -161,7 +161,7 @@ def send_transfer(request: SendRequest) -> int:
 
 def _intent(client: BlockingSignerClient, request: SendRequest) -> dict[str, Any]:
     from policies.units import read_amount
-    from signer.wire.replies import PolicyShowReply
+    from signer.wire.sign_replies import PolicyShowReply
 
     assets: list[dict[str, Any]] = []
     if not read_amount(request.value).native:

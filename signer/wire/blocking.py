@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from signer.wire.exchange import (MAX_REPLY_BYTES, SignerError, SignerReplyError, checked_reply,
                                   connection_lost, parsed_result, reply_result, sign_params, unreachable)
 from signer.wire.protocol import request_frame
-from signer.wire.replies import AuthReply, Reply, SignReply
+from signer.wire.sign_replies import AuthReply, Reply, SignReply
 
 if TYPE_CHECKING:
     from signer.wire.protocol import Intent

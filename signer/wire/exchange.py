@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from signer.wire.replies import Reply, ReplyError, parse_reply
+from signer.wire.sign_replies import Reply, ReplyError, parse_reply
 
 if TYPE_CHECKING:
     from signer.wire.protocol import Intent

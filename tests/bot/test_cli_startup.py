@@ -34,8 +34,10 @@ HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "y
 # asyncio imports), the signer's core (its daemon, engine, approvals, policy loader), keccak (pycryptodome
 # loads cffi and pycparser), rich, nor any other command's module, nor pydantic's plugin loader and the
 # package metadata reader it imports (policies/kernel/pydantic_plugins.py), nor the request models
-# (signer.wire.requests) or what `secrets` imports (hmac, random)
+# (signer.wire.requests), the replies it does not read (signer.wire.replies) or what `secrets` imports
+# (hmac, random)
 SEND_NEVER = ("typer", "click", "asyncio", "uvloop", "ssl", "signer.wire.client", "signer.wire.requests",
+              "signer.wire.replies",
               "secrets", "hmac", "random", "pydantic.plugin._loader", "importlib.metadata", "email", "zipfile", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
               "skills_runtime",
               "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
@@ -176,8 +178,8 @@ def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path,
     proc, seen = probed(tmp_path, *send)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "signed"
-    assert sorted(seen["built"]) == ["signer.wire.replies.AuthReply", "signer.wire.replies.SignReply",
-                                     "signer.wire.settings.SignerConfig"]
+    assert sorted(seen["built"]) == ["signer.wire.settings.SignerConfig", "signer.wire.sign_replies.AuthReply",
+                                     "signer.wire.sign_replies.SignReply"]
     assert seen["gc"] is False and seen["typer_adapters"] is False and "teardown ran" not in proc.stderr
     assert seen["typer"] is False and seen["asyncio"] is False  # the typer-free path, a blocking socket
     denied, _ = probed(tmp_path, *send, "--chain", "5")

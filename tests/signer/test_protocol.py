@@ -71,3 +71,20 @@ def test_a_client_that_sends_requests_loads_no_request_model() -> None:
              "print('signer.wire.requests' in sys.modules, 'policies.kernel.addresses' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_a_signing_client_defines_only_the_replies_it_reads() -> None:
+    """signer.wire.sign_replies holds the base and the replies of auth, sign.request / sign.status and
+    policy.show; a client that only signs never defines the other reply models, and the full table
+    (signer.wire.replies) holds the very same classes."""
+    import subprocess
+    import sys
+
+    from signer.wire import replies, sign_replies
+
+    for method, model in sign_replies.SIGN_REPLIES.items():
+        assert replies.REPLIES[method] is model
+    probe = ("import sys; import signer.wire.blocking; "
+             "print('signer.wire.replies' in sys.modules, 'signer.wire.sign_replies' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
