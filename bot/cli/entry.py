@@ -1,7 +1,7 @@
-"""`owlia`, the console script: a signed `sign send` without typer, everything else through the typer app.
+"""`owlia`, the console script: a plain `sign send` without typer, everything else through the typer app.
 
-`owlia [--home H] sign send OPTIONS` is one request and an answer; building typer's command tree,
-click and an event loop for it cost about as much as the request. When `sign_send.from_argv` reads
+`owlia [--home H] sign send OPTIONS` is a request or two and an answer; typer, click and an event
+loop were about a fifth of its instructions (docs/benchmarks.md, "Command line"). When `sign_send.from_argv` reads
 the command line exactly as typer would (every value plain), the command runs here: the same body
 as the typer command, its worded errors printed by the same `fail`, and the exits typer's main would
 take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1). Any other command line, help and every

@@ -1,7 +1,9 @@
 """The signer's wire protocol: JSON-RPC 2.0, one object per line, over a Unix socket.
 
 Shared by the daemon and every client (bot, CLI, skills host) so that all of them speak through
-exactly the same validation. Documented in docs/signer-protocol.md.
+exactly the same validation. Documented in docs/signer-protocol.md. Here: statuses, scopes, error
+codes, the amount type and the framing; each method's params model is signer.wire.requests', and
+still importable from here (`from signer.wire.protocol import Intent`).
 """
 
 from __future__ import annotations
