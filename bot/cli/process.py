@@ -62,13 +62,17 @@ def run(main: Callable[[], Any]) -> None:
         if _State.other_loaded or not (code is None or isinstance(code, int)) or threading.active_count() > 1:
             raise
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _flush()
         except (OSError, ValueError):
             raise done from None  # Python's own exit reports it
         atexit._run_exitfuncs()
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _flush()
         finally:
             os._exit(code or 0)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:  # None: the process was started with that descriptor closed
+            stream.flush()

@@ -180,6 +180,8 @@ def _intent(client: BlockingSignerClient, request: SendRequest) -> dict[str, Any
 
 def print_json(data: Any) -> None:
     """policies.kernel.cli.print_json's output without typer: the same JSON text (ASCII, so typer's
-    echo would write the same bytes) and a flush, as echo does."""
+    echo would write the same bytes) and a flush, as echo does; nothing, as echo, without a stdout."""
+    if sys.stdout is None:  # started with its stdout closed
+        return
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     sys.stdout.flush()

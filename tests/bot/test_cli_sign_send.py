@@ -285,3 +285,14 @@ def test_a_worded_error_on_a_terminal_keeps_its_colour(tmp_path) -> None:
         seen.append((done.returncode, done.stdout, b"".join(chunks)))
     assert seen[0] == seen[1]
     assert seen[0][0] == 1 and b"\x1b[31merror: no signer token" in seen[0][2]
+
+
+def test_a_closed_stdout_keeps_the_outcomes_exit_code(cli_stack) -> None:
+    """Started with stdout closed, the answer goes nowhere (click's echo writes nothing) and the exit
+    code is still the outcome's, on both paths; before, the one-shot exit raised on the missing stream."""
+    argv = ("--home", str(cli_stack.home), "sign", "send", "--to", FRIEND, "--value", "1000wei")
+    for extra, code in (((), 0), (("--chain", "5"), 4)):
+        for program in (["-m", "bot.cli"], ["-c", TYPER_PATH]):
+            done = subprocess.run([sys.executable, *program, *argv, *extra], stderr=subprocess.PIPE, timeout=60,
+                                  preexec_fn=lambda: os.close(1))
+            assert (done.returncode, done.stderr) == (code, b""), (program, extra)
