@@ -38,7 +38,7 @@ HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "y
 # (hmac, random)
 SEND_NEVER = ("typer", "click", "asyncio", "uvloop", "ssl", "signer.wire.client", "signer.wire.requests",
               "signer.wire.replies",
-              "secrets", "hmac", "random", "pydantic.plugin._loader", "importlib.metadata", "email", "zipfile", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
+              "secrets", "hmac", "random", "policies.context", "pydantic.plugin._loader", "importlib.metadata", "email", "zipfile", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
               "skills_runtime",
               "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
               "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "telegram", "web3",
