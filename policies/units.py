@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from policies.context import PriceQuote
+if TYPE_CHECKING:  # an annotation only: `owlia sign send` reads amounts without the policy context
+    from policies.context import PriceQuote
 
 _DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _PERIOD = re.compile(r"([1-9][0-9]{0,5})([mhd])")

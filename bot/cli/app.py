@@ -6,7 +6,6 @@ lists them from the summaries below, and `owlia sign send` loads the sign comman
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
@@ -202,16 +201,7 @@ def _service() -> Mountable:
     return app
 
 
-# pydantic loads plugins from every installed package's entry points when it builds its first model:
-# it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code from any
-# package that names itself a plugin inside every command, the signer's included (its processes inherit
-# this). OwliaBot uses none; a value set in the environment is kept.
-PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
-
-
 def main() -> None:
-    from policies.kernel.pydantic_plugins import stand_in_loader
-
-    os.environ.setdefault(PLUGINS_ENV, "__all__")
-    stand_in_loader()  # with plugins off, the loader would only import the package metadata reader
+    """Every command through typer; `owlia` itself starts at bot.cli.entry.main."""
+    process.prepare()
     process.run(app)

@@ -1,14 +1,51 @@
-"""The `owlia` process's entry point (`owlia`, `python -m bot.cli`).
+"""The `owlia` process's entry point (`owlia`, `python -m bot.cli`): two command lines without typer,
+everything else through the typer app.
 
-`owlia [--home PATH] start`, which a service manager runs, goes straight to its work
-(bot/cli/start_run.py) without typer: about 45 ms less on the way to the bot's first `/health` 200.
-Everything else, `owlia start --help` included, goes through typer's command tree (bot/cli/app.py).
+- `owlia [--home PATH] start`, which a service manager runs, goes straight to its work
+  (bot/cli/start_run.py): about 45 ms less on the way to the bot's first `/health` 200.
+- `owlia [--home H] sign send OPTIONS` is a request or two and an answer; typer, click and an event
+  loop were about a fifth of its instructions (docs/benchmarks.md, "Command line"). When
+  `sign_send.from_argv` reads the command line exactly as typer would (every value plain), the
+  command runs here: the same body as the typer command, its worded errors printed by the same
+  `fail`, and the exits typer's main would take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1).
+
+Any other command line, `--help` and every usage error included, goes to the typer app (bot/cli/app.py).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from bot.cli import process
+
+if TYPE_CHECKING:
+    from bot.cli.sign_send import SendRequest
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    home = direct_home(args)
+    if home is not None:
+        process.prepare()
+        _start(home)
+    if "send" in args:
+        from bot.cli.sign_send import from_argv
+
+        request = from_argv(args, os.environ)
+        if request is not None:
+            process.prepare()
+            process.run(lambda: _sign_send(request))
+            return
+    from bot.cli.app import main as typer_main
+
+    typer_main()
+
+
+# ---- owlia start ------------------------------------------------------------------------------
 
 
 def direct_home(argv: list[str]) -> str | None:
@@ -24,17 +61,7 @@ def direct_home(argv: list[str]) -> str | None:
     return None
 
 
-def main() -> None:
-    home = direct_home(sys.argv[1:])
-    if home is None:
-        from bot.cli.app import main as commands
-
-        commands()
-        return
-    from policies.kernel.pydantic_plugins import ENV, stand_in_loader
-
-    os.environ.setdefault(ENV, "__all__")  # as bot.cli.app.main does for every command
-    stand_in_loader()
+def _start(home: str) -> None:
     try:
         from bot.cli.start_run import run_start
         from policies.kernel.home import resolve_home
@@ -44,3 +71,55 @@ def main() -> None:
         sys.stderr.write("\nAborted!\n")
         code = 1
     sys.exit(code)
+
+
+# ---- owlia sign send --------------------------------------------------------------------------
+
+
+def _sign_send(request: SendRequest) -> None:
+    process.loading(one_shot=True)
+    sys.exit(as_typer_would(lambda: _send(request)))
+
+
+def _send(request: SendRequest) -> int:
+    from bot.cli.sign_send import Refused, send_transfer
+
+    try:
+        return send_transfer(request)
+    except Refused as exc:
+        return worded(exc.message)
+
+
+def worded(message: str) -> int:
+    """`error: MESSAGE` on stderr exactly as the typer command prints it (policies.kernel.cli.fail,
+    click's styled echo): typer is loaded for it, only on this path. The exit code."""
+    import typer
+
+    from policies.kernel.cli import fail
+
+    try:
+        fail(message)
+    except typer.Exit as done:
+        return done.exit_code
+
+
+def as_typer_would(body: Callable[[], int]) -> int:
+    """`body`'s exit code, and the exits typer's main (typer.core._main) takes for what escapes a command."""
+    try:
+        return body()
+    except EOFError:
+        from typer import _click
+
+        _click.echo(file=sys.stderr)
+        _click.echo("Aborted!", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        from typer._click.utils import PacifyFlushWrapper
+
+        sys.stdout = PacifyFlushWrapper(sys.stdout)
+        sys.stderr = PacifyFlushWrapper(sys.stderr)
+        return 1

@@ -2,12 +2,13 @@
 
 `owlia sign send` sends a request, prints the answer and exits; after the answer, Python would
 spend about a fifth of the command clearing every module and collecting the heap pydantic, asyncio
-and the wire models built (measured in docs/benchmarks.md). A mount marked `one_shot` writes no
-file and leaves no thread, so the `owlia` process (`run`, from `bot.cli.app.main`; never a test's
-CliRunner) runs it with the cyclic garbage collector off (the process lives well under a second)
-and ends with `os._exit` once stdout and stderr are flushed and the atexit handlers have run. The
-exit code is the command's. Any other command, a message as the exit value, a failed flush or a
-thread still running takes Python's ordinary exit.
+and the wire models built (measured in docs/benchmarks.md). A mount marked `one_shot` (and the
+typer-free `sign send`, bot/cli/entry.py) writes no file and leaves no thread, so the `owlia`
+process (`run`, from `bot.cli.entry.main`; never a test's CliRunner) runs it with the cyclic
+garbage collector off (the process lives well under a second) and ends with `os._exit` once
+stdout and stderr are flushed and the atexit handlers have run. The exit code is the command's.
+Any other command, a message as the exit value, a failed flush or a thread still running takes
+Python's ordinary exit. `prepare` runs before any command: no pydantic plugins.
 """
 
 from __future__ import annotations
@@ -19,6 +20,21 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+
+# pydantic loads plugins from every installed package's entry points when it builds its first model:
+# it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code from any
+# package that names itself a plugin inside every command, the signer's included (its processes inherit
+# this). OwliaBot uses none; a value set in the environment is kept.
+PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
+
+
+def prepare() -> None:
+    """Before any command runs: no pydantic plugins unless the environment names some."""
+    from policies.kernel.pydantic_plugins import stand_in_loader
+
+    os.environ.setdefault(PLUGINS_ENV, "__all__")
+    stand_in_loader()  # with plugins off, the loader would only import the package metadata reader
 
 
 class _State:
@@ -46,13 +62,17 @@ def run(main: Callable[[], Any]) -> None:
         if _State.other_loaded or not (code is None or isinstance(code, int)) or threading.active_count() > 1:
             raise
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _flush()
         except (OSError, ValueError):
             raise done from None  # Python's own exit reports it
         atexit._run_exitfuncs()
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _flush()
         finally:
             os._exit(code or 0)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:  # None: the process was started with that descriptor closed
+            stream.flush()

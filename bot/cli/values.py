@@ -17,22 +17,9 @@ from typer._click.exceptions import BadParameter
 from typer._coercion import RuntimeParam, build_runtime_param
 from typer._param_types import coerce_cli_path
 
+from bot.cli.plain import plain_int, utf8
+
 PLAIN = (str, int, bool, Path)
-MAX_PLAIN_DIGITS = 18  # longer numbers, spaces and underscores go to pydantic, which takes some of them
-
-
-def _utf8(text: str) -> bool:
-    """pydantic refuses a string it cannot encode (a lone surrogate from undecodable argv bytes)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _plain_int(text: str) -> bool:
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    return 0 < len(digits) <= MAX_PLAIN_DIGITS and digits.isascii() and digits.isdigit()
 
 
 class PlainValue(RuntimeParam):
@@ -43,10 +30,10 @@ class PlainValue(RuntimeParam):
         path = value if kind is Path and isinstance(value, Path) else None
         if kind is bool and type(value) is bool:
             return value
-        if type(value) is str and _utf8(value):
+        if type(value) is str and utf8(value):
             if kind is str:
                 return value
-            if kind is int and _plain_int(value):
+            if kind is int and plain_int(value):
                 return int(value)
             if kind is Path and value and "\0" not in value:  # os.stat refuses NUL with a ValueError
                 path = Path(value)  # what pydantic makes of it

@@ -37,7 +37,9 @@ def signer_paths(ctx: typer.Context) -> SignerPaths:
 
 
 def client_token_file(ctx: typer.Context) -> Path:
-    return home_of(ctx) / "secrets" / "signer.token"
+    from signer.wire.settings import client_token_file
+
+    return client_token_file(home_of(ctx))
 
 
 def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *,

@@ -3,64 +3,25 @@
 Deliberately thin: it frames requests, raises `SignerError` for JSON-RPC errors and parses every
 result with its method's reply model (signer.wire.replies): callers get attributes, and a reply
 that does not match its model is refused (`SignerReplyError`). Every decision is the daemon's.
+The checks on a reply are signer.wire.exchange's, shared with the blocking client
+(signer.wire.blocking) that a one-shot command uses without an event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import os
-import secrets
 from pathlib import Path
 from typing import Any, TypeVar
 
+# re-exported (TOKEN_ENV, SignerUnavailable, load_token, ...): callers import them from here
+from signer.wire.exchange import (MAX_REPLY_BYTES, TOKEN_ENV, SignerError, SignerReplyError,  # noqa: F401
+                                  SignerUnavailable, checked_reply, connection_lost, load_token,
+                                  new_idempotency_key, parsed_result, reply_result, sign_params, unreachable)
 from signer.wire.protocol import Intent, request_frame
-from signer.wire.replies import AuthReply, Reply, ReplyError, SignReply, StatusReply, parse_reply
+from signer.wire.replies import AuthReply, Reply, SignReply, StatusReply
 
-TOKEN_ENV = "OWLIA_SIGNER_TOKEN"
-MAX_REPLY_BYTES = 4 << 20
 R = TypeVar("R", bound=Reply)
-
-
-class SignerError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} (code {code})")
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class SignerUnavailable(SignerError):
-    def __init__(self, message: str) -> None:
-        super().__init__(-1, message)
-
-
-class SignerReplyError(SignerError):
-    """The signer's reply does not match its method's model (or is not JSON-RPC at all): refused."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(-2, message)
-
-
-def new_idempotency_key(prefix: str = "req") -> str:
-    return f"{prefix}-{secrets.token_hex(12)}"
-
-
-def load_token(token_file: Path | None = None) -> str:
-    """The client token: `OWLIA_SIGNER_TOKEN`, else a 0600 file. Never from config.yaml."""
-    token = os.environ.get(TOKEN_ENV)
-    if token:
-        return token.strip()
-    if token_file is None or not token_file.exists():
-        raise SignerUnavailable(
-            f"no signer token: set {TOKEN_ENV} or write it to {token_file} (0600); "
-            "create one with `owlia signer client add NAME --scope sign`"
-        )
-    mode = token_file.stat().st_mode & 0o777
-    if mode & 0o077:
-        raise SignerUnavailable(f"{token_file} is readable by others (mode {mode:o}); run `chmod 600 {token_file}`")
-    return token_file.read_text(encoding="utf-8").strip()
 
 
 class SignerClient:
@@ -90,9 +51,7 @@ class SignerClient:
                 asyncio.open_unix_connection(str(self.socket_path), limit=MAX_REPLY_BYTES), self.timeout
             )
         except (OSError, asyncio.TimeoutError) as exc:
-            raise SignerUnavailable(
-                f"cannot reach the signer at {self.socket_path} ({type(exc).__name__}); is `owlia signer serve` running?"
-            ) from None
+            raise unreachable(self.socket_path, exc) from None
         identity = await self._parsed("auth", await self._call_locked("auth", {"token": self._token}))
         assert isinstance(identity, AuthReply)
         self.identity = identity
@@ -129,10 +88,10 @@ class SignerClient:
 
     async def _parsed(self, method: str, result: Any) -> Reply:
         try:
-            return parse_reply(method, result)
-        except ReplyError as exc:
+            return parsed_result(method, result)
+        except SignerReplyError:
             await self.close()  # a signer that garbles one reply is not trusted with the next
-            raise SignerReplyError(str(exc)) from None
+            raise
 
     async def _call_locked(self, method: str, params: dict[str, Any] | None) -> Any:
         async with self._lock:
@@ -145,26 +104,13 @@ class SignerClient:
                     line = await self._reader.readline()
             except (OSError, TimeoutError, ValueError) as exc:
                 await self.close()
-                raise SignerUnavailable(f"lost the signer connection ({type(exc).__name__})") from None
-            if not line:
-                await self.close()
-                raise SignerUnavailable("the signer closed the connection")
+                raise connection_lost(exc) from None
             try:
-                reply = json.loads(line)
-            except ValueError:
+                reply = checked_reply(method, req_id, line)
+            except SignerError:
                 await self.close()
-                raise SignerReplyError(f"the signer's reply to {method!r} is not JSON: refused") from None
-            # an error to a frame the signer could not read carries no id (JSON-RPC 2.0)
-            ids = (req_id, None) if isinstance(reply, dict) and "error" in reply else (req_id,)
-            if not isinstance(reply, dict) or reply.get("id") not in ids or ("result" in reply) == ("error" in reply):
-                await self.close()
-                raise SignerReplyError(f"the signer's reply to {method!r} is not a JSON-RPC reply to it: refused")
-            if "error" in reply:
-                err = reply["error"]
-                if not isinstance(err, dict):
-                    raise SignerReplyError(f"the signer's error for {method!r} is malformed: refused")
-                raise SignerError(err.get("code", -32603), err.get("message", "error"), err.get("data"))
-            return reply["result"]
+                raise
+            return reply_result(method, reply)
 
     # ---- conveniences -----------------------------------------------------------------------
 
@@ -176,14 +122,7 @@ class SignerClient:
         reason: str | None = None,
         source: str = "agent",
     ) -> SignReply:
-        body = intent.model_dump(mode="json", exclude_none=True) if isinstance(intent, Intent) else intent
-        params: dict[str, Any] = {
-            "idempotency_key": idempotency_key or new_idempotency_key(),
-            "intent": body,
-            "source": source,
-        }
-        if reason:
-            params["reason"] = reason
+        params = sign_params(intent, idempotency_key=idempotency_key, reason=reason, source=source)
         return await self.call_as(SignReply, "sign.request", params)
 
     async def status(self) -> StatusReply:

@@ -1,25 +1,32 @@
 """The signer's wire protocol: JSON-RPC 2.0, one object per line, over a Unix socket.
 
 Shared by the daemon and every client (bot, CLI, skills host) so that all of them speak through
-exactly the same validation. Documented in docs/signer-protocol.md.
+exactly the same validation. Documented in docs/signer-protocol.md. Here: statuses, scopes, error
+codes, the amount type and the framing; each method's params model is signer.wire.requests', and
+still importable from here (`from signer.wire.protocol import Intent`).
 """
 
 from __future__ import annotations
 
 import re
 from enum import Enum, StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer,
-                      StrictInt, model_validator)
+from pydantic import BaseModel, BeforeValidator, PlainSerializer
 from pydantic_core import to_json
 
-from policies.kernel.addresses import case_ok, is_address
-from policies.kernel.text import display_safe
+if TYPE_CHECKING:  # the request models, which load on first use (__getattr__ at the end)
+    from signer.wire.requests import (  # noqa: F401
+        IDEMPOTENCY_KEY_RE, Address, HexData, Hex64, DeviceId, Signature, Strict, TokenTransfer,
+        Intent, SignRequestParams, SignStatusParams, AuthParams, BalanceParams,
+        SessionKeyCreateParams, SessionKeyRefParams, Tier3GrantParams, Tier3RevokeParams,
+        TopUpParams, PolicyValidateParams, PolicyCheckParams, AuditTailParams, ApprovalsWaitParams,
+        ApprovalAnswerParams, StateParams, FreezeParams, PairBeginParams, PairCompleteParams,
+        DeviceRefParams, TopUpRequestParams,
+    )
 
 PROTOCOL_VERSION = 1
 MAX_UINT256 = 2**256 - 1
-IDEMPOTENCY_KEY_RE = re.compile(r"^[A-Za-z0-9._:\-]{8,128}$")
 
 
 class RequestStatus(StrEnum):
@@ -106,15 +113,6 @@ class RpcError(Exception):
 # ---- value types ------------------------------------------------------------------------------
 
 
-def _address(value: Any) -> str:
-    if not is_address(value):
-        raise ValueError("must be a 0x-prefixed 20-byte hex address")
-    body = value[2:]
-    if not case_ok(value):
-        raise ValueError("has a bad EIP-55 checksum (mixed case that does not match): check for a typo")
-    return "0x" + body.lower()
-
-
 def _uint256(value: Any) -> int:
     """Amounts are integers in base units: ints or decimal strings, never floats or bools."""
     if isinstance(value, bool) or isinstance(value, float):
@@ -130,191 +128,7 @@ def _uint256(value: Any) -> int:
     return value
 
 
-def _hex_bytes(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if not isinstance(value, str) or not re.fullmatch(r"0x([0-9a-fA-F]{2})*", value):
-        raise ValueError("must be 0x-prefixed hex with an even number of digits")
-    return bytes.fromhex(value[2:])
-
-
-Address = Annotated[str, BeforeValidator(_address)]
 Uint256 = Annotated[int, BeforeValidator(_uint256), PlainSerializer(str, return_type=str)]
-HexData = Annotated[bytes, BeforeValidator(_hex_bytes), PlainSerializer(lambda b: "0x" + b.hex(), return_type=str)]
-
-
-class Strict(BaseModel):
-    # defer_build: a model's validator is built on its first use, not on import, so a command that
-    # sends one request (`owlia sign send`) does not build all 22 on import (about 25 ms).
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-# ---- requests ---------------------------------------------------------------------------------
-
-
-class TokenTransfer(Strict):
-    token: Address
-    recipient: Address
-    amount: Uint256
-
-
-class Intent(Strict):
-    """A transaction intent. The signer turns it into a raw call and decodes that itself."""
-
-    chain_id: StrictInt = Field(gt=0, lt=2**63)  # strict: JSON `true` would be chain 1
-    to: Address | None = None
-    value: Uint256 = 0
-    data: HexData = b""
-    token_transfer: TokenTransfer | None = None
-    # Present only so that a request carrying one is recorded and refused, never silently dropped.
-    authorization_list: list[Any] | None = None
-    flags: list[str] = Field(default_factory=list, max_length=8)
-
-    @model_validator(mode="after")
-    def _one_shape(self) -> Intent:
-        if (self.to is None) == (self.token_transfer is None):
-            raise ValueError("give exactly one of `to` (a raw call) or `token_transfer`")
-        if self.token_transfer is not None and (self.value or self.data):
-            raise ValueError("a token_transfer carries no `value` or `data` of its own")
-        return self
-
-
-class SignRequestParams(Strict):
-    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    intent: Intent
-    # The agent's words, unverified. Shown on the approval screen, so no control characters: an ESC
-    # sequence could rewrite the decoded recipient shown above it.
-    reason: Annotated[str, AfterValidator(display_safe)] | None = Field(default=None, max_length=2000)
-    source: str = Field(default="agent", pattern=r"^[a-z][a-z0-9_.:\-]{0,63}$")
-
-
-class SignStatusParams(Strict):
-    request_id: str = Field(pattern=r"^req_[0-9a-f]{32}$")
-
-
-class AuthParams(Strict):
-    token: str = Field(min_length=10, max_length=256)
-
-
-class BalanceParams(Strict):
-    chain_id: StrictInt = Field(gt=0)
-    address: Address | None = None
-    token: Address | None = None
-
-
-class SessionKeyCreateParams(Strict):
-    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    chain_id: StrictInt = Field(gt=0)
-    ttl_seconds: int | None = Field(default=None, ge=60)
-    balance_cap: Uint256 | None = None
-
-
-class SessionKeyRefParams(Strict):
-    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
-
-
-class Tier3GrantParams(Strict):
-    """A grant signed by the main key (signer.wire.delegation's JSON form), one delegation per lane."""
-
-    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    chain_id: int = Field(gt=0)
-    delegations: list[dict[str, Any]] = Field(min_length=1, max_length=16)
-
-
-class Tier3RevokeParams(Strict):
-    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    grant_id: str = Field(pattern=r"^gr_[0-9a-f]{16}$")
-
-
-class TopUpParams(Strict):
-    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_RE.pattern)
-    key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
-    amount: Uint256 | None = None  # default: up to the cap
-
-
-class PolicyValidateParams(Strict):
-    text: str = Field(max_length=256 * 1024)
-
-
-class PolicyCheckParams(Strict):
-    intent: Intent
-
-
-class AuditTailParams(Strict):
-    n: int = Field(default=20, ge=1, le=1000)
-    kind: str | None = None
-
-
-class ApprovalsWaitParams(Strict):
-    after: int = Field(default=0, ge=0)  # the last approval seq the bridge holds
-    timeout: float = Field(default=25.0, ge=0, le=55)
-    limit: int = Field(default=200, ge=1, le=1000)
-
-
-Hex64 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-DeviceId = Annotated[str, Field(pattern=r"^dev_[0-9a-f]{16}$")]
-Signature = Annotated[str, Field(pattern=r"^[0-9a-f]{128}$")]
-
-
-class ApprovalAnswerParams(Strict):
-    """A companion's answer, carried by the bridge. The signer verifies all of it itself."""
-
-    request_id: str = Field(pattern=r"^req_[0-9a-f]{32}$")
-    request_hash: Hex64
-    device_id: DeviceId
-    action: ApprovalAction
-    expires_at: FiniteFloat
-    signature: Signature
-    raw_tx: HexData = b""  # approve only: the EIP-1559 tx signed by the main key
-    note: str | None = Field(default=None, max_length=500)
-
-
-class StateParams(Strict):
-    """`approvals.state`: `witness_seq` is the record count of the audit checkpoint the companion holds;
-    the signer then signs, inside its new checkpoint, the hash its log has at that record."""
-
-    witness_seq: int | None = Field(default=None, ge=0, le=2**62)
-
-
-class FreezeParams(Strict):
-    """Freeze or unfreeze the signer from a paired device (unfreeze must name the current freeze id)."""
-
-    device_id: DeviceId
-    action: FreezeAction
-    freeze_id: str = Field(default="", pattern=r"^(frz_[0-9a-f]{16})?$")
-    ts: FiniteFloat  # NaN would slip past every freshness comparison
-    signature: Signature
-
-
-class PairBeginParams(Strict):
-    ttl_seconds: int = Field(default=600, ge=30, le=3600)
-    name: str = Field(default="companion", pattern=r"^[A-Za-z0-9 ._\-]{1,40}$")
-
-
-class PairCompleteParams(Strict):
-    pairing_id: str = Field(pattern=r"^pair_[0-9a-f]{16}$")
-    device_pub: Hex64
-    name: str = Field(pattern=r"^[A-Za-z0-9 ._\-]{1,40}$")
-    main_address: Address
-    ts: FiniteFloat
-    nonce: Hex64
-    signature: Signature
-    mac: Hex64
-
-
-class DeviceRefParams(Strict):
-    device_id: DeviceId
-
-
-class TopUpRequestParams(Strict):
-    """Ask the companion to fund a session key from the main account (Tier 1), up to its cap."""
-
-    device_id: DeviceId
-    key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
-    amount: Uint256 | None = None
-    ts: FiniteFloat
-    signature: Signature
 
 
 # ---- framing ----------------------------------------------------------------------------------
@@ -357,3 +171,24 @@ def result_frame(req_id: Any, result: Any) -> bytes:
 
 def error_frame(req_id: Any, error: RpcError) -> bytes:
     return encode_frame({"jsonrpc": "2.0", "id": req_id, "error": error.to_json()})
+
+
+# The request models live in signer.wire.requests and load on first use: 22 pydantic classes and the
+# address checks they use are most of what importing this module cost, and a client that only sends
+# requests (`owlia sign send`) never builds one. Their names still resolve here.
+_REQUESTS = frozenset((
+    'Address', 'ApprovalAnswerParams', 'ApprovalsWaitParams', 'AuditTailParams', 'AuthParams',
+    'BalanceParams', 'DeviceId', 'DeviceRefParams', 'FreezeParams', 'Hex64', 'HexData',
+    'IDEMPOTENCY_KEY_RE', 'Intent', 'PairBeginParams', 'PairCompleteParams', 'PolicyCheckParams',
+    'PolicyValidateParams', 'SessionKeyCreateParams', 'SessionKeyRefParams', 'SignRequestParams',
+    'SignStatusParams', 'Signature', 'StateParams', 'Strict', 'Tier3GrantParams', 'Tier3RevokeParams',
+    'TokenTransfer', 'TopUpParams', 'TopUpRequestParams',
+))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REQUESTS:
+        from signer.wire import requests
+
+        return getattr(requests, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,10 @@ Two rules, chosen on purpose:
   may add some), and they never reach a caller. Everything the model does name is still checked:
   a missing field, a wrong type or an unknown status is refused.
 
+The base, the replies a signing client reads (`auth`, `sign.request` / `sign.status`, `policy.show`)
+and `parse_reply` are in signer.wire.sign_replies, re-exported here: a client that only signs loads
+those and none of the 35 models below.
+
 Nested bodies that have an owner of their own stay dicts on purpose: the policy (`policies.model`
 validates it), the approval request a companion is shown (`signer.wire.approval_request`, which
 hashes its exact JSON), Tier 3 delegations (`signer.wire.delegation`), audit record bodies (free-form
@@ -27,60 +31,18 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, ValidationError, ValidationInfo,
-                      model_validator)
+from pydantic import StrictBool, StrictInt
 
-from policies.decision import Outcome
 from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
 
-TOLERANT = {"tolerant": True}  # validation context of a client reading a reply
-# Times as the signer wrote them: a whole number stays an int, so the JSON is unchanged byte for byte.
-Seconds = StrictInt | StrictFloat
-
-
-class ReplyError(ValueError):
-    """A reply that does not match its method's model: the client refuses it (the signer is not
-    speaking this protocol, or something between them forged it)."""
-
-
-class Reply(BaseModel):
-    """Base of every reply model (and of the parts they nest)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_unknown_when_reading(cls, data: Any, info: ValidationInfo) -> Any:
-        if isinstance(data, dict) and info.context and info.context.get("tolerant"):
-            return {k: v for k, v in data.items() if k in cls.model_fields}
-        return data
+# The base, the reply models a signing client reads and `parse_reply` are signer.wire.sign_replies'
+# (a client that only signs loads that module alone); re-exported here, where callers import them.
+from signer.wire.sign_replies import (SIGN_REPLIES, TOLERANT, AuthReply, DecisionJson,  # noqa: F401
+                                      FindingJson, PolicyShowReply, Reply, ReplyError, Seconds, SignReply,
+                                      SpendJson, dump_reply, parse_reply)
 
 
 # ---- parts --------------------------------------------------------------------------------------
-
-
-class FindingJson(Reply):
-    outcome: Outcome
-    rule_id: str
-    reason: str
-
-
-class SpendJson(Reply):
-    chain_id: StrictInt
-    asset: str
-    amount: Uint256
-    usd_micros: Uint256 | None
-
-
-class DecisionJson(Reply):
-    """A decision as `signer.records.decision_to_json` writes it."""
-
-    outcome: Outcome
-    rule_id: str
-    reason: str
-    findings: tuple[FindingJson, ...]
-    spends: tuple[SpendJson, ...]
-    new_recipients: tuple[str, ...]
 
 
 class SessionKeyJson(Reply):
@@ -146,11 +108,6 @@ class Checkpoint(Reply):
 # ---- replies ------------------------------------------------------------------------------------
 
 
-class AuthReply(Reply):
-    client: str
-    scope: Scope
-
-
 class StatusReply(Reply):
     version: str
     protocol: StrictInt
@@ -191,39 +148,6 @@ class BalanceReply(Reply):
     balance: Uint256
 
 
-class SignReply(Reply):
-    """`sign.request`, `sign.status` and the companion's answers: one request's outcome.
-
-    Written by `signer.records.outcome` and stored verbatim in the request's row; the optional
-    fields are present only where they apply (a signature, an escalation, an answer, a replay)."""
-
-    status: RequestStatus
-    request_id: str
-    summary: str = ""
-    rule_id: str | None = None
-    reason: str | None = None
-    decision: DecisionJson | None = None
-    tx_hash: str | None = None
-    chain_id: StrictInt | None = None
-    sender: str | None = None
-    nonce: StrictInt | None = None
-    broadcast: StrictBool | None = None
-    expires_at: Seconds | None = None
-    error: str | None = None
-    broadcast_unknown: str | None = None
-    approved_by: str | None = None
-    denied_by: str | None = None
-    tier: StrictInt | None = None
-    policy_hash: str | None = None
-    note: str | None = None
-    state: str | None = None  # sign.status: the row's own status (e.g. pending_approval after it expired)
-    replayed: StrictBool = False
-
-    @property
-    def signed(self) -> bool:
-        return self.status is RequestStatus.SIGNED
-
-
 class SessionKeysReply(Reply):
     session_keys: tuple[SessionKeyJson, ...]
 
@@ -254,11 +178,6 @@ class TopUpReply(Reply):
     tx_hash: str | None = None
     by: str | None = None
     replayed: StrictBool = False
-
-
-class PolicyShowReply(Reply):
-    policy_hash: str
-    policy: dict[str, Any]  # policies.model.Policy validates it
 
 
 class PolicyValidateReply(Reply):
@@ -411,19 +330,17 @@ class DeviceReply(Reply):
     device: DeviceJson
 
 
+# Every method's reply model: the signing client's (sign_replies.SIGN_REPLIES) and the others.
 REPLIES: dict[str, type[Reply]] = {
-    "auth": AuthReply,
+    **SIGN_REPLIES,
     "status": StatusReply,
     "addresses": AddressesReply,
     "balance": BalanceReply,
-    "sign.request": SignReply,
-    "sign.status": SignReply,
     "session_key.list": SessionKeysReply,
     "session_key.create": SessionKeyCreateReply,
     "session_key.rotate": SessionKeyRetireReply,
     "session_key.revoke": SessionKeyRetireReply,
     "session_key.topup": TopUpReply,
-    "policy.show": PolicyShowReply,
     "policy.validate": PolicyValidateReply,
     "policy.check": PolicyCheckReply,
     "policy.reload": PolicyReloadReply,
@@ -444,29 +361,3 @@ REPLIES: dict[str, type[Reply]] = {
     "companion.list": DevicesReply,
     "companion.revoke": DeviceReply,
 }
-
-
-def parse_reply(method: str, result: Any) -> Reply:
-    """A method's `result` as its model, unknown fields dropped; `ReplyError` if it does not match."""
-    model = REPLIES.get(method)
-    if model is None:
-        raise ReplyError(f"the signer answered {method!r}, a method this client has no reply model for: refused")
-    try:
-        try:
-            return model.model_validate(result)
-        except ValidationError as exc:
-            if not any(e["type"] == "extra_forbidden" for e in exc.errors()):
-                raise
-        return model.model_validate(result, context=TOLERANT)  # the slower path, for a newer signer's fields
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(the reply)"
-        raise ReplyError(f"the signer's reply to {method!r} does not match its model ({exc.error_count()} problem(s); "
-                         f"first at {where}: {first['msg']}): refused. Is the signer the same version as this "
-                         "client (`owlia signer status`)?") from None
-
-
-def dump_reply(reply: Reply) -> bytes:
-    """The reply's JSON as the signer sends it: the fields its handler set, in the model's order."""
-    return reply.__pydantic_serializer__.to_json(reply, exclude_unset=True)
-

@@ -201,6 +201,12 @@ DATABASE = "signer.db"
 ANCHOR = "audit.anchor"
 POLICY = "policy.yaml"
 ADMIN_TOKEN = "admin.token"
+CLIENT_TOKEN = "signer.token"  # in the OwliaBot home's secrets/: the token this home's commands sign with
+
+
+def client_token_file(owlia_home: Path) -> Path:
+    """Where a command run with this OwliaBot home reads its client token (0600)."""
+    return owlia_home / "secrets" / CLIENT_TOKEN
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,10 @@ from policies.kernel.files import write_private_file
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 # the command tree without any command
-ROOT = {"bot", "bot.cli", "bot.cli.entry", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"}
+ROOT = {"bot", "bot.cli", "bot.cli.entry", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values",
+        "bot.cli.plain"}
+# `owlia sign send` on its typer-free path (bot/cli/entry.py): no command tree at all
+SEND_PATH = {"bot", "bot.cli", "bot.cli.entry", "bot.cli.process", "bot.cli.plain", "bot.cli.sign_send"}
 # the one kernel module the root loads: pydantic's plugin loader stood in before any command runs
 KERNEL_AT_ROOT = {"policies", "policies.kernel", "policies.kernel.pydantic_plugins"}
 # what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every
@@ -26,11 +29,16 @@ HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "y
               "companion_bridge", "skills_runtime", "policies", "anthropic", "openai", "aiogram", "telegram", "discord",
               "fastapi", "uvicorn", "web3", "eth_account", "aiohttp", "coincurve", "cryptography", "nacl",
               "Crypto", "cffi", "apscheduler", "docker")
-# `owlia sign send` needs the sign command, the wire client and the config: not typer's pydantic
-# adapters (bot/cli/values.py converts its options), the signer's core (its daemon, engine, approvals,
-# policy loader), keccak (pycryptodome loads cffi and pycparser), rich, nor any other command's module,
-# nor pydantic's plugin loader and the package metadata reader it imports (policies/kernel/pydantic_plugins.py)
-SEND_NEVER = ("typer._adapters", "pydantic.plugin._loader", "importlib.metadata", "email", "zipfile", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
+# `owlia sign send` needs the sign command's body, the blocking wire client and the config: not typer
+# or click (its command line is read without them), an event loop (asyncio, uvloop, and the ssl module
+# asyncio imports), the signer's core (its daemon, engine, approvals, policy loader), keccak (pycryptodome
+# loads cffi and pycparser), rich, nor any other command's module, nor pydantic's plugin loader and the
+# package metadata reader it imports (policies/kernel/pydantic_plugins.py), nor the request models
+# (signer.wire.requests), the replies it does not read (signer.wire.replies) or what `secrets` imports
+# (hmac, random)
+SEND_NEVER = ("typer", "click", "asyncio", "uvloop", "ssl", "signer.wire.client", "signer.wire.requests",
+              "signer.wire.replies",
+              "secrets", "hmac", "random", "policies.context", "pydantic.plugin._loader", "importlib.metadata", "email", "zipfile", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
               "skills_runtime",
               "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
               "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "telegram", "web3",
@@ -65,23 +73,36 @@ def test_the_guard_would_see_a_heavy_import() -> None:
     assert "signer.cli.signer_cmd" in loaded_under(modules, HELP_NEVER)
 
 
-def test_sign_send_imports_only_the_sign_command_and_the_wire_client(tmp_path) -> None:
+def test_sign_send_imports_only_its_body_and_the_blocking_wire_client(tmp_path, monkeypatch) -> None:
     """`owlia sign send` talks to a running signer: it needs the socket's path and the client, not the
-    daemon's approvals, engine and policy loader, nor the other nineteen commands."""
+    daemon's approvals, engine and policy loader, nor the command tree, typer or an event loop. Here
+    no signer listens: the command goes as far as the socket and prints the signer error as JSON."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
+    monkeypatch.setenv("OWLIA_SIGNER_TOKEN", "t" * 32)
     proc, modules = imported_by("sign", "send", "--to", FRIEND, "--value", "1wei", home=home)
-    assert proc.returncode == 1 and "signer.token" in proc.stderr  # no client token here: it stops before any socket
-    assert {"signer.wire.settings", "signer.wire.client", "bot.cli.sign_cmd"} <= modules
+    assert proc.returncode == 1 and "cannot reach the signer" in json.loads(proc.stdout)["error"]
+    assert {"signer.wire.settings", "signer.wire.blocking", "bot.cli.sign_send"} <= modules
     assert not loaded_under(modules, SEND_NEVER), loaded_under(modules, SEND_NEVER)
-    assert {m for m in modules if m.startswith("bot")} - ROOT == {"bot.cli.sign_cmd"}
+    assert {m for m in modules if m.startswith("bot")} == SEND_PATH
     assert len(modules) <= SEND_MODULE_BUDGET, len(modules)
 
 
-# Modules `owlia sign send` imports up to its token check: 310 at 2026-11-26 (typer, pydantic, YAML, asyncio,
-# the wire client; 340 before pydantic's plugin loader was skipped). A count, not a time: it does not
-# move with the load. A new dependency of the path has to raise it here, on purpose.
-SEND_MODULE_BUDGET = 315
+def test_a_worded_error_loads_typer_only_to_print_itself(tmp_path) -> None:
+    """No client token: the error is typer's `fail` (the same words and colours as the typer command),
+    so typer loads for it, after the work; the command tree does not."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    proc, modules = imported_by("sign", "send", "--to", FRIEND, "--value", "1wei", home=home)
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1].startswith("error: no signer token")
+    assert "typer" in modules and "bot.cli.app" not in modules and "asyncio" not in modules
+
+
+# Modules `owlia sign send` imports up to the signer's socket: 201 at 2026-11-26 (pydantic, YAML, the
+# blocking wire client; 310 with typer and asyncio up to its token check before this round, 340 before
+# pydantic's plugin loader was skipped). A count, not a time: it does not move with the load. A new
+# dependency of the path has to raise it here, on purpose.
+SEND_MODULE_BUDGET = 205
 
 
 def test_a_plugin_list_keeps_pydantic_plugin_loader(tmp_path, monkeypatch) -> None:
@@ -107,6 +128,7 @@ def report():
                 built.append(sub.__module__ + "." + sub.__qualname__)
     print(json.dumps({"gc": gc.isenabled(), "built": sorted(built),
                       "typer_adapters": "typer._adapters" in sys.modules,
+                      "typer": "typer" in sys.modules, "asyncio": "asyncio" in sys.modules,
                       "plugins": __import__("os").environ.get("PYDANTIC_DISABLE_PLUGINS")}), file=sys.stderr)
 
 class Teardown:
@@ -116,14 +138,14 @@ class Teardown:
 
 teardown = Teardown()
 atexit.register(report)
-from bot.cli.app import main
+from bot.cli.entry import main
 sys.argv = ["owlia", *sys.argv[1:]]
 main()
 """
 
 
 def probed(tmp_path, *argv: str) -> tuple[subprocess.CompletedProcess, dict]:
-    """Run `owlia ARGV` as the console script does (`bot.cli.app.main`) and report, from an atexit
+    """Run `owlia ARGV` as the console script does (`bot.cli.entry.main`) and report, from an atexit
     handler, what it built: the pydantic models that have validators, GC on or off."""
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
@@ -148,7 +170,7 @@ def test_sign_send_builds_only_the_models_it_reads(tmp_path) -> None:
 def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path, stack) -> None:
     """The whole command against a real signer on anvil: the auth and sign replies are the only reply
     models built; the answer is printed whole and the exit code is the outcome's (0 signed, 4 denied)
-    through the one-shot exit."""
+    through the one-shot exit, with neither typer nor an event loop loaded."""
     stack.funded_session_key()
     (stack.home / "secrets").mkdir(mode=0o700, exist_ok=True)
     write_private_file(stack.home / "secrets" / "signer.token", stack.client_token("cli").encode())
@@ -156,9 +178,10 @@ def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path,
     proc, seen = probed(tmp_path, *send)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "signed"
-    assert sorted(seen["built"]) == ["signer.wire.replies.AuthReply", "signer.wire.replies.SignReply",
-                                     "signer.wire.settings.SignerConfig"]
+    assert sorted(seen["built"]) == ["signer.wire.settings.SignerConfig", "signer.wire.sign_replies.AuthReply",
+                                     "signer.wire.sign_replies.SignReply"]
     assert seen["gc"] is False and seen["typer_adapters"] is False and "teardown ran" not in proc.stderr
+    assert seen["typer"] is False and seen["asyncio"] is False  # the typer-free path, a blocking socket
     denied, _ = probed(tmp_path, *send, "--chain", "5")
     assert denied.returncode == 4 and json.loads(denied.stdout)["status"] == "denied"
 
@@ -211,4 +234,4 @@ def test_the_root_group_reports_its_commands_without_loading_them() -> None:
     names, loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                               text=True).stdout)
     assert names == list(MOUNTS) == list(root.commands)
-    assert loaded == ["bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values"]
+    assert loaded == ["bot.cli.app", "bot.cli.lazy", "bot.cli.plain", "bot.cli.process", "bot.cli.values"]

@@ -45,3 +45,46 @@ def test_idempotency_key_shape():
     for bad in ("short", "x" * 129, "has space in it", "semi;colon1"):
         with pytest.raises(ValidationError):
             SignRequestParams(idempotency_key=bad, intent={"chain_id": 1, "to": ALICE})
+
+
+def test_every_request_model_still_resolves_from_the_protocol_module() -> None:
+    """The request models live in signer.wire.requests and load on first use; every one of them (and
+    the value types they share) is still reachable as `signer.wire.protocol.NAME`, as the same object."""
+    import signer.wire.protocol as protocol
+    import signer.wire.requests as requests
+
+    models = {name for name, value in vars(requests).items()
+              if isinstance(value, type) and issubclass(value, requests.Strict)}
+    assert models <= protocol._REQUESTS and len(models) == 23
+    for name in protocol._REQUESTS:
+        assert getattr(protocol, name) is getattr(requests, name), name
+    with pytest.raises(AttributeError):
+        protocol.NoSuchModel  # noqa: B018
+
+
+def test_a_client_that_sends_requests_loads_no_request_model() -> None:
+    """`owlia sign send` frames a request and reads a reply: it never defines the 22 request models."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; import signer.wire.blocking, signer.wire.replies; "
+             "print('signer.wire.requests' in sys.modules, 'policies.kernel.addresses' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_a_signing_client_defines_only_the_replies_it_reads() -> None:
+    """signer.wire.sign_replies holds the base and the replies of auth, sign.request / sign.status and
+    policy.show; a client that only signs never defines the other reply models, and the full table
+    (signer.wire.replies) holds the very same classes."""
+    import subprocess
+    import sys
+
+    from signer.wire import replies, sign_replies
+
+    for method, model in sign_replies.SIGN_REPLIES.items():
+        assert replies.REPLIES[method] is model
+    probe = ("import sys; import signer.wire.blocking; "
+             "print('signer.wire.replies' in sys.modules, 'signer.wire.sign_replies' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]

@@ -1,0 +1,150 @@
+"""The reply models a signing client reads, the base every reply model shares, and `parse_reply`.
+
+signer.wire.replies describes the typed replies (read it first); this module holds the part a client
+that only authenticates, reads the policy and signs (`owlia sign send`) needs: `Reply`, `auth`,
+`sign.request` / `sign.status` and `policy.show`. The other 35 models, defined on first need, are in
+signer.wire.replies, which re-exports all of these: `from signer.wire.replies import SignReply` works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import (BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, ValidationError, ValidationInfo,
+                      model_validator)
+
+from policies.decision import Outcome
+from signer.wire.protocol import RequestStatus, Scope, Uint256
+
+TOLERANT = {"tolerant": True}  # validation context of a client reading a reply
+# Times as the signer wrote them: a whole number stays an int, so the JSON is unchanged byte for byte.
+Seconds = StrictInt | StrictFloat
+
+
+class ReplyError(ValueError):
+    """A reply that does not match its method's model: the client refuses it (the signer is not
+    speaking this protocol, or something between them forged it)."""
+
+
+class Reply(BaseModel):
+    """Base of every reply model (and of the parts they nest)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_unknown_when_reading(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and info.context and info.context.get("tolerant"):
+            return {k: v for k, v in data.items() if k in cls.model_fields}
+        return data
+
+
+# ---- parts --------------------------------------------------------------------------------------
+
+
+class FindingJson(Reply):
+    outcome: Outcome
+    rule_id: str
+    reason: str
+
+
+class SpendJson(Reply):
+    chain_id: StrictInt
+    asset: str
+    amount: Uint256
+    usd_micros: Uint256 | None
+
+
+class DecisionJson(Reply):
+    """A decision as `signer.records.decision_to_json` writes it."""
+
+    outcome: Outcome
+    rule_id: str
+    reason: str
+    findings: tuple[FindingJson, ...]
+    spends: tuple[SpendJson, ...]
+    new_recipients: tuple[str, ...]
+
+
+# ---- replies ------------------------------------------------------------------------------------
+
+
+class AuthReply(Reply):
+    client: str
+    scope: Scope
+
+
+class SignReply(Reply):
+    """`sign.request`, `sign.status` and the companion's answers: one request's outcome.
+
+    Written by `signer.records.outcome` and stored verbatim in the request's row; the optional
+    fields are present only where they apply (a signature, an escalation, an answer, a replay)."""
+
+    status: RequestStatus
+    request_id: str
+    summary: str = ""
+    rule_id: str | None = None
+    reason: str | None = None
+    decision: DecisionJson | None = None
+    tx_hash: str | None = None
+    chain_id: StrictInt | None = None
+    sender: str | None = None
+    nonce: StrictInt | None = None
+    broadcast: StrictBool | None = None
+    expires_at: Seconds | None = None
+    error: str | None = None
+    broadcast_unknown: str | None = None
+    approved_by: str | None = None
+    denied_by: str | None = None
+    tier: StrictInt | None = None
+    policy_hash: str | None = None
+    note: str | None = None
+    state: str | None = None  # sign.status: the row's own status (e.g. pending_approval after it expired)
+    replayed: StrictBool = False
+
+    @property
+    def signed(self) -> bool:
+        return self.status is RequestStatus.SIGNED
+
+
+class PolicyShowReply(Reply):
+    policy_hash: str
+    policy: dict[str, Any]  # policies.model.Policy validates it
+
+
+SIGN_REPLIES: dict[str, type[Reply]] = {
+    "auth": AuthReply,
+    "sign.request": SignReply,
+    "sign.status": SignReply,
+    "policy.show": PolicyShowReply,
+}
+
+
+def parse_reply(method: str, result: Any) -> Reply:
+    """A method's `result` as its model, unknown fields dropped; `ReplyError` if it does not match."""
+    model = SIGN_REPLIES.get(method)
+    if model is None:
+        from signer.wire.replies import REPLIES  # every other method's model, defined on first need
+
+        model = REPLIES.get(method)
+    if model is None:
+        raise ReplyError(f"the signer answered {method!r}, a method this client has no reply model for: refused")
+    try:
+        try:
+            return model.model_validate(result)
+        except ValidationError as exc:
+            if not any(e["type"] == "extra_forbidden" for e in exc.errors()):
+                raise
+        return model.model_validate(result, context=TOLERANT)  # the slower path, for a newer signer's fields
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(the reply)"
+        raise ReplyError(f"the signer's reply to {method!r} does not match its model ({exc.error_count()} problem(s); "
+                         f"first at {where}: {first['msg']}): refused. Is the signer the same version as this "
+                         "client (`owlia signer status`)?") from None
+
+
+def dump_reply(reply: Reply) -> bytes:
+    """The reply's JSON as the signer sends it: the fields its handler set, in the model's order."""
+    return reply.__pydantic_serializer__.to_json(reply, exclude_unset=True)
+
