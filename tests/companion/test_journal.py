@@ -436,7 +436,9 @@ def test_pushed_state_frames_start_at_most_one_check_at_a_time(tmp_path: Path, m
         return span
 
     span = asyncio.run(scenario())
-    assert 1 <= len(calls) <= span / 0.2 + 2, (len(calls), span)  # not 200
+    # One check per 0.2 s slot the pokes reach, plus the one a poke during a check's wait owes after
+    # it: a poke at 0.26 s (after the check at 0.2 s began its round) is answered by a check at 0.6 s.
+    assert 1 <= len(calls) <= span / 0.2 + 3, (len(calls), span)  # not 200
     assert all(b - a >= 0.19 for a, b in zip(calls, calls[1:]))
     assert sum("OUTSTANDING SIGNED TRANSACTION" in line for line in printed) == len(calls)
 
