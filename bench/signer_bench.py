@@ -42,6 +42,7 @@ from policies.intent import Call  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
+from signer.serve import DAEMON_LOOP  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()
@@ -278,7 +279,7 @@ def main() -> None:
     args = parser.parse_args()
     report: dict = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "event_loop": loop_name()},
+                    "event_loop": loop_name(), "signer_event_loop": loop_name(prefer=DAEMON_LOOP)},
         "date": time.strftime("%Y-%m-%d"),
     }
     if not args.full_only:

@@ -21,6 +21,11 @@ from policies.kernel.pydantic_plugins import ENV, stand_in_loader
 from signer.wire.settings import KEYSTORE, ConfigError, SignerConfig, SignerPaths, load_signer_config
 
 
+# One request at a time: the loop's share of a request did not show in the daemon's latency, and
+# asyncio's own loop keeps libuv (and 2 MB) out of the process that holds the keys (docs/benchmarks.md).
+DAEMON_LOOP = "asyncio"
+
+
 class ServeError(Exception):
     """What stops the daemon from starting, said so that the operator knows what to do."""
 
@@ -53,7 +58,7 @@ def run_daemon(paths: SignerPaths, config: SignerConfig, passphrase: bytearray) 
     except (KeystoreError, PolicyError, PermissionError, IntegrityRefused) as exc:
         raise ServeError(str(exc)) from None
     print(f"signer unlocked; serving on {paths.socket}", file=sys.stderr, flush=True)
-    run_loop(serve_forever(daemon))
+    run_loop(serve_forever(daemon), prefer=DAEMON_LOOP)
 
 
 def exec_argv(home: Path, passphrase_file: Path | None) -> list[str]:

@@ -3,7 +3,7 @@
 - group commit must actually group when many clients are waiting, and a lone client must still
   commit inline (signer.backlog tells the engine which case it is in);
 - request hashes moved to pydantic's own serialization: keys recorded with the old hash replay;
-- the event loop is uvloop unless told otherwise (policies.kernel.aio).
+- the event loop is uvloop unless told otherwise (policies.kernel.aio), the daemon's asyncio's own.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import socket
 import pytest
 
 from policies.kernel.aio import LOOP_ENV, loop_name
+from signer.serve import DAEMON_LOOP
 from signer.backlog import Backlog
 from signer.wire.client import SignerClient, SignerError, new_idempotency_key
 from signer.intents import legacy_request_hash
@@ -142,5 +143,8 @@ def test_a_key_recorded_under_the_old_request_hash_still_replays(anvil, tmp_path
 def test_the_event_loop_is_uvloop_unless_told_otherwise(monkeypatch):
     monkeypatch.delenv(LOOP_ENV, raising=False)
     assert loop_name() == "uvloop"  # a dependency on Linux
+    assert loop_name(prefer=DAEMON_LOOP) == "asyncio"  # the signer daemon's own default
     monkeypatch.setenv(LOOP_ENV, "asyncio")
     assert loop_name() == "asyncio"
+    monkeypatch.setenv(LOOP_ENV, "uvloop")
+    assert loop_name(prefer=DAEMON_LOOP) == "uvloop"

@@ -21,12 +21,13 @@ IDLE_RSS_CEILING_KB = 58 * 1024
 # cryptography's key-serialization package (the identity key's raw bytes need none of it); the
 # HTTP client (first RPC call); pydantic's plugin loader and the importlib.metadata / email /
 # zipfile / tempfile it pulls in (never: signer.serve stands in a loader that finds no plugins);
-# argparse (with shutil) and getpass: the daemon reads two options and never prompts.
+# argparse (with shutil) and getpass: the daemon reads two options and never prompts; uvloop: the
+# daemon runs on asyncio's own loop (signer.serve.DAEMON_LOOP).
 LAZY = ("signer.tier3", "signer.wire.delegation", "signer.wire.grants", "cryptography.hazmat.primitives.serialization",
-        "http.client", "email", "importlib.metadata", "zipfile", "tempfile", "argparse", "getpass", "shutil")
+        "http.client", "email", "importlib.metadata", "zipfile", "tempfile", "argparse", "getpass", "shutil", "uvloop")
 PROBE = ("import sys, json, signer.serve\n"
          "signer.serve.load_no_pydantic_plugins()  # as signer.serve.main does first\n"
-         "import signer.daemon, signer.server, signer.methods, uvloop\n"
+         "import signer.daemon, signer.server, signer.methods\n"
          "from policies.loader import parse_policy\n"
          "parse_policy(open('policies/defaults/dev.yaml').read())  # models built, as at start\n"
          "print(json.dumps(sorted(sys.modules)))\n")
@@ -45,6 +46,7 @@ def test_the_serving_daemon_stays_under_its_idle_ceiling(stack):
     rss = _status_kb(stack.process.pid, "VmRSS")
     maps = Path(f"/proc/{stack.process.pid}/maps").read_text()
     assert "_pydantic_core" in maps and "libsecp256k1" in maps  # measured the daemon, not a stand-in
+    assert "uvloop" not in maps  # asyncio's own loop (signer.serve.DAEMON_LOOP): no libuv beside the keys
     assert 10 * 1024 < rss <= IDLE_RSS_CEILING_KB, f"signer idle RSS {rss / 1024:.1f} MB"
     stack.stop()
 
