@@ -18,12 +18,20 @@ from tests.conftest import FRIEND
 pytestmark = pytest.mark.chain
 
 
+def frame(req_id, method: str, params=None) -> bytes:
+    """One request as a line of NDJSON."""
+    body = {"jsonrpc": "2.0", "id": req_id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return json.dumps(body).encode() + b"\n"
+
+
 class Raw:
     """A bare socket speaking NDJSON: nothing between the attacker and the daemon."""
 
-    def __init__(self, path) -> None:
+    def __init__(self, path, timeout: float = 10) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(10)
+        self.sock.settimeout(timeout)
         self.sock.connect(str(path))
         self.buf = b""
 
@@ -39,11 +47,11 @@ class Raw:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
+    def replies(self, n: int) -> list[dict]:
+        return [self.reply() for _ in range(n)]
+
     def call(self, method: str, params=None, req_id=1) -> dict:
-        frame = {"jsonrpc": "2.0", "id": req_id, "method": method}
-        if params is not None:
-            frame["params"] = params
-        self.send(json.dumps(frame).encode() + b"\n")
+        self.send(frame(req_id, method, params))
         return self.reply()
 
     def close(self) -> None:

@@ -3,8 +3,6 @@ turns, a client that never reads its replies, a half-closed or vanished client (
 
 from __future__ import annotations
 
-import asyncio
-import json
 import socket
 import threading
 import time
@@ -17,50 +15,18 @@ from hypothesis import strategies as st
 from signer.wire.client import new_idempotency_key
 from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND
+from tests.signer.test_adversarial import Raw, frame
+from tests.signer.test_idle_memory import _status_kb
 
 pytestmark = pytest.mark.chain
 # What the kernel holds for a stream socket by default, one way: its send buffer and the peer's receive buffer.
 SOCKET_BUFFERS = sum(int(Path(f"/proc/sys/net/core/{b}mem_default").read_text()) for b in "wr")
 
 
-def _frame(req_id: int, method: str, params: dict | None = None) -> bytes:
-    body: dict = {"jsonrpc": "2.0", "id": req_id, "method": method}
-    if params is not None:
-        body["params"] = params
-    return json.dumps(body).encode() + b"\n"
-
-
-def _connect(path: Path, token: str | None = None) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(20)
-    sock.connect(str(path))
-    if token is not None:
-        sock.sendall(_frame(0, "auth", {"token": token}))
-        assert "result" in _replies(sock, 1)[0]
-    return sock
-
-
-def _replies(sock: socket.socket, n: int, pending: bytearray | None = None) -> list[dict]:
-    buf = pending if pending is not None else bytearray()
-    out: list[dict] = []
-    while len(out) < n:
-        newline = buf.find(b"\n")
-        if newline >= 0:
-            out.append(json.loads(bytes(buf[:newline])))
-            del buf[: newline + 1]
-            continue
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionError(f"closed after {len(out)} of {n} replies")
-        buf += chunk
-    return out
-
-
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+def _authenticated(stack, token: str, timeout: float = 10) -> Raw:
+    raw = Raw(stack.socket, timeout)
+    assert "result" in raw.call("auth", {"token": token}, req_id=0)
+    return raw
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -69,8 +35,8 @@ def test_pipelined_frames_are_answered_in_order_whether_they_wait_or_not(stack, 
     """Sign requests wait (another connection is open, so each yields once before its commit); the
     rest are answered at once. Every frame with an id gets its reply, in the order sent."""
     token = stack.client_token(f"pipe{time.monotonic_ns()}", Scope.SIGN)
-    other = _connect(stack.socket, token)  # two connections: a sign request waits a turn, in a task
-    sock = _connect(stack.socket, token)
+    other = _authenticated(stack, token)  # two connections: a sign request yields a turn before its commit
+    raw = _authenticated(stack, token)
     try:
         frames, expected = b"", []
         for i, kind in enumerate(kinds, start=1):
@@ -80,21 +46,21 @@ def test_pipelined_frames_are_answered_in_order_whether_they_wait_or_not(stack, 
                 frames += b"{not json\n"
                 expected.append((None, ErrorCode.PARSE))
             elif kind == "sign":
-                frames += _frame(i, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                     "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
+                frames += frame(i, "sign.request", {"idempotency_key": new_idempotency_key(),
+                                                    "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
                 expected.append((i, None))
             else:
-                frames += _frame(i, kind)
+                frames += frame(i, kind)
                 expected.append((i, None if kind == "status" else ErrorCode.METHOD_NOT_FOUND))
-        sock.sendall(frames)
-        replies = _replies(sock, len(expected))
+        raw.send(frames)
+        replies = raw.replies(len(expected))
         got = [(r["id"], r["error"]["code"] if "error" in r else None) for r in replies]
         # A sign request may be denied by the policy (a result) or fail for want of a session key (an
         # error): its id and place in the order are what matter here.
         assert [i for i, _ in got] == [i for i, _ in expected]
         assert [c for (_, c), (_, e) in zip(got, expected) if e is not None] == [e for _, e in expected if e is not None]
     finally:
-        sock.close()
+        raw.close()
         other.close()
 
 
@@ -103,36 +69,36 @@ def test_a_client_that_never_reads_its_replies_is_paused_and_others_are_served(s
     connection once the replies fill its buffers (its memory stays bounded), serves everyone else,
     and answers every frame, in order, once the client reads again."""
     token = stack.client_token("flood", Scope.READ)
-    sock = _connect(stack.socket, token)
+    raw = _authenticated(stack, token, timeout=20)
     n = 40_000
-    frames = b"".join(_frame(i, "status") for i in range(1, n + 1))
+    frames = b"".join(frame(i, "status") for i in range(1, n + 1))
     assert len(frames) > 4 * SOCKET_BUFFERS  # more than every buffer on the way can hold
-    rss_before = _rss_kb(stack.process.pid)
+    rss_before = _status_kb(stack.process.pid, "VmRSS")
     sent = threading.Event()
-    sender = threading.Thread(target=lambda: (sock.sendall(frames), sent.set()), daemon=True)
+    sender = threading.Thread(target=lambda: (raw.send(frames), sent.set()), daemon=True)
     sender.start()
     time.sleep(1.5)
     assert not sent.is_set(), "the daemon kept reading a connection whose replies nobody reads"
     started = time.monotonic()
     assert stack.call_sync(stack.admin_token, "status")["unlocked"] is True
     assert time.monotonic() - started < 2.0
-    grown_mb = (_rss_kb(stack.process.pid) - rss_before) / 1024
+    grown_mb = (_status_kb(stack.process.pid, "VmRSS") - rss_before) / 1024
     assert grown_mb < 8, f"the daemon buffered {grown_mb:.1f} MB for a client that reads nothing"
-    replies = _replies(sock, n)
+    replies = raw.replies(n)
     sender.join(timeout=30)
-    sock.close()
+    raw.close()
     assert [r["id"] for r in replies] == list(range(1, n + 1))
     assert all("result" in r for r in replies)
 
 
 def test_a_half_closed_client_gets_every_reply_then_the_connection_closes(stack):
-    sock = _connect(stack.socket, stack.admin_token)
-    sock.sendall(b"".join(_frame(i, "status") for i in range(1, 51)) + b'{"jsonrpc": "2.0", "id": 99')
-    sock.shutdown(socket.SHUT_WR)  # the trailing partial frame is never answered
-    replies = _replies(sock, 50)
+    raw = _authenticated(stack, stack.admin_token)
+    raw.send(b"".join(frame(i, "status") for i in range(1, 51)) + b'{"jsonrpc": "2.0", "id": 99')
+    raw.sock.shutdown(socket.SHUT_WR)  # the trailing partial frame is never answered
+    replies = raw.replies(50)
     assert [r["id"] for r in replies] == list(range(1, 51))
-    assert sock.recv(1) == b""  # closed by the daemon
-    sock.close()
+    assert raw.buf == b"" and raw.sock.recv(1) == b""  # closed by the daemon
+    raw.close()
 
 
 def test_a_client_gone_mid_pipeline_frees_its_connection_slot(make_stack):
@@ -140,20 +106,19 @@ def test_a_client_gone_mid_pipeline_frees_its_connection_slot(make_stack):
     stack = make_stack(signer={"max_connections": 4}).start()
     token = stack.client_token("gone", Scope.READ)
     for _ in range(10):
-        socks = [_connect(stack.socket, token) for _ in range(2)]
-        for sock in socks:
-            sock.sendall(b"".join(_frame(i, "status") for i in range(200)))
-            sock.close()
+        for raw in [_authenticated(stack, token) for _ in range(2)]:
+            raw.send(b"".join(frame(i, "status") for i in range(200)))
+            raw.close()
     deadline = time.monotonic() + 5
     while True:  # the slots come back once the daemon has seen the hang-ups
-        probe = [_connect(stack.socket) for _ in range(2)]
+        probe = [Raw(stack.socket) for _ in range(2)]
         try:
-            for s in probe:
-                s.sendall(_frame(1, "auth", {"token": token}))
-            replies = [_replies(s, 1)[0] for s in probe]
+            for raw in probe:
+                raw.send(frame(1, "auth", {"token": token}))
+            replies = [raw.reply() for raw in probe]
         finally:
-            for s in probe:
-                s.close()
+            for raw in probe:
+                raw.close()
         if all("result" in r for r in replies) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
