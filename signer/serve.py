@@ -12,12 +12,11 @@ process, as before. Both run `run_daemon`.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from policies.kernel.pydantic_plugins import ENV, stand_in_loader
+from policies.kernel.pydantic_plugins import plugins_off
 from signer.wire.settings import KEYSTORE, ConfigError, SignerConfig, SignerPaths, load_signer_config
 
 
@@ -74,8 +73,7 @@ def load_no_pydantic_plugins() -> None:
     which then sees every value validated) ever loads into the signer, whatever the environment
     names, and neither does the package-metadata reader pydantic's loader imports (about 1.8 MB
     held for the daemon's whole life; policies/kernel/pydantic_plugins.py)."""
-    os.environ.setdefault(ENV, "__all__")
-    stand_in_loader(whatever_the_environment_says=True)
+    plugins_off(whatever_the_environment_says=True)
 
 
 USAGE = "usage: python -m signer.serve --home HOME [--passphrase-file FILE]"

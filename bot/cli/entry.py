@@ -28,16 +28,15 @@ if TYPE_CHECKING:
 
 def main() -> None:
     args = sys.argv[1:]
+    process.prepare()
     home = direct_home(args)
     if home is not None:
-        process.prepare()
         _start(home)
     if "send" in args:
         from bot.cli.sign_send import from_argv
 
         request = from_argv(args, os.environ)
         if request is not None:
-            process.prepare()
             process.run(lambda: _sign_send(request))
             return
     from bot.cli.app import main as typer_main

@@ -22,19 +22,16 @@ from collections.abc import Callable
 from typing import Any
 
 
-# pydantic loads plugins from every installed package's entry points when it builds its first model:
-# it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code from any
-# package that names itself a plugin inside every command, the signer's included (its processes inherit
-# this). OwliaBot uses none; a value set in the environment is kept.
-PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
-
-
 def prepare() -> None:
-    """Before any command runs: no pydantic plugins unless the environment names some."""
-    from policies.kernel.pydantic_plugins import stand_in_loader
+    """Before any command runs: no pydantic plugins unless the environment names some.
 
-    os.environ.setdefault(PLUGINS_ENV, "__all__")
-    stand_in_loader()  # with plugins off, the loader would only import the package metadata reader
+    pydantic loads plugins from every installed package's entry points when it builds its first
+    model: it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code
+    from any package that names itself a plugin inside every command, the signer's included (its
+    processes inherit the setting). OwliaBot uses none (policies/kernel/pydantic_plugins.py)."""
+    from policies.kernel.pydantic_plugins import plugins_off
+
+    plugins_off()
 
 
 class _State:

@@ -40,3 +40,10 @@ def stand_in_loader(*, whatever_the_environment_says: bool = False) -> bool:
     stand_in.get_plugins = _no_plugins  # type: ignore[attr-defined]
     sys.modules[LOADER] = stand_in
     return True
+
+
+def plugins_off(*, whatever_the_environment_says: bool = False) -> None:
+    """Before the first model is built: plugins off unless the environment already says otherwise
+    (a value set there is kept), and the stand-in loader in place (`stand_in_loader`)."""
+    os.environ.setdefault(ENV, "__all__")
+    stand_in_loader(whatever_the_environment_says=whatever_the_environment_says)
