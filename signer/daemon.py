@@ -127,8 +127,7 @@ class Daemon:
         if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3), imported only then
             from signer import tier3 as tier3_store
 
-            self.writer_conn.executescript(tier3_store.SCHEMA)
-            tier3 = tier3_store.Tier3(self.chains)
+            tier3 = tier3_store.Tier3(self.chains)  # its table: made with every signer's (RowSealer.install)
             sessions = {}
             for chain_id in self.chains:
                 key = self.keys.current(chain_id)

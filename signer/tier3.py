@@ -32,7 +32,6 @@ from signer.wire.grants import (CONTRACT, ERC20_PERIOD, LIMITED_CALLS, NATIVE_PE
 from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
-from signer.store.tier3_grants import SCHEMA as SCHEMA  # the table, kept where the integrity triggers need no Tier 3 code
 
 LIVE = "live"
 REVOKED = "revoked"
