@@ -15,17 +15,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from signer.wire.blocking import BlockingSignerClient
+
 ROOT = Path(__file__).resolve().parents[2]
 # modules (the docker SDK is left to the distribution check: the repo's docker/ dir is a namespace package)
 FORBIDDEN = ("anthropic", "openai", "telegram", "discord", "fastapi", "uvicorn", "starlette", "web3", "aiohttp",
-             "httpx", "websockets", "eth_account", "nacl")
+             "httpx", "websockets", "eth_account", "nacl",
+             "uvloop")  # the daemon runs on asyncio's own loop: no libuv where the keys are
 FORBIDDEN_DISTS = ("anthropic", "openai", "python-telegram-bot", "discord.py", "fastapi", "uvicorn", "starlette", "web3",
-                   "aiohttp", "httpx", "websockets", "eth-account", "docker", "pynacl")
+                   "aiohttp", "httpx", "websockets", "eth-account", "docker", "pynacl", "uvloop")
 
 pytestmark = pytest.mark.slow
 
@@ -89,6 +93,23 @@ def test_signer_dependency_set_has_no_llm_chat_web_or_web3(tmp_path):
                            str(passfile)], capture_output=True, text=True, env=env, timeout=120)
     assert init.returncode == 0, init.stderr[-3000:]
     assert (home / "signer" / "keystore.json").is_file()
+    # and it serves there, on asyncio's own loop (uvloop is not installed): one authenticated call
+    serve = subprocess.Popen([str(python), "-m", "bot.cli", "--home", str(home), "signer", "serve", "--passphrase-file",
+                              str(passfile)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        socket_path = home / "signer" / "signer.sock"
+        deadline = time.monotonic() + 60
+        while not socket_path.exists():
+            assert serve.poll() is None and time.monotonic() < deadline, serve.stderr.read().decode()[-3000:]
+            time.sleep(0.05)
+        token = (home / "signer" / "admin.token").read_text().strip()
+        with BlockingSignerClient(socket_path, token) as client:
+            assert client.identity is not None and client.identity.scope == "admin"
+            status = client.call("status")
+            assert status.unlocked is True and status.frozen is False  # type: ignore[attr-defined]
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
 
 
 def test_the_probe_would_see_a_forbidden_package():
