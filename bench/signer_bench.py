@@ -8,8 +8,9 @@
 - the round trip of a trivial call (`status`) over the same socket: what framing, the token
   re-check, the event loops and the bot's client cost without any signing or fsync;
 - the signer's idle resident memory;
-- yardsticks of the machine itself (a Python loop, an fdatasync, a durable SQLite commit), so that
-  latencies measured on different machines can be read side by side.
+- yardsticks of the machine itself (a Python loop, an fdatasync, a durable SQLite commit, an epoll
+  round trip between two processes), so that latencies measured on different machines can be read
+  side by side, and the floor under a request (its commit and its round trip) is measured, not assumed.
 
 `--profile FILE` runs the daemon under cProfile and writes its stats to FILE on shutdown.
 """
@@ -99,11 +100,52 @@ def bench_raw_signing(n: int = 5000) -> dict:
             "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1)}
 
 
+_ECHO = """
+import selectors, socket, sys
+sock = socket.socket(fileno=int(sys.argv[1]))
+sel = selectors.DefaultSelector()
+sel.register(sock, selectors.EVENT_READ)
+while True:
+    sel.select()
+    data = sock.recv(65536)
+    if not data:
+        break
+    sock.sendall(data)
+"""
+
+
+def epoll_round_trip(n: int = 3000) -> dict[str, float]:
+    """A 200-byte message to another process and back over a Unix socket, each side waiting in
+    epoll as the daemon and the bot's client do, with no work in between: what the two wake-ups of
+    every request cost on this machine before either side runs a line of its own code."""
+    import selectors
+    import socket
+
+    mine, theirs = socket.socketpair()
+    echo = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),))
+    theirs.close()
+    sel = selectors.DefaultSelector()
+    sel.register(mine, selectors.EVENT_READ)
+    message = b"x" * 199 + b"\n"
+
+    def once() -> None:
+        mine.sendall(message)
+        sel.select()
+        mine.recv(65536)
+
+    try:
+        _timeit(once, 300)
+        return _percentiles(_timeit(once, n))
+    finally:
+        mine.close()
+        echo.wait(timeout=10)
+
+
 def machine_yardsticks(directory: Path, n: int = 300) -> dict:
     """How fast this machine is at what a request's floor is made of, measured where the signer
-    keeps its database: a pure-Python loop, one `fdatasync` of a 4 KB overwrite, and an SQLite WAL
-    commit of one small row with `synchronous=FULL` (the signer's setting). Latencies from two
-    machines compare only next to these."""
+    keeps its database: a pure-Python loop, one `fdatasync` of a 4 KB overwrite, an SQLite WAL
+    commit of one small row with `synchronous=FULL` (the signer's setting), and an epoll round trip
+    between two processes. Latencies from two machines compare only next to these."""
     import sqlite3
 
     loop_ms = min(_timeit(lambda: sum(range(10**6)), 5)) * 1e3
@@ -132,8 +174,11 @@ def machine_yardsticks(directory: Path, n: int = 300) -> dict:
         wal = _percentiles(_timeit(commit, n))
     finally:
         db.close()
+    wake = epoll_round_trip()
     return {"python_sum_range_1e6_ms": round(loop_ms, 1), "fdatasync_4k_p50_us": fsync["p50_us"],
-            "sqlite_wal_full_commit_p50_us": wal["p50_us"]}
+            "sqlite_wal_full_commit_p50_us": wal["p50_us"], "epoll_round_trip_p50_us": wake["p50_us"],
+            # no request can be faster than its commit and its two wake-ups
+            "floor_commit_plus_round_trip_us": round(wal["p50_us"] + wake["p50_us"], 1)}
 
 
 def _cpu_seconds(pid: int) -> tuple[float, float]:

@@ -40,6 +40,8 @@ def test_signer_bench_runs() -> None:
             "full_request", "status_round_trip"} <= report.keys()
     assert report["signer_idle_rss_mb"] > 0
     assert [run["clients"] for run in report["full_request"]] == [1, 2]
+    floor = report["machine_yardsticks"]
+    assert 0 < floor["epoll_round_trip_p50_us"] < floor["floor_commit_plus_round_trip_us"]
 
 
 def test_bridge_bench_runs_past_the_waiting_cap() -> None:
