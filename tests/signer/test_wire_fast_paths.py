@@ -63,3 +63,56 @@ def test_uint256_accepts_and_refuses_exactly_what_the_regex_definition_does(valu
 def test_uint256_refuses_strings_that_only_look_decimal(value: str) -> None:
     with pytest.raises(ValueError):
         _uint256(value)
+
+
+# ---- the clients' reply parser ---------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**300), max_value=2**300)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and of the same JSON types all the way down (1 and 1.0 and True are not the same reply)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@settings(max_examples=1500, deadline=None)
+@given(result=json_values, req_id=st.integers(min_value=0, max_value=2**53), ascii_only=st.booleans(),
+       spaced=st.booleans())
+def test_a_reply_line_reads_as_the_same_values_json_loads_gives(result: Any, req_id: int, ascii_only: bool,
+                                                                spaced: bool) -> None:
+    """checked_reply parses with pydantic-core: for any JSON a signer can write (compact or spaced,
+    escaped or raw UTF-8, big integers, any float), the same values as the standard library's parser."""
+    import json
+
+    from signer.wire.exchange import checked_reply
+
+    frame = {"jsonrpc": "2.0", "id": req_id, "result": result}
+    separators = (", ", ": ") if spaced else (",", ":")
+    line = json.dumps(frame, ensure_ascii=ascii_only, separators=separators).encode() + b"\n"
+    assert _same(checked_reply("status", req_id, line), json.loads(line))
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0","id":1,"result":"\\ud800"}\n',  # a lone surrogate: no signer writes one
+    b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"result":1}\n',  # a BOM
+    '{"jsonrpc":"2.0","id":1,"result":1}\n'.encode("utf-16"),
+    b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 5000 + b"]" * 5000 + b"}\n",  # a nesting bomb
+    b'{"jsonrpc":"2.0","id":1,"result":1} x\n',
+    b'{"jsonrpc":"2.0","id":1,"result":\xff}\n',
+])
+def test_a_reply_line_that_is_not_plain_utf8_json_is_refused_not_crashed_on(line: bytes) -> None:
+    from signer.wire.exchange import SignerReplyError, checked_reply
+
+    with pytest.raises(SignerReplyError, match="not JSON"):
+        checked_reply("status", 1, line)
