@@ -13,7 +13,7 @@ import asyncio
 import itertools
 from collections import deque
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 # re-exported (TOKEN_ENV, SignerUnavailable, load_token, ...): callers import them from here
 from signer.wire.exchange import (MAX_REPLY_BYTES, TOKEN_ENV, SignerError, SignerReplyError,  # noqa: F401
@@ -45,8 +45,7 @@ class _ReplyLines(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
