@@ -43,6 +43,7 @@ class _ReplyLines(asyncio.Protocol):
         self._failure: BaseException | None = None  # an overlong line, or the error that broke the socket
         self._ended = False  # the signer closed its side
         self._waiter: asyncio.Future[None] | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()  # the socket is closed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
@@ -72,6 +73,8 @@ class _ReplyLines(asyncio.Protocol):
             self._failure = exc
         self._ended = True
         self._wake()
+        if not self.closed.done():
+            self.closed.set_result(None)
 
     def _fail(self, exc: BaseException) -> None:
         self._failure = exc
@@ -94,7 +97,7 @@ class _ReplyLines(asyncio.Protocol):
         if not self._lines and self._failure is None and not self._ended:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            while not self._lines and self._failure is None and not self._ended:  # woken by every chunk
+            while not self._lines and self._failure is None and not self._ended:  # woken by a line, the end or a failure
                 waiter = self._waiter = loop.create_future()
                 timer = loop.call_at(deadline, _expire, waiter)
                 try:
@@ -151,9 +154,11 @@ class SignerClient:
         self.identity = identity
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = self._replies = None
+        writer, replies = self._writer, self._replies
+        self._writer = self._replies = None
+        if writer is not None and replies is not None:
+            writer.close()
+            await replies.closed  # the socket is closed when this returns, as after StreamWriter.wait_closed
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Reply:
         """Call `method`; its result parsed with the method's reply model."""
