@@ -162,7 +162,14 @@ class SignerClient:
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Reply:
         """Call `method`; its result parsed with the method's reply model."""
-        return await self._parsed(method, await self.call_json(method, params, check=False))
+        if self._writer is None:
+            await self.connect()
+        result = await self._call_locked(method, params)
+        try:
+            return parsed_result(method, result)  # the hot path: no coroutine layer per step
+        except SignerReplyError:
+            await self.close()  # a signer that garbles one reply is not trusted with the next
+            raise
 
     async def call_as(self, model: type[R], method: str, params: dict[str, Any] | None = None) -> R:
         """`call`, for a caller that names the model it expects (typed for mypy)."""
