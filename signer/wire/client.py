@@ -25,6 +25,9 @@ from signer.wire.replies import AuthReply, Reply, SignReply, StatusReply
 R = TypeVar("R", bound=Reply)
 
 
+MAX_QUEUED = 2 * MAX_REPLY_BYTES  # read but not yet asked for; asyncio's StreamReader pauses at the same size
+
+
 class _ReplyLines(asyncio.Protocol):
     """The connection's reply lines, in the order they came, each read by one `next_line`.
 
@@ -40,6 +43,8 @@ class _ReplyLines(asyncio.Protocol):
         self._buffer = bytearray()
         self._searched = 0  # the buffer before this holds no newline: a long line is scanned once
         self._lines: deque[bytes] = deque()
+        self._queued = 0  # bytes in `_lines`: past MAX_QUEUED, reading pauses until the caller takes some
+        self._paused = False
         self._failure: BaseException | None = None  # an overlong line, or the error that broke the socket
         self._ended = False  # the signer closed its side
         self._waiter: asyncio.Future[None] | None = None
@@ -56,12 +61,17 @@ class _ReplyLines(asyncio.Protocol):
                 self._fail(ValueError("the reply line is longer than the limit"))
                 return
             self._lines.append(bytes(buffer[:end + 1]))
+            self._queued += end + 1
             del buffer[:end + 1]
             self._searched = 0
         self._searched = len(buffer)
         if len(buffer) > MAX_REPLY_BYTES:
             self._fail(ValueError("the reply line is longer than the limit"))
-        elif self._lines:
+            return
+        if self._queued > MAX_QUEUED and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()  # lines nobody asked for fill the socket's buffer, not memory
+        if self._lines:
             self._wake()
 
     def eof_received(self) -> None:
@@ -97,7 +107,7 @@ class _ReplyLines(asyncio.Protocol):
         if not self._lines and self._failure is None and not self._ended:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            while not self._lines and self._failure is None and not self._ended:  # woken by a line, the end or a failure
+            while not self._lines and self._failure is None and not self._ended:  # a line, the end, a failure
                 waiter = self._waiter = loop.create_future()
                 timer = loop.call_at(deadline, _expire, waiter)
                 try:
@@ -106,7 +116,13 @@ class _ReplyLines(asyncio.Protocol):
                     timer.cancel()
                     self._waiter = None
         if self._lines:
-            return self._lines.popleft()
+            line = self._lines.popleft()
+            self._queued -= len(line)
+            if self._paused and self._queued <= MAX_QUEUED and self.transport is not None:
+                self._paused = False
+                if not self.transport.is_closing():
+                    self.transport.resume_reading()
+            return line
         if self._failure is not None:
             raise self._failure
         partial = bytes(self._buffer)  # the end of the stream: what came without a newline, then b""

@@ -5,14 +5,25 @@ these properties pin it to the plain definition it stands for."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
+import socket
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from signer.wire.client import MAX_QUEUED, SignerClient
+from signer.wire.exchange import MAX_REPLY_BYTES, SignerReplyError
 from signer.wire.protocol import MAX_UINT256, _uint256
+from signer.wire.replies import SignReply
+
+GOOD_SIGN = {"status": "signed", "request_id": "req_" + "a" * 32, "summary": "send 1000 wei", "tx_hash": "0x" + "b" * 64}
 
 _DECIMAL = re.compile(r"[0-9]{1,78}")
 
@@ -40,7 +51,7 @@ def _outcome(fn: Any, value: Any) -> Any:
 
 
 _DIGITS = "0123456789"
-_TRICKY = "٠١٢³²¹①𝟘𝟙０１\n \t+-_.eE"  # other scripts' digits, superscripts, full-width, signs, separators
+_TRICKY = "٠١٢³²¹①𝟘𝟙０１\n \t+-_.eE"  # other scripts' digits, superscripts, full-width, signs
 
 amounts = st.one_of(
     st.text(alphabet=_DIGITS, max_size=90),
@@ -116,3 +127,64 @@ def test_a_reply_line_that_is_not_plain_utf8_json_is_refused_not_crashed_on(line
 
     with pytest.raises(SignerReplyError, match="not JSON"):
         checked_reply("status", 1, line)
+
+
+# ---- the async client's reading: bounded whatever the signer sends ------------------------------------
+
+def _flooding_signer(path: str, sent: list[int]) -> socket.socket:
+    """Answers `auth`, then answers the next request and floods unasked-for lines until its writes block."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rb") as lines:
+            for line in lines:
+                frame = json.loads(line)
+                result: Any = {"client": "cli", "scope": "sign"} if frame["method"] == "auth" else GOOD_SIGN
+                conn.sendall(json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": result}).encode() + b"\n")
+                if frame["method"] != "auth":
+                    break
+            conn.settimeout(2.0)
+            junk = b'{"jsonrpc":"2.0","id":999,"result":{}}\n' * 4096
+            try:
+                while sent[0] < 64 * MAX_REPLY_BYTES:
+                    conn.sendall(junk)
+                    sent[0] += len(junk)
+            except OSError:
+                pass  # blocked: the client stopped reading
+            lines.read(1)  # hold the connection until the client closes it
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_lines_the_client_did_not_ask_for_pause_its_reading_instead_of_filling_memory(tmp_path, loop) -> None:
+    """A signer that floods lines after a reply: the client keeps at most MAX_QUEUED (plus one read) of
+    them, the sender blocks, and the next call reads the first stale line and refuses it."""
+    sent = [0]
+    path = str(tmp_path / "s.sock")
+    listener = _flooding_signer(path, sent)
+
+    async def run() -> tuple[int, bool, str]:
+        client = SignerClient(Path(path), "x" * 32, timeout=5)
+        await client.connect()
+        reply = await client.call("sign.request", {})
+        assert isinstance(reply, SignReply)
+        await asyncio.sleep(3.0)  # the flood runs until the sender blocks (its 2 s timeout)
+        replies = client._replies
+        assert replies is not None
+        queued, paused = replies._queued, replies._paused
+        with pytest.raises(SignerReplyError) as refused:
+            await client.call("status")
+        return queued, paused, str(refused.value)
+
+    try:
+        queued, paused, refused = (uvloop.run if loop == "uvloop" else asyncio.run)(run())
+    finally:
+        listener.close()
+    assert paused and queued <= MAX_QUEUED + (1 << 20)
+    assert sent[0] < 64 * MAX_REPLY_BYTES  # the sender was blocked, not drained into memory
+    assert "not a JSON-RPC reply to it" in refused
