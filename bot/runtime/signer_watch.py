@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from bot.notify import Notifier
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import TOLERANT, SignReply
+from signer.wire.replies import SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
@@ -67,7 +67,7 @@ def _from_event(data: dict[str, Any]) -> SignReply | None:
     """The outcome as a sign tool's event carried it, when the signer cannot be asked right now."""
     try:
         return SignReply.model_validate({k: data.get(k) for k in ("status", "request_id", "rule_id")},
-                                        context=TOLERANT)
+                                        extra="ignore")
     except ValueError:
         return None
 

@@ -114,8 +114,8 @@ class BlockingSignerClient:
 
     def _readline(self, sock: socket.socket, deadline: float) -> bytes:
         """One line, its newline included; what came before the end of the stream if it has none (b"" at
-        once). ValueError past `MAX_REPLY_BYTES`, TimeoutError past the deadline: asyncio's
-        `StreamReader.readline` with the async client's limit and timeout."""
+        once). ValueError past `MAX_REPLY_BYTES`, TimeoutError past the deadline: what the async
+        client's reader (signer.wire.client._ReplyLines) gives, `StreamReader.readline`'s behaviour."""
         buffer = bytearray(self._pending)
         searched = 0
         while True:

@@ -8,7 +8,6 @@ still importable from here (`from signer.wire.protocol import Intent`).
 
 from __future__ import annotations
 
-import re
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -114,11 +113,14 @@ class RpcError(Exception):
 
 
 def _uint256(value: Any) -> int:
-    """Amounts are integers in base units: ints or decimal strings, never floats or bools."""
+    """Amounts are integers in base units: ints or decimal strings, never floats or bools.
+
+    Every amount in every request and reply passes here, so no regex: a decimal string is 1 to 78
+    ASCII characters that are all digits (the only ASCII characters `str.isdigit` accepts)."""
     if isinstance(value, bool) or isinstance(value, float):
         raise ValueError("must be an integer in base units (a float or bool is refused)")
     if isinstance(value, str):
-        if not re.fullmatch(r"[0-9]{1,78}", value):
+        if not (0 < len(value) <= 78 and value.isascii() and value.isdigit()):
             raise ValueError("must be a decimal string of base units")
         value = int(value)
     if not isinstance(value, int):

@@ -37,7 +37,7 @@ from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
 
 # The base, the reply models a signing client reads and `parse_reply` are signer.wire.sign_replies'
 # (a client that only signs loads that module alone); re-exported here, where callers import them.
-from signer.wire.sign_replies import (SIGN_REPLIES, TOLERANT, AuthReply, DecisionJson,  # noqa: F401
+from signer.wire.sign_replies import (SIGN_REPLIES, AuthReply, DecisionJson,  # noqa: F401
                                       FindingJson, PolicyShowReply, Reply, ReplyError, Seconds, SignReply,
                                       SpendJson, dump_reply, parse_reply)
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import (BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, ValidationError, ValidationInfo,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from policies.decision import Outcome
 from signer.wire.protocol import RequestStatus, Scope, Uint256
 
-TOLERANT = {"tolerant": True}  # validation context of a client reading a reply
 # Times as the signer wrote them: a whole number stays an int, so the JSON is unchanged byte for byte.
 Seconds = StrictInt | StrictFloat
 
@@ -27,16 +25,13 @@ class ReplyError(ValueError):
 
 
 class Reply(BaseModel):
-    """Base of every reply model (and of the parts they nest)."""
+    """Base of every reply model (and of the parts they nest).
+
+    `extra="forbid"` is how the signer writes them. A client reads them with `parse_reply`, which
+    validates with `extra="ignore"`: pydantic-core then drops unknown fields at every level, in one
+    pass and without a Python call per nested model."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use
-
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_unknown_when_reading(cls, data: Any, info: ValidationInfo) -> Any:
-        if isinstance(data, dict) and info.context and info.context.get("tolerant"):
-            return {k: v for k, v in data.items() if k in cls.model_fields}
-        return data
 
 
 # ---- parts --------------------------------------------------------------------------------------
@@ -121,7 +116,8 @@ SIGN_REPLIES: dict[str, type[Reply]] = {
 
 
 def parse_reply(method: str, result: Any) -> Reply:
-    """A method's `result` as its model, unknown fields dropped; `ReplyError` if it does not match."""
+    """A method's `result` as its model, unknown fields dropped (a newer signer may add some) at every
+    level; `ReplyError` if it does not match: a missing field, a wrong type, an unknown status."""
     model = SIGN_REPLIES.get(method)
     if model is None:
         from signer.wire.replies import REPLIES  # every other method's model, defined on first need
@@ -130,12 +126,7 @@ def parse_reply(method: str, result: Any) -> Reply:
     if model is None:
         raise ReplyError(f"the signer answered {method!r}, a method this client has no reply model for: refused")
     try:
-        try:
-            return model.model_validate(result)
-        except ValidationError as exc:
-            if not any(e["type"] == "extra_forbidden" for e in exc.errors()):
-                raise
-        return model.model_validate(result, context=TOLERANT)  # the slower path, for a newer signer's fields
+        return model.model_validate(result, extra="ignore")
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(the reply)"

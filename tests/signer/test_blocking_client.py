@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,7 +132,9 @@ def async_call(path: Path, method: str, params: dict[str, Any] | None = None, *,
         finally:
             await client.close()
 
-    return asyncio.run(run())
+    on_asyncio = asyncio.run(run())
+    assert uvloop.run(run()) == on_asyncio  # the bot's loop and asyncio's own read replies alike
+    return on_asyncio
 
 
 def both(path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 5) -> tuple[str, Any]:
