@@ -54,6 +54,7 @@ class Checkpointer:
         # Wake-ups, collapsed: a pass after any number of them. A SimpleQueue rather than an Event:
         # its put is one C call, where Event.set runs a Condition's Python on the committing thread.
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._wake_queued = False  # at most one in the queue: set by the committer, cleared by the thread
         self._closed = False
         self.passes = 0
         self.restarts = 0
@@ -65,7 +66,9 @@ class Checkpointer:
         self._commits += 1
         if self._chasing or self._commits >= self._every:
             self._commits = 0
-            self._wake.put(None)
+            if not self._wake_queued:  # a pass is due already: the queue never grows while one runs
+                self._wake_queued = True
+                self._wake.put(None)
 
     def _stale_wakes(self) -> None:
         """Forget wake-ups already queued: the pass about to run, or just run, answers them."""
@@ -74,6 +77,7 @@ class Checkpointer:
                 self._wake.get_nowait()
         except queue.Empty:
             pass
+        self._wake_queued = False  # after the drain, or a wake-up queued meanwhile would be lost for good
 
     def _run(self) -> None:
         while not self._closed:  # checked before waiting too: a pass may drop close()'s wake-up
