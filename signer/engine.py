@@ -85,7 +85,8 @@ class Engine:
         self.pending_ttl = pending_ttl
         self.frozen = frozen
         self.clock = clock
-        self._inflight: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
+        # (client id, idempotency key) -> the request's hash and reply, once it has one
+        self._inflight: dict[tuple[str, str], asyncio.Future[tuple[str, dict[str, Any]]]] = {}
         self._request_seq = itertools.count(time.time_ns() // 1000)  # see _new_request_id
         self.receipts = ReceiptWatcher(writer, audit, reader, ledger, clock)
         self.topups = TopUps(reader)  # top-ups in flight per session key, counted against its cap
@@ -98,6 +99,7 @@ class Engine:
     def install_policy(self, policy: Policy) -> None:
         """Swap the policy in one synchronous step (see signer.policy_live)."""
         self.policy = policy
+        self._policy_hash = policy.policy_hash()  # read with it, per request: a private attribute is slow to get
         self.summarize = Summarizer(policy)
         self._windows = policy.window_seconds()
 
@@ -142,11 +144,11 @@ class Engine:
                     replayed=True,
                 )
             return {**json.loads(row[1]), "replayed": True}
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[tuple[str, dict[str, Any]]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             result = await self._process(client, params, digest)
-            future.set_result({**result, "_hash": digest})
+            future.set_result((digest, result))
             return result
         except BaseException as exc:
             future.set_exception(exc)
@@ -165,14 +167,16 @@ class Engine:
         return f"req_{next(self._request_seq):014x}{secrets.token_hex(9)}"
 
     @staticmethod
-    def _same_request_or_conflict(first: dict[str, Any], digest: str) -> dict[str, Any]:
-        if first.get("_hash") != digest:
+    def _same_request_or_conflict(first: tuple[str, dict[str, Any]], digest: str) -> dict[str, Any]:
+        first_digest, result = first
+        if first_digest != digest:
             raise _conflict()
-        return {k: v for k, v in first.items() if k != "_hash"} | {"replayed": True}
+        return {**result, "replayed": True}
 
     async def _process(self, client: Client, params: SignRequestParams, digest: str) -> dict[str, Any]:
         now = self.clock()
-        policy = self.policy  # the one this request is decided under, even if a reload lands meanwhile
+        # The one this request is decided under, even if a reload lands meanwhile; its hash with it.
+        policy, policy_hash = self.policy, self._policy_hash
         request_id = self._new_request_id()
         call = intent_to_call(params.intent, params.source)
         decoded = decode(call)
@@ -204,7 +208,7 @@ class Engine:
             "call": records.call_to_json(call),
             "actions": records.decoded_to_json(decoded),
             "context": records.context_to_json(ctx),
-            "policy_hash": policy.policy_hash(),
+            "policy_hash": policy_hash,
             "decision": records.decision_to_json(decision),
             "agent_reason_unverified": params.reason,
             "pre_check": pre_check,

@@ -82,21 +82,20 @@ def decoded_to_json(decoded: Decoded) -> list[dict[str, Any]]:
     return [action_to_json(a) for a in decoded.actions]
 
 
-def _key(parts: tuple) -> str:
-    return ":".join(str(p) for p in parts)
-
-
 def context_to_json(ctx: EvalContext) -> dict[str, Any]:
+    """Keys joined as `chain:asset:window` and `chain:asset` (`context_from_json` splits them back).
+
+    Formatted with one f-string per key rather than `":".join(str(p) for p in key)`: the same text
+    (`!s` is `str`), without a generator per key; this runs for every request."""
     return {
         "now": ctx.now,
-        "spent": {_key(k): str(v) for k, v in ctx.spent.items()},
+        "spent": {f"{chain!s}:{asset!s}:{window!s}": str(v) for (chain, asset, window), v in ctx.spent.items()},
         "spent_usd": {str(k): str(v) for k, v in ctx.spent_usd.items()},
         "tx_count": {str(k): v for k, v in ctx.tx_count.items()},
         "new_recipients": {str(k): v for k, v in ctx.new_recipients.items()},
         "seen_recipients": sorted(ctx.seen_recipients),
-        "prices": {
-            _key(k): None if q is None else [str(q.usd_micros_per_unit), q.decimals] for k, q in ctx.prices.items()
-        },
+        "prices": {f"{chain!s}:{asset!s}": None if q is None else [str(q.usd_micros_per_unit), q.decimals]
+                   for (chain, asset), q in ctx.prices.items()},
         "session_key_expires_at": ctx.session_key_expires_at,
         "session_key_balance_cap": None if ctx.session_key_balance_cap is None else str(ctx.session_key_balance_cap),
         "frozen": ctx.frozen,
