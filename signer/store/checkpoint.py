@@ -15,7 +15,6 @@ the WAL may be reused; a crash mid-checkpoint leaves the WAL to be replayed.
 from __future__ import annotations
 
 import logging
-import queue
 import sqlite3
 import threading
 from pathlib import Path
@@ -51,10 +50,7 @@ class Checkpointer:
         self._commits = 0  # touched only by whoever holds the writer's lock
         self._chasing = 0  # commits left in which to see the restart after catching up
         self._caught_up_at = 0  # WAL frames when the last pass copied them all
-        # Wake-ups, collapsed: a pass after any number of them. A SimpleQueue rather than an Event:
-        # its put is one C call, where Event.set runs a Condition's Python on the committing thread.
-        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
-        self._wake_queued = False  # at most one in the queue: set by the committer, cleared by the thread
+        self._wake = threading.Event()
         self._closed = False
         self.passes = 0
         self.restarts = 0
@@ -66,23 +62,12 @@ class Checkpointer:
         self._commits += 1
         if self._chasing or self._commits >= self._every:
             self._commits = 0
-            if not self._wake_queued:  # a pass is due already: the queue never grows while one runs
-                self._wake_queued = True
-                self._wake.put(None)
-
-    def _stale_wakes(self) -> None:
-        """Forget wake-ups already queued: the pass about to run, or just run, answers them."""
-        try:
-            while True:
-                self._wake.get_nowait()
-        except queue.Empty:
-            pass
-        self._wake_queued = False  # after the drain, or a wake-up queued meanwhile would be lost for good
+            self._wake.set()
 
     def _run(self) -> None:
-        while not self._closed:  # checked before waiting too: a pass may drop close()'s wake-up
-            self._wake.get()
-            self._stale_wakes()
+        while not self._closed:  # checked before waiting too: a pass may clear close()'s wake-up
+            self._wake.wait()
+            self._wake.clear()
             if self._closed:
                 return
             try:
@@ -97,7 +82,7 @@ class Checkpointer:
         if self._chasing and frames < self._caught_up_at:
             self.restarts += 1
             self._chasing = 0  # restarted: back to one pass every `every` commits
-            self._stale_wakes()  # a wake-up queued for the chase is stale now
+            self._wake.clear()  # a wake-up set for the chase is stale now
         elif self._chasing:
             self._chasing -= 1  # bounded: a reader holding an old snapshot cannot keep this going
             if frames == copied:
@@ -108,6 +93,6 @@ class Checkpointer:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._wake.put(None)
+            self._wake.set()
             self._thread.join(timeout=30)
             self._conn.close()
