@@ -133,6 +133,7 @@ def _scrub(value: Any, key: str = "") -> Any:
 
 def _scrub_dict(members: dict[Any, Any]) -> dict[Any, Any]:
     out = members
+    clean: Any
     for name, v in members.items():
         kind = type(v)
         if kind is str:
@@ -154,6 +155,7 @@ def _scrub_dict(members: dict[Any, Any]) -> dict[Any, Any]:
 
 def _scrub_items(items: list[Any] | tuple[Any, ...], key: str) -> list[Any] | tuple[Any, ...]:
     out: list[Any] | tuple[Any, ...] = items
+    clean: Any
     for i, v in enumerate(items):
         kind = type(v)
         if kind is str:
