@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from signer.store.keyed_hash import KeyedSha256
+
 GENESIS = "0" * 64
 CHAIN_PURPOSE = b"owliabot audit-chain v1"
 ANCHOR_PURPOSE = b"owliabot audit-anchor v1"
@@ -96,17 +98,24 @@ class AuditKeys:
 
     chain: bytes
     anchor: bytes
+    # the same keys as prepared HMAC states: each record and anchor is MACed without rehashing them
+    _chain_mac: KeyedSha256 = field(init=False, repr=False, compare=False)
+    _anchor_mac: KeyedSha256 = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_chain_mac", KeyedSha256(self.chain))
+        object.__setattr__(self, "_anchor_mac", KeyedSha256(self.anchor))
 
     @classmethod
     def derive(cls, master: Any) -> AuditKeys:
         return cls(master.hkdf(CHAIN_PURPOSE), master.hkdf(ANCHOR_PURPOSE))
 
-    # hmac.digest: one call into OpenSSL, without building an HMAC object (twice per signature)
     def record_hash(self, seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
-        return hmac.digest(self.chain, _material(seq, ts, kind, body, prev_hash), "sha256").hex()
+        """HMAC-SHA256 under `chain` (twice per signature)."""
+        return self._chain_mac.digest(_material(seq, ts, kind, body, prev_hash)).hex()
 
     def anchor_mac(self, seq: int, head: str) -> str:
-        return hmac.digest(self.anchor, f"anchor\n{seq}\n{head}".encode(), "sha256").hex()
+        return self._anchor_mac.digest(f"anchor\n{seq}\n{head}".encode()).hex()
 
 
 _LEAVES = (int, float, bool, type(None))  # nothing secret-shaped fits in these
