@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from signer.store.keyed_hash import KeyedSha256
+
 GENESIS = "0" * 64
 CHAIN_PURPOSE = b"owliabot audit-chain v1"
 ANCHOR_PURPOSE = b"owliabot audit-anchor v1"
@@ -61,6 +63,7 @@ _PUBLIC_HEX_KEYS = ("hash", "data", "salt", "topic", "idempotency_key")
 # Free text that came from outside (the agent's stated reason): secret-looking runs are redacted.
 _FREE_TEXT_KEYS = frozenset({"agent_reason_unverified", "reason", "note"})
 _HEX64_ANYWHERE = re.compile(r"(0x)?[0-9a-fA-F]{64}")
+_HEX_RUN = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{64}")  # found exactly when `_HEX64_ANYWHERE` is, faster
 _SHORTEST_SECRET = 4 + 12 + 1 + 20  # a client token; a 32-byte hex value is longer still
 _HEX_SECRET = 64  # below this length only a token can be in a string, and every token holds `owl_`
 
@@ -95,17 +98,24 @@ class AuditKeys:
 
     chain: bytes
     anchor: bytes
+    # the same keys as prepared HMAC states: each record and anchor is MACed without rehashing them
+    _chain_mac: KeyedSha256 = field(init=False, repr=False, compare=False)
+    _anchor_mac: KeyedSha256 = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_chain_mac", KeyedSha256(self.chain))
+        object.__setattr__(self, "_anchor_mac", KeyedSha256(self.anchor))
 
     @classmethod
     def derive(cls, master: Any) -> AuditKeys:
         return cls(master.hkdf(CHAIN_PURPOSE), master.hkdf(ANCHOR_PURPOSE))
 
-    # hmac.digest: one call into OpenSSL, without building an HMAC object (twice per signature)
     def record_hash(self, seq: int, ts: float, kind: str, body: str, prev_hash: str) -> str:
-        return hmac.digest(self.chain, _material(seq, ts, kind, body, prev_hash), "sha256").hex()
+        """HMAC-SHA256 under `chain` (twice per signature)."""
+        return self._chain_mac.digest(_material(seq, ts, kind, body, prev_hash)).hex()
 
     def anchor_mac(self, seq: int, head: str) -> str:
-        return hmac.digest(self.anchor, f"anchor\n{seq}\n{head}".encode(), "sha256").hex()
+        return self._anchor_mac.digest(f"anchor\n{seq}\n{head}".encode()).hex()
 
 
 _LEAVES = (int, float, bool, type(None))  # nothing secret-shaped fits in these
@@ -120,47 +130,79 @@ def _scrub(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         return value if _cannot_hold_secret(value) else _scrub_text(value, key)
     if isinstance(value, dict):
-        return _scrub_members(value, value.items(), dict, str)
+        return _scrub_dict(value)
     if isinstance(value, (list, tuple)):
-        return _scrub_members(value, enumerate(value), list, lambda _: key)  # items keep the list's key
+        return _scrub_items(value, key)
     return value
 
 
-def _scrub_members(container: Any, members: Any, copy: Callable[[Any], Any], key_of: Callable[[Any], str]) -> Any:
-    """`members` are (slot, value) pairs of `container`; `copy` makes the writable copy on first change."""
-    out = container
-    for slot, v in members:  # this loop runs for every member of every record: the common types inline
+# The two loops below run for every member of every record: the common types are inlined, and a
+# string `_cannot_hold_secret` passes is skipped without a call. They differ only in the key a
+# member is checked under (its own in a dict, the list's for an item) and in the copy they make.
+
+def _scrub_dict(members: dict[Any, Any]) -> dict[Any, Any]:
+    out = members
+    clean: Any
+    for name, v in members.items():
         kind = type(v)
         if kind is str:
             if len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET and "owl_" not in v):
-                continue  # `_cannot_hold_secret`
-            clean = _scrub_text(v, key_of(slot))
+                continue
+            clean = _scrub_text(v, str(name))
+        elif kind is dict:
+            clean = _scrub_dict(v)
         elif kind in _LEAVES:
             continue
-        elif kind is dict:
-            clean = _scrub_members(v, v.items(), dict, str)
         else:  # lists, tuples and subclasses: `_scrub` decides
-            clean = _scrub(v, key_of(slot))
+            clean = _scrub(v, str(name))
         if clean is not v and clean != v:
-            if out is container:
-                out = copy(container)
-            out[slot] = clean
+            if out is members:
+                out = dict(members)
+            out[name] = clean
+    return out
+
+
+def _scrub_items(items: list[Any] | tuple[Any, ...], key: str) -> list[Any] | tuple[Any, ...]:
+    out: list[Any] | tuple[Any, ...] = items
+    clean: Any
+    for i, v in enumerate(items):
+        kind = type(v)
+        if kind is str:
+            if len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET and "owl_" not in v):
+                continue
+            clean = _scrub_text(v, key)
+        elif kind is dict:
+            clean = _scrub_dict(v)
+        elif kind in _LEAVES:
+            continue
+        else:
+            clean = _scrub(v, key)
+        if clean is not v and clean != v:
+            if out is items:
+                out = list(items)
+            out[i] = clean  # type: ignore[index]  # `out` is the list copy by now
     return out
 
 
 def _scrub_text(value: str, key: str) -> str:
     if key in _FREE_TEXT_KEYS:
-        return _TOKEN.sub("[redacted token]", _HEX64_ANYWHERE.sub("[redacted hex]", value))
-    if _TOKEN.search(value):
+        # Each substitution only where it can match: `_HEX64_ANYWHERE` retries at every hex digit of
+        # every shorter run (an address in a reason is 40 of them), `_HEX_RUN` looks once per run.
+        if _HEX_RUN.search(value) is not None:
+            value = _HEX64_ANYWHERE.sub("[redacted hex]", value)
+        return _TOKEN.sub("[redacted token]", value) if "owl_" in value else value
+    if "owl_" in value and _TOKEN.search(value):  # every token holds `owl_`
         raise AuditSecretError(f"audit field {key!r} holds a client token")
-    # 64 decimal digits is an amount (uint256 runs to 78); a random key is all digits once in 10**13
-    if _HEX64.match(value) and not key.endswith(_PUBLIC_HEX_KEYS) and not value.isdigit():
+    # 64 decimal digits is an amount (uint256 runs to 78); a random key is all digits once in 10**13.
+    # The key first: a public one (a hash) needs no regular expression.
+    if not key.endswith(_PUBLIC_HEX_KEYS) and _HEX64.match(value) and not value.isdigit():
         raise AuditSecretError(f"audit field {key!r} holds a 32-byte secret-shaped value")
     return value
 
 
 # One encoder for every record: `json.dumps` with options builds a new one per call (twice per signature).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# No circular check: `_scrub` walks every record first, and a cycle fails there (RecursionError).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
 def canonical(body: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from enum import Enum
 from typing import Any
 
 from signer.keystore import MasterKey
+from signer.store.keyed_hash import KeyedSha256
 
 ROW_PURPOSE = b"owliabot row-mac v1"
 SET_PURPOSE = b"owliabot row-set v1"
@@ -113,14 +114,14 @@ class RowSealer:
     """The two keys and the SQL functions the triggers call. Holds no reference to the master key."""
 
     def __init__(self, master: MasterKey) -> None:
-        self._row_key = master.hkdf(ROW_PURPOSE)
-        self._set_key = master.hkdf(SET_PURPOSE)
+        self._row_key = KeyedSha256(master.hkdf(ROW_PURPOSE))  # HMAC-SHA256, the keys' blocks hashed once
+        self._set_key = KeyedSha256(master.hkdf(SET_PURPOSE))
 
     def row_mac(self, table: str, pk: Any, *values: Any) -> str:
-        return hmac.digest(self._row_key, _material(table, pk, values), "sha256").hex()
+        return self._row_key.digest(_material(table, pk, values)).hex()
 
     def _set_term(self, table: str, pk: Any, values: Iterable[Any]) -> int:
-        return int.from_bytes(hmac.digest(self._set_key, _material(table, pk, values), "sha256"), "big")
+        return int.from_bytes(self._set_key.digest(_material(table, pk, values)), "big")
 
     def fold(self, table: str, acc: str | None, pk: Any, *values: Any) -> str:
         """XOR one row's term into (or, being its own inverse, out of) the table's digest."""
