@@ -114,7 +114,7 @@ class RowSealer:
     """The two keys and the SQL functions the triggers call. Holds no reference to the master key."""
 
     def __init__(self, master: MasterKey) -> None:
-        self._row_key = KeyedSha256(master.hkdf(ROW_PURPOSE))  # HMAC-SHA256, the keys' blocks hashed once
+        self._row_key = KeyedSha256(master.hkdf(ROW_PURPOSE))  # HMAC-SHA256, keyed once and copied per MAC
         self._set_key = KeyedSha256(master.hkdf(SET_PURPOSE))
 
     def row_mac(self, table: str, pk: Any, *values: Any) -> str:
