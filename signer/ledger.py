@@ -117,20 +117,31 @@ class Ledger:
         state: SignerState,
         prices: dict[tuple[int, str], PriceQuote | None] | None = None,
     ) -> EvalContext:
-        assets = {(a.chain_id, a.asset) for a in decoded.transfers()} | {
-            (a.chain_id, a.asset) for a in decoded.approvals()
-        }
+        transfers = decoded.transfers()
+        assets = {(a.chain_id, a.asset) for a in transfers} | {(a.chain_id, a.asset) for a in decoded.approvals()}
+        # `spent` and `_aged` inlined (this runs on every request): `_aged` is 0 unless something held
+        # is at least as old as the window's start, which is what `held_oldest <= since` says.
+        held_oldest = self._held_oldest
         spent: dict[tuple[int, str, int], int] = {}
         for chain_id, asset in assets:
+            key = (chain_id, asset)
+            series = self._spend.get(key)
             for period in windows:
-                spent[(chain_id, asset, period)] = self.spent(chain_id, asset, now - period)
-        seen = frozenset(
-            t.recipient for t in decoded.transfers() if (t.chain_id, t.recipient) in self._recipients
-        )
+                since = now - period
+                amount = series.sum_since(since) if series else 0
+                spent[(chain_id, asset, period)] = (amount + self._aged(key, since) if held_oldest <= since
+                                                    else amount)
+        spent_usd: dict[int, int] = {}
+        for period in windows:
+            since = now - period
+            amount = self._usd.sum_since(since)
+            spent_usd[period] = amount + self._aged(None, since) if held_oldest <= since else amount
+        recipients = self._recipients
+        seen = frozenset(t.recipient for t in transfers if (t.chain_id, t.recipient) in recipients)
         return EvalContext(
             now=now,
             spent=spent,
-            spent_usd={p: self._usd.sum_since(now - p) + self._aged(None, now - p) for p in windows},
+            spent_usd=spent_usd,
             tx_count={HOUR: self._txs.sum_since(now - HOUR)},
             new_recipients={DAY: self._new_recipients.sum_since(now - DAY)},
             seen_recipients=seen,
