@@ -95,9 +95,16 @@ class Ledger:
     # ---- building --------------------------------------------------------------------------
 
     def add_spend(self, request_id: str, chain_id: int, asset: str, amount: int, usd: int | None, ts: float) -> None:
-        self._spend.setdefault((chain_id, asset), _Series()).add(ts, amount, request_id)
+        self._series((chain_id, asset)).add(ts, amount, request_id)
         if usd is not None:
             self._usd.add(ts, usd, request_id)
+
+    def _series(self, key: tuple[int, str]) -> _Series:
+        """The asset's series, made on its first spend (`setdefault` would build a spare one every call)."""
+        series = self._spend.get(key)
+        if series is None:
+            series = self._spend[key] = _Series()
+        return series
 
     def add_tx(self, request_id: str, ts: float) -> None:
         self._txs.add(ts, 1, request_id)
@@ -199,7 +206,7 @@ class Ledger:
                     self._spend[key].remove_owner(request_id)
             self._usd.remove_owner(request_id)
             for key, amount, usd in held.items:
-                self._spend.setdefault(key, _Series()).add(at, amount, request_id)
+                self._series(key).add(at, amount, request_id)
                 if usd is not None:
                     self._usd.add(at, usd, request_id)
         return True
