@@ -21,6 +21,10 @@ class Outcome(StrEnum):
 _SEVERITY = {Outcome.ALLOW: 0, Outcome.ESCALATE: 1, Outcome.DENY: 2}
 
 
+def _finding_severity(finding: Finding) -> int:
+    return _SEVERITY[finding.outcome]  # `Outcome.severity` without the property call: once per finding
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One rule's verdict. A decision is the most severe of its findings."""
@@ -59,5 +63,5 @@ class Decision:
         """Most restrictive finding wins; with no finding at all the answer is deny."""
         if not findings:
             return cls(Outcome.DENY, "default.deny", "no rule allows this request", ())
-        worst = max(findings, key=lambda f: f.outcome.severity)
+        worst = max(findings, key=_finding_severity)
         return cls(worst.outcome, worst.rule_id, worst.reason, tuple(findings), spends, new_recipients)

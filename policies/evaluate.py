@@ -38,15 +38,22 @@ class _Evaluation:
         self.totals: dict[tuple[int, str], int] = {}
         self.new_recipients: dict[str, None] = {}
         self.spends: list[Spend] = []
+        self._texts: dict[tuple[int, str, int], str] = {}  # `amount` texts: a transfer's is read again by its limit
 
     def add(self, outcome: Outcome, rule_id: str, reason: str) -> None:
         self.findings.append(Finding(outcome, rule_id, reason))
 
     def amount(self, chain_id: int, asset: str, amount: int) -> str:
-        info = self.ix.asset_info(chain_id, asset)
-        if info is None:
-            return f"{amount} base units of {'the native coin' if asset == NATIVE else asset}"
-        return format_amount(amount, info[1], info[0])
+        key = (chain_id, asset, amount)
+        text = self._texts.get(key)
+        if text is None:
+            info = self.ix.asset_info(chain_id, asset)
+            if info is None:
+                text = f"{amount} base units of {'the native coin' if asset == NATIVE else asset}"
+            else:
+                text = format_amount(amount, info[1], info[0])
+            self._texts[key] = text
+        return text
 
     # ---- request-wide rules ------------------------------------------------------------------
 

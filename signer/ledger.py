@@ -95,9 +95,16 @@ class Ledger:
     # ---- building --------------------------------------------------------------------------
 
     def add_spend(self, request_id: str, chain_id: int, asset: str, amount: int, usd: int | None, ts: float) -> None:
-        self._spend.setdefault((chain_id, asset), _Series()).add(ts, amount, request_id)
+        self._series((chain_id, asset)).add(ts, amount, request_id)
         if usd is not None:
             self._usd.add(ts, usd, request_id)
+
+    def _series(self, key: tuple[int, str]) -> _Series:
+        """The asset's series, made on its first spend (`setdefault` would build a spare one every call)."""
+        series = self._spend.get(key)
+        if series is None:
+            series = self._spend[key] = _Series()
+        return series
 
     def add_tx(self, request_id: str, ts: float) -> None:
         self._txs.add(ts, 1, request_id)
@@ -117,20 +124,31 @@ class Ledger:
         state: SignerState,
         prices: dict[tuple[int, str], PriceQuote | None] | None = None,
     ) -> EvalContext:
-        assets = {(a.chain_id, a.asset) for a in decoded.transfers()} | {
-            (a.chain_id, a.asset) for a in decoded.approvals()
-        }
+        transfers = decoded.transfers()
+        assets = {(a.chain_id, a.asset) for a in transfers} | {(a.chain_id, a.asset) for a in decoded.approvals()}
+        # `spent` and `_aged` inlined (this runs on every request): `_aged` is 0 unless something held
+        # is at least as old as the window's start, which is what `held_oldest <= since` says.
+        held_oldest = self._held_oldest
         spent: dict[tuple[int, str, int], int] = {}
         for chain_id, asset in assets:
+            key = (chain_id, asset)
+            series = self._spend.get(key)
             for period in windows:
-                spent[(chain_id, asset, period)] = self.spent(chain_id, asset, now - period)
-        seen = frozenset(
-            t.recipient for t in decoded.transfers() if (t.chain_id, t.recipient) in self._recipients
-        )
+                since = now - period
+                amount = series.sum_since(since) if series else 0
+                spent[(chain_id, asset, period)] = (amount + self._aged(key, since) if held_oldest <= since
+                                                    else amount)
+        spent_usd: dict[int, int] = {}
+        for period in windows:
+            since = now - period
+            amount = self._usd.sum_since(since)
+            spent_usd[period] = amount + self._aged(None, since) if held_oldest <= since else amount
+        recipients = self._recipients
+        seen = frozenset(t.recipient for t in transfers if (t.chain_id, t.recipient) in recipients)
         return EvalContext(
             now=now,
             spent=spent,
-            spent_usd={p: self._usd.sum_since(now - p) + self._aged(None, now - p) for p in windows},
+            spent_usd=spent_usd,
             tx_count={HOUR: self._txs.sum_since(now - HOUR)},
             new_recipients={DAY: self._new_recipients.sum_since(now - DAY)},
             seen_recipients=seen,
@@ -188,7 +206,7 @@ class Ledger:
                     self._spend[key].remove_owner(request_id)
             self._usd.remove_owner(request_id)
             for key, amount, usd in held.items:
-                self._spend.setdefault(key, _Series()).add(at, amount, request_id)
+                self._series(key).add(at, amount, request_id)
                 if usd is not None:
                     self._usd.add(at, usd, request_id)
         return True

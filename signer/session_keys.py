@@ -75,6 +75,9 @@ class SessionKeys:
         self._clock = clock
         self._loaded: dict[str, _Loaded] = {}
         self._infos: dict[str, SessionKeyInfo] = {}
+        # chain id -> `current(chain)`, read twice per sign request: kept up to date by every change
+        # to `_loaded` (`_reindex`), so a revoked key is gone from it in the same synchronous step.
+        self._current: dict[int, SessionKeyInfo] = {}
 
     # ---- loading ----------------------------------------------------------------------------
 
@@ -97,6 +100,17 @@ class SessionKeys:
         if address_of(key) != info.address:
             raise RuntimeError(f"session key {info.key_id} does not match its recorded address")
         self._loaded[info.key_id] = _Loaded(info, key)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """Per chain, the newest loaded key (the first of equals in load order, as `max` picks it)."""
+        current: dict[int, SessionKeyInfo] = {}
+        for loaded in self._loaded.values():
+            info = loaded.info
+            newest = current.get(info.chain_id)
+            if newest is None or info.created_at > newest.created_at:
+                current[info.chain_id] = info
+        self._current = current
 
     # ---- queries ----------------------------------------------------------------------------
 
@@ -108,8 +122,7 @@ class SessionKeys:
 
     def current(self, chain_id: int) -> SessionKeyInfo | None:
         """The newest active key for a chain, expired or not: the policy decides what expiry means."""
-        candidates = [k.info for k in self._loaded.values() if k.info.chain_id == chain_id]
-        return max(candidates, key=lambda i: i.created_at, default=None)
+        return self._current.get(chain_id)
 
     def signing_key(self, key_id: str) -> coincurve.PrivateKey:
         loaded = self._loaded.get(key_id)
@@ -143,6 +156,7 @@ class SessionKeys:
     def install(self, info: SessionKeyInfo, key: coincurve.PrivateKey) -> None:
         self._infos[info.key_id] = info
         self._loaded[info.key_id] = _Loaded(info, key)
+        self._reindex()
 
     def disarm(self, key_id: str, status: KeyStatus) -> SessionKeyInfo:
         """Take signing power away in memory first (the safe direction), then persist with `mark`."""
@@ -150,6 +164,7 @@ class SessionKeys:
         if info is None:
             raise KeyError(key_id)
         self._loaded.pop(key_id, None)
+        self._reindex()
         updated = SessionKeyInfo(
             info.key_id, info.chain_id, info.address, info.created_at, info.expires_at, status, info.balance_cap
         )
@@ -165,3 +180,4 @@ class SessionKeys:
     def close(self) -> None:
         """Drop every signing key. coincurve keeps its copy in C memory that Python cannot wipe."""
         self._loaded.clear()
+        self._current = {}

@@ -38,7 +38,7 @@ class Summarizer:
         parts: list[str] = []
         # A token call the decoder turned into a transfer or approval needs no second line; any other
         # call on that token (transferAndCall, a mint, an unknown selector) is shown, whatever it is.
-        explained = Counter(a.asset for a in decoded.actions if isinstance(a, (Transfer, Approval)))
+        explained: Counter[str] | None = None  # counted on the first token call only: most requests have none
         for action in decoded.actions:
             if isinstance(action, Transfer):
                 parts.append(f"send {self._amount(action.chain_id, action.asset, action.amount)} "
@@ -48,9 +48,12 @@ class Summarizer:
                           else self._amount(action.chain_id, action.asset, action.amount))
                 parts.append(f"{action.method}: let {self._who(action.chain_id, action.spender)} spend {amount}")
             elif isinstance(action, ContractCall):
-                if action.selector in TOKEN_SELECTORS and explained[action.target] > 0:
-                    explained[action.target] -= 1
-                    continue
+                if action.selector in TOKEN_SELECTORS:
+                    if explained is None:
+                        explained = Counter(a.asset for a in decoded.actions if isinstance(a, (Transfer, Approval)))
+                    if explained[action.target] > 0:
+                        explained[action.target] -= 1
+                        continue
                 parts.append(f"call {self._who(action.chain_id, action.target)} "
                              f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)"))
             elif isinstance(action, Forbidden):

@@ -29,14 +29,19 @@ def _rlp_bytes(item: bytes) -> bytes:
     return _rlp_length(len(item), 0x80) + item
 
 
+_SMALL_UINTS = (b"\x80", *(bytes((i,)) for i in range(1, 0x80)))  # 0..127: one byte, 0 the empty string
+_SHORT_HEADERS = tuple(bytes((0x80 + n,)) for n in range(56))  # a string of 0..55 bytes
+
+
 def _rlp_uint(value: int) -> bytes:
-    """`_rlp_bytes` of the minimal big-endian bytes, with its common cases inline (ten per signature)."""
+    """`_rlp_bytes` of the minimal big-endian bytes, with its common cases from tables (ten per signature)."""
     if value < 0x80:
         if value < 0:
             raise ValueError("RLP cannot encode negative integers")
-        return bytes((value,)) if value else b"\x80"
-    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    return bytes((0x80 + len(raw),)) + raw if len(raw) < 56 else _rlp_bytes(raw)
+        return _SMALL_UINTS[value]
+    size = (value.bit_length() + 7) >> 3
+    raw = value.to_bytes(size, "big")
+    return _SHORT_HEADERS[size] + raw if size < 56 else _rlp_bytes(raw)
 
 
 def rlp_encode(item: int | bytes | list) -> bytes:

@@ -41,3 +41,27 @@ def test_the_direct_path_agrees_with_the_public_api(data):
     assert keccak256(data) == expected
     assert keccak256(bytearray(data)) == expected
     assert keccak256(memoryview(data)) == expected
+
+
+def test_threads_hashing_at_once_each_get_their_own_digest():
+    """Sponge states are pooled and reused: threads hashing at the same time (ctypes lets go of the
+    GIL inside each C call) must never share one."""
+    import random
+    import threading
+
+    inputs = [random.Random(seed).randbytes(seed % 300) for seed in range(400)]
+    expected = [keccak._public(data) for data in inputs]
+    wrong: list[int] = []
+
+    def work(offset: int) -> None:
+        for round_ in range(20):
+            for i in range(offset, len(inputs), 3):
+                if keccak256(inputs[i]) != expected[i]:
+                    wrong.append(i)
+
+    threads = [threading.Thread(target=work, args=(n % 3,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
