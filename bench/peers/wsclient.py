@@ -1,6 +1,11 @@
 """A minimal WebSocket client (RFC 6455, text frames) for nanobot's websocket channel. nanobot is driven
 through its local websocket chat interface and the benchmark uses only the standard library, so this small
 client (handshake, masked text frames, ping replies) stands in for a third-party dependency.
+
+A thread reads every frame as it arrives, answers pings at once and queues the text. Answering pings
+only when the benchmark next read a message was not enough: while the other two services took their
+turn of 100 messages (OpenClaw's take ~25 s), nobody read nanobot's socket, its server's ping went
+unanswered past its 20 s timeout, and it closed the connection mid-run.
 """
 
 from __future__ import annotations
@@ -8,8 +13,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import queue
 import socket
 import struct
+import threading
 
 
 class WSClient:
@@ -29,6 +36,11 @@ class WSClient:
         head, self.buf = self.buf.split(b"\r\n\r\n", 1)
         if b" 101 " not in head.split(b"\r\n", 1)[0]:
             raise ConnectionError(f"websocket handshake refused: {head[:200]!r}")
+        self.timeout = timeout
+        self._send_lock = threading.Lock()  # the reader thread sends pongs, the caller sends text
+        self._texts: queue.SimpleQueue[str | ConnectionError] = queue.SimpleQueue()
+        self.sock.settimeout(None)  # the reader waits for as long as the connection lives; recv_text times out
+        threading.Thread(target=self._read_frames, name="ws-reader", daemon=True).start()
 
     def _read(self, n: int) -> bytes:
         while len(self.buf) < n:
@@ -49,12 +61,33 @@ class WSClient:
         else:
             head += bytes([0x80 | 127]) + struct.pack(">Q", n)
         mask = os.urandom(4)
-        self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+        with self._send_lock:
+            self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
 
     def send_text(self, text: str) -> None:
         self._send_frame(0x1, text.encode())
 
     def recv_text(self) -> str:
+        """The next text message; ConnectionError once the connection is gone, TimeoutError after `timeout`."""
+        try:
+            item = self._texts.get(timeout=self.timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no websocket message within {self.timeout:g} s") from None
+        if isinstance(item, ConnectionError):
+            self._texts.put(item)  # and for every later call
+            raise item
+        return item
+
+    def _read_frames(self) -> None:
+        try:
+            while True:
+                self._texts.put(self._next_text())
+        except ConnectionError as exc:
+            self._texts.put(exc)
+        except OSError as exc:
+            self._texts.put(ConnectionError(f"websocket closed ({exc})"))
+
+    def _next_text(self) -> str:
         parts: list[bytes] = []
         while True:
             b1, b2 = self._read(2)
