@@ -130,57 +130,37 @@ def _scrub(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         return value if _cannot_hold_secret(value) else _scrub_text(value, key)
     if isinstance(value, dict):
-        return _scrub_dict(value)
+        return _scrub_members(value, value.items(), None)
     if isinstance(value, (list, tuple)):
-        return _scrub_items(value, key)
+        return _scrub_members(value, enumerate(value), key)  # items keep the list's key
     return value
 
 
-# The two loops below run for every member of every record: the common types are inlined, and a
-# string `_cannot_hold_secret` passes is skipped without a call. They differ only in the key a
-# member is checked under (its own in a dict, the list's for an item) and in the copy they make.
+def _scrub_members(container: Any, members: Any, key: str | None) -> Any:
+    """`members` are (slot, value) pairs of `container`, checked under `key`, or each under its own
+    slot's name when `key` is None (a dict's). The writable copy is made on the first change.
 
-def _scrub_dict(members: dict[Any, Any]) -> dict[Any, Any]:
-    out = members
+    This loop runs for every member of every record: the common types are inlined, and a string
+    `_cannot_hold_secret` passes is skipped without a call. A member's key is only worked out for a
+    value that needs checking."""
+    out = container
     clean: Any
-    for name, v in members.items():
+    for slot, v in members:
         kind = type(v)
         if kind is str:
             if len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET and "owl_" not in v):
-                continue
-            clean = _scrub_text(v, str(name))
+                continue  # `_cannot_hold_secret`
+            clean = _scrub_text(v, str(slot) if key is None else key)
         elif kind is dict:
-            clean = _scrub_dict(v)
+            clean = _scrub_members(v, v.items(), None)
         elif kind in _LEAVES:
             continue
         else:  # lists, tuples and subclasses: `_scrub` decides
-            clean = _scrub(v, str(name))
+            clean = _scrub(v, str(slot) if key is None else key)
         if clean is not v and clean != v:
-            if out is members:
-                out = dict(members)
-            out[name] = clean
-    return out
-
-
-def _scrub_items(items: list[Any] | tuple[Any, ...], key: str) -> list[Any] | tuple[Any, ...]:
-    out: list[Any] | tuple[Any, ...] = items
-    clean: Any
-    for i, v in enumerate(items):
-        kind = type(v)
-        if kind is str:
-            if len(v) < _SHORTEST_SECRET or (len(v) < _HEX_SECRET and "owl_" not in v):
-                continue
-            clean = _scrub_text(v, key)
-        elif kind is dict:
-            clean = _scrub_dict(v)
-        elif kind in _LEAVES:
-            continue
-        else:
-            clean = _scrub(v, key)
-        if clean is not v and clean != v:
-            if out is items:
-                out = list(items)
-            out[i] = clean  # type: ignore[index]  # `out` is the list copy by now
+            if out is container:
+                out = dict(container) if isinstance(container, dict) else list(container)
+            out[slot] = clean
     return out
 
 
