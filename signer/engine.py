@@ -99,7 +99,6 @@ class Engine:
     def install_policy(self, policy: Policy) -> None:
         """Swap the policy in one synchronous step (see signer.policy_live)."""
         self.policy = policy
-        self._policy_hash = policy.policy_hash()  # read with it, per request: a private attribute is slow to get
         self.summarize = Summarizer(policy)
         self._windows = policy.window_seconds()
 
@@ -175,8 +174,7 @@ class Engine:
 
     async def _process(self, client: Client, params: SignRequestParams, digest: str) -> dict[str, Any]:
         now = self.clock()
-        # The one this request is decided under, even if a reload lands meanwhile; its hash with it.
-        policy, policy_hash = self.policy, self._policy_hash
+        policy = self.policy  # the one this request is decided under, even if a reload lands meanwhile
         request_id = self._new_request_id()
         call = intent_to_call(params.intent, params.source)
         decoded = decode(call)
@@ -208,7 +206,7 @@ class Engine:
             "call": records.call_to_json(call),
             "actions": records.decoded_to_json(decoded),
             "context": records.context_to_json(ctx),
-            "policy_hash": policy_hash,
+            "policy_hash": policy.policy_hash(),
             "decision": records.decision_to_json(decision),
             "agent_reason_unverified": params.reason,
             "pre_check": pre_check,
