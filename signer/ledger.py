@@ -126,23 +126,15 @@ class Ledger:
     ) -> EvalContext:
         transfers = decoded.transfers()
         assets = {(a.chain_id, a.asset) for a in transfers} | {(a.chain_id, a.asset) for a in decoded.approvals()}
-        # `spent` and `_aged` inlined (this runs on every request): `_aged` is 0 unless something held
-        # is at least as old as the window's start, which is what `held_oldest <= since` says.
-        held_oldest = self._held_oldest
+        # `spent` for every window, with each asset's series looked up once (this runs on every request)
         spent: dict[tuple[int, str, int], int] = {}
         for chain_id, asset in assets:
             key = (chain_id, asset)
             series = self._spend.get(key)
             for period in windows:
                 since = now - period
-                amount = series.sum_since(since) if series else 0
-                spent[(chain_id, asset, period)] = (amount + self._aged(key, since) if held_oldest <= since
-                                                    else amount)
-        spent_usd: dict[int, int] = {}
-        for period in windows:
-            since = now - period
-            amount = self._usd.sum_since(since)
-            spent_usd[period] = amount + self._aged(None, since) if held_oldest <= since else amount
+                spent[(chain_id, asset, period)] = (series.sum_since(since) if series else 0) + self._aged(key, since)
+        spent_usd = {p: self._usd.sum_since(now - p) + self._aged(None, now - p) for p in windows}
         recipients = self._recipients
         seen = frozenset(t.recipient for t in transfers if (t.chain_id, t.recipient) in recipients)
         return EvalContext(

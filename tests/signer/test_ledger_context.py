@@ -1,4 +1,5 @@
-"""`Ledger.context` with its window sums inlined gives the snapshot the plain per-window calls gave.
+"""`Ledger.context`, which looks each asset's series up once for all its windows, gives the snapshot
+the plain per-window calls gave.
 
 The reference is the code it replaced, built from `Ledger.spent` and the USD series with its held
 spends: on random ledgers (spends, releases, holds, settles) and random requests and windows.
@@ -61,7 +62,7 @@ def _reference(ledger: Ledger, decoded: Decoded, windows: set[int], now: float, 
 
 
 @settings(max_examples=400, deadline=None)
-# A held spend exactly at the window's start still counts (held ts <= since), the boundary inlined.
+# A held spend exactly at the window's start still counts (held ts <= since).
 @example([("hold", 0, 1, NATIVE, 5, 7, 0)], [Transfer(1, NATIVE, PEOPLE[1], 1)], {DAY}, DAY)
 @given(st.lists(_event, max_size=40), st.lists(_action, max_size=4),
        st.sets(st.sampled_from([60, HOUR, DAY, 7 * DAY, 30 * DAY]), max_size=4), _offset)
@@ -87,3 +88,14 @@ def test_the_snapshot_equals_the_per_window_calls(events, actions, windows, at):
     want = _reference(ledger, decoded, windows, now, state)
     assert got == want
     assert list(got.spent) == list(want.spent) and list(got.spent_usd) == list(want.spent_usd)
+
+
+def test_a_held_spend_exactly_at_the_windows_start_counts():
+    """Reservations are summed after `since`; a held one stamped at `since` itself must count too,
+    or a spend on the boundary would fall between the two and free room under the limit."""
+    ledger = Ledger()
+    ledger.hold("req_0", T0, [(1, NATIVE, 5, 7)])
+    assert ledger.spent(1, NATIVE, T0) == 5
+    state = SignerState(T0 + DAY, 10**18, False)
+    got = ledger.context(Decoded(Call(1, PEOPLE[0], 0), (Transfer(1, NATIVE, PEOPLE[1], 1),)), {DAY}, T0 + DAY, state)
+    assert got.spent[(1, NATIVE, DAY)] == 5 and got.spent_usd[DAY] == 7
