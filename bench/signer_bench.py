@@ -10,7 +10,9 @@
 - the signer's idle resident memory;
 - yardsticks of the machine itself (a Python loop, an fdatasync, a durable SQLite commit, an epoll
   round trip between two processes), so that latencies measured on different machines can be read
-  side by side, and the floor under a request (its commit and its round trip) is measured, not assumed.
+  side by side, and the floor under a request (its commit and its round trip) is measured, not assumed;
+  and a minimal signer (parse, one signature, a one-row durable commit, reply; nothing else), the
+  least any Python signer that commits before replying can do per request here.
 
 `--profile FILE` runs the daemon under cProfile and writes its stats to FILE on shutdown.
 """
@@ -141,6 +143,66 @@ def epoll_round_trip(n: int = 3000) -> dict[str, float]:
         echo.wait(timeout=10)
 
 
+_MINIMAL_SIGNER = """
+import asyncio, hashlib, json, sqlite3, sys
+import coincurve
+socket_path, database = sys.argv[1], sys.argv[2]
+key = coincurve.PrivateKey()
+db = sqlite3.connect(database, isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=FULL")
+db.execute("CREATE TABLE audit(id INTEGER PRIMARY KEY, request TEXT, signature BLOB)")
+async def serve(reader, writer):
+    while line := await reader.readline():
+        request = json.loads(line)
+        signature = key.sign_recoverable(hashlib.sha3_256(line).digest(), hasher=None)
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT INTO audit(request, signature) VALUES(?, ?)", (line.decode(), signature))
+        db.execute("COMMIT")
+        writer.write(json.dumps({"id": request["id"], "signature": signature.hex()}).encode() + b"\\n")
+async def main():
+    server = await asyncio.start_unix_server(serve, socket_path)
+    print("ready", flush=True)
+    await server.serve_forever()
+asyncio.run(main())
+"""
+
+
+def minimal_signer(directory: Path, n: int = 2000) -> dict:
+    """The least any Python signer that commits before it replies can do per request, on this
+    machine: an asyncio server (the daemon's loop) that reads a JSON line, makes one secp256k1
+    signature, commits one row with `synchronous=FULL` and writes a JSON reply, driven by one client
+    on the bench's loop. No policy, no ledger, no audit chain, no MACs, no token check: a latency
+    below this one is out of reach for the real daemon here, however lean its Python."""
+    server = subprocess.Popen([sys.executable, "-c", _MINIMAL_SIGNER, str(directory / "minimal.sock"),
+                               str(directory / "minimal.db")], stdout=subprocess.PIPE)
+    body = {"chain_id": 31337, "to": FRIEND, "value": "1000"}
+
+    async def drive() -> tuple[list[float], float]:
+        reader, writer = await asyncio.open_unix_connection(str(directory / "minimal.sock"))
+        samples = []
+        for i in range(-200, n):  # the first 200 grow the WAL file
+            if i == 0:
+                began = time.perf_counter()
+            t0 = time.perf_counter()
+            writer.write(json.dumps({"id": i, "method": "sign", "params": body}).encode() + b"\n")
+            json.loads(await reader.readline())
+            samples.append(time.perf_counter() - t0)
+        elapsed = time.perf_counter() - began
+        writer.close()
+        await writer.wait_closed()
+        return samples[200:], elapsed
+
+    try:
+        if server.stdout is None or server.stdout.readline() != b"ready\n":
+            raise RuntimeError("the minimal signer did not start")
+        samples, elapsed = run_loop(drive())
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return {**_percentiles(samples), "per_second": round(n / elapsed)}
+
+
 def machine_yardsticks(directory: Path, n: int = 300) -> dict:
     """How fast this machine is at what a request's floor is made of, measured where the signer
     keeps its database: a pure-Python loop, one `fdatasync` of a 4 KB overwrite, an SQLite WAL
@@ -175,10 +237,13 @@ def machine_yardsticks(directory: Path, n: int = 300) -> dict:
     finally:
         db.close()
     wake = epoll_round_trip()
+    least = minimal_signer(directory, n=max(n, 10) * 5)
     return {"python_sum_range_1e6_ms": round(loop_ms, 1), "fdatasync_4k_p50_us": fsync["p50_us"],
             "sqlite_wal_full_commit_p50_us": wal["p50_us"], "epoll_round_trip_p50_us": wake["p50_us"],
             # no request can be faster than its commit and its two wake-ups
-            "floor_commit_plus_round_trip_us": round(wal["p50_us"] + wake["p50_us"], 1)}
+            "floor_commit_plus_round_trip_us": round(wal["p50_us"] + wake["p50_us"], 1),
+            # nor than a signer that does nothing else but parse, sign, commit and reply
+            "minimal_signer_p50_us": least["p50_us"], "minimal_signer_per_second": least["per_second"]}
 
 
 def _cpu_seconds(pid: int) -> tuple[float, float]:

@@ -42,6 +42,9 @@ def test_signer_bench_runs() -> None:
     assert [run["clients"] for run in report["full_request"]] == [1, 2]
     floor = report["machine_yardsticks"]
     assert 0 < floor["epoll_round_trip_p50_us"] < floor["floor_commit_plus_round_trip_us"]
+    # a signer that only parses, signs, commits and replies still pays a round trip and an fsync
+    assert floor["epoll_round_trip_p50_us"] < floor["minimal_signer_p50_us"]
+    assert floor["minimal_signer_per_second"] > 0
 
 
 def test_bridge_bench_runs_past_the_waiting_cap() -> None:
