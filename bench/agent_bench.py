@@ -25,7 +25,6 @@ import io
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -39,21 +38,16 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.skills_bench import percentiles  # noqa: E402
 from bot.channels.base import Inbound  # noqa: E402
 from bot.channels.console import ConsoleSink, LineReader  # noqa: E402
 from bot.config import load_bot_config  # noqa: E402
 from bot.memory import bench_search  # noqa: E402
 from bot.runtime.assemble import build_runtime  # noqa: E402
 from bot.runtime.llm_pool import Secret  # noqa: E402
+from tests.processes import stop  # noqa: E402
 
 KEY = "sk-ant-api03-" + "b" * 40
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    return {"n": len(ordered), "p50_ms": round(statistics.median(ordered), 3),
-            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
-            "mean_ms": round(statistics.fmean(ordered), 3)}
 
 
 class FakeInProcess:
@@ -238,12 +232,7 @@ def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float,
                     curve.append((i + 1, rss_kb(proc.pid)))
             after = rss_kb(proc.pid)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
     warm = latencies[min(20, len(latencies) // 2):]
     result: dict[str, object] = {
         "measures": "`owlia start`, Telegram + anthropic profile + signer + control plane, default config",

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -24,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.skills_bench import bench_context, install_bench_skill, percentiles  # noqa: E402
+from bench.skills_bench import bench_context, install_bench_skill, machine, percentiles  # noqa: E402
 from bot.config import McpSettings, SkillSettings  # noqa: E402
 from bot.tools.mcp import McpTools  # noqa: E402
 from bot.tools.skills import load_skill_tools  # noqa: E402
@@ -94,7 +92,7 @@ def main() -> None:
     report["ratio_p50"] = {k: round(report[k]["p50_ms"] / skill, 2) for k in ("mcp_node", "mcp_python")}
     report["targets"] = {"mcp_warm_p50_within_x_skill": 2,
                          "met": all(v <= 2 for v in report["ratio_p50"].values())}
-    report["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "kernel": platform.release()}
+    report["machine"] = machine()
     print(json.dumps(report, indent=2))
 
 

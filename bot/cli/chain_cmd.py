@@ -20,7 +20,7 @@ def dev(
 
     import yaml
 
-    from policies.kernel.cli import home_of
+    from policies.kernel.cli import fail, home_of
     from bot.devchain import DevChain, DevChainError
     from bot.devcontracts import deploy_delegation_framework, record_in_config
 
@@ -28,8 +28,7 @@ def dev(
     try:
         chain.start()
     except DevChainError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1)
+        fail(str(exc))
     # Ctrl-C and SIGTERM wait (blocked) until sigwait below takes them, so every way out stops anvil:
     # unblocked, SIGTERM would end this process at once and leave anvil (its own session) running.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -39,8 +38,7 @@ def dev(
             try:
                 section = deploy_delegation_framework(chain.url)
             except DevChainError as exc:
-                typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-                raise typer.Exit(1)
+                fail(str(exc))
             config_path = home_of(ctx) / "config.yaml"
             if record_in_config(config_path, chain_id, section):
                 typer.echo(f"Tier 3 contracts deployed; recorded under chains[{chain_id}].delegation in {config_path}")

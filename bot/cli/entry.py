@@ -6,8 +6,8 @@ everything else through the typer app.
 - `owlia [--home H] sign send OPTIONS` is a request or two and an answer; typer, click and an event
   loop were about a fifth of its instructions (docs/benchmarks.md, "Command line"). When
   `sign_send.from_argv` reads the command line exactly as typer would (every value plain), the
-  command runs here: the same body as the typer command, its worded errors printed by the same
-  `fail`, and the exits typer's main would take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1).
+  command runs here: the same body as the typer command, its worded errors printed as `fail` prints
+  them, and the exits typer's main would take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1).
 
 Any other command line, `--help` and every usage error included, goes to the typer app (bot/cli/app.py).
 """
@@ -90,16 +90,12 @@ def _send(request: SendRequest) -> int:
 
 
 def worded(message: str) -> int:
-    """`error: MESSAGE` on stderr exactly as the typer command prints it (policies.kernel.cli.fail,
-    click's styled echo): typer is loaded for it, only on this path. The exit code."""
-    import typer
+    """`error: MESSAGE` on stderr exactly as the typer command prints it (policies.kernel.cli.fail),
+    without loading typer for it (bot/cli/say.py). The exit code: fail's."""
+    from bot.cli.say import error
 
-    from policies.kernel.cli import fail
-
-    try:
-        fail(message)
-    except typer.Exit as done:
-        return done.exit_code
+    error(message)
+    return 1
 
 
 def as_typer_would(body: Callable[[], int]) -> int:

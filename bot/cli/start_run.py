@@ -9,23 +9,13 @@ home, 3 if a channel was down when it stopped.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.cli.say import YELLOW, error, say
+
 if TYPE_CHECKING:
     from bot.runtime.launcher import Launch
-
-RED, YELLOW = "31", "33"
-
-
-def say(text: str, colour: str | None = None) -> None:
-    """One line on stderr; in colour only on a terminal (as click's secho would)."""
-    stream = sys.stderr
-    if colour is not None and stream.isatty():
-        text = f"\x1b[{colour}m{text}\x1b[0m"
-    stream.write(text + "\n")
-    stream.flush()
 
 
 def run_start(home: Path) -> int:
@@ -52,7 +42,7 @@ def run_start(home: Path) -> int:
     try:
         config = load_bot_config(home)
     except ConfigError as exc:
-        say(f"error: {exc}", RED)
+        error(str(exc))
         return 1
 
     def ready(launch: Launch) -> None:
@@ -64,11 +54,11 @@ def run_start(home: Path) -> int:
     try:
         launch = run(serve(home, config, on_ready=ready))
     except InstanceBusy as exc:
-        say(f"error: {exc}", RED)
+        error(str(exc))
         return 1
     if down := launch.states.down():
         # a supervisor sees it in the exit status too, not only in /health while it ran
-        say(f"error: stopped while {', '.join(down)} {'was' if len(down) == 1 else 'were'} down "
-            "(see the log for why; `owlia doctor` checks the tokens and the network)", RED)
+        error(f"stopped while {', '.join(down)} {'was' if len(down) == 1 else 'were'} down "
+              "(see the log for why; `owlia doctor` checks the tokens and the network)")
         return 3
     return 0

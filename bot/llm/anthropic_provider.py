@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bot.llm.errors import ProviderError, stream_error
-from bot.llm.transport import EventStream, StreamLimits, get, json_object, make_client, need
+from bot.llm.errors import stream_error
+from bot.llm.transport import EventStream, StreamingProvider, StreamLimits, finished, get, json_object, need
 from bot.llm.types import (
-    Finished,
     Message,
     Request,
     StopReason,
@@ -64,36 +63,34 @@ def to_anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]
     return out
 
 
-class AnthropicProvider:
+class AnthropicProvider(StreamingProvider):
     """Streams one Messages API call. Auth is an API key (sent as `x-api-key`) or an OAuth token
     (`auth_token=`, sent as `Authorization: Bearer` with the OAuth beta flag); the tests pin what
     goes on the wire."""
+
+    path = "/v1/messages"
 
     def __init__(self, *, api_key: str | None = None, auth_token: str | None = None,
                  base_url: str | None = None, timeout: float = 120.0,
                  limits: StreamLimits = StreamLimits()) -> None:
         if (api_key is None) == (auth_token is None):
             raise ValueError("give exactly one of api_key or auth_token")
-        self._secrets = (api_key, auth_token)
         self._auth = "api_key" if api_key is not None else "oauth"
         self._base_url = base_url
-        self._limits = limits
-        self._headers = {"anthropic-version": API_VERSION}
+        headers = {"anthropic-version": API_VERSION}
         if api_key is not None:
-            self._headers["x-api-key"] = api_key
+            headers["x-api-key"] = api_key
         else:
             # OAuth (Claude subscription) tokens are accepted only with this beta flag; see bot/auth/anthropic_oauth.py
-            self._headers["authorization"] = f"Bearer {auth_token}"
-            self._headers["anthropic-beta"] = OAUTH_BETA
-        self._client = make_client(base_url or DEFAULT_BASE_URL, timeout)
+            headers["authorization"] = f"Bearer {auth_token}"
+            headers["anthropic-beta"] = OAUTH_BETA
+        super().__init__(base_url=base_url or DEFAULT_BASE_URL, timeout=timeout, headers=headers,
+                         secrets=(api_key, auth_token), limits=limits)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(auth={self._auth!r}, base_url={self._base_url!r})"
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+    def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -105,13 +102,7 @@ class AnthropicProvider:
         if request.tools:
             body["tools"] = [{"name": t.name, "description": t.description,
                               "input_schema": dict(t.parameters)} for t in request.tools]
-        events = EventStream(self._client, "/v1/messages", body, headers=self._headers,
-                             secrets=self._secrets, limits=self._limits)
-        try:
-            async for event in self._translate(events):
-                yield event
-        finally:
-            await events.aclose()
+        return body
 
     async def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
         model = ""
@@ -160,11 +151,7 @@ class AnthropicProvider:
                 usage = get(data, "usage", dict, kind, default={}) or {}
                 output_tokens = get(usage, "output_tokens", int, "usage", default=output_tokens) or 0
                 input_tokens = get(usage, "input_tokens", int, "usage", default=input_tokens) or 0
-        if stop is None:  # connection closed before the provider said it was done
-            raise ProviderError("the provider's stream ended before the answer was complete",
-                                retryable=True, error_type="truncated")
-        await events.aclose()  # before the last event: a consumer may stop reading at Finished
-        yield Finished(stop, Usage(input_tokens, output_tokens), model)
+        yield await finished(events, stop, Usage(input_tokens, output_tokens), model)
 
 
 # The events whose data we read; everything else (ping, new types) is skipped unparsed.

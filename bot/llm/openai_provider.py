@@ -14,10 +14,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bot.llm.errors import ProviderError, stream_error
-from bot.llm.transport import EventStream, StreamLimits, get, json_object, make_client, protocol_error
+from bot.llm.errors import stream_error
+from bot.llm.transport import EventStream, StreamingProvider, StreamLimits, finished, get, json_object, protocol_error
 from bot.llm.types import (
-    Finished,
     Message,
     Request,
     StopReason,
@@ -72,7 +71,7 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[
     return out
 
 
-class OpenAIProvider:
+class OpenAIProvider(StreamingProvider):
     """Streams one Chat Completions call; `base_url` ends where `/chat/completions` is appended
     (OpenAI's own is https://api.openai.com/v1).
 
@@ -80,22 +79,19 @@ class OpenAIProvider:
     `max_tokens`), while many compatible servers only know `max_tokens`.
     """
 
+    path = "/chat/completions"
+
     def __init__(self, *, api_key: str, base_url: str | None = None, timeout: float = 120.0,
                  max_tokens_field: str = "max_completion_tokens", limits: StreamLimits = StreamLimits()) -> None:
-        self._secrets = (api_key,)
         self._base_url = base_url
         self._max_tokens_field = max_tokens_field
-        self._limits = limits
-        self._headers = {"authorization": f"Bearer {api_key}"}
-        self._client = make_client(base_url or DEFAULT_BASE_URL, timeout)
+        super().__init__(base_url=base_url or DEFAULT_BASE_URL, timeout=timeout,
+                         headers={"authorization": f"Bearer {api_key}"}, secrets=(api_key,), limits=limits)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(base_url={self._base_url!r})"
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+    def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
             "messages": to_openai_messages(request.system, request.messages),
@@ -107,13 +103,7 @@ class OpenAIProvider:
             body["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
                 for t in request.tools]
-        events = EventStream(self._client, "/chat/completions", body, headers=self._headers,
-                             secrets=self._secrets, limits=self._limits)
-        try:
-            async for event in self._translate(events):
-                yield event
-        finally:
-            await events.aclose()
+        return body
 
     async def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
         model = ""
@@ -163,11 +153,7 @@ class OpenAIProvider:
                     arguments, error = parse_tool_arguments("".join(fragments))
                     yield ToolCallReady(ToolCall("".join(ids), "".join(names), arguments, error))
                 calls.clear()
-        if stop is None:  # connection closed before the provider said it was done
-            raise ProviderError("the provider's stream ended before the answer was complete",
-                                retryable=True, error_type="truncated")
-        await events.aclose()  # before the last event: a consumer may stop reading at Finished
-        yield Finished(stop, usage, model)
+        yield await finished(events, stop, usage, model)
 
 
 def _call_index(delta: dict[str, Any], calls: dict[int, Any]) -> int:

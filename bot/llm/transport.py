@@ -1,8 +1,9 @@
 """One streamed POST to a provider: httpx in, SSE events or a ProviderError out.
 
 Both wire formats (bot.llm.anthropic_provider, bot.llm.openai_provider) share this: it owns the
-HTTP client, the limits a hostile or broken provider runs into, and the mapping of every failure
-to a ProviderError the router understands. There are no retries here (failover between profiles
+HTTP client, the limits a hostile or broken provider runs into, the mapping of every failure
+to a ProviderError the router understands, and the frame of one call (StreamingProvider); an
+adapter adds only its request body and the translation of its events. There are no retries here (failover between profiles
 is the router's job) and no redirects (a redirect would replay the key to a host nobody chose).
 httpx's exceptions carry the request and so its headers, which hold the key: every one is turned
 into our own error `from None`.
@@ -12,15 +13,17 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import httpx
 
 from bot.llm.errors import ProviderError, classify
 from bot.llm.sse import SSEDecoder, SSEError, SSEEvent, SSELimits
+from bot.llm.types import Finished, Request, StopReason, StreamEvent, Usage
 from bot.net.answers import compressed, is_a, read_capped
 from bot.net.tls import client_context
 from policies.kernel import safejson
@@ -184,3 +187,49 @@ class EventStream:
         self._pending.clear()
         if self._response is not None:
             await self._response.aclose()
+
+
+class StreamingProvider(ABC):
+    """One provider's client and the frame of each call: POST the adapter's body to its `path`,
+    translate the events, and release the connection however the consumer stops reading. An
+    adapter gives `_body` and `_translate`; `_translate` ends with `yield await finished(...)`."""
+
+    path: ClassVar[str]
+
+    def __init__(self, *, base_url: str, timeout: float, headers: dict[str, str],
+                 secrets: tuple[str | None, ...], limits: StreamLimits) -> None:
+        self._headers = headers
+        self._secrets = secrets
+        self._limits = limits
+        self._client = make_client(base_url, timeout)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        events = EventStream(self._client, self.path, self._body(request), headers=self._headers,
+                             secrets=self._secrets, limits=self._limits)
+        try:
+            async for event in self._translate(events):
+                yield event
+        finally:
+            await events.aclose()
+
+    @abstractmethod
+    def _body(self, request: Request) -> dict[str, Any]:
+        """The JSON body of this request in the adapter's wire format, with streaming on."""
+
+    @abstractmethod
+    def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
+        """Our stream events from the provider's; raises ProviderError on a failure it reports."""
+
+
+async def finished(events: EventStream, stop: StopReason | None, usage: Usage, model: str) -> Finished:
+    """The last event of an answer, once the provider's events ran out. `stop` None means the
+    provider never said it was done: the connection closed mid-answer, a retryable failure. The
+    stream is closed first, because a consumer may stop reading at Finished."""
+    if stop is None:
+        raise ProviderError("the provider's stream ended before the answer was complete",
+                            retryable=True, error_type="truncated")
+    await events.aclose()
+    return Finished(stop, usage, model)

@@ -101,8 +101,8 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
     llm = reach.llm
     sessions = SessionStore(home / "sessions")
-    runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics,
-                      skills=skills, mcp=mcp, reach=reach)
+    runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics, reach,
+                      skills=skills, mcp=mcp)
 
     async def sample(request):  # MCP sampling: the server's messages only (bot/mcp_servers/sampling.py)
         router = await runtime.llm.router()

@@ -24,9 +24,7 @@ WILDCARD_BINDS = ("0.0.0.0", "::")  # reached by any name; the token (required o
 
 
 def _reach(target: Reach | Runtime) -> Reach:
-    reach = target if isinstance(target, Reach) else target.reach
-    assert reach is not None  # build_runtime always sets it
-    return reach
+    return target if isinstance(target, Reach) else target.reach
 
 
 def runtime_health(target: Reach | Runtime, channels: ChannelStates | None = None) -> HealthFn:

@@ -36,7 +36,7 @@ class Reach:
     state_dir: Path
 
     async def close(self) -> None:
-        """What a runtime built on this would have closed, when the runtime was never built."""
+        """Its signer client and chain reader; a runtime built on it calls this last (Runtime.close)."""
         if self.signer is not None:
             await self.signer.close()
         if self.chain is not None:

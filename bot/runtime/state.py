@@ -39,10 +39,10 @@ class Runtime:
     audit: BotAudit
     events: EventBus
     metrics: Any
+    reach: Reach  # what it was built on and /health probes: the same signer client, chain reader and pool
     core: BotCore | None = None
     skills: Any = None
     mcp: Any = None
-    reach: Reach | None = None  # what /health probes: the same signer client, chain reader and pool
 
     async def agent(self, profile: str | None = None) -> Agent | None:
         router = await self.llm.router(profile)
@@ -60,16 +60,15 @@ class Runtime:
         return build_system_prompt(files, [(t.name, t.description, t.level.value) for t in tools], runtime)
 
     async def close(self) -> None:
+        """What it added, then what it was built on (the reach closes its signer client and chain
+        reader, which the services share): skills and MCP servers stop before the signer they call."""
         services = self.services
         if self.skills is not None:
             await self.skills.close()
         if self.mcp is not None:
             await self.mcp.close()
-        if services.signer is not None:
-            await services.signer.close()
         if services.fetcher is not None:
             await services.fetcher.close()
-        if services.chain is not None:
-            services.chain.close()
         if services.memory is not None:
             services.memory.close()
+        await self.reach.close()

@@ -256,7 +256,7 @@ def test_every_refusal_before_the_signer_is_the_typer_commands(tmp_path) -> None
 
 def test_a_worded_error_on_a_terminal_keeps_its_colour(tmp_path) -> None:
     """click colours `error: ...` red on a terminal and strips it elsewhere: the typer-free path prints
-    it through the same `fail`, so a terminal sees the same bytes."""
+    it as `fail` does (bot/cli/say.py), so a terminal sees the same bytes."""
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     argv = ["--home", str(home), "sign", "send", "--to", FRIEND, "--value", "1wei"]

@@ -264,6 +264,7 @@ def test_a_stream_closed_without_its_end_is_truncated(server, kind):
     server.enqueue(Reply(text=["par"], truncate=True))
     exc, seen = failure(make(kind, server))
     assert exc.retryable and exc.error_type == "truncated" and seen == [TextDelta("par")]
+    assert exc.message == "the provider's stream ended before the answer was complete"
 
 
 def test_an_openai_error_chunk_mid_stream_is_raised_after_the_text(server):

@@ -15,7 +15,6 @@ by RSS, not by wall time (noisy on a shared machine).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ import yaml
 from bot.workspace import create_workspace
 from tests.bot.agent.conftest import FAKE_KEYS, Reply, default_bot_section, llm  # noqa: F401 - fixture
 from tests.fakes.telegram_server import TOKEN, FakeTelegramServer
+from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parents[3]
 READY = "owlia: running with telegram"
@@ -108,9 +108,4 @@ def test_owlia_start_is_light_until_ready_and_still_answers(tmp_path, llm) -> No
                 assert proc.poll() is None and time.monotonic() < deadline, "no reply:\n" + "".join(rest[-40:])
                 time.sleep(0.05)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
