@@ -286,8 +286,7 @@ class Tier3:
             if mismatch is not None:
                 return Refusal("tier3.code_hash", f"the code at {mismatch} is not the configured contract (its code "
                                                   "hash differs): check chains[].delegation in config.yaml")
-            designated = DESIGNATION_PREFIX + bytes.fromhex(contracts.stateless_delegator[2:])
-            if await chain.code(grant.account) != designated:
+            if not await self._delegated(chain, contracts, grant.account):
                 return Refusal("onchain.frozen", "the main account is no longer delegated to the "
                                                  "EIP7702StatelessDeleGator (frozen): no grant can be redeemed")
             refusal = await self._check_state(chain, contracts, delegation, lane, amount)
@@ -308,13 +307,18 @@ class Tier3:
             mismatch = await self._check_code(chain, contracts)
             if mismatch is not None:
                 return f"the code at {mismatch} is not the configured contract (its code hash differs)"
-            designated = DESIGNATION_PREFIX + bytes.fromhex(contracts.stateless_delegator[2:])
-            if await chain.code(grant.account) != designated:
+            if not await self._delegated(chain, contracts, grant.account):
                 return (f"the main account {grant.account} is not delegated to the EIP7702StatelessDeleGator: "
                         "run `owlia wallet authorize` first")
         except ChainError as exc:
             return f"could not read the chain: {exc}"
         return None
+
+    @staticmethod
+    async def _delegated(chain: Chain, contracts: DelegationContracts, account: str) -> bool:
+        """Is `account`'s code the EIP-7702 designation of the pinned StatelessDeleGator? Asked before
+        a grant is accepted and again before each redeem (a main account can be frozen at any time)."""
+        return await chain.code(account) == DESIGNATION_PREFIX + bytes.fromhex(contracts.stateless_delegator[2:])
 
     async def _check_code(self, chain: Chain, contracts: DelegationContracts) -> str | None:
         """The first contract whose code is not what config.yaml pinned, or None; checked once per process."""

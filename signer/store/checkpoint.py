@@ -42,6 +42,10 @@ class Checkpointer:
     checkpoint had copied every frame; a commit already under way when the checkpoint catches up
     appends instead. So after catching up, the thread checks again at each of the next few commits
     (a short pass copies the frames that slipped in) until it sees the WAL restarted.
+
+    No PASSIVE pass can force a restart: while every pass (two fsyncs) outlasts the gap between
+    commits, as on a loaded disk, each commit begins before the pass ends, so the chase runs out
+    and the WAL grows until the commits leave a gap, bounded by the backstop.
     """
 
     def __init__(self, path: Path, *, every: int = DEFAULT_EVERY) -> None:
