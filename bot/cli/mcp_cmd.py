@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from bot.cli.decisions import record_decision
 from bot.cli.screen import ask, author_rows, authors_part, plain_rows, screen_width, show
 from policies.kernel.cli import fail, home_of, print_json
 from policies.kernel.text import visible
@@ -43,13 +44,6 @@ def _guard(action):
         fail(visible(str(exc)))
     except ValidationError as exc:
         fail(visible("; ".join(f"{'.'.join(map(str, e['loc'])) or 'server'}: {e['msg']}" for e in exc.errors()[:5])))
-
-
-def _audit(ctx: typer.Context, kind: str, **fields: Any) -> None:
-    """What the user decided, in the same audit file as every skill and MCP record."""
-    from bot.runtime.audit import BotAudit
-
-    BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl").record(kind, **fields)
 
 
 def _settings(ctx: typer.Context):
@@ -147,7 +141,7 @@ def add(ctx: typer.Context, name: str,
                                      url=url, binds=tuple(bind), env=pairs, network=tuple(network),
                                      sampling=sampling))
     _guard(lambda: _store(ctx).add(decl))
-    _audit(ctx, "mcp.added", server=name, decl=decl.model_dump(mode="json"))
+    record_decision(ctx, "mcp.added", server=name, decl=decl.model_dump(mode="json"))
     typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")
 
 
@@ -222,7 +216,8 @@ def approve(ctx: typer.Context, name: str,
     summary = ", ".join(f"{t}={p.level}" for t, p in pins.items())
     ask(f"Approve {summary}?", yes=yes, refusal="not approved")
     _guard(lambda: store.approve(name, pins))
-    _audit(ctx, "mcp.approved", server=name, tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()})
+    record_decision(ctx, "mcp.approved", server=name,
+                    tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()})
     typer.echo(f"approved {name}: {summary}")
 
 
@@ -247,14 +242,14 @@ def test(ctx: typer.Context, name: str) -> None:
 @app.command("enable")
 def enable(ctx: typer.Context, name: str) -> None:
     _guard(lambda: _store(ctx).set_enabled(name, True))
-    _audit(ctx, "mcp.enabled", server=name)
+    record_decision(ctx, "mcp.enabled", server=name)
     typer.echo(f"enabled {name}")
 
 
 @app.command("disable")
 def disable(ctx: typer.Context, name: str) -> None:
     _guard(lambda: _store(ctx).set_enabled(name, False))
-    _audit(ctx, "mcp.disabled", server=name)
+    record_decision(ctx, "mcp.disabled", server=name)
     typer.echo(f"disabled {name}")
 
 
@@ -264,5 +259,5 @@ def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes
     _guard(lambda: store.entry(name))
     ask(f"Remove MCP server {name}?", yes=yes, refusal="not removed")
     _guard(lambda: store.remove(name))
-    _audit(ctx, "mcp.removed", server=name)
+    record_decision(ctx, "mcp.removed", server=name)
     typer.echo(f"removed {name}")

@@ -2,7 +2,8 @@
 
 Installing shows what the skill declares (tools and their tiers, network hosts, chain access,
 resources, tree hash) and asks before anything is copied into place. A skill whose files or
-permissions changed since then is refused by the bot until `owlia skill approve NAME`.
+permissions changed since then is refused by the bot until `owlia skill approve NAME`. Each
+decision goes on record (bot.cli.decisions), as `owlia mcp`'s do.
 
 The approval screen (what the skill may do, then what its author wrote under a `|` gutter) is
 `bot.cli.screen`'s, shared with `owlia mcp`.
@@ -16,6 +17,7 @@ from typing import Any
 
 import typer
 
+from bot.cli.decisions import record_decision
 from bot.cli.screen import DEFAULT_WIDTH, ask, author_rows, authors_part, plain_rows, screen_width, show
 from policies.kernel.cli import fail, home_of, print_json
 from policies.kernel.text import visible
@@ -118,6 +120,11 @@ def install(ctx: typer.Context, path: Path = typer.Argument(..., help="A skill f
         store.discard(prepared)
         raise
     skill = store.install(prepared, enabled=not disabled)
+    previous = prepared.previous
+    record_decision(ctx, "skill.installed", skill=skill.name, version=skill.manifest.version,
+                    tree_hash=skill.tree_hash, permissions=skill.manifest.permissions(), enabled=skill.enabled,
+                    replaced=None if previous is None else {"version": previous["version"],
+                                                             "tree_hash": previous["tree_hash"]})
     typer.echo(f"installed {skill.name} ({'enabled' if skill.enabled else 'disabled'})")
 
 
@@ -161,6 +168,9 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
     show(f"approved before: {entry['permissions']}")
     ask("Approve this version?", yes=yes, refusal="not approved")
     _guard(lambda: store.approve(name, digest))
+    record_decision(ctx, "skill.approved", skill=name, version=manifest.version, tree_hash=digest,
+                    permissions=manifest.permissions(),
+                    replaced={"version": entry["version"], "tree_hash": entry["tree_hash"]})
     typer.echo(f"approved {name}")
 
 
@@ -168,6 +178,7 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
 def enable(ctx: typer.Context, name: str) -> None:
     store = _store(ctx)
     _guard(lambda: store.set_enabled(name, True))
+    record_decision(ctx, "skill.enabled", skill=name)
     typer.echo(f"enabled {name}")
 
 
@@ -175,6 +186,7 @@ def enable(ctx: typer.Context, name: str) -> None:
 def disable(ctx: typer.Context, name: str) -> None:
     store = _store(ctx)
     _guard(lambda: store.set_enabled(name, False))
+    record_decision(ctx, "skill.disabled", skill=name)
     typer.echo(f"disabled {name}")
 
 
@@ -184,4 +196,5 @@ def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes
     _guard(lambda: store.entry(name))
     ask(f"Remove skill {name}?", yes=yes, refusal="not removed")
     _guard(lambda: store.remove(name))
+    record_decision(ctx, "skill.removed", skill=name)
     typer.echo(f"removed {name}")

@@ -305,8 +305,9 @@ _SECRET_KEY_PARTS = ("apikey", "password", "passwd", "passphrase", "secret", "pr
 _CREDENTIAL_TOKEN_PREFIXES = frozenset(("access", "refresh", "auth", "bot", "api", "id", "session", "csrf",
                                         "bearer", "oauth", "github", "slack", "personalaccess", "security",
                                         "client", "jwt"))
+# prev: a hash chain's link to the previous record; treehash: a skill's content hash, as approved
 _HASH_KEYS = frozenset(("txhash", "hash", "blockhash", "transactionhash", "requesthash", "policyhash",
-                        "prevhash", "prev"))  # prev: a hash chain's link to the previous record
+                        "prevhash", "prev", "treehash"))
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _TICKER = re.compile(r"[A-Za-z][A-Za-z0-9.]{0,11}")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")

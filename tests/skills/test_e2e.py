@@ -34,7 +34,8 @@ def test_gas_tracker_answers_a_dm(bot, anvil):
     wei = int(rpc(anvil.url, "eth_gasPrice", []), 16)
     assert result.startswith('<untrusted source="tool_result">') and f'"gas_price_wei":"{wei}"' in result
     assert f'"cost_wei":"{wei * 21000}"' in result
-    assert [r["kind"] for r in audit_records(bot.home)][:3] == ["skill.started", "skill.callback", "skill.callback"]
+    ran = [r["kind"] for r in audit_records(bot.home) if r["kind"] != "skill.installed"]  # the install: on record
+    assert ran[:3] == ["skill.started", "skill.callback", "skill.callback"]
 
 
 def test_prompt_injection_from_a_skill_stays_fenced_and_its_address_is_flagged(make_stack, llm, anvil, tmp_path):

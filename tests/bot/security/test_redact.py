@@ -120,7 +120,7 @@ def test_redact_obj_keys_and_containers():
         "input_tokens": 12, "output_tokens": 7, "token_transfer": {"token": ADDRESS, "amount": "1.5"},
         "Cookie": "sid=1", "authorization": "Basic x", "mnemonic": ["a"], "seed_phrase": "x", "privkey": "k",
         "tx_hash": TX, "blockHash": TX, "policy_hash": TX[2:], "hash": f"{TX} with sk-ant-api03-{'x' * 24}",
-        "note": f"key 0x{KEY}", "list": (f"0x{KEY}", 5, 1.5, None), "words": MNEMONIC.split(),
+        "tree_hash": TX[2:], "treeHash": MNEMONIC, "note": f"key 0x{KEY}", "list": (f"0x{KEY}", 5, 1.5, None), "words": MNEMONIC.split(),
     }
     out = redact_obj(obj)
     for key in ("api_key", "Password", "access_token", "accessToken", "x-auth-token", "bot_token", "Cookie",
@@ -132,6 +132,8 @@ def test_redact_obj_keys_and_containers():
     assert (out["input_tokens"], out["output_tokens"]) == (12, 7)
     assert out["token_transfer"] == {"token": ADDRESS, "amount": "1.5"}
     assert (out["tx_hash"], out["blockHash"], out["policy_hash"]) == (TX, TX, TX[2:])
+    assert out["tree_hash"] == TX[2:]  # a skill's approved content hash is public
+    assert out["treeHash"] == "[REDACTED:mnemonic]"  # a public-hash key vouches for 64 hex, nothing else
     assert out["hash"] == f"{TX} with [REDACTED:anthropic_key]"
     assert out["note"] == "key [REDACTED:private_key]"
     assert out["list"] == ("[REDACTED:private_key]", 5, 1.5, None)

@@ -1,0 +1,21 @@
+"""What the user decided about third-party code, on record.
+
+`owlia skill` and `owlia mcp` write each decision (installed or added, approved, enabled, disabled,
+removed) to the audit file every skill and MCP record goes to, `~/.owliabot/logs/skills-audit.jsonl`
+(0600, hash-chained): when a skill or a server got the permissions it runs with is answered there,
+next to what it did with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from policies.kernel.cli import home_of
+
+
+def record_decision(ctx: typer.Context, kind: str, **fields: Any) -> None:
+    from bot.runtime.audit import BotAudit
+
+    BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl").record(kind, **fields)
