@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def load_or_fail(home: Path) -> BotConfig:
     """`home`'s config.yaml, or `error: <why>` on stderr and exit 1."""
-    from bot.config import load_bot_config  # pydantic and YAML: only once the command runs, not for its --help
+    from bot.config import load_bot_config  # pydantic and YAML: when the command runs, not for --help
     from signer.wire.settings import ConfigError
 
     try:

@@ -28,7 +28,7 @@ def bad_home(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
-def test_a_bad_config_stops_the_command_with_the_loader_s_words(bad_home: Path, argv: tuple[str, ...]) -> None:
+def test_a_bad_config_stops_the_command_with_the_loaders_words(bad_home: Path, argv: tuple[str, ...]) -> None:
     done = CliRunner().invoke(app, ["--home", str(bad_home), *argv])
     assert done.exit_code == 1, done.output
     assert done.exception is None or isinstance(done.exception, SystemExit)  # worded, not a traceback

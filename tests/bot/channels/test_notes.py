@@ -66,18 +66,17 @@ def test_the_console_shows_the_redacted_note():
     assert "[tool] transfer: error: node error: [REDACTED:private_key]" in shown and KEY[2:] not in shown
 
 
+outcomes = st.dictionaries(st.sampled_from(["status", "summary", "tx_hash"]), st.text(max_size=9), max_size=3)
 outputs = st.none() | st.builds(ToolOutput, content=st.text(max_size=20), is_error=st.booleans(),
-                                data=st.none() | st.dictionaries(st.sampled_from(["status", "summary", "tx_hash"]),
-                                                                 st.text(max_size=10), max_size=3))
+                                data=st.none() | outcomes)
 
 
 @given(phase=st.sampled_from(["started", "finished"]), level=st.none() | st.sampled_from(list(Level)),
        output=outputs)
-def test_a_signer_card_is_shown_only_for_a_finished_sign_tool_that_carries_the_signer_s_outcome(phase, level, output):
+def test_a_card_is_shown_only_for_a_finished_sign_tool_that_carries_the_signers_outcome(phase, level, output):
     event = ToolEvent(phase, "c", "transfer", level, "ok", output)
-    expected = output.data if phase == "finished" and level is Level.SIGN and output is not None and output.data \
-        else None
-    assert signer_outcome(event) is expected
+    carries = phase == "finished" and level is Level.SIGN and output is not None and bool(output.data)
+    assert signer_outcome(event) is (output.data if carries else None)
 
 
 def test_the_console_shows_a_denied_transfer_as_the_signer_s_card_not_as_a_note():
