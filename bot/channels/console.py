@@ -19,7 +19,7 @@ import uuid
 from typing import TextIO
 
 from bot.channels.base import Inbound
-from bot.channels.notes import failure_note
+from bot.channels.notes import failure_note, signer_outcome
 from bot.runtime.core import BotCore
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
@@ -79,9 +79,8 @@ class ConsoleSink:
                 self._write(("\n" if self.started else "") + f"[tool] {event.name} ({event.level.value}) ...\n")
                 self.started = False
             return
-        output = event.output
-        if event.level is Level.SIGN and output is not None and output.data:
-            self._write(render_signer_card(dict(output.data)))
+        if (outcome := signer_outcome(event)) is not None:
+            self._write(render_signer_card(dict(outcome)))
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             self._write(f"[tool] {note}\n")
 

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from policies.kernel.cli import fail, home_of, run
+from bot.cli.config_file import load_or_fail
+from policies.kernel.cli import home_of, run
 
 if TYPE_CHECKING:
     import asyncio
@@ -17,16 +18,8 @@ def chat(
     message: Optional[str] = typer.Option(None, "--message", "-m", help="Send one message, print the reply, exit."),
 ) -> None:
     """Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model."""
-    from signer.wire.settings import ConfigError
-
-    from bot.config import load_bot_config
-
     home = home_of(ctx)
-    try:
-        config = load_bot_config(home)
-    except ConfigError as exc:
-        fail(str(exc))
-    run(_chat(home, config, message))
+    run(_chat(home, load_or_fail(home), message))
 
 
 async def _chat(home, config, message: str | None) -> None:

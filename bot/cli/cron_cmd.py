@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from bot.cli.config_file import load_or_fail
 from policies.kernel.cli import fail, home_of, print_json
 
 app = typer.Typer(help="Scheduled jobs: reminders, system events and unattended assistant runs.",
@@ -24,13 +25,7 @@ def _store(ctx: typer.Context):
 
 
 def _timezone(ctx: typer.Context) -> str:
-    from bot.config import load_bot_config
-    from signer.wire.settings import ConfigError
-
-    try:
-        return load_bot_config(home_of(ctx)).bot.cron.timezone
-    except ConfigError as exc:
-        fail(str(exc))
+    return load_or_fail(home_of(ctx)).bot.cron.timezone
 
 
 @app.command("list")

@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 import typer
 
+from bot.cli.config_file import load_or_fail
 from policies.kernel.cli import fail, home_of, print_json
 
 app = typer.Typer(help="Pair chat users with the bot (default deny: strangers get a code you approve here).",
@@ -15,15 +16,9 @@ app = typer.Typer(help="Pair chat users with the bot (default deny: strangers ge
 
 def _store(ctx: typer.Context):
     from bot.channels.access import open_access
-    from bot.config import load_bot_config
-    from signer.wire.settings import ConfigError
 
     home = home_of(ctx)
-    try:
-        config = load_bot_config(home)
-    except ConfigError as exc:
-        fail(str(exc))
-    return open_access(home, config.bot.pairing)
+    return open_access(home, load_or_fail(home).bot.pairing)
 
 
 def _when(epoch: float) -> str:

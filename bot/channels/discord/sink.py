@@ -14,8 +14,7 @@ from bot.channels.console import render_signer_card
 from bot.channels.discord.outlet import LIMIT, Outlet, code_block
 from bot.channels.discord.views import Presses, ask
 from bot.channels.draft import StreamingDraft
-from bot.channels.notes import failure_note
-from bot.tools.base import Level
+from bot.channels.notes import failure_note, signer_outcome
 from bot.tools.executor import ToolEvent
 
 ERROR_CHARS = 300  # a failed tool's message, as shown to the user
@@ -55,12 +54,9 @@ class DiscordSink:
             await self._send(chunk)
 
     async def tool_event(self, event: ToolEvent) -> None:
-        output = event.output
-        if event.phase != "finished" or output is None:
-            return
-        if event.level is Level.SIGN and output.data:
+        if (outcome := signer_outcome(event)) is not None:
             await self._close_draft()
-            await self._send(code_block(render_signer_card(dict(output.data))))
+            await self._send(code_block(render_signer_card(dict(outcome))))
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()
             await self._send(code_block(f"[tool] {note}"))

@@ -16,11 +16,10 @@ from typing import Any
 
 from bot.channels.console import render_signer_card
 from bot.channels.draft import StreamingDraft
-from bot.channels.notes import failure_note
+from bot.channels.notes import failure_note, signer_outcome
 from bot.channels.telegram.api import LIMIT, Sent, TelegramApi, fit
 from bot.channels.telegram.buttons import Confirmations
 from bot.channels.telegram.markup import escape
-from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 from signer.wire.protocol import RequestStatus
 
@@ -134,12 +133,9 @@ class TelegramSink:
         await self.api.quietly("notice", self.api.send_html(self.chat_id, f"<i>{escape(text)}</i>", text))
 
     async def tool_event(self, event: ToolEvent) -> None:
-        output = event.output
-        if event.phase != "finished" or output is None:
-            return
-        if event.level is Level.SIGN and output.data:
+        if (outcome := signer_outcome(event)) is not None:
             await self._close_draft()
-            for html, plain in signer_card_html(output.data, self.explorers):
+            for html, plain in signer_card_html(outcome, self.explorers):
                 await self.api.quietly("signer card", self.api.send_html(self.chat_id, html, plain))
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()

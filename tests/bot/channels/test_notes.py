@@ -1,4 +1,5 @@
-"""A failed tool's message reaches the chat redacted, then cut: never a secret, nor the head of one."""
+"""A failed tool's message reaches the chat redacted, then cut: never a secret, nor the head of one. A
+sign tool's outcome is shown as the signer's card only when the signer sent one (bot/channels/notes.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.channels.console import ConsoleSink
-from bot.channels.notes import failure_note
+from bot.channels.notes import failure_note, signer_outcome
 from bot.tools.base import Level, ToolOutput
 from bot.tools.executor import ToolEvent
 
@@ -63,3 +64,31 @@ def test_the_console_shows_the_redacted_note():
     asyncio.run(sink.tool_event(failed(f"node error: {KEY}", name="transfer", level=Level.SIGN)))
     shown = out.getvalue()
     assert "[tool] transfer: error: node error: [REDACTED:private_key]" in shown and KEY[2:] not in shown
+
+
+outcomes = st.dictionaries(st.sampled_from(["status", "summary", "tx_hash"]), st.text(max_size=9), max_size=3)
+outputs = st.none() | st.builds(ToolOutput, content=st.text(max_size=20), is_error=st.booleans(),
+                                data=st.none() | outcomes)
+
+
+@given(phase=st.sampled_from(["started", "finished"]), level=st.none() | st.sampled_from(list(Level)),
+       output=outputs)
+def test_a_card_is_shown_only_for_a_finished_sign_tool_that_carries_the_signers_outcome(phase, level, output):
+    event = ToolEvent(phase, "c", "transfer", level, "ok", output)
+    carries = phase == "finished" and level is Level.SIGN and output is not None and bool(output.data)
+    assert signer_outcome(event) is (output.data if carries else None)
+
+
+def test_the_console_shows_a_denied_transfer_as_the_signer_s_card_not_as_a_note():
+    out = io.StringIO()
+    sink = ConsoleSink(out, reader=None)  # type: ignore[arg-type] - only tool_event is used
+    outcome = {"status": "denied", "summary": "send 1 ETH to 0xabc", "reason": "over the daily limit"}
+    asyncio.run(sink.tool_event(ToolEvent("started", "c", "transfer", Level.SIGN)))
+    asyncio.run(sink.tool_event(ToolEvent("finished", "c", "transfer", Level.SIGN, "denied",
+                                          ToolOutput("denied", is_error=True, data=outcome))))
+    asyncio.run(sink.tool_event(ToolEvent("finished", "d", "balance", Level.READ, "ok",
+                                          ToolOutput("1 ETH", data={"status": "signed"}))))
+    shown = out.getvalue()
+    assert shown.startswith("[tool] transfer (sign) ...\n")
+    assert "[signer] DENIED: send 1 ETH to 0xabc" in shown and "[tool] transfer: denied" not in shown
+    assert "balance" not in shown and "[signer] SIGNED" not in shown  # only a sign tool's data is a card
