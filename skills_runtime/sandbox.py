@@ -25,6 +25,7 @@ from skills_runtime import proctree, tree
 
 SDK_SOURCE = Path(__file__).with_name("sdk.py")
 SANDBOX_UID = 65534
+SETPRIV = "/usr/bin/setpriv"  # util-linux: how a bot running as root starts bubblewrap as SANDBOX_UID
 """When the bot runs as root, the sandbox runs as nobody: the kernel never applies RLIMIT_NPROC to
 uid 0, so a fork bomb would otherwise be bounded only by the timeout."""
 
@@ -159,9 +160,13 @@ class Bubblewrap:
             importlib.import_module("pyseccomp")  # the filter cannot be built without it
         except (ImportError, OSError):
             return "pyseccomp/libseccomp is not available, so no seccomp filter can be applied"
-        argv = [self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", *_system_binds(), "true"]
+        if os.geteuid() == 0 and not Path(SETPRIV).exists():
+            return (f"running as root, the sandbox needs {SETPRIV} (util-linux) to start as uid {SANDBOX_UID}: "
+                    "install util-linux, or run the bot as an ordinary user")
+        argv = [*self.as_sandbox_user(), self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
+                *_system_binds(), "true"]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=10, **self._user())
+            done = subprocess.run(argv, capture_output=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap cannot start ({type(exc).__name__})"
         if done.returncode != 0:
@@ -169,10 +174,14 @@ class Bubblewrap:
         return None
 
     @staticmethod
-    def _user() -> dict:
-        if os.geteuid() == 0:
-            return {"user": SANDBOX_UID, "group": SANDBOX_UID, "extra_groups": []}
-        return {}
+    def as_sandbox_user() -> list[str]:
+        """What bubblewrap's argv starts with: nothing for an ordinary user; as root, util-linux's
+        `setpriv`, which takes every uid and gid to the sandbox user and drops the supplementary
+        groups (and with uid 0 every capability) before it execs bwrap. An exec in the child, not
+        arguments to the event loop: uvloop, the bot's loop, spawns no process with `user=`/`group=`."""
+        if os.geteuid() != 0:
+            return []
+        return [SETPRIV, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--"]
 
     def argv(self, staged: Staged, entrypoint: str, limits: Limits, seccomp_fd: int) -> list[str]:
         python, python_binds = sandbox_python()
@@ -195,9 +204,9 @@ class Bubblewrap:
         fd = filter_fd()
         try:
             return await asyncio.create_subprocess_exec(
-                *self.argv(staged, entrypoint, limits, fd), stdin=asyncio.subprocess.PIPE,
+                *self.as_sandbox_user(), *self.argv(staged, entrypoint, limits, fd), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
-                start_new_session=True, cwd="/", env={}, limit=line_limit, **self._user())
+                start_new_session=True, cwd="/", env={}, limit=line_limit)
         finally:
             os.close(fd)
 

@@ -88,9 +88,9 @@ class McpSandbox:
         fd = filter_fd(unix_pairs=True, sockets=egress is not None)
         try:
             return await asyncio.create_subprocess_exec(
-                *self.argv(decl, fd, egress), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), start_new_session=True, cwd="/", env={},
-                limit=line_limit, **self.bwrap._user())
+                *self.bwrap.as_sandbox_user(), *self.argv(decl, fd, egress), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
+                start_new_session=True, cwd="/", env={}, limit=line_limit)
         finally:
             os.close(fd)
 

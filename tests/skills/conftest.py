@@ -17,6 +17,7 @@ from bot.net.ssrf import FetchPolicy
 from bot.tools.base import ContextKind, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.services import Services
 from bot.tools.skills import SkillTools, load_skill_tools, tool_name
+from policies.kernel.aio import run as run_loop
 from skills_runtime.sandbox import Bubblewrap
 from skills_runtime.store import SkillStore
 
@@ -103,7 +104,7 @@ def run_skills(home: Path, tmp_path: Path):
             finally:
                 await loaded.skills.close()
 
-        return asyncio.run(asyncio.wait_for(go(), 60))
+        return run_loop(asyncio.wait_for(go(), 60))  # the loop `owlia start` runs skills on
 
     return run
 

@@ -22,6 +22,7 @@ from bot.config import load_bot_config
 from bot.runtime.assemble import build_runtime
 from bot.runtime.state import Runtime
 from bot.runtime.llm_pool import Secret
+from policies.kernel.aio import run as run_loop
 from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall
 
@@ -66,7 +67,7 @@ class BotHarness:
             finally:
                 await runtime.close()
 
-        asyncio.run(asyncio.wait_for(go(), 120))
+        run_loop(asyncio.wait_for(go(), 120))  # the loop `owlia chat` runs on
 
     def runtime(self) -> Runtime:
         async def lookup(name: str) -> Secret | None:
