@@ -43,6 +43,8 @@ from bot.config import TelegramSettings, load_bot_config  # noqa: E402
 from bot.runtime.assemble import build_runtime  # noqa: E402
 from bot.runtime.llm_pool import Secret  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
+from policies.kernel.aio import loop_name  # noqa: E402
+from policies.kernel.aio import run as run_loop  # noqa: E402
 
 WARMUP = 20
 FINAL = "Hi there."  # what the fake LLM in "text" mode answers, streamed as "Hi " + "there."
@@ -157,4 +159,5 @@ if __name__ == "__main__":
                         help="concurrent users in the throughput run (the fake LLM's listen backlog is 5)")
     parser.add_argument("--rounds", type=int, default=15, help="bursts in the throughput run")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(args.n, args.users, args.rounds)), indent=2))
+    report = run_loop(main(args.n, args.users, args.rounds))  # on the bot's loop, as `owlia start` runs it
+    print(json.dumps({**report, "event_loop": loop_name()}, indent=2))

@@ -12,7 +12,6 @@ Target: a warm MCP call's p50 within 2x a warm skill call's p50.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from bench.skills_bench import bench_context, install_bench_skill, machine, perc
 from bot.config import McpSettings, SkillSettings  # noqa: E402
 from bot.tools.mcp import McpTools  # noqa: E402
 from bot.tools.skills import load_skill_tools  # noqa: E402
+from policies.kernel.aio import loop_name  # noqa: E402
+from policies.kernel.aio import run as run_loop  # noqa: E402
 
 TIME_VENV = ROOT / ".mcp-servers" / "time"
 EVERYTHING = ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -87,7 +88,7 @@ def main() -> None:
         home = Path(tmp) / "home"
         install_bench_skill(home)
         declare(home)
-        report = asyncio.run(measure(home, args.n))
+        report = run_loop(measure(home, args.n))
     skill = report["skill"]["p50_ms"]
     report["ratio_p50"] = {k: round(report[k]["p50_ms"] / skill, 2) for k in ("mcp_node", "mcp_python")}
     report["targets"] = {"mcp_warm_p50_within_x_skill": 2,
