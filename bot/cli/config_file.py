@@ -1,4 +1,4 @@
-"""config.yaml for the typer commands that cannot run without it (chat, pair, cron).
+"""config.yaml for the typer commands that cannot run without it (chat, pair, cron, up).
 
 A config that does not load stops the command with the loader's own words (the file and the field
 that is wrong) and exit 1, never a traceback. `owlia start` says the same without typer

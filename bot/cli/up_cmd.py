@@ -70,14 +70,19 @@ def up(
     from bot.devchain import DevChain, DevChainError
     from signer.wire.settings import SignerPaths
     from policies.kernel.files import ensure_private_dir, write_private_file
-    from signer.wire.settings import load_signer_config
+    from bot.cli.config_file import load_or_fail
+    from signer.wire.settings import ConfigError, load_signer_config
 
     home = home_of(ctx)
     ensure_private_dir(home)
     config_path = home / "config.yaml"
     if not config_path.exists():
         write_private_file(config_path, DEV_CONFIG.format(port=port or DEFAULT_PORT).encode())
-    config = load_signer_config(home)
+    bot_config = load_or_fail(home)  # the whole file, in the loader's words, before a chain or a signer starts
+    try:
+        config = load_signer_config(home)
+    except ConfigError as exc:
+        fail(str(exc))
     dev_chain = next((c for c in config.chains if c.dev), None)
     if dev_chain is None:
         fail("config.yaml has no chain marked `dev: true`; `owlia up` only runs against a dev chain")
@@ -142,9 +147,7 @@ def up(
             _demo(home)
             return
         from bot.cli.chat_cmd import _chat
-        from bot.config import load_bot_config
 
-        bot_config = load_bot_config(home)
         channels = _configured_channels(home, bot_config)
         if channels:  # the configured chat channels run too, as `owlia start` in a process of its own
             log_path = ensure_private_dir(home / "logs") / "bot.log"

@@ -1,4 +1,4 @@
-"""A config.yaml that does not load stops `owlia chat`, `owlia pair` and `owlia cron` the same way
+"""A config.yaml that does not load stops `owlia chat`, `owlia pair`, `owlia cron` and `owlia up` alike
 (bot/cli/config_file.py): the loader's words, naming the file and the field, on stderr and exit 1,
 before anything is opened or run; the same line `owlia start` prints on its typer-free path."""
 
@@ -16,7 +16,7 @@ from bot.cli.app import app
 BAD = "bot:\n  gateway:\n    port: 99999\n"
 COMMANDS = [("chat", "-m", "/help"), ("pair", "list"), ("pair", "approve", "ABCD2345"),
             ("pair", "revoke", "telegram:1"), ("cron", "list"),
-            ("cron", "add", "--every", "1h", "--remind", "x")]
+            ("cron", "add", "--every", "1h", "--remind", "x"), ("up",), ("up", "--demo")]
 
 
 @pytest.fixture
@@ -45,3 +45,14 @@ def test_the_typer_commands_and_the_direct_start_word_it_alike(bad_home: Path) -
                              capture_output=True, text=True, timeout=60)
     assert started.returncode == typed.exit_code == 1
     assert started.stderr == typed.stderr
+
+
+def test_a_bad_chain_stops_owlia_up_before_anything_starts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.yaml").write_text("chains:\n  - id: 31337\n    rpc_url: 5\n")
+    done = CliRunner().invoke(app, ["--home", str(home), "up"])
+    assert done.exit_code == 1, done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit)  # worded, not a traceback
+    assert done.stderr.startswith(f"error: {home / 'config.yaml'}")
+    assert done.stdout == "" and sorted(p.name for p in home.iterdir()) == ["config.yaml"]
