@@ -25,9 +25,9 @@ from skills_runtime import proctree, tree
 
 SDK_SOURCE = Path(__file__).with_name("sdk.py")
 SANDBOX_UID = 65534
-SETPRIV = "/usr/bin/setpriv"  # util-linux: how a bot running as root starts bubblewrap as SANDBOX_UID
 """When the bot runs as root, the sandbox runs as nobody: the kernel never applies RLIMIT_NPROC to
 uid 0, so a fork bomb would otherwise be bounded only by the timeout."""
+SETPRIV = "/usr/bin/setpriv"  # util-linux: how a bot running as root starts bubblewrap as SANDBOX_UID
 
 
 class SandboxUnavailable(RuntimeError):
