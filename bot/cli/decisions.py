@@ -16,6 +16,6 @@ from policies.kernel.cli import home_of
 
 
 def record_decision(ctx: typer.Context, kind: str, **fields: Any) -> None:
-    from bot.runtime.audit import BotAudit
+    from bot.runtime.audit import BotAudit, skills_audit_path
 
-    BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl").record(kind, **fields)
+    BotAudit(skills_audit_path(home_of(ctx))).record(kind, **fields)

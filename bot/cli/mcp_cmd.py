@@ -58,7 +58,7 @@ def _settings(ctx: typer.Context):
 
 def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
     """Start the server the way the bot does (sandbox, limits) and list its tools."""
-    from bot.runtime.audit import BotAudit
+    from bot.runtime.audit import BotAudit, skills_audit_path
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.sandbox import McpSandbox
     from skills_runtime.sandbox import SandboxUnavailable
@@ -66,7 +66,7 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
     settings = _settings(ctx)
     if entry.decl.transport == "http" and entry.decl.url not in settings.allowed_urls:
         fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
-    audit = BotAudit(home_of(ctx) / "logs" / "skills-audit.jsonl")
+    audit = BotAudit(skills_audit_path(home_of(ctx)))
     sandbox = McpSandbox(settings)
 
     async def go() -> list[Any]:

@@ -206,6 +206,31 @@ def check_secrets_in_files(ctx: OpsContext) -> Iterator[Finding]:
             yield Finding(check_id, CRIT, f"{where} contains what looks like a secret ({', '.join(kinds)})", hint)
 
 
+def check_audit_chains(ctx: OpsContext) -> Iterator[Finding]:
+    """OWL-LOG-001: the bot's audit logs are unbroken hash chains: no record removed, reordered or
+    edited since it was written. (Whoever can write the file can also rewrite the whole chain; the
+    signer's keyed audit is the record of what was signed.)"""
+    from bot.runtime.audit import bot_audit_path, skills_audit_path, verify_audit
+
+    checked = 0
+    for path in (bot_audit_path(ctx.home), skills_audit_path(ctx.home)):
+        try:
+            ok, count, problem = verify_audit(path)
+        except FileNotFoundError:
+            continue
+        except PermissionError:
+            raise Skip(f"{path} is not readable by this user: run the audit as the bot's user") from None
+        except ValueError:  # bytes that are not UTF-8
+            ok, count, problem = False, 0, "not UTF-8 text"
+        checked += 1
+        if not ok:
+            yield Finding("OWL-LOG-001", WARN, f"{path}: {problem}, after {count} intact records",
+                          f"keep a copy of {path} to investigate, and compare what it says was done with the "
+                          f"signer's own audit (`owlia signer audit verify`, `owlia signer audit tail`)")
+    if not checked:
+        raise Skip("no audit log yet: the bot has not run a tool")
+
+
 MAX_SCAN_BYTES = 4 << 20
 
 
@@ -269,6 +294,7 @@ AUDIT_CHECKS: tuple[Check, ...] = (
     Check("OWL-INT-001", "signer state not edited offline", audit_config.check_signer_integrity),
     Check("OWL-SKILL-001", "a working sandbox backend for skills", check_sandbox),
     Check("OWL-SEC-001", "no secrets in config or logs", check_secrets_in_files),
+    Check("OWL-LOG-001", "the bot's audit logs are unbroken chains", check_audit_chains),
 )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import BotConfig
-from bot.runtime.audit import BotAudit
+from bot.runtime.audit import BotAudit, bot_audit_path
 from bot.runtime.commands import Commands
 from bot.runtime.core import BotCore
 from bot.runtime.state import Runtime
@@ -97,7 +97,7 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
 
     mcp = McpTools.load(home, config.bot.mcp, fetcher.policy if fetcher is not None else None)
     registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools, dynamic=mcp.tools)
-    audit = BotAudit(home / "logs" / "bot-audit.jsonl")
+    audit = BotAudit(bot_audit_path(home))
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
     llm = reach.llm
     sessions = SessionStore(home / "sessions")

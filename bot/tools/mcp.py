@@ -26,7 +26,7 @@ from pydantic import ConfigDict, model_validator
 
 from bot.config import McpSettings
 from bot.llm.types import ToolSpec
-from bot.runtime.audit import BotAudit
+from bot.runtime.audit import BotAudit, skills_audit_path
 from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.mcp_servers.store import TOOL_NAME, McpError, McpStore, PinnedTool, ServerEntry, tool_hash, tool_name
 
@@ -307,7 +307,7 @@ class McpTools:
 
     @classmethod
     def load(cls, home: Path, settings: McpSettings, fetch_policy: Any = None, **net: Any) -> McpTools:
-        audit = BotAudit(Path(home) / "logs" / "skills-audit.jsonl")  # one audit for all third-party code
+        audit = BotAudit(skills_audit_path(home))  # one audit for all third-party code
         return cls(Path(home), settings, audit, McpHost(settings, audit, fetch_policy, **net))
 
     def tools(self) -> list[Tool]:

@@ -72,7 +72,7 @@ class SkillTools:
 def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPolicy | None, *,
                      resolve: Any = None) -> SkillTools:
     """Tools of every enabled, unchanged skill; none at all without a sandbox backend."""
-    from bot.runtime.audit import BotAudit
+    from bot.runtime.audit import BotAudit, skills_audit_path
     from bot.skills.capabilities import Capabilities
     from bot.skills.host import SkillHost
     from skills_runtime.sandbox import select_backend
@@ -86,7 +86,7 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
         return result
     if not names:
         return result
-    audit = BotAudit(Path(home) / "logs" / "skills-audit.jsonl")
+    audit = BotAudit(skills_audit_path(home))
     backend, why = select_backend(settings.backend, docker_host=settings.docker_host,
                                   docker_image=settings.docker_image)
     if backend is None:

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli.mcp_cmd import app
+from bot.runtime.audit import skills_audit_path, verify_audit
 from skills_runtime.sandbox import Bubblewrap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,5 +66,10 @@ def add_hostile(home: Path, state: Path, *targets: str, env: dict[str, str] | No
 
 
 def audit(home: Path) -> list[dict]:
-    path = home / "logs" / "skills-audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    """The skills audit's records; its chain must verify (every test that reads it checks that)."""
+    path = skills_audit_path(home)
+    if not path.exists():
+        return []
+    ok, count, problem = verify_audit(path)
+    assert ok, f"the skills audit's chain is broken after {count} records: {problem}"
+    return [json.loads(line) for line in path.read_text().splitlines()]

@@ -327,6 +327,24 @@ def test_the_bots_own_audit_log_is_not_a_false_alarm_but_a_key_inside_it_is(home
     assert finding.severity == "critical" and "private_key" in finding.message and key not in finding.message
 
 
+def test_the_bots_audit_chains_pass_when_intact_and_a_removed_record_is_flagged(home):
+    from bot.runtime.audit import BotAudit, bot_audit_path, skills_audit_path
+
+    assert status(audit(home), "OWL-LOG-001") == "skip"  # no tool has run yet
+    for n in range(3):
+        BotAudit(bot_audit_path(home)).record("tool.finished", tool="balance", n=n)
+    skills = [BotAudit(skills_audit_path(home)) for _ in range(2)]  # the skills and MCP hosts share one log
+    skills[0].record("skill.call", n=0)
+    skills[1].record("mcp.call", n=1)
+    skills[0].record("skill.call", n=2)
+    assert status(audit(home), "OWL-LOG-001") == "pass"
+    lines = bot_audit_path(home).read_text().splitlines(keepends=True)
+    bot_audit_path(home).write_text(lines[0] + lines[2])  # a record taken out
+    [finding] = findings(audit(home), "OWL-LOG-001")
+    assert finding.severity == "warning" and "bot-audit.jsonl: line 2: broken link" in finding.message
+    assert "after 1 intact records" in finding.message
+
+
 @pytest.mark.chain
 def test_session_keys_past_ttl_and_over_cap(make_stack, anvil, tmp_path):
     from bot.devchain import rpc

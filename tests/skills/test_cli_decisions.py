@@ -11,7 +11,7 @@ import stat
 from typer.testing import CliRunner
 
 from bot.cli.skill_cmd import app
-from bot.runtime.audit import verify_audit
+from bot.runtime.audit import skills_audit_path, verify_audit
 from skills_runtime.store import SkillStore
 from tests.skills.conftest import EXAMPLES, audit_records
 
@@ -46,7 +46,7 @@ def test_each_decision_is_on_record_in_the_chained_audit(tmp_path):
     assert first["enabled"] is True and first["replaced"] is None
     assert again["tree_hash"] == repinned["tree_hash"]
     assert again["replaced"] == {"version": pinned["version"], "tree_hash": pinned["tree_hash"]}
-    path = home / "logs" / "skills-audit.jsonl"
+    path = skills_audit_path(home)
     assert verify_audit(path)[:2] == (True, 5)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 

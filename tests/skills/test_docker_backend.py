@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.config import SkillSettings
-from bot.runtime.audit import BotAudit
+from bot.runtime.audit import BotAudit, skills_audit_path
 from bot.tools.chain_reader import RpcChainReader
 from bot.tools.skills import SkillTools, skill_tool
 from bot.skills.capabilities import Capabilities
@@ -67,7 +67,7 @@ def docker_skills(home: Path, tmp_path: Path, engine: FakeDockerEngine):
     def run(scenario: Any, folder: Path, *, settings: SkillSettings = FAST, **services: Any) -> Any:
         name = install(home, folder)
         skill = SkillStore(home).load(name)
-        audit = BotAudit(home / "logs" / "skills-audit.jsonl")
+        audit = BotAudit(skills_audit_path(home))
         host = SkillHost(Docker(engine.url, IMAGE), settings, audit, Capabilities(audit, None))
         tools = SkillTools([skill_tool(host, skill, decl) for decl in skill.manifest.tools], host)
         loaded = Loaded(tools, make_ctx(tmp_path, **services))
