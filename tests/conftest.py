@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from bot.devchain import DevChain, free_port, rpc
+from policies.kernel.aio import loop_name
 from signer.admin import issue_client
 from signer.wire.client import SignerClient, new_idempotency_key
 from signer.daemon import Daemon, init_home
@@ -30,12 +31,32 @@ from signer.wire.settings import SignerPaths
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import Scope
 from signer.wire.replies import Reply, dump_reply
+from signer.serve import DAEMON_LOOP
 from signer.wire.settings import load_signer_config
 
 DEV_POLICY = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
+SIGNER_TESTS = Path(__file__).resolve().parent / "signer"
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # anvil account 1, "dev-friend" in dev.yaml
 STRANGER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"  # anvil account 2, in no address book
 PASSPHRASE = b"test passphrase, not for real funds"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def product_event_loop(request: pytest.FixtureRequest):
+    """Every `asyncio.run` in a test module runs on the loop its code runs on when deployed: uvloop for
+    the bot, the bridge and the skills and MCP hosts, asyncio's own for the signer daemon
+    (policies.kernel.aio, signer.serve.DAEMON_LOOP). A bug only one loop shows (uvloop spawns no
+    process with `user=`) is then caught where it ships. `OWLIA_EVENT_LOOP=asyncio` runs all on asyncio's."""
+    prefer = DAEMON_LOOP if Path(str(request.path)).is_relative_to(SIGNER_TESTS) else "uvloop"
+    previous = asyncio.get_event_loop_policy()
+    if loop_name(prefer) == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    else:
+        asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+    yield
+    asyncio.set_event_loop_policy(previous)
 
 
 @pytest.fixture(scope="session")

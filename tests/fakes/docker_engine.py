@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from skills_runtime.sandbox import _system_binds
+from skills_runtime.sandbox import SETPRIV, _system_binds
 from tests.fakes.loop_thread import LoopThread
 
 API_VERSION = "1.45"
@@ -247,11 +247,13 @@ class FakeDockerEngine(LoopThread):
         if container.proc is not None:
             return
         uid, _, gid = (container.body.get("User") or "0").partition(":")
-        root = os.geteuid() == 0  # then bwrap itself runs as the container user, as Bubblewrap does
-        as_user = {"user": int(uid), "group": int(gid or uid), "extra_groups": []} if root else {}
+        # As root, bwrap itself runs as the container user, started through setpriv as Bubblewrap does
+        # (uvloop, the loop the bot's tests run on, spawns no process with `user=`/`group=`).
+        as_user = ([SETPRIV, f"--reuid={int(uid)}", f"--regid={int(gid or uid)}", "--clear-groups", "--"]
+                   if os.geteuid() == 0 else [])
         container.proc = await asyncio.create_subprocess_exec(
-            *bwrap_argv(container), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True, env={}, cwd="/", **as_user)
+            *as_user, *bwrap_argv(container), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, env={}, cwd="/")
         container.started.set()
         run = asyncio.create_task(self._run(container))
         self._runs.add(run)

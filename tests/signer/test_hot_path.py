@@ -148,3 +148,11 @@ def test_the_event_loop_is_uvloop_unless_told_otherwise(monkeypatch):
     assert loop_name() == "asyncio"
     monkeypatch.setenv(LOOP_ENV, "uvloop")
     assert loop_name(prefer=DAEMON_LOOP) == "uvloop"
+
+
+def test_the_signers_tests_run_on_the_daemons_loop():
+    """tests/conftest.py runs each module's `asyncio.run` on the loop its code is deployed on."""
+    async def running() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    assert asyncio.run(running()).startswith("asyncio") == (loop_name(prefer=DAEMON_LOOP) == "asyncio")

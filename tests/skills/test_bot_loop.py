@@ -8,6 +8,7 @@ child (util-linux's setpriv), which any loop can start."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -51,3 +52,12 @@ def test_a_root_bot_without_setpriv_reports_the_sandbox_unavailable(monkeypatch,
     monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
     why = sandbox.Bubblewrap().unavailable()
     assert why is not None and "util-linux" in why and "ordinary user" in why
+
+
+def test_the_bots_tests_run_on_the_bots_loop():
+    """tests/conftest.py runs each module's `asyncio.run` on the loop its code is deployed on: a plain
+    `asyncio.run` in a bot-side test is on uvloop too, not only the harnesses that ask for it."""
+    async def running() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    assert asyncio.run(running()).startswith("uvloop") == (loop_name() == "uvloop")
