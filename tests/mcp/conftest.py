@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from bot.cli.mcp_cmd import app
-from bot.runtime.audit import skills_audit_path, verify_audit
+from tests.audit_logs import skills_audit_records as audit  # noqa: F401 - the MCP tests import it from here
 from skills_runtime.sandbox import Bubblewrap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,13 +62,3 @@ def add_hostile(home: Path, state: Path, *targets: str, env: dict[str, str] | No
         ["--sampling"] if sampling else [])
     mcp(home, "add", "hostile", "--bind", str(HOSTILE), "--bind", str(state), *extra, "--",
         "/usr/bin/python3", "-I", str(HOSTILE / "server.py"), str(state), *targets)
-
-
-def audit(home: Path) -> list[dict]:
-    """The skills audit's records; its chain must verify (every test that reads it checks that)."""
-    path = skills_audit_path(home)
-    if not path.exists():
-        return []
-    ok, count, problem = verify_audit(path)
-    assert ok, f"the skills audit's chain is broken after {count} records: {problem}"
-    return [json.loads(line) for line in path.read_text().splitlines()]

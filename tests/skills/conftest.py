@@ -14,7 +14,7 @@ import pytest
 
 from bot.config import SkillSettings
 from bot.net.ssrf import FetchPolicy
-from bot.runtime.audit import skills_audit_path, verify_audit
+from tests.audit_logs import skills_audit_records as audit_records  # noqa: F401 - the skills tests import it from here
 from bot.tools.base import ContextKind, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.services import Services
 from bot.tools.skills import SkillTools, load_skill_tools, tool_name
@@ -108,16 +108,6 @@ def run_skills(home: Path, tmp_path: Path):
         return run_loop(asyncio.wait_for(go(), 60))  # the loop `owlia start` runs skills on
 
     return run
-
-
-def audit_records(home: Path) -> list[dict]:
-    """The skills audit's records; its chain must verify (every test that reads it checks that)."""
-    path = skills_audit_path(home)
-    if not path.exists():
-        return []
-    ok, count, problem = verify_audit(path)
-    assert ok, f"the skills audit's chain is broken after {count} records: {problem}"
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def sandbox_processes() -> list[int]:
