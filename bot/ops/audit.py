@@ -224,7 +224,7 @@ def check_audit_chains(ctx: OpsContext) -> Iterator[Finding]:
             ok, count, problem = False, 0, "not UTF-8 text"
         checked += 1
         if not ok:
-            yield Finding("OWL-LOG-001", WARN, f"{path}: {problem}, after {count} intact records",
+            yield Finding("OWL-LOG-001", WARN, f"{path}: {problem}; intact before it: {count}",
                           f"keep a copy of {path} to investigate, and compare what it says was done with the "
                           f"signer's own audit (`owlia signer audit verify`, `owlia signer audit tail`)")
     if not checked:
