@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.kernel.files import ensure_private_dir
-from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
+from policies.kernel.registry import RegistryCorrupt, read_registry, registry_lock, write_registry
 from skills_runtime.manifest import SkillManifest, load_manifest, tool_name
 from skills_runtime.tree import copy_tree, extract_archive, tree_hash
 
@@ -120,28 +120,32 @@ class SkillStore:
         prepared.folder.rename(target)
         self.discard(prepared)
         shutil.rmtree(old, ignore_errors=True)
-        skills = self._read()
-        now = int(time.time())
-        skills[name] = {"version": prepared.manifest.version, "tree_hash": prepared.tree_hash, "enabled": enabled,
-                        "permissions": prepared.manifest.permissions(), "installed_at": now, "approved_at": now}
-        self._write(skills)
+        with registry_lock(self.registry_path):
+            skills = self._read()
+            now = int(time.time())
+            skills[name] = {"version": prepared.manifest.version, "tree_hash": prepared.tree_hash,
+                            "enabled": enabled, "permissions": prepared.manifest.permissions(),
+                            "installed_at": now, "approved_at": now}
+            self._write(skills)
         return InstalledSkill(name, target, prepared.manifest, prepared.tree_hash, enabled)
 
     # ---- life cycle ---------------------------------------------------------------------------
 
     def set_enabled(self, name: str, enabled: bool) -> None:
-        skills = self._read()
-        if name not in skills:
-            raise SkillError(f"no skill named {name!r} is installed")
-        skills[name]["enabled"] = enabled
-        self._write(skills)
+        with registry_lock(self.registry_path):
+            skills = self._read()
+            if name not in skills:
+                raise SkillError(f"no skill named {name!r} is installed")
+            skills[name]["enabled"] = enabled
+            self._write(skills)
 
     def remove(self, name: str) -> None:
-        skills = self._read()
-        if name not in skills:
-            raise SkillError(f"no skill named {name!r} is installed")
-        del skills[name]
-        self._write(skills)
+        with registry_lock(self.registry_path):
+            skills = self._read()
+            if name not in skills:
+                raise SkillError(f"no skill named {name!r} is installed")
+            del skills[name]
+            self._write(skills)
         shutil.rmtree(self.root / name, ignore_errors=True)
 
     def current(self, name: str) -> tuple[SkillManifest, str]:
@@ -156,10 +160,13 @@ class SkillStore:
         if digest != expected_hash:
             raise SkillChanged(f"{name} changed again while you were reviewing it; run approve again")
         self.check_names(manifest)
-        skills = self._read()
-        skills[name].update(version=manifest.version, tree_hash=digest, permissions=manifest.permissions(),
-                            approved_at=int(time.time()))
-        self._write(skills)
+        with registry_lock(self.registry_path):
+            skills = self._read()
+            if name not in skills:
+                raise SkillError(f"no skill named {name!r} is installed")
+            skills[name].update(version=manifest.version, tree_hash=digest, permissions=manifest.permissions(),
+                                approved_at=int(time.time()))
+            self._write(skills)
 
     def load(self, name: str) -> InstalledSkill:
         """The skill exactly as approved, or SkillChanged (re-hashed and re-read on every load)."""

@@ -2,9 +2,11 @@
 
 Order: the stored entry in auth.json, else the provider's API key environment variable. OAuth
 access tokens are refreshed once they are within REFRESH_MARGIN of expiry, so a request never
-starts with a token that dies mid-stream. One asyncio.Lock per provider makes concurrent callers
-share a single refresh: with rotating refresh tokens, a second refresh would use an already
-spent token and log the user out.
+starts with a token that dies mid-stream. Refresh tokens rotate, and a provider that sees a spent
+one presented again revokes the login (RFC 9700 4.14.2), so a refresh token is spent at most once:
+coroutines of one process share a refresh (an asyncio.Lock per provider), and processes (`owlia
+start` next to `owlia chat`) take turns on auth.json's file lock, held from re-reading the entry
+through the network call to storing the rotated one; the one that waited finds it fresh and uses it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Literal, Protocol
 
 from bot.auth.errors import AuthError, AuthUnavailable, ReauthRequired
 from bot.auth.mask import mask
-from bot.auth.pkce import same_secret
 from bot.auth.store import ApiKeyEntry, AuthStore, OAuthEntry
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class CredentialResolver:
         entry = await self._load(provider)
         if isinstance(entry, OAuthEntry) and needs_refresh(entry, self._clock()):
             lock = self._locks.setdefault(provider, asyncio.Lock())
-            async with lock:
+            async with lock, self._store.locked_async():
                 entry = await self._load(provider)  # someone holding the lock may have refreshed it
                 if isinstance(entry, OAuthEntry) and needs_refresh(entry, self._clock()):
                     entry = await self._refresh(provider, entry)
@@ -109,6 +110,7 @@ class CredentialResolver:
         return Credential(provider, "api_key", key) if key else None
 
     async def _refresh(self, provider: str, entry: OAuthEntry) -> OAuthEntry | ApiKeyEntry | None:
+        """Called holding auth.json's lock, with `entry` as stored: nobody else can rotate it meanwhile."""
         still_valid = self._clock() < entry.expires_at
         refresher = self._refresher(provider)
         if refresher is None:
@@ -117,14 +119,6 @@ class CredentialResolver:
             raise ReauthRequired(provider, "the access token expired and cannot be refreshed here")
         try:
             fresh = await refresher.refresh(entry.refresh_token)
-        except ReauthRequired:
-            # Another process may have rotated the refresh token under us: then its login is good.
-            current = await self._load(provider)
-            rotated = isinstance(current, OAuthEntry) and not same_secret(current.refresh_token,
-                                                                          entry.refresh_token)
-            if rotated:
-                return current
-            raise
         except AuthUnavailable as exc:
             if still_valid:
                 log.warning("%s token refresh failed (%s); using the current token until it expires",
@@ -133,9 +127,7 @@ class CredentialResolver:
             raise AuthUnavailable(f"{provider} access token expired and could not be refreshed: {exc}") \
                 from None
         fresh = replace(fresh, account=fresh.account or entry.account, scopes=fresh.scopes or entry.scopes)
-        stored = await asyncio.to_thread(self._store.replace_if_current, provider, entry.refresh_token, fresh)
-        if not stored:  # logged out or set up again meanwhile: the store wins
-            return await self._load(provider)
+        await asyncio.to_thread(self._store.put_locked, provider, fresh)
         log.info("%s access token refreshed (expires in %d s)", provider,
                  int(fresh.expires_at - self._clock()))
         return fresh

@@ -5,8 +5,9 @@ and read only if it is a regular file we own that nobody else can read: a file s
 read is a leaked login, and we would rather stop than keep using it silently. A corrupt file is an
 error too; replacing it would throw away a refresh token that cannot be recovered.
 
-Read-modify-write cycles hold an flock on `auth.json.lock` so the CLI and a running bot cannot
-overwrite each other's rotated refresh token.
+Read-modify-write cycles hold an flock on `.auth.json.lock` so the CLI and a running bot cannot
+overwrite each other's rotated refresh token; a token refresh holds the same lock across its network
+call (`locked_async`), so two processes never spend one rotating refresh token twice.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -23,9 +24,8 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.auth.errors import AuthStoreError
-from bot.auth.pkce import same_secret
 from policies.kernel.files import PermissionProblem, ensure_private_dir, write_private_file
-from policies.kernel.locks import file_lock
+from policies.kernel.locks import async_file_lock, file_lock
 
 STORE_VERSION = 1
 FILE_NAME = "auth.json"
@@ -159,14 +159,24 @@ class AuthStore:
 
     # -- writing --
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Exclusive inter-process lock for a read-modify-write (not re-entrant)."""
+    @property
+    def _lock_path(self) -> Path:
         try:
             ensure_private_dir(self.path.parent)
         except PermissionProblem as exc:
             raise AuthStoreError(str(exc)) from None
-        with file_lock(self.path.with_name(f".{self.path.name}.lock")):
+        return self.path.with_name(f".{self.path.name}.lock")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive inter-process lock for a read-modify-write (not re-entrant)."""
+        with file_lock(self._lock_path):
+            yield
+
+    @asynccontextmanager
+    async def locked_async(self) -> AsyncIterator[None]:
+        """The same lock, held by a coroutine across awaits; use `put_locked` inside it, not `put`."""
+        async with async_file_lock(self._lock_path):
             yield
 
     def _write(self, entries: dict[str, Entry]) -> None:
@@ -176,25 +186,13 @@ class AuthStore:
 
     def put(self, provider: str, entry: Entry) -> None:
         with self.locked():
-            entries = self.load()
-            entries[provider] = entry
-            self._write(entries)
+            self.put_locked(provider, entry)
 
-    def replace_if_current(self, provider: str, expected_refresh_token: str, entry: OAuthEntry) -> bool:
-        """Store `entry` unless another process already rotated the login we refreshed from.
-
-        Returns False (and writes nothing) if the stored entry is gone or has another refresh token.
-        """
-        with self.locked():
-            entries = self.load()
-            current = entries.get(provider)
-            if not isinstance(current, OAuthEntry):
-                return False
-            if not same_secret(current.refresh_token, expected_refresh_token):
-                return False
-            entries[provider] = entry
-            self._write(entries)
-            return True
+    def put_locked(self, provider: str, entry: Entry) -> None:
+        """`put` for a caller that already holds the lock (`locked_async`)."""
+        entries = self.load()
+        entries[provider] = entry
+        self._write(entries)
 
     def remove(self, providers: list[str] | None = None) -> dict[str, Entry]:
         """Delete the named entries (all if None); return what was removed."""

@@ -125,7 +125,7 @@ def install(ctx: typer.Context, path: Path = typer.Argument(..., help="A skill f
                     tree_hash=skill.tree_hash, permissions=skill.manifest.permissions(), enabled=skill.enabled,
                     replaced=None if previous is None else {"version": previous["version"],
                                                              "tree_hash": previous["tree_hash"]})
-    typer.echo(f"installed {skill.name} ({'enabled' if skill.enabled else 'disabled'})")
+    typer.echo(f"installed {skill.name} ({'enabled' if skill.enabled else 'disabled'}); {RESTART}")
 
 
 @app.command("list")
@@ -171,7 +171,10 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
     record_decision(ctx, "skill.approved", skill=name, version=manifest.version, tree_hash=digest,
                     permissions=manifest.permissions(),
                     replaced={"version": entry["version"], "tree_hash": entry["tree_hash"]})
-    typer.echo(f"approved {name}")
+    typer.echo(f"approved {name}; {RESTART}")
+
+
+RESTART = "a running bot loads it when restarted (disable and remove take effect at its next call)"
 
 
 @app.command("enable")
@@ -179,7 +182,7 @@ def enable(ctx: typer.Context, name: str) -> None:
     store = _store(ctx)
     _guard(lambda: store.set_enabled(name, True))
     record_decision(ctx, "skill.enabled", skill=name)
-    typer.echo(f"enabled {name}")
+    typer.echo(f"enabled {name}; {RESTART}")
 
 
 @app.command("disable")

@@ -3,16 +3,24 @@
 On their own so that `/health`'s provider check (is any credentialed profile out of cooldown?) reads
 them without importing the failover router and the request and stream types under it: those load
 just after ready.
+
+Several writers share the file: the failover routers of one bot (the chat's and the heartbeat's)
+and those of `owlia chat` beside it. Each change re-reads the file under its lock and changes only
+its profile; writing back a copy loaded earlier would erase the others' cooldowns, and `/health`
+(which reads the file) would call a failing provider ready.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from policies.kernel.files import write_private_file
+from policies.kernel.locks import file_lock
 
 log = logging.getLogger("bot.llm.failover")  # the name these warnings always had
 
@@ -63,14 +71,24 @@ class CooldownStore:
     def get(self, name: str) -> _State:
         return self.states.get(name, _State())
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with file_lock(self.path.with_name(f".{self.path.name}.lock")):
+            yield
+
     def record_failure(self, name: str, now: float) -> float:
-        state = self.states.setdefault(name, _State())
-        state.failures += 1
-        state.until = now + cooldown_seconds(state.failures)
-        self.save()
-        return state.until
+        with self._locked():
+            self.states = self._load()
+            state = self.states.setdefault(name, _State())
+            state.failures += 1
+            state.until = now + cooldown_seconds(state.failures)
+            self.save()
+            return state.until
 
     def record_success(self, name: str) -> None:
-        if name in self.states:
-            del self.states[name]
-            self.save()
+        with self._locked():
+            self.states = self._load()
+            if name in self.states:
+                del self.states[name]
+                self.save()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
+from policies.kernel.registry import RegistryCorrupt, read_registry, registry_lock, write_registry
 
 FILE = "servers.json"
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
@@ -147,35 +147,44 @@ class McpStore:
         write_registry(self.path, "servers", {n: e.model_dump(mode="json") for n, e in servers.items()})
 
     def entry(self, name: str) -> ServerEntry:
-        found = self.read().get(name)
+        return self._in(self.read(), name)
+
+    @staticmethod
+    def _in(servers: dict[str, ServerEntry], name: str) -> ServerEntry:
+        found = servers.get(name)
         if found is None:
             raise McpError(f"no MCP server named {name!r}; see `owlia mcp list`")
         return found
 
     def add(self, decl: ServerDecl) -> None:
-        servers = self.read()
-        if decl.name in servers:
-            raise McpError(f"an MCP server named {decl.name!r} exists; remove it first")
-        servers[decl.name] = ServerEntry(decl=decl, added_at=int(time.time()))
-        self._write(servers)
+        with registry_lock(self.path):
+            servers = self.read()
+            if decl.name in servers:
+                raise McpError(f"an MCP server named {decl.name!r} exists; remove it first")
+            servers[decl.name] = ServerEntry(decl=decl, added_at=int(time.time()))
+            self._write(servers)
 
     def approve(self, name: str, tools: dict[str, PinnedTool]) -> None:
         """Pin exactly the tools the user was shown, with the levels they gave; enables the server."""
-        servers = self.read()
-        entry = self.entry(name)
-        servers[name] = entry.model_copy(update={"tools": tools, "enabled": True, "approved_at": int(time.time())})
-        self._write(servers)
+        with registry_lock(self.path):
+            servers = self.read()
+            entry = self._in(servers, name)
+            servers[name] = entry.model_copy(update={"tools": tools, "enabled": True,
+                                                     "approved_at": int(time.time())})
+            self._write(servers)
 
     def set_enabled(self, name: str, enabled: bool) -> None:
-        servers = self.read()
-        entry = self.entry(name)
-        if enabled and not entry.tools:
-            raise McpError(f"{name} has no approved tools; run `owlia mcp approve {name}` first")
-        servers[name] = entry.model_copy(update={"enabled": enabled})
-        self._write(servers)
+        with registry_lock(self.path):
+            servers = self.read()
+            entry = self._in(servers, name)
+            if enabled and not entry.tools:
+                raise McpError(f"{name} has no approved tools; run `owlia mcp approve {name}` first")
+            servers[name] = entry.model_copy(update={"enabled": enabled})
+            self._write(servers)
 
     def remove(self, name: str) -> None:
-        servers = self.read()
-        self.entry(name)
-        del servers[name]
-        self._write(servers)
+        with registry_lock(self.path):
+            servers = self.read()
+            self._in(servers, name)
+            del servers[name]
+            self._write(servers)

@@ -85,13 +85,19 @@ class MemoryIndex:
         self.close()
 
     def reindex(self) -> ReindexStats:
-        """Bring the index in line with the notes on disk in one transaction."""
-        rows = self.conn.execute("SELECT path, mtime_ns, size, sha256 FROM files")
-        known = {row[0]: row[1:] for row in rows}
+        """Bring the index in line with the notes on disk in one transaction.
+
+        Other processes on the home (`owlia start`, `owlia chat`) reindex the same DB: the write lock
+        is taken first (BEGIN IMMEDIATE, waiting out another reindex) and what is indexed is read
+        under it. Read before it, a second reindex indexed again every note the first had just added
+        (each found twice by search); a deferred BEGIN failed with "database is locked" on upgrade.
+        """
         current = memory_files(self.workspace)
         added = updated = unchanged = 0
-        self.conn.execute("BEGIN")
+        self.conn.execute("BEGIN IMMEDIATE")
         try:
+            rows = self.conn.execute("SELECT path, mtime_ns, size, sha256 FROM files")
+            known = {row[0]: row[1:] for row in rows}
             for rel, path in current.items():
                 info = path.stat()
                 old = known.get(rel)

@@ -7,6 +7,10 @@ in a private DM, and the registry's context rules apply. Results are untrusted a
 tool's description (written by the skill's author) is labelled as untrusted third-party text. A
 skill that cannot be loaded (changed, broken, or with a tool name an earlier skill already has) is
 refused on its own and audited; the bot starts without it.
+
+The set of tools is fixed at start, but `owlia skill disable`, `remove` and `approve` are honoured at
+the next call without a restart: each call re-reads the registry and refuses a skill that is no
+longer enabled, is gone, or is pinned to other files than the ones loaded (a restart loads those).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from bot.config import SkillSettings
 from bot.net.ssrf import FetchPolicy
-from bot.tools.base import Level, Tool, ToolArgs, ToolContext, ToolOutput
+from bot.tools.base import Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from skills_runtime.arguments import SkillArgs
 from skills_runtime.arguments import args_model as _args_model
 from skills_runtime.manifest import ToolDecl, tool_name
@@ -44,7 +48,12 @@ def skill_tool(host: Any, skill: InstalledSkill, decl: ToolDecl) -> Tool:
     model = args_model(skill.name, decl)
     name = tool_name(skill.name, decl.name)
 
+    store = SkillStore(skill.folder.parent.parent)  # the store it was loaded from: <home>/skills/<name>
+
     async def handler(ctx: ToolContext, args: ToolArgs) -> ToolOutput:
+        refusal = withdrawn(store, skill)
+        if refusal is not None:
+            raise ToolFailure(refusal)
         return await host.call(ctx, skill, decl, args.model_dump(exclude_none=True))
 
     def confirmation(args: ToolArgs) -> str:
@@ -54,6 +63,27 @@ def skill_tool(host: Any, skill: InstalledSkill, decl: ToolDecl) -> Tool:
     description = f"[{UNTRUSTED_LABEL}: {skill.name} v{skill.manifest.version}] {decl.description}"
     return Tool(name, description, Level(decl.level), model, handler, timeout=host.timeout(skill) + 5,
                 confirmation=confirmation if decl.level == "write" else None)
+
+
+def withdrawn(store: SkillStore, skill: InstalledSkill) -> str | None:
+    """Why a loaded skill may no longer run (the user disabled, removed or re-approved it), or None.
+
+    Read on every call: the running bot must stop using a skill the moment the user withdraws it.
+    An unreadable registry withdraws everything (fail closed).
+    """
+    try:
+        entry = store.entries().get(skill.name)
+    except SkillError as exc:
+        return str(exc)
+    if entry is None:
+        return f"the skill {skill.name} was removed (`owlia skill remove`); it no longer runs"
+    if not entry.get("enabled"):
+        return (f"the skill {skill.name} was disabled (`owlia skill disable`); it does not run until "
+                f"`owlia skill enable {skill.name}`")
+    if entry.get("tree_hash") != skill.tree_hash:
+        return (f"the skill {skill.name} was approved again with other files since the bot started; "
+                "restart the bot to run the version you approved")
+    return None
 
 
 @dataclass

@@ -53,7 +53,12 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_private_file(path: Path, data: bytes) -> None:
-    """Replace `path` atomically with mode 0600 from the first byte: temp file, fsync, rename, fsync dir."""
+    """Replace `path` atomically with mode 0600 from the first byte: temp file, fsync, rename, fsync dir.
+
+    A writer killed before its rename leaves its temp file, a full copy of what it was writing (a
+    login token, say), which would outlive the `owlia auth logout` that removed the entry: each
+    write sweeps the temp files of `path` whose writer is gone.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
@@ -67,7 +72,35 @@ def write_private_file(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _sweep_orphans(path)
     fsync_dir(path.parent)
+
+
+def _sweep_orphans(path: Path) -> None:
+    """Remove `.<name>.<pid>.tmp` files beside `path` whose pid is no longer running."""
+    prefix = f".{path.name}."
+    for entry in os.scandir(path.parent):
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):-len(".tmp")]
+        if pid.isdigit() and not _running(int(pid)):
+            try:
+                Path(entry.path).unlink(missing_ok=True)
+            except OSError:  # best effort (a directory planted there, say): the write itself succeeded
+                continue
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def write_new_private(path: Path, text: str) -> bool:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from policies.kernel.files import FILE_MODE
@@ -23,3 +24,23 @@ def file_lock(lock_path: Path) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)  # closing releases the flock
+
+
+@asynccontextmanager
+async def async_file_lock(lock_path: Path, *, poll: float = 0.02) -> AsyncIterator[int]:
+    """`file_lock` for a coroutine that holds it across awaits (e.g. a network call).
+
+    Polls a non-blocking flock instead of blocking a worker thread: a thread stuck in flock() when
+    its task is cancelled would take the lock later and keep it for ever.
+    """
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(poll)
+        yield fd
+    finally:
+        os.close(fd)

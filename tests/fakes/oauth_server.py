@@ -4,7 +4,10 @@ Anthropic, authorization code + PKCE (JSON token endpoint at /v1/oauth/token):
   the test "user" approves with `approve(...)` or `approve_url(url)` and gets the `CODE#STATE`
   string the consent page would show. The token endpoint checks client_id, redirect_uri, state,
   and S256(code_verifier) against the approved challenge; codes are single-use and expire; refresh
-  rotates the refresh token and invalidates the old one. Errors are 400 `{"error", "error_description"}`.
+  rotates the refresh token and invalidates the old one; presenting a spent refresh token again is
+  treated as theft (RFC 9700 4.14.2): the token it was rotated into is revoked too, so the login is
+  gone. `refresh_delay` holds each refresh answer that long, to make two clients' refreshes overlap.
+  Errors are 400 `{"error", "error_description"}`.
 
 OpenAI, device code as the Codex CLI speaks it (/api/accounts/deviceauth/usercode, .../token,
 form-encoded code exchange at /oauth/token): polling answers 403 authorization_pending until the
@@ -82,6 +85,8 @@ class _State:
     requests: list[RecordedRequest] = field(default_factory=list)
     codes: dict[str, _Code] = field(default_factory=dict)
     refresh_tokens: dict[str, str] = field(default_factory=dict)  # refresh token -> flavour
+    rotated: dict[str, str] = field(default_factory=dict)  # spent refresh token -> the one it became
+    reused: list[str] = field(default_factory=list)  # spent refresh tokens presented again
     access_tokens: set[str] = field(default_factory=set)
     devices: dict[str, _Device] = field(default_factory=dict)
     failures: list[int] = field(default_factory=list)  # statuses to answer the next token calls with
@@ -90,8 +95,10 @@ class _State:
 
 class FakeOAuthServer:
     def __init__(self, *, access_ttl: int = 3600, code_ttl: float = 300.0, device_ttl: float = 900.0,
-                 device_interval: float = 0.05, device_min_interval: float | None = None) -> None:
+                 device_interval: float = 0.05, device_min_interval: float | None = None,
+                 refresh_delay: float = 0.0) -> None:
         self.access_ttl = access_ttl
+        self.refresh_delay = refresh_delay
         self.code_ttl = code_ttl
         self.device_ttl = device_ttl
         self.device_interval = device_interval
@@ -228,6 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body = json.loads(raw or b"null")
             except ValueError:
                 body = None
+        if fake.refresh_delay and isinstance(body, dict) and body.get("grant_type") == "refresh_token":
+            time.sleep(fake.refresh_delay)  # outside the lock: concurrent refreshes overlap like on the net
         with fake.state.lock:
             fake.state.requests.append(RecordedRequest("POST", self.path, dict(self.headers.items()), body,
                                                        time.monotonic()))
@@ -286,10 +295,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _refresh(self, fake: FakeOAuthServer, body: dict, flavour: str) -> tuple[int, dict]:
         token = str(body.get("refresh_token"))
+        if token in fake.state.rotated:  # reuse of a spent token: revoke everything rotated from it
+            fake.state.reused.append(token)
+            while token in fake.state.rotated:
+                token = fake.state.rotated[token]
+                fake.state.refresh_tokens.pop(token, None)
+            return _error("invalid_grant", "Refresh token already used; the login was revoked")
         if fake.state.refresh_tokens.get(token) != flavour:
             return _error("invalid_grant", "Refresh token not found or invalid")
         del fake.state.refresh_tokens[token]  # rotation: the old one is spent
-        return 200, fake._issue(flavour, time.time())
+        body_out = fake._issue(flavour, time.time())
+        fake.state.rotated[token] = body_out["refresh_token"]
+        return 200, body_out
 
     # -- OpenAI / Codex --
 

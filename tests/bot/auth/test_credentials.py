@@ -129,22 +129,6 @@ def test_transient_failure_keeps_a_still_valid_token(fake, store, failure):
     assert store.get("anthropic") == entry  # nothing lost
 
 
-def test_refresh_token_rotated_by_another_process(fake, store):
-    clock = Clock(T0)
-    entry = login(fake, store, clock)
-    real = anthropic_for(fake, clock=clock)
-
-    class OtherProcessWinsTheRace:
-        async def refresh(self, refresh_token: str) -> OAuthEntry:
-            store.put("anthropic", await real.refresh(refresh_token))  # the other process
-            return await real.refresh(refresh_token)  # ours: already spent -> invalid_grant
-
-    clock.now = entry.expires_at
-    resolver = CredentialResolver(store.path, clock=clock, anthropic_client=OtherProcessWinsTheRace(), env={})
-    cred = asyncio.run(resolver.get("anthropic"))
-    assert cred.secret == store.get("anthropic").access_token != entry.access_token
-
-
 def test_api_keys_and_env_fallback(store):
     env = {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "e" * 40, "OPENAI_API_KEY": " sk-env-" + "o" * 40 + "\n",
            "GROQ_API_KEY": "gsk_" + "g" * 30}

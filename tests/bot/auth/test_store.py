@@ -90,13 +90,12 @@ def test_newer_version_refused(home):
         AuthStore(path).load()
 
 
-def test_remove_and_replace_if_current(home):
+def test_put_replaces_and_remove(home):
     store = AuthStore.in_home(home)
     entry = OAuthEntry(access_token=ACCESS, refresh_token=REFRESH, expires_at=1.0)
     store.put("anthropic", entry)
     newer = OAuthEntry(access_token=ACCESS + "2", refresh_token=REFRESH + "2", expires_at=2.0)
-    assert not store.replace_if_current("anthropic", "some other token", newer)
-    assert store.replace_if_current("anthropic", REFRESH, newer)
+    store.put("anthropic", newer)
     assert store.get("anthropic") == newer
     assert store.remove(["openai"]) == {}
     assert store.remove(None) == {"anthropic": newer}
