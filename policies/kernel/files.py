@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 FILE_MODE = 0o600
@@ -57,7 +58,7 @@ def write_private_file(path: Path, data: bytes) -> None:
 
     A writer killed before its rename leaves its temp file, a full copy of what it was writing (a
     login token, say), which would outlive the `owlia auth logout` that removed the entry: each
-    write sweeps the temp files of `path` whose writer is gone.
+    write sweeps the temp files of `path` whose writer is gone (`ORPHAN_SECONDS` old at least).
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -76,15 +77,26 @@ def write_private_file(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+ORPHAN_SECONDS = 30.0
+"""A temp file this old whose pid is not running is a dead writer's. A live writer's lasts
+milliseconds; the age also spares one in another pid namespace (a container sharing the volume),
+whose pid means nothing here."""
+
+
 def _sweep_orphans(path: Path) -> None:
     """Remove `.<name>.<pid>.tmp` files beside `path` whose pid is no longer running."""
     prefix = f".{path.name}."
+    old = time.time() - ORPHAN_SECONDS
     for entry in os.scandir(path.parent):
         name = entry.name
         if not (name.startswith(prefix) and name.endswith(".tmp")):
             continue
         pid = name[len(prefix):-len(".tmp")]
-        if pid.isdigit() and not _running(int(pid)):
+        try:
+            fresh = entry.stat(follow_symlinks=False).st_mtime > old
+        except OSError:
+            continue
+        if pid.isdigit() and not fresh and not _running(int(pid)):
             try:
                 Path(entry.path).unlink(missing_ok=True)
             except OSError:  # best effort (a directory planted there, say): the write itself succeeded

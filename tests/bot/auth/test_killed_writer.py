@@ -4,6 +4,7 @@ copy it was writing (the full set of login tokens) does not outlive the next wri
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 from bot.auth.store import ApiKeyEntry, AuthStore
+from policies.kernel.files import ORPHAN_SECONDS
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = "sk-ant-api03-" + "K" * 60
@@ -45,6 +47,13 @@ def test_a_killed_writer_leaves_no_readable_copy_of_a_removed_key(home: Path):
         if _orphans(home):
             break
     assert _orphans(home), "no kill landed mid-write in 60 tries"
+    fresh = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "auth", "logout", "--provider", "other0"],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert fresh.returncode == 0, fresh.stderr
+    assert _orphans(home), "a temp file younger than ORPHAN_SECONDS is spared (its writer may live elsewhere)"
+    for orphan in _orphans(home):  # the writer was killed a while ago
+        stamp = orphan.stat().st_mtime - ORPHAN_SECONDS - 1
+        os.utime(orphan, (stamp, stamp))
 
     done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "auth", "logout", "--all"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
