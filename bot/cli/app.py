@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer._click import Context
+from typer.exceptions import Abort
 from typer.core import TyperGroup
 
 from bot.cli import process
@@ -33,6 +35,18 @@ def mount(name: str, summary: str, *,
 
 class OwliaGroup(LazyGroup):
     mounts = MOUNTS
+
+    def invoke(self, ctx: Context) -> Any:
+        """Ctrl-C at any prompt (an option's, `typer.prompt`, `typer.confirm`) exits 130 like Ctrl-C
+        anywhere else: click turns it into `Abort`, which typer reports as "Aborted!" and exit 1, the
+        exit for end of input. Typer's main exits 130 for the KeyboardInterrupt raised here."""
+        try:
+            return super().invoke(ctx)
+        except Abort as exc:
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                typer.echo(err=True)  # the shell's next prompt on a line of its own, after the `^C`
+                raise KeyboardInterrupt from None
+            raise
 
 
 app = typer.Typer(
