@@ -70,11 +70,11 @@ def up(
     from bot.devchain import DevChain, DevChainError
     from signer.wire.settings import SignerPaths
     from policies.kernel.files import ensure_private_dir, write_private_file
-    from bot.cli.config_file import load_or_fail
+    from bot.cli.config_file import load_or_fail, private_dir_or_fail
     from signer.wire.settings import ConfigError, load_signer_config
 
     home = home_of(ctx)
-    ensure_private_dir(home)
+    private_dir_or_fail(home)
     config_path = home / "config.yaml"
     if not config_path.exists():
         write_private_file(config_path, DEV_CONFIG.format(port=port or DEFAULT_PORT).encode())
