@@ -37,15 +37,22 @@ class OwliaGroup(LazyGroup):
     mounts = MOUNTS
 
     def invoke(self, ctx: Context) -> Any:
-        """Ctrl-C at any prompt (an option's, `typer.prompt`, `typer.confirm`) exits 130 like Ctrl-C
-        anywhere else: click turns it into `Abort`, which typer reports as "Aborted!" and exit 1, the
-        exit for end of input. Typer's main exits 130 for the KeyboardInterrupt raised here."""
+        """A prompt (an option's, `typer.prompt`, `typer.confirm`) that gets no answer: click turns both
+        Ctrl-C and end of input into `Abort`, which typer reports as a bare "Aborted!" and exit 1.
+        Ctrl-C exits 130 as it does anywhere else (typer's main, for the KeyboardInterrupt raised
+        here); end of input (stdin closed or not a terminal) says how to answer, and exits 1."""
         try:
             return super().invoke(ctx)
         except Abort as exc:
+            typer.echo(err=True)  # after the prompt's text (and the `^C`): a line of its own
             if isinstance(exc.__context__, KeyboardInterrupt):
-                typer.echo(err=True)  # the shell's next prompt on a line of its own, after the `^C`
                 raise KeyboardInterrupt from None
+            if isinstance(exc.__context__, EOFError):
+                from bot.cli.say import error
+
+                error("end of input at a prompt: run the command on a terminal to answer it, or give the "
+                      "answer as an option (see the command's --help, e.g. --yes)")
+                raise typer.Exit(1) from None
             raise
 
 
