@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import typer
 from typer._click import Context
@@ -48,12 +48,11 @@ class OwliaGroup(LazyGroup):
             if isinstance(exc.__context__, KeyboardInterrupt):
                 raise KeyboardInterrupt from None
             if isinstance(exc.__context__, EOFError):
-                from bot.cli.say import error
-
-                error("end of input at a prompt: run the command on a terminal to answer it, or give the "
-                      "answer as an option (see the command's --help, e.g. --yes)")
-                raise typer.Exit(1) from None
+                _no_answer()
             raise
+        except EOFError:  # getpass and input(): the passphrase prompts
+            typer.echo(err=True)
+            _no_answer()
 
 
 app = typer.Typer(
@@ -65,6 +64,14 @@ app = typer.Typer(
     rich_markup_mode=None,
     cls=OwliaGroup,
 )
+
+
+def _no_answer() -> NoReturn:
+    from bot.cli.say import error
+
+    error("end of input at a prompt: run the command on a terminal to answer it, or give the "
+          "answer as an option (see the command's --help, e.g. --yes or --passphrase-file)")
+    raise typer.Exit(1)
 
 
 @app.callback()

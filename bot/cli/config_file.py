@@ -37,6 +37,9 @@ def private_dir_or_fail(path: Path) -> Path:
         return ensure_private_dir(path)
     except PermissionProblem as exc:
         fail(f"{exc}: run as the user who owns it, or give another home with --home or OWLIA_HOME")
+    except PermissionError:
+        fail(f"cannot use {path} (permission denied): run as the user who owns it, or give another home with "
+             "--home or OWLIA_HOME")
     except OSError as exc:
         why = "a file is there" if isinstance(exc, FileExistsError) else exc.strerror
         fail(f"cannot use {path} as a private directory ({why}): give another home with --home or OWLIA_HOME")
