@@ -156,3 +156,10 @@ def test_a_token_path_that_is_a_directory_is_named(home: Path) -> None:
     for argv in (("sign", "send", "--to", FRIEND, "--value", "1wei"),
                  ("sign", "send", "--to", FRIEND, "--value", "1wei", "--reason", "x y")):  # typer-free and typer
         worded(owlia(home, *argv), f"{home / 'secrets' / 'signer.token'} is not a file", "owlia signer client add")
+
+
+def test_an_auth_json_that_is_a_directory_is_named(home: Path) -> None:
+    """`owlia auth status` printed os.fdopen's IsADirectoryError traceback."""
+    (home / "auth.json").mkdir(mode=0o700)
+    for argv in (("auth", "status"), ("auth", "logout", "--all")):
+        worded(owlia(home, *argv), f"{home / 'auth.json'} is not a regular file", "move it aside")
