@@ -78,3 +78,42 @@ def test_policy_check_bad_spent_shows_the_shape(signer_home: tuple[Path, Path], 
     policy = home / "signer" / "policy.yaml"
     worded(owlia(home, "policy", "check", "--policy", str(policy), "--intent", INTENT, "--spent", spent),
            "bad --spent", '"31337:native:86400"')
+
+
+STALE = "owl_stale_" + "x" * 40
+
+
+def test_a_refused_client_token_names_the_token_and_the_way_out(stack) -> None:
+    """The signer's "invalid, expired or revoked token" alone named neither the token nor what to do."""
+    admin = stack.paths.admin_token
+    aside = admin.with_name("admin.token.aside")
+    admin.rename(aside)  # `owlia signer status` then asks as this home's client
+    try:
+        token = stack.home / "secrets" / "signer.token"
+        token.parent.mkdir(mode=0o700, exist_ok=True)
+        token.write_text(STALE + "\n")
+        token.chmod(0o600)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
+        worded(stack.owlia("signer", "status", env=env), "invalid, expired or revoked token", str(token),
+               "owlia signer client add")
+        worded(stack.owlia("signer", "status", env={**env, "OWLIA_SIGNER_TOKEN": STALE}), "$OWLIA_SIGNER_TOKEN",
+               "owlia signer client add")
+    finally:
+        aside.rename(admin)
+
+
+def test_the_admin_token_is_checked_like_a_client_token(stack) -> None:
+    """admin.token readable by others was used without a word (the client token's mode was checked); a
+    stale one got the signer's bare refusal."""
+    admin = stack.paths.admin_token
+    good = admin.read_text()
+    try:
+        admin.chmod(0o644)
+        worded(stack.owlia("signer", "session-key", "list"), f"chmod 600 {admin}")
+        admin.chmod(0o600)
+        admin.write_text(STALE + "\n")
+        worded(stack.owlia("signer", "session-key", "list"), f"the admin token in {admin}")
+    finally:
+        admin.write_text(good)
+        admin.chmod(0o600)
+    assert stack.owlia("signer", "session-key", "list").returncode == 0
