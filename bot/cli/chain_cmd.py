@@ -10,7 +10,7 @@ app = typer.Typer(help="Local development chain (anvil).", no_args_is_help=True)
 @app.command("dev")
 def dev(
     ctx: typer.Context,
-    port: int = typer.Option(8545, help="Port on 127.0.0.1."),
+    port: int = typer.Option(8545, min=1, max=65535, help="Port on 127.0.0.1."),
     chain_id: int = typer.Option(31337, help="Chain id."),
     tier3: bool = typer.Option(True, help="Deploy the Tier 3 contracts (Delegation Framework) and record them."),
 ) -> None:

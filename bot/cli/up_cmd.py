@@ -61,7 +61,8 @@ DEFAULT_PORT = 8545
 
 def up(
     ctx: typer.Context,
-    port: Optional[int] = typer.Option(None, help="Dev chain port on 127.0.0.1 for a new home (default 8545)."),
+    port: Optional[int] = typer.Option(None, min=1, max=65535,
+                                       help="Dev chain port on 127.0.0.1 for a new home (default 8545)."),
     demo: bool = typer.Option(False, help="Run a short signing demo, then stop everything."),
 ) -> None:
     """Start the dev chain and the signer with a funded session key; stop with Ctrl-C."""

@@ -163,3 +163,16 @@ def test_an_auth_json_that_is_a_directory_is_named(home: Path) -> None:
     (home / "auth.json").mkdir(mode=0o700)
     for argv in (("auth", "status"), ("auth", "logout", "--all")):
         worded(owlia(home, *argv), f"{home / 'auth.json'} is not a regular file", "move it aside")
+
+
+@pytest.mark.parametrize("argv", [("up", "--port", "70000"), ("up", "--port", "0"), ("chain", "dev", "--port", "-1"),
+                                  ("bridge", "serve", "--port", "99999")], ids=" ".join)
+def test_a_port_out_of_range_is_a_usage_error_before_anything_is_written(tmp_path: Path,
+                                                                         argv: tuple[str, ...]) -> None:
+    """`owlia up --port 70000` wrote config.yaml with that port, then printed OverflowError's traceback;
+    `owlia bridge serve --port 99999` the same traceback from bind()."""
+    home = tmp_path / "new-home"
+    done = owlia(home, *argv)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "Invalid value for '--port'" in done.stderr
+    assert not home.exists()
