@@ -104,6 +104,9 @@ def up(
     except DevChainError as exc:
         chain.stop()
         fail(str(exc))
+    except BaseException:  # Ctrl-C while anvil starts or the contracts deploy: anvil (its own session) goes too
+        chain.stop()
+        raise
     signer_proc: subprocess.Popen | None = None
     bot_proc: subprocess.Popen | None = None
     try:

@@ -176,3 +176,43 @@ def test_a_port_out_of_range_is_a_usage_error_before_anything_is_written(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "Invalid value for '--port'" in done.stderr
     assert not home.exists()
+
+
+@pytest.mark.parametrize("argv", [("up", "--port", "28613"), ("chain", "dev", "--port", "28614", "--no-tier3")],
+                         ids=" ".join)
+def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    """anvil runs in its own session (a terminal's Ctrl-C does not reach it); Ctrl-C while `owlia up` or
+    `owlia chain dev` waited for it to answer left it running, holding the port, after owlia had exited."""
+    import signal
+
+    pidfile = tmp_path / "chain.pid"
+    slow = tmp_path / "slow-anvil"  # a chain that never answers: the command is still waiting when Ctrl-C comes
+    slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    slow.chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}, "OWLIA_ANVIL": str(slow)}
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(tmp_path / "home"), *argv],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        chain_pid = int(pidfile.read_text())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    gone = False
+    for _ in range(100):
+        try:
+            os.kill(chain_pid, 0)
+        except ProcessLookupError:
+            gone = True
+            break
+        time.sleep(0.05)
+    if not gone:
+        os.kill(chain_pid, signal.SIGKILL)
+    assert gone, "the dev chain outlived the command"
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
