@@ -117,3 +117,11 @@ def test_the_admin_token_is_checked_like_a_client_token(stack) -> None:
         admin.write_text(good)
         admin.chmod(0o600)
     assert stack.owlia("signer", "session-key", "list").returncode == 0
+
+
+@pytest.mark.parametrize("count", ["-1", "0"])
+def test_audit_tail_needs_a_positive_count(signer_home: tuple[Path, Path], count: str) -> None:
+    """`owlia audit tail -n -1` printed `[]` and exit 0, as if the log were empty."""
+    home, _ = signer_home
+    done = owlia(home, "audit", "tail", "-n", count)
+    assert done.returncode == 2 and "Invalid value for '-n'" in done.stderr, (done.returncode, done.stdout)
