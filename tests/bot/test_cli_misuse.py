@@ -216,3 +216,11 @@ def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[
         os.kill(chain_pid, signal.SIGKILL)
     assert gone, "the dev chain outlived the command"
     assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+
+
+@pytest.mark.parametrize("command", ["/nonexistent/mcp-server", "/tmp"])
+def test_mcp_add_refuses_a_command_that_is_not_an_executable_here(home: Path, command: str) -> None:
+    """Accepted before; `owlia mcp approve` then failed with the sandbox launcher's traceback as the reason."""
+    worded(owlia(home, "mcp", "add", "srv", "--", command), f"{command} is not an executable file", "command -v")
+    listed = owlia(home, "mcp", "list")
+    assert listed.returncode == 0 and "srv" not in listed.stdout
