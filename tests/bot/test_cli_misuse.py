@@ -224,3 +224,20 @@ def test_mcp_add_refuses_a_command_that_is_not_an_executable_here(home: Path, co
     worded(owlia(home, "mcp", "add", "srv", "--", command), f"{command} is not an executable file", "command -v")
     listed = owlia(home, "mcp", "list")
     assert listed.returncode == 0 and "srv" not in listed.stdout
+
+
+def test_cron_run_says_when_no_bot_will_pick_it_up(home: Path) -> None:
+    """`owlia cron run` said "the running bot picks it up within seconds" with no bot running; `--wait N`
+    then waited the N seconds for nothing."""
+    import json
+
+    assert owlia(home, "cron", "add", "--every", "1h", "--remind", "x").returncode == 0
+    job = json.loads(owlia(home, "cron", "list").stdout)[0]["id"]
+    queued = owlia(home, "cron", "run", job)
+    assert queued.returncode == 0 and "no bot is running" in queued.stderr and "owlia start" in queued.stderr
+    started = time.monotonic()
+    worded(owlia(home, "cron", "run", job, "--wait", "30"), "start the bot")
+    assert time.monotonic() - started < 20
+    for argv in (("cron", "run", job, "--wait", "-1"), ("cron", "history", "-n", "0")):
+        done = owlia(home, *argv)
+        assert done.returncode == 2 and "Invalid value" in done.stderr, done.stderr
