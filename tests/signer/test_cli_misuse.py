@@ -125,3 +125,22 @@ def test_audit_tail_needs_a_positive_count(signer_home: tuple[Path, Path], count
     home, _ = signer_home
     done = owlia(home, "audit", "tail", "-n", count)
     assert done.returncode == 2 and "Invalid value for '-n'" in done.stderr, (done.returncode, done.stdout)
+
+
+def test_a_second_signer_on_a_live_socket_is_refused_before_unlocking(stack) -> None:
+    """`owlia signer serve` while one serves printed RuntimeError's traceback, after unlocking the keystore."""
+    done = stack.owlia("signer", "serve")
+    worded(done, f"another signer is already listening on {stack.socket}", "stop that one first")
+    assert "signer unlocked" not in done.stderr
+    assert stack.owlia("signer", "status").returncode == 0  # the first one is untouched
+
+
+def test_a_file_where_the_socket_goes_is_named(signer_home: tuple[Path, Path]) -> None:
+    home, passfile = signer_home
+    sock = home / "signer" / "signer.sock"
+    sock.write_text("not a socket\n")
+    try:
+        worded(owlia(home, "signer", "serve", "--passphrase-file", str(passfile)),
+               f"{sock} exists and is not a socket", "move it away")
+    finally:
+        sock.unlink()
