@@ -62,7 +62,7 @@ def on_a_terminal(home: Path, argv: list[str], wait_for: bytes, keys: bytes) -> 
     if pid == 0:  # the child: the command, its terminal the pty
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "bot.cli", "--home", str(home), *argv], env)
-    screen, sent, deadline = b"", False, time.monotonic() + 60
+    screen, sent, deadline = b"", False, time.monotonic() + 120
     try:
         while time.monotonic() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.2)
@@ -75,6 +75,7 @@ def on_a_terminal(home: Path, argv: list[str], wait_for: bytes, keys: bytes) -> 
                     break
                 screen += chunk
             if not sent and wait_for in screen:
+                time.sleep(0.3)  # the prompt's text is out: let it reach the read
                 os.write(fd, keys)
                 sent = True
         _, status = os.waitpid(pid, 0)
