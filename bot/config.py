@@ -197,8 +197,12 @@ class BotSettings(_Section):
 
 
 class BotConfig(SignerConfig):
-    """Everything the bot reads. The `signer:` section is read too, to find the signer's socket."""
+    """Everything the bot reads. The `signer:` section is read too, to find the signer's socket.
 
+    The signer ignores the sections it does not read (`bot:`); the bot reads the whole file, so an
+    unknown top-level key (a typo such as `chians:`) is an error here, not silently the defaults."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     bot: BotSettings = Field(default_factory=BotSettings)
 
     @property

@@ -42,7 +42,7 @@ def bridge_token(ctx: typer.Context, token_file: Optional[Path]) -> str:
 def serve(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", help="Listen address; anything but loopback needs TLS."),
-    port: int = typer.Option(8765),
+    port: int = typer.Option(8765, min=1, max=65535, help="TCP port."),
     tls_cert: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
     tls_key: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
     token_file: Optional[Path] = typer.Option(None, help="The bridge's signer token (default <home>/secrets/bridge.token)."),

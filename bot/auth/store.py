@@ -118,6 +118,9 @@ class AuthStore:
             if self.path.is_symlink():
                 raise AuthStoreError(f"{self.path} is a symlink; it must be a regular file") from None
             raise AuthStoreError(f"cannot read {self.path}: {exc.strerror}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # fdopen refuses a directory with a bare OSError
+            os.close(fd)
+            raise AuthStoreError(f"{self.path} is not a regular file; move it aside, then run `owlia auth setup`")
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())  # checked on the open file: no swap between check and read
             if not stat.S_ISREG(info.st_mode):

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import Any, NoReturn, Optional
 
 import typer
+from typer._click import Context
+from typer.exceptions import Abort
 from typer.core import TyperGroup
 
 from bot.cli import process
@@ -34,6 +36,24 @@ def mount(name: str, summary: str, *,
 class OwliaGroup(LazyGroup):
     mounts = MOUNTS
 
+    def invoke(self, ctx: Context) -> Any:
+        """A prompt (an option's, `typer.prompt`, `typer.confirm`) that gets no answer: click turns both
+        Ctrl-C and end of input into `Abort`, which typer reports as a bare "Aborted!" and exit 1.
+        Ctrl-C exits 130 as it does anywhere else (typer's main, for the KeyboardInterrupt raised
+        here); end of input (stdin closed or not a terminal) says how to answer, and exits 1."""
+        try:
+            return super().invoke(ctx)
+        except Abort as exc:
+            typer.echo(err=True)  # after the prompt's text (and the `^C`): a line of its own
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+            if isinstance(exc.__context__, EOFError):
+                _no_answer()
+            raise
+        except EOFError:  # getpass and input(): the passphrase prompts
+            typer.echo(err=True)
+            _no_answer()
+
 
 app = typer.Typer(
     name="owlia",
@@ -44,6 +64,14 @@ app = typer.Typer(
     rich_markup_mode=None,
     cls=OwliaGroup,
 )
+
+
+def _no_answer() -> NoReturn:
+    from bot.cli.say import error
+
+    error("end of input at a prompt: run the command on a terminal to answer it, or give the "
+          "answer as an option (see the command's --help, e.g. --yes or --passphrase-file)")
+    raise typer.Exit(1)
 
 
 @app.callback()

@@ -10,7 +10,7 @@ app = typer.Typer(help="Local development chain (anvil).", no_args_is_help=True)
 @app.command("dev")
 def dev(
     ctx: typer.Context,
-    port: int = typer.Option(8545, help="Port on 127.0.0.1."),
+    port: int = typer.Option(8545, min=1, max=65535, help="Port on 127.0.0.1."),
     chain_id: int = typer.Option(31337, help="Chain id."),
     tier3: bool = typer.Option(True, help="Deploy the Tier 3 contracts (Delegation Framework) and record them."),
 ) -> None:
@@ -29,6 +29,9 @@ def dev(
         chain.start()
     except DevChainError as exc:
         fail(str(exc))
+    except BaseException:  # Ctrl-C while anvil starts: anvil runs in its own session, so stop it here
+        chain.stop()
+        raise
     # Ctrl-C and SIGTERM wait (blocked) until sigwait below takes them, so every way out stops anvil:
     # unblocked, SIGTERM would end this process at once and leave anvil (its own session) running.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})

@@ -1,4 +1,5 @@
-"""config.yaml for the typer commands that cannot run without it (chat, pair, cron, up).
+"""config.yaml for the typer commands that cannot run without it (chat, pair, cron, up), and the
+home directory for those that create it (init, up).
 
 A config that does not load stops the command with the loader's own words (the file and the field
 that is wrong) and exit 1, never a traceback. `owlia start` says the same without typer
@@ -25,3 +26,20 @@ def load_or_fail(home: Path) -> BotConfig:
         return load_bot_config(home)
     except ConfigError as exc:
         fail(str(exc))
+
+
+def private_dir_or_fail(path: Path) -> Path:
+    """`path` as a private (0700) directory of this user, created if missing, or `error: <why>` and
+    exit 1: someone else's home, a file where the directory goes, a parent this user cannot write."""
+    from policies.kernel.files import PermissionProblem, ensure_private_dir
+
+    try:
+        return ensure_private_dir(path)
+    except PermissionProblem as exc:
+        fail(f"{exc}: run as the user who owns it, or give another home with --home or OWLIA_HOME")
+    except PermissionError:
+        fail(f"cannot use {path} (permission denied): run as the user who owns it, or give another home with "
+             "--home or OWLIA_HOME")
+    except OSError as exc:
+        why = "a file is there" if isinstance(exc, FileExistsError) else exc.strerror
+        fail(f"cannot use {path} as a private directory ({why}): give another home with --home or OWLIA_HOME")

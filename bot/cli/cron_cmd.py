@@ -105,14 +105,22 @@ def remove(ctx: typer.Context, job_id: str = typer.Argument(..., help="From `owl
 def run_now(
     ctx: typer.Context,
     job_id: str = typer.Argument(...),
-    wait: float = typer.Option(0.0, help="Wait up to this many seconds for the running bot to finish it."),
+    wait: float = typer.Option(0.0, min=0, help="Wait up to this many seconds for the running bot to finish it."),
 ) -> None:
     """Queue one run now for the running bot (its schedule is unchanged)."""
+    from bot.runtime.instance import running
+
     with _store(ctx) as store:
         before = {r.id for r in store.history(job_id, limit=1000)}
         if not store.request_run(job_id):
             fail(f"no active job {job_id}")
-        typer.echo(f"queued a run of {job_id}; the running bot picks it up within seconds")
+        if running(home_of(ctx)):
+            typer.echo(f"queued a run of {job_id}; the running bot picks it up within seconds")
+        else:
+            typer.echo(f"queued a run of {job_id}; no bot is running on {home_of(ctx)}, so it runs when "
+                       "`owlia start` starts", err=True)
+            if wait:
+                fail("nothing will run it within --wait: start the bot (`owlia start`) first")
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             done = [r for r in store.history(job_id, limit=20)
@@ -131,7 +139,7 @@ def run_now(
 def history(
     ctx: typer.Context,
     job_id: Optional[str] = typer.Argument(None, help="A job id, or `heartbeat`; default: all."),
-    n: int = typer.Option(20, "-n", help="How many runs."),
+    n: int = typer.Option(20, "-n", min=1, help="How many runs."),
 ) -> None:
     """Recent runs, newest first: status (ok, error, missed, skipped, interrupted), when, why."""
     with _store(ctx) as store:

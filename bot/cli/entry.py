@@ -7,7 +7,8 @@ everything else through the typer app.
   loop were about a fifth of its instructions (docs/benchmarks.md, "Command line"). When
   `sign_send.from_argv` reads the command line exactly as typer would (every value plain), the
   command runs here: the same body as the typer command, its worded errors printed as `fail` prints
-  them, and the exits typer's main would take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1).
+  them, and the exits typer's main would take (Ctrl-C 130, end of input "Aborted!", a closed pipe 1);
+  `owlia start` exits 130 for a Ctrl-C that comes before the bot has its own handler.
 
 Any other command line, `--help` and every usage error included, goes to the typer app (bot/cli/app.py).
 """
@@ -66,9 +67,9 @@ def _start(home: str) -> None:
         from policies.kernel.home import resolve_home
 
         code = run_start(resolve_home(home or None))
-    except KeyboardInterrupt:  # Ctrl-C before the bot's own handler is installed: as click says it
-        sys.stderr.write("\nAborted!\n")
-        code = 1
+    except KeyboardInterrupt:  # Ctrl-C before the bot's own handler is installed: as typer's main exits for it
+        sys.stderr.write("\n")
+        code = 130
     sys.exit(code)
 
 

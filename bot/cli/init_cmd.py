@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from policies.kernel.cli import home_of
+from policies.kernel.cli import fail, home_of
 
 CONFIG_TEMPLATE = """\
 # OwliaBot configuration. Secrets never go here: `owlia auth setup` stores LLM logins in
@@ -46,18 +46,21 @@ def init(
     chain_id: int = typer.Option(31337, help="--docker: that chain's id."),
 ) -> None:
     """Create ~/.owliabot (0700) with config.yaml, secrets/ and the workspace; never overwrites."""
-    from policies.kernel.files import ensure_private_dir, write_private_file
+    from policies.kernel.files import write_private_file
 
+    from bot.cli.config_file import private_dir_or_fail
     from bot.workspace import create_workspace
 
     if docker:
         if directory is None:  # inside the home: keep the home itself private (0700)
-            directory = ensure_private_dir(home_of(ctx)) / "docker"
+            directory = private_dir_or_fail(home_of(ctx)) / "docker"
         _init_docker(directory, rpc_url, chain_id)
         return
-    home = ensure_private_dir(home_of(ctx))
-    ensure_private_dir(home / "secrets")
+    home = private_dir_or_fail(home_of(ctx))
+    private_dir_or_fail(home / "secrets")
     config = home / "config.yaml"
+    if config.is_dir():
+        fail(f"{config} is a directory: move it away, then run `owlia init` again")
     if config.exists():
         typer.echo(f"kept existing {config}")
     else:

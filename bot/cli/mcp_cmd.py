@@ -137,6 +137,14 @@ def add(ctx: typer.Context, name: str,
     pairs = dict(item.split("=", 1) for item in env if "=" in item)
     if len(pairs) != len(env):
         fail("--env takes KEY=VALUE")
+    if command and command[0].startswith("/"):  # the sandbox binds host paths: one missing here is missing there
+        import os
+        from pathlib import Path
+
+        exe = Path(command[0])
+        if not (exe.is_file() and os.access(exe, os.X_OK)):
+            fail(f"{exe} is not an executable file on this machine: give the server's absolute path "
+                 "(`command -v NAME` prints it), after --")
     decl = _guard(lambda: ServerDecl(name=name, transport="http" if url else "stdio", command=tuple(command or ()),
                                      url=url, binds=tuple(bind), env=pairs, network=tuple(network),
                                      sampling=sampling))

@@ -61,7 +61,8 @@ DEFAULT_PORT = 8545
 
 def up(
     ctx: typer.Context,
-    port: Optional[int] = typer.Option(None, help="Dev chain port on 127.0.0.1 for a new home (default 8545)."),
+    port: Optional[int] = typer.Option(None, min=1, max=65535,
+                                       help="Dev chain port on 127.0.0.1 for a new home (default 8545)."),
     demo: bool = typer.Option(False, help="Run a short signing demo, then stop everything."),
 ) -> None:
     """Start the dev chain and the signer with a funded session key; stop with Ctrl-C."""
@@ -70,11 +71,11 @@ def up(
     from bot.devchain import DevChain, DevChainError
     from signer.wire.settings import SignerPaths
     from policies.kernel.files import ensure_private_dir, write_private_file
-    from bot.cli.config_file import load_or_fail
+    from bot.cli.config_file import load_or_fail, private_dir_or_fail
     from signer.wire.settings import ConfigError, load_signer_config
 
     home = home_of(ctx)
-    ensure_private_dir(home)
+    private_dir_or_fail(home)
     config_path = home / "config.yaml"
     if not config_path.exists():
         write_private_file(config_path, DEV_CONFIG.format(port=port or DEFAULT_PORT).encode())
@@ -103,6 +104,9 @@ def up(
     except DevChainError as exc:
         chain.stop()
         fail(str(exc))
+    except BaseException:  # Ctrl-C while anvil starts or the contracts deploy: anvil (its own session) goes too
+        chain.stop()
+        raise
     signer_proc: subprocess.Popen | None = None
     bot_proc: subprocess.Popen | None = None
     try:

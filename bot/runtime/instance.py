@@ -41,3 +41,18 @@ def single_instance(home: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+def running(home: Path) -> bool:
+    """Whether a bot holds this home's lock now (`owlia cron run` says so when none does). Creates nothing."""
+    try:
+        fd = os.open(home / "state" / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # no lock file: no bot has run here yet
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the shared lock if it was taken
+    return False

@@ -81,7 +81,7 @@ def _daemon_reachable(paths: SignerPaths) -> bool:
 @app.command("tail")
 def tail(
     ctx: typer.Context,
-    n: int = typer.Option(20, "-n", help="How many records."),
+    n: int = typer.Option(20, "-n", min=1, help="How many records."),
     kind: Optional[str] = typer.Option(None, help="Only records of this kind, e.g. sign.decided."),
 ) -> None:
     """Print the last records (read directly; run as the signer's user)."""

@@ -51,22 +51,48 @@ def check(
         policy = load_policy(policy_file)
     except PolicyError as exc:
         fail(str(exc))
-    text = Path(intent[1:]).read_text() if intent.startswith("@") else intent
+    text = _intent_text(intent)
     try:
         parsed = Intent.model_validate_json(text)
-        spent_map = {
-            (int(k.split(":")[0]), k.split(":")[1].lower(), int(k.split(":")[2])): int(v)
-            for k, v in json.loads(spent or "{}").items()
-        }
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'intent'}: {e['msg']}"
                              for e in exc.errors(include_url=False)[:8])
         fail(f"bad intent: {problems} (see docs/signer-protocol.md for the intent fields)")
-    except (ValueError, IndexError) as exc:
-        fail(f"bad intent or --spent: {exc}")
+    spent_map = _spent(spent)
     now = time.time()
     decoded = decode(intent_to_call(parsed, "cli"))
     ctx = EvalContext(now=now, spent=spent_map, session_key_expires_at=now + session_key_ttl if session_key_ttl else None)
     decision = evaluate(policy, decoded, ctx)
     print_json({"summary": Summarizer(policy)(decoded), "decision": decision_to_json(decision)})
     raise typer.Exit({Outcome.ALLOW: 0, Outcome.ESCALATE: 3, Outcome.DENY: 4}[decision.outcome])
+
+
+def _intent_text(intent: str) -> str:
+    """`--intent`'s JSON: the text itself, or the file named after `@`."""
+    if not intent.startswith("@"):
+        return intent
+    try:
+        return Path(intent[1:]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        fail(f"cannot read the intent file {intent[1:]} ({why}): give --intent @FILE naming a JSON file, "
+             "or the JSON itself")
+
+
+def _spent(spent: str | None) -> dict[tuple[int, str, int], int]:
+    """`--spent` as the evaluator's map: (chain id, asset, window seconds) -> base units already spent."""
+    example = 'e.g. --spent \'{"31337:native:86400": "1000"}\' (chain id:asset:window seconds: base units spent)'
+    try:
+        raw = json.loads(spent or "{}")
+        if not isinstance(raw, dict):
+            raise ValueError("not a JSON object")
+        out: dict[tuple[int, str, int], int] = {}
+        for key, value in raw.items():
+            chain, asset, seconds = key.split(":")
+            amount = int(value)
+            if amount < 0 or isinstance(value, (bool, float)):
+                raise ValueError(f"{value!r} is not a whole number of base units >= 0")
+            out[(int(chain), asset.lower(), int(seconds))] = amount
+        return out
+    except (ValueError, TypeError) as exc:
+        fail(f"bad --spent ({exc}): {example}")

@@ -155,17 +155,36 @@ def client_add(
     if no_expiry:
         typer.echo(f"warning: the token for {name} never expires; a leaked copy works until you run "
                    f"`owlia signer client revoke {name}`, and `owlia security audit` will flag it", err=True)
+    if out:
+        _check_token_out(out)  # before the client exists: a token issued and never written is lost
     try:
         client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_seconds,
                                      passphrase=read_passphrase(passphrase_file))
     except (ValueError, FileNotFoundError, KeystoreError) as exc:
         fail(str(exc))
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_private_file(out, token.encode())
+        try:
+            write_private_file(out, token.encode())
+        except OSError as exc:
+            fail(f"client {client.name} was added but its token could not be written to {out} ({exc.strerror}); "
+                 f"run `owlia signer client revoke {client.name}` and add it again")
         typer.echo(f"token for {client.name} ({scope}) written to {out}")
     else:
         typer.echo(token)
+
+
+def _check_token_out(out: Path) -> None:
+    """`--out` names a file this user can write, its directory created 0700 if missing: or exit 1."""
+    import os
+
+    if out.is_dir():
+        fail(f"--out {out} is a directory: name the token file, e.g. {out / 'signer.token'}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        fail(f"cannot create {out.parent} for --out ({exc.strerror}): choose a directory you can write")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        fail(f"cannot write in {out.parent} for --out: choose a directory you can write")
 
 
 @client_app.command("list")

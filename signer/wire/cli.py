@@ -46,13 +46,15 @@ def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None =
                 admin: bool = False) -> Reply:
     """One call to the running signer, as the local admin or as this home's client: its typed reply."""
     from signer.wire.client import SignerClient, SignerError, load_token
+    from signer.wire.exchange import read_token_file
+    from signer.wire.protocol import ErrorCode
 
     paths = signer_paths(ctx)
+    run_as = "run as the signer's user after `owlia signer init`"
     try:
         if admin:
-            if not paths.admin_token.exists():
-                fail(f"no admin token at {paths.admin_token}: run as the signer's user after `owlia signer init`")
-            token = paths.admin_token.read_text().strip()
+            token = read_token_file(paths.admin_token, missing=f"no admin token at {paths.admin_token}: {run_as}",
+                                    how=run_as)
         else:
             token = load_token(client_token_file(ctx))
     except PermissionError:
@@ -67,7 +69,23 @@ def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None =
     try:
         return run(call())
     except SignerError as exc:
+        if exc.code == ErrorCode.UNAUTHENTICATED:  # the signer says no more (it names no token): which one, and why
+            fail(f"{exc.message}: {_refused_token(ctx, paths.admin_token if admin else None)}")
         fail(exc.message)
+
+
+def _refused_token(ctx: typer.Context, admin_token: Path | None) -> str:
+    """Which token the signer refused, and how to get one it takes."""
+    import os
+
+    from signer.wire.exchange import TOKEN_ENV
+
+    if admin_token is not None:
+        return (f"the admin token in {admin_token} is not this signer's (a signer home initialised again?); "
+                "run as the signer's user with that signer's home")
+    where = f"${TOKEN_ENV}" if os.environ.get(TOKEN_ENV) else str(client_token_file(ctx))
+    return (f"the token in {where} was revoked, has expired or was never issued by this signer; "
+            "issue a new one with `owlia signer client add NAME --scope sign --out FILE` (as the signer's user)")
 
 
 def signer_call_as(ctx: typer.Context, model: type[R], method: str, params: dict[str, Any] | None = None, *,

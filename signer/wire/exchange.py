@@ -10,6 +10,7 @@ are these functions, so the two cannot drift apart. No asyncio here: a blocking 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,15 +56,30 @@ def load_token(token_file: Path | None = None) -> str:
     token = os.environ.get(TOKEN_ENV)
     if token:
         return token.strip()
-    if token_file is None or not token_file.exists():
-        raise SignerUnavailable(
-            f"no signer token: set {TOKEN_ENV} or write it to {token_file} (0600); "
-            "create one with `owlia signer client add NAME --scope sign`"
-        )
-    mode = token_file.stat().st_mode & 0o777
-    if mode & 0o077:
-        raise SignerUnavailable(f"{token_file} is readable by others (mode {mode:o}); run `chmod 600 {token_file}`")
-    return token_file.read_text(encoding="utf-8").strip()
+    how = "create one with `owlia signer client add NAME --scope sign`"
+    if token_file is None:
+        raise SignerUnavailable(f"no signer token: set {TOKEN_ENV} or write it to a 0600 file; {how}")
+    return read_token_file(token_file, missing=f"no signer token: set {TOKEN_ENV} or write it to {token_file} "
+                                               f"(0600); {how}", how=how)
+
+
+def read_token_file(token_file: Path, *, missing: str, how: str) -> str:
+    """A token from a regular 0600 file of this user's; `missing` when there is none, `how` says where
+    a good one comes from. Anything else wrong with the file is worded, never a traceback."""
+    try:
+        st_mode = token_file.stat().st_mode
+        if not stat.S_ISREG(st_mode):
+            raise SignerUnavailable(f"{token_file} is not a file: it must be a 0600 file holding the token; {how}")
+        mode = st_mode & 0o777
+        if mode & 0o077:
+            raise SignerUnavailable(
+                f"{token_file} is readable by others (mode {mode:o}); run `chmod 600 {token_file}`")
+        return token_file.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise SignerUnavailable(missing) from None
+    except (OSError, UnicodeDecodeError) as exc:  # unreadable, not text
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise SignerUnavailable(f"cannot read the signer token {token_file} ({why}); {how}") from None
 
 
 def unreachable(socket_path: Path, exc: BaseException) -> SignerUnavailable:

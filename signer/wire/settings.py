@@ -163,10 +163,19 @@ def socket_path(home: Path, settings: SignerSettings) -> Path:
 
 def read_config_mapping(path: Path) -> dict[str, Any]:
     """Parse the YAML file into a mapping; a missing file means embedded defaults."""
-    if not path.exists():
-        return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:  # unreadable, a directory, not text: worded, never a traceback
+        if isinstance(exc, PermissionError):
+            raise ConfigError(f"cannot read {path} (permission denied): run as the user who owns the OwliaBot "
+                              "home, or give a home you can read with --home or OWLIA_HOME") from None
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError(f"cannot read {path} ({why}): it must be a YAML file; move it away and "
+                          "`owlia init` writes a fresh one") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

@@ -61,8 +61,14 @@ def test_run_is_picked_up_by_the_running_bot(home):
     outbox = Outbox()
     ready, stop = threading.Event(), threading.Event()
 
-    def bot() -> None:
+    def bot() -> None:  # as `owlia start` runs it: holding the home's instance lock
         async def go() -> None:
+            from bot.runtime.instance import single_instance
+
+            with single_instance(home.path):
+                await serve()
+
+        async def serve() -> None:
             runtime = home.runtime()
             service = SchedulerService(runtime, notifier_with(outbox), CronSettings(), sync_interval=0.05)
             await service.start()
