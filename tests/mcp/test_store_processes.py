@@ -6,11 +6,11 @@ concurrent command writes the registry it read before the removal.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from bot.mcp_servers.store import McpStore
+from tests.processes import race
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,22 +33,8 @@ store.add(decl)
 
 def test_concurrent_writers_lose_no_edit(tmp_path: Path):
     names = [f"srv{i}" for i in range(4)]
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path), name, "60"], cwd=REPO,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name in names]
-    try:
-        for proc in procs:
-            assert proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        errors = [proc.communicate(timeout=120)[1] for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    done = race([[sys.executable, "-c", CHILD, str(tmp_path), name, "60"] for name in names], cwd=REPO)
     # A lost update shows as "an MCP server named ... exists" (a removal undone) or "no MCP server
     # named ..." (an addition undone) in the writer that trips over it, or a server missing at the end.
-    assert [proc.returncode for proc in procs] == [0] * len(procs), "\n".join(errors)
+    assert [code for code, _, _ in done] == [0] * len(names), "\n".join(err for _, _, err in done)
     assert sorted(McpStore(tmp_path).read()) == names

@@ -7,12 +7,12 @@ skill the user had just turned off.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from policies.kernel.registry import write_registry
 from skills_runtime.store import SkillStore
+from tests.processes import race
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,21 +36,7 @@ def test_concurrent_disables_all_stick(tmp_path: Path):
     names = [f"skill{i}" for i in range(4)]
     store = SkillStore(tmp_path)
     write_registry(store.registry_path, "skills", {name: {"enabled": True} for name in names})
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path), name, "60"], cwd=REPO,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name in names]
-    try:
-        for proc in procs:
-            assert proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        errors = [proc.communicate(timeout=120)[1] for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [proc.returncode for proc in procs] == [0] * len(procs), "\n".join(errors)
+    done = race([[sys.executable, "-c", CHILD, str(tmp_path), name, "60"] for name in names], cwd=REPO)
+    assert [code for code, _, _ in done] == [0] * len(names), "\n".join(err for _, _, err in done)
     assert store.enabled() == [], "a skill the user disabled is enabled again"
     assert sorted(store.entries()) == names

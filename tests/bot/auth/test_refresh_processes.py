@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from bot.auth.store import AuthStore
 from tests.bot.auth.conftest import anthropic_for
 from tests.fakes.oauth_server import FakeOAuthServer
+from tests.processes import race
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -47,21 +47,10 @@ def _login_due_for_refresh(fake: FakeOAuthServer, store: AuthStore) -> None:
 
 
 def _race(fake: FakeOAuthServer, store: AuthStore, n: int) -> list[dict]:
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(store.path), fake.anthropic_authorize_url,
-                               fake.anthropic_token_url], cwd=REPO, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(n)]
-    try:
-        for proc in procs:
-            assert proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        return [json.loads(proc.communicate(timeout=60)[0]) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    argv = [sys.executable, "-c", CHILD, str(store.path), fake.anthropic_authorize_url, fake.anthropic_token_url]
+    done = race([argv] * n, cwd=REPO, timeout=60)
+    assert [code for code, _, _ in done] == [0] * n, "\n".join(err for _, _, err in done)
+    return [json.loads(out) for _, out, _ in done]
 
 
 def test_two_processes_refresh_once_and_the_login_survives(home):

@@ -4,11 +4,11 @@ may run at once and must leave each note indexed exactly once."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 from bot.memory.index import MemoryIndex
+from tests.processes import race
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -35,22 +35,8 @@ def _notes(workspace: Path, count: int) -> None:
 def test_concurrent_reindexes_index_each_note_once(tmp_path: Path):
     workspace, db = tmp_path / "workspace", tmp_path / "state" / "memory.db"
     _notes(workspace, 300)
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(workspace), str(db)], cwd=REPO,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(3)]
-    try:
-        for proc in procs:
-            assert proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        errors = [proc.communicate(timeout=120)[1] for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [proc.returncode for proc in procs] == [0] * len(procs), "\n".join(errors)
+    done = race([[sys.executable, "-c", CHILD, str(workspace), str(db)] for _ in range(3)], cwd=REPO)
+    assert [code for code, _, _ in done] == [0] * 3, "\n".join(err for _, _, err in done)
 
     with MemoryIndex(workspace, tmp_path / "alone.db") as alone:  # the same notes indexed by one process
         alone.reindex()
