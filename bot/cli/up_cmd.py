@@ -91,6 +91,7 @@ def up(
     if port is not None and port != configured:  # said out loud, never silently ignored
         fail(f"--port {port} differs from the dev chain in {config_path} ({dev_chain.rpc_url}); the signer and the "
              f"bot read that file, so edit its rpc_url (or drop --port), or use a new home with --home")
+    _stop_on_sigterm()
     chain = DevChain(port=configured, chain_id=dev_chain.id)
     try:
         chain.start()
@@ -172,6 +173,18 @@ def up(
             signer_proc.terminate()
             signer_proc.wait(timeout=15)
         chain.stop()
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a service manager, `kill`, `timeout`) stops the stack as Ctrl-C does. Python's default
+    ends the process at once, skipping the cleanup: anvil (in its own session), the signer and the bot
+    went on running, holding the chain's port and the signer's socket."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _configured_channels(home: Path, config) -> list[str]:

@@ -242,3 +242,57 @@ def test_cron_run_says_when_no_bot_will_pick_it_up(home: Path) -> None:
     for argv in (("cron", "run", job, "--wait", "-1"), ("cron", "history", "-n", "0")):
         done = owlia(home, *argv)
         assert done.returncode == 2 and "Invalid value" in done.stderr, done.stderr
+
+
+def _processes_naming(path: Path) -> list[int]:
+    """Pids on this machine whose command line names `path` (a home only this test uses)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if str(path).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.chain
+def test_sigterm_stops_the_whole_up_stack(tmp_path: Path) -> None:
+    """SIGTERM (a service manager's stop, `kill`, `timeout`) ended `owlia up` at once, without its
+    cleanup: anvil, the signer and the bot went on running, holding the chain's port and the socket."""
+    import signal
+    import socket
+
+    from bot.devchain import free_port
+
+    port, home = free_port(), tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    try:
+        said = ""
+        while "console channel below" not in said:  # the whole stack is up
+            line = proc.stdout.readline()
+            assert line, (said, proc.stderr.read()[-2000:])
+            said += line
+        started = [pid for pid in _processes_naming(home) if pid != proc.pid]
+        assert started, "the signer (its command line names the home) is running"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in err, err[-2000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            chain_up = probe.connect_ex(("127.0.0.1", port)) == 0
+        left = _processes_naming(home)
+        if not chain_up and not left:
+            break
+        time.sleep(0.1)
+    assert not chain_up, "the dev chain still holds its port"
+    assert left == [], "a process started for this home outlived `owlia up`"
