@@ -63,7 +63,7 @@ async def banner(runtime) -> str:
     if not await runtime.llm.configured():  # checks credentials without importing the provider adapters
         lines.append(NO_LLM_HINT)
     if runtime.services.signer is None:
-        lines.append("No signer client token found: run `owlia up` (dev) or `owlia signer client add bot`.")
+        lines.append(f"No signer: {runtime.services.signer_problem} (or run `owlia up` for a dev stack).")
     gateway = runtime.config.bot.gateway
     if gateway.enabled:
         lines.append(f"Control plane: http://{gateway.host}:{gateway.port} "

@@ -86,7 +86,8 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
                                       timeout=web.timeout)) if web.enabled else None
     services = Services(
         workspace=workspace, events=events, default_chain_id=config.default_chain.id,
-        chain_names={c.id: c.name for c in config.chains}, signer=reach.signer, chain=reach.chain,
+        chain_names={c.id: c.name for c in config.chains}, signer=reach.signer,
+        signer_problem=reach.signer_problem or "no signer client token", chain=reach.chain,
         memory=MemoryIndex(workspace, state / "memory.db"), fetcher=fetcher, state_dir=state,
     )
     services.prices = _prices(config, fetcher)

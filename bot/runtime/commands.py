@@ -82,7 +82,7 @@ class Commands:
         lines.append(await rt.llm.describe())
         signer = rt.services.signer
         if signer is None:
-            lines.append("signer: not configured (no client token)")
+            lines.append(f"signer: not reachable ({rt.services.signer_problem})")
         else:
             try:
                 st = await signer.status()
@@ -119,7 +119,7 @@ class Commands:
     async def approvals(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         signer = self.runtime.services.signer
         if signer is None:
-            return "The signer is not configured."
+            return f"The bot cannot reach the signer: {self.runtime.services.signer_problem}"
         pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
                    if data.get("status") == RequestStatus.PENDING and data.get("request_id")]
         lines = []

@@ -28,12 +28,13 @@ if TYPE_CHECKING:
 class Reach:
     home: Path
     config: BotConfig
-    signer: SignerClient | None  # None: no client token (health says so)
+    signer: SignerClient | None  # None: no usable client token; `signer_problem` says why
     chain: RpcChainReader | None
     llm: LLMPool
     events: EventBus
     metrics: Any
     state_dir: Path
+    signer_problem: str = ""
 
     async def close(self) -> None:
         """Its signer client and chain reader; a runtime built on it calls this last (Runtime.close)."""
@@ -56,16 +57,18 @@ def credential_lookup(home: Path) -> CredentialLookup:
     return lookup
 
 
-def signer_client(home: Path, config: BotConfig) -> SignerClient | None:
+def signer_client(home: Path, config: BotConfig) -> tuple[SignerClient | None, str]:
+    """The bot's signer client, or None and why not in the token loader's words (no token, a token
+    file readable by others, a directory...), so the user is told what to fix, not just "no token"."""
     from signer.wire.client import SignerClient, SignerError, load_token
     from signer.wire.settings import socket_path
 
     token_file = home / "secrets" / "signer.token"
     try:
         token = load_token(token_file)
-    except SignerError:
-        return None
-    return SignerClient(socket_path(home, config.signer), token)
+    except SignerError as exc:
+        return None, exc.message
+    return SignerClient(socket_path(home, config.signer), token), ""
 
 
 def build_reach(home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None,
@@ -75,6 +78,7 @@ def build_reach(home: Path, config: BotConfig, *, lookup: CredentialLookup | Non
 
     home = ensure_private_dir(home)
     state = ensure_private_dir(home / "state")
-    return Reach(home, config, signer_client(home, config), RpcChainReader({c.id: c.rpc_url for c in config.chains}),
+    signer, signer_problem = signer_client(home, config)
+    return Reach(home, config, signer, RpcChainReader({c.id: c.rpc_url for c in config.chains}),
                  LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json"),
-                 EventBus(), metrics if metrics is not None else default_metrics(), state)
+                 EventBus(), metrics if metrics is not None else default_metrics(), state, signer_problem)

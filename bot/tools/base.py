@@ -75,7 +75,8 @@ class ToolContext:
     def require_signer(self, consequence: str) -> SignerClient:
         """The signer client, or a ToolFailure saying what cannot be done without one."""
         if self.services.signer is None:
-            raise ToolFailure(f"the signer is not configured, so {consequence}")
+            raise ToolFailure(f"the bot has no usable signer client token, so {consequence} (`/status` tells the "
+                              "user why and what to do)")
         return self.services.signer
 
     @property

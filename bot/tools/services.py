@@ -52,6 +52,9 @@ class Services:
     default_chain_id: int = 31337
     chain_names: dict[int, str] = field(default_factory=dict)
     signer: SignerClient | None = None
+    signer_problem: str = "no signer client token"
+    """Why `signer` is None, in the token loader's words (they name the token file): for the user's own
+    console and commands, not for tool results, which the model and its provider see."""
     chain: ChainReader | None = None
     memory: MemoryIndex | None = None
     prices: PriceSource | None = None

@@ -153,7 +153,7 @@ async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
     lines = ["Known to the signer (its policy address book):"]
     book: list[Any] = []
     if ctx.services.signer is None:
-        lines.append("- unavailable: the signer is not configured")
+        lines.append("- unavailable: the bot has no usable signer client token (`/status` says why)")
     else:
         try:
             book = [e for e in await signer_address_book(ctx.services.signer)

@@ -29,7 +29,7 @@ def test_chat_without_credentials_says_so_and_still_answers_commands(tmp_path):
     assert text.index("owlia auth setup") < text.index("you> ")  # the hint comes at start
     assert "/send ADDRESS AMOUNT" in text  # /help
     assert "I can only run commands" in text  # a plain message
-    assert "no credential (run `owlia auth setup`)" in text and "signer: not configured" in text
+    assert "no credential (run `owlia auth setup`)" in text and "signer: not reachable (no signer token" in text
     assert oct((home / "sessions").stat().st_mode & 0o777) == "0o700"
 
 
@@ -88,3 +88,19 @@ def test_control_plane_reports_the_real_stack(bot):
     assert report["components"]["providers"]["ok"] and status == 200
     assert estatus == 200 and json.loads(ebody)["events"][0]["name"] == "run.finished"
     assert mstatus == 401
+
+
+def test_a_token_file_readable_by_others_is_named_with_its_fix_not_called_missing(tmp_path):
+    """The token loader's reason reaches the user: a token there with mode 644 was reported as
+    "No signer client token found", which sends the user to make a second one."""
+    home = tmp_path / "home"
+    assert owlia(home, "init").returncode == 0
+    token = home / "secrets" / "signer.token"
+    token.write_text("owl_000000000000_" + "x" * 30)
+    token.chmod(0o644)
+    out = owlia(home, "chat", input_text="/status\n/quit\n")
+    assert out.returncode == 0, out.stderr
+    fix = f"run `chmod 600 {token}`"
+    assert f"No signer: {token} is readable by others (mode 644); {fix}" in out.stdout  # the banner
+    assert f"signer: not reachable ({token} is readable by others (mode 644); {fix})" in out.stdout  # /status
+    assert "owl_000000000000" not in out.stdout + out.stderr
