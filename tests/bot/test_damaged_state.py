@@ -1,0 +1,65 @@
+"""A damaged state file, as a real `owlia` process meets it: a worded `error:` naming the file and what
+to do (never a traceback), nothing written over it, and nothing more allowed than before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.bot.test_cli_misuse import owlia, worded
+
+GARBAGE = b"my notes, not a database\n" * 20
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    assert owlia(home, "init").returncode == 0
+    return home
+
+
+@pytest.mark.parametrize(("name", "argv"), [("cron.db", ("cron", "list")),
+                                            ("cron.db", ("cron", "add", "--every", "1h", "--remind", "x")),
+                                            ("access.sqlite3", ("pair", "list"))])
+def test_a_database_that_is_not_sqlite_is_refused_and_kept(home: Path, name: str, argv: tuple[str, ...]) -> None:
+    db = home / "state" / name
+    db.parent.mkdir(mode=0o700)
+    db.write_bytes(GARBAGE)
+    worded(owlia(home, *argv), str(db), "not a SQLite database", "mv ")
+    assert db.read_bytes() == GARBAGE
+
+
+SESSION = "console%3Aroot.jsonl"
+
+
+@pytest.mark.parametrize("damage", [b"hello, not JSON\n", b'{"t": "meta"}\n{"t": "meta"}\n'])
+def test_a_damaged_session_is_refused_and_kept(home: Path, damage: bytes) -> None:
+    assert owlia(home, "chat", "-m", "/help").returncode == 0  # writes the console session
+    session = home / "sessions" / SESSION
+    body = damage + session.read_bytes()
+    session.write_bytes(body)
+    worded(owlia(home, "chat", "-m", "/help"), str(session), "damaged session", "mv ")
+    assert session.read_bytes() == body
+
+
+def test_a_file_where_logs_goes_is_named(home: Path) -> None:
+    logs = home / "logs"
+    logs.write_text("mine")
+    worded(owlia(home, "chat", "-m", "/help"), str(logs), "not a directory")
+    assert logs.read_text() == "mine"
+
+
+@pytest.mark.parametrize(("folder", "name", "argv", "section"), [
+    ("skills", "registry.json", ("skill", "list"), "skills"),
+    ("mcp", "servers.json", ("mcp", "list"), "servers"),
+    ("mcp", "servers.json", ("mcp", "add", "x", "--", "/bin/true"), "servers"),
+])
+def test_a_registry_of_another_version_is_refused_not_read_as_empty(home: Path, folder: str, name: str,
+                                                                     argv: tuple[str, ...], section: str) -> None:
+    registry = home / folder / name
+    registry.parent.mkdir(mode=0o700)
+    body = '{"version": 99, "%s": {"kept": {"enabled": true}}}' % section
+    registry.write_text(body)
+    worded(owlia(home, *argv), str(registry))
+    assert registry.read_text() == body
