@@ -59,7 +59,7 @@ def test_a_registry_of_another_version_is_refused_not_read_as_empty(home: Path, 
                                                                      argv: tuple[str, ...], section: str) -> None:
     registry = home / folder / name
     registry.parent.mkdir(mode=0o700)
-    body = '{"version": 99, "%s": {"kept": {"enabled": true}}}' % section
+    body = '{"version": 99, "%s": {}, "kept": "what a newer owlia wrote"}' % section
     registry.write_text(body)
     worded(owlia(home, *argv), str(registry))
     assert registry.read_text() == body
