@@ -62,6 +62,9 @@ async def banner(runtime) -> str:
     lines = ["OwliaBot console. /help for commands, /quit to leave."]
     if not await runtime.llm.configured():  # checks credentials without importing the provider adapters
         lines.append(NO_LLM_HINT)
+    from bot.workspace import context_file_problems
+
+    lines.extend(f"warning: {problem}" for problem in context_file_problems(runtime.services.workspace))
     if runtime.services.signer is None:
         lines.append("No signer client token found: run `owlia up` (dev) or `owlia signer client add bot`.")
     gateway = runtime.config.bot.gateway

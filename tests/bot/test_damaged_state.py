@@ -3,11 +3,21 @@ to do (never a traceback), nothing written over it, and nothing more allowed tha
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.bot.test_cli_misuse import owlia, worded
+from tests.bot.test_cli_misuse import ROOT, owlia, worded
+
+def chat_session(home: Path, typed: str) -> subprocess.CompletedProcess:
+    """`owlia chat` (interactive: the banner is shown) with `typed` on its stdin."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
+    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "chat"], input=typed, env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
 
 GARBAGE = b"my notes, not a database\n" * 20
 
@@ -63,3 +73,25 @@ def test_a_registry_of_another_version_is_refused_not_read_as_empty(home: Path, 
     registry.write_text(body)
     worded(owlia(home, *argv), str(registry))
     assert registry.read_text() == body
+
+
+@pytest.mark.parametrize(("name", "damage", "words"), [
+    ("SOUL.md", "not utf-8", "is not UTF-8"),
+    ("USER.md", "directory", "leaves it out"),
+    ("IDENTITY.md", "symlink out", "leaves it out"),
+])
+def test_a_context_file_the_bot_cannot_use_is_named_by_chat_and_doctor(home: Path, name: str, damage: str,
+                                                                        words: str) -> None:
+    file = home / "workspace" / name
+    file.unlink()
+    if damage == "not utf-8":
+        file.write_bytes(b"I am \xff\xfe your owl")
+    elif damage == "directory":
+        file.mkdir()
+    else:
+        file.symlink_to("/etc/hostname")
+    chat = chat_session(home, "/quit\n")
+    assert chat.returncode == 0 and "Traceback" not in chat.stderr, chat.stderr[-2000:]
+    assert f"warning: {file} " in chat.stdout and words in chat.stdout, chat.stdout
+    doctor = owlia(home, "doctor")
+    assert f"{file} " in doctor.stdout and words in doctor.stdout, doctor.stdout[-3000:]
