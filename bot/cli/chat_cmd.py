@@ -65,6 +65,11 @@ async def banner(runtime) -> str:
     from bot.workspace import context_file_problems
 
     lines.extend(f"warning: {problem}" for problem in context_file_problems(runtime.services.workspace))
+    if runtime.skills is not None:  # e.g. an unreadable registry.json: no skill runs, and the user hears why
+        lines.extend(f"warning: {problem}" for problem in runtime.skills.problems)
+    if runtime.mcp is not None:
+        runtime.mcp.tools()  # reads servers.json (no server starts) and notes what keeps servers out
+        lines.extend(f"warning: {problem}" for problem in runtime.mcp.problems)
     if runtime.services.signer is None:
         lines.append("No signer client token found: run `owlia up` (dev) or `owlia signer client add bot`.")
     gateway = runtime.config.bot.gateway

@@ -95,3 +95,18 @@ def test_a_context_file_the_bot_cannot_use_is_named_by_chat_and_doctor(home: Pat
     assert f"warning: {file} " in chat.stdout and words in chat.stdout, chat.stdout
     doctor = owlia(home, "doctor")
     assert f"{file} " in doctor.stdout and words in doctor.stdout, doctor.stdout[-3000:]
+
+
+def test_unreadable_registries_keep_every_skill_and_server_out_and_chat_says_so(home: Path) -> None:
+    """Fail closed and say it: a registry the bot cannot read enables nothing, and the chat names it."""
+    (home / "skills").mkdir(mode=0o700)
+    (home / "mcp").mkdir(mode=0o700)
+    skills, servers = home / "skills" / "registry.json", home / "mcp" / "servers.json"
+    skills.write_text("{oops")
+    servers.write_text('{"version": 99, "servers": {}}')
+    chat = chat_session(home, "/quit\n")
+    assert chat.returncode == 0 and "Traceback" not in chat.stderr, chat.stderr[-2000:]
+    assert f"warning: {skills} is corrupt; refusing to load any skill" in chat.stdout, chat.stdout
+    assert f"warning: {servers} is corrupt; refusing to load any MCP server" in chat.stdout, chat.stdout
+    assert "Nothing was changed" in chat.stdout
+    assert skills.read_text() == "{oops" and servers.read_text() == '{"version": 99, "servers": {}}'
