@@ -110,3 +110,15 @@ def test_unreadable_registries_keep_every_skill_and_server_out_and_chat_says_so(
     assert f"warning: {servers} is corrupt; refusing to load any MCP server" in chat.stdout, chat.stdout
     assert "Nothing was changed" in chat.stdout
     assert skills.read_text() == "{oops" and servers.read_text() == '{"version": 99, "servers": {}}'
+
+
+@pytest.mark.parametrize("name", ["access.sqlite3", "cron.db"])
+def test_owlia_start_refuses_a_database_that_is_not_sqlite(home: Path, name: str) -> None:
+    """The bot does not run (so no stranger is admitted past a pairing store it cannot read) and says why."""
+    config = home / "config.yaml"
+    config.write_text(config.read_text().replace("port: 8787", "port: 0"))
+    db = home / "state" / name
+    db.parent.mkdir(mode=0o700)
+    db.write_bytes(GARBAGE)
+    worded(owlia(home, "start"), str(db), "not a SQLite database", "mv ")
+    assert db.read_bytes() == GARBAGE
