@@ -43,8 +43,8 @@ def ensure_private_dir(path: Path) -> Path:
     path = Path(path)
     try:
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    except FileExistsError:  # a file (or a dangling symlink) where the directory goes: said below
-        pass
+    except FileExistsError:  # a file (or a dangling symlink) where the directory goes
+        raise PathNotAllowed(f"cannot use {path} as a private directory: a file is there; move it aside") from None
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
         raise PathNotAllowed(f"{path} is a symlink; private directories must be real directories")

@@ -56,7 +56,7 @@ def test_a_damaged_session_is_refused_and_kept(home: Path, damage: bytes) -> Non
 def test_a_file_where_logs_goes_is_named(home: Path) -> None:
     logs = home / "logs"
     logs.write_text("mine")
-    worded(owlia(home, "chat", "-m", "/help"), str(logs), "not a directory")
+    worded(owlia(home, "chat", "-m", "/help"), f"cannot use {logs} as a private directory", "move it aside")
     assert logs.read_text() == "mine"
 
 
