@@ -164,9 +164,10 @@ def read_regular_text(path: Path) -> str:
         if Path(path).is_symlink():
             raise PathNotAllowed(f"{path} is a symlink") from exc
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which raises IsADirectoryError itself
+        os.close(fd)
+        raise PathNotAllowed(f"{path} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise PathNotAllowed(f"{path} is not a regular file")
         return handle.read().decode("utf-8", errors="replace")
 
 

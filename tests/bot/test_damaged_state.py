@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.bot.test_cli_misuse import ROOT, owlia, worded
+from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall
 
 def chat_session(home: Path, typed: str) -> subprocess.CompletedProcess:
     """`owlia chat` (interactive: the banner is shown) with `typed` on its stdin."""
@@ -122,3 +123,54 @@ def test_owlia_start_refuses_a_database_that_is_not_sqlite(home: Path, name: str
     db.write_bytes(GARBAGE)
     worded(owlia(home, "start"), str(db), "not a SQLite database", "mv ")
     assert db.read_bytes() == GARBAGE
+
+
+# ---- memory notes, through the model's tools (a local server speaking Anthropic's wire protocol) ----
+
+
+def _with_model(home: Path, server: FakeLLMServer) -> dict[str, str]:
+    config = home / "config.yaml"
+    text = config.read_text().replace("- {name: anthropic, model: sonnet}",
+                                      f'- {{name: anthropic, model: sonnet, base_url: "{server.url}"}}')
+    config.write_text(text.replace("      - {name: openai, model: gpt}\n", ""))
+    return {"ANTHROPIC_API_KEY": "sk-ant-test-key"}
+
+
+def _chat_once(home: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")} | env_extra
+    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "chat", "-m", "what about root?"],
+                          stdin=subprocess.DEVNULL, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def _tool_results(server: FakeLLMServer) -> list[dict]:
+    return [block for request in server.requests for block in request.body["messages"][-1]["content"]
+            if isinstance(block, dict) and block.get("type") == "tool_result"]
+
+
+@pytest.mark.parametrize("damage", ["huge", "directory"])
+def test_a_damaged_memory_note_neither_stalls_nor_breaks_the_bot(home: Path, damage: str) -> None:
+    """A 20 MiB note held every message for minutes (indexed on each search); a directory named like a
+    note made memory_get an internal error. Now: search leaves the big one out and says so, once; the
+    directory is a worded tool error; the other notes still answer, and no note is changed."""
+    memory = home / "workspace" / "memory"
+    note = memory / "2026-01-01.md"
+    if damage == "huge":
+        note.write_bytes(b"root " * (4 * 1024 * 1024))
+    else:
+        note.mkdir()
+    (memory / "small.md").write_text("root is the admin\n")
+    with FakeLLMServer() as server:
+        env = _with_model(home, server)
+        server.enqueue(Reply(tool_calls=[ScriptedToolCall("t1", "memory_search", ('{"query": "root"}',))]))
+        server.enqueue(Reply(tool_calls=[ScriptedToolCall("t2", "memory_get", ('{"path": "memory/2026-01-01.md"}',))]))
+        server.enqueue(Reply(text=["ok"]))
+        done = _chat_once(home, env)
+        results = _tool_results(server)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "memory/small.md" in results[0]["content"], results
+    if damage == "huge":
+        assert f"memory note {note} is 20971520 bytes" in done.stderr and "split it" in done.stderr, done.stderr
+        assert note.stat().st_size == 20971520
+    else:
+        assert results[1]["is_error"] and "is not a regular file" in results[1]["content"], results
+        assert "internal error" not in results[1]["content"]
