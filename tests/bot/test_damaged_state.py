@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.bot.test_cli_misuse import ROOT, owlia, worded
 from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall
@@ -174,3 +176,19 @@ def test_a_damaged_memory_note_neither_stalls_nor_breaks_the_bot(home: Path, dam
     else:
         assert results[1]["is_error"] and "is not a regular file" in results[1]["content"], results
         assert "internal error" not in results[1]["content"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(extra=st.integers(min_value=-64, max_value=64))
+def test_the_note_size_limit_is_exact(tmp_path: Path, extra: int) -> None:
+    """Notes up to MAX_NOTE_BYTES are searchable; one byte more and search leaves the note out."""
+    from bot.memory.index import MAX_NOTE_BYTES, MemoryIndex
+
+    workspace = tmp_path / f"ws{extra + 64}"
+    (workspace / "memory").mkdir(parents=True, exist_ok=True)
+    size = MAX_NOTE_BYTES + extra
+    (workspace / "memory" / "big.md").write_bytes(b"owl " + b"x" * (size - 5) + b"\n")
+    with MemoryIndex(workspace, workspace / "memory.db") as index:
+        index.reindex()
+        found = [hit.path for hit in index.search("owl")]
+    assert ("memory/big.md" in found) == (size <= MAX_NOTE_BYTES), (size, found)
