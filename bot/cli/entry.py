@@ -49,11 +49,13 @@ def refusing_damaged_state(body: Callable[[], object]) -> None:
     """Run `body`; a damaged state file (policies.kernel.files.DamagedFile) or a private path that is not
     what it must be (PermissionProblem: a file where `logs/` goes) ends the process with its worded
     `error:` and exit 1, not a traceback. Nothing was written over it."""
-    from policies.kernel.files import DamagedFile, PermissionProblem
-
     try:
         body()
-    except (DamagedFile, PermissionProblem) as exc:
+    except Exception as exc:  # the kernel is imported only here: `owlia --help` stays light
+        from policies.kernel.files import DamagedFile, PermissionProblem
+
+        if not isinstance(exc, (DamagedFile, PermissionProblem)):
+            raise
         sys.exit(worded(str(exc)))
 
 
