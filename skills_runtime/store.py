@@ -61,7 +61,8 @@ class SkillStore:
         try:
             return read_registry(self.registry_path, "skills")
         except RegistryCorrupt as exc:
-            raise SkillError(f"{self.registry_path} is corrupt; refusing to load any skill") from exc
+            raise SkillError(f"{self.registry_path} is corrupt; refusing to load any skill ({exc}). "
+                             "Nothing was changed: fix it by hand or restore it from a backup") from exc
 
     def _write(self, skills: dict[str, dict[str, Any]]) -> None:
         write_registry(self.registry_path, "skills", skills)

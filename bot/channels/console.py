@@ -41,10 +41,13 @@ class LineReader:
 
     def _pump(self, stream: TextIO, loop: asyncio.AbstractEventLoop) -> None:
         try:
-            for line in stream:
-                loop.call_soon_threadsafe(self.queue.put_nowait, line.rstrip("\r\n"))
-        finally:
-            loop.call_soon_threadsafe(self.queue.put_nowait, None)
+            try:
+                for line in stream:
+                    loop.call_soon_threadsafe(self.queue.put_nowait, line.rstrip("\r\n"))
+            finally:
+                loop.call_soon_threadsafe(self.queue.put_nowait, None)
+        except RuntimeError:  # the loop closed first (chat ended, e.g. on a damaged session): nobody reads
+            pass
 
     async def next(self, timeout: float | None = None) -> str | None:
         return await asyncio.wait_for(self.queue.get(), timeout)

@@ -62,6 +62,14 @@ async def banner(runtime) -> str:
     lines = ["OwliaBot console. /help for commands, /quit to leave."]
     if not await runtime.llm.configured():  # checks credentials without importing the provider adapters
         lines.append(NO_LLM_HINT)
+    from bot.workspace import context_file_problems
+
+    lines.extend(f"warning: {problem}" for problem in context_file_problems(runtime.services.workspace))
+    if runtime.skills is not None:  # e.g. an unreadable registry.json: no skill runs, and the user hears why
+        lines.extend(f"warning: {problem}" for problem in runtime.skills.problems)
+    if runtime.mcp is not None:
+        runtime.mcp.tools()  # reads servers.json (no server starts) and notes what keeps servers out
+        lines.extend(f"warning: {problem}" for problem in runtime.mcp.problems)
     if runtime.services.signer is None:
         lines.append(f"No signer: {runtime.services.signer_problem} (or run `owlia up` for a dev stack).")
     gateway = runtime.config.bot.gateway

@@ -31,10 +31,12 @@ def load_or_fail(home: Path) -> BotConfig:
 def private_dir_or_fail(path: Path) -> Path:
     """`path` as a private (0700) directory of this user, created if missing, or `error: <why>` and
     exit 1: someone else's home, a file where the directory goes, a parent this user cannot write."""
-    from policies.kernel.files import PermissionProblem, ensure_private_dir
+    from policies.kernel.files import PathNotAllowed, PermissionProblem, ensure_private_dir
 
     try:
         return ensure_private_dir(path)
+    except PathNotAllowed as exc:  # a file or a symlink where the directory goes: not a matter of users
+        fail(f"{exc}, or give another home with --home or OWLIA_HOME")
     except PermissionProblem as exc:
         fail(f"{exc}: run as the user who owns it, or give another home with --home or OWLIA_HOME")
     except PermissionError:

@@ -42,7 +42,21 @@ def main() -> None:
             return
     from bot.cli.app import main as typer_main
 
-    typer_main()
+    refusing_damaged_state(typer_main)
+
+
+def refusing_damaged_state(body: Callable[[], object]) -> None:
+    """Run `body`; a damaged state file (policies.kernel.files.DamagedFile) or a private path that is not
+    what it must be (PermissionProblem: a file where `logs/` goes) ends the process with its worded
+    `error:` and exit 1, not a traceback. Nothing was written over it."""
+    try:
+        body()
+    except Exception as exc:  # the kernel is imported only here: `owlia --help` stays light
+        from policies.kernel.files import DamagedFile, PermissionProblem
+
+        if not isinstance(exc, (DamagedFile, PermissionProblem)):
+            raise
+        sys.exit(worded(str(exc)))
 
 
 # ---- owlia start ------------------------------------------------------------------------------
@@ -66,7 +80,12 @@ def _start(home: str) -> None:
         from bot.cli.start_run import run_start
         from policies.kernel.home import resolve_home
 
-        code = run_start(resolve_home(home or None))
+        from policies.kernel.files import DamagedFile, PermissionProblem
+
+        try:
+            code = run_start(resolve_home(home or None))
+        except (DamagedFile, PermissionProblem) as exc:
+            code = worded(str(exc))
     except KeyboardInterrupt:  # Ctrl-C before the bot's own handler is installed: as typer's main exits for it
         sys.stderr.write("\n")
         code = 130

@@ -137,11 +137,13 @@ class McpStore:
         try:
             raw = read_registry(self.path, "servers")
         except RegistryCorrupt as exc:
-            raise McpError(f"{self.path} is corrupt; refusing to load any MCP server") from exc
+            raise McpError(f"{self.path} is corrupt; refusing to load any MCP server ({exc}). "
+                           "Nothing was changed: fix it by hand or restore it from a backup") from exc
         try:
             return {name: ServerEntry.model_validate(item) for name, item in raw.items()}
         except (ValidationError, AttributeError, TypeError) as exc:
-            raise McpError(f"{self.path} is not valid; refusing to load any MCP server") from exc
+            raise McpError(f"{self.path} is not valid; refusing to load any MCP server. "
+                           "Nothing was changed: fix it by hand or restore it from a backup") from exc
 
     def _write(self, servers: dict[str, ServerEntry]) -> None:
         write_registry(self.path, "servers", {n: e.model_dump(mode="json") for n, e in servers.items()})

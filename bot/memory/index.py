@@ -7,16 +7,21 @@ re-chunks what really differs; deleted notes leave the index. The DB is 0600: it
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.memory.chunking import chunk_markdown
 from bot.memory.query import to_fts_query
-from policies.kernel.files import open_private_db, read_regular_text
+from policies.kernel.files import damaged, open_private_db, read_regular_text
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
+MAX_NOTE_BYTES = 1024 * 1024  # a note this big is not a note: indexing 20 MiB held every message for minutes
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha256 TEXT);
@@ -72,8 +77,13 @@ class MemoryIndex:
 
     def __init__(self, workspace: Path, db_path: Path) -> None:
         self.workspace = Path(workspace)
+        self._too_big: set[str] = set()
         self.conn = open_private_db(db_path)
-        self.conn.executescript(_SCHEMA)
+        try:
+            self.conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError:  # not SQLite: refuse it rather than start an empty store over it
+            self.conn.close()
+            raise damaged(db_path, "not a SQLite database") from None
 
     def close(self) -> None:
         self.conn.close()
@@ -92,7 +102,7 @@ class MemoryIndex:
         under it. Read before it, a second reindex indexed again every note the first had just added
         (each found twice by search); a deferred BEGIN failed with "database is locked" on upgrade.
         """
-        current = memory_files(self.workspace)
+        current = {rel: path for rel, path in memory_files(self.workspace).items() if self._indexable(rel, path)}
         added = updated = unchanged = 0
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -124,6 +134,17 @@ class MemoryIndex:
             self.conn.execute("ROLLBACK")
             raise
         return ReindexStats(added=added, updated=updated, removed=len(removed), unchanged=unchanged)
+
+    def _indexable(self, rel: str, path: Path) -> bool:
+        """False for a note over MAX_NOTE_BYTES: left out of search (said once per process), never cut."""
+        size = path.stat().st_size
+        if size <= MAX_NOTE_BYTES:
+            return True
+        if rel not in self._too_big:
+            self._too_big.add(rel)
+            log.warning("memory note %s is %d bytes, over %d: search leaves it out; split it into smaller notes",
+                        path, size, MAX_NOTE_BYTES)
+        return False
 
     def _drop_chunks(self, rel: str) -> None:
         """Delete by rowid via chunk_owner: `path` is UNINDEXED in FTS5, so a WHERE on it scans everything."""

@@ -89,10 +89,14 @@ def check_config(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_workspace(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-WS-001: the context files the system prompt is built from."""
+    from bot.workspace import context_file_problems
     from bot.workspace.templates import TEMPLATES
 
     workspace = ctx.need_config().workspace(ctx.home)
-    missing = [name for name in TEMPLATES if not (workspace / name).is_file()]
+    for problem in context_file_problems(workspace):
+        yield Finding("DOC-WS-001", WARN, problem, "fix the file by hand; `owlia init` recreates only missing ones")
+    missing = [name for name in TEMPLATES
+               if not (workspace / name).exists() and not (workspace / name).is_symlink()]
     if missing:
         yield Finding("DOC-WS-001", WARN, f"workspace {workspace} lacks {', '.join(missing)}", "owlia init")
 

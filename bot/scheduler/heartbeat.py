@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from bot.config import HeartbeatSettings
 from bot.notify import Notifier
+from policies.kernel.files import read_regular_text
 from bot.scheduler.jobs import zone
 from bot.scheduler.runners import deliver, run_unattended
 from bot.scheduler.store import JobStore
@@ -114,8 +115,8 @@ class HeartbeatService:
         if not within_hours(self.settings.active_hours, now):
             return self._record("skipped", f"outside active hours ({self.settings.active_hours})")
         try:
-            text = (self.runtime.services.workspace / "HEARTBEAT.md").read_text(encoding="utf-8")
-        except OSError:
+            text = read_regular_text(self.runtime.services.workspace / "HEARTBEAT.md")
+        except OSError:  # missing, a symlink, a directory: no checks (doctor and the chat banner name it)
             text = ""
         if not has_checks(text):
             return self._record("skipped", "HEARTBEAT.md has no checks")

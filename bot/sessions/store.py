@@ -31,7 +31,7 @@ from bot.sessions.records import (
     dump_line,
     parse_line,
 )
-from policies.kernel.files import FILE_MODE, ensure_private_dir, write_private_file
+from policies.kernel.files import FILE_MODE, DamagedFile, damaged, ensure_private_dir, write_private_file
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ TRIM_AT_TURNS = 2 * PARSED_TURNS  # trim when this many are parsed: amortised, n
 MAX_SEEN_CARRIED = 1_000  # inbound ids remembered against redelivery, in memory and across a rewrite
 
 
-class SessionCorrupt(ValueError):
-    """A session file is damaged somewhere other than its last line."""
+class SessionCorrupt(DamagedFile, ValueError):
+    """A session file is damaged somewhere other than its last line: refused whole, never rewritten."""
 
 
 @dataclass
@@ -81,11 +81,11 @@ def _load(path: Path) -> tuple[SessionState | None, int | None]:
             if number == len(complete) and tail == b"":  # a bad but newline-terminated last line
                 torn_at = offset
                 break
-            raise SessionCorrupt(f"{path}: line {number} is invalid") from exc
+            raise damaged(path, f"a damaged session (line {number} is not a record)", SessionCorrupt) from exc
         offset += len(raw) + 1
         if state is None:
             if not isinstance(record, MetaRecord):
-                raise SessionCorrupt(f"{path}: first line is not a meta record")
+                raise damaged(path, "a damaged session (its first line is not a meta record)", SessionCorrupt)
             state = SessionState(meta=record, model=record.model)
         elif isinstance(record, MessageRecord):
             state.messages.append(record)
@@ -97,7 +97,7 @@ def _load(path: Path) -> tuple[SessionState | None, int | None]:
             state.usage = record.usage
             state.model = record.model or state.model
         else:
-            raise SessionCorrupt(f"{path}: line {number} is a second meta record")
+            raise damaged(path, f"a damaged session (line {number} is a second meta record)", SessionCorrupt)
     if state is not None:
         state.torn_tail = torn_at is not None
     return state, torn_at
@@ -117,7 +117,7 @@ class Session:
             state = SessionState(meta=MetaRecord(key=key, created_at=time.time(), model=model), model=model)
             write_private_file(path, dump_line(state.meta))
         if state.meta.key != key:
-            raise SessionCorrupt(f"{path} belongs to session {state.meta.key!r}, not {key!r}")
+            raise damaged(path, f"a session of {state.meta.key!r}, not of {key!r}", SessionCorrupt)
         self.state = state
         self.partial = False  # True once older records were dropped from memory (they stay in the file)
         self._trim()

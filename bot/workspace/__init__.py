@@ -3,6 +3,7 @@
 from bot.workspace.files import (
     MAX_CONTEXT_CHARS,
     ContextFile,
+    context_file_problems,
     create_workspace,
     default_workspace,
     load_context_files,
@@ -15,6 +16,7 @@ __all__ = [
     "UNTRUSTED_RULE",
     "ContextFile",
     "build_system_prompt",
+    "context_file_problems",
     "create_workspace",
     "default_workspace",
     "load_context_files",

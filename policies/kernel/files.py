@@ -24,6 +24,16 @@ class PermissionProblem(PermissionError):
     """A secret's file or directory is readable or writable by someone other than its owner."""
 
 
+class DamagedFile(Exception):
+    """A state file the program cannot read as what it must be. Its message names the file and what to
+    do; nothing is written over it (a fresh default in its place would lose what the user had)."""
+
+
+def damaged(path: Path, what: str, kind: type[DamagedFile] = DamagedFile) -> DamagedFile:
+    return kind(f"{path} is {what}; nothing was changed. Move it aside (mv {path} {path}.damaged) "
+                       "to start it afresh, or restore it from a backup")
+
+
 class PathNotAllowed(PermissionProblem):
     """A path points outside the area it was confined to, or is of a kind we refuse (a symlink)."""
 
@@ -31,7 +41,10 @@ class PathNotAllowed(PermissionProblem):
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) as 0700; tighten an existing one we own; refuse a symlink or a non-dir."""
     path = Path(path)
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    except FileExistsError:  # a file (or a dangling symlink) where the directory goes
+        raise PathNotAllowed(f"cannot use {path} as a private directory: a file is there; move it aside") from None
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
         raise PathNotAllowed(f"{path} is a symlink; private directories must be real directories")
@@ -151,9 +164,10 @@ def read_regular_text(path: Path) -> str:
         if Path(path).is_symlink():
             raise PathNotAllowed(f"{path} is a symlink") from exc
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which raises IsADirectoryError itself
+        os.close(fd)
+        raise PathNotAllowed(f"{path} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise PathNotAllowed(f"{path} is not a regular file")
         return handle.read().decode("utf-8", errors="replace")
 
 

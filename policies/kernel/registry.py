@@ -33,6 +33,8 @@ def read_registry(path: Path, section: str) -> dict[str, Any]:
         return {}
     except ValueError as exc:  # not JSON, or not UTF-8
         raise RegistryCorrupt(f"{path} is not JSON") from exc
+    if isinstance(data, dict) and data.get("version") != VERSION:  # another format: never read it as empty
+        raise RegistryCorrupt(f"{path} has version {data.get('version')!r}, not {VERSION}")
     entries = data.get(section, {}) if isinstance(data, dict) else None
     if not isinstance(entries, dict):
         raise RegistryCorrupt(f"{path} has no {section!r} object")

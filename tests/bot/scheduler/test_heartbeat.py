@@ -168,3 +168,20 @@ def test_heartbeat_that_tries_to_sign_is_refused_and_audited(stack, home, llm):
     assert signer_log and not [e for e in signer_log if e["kind"].startswith("sign.")]
 
     assert verify_audit(home.path / "logs" / "bot-audit.jsonl")[0]  # the chain is intact
+
+
+def test_a_heartbeat_md_that_is_not_utf8_still_runs(home, llm):
+    """Invalid UTF-8 in HEARTBEAT.md raised UnicodeDecodeError out of tick (only OSError was caught)."""
+    outbox = Outbox()
+
+    async def go() -> str:
+        service = _service(home, outbox, active_hours="08:00-22:00")
+        (home.path / "workspace" / "HEARTBEAT.md").write_bytes(CHECKS.encode() + b"- caf\xe9 prices\n")
+        llm.enqueue(Reply(text=["HEARTBEAT_OK"]))
+        try:
+            return await service.tick()
+        finally:
+            await service.runtime.close()
+
+    assert asyncio.run(asyncio.wait_for(go(), 20)) == "suppressed"
+    assert len(llm.requests) == 1
