@@ -13,13 +13,16 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_SKILL = ROOT / "skills_runtime" / "examples" / "gas_tracker"
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+T = TypeVar("T")
 
 
 def owlia(home: Path, *argv: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess:
@@ -34,6 +37,23 @@ def worded(done: subprocess.CompletedProcess, *words: str) -> None:
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     said = done.stderr[done.stderr.find("error: "):]  # the error, with the lines that go with it
     assert "error: " in done.stderr and all(w in said for w in words), done.stderr[-2000:]
+
+
+def signalled(argv: list[str], env: dict[str, str], ready: Callable[[subprocess.Popen], T], sig: int, *,
+              stdin: int) -> tuple[subprocess.Popen, T, str]:
+    """Run `owlia *argv`, wait with `ready` (what it returns is passed on), send `sig`; the ended process,
+    `ready`'s value and stderr. The process is never left running."""
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *argv], stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        seen = ready(proc)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc, seen, err
 
 
 @pytest.fixture
@@ -191,20 +211,14 @@ def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[
     slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
     slow.chmod(0o755)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}, "OWLIA_ANVIL": str(slow)}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(tmp_path / "home"), *argv],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
-    try:
+    def started(proc: subprocess.Popen) -> int:
         deadline = time.monotonic() + 30
         while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        chain_pid = int(pidfile.read_text())
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        return int(pidfile.read_text())
+
+    proc, chain_pid, err = signalled(["--home", str(tmp_path / "home"), *argv], env, started, signal.SIGINT,
+                                     stdin=subprocess.DEVNULL)
     gone = False
     for _ in range(100):
         try:
@@ -268,23 +282,17 @@ def test_sigterm_stops_the_whole_up_stack(tmp_path: Path) -> None:
 
     port, home = free_port(), tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
-    try:
+    def stack_up(proc: subprocess.Popen) -> list[int]:
         said = ""
         while "console channel below" not in said:  # the whole stack is up
             line = proc.stdout.readline()
             assert line, (said, proc.stderr.read()[-2000:])
             said += line
-        started = [pid for pid in _processes_naming(home) if pid != proc.pid]
-        assert started, "the signer (its command line names the home) is running"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        return [pid for pid in _processes_naming(home) if pid != proc.pid]
+
+    _, started, err = signalled(["--home", str(home), "up", "--port", str(port)], env, stack_up, signal.SIGTERM,
+                                stdin=subprocess.PIPE)
+    assert started, "the signer (its command line names the home) was running"
     assert "Traceback" not in err, err[-2000:]
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
