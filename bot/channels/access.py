@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hmac
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import PairingSettings
-from policies.kernel.files import damaged, open_private_db
+from policies.kernel.files import open_private_db
 
 ACCESS_DB = "access.sqlite3"
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no I, L, O, 0, 1: codes are read aloud and retyped
@@ -78,12 +77,7 @@ def new_code() -> str:
 class AccessStore:
     def __init__(self, path: Path, *, code_ttl: int = 3600, max_pending: int = 3,
                  clock: Callable[[], float] = time.time) -> None:
-        self.conn = open_private_db(path)
-        try:
-            self.conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError:  # not SQLite: refuse it rather than start an empty store over it
-            self.conn.close()
-            raise damaged(path, "not a SQLite database") from None
+        self.conn = open_private_db(path, schema=_SCHEMA)
         self.code_ttl = code_ttl
         self.max_pending = max_pending
         self.clock = clock

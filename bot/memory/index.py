@@ -9,13 +9,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.memory.chunking import chunk_markdown
 from bot.memory.query import to_fts_query
-from policies.kernel.files import damaged, open_private_db, read_regular_text
+from policies.kernel.files import open_private_db, read_regular_text
 
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
@@ -78,12 +77,7 @@ class MemoryIndex:
     def __init__(self, workspace: Path, db_path: Path) -> None:
         self.workspace = Path(workspace)
         self._too_big: set[str] = set()
-        self.conn = open_private_db(db_path)
-        try:
-            self.conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError:  # not SQLite: refuse it rather than start an empty store over it
-            self.conn.close()
-            raise damaged(db_path, "not a SQLite database") from None
+        self.conn = open_private_db(db_path, schema=_SCHEMA)
 
     def close(self) -> None:
         self.conn.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pydantic import ValidationError
 
 from bot.scheduler.jobs import JobSpec
 from bot.security.redact import redact
-from policies.kernel.files import damaged, open_private_db
+from policies.kernel.files import open_private_db
 
 log = logging.getLogger(__name__)
 CRON_DB = "cron.db"
@@ -107,12 +106,7 @@ _RUN_COLUMNS = "id, job_id, trigger, scheduled_at, started_at, finished_at, stat
 class JobStore:
     def __init__(self, state_dir: Path) -> None:
         self.path = Path(state_dir) / CRON_DB
-        self.conn = open_private_db(self.path, timeout=10.0)
-        try:
-            self.conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError:  # not SQLite: refuse it rather than start an empty store over it
-            self.conn.close()
-            raise damaged(self.path, "not a SQLite database") from None
+        self.conn = open_private_db(self.path, timeout=10.0, schema=_SCHEMA)
 
     def close(self) -> None:
         self.conn.close()

@@ -171,14 +171,25 @@ def read_regular_text(path: Path) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
-def open_private_db(path: Path, *, timeout: float = 5.0, check_same_thread: bool = True) -> sqlite3.Connection:
-    """An autocommit SQLite connection to a 0600 file in a 0700 dir; refuses a symlinked file."""
+def open_private_db(path: Path, *, timeout: float = 5.0, check_same_thread: bool = True,
+                    schema: str | None = None) -> sqlite3.Connection:
+    """An autocommit SQLite connection to a 0600 file in a 0700 dir; refuses a symlinked file.
+
+    With `schema`, the script is run first, and a file that is not SQLite is refused (DamagedFile)
+    rather than started afresh over what the user had."""
     path = ensure_private_dir(Path(path).parent) / Path(path).name
     if path.is_symlink():
         raise PathNotAllowed(f"{path} is a symlink")
     os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
     os.chmod(path, FILE_MODE)
-    return sqlite3.connect(path, isolation_level=None, timeout=timeout, check_same_thread=check_same_thread)
+    conn = sqlite3.connect(path, isolation_level=None, timeout=timeout, check_same_thread=check_same_thread)
+    if schema is not None:
+        try:
+            conn.executescript(schema)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise damaged(path, "not a SQLite database") from None
+    return conn
 
 
 def is_within(child: Path, parent: Path) -> bool:
