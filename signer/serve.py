@@ -45,26 +45,17 @@ def locate(home: Path) -> tuple[SignerPaths, SignerConfig]:
 def _socket_free(path: Path) -> None:
     """`ServeError` for a socket path a signer could not take, said before the keystore is unlocked.
     The server checks again when it binds (signer/server.py); a stale socket is left for it to replace."""
-    import os
-    import socket
-    import stat
+    from signer.socket_probe import SocketPath, probe
 
     try:
-        mode = os.lstat(path).st_mode
-    except OSError:  # nothing there (or not reachable: the server's own check words that)
+        found = probe(path, timeout=2)
+    except OSError:  # not reachable, or no answer: the server's own check words that
         return
-    if not stat.S_ISSOCK(mode):
+    if found is SocketPath.NOT_A_SOCKET:
         raise ServeError(f"{path} exists and is not a socket: move it away, then start the signer")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(2)
-    try:
-        probe.connect(str(path))
-    except OSError:  # nobody listening: a dead signer's socket
-        return
-    finally:
-        probe.close()
-    raise ServeError(f"another signer is already listening on {path}: one signer per home; stop that one first "
-                     "(`owlia signer status` asks it how it is)")
+    if found is SocketPath.LIVE:
+        raise ServeError(f"another signer is already listening on {path}: one signer per home; stop that one "
+                         "first (`owlia signer status` asks it how it is)")
 
 
 def run_daemon(paths: SignerPaths, config: SignerConfig, passphrase: bytearray) -> None:

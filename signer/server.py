@@ -11,7 +11,6 @@ import grp
 import logging
 import os
 import socket
-import stat
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from policies.kernel import safejson
 from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
 from signer.backlog import Backlog
+from signer.socket_probe import SocketPath, probe
 from signer.wire.protocol import (
     AuthParams,
     ErrorCode,
@@ -286,21 +286,13 @@ def _too_large(limit: int) -> RpcError:
 
 def _remove_stale_socket(path: Path) -> None:
     """Replace a socket left by a dead daemon, but never a live one nor a non-socket file."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(mode):
+    found = probe(path)
+    if found is SocketPath.NOT_A_SOCKET:
         raise RuntimeError(f"{path} exists and is not a socket; refusing to replace it")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(path))
-    except (ConnectionRefusedError, FileNotFoundError):
+    if found is SocketPath.LIVE:
+        raise RuntimeError(f"another signer is already listening on {path}")
+    if found is SocketPath.STALE:
         path.unlink()
-        return
-    finally:
-        probe.close()
-    raise RuntimeError(f"another signer is already listening on {path}")
 
 
 async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
