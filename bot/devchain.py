@@ -77,18 +77,27 @@ class DevChain:
             cmd += ["--block-time", str(self.block_time)]
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         start_new_session=True)
+        # anvil runs in its own session: if it never answers, or Ctrl-C comes meanwhile, nothing else
+        # would stop it, and it would hold the port.
+        try:
+            self._wait_ready(self.process, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self, process: subprocess.Popen[bytes], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-                raise DevChainError(f"anvil on port {self.port} exited with {self.process.returncode}: "
+            if process.poll() is not None:
+                err = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                raise DevChainError(f"anvil on port {self.port} exited with {process.returncode}: "
                                     f"{err.strip()[:500]}")
             try:
-                if int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id and self.process.poll() is None:
-                    return self
+                if int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id and process.poll() is None:
+                    return
             except (OSError, DevChainError):
                 time.sleep(0.03)
-        self.stop()
         raise DevChainError(f"anvil did not answer on {self.url} within {timeout:.0f}s")
 
     def accounts(self) -> list[tuple[str, int]]:

@@ -27,11 +27,8 @@ def dev(
     chain = DevChain(port=port, chain_id=chain_id)
     try:
         chain.start()
-    except DevChainError as exc:
+    except DevChainError as exc:  # anvil is stopped when it does not start (Ctrl-C included: DevChain.start)
         fail(str(exc))
-    except BaseException:  # Ctrl-C while anvil starts: anvil runs in its own session, so stop it here
-        chain.stop()
-        raise
     # Ctrl-C and SIGTERM wait (blocked) until sigwait below takes them, so every way out stops anvil:
     # unblocked, SIGTERM would end this process at once and leave anvil (its own session) running.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})

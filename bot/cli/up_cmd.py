@@ -105,7 +105,7 @@ def up(
     except DevChainError as exc:
         chain.stop()
         fail(str(exc))
-    except BaseException:  # Ctrl-C while anvil starts or the contracts deploy: anvil (its own session) goes too
+    except BaseException:  # Ctrl-C while the contracts deploy: anvil (its own session) goes too
         chain.stop()
         raise
     signer_proc: subprocess.Popen | None = None
