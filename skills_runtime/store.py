@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from policies.kernel.files import ensure_private_dir
-from policies.kernel.registry import RegistryCorrupt, read_registry, registry_lock, write_registry
+from policies.kernel.locks import locked_beside
+from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
 from skills_runtime.manifest import SkillManifest, load_manifest, tool_name
 from skills_runtime.tree import copy_tree, extract_archive, tree_hash
 
@@ -121,7 +122,7 @@ class SkillStore:
         prepared.folder.rename(target)
         self.discard(prepared)
         shutil.rmtree(old, ignore_errors=True)
-        with registry_lock(self.registry_path):
+        with locked_beside(self.registry_path):
             skills = self._read()
             now = int(time.time())
             skills[name] = {"version": prepared.manifest.version, "tree_hash": prepared.tree_hash,
@@ -133,7 +134,7 @@ class SkillStore:
     # ---- life cycle ---------------------------------------------------------------------------
 
     def set_enabled(self, name: str, enabled: bool) -> None:
-        with registry_lock(self.registry_path):
+        with locked_beside(self.registry_path):
             skills = self._read()
             if name not in skills:
                 raise SkillError(f"no skill named {name!r} is installed")
@@ -141,7 +142,7 @@ class SkillStore:
             self._write(skills)
 
     def remove(self, name: str) -> None:
-        with registry_lock(self.registry_path):
+        with locked_beside(self.registry_path):
             skills = self._read()
             if name not in skills:
                 raise SkillError(f"no skill named {name!r} is installed")
@@ -161,7 +162,7 @@ class SkillStore:
         if digest != expected_hash:
             raise SkillChanged(f"{name} changed again while you were reviewing it; run approve again")
         self.check_names(manifest)
-        with registry_lock(self.registry_path):
+        with locked_beside(self.registry_path):
             skills = self._read()
             if name not in skills:
                 raise SkillError(f"no skill named {name!r} is installed")

@@ -24,8 +24,8 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.auth.errors import AuthStoreError
-from policies.kernel.files import PermissionProblem, ensure_private_dir, write_private_file
-from policies.kernel.locks import async_file_lock, file_lock
+from policies.kernel.files import PermissionProblem, write_private_file
+from policies.kernel.locks import async_file_lock, file_lock, lock_path_for
 
 STORE_VERSION = 1
 FILE_NAME = "auth.json"
@@ -118,13 +118,11 @@ class AuthStore:
             if self.path.is_symlink():
                 raise AuthStoreError(f"{self.path} is a symlink; it must be a regular file") from None
             raise AuthStoreError(f"cannot read {self.path}: {exc.strerror}") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # fdopen refuses a directory with a bare OSError
+        info = os.fstat(fd)  # checked on the open file: no swap between check and read
+        if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory with a bare OSError
             os.close(fd)
             raise AuthStoreError(f"{self.path} is not a regular file; move it aside, then run `owlia auth setup`")
         with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())  # checked on the open file: no swap between check and read
-            if not stat.S_ISREG(info.st_mode):
-                raise AuthStoreError(f"{self.path} is not a regular file")
             if info.st_uid != os.getuid():
                 raise AuthStoreError(f"{self.path} belongs to uid {info.st_uid}, not to you ({os.getuid()}); "
                                      "refusing to use login tokens another user controls")
@@ -165,10 +163,9 @@ class AuthStore:
     @property
     def _lock_path(self) -> Path:
         try:
-            ensure_private_dir(self.path.parent)
+            return lock_path_for(self.path)
         except PermissionProblem as exc:
             raise AuthStoreError(str(exc)) from None
-        return self.path.with_name(f".{self.path.name}.lock")
 
     @contextmanager
     def locked(self) -> Iterator[None]:

@@ -42,6 +42,6 @@ def private_dir_or_fail(path: Path) -> Path:
     except PermissionError:
         fail(f"cannot use {path} (permission denied): run as the user who owns it, or give another home with "
              "--home or OWLIA_HOME")
-    except OSError as exc:
-        why = "a file is there" if isinstance(exc, FileExistsError) else exc.strerror
-        fail(f"cannot use {path} as a private directory ({why}): give another home with --home or OWLIA_HOME")
+    except OSError as exc:  # a file where the directory goes is PathNotAllowed (ensure_private_dir)
+        fail(f"cannot use {path} as a private directory ({exc.strerror}): give another home with --home or "
+             "OWLIA_HOME")

@@ -80,16 +80,10 @@ def _start(home: str) -> None:
         from bot.cli.start_run import run_start
         from policies.kernel.home import resolve_home
 
-        from policies.kernel.files import DamagedFile, PermissionProblem
-
-        try:
-            code = run_start(resolve_home(home or None))
-        except (DamagedFile, PermissionProblem) as exc:
-            code = worded(str(exc))
+        refusing_damaged_state(lambda: sys.exit(run_start(resolve_home(home or None))))
     except KeyboardInterrupt:  # Ctrl-C before the bot's own handler is installed: as typer's main exits for it
         sys.stderr.write("\n")
-        code = 130
-    sys.exit(code)
+        sys.exit(130)
 
 
 # ---- owlia sign send --------------------------------------------------------------------------

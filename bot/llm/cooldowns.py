@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from policies.kernel.files import write_private_file
-from policies.kernel.locks import file_lock
+from policies.kernel.locks import locked_beside
 
 log = logging.getLogger("bot.llm.failover")  # the name these warnings always had
 
@@ -71,14 +69,8 @@ class CooldownStore:
     def get(self, name: str) -> _State:
         return self.states.get(name, _State())
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with file_lock(self.path.with_name(f".{self.path.name}.lock")):
-            yield
-
     def record_failure(self, name: str, now: float) -> float:
-        with self._locked():
+        with locked_beside(self.path):
             self.states = self._load()
             state = self.states.setdefault(name, _State())
             state.failures += 1
@@ -87,7 +79,7 @@ class CooldownStore:
             return state.until
 
     def record_success(self, name: str) -> None:
-        with self._locked():
+        with locked_beside(self.path):
             self.states = self._load()
             if name in self.states:
                 del self.states[name]

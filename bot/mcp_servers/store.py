@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from policies.kernel.registry import RegistryCorrupt, read_registry, registry_lock, write_registry
+from policies.kernel.locks import locked_beside
+from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
 
 FILE = "servers.json"
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
@@ -159,7 +160,7 @@ class McpStore:
         return found
 
     def add(self, decl: ServerDecl) -> None:
-        with registry_lock(self.path):
+        with locked_beside(self.path):
             servers = self.read()
             if decl.name in servers:
                 raise McpError(f"an MCP server named {decl.name!r} exists; remove it first")
@@ -168,7 +169,7 @@ class McpStore:
 
     def approve(self, name: str, tools: dict[str, PinnedTool]) -> None:
         """Pin exactly the tools the user was shown, with the levels they gave; enables the server."""
-        with registry_lock(self.path):
+        with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
             servers[name] = entry.model_copy(update={"tools": tools, "enabled": True,
@@ -176,7 +177,7 @@ class McpStore:
             self._write(servers)
 
     def set_enabled(self, name: str, enabled: bool) -> None:
-        with registry_lock(self.path):
+        with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
             if enabled and not entry.tools:
@@ -185,7 +186,7 @@ class McpStore:
             self._write(servers)
 
     def remove(self, name: str) -> None:
-        with registry_lock(self.path):
+        with locked_beside(self.path):
             servers = self.read()
             self._in(servers, name)
             del servers[name]

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from policies.kernel.files import ensure_private_dir, read_regular_text, write_private_file
-from policies.kernel.locks import file_lock
+from policies.kernel.locks import locked_beside
 from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.units import is_lookalike
 from signer.wire.client import SignerClient, SignerError
@@ -93,11 +91,6 @@ class ContactStore:
         self.dir = ensure_private_dir(Path(state_dir))
         self.path = self.dir / CONTACTS_FILE
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with file_lock(self.dir / f".{CONTACTS_FILE}.lock"):
-            yield
-
     def _read(self) -> list[Contact]:
         if not self.path.exists() and not self.path.is_symlink():
             return []
@@ -114,12 +107,12 @@ class ContactStore:
         write_private_file(self.path, (json.dumps(body, indent=2) + "\n").encode())
 
     def load(self) -> list[Contact]:
-        with self._locked():
+        with locked_beside(self.path):
             return self._read()
 
     def add(self, name: str, address: str, now: int | None = None) -> Contact:
         name, address = clean_name(name), parse_address(address)
-        with self._locked():
+        with locked_beside(self.path):
             contacts = self._read()
             for c in contacts:
                 if c.name.casefold() == name.casefold():
@@ -136,7 +129,7 @@ class ContactStore:
     def remove(self, name: str, address: str) -> Contact:
         """Remove only if name and address both match, so the user confirmed exactly what goes."""
         name, address = clean_name(name), parse_address(address)
-        with self._locked():
+        with locked_beside(self.path):
             contacts = self._read()
             match = next((c for c in contacts if c.name.casefold() == name.casefold()), None)
             if match is None or match.address != address:

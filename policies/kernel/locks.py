@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-from policies.kernel.files import FILE_MODE
+from policies.kernel.files import FILE_MODE, ensure_private_dir
 
 
 @contextmanager
@@ -24,6 +24,21 @@ def file_lock(lock_path: Path) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def lock_path_for(path: Path) -> Path:
+    """The inter-process lock of `path`: `.<name>.lock` beside it, in its private (0700) directory."""
+    path = Path(path)
+    ensure_private_dir(path.parent)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def locked_beside(path: Path) -> Iterator[None]:
+    """Hold `path`'s lock (`lock_path_for`) across a read-modify-write, so that writers in other
+    processes never write back a copy they read before this one's change."""
+    with file_lock(lock_path_for(path)):
+        yield
 
 
 @asynccontextmanager

@@ -3,20 +3,18 @@
 The skills' and the MCP servers' registries are written by the CLI and read by the bot. A write
 replaces the whole file (`write_private_file`: 0600 temp file, fsync, rename, fsync of the 0700
 directory), so a reader sees the old registry or the new one, never half of either. Writers hold
-`registry_lock` from their read to their write: two `owlia` commands at once would otherwise each
+the registry's lock (`policies.kernel.locks.locked_beside`) from their read to their write: two `owlia` commands at once would otherwise each
 write back the registry they read, and one's edit (a disable, a removal) would silently come undone.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from policies.kernel.files import ensure_private_dir, write_private_file
-from policies.kernel.locks import file_lock
 
 VERSION = 1
 
@@ -48,11 +46,3 @@ def write_registry(path: Path, section: str, entries: Mapping[str, Any]) -> None
     body = json.dumps({"version": VERSION, section: dict(entries)}, indent=2, sort_keys=True).encode()
     write_private_file(path, body)
 
-
-@contextmanager
-def registry_lock(path: Path) -> Iterator[None]:
-    """Hold the registry's inter-process lock (`.<name>.lock` beside it) for a read-modify-write."""
-    path = Path(path)
-    ensure_private_dir(path.parent)
-    with file_lock(path.with_name(f".{path.name}.lock")):
-        yield
