@@ -17,6 +17,8 @@ writes), so the CLI cannot move it either way.
 from __future__ import annotations
 
 import hmac
+import json
+import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,10 +30,13 @@ from signer.clock import estimate
 from policies.kernel.passphrase import zeroize
 from signer.keystore import unlock
 from signer.policy_live import read_policy_file
-from signer.store.audit import KEYED_KIND, AuditLog
+from signer.session_keys import REVOKED
+from signer.store.approvals import freeze
+from signer.store.audit import KEYED_KIND, AuditLog, load_anchor
 from signer.store.db import set_meta
-from signer.store.guard import Unlocked
-from signer.store.integrity import DIGEST_ONLY, Finding, Problem, pk_sql
+from signer.store.guard import Unlocked, went_back
+from signer.store.integrity import DIGEST_ONLY, PROTECTED, Finding, Problem, pk_sql
+from signer.store.state_head import AUDIT, STATE
 from signer.wire.protocol import Scope
 from signer.wire.settings import SignerPaths
 
@@ -60,10 +65,12 @@ def _audited(paths: SignerPaths, passphrase: bytearray, kind: str, body: dict | 
         conn.execute("BEGIN IMMEDIATE")
         try:
             now = estimate(conn)
-            audit = AuditLog(conn, paths.anchor, clock=lambda: now, keys=keys.audit_keys)
+            audit = keys.audit_log(conn, paths.anchor, clock=lambda: now)
             result = action(conn, now, keys)
             audit.reload()  # the action may have appended records of its own
             audit.append(kind, body(result) if callable(body) else body)
+            anchor = load_anchor(paths.anchor, keys.audit_keys)  # the epoch never goes below the anchor's
+            audit.bind_state(floor=anchor.epoch if anchor is not None and anchor.authentic else 0)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -93,7 +100,7 @@ def check_integrity(paths: SignerPaths, *, passphrase: bytearray) -> list[Findin
     keys = _unlocked(paths, passphrase)
     conn = keys.connect(paths.db)
     try:
-        return keys.sealer.check(conn)
+        return keys.check(conn, paths.anchor)
     finally:
         conn.close()
 
@@ -105,11 +112,12 @@ class SealResult:
     sealed_rows: int = 0
     legacy_audit_records: int = 0
     accepted_policy_hash: str | None = None
+    rollback_accepted: dict[str, Any] | None = None  # what `_accept_rollback` re-applied
 
     def to_json(self) -> dict[str, Any]:
         return {"findings": [f.to_json() for f in self.findings], "removed": self.removed,
                 "sealed_rows": self.sealed_rows, "legacy_audit_records": self.legacy_audit_records,
-                "accepted_policy_hash": self.accepted_policy_hash}
+                "accepted_policy_hash": self.accepted_policy_hash, "rollback_accepted": self.rollback_accepted}
 
 
 class SealRefused(ValueError):
@@ -121,7 +129,7 @@ _KILL_SWITCH_KEYS = frozenset({"frozen", "freeze_id"})
 
 
 def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool = False,
-         accept_ledger: bool = False) -> SealResult:
+         accept_ledger: bool = False, accept_rollback: bool = False) -> SealResult:
     """The operator's answer to what the daemon refused (and the upgrade of a home from before row MACs).
 
     Rows that fail are removed, so they grant nothing: a client, device, session key, pairing,
@@ -130,12 +138,21 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
     its records). A kill-switch flag that fails leaves the signer frozen: only the companion lifts
     it. A policy in force that fails, or a `meta` table short of rows, is refused unless the
     operator names the policy file as the policy in force (`accept_policy_file`): nothing else here
-    can tell which policy the companion last approved. Then every remaining row is sealed as it is
-    and, if the audit log predates the keyed chain, an `audit.keyed` record seals its prefix."""
+    can tell which policy the companion last approved. State that went back to an earlier copy of
+    itself (signer.store.state_head) is refused unless `accept_rollback`: see `_accept_rollback`.
+    Then every remaining row is sealed as it is and, if the audit log predates the keyed chain, an
+    `audit.keyed` record seals its prefix."""
     text, policy = read_policy_file(paths.policy) if accept_policy_file else (None, None)
 
     def action(conn: sqlite3.Connection, now: float, keys: Unlocked) -> SealResult:
-        result = SealResult(keys.sealer.check(conn))
+        result = SealResult(keys.check(conn, paths.anchor))
+        back = went_back(result.findings)
+        if back and not accept_rollback:
+            raise SealRefused(f"signer.db (or its audit log) went back to an earlier state ({_names(back)}); nothing "
+                              "was changed. Restore the latest backup of signer.db together with audit.anchor. If "
+                              "this is the state you want to keep, run again with --accept-rollback: the signer is "
+                              "then frozen (only your companion lifts it), every session key is revoked, and every "
+                              "client and companion device the audit log records as revoked is revoked again")
         # An unsealed table (an upgrade) is sealed as it is: the operator running this is the authority.
         failing_meta = {f.pk for f in result.findings if f.table == "meta" and f.problem is not Problem.UNSEALED}
         ledger = sorted({f.table for f in result.findings if f.table in DIGEST_ONLY and f.problem is Problem.CHANGED})
@@ -149,7 +166,7 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
                               "Put the policy you want in force in policy.yaml and run again with "
                               "--accept-policy-file")
         for finding in result.findings:
-            if finding.pk is None or finding.problem is Problem.DELETED:
+            if finding.table not in PROTECTED or finding.pk is None or finding.problem is Problem.DELETED:
                 continue
             if finding.table == "meta" and finding.pk in _KILL_SWITCH_KEYS:
                 continue  # rewritten below: frozen
@@ -162,6 +179,8 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
             set_meta(conn, policy_change.ACCEPTED, text)
             conn.execute("DELETE FROM meta WHERE key='policy_hash'")  # the next start records a policy.loaded
             result.accepted_policy_hash = policy.policy_hash()
+        if back:
+            result.rollback_accepted = _accept_rollback(conn, now)
         result.sealed_rows = keys.sealer.seal(conn)
         result.legacy_audit_records = _legacy_prefix(conn, keys)
         if result.legacy_audit_records:
@@ -171,8 +190,38 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
 
     return _audited(paths, passphrase, "integrity.sealed",
                     lambda r: {"removed": r.removed, "sealed_rows": r.sealed_rows,
-                               "accepted_policy_hash": r.accepted_policy_hash},
+                               "accepted_policy_hash": r.accepted_policy_hash,
+                               "rollback_accepted": r.rollback_accepted},
                     action)
+
+
+def _names(findings: list[Finding]) -> str:
+    return ", ".join(sorted({"the audit log" if f.table == AUDIT else "the state record" if f.table == STATE
+                             else f.table for f in findings}))
+
+
+def _accept_rollback(conn: sqlite3.Connection, now: float) -> dict[str, Any]:
+    """Keep a state that went back, taking away what an earlier state could have given back.
+
+    Nobody can tell row by row what the earlier copy restored, so everything it could have restored
+    that grants authority is withdrawn: the signer is frozen (only a paired device's signed unfreeze
+    lifts it), every session key is revoked, and every client and companion device the keyed audit
+    log records as revoked is revoked again. Room under a spending limit cannot be withdrawn this
+    way; while frozen nothing is signed, and the companion decides when to lift it."""
+    revoked_keys = [r[0] for r in conn.execute("SELECT key_id FROM session_keys WHERE status != ?", (REVOKED.value,))]
+    freeze(conn, "frz_" + secrets.token_hex(8), revoked_keys, now, REVOKED.value)
+    clients, devices = [], []
+    for kind, body in conn.execute("SELECT kind, body FROM audit WHERE kind IN ('client.revoked', 'companion.revoked')"
+                                   " ORDER BY seq"):
+        record = json.loads(body)
+        if kind == "client.revoked" and revoke_client(conn, str(record.get("name")), now=now):
+            clients.append(str(record.get("name")))
+        elif kind == "companion.revoked" and conn.execute(
+                "UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL",
+                (now, str(record.get("device_id")))).rowcount:
+            devices.append(str(record.get("device_id")))
+    return {"frozen": True, "session_keys_revoked": revoked_keys, "clients_revoked_again": clients,
+            "devices_revoked_again": devices}
 
 
 def _legacy_prefix(conn: sqlite3.Connection, keys: Unlocked) -> int:

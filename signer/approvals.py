@@ -166,7 +166,7 @@ class Approvals:
         if witness_seq is not None and 0 < witness_seq <= seq:  # bind this checkpoint to what the witness saw
             record_hash = hash_at(self.engine.reader, witness_seq)
             at = {"seq": witness_seq, "hash": record_hash} if record_hash is not None else None
-        checkpoint = make_checkpoint(self.identity, seq, head, at)
+        checkpoint = make_checkpoint(self.identity, seq, head, at, self.engine.audit.committed_epoch)
         return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:

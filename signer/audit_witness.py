@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from signer.identity import SignerIdentity
+from signer.store.state_head import epoch_of
 from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
 
 
-def make_checkpoint(identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None) -> dict[str, Any]:
-    body = checkpoint_body(seq, head, at)
+def make_checkpoint(identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None,
+                    epoch: int = 0) -> dict[str, Any]:
+    body = checkpoint_body(seq, head, at, epoch)
     return {**body, "signer_sig": identity.sign(CHECKPOINT_DOMAIN, body)}
 
 
@@ -33,7 +35,7 @@ def check_against(conn: sqlite3.Connection, witness_path: Path) -> Verdict:
     intact log, or hide a rollback from someone who controls the companion's files as well."""
     try:
         data = json.loads(Path(witness_path).read_text())
-        seq, head = int(data["seq"]), str(data["head"])
+        seq, head, epoch = int(data["seq"]), str(data["head"]), int(data.get("epoch", 0))
     except FileNotFoundError:
         raise WitnessError(f"no witness file at {witness_path}") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -43,4 +45,7 @@ def check_against(conn: sqlite3.Connection, witness_path: Path) -> Verdict:
         return Verdict(False, seq, [f"the companion saw record {seq}; the log no longer holds it (truncated)"])
     if row[0] != head:
         return Verdict(False, seq, [f"record {seq} is not the one the companion saw (rewritten)"])
+    if epoch > epoch_of(conn):
+        return Verdict(False, seq, [f"the companion saw commit {epoch}; the state on disk is from commit "
+                                    f"{epoch_of(conn)} (an earlier copy of the database put back)"])
     return Verdict(True, seq)

@@ -71,9 +71,10 @@ def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | 
         unlocked.sealer.seal(conn)  # empty tables: from here on every authority-bearing row carries its MAC
         set_meta(conn, policy_change.ACCEPTED, policy_text)  # the baseline, so a missing one is never "first start"
         _, token = add_client(conn, "admin", Scope.ADMIN)
-        audit = audit_store.AuditLog(conn, paths.anchor, keys=unlocked.audit_keys)
+        audit = unlocked.audit_log(conn, paths.anchor)
         audit.append(audit_store.KEYED_KIND, {"legacy_records": 0})
         audit.append("signer.initialized", {"home": str(paths.home)})
+        audit.bind_state()
         conn.execute("COMMIT")
         audit.write_anchor()
         audit.close()
@@ -104,12 +105,12 @@ class Daemon:
         # never far ahead of real time (signer.clock). Everything in the daemon reads this one.
         self.clock = SignerClock.resume(self.reader)
         self.policies = PolicyKeeper(paths.policy, self.reader, policy_text, file_policy, clock=self.clock)
-        self.audit = audit_store.AuditLog(self.writer_conn, paths.anchor, clock=self.clock, keys=unlocked.audit_keys)
+        self.audit = unlocked.audit_log(self.writer_conn, paths.anchor, clock=self.clock)
         self.keys = SessionKeys(self.master, clock=self.clock)
         self.keys.load(self.reader)
         self.ledger = self.policies.ledger()
         self.chains = {c.id: Chain(c, timeout=config.signer.rpc_timeout_seconds) for c in config.chains}
-        self.writer = Writer(self.writer_conn, on_commit=self.audit.write_anchor,
+        self.writer = Writer(self.writer_conn, before_commit=self.audit.bind_state, on_commit=self.audit.write_anchor,
                              on_inline_commit=self.audit.write_anchor_soon, on_rollback=self.audit.reload)
         self.engine = Engine(
             policy=self.policies.policy,
@@ -164,7 +165,7 @@ class Daemon:
         every table: a policy, a kill-switch flag or a main account edited offline has no safe
         stand-in the daemon could pick on its own. Returns how many rows were checked."""
         conn = self.writer_conn
-        findings = unlocked.sealer.check(conn)
+        findings = unlocked.check(conn, self.paths.anchor)
         if not findings:
             return sum(conn.execute("SELECT count(*) FROM row_macs").fetchone())
         try:
@@ -173,8 +174,9 @@ class Daemon:
             audit = audit_store.AuditLog(conn, self.paths.anchor, clock=lambda: now, keys=unlocked.audit_keys)
             audit.append("integrity.refused", {"findings": [str(f) for f in findings[:200]],
                                                "count": len(findings)})
+            # Neither bound to the state (no `bind_state`: what was refused must not pass the next start)
+            # nor anchored: the anchor keeps the epoch it holds, and may always lag the log.
             conn.execute("COMMIT")
-            audit.write_anchor()
             audit.close()
         except sqlite3.Error:
             log.exception("could not record the integrity refusal")

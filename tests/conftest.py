@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -97,14 +98,42 @@ def reverter_policy(chain: DevChain, tmp_path: Path) -> tuple[str, Path]:
     return contract, policy
 
 
-def signer_db(paths: SignerPaths):
+def signer_db(paths: SignerPaths) -> AsTheSignerWrites:
     """A writable connection to a stopped signer's database as the signer itself opens it (with the
-    master key's row-MAC functions): for tests that move state the way the signer would, e.g. time."""
+    master key's row-MAC functions): for tests that move state the way the signer would, e.g. time.
+    Its `close` binds the state head, as every commit of the signer does."""
     from signer.keystore import unlock
     from signer.store.guard import Unlocked
 
     with unlock(paths.home, bytearray(PASSPHRASE)) as master:
-        return Unlocked.from_master(master).connect(paths.db)
+        unlocked = Unlocked.from_master(master)
+    return AsTheSignerWrites(unlocked.connect(paths.db), unlocked, paths)
+
+
+class AsTheSignerWrites:
+    """A signer connection whose writes end, at `close`, the way a signer commit ends: the state
+    head bound to the log's head and the anchor moved (signer.store.state_head)."""
+
+    def __init__(self, conn: sqlite3.Connection, unlocked: Any, paths: SignerPaths) -> None:
+        self._conn, self._unlocked, self._paths = conn, unlocked, paths
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, params)
+
+    def commit(self) -> None:
+        """Each statement has committed already (autocommit); the binding comes at `close`."""
+
+    def close(self) -> None:
+        from signer.store.audit import load_anchor
+
+        anchor = load_anchor(self._paths.anchor, self._unlocked.audit_keys)
+        audit = self._unlocked.audit_log(self._conn, self._paths.anchor)
+        self._conn.execute("BEGIN IMMEDIATE")
+        audit.bind_state(floor=anchor.epoch if anchor is not None else 0)
+        self._conn.execute("COMMIT")
+        audit.write_anchor()
+        audit.close()
+        self._conn.close()
 
 
 def throwaway_audit_keys():

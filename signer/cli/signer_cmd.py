@@ -228,7 +228,10 @@ def integrity_check(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPH
         findings = check_integrity(signer_paths(ctx), passphrase=read_passphrase(passphrase_file))
     except (FileNotFoundError, KeystoreError) as exc:
         fail(str(exc))
-    print_json({"ok": not findings, "findings": [f.to_json() for f in findings]})
+    from signer.store.guard import IntegrityRefused
+
+    print_json({"ok": not findings, "findings": [f.to_json() for f in findings],
+                **({"what_happened": str(IntegrityRefused(findings))} if findings else {})})
     if findings:
         raise typer.Exit(1)
 
@@ -239,6 +242,9 @@ def integrity_seal(
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
     accept_policy_file: bool = typer.Option(False, help="The policy in force failed: install policy.yaml as it."),
     accept_ledger: bool = typer.Option(False, help="The spend ledger failed: accept it as it is (else restore a backup)."),
+    accept_rollback: bool = typer.Option(False, help="The state went back to an earlier copy: keep it, frozen, with "
+                                                     "every session key and recorded revocation revoked (else restore "
+                                                     "a backup)."),
 ) -> None:
     """After a review (`integrity check`), with the signer stopped: remove the rows that fail, seal the rest.
 
@@ -252,7 +258,7 @@ def integrity_seal(
         fail(f"{paths.socket} exists: stop the signer first (`owlia signer integrity seal` runs on a stopped signer)")
     try:
         result = seal(paths, passphrase=read_passphrase(passphrase_file), accept_policy_file=accept_policy_file,
-                      accept_ledger=accept_ledger)
+                      accept_ledger=accept_ledger, accept_rollback=accept_rollback)
     except (FileNotFoundError, KeystoreError, SealRefused, PolicyError) as exc:
         fail(str(exc))
     print_json(result.to_json())

@@ -114,9 +114,16 @@ class AuditKeys:
         """HMAC-SHA256 under `chain` (twice per signature)."""
         return self._chain_mac.digest(_material(seq, ts, kind, body, prev_hash)).hex()
 
-    def anchor_mac(self, seq: int, head: str) -> str:
-        return self._anchor_mac.digest(f"anchor\n{seq}\n{head}".encode()).hex()
+    def anchor_mac(self, seq: int, head: str, epoch: int = 0) -> str:
+        """Epoch 0 is the anchor of a log without a state head (signer.store.state_head): the material
+        of anchors from before it, so they still verify."""
+        tail = f"\n{epoch}" if epoch else ""
+        return self._anchor_mac.digest(f"anchor\n{seq}\n{head}{tail}".encode()).hex()
 
+
+# The state head's writer (signer.store.state_head.StateBinder.bind):
+# (conn, seq, head, floor, the last epoch if known) -> the new epoch
+StateBind = Callable[[sqlite3.Connection, int, str, int, "int | None"], int]
 
 _LEAVES = (int, float, bool, type(None))  # nothing secret-shaped fits in these
 
@@ -212,25 +219,33 @@ class AuditLog:
     (signer.clock), so the log's times never run backwards and match the ledger's."""
 
     def __init__(self, conn: sqlite3.Connection, anchor_path: Path, clock: Callable[[], float] = time.time, *,
-                 keys: AuditKeys) -> None:
+                 keys: AuditKeys, bind: StateBind | None = None) -> None:
+        """`bind`: the state head's writer (signer.store.state_head): `bind_state` calls it before each
+        commit, and the anchor then carries its epoch. Without it the anchor's epoch stays 0."""
         from signer.store.checkpoint import database_file
 
         self._conn = conn
+        self._bind = bind
+        self._epoch = 0  # the epoch the last `bind_state` wrote
+        self._epoch_known = False  # ... and it is still the one on disk (no other writer, no rollback since)
+        self._checked = False  # `write` read `data_version` in the transaction under way
         self._keys = keys
         self._db_path = database_file(conn)  # read here, on the thread that owns the connection
         self._clock = clock
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
         self._anchor_lock = threading.Lock()  # the writer thread and the event loop both write it
-        self._anchored = -1  # the seq the file holds, as this process wrote it: it never goes back
+        self._anchored = (-1, -1)  # the (epoch, seq) the file holds, as this process wrote it: it never goes back
         self._closed = False
-        self._due: tuple[int, str] | None = None  # the last head `write_anchor_soon` scheduled
+        self._due: tuple[int, str, int] | None = None  # the last head `write_anchor_soon` scheduled
         self.reload()
-        self.committed: tuple[int, str] = self.head  # what the anchor holds: only committed records  # the schema is the store's job (db.ensure_schema): executescript would commit
+        self.committed: tuple[int, str] = self.head  # what the anchor holds: only committed records
+        self.committed_epoch = 0  # and the state head's epoch at that commit
 
     def reload(self) -> None:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
         self._version = self._data_version()
+        self._epoch_known = False
         row = self._conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         self._seq: int = row[0] if row else 0
         self._hash: str = row[1] if row else GENESIS
@@ -256,6 +271,7 @@ class AuditLog:
         # Inside the caller's write transaction: if another writer (the CLI) appended since, follow it.
         if self._data_version() != self._version:
             self.reload()
+        self._checked = True  # under the transaction's write lock, nobody else commits until it ends
         seq, head, rows = self._seq, self._hash, []
         for record in records:
             seq += 1
@@ -267,6 +283,17 @@ class AuditLog:
         self._seq, self._hash = seq, head
         return seq
 
+    def bind_state(self, *, floor: int = 0) -> None:
+        """Bind the state as it is now to the log's head: in the transaction, right before its COMMIT.
+        Every writer of a signer home calls it; one that did not would be refused at the next start."""
+        if self._bind is None:
+            return
+        if not self._checked and self._data_version() != self._version:  # another writer committed since
+            self.reload()
+        self._checked = False
+        self._epoch = self._bind(self._conn, self._seq, self._hash, floor, self._epoch if self._epoch_known else None)
+        self._epoch_known = True  # unless this transaction rolls back: then `reload` (the writer's hook) forgets it
+
     def write_anchor(self) -> None:
         """Record the committed head. Written after the commit, so it never runs ahead of the log.
 
@@ -277,26 +304,29 @@ class AuditLog:
         stays open between commits (`close` releases it).
         """
         seq, head = self.committed = self._seq, self._hash
-        self._write_anchor(seq, head)
+        self.committed_epoch = self._epoch
+        self._write_anchor(seq, head, self._epoch)
 
     def write_anchor_soon(self) -> None:
         """`write_anchor` for a commit made on the event loop: the head is taken now, the file is
         written once the loop's current step ends, i.e. after the request that committed has sent
         its reply. Until then the anchor lags one commit behind the log, which it may always do
         (the same as a crash between the commit and the write); it never runs ahead of it."""
-        seq, head = self.committed = self._due = self._seq, self._hash
-        asyncio.get_running_loop().call_soon(self._write_anchor, seq, head)
+        seq, head = self.committed = self._seq, self._hash
+        epoch = self.committed_epoch = self._epoch
+        self._due = (seq, head, epoch)
+        asyncio.get_running_loop().call_soon(self._write_anchor, seq, head, epoch)
 
-    def _write_anchor(self, seq: int, head: str) -> None:
+    def _write_anchor(self, seq: int, head: str, epoch: int) -> None:
         with self._anchor_lock:
-            if self._closed or seq <= self._anchored:  # a later head was written meanwhile
+            if self._closed or (epoch, seq) <= self._anchored:  # a later head was written meanwhile
                 return
-            data = anchor_bytes(seq, head, self._keys.anchor_mac(seq, head))
+            data = anchor_bytes(seq, head, self._keys.anchor_mac(seq, head, epoch), epoch)
             if self._anchor_fd is None:
                 self._anchor_fd = os.open(self._anchor_path,
                                           os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             os.pwrite(self._anchor_fd, data, 0)
-            self._anchored = seq
+            self._anchored = (epoch, seq)
 
     def verify_all(self) -> dict[str, Any]:
         """`verify` over the whole database this log writes to, on a fresh read-only connection (any thread)."""
@@ -322,11 +352,32 @@ class AuditLog:
                 self._anchor_fd = None
 
 
-def anchor_bytes(seq: int, head: str, mac: str) -> bytes:
-    """The anchor file's content: the JSON `json.dumps` writes for {"seq", "hash", "mac"}, padded to
-    `ANCHOR_BYTES`. Formatted directly, since it is written after every commit; `seq` is an int and
-    the two hashes are hex, so nothing in it needs escaping."""
-    return f'{{"seq": {seq:d}, "hash": "{head}", "mac": "{mac}"}}'.encode().ljust(ANCHOR_BYTES - 1) + b"\n"
+def anchor_bytes(seq: int, head: str, mac: str, epoch: int = 0) -> bytes:
+    """The anchor file's content: the JSON `json.dumps` writes for {"seq", "hash", "mac"} (and
+    "epoch", once the home has a state head), padded to `ANCHOR_BYTES`. Formatted directly, since
+    it is written after every commit; the numbers are ints and the two hashes are hex, so nothing
+    in it needs escaping."""
+    tail = f', "epoch": {epoch:d}' if epoch else ""
+    return f'{{"seq": {seq:d}, "hash": "{head}", "mac": "{mac}"{tail}}}'.encode().ljust(ANCHOR_BYTES - 1) + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The anchor file as read, its MAC checked (`load_anchor`)."""
+
+    seq: int
+    head: str
+    epoch: int
+    authentic: bool
+
+
+def load_anchor(path: Path, keys: AuditKeys) -> Anchor | None:
+    """The anchor file with its MAC checked; None when there is none. An unreadable one is not authentic."""
+    parsed = read_anchor(path)
+    if parsed is None:
+        return None
+    seq, head, mac, epoch = parsed
+    return Anchor(seq, head, epoch, seq >= 0 and hmac.compare_digest(keys.anchor_mac(seq, head, epoch), mac))
 
 
 @dataclass
@@ -340,15 +391,15 @@ class VerifyReport:
         return {"ok": self.ok, "records": self.records, "head_hash": self.head_hash, "problems": self.problems}
 
 
-def read_anchor(path: Path) -> tuple[int, str, str] | None:
-    """(seq, head hash, mac); None if there is no file, seq -1 if it cannot be parsed."""
+def read_anchor(path: Path) -> tuple[int, str, str, int] | None:
+    """(seq, head hash, mac, epoch); None if there is no file, seq -1 if it cannot be parsed."""
     try:
         data = json.loads(Path(path).read_text())
-        return int(data["seq"]), str(data["hash"]), str(data.get("mac", ""))
+        return int(data["seq"]), str(data["hash"]), str(data.get("mac", "")), int(data.get("epoch", 0))
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError):
-        return (-1, "", "")
+        return (-1, "", "", 0)
 
 
 def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: AuditKeys,
@@ -392,7 +443,7 @@ def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: A
                 problems.append(f"anchor file {anchor_path} is missing")
         elif anchor[0] < 0:
             problems.append(f"anchor file {anchor_path} is unreadable")
-        elif not hmac.compare_digest(keys.anchor_mac(anchor[0], anchor[1]), anchor[2]):
+        elif not hmac.compare_digest(keys.anchor_mac(anchor[0], anchor[1], anchor[3]), anchor[2]):
             problems.append(f"anchor file {anchor_path} is not authentic (rewritten)")
         elif anchor[0] > expected_seq - 1:
             problems.append(f"the log ends at record {expected_seq - 1} but the anchor says {anchor[0]} (truncated)")

@@ -18,9 +18,10 @@ current on every INSERT, UPDATE and DELETE by calling two functions that exist o
 connection `RowSealer.install` prepared: any other writer (an `sqlite3` shell, a forgotten code
 path) fails with "no such function" instead of writing an unauthenticated row.
 
-What this does not see: the whole database put back to an earlier copy of itself (every row,
-MAC and digest consistent). The audit log's anchor and the companion's checkpoints catch that
-(signer.store.audit, signer.audit_witness).
+What this does not see: a table put back to an earlier copy of itself (its rows, MACs and digest
+consistent with each other). The state head binds every table's digest to the audit log's head at
+each commit and catches that (signer.store.state_head); the companion's checkpoints catch the whole
+home put back (signer.audit_witness).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Problem(str, Enum):
     DELETED = "deleted"  # a MAC without its row, or the table's digest is short of rows
     UNSEALED = "unsealed"  # the table has never been sealed (a home from before row MACs)
     CHANGED = "changed"  # a digest-only table: some row was edited, added or deleted
+    ROLLED_BACK = "rolled_back"  # consistent in itself, but not the state bound to the log (signer.store.state_head)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,15 +43,18 @@ class Writer:
         self,
         conn: sqlite3.Connection,
         *,
+        before_commit: Callable[[], None] | None = None,
         on_commit: Callable[[], None] | None = None,
         on_inline_commit: Callable[[], None] | None = None,
         on_rollback: Callable[[], None] | None = None,
         checkpoint_every: int | None = DEFAULT_EVERY,
     ) -> None:
         """`checkpoint_every`: commits between background WAL checkpoints; None leaves them to SQLite.
-        `on_commit` runs after each commit; `on_inline_commit`, if given, instead of it after a commit
+        `before_commit` runs inside each transaction right before its COMMIT (the state head binds
+        there; if it raises, the transaction rolls back and every unit in it fails); `on_commit` runs after each commit; `on_inline_commit`, if given, instead of it after a commit
         made on the caller's thread (the event loop)."""
         self._conn = conn
+        self._before_commit = before_commit
         self._on_commit = on_commit
         self._on_inline_commit = on_inline_commit or on_commit
         self._inline_now = False  # a commit under way on the caller's thread (set under the lock)
@@ -172,6 +175,8 @@ class Writer:
         return True, value
 
     def _finish(self, conn: sqlite3.Connection, units: int) -> None:
+        if self._before_commit is not None:
+            self._before_commit()
         conn.execute("COMMIT")
         self.commits += 1
         self.units_committed += units

@@ -1,8 +1,9 @@
 """The audit checkpoint as the companion keeps it: its format, and the witness that never goes back.
 
-The signer signs checkpoints (record count and head hash) with its companion identity key; the
-companion keeps the latest it accepted and refuses any that goes back (fewer records, or another
-head at a count it already holds). This half is a wire format: the companion imports it without
+The signer signs checkpoints (record count and head hash, and the state head's epoch: one more per
+commit, signer.store.state_head) with its companion identity key; the companion keeps the latest it
+accepted and refuses any that goes back (fewer records, another head at a count it already holds,
+or a lower epoch: state put back while the log stayed). This half is a wire format: the companion imports it without
 any of the signer's core (signer.audit_witness makes checkpoints and checks the log against one).
 """
 
@@ -23,13 +24,16 @@ class WitnessError(Exception):
     """The witness file cannot be read, or a checkpoint is not signed by the paired signer."""
 
 
-def checkpoint_body(seq: int, head: str, at: dict[str, Any] | None = None) -> dict[str, Any]:
+def checkpoint_body(seq: int, head: str, at: dict[str, Any] | None = None, epoch: int = 0) -> dict[str, Any]:
     """What the signer signs. `at` is the hash the log holds at the record the witness last saw
     ({"seq", "hash"}): only with it can a longer log be told to extend that record, rather than to be
-    a shortened history that grew back past it."""
+    a shortened history that grew back past it. `epoch` (0: a signer from before the state head,
+    left out of the body) grows with every commit, including those that append no record."""
     body: dict[str, Any] = {"seq": int(seq), "head": head}
     if at is not None:
         body["at"] = {"seq": int(at["seq"]), "hash": at["hash"]}
+    if epoch:
+        body["epoch"] = int(epoch)
     return body
 
 
@@ -74,8 +78,10 @@ class Witness:
         if at is not None and not (isinstance(at, dict) and isinstance(at.get("seq"), int)
                                    and isinstance(at.get("hash"), str)):
             return False
+        epoch = cp.get("epoch", 0) if isinstance(cp, dict) else 0
         return (isinstance(cp, dict) and isinstance(cp.get("seq"), int) and isinstance(cp.get("head"), str)
-                and signed_by(self.signer_key, CHECKPOINT_DOMAIN, checkpoint_body(cp["seq"], cp["head"], at),
+                and type(epoch) is int and epoch >= 0
+                and signed_by(self.signer_key, CHECKPOINT_DOMAIN, checkpoint_body(cp["seq"], cp["head"], at, epoch),
                               cp.get("signer_sig")))
 
     def offer(self, cp: Any) -> Verdict:
@@ -84,6 +90,10 @@ class Witness:
             return Verdict(False, -1, ["the checkpoint is not signed by the paired signer"])
         held = self.latest()
         if held is not None:
+            if cp.get("epoch", 0) < held.get("epoch", 0):
+                return Verdict(False, cp["seq"], [f"the signer's state went back: it is now at commit {cp.get('epoch', 0)}, "
+                                                  f"the companion saw commit {held['epoch']} (an earlier copy of its "
+                                                  "database put back)"])
             if cp["seq"] < held["seq"]:
                 return Verdict(False, cp["seq"], [f"the signer's audit log went back: it now ends at record "
                                                   f"{cp['seq']}, the companion saw record {held['seq']} (truncated "
@@ -91,11 +101,14 @@ class Witness:
             if cp["seq"] == held["seq"] and cp["head"] != held["head"]:
                 return Verdict(False, cp["seq"], [f"record {cp['seq']} changed since the companion saw it (rewritten)"])
             if cp["seq"] == held["seq"]:
-                return Verdict(True, cp["seq"])  # nothing new
-            if cp.get("at") != {"seq": held["seq"], "hash": held["head"]}:
+                if cp.get("epoch", 0) == held.get("epoch", 0):
+                    return Verdict(True, cp["seq"])  # nothing new
+                # the same log, later commits (none of them recorded): kept, so they cannot be undone unseen
+            elif cp.get("at") != {"seq": held["seq"], "hash": held["head"]}:
                 # a longer log that does not show it still holds the record seen: it may be a shortened
                 # history grown back past it (truncate, then let the signer append)
                 return Verdict(False, cp["seq"], [f"the signer's audit log does not show record {held['seq']} as "
                                                   "the companion saw it (truncated or rewritten, then grown back)"])
-        write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "at", "signer_sig") if k in cp}).encode())
+        write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "at", "epoch", "signer_sig")
+                                                  if k in cp}).encode())
         return Verdict(True, cp["seq"])

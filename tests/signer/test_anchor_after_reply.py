@@ -61,8 +61,10 @@ def test_the_anchor_never_goes_back_whatever_order_the_writes_land_in(tmp_path_f
         _commit(conn, audit, i)
         heads.append(audit.head)
     for i in order:  # deferred writes and immediate ones, landing late and out of order
-        audit._write_anchor(*heads[i])
-        assert read_anchor(tmp_path / "audit.anchor")[0] == max(heads[j][0] for j in order[: order.index(i) + 1])
+        audit._write_anchor(*heads[i], i + 1)  # the epoch grows with every commit, as the state head's does
+        seq, _, _, epoch = read_anchor(tmp_path / "audit.anchor")
+        landed = order[: order.index(i) + 1]
+        assert (seq, epoch) == (max(heads[j][0] for j in landed), max(landed) + 1)
     audit.close()
     assert verify(conn, tmp_path / "audit.anchor", keys=KEYS).ok
     conn.close()

@@ -23,7 +23,7 @@ from signer.identity import SignerIdentity
 from signer.keystore import unlock
 from signer.wire.protocol import Scope
 from signer.store.audit import ANCHOR_BYTES, AuditKeys
-from tests.conftest import FRIEND, PASSPHRASE, SignerStack, audit_keys, wait_receipt
+from tests.conftest import FRIEND, PASSPHRASE, SignerStack, audit_keys, signer_db, wait_receipt
 
 pytestmark = pytest.mark.chain
 
@@ -70,7 +70,8 @@ def _material(seq, ts, kind, body, prev) -> bytes:
 
 def rechain(stack: SignerStack, keep: list[tuple], keys: AuditKeys | None) -> None:
     """Write `keep` back as seq 1..n, each hash recomputed (HMAC with `keys`, else the old SHA-256), and
-    an anchor on the new head (its MAC recomputed with `keys`, else the old one left in place)."""
+    an anchor on the new head (its MAC recomputed with `keys`, else the old one left in place); with
+    `keys`, the state head bound to the new head too."""
     conn, _ = _rows(stack)
     conn.execute("DELETE FROM audit")
     prev = "0" * 64
@@ -83,6 +84,8 @@ def rechain(stack: SignerStack, keep: list[tuple], keys: AuditKeys | None) -> No
         prev = digest
     conn.close()
     write_anchor(stack, len(keep), prev, keys)
+    if keys is not None:  # the key holder binds the state to the rewritten log, as their own signer would
+        signer_db(stack.paths).close()
 
 
 def write_anchor(stack: SignerStack, seq: int, head: str, keys: AuditKeys | None) -> None:

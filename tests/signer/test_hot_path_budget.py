@@ -30,7 +30,9 @@ PAGE = 4096
 READER_STATEMENTS = {"SELECT expires_at, revoked_at FROM clients": 1,  # the token re-check (a revoke by the CLI)
                      "SELECT request_hash, outcome, request_id FROM requests": 1}  # the idempotency key
 WRITER_STATEMENTS = {"BEGIN IMMEDIATE": 1, "PRAGMA data_version": 1, "INSERT INTO requests": 3,
-                     "INSERT INTO spends": 3, "INSERT INTO audit": 2, "COMMIT": 1}
+                     "INSERT INTO spends": 3, "INSERT INTO audit": 2,
+                     # the state head (signer.store.state_head): the digests read, one row written
+                     "SELECT tbl, acc FROM table_digests": 1, "INSERT INTO state_head": 1, "COMMIT": 1}
 MAX_WAL_PAGES = 12.0  # mean pages a commit appends to the WAL (9-10 today: the rows, their indexes, the digests)
 # Python function calls (and coroutine resumptions) in this process per request, the client's
 # included: about 505 today, 15 % headroom. Deterministic, unlike time on a shared machine.

@@ -231,6 +231,7 @@ def as_previous_release_left_it(stack: SignerStack) -> int:
     conn.execute("DROP TRIGGER audit_no_delete")
     conn.execute("DROP TABLE row_macs")
     conn.execute("DROP TABLE table_digests")
+    conn.execute("DROP TABLE state_head")
     rows = conn.execute("SELECT ts, kind, body FROM audit WHERE kind!='audit.keyed' ORDER BY seq").fetchall()
     conn.execute("DELETE FROM audit")
     prev = "0" * 64
