@@ -93,11 +93,38 @@ def _direct() -> Callable[[bytes], bytes] | None:
     return keccak256
 
 
+# Known answers: the empty string and "abc" (published Keccak-256 vectors), and a message longer than
+# one 136-byte block (checked against a separate implementation of Keccak-f[1600]). A binding that
+# gets any wrong is not used.
+_KNOWN = (
+    (b"", "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"),
+    (b"abc", "4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45"),
+    (b"a" * 200, "96ea54061def936c4be90b518992fdc6f12f535068a256229aca54267b4d084d"),
+)
+
+
+class KeccakMismatch(RuntimeError):
+    """Neither binding of pycryptodome gives the known Keccak-256 answers: nothing may be hashed."""
+
+
+def _answers_right(impl: Callable[[bytes], bytes]) -> bool:
+    try:
+        return all(impl(data).hex() == digest for data, digest in _KNOWN)
+    except (ValueError, OSError):
+        return False
+
+
 def _bind(data: bytes) -> bytes:
-    """The first hash: bind pycryptodome, then every later call goes straight to the bound function."""
+    """The first hash: bind pycryptodome, check it against known answers, then every later call goes
+    straight to the bound function. The direct binding calls private C functions whose prototypes
+    are declared here by hand; a pycryptodome that changed them is caught here, not in a signature."""
     global _impl
-    _impl = _direct() or _public
-    return _impl(data)
+    for candidate in (_direct(), _public):
+        if candidate is not None and _answers_right(candidate):
+            _impl = candidate
+            return _impl(data)
+    raise KeccakMismatch("Keccak-256 from pycryptodome does not give the known answers; refusing to hash "
+                         "(reinstall the locked pycryptodome: `bash .ci/setup`)")
 
 
 _impl: Callable[[bytes], bytes] = _bind

@@ -65,3 +65,29 @@ def test_threads_hashing_at_once_each_get_their_own_digest():
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def test_a_binding_that_gives_a_wrong_answer_is_not_used(monkeypatch):
+    """pycryptodome's private C functions are bound with prototypes declared by hand: a release that
+    changed them must not hash addresses wrongly. The known answers are checked at bind; a wrong
+    direct binding falls back to the public API."""
+    monkeypatch.setattr(keccak, "_direct", lambda: lambda data: bytes(32))  # a binding gone wrong
+    monkeypatch.setattr(keccak, "_impl", keccak._bind)
+    assert keccak256(b"abc").hex() == "4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45"
+    assert keccak._impl is keccak._public
+
+
+def test_no_binding_with_the_known_answers_refuses_to_hash(monkeypatch):
+    import pytest
+
+    monkeypatch.setattr(keccak, "_direct", lambda: None)
+    monkeypatch.setattr(keccak, "_public", lambda data: b"\x01" * 32)  # a broken install
+    monkeypatch.setattr(keccak, "_impl", keccak._bind)
+    with pytest.raises(keccak.KeccakMismatch, match="known answers"):
+        keccak256(b"abc")
+    assert keccak._impl is keccak._bind  # nothing bound: the next hash checks again
+
+
+def test_the_known_answers_hold_for_the_bound_function():
+    keccak256(b"bind")
+    assert keccak._answers_right(keccak._impl)
