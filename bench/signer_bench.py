@@ -7,6 +7,7 @@
   `--runs` times with fresh idempotency keys (a reused key would measure the replay path);
 - the round trip of a trivial call (`status`) over the same socket: what framing, the token
   re-check, the event loops and the bot's client cost without any signing or fsync;
+- the state head's binding at each commit, in process (signer.store.state_head);
 - the signer's idle resident memory;
 - yardsticks of the machine itself (a Python loop, an fdatasync, a durable SQLite commit, an epoll
   round trip between two processes), so that latencies measured on different machines can be read
@@ -100,6 +101,43 @@ def bench_raw_signing(n: int = 5000) -> dict:
     peer = _percentiles(_timeit(lambda: account.sign_transaction(body), max(500, n // 10)))
     return {"secp256k1_sign_recoverable": raw, "owlia_sign_eip1559": ours, "eth_account_sign_transaction": peer,
             "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1)}
+
+
+def bench_state_head(n: int = 5000) -> dict:
+    """What binding the state head adds to each commit (signer.store.state_head): the digests read,
+    one HMAC, the row written, in a transaction on a real signer store (fsync off: the disk is the
+    commit's cost, measured separately), with and without the epoch already known."""
+    from signer.keystore import MasterKey
+    from signer.store.audit import AuditKeys
+    from signer.store.guard import Unlocked
+    from signer.store.integrity import RowSealer
+    from signer.store.state_head import StateBinder
+
+    master = MasterKey(bytearray(os.urandom(32)))
+    unlocked = Unlocked(RowSealer(master), AuditKeys.derive(master), StateBinder.from_master(master))
+    with tempfile.TemporaryDirectory() as directory:
+        conn = unlocked.connect(Path(directory) / "signer.db")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("BEGIN IMMEDIATE")
+        unlocked.sealer.seal(conn)
+        conn.execute("COMMIT")
+        binder, head = unlocked.binder, "ab" * 32
+
+        def known() -> None:
+            binder.bind(conn, 7, head, 0, 1)
+
+        def unknown() -> None:
+            binder.bind(conn, 7, head)
+
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _timeit(known, 500)
+            result = {"bind_epoch_known": _percentiles(_timeit(known, n)),
+                      "bind_epoch_read": _percentiles(_timeit(unknown, n))}
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+    return result
 
 
 _ECHO = """
@@ -395,6 +433,7 @@ def main() -> None:
     if not args.full_only:
         report["policy_evaluation"] = bench_evaluation()
         report["signing"] = bench_raw_signing()
+        report["state_head"] = bench_state_head()
     clients = tuple(int(c) for c in args.clients.split(","))
     report.update(bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve(), clients))
     print(json.dumps(report, indent=2))
