@@ -13,9 +13,8 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-EventType = Literal["agent", "tool", "cron", "health", "channel", "signer"]
 EVENT_TYPES: tuple[str, ...] = ("agent", "tool", "cron", "health", "channel", "signer")
 DEFAULT_CAPACITY = 1_000
 """Events kept for /events/poll. A message emits about four, so this is the last ~250 messages:

@@ -29,7 +29,6 @@ from policies.kernel.text import visible
 
 log = logging.getLogger(__name__)
 
-Outcome = Literal["ok", "error", "unavailable", "invalid", "secret", "declined", "timeout"]
 
 
 class Confirmer(Protocol):
