@@ -4,15 +4,15 @@
 `approve` starts the server (stdio servers in the sandbox), lists its tools and shows each one on
 the approval screen `owlia skill install` uses (`bot.cli.screen`): the fixed-form facts on the row
 (the name, the level you give it), then everything the server wrote (description, input schema)
-under a `|` gutter, collapsed, escaped, cut and wrapped narrower than the terminal. You give each
-tool a level: `write` (a confirmation per call) unless you say `read` or `sign`, or `skip` to leave
-it out. What you saw is what is pinned (a hash of name, description and schema). `test` re-lists
-and compares.
+under a `|` gutter, collapsed, escaped and wrapped narrower than the terminal, never cut (paged on
+a terminal). A tool whose text is too long to read whole, or holds a character that does not show,
+cannot be approved (`store.unshowable`). You give each tool a level: `write` (a confirmation per
+call) unless you say `read` or `sign`, or `skip` to leave it out. What you saw is what is pinned (a
+hash of name, description and schema) and what the model reads. `test` re-lists and compares.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
@@ -92,16 +92,19 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
 
 
 def describe_tool(server: str, tool: Any, level: str | None, width: int) -> list[str]:
-    """One tool on the approval screen: fixed-form row first, then the server's text under the gutter."""
-    from bot.mcp_servers.store import TOOL_NAME, tool_name
+    """One tool on the approval screen: fixed-form row first, then the server's text under the gutter,
+    whole. A tool that cannot be approved gets our row saying why, and none of its text (never pinned)."""
+    from bot.mcp_servers.store import TOOL_NAME, schema_text, tool_name, unshowable
 
     if TOOL_NAME.fullmatch(tool.name) is None:
         rows = plain_rows("tool with a name that cannot be offered (never used):", width, "  ")
-        return rows + author_rows(f"name: {tool.name}", "    ", width, limit=120)
+        return rows + author_rows(f"name: {tool.name}", "    ", width, limit=120, where=WHERE)
+    why = unshowable(tool.description, tool.input_schema)
+    if why is not None:
+        return plain_rows(f"tool {tool_name(server, tool.name)} cannot be approved (never used): {why}", width, "  ")
     rows = plain_rows(f"tool {tool_name(server, tool.name)}" + (f" [{level}]" if level else "") + ":", width, "  ")
-    rows += author_rows(tool.description or "(no description)", "    ", width, where=WHERE)
-    schema = json.dumps(tool.input_schema, ensure_ascii=False, sort_keys=True)
-    rows += author_rows(f"input schema: {schema}", "    ", width, limit=4000, where=WHERE)
+    rows += author_rows(tool.description or "(no description)", "    ", width)
+    rows += author_rows(f"input schema: {schema_text(tool.input_schema)}", "    ", width)
     return rows
 
 
@@ -113,9 +116,9 @@ def describe_server(entry: Any, width: int) -> list[str]:
                            (", ".join(decl.binds) or "none") + " (read-only)", width)
         rows += plain_rows("network: " + (", ".join(decl.network) + " (ports 80/443, public addresses, "
                                           "through the bot's checked proxy)" if decl.network else "none"), width)
-        rows += author_rows("command: " + " ".join(decl.command), "  ", width, limit=600)
+        rows += author_rows("command: " + " ".join(decl.command), "  ", width)
     else:
-        rows += author_rows(f"url: {decl.url}", "  ", width, limit=600)
+        rows += author_rows(f"url: {decl.url}", "  ", width)
     rows += plain_rows("sampling: " + ("answered by your model with the server's own messages only (never the "
                                        "conversation), at most 4 a minute" if decl.sampling else "refused") +
                        "; elicitation and roots: refused", width)
@@ -190,7 +193,7 @@ def approve(ctx: typer.Context, name: str,
             others: str = typer.Option(None, help="Level for every tool --level does not name (read/write/sign/skip)."),
             yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask: tools without --level get `write`.")) -> None:
     """Start the server, show every tool, give each a level, and pin exactly what was shown."""
-    from bot.mcp_servers.store import TOOL_NAME, PinnedTool, tool_hash
+    from bot.mcp_servers.store import TOOL_NAME, PinnedTool, tool_hash, unshowable
 
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
@@ -199,17 +202,25 @@ def approve(ctx: typer.Context, name: str,
     unknown = sorted(set(given) - {t.name for t in live})
     if unknown:
         fail(f"the server has no tool named {', '.join(unknown)}")
+    for tool in live:
+        why = unshowable(tool.description, tool.input_schema)
+        if why is not None and given.get(tool.name, "skip") != "skip":
+            fail(visible(f"{tool.name} cannot be approved: {why}"))
     width = screen_width()
-    show("\n".join(describe_server(entry, width) + authors_part("the server", width)))
+    screen = describe_server(entry, width) + authors_part("the server", width)
+    for tool in live:  # the whole screen first, paged on a terminal; then one question per tool
+        old = entry.tools.get(tool.name)
+        if old is not None:
+            same = old.hash == tool_hash(tool.name, tool.description, tool.input_schema)
+            screen += plain_rows(f"(tool {tool.name}: {'unchanged' if same else 'CHANGED'} since approval)", width,
+                                 "  ")
+        screen += describe_tool(name, tool, None, width)
+    show("\n".join(screen))
     pins: dict[str, PinnedTool] = {}
     for tool in live:
-        usable = TOOL_NAME.fullmatch(tool.name) is not None
-        digest = tool_hash(tool.name, tool.description, tool.input_schema)
-        old = entry.tools.get(tool.name)
-        note = "" if old is None else (" (unchanged)" if old.hash == digest else " (CHANGED since approval)")
-        show("\n".join(describe_tool(name, tool, None, width)) + note)
-        if not usable:
+        if TOOL_NAME.fullmatch(tool.name) is None or unshowable(tool.description, tool.input_schema) is not None:
             continue
+        old = entry.tools.get(tool.name)
         choice = given.get(tool.name, others)
         if choice is None:
             choice = "write" if yes else typer.prompt(f"  level for {tool.name} (read/write/sign/skip)",
@@ -217,8 +228,9 @@ def approve(ctx: typer.Context, name: str,
         if choice not in LEVELS:
             fail(f"{choice!r} is not one of {', '.join(LEVELS)}")
         if choice != "skip":
-            pins[tool.name] = PinnedTool(name=tool.name, level=choice, hash=digest, description=tool.description,
-                                         input_schema=tool.input_schema)
+            pins[tool.name] = PinnedTool(name=tool.name, level=choice,
+                                         hash=tool_hash(tool.name, tool.description, tool.input_schema),
+                                         description=tool.description, input_schema=tool.input_schema)
     if not pins:
         fail("no tool approved; nothing changed")
     summary = ", ".join(f"{t}={p.level}" for t, p in pins.items())

@@ -28,6 +28,47 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 """What an MCP tool may be called to reach the model as `mcp_<server>_<tool>` (providers allow
 `[A-Za-z0-9_-]{1,64}`); a tool named otherwise is shown at approval and never offered."""
 Level = Literal["read", "write", "sign"]
+MAX_DESCRIPTION = 4000
+"""Characters of a tool's description the approval screen shows whole (paged); a longer one is refused."""
+MAX_SCHEMA = 20_000
+"""Characters of a tool's input schema (as JSON) the approval screen shows whole; a longer one is refused."""
+
+
+def schema_text(schema: Any) -> str:
+    """The input schema as the approval screen shows it (and as its length is counted)."""
+    return json.dumps(schema, ensure_ascii=False, sort_keys=True)
+
+
+def unshowable(description: str | None, schema: Any) -> str | None:
+    """Why this tool cannot be approved, or None: the user must be able to read every character that
+    is pinned and sent to the model. Text over the limits, or holding a character that does not show
+    as itself (an escape on the screen is not something a person reads), is refused, never cut."""
+    from policies.kernel.text import first_hidden
+
+    text, body = description or "", schema_text(schema)
+    if len(text) > MAX_DESCRIPTION:
+        return (f"its description is {len(text)} characters, more than the {MAX_DESCRIPTION} the approval screen "
+                "shows whole; ask its author for a shorter one")
+    if len(body) > MAX_SCHEMA:
+        return (f"its input schema is {len(body)} characters of JSON, more than the {MAX_SCHEMA} the approval "
+                "screen shows whole; ask its author for a smaller one")
+    for part, value in (("description", text), *(("input schema", s) for s in _strings(schema))):
+        hidden = first_hidden(value, keep="\n\t")
+        if hidden is not None:
+            return (f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
+                    "would read and you could not")
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    """Every key and string in a JSON value (the JSON text escapes control characters; the model gets them raw)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (str(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 class McpError(Exception):

@@ -28,7 +28,8 @@ from bot.config import McpSettings
 from bot.llm.types import ToolSpec
 from bot.runtime.audit import BotAudit, skills_audit_path
 from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
-from bot.mcp_servers.store import TOOL_NAME, McpError, McpStore, PinnedTool, ServerEntry, tool_hash, tool_name
+from bot.mcp_servers.store import (TOOL_NAME, McpError, McpStore, PinnedTool, ServerEntry, tool_hash, tool_name,
+                                   unshowable)
 
 log = logging.getLogger(__name__)
 UNTRUSTED_LABEL = "MCP server, untrusted"
@@ -339,6 +340,14 @@ class McpTools:
                 continue
             for pinned in entry.tools.values():
                 if TOOL_NAME.fullmatch(pinned.name) is None:
+                    continue
+                unseen = unshowable(pinned.description, pinned.input_schema)
+                if unseen is None and tool_hash(pinned.name, pinned.description, pinned.input_schema) != pinned.hash:
+                    unseen = "its pinned text is not what was approved (the hash differs)"
+                if unseen is not None:  # a registry edited by hand: nothing unseen reaches the model
+                    why = f"{name}: its tool {pinned.name} is not offered: {unseen}"
+                    problems.append(why)
+                    self.audit.record("mcp.refused", server=name, tool=pinned.name, reason=why)
                     continue
                 made = make_tool(self.host, entry, pinned)
                 if made.name in taken:  # server a + tool b_c meets server a_b + tool c
