@@ -66,8 +66,10 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
     settings = _settings(ctx)
     if entry.decl.transport == "http" and entry.decl.url not in settings.allowed_urls:
         fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
+    from bot.mcp_servers.binds import protected_paths
+
     audit = BotAudit(skills_audit_path(home_of(ctx)))
-    sandbox = McpSandbox(settings)
+    sandbox = McpSandbox(settings, protected_paths(home_of(ctx)))
 
     async def go() -> list[Any]:
         from bot.net.ssrf import FetchPolicy
@@ -151,6 +153,9 @@ def add(ctx: typer.Context, name: str,
     decl = _guard(lambda: ServerDecl(name=name, transport="http" if url else "stdio", command=tuple(command or ()),
                                      url=url, binds=tuple(bind), env=pairs, network=tuple(network),
                                      sampling=sampling))
+    from bot.mcp_servers.binds import check_binds, protected_paths
+
+    _guard(lambda: check_binds(name, decl.binds, protected_paths(home_of(ctx))))
     _guard(lambda: _store(ctx).add(decl))
     record_decision(ctx, "mcp.added", server=name, decl=decl.model_dump(mode="json"))
     typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 from bot.config import McpSettings
-from bot.mcp_servers.store import ServerDecl
+from bot.mcp_servers.binds import Protected, check_binds
+from bot.mcp_servers.store import McpError, ServerDecl
 from skills_runtime.mcp import LAUNCHER
 from skills_runtime.sandbox import Bubblewrap, SandboxUnavailable, _system_binds
 
@@ -30,8 +31,10 @@ RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev"
 
 
 class McpSandbox:
-    def __init__(self, settings: McpSettings, bwrap: Bubblewrap | None = None) -> None:
+    def __init__(self, settings: McpSettings, protected: tuple[Protected, ...], bwrap: Bubblewrap | None = None) -> None:
         self.settings = settings
+        self.protected = protected
+        """Folders no bind may expose (binds.py), checked again at every start."""
         self.bwrap = bwrap or Bubblewrap()
         self._staged: Path | None = None
 
@@ -71,7 +74,11 @@ class McpSandbox:
                 raise SandboxUnavailable(f"{decl.name}: {path} cannot be bound (a system path of the sandbox)")
             if not Path(path).exists():
                 raise SandboxUnavailable(f"{decl.name}: {path} does not exist")
-            args += ["--ro-bind", path, path]
+            try:
+                check_binds(decl.name, (path,), self.protected)
+            except McpError as exc:
+                raise SandboxUnavailable(str(exc)) from None
+            args += ["--ro-bind", os.path.realpath(path), path]  # what was checked is what is bound
         if egress is not None:
             args += ["--ro-bind", str(egress), "/owlia/egress.sock"]
         args += ["--ro-bind", str(self._launcher()), "/owlia/launch.py",

@@ -28,6 +28,7 @@ from bot.config import McpSettings
 from bot.llm.types import ToolSpec
 from bot.runtime.audit import BotAudit, skills_audit_path
 from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
+from bot.mcp_servers.binds import Protected
 from bot.mcp_servers.store import (TOOL_NAME, McpError, McpStore, PinnedTool, ServerEntry, tool_hash, tool_name,
                                    unshowable)
 
@@ -102,8 +103,8 @@ def make_tool(host: McpHost, entry: ServerEntry, pinned: PinnedTool) -> McpTool:
 class McpHost:
     """One warm connection per server, one call at a time, restarted after any kill."""
 
-    def __init__(self, settings: McpSettings, audit: BotAudit, fetch_policy: Any = None, *, resolve: Any = None,
-                 opener: Any = None) -> None:
+    def __init__(self, settings: McpSettings, audit: BotAudit, fetch_policy: Any = None, *,
+                 protected: tuple[Protected, ...], resolve: Any = None, opener: Any = None) -> None:
         from bot.mcp_servers.sandbox import McpSandbox
 
         self.settings = settings
@@ -113,7 +114,7 @@ class McpHost:
         self._net = {"resolve": resolve, "opener": opener}
         self.sampler: Any = None
         """Request -> Completion with the bot's model, for servers with sampling enabled (set by the runtime)."""
-        self.sandbox = McpSandbox(settings)
+        self.sandbox = McpSandbox(settings, protected)
         self._conns: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._loops: dict[str, asyncio.AbstractEventLoop] = {}
@@ -307,9 +308,14 @@ class McpTools:
     _tools: list[Tool] = field(default_factory=list)
 
     @classmethod
-    def load(cls, home: Path, settings: McpSettings, fetch_policy: Any = None, **net: Any) -> McpTools:
+    def load(cls, home: Path, settings: McpSettings, fetch_policy: Any = None, *, signer: Any = None,
+             **net: Any) -> McpTools:
+        """`signer`: the config's signer section (its home and socket are never bound into a server)."""
+        from bot.mcp_servers.binds import protected_paths
+
         audit = BotAudit(skills_audit_path(home))  # one audit for all third-party code
-        return cls(Path(home), settings, audit, McpHost(settings, audit, fetch_policy, **net))
+        host = McpHost(settings, audit, fetch_policy, protected=protected_paths(Path(home), signer), **net)
+        return cls(Path(home), settings, audit, host)
 
     def tools(self) -> list[Tool]:
         if not self.settings.enabled:

@@ -58,7 +58,7 @@ def test_declarations_refuse_secrets_relative_commands_and_system_binds(tmp_path
 @given(st.text(max_size=3000), st.integers(min_value=1024, max_value=4096))
 @hsettings(max_examples=60, deadline=None)
 def test_results_never_exceed_the_cap(text, cap):
-    host = McpHost(McpSettings(max_result_bytes=cap), BotAudit.__new__(BotAudit))
+    host = McpHost(McpSettings(max_result_bytes=cap), BotAudit.__new__(BotAudit), protected=())
     out = host._output("s", "t", text)
     body = out.content.split("\n", 1)[1]
     assert out.untrusted and len(body) <= cap + 60
