@@ -170,6 +170,7 @@ class McpSettings(_Section):
     enabled: bool = True
     call_timeout: float = Field(default=30.0, gt=0, le=600)
     memory_mb: int = Field(default=4096, ge=64, le=16384)  # address space: Node reserves ~2 GiB at start
+    memory_ceiling_mb: int = Field(default=1024, ge=32, le=65536)  # the whole server's memory (a cgroup, else polled)
     cpu_seconds: int = Field(default=300, ge=1, le=86400)  # over the server's whole life (RLIMIT_CPU)
     max_processes: int = Field(default=64, ge=1, le=4096)
     max_result_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)

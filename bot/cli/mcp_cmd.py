@@ -110,7 +110,7 @@ def describe_tool(server: str, tool: Any, level: str | None, width: int) -> list
     return rows
 
 
-def describe_server(entry: Any, width: int) -> list[str]:
+def describe_server(entry: Any, width: int, settings: Any = None) -> list[str]:
     decl = entry.decl
     rows = plain_rows(f"MCP server {decl.name} ({decl.transport})", width)
     if decl.transport == "stdio":
@@ -118,6 +118,9 @@ def describe_server(entry: Any, width: int) -> list[str]:
                            (", ".join(decl.binds) or "none") + " (read-only)", width)
         rows += plain_rows("network: " + (", ".join(decl.network) + " (ports 80/443, public addresses, "
                                           "through the bot's checked proxy)" if decl.network else "none"), width)
+        if settings is not None:
+            rows += plain_rows(f"memory: at most {settings.memory_ceiling_mb} MiB for the server and everything it "
+                               "starts, together (stopped above it)", width)
         rows += author_rows("command: " + " ".join(decl.command), "  ", width)
     else:
         rows += author_rows(f"url: {decl.url}", "  ", width)
@@ -212,7 +215,7 @@ def approve(ctx: typer.Context, name: str,
         if why is not None and given.get(tool.name, "skip") != "skip":
             fail(visible(f"{tool.name} cannot be approved: {why}"))
     width = screen_width()
-    screen = describe_server(entry, width) + authors_part("the server", width)
+    screen = describe_server(entry, width, _settings(ctx)) + authors_part("the server", width)
     for tool in live:  # the whole screen first, paged on a terminal; then one question per tool
         old = entry.tools.get(tool.name)
         if old is not None:

@@ -37,6 +37,7 @@ from bot.config import McpSettings
 from bot.runtime.audit import BotAudit
 from policies.kernel import safejson
 from skills_runtime import proctree
+from skills_runtime.memcg import Ceiling
 from bot.mcp_servers.sandbox import McpSandbox
 from bot.mcp_servers.store import ServerDecl
 
@@ -47,6 +48,7 @@ IDLE_BYTES = 1 << 20
 STDERR_TAIL = 4096
 START_TIMEOUT = 20.0
 WATCH_EVERY = 0.5
+MEMORY_EVERY = 0.1
 CPU_WINDOW = 10.0
 SETTLE = 1.0
 READ_ALL = 1 << 30
@@ -102,6 +104,10 @@ class McpConnection:
         self._watch: asyncio.Task | None = None
         self._baseline: frozenset[int] = frozenset()
         self._doomed = False
+        self.ceiling: Ceiling | None = None
+        self.memory_hold = ""
+        """How the server's memory is held, in words: a cgroup, or polled and why (for the audit)."""
+        self._memory: asyncio.Task | None = None
 
     # ---- state ----------------------------------------------------------------------------------
 
@@ -186,11 +192,15 @@ class McpConnection:
             self.egress = Egress(self.decl.name, self.decl.network, self.audit, self.fetch_policy,
                                  resolve=self._resolve, opener=self._opener)
             socket_path = await self.egress.start()
-        self.proc = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
+        self.proc, self.ceiling, how = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
+        ceiling = f"{self.settings.memory_ceiling_mb} MiB"
+        self.memory_hold = f"{how}, {ceiling}" if self.ceiling is not None else \
+            f"{ceiling}, polled every {MEMORY_EVERY:g}s (no memory cgroup: {how})"
+        self._memory = asyncio.create_task(self._watch_memory())
         to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write, from_session = anyio.create_memory_object_stream[SessionMessage](16)
         pumps = [asyncio.create_task(self._pump_out(to_session)), asyncio.create_task(self._pump_in(from_session)),
-                 asyncio.create_task(self._drain_stderr())]
+                 asyncio.create_task(self._drain_stderr()), self._memory]
         try:
             yield read, write
         finally:
@@ -351,6 +361,8 @@ class McpConnection:
         except McpCallError:
             raise
         except Exception as exc:  # noqa: BLE001 - the connection broke under the call
+            if self.killed_because is None and self.ceiling is not None and self.ceiling.oom_kills():
+                self._violation(self._over_ceiling())
             why = self.killed_because or f"{type(exc).__name__}"
             await self.kill(why)
             raise McpCallError(f"the call failed ({why}); the server was stopped", killed=True) from None
@@ -361,6 +373,30 @@ class McpConnection:
             self._busy = False
             if self.alive and self.proc is not None:
                 self._watch = asyncio.create_task(self._watch_idle())
+
+    # ---- memory ---------------------------------------------------------------------------------
+
+    async def _watch_memory(self) -> None:
+        """The whole sandbox's memory ceiling, during calls and between them. With a cgroup the kernel
+        holds it; a process it killed for that stops the whole server here (cgroup v1 kills only the
+        largest process). Without one, the tree's resident memory is summed every MEMORY_EVERY seconds
+        and the server killed above the ceiling (each process's RLIMIT_AS bounds what one poll misses)."""
+        assert self.proc is not None
+        limit = self.settings.memory_ceiling_mb << 20
+        while self.proc.returncode is None:
+            if self.ceiling is not None:
+                if self.ceiling.oom_kills():
+                    return self._violation(self._over_ceiling())
+            else:
+                used = proctree.resident_bytes(self.proc.pid)
+                if used is not None and used > limit:
+                    return self._violation(f"used {used >> 20} MiB of memory, over its memory ceiling of "
+                                           f"{self.settings.memory_ceiling_mb} MiB (bot.mcp.memory_ceiling_mb)")
+            await asyncio.sleep(MEMORY_EVERY)
+
+    def _over_ceiling(self) -> str:
+        return (f"went over its memory ceiling of {self.settings.memory_ceiling_mb} MiB for the whole server "
+                "(bot.mcp.memory_ceiling_mb); the kernel stopped it")
 
     # ---- between calls ------------------------------------------------------------------------
 
@@ -419,6 +455,11 @@ class McpConnection:
             transport = getattr(self.proc, "_transport", None)  # close its pipes now, not when collected
             if transport is not None and self.proc.returncode is not None:
                 transport.close()
+        if self.ceiling is not None:
+            for _ in range(100):  # the kernel frees the dead sandbox's processes just after they die
+                if self.ceiling.remove():
+                    break
+                await asyncio.sleep(0.02)
         if self._life is not None and asyncio.current_task() is not self._life:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._life), 5)

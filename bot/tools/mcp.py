@@ -148,7 +148,7 @@ class McpHost:
             self.audit.record("mcp.start_failed", server=name, error=str(exc)[:500])
             raise ToolFailure(f"the MCP server {name} could not start: {exc}") from None
         self.audit.record("mcp.started", server=name, transport=entry.decl.transport,
-                          tools=[t.name for t in conn.tools][:100])
+                          tools=[t.name for t in conn.tools][:100], memory=conn.memory_hold)
         self._conns[name] = conn
         self.check_pins(entry, conn.tools)
         return conn

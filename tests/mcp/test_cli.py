@@ -36,7 +36,7 @@ def test_the_approval_screen_keeps_server_text_under_the_gutter(tmp_path, state_
 
 def test_levels_are_asked_per_tool_and_write_is_the_default(tmp_path, state_dir):
     add_hostile(tmp_path, state_dir)
-    names = ["huge", "slow", "escape", "sample", "linger", "tunnel"]
+    names = ["huge", "slow", "escape", "sample", "linger", "tunnel", "hog"]
     levels = [arg for n in names for arg in ("--level", f"{n}=skip")]
     out = mcp(tmp_path, "approve", "hostile", *levels, input="read\n\ny\n")  # weather: read; pay: default
     assert "level for weather" in out and "level for pay" in out
