@@ -289,3 +289,95 @@ def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes
     _guard(lambda: store.remove(name))
     record_decision(ctx, "mcp.removed", server=name)
     typer.echo(f"removed {name}")
+
+
+def _call_arguments(text: str) -> dict[str, Any]:
+    from policies.kernel import safejson
+
+    try:
+        value = safejson.loads(text)
+    except Exception:  # noqa: BLE001 - any parser failure is the same mistake for the user
+        fail('--args must be a JSON object, such as \'{"timezone": "UTC"}\'')
+    if not isinstance(value, dict):
+        fail('--args must be a JSON object (in braces), such as \'{"timezone": "UTC"}\'')
+    return value
+
+
+def _callable(ctx: typer.Context, name: str, tool: str) -> Any:
+    """The approved tool as the bot would offer it, or a worded refusal: what `call` may run."""
+    entry = _guard(lambda: _store(ctx).entry(name))
+    pinned = entry.tools.get(tool)
+    if pinned is None:
+        fail(visible(f"{tool} of {name} is not approved, so neither the bot nor this command runs it; review it "
+                     f"with `owlia mcp approve {name}`"))
+    if pinned.level == "sign":
+        fail(visible(f"{tool} of {name} is a sign-level tool: what it returns goes to the signer as a transaction, "
+                     "which only the bot may ask for, in a private chat with you. `owlia mcp call` never signs; "
+                     "ask the bot, or give the tool the read or write level with `owlia mcp approve`"))
+    if not entry.enabled:
+        fail(f"{name} is disabled; `owlia mcp enable {name}` first")
+    return entry
+
+
+@app.command("call")
+def call(ctx: typer.Context, name: str, tool: str,
+         args: str = typer.Option("{}", "--args", help="The tool's arguments, a JSON object."),
+         yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before a write-level tool runs.")) -> None:
+    """Run one approved tool as the bot would: the same sandbox, limits, pins and level (a sign-level
+    tool is refused; a write-level one asks first)."""
+    from bot.config import load_bot_config
+    from bot.tools.base import ContextKind, ToolContext, ToolFailure
+    from bot.tools.mcp import McpTools
+    from bot.tools.services import Services
+    from bot.mcp_servers.store import tool_name
+    from signer.wire.settings import ConfigError
+
+    arguments = _call_arguments(args)
+    _callable(ctx, name, tool)
+    home = home_of(ctx)
+    try:
+        config = load_bot_config(home)
+    except ConfigError as exc:
+        fail(visible(str(exc)))
+    if not config.bot.mcp.enabled:
+        fail("MCP servers are turned off in config.yaml (bot.mcp.enabled: false), so the bot runs none")
+    policy = None
+    if config.bot.web.enabled:  # the same narrowed web policy the bot gives a server with hosts
+        from bot.net.ssrf import FetchPolicy
+
+        web = config.bot.web
+        policy = FetchPolicy(allow_domains=web.allow_domains, deny_domains=web.deny_domains,
+                             allow_private=web.allow_private, allowed_ports=web.allowed_ports,
+                             max_bytes=web.max_bytes, timeout=web.timeout)
+    source = McpTools.load(home, config.bot.mcp, policy, signer=config.signer)
+    wanted = tool_name(name, tool)
+    found = next((t for t in source.tools() if t.name == wanted), None)
+    if found is None:
+        why = next((p for p in source.problems if p.startswith(f"{name}:")), "the bot does not offer it")
+        fail(visible(f"{tool} of {name} is not offered to the bot: {why}"))
+    try:
+        checked = found.args.model_validate(arguments)
+    except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, worded by the schema check
+        errors = getattr(exc, "errors", lambda: [])()
+        fail(visible(f"the arguments do not fit {tool}: " + (errors[0]["msg"] if errors else str(exc))[:400]))
+    if found.confirmation is not None:  # write level: the bot asks you per call, so does this command
+        ask(visible(found.confirmation(checked)) + "?", yes=yes, refusal="not run")
+    services = Services(workspace=config.workspace(home), default_chain_id=config.default_chain.id,
+                        state_dir=home / "state")
+    context = ToolContext("cli", "cli", "owner", ContextKind.DM, services, run_id="mcp-call", call_id="mcp-call")
+
+    async def go() -> Any:
+        try:
+            return await found.handler(context, checked)
+        finally:
+            await source.close()
+
+    import asyncio
+
+    try:
+        output = asyncio.run(go())
+    except ToolFailure as exc:
+        fail(visible(str(exc)))
+    show(output.content)
+    if output.is_error:
+        raise typer.Exit(1)
