@@ -355,11 +355,13 @@ def call(ctx: typer.Context, name: str, tool: str,
     if found is None:
         why = next((p for p in source.problems if p.startswith(f"{name}:")), "the bot does not offer it")
         fail(visible(f"{tool} of {name} is not offered to the bot: {why}"))
+    from pydantic import ValidationError
+
     try:
         checked = found.args.model_validate(arguments)
-    except Exception as exc:  # noqa: BLE001 - pydantic's ValidationError, worded by the schema check
-        errors = getattr(exc, "errors", lambda: [])()
-        fail(visible(f"the arguments do not fit {tool}: " + (errors[0]["msg"] if errors else str(exc))[:400]))
+    except ValidationError as exc:  # worded by the pinned schema's check (McpArgs)
+        problems = exc.errors()
+        fail(visible(f"the arguments do not fit {tool}: " + (problems[0]["msg"] if problems else str(exc))[:400]))
     if found.confirmation is not None:  # write level: the bot asks you per call, so does this command
         ask(visible(found.confirmation(checked)) + "?", yes=yes, refusal="not run")
     services = Services(workspace=config.workspace(home), default_chain_id=config.default_chain.id,
