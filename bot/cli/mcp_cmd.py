@@ -56,8 +56,9 @@ def _settings(ctx: typer.Context):
         return McpSettings()
 
 
-def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
-    """Start the server the way the bot does (sandbox, limits) and list its tools."""
+def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> Any:
+    """Start the server the way the bot does (sandbox, limits) and list its tools; with `everything`,
+    (tools, resources, prompts)."""
     from bot.runtime.audit import BotAudit, skills_audit_path
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.sandbox import McpSandbox
@@ -71,13 +72,16 @@ def list_live(ctx: typer.Context, entry: Any) -> list[Any]:
     audit = BotAudit(skills_audit_path(home_of(ctx)))
     sandbox = McpSandbox(settings, protected_paths(home_of(ctx)))
 
-    async def go() -> list[Any]:
+    async def go() -> Any:
         from bot.net.ssrf import FetchPolicy
 
         conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy())
         try:
             await conn.start()
-            return conn.tools
+            if not everything:
+                return conn.tools
+            return (conn.tools, await conn.list_resources(settings.call_timeout),
+                    await conn.list_prompts(settings.call_timeout))
         except McpCallError as exc:
             tail = conn.stderr_tail.strip()[-600:]
             raise McpCallError(f"{exc}" + (f"; its stderr ended with: {' '.join(tail.split())}" if tail else "")) from None
@@ -168,7 +172,8 @@ def add(ctx: typer.Context, name: str,
 def list_servers(ctx: typer.Context) -> None:
     """Servers, whether they are enabled, and the levels their approved tools have."""
     rows = [{"name": n, "transport": e.decl.transport, "enabled": e.enabled,
-             "tools": {t: p.level for t, p in sorted(e.tools.items())}}
+             "tools": {t: p.level for t, p in sorted(e.tools.items())}, "resources": len(e.resources),
+             "prompts": sorted(e.prompts)}
             for n, e in sorted(_guard(_store(ctx).read).items())]
     print_json(rows)
 
@@ -181,6 +186,10 @@ def info(ctx: typer.Context, name: str) -> None:
     rows = describe_server(entry, width)
     for pinned in entry.tools.values():
         rows += describe_tool(name, pinned, pinned.level, width)
+    for resource in entry.resources.values():
+        rows += describe_resource(resource, width)
+    for kept in entry.prompts.values():
+        rows += describe_prompt(kept, width)
     rows.append(f"enabled: {entry.enabled}")
     show("\n".join(rows))
 
@@ -195,17 +204,67 @@ def _levels(items: list[str]) -> dict[str, str]:
     return found
 
 
+def describe_resource(item: Any, width: int) -> list[str]:
+    """One resource: our row (it is read-only), then the server's texts under the gutter, whole."""
+    from bot.mcp_servers.store import resource_unshowable
+
+    why = resource_unshowable(item)
+    if why is not None:
+        return plain_rows(f"a resource that cannot be approved (never read): {why}", width, "  ")
+    rows = plain_rows("resource (read only):", width, "  ")
+    for label, text in (("uri", item.uri), ("name", item.name), ("title", item.title),
+                        ("description", item.description), ("type", item.mime_type)):
+        if text:
+            rows += author_rows(f"{label}: {text}", "    ", width)
+    return rows
+
+
+def describe_prompt(item: Any, width: int) -> list[str]:
+    """One prompt: our row (for you to use, never run by the model), then the server's texts, whole."""
+    from bot.mcp_servers.store import prompt_unshowable
+
+    why = prompt_unshowable(item)
+    if why is not None:
+        return plain_rows(f"a prompt that cannot be approved (never used): {why}", width, "  ")
+    rows = plain_rows("prompt (for you, with `owlia mcp prompt`; never run by the model):", width, "  ")
+    rows += author_rows(f"name: {item.name}", "    ", width)
+    for label, text in (("title", item.title), ("description", item.description)):
+        if text:
+            rows += author_rows(f"{label}: {text}", "    ", width)
+    for arg, text, required in item.arguments:
+        rows += author_rows(f"argument {arg} ({'required' if required else 'optional'}): {text}", "    ", width)
+    return rows
+
+
+def _choose(kind: str, count: int, flag: bool | None, yes: bool) -> bool:
+    """Whether the shown resources or prompts are approved: the flag, else asked (no unless yes)."""
+    if count == 0:
+        return False
+    if flag is not None:
+        return flag
+    if yes:
+        return False  # default deny: --yes alone approves no resource and no prompt
+    return typer.confirm(f"  approve these {count} {kind}?", default=False)
+
+
 @app.command("approve")
 def approve(ctx: typer.Context, name: str,
             level: list[str] = typer.Option([], help="TOOL=read|write|sign|skip (repeat); others are asked."),
             others: str = typer.Option(None, help="Level for every tool --level does not name (read/write/sign/skip)."),
-            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask: tools without --level get `write`.")) -> None:
-    """Start the server, show every tool, give each a level, and pin exactly what was shown."""
-    from bot.mcp_servers.store import TOOL_NAME, PinnedTool, tool_hash, unshowable
+            resources: bool = typer.Option(None, "--resources/--no-resources",
+                                           help="Let the model read the resources shown (read level)."),
+            prompts: bool = typer.Option(None, "--prompts/--no-prompts",
+                                         help="Keep the prompts shown, for you to use with `owlia mcp prompt`."),
+            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask: tools without --level get `write`; "
+                                                              "resources and prompts only with their flag.")) -> None:
+    """Start the server, show every tool (and resource and prompt), give each a level, and pin exactly
+    what was shown."""
+    from bot.mcp_servers.store import (TOOL_NAME, PinnedTool, pin_prompt, pin_resource, prompt_unshowable,
+                                       resource_unshowable, tool_hash, unshowable)
 
     store = _store(ctx)
     entry = _guard(lambda: store.entry(name))
-    live = list_live(ctx, entry)
+    live, live_resources, live_prompts = list_live(ctx, entry, everything=True)
     given = _levels(level)
     unknown = sorted(set(given) - {t.name for t in live})
     if unknown:
@@ -223,6 +282,10 @@ def approve(ctx: typer.Context, name: str,
             screen += plain_rows(f"(tool {tool.name}: {'unchanged' if same else 'CHANGED'} since approval)", width,
                                  "  ")
         screen += describe_tool(name, tool, None, width)
+    for resource in live_resources:
+        screen += describe_resource(resource, width)
+    for prompt in live_prompts:
+        screen += describe_prompt(prompt, width)
     show("\n".join(screen))
     pins: dict[str, PinnedTool] = {}
     for tool in live:
@@ -239,31 +302,49 @@ def approve(ctx: typer.Context, name: str,
             pins[tool.name] = PinnedTool(name=tool.name, level=choice,
                                          hash=tool_hash(tool.name, tool.description, tool.input_schema),
                                          description=tool.description, input_schema=tool.input_schema)
-    if not pins:
-        fail("no tool approved; nothing changed")
-    summary = ", ".join(f"{t}={p.level}" for t, p in pins.items())
+    readable = [r for r in live_resources if resource_unshowable(r) is None]
+    usable = [p for p in live_prompts if prompt_unshowable(p) is None]
+    resource_pins = {r.uri: pin_resource(r) for r in readable} if _choose("resources", len(readable), resources,
+                                                                          yes) else {}
+    prompt_pins = {p.name: pin_prompt(p) for p in usable} if _choose("prompts", len(usable), prompts, yes) else {}
+    if not (pins or resource_pins or prompt_pins):
+        fail("nothing approved; nothing changed")
+    parts = [f"{t}={p.level}" for t, p in pins.items()]
+    parts += [f"{len(resource_pins)} resources (read)"] if resource_pins else []
+    parts += [f"{len(prompt_pins)} prompts (for you)"] if prompt_pins else []
+    summary = ", ".join(parts)
     ask(f"Approve {summary}?", yes=yes, refusal="not approved")
-    _guard(lambda: store.approve(name, pins))
+    _guard(lambda: store.approve(name, pins, resource_pins, prompt_pins))
     record_decision(ctx, "mcp.approved", server=name,
-                    tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()})
+                    tools={t: {"level": p.level, "hash": p.hash} for t, p in pins.items()},
+                    resources={u: p.hash for u, p in resource_pins.items()},
+                    prompts={n: p.hash for n, p in prompt_pins.items()})
     typer.echo(f"approved {name}: {summary}")
 
 
 @app.command("test")
 def test(ctx: typer.Context, name: str) -> None:
     """Start the server and compare its tools with the pins (exit 3 if any changed)."""
-    from bot.mcp_servers.store import tool_hash
+    from bot.mcp_servers.store import prompt_hash, resource_hash, tool_hash
 
     entry = _guard(lambda: _store(ctx).entry(name))
-    live = {t.name: t for t in list_live(ctx, entry)}
+    tools, resources, prompts = list_live(ctx, entry, everything=True)
+    live = {t.name: t for t in tools}
     report = {}
     for tool, pin in sorted(entry.tools.items()):
         now = live.get(tool)
         report[tool] = ("missing" if now is None else
                         "ok" if tool_hash(now.name, now.description, now.input_schema) == pin.hash else "CHANGED")
-    print_json({"server": name, "started": True, "tools": report,
+    live_resources = {r.uri: resource_hash(r.uri, r.name, r.title, r.description, r.mime_type) for r in resources}
+    live_prompts = {p.name: prompt_hash(p.name, p.title, p.description, p.arguments) for p in prompts}
+    found = {"resources": {u: ("missing" if u not in live_resources else
+                               "ok" if live_resources[u] == pin.hash else "CHANGED")
+                           for u, pin in sorted(entry.resources.items())},
+             "prompts": {n: ("missing" if n not in live_prompts else "ok" if live_prompts[n] == pin.hash else "CHANGED")
+                         for n, pin in sorted(entry.prompts.items())}}
+    print_json({"server": name, "started": True, "tools": report, **found,
                 "not_approved": sorted(set(live) - set(entry.tools))})
-    if any(v != "ok" for v in report.values()):
+    if any(v != "ok" for v in [*report.values(), *found["resources"].values(), *found["prompts"].values()]):
         raise typer.Exit(3)
 
 
@@ -383,3 +464,71 @@ def call(ctx: typer.Context, name: str, tool: str,
     show(output.content)
     if output.is_error:
         raise typer.Exit(1)
+
+
+@app.command("prompt")
+def prompt(ctx: typer.Context, name: str, prompt_name: str = typer.Argument(..., metavar="PROMPT"),
+           args: str = typer.Option("{}", "--args", help="The prompt's arguments, a JSON object of strings.")) -> None:
+    """Print an approved prompt of a server, filled in, for you to read and use. The model never runs a
+    prompt on its own: prompts are yours, like a template you pick."""
+    from bot.runtime.audit import BotAudit, skills_audit_path
+    from bot.mcp_servers.binds import protected_paths
+    from bot.mcp_servers.connection import McpCallError, McpConnection
+    from bot.mcp_servers.sandbox import McpSandbox
+    from bot.mcp_servers.store import prompt_hash
+    from skills_runtime.sandbox import SandboxUnavailable
+
+    arguments = _call_arguments(args)
+    if not all(isinstance(v, str) for v in arguments.values()):
+        fail("a prompt's arguments are strings: --args '{\"name\": \"text\"}'")
+    entry = _guard(lambda: _store(ctx).entry(name))
+    pinned = entry.prompts.get(prompt_name)
+    if pinned is None:
+        fail(visible(f"{prompt_name} is not an approved prompt of {name}; review its prompts with "
+                     f"`owlia mcp approve {name} --prompts`"))
+    if prompt_hash(pinned.name, pinned.title, pinned.description, pinned.arguments) != pinned.hash:
+        fail(visible(f"the pin of {prompt_name} is not what was approved (the hash differs); approve it again"))
+    missing = [a for a, _, required in pinned.arguments if required and a not in arguments]
+    unknown = sorted(set(arguments) - {a for a, _, _ in pinned.arguments})
+    if missing or unknown:
+        fail(visible(f"{prompt_name} needs the arguments " + ", ".join(a for a, _, _ in pinned.arguments) +
+                     (f"; missing: {', '.join(missing)}" if missing else "") +
+                     (f"; it takes no {', '.join(unknown)}" if unknown else "")))
+    settings = _settings(ctx)
+    if entry.decl.transport == "http" and entry.decl.url not in settings.allowed_urls:
+        fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
+    home = home_of(ctx)
+    audit = BotAudit(skills_audit_path(home))
+    sandbox = McpSandbox(settings, protected_paths(home))
+
+    async def go() -> Any:
+        from bot.net.ssrf import FetchPolicy
+
+        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy())
+        try:
+            await conn.start()
+            live = {p.name: p for p in await conn.list_prompts(settings.call_timeout)}
+            now = live.get(prompt_name)
+            if now is None or prompt_hash(now.name, now.title, now.description, now.arguments) != pinned.hash:
+                audit.record("mcp.prompt_changed", server=name, prompt=prompt_name)
+                raise McpCallError(f"{name} changed its prompt {prompt_name} since you approved it (or it is gone); "
+                                   f"review it with `owlia mcp approve {name} --prompts`. Nothing was asked")
+            return await conn.request("prompts/get", settings.call_timeout,
+                                      lambda session: session.get_prompt(prompt_name, arguments))
+        finally:
+            await conn.close()
+            sandbox.remove()
+
+    import asyncio
+
+    try:
+        result = asyncio.run(go())
+    except (McpCallError, SandboxUnavailable, OSError) as exc:
+        fail(visible(str(exc)))
+    audit.record("mcp.prompt", server=name, prompt=prompt_name, messages=len(result.messages))
+    rows = [f"[prompt {prompt_name} of MCP server {name}; its text is the server's: read it before you use it]"]
+    for message in result.messages:
+        text = getattr(message.content, "text", None)
+        rows.append(f"{message.role}: " + (text if isinstance(text, str) else
+                                          f"[{getattr(message.content, 'type', '?')} content omitted]"))
+    show("\n".join(rows))

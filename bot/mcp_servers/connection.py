@@ -74,6 +74,27 @@ class ToolInfo:
     input_schema: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ResourceInfo:
+    """A resource as the server lists it now (untrusted text)."""
+
+    uri: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+
+
+@dataclass(frozen=True)
+class PromptInfo:
+    """A prompt as the server lists it now (untrusted text); arguments: (name, description, required)."""
+
+    name: str
+    title: str
+    description: str
+    arguments: tuple[tuple[str, str, bool], ...]
+
+
 class McpConnection:
     def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
                  sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
@@ -108,6 +129,8 @@ class McpConnection:
         self.memory_hold = ""
         """How the server's memory is held, in words: a cgroup, or polled and why (for the audit)."""
         self._memory: asyncio.Task | None = None
+        self.capabilities: Any = None
+        """What the server said it offers at initialize (tools, resources, prompts)."""
 
     # ---- state ----------------------------------------------------------------------------------
 
@@ -159,7 +182,8 @@ class McpConnection:
 
                     extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
                 async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
-                    await session.initialize()
+                    started = await session.initialize()
+                    self.capabilities = started.capabilities
                     self.session = session
                     ready.set_result(None)
                     await self._closing.wait()
@@ -331,6 +355,75 @@ class McpConnection:
             if not cursor or len(found) > 500:
                 break
         return found
+
+    async def list_resources(self, timeout: float) -> list[ResourceInfo]:
+        """The server's resources now (untrusted text); none when it does not offer resources."""
+        if self.session is None or getattr(self.capabilities, "resources", None) is None:
+            return []
+        found: list[ResourceInfo] = []
+        cursor = None
+        async with asyncio.timeout(timeout):
+            for _ in range(20):  # pages
+                from mcp_types import PaginatedRequestParams
+
+                result = await self.session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                found += [ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
+                          for r in result.resources]
+                cursor = result.next_cursor
+                if not cursor or len(found) > 500:
+                    break
+        return found
+
+    async def list_prompts(self, timeout: float) -> list[PromptInfo]:
+        """The server's prompts now (untrusted text); none when it does not offer prompts."""
+        if self.session is None or getattr(self.capabilities, "prompts", None) is None:
+            return []
+        found: list[PromptInfo] = []
+        cursor = None
+        async with asyncio.timeout(timeout):
+            for _ in range(20):
+                from mcp_types import PaginatedRequestParams
+
+                result = await self.session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                found += [PromptInfo(p.name, p.title or "", p.description or "",
+                                     tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()))
+                          for p in result.prompts]
+                cursor = result.next_cursor
+                if not cursor or len(found) > 500:
+                    break
+        return found
+
+    async def request(self, what: str, timeout: float, ask: Any) -> Any:
+        """One resources/read or prompts/get (`ask(session)`), under the call's deadline and byte budget;
+        a failure kills the sandbox as a failed tool call does."""
+        if not self.alive:
+            raise McpCallError(f"the MCP server {self.decl.name} is not running")
+        await self._unwatch()
+        self._busy, self._budget, self._idle_bytes = True, self.max_message * 2, 0
+        try:
+            async with asyncio.timeout(timeout):
+                assert self.session is not None
+                return await ask(self.session)
+        except TimeoutError:
+            await self.kill(f"no answer to {what} within {timeout:g}s")
+            raise McpCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
+        except McpCallError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an error answer or a broken connection
+            from mcp.shared.exceptions import MCPError as ProtocolError
+
+            if isinstance(exc, ProtocolError) and self.alive:
+                raise McpCallError(f"the server refused {what}: {str(exc)[:300]}") from None
+            why = self.killed_because or type(exc).__name__
+            await self.kill(why)
+            raise McpCallError(f"{what} failed ({why}); the server was stopped", killed=True) from None
+        except BaseException:
+            await self.kill("the request was cancelled")
+            raise
+        finally:
+            self._busy = False
+            if self.alive and self.proc is not None:
+                self._watch = asyncio.create_task(self._watch_idle())
 
     async def refresh_tools(self, timeout: float) -> list[ToolInfo]:
         async with asyncio.timeout(timeout):

@@ -141,12 +141,40 @@ class PinnedTool(BaseModel):
     input_schema: dict[str, Any]
 
 
+class PinnedResource(BaseModel):
+    """A resource the user approved for the model to read (always the read level)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    uri: str
+    name: str
+    title: str = ""
+    description: str = ""
+    mime_type: str = ""
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class PinnedPrompt(BaseModel):
+    """A prompt the user approved for their own use (never offered to the model)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    title: str = ""
+    description: str = ""
+    arguments: tuple[tuple[str, str, bool], ...] = ()
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class ServerEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     decl: ServerDecl
     enabled: bool = False
     tools: dict[str, PinnedTool] = Field(default_factory=dict)
+    resources: dict[str, PinnedResource] = Field(default_factory=dict)
+    """By URI: what the server's `read_resource` tool (`mcp_<server>-resource`) may read."""
+    prompts: dict[str, PinnedPrompt] = Field(default_factory=dict)
     added_at: int = 0
     approved_at: int | None = None
 
@@ -160,6 +188,83 @@ def tool_hash(name: str, description: str | None, schema: Any) -> str:
 
 def tool_name(server: str, tool: str) -> str:
     return f"mcp_{server}_{tool}"
+
+
+def resource_tool_name(server: str) -> str:
+    """The one tool that reads a server's approved resources. A `-` never occurs in a server name and
+    `tool_name` always puts `_` after it, so this name cannot meet any `mcp_<server>_<tool>`."""
+    return f"mcp_{server}-resource"
+
+
+def _digest(kind: str, body: dict[str, Any]) -> str:
+    text = json.dumps({"kind": kind, **body}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resource_hash(uri: str, name: str, title: str, description: str, mime_type: str) -> str:
+    """What is pinned of a resource: every text of it the model or the user reads."""
+    return _digest("resource", {"uri": uri, "name": name, "title": title, "description": description,
+                                "mime_type": mime_type})
+
+
+def prompt_hash(name: str, title: str, description: str, arguments: Any) -> str:
+    return _digest("prompt", {"name": name, "title": title, "description": description,
+                              "arguments": [list(a) for a in arguments]})
+
+
+def resource_texts(item: Any) -> dict[str, str]:
+    return {"URI": item.uri, "name": item.name, "title": item.title, "description": item.description,
+            "MIME type": item.mime_type}
+
+
+def resource_unshowable(item: Any) -> str | None:
+    return unshowable_texts(resource_texts(item), {"URI": 2048, "description": MAX_DESCRIPTION})
+
+
+def pin_resource(item: Any) -> PinnedResource:
+    return PinnedResource(uri=item.uri, name=item.name, title=item.title, description=item.description,
+                          mime_type=item.mime_type, hash=resource_hash(item.uri, item.name, item.title,
+                                                                       item.description, item.mime_type))
+
+
+def prompt_texts(item: Any) -> dict[str, str]:
+    texts = {"name": item.name, "title": item.title, "description": item.description}
+    for arg, text, _ in item.arguments:
+        texts[f"argument {arg[:40]!r}"] = arg
+        texts[f"description of argument {arg[:40]!r}"] = text
+    return texts
+
+
+def prompt_unshowable(item: Any) -> str | None:
+    if len(item.arguments) > 32:
+        return f"it takes {len(item.arguments)} arguments, more than 32"
+    return unshowable_texts(prompt_texts(item), {"description": MAX_DESCRIPTION, **{
+        f"description of argument {a[:40]!r}": MAX_DESCRIPTION for a, _, _ in item.arguments}})
+
+
+def pin_prompt(item: Any) -> PinnedPrompt:
+    return PinnedPrompt(name=item.name, title=item.title, description=item.description, arguments=item.arguments,
+                        hash=prompt_hash(item.name, item.title, item.description, item.arguments))
+
+
+MAX_NAME = 200
+"""Characters of a resource's or prompt's name, title, URI or argument shown whole."""
+
+
+def unshowable_texts(texts: dict[str, str], limits: dict[str, int] | None = None) -> str | None:
+    """`unshowable` for a resource or prompt: each named text within its limit (MAX_NAME unless told)
+    and holding only characters that show as themselves."""
+    from policies.kernel.text import first_hidden
+
+    for part, value in texts.items():
+        limit = (limits or {}).get(part, MAX_NAME)
+        if len(value) > limit:
+            return f"its {part} is {len(value)} characters, more than the {limit} the approval screen shows whole"
+        hidden = first_hidden(value, keep="\n\t")
+        if hidden is not None:
+            return (f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
+                    "would read and you could not")
+    return None
 
 
 class McpStore:
@@ -208,12 +313,15 @@ class McpStore:
             servers[decl.name] = ServerEntry(decl=decl, added_at=int(time.time()))
             self._write(servers)
 
-    def approve(self, name: str, tools: dict[str, PinnedTool]) -> None:
-        """Pin exactly the tools the user was shown, with the levels they gave; enables the server."""
+    def approve(self, name: str, tools: dict[str, PinnedTool], resources: dict[str, PinnedResource] | None = None,
+                prompts: dict[str, PinnedPrompt] | None = None) -> None:
+        """Pin exactly the tools (and resources, prompts) the user was shown, with the levels they gave;
+        enables the server."""
         with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
-            servers[name] = entry.model_copy(update={"tools": tools, "enabled": True,
+            servers[name] = entry.model_copy(update={"tools": tools, "resources": resources or {},
+                                                     "prompts": prompts or {}, "enabled": True,
                                                      "approved_at": int(time.time())})
             self._write(servers)
 
@@ -221,8 +329,8 @@ class McpStore:
         with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
-            if enabled and not entry.tools:
-                raise McpError(f"{name} has no approved tools; run `owlia mcp approve {name}` first")
+            if enabled and not (entry.tools or entry.resources or entry.prompts):
+                raise McpError(f"{name} has nothing approved; run `owlia mcp approve {name}` first")
             servers[name] = entry.model_copy(update={"enabled": enabled})
             self._write(servers)
 
