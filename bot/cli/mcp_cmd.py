@@ -65,7 +65,7 @@ def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> An
     from skills_runtime.sandbox import SandboxUnavailable
 
     settings = _settings(ctx)
-    if entry.decl.transport == "http" and entry.decl.url not in settings.allowed_urls:
+    if entry.decl.transport != "stdio" and entry.decl.url not in settings.allowed_urls:
         fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
     from bot.mcp_servers.binds import protected_paths
 
@@ -75,7 +75,8 @@ def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> An
     async def go() -> Any:
         from bot.net.ssrf import FetchPolicy
 
-        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy())
+        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy(),
+                             home=home_of(ctx))
         try:
             await conn.start()
             if not everything:
@@ -128,6 +129,11 @@ def describe_server(entry: Any, width: int, settings: Any = None) -> list[str]:
         rows += author_rows("command: " + " ".join(decl.command), "  ", width)
     else:
         rows += author_rows(f"url: {decl.url}", "  ", width)
+        if decl.headers:
+            rows += plain_rows("sends: " + ", ".join(f"{h} (value from secrets/{f})" for h, f in decl.headers.items()),
+                               width)
+        if decl.oauth:
+            rows += plain_rows("signs in with OAuth 2.1 (tokens in mcp/oauth/, 0600)", width)
     rows += plain_rows("sampling: " + ("answered by your model with the server's own messages only (never the "
                                        "conversation), at most 4 a minute" if decl.sampling else "refused") +
                        "; elicitation and roots: refused", width)
@@ -142,13 +148,22 @@ def add(ctx: typer.Context, name: str,
         network: list[str] = typer.Option([], help="A host (or *.domain) a stdio server may reach (repeat)."),
         env: list[str] = typer.Option([], help="KEY=VALUE for the server (never a secret; repeat)."),
         sampling: bool = typer.Option(False, help="Answer its sampling requests with the bot's model (only its "
-                                                  "own messages, never the conversation).")) -> None:
+                                                  "own messages, never the conversation)."),
+        sse: bool = typer.Option(False, "--sse", help="The --url is a legacy HTTP+SSE endpoint (not streamable HTTP)."),
+        header_file: list[str] = typer.Option([], "--header-file", help="HEADER=FILE: send HEADER with the value in "
+                                              "<home>/secrets/FILE (0600), e.g. Authorization=github.token (repeat)."),
+        oauth: bool = typer.Option(False, "--oauth", help="Sign in with OAuth 2.1 (`owlia mcp login NAME`).")) -> None:
     """Declare a server. Nothing runs and nothing is offered until `owlia mcp approve NAME`."""
     from bot.mcp_servers.store import ServerDecl
 
     pairs = dict(item.split("=", 1) for item in env if "=" in item)
     if len(pairs) != len(env):
         fail("--env takes KEY=VALUE")
+    headers = dict(item.split("=", 1) for item in header_file if "=" in item)
+    if len(headers) != len(header_file):
+        fail("--header-file takes HEADER=FILE, the FILE being in the OwliaBot home's secrets/ folder")
+    if sse and not url:
+        fail("--sse describes a --url; a stdio server has none")
     if command and command[0].startswith("/"):  # the sandbox binds host paths: one missing here is missing there
         import os
         from pathlib import Path
@@ -157,15 +172,16 @@ def add(ctx: typer.Context, name: str,
         if not (exe.is_file() and os.access(exe, os.X_OK)):
             fail(f"{exe} is not an executable file on this machine: give the server's absolute path "
                  "(`command -v NAME` prints it), after --")
-    decl = _guard(lambda: ServerDecl(name=name, transport="http" if url else "stdio", command=tuple(command or ()),
-                                     url=url, binds=tuple(bind), env=pairs, network=tuple(network),
-                                     sampling=sampling))
+    decl = _guard(lambda: ServerDecl(name=name, transport=("sse" if sse else "http") if url else "stdio",
+                                     command=tuple(command or ()), url=url, binds=tuple(bind), env=pairs,
+                                     network=tuple(network), sampling=sampling, headers=headers, oauth=oauth))
     from bot.mcp_servers.binds import check_binds, protected_paths
 
     _guard(lambda: check_binds(name, decl.binds, protected_paths(home_of(ctx))))
     _guard(lambda: _store(ctx).add(decl))
     record_decision(ctx, "mcp.added", server=name, decl=decl.model_dump(mode="json"))
-    typer.echo(f"added {name} (disabled); review and approve its tools with `owlia mcp approve {name}`")
+    then = f"sign in with `owlia mcp login {name}`, then " if oauth else ""
+    typer.echo(f"added {name} (disabled); {then}review and approve its tools with `owlia mcp approve {name}`")
 
 
 @app.command("list")
@@ -368,6 +384,9 @@ def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes
     _guard(lambda: store.entry(name))
     ask(f"Remove MCP server {name}?", yes=yes, refusal="not removed")
     _guard(lambda: store.remove(name))
+    from bot.mcp_servers.oauth import logout as forget
+
+    forget(home_of(ctx), name)  # its OAuth tokens go with it
     record_decision(ctx, "mcp.removed", server=name)
     typer.echo(f"removed {name}")
 
@@ -495,7 +514,7 @@ def prompt(ctx: typer.Context, name: str, prompt_name: str = typer.Argument(...,
                      (f"; missing: {', '.join(missing)}" if missing else "") +
                      (f"; it takes no {', '.join(unknown)}" if unknown else "")))
     settings = _settings(ctx)
-    if entry.decl.transport == "http" and entry.decl.url not in settings.allowed_urls:
+    if entry.decl.transport != "stdio" and entry.decl.url not in settings.allowed_urls:
         fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
     home = home_of(ctx)
     audit = BotAudit(skills_audit_path(home))
@@ -504,7 +523,8 @@ def prompt(ctx: typer.Context, name: str, prompt_name: str = typer.Argument(...,
     async def go() -> Any:
         from bot.net.ssrf import FetchPolicy
 
-        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy())
+        conn = McpConnection(entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy(),
+                             home=home_of(ctx))
         try:
             await conn.start()
             live = {p.name: p for p in await conn.list_prompts(settings.call_timeout)}
@@ -532,3 +552,58 @@ def prompt(ctx: typer.Context, name: str, prompt_name: str = typer.Argument(...,
         rows.append(f"{message.role}: " + (text if isinstance(text, str) else
                                           f"[{getattr(message.content, 'type', '?')} content omitted]"))
     show("\n".join(rows))
+
+
+@app.command("login")
+def login(ctx: typer.Context, name: str) -> None:
+    """Sign in to a remote server that uses OAuth 2.1: open the address shown, approve, and the tokens
+    are kept in <home>/mcp/oauth/NAME.json (0600). The bot refreshes them; it never signs in itself."""
+    from bot.runtime.audit import BotAudit, skills_audit_path
+    from bot.mcp_servers.connection import McpCallError, McpConnection
+    from bot.mcp_servers.oauth import LOGIN_TIMEOUT, login_auth
+    from bot.mcp_servers.store import McpError
+
+    entry = _guard(lambda: _store(ctx).entry(name))
+    if not entry.decl.oauth:
+        fail(f"{name} was not added with --oauth; it has nothing to sign in to")
+    settings = _settings(ctx)
+    if entry.decl.url not in settings.allowed_urls:
+        fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
+    home = home_of(ctx)
+    audit = BotAudit(skills_audit_path(home))
+
+    def show_url(url: str) -> None:
+        typer.echo(f"Open this address in your browser to sign in to {name} (waiting up to "
+                   f"{LOGIN_TIMEOUT:g}s):\n{visible(url)}")
+
+    async def go() -> list[Any]:
+        auth, callback = await login_auth(entry.decl, home, show_url)
+        conn = McpConnection(entry.decl, settings, audit, home=home, auth=auth, start_timeout=LOGIN_TIMEOUT + 30)
+        try:
+            await conn.start()
+            return conn.tools
+        finally:
+            await conn.close()
+            callback.close()
+
+    import asyncio
+
+    try:
+        tools = asyncio.run(go())
+    except (McpCallError, McpError, OSError) as exc:
+        fail(visible(f"{name}: signing in failed: {exc}"))
+    record_decision(ctx, "mcp.login", server=name)
+    typer.echo(f"signed in to {name} ({len(tools)} tools); review them with `owlia mcp approve {name}`")
+
+
+@app.command("logout")
+def logout(ctx: typer.Context, name: str) -> None:
+    """Forget a remote server's OAuth tokens and client registration (sign in again with `login`)."""
+    from bot.mcp_servers.oauth import logout as forget
+
+    _guard(lambda: _store(ctx).entry(name))
+    if forget(home_of(ctx), name):
+        record_decision(ctx, "mcp.logout", server=name)
+        typer.echo(f"signed out of {name}: its tokens are removed")
+    else:
+        typer.echo(f"{name} had no stored sign-in")

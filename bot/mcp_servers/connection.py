@@ -95,11 +95,24 @@ class PromptInfo:
     arguments: tuple[tuple[str, str, bool], ...]
 
 
+@contextlib.asynccontextmanager
+async def _owning(client: Any, transport: Any):
+    """The streamable-HTTP transport over our client (headers, OAuth), which is closed after it."""
+    async with client, transport as streams:
+        yield streams
+
+
 class McpConnection:
     def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
                  sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
-                 resolve: Any = None, opener: Any = None, sampler: Any = None) -> None:
+                 resolve: Any = None, opener: Any = None, sampler: Any = None, home: Any = None,
+                 auth: Any = None, start_timeout: float = START_TIMEOUT) -> None:
         self.decl = decl
+        self.auth = auth
+        """An OAuth provider to use instead of the bot's (`owlia mcp login`'s, which may sign in)."""
+        self.start_timeout = start_timeout
+        self.home = home
+        """The OwliaBot home: a remote server's header values and OAuth tokens are read from it."""
         self.settings = settings
         self.audit = audit
         self.sandbox = sandbox
@@ -151,12 +164,12 @@ class McpConnection:
         ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._life = asyncio.create_task(self._run(ready))
         try:
-            async with asyncio.timeout(START_TIMEOUT):
+            async with asyncio.timeout(self.start_timeout):
                 await asyncio.shield(ready)
                 self.tools = await self._list_tools()
         except TimeoutError:
             await self.kill("no answer to initialize within the start deadline")
-            raise McpCallError(f"{self.decl.name} did not start within {START_TIMEOUT:g}s", killed=True) from None
+            raise McpCallError(f"{self.decl.name} did not start within {self.start_timeout:g}s", killed=True) from None
         except McpCallError:
             await self.kill("failed to start")
             raise
@@ -198,11 +211,31 @@ class McpConnection:
 
     @contextlib.asynccontextmanager
     async def _streams(self):
-        if self.decl.transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
+        if self.decl.transport != "stdio":
+            from bot.mcp_servers.remote import header_values, http_client
+            from bot.mcp_servers.store import McpError
 
             assert self.decl.url is not None
-            async with streamable_http_client(self.decl.url, max_sse_event_size=self.max_message) as streams:
+            try:
+                auth = self.auth
+                if auth is None and self.decl.oauth:
+                    from bot.mcp_servers.oauth import bot_auth
+
+                    auth = bot_auth(self.decl, self.home)
+                if self.decl.transport == "sse":  # the legacy transport: the SDK makes its client from these
+                    from mcp.client.sse import sse_client
+
+                    headers = header_values(self.decl, self.home) if self.decl.headers else None
+                    opened = sse_client(self.decl.url, headers=headers, auth=auth)
+                else:
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    client = http_client(self.decl, self.home, auth)
+                    opened = _owning(client, streamable_http_client(self.decl.url, http_client=client,
+                                                                    max_sse_event_size=self.max_message))
+            except McpError as exc:
+                raise McpCallError(str(exc)) from None
+            async with opened as streams:
                 yield streams[0], streams[1]
             return
         assert self.sandbox is not None

@@ -81,7 +81,8 @@ class ServerDecl(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=NAME)
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"]
+    """stdio: run in the sandbox; http: streamable HTTP at `url`; sse: the legacy HTTP+SSE transport."""
     command: tuple[str, ...] = ()
     binds: tuple[str, ...] = ()
     """Host paths the server needs, bound read-only at the same path (its venv, node_modules)."""
@@ -91,6 +92,24 @@ class ServerDecl(BaseModel):
     """Answer the server's sampling requests with the bot's model (never with the conversation)."""
     network: tuple[str, ...] = Field(default=(), max_length=16)
     """Hosts a stdio server may reach through the bot's egress proxy (exact, or `*.example.com`)."""
+    headers: dict[str, str] = Field(default_factory=dict, max_length=8)
+    """A remote server's request headers: header name -> the name of a 0600 file under `<home>/secrets/`
+    holding its value (an API key, `Bearer ...`). The value is read at each connection, never stored here."""
+    oauth: bool = False
+    """Authenticate to a remote server with OAuth 2.1 (`owlia mcp login NAME`; tokens in mcp/oauth/)."""
+
+    @field_validator("headers")
+    @classmethod
+    def _header_files(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, file in value.items():
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,63}", header):
+                raise ValueError(f"header name {header!r} must be letters, digits and '-'")
+            if header.lower() in ("host", "content-length", "transfer-encoding", "connection", "mcp-session-id"):
+                raise ValueError(f"the {header} header is the transport's own")
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", file):
+                raise ValueError(f"{file!r} must be the name of a file in the OwliaBot home's secrets/ folder "
+                                 "(letters, digits, '.', '_', '-'; no path)")
+        return value
 
     @field_validator("network")
     @classmethod
@@ -124,8 +143,10 @@ class ServerDecl(BaseModel):
     def _shape(self) -> ServerDecl:
         if self.transport == "stdio" and (not self.command or self.url is not None):
             raise ValueError("a stdio server needs a command and no url")
-        if self.transport == "http" and (self.url is None or self.command or self.binds):
+        if self.transport != "stdio" and (self.url is None or self.command or self.binds):
             raise ValueError("an http server needs a url and no command")
+        if self.transport == "stdio" and (self.headers or self.oauth):
+            raise ValueError("headers and OAuth are for remote servers (--url)")
         if self.network and self.transport != "stdio":
             raise ValueError("network hosts are for stdio servers (an http server is reached at its url)")
         return self

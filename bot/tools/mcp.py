@@ -126,7 +126,8 @@ class McpHost:
     """One warm connection per server, one call at a time, restarted after any kill."""
 
     def __init__(self, settings: McpSettings, audit: BotAudit, fetch_policy: Any = None, *,
-                 protected: tuple[Protected, ...], resolve: Any = None, opener: Any = None) -> None:
+                 protected: tuple[Protected, ...], home: Path | None = None, resolve: Any = None,
+                 opener: Any = None) -> None:
         from bot.mcp_servers.sandbox import McpSandbox
 
         self.settings = settings
@@ -137,6 +138,8 @@ class McpHost:
         self.sampler: Any = None
         """Request -> Completion with the bot's model, for servers with sampling enabled (set by the runtime)."""
         self.sandbox = McpSandbox(settings, protected)
+        self.home = home
+        """Where a remote server's header values and OAuth tokens are read from."""
         self._conns: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._loops: dict[str, asyncio.AbstractEventLoop] = {}
@@ -157,10 +160,10 @@ class McpHost:
             return conn
         if conn is not None:
             await conn.close()
-        if entry.decl.transport == "http" and entry.decl.url not in self.settings.allowed_urls:
+        if entry.decl.transport != "stdio" and entry.decl.url not in self.settings.allowed_urls:
             raise ToolFailure(f"the MCP server {name} is at a URL not in bot.mcp.allowed_urls; nothing was sent")
         conn = McpConnection(entry.decl, self.settings, self.audit, sandbox=self.sandbox, on_refused=self._on_refused,
-                             fetch_policy=self.fetch_policy, sampler=self.sampler, **self._net)
+                             fetch_policy=self.fetch_policy, sampler=self.sampler, home=self.home, **self._net)
         try:
             await conn.start()
         except (McpCallError, OSError, ValueError) as exc:
@@ -388,7 +391,8 @@ class McpTools:
         from bot.mcp_servers.binds import protected_paths
 
         audit = BotAudit(skills_audit_path(home))  # one audit for all third-party code
-        host = McpHost(settings, audit, fetch_policy, protected=protected_paths(Path(home), signer), **net)
+        host = McpHost(settings, audit, fetch_policy, protected=protected_paths(Path(home), signer), home=Path(home),
+                       **net)
         return cls(Path(home), settings, audit, host)
 
     def tools(self) -> list[Tool]:
