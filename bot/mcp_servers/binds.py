@@ -2,7 +2,8 @@
 
 A stdio server gets the folders of its `binds` read-only. Run as an ordinary user, the bot shares
 that user's files with the sandbox user's view of them, so a bind of the OwliaBot home (auth.json,
-secrets/signer.token), the signer home (the keystore) or the folder of the signer's socket, of a
+secrets/signer.token), the bot's workspace, the signer home (the keystore) or the folder of the
+signer's socket, of a
 folder above one of them, or of one inside them, would hand the server what the sandbox keeps out.
 Checked when the server is declared (`owlia mcp add`) and again each time it starts, on the resolved
 path (a symlink counts as what it points to), so a registry edited by hand gains nothing.
@@ -26,25 +27,28 @@ class Protected:
 
 
 def protected_paths(home: Path, signer: object | None = None) -> tuple[Protected, ...]:
-    """The OwliaBot home, the signer home and the signer socket's folder, as this home's config names them.
+    """The OwliaBot home, the bot's workspace, the signer home and the signer socket's folder, as this
+    home's config names them.
 
     `signer`: the config's signer section when the caller has it; otherwise it is read from the home,
     and an unreadable config gives the defaults (a bind is then still checked against the home)."""
     from signer.wire.settings import SignerSettings, signer_home, socket_path
 
-    if not isinstance(signer, SignerSettings):
-        signer = SignerSettings()
-        try:
-            from bot.config import load_bot_config
+    workspace = Path(home) / "workspace"
+    config_signer: object = SignerSettings()
+    try:
+        from bot.config import load_bot_config
 
-            signer = load_bot_config(home).signer
-        except Exception:  # noqa: BLE001 - a broken config must not turn the check off; defaults still hold
-            pass
-    assert isinstance(signer, SignerSettings)
-    found = [Protected(_real(home), "the OwliaBot home (auth.json, the signer token)"),
-             Protected(_real(signer_home(home, signer)), "the signer home (the keystore)"),
-             Protected(_real(socket_path(home, signer).parent), "the folder of the signer's socket")]
-    return tuple(found)
+        config = load_bot_config(home)
+        config_signer, workspace = config.signer, config.workspace(home)
+    except Exception:  # noqa: BLE001 - a broken config must not turn the check off; defaults still hold
+        pass
+    chosen = signer if isinstance(signer, SignerSettings) else config_signer
+    assert isinstance(chosen, SignerSettings)
+    return (Protected(_real(home), "the OwliaBot home (auth.json, the signer token)"),
+            Protected(_real(workspace), "the bot's workspace (your files and the agent's memory)"),
+            Protected(_real(signer_home(home, chosen)), "the signer home (the keystore)"),
+            Protected(_real(socket_path(home, chosen).parent), "the folder of the signer's socket"))
 
 
 def _real(path: Path) -> Path:

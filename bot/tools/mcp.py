@@ -278,11 +278,8 @@ class McpHost:
             text = resource_text(result)
             self.audit.record("mcp.resource", server=name, uri=pinned.uri[:300], outcome="ok", chars=len(text),
                               seconds=round(loop.time() - started, 4))
-        limit = self.settings.max_resource_chars
-        if len(text) > limit:
-            text = text[:limit] + f"\n[... cut: the resource has {len(text)} characters]"
         head = f"[resource {pinned.uri} of MCP server {name}; untrusted]"
-        return ToolOutput(f"{head}\n{text}", untrusted=True)
+        return ToolOutput(f"{head}\n{cut_resource(text, self.settings.max_resource_chars)}", untrusted=True)
 
     def _output(self, server: str, tool: str, text: str, *, is_error: bool = False) -> ToolOutput:
         limit = self.settings.max_result_bytes
@@ -344,6 +341,11 @@ class McpHost:
                 conn._kill_now()
         self._conns.clear()
         self.sandbox.remove()
+
+
+def cut_resource(text: str, limit: int) -> str:
+    """At most `limit` characters of a resource, then a note of how many it had."""
+    return text if len(text) <= limit else text[:limit] + f"\n[... cut: the resource has {len(text)} characters]"
 
 
 def resource_text(result: Any) -> str:

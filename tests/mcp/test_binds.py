@@ -23,13 +23,15 @@ from tests.mcp.test_hostile import Events, _ctx
 def layout(tmp_path) -> dict[str, Path]:
     """A home whose config puts the signer home and its socket elsewhere, as a two-user setup does."""
     home, signer, sockets = tmp_path / "owlia", tmp_path / "signer-home", tmp_path / "run" / "owlia-signer"
-    for path in (home / "secrets", signer, sockets):
+    workspace = tmp_path / "notes"
+    for path in (home / "secrets", signer, sockets, workspace):
         path.mkdir(parents=True)
     (home / "secrets" / "signer.token").write_text("secret-token")
-    (home / "config.yaml").write_text(f"signer:\n  home: {signer}\n  socket: {sockets / 'signer.sock'}\n")
+    (home / "config.yaml").write_text(f"signer:\n  home: {signer}\n  socket: {sockets / 'signer.sock'}\n"
+                                      f"bot:\n  workspace: {workspace}\n")
     (tmp_path / "link-to-home").symlink_to(home)
     (tmp_path / "link-to-run").symlink_to(tmp_path / "run")
-    return {"home": home, "signer": signer, "sockets": sockets, "root": tmp_path}
+    return {"home": home, "signer": signer, "sockets": sockets, "workspace": workspace, "root": tmp_path}
 
 
 @pytest.mark.parametrize("where, words", [
@@ -38,6 +40,7 @@ def layout(tmp_path) -> dict[str, Path]:
     ("root", "holds the OwliaBot home"),
     ("signer", "is the signer home (the keystore)"),
     ("sockets", "is the folder of the signer's socket"),
+    ("workspace", "is the bot's workspace"),
     ("root/run", "holds the folder of the signer's socket"),
     ("root/link-to-home", "(it resolves to"),
     ("root/link-to-run", "holds the folder of the signer's socket"),
@@ -90,7 +93,8 @@ def test_a_hand_edited_bind_is_refused_when_the_server_starts(layout, state_dir)
 def test_the_protected_folders_follow_the_config(layout):
     found = {p.what.split(" (")[0]: p.path for p in protected_paths(layout["home"])}
     assert found == {"the OwliaBot home": layout["home"].resolve(), "the signer home": layout["signer"].resolve(),
-                     "the folder of the signer's socket": layout["sockets"].resolve()}
+                     "the folder of the signer's socket": layout["sockets"].resolve(),
+                     "the bot's workspace": layout["workspace"].resolve()}
 
 
 PARTS = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=4)

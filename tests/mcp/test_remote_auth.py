@@ -197,3 +197,30 @@ def test_oauth_sign_in_refresh_once_per_rotation_and_sign_out(tmp_path, remote):
     assert "signed out of remote" in mcp(home, "logout", "remote")
     assert not tokens.exists()
     assert "needs you to sign in" in mcp(home, "call", "remote", "whoami", code=1)
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+from bot.mcp_servers.remote import header_values  # noqa: E402
+from bot.mcp_servers.store import McpError, ServerDecl  # noqa: E402
+
+
+@given(st.text(min_size=1, max_size=200))
+@hsettings(max_examples=200, deadline=None)
+def test_a_header_value_is_one_line_of_visible_ascii_or_refused(value):
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="owlia-hdr-"))
+    (home / "secrets").mkdir(mode=0o700)
+    _secret(home, "v.token", value)
+    decl = ServerDecl(name="h", transport="http", url="http://127.0.0.1:1/mcp", headers={"X-Key": "v.token"})
+    stripped = value.strip()
+    fits = 0 < len(stripped) and all(0x20 <= ord(c) <= 0x7e for c in stripped)
+    try:
+        assert header_values(decl, home) == {"X-Key": stripped} and fits
+    except McpError as exc:
+        assert not fits and value not in str(exc) or not stripped
+    finally:
+        import shutil
+
+        shutil.rmtree(home)

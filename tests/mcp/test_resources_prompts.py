@@ -127,3 +127,16 @@ def test_test_and_info_cover_resources_and_prompts(tmp_path, state_dir):
     assert "resource (read only): | uri: notes://big" in info and "argument topic (required)" in info
     (state_dir / "variant").write_text("v9")
     assert '"notes://today": "CHANGED"' in mcp(home, "test", "hostile", code=3)
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+from bot.tools.mcp import cut_resource  # noqa: E402
+
+
+@given(st.text(max_size=5000), st.integers(min_value=1024, max_value=4096))
+@hsettings(max_examples=200, deadline=None)
+def test_a_resource_never_exceeds_its_cap(text, limit):
+    out = cut_resource(text, limit)
+    assert out.startswith(text[:limit]) and len(out) <= limit + 50
+    assert out == text or out.endswith(f"[... cut: the resource has {len(text)} characters]")
