@@ -170,9 +170,11 @@ class McpSettings(_Section):
     enabled: bool = True
     call_timeout: float = Field(default=30.0, gt=0, le=600)
     memory_mb: int = Field(default=4096, ge=64, le=16384)  # address space: Node reserves ~2 GiB at start
+    memory_ceiling_mb: int = Field(default=1024, ge=32, le=65536)  # the whole server's memory (a cgroup, else polled)
     cpu_seconds: int = Field(default=300, ge=1, le=86400)  # over the server's whole life (RLIMIT_CPU)
     max_processes: int = Field(default=64, ge=1, le=4096)
     max_result_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
+    max_resource_chars: int = Field(default=100_000, ge=1024, le=10_000_000)  # of one resource the model reads
     idle_timeout: float = Field(default=300.0, gt=0, le=86400)
     idle_cpu_seconds: float = Field(default=1.0, gt=0, le=60)  # CPU a server may use per 10 s between calls
     allowed_urls: tuple[str, ...] = ()  # streamable-HTTP servers: exact URLs the user allows

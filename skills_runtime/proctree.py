@@ -155,3 +155,24 @@ def usage(root: int) -> Usage | None:
         ticks += sum(found.counters[4:8])  # utime stime cutime cstime
         todo += _children(pid)
     return Usage(frozenset(pids), ticks)
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def resident_bytes(root: int) -> int | None:
+    """The resident memory of every process under bwrap's host pid `root` together (None once it is
+    gone): what a sandbox without a memory cgroup is held to, by polling."""
+    todo = _children(root)
+    if not todo:
+        return None
+    total, seen = 0, 0
+    while todo and seen < MAX_PROCESSES:
+        pid = todo.pop()
+        seen += 1
+        statm = _read(f"/proc/{pid}/statm")
+        fields = statm.split() if statm else []
+        if len(fields) > 1 and fields[1].isdigit():
+            total += int(fields[1]) * PAGE
+        todo += _children(pid)
+    return total

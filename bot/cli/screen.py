@@ -4,10 +4,14 @@ author wrote, then one question.
 The screen comes in two parts. First this program's own rows, drawn only from fixed-form values
 (names, levels, host names, numbers). Then everything the author wrote (descriptions, allowed
 values, defaults, patterns, schemas), each row under a `|` gutter: whitespace collapsed, hidden
-characters escaped with `visible()`, each text cut (300 characters unless told), and wrapped here,
-narrower than the terminal, counting wide characters as two columns. A row the terminal wrapped
-itself would start at column 0 without the gutter and could pose as a line of this screen; a row
-wrapped here cannot.
+characters escaped with `visible()`, and wrapped here, narrower than the terminal, counting wide
+characters as two columns. A row the terminal wrapped itself would start at column 0 without the
+gutter and could pose as a line of this screen; a row wrapped here cannot.
+
+Text the model will read is never cut: what is approved is what was shown, every character of it (a
+screen taller than the terminal goes through the pager). What would be too long to read is refused
+where it is declared (the skill manifest's limits, `bot.mcp_servers.store.unshowable`). Only text the
+model never reads (a tool name that is never offered) may be cut, with a note saying so.
 """
 
 from __future__ import annotations
@@ -24,9 +28,6 @@ SCREEN_WIDTH = 100
 DEFAULT_WIDTH = 79
 """Without a terminal to ask: fits the 80 columns every terminal has."""
 MIN_WIDTH = 30
-MAX_AUTHOR_CHARS = 300
-"""Of each author text shown (its whitespace collapsed); the rest is in its source and the note says so."""
-MAX_AUTHOR_LINES = 6
 GUTTER = "| "
 
 
@@ -43,16 +44,15 @@ def plain_rows(text: str, width: int, lead: str = "") -> list[str]:
     return [lead + first, *(indent + row for row in rest)]
 
 
-def author_rows(text: str, indent: str, width: int, *, limit: int | None = MAX_AUTHOR_CHARS,
+def author_rows(text: str, indent: str, width: int, *, limit: int | None = None,
                 where: str = "SKILL.md") -> list[str]:
     """Text the author wrote, as rows under the gutter: runs of whitespace collapsed to one space within
-    each line, empty lines dropped, at most `limit` characters and MAX_AUTHOR_LINES lines shown (then an
-    ellipsis and a note outside the gutter naming `where` the rest is), hidden characters escaped, wrapped."""
+    each line, empty lines dropped, hidden characters escaped, wrapped; all of it. `limit` (only for
+    text the model never reads) cuts it to that many characters, then an ellipsis and a note outside
+    the gutter naming `where` the rest is."""
     lines = [line for line in (" ".join(raw.split()) for raw in text.split("\n")) if line]
     flat = "\n".join(lines)
-    shown = "\n".join(lines[:MAX_AUTHOR_LINES])
-    if limit is not None:
-        shown = shown[:limit]
+    shown = flat if limit is None else flat[:limit]
     omitted = len(flat) - len(shown)
     if omitted:
         shown = shown.rstrip() + "\u2026"
@@ -70,8 +70,19 @@ def authors_part(author: str, width: int) -> list[str]:
 
 
 def show(text: str) -> None:
-    """Print screen text (it holds author-written parts): every hidden character escaped, newlines kept."""
-    typer.echo(visible(text, keep="\n"))
+    """Print screen text (it holds author-written parts): every hidden character escaped, newlines kept.
+    On a terminal, a screen taller than it goes through the pager ($PAGER, else `less`), so no row
+    scrolls away unread before the question; elsewhere (a pipe, a test) it is printed whole."""
+    import sys
+
+    import click
+
+    shown = visible(text, keep="\n")
+    rows = shown.count("\n") + 1
+    if sys.stdin.isatty() and sys.stdout.isatty() and rows > shutil.get_terminal_size((80, 24)).lines - 2:
+        click.echo_via_pager(shown)
+    else:
+        typer.echo(shown)
 
 
 def ask(question: str, *, yes: bool, refusal: str) -> None:

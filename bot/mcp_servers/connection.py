@@ -37,6 +37,7 @@ from bot.config import McpSettings
 from bot.runtime.audit import BotAudit
 from policies.kernel import safejson
 from skills_runtime import proctree
+from skills_runtime.memcg import Ceiling
 from bot.mcp_servers.sandbox import McpSandbox
 from bot.mcp_servers.store import ServerDecl
 
@@ -47,6 +48,7 @@ IDLE_BYTES = 1 << 20
 STDERR_TAIL = 4096
 START_TIMEOUT = 20.0
 WATCH_EVERY = 0.5
+MEMORY_EVERY = 0.1
 CPU_WINDOW = 10.0
 SETTLE = 1.0
 READ_ALL = 1 << 30
@@ -72,11 +74,45 @@ class ToolInfo:
     input_schema: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ResourceInfo:
+    """A resource as the server lists it now (untrusted text)."""
+
+    uri: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+
+
+@dataclass(frozen=True)
+class PromptInfo:
+    """A prompt as the server lists it now (untrusted text); arguments: (name, description, required)."""
+
+    name: str
+    title: str
+    description: str
+    arguments: tuple[tuple[str, str, bool], ...]
+
+
+@contextlib.asynccontextmanager
+async def _owning(client: Any, transport: Any):
+    """The streamable-HTTP transport over our client (headers, OAuth), which is closed after it."""
+    async with client, transport as streams:
+        yield streams
+
+
 class McpConnection:
     def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
                  sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
-                 resolve: Any = None, opener: Any = None, sampler: Any = None) -> None:
+                 resolve: Any = None, opener: Any = None, sampler: Any = None, home: Any = None,
+                 auth: Any = None, start_timeout: float = START_TIMEOUT) -> None:
         self.decl = decl
+        self.auth = auth
+        """An OAuth provider to use instead of the bot's (`owlia mcp login`'s, which may sign in)."""
+        self.start_timeout = start_timeout
+        self.home = home
+        """The OwliaBot home: a remote server's header values and OAuth tokens are read from it."""
         self.settings = settings
         self.audit = audit
         self.sandbox = sandbox
@@ -102,6 +138,12 @@ class McpConnection:
         self._watch: asyncio.Task | None = None
         self._baseline: frozenset[int] = frozenset()
         self._doomed = False
+        self.ceiling: Ceiling | None = None
+        self.memory_hold = ""
+        """How the server's memory is held, in words: a cgroup, or polled and why (for the audit)."""
+        self._memory: asyncio.Task | None = None
+        self.capabilities: Any = None
+        """What the server said it offers at initialize (tools, resources, prompts)."""
 
     # ---- state ----------------------------------------------------------------------------------
 
@@ -122,12 +164,12 @@ class McpConnection:
         ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._life = asyncio.create_task(self._run(ready))
         try:
-            async with asyncio.timeout(START_TIMEOUT):
+            async with asyncio.timeout(self.start_timeout):
                 await asyncio.shield(ready)
                 self.tools = await self._list_tools()
         except TimeoutError:
             await self.kill("no answer to initialize within the start deadline")
-            raise McpCallError(f"{self.decl.name} did not start within {START_TIMEOUT:g}s", killed=True) from None
+            raise McpCallError(f"{self.decl.name} did not start within {self.start_timeout:g}s", killed=True) from None
         except McpCallError:
             await self.kill("failed to start")
             raise
@@ -153,7 +195,8 @@ class McpConnection:
 
                     extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
                 async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
-                    await session.initialize()
+                    started = await session.initialize()
+                    self.capabilities = started.capabilities
                     self.session = session
                     ready.set_result(None)
                     await self._closing.wait()
@@ -168,11 +211,31 @@ class McpConnection:
 
     @contextlib.asynccontextmanager
     async def _streams(self):
-        if self.decl.transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
+        if self.decl.transport != "stdio":
+            from bot.mcp_servers.remote import header_values, http_client
+            from bot.mcp_servers.store import McpError
 
             assert self.decl.url is not None
-            async with streamable_http_client(self.decl.url, max_sse_event_size=self.max_message) as streams:
+            try:
+                auth = self.auth
+                if auth is None and self.decl.oauth:
+                    from bot.mcp_servers.oauth import bot_auth
+
+                    auth = bot_auth(self.decl, self.home)
+                if self.decl.transport == "sse":  # the legacy transport: the SDK makes its client from these
+                    from mcp.client.sse import sse_client
+
+                    headers = header_values(self.decl, self.home) if self.decl.headers else None
+                    opened = sse_client(self.decl.url, headers=headers, auth=auth)
+                else:
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    client = http_client(self.decl, self.home, auth)
+                    opened = _owning(client, streamable_http_client(self.decl.url, http_client=client,
+                                                                    max_sse_event_size=self.max_message))
+            except McpError as exc:
+                raise McpCallError(str(exc)) from None
+            async with opened as streams:
                 yield streams[0], streams[1]
             return
         assert self.sandbox is not None
@@ -186,11 +249,15 @@ class McpConnection:
             self.egress = Egress(self.decl.name, self.decl.network, self.audit, self.fetch_policy,
                                  resolve=self._resolve, opener=self._opener)
             socket_path = await self.egress.start()
-        self.proc = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
+        self.proc, self.ceiling, how = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
+        ceiling = f"{self.settings.memory_ceiling_mb} MiB"
+        self.memory_hold = f"{how}, {ceiling}" if self.ceiling is not None else \
+            f"{ceiling}, polled every {MEMORY_EVERY:g}s (no memory cgroup: {how})"
+        self._memory = asyncio.create_task(self._watch_memory())
         to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write, from_session = anyio.create_memory_object_stream[SessionMessage](16)
         pumps = [asyncio.create_task(self._pump_out(to_session)), asyncio.create_task(self._pump_in(from_session)),
-                 asyncio.create_task(self._drain_stderr())]
+                 asyncio.create_task(self._drain_stderr()), self._memory]
         try:
             yield read, write
         finally:
@@ -322,6 +389,75 @@ class McpConnection:
                 break
         return found
 
+    async def list_resources(self, timeout: float) -> list[ResourceInfo]:
+        """The server's resources now (untrusted text); none when it does not offer resources."""
+        if self.session is None or getattr(self.capabilities, "resources", None) is None:
+            return []
+        found: list[ResourceInfo] = []
+        cursor = None
+        async with asyncio.timeout(timeout):
+            for _ in range(20):  # pages
+                from mcp_types import PaginatedRequestParams
+
+                result = await self.session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                found += [ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
+                          for r in result.resources]
+                cursor = result.next_cursor
+                if not cursor or len(found) > 500:
+                    break
+        return found
+
+    async def list_prompts(self, timeout: float) -> list[PromptInfo]:
+        """The server's prompts now (untrusted text); none when it does not offer prompts."""
+        if self.session is None or getattr(self.capabilities, "prompts", None) is None:
+            return []
+        found: list[PromptInfo] = []
+        cursor = None
+        async with asyncio.timeout(timeout):
+            for _ in range(20):
+                from mcp_types import PaginatedRequestParams
+
+                result = await self.session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                found += [PromptInfo(p.name, p.title or "", p.description or "",
+                                     tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()))
+                          for p in result.prompts]
+                cursor = result.next_cursor
+                if not cursor or len(found) > 500:
+                    break
+        return found
+
+    async def request(self, what: str, timeout: float, ask: Any) -> Any:
+        """One resources/read or prompts/get (`ask(session)`), under the call's deadline and byte budget;
+        a failure kills the sandbox as a failed tool call does."""
+        if not self.alive:
+            raise McpCallError(f"the MCP server {self.decl.name} is not running")
+        await self._unwatch()
+        self._busy, self._budget, self._idle_bytes = True, self.max_message * 2, 0
+        try:
+            async with asyncio.timeout(timeout):
+                assert self.session is not None
+                return await ask(self.session)
+        except TimeoutError:
+            await self.kill(f"no answer to {what} within {timeout:g}s")
+            raise McpCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
+        except McpCallError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an error answer or a broken connection
+            from mcp.shared.exceptions import MCPError as ProtocolError
+
+            if isinstance(exc, ProtocolError) and self.alive:
+                raise McpCallError(f"the server refused {what}: {str(exc)[:300]}") from None
+            why = self.killed_because or type(exc).__name__
+            await self.kill(why)
+            raise McpCallError(f"{what} failed ({why}); the server was stopped", killed=True) from None
+        except BaseException:
+            await self.kill("the request was cancelled")
+            raise
+        finally:
+            self._busy = False
+            if self.alive and self.proc is not None:
+                self._watch = asyncio.create_task(self._watch_idle())
+
     async def refresh_tools(self, timeout: float) -> list[ToolInfo]:
         async with asyncio.timeout(timeout):
             self.tools = await self._list_tools()
@@ -351,6 +487,8 @@ class McpConnection:
         except McpCallError:
             raise
         except Exception as exc:  # noqa: BLE001 - the connection broke under the call
+            if self.killed_because is None and self.ceiling is not None and self.ceiling.oom_kills():
+                self._violation(self._over_ceiling())
             why = self.killed_because or f"{type(exc).__name__}"
             await self.kill(why)
             raise McpCallError(f"the call failed ({why}); the server was stopped", killed=True) from None
@@ -361,6 +499,30 @@ class McpConnection:
             self._busy = False
             if self.alive and self.proc is not None:
                 self._watch = asyncio.create_task(self._watch_idle())
+
+    # ---- memory ---------------------------------------------------------------------------------
+
+    async def _watch_memory(self) -> None:
+        """The whole sandbox's memory ceiling, during calls and between them. With a cgroup the kernel
+        holds it; a process it killed for that stops the whole server here (cgroup v1 kills only the
+        largest process). Without one, the tree's resident memory is summed every MEMORY_EVERY seconds
+        and the server killed above the ceiling (each process's RLIMIT_AS bounds what one poll misses)."""
+        assert self.proc is not None
+        limit = self.settings.memory_ceiling_mb << 20
+        while self.proc.returncode is None:
+            if self.ceiling is not None:
+                if self.ceiling.oom_kills():
+                    return self._violation(self._over_ceiling())
+            else:
+                used = proctree.resident_bytes(self.proc.pid)
+                if used is not None and used > limit:
+                    return self._violation(f"used {used >> 20} MiB of memory, over its memory ceiling of "
+                                           f"{self.settings.memory_ceiling_mb} MiB (bot.mcp.memory_ceiling_mb)")
+            await asyncio.sleep(MEMORY_EVERY)
+
+    def _over_ceiling(self) -> str:
+        return (f"went over its memory ceiling of {self.settings.memory_ceiling_mb} MiB for the whole server "
+                "(bot.mcp.memory_ceiling_mb); the kernel stopped it")
 
     # ---- between calls ------------------------------------------------------------------------
 
@@ -419,6 +581,11 @@ class McpConnection:
             transport = getattr(self.proc, "_transport", None)  # close its pipes now, not when collected
             if transport is not None and self.proc.returncode is not None:
                 transport.close()
+        if self.ceiling is not None:
+            for _ in range(100):  # the kernel frees the dead sandbox's processes just after they die
+                if self.ceiling.remove():
+                    break
+                await asyncio.sleep(0.02)
         if self._life is not None and asyncio.current_task() is not self._life:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(self._life), 5)

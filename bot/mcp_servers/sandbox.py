@@ -22,16 +22,22 @@ import tempfile
 from pathlib import Path
 
 from bot.config import McpSettings
-from bot.mcp_servers.store import ServerDecl
+from bot.mcp_servers.binds import Protected, check_binds
+from bot.mcp_servers.store import McpError, ServerDecl
 from skills_runtime.mcp import LAUNCHER
+from skills_runtime.memcg import Ceiling, open_ceiling
 from skills_runtime.sandbox import Bubblewrap, SandboxUnavailable, _system_binds
 
 RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev", "/owlia")
 
 
 class McpSandbox:
-    def __init__(self, settings: McpSettings, bwrap: Bubblewrap | None = None) -> None:
+    def __init__(self, settings: McpSettings, protected: tuple[Protected, ...], bwrap: Bubblewrap | None = None) -> None:
         self.settings = settings
+        self.protected = protected
+        """Folders no bind may expose (binds.py), checked again at every start."""
+        self.use_cgroup = True
+        """False: hold memory by polling even where a cgroup could be made (the fallback's own tests)."""
         self.bwrap = bwrap or Bubblewrap()
         self._staged: Path | None = None
 
@@ -71,7 +77,11 @@ class McpSandbox:
                 raise SandboxUnavailable(f"{decl.name}: {path} cannot be bound (a system path of the sandbox)")
             if not Path(path).exists():
                 raise SandboxUnavailable(f"{decl.name}: {path} does not exist")
-            args += ["--ro-bind", path, path]
+            try:
+                check_binds(decl.name, (path,), self.protected)
+            except McpError as exc:
+                raise SandboxUnavailable(str(exc)) from None
+            args += ["--ro-bind", os.path.realpath(path), path]  # what was checked is what is bound
         if egress is not None:
             args += ["--ro-bind", str(egress), "/owlia/egress.sock"]
         args += ["--ro-bind", str(self._launcher()), "/owlia/launch.py",
@@ -79,20 +89,39 @@ class McpSandbox:
                  "/usr/bin/python3", "-I", "-S", "-B", "/owlia/launch.py", json.dumps(self.rlimits()), *decl.command]
         return args
 
-    async def spawn(self, decl: ServerDecl, line_limit: int, egress: Path | None = None) -> asyncio.subprocess.Process:
+    def ceiling(self) -> tuple[Ceiling | None, str]:
+        """A memory cgroup for one server's whole sandbox (memcg.py), or None and why (then polled)."""
+        limit = self.settings.memory_ceiling_mb << 20
+        if not self.use_cgroup:
+            return None, "cgroups turned off for this sandbox"
+        return open_ceiling("mcp", limit)
+
+    async def spawn(self, decl: ServerDecl, line_limit: int,
+                    egress: Path | None = None) -> tuple[asyncio.subprocess.Process, Ceiling | None, str]:
+        """The running sandbox, its memory cgroup (None: the caller polls its memory instead) and how
+        its memory is held, in words for the audit."""
         from skills_runtime.seccomp import filter_fd
 
         why = self.unavailable()
         if why is not None:
             raise SandboxUnavailable(why)
+        argv = self.argv(decl, -1, egress)  # refusals (binds) before a cgroup is made
+        ceiling, how = self.ceiling()
         fd = filter_fd(unix_pairs=True, sockets=egress is not None)
         try:
-            return await asyncio.create_subprocess_exec(
-                *self.bwrap.as_sandbox_user(), *self.argv(decl, fd, egress), stdin=asyncio.subprocess.PIPE,
+            argv = self.argv(decl, fd, egress)
+            prefix = ceiling.join_prefix() if ceiling is not None else []
+            proc = await asyncio.create_subprocess_exec(
+                *prefix, *self.bwrap.as_sandbox_user(), *argv, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
                 start_new_session=True, cwd="/", env={}, limit=line_limit)
+        except BaseException:
+            if ceiling is not None:
+                ceiling.remove()
+            raise
         finally:
             os.close(fd)
+        return proc, ceiling, how
 
     def remove(self) -> None:
         if self._staged is not None:

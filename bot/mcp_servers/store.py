@@ -28,6 +28,47 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 """What an MCP tool may be called to reach the model as `mcp_<server>_<tool>` (providers allow
 `[A-Za-z0-9_-]{1,64}`); a tool named otherwise is shown at approval and never offered."""
 Level = Literal["read", "write", "sign"]
+MAX_DESCRIPTION = 4000
+"""Characters of a tool's description the approval screen shows whole (paged); a longer one is refused."""
+MAX_SCHEMA = 20_000
+"""Characters of a tool's input schema (as JSON) the approval screen shows whole; a longer one is refused."""
+
+
+def schema_text(schema: Any) -> str:
+    """The input schema as the approval screen shows it (and as its length is counted)."""
+    return json.dumps(schema, ensure_ascii=False, sort_keys=True)
+
+
+def unshowable(description: str | None, schema: Any) -> str | None:
+    """Why this tool cannot be approved, or None: the user must be able to read every character that
+    is pinned and sent to the model. Text over the limits, or holding a character that does not show
+    as itself (an escape on the screen is not something a person reads), is refused, never cut."""
+    from policies.kernel.text import first_hidden
+
+    text, body = description or "", schema_text(schema)
+    if len(text) > MAX_DESCRIPTION:
+        return (f"its description is {len(text)} characters, more than the {MAX_DESCRIPTION} the approval screen "
+                "shows whole; ask its author for a shorter one")
+    if len(body) > MAX_SCHEMA:
+        return (f"its input schema is {len(body)} characters of JSON, more than the {MAX_SCHEMA} the approval "
+                "screen shows whole; ask its author for a smaller one")
+    for part, value in (("description", text), *(("input schema", s) for s in _strings(schema))):
+        hidden = first_hidden(value, keep="\n\t")
+        if hidden is not None:
+            return (f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
+                    "would read and you could not")
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    """Every key and string in a JSON value (the JSON text escapes control characters; the model gets them raw)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (str(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 class McpError(Exception):
@@ -40,7 +81,8 @@ class ServerDecl(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=NAME)
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"]
+    """stdio: run in the sandbox; http: streamable HTTP at `url`; sse: the legacy HTTP+SSE transport."""
     command: tuple[str, ...] = ()
     binds: tuple[str, ...] = ()
     """Host paths the server needs, bound read-only at the same path (its venv, node_modules)."""
@@ -50,6 +92,24 @@ class ServerDecl(BaseModel):
     """Answer the server's sampling requests with the bot's model (never with the conversation)."""
     network: tuple[str, ...] = Field(default=(), max_length=16)
     """Hosts a stdio server may reach through the bot's egress proxy (exact, or `*.example.com`)."""
+    headers: dict[str, str] = Field(default_factory=dict, max_length=8)
+    """A remote server's request headers: header name -> the name of a 0600 file under `<home>/secrets/`
+    holding its value (an API key, `Bearer ...`). The value is read at each connection, never stored here."""
+    oauth: bool = False
+    """Authenticate to a remote server with OAuth 2.1 (`owlia mcp login NAME`; tokens in mcp/oauth/)."""
+
+    @field_validator("headers")
+    @classmethod
+    def _header_files(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, file in value.items():
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,63}", header):
+                raise ValueError(f"header name {header!r} must be letters, digits and '-'")
+            if header.lower() in ("host", "content-length", "transfer-encoding", "connection", "mcp-session-id"):
+                raise ValueError(f"the {header} header is the transport's own")
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", file):
+                raise ValueError(f"{file!r} must be the name of a file in the OwliaBot home's secrets/ folder "
+                                 "(letters, digits, '.', '_', '-'; no path)")
+        return value
 
     @field_validator("network")
     @classmethod
@@ -83,8 +143,10 @@ class ServerDecl(BaseModel):
     def _shape(self) -> ServerDecl:
         if self.transport == "stdio" and (not self.command or self.url is not None):
             raise ValueError("a stdio server needs a command and no url")
-        if self.transport == "http" and (self.url is None or self.command or self.binds):
+        if self.transport != "stdio" and (self.url is None or self.command or self.binds):
             raise ValueError("an http server needs a url and no command")
+        if self.transport == "stdio" and (self.headers or self.oauth):
+            raise ValueError("headers and OAuth are for remote servers (--url)")
         if self.network and self.transport != "stdio":
             raise ValueError("network hosts are for stdio servers (an http server is reached at its url)")
         return self
@@ -100,12 +162,40 @@ class PinnedTool(BaseModel):
     input_schema: dict[str, Any]
 
 
+class PinnedResource(BaseModel):
+    """A resource the user approved for the model to read (always the read level)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    uri: str
+    name: str
+    title: str = ""
+    description: str = ""
+    mime_type: str = ""
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class PinnedPrompt(BaseModel):
+    """A prompt the user approved for their own use (never offered to the model)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    title: str = ""
+    description: str = ""
+    arguments: tuple[tuple[str, str, bool], ...] = ()
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class ServerEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     decl: ServerDecl
     enabled: bool = False
     tools: dict[str, PinnedTool] = Field(default_factory=dict)
+    resources: dict[str, PinnedResource] = Field(default_factory=dict)
+    """By URI: what the server's `read_resource` tool (`mcp_<server>-resource`) may read."""
+    prompts: dict[str, PinnedPrompt] = Field(default_factory=dict)
     added_at: int = 0
     approved_at: int | None = None
 
@@ -119,6 +209,83 @@ def tool_hash(name: str, description: str | None, schema: Any) -> str:
 
 def tool_name(server: str, tool: str) -> str:
     return f"mcp_{server}_{tool}"
+
+
+def resource_tool_name(server: str) -> str:
+    """The one tool that reads a server's approved resources. A `-` never occurs in a server name and
+    `tool_name` always puts `_` after it, so this name cannot meet any `mcp_<server>_<tool>`."""
+    return f"mcp_{server}-resource"
+
+
+def _digest(kind: str, body: dict[str, Any]) -> str:
+    text = json.dumps({"kind": kind, **body}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resource_hash(uri: str, name: str, title: str, description: str, mime_type: str) -> str:
+    """What is pinned of a resource: every text of it the model or the user reads."""
+    return _digest("resource", {"uri": uri, "name": name, "title": title, "description": description,
+                                "mime_type": mime_type})
+
+
+def prompt_hash(name: str, title: str, description: str, arguments: Any) -> str:
+    return _digest("prompt", {"name": name, "title": title, "description": description,
+                              "arguments": [list(a) for a in arguments]})
+
+
+def resource_texts(item: Any) -> dict[str, str]:
+    return {"URI": item.uri, "name": item.name, "title": item.title, "description": item.description,
+            "MIME type": item.mime_type}
+
+
+def resource_unshowable(item: Any) -> str | None:
+    return unshowable_texts(resource_texts(item), {"URI": 2048, "description": MAX_DESCRIPTION})
+
+
+def pin_resource(item: Any) -> PinnedResource:
+    return PinnedResource(uri=item.uri, name=item.name, title=item.title, description=item.description,
+                          mime_type=item.mime_type, hash=resource_hash(item.uri, item.name, item.title,
+                                                                       item.description, item.mime_type))
+
+
+def prompt_texts(item: Any) -> dict[str, str]:
+    texts = {"name": item.name, "title": item.title, "description": item.description}
+    for arg, text, _ in item.arguments:
+        texts[f"argument {arg[:40]!r}"] = arg
+        texts[f"description of argument {arg[:40]!r}"] = text
+    return texts
+
+
+def prompt_unshowable(item: Any) -> str | None:
+    if len(item.arguments) > 32:
+        return f"it takes {len(item.arguments)} arguments, more than 32"
+    return unshowable_texts(prompt_texts(item), {"description": MAX_DESCRIPTION, **{
+        f"description of argument {a[:40]!r}": MAX_DESCRIPTION for a, _, _ in item.arguments}})
+
+
+def pin_prompt(item: Any) -> PinnedPrompt:
+    return PinnedPrompt(name=item.name, title=item.title, description=item.description, arguments=item.arguments,
+                        hash=prompt_hash(item.name, item.title, item.description, item.arguments))
+
+
+MAX_NAME = 200
+"""Characters of a resource's or prompt's name, title, URI or argument shown whole."""
+
+
+def unshowable_texts(texts: dict[str, str], limits: dict[str, int] | None = None) -> str | None:
+    """`unshowable` for a resource or prompt: each named text within its limit (MAX_NAME unless told)
+    and holding only characters that show as themselves."""
+    from policies.kernel.text import first_hidden
+
+    for part, value in texts.items():
+        limit = (limits or {}).get(part, MAX_NAME)
+        if len(value) > limit:
+            return f"its {part} is {len(value)} characters, more than the {limit} the approval screen shows whole"
+        hidden = first_hidden(value, keep="\n\t")
+        if hidden is not None:
+            return (f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
+                    "would read and you could not")
+    return None
 
 
 class McpStore:
@@ -167,12 +334,15 @@ class McpStore:
             servers[decl.name] = ServerEntry(decl=decl, added_at=int(time.time()))
             self._write(servers)
 
-    def approve(self, name: str, tools: dict[str, PinnedTool]) -> None:
-        """Pin exactly the tools the user was shown, with the levels they gave; enables the server."""
+    def approve(self, name: str, tools: dict[str, PinnedTool], resources: dict[str, PinnedResource] | None = None,
+                prompts: dict[str, PinnedPrompt] | None = None) -> None:
+        """Pin exactly the tools (and resources, prompts) the user was shown, with the levels they gave;
+        enables the server."""
         with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
-            servers[name] = entry.model_copy(update={"tools": tools, "enabled": True,
+            servers[name] = entry.model_copy(update={"tools": tools, "resources": resources or {},
+                                                     "prompts": prompts or {}, "enabled": True,
                                                      "approved_at": int(time.time())})
             self._write(servers)
 
@@ -180,8 +350,8 @@ class McpStore:
         with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
-            if enabled and not entry.tools:
-                raise McpError(f"{name} has no approved tools; run `owlia mcp approve {name}` first")
+            if enabled and not (entry.tools or entry.resources or entry.prompts):
+                raise McpError(f"{name} has nothing approved; run `owlia mcp approve {name}` first")
             servers[name] = entry.model_copy(update={"enabled": enabled})
             self._write(servers)
 

@@ -96,7 +96,7 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     skills = load_skill_tools(home, config.bot.skills, fetcher.policy if fetcher is not None else None)
     from bot.tools.mcp import McpTools
 
-    mcp = McpTools.load(home, config.bot.mcp, fetcher.policy if fetcher is not None else None)
+    mcp = McpTools.load(home, config.bot.mcp, fetcher.policy if fetcher is not None else None, signer=config.signer)
     registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools, dynamic=mcp.tools)
     audit = BotAudit(bot_audit_path(home))
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)

@@ -20,20 +20,23 @@ GUTTER_ROW = ("    | ", "      | ", "  | ")
 def test_the_approval_screen_keeps_server_text_under_the_gutter(tmp_path, state_dir):
     add_hostile(tmp_path, state_dir)
     (state_dir / "variant").write_text("v3")
-    out = mcp(tmp_path, "approve", "hostile", "--others", "skip", "--level", "fake=read", "--yes")
+    refused = mcp(tmp_path, "approve", "hostile", "--others", "skip", "--level", "fake=read", "--yes", code=1)
+    assert "fake cannot be approved: its description holds the invisible or control character U+001B" in refused
+    out = mcp(tmp_path, "approve", "hostile", "--others", "skip", "--level", "fake_plain=read", "--yes")
     assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
     rows = out.splitlines()
-    fake = [r for r in rows if "mcp_hostile_fake [read]:" in r]
-    assert all(r.startswith(GUTTER_ROW) for r in fake)  # the faked row only ever appears under the gutter
+    fake = [r for r in rows if "mcp_hostile_fake_plain [read]:" in r]
+    assert fake and all(r.startswith(GUTTER_ROW) for r in fake)  # the faked row only ever appears under the gutter
     assert not [r for r in rows if r.lstrip().startswith("signing: no")]
     assert all(len(r) <= 100 for r in rows)
     assert "tool with a name that cannot be offered (never used):" in out
-    assert set(McpStore(tmp_path).entry("hostile").tools) == {"fake"}
+    assert "tool mcp_hostile_fake cannot be approved (never used): its description holds" in " ".join(out.split())
+    assert set(McpStore(tmp_path).entry("hostile").tools) == {"fake_plain"}
 
 
 def test_levels_are_asked_per_tool_and_write_is_the_default(tmp_path, state_dir):
     add_hostile(tmp_path, state_dir)
-    names = ["huge", "slow", "escape", "sample", "linger", "tunnel"]
+    names = ["huge", "slow", "escape", "sample", "linger", "tunnel", "hog"]
     levels = [arg for n in names for arg in ("--level", f"{n}=skip")]
     out = mcp(tmp_path, "approve", "hostile", *levels, input="read\n\ny\n")  # weather: read; pay: default
     assert "level for weather" in out and "level for pay" in out
@@ -55,7 +58,7 @@ def test_declarations_refuse_secrets_relative_commands_and_system_binds(tmp_path
 @given(st.text(max_size=3000), st.integers(min_value=1024, max_value=4096))
 @hsettings(max_examples=60, deadline=None)
 def test_results_never_exceed_the_cap(text, cap):
-    host = McpHost(McpSettings(max_result_bytes=cap), BotAudit.__new__(BotAudit))
+    host = McpHost(McpSettings(max_result_bytes=cap), BotAudit.__new__(BotAudit), protected=())
     out = host._output("s", "t", text)
     body = out.content.split("\n", 1)[1]
     assert out.untrusted and len(body) <= cap + 60

@@ -131,3 +131,21 @@ def test_sampling_enabled_for_a_server_answers_only_its_own_messages(bot, state_
     assert "I cannot see any conversation." in answer
     assert [r["outcome"] for r in audit(bot.home) if r["kind"] == "mcp.sampling"] == ["answered"]
     assert not [r for r in audit(bot.home) if r["kind"] == "mcp.request_refused"]
+
+
+def test_the_agent_reads_an_approved_resource_fenced_and_never_sees_a_prompt(bot, state_dir):
+    add_hostile(bot.home, state_dir)
+    (state_dir / "variant").write_text("v8")
+    mcp(bot.home, "approve", "hostile", "--level", "weather=read", "--others", "skip", "--resources", "--prompts",
+        "--yes")
+    bot.llm.enqueue(Reply(tool_calls=[call("mcp_hostile-resource", {"uri": "notes://today"})]),
+                    Reply(text=["Your notes say it is sunny."]))
+    assert "Your notes say it is sunny." in bot.chat("what do my notes say?")
+    offered = {t["name"]: t for t in bot.llm.requests[0].body["tools"]}
+    reader = offered["mcp_hostile-resource"]
+    assert reader["input_schema"]["properties"]["uri"]["enum"] == ["notes://big", "notes://today"]
+    assert not [name for name in offered if "summarize" in name]  # a prompt is never the model's to run
+    (result,) = tool_results(bot.llm.requests[1])
+    assert result["content"].startswith('<untrusted source="tool_result">')
+    assert "[resource notes://today of MCP server hostile; untrusted]" in result["content"]
+    assert [r["uri"] for r in audit(bot.home) if r["kind"] == "mcp.resource"] == ["notes://today"]
