@@ -156,7 +156,7 @@ def main() -> None:
 
         policy = parse_policy(_policy_text())
         now = int(rpc(chain.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
-        lanes = derive_lanes(policy, 31337, expires_at=min(now + 86400, int(key3["expires_at"])), start=now)
+        lanes = derive_lanes(policy, 31337, expires_at=min(now + 86400, int(key3["expires_at"])), nonce=0, start=now)
         delegations = companion.sign_grant(main_key, lanes, session_address=key3["address"], chain_id=31337,
                                            manager=contracts["manager"], enforcers=contracts["enforcers"], salt=1)
         asyncio.run(tier3.admin("tier3.grant", {"chain_id": 31337,

@@ -52,7 +52,7 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps):
     main, session, tier3 = world
     session_address = address_of(session)
     now = chain_time(chain3)
-    lanes = derive_lanes(POLICY, CHAIN_ID, expires_at=now + 86400, start=now)
+    lanes = derive_lanes(POLICY, CHAIN_ID, expires_at=now + 86400, nonce=0, start=now)
     delegations = companion.sign_grant(main.key, lanes, session_address=session_address, chain_id=CHAIN_ID,
                                        manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
                                        salt=next(salts))
