@@ -47,7 +47,7 @@ def attack(chain, stolen, delegation: Delegation, to: str, value: int, data: byt
         reason = ""
     except Exception as exc:  # noqa: BLE001 - the node's revert text is what we check
         reason = str(exc)
-    tx = Eip1559Tx(CHAIN_ID, nonce(chain, sender), 10**9, 20 * 10**9, 400_000, manager, 0, calldata)
+    tx = Eip1559Tx(CHAIN_ID, nonce(chain, sender), 10**9, 20 * 10**9, 1_000_000, manager, 0, calldata)
     receipt = send_raw(chain, sign_eip1559(tx, stolen).raw)
     return receipt["status"], reason
 
