@@ -208,3 +208,64 @@ def test_malformed_delegation_json_gets_a_worded_error_never_a_crash(junk, field
         assert str(exc)
     else:
         assert isinstance(parsed, Delegation)
+
+
+TOKEN = "0x" + "7e" * 20
+TOKEN_POLICY = load_policy(DEV_POLICY).model_validate({
+    **load_policy(DEV_POLICY).model_dump(mode="json"),
+    "assets": [*load_policy(DEV_POLICY).model_dump(mode="json")["assets"],
+               {"chain": CHAIN, "asset": TOKEN, "symbol": "TT", "decimals": 6, "per_tx": "2",
+                "windows": {"24h": "5", "7d": "20"}}]})
+
+
+def token_lane():
+    lanes = derive_lanes(TOKEN_POLICY, CHAIN, expires_at=NOW + 3 * 86400, nonce=4, start=NOW)
+    return next(lane for lane in lanes if lane.asset == TOKEN)
+
+
+def test_an_erc20_lane_carries_its_per_transaction_cap_and_lifetime_total():
+    lane = token_lane()
+    assert (lane.token_per_tx, lane.total, lane.nonce) == (2 * 10**6, 15 * 10**6, 4)  # 5 a day for 3 days < 20
+    signed = sign_grant(MAIN, [lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=3)
+    _, (back,) = verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=TOKEN_POLICY, delegate=SESSION,
+                              not_after=NOW + 3 * 86400)
+    assert back == lane
+    assert "at most 2 TT per transaction, 5 TT per day and 15 TT in all" in describe(lane, TOKEN_POLICY, CHAIN)
+
+
+@settings(max_examples=60, deadline=None)
+@given(change=st.one_of(st.integers(1, 10**30).map(lambda k: {"token_per_tx": 2 * 10**6 + k}),
+                        st.integers(1, 10**30).map(lambda k: {"total": 15 * 10**6 + k}),
+                        st.just({"token_per_tx": 0}), st.just({"total": 0})))
+def test_every_widening_of_an_erc20_lane_cap_is_refused(change):
+    wide = dataclasses.replace(token_lane(), **change)
+    with pytest.raises(GrantError):
+        signed = sign_grant(MAIN, [wide], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                            enforcers=ENFORCER_ADDRESSES, salt=1)
+        verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=TOKEN_POLICY, delegate=SESSION,
+                     not_after=NOW + 3 * 86400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cap=st.integers(1, 2 * 10**6), total=st.integers(1, 15 * 10**6))
+def test_every_narrowing_of_an_erc20_lane_cap_is_accepted(cap, total):
+    narrow = dataclasses.replace(token_lane(), token_per_tx=cap, total=total)
+    signed = sign_grant(MAIN, [narrow], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=1)
+    verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=TOKEN_POLICY, delegate=SESSION,
+                 not_after=NOW + 3 * 86400)
+
+
+def test_an_erc20_cap_on_another_token_or_account_is_refused():
+    from signer.wire.grants import ERC20_TX_CAP
+
+    lane = token_lane()
+    caveats = lane.caveats(ENFORCER_ADDRESSES, delegate=SESSION, delegator=address_of(MAIN))
+    cap_at = ENFORCER_ADDRESSES[ERC20_TX_CAP]
+    for bad_terms in (b"\x00" + bytes.fromhex(TOKEN[2:]) + bytes.fromhex(address_of(MAIN)[2:]) + b"\0" * 31 + b"\1",
+                      b"\x01" + b"\x11" * 20 + bytes.fromhex(address_of(MAIN)[2:]) + b"\0" * 31 + b"\1",
+                      b"\x01" + bytes.fromhex(TOKEN[2:]) + b"\x22" * 20 + b"\0" * 31 + b"\1"):
+        bad = tuple(Caveat(cap_at, bad_terms) if c.enforcer == cap_at else c for c in caveats)
+        with pytest.raises(GrantError, match="per-transaction cap"):
+            parse_lane(_with_caveats(bad), ENFORCER_ADDRESSES)
