@@ -3,9 +3,11 @@
 The off-chain policy decides first (signer.engine). For a chain with a live grant, an allowed call is
 then carried out as the session key calling `redeemDelegations` on the DelegationManager, so the
 main account pays and the on-chain caveats are the ceiling. Before signing, the signer reads what is
-left on chain (period allowance, call count, disabled flag, block time, the account's 7702 code and
-every contract's code hash) and refuses with the on-chain rule named, instead of sending a
-transaction that would revert.
+left on chain (period allowance, lifetime total, call count, disabled flag, the main account's
+NonceEnforcer nonce, block time, the account's 7702 code and every contract's code hash) and refuses
+with the on-chain rule named, instead of sending a transaction that would revert. A grant whose nonce
+the main key moved (revoke or freeze, with or without this signer) is ended for good: refused at
+redeem (`onchain.revoked`) and replaced by the next grant.
 
 Grants are authority-bearing state: `tier3_grants` says which delegations the session key may
 redeem. Every row is re-verified when installed and when loaded (signature, enforcers, caveats

@@ -28,10 +28,11 @@ know, or a missing required caveat refuses the whole grant.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from policies.intent import NATIVE
-from policies.model import Policy
+from policies.model import AssetRule, Policy, Window
 from policies.units import format_amount
 from policies.decode import KNOWN, selector_of
 from signer.wire.delegation import Caveat, Delegation, addr_word, word
@@ -150,7 +151,7 @@ class Lane:
                               + word(self.token_per_tx)))
         return (*out, *self._every_lane(at, delegate))
 
-    def _every_lane(self, at, delegate: str) -> tuple[Caveat, ...]:
+    def _every_lane(self, at: Callable[[str], str], delegate: str) -> tuple[Caveat, ...]:
         """Appended last, so a redeem that breaks a limit is refused by that limit's enforcer by name."""
         return (Caveat(at(NONCE), word(self.nonce)), Caveat(at(REDEEMER), bytes.fromhex(delegate.lower()[2:])))
 
@@ -162,7 +163,7 @@ class Lane:
 # ---- policy -> lanes (the companion) --------------------------------------------------------------
 
 
-def lifetime_bound(windows, start: int, expires_at: int) -> int:
+def lifetime_bound(windows: tuple[Window, ...], start: int, expires_at: int) -> int:
     """The most the policy's windows let out between `start` and `expires_at`: for each window its limit
     times the fixed periods of that length the grant spans; the smallest of these. A lifetime cap above
     it would bound nothing the periods do not."""
@@ -170,7 +171,7 @@ def lifetime_bound(windows, start: int, expires_at: int) -> int:
     return min(w.limit * -(-span // w.seconds) for w in windows)
 
 
-def token_tx_bound(rule) -> int:
+def token_tx_bound(rule: AssetRule) -> int:
     """An ERC-20 lane's per-transaction cap: the policy's per_tx, or without one its shortest window."""
     shortest = min(rule.windows, key=lambda w: w.seconds).limit
     return shortest if rule.per_tx is None else min(rule.per_tx, shortest)
