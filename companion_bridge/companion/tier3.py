@@ -158,6 +158,10 @@ class ChainLink:
                          "latest")
         return int(raw, 16) != 0
 
+    def node_chain_id(self) -> int:
+        """The node's own chain id: a revoke read and sent on another chain would revoke nothing here."""
+        return int(self._call("eth_chainId"), 16)
+
     def current_nonce(self, nonce_enforcer: str, manager: str, account: str) -> int:
         """The account's NonceEnforcer nonce: what a new grant must carry, and what revoke moves."""
         raw = self._call("eth_call", {"to": nonce_enforcer, "data": "0x" + current_nonce_calldata(manager, account)

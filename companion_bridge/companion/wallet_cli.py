@@ -190,6 +190,9 @@ def _revoke(ctx, chain_id: Optional[int], directory, passphrase_file, yes, rpc_u
     recorded = [g for g in recorded if g["chain_id"] == target["chain_id"]
                 and g["account"] == wallet.main_address.lower()]
     link = tier3.ChainLink(target["rpc_url"], target["chain_id"])
+    if link.node_chain_id() != target["chain_id"]:
+        fail(f"the node at {target['rpc_url']} is chain {link.node_chain_id()}, not {target['chain_id']}: nothing was "
+             "signed; pass the right node with --rpc-url")
     manager, enforcer = target["manager"], target["nonce_enforcer"]
     before = link.current_nonce(enforcer, manager, wallet.main_address)
     # Delegations without the Nonce caveat (signed before it existed) end only by disableDelegation.
@@ -275,7 +278,13 @@ def revoke(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
            rpc_url: Optional[str] = typer.Option(None, "--rpc-url", help="The chain's node (default: config.yaml's, "
                                                  "else the one on the companion's record).")) -> None:
     """End every grant on chain at once (NonceEnforcer), and in the signer when it answers: works without it."""
-    _revoke(ctx, chain_id, directory, passphrase_file, yes, rpc_url)
+    from policies.kernel.rpc import RpcRemoteError, RpcUnreachable
+
+    try:
+        _revoke(ctx, chain_id, directory, passphrase_file, yes, rpc_url)
+    except (RpcUnreachable, RpcRemoteError, TimeoutError) as exc:
+        fail(f"the chain's node did not do what revoke needs ({type(exc).__name__}: {exc}); nothing may have been "
+             "revoked: check the node (--rpc-url) and run `owlia wallet revoke` again")
 
 
 @app.command("rotate")

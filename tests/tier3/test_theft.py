@@ -147,6 +147,11 @@ def test_host_theft_owner_revokes_with_the_cli_companion_alone(make_stack, chain
     # The owner revokes from the CLI companion alone: a fresh home (no config.yaml, no signer), the record.
     bare = tmp_path / "owner-home"
     bare.mkdir(mode=0o700)
+    from bot.devchain import free_port
+
+    dead_node = owner.wallet("revoke", "--rpc-url", f"http://127.0.0.1:{free_port()}", home=bare)
+    assert dead_node.returncode == 1 and "run `owlia wallet revoke` again" in dead_node.stderr, dead_node.stderr
+    assert "Traceback" not in dead_node.stderr and onchain_nonce(chain3, owner.address) == 0
     out = owner.ok("revoke", home=bare)
     assert "dead on chain" in out and "revocation nonce now 1" in out and "dev-friend" in out, out
     assert "The signer was not told" in out
