@@ -102,7 +102,7 @@ class Redeem:
 
 
 def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: DelegationContracts, policy: Policy,
-                 delegate: str, not_after: float) -> tuple[str, tuple[Lane, ...]]:
+                 delegate: str, not_after: float, taken_at: float | None = None) -> tuple[str, tuple[Lane, ...]]:
     """Everything the signer requires of a grant before it will redeem it; returns (account, lanes)."""
     if not delegations:
         raise GrantError("a grant needs at least one delegation")
@@ -124,7 +124,7 @@ def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: Del
         if signer_address != account:
             raise GrantError("a delegation's signature is not the main account's")
         lane = parse_lane(d, enforcers)
-        check_lane(lane, policy, chain_id, not_after=not_after)
+        check_lane(lane, policy, chain_id, not_after=not_after, taken_at=taken_at)
         if lane.asset == CONTRACT:
             _check_contract_target(lane.targets[0], account, contracts)
         key = lane.targets[0] if lane.asset == CONTRACT else lane.asset
@@ -190,7 +190,7 @@ class Tier3:
         if session is None:
             raise GrantError(f"chain {chain_id} has no active session key to grant to")
         account, lanes = verify_grant(delegations, chain_id=chain_id, contracts=chain.settings.delegation,
-                                      policy=policy, delegate=session[0], not_after=session[1])
+                                      policy=policy, delegate=session[0], not_after=session[1], taken_at=created_at)
         return Grant(grant_id, chain_id, account, session[0], tuple(delegations), lanes, LIVE, created_at)
 
     @staticmethod

@@ -386,8 +386,13 @@ def _uint(terms: bytes, name: str) -> int:
     return int.from_bytes(terms, "big")
 
 
-def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -> None:
-    """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit."""
+CLOCK_SLACK = 3600  # seconds a grant's period start may precede the signer's clock (chain and host clocks differ)
+
+
+def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float, taken_at: float | None = None) -> None:
+    """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit.
+    `taken_at` (when the signer takes the grant): the lifetime bound counts from then, not from a period
+    start the grant may set in the past to stretch it."""
     if lane.asset == CONTRACT:
         _check_contract_lane(lane, policy, chain_id, not_after=not_after)
         return
@@ -411,7 +416,8 @@ def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -
         allowed = format_amount(lane.period_amount, rule.decimals, rule.symbol)
         limit = format_amount(window.limit, rule.decimals, rule.symbol)
         raise GrantError(f"the grant allows {allowed} per {window.label}, above the policy's {limit}")
-    bound = lifetime_bound(rule.windows, lane.period_start, lane.expires_at)
+    counted_from = lane.period_start if taken_at is None else max(lane.period_start, int(taken_at) - CLOCK_SLACK)
+    bound = lifetime_bound(rule.windows, counted_from, lane.expires_at)
     if lane.total > bound:
         raise GrantError(f"the grant's lifetime total of {format_amount(lane.total, rule.decimals, rule.symbol)} is "
                          f"above the {format_amount(bound, rule.decimals, rule.symbol)} the policy's windows allow "

@@ -269,3 +269,17 @@ def test_an_erc20_cap_on_another_token_or_account_is_refused():
         bad = tuple(Caveat(cap_at, bad_terms) if c.enforcer == cap_at else c for c in caveats)
         with pytest.raises(GrantError, match="per-transaction cap"):
             parse_lane(_with_caveats(bad), ENFORCER_ADDRESSES)
+
+
+def test_a_period_start_in_the_past_does_not_stretch_the_lifetime_bound():
+    """The lifetime bound counts from when the signer takes the grant (an hour's slack for clocks): a
+    grant that puts its period start a year back to multiply its periods is refused."""
+    year = 365 * 86400
+    lane = native_lane()
+    early = dataclasses.replace(lane, period_start=NOW - year, total=lifetime_bound(
+        POLICY.index.assets[(CHAIN, NATIVE)].windows, NOW - year, lane.expires_at))
+    check_lane(early, POLICY, CHAIN, not_after=NOW + 86400)  # without the signer's clock: the grant's own start
+    with pytest.raises(GrantError, match="lifetime total"):
+        check_lane(early, POLICY, CHAIN, not_after=NOW + 86400, taken_at=NOW)
+    check_lane(dataclasses.replace(lane, period_start=NOW - 3000), POLICY, CHAIN, not_after=NOW + 86400,
+               taken_at=NOW)  # a clock an hour apart is no widening
