@@ -106,6 +106,11 @@ CANONICAL_V1_3_0: dict[str, Any] = {
         "ERC20PeriodTransferEnforcer": "0x474e3ae7e169e940607cc624da8a15eb120139ab",
         "TimestampEnforcer": "0x1046bb45c8d673d4ea75321280db34899413c069",
         "LimitedCallsEnforcer": "0x04658b29f6b82ed55274221a06fc97d318e25416",
+        "NonceEnforcer": "0xde4f2fac4b3d87a1d9953ca5fc09fca7f366254f",
+        "RedeemerEnforcer": "0xe144b0b2618071b4e56f746313528a669c7e65c5",
+        "NativeTokenTransferAmountEnforcer": "0xf71af580b9c3078fbc2bbf16fbb8eed82b330320",
+        "ERC20TransferAmountEnforcer": "0xf100b0819427117ecf76ed94b358b1a5b5c6d2fc",
+        "ERC20BalanceChangeEnforcer": "0xcdf6ab796408598cea671d79506d7d48e97a5437",
     },
 }
 

@@ -385,13 +385,27 @@ class Methods:
 
         async def grant() -> tuple[Tier3GrantReply, Any]:
             nonlocal claimed
-            # Checked and claimed in one synchronous step: two concurrent grants cannot both pass.
-            if tier3.live(params.chain_id) is not None or not tier3.claim(params.chain_id):
-                raise RpcError(ErrorCode.INVALID_PARAMS, "a grant is already live on this chain: revoke it first "
+            already = RpcError(ErrorCode.INVALID_PARAMS, "a grant is already live on this chain: revoke it first "
                                                          "(rotation = revoke the old grant, then grant the new key)")
+            # Claimed in one synchronous step: two concurrent grants cannot both pass.
+            if not tier3.claim(params.chain_id):
+                raise already
             claimed = True
             from signer.wire.delegation import Delegation, DelegationError  # Tier 3 only: not held at idle
             from signer.wire.grants import GrantError
+
+            # A live grant the main key ended on chain (its nonce moved: `owlia wallet revoke` or `freeze`
+            # with this signer down) is over, not live: it is recorded as ended and the new grant may go in.
+            old = tier3.live(params.chain_id)
+            ended = None
+            if old is not None:
+                try:
+                    ended = await tier3.ended_on_chain(old)
+                except ChainError as exc:
+                    raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: could not read the live grant's "
+                                                             f"state on chain: {exc}") from None
+                if ended is None:
+                    raise already
 
             try:
                 delegations = [Delegation.from_json(d) for d in params.delegations]
@@ -404,12 +418,21 @@ class Methods:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {problem}")
 
             def unit(conn: sqlite3.Connection) -> None:
+                if old is not None:
+                    tier3.mark_revoked(conn, old.grant_id, self.engine.clock())
+                    self.engine.audit.append("tier3.ended", {"grant_id": old.grant_id, "reason": "nonce moved on chain",
+                                                             "by": client.name})
                 tier3.insert(conn, built)
                 # The audit log refuses 32-byte hex (secret-shaped): delegation hashes stay out of it.
                 body = {k: v for k, v in built.to_json().items() if k != "delegation_hashes"}
                 self.engine.audit.append("tier3.granted", {**body, "by": client.name})
 
-            return Tier3GrantReply.model_validate({"grant": built.to_json()}), (unit, lambda: tier3.install(built))
+            def commit() -> None:
+                if old is not None:
+                    tier3.drop(old.grant_id)
+                tier3.install(built)
+
+            return Tier3GrantReply.model_validate({"grant": built.to_json()}), (unit, commit)
 
         try:
             return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant,

@@ -3,9 +3,11 @@
 The off-chain policy decides first (signer.engine). For a chain with a live grant, an allowed call is
 then carried out as the session key calling `redeemDelegations` on the DelegationManager, so the
 main account pays and the on-chain caveats are the ceiling. Before signing, the signer reads what is
-left on chain (period allowance, call count, disabled flag, block time, the account's 7702 code and
-every contract's code hash) and refuses with the on-chain rule named, instead of sending a
-transaction that would revert.
+left on chain (period allowance, lifetime total, call count, disabled flag, the main account's
+NonceEnforcer nonce, block time, the account's 7702 code and every contract's code hash) and refuses
+with the on-chain rule named, instead of sending a transaction that would revert. A grant whose nonce
+the main key moved (revoke or freeze, with or without this signer) is ended for good: refused at
+redeem (`onchain.revoked`) and replaced by the next grant.
 
 Grants are authority-bearing state: `tier3_grants` says which delegations the session key may
 redeem. Every row is re-verified when installed and when loaded (signature, enforcers, caveats
@@ -26,9 +28,10 @@ from policies.model import Policy
 from policies.units import format_amount
 from signer.chain import Chain, ChainError
 from signer.wire.delegation import (Delegation, DelegationError, available_amount_calldata, call_counts_calldata,
-                               disabled_calldata, erc20_transfer_calldata, recover, redeem_calldata)
-from signer.wire.grants import (CONTRACT, ERC20_PERIOD, LIMITED_CALLS, NATIVE_PERIOD, TOKEN_MOVING, GrantError, Lane,
-                                check_lane, describe, parse_lane)
+                                    current_nonce_calldata, disabled_calldata, erc20_transfer_calldata, recover,
+                                    redeem_calldata, spent_calldata)
+from signer.wire.grants import (CONTRACT, ERC20_PERIOD, ERC20_TOTAL, LIMITED_CALLS, NATIVE_PERIOD, NATIVE_TOTAL, NONCE,
+                                TOKEN_MOVING, GrantError, Lane, check_lane, describe, parse_lane)
 from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
@@ -48,6 +51,11 @@ class Grant:
     lanes: tuple[Lane, ...]
     status: str
     created_at: float
+
+    @property
+    def nonce(self) -> int:
+        """The NonceEnforcer nonce every lane carries (verify_grant checks they agree)."""
+        return self.lanes[0].nonce
 
     def lane_for(self, asset: str) -> tuple[Delegation, Lane] | None:
         for delegation, lane in zip(self.delegations, self.lanes):
@@ -73,7 +81,8 @@ def _lane_json(lane: Lane) -> dict[str, Any]:
             "value_lte": str(lane.value_lte), "period_amount": str(lane.period_amount),
             "period_seconds": lane.period_seconds, "period_start": lane.period_start,
             "expires_at": lane.expires_at, "call_limit": lane.call_limit,
-            "selectors": ["0x" + s.hex() for s in lane.selectors]}
+            "selectors": ["0x" + s.hex() for s in lane.selectors], "nonce": str(lane.nonce),
+            "total": str(lane.total), "token_per_tx": str(lane.token_per_tx)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +102,7 @@ class Redeem:
 
 
 def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: DelegationContracts, policy: Policy,
-                 delegate: str, not_after: float) -> tuple[str, tuple[Lane, ...]]:
+                 delegate: str, not_after: float, taken_at: float | None = None) -> tuple[str, tuple[Lane, ...]]:
     """Everything the signer requires of a grant before it will redeem it; returns (account, lanes)."""
     if not delegations:
         raise GrantError("a grant needs at least one delegation")
@@ -115,7 +124,7 @@ def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: Del
         if signer_address != account:
             raise GrantError("a delegation's signature is not the main account's")
         lane = parse_lane(d, enforcers)
-        check_lane(lane, policy, chain_id, not_after=not_after)
+        check_lane(lane, policy, chain_id, not_after=not_after, taken_at=taken_at)
         if lane.asset == CONTRACT:
             _check_contract_target(lane.targets[0], account, contracts)
         key = lane.targets[0] if lane.asset == CONTRACT else lane.asset
@@ -123,6 +132,8 @@ def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: Del
             raise GrantError(f"two lanes for {key}: their limits would add up")
         seen_assets.add(key)
         lanes.append(lane)
+    if len({lane.nonce for lane in lanes}) != 1:
+        raise GrantError("the grant's lanes carry different NonceEnforcer nonces: one grant, one nonce")
     return account, tuple(lanes)
 
 
@@ -179,7 +190,7 @@ class Tier3:
         if session is None:
             raise GrantError(f"chain {chain_id} has no active session key to grant to")
         account, lanes = verify_grant(delegations, chain_id=chain_id, contracts=chain.settings.delegation,
-                                      policy=policy, delegate=session[0], not_after=session[1])
+                                      policy=policy, delegate=session[0], not_after=session[1], taken_at=created_at)
         return Grant(grant_id, chain_id, account, session[0], tuple(delegations), lanes, LIVE, created_at)
 
     @staticmethod
@@ -289,6 +300,9 @@ class Tier3:
             if not await self._delegated(chain, contracts, grant.account):
                 return Refusal("onchain.frozen", "the main account is no longer delegated to the "
                                                  "EIP7702StatelessDeleGator (frozen): no grant can be redeemed")
+            ended = await self.ended_on_chain(grant)
+            if ended is not None:
+                return Refusal("onchain.revoked", ended)
             refusal = await self._check_state(chain, contracts, delegation, lane, amount)
         except ChainError as exc:
             return Refusal("tier3.chain_unreadable", f"could not read the grant's state on chain: {exc}")
@@ -310,8 +324,37 @@ class Tier3:
             if not await self._delegated(chain, contracts, grant.account):
                 return (f"the main account {grant.account} is not delegated to the EIP7702StatelessDeleGator: "
                         "run `owlia wallet authorize` first")
+            current = await self.current_nonce(chain, contracts, grant.account)
+            if current != grant.nonce:
+                return (f"the grant was signed at nonce {grant.nonce} but the main account's nonce on chain is "
+                        f"{current} (NonceEnforcer): a revoked grant never comes back; sign a new grant")
         except ChainError as exc:
             return f"could not read the chain: {exc}"
+        return None
+
+    @staticmethod
+    async def current_nonce(chain: Chain, contracts: DelegationContracts, account: str) -> int:
+        """The main account's NonceEnforcer nonce for the pinned DelegationManager: every delegation
+        signed at another nonce is dead on chain."""
+        enforcer = contracts.enforcer_map().get(NONCE)
+        if enforcer is None:
+            raise ChainError("config.yaml names no NonceEnforcer for this chain: run `owlia chain dev` again or add it")
+        answer = await chain.call(enforcer, current_nonce_calldata(contracts.manager.lower(), account))
+        if len(answer) != 32:
+            raise ChainError("the NonceEnforcer gave a malformed answer")
+        return int.from_bytes(answer, "big")
+
+    async def ended_on_chain(self, grant: Grant) -> str | None:
+        """Why the chain no longer honours `grant`, in words, or None while it does. The main key ends
+        every grant at once with `incrementNonce` (`owlia wallet revoke` and `freeze` do), signer or no
+        signer; a grant ended that way is over for good, here too."""
+        chain = self.chains[grant.chain_id]
+        contracts = chain.settings.delegation
+        assert contracts is not None
+        current = await self.current_nonce(chain, contracts, grant.account)
+        if current != grant.nonce:
+            return (f"the main key revoked every grant on chain (its NonceEnforcer nonce moved from {grant.nonce} "
+                    f"to {current}): this grant can never be redeemed again; sign a new grant from the companion")
         return None
 
     @staticmethod
@@ -341,10 +384,17 @@ class Tier3:
             return Refusal("onchain.expired", "the grant expired on chain (Timestamp)")
         if lane.call_limit is not None and state["calls_left"] == 0:
             return Refusal("onchain.limited_calls", "the grant's call count is used up (LimitedCalls)")
+        if lane.asset != CONTRACT and lane.asset != NATIVE and amount > lane.token_per_tx:
+            return Refusal("onchain.erc20_tx_cap", f"{amount} base units is above the grant's per-transaction cap of "
+                                                   f"{lane.token_per_tx} (ERC20BalanceChange)")
         if lane.asset != CONTRACT and amount > state["available"]:
             rule = "onchain.native_period" if lane.asset == NATIVE else "onchain.erc20_period"
             return Refusal(rule, f"only {state['available']} base units are left in this on-chain period "
                                  f"({'NativeTokenPeriodTransfer' if lane.asset == NATIVE else 'ERC20PeriodTransfer'})")
+        if lane.asset != CONTRACT and amount > state["left_in_total"]:
+            rule = "onchain.native_total" if lane.asset == NATIVE else "onchain.erc20_total"
+            return Refusal(rule, f"only {state['left_in_total']} base units are left of the grant's lifetime total "
+                                 f"({'NativeTokenTransferAmount' if lane.asset == NATIVE else 'ERC20TransferAmount'})")
         return None
 
     async def remaining(self, chain: Chain, contracts: DelegationContracts, delegation: Delegation,
@@ -362,7 +412,12 @@ class Tier3:
         now = await chain.latest_timestamp()
         if lane.asset == CONTRACT:  # no period: its value is bounded per call (and by the call count)
             return {"disabled": disabled, "available": None, "period": None, "period_ends_at": None,
-                    "calls_left": calls_left, "now": now}
+                    "calls_left": calls_left, "now": now, "left_in_total": None}
+        total_enforcer = enforcers[NATIVE_TOTAL if lane.asset == NATIVE else ERC20_TOTAL]
+        spent_raw = await chain.call(total_enforcer, spent_calldata(manager, digest))
+        if len(spent_raw) != 32:
+            raise ChainError("the lifetime-total enforcer gave a malformed answer")
+        left_in_total = max(lane.total - int.from_bytes(spent_raw, "big"), 0)
         period_name = NATIVE_PERIOD if lane.asset == NATIVE else ERC20_PERIOD
         period_caveat = next(c for c in delegation.caveats if c.enforcer == enforcers[period_name])
         answer = await chain.call(enforcers[period_name],
@@ -373,7 +428,7 @@ class Tier3:
         period_index = int.from_bytes(answer[64:96], "big")
         return {"disabled": disabled, "available": available, "period": period_index,
                 "period_ends_at": lane.period_start + period_index * lane.period_seconds,
-                "calls_left": calls_left, "now": now}
+                "calls_left": calls_left, "now": now, "left_in_total": left_in_total}
 
     async def status(self, policy: Policy) -> tuple[Tier3GrantJson, ...]:
         out = []
@@ -394,12 +449,20 @@ class Tier3:
                     rule = policy.index.assets.get((grant.chain_id, lane.asset))
                     left = None if state["available"] is None else str(state["available"])
                     entry |= {"left_in_period": left, "disabled": state["disabled"],
+                              "left_in_total": None if state["left_in_total"] is None else str(state["left_in_total"]),
                               "period_ends_at": state["period_ends_at"], "calls_left": state["calls_left"],
                               "left_words": format_amount(state["available"], rule.decimals, rule.symbol)
-                              if rule and left is not None else left}
+                              if rule and left is not None else left,
+                              "total_left_words": format_amount(state["left_in_total"], rule.decimals, rule.symbol)
+                              if rule and state["left_in_total"] is not None else None}
                 except ChainError as exc:
                     entry["error"] = str(exc)
                 lanes.append(entry)
-            out.append(Tier3GrantJson.model_validate({**grant.to_json(), "lanes": lanes,
+            try:
+                ended = await self.ended_on_chain(grant)
+            except ChainError as exc:
+                ended = None
+                lanes = [{**lane, "error": lane.get("error") or str(exc)} for lane in lanes]
+            out.append(Tier3GrantJson.model_validate({**grant.to_json(), "lanes": lanes, "ended_on_chain": ended,
                                                       "delegations": [d.to_json() for d in grant.delegations]}))
         return tuple(out)

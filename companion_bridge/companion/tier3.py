@@ -4,9 +4,11 @@
   (a type-4 transaction the main account sends itself; no funds move);
 - `sign_grant`: EIP-712 delegations to the session key, one per lane (signer.wire.grants), built from the
   policy and shown in words before this is called;
-- `disable`: `disableDelegation` for one delegation (revoke; rotation is revoke then grant);
-- `freeze`: a new 7702 authorization to the zero address: the account is a plain EOA again and no
-  delegation can be redeemed.
+- `revoke_all`: `NonceEnforcer.incrementNonce(manager)` from the main account, a plain transaction:
+  every delegation signed at the old nonce is dead on chain, known or not, signer or no signer;
+- `disable`: `disableDelegation` for one delegation (for a delegation without the Nonce caveat);
+- `freeze`: a new 7702 authorization to the zero address, in the same transaction as `incrementNonce`:
+  the account is a plain EOA again, and authorizing it again later revives no earlier grant.
 The wire form of a grant is `Delegation.to_json()` (signer.wire.delegation), so the phone app can produce
 the same JSON and the signer checks it the same way.
 """
@@ -18,31 +20,47 @@ from typing import Any
 import coincurve
 from eth_account import Account
 
-from signer.wire.delegation import Delegation, disable_calldata, sign_digest
+from signer.wire.delegation import (Delegation, current_nonce_calldata, disable_calldata, increment_nonce_calldata,
+                                    sign_digest)
 from signer.wire.grants import Lane
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 ZERO_ADDRESS = "0x" + "00" * 20
 AUTHORIZE_GAS = 100_000
+FREEZE_GAS = 150_000  # the authorization and incrementNonce (a fresh storage slot: about 45k)
 DISABLE_GAS = 200_000
+REVOKE_ALL_GAS = 100_000
 
 
 def authorize(key: coincurve.PrivateKey, *, chain_id: int, nonce: int, max_fee: int, max_priority_fee: int,
-              implementation: str) -> bytes:
-    """A self-sent type-4 transaction: the authorization nonce is the transaction's nonce + 1."""
+              implementation: str, to: str | None = None, data: bytes = b"", gas: int = AUTHORIZE_GAS) -> bytes:
+    """A type-4 transaction from the main account: the authorization nonce is the transaction's nonce + 1.
+    Sent to itself (no call) unless `to`/`data` name a call the main account makes in the same step."""
     secret = key.secret
     auth = Account.sign_authorization({"chainId": chain_id, "address": implementation, "nonce": nonce + 1}, secret)
     signed = Account.sign_transaction({
-        "type": 4, "chainId": chain_id, "nonce": nonce, "to": _checksum(address_of(key)), "value": 0, "data": b"",
-        "gas": AUTHORIZE_GAS, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": max_priority_fee,
+        "type": 4, "chainId": chain_id, "nonce": nonce, "to": _checksum(to or address_of(key)), "value": 0,
+        "data": data, "gas": gas, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": max_priority_fee,
         "authorizationList": [auth],
     }, secret)
     return bytes(signed.raw_transaction)
 
 
-def freeze(key: coincurve.PrivateKey, **fees_and_nonce: int) -> bytes:
-    """Undo the 7702 designation: every grant stops working at once; the main key keeps the funds."""
-    return authorize(key, implementation=ZERO_ADDRESS, **fees_and_nonce)
+def freeze(key: coincurve.PrivateKey, *, manager: str, nonce_enforcer: str, **fees_and_nonce: int) -> bytes:
+    """Undo the 7702 designation and bump the NonceEnforcer nonce in one transaction: every grant stops
+    at once, and a later `authorize` revives none of them (they carry the old nonce). The main key
+    keeps the funds."""
+    return authorize(key, implementation=ZERO_ADDRESS, to=nonce_enforcer, data=increment_nonce_calldata(manager),
+                     gas=FREEZE_GAS, **fees_and_nonce)
+
+
+def revoke_all(key: coincurve.PrivateKey, *, chain_id: int, nonce: int, max_fee: int, max_priority_fee: int,
+               manager: str, nonce_enforcer: str) -> bytes:
+    """NonceEnforcer.incrementNonce(manager), sent by the main account: a plain transaction, valid whether
+    or not the account is 7702-delegated, that ends every delegation carrying the old nonce."""
+    tx = Eip1559Tx(chain_id, nonce, max_priority_fee, max_fee, REVOKE_ALL_GAS, nonce_enforcer.lower(), 0,
+                   increment_nonce_calldata(manager))
+    return sign_eip1559(tx, key).raw
 
 
 def sign_grant(key: coincurve.PrivateKey, lanes: list[Lane], *, session_address: str, chain_id: int, manager: str,
@@ -139,6 +157,16 @@ class ChainLink:
         raw = self._call("eth_call", {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
                          "latest")
         return int(raw, 16) != 0
+
+    def node_chain_id(self) -> int:
+        """The node's own chain id: a revoke read and sent on another chain would revoke nothing here."""
+        return int(self._call("eth_chainId"), 16)
+
+    def current_nonce(self, nonce_enforcer: str, manager: str, account: str) -> int:
+        """The account's NonceEnforcer nonce: what a new grant must carry, and what revoke moves."""
+        raw = self._call("eth_call", {"to": nonce_enforcer, "data": "0x" + current_nonce_calldata(manager, account)
+                                      .hex()}, "latest")
+        return int(raw, 16)
 
     def timestamp(self) -> int:
         return int(self._call("eth_getBlockByNumber", "latest", False)["timestamp"], 16)

@@ -2,9 +2,11 @@
 
 Every act here is signed by the companion's main key and checked on chain afterwards:
 authorize (EIP-7702, once), grant (delegations derived from the signer's policy, shown in words
-first), revoke (disableDelegation), rotate (revoke, new session key, grant), freeze (7702 to zero),
-status (grants and what is left per period, read from the chain by the signer).
-The signer installs or drops a grant through its admin socket, so run these as the signer's user.
+first, and kept in the companion's own record), revoke (NonceEnforcer.incrementNonce: every grant
+ends on chain at once, with or without the signer), rotate (revoke, new session key, grant), freeze
+(7702 to zero and the nonce moved, so authorizing again revives nothing), status (grants and what is
+left per period, read from the chain by the signer).
+The signer installs or drops a grant through its admin socket; revoke works without it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from policies.kernel.cli import fail, print_json
-from signer.wire.cli import signer_call_as, signer_config
+from signer.wire.cli import signer_call_as, signer_call_if_up, signer_config
 from companion_bridge.companion.cli import DIR_OPTION, PASS_OPTION, _passphrase, _wallet
 
 if TYPE_CHECKING:  # the command tree stays light: the reply models load when a command runs
@@ -110,8 +112,18 @@ def grant(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, days: int 
     _grant(ctx, _chain(ctx, chain_id), days, max_calls, erc20_recipient, directory, passphrase_file, yes)
 
 
+def _nonce_contracts(chain) -> tuple[str, str]:
+    """(manager, NonceEnforcer) of a chain's Tier 3 contracts; a config without the NonceEnforcer predates
+    revocation without the signer: redeploy (`owlia chain dev`) or pin the canonical set again."""
+    enforcer = chain.delegation.enforcer_map().get("NonceEnforcer")
+    if enforcer is None:
+        fail(f"chain {chain.id}'s Tier 3 contracts in config.yaml name no NonceEnforcer: run `owlia chain dev` "
+             "again (dev) or `owlia wallet pin` (a real chain)")
+    return chain.delegation.manager.lower(), enforcer
+
+
 def _grant(ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_file, yes) -> Tier3GrantReply:
-    from companion_bridge.companion import tier3
+    from companion_bridge.companion import grant_record, tier3
     from policies.model import Policy
     from signer.wire.client import new_idempotency_key
     from signer.wire.grants import GrantError, derive_lanes, describe
@@ -128,19 +140,27 @@ def _grant(ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_f
     session = max(keys, key=lambda k: k.created_at)
     now = link.timestamp()
     expires_at = min(now + days * 86400, int(session.expires_at))
+    manager, nonce_enforcer = _nonce_contracts(chain)
+    nonce = link.current_nonce(nonce_enforcer, manager, wallet.main_address)
     try:
         lanes = derive_lanes(policy, chain.id, expires_at=expires_at, start=now, erc20_recipient=erc20_recipient,
-                             call_limit=max_calls)
+                             call_limit=max_calls, nonce=nonce)
     except GrantError as exc:
         fail(str(exc))
+    words = [describe(lane, policy, chain.id) for lane in lanes]
     _confirm([f"Grant to session key {session.address} on chain {chain.id}, from {wallet.main_address}:",
-              *(f"  - {describe(lane, policy, chain.id)}" for lane in lanes),
-              "Periods are fixed on chain: around a period's end up to twice the period amount can go out "
-              "(docs/tier3.md)."], yes)
+              *(f"  - {line}" for line in words),
+              "Only that key may redeem it. Periods are fixed on chain: around a period's end up to twice the "
+              "period amount can go out (docs/tier3.md). `owlia wallet revoke` ends it on chain, even without "
+              "the signer."], yes)
     key = _key(ctx, directory, passphrase_file)
+    salt = secrets.randbits(64)
     delegations = tier3.sign_grant(key, lanes, session_address=session.address, chain_id=chain.id,
-                                   manager=chain.delegation.manager.lower(), enforcers=chain.delegation.enforcer_map(),
-                                   salt=secrets.randbits(64))
+                                   manager=manager, enforcers=chain.delegation.enforcer_map(), salt=salt)
+    grant_record.record_signed(wallet.home, chain_id=chain.id, rpc_url=chain.rpc_url, manager=manager,
+                               nonce_enforcer=nonce_enforcer, account=wallet.main_address,
+                               delegate=session.address, nonce=nonce, salt=salt, delegations=delegations,
+                               words=words)
     result = signer_call_as(ctx, Tier3GrantReply, "tier3.grant",
                             {"idempotency_key": new_idempotency_key("cli"), "chain_id": chain.id,
                              "delegations": [d.to_json() for d in delegations]}, admin=True)
@@ -151,42 +171,120 @@ def _grant(ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_f
     return result
 
 
-def _revoke(ctx, chain, directory, passphrase_file, yes) -> None:
-    from companion_bridge.companion import tier3
+def _revoke(ctx, chain_id: Optional[int], directory, passphrase_file, yes, rpc_url: Optional[str] = None) -> None:
+    """End every grant of the main account on chain, from the companion alone: the signer is told when it
+    answers, and not needed otherwise (after a host theft it is the thief's)."""
+    from companion_bridge.companion import grant_record, tier3
     from signer.wire.client import new_idempotency_key
     from signer.wire.delegation import Delegation
-    from signer.wire.replies import Tier3RevokeReply
+    from signer.wire.replies import Tier3RevokeReply, Tier3StatusReply
 
-    live = _live_grant(ctx, chain.id)
-    if live is None:
-        fail(f"no live grant on chain {chain.id}")
-    _confirm([f"Revoke grant {live.grant_id} to {live.delegate} on chain {chain.id}: "
-              f"{len(live.delegations or ())} delegation(s) are disabled on chain (disableDelegation), "
-              "then the signer stops using it."], yes)
-    key = _key(ctx, directory, passphrase_file)
     wallet = _wallet(ctx, directory)
-    link = _link(chain)
-    manager = chain.delegation.manager.lower()
-    # The chain first: that is what holds when the signer's host is not yours any more. Until the signer
-    # drops the grant below, its pre-check reads disabledDelegations and refuses (onchain.disabled);
-    # if a transaction fails here, the grant is still listed and `revoke` can simply be run again.
-    for raw in live.delegations or ():
-        delegation = Delegation.from_json(raw)
-        if link.is_disabled(manager, delegation):
-            continue
+    try:
+        recorded = grant_record.load(wallet.home)
+    except grant_record.RecordError as exc:
+        fail(str(exc))
+    target = _revoke_target(ctx, chain_id, rpc_url, wallet.main_address, recorded)
+    status = signer_call_if_up(ctx, Tier3StatusReply, "tier3.status", admin=True)
+    live = None if status is None else next((g for g in status.grants if g.chain_id == target["chain_id"]), None)
+    recorded = [g for g in recorded if g["chain_id"] == target["chain_id"]
+                and g["account"] == wallet.main_address.lower()]
+    link = tier3.ChainLink(target["rpc_url"], target["chain_id"])
+    if link.node_chain_id() != target["chain_id"]:
+        fail(f"the node at {target['rpc_url']} is chain {link.node_chain_id()}, not {target['chain_id']}: nothing was "
+             "signed; pass the right node with --rpc-url")
+    manager, enforcer = target["manager"], target["nonce_enforcer"]
+    before = link.current_nonce(enforcer, manager, wallet.main_address)
+    # Delegations without the Nonce caveat (signed before it existed) end only by disableDelegation.
+    known = [Delegation.from_json(d) for g in recorded for d in g["delegations"]]
+    known += [Delegation.from_json(d) for d in (live.delegations or ())] if live is not None else []
+    no_nonce = {d.struct_hash(): d for d in known
+                if enforcer not in {c.enforcer for c in d.caveats} and not link.is_disabled(manager, d)}
+    alive = [g for g in recorded if int(g["nonce"]) == before]
+    _confirm([f"Revoke every Tier 3 grant of {wallet.main_address} on chain {target['chain_id']}: the main key "
+              f"moves its revocation nonce (NonceEnforcer) from {before} to {before + 1}, so every delegation "
+              f"signed at nonce {before} is dead on chain, recorded here or not.",
+              *(f"  - grant to session key {g['delegate']}: " + "; ".join(g["words"]) for g in alive),
+              *([f"  - and {len(no_nonce)} older delegation(s) without the nonce are disabled one by one"]
+                if no_nonce else []),
+              "signer: " + ("it is told to drop its grant too" if live is not None else
+                            "not reachable or no grant there; it is not needed (the chain refuses the old "
+                            "grant, and so will the signer's own pre-check)")], yes)
+    key = _key(ctx, directory, passphrase_file)
+    receipt = link.send(tier3.revoke_all(key, manager=manager, nonce_enforcer=enforcer,
+                                         **link.tx_fields(wallet.main_address)))
+    after = link.current_nonce(enforcer, manager, wallet.main_address)
+    if receipt["status"] != "0x1" or after <= before:
+        fail("incrementNonce did not take effect on chain: nothing is revoked yet; run `owlia wallet revoke` again")
+    for delegation in no_nonce.values():
         receipt = link.send(tier3.disable(key, delegation, manager=manager, **link.tx_fields(wallet.main_address)))
         if receipt["status"] != "0x1" or not link.is_disabled(manager, delegation):
-            fail("disableDelegation did not take effect on chain; run `owlia wallet revoke` again")
-    signer_call_as(ctx, Tier3RevokeReply, "tier3.revoke",
-                   {"idempotency_key": new_idempotency_key("cli"), "grant_id": live.grant_id}, admin=True)
-    typer.echo(f"revoked: {live.grant_id} (disabled on chain)")
+            fail("disableDelegation did not take effect on chain for an older delegation; run `owlia wallet revoke` "
+                 "again")
+    # Check each delegation we know of on chain: dead by the nonce, or disabled.
+    for delegation in known:
+        nonce_caveat = next((c for c in delegation.caveats if c.enforcer == enforcer), None)
+        dead = (nonce_caveat is not None and int.from_bytes(nonce_caveat.terms, "big") != after) \
+            or link.is_disabled(manager, delegation)
+        if not dead:
+            fail(f"a recorded delegation to {delegation.delegate} is still valid on chain; run `owlia wallet revoke` "
+                 "again")
+    why = f"revoked on chain: revocation nonce moved from {before} to {after}"
+    grant_record.mark_ended(wallet.home, target["chain_id"], wallet.main_address, why)
+    told = ""
+    if live is not None:
+        dropped = signer_call_if_up(ctx, Tier3RevokeReply, "tier3.revoke",
+                                    {"idempotency_key": new_idempotency_key("cli"), "grant_id": live.grant_id},
+                                    admin=True)
+        told = f"; the signer dropped grant {live.grant_id}" if dropped is not None else ""
+    typer.echo(f"revoked: every Tier 3 grant of {wallet.main_address} on chain {target['chain_id']} is dead on chain "
+               f"(revocation nonce now {after}; {len(alive)} grant(s) on record ended, {len(known)} delegation(s) "
+               f"checked){told}.")
+    for g in alive:
+        typer.echo(f"  - dead: the grant to session key {g['delegate']}: " + "; ".join(g["words"]))
+    if live is None:
+        typer.echo("The signer was not told (not reachable or no grant there): if it runs again it refuses the old "
+                   "grant on its own (onchain.revoked) and accepts a new one.")
+
+
+def _revoke_target(ctx, chain_id: Optional[int], rpc_url: Optional[str], account: str,
+                   recorded: list[dict]) -> dict:
+    """Which chain, node and contracts to revoke on: config.yaml when this home has one, else the
+    companion's record of the grants it signed (the host with config.yaml may be gone)."""
+    from signer.wire.settings import ConfigError, load_signer_config
+    from policies.kernel.cli import home_of
+
+    try:
+        config = load_signer_config(home_of(ctx))
+        chains = [c for c in config.chains if c.delegation is not None and (chain_id is None or c.id == chain_id)]
+    except ConfigError:
+        chains = []
+    if chains:
+        manager, enforcer = _nonce_contracts(chains[0])
+        return {"chain_id": chains[0].id, "rpc_url": rpc_url or chains[0].rpc_url, "manager": manager,
+                "nonce_enforcer": enforcer}
+    mine = [g for g in recorded if g["account"] == account.lower() and (chain_id is None or g["chain_id"] == chain_id)]
+    if not mine:
+        fail("no config.yaml with Tier 3 contracts here and no grant in the companion's record for this chain: "
+             "name the chain with --chain and run where config.yaml is, or pass --rpc-url")
+    last = mine[-1]
+    return {"chain_id": last["chain_id"], "rpc_url": rpc_url or last["rpc_url"], "manager": last["manager"],
+            "nonce_enforcer": last["nonce_enforcer"]}
 
 
 @app.command("revoke")
 def revoke(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory: Optional[Path] = DIR_OPTION,
-           passphrase_file: Optional[Path] = PASS_OPTION, yes: bool = YES_OPTION) -> None:
-    """Disable the live grant on chain and in the signer."""
-    _revoke(ctx, _chain(ctx, chain_id), directory, passphrase_file, yes)
+           passphrase_file: Optional[Path] = PASS_OPTION, yes: bool = YES_OPTION,
+           rpc_url: Optional[str] = typer.Option(None, "--rpc-url", help="The chain's node (default: config.yaml's, "
+                                                 "else the one on the companion's record).")) -> None:
+    """End every grant on chain at once (NonceEnforcer), and in the signer when it answers: works without it."""
+    from policies.kernel.rpc import RpcRemoteError, RpcUnreachable
+
+    try:
+        _revoke(ctx, chain_id, directory, passphrase_file, yes, rpc_url)
+    except (RpcUnreachable, RpcRemoteError, TimeoutError) as exc:
+        fail(f"the chain's node did not do what revoke needs ({type(exc).__name__}: {exc}); nothing may have been "
+             "revoked: check the node (--rpc-url) and run `owlia wallet revoke` again")
 
 
 @app.command("rotate")
@@ -200,7 +298,7 @@ def rotate(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, days: int
     chain = _chain(ctx, chain_id)
     live = _live_grant(ctx, chain.id)
     if live is not None:
-        _revoke(ctx, chain, directory, passphrase_file, yes)
+        _revoke(ctx, chain.id, directory, passphrase_file, yes)
     keys = _active_keys(ctx, chain.id)
     if not keys:
         fail(f"no active session key on chain {chain.id}")
@@ -222,16 +320,30 @@ def freeze(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
     """A 7702 authorization to the zero address: no grant can be redeemed; funds stay with the main key."""
     from companion_bridge.companion import tier3
 
+    from companion_bridge.companion import grant_record
+
     chain = _chain(ctx, chain_id)
     wallet = _wallet(ctx, directory)
-    _confirm([f"Freeze {wallet.main_address} on chain {chain.id}: it becomes a plain account again and no "
-              "session key can spend from it. Run `owlia wallet authorize` and grant again to resume."], yes)
-    key = _key(ctx, directory, passphrase_file)
+    manager, enforcer = _nonce_contracts(chain)
     link = _link(chain)
-    receipt = link.send(tier3.freeze(key, **link.tx_fields(wallet.main_address)))
-    if receipt["status"] != "0x1" or tier3.delegated_to(link.code(wallet.main_address)) is not None:
+    before = link.current_nonce(enforcer, manager, wallet.main_address)
+    _confirm([f"Freeze {wallet.main_address} on chain {chain.id}: it becomes a plain account again, no session key "
+              "can spend from it, and every grant is revoked for good (revocation nonce "
+              f"{before} -> {before + 1}). To resume: `owlia wallet authorize`, then a new `owlia wallet grant`."], yes)
+    key = _key(ctx, directory, passphrase_file)
+    receipt = link.send(tier3.freeze(key, manager=manager, nonce_enforcer=enforcer,
+                                     **link.tx_fields(wallet.main_address)))
+    after = link.current_nonce(enforcer, manager, wallet.main_address)
+    if receipt["status"] != "0x1" or tier3.delegated_to(link.code(wallet.main_address)) is not None \
+            or after <= before:
         fail("the freeze did not take effect on chain")
-    typer.echo(f"frozen: {wallet.main_address} has no code on chain {chain.id}")
+    try:
+        grant_record.mark_ended(wallet.home, chain.id, wallet.main_address,
+                                f"frozen: revocation nonce moved from {before} to {after}")
+    except grant_record.RecordError as exc:
+        typer.echo(f"warning: {exc}")
+    typer.echo(f"frozen: {wallet.main_address} has no code on chain {chain.id} and every grant is revoked (revocation "
+               f"nonce now {after}); authorizing again revives none of them")
 
 
 @app.command("status")
@@ -258,6 +370,8 @@ def status(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
         typer.echo("no live grant")
     for g in grants:
         typer.echo(f"grant {g.grant_id} to session key {g.delegate}")
+        if g.ended_on_chain:
+            typer.echo(f"  ENDED ON CHAIN: {g.ended_on_chain}")
         for lane in g.lanes:
             typer.echo(f"  - {lane.words}")
             if lane.wider_than_policy:
@@ -272,3 +386,5 @@ def status(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, directory
                 continue
             ends = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lane.period_ends_at))
             typer.echo(f"    left this period: {lane.left_words} (period ends {ends}){calls}{flag}")
+            if lane.total_left_words is not None:
+                typer.echo(f"    left of the grant's lifetime total: {lane.total_left_words}")

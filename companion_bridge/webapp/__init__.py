@@ -15,9 +15,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BUNDLE = HERE / "static" / "app.js"
 
+# connect-src reaches beyond 'self' for one act: the Tier 3 revoke goes from the page straight to the
+# owner's chain node (https, or a local dev node), with the bridge and signer gone. Scripts stay 'self'.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-       "connect-src 'self'; manifest-src 'self'; worker-src 'self'; base-uri 'none'; form-action 'none'; "
-       "frame-ancestors 'none'")
+       "connect-src 'self' https: http://localhost:* http://127.0.0.1:*; manifest-src 'self'; worker-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 # name under /app/ -> (file, media type). A fixed table: nothing else under the package is served.
 FILES: dict[str, tuple[Path, str]] = {

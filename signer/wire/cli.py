@@ -45,8 +45,31 @@ def client_token_file(ctx: typer.Context) -> Path:
 def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *,
                 admin: bool = False) -> Reply:
     """One call to the running signer, as the local admin or as this home's client: its typed reply."""
+    reply = _signer_call(ctx, method, params, admin=admin, down_ok=False)
+    assert reply is not None
+    return reply
+
+
+def signer_call_if_up(ctx: typer.Context, model: type[R], method: str, params: dict[str, Any] | None = None, *,
+                      admin: bool = False) -> R | None:
+    """`signer_call_as`, but None when the signer cannot be reached (down, or its home is gone): for the
+    companion's acts that hold without the signer, such as `owlia wallet revoke` after a host theft."""
+    from signer.wire.settings import ConfigError, load_signer_config
+
+    try:
+        load_signer_config(home_of(ctx))
+    except ConfigError:
+        return None
+    reply = _signer_call(ctx, method, params, admin=admin, down_ok=True)
+    if reply is not None and not isinstance(reply, model):
+        fail(f"the signer answered {method!r} with {type(reply).__name__}, not {model.__name__}")
+    return reply
+
+
+def _signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None, *, admin: bool,
+                 down_ok: bool) -> Reply | None:
     from signer.wire.client import SignerClient, SignerError, load_token
-    from signer.wire.exchange import read_token_file
+    from signer.wire.exchange import SignerUnavailable, read_token_file
     from signer.wire.protocol import ErrorCode
 
     paths = signer_paths(ctx)
@@ -58,8 +81,12 @@ def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None =
         else:
             token = load_token(client_token_file(ctx))
     except PermissionError:
+        if down_ok:
+            return None
         fail(f"cannot read the admin token in {paths.home}: run this as the signer's user")
     except SignerError as exc:
+        if down_ok:
+            return None
         fail(exc.message)
 
     async def call() -> Reply:
@@ -69,6 +96,8 @@ def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None =
     try:
         return run(call())
     except SignerError as exc:
+        if down_ok and isinstance(exc, SignerUnavailable):
+            return None
         if exc.code == ErrorCode.UNAUTHENTICATED:  # the signer says no more (it names no token): which one, and why
             fail(f"{exc.message}: {_refused_token(ctx, paths.admin_token if admin else None)}")
         fail(exc.message)

@@ -45,6 +45,9 @@ GET_DOMAIN_HASH = selector("getDomainHash()")
 GET_AVAILABLE_AMOUNT = selector("getAvailableAmount(bytes32,address,bytes)")
 CALL_COUNTS = selector("callCounts(address,bytes32)")
 ERC20_TRANSFER = selector("transfer(address,uint256)")
+CURRENT_NONCE = selector("currentNonce(address,address)")  # NonceEnforcer
+INCREMENT_NONCE = selector("incrementNonce(address)")  # NonceEnforcer, sent by the delegator itself
+SPENT_MAP = selector("spentMap(address,bytes32)")  # Native/ERC20TransferAmountEnforcer
 
 _ADDRESS = re.compile(r"0x[0-9a-f]{40}")
 
@@ -270,3 +273,17 @@ def disabled_calldata(delegation_hash: bytes) -> bytes:
 
 def erc20_transfer_calldata(to: str, amount: int) -> bytes:
     return ERC20_TRANSFER + addr_word(to) + word(amount)
+
+
+def current_nonce_calldata(manager: str, delegator: str) -> bytes:
+    return CURRENT_NONCE + addr_word(manager) + addr_word(delegator)
+
+
+def increment_nonce_calldata(manager: str) -> bytes:
+    """NonceEnforcer.incrementNonce(manager): sent by the main account, it ends every delegation that
+    carries the old nonce, whoever holds them."""
+    return INCREMENT_NONCE + addr_word(manager)
+
+
+def spent_calldata(manager: str, delegation_hash: bytes) -> bytes:
+    return SPENT_MAP + addr_word(manager) + delegation_hash

@@ -1,11 +1,17 @@
 """Tier 3 grants: the signer's policy turned into on-chain caveats, read back, and checked.
 
 A grant is a set of delegations from the main account to one session key, one per *lane*:
+- every lane: Nonce (the main account's current NonceEnforcer nonce: one `incrementNonce` from the main
+  key ends every grant at once, without knowing them) and Redeemer (only the session key may redeem: no
+  redelegation);
 - the native lane: AllowedTargets (the address book's recipients), ExactCalldata (empty: a plain
   transfer, never a call into a recipient that is a contract), ValueLte (the per-transaction cap),
-  NativeTokenPeriodTransfer (one fixed period), Timestamp (expiry), optionally LimitedCalls;
+  NativeTokenPeriodTransfer (one fixed period), Timestamp (expiry), NativeTokenTransferAmount (the
+  grant's lifetime total), optionally LimitedCalls;
 - one lane per ERC-20: AllowedTargets (the token only), ValueLte(0), ERC20PeriodTransfer (the
-  token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, optionally LimitedCalls;
+  token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, ERC20TransferAmount
+  (the lifetime total), ERC20BalanceChange (the per-transaction cap: the main account's balance of the
+  token may fall by at most this much in one redeem), optionally LimitedCalls;
 - one contract lane per contract the policy lists (`contracts` and `opaque_calls`): AllowedTargets (that
   contract only), AllowedMethods (exactly its allowed selectors), ValueLte (the policy's value bound for
   those calls), Timestamp, optionally LimitedCalls. A contract lane bounds target, selector and value,
@@ -22,10 +28,11 @@ know, or a missing required caveat refuses the whole grant.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from policies.intent import NATIVE
-from policies.model import Policy
+from policies.model import AssetRule, Policy, Window
 from policies.units import format_amount
 from policies.decode import KNOWN, selector_of
 from signer.wire.delegation import Caveat, Delegation, addr_word, word
@@ -39,7 +46,14 @@ NATIVE_PERIOD = "NativeTokenPeriodTransferEnforcer"
 ERC20_PERIOD = "ERC20PeriodTransferEnforcer"
 TIMESTAMP = "TimestampEnforcer"
 LIMITED_CALLS = "LimitedCallsEnforcer"
-ENFORCERS = (ALLOWED_TARGETS, ALLOWED_METHODS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD, TIMESTAMP, LIMITED_CALLS)
+NONCE = "NonceEnforcer"
+REDEEMER = "RedeemerEnforcer"
+NATIVE_TOTAL = "NativeTokenTransferAmountEnforcer"
+ERC20_TOTAL = "ERC20TransferAmountEnforcer"
+ERC20_TX_CAP = "ERC20BalanceChangeEnforcer"
+ENFORCERS = (ALLOWED_TARGETS, ALLOWED_METHODS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD,
+             TIMESTAMP, LIMITED_CALLS, NONCE, REDEEMER, NATIVE_TOTAL, ERC20_TOTAL, ERC20_TX_CAP)
+EVERY_LANE = (NONCE, REDEEMER)  # the signer refuses a lane without either
 
 # The rule ids the signer names when the chain would refuse (docs/tier3.md).
 RULE_BY_ENFORCER = {
@@ -52,6 +66,11 @@ RULE_BY_ENFORCER = {
     ERC20_PERIOD: "onchain.erc20_period",
     TIMESTAMP: "onchain.expired",
     LIMITED_CALLS: "onchain.limited_calls",
+    NONCE: "onchain.revoked",
+    REDEEMER: "onchain.redeemer",
+    NATIVE_TOTAL: "onchain.native_total",
+    ERC20_TOTAL: "onchain.erc20_total",
+    ERC20_TX_CAP: "onchain.erc20_tx_cap",
 }
 
 
@@ -84,8 +103,11 @@ class Lane:
     expires_at: int  # unix seconds; the Timestamp enforcer's "before" bound
     call_limit: int | None = None
     selectors: tuple[bytes, ...] = ()  # contract lanes: the AllowedMethods list
+    nonce: int = 0  # the NonceEnforcer nonce the grant was signed at (every lane the same)
+    total: int = 0  # native / ERC-20: the lifetime cap (NativeTokenTransferAmount / ERC20TransferAmount)
+    token_per_tx: int = 0  # ERC-20: the per-transaction cap (ERC20BalanceChange, decrease of the main account)
 
-    def caveats(self, enforcers: dict[str, str]) -> tuple[Caveat, ...]:
+    def caveats(self, enforcers: dict[str, str], *, delegate: str, delegator: str) -> tuple[Caveat, ...]:
         def at(name: str) -> str:
             if name not in enforcers:
                 raise GrantError(f"the chain's config names no {name}: run `owlia chain dev` or add it")
@@ -98,7 +120,7 @@ class Lane:
             out.append(Caveat(at(TIMESTAMP), (0).to_bytes(16, "big") + self.expires_at.to_bytes(16, "big")))
             if self.call_limit is not None:
                 out.append(Caveat(at(LIMITED_CALLS), word(self.call_limit)))
-            return tuple(out)
+            return (*out, *self._every_lane(at, delegate))
         if self.asset == NATIVE:
             out.append(Caveat(at(EXACT_CALLDATA), b""))  # empty calldata: value only
         else:
@@ -116,18 +138,49 @@ class Lane:
         out.append(Caveat(at(TIMESTAMP), (0).to_bytes(16, "big") + self.expires_at.to_bytes(16, "big")))
         if self.call_limit is not None:
             out.append(Caveat(at(LIMITED_CALLS), word(self.call_limit)))
-        return tuple(out)
+        if self.total <= 0:
+            raise GrantError("a transfer lane needs its lifetime total (above zero)")
+        if self.asset == NATIVE:
+            out.append(Caveat(at(NATIVE_TOTAL), word(self.total)))
+        else:
+            if self.token_per_tx <= 0:
+                raise GrantError("an ERC-20 lane needs its per-transaction cap (above zero)")
+            token = bytes.fromhex(self.asset[2:])
+            out.append(Caveat(at(ERC20_TOTAL), token + word(self.total)))
+            out.append(Caveat(at(ERC20_TX_CAP), b"\x01" + token + bytes.fromhex(delegator.lower()[2:])
+                              + word(self.token_per_tx)))
+        return (*out, *self._every_lane(at, delegate))
+
+    def _every_lane(self, at: Callable[[str], str], delegate: str) -> tuple[Caveat, ...]:
+        """Appended last, so a redeem that breaks a limit is refused by that limit's enforcer by name."""
+        return (Caveat(at(NONCE), word(self.nonce)), Caveat(at(REDEEMER), bytes.fromhex(delegate.lower()[2:])))
 
     def delegation(self, *, delegate: str, delegator: str, salt: int, enforcers: dict[str, str]) -> Delegation:
-        return Delegation(delegate.lower(), delegator.lower(), self.caveats(enforcers), salt)
+        return Delegation(delegate.lower(), delegator.lower(),
+                          self.caveats(enforcers, delegate=delegate, delegator=delegator), salt)
 
 
 # ---- policy -> lanes (the companion) --------------------------------------------------------------
 
 
-def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, start: int | None = None,
+def lifetime_bound(windows: tuple[Window, ...], start: int, expires_at: int) -> int:
+    """The most the policy's windows let out between `start` and `expires_at`: for each window its limit
+    times the fixed periods of that length the grant spans; the smallest of these. A lifetime cap above
+    it would bound nothing the periods do not."""
+    span = max(expires_at - start, 1)
+    return min(w.limit * -(-span // w.seconds) for w in windows)
+
+
+def token_tx_bound(rule: AssetRule) -> int:
+    """An ERC-20 lane's per-transaction cap: the policy's per_tx, or without one its shortest window."""
+    shortest = min(rule.windows, key=lambda w: w.seconds).limit
+    return shortest if rule.per_tx is None else min(rule.per_tx, shortest)
+
+
+def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, nonce: int, start: int | None = None,
                  erc20_recipient: str | None = None, call_limit: int | None = None) -> list[Lane]:
-    """The widest grant the policy allows: every caveat comes from a policy limit, none is invented."""
+    """The widest grant the policy allows: every caveat comes from a policy limit, none is invented.
+    `nonce` is the main account's current NonceEnforcer nonce, read from the chain."""
     index = policy.index
     if not index.has_chain(chain_id):
         raise GrantError(f"the policy does not list chain {chain_id}")
@@ -144,7 +197,7 @@ def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, start: int |
             if rule.per_tx is None:
                 raise GrantError(f"{rule.symbol} has no per_tx limit in the policy: Tier 3 needs one (ValueLte)")
             lanes.append(Lane(NATIVE, recipients, None, rule.per_tx, window.limit, window.seconds, start, expires_at,
-                              call_limit))
+                              call_limit, nonce=nonce, total=lifetime_bound(rule.windows, start, expires_at)))
             continue
         if erc20_recipient is None:
             if len(recipients) != 1:
@@ -155,8 +208,10 @@ def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, start: int |
             pinned = erc20_recipient.lower()
             if (chain_id, pinned) not in index.book:
                 raise GrantError(f"{erc20_recipient} is not in the policy's address book")
-        lanes.append(Lane(asset, (asset,), pinned, 0, window.limit, window.seconds, start, expires_at, call_limit))
-    lanes += contract_lanes(policy, chain_id, expires_at=expires_at, call_limit=call_limit)
+        lanes.append(Lane(asset, (asset,), pinned, 0, window.limit, window.seconds, start, expires_at, call_limit,
+                          nonce=nonce, total=lifetime_bound(rule.windows, start, expires_at),
+                          token_per_tx=token_tx_bound(rule)))
+    lanes += contract_lanes(policy, chain_id, expires_at=expires_at, call_limit=call_limit, nonce=nonce)
     if not lanes:
         raise GrantError("the policy has no asset with a window limit on this chain: nothing to grant")
     return lanes
@@ -182,13 +237,15 @@ def _contract_rules(policy: Policy, chain_id: int) -> dict[str, dict[bytes, int]
     return {a: r for a, r in rules.items() if r}
 
 
-def contract_lanes(policy: Policy, chain_id: int, *, expires_at: int, call_limit: int | None) -> list[Lane]:
+def contract_lanes(policy: Policy, chain_id: int, *, expires_at: int, call_limit: int | None,
+                   nonce: int = 0) -> list[Lane]:
     """One lane per allowed contract. Its ValueLte is the smallest bound among its selectors, and 0 without
     a call limit: nothing on chain would bound the total value sent through it otherwise."""
     lanes = []
     for address, rules in sorted(_contract_rules(policy, chain_id).items()):
         value = min(rules.values()) if call_limit is not None else 0
-        lanes.append(Lane(CONTRACT, (address,), None, value, 0, 0, 0, expires_at, call_limit, tuple(sorted(rules))))
+        lanes.append(Lane(CONTRACT, (address,), None, value, 0, 0, 0, expires_at, call_limit, tuple(sorted(rules)),
+                          nonce=nonce))
     return lanes
 
 
@@ -209,8 +266,9 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
     for required in (ALLOWED_TARGETS, VALUE_LTE, TIMESTAMP):
         if required not in found:
             raise GrantError(f"the grant has no {required}: it would not bound the session key")
+    nonce = _every_lane(found, delegation)
     if ALLOWED_METHODS in found:
-        return _parse_contract_lane(found)
+        return replace(_parse_contract_lane(found), nonce=nonce)
     if (NATIVE_PERIOD in found) == (ERC20_PERIOD in found):
         raise GrantError("a lane needs exactly one period enforcer (native or ERC-20)")
     targets = _targets(found)
@@ -229,6 +287,12 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
             raise GrantError("NativeTokenPeriodTransfer terms must be 96 bytes")
         asset = NATIVE
         amount, seconds, start = (int.from_bytes(terms[i:i + 32], "big") for i in (0, 32, 64))
+        if ERC20_TOTAL in found or ERC20_TX_CAP in found:
+            raise GrantError("a native lane carries no ERC-20 caps")
+        if NATIVE_TOTAL not in found:
+            raise GrantError("a native lane needs its lifetime total (NativeTokenTransferAmount)")
+        total = _uint(found[NATIVE_TOTAL], NATIVE_TOTAL)
+        token_per_tx = 0
     else:
         terms = found[ERC20_PERIOD]
         if len(terms) != 116:
@@ -242,9 +306,43 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
         recipient = "0x" + calldata[44:].hex()
         if targets != (asset,):
             raise GrantError("an ERC-20 lane's AllowedTargets must be exactly its token")
+        total, token_per_tx = _erc20_caps(found, asset, delegation.delegator)
     if amount == 0 or seconds == 0 or start == 0:
         raise GrantError("the period caveat has a zero amount, duration or start")
-    return Lane(asset, targets, recipient, value_lte, amount, seconds, start, expires_at, call_limit)
+    if total == 0:
+        raise GrantError("the lifetime total is zero: the lane would allow nothing")
+    return Lane(asset, targets, recipient, value_lte, amount, seconds, start, expires_at, call_limit,
+                nonce=nonce, total=total, token_per_tx=token_per_tx)
+
+
+def _every_lane(found: dict[str, bytes], delegation: Delegation) -> int:
+    """Nonce and Redeemer, on every lane: the lane's nonce. Without the Nonce caveat the main key could
+    not end the grant without knowing it; without Redeemer the session key could redelegate it."""
+    for required, why in ((NONCE, "the main key could not revoke it without the signer (incrementNonce)"),
+                          (REDEEMER, "the session key could pass it on (redelegation)")):
+        if required not in found:
+            raise GrantError(f"the grant has no {required}: {why}")
+    if found[REDEEMER] != bytes.fromhex(delegation.delegate[2:]):
+        raise GrantError("the Redeemer caveat must name exactly the session key the grant is for")
+    return _uint(found[NONCE], NONCE)
+
+
+def _erc20_caps(found: dict[str, bytes], token: str, delegator: str) -> tuple[int, int]:
+    """ERC20TransferAmount (lifetime) and ERC20BalanceChange (per transaction), both for this token; the
+    balance watched must be the main account's, falling (the decrease flag)."""
+    if NATIVE_TOTAL in found:
+        raise GrantError("an ERC-20 lane carries no native total")
+    total_terms, cap_terms = found.get(ERC20_TOTAL), found.get(ERC20_TX_CAP)
+    if total_terms is None or len(total_terms) != 52 or total_terms[:20] != bytes.fromhex(token[2:]):
+        raise GrantError("an ERC-20 lane needs its lifetime total for its own token (ERC20TransferAmount, 52 bytes)")
+    if cap_terms is None or len(cap_terms) != 73 or cap_terms[0] != 1 or cap_terms[1:21] != bytes.fromhex(token[2:]) \
+            or cap_terms[21:41] != bytes.fromhex(delegator[2:]):
+        raise GrantError("an ERC-20 lane needs its per-transaction cap: ERC20BalanceChange on its token, watching "
+                         "the main account's balance fall (73 bytes, decrease flag)")
+    cap = int.from_bytes(cap_terms[41:], "big")
+    if cap == 0:
+        raise GrantError("the ERC-20 per-transaction cap is zero: the lane would allow nothing")
+    return int.from_bytes(total_terms[20:], "big"), cap
 
 
 def _targets(found: dict[str, bytes]) -> tuple[str, ...]:
@@ -265,7 +363,7 @@ def _expiry(found: dict[str, bytes]) -> int:
 
 
 def _parse_contract_lane(found: dict[str, bytes]) -> Lane:
-    extra = set(found) - {ALLOWED_TARGETS, ALLOWED_METHODS, VALUE_LTE, TIMESTAMP, LIMITED_CALLS}
+    extra = set(found) - {ALLOWED_TARGETS, ALLOWED_METHODS, VALUE_LTE, TIMESTAMP, LIMITED_CALLS, *EVERY_LANE}
     if extra:
         raise GrantError(f"a contract lane carries no {', '.join(sorted(extra))}")
     targets = _targets(found)
@@ -288,8 +386,13 @@ def _uint(terms: bytes, name: str) -> int:
     return int.from_bytes(terms, "big")
 
 
-def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -> None:
-    """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit."""
+CLOCK_SLACK = 3600  # seconds a grant's period start may precede the signer's clock (chain and host clocks differ)
+
+
+def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float, taken_at: float | None = None) -> None:
+    """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit.
+    `taken_at` (when the signer takes the grant): the lifetime bound counts from then, not from a period
+    start the grant may set in the past to stretch it."""
     if lane.asset == CONTRACT:
         _check_contract_lane(lane, policy, chain_id, not_after=not_after)
         return
@@ -313,6 +416,16 @@ def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -
         allowed = format_amount(lane.period_amount, rule.decimals, rule.symbol)
         limit = format_amount(window.limit, rule.decimals, rule.symbol)
         raise GrantError(f"the grant allows {allowed} per {window.label}, above the policy's {limit}")
+    counted_from = lane.period_start if taken_at is None else max(lane.period_start, int(taken_at) - CLOCK_SLACK)
+    bound = lifetime_bound(rule.windows, counted_from, lane.expires_at)
+    if lane.total > bound:
+        raise GrantError(f"the grant's lifetime total of {format_amount(lane.total, rule.decimals, rule.symbol)} is "
+                         f"above the {format_amount(bound, rule.decimals, rule.symbol)} the policy's windows allow "
+                         "over its lifetime")
+    if lane.asset != NATIVE and lane.token_per_tx > token_tx_bound(rule):
+        raise GrantError(f"the grant's per-transaction cap of "
+                         f"{format_amount(lane.token_per_tx, rule.decimals, rule.symbol)} is above the policy's "
+                         f"{format_amount(token_tx_bound(rule), rule.decimals, rule.symbol)}")
     if lane.expires_at > not_after:
         raise GrantError("the grant outlives the session key it is for")
 
@@ -363,13 +476,12 @@ def describe(lane: Lane, policy: Policy, chain_id: int) -> str:
             text += f", {lane.call_limit} transactions in all"
         return text
     period = _period_words(lane.period_seconds)
-    if lane.asset == NATIVE:
-        text = (f"this key may send at most {format_amount(lane.value_lte, decimals, symbol)} per transaction and "
-                f"{format_amount(lane.period_amount, decimals, symbol)} per {period}, only to "
-                f"{', '.join(who(t) for t in lane.targets)}, until {until}")
-    else:
-        text = (f"this key may send at most {format_amount(lane.period_amount, decimals, symbol)} per {period}, "
-                f"only to {who(lane.recipient or '')}, until {until}")
+    per_tx = lane.value_lte if lane.asset == NATIVE else lane.token_per_tx
+    recipients = lane.targets if lane.asset == NATIVE else (lane.recipient or "",)
+    text = (f"this key may send at most {format_amount(per_tx, decimals, symbol)} per transaction, "
+            f"{format_amount(lane.period_amount, decimals, symbol)} per {period} and "
+            f"{format_amount(lane.total, decimals, symbol)} in all, only to "
+            f"{', '.join(who(t) for t in recipients)}, until {until}")
     if lane.call_limit is not None:
         text += f", {lane.call_limit} transactions in all"
     return text

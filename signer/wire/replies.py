@@ -239,8 +239,13 @@ class Tier3LaneJson(Reply):
     expires_at: StrictInt
     call_limit: StrictInt | None
     selectors: tuple[str, ...]
+    nonce: Uint256 = 0  # the NonceEnforcer nonce the grant was signed at
+    total: Uint256 = 0  # the lifetime cap (native / ERC-20 lanes)
+    token_per_tx: Uint256 = 0  # ERC-20 lanes: the per-transaction cap
     # tier3.status adds what the chain says is left, in the signer's words:
     words: str | None = None
+    left_in_total: Uint256 | None = None
+    total_left_words: str | None = None
     wider_than_policy: str | None = None
     left_in_period: Uint256 | None = None
     disabled: StrictBool | None = None
@@ -260,6 +265,8 @@ class Tier3GrantJson(Reply):
     delegation_hashes: tuple[str, ...]
     lanes: tuple[Tier3LaneJson, ...]
     delegations: tuple[dict[str, Any], ...] | None = None  # tier3.status: signer.wire.delegation's JSON form
+    # tier3.status: why the chain no longer honours the grant (the main account's nonce moved), in words
+    ended_on_chain: str | None = None
 
 
 class Tier3GrantReply(Reply):

@@ -735,6 +735,81 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
         service.close()
 
 
+def test_the_phone_alone_revokes_every_tier3_grant_and_the_stolen_key_moves_nothing(phone_a, web_tier, anvil):
+    """Tier 3 after a host theft, from the phone: the thief holds a session key with a live grant from the
+    phone's main key; the page signs NonceEnforcer.incrementNonce with the passkey and sends it to the
+    node itself (no bridge, no signer in the path); the thief's redeem then reverts and nothing moves.
+    It leaves the phone's account a plain account again (7702 to zero), as the other tests expect."""
+    import coincurve
+
+    from bot.devchain import rpc
+    from bot.devcontracts import deploy_delegation_framework
+    from companion_bridge.companion import tier3 as companion
+    from policies.loader import load_policy
+    from signer.wire.delegation import current_nonce_calldata, redeem_calldata
+    from signer.wire.grants import derive_lanes
+    from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
+    from tests.conftest import DEV_POLICY, wait_receipt
+
+    contracts = deploy_delegation_framework(anvil.url)
+    manager, enforcer = contracts["manager"], contracts["enforcers"]["NonceEnforcer"]
+    main_key = coincurve.PrivateKey(phone_a.main_key)
+    main = address_of(main_key)
+
+    def send_raw(raw: bytes) -> dict:
+        return wait_receipt(anvil, rpc(anvil.url, "eth_sendRawTransaction", ["0x" + raw.hex()]))
+
+    def next_nonce(address: str) -> int:
+        return int(rpc(anvil.url, "eth_getTransactionCount", [address, "pending"]), 16)
+
+    fees = {"max_fee": 20 * 10**9, "max_priority_fee": 10**9}
+    assert send_raw(companion.authorize(main_key, chain_id=31337, nonce=next_nonce(main),
+                                        implementation=contracts["stateless_delegator"], **fees))["status"] == "0x1"
+    thief = coincurve.PrivateKey(secrets.token_bytes(32))
+    fund(anvil, address_of(thief), 10**17)
+    now = int(rpc(anvil.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
+    lanes = derive_lanes(load_policy(DEV_POLICY), 31337, expires_at=now + 86400, nonce=0, start=now)
+    native = companion.sign_grant(main_key, lanes, session_address=address_of(thief), chain_id=31337, manager=manager,
+                                  enforcers=contracts["enforcers"], salt=1)[0]
+
+    def redeem(value: int) -> str:
+        calldata = redeem_calldata([native], FRIEND.lower(), value, b"")
+        tx = Eip1559Tx(31337, next_nonce(address_of(thief)), 10**9, 20 * 10**9, 1_000_000, manager, 0, calldata)
+        return send_raw(sign_eip1559(tx, thief).raw)["status"]
+
+    assert redeem(10**16) == "0x1"  # the grant is live: the thief takes what the caveats allow
+
+    page = phone_a.page
+    page.fill("#t3-rpc", anvil.url)
+    page.fill("#t3-chain", "31337")
+    page.fill("#t3-manager", manager)
+    page.fill("#t3-nonce-enforcer", enforcer)
+    sent_before = len(phone_a.sent)
+    page.click("#t3-revoke")
+    result = wait_for(lambda: page.locator("#t3-result").inner_text().startswith(("Revoked", "Not revoked"))
+                      and page.locator("#t3-result").inner_text(), 60, "the revocation")
+    assert result.startswith("Revoked: every Tier 3 grant of") and "revocation nonce 0 -> 1" in result, \
+        (result, phone_a.error_text(), phone_a.console[-5:])
+    during = phone_a.sent[sent_before:]
+    assert during and all(url.startswith(anvil.url) for _, url, _ in during), [u for _, u, _ in during]  # node only
+    assert phone_a.main_key.hex() not in phone_a.everything_sent()
+    assert phone_a.idb()["kv"]["tier3"]["manager"] == manager  # kept for next time
+
+    data = current_nonce_calldata(manager, main)
+    assert int(rpc(anvil.url, "eth_call", [{"to": enforcer, "data": "0x" + data.hex()}, "latest"]), 16) == 1
+    main0, friend0 = balance(anvil, main), balance(anvil, FRIEND)
+    assert redeem(10**16) == "0x0" and redeem(1) == "0x0"
+    assert balance(anvil, main) == main0 and balance(anvil, FRIEND) == friend0
+
+    # A node of another chain is refused before anything is signed.
+    page.fill("#t3-chain", "1")
+    page.click("#t3-revoke")
+    wait_for(lambda: "is chain 31337, not 1: nothing was signed" in page.locator("#t3-result").inner_text(), 30,
+             "the chain-id refusal")
+    assert send_raw(companion.freeze(main_key, chain_id=31337, nonce=next_nonce(main), manager=manager,
+                                     nonce_enforcer=enforcer, **fees))["status"] == "0x1"
+
+
 # Last: it removes phone_a's passkey.
 def test_without_its_passkey_or_the_users_verification_the_page_signs_nothing(phone_a, web_tier):
     cdp, auth = phone_a.cdp, {"authenticatorId": phone_a.authenticator}
@@ -837,3 +912,4 @@ def test_the_device_list_is_refused_without_a_valid_token_of_an_active_device(ph
     run_async(web_tier.stack.call(web_tier.admin, "companion.revoke", {"device_id": wallet.device_id}))
     status, body = get_devices(web_tier, f"Bearer {token}")
     assert status == 401 and "devices" not in body
+

@@ -63,7 +63,7 @@ def policy(tmp_path):
 
 
 def lanes_of(policy, call_limit=None):
-    return {lane.targets[0]: lane for lane in derive_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, start=NOW,
+    return {lane.targets[0]: lane for lane in derive_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, nonce=0, start=NOW,
                                                            call_limit=call_limit) if lane.asset == CONTRACT}
 
 
@@ -80,7 +80,7 @@ def test_each_listed_contract_becomes_one_lane_with_exactly_its_selectors(policy
 
 
 def test_contract_lane_caveats_round_trip_and_verify(policy):
-    lanes = derive_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, start=NOW, call_limit=3)
+    lanes = derive_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, nonce=0, start=NOW, call_limit=3)
     for lane in lanes:
         d = lane.delegation(delegate=SESSION, delegator=address_of(MAIN), salt=1, enforcers=ENFORCER_ADDRESSES)
         assert parse_lane(d, ENFORCER_ADDRESSES) == lane
@@ -192,7 +192,7 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     main = new_main_account(chain3)
     key = stack.funded_session_key()
     now = chain_time(chain3)
-    lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + 86400, start=now, call_limit=5)
+    lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + 86400, nonce=0, start=now, call_limit=5)
 
     # A contract lane wider than the policy (one more selector) is refused by the signer.
     wide = [dataclasses.replace(lane, selectors=(*lane.selectors, b"\x87\x65\x43\x21")) if lane.asset == CONTRACT

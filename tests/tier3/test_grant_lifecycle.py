@@ -56,7 +56,7 @@ def token_policy(tmp_path: Path, token: str) -> Path:
 def sign_grant(chain, main, policy_path: Path, session: str, *, salt: int, widen: int = 1) -> list[Delegation]:
     policy = load_policy(policy_path)
     now = chain_time(chain)
-    lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + 3 * DAY, start=now)
+    lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + 3 * DAY, nonce=0, start=now)
     if widen != 1:
         from dataclasses import replace
 
@@ -148,7 +148,9 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     assert attack(chain3, stolen, native, FRIEND, CENT)[0] == "0x0"  # the old key still gets nothing
 
     # Freeze: a 7702 authorization to the zero address; the account is a plain EOA again.
-    raw = companion.freeze(main.key, chain_id=CHAIN_ID, nonce=nonce(chain3, main.address), **fees())
+    raw = companion.freeze(main.key, chain_id=CHAIN_ID, nonce=nonce(chain3, main.address), **fees(),
+                           manager=chain3.contracts["manager"],
+                           nonce_enforcer=chain3.contracts["enforcers"]["NonceEnforcer"])
     assert send_raw(chain3, raw)["status"] == "0x1"
     assert rpc(chain3.url, "eth_getCode", [main.address, "latest"]) in ("0x", "0x0")
     new_stolen = steal_session_key(stack, rotated["key_id"])

@@ -71,7 +71,7 @@ def test_concurrent_grants_leave_exactly_one_live(make_stack, chain3):
     main = new_main_account(chain3)
     key = stack.funded_session_key()
     now = chain_time(chain3)
-    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + 86400, start=now)
+    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + 86400, nonce=0, start=now)
     grants = [companion.sign_grant(main.key, lanes, session_address=key["address"], chain_id=CHAIN_ID,
                                    manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
                                    salt=100 * i) for i in range(1, 9)]

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from companion_bridge.companion.tier3 import sign_grant
 from policies.loader import load_policy
 from signer.wire.delegation import Caveat, Delegation
-from signer.wire.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, TIMESTAMP, GrantError, check_lane, derive_lanes, describe, parse_lane)
+from signer.wire.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, NATIVE_TOTAL, NONCE, REDEEMER, TIMESTAMP, GrantError,
+                                check_lane, derive_lanes, describe, lifetime_bound, parse_lane)
 from signer.wire.settings import DelegationContracts
 from signer.tier3 import verify_grant
 from signer.wire.txcodec import address_of
@@ -32,7 +33,7 @@ SESSION = "0x" + "cc" * 20
 
 
 def native_lane():
-    (lane,) = derive_lanes(POLICY, CHAIN, expires_at=NOW + 86400, start=NOW)
+    (lane,) = derive_lanes(POLICY, CHAIN, expires_at=NOW + 86400, nonce=0, start=NOW)
     return lane
 
 
@@ -41,7 +42,7 @@ def test_the_dev_policy_becomes_one_native_lane_in_words():
     assert lane.asset == NATIVE and lane.targets == (FRIEND.lower(),)
     assert (lane.value_lte, lane.period_amount, lane.period_seconds) == (10**16, 5 * 10**16, 86400)
     assert describe(lane, POLICY, CHAIN) == (
-        "this key may send at most 0.01 ETH per transaction and 0.05 ETH per day, only to dev-friend "
+        "this key may send at most 0.01 ETH per transaction, 0.05 ETH per day and 0.05 ETH in all, only to dev-friend "
         f"({FRIEND.lower()}), until 2027-01-16 08:00 UTC")
 
 
@@ -62,6 +63,7 @@ widenings = st.one_of(
     st.sampled_from([3600, 43200, 172800]).map(lambda s: {"period_seconds": s}),
     st.just({"targets": (FRIEND.lower(), STRANGER.lower())}),
     st.integers(1, 10**9).map(lambda k: {"expires_at": NOW + 86400 + k}),
+    st.integers(1, 10**30).map(lambda k: {"total": 5 * 10**16 + k}),  # the lifetime cap, above the policy's
 )
 
 
@@ -90,18 +92,48 @@ def _with_caveats(caveats: tuple[Caveat, ...]) -> Delegation:
 
 
 def test_malformed_grants_are_refused():
-    caveats = native_lane().caveats(ENFORCER_ADDRESSES)
+    caveats = native_lane().caveats(ENFORCER_ADDRESSES, delegate=SESSION, delegator=address_of(MAIN))
     stamp = ENFORCER_ADDRESSES[TIMESTAMP]
+    without = lambda name: tuple(c for c in caveats if c.enforcer != ENFORCER_ADDRESSES[name])  # noqa: E731
     cases = {
         "not one of this chain's configured enforcers": caveats + (Caveat("0x" + "ee" * 20, b""),),
         "appears twice": caveats + (caveats[0],),
         "has no TimestampEnforcer": tuple(c for c in caveats if c.enforcer != stamp),
         "never expires": tuple(Caveat(c.enforcer, b"\0" * 32) if c.enforcer == stamp else c for c in caveats),
         "must pin empty calldata": tuple(c for c in caveats if c.enforcer != ENFORCER_ADDRESSES[EXACT_CALLDATA]),
+        "has no NonceEnforcer": without(NONCE),
+        "has no RedeemerEnforcer": without(REDEEMER),
+        "Redeemer caveat must name exactly the session key": without(REDEEMER)
+        + (Caveat(ENFORCER_ADDRESSES[REDEEMER], bytes.fromhex(SESSION[2:]) + b"\x11" * 20),),
+        "lifetime total \\(NativeTokenTransferAmount\\)": without(NATIVE_TOTAL),
+        "lifetime total is zero": without(NATIVE_TOTAL) + (Caveat(ENFORCER_ADDRESSES[NATIVE_TOTAL], b"\0" * 32),),
     }
     for words, bad in cases.items():
         with pytest.raises(GrantError, match=words):
             parse_lane(_with_caveats(bad), ENFORCER_ADDRESSES)
+
+
+@settings(max_examples=60, deadline=None)
+@given(span=st.integers(1, 60 * 86400), start=st.integers(0, 2**40))
+def test_the_lifetime_bound_is_what_the_policy_lets_out_over_the_grant(span, start):
+    """Each window lets its limit out once per fixed period the grant touches; the bound is the least."""
+    windows = POLICY.index.assets[(CHAIN, NATIVE)].windows
+    bound = lifetime_bound(windows, start, start + span)
+    periods = {w.seconds: -(-span // w.seconds) for w in windows}
+    assert bound == min(w.limit * periods[w.seconds] for w in windows)
+    assert all(bound <= w.limit * periods[w.seconds] for w in windows)
+
+
+def test_the_nonce_is_signed_into_every_lane():
+    lane = native_lane()
+    from dataclasses import replace as swap
+
+    signed = sign_grant(MAIN, [lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=1)
+    assert parse_lane(signed[0], ENFORCER_ADDRESSES).nonce == 0
+    later = sign_grant(MAIN, [swap(lane, nonce=3)], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                       enforcers=ENFORCER_ADDRESSES, salt=2)
+    assert parse_lane(later[0], ENFORCER_ADDRESSES).nonce == 3
 
 
 def test_signature_delegate_and_duplicate_lanes_are_checked():
@@ -176,3 +208,78 @@ def test_malformed_delegation_json_gets_a_worded_error_never_a_crash(junk, field
         assert str(exc)
     else:
         assert isinstance(parsed, Delegation)
+
+
+TOKEN = "0x" + "7e" * 20
+TOKEN_POLICY = load_policy(DEV_POLICY).model_validate({
+    **load_policy(DEV_POLICY).model_dump(mode="json"),
+    "assets": [*load_policy(DEV_POLICY).model_dump(mode="json")["assets"],
+               {"chain": CHAIN, "asset": TOKEN, "symbol": "TT", "decimals": 6, "per_tx": "2",
+                "windows": {"24h": "5", "7d": "20"}}]})
+
+
+def token_lane():
+    lanes = derive_lanes(TOKEN_POLICY, CHAIN, expires_at=NOW + 3 * 86400, nonce=4, start=NOW)
+    return next(lane for lane in lanes if lane.asset == TOKEN)
+
+
+def test_an_erc20_lane_carries_its_per_transaction_cap_and_lifetime_total():
+    lane = token_lane()
+    assert (lane.token_per_tx, lane.total, lane.nonce) == (2 * 10**6, 15 * 10**6, 4)  # 5 a day for 3 days < 20
+    signed = sign_grant(MAIN, [lane], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=3)
+    _, (back,) = verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=TOKEN_POLICY, delegate=SESSION,
+                              not_after=NOW + 3 * 86400)
+    assert back == lane
+    assert "at most 2 TT per transaction, 5 TT per day and 15 TT in all" in describe(lane, TOKEN_POLICY, CHAIN)
+
+
+@settings(max_examples=60, deadline=None)
+@given(change=st.one_of(st.integers(1, 10**30).map(lambda k: {"token_per_tx": 2 * 10**6 + k}),
+                        st.integers(1, 10**30).map(lambda k: {"total": 15 * 10**6 + k}),
+                        st.just({"token_per_tx": 0}), st.just({"total": 0})))
+def test_every_widening_of_an_erc20_lane_cap_is_refused(change):
+    wide = dataclasses.replace(token_lane(), **change)
+    with pytest.raises(GrantError):
+        signed = sign_grant(MAIN, [wide], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                            enforcers=ENFORCER_ADDRESSES, salt=1)
+        verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=TOKEN_POLICY, delegate=SESSION,
+                     not_after=NOW + 3 * 86400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cap=st.integers(1, 2 * 10**6), total=st.integers(1, 15 * 10**6))
+def test_every_narrowing_of_an_erc20_lane_cap_is_accepted(cap, total):
+    narrow = dataclasses.replace(token_lane(), token_per_tx=cap, total=total)
+    signed = sign_grant(MAIN, [narrow], session_address=SESSION, chain_id=CHAIN, manager=MANAGER,
+                        enforcers=ENFORCER_ADDRESSES, salt=1)
+    verify_grant(signed, chain_id=CHAIN, contracts=CONTRACTS, policy=TOKEN_POLICY, delegate=SESSION,
+                 not_after=NOW + 3 * 86400)
+
+
+def test_an_erc20_cap_on_another_token_or_account_is_refused():
+    from signer.wire.grants import ERC20_TX_CAP
+
+    lane = token_lane()
+    caveats = lane.caveats(ENFORCER_ADDRESSES, delegate=SESSION, delegator=address_of(MAIN))
+    cap_at = ENFORCER_ADDRESSES[ERC20_TX_CAP]
+    for bad_terms in (b"\x00" + bytes.fromhex(TOKEN[2:]) + bytes.fromhex(address_of(MAIN)[2:]) + b"\0" * 31 + b"\1",
+                      b"\x01" + b"\x11" * 20 + bytes.fromhex(address_of(MAIN)[2:]) + b"\0" * 31 + b"\1",
+                      b"\x01" + bytes.fromhex(TOKEN[2:]) + b"\x22" * 20 + b"\0" * 31 + b"\1"):
+        bad = tuple(Caveat(cap_at, bad_terms) if c.enforcer == cap_at else c for c in caveats)
+        with pytest.raises(GrantError, match="per-transaction cap"):
+            parse_lane(_with_caveats(bad), ENFORCER_ADDRESSES)
+
+
+def test_a_period_start_in_the_past_does_not_stretch_the_lifetime_bound():
+    """The lifetime bound counts from when the signer takes the grant (an hour's slack for clocks): a
+    grant that puts its period start a year back to multiply its periods is refused."""
+    year = 365 * 86400
+    lane = native_lane()
+    early = dataclasses.replace(lane, period_start=NOW - year, total=lifetime_bound(
+        POLICY.index.assets[(CHAIN, NATIVE)].windows, NOW - year, lane.expires_at))
+    check_lane(early, POLICY, CHAIN, not_after=NOW + 86400)  # without the signer's clock: the grant's own start
+    with pytest.raises(GrantError, match="lifetime total"):
+        check_lane(early, POLICY, CHAIN, not_after=NOW + 86400, taken_at=NOW)
+    check_lane(dataclasses.replace(lane, period_start=NOW - 3000), POLICY, CHAIN, not_after=NOW + 86400,
+               taken_at=NOW)  # a clock an hour apart is no widening

@@ -1,6 +1,7 @@
-"""The signer's on-chain pre-check agrees with the chain: for random sequences of transfers, `plan`
-refuses exactly those the DelegationManager would revert, and lets through exactly those it accepts
-(a zero-value call is no transfer: refused, although the chain would accept the no-op)."""
+"""The signer's on-chain pre-check agrees with the chain: for random sequences of transfers, random
+lifetime totals and revocations by the main key (NonceEnforcer) in between, `plan` refuses exactly those
+the DelegationManager would revert, and lets through exactly those it accepts (a zero-value call is no
+transfer: refused, although the chain would accept the no-op)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 
 import coincurve
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bot.devchain import rpc
@@ -41,18 +42,30 @@ def world(chain3):
     return main, session, Tier3({CHAIN_ID: Chain(settings_)})
 
 
-transfers = st.lists(st.tuples(st.sampled_from([FRIEND, FRIEND, FRIEND, STRANGER]),
-                               st.sampled_from([0, 1, CENT // 2, CENT, CENT + 1, 2 * CENT])), min_size=1, max_size=7)
+REVOKE = "revoke"  # a step: the main key sends incrementNonce
+transfers = st.lists(st.one_of(
+    st.tuples(st.sampled_from([FRIEND] * 5 + [STRANGER]),
+              st.sampled_from([0, 1, CENT // 2, CENT // 2, CENT, CENT, CENT, CENT + 1, 2 * CENT])),
+    st.tuples(st.sampled_from([FRIEND] * 5 + [STRANGER]), st.sampled_from([CENT // 2, CENT])),
+    st.just((REVOKE, 0))), min_size=1, max_size=9)
+totals = st.sampled_from([None, CENT, CENT + CENT // 2, 2 * CENT])  # None: the policy's own bound
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
-@given(steps=transfers)
-def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps):
+@given(steps=transfers, total=totals)
+def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps, total):
+    from dataclasses import replace
+
     main, session, tier3 = world
     session_address = address_of(session)
     now = chain_time(chain3)
-    lanes = derive_lanes(POLICY, CHAIN_ID, expires_at=now + 86400, start=now)
+    manager, enforcer = chain3.contracts["manager"], chain3.contracts["enforcers"]["NonceEnforcer"]
+    revocations = asyncio.run(tier3.current_nonce(tier3.chains[CHAIN_ID], tier3.chains[CHAIN_ID].settings.delegation,
+                                                  main.address))
+    lanes = derive_lanes(POLICY, CHAIN_ID, expires_at=now + 86400, nonce=revocations, start=now)
+    if total is not None:
+        lanes = [replace(lane, total=total) for lane in lanes]
     delegations = companion.sign_grant(main.key, lanes, session_address=session_address, chain_id=CHAIN_ID,
                                        manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
                                        salt=next(salts))
@@ -61,6 +74,12 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps):
     from signer.wire.delegation import redeem_calldata
 
     for to, value in steps:
+        if to == REVOKE:
+            raw = companion.revoke_all(main.key, chain_id=CHAIN_ID, nonce=nonce(chain3, main.address),
+                                       max_fee=20 * 10**9, max_priority_fee=10**9, manager=manager,
+                                       nonce_enforcer=enforcer)
+            assert send_raw(chain3, raw)["status"] == "0x1"
+            continue
         decoded = decode(Call(CHAIN_ID, to.lower(), value))
         planned = asyncio.run(tier3.plan(decoded, grant, session_address))
         if value == 0:  # not a transfer at all: refused, though the chain would let a no-op through
@@ -73,9 +92,10 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps):
             chain_accepts = True
         except Exception:  # noqa: BLE001 - a revert
             chain_accepts = False
-        assert isinstance(planned, Redeem) == chain_accepts, (to, value, planned)
+        assert isinstance(planned, Redeem) == chain_accepts, (to, value, total, planned)
+        event("signed" if chain_accepts else f"refused: {planned.rule_id}")
         if chain_accepts:
             assert planned.data == calldata
-            tx = Eip1559Tx(CHAIN_ID, nonce(chain3, session_address), 10**9, 20 * 10**9, 400_000,
+            tx = Eip1559Tx(CHAIN_ID, nonce(chain3, session_address), 10**9, 20 * 10**9, 1_000_000,
                            chain3.contracts["manager"], 0, calldata)
             assert send_raw(chain3, sign_eip1559(tx, session).raw)["status"] == "0x1"

@@ -28,7 +28,7 @@ DAY = 86400
 def grant(stack, chain, main, session_address: str, *, expires_in: int = 3 * DAY, salt: int = 1) -> dict:
     policy = load_policy(DEV_POLICY)
     now = chain_time(chain)
-    lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + expires_in, start=now)
+    lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + expires_in, nonce=0, start=now)
     delegations = companion.sign_grant(main.key, lanes, session_address=session_address, chain_id=CHAIN_ID,
                                        manager=chain.contracts["manager"],
                                        enforcers=chain.contracts["enforcers"], salt=salt)
@@ -47,7 +47,7 @@ def attack(chain, stolen, delegation: Delegation, to: str, value: int, data: byt
         reason = ""
     except Exception as exc:  # noqa: BLE001 - the node's revert text is what we check
         reason = str(exc)
-    tx = Eip1559Tx(CHAIN_ID, nonce(chain, sender), 10**9, 20 * 10**9, 400_000, manager, 0, calldata)
+    tx = Eip1559Tx(CHAIN_ID, nonce(chain, sender), 10**9, 20 * 10**9, 1_000_000, manager, 0, calldata)
     receipt = send_raw(chain, sign_eip1559(tx, stolen).raw)
     return receipt["status"], reason
 
@@ -142,7 +142,7 @@ def test_a_call_count_caveat_holds_for_the_signer_and_the_stolen_key(make_stack,
     main = new_main_account(chain3)
     key = stack.funded_session_key()
     now = chain_time(chain3)
-    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + DAY, start=now, call_limit=2)
+    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + DAY, nonce=0, start=now, call_limit=2)
     delegations = companion.sign_grant(main.key, lanes, session_address=key["address"], chain_id=CHAIN_ID,
                                        manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
                                        salt=77)

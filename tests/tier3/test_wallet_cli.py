@@ -78,8 +78,8 @@ def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chai
 
     granted = wallet("grant", "--days", "2")
     assert granted.returncode == 0, granted.stdout + granted.stderr
-    assert "this key may send at most 0.01 ETH per transaction and 0.05 ETH per day, only to dev-friend" \
-        in granted.stdout
+    assert "this key may send at most 0.01 ETH per transaction, 0.05 ETH per day and 0.1 ETH in all, only to " \
+        "dev-friend" in granted.stdout
     shown = owlia("wallet", "status", "--dir", str(companion_dir))
     assert shown.returncode == 0 and "left this period: 0.05 ETH" in shown.stdout, shown.stdout + shown.stderr
     assert key["address"] in shown.stdout
@@ -105,7 +105,8 @@ def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chai
     assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1", ok
 
     revoked = wallet("revoke")
-    assert revoked.returncode == 0 and "disabled on chain" in revoked.stdout, revoked.stdout + revoked.stderr
+    assert revoked.returncode == 0 and "dead on chain" in revoked.stdout, revoked.stdout + revoked.stderr
+    assert "the signer dropped grant" in revoked.stdout
     denied = send(stack, token, FRIEND, CENT)
     assert denied["status"] != "signed" and denied["rule_id"] == "tier3.no_grant"
 

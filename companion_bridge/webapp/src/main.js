@@ -5,6 +5,7 @@ import * as vault from './vault.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
 import * as journal from './journal.js';
+import * as tier3 from './tier3.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
@@ -182,6 +183,7 @@ function renderHome(v) {
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
+  children.push(tier3Section(v));
   children.push(outcomesSection());
   children.push(el('section', {}, el('h2', {}, 'This device'),
     el('p', {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)));
@@ -267,6 +269,44 @@ function controls() {
     el('button', { id: 'topup', onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, 'Request top-up'));
 }
 
+// Tier 3 (docs/tier3.md): revoke every grant with the main key, straight to a chain node; no bridge, no signer.
+function tier3Section(v) {
+  const saved = app.tier3 || {};
+  const input = (id, value, placeholder) => el('input', { id, value: value || '', placeholder, autocomplete: 'off', spellcheck: 'false' });
+  const rpcUrl = input('t3-rpc', saved.rpc_url, 'chain node URL (https://...)');
+  const chainId = input('t3-chain', saved.chain_id, 'chain id');
+  const manager = input('t3-manager', saved.manager, 'DelegationManager address');
+  const enforcer = input('t3-nonce-enforcer', saved.nonce_enforcer, 'NonceEnforcer address');
+  const pass = el('input', { type: 'password', id: 't3-pass', placeholder: 'key passphrase', autocomplete: 'current-password', hidden: v.kind !== 'passphrase' });
+  const result = el('p', { id: 't3-result', class: 'note' }, saved.last ? visible(saved.last) : '');
+  return el('section', { id: 'tier3' }, el('h2', {}, 'Tier 3: revoke every grant'),
+    el('p', { class: 'note' }, 'Ends every delegation your main key gave a session key, on chain, in one transaction from this phone to the node below. '
+      + 'Works with the signer and the bridge gone (a stolen host). The addresses are in `owlia wallet status --json` or config.yaml (chains[].delegation).'),
+    rpcUrl, chainId, manager, enforcer, pass,
+    el('button', { id: 't3-revoke', class: 'danger', onclick: async () => {
+      showError('');
+      let settings;
+      try {
+        settings = tier3.checkSettings({ rpc_url: rpcUrl.value, chain_id: chainId.value, manager: manager.value, nonce_enforcer: enforcer.value });
+      } catch (e) { return showError(e.message); }
+      app.tier3 = { ...saved, rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
+      await store.put('kv', 'tier3', app.tier3);
+      try {
+        const done = await tier3.revokeAll(settings, v.address, (tx) => vault.withSecret(pass.value, async (secret) => eth.signEip1559(tx, secret)),
+          (what) => { result.textContent = `${what}…`; });
+        app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain `
+          + `(revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
+      } catch (e) {
+        app.tier3.last = `Not revoked: ${e.message || e}`;
+        showError(app.tier3.last);
+      }
+      pass.value = '';
+      await store.put('kv', 'tier3', app.tier3);
+      await render();
+    } }, 'Revoke every grant on chain'),
+    result);
+}
+
 function outcomesSection() {
   const list = (app.outcomes || []).slice(-10).reverse();
   return el('section', { id: 'outcomes' }, el('h2', {}, 'Recent outcomes'),
@@ -317,6 +357,7 @@ async function loadJournal() {
   app.journal = (await store.get('kv', 'journal')) || [];
   app.outcomes = (await store.get('kv', 'outcomes')) || [];
   app.devices = (await store.get('kv', 'devices')) || null;
+  app.tier3 = (await store.get('kv', 'tier3')) || null;
 }
 
 const saveJournal = () => store.put('kv', 'journal', app.journal);
