@@ -78,7 +78,7 @@ def approvals_with(nodes: list[CountingNode], counts: dict[int, dict[str, object
         nodes.append(node)
         chains[chain_id] = Chain(ChainSettings(id=chain_id, name=f"c{chain_id}", rpc_url=node.url), timeout=2.0)
     approvals = object.__new__(Approvals)
-    approvals.engine = types.SimpleNamespace(frozen=False, chains=chains, audit=types.SimpleNamespace(committed=(0, "0" * 64)))
+    approvals.engine = types.SimpleNamespace(frozen=False, chains=chains, audit=types.SimpleNamespace(committed=(0, "0" * 64), committed_epoch=0))
     approvals.devices = types.SimpleNamespace(revision=1, main_account=lambda: MAIN)
     approvals.kill_switch = types.SimpleNamespace(current_id=lambda: "")
     approvals.identity = types.SimpleNamespace(sign=lambda domain, body: key.sign(signed_message(domain, body)).hex())
