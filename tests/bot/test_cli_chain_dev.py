@@ -81,3 +81,21 @@ def test_a_chain_that_is_not_a_local_dev_chain_is_never_rewritten(tmp_path) -> N
     done = owlia(home, "up", "--port", str(port))
     assert done.returncode == 1 and "not a dev chain on this machine" in done.stderr, done.stderr
     assert config.read_text() == before
+
+
+def test_chain_fund_refuses_what_it_cannot_do_in_words(tmp_path) -> None:
+    home = tmp_path / "home"
+    assert owlia(home, "init").returncode == 0
+    cases = {
+        ("main", "1eth"): "no companion at",
+        ("0x1234", "1eth"): "is not an address",
+        ("0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "5usdc"): "only the chain's own coin",
+        ("0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "1"): "has no unit",
+    }
+    for (to, amount), said in cases.items():
+        done = owlia(home, "chain", "fund", to, amount)
+        assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, (to, done.stderr)
+    config = home / "config.yaml"
+    config.write_text(config.read_text().replace("dev: true", "dev: false"))
+    done = owlia(home, "chain", "fund", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "1eth")
+    assert done.returncode == 1 and "is not a dev chain" in done.stderr
