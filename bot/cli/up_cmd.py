@@ -99,6 +99,12 @@ def up(
         fail(f"the dev chain {dev_chain.id} in {config_path} is not a dev chain on this machine ({where.scheme}://"
              f"{where.hostname}...): `owlia up` runs anvil here, so its rpc_url must be http://127.0.0.1:PORT")
     configured = where.port
+    from bot.runtime.instance import INHERITED_ENV, InstanceBusy, single_instance
+
+    try:  # one bot per home: a second `owlia up` or an `owlia start` beside this one is refused (and this by them)
+        lock_fd = ctx.with_resource(single_instance(home))
+    except InstanceBusy as exc:
+        fail(str(exc))
     _stop_on_sigterm()
     chain = DevChain(port=configured if port is None else port, chain_id=dev_chain.id)
     try:
@@ -182,7 +188,8 @@ def up(
             log_path = ensure_private_dir(home / "logs") / "bot.log"
             with open(log_path, "ab") as log_file:
                 bot_proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
-                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, env=env)
+                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
+                                            env={**env, INHERITED_ENV: str(lock_fd)}, pass_fds=(lock_fd,))
             typer.echo(f"bot: {', '.join(channels)} running (log: {log_path})")
         typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         try:
