@@ -136,7 +136,8 @@ class Chain:
         CHAIN_ID_TTL seconds make it ask again. Nonces, fees, balances and simulations read from
         another chain's node would be another chain's, so the signer fails closed: nothing signed."""
         checked, now = self._chain_checked, self._connections()
-        if checked is not None and now is not None and checked[0] == now and time.monotonic() - checked[1] < CHAIN_ID_TTL:
+        fresh = checked is not None and time.monotonic() - checked[1] < CHAIN_ID_TTL
+        if fresh and now is not None and checked is not None and checked[0] == now:
             return
         self._chain_checked = None
         told = await self.chain_id()
