@@ -55,13 +55,15 @@ def _shut_to_others(path: Path, need: int) -> str | None:
 
 
 def packages() -> list[Path]:
-    """Where the interpreter that runs this finds OwliaBot and its dependencies."""
-    import bot
-    import policies
-    import signer
-    import typer
+    """Where the interpreter that runs this finds OwliaBot and its dependencies (located, not imported:
+    the signer's code stays out of the bot's process)."""
+    from importlib.util import find_spec
 
-    found = [Path(module.__file__).resolve().parent for module in (bot, signer, policies, typer)]
+    found = []
+    for name in ("bot", "signer", "policies", "typer"):
+        spec = find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            found.append(Path(location).resolve())
     return list(dict.fromkeys(found))
 
 
