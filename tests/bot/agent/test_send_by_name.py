@@ -4,6 +4,7 @@ new recipient (the signer escalates it), and an unknown name is refused in words
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,3 +44,30 @@ def test_a_local_contact_is_paid_as_a_new_recipient_and_an_unknown_name_is_refus
     unknown = chat(home, "/send nobody-we-know 0.001eth")
     assert "'nobody-we-know' is neither an address" in unknown.stdout and "address book" in unknown.stdout
     assert balance(anvil, STRANGER) == before
+
+
+def test_the_transfer_tool_takes_a_name_from_the_address_book(bot, anvil):
+    """The model names the recipient as the user did; the address comes from the signer's own book."""
+    from tests.bot.agent.conftest import FAKE_KEYS, call
+    from tests.fakes.llm_server import Reply
+
+    bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": "dev-friend", "amount": "0.001"})]),
+                    Reply(text=["Sent."]),
+                    Reply(tool_calls=[call("transfer", {"to": "someone-else", "amount": "0.001"})]),
+                    Reply(text=["I could not find them."]))
+    before = balance(anvil, FRIEND)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
+    env["ANTHROPIC_API_KEY"] = FAKE_KEYS["anthropic"]
+
+    def say(text: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(bot.home), "chat", "-m", text],
+                              env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+
+    done = say("pay dev-friend 0.001 eth")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert balance(anvil, FRIEND) - before == 10**15, done.stdout
+    unknown = say("pay someone-else 0.001 eth")
+    assert unknown.returncode == 0, unknown.stderr
+    result = [p for p in bot.llm.requests[3].body["messages"][-1]["content"] if p.get("type") == "tool_result"]
+    assert "'someone-else' is neither an address nor a name" in json.dumps(result), result
+    assert balance(anvil, FRIEND) - before == 10**15
