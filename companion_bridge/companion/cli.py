@@ -144,6 +144,11 @@ def init(
     except WalletError as exc:
         fail(str(exc))
     keystore = wallet.home / "keystore.json"
+    if wallet.home.resolve().is_relative_to(home_of(ctx).resolve()):
+        typer.secho(f"warning: {wallet.home} is inside the OwliaBot home, on the signer's host: whoever steals this "
+                    "host gets the main key. Only for a dev chain; on a real chain keep the main key on your phone "
+                    "(docs/self-hosting.md) or as another user on another machine (`owlia security audit`: "
+                    "OWL-MAIN-001)", fg=typer.colors.YELLOW, err=True)
     typer.echo(f"main account {wallet.main_address}: fund it for Tier 1 transfers")
     typer.echo(f"BACK IT UP NOW: copy {keystore} somewhere off this machine (a USB stick, a password manager) and "
                "keep the passphrase apart from it. Without both, nobody (not OwliaBot, not you) can recover "

@@ -45,7 +45,9 @@ def test_the_single_host_companion_in_the_owliabot_home_is_critical(tmp_path):
     write_private_file(passfile, PASS)
     code, check = main_key_check(home)
     assert check["status"] == "pass", check
-    companion_init(home, home / "companion", passfile)  # what `owlia companion init` does by default there
+    made = owlia(home, "companion", "init", "--passphrase-file", str(passfile), "--scrypt-n", "1024")
+    assert made.returncode == 0, made.stderr  # its default directory: <home>/companion
+    assert "warning: " in made.stderr and "inside the OwliaBot home, on the signer's host" in made.stderr
     code, check = main_key_check(home)
     assert code == 1 and check["status"] == "fail", check
     [finding] = check["findings"]
