@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +56,19 @@ def rpc(url: str, method: str, params: list | None = None, timeout: float = 5.0)
     return reply["result"]
 
 
+def wait_receipt_dev(url: str, tx_hash: str, timeout: float = 30.0) -> dict:
+    """The receipt of a dev chain transaction once mined; DevChainError if it reverted or never came."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        receipt = rpc(url, "eth_getTransactionReceipt", [tx_hash])
+        if receipt:
+            if receipt.get("status") != "0x1":
+                raise DevChainError(f"transaction {tx_hash} reverted")
+            return receipt
+        time.sleep(0.1)
+    raise DevChainError(f"no receipt for {tx_hash} within {timeout:.0f} s")
+
+
 @dataclass
 class DevChain:
     port: int = 8545
@@ -69,8 +83,8 @@ class DevChain:
     def start(self, timeout: float = 15.0) -> DevChain:
         if _listening(self.port):  # never mistake someone else's chain on this port for ours
             raise DevChainError(f"port {self.port} on 127.0.0.1 is already in use (`ss -ltnp` shows by what): stop "
-                                "that process, or pick another port (`owlia up --port N` on a new home, or edit "
-                                "the dev chain's rpc_url in config.yaml)")
+                                "that process, or pick another port (`owlia up --port N` or `owlia chain dev --port "
+                                "N`: either records it in config.yaml)")
         cmd = [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(self.port),
                "--chain-id", str(self.chain_id), "--hardfork", "prague", "--silent"]  # prague: EIP-7702 (Tier 3)
         if self.block_time:
@@ -118,3 +132,37 @@ class DevChain:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def record_dev_rpc_url(config_path: Path, chain_id: int, url: str) -> str | None:
+    """Point the dev chain `chain_id` of config.yaml at `url` (a port given to `owlia chain dev` or
+    `owlia up`): the signer and the bot read the chain's address there, so a port that is not recorded
+    leaves them talking to the old one. Returns the old rpc_url when it changed, None when it already
+    was `url`. Only a `dev: true` chain on this machine is ever rewritten (DevChainError otherwise);
+    the file keeps its comments (the one rpc_url string is replaced in place) and its 0600 mode."""
+    import yaml
+
+    from policies.kernel.files import write_private_file
+
+    text = config_path.read_text()
+    data = yaml.safe_load(text) or {}
+    chains = data.get("chains") if isinstance(data, dict) else None
+    entry = next((c for c in chains or [] if isinstance(c, dict) and c.get("id") == chain_id), None)
+    if entry is None:
+        raise DevChainError(f"{config_path} has no chain {chain_id}")
+    old = str(entry.get("rpc_url", ""))
+    if old == url:
+        return None
+    if entry.get("dev") is not True or urlsplit(old).hostname not in {h.strip("[]") for h in LOOPBACK_HOSTS}:
+        raise DevChainError(f"chain {chain_id} in {config_path} is not a dev chain on this machine ({old}): its "
+                            "rpc_url is yours to edit, never rewritten by a dev command")
+    if text.count(old) == 1:  # in place: the comments `owlia init` wrote stay
+        text = text.replace(old, url)
+    else:
+        entry["rpc_url"] = url
+        text = yaml.safe_dump(data, sort_keys=False)
+    write_private_file(config_path, text.encode())
+    return old

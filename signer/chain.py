@@ -28,11 +28,16 @@ CODE_TTL = 30.0
 GAS_HEADROOM_PERCENT = 20
 RECEIPT_POLL_SECONDS = 0.25
 CLAMPED_QUOTES_KEPT = 16
+CHAIN_ID_TTL = 60.0  # seconds a node's eth_chainId answer is trusted on one unbroken connection
 _QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")  # unsigned, at most 256 bits: what an EVM quantity can be
 
 
 class ChainError(Exception):
     """The RPC failed or refused; the message is safe to show."""
+
+
+class WrongChain(ChainError):
+    """The node answers for another chain than the one the signer signs for: nothing is signed."""
 
 
 class FeeAboveCeiling(ChainError):
@@ -104,6 +109,8 @@ class Chain:
         self._no_code: dict[str, float] = {}
         self._nonces: dict[str, int] = {}
         self._nonce_lock = asyncio.Lock()
+        # (connections opened on each endpoint, monotonic time) when eth_chainId last matched
+        self._chain_checked: tuple[tuple[int, int], float] | None = None
 
     @property
     def _unreachable(self) -> str:
@@ -113,6 +120,41 @@ class Chain:
 
     async def chain_id(self) -> int:
         return quantity(await self._call("eth_chainId"), "chain id")
+
+    def _connections(self) -> tuple[int, int] | None:
+        """Connections opened so far on each endpoint; None when one is closed now (the next call
+        opens a new one, which may reach another node)."""
+        if not self.rpc.open or (self.check is not None and not self.check.open):
+            return None
+        return self.rpc.connects, 0 if self.check is None else self.check.connects
+
+    async def ensure_chain_id(self) -> None:
+        """Raise WrongChain unless the node (and the check endpoint) say they serve this chain.
+
+        Asked before the first signature on each connection to the node: a new connection (a
+        reconnect, a node restarted or swapped behind the same URL), an RPC failure, or
+        CHAIN_ID_TTL seconds make it ask again. Nonces, fees, balances and simulations read from
+        another chain's node would be another chain's, so the signer fails closed: nothing signed."""
+        checked, now = self._chain_checked, self._connections()
+        fresh = checked is not None and time.monotonic() - checked[1] < CHAIN_ID_TTL
+        if fresh and now is not None and checked is not None and checked[0] == now:
+            return
+        self._chain_checked = None
+        told = await self.chain_id()
+        told_check = None
+        if self.check is not None:
+            try:
+                told_check = quantity(await self.check.call("eth_chainId"), "chain id")
+            except (RpcRemoteError, RpcUnreachable):
+                raise ChainError(f"the check endpoint of chain {self.settings.id} could not be read") from None
+        for endpoint, answer in (("RPC node", told), ("check endpoint", told_check)):
+            if answer is not None and answer != self.settings.id:
+                raise WrongChain(
+                    f"the {endpoint} configured for chain {self.settings.id} ({self.settings.name}) answers for chain "
+                    f"{answer}: nothing was signed. Point its URL in config.yaml at a node of chain "
+                    f"{self.settings.id}, then restart the signer")
+        # the connections the answers came on (a node that closes each one after its reply: None, asked every time)
+        self._chain_checked = None if (now := self._connections()) is None else (now, time.monotonic())
 
     # ---- transaction building ---------------------------------------------------------------
 
@@ -339,6 +381,7 @@ class Chain:
         except RpcRemoteError as exc:
             raise ChainError(f"{method}: {exc.message}") from None
         except RpcUnreachable as exc:
+            self._chain_checked = None  # whatever answers next is asked its chain id again
             raise ChainError(f"{self._unreachable}: {exc}") from None
 
 

@@ -29,6 +29,7 @@ async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> 
     if chain is None or main is None:
         return None
     try:
+        await chain.ensure_chain_id()  # another chain's node: nothing for the main key to sign either
         nonce = await next_nonce(chain, main)
         fees = await chain.fees()
     except Exception:  # noqa: BLE001 - unreachable or garbled chain: nothing to sign

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from policies.decision import Decision
 from policies.intent import Decoded
 from signer import records
-from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted
+from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted, WrongChain
 from signer.ledger import Ledger
 from signer.session_keys import SessionKeys
 from signer.wire.txcodec import Eip1559Tx, sign_eip1559
@@ -53,6 +53,11 @@ class SessionSigner:
         if key is None or frozen:
             return self.abandoned(request_id, decision, summary, "session_key.unavailable",
                                   "the session key was revoked or the signer frozen before signing")
+        try:
+            await chain.ensure_chain_id()  # before anything read from the node is relied on
+        except ChainError as exc:
+            return self.abandoned(request_id, decision, summary,
+                                  "chain.wrong_id" if isinstance(exc, WrongChain) else None, str(exc))
         to, value, data, grant_id = call.to, call.value, call.data, None
         grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
         if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):
@@ -82,6 +87,12 @@ class SessionSigner:
             nonce = await chain.next_nonce(key.address, ceiling)
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
+        try:  # a connection opened while fees and the nonce were read is asked its chain again
+            await chain.ensure_chain_id()
+        except ChainError as exc:
+            chain.forget_nonce(key.address)
+            return self.abandoned(request_id, decision, summary,
+                                  "chain.wrong_id" if isinstance(exc, WrongChain) else None, str(exc))
         try:  # after the last await: a key revoked meanwhile is gone from here
             signing_key = self.keys.signing_key(key.key_id)
         except KeyError:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 app = typer.Typer(help="Local development chain (anvil).", no_args_is_help=True)
@@ -21,9 +24,12 @@ def dev(
     import yaml
 
     from policies.kernel.cli import fail, home_of
-    from bot.devchain import DevChain, DevChainError
+    from bot.devchain import DevChain, DevChainError, record_dev_rpc_url
     from bot.devcontracts import deploy_delegation_framework, record_in_config
 
+    config_path = home_of(ctx) / "config.yaml"
+    if not config_path.exists():  # nowhere to record the chain: the signer and the bot would never find it
+        fail(f"no {config_path}: run `owlia init` first (it writes a dev chain for this command to record into)")
     chain = DevChain(port=port, chain_id=chain_id)
     try:
         chain.start()
@@ -34,12 +40,18 @@ def dev(
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         typer.echo(f"dev chain {chain_id} at {chain.url}")
+        try:  # the port given is the one the signer and the bot must reach: recorded, never left behind
+            old = record_dev_rpc_url(config_path, chain_id, chain.url)
+        except DevChainError as exc:
+            typer.echo(f"not recorded in config.yaml: {exc}", err=True)
+        else:
+            if old is not None:
+                typer.echo(f"recorded in {config_path}: chain {chain_id}'s rpc_url is now {chain.url} (was {old})")
         if tier3:
             try:
                 section = deploy_delegation_framework(chain.url)
             except DevChainError as exc:
                 fail(str(exc))
-            config_path = home_of(ctx) / "config.yaml"
             if record_in_config(config_path, chain_id, section):
                 typer.echo(f"Tier 3 contracts deployed; recorded under chains[{chain_id}].delegation in {config_path}")
             else:
@@ -53,6 +65,55 @@ def dev(
         pass
     finally:
         chain.stop()
+
+
+@app.command("fund")
+def fund(
+    ctx: typer.Context,
+    to: str = typer.Argument(..., help="An address, or `main`: the main account of the companion at --dir."),
+    amount: str = typer.Argument(..., help="With its unit, e.g. 1eth or 5000000gwei."),
+    chain_id: int = typer.Option(31337, "--chain", help="The dev chain (config.yaml, `dev: true`)."),
+    directory: Optional[Path] = typer.Option(None, "--dir", help="Companion directory for `main` "
+                                                                 "(default: <home>/companion)."),
+) -> None:
+    """Dev chains only: send play ETH from the node's first unlocked account (anvil's) and wait for it
+    to be mined. On a real chain, fund accounts from a wallet of yours."""
+    import json
+
+    from bot.devchain import DevChainError, rpc, wait_receipt_dev
+    from policies.kernel.addresses import is_address, to_checksum
+    from policies.kernel.cli import fail, home_of
+    from policies.units import read_amount
+    from signer.wire.cli import signer_config
+
+    chain = signer_config(ctx).chain(chain_id)
+    if chain is None or not chain.dev:
+        fail(f"chain {chain_id} is not a dev chain in config.yaml: `owlia chain fund` only moves a dev chain's "
+             "play ETH (on a real chain, send from a wallet of yours)")
+    if to == "main":
+        state = (directory or home_of(ctx) / "companion") / "companion.json"
+        try:
+            to = json.loads(state.read_text())["main_address"]
+        except (OSError, ValueError, KeyError, TypeError):
+            fail(f"no companion at {state.parent}: run `owlia companion init` first, or give an address")
+    try:
+        if not is_address(to):
+            raise ValueError(f"{to!r} is not an address (0x and 40 hex digits) nor `main`")
+        address = to_checksum(to)
+        parsed = read_amount(amount)
+        if not parsed.native:
+            raise ValueError(f"{amount}: only the chain's own coin can be funded this way (e.g. 1eth)")
+        wei = parsed.native_wei()
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        sender = rpc(chain.rpc_url, "eth_accounts")[0]
+        tx_hash = rpc(chain.rpc_url, "eth_sendTransaction", [{"from": sender, "to": address, "value": hex(wei)}])
+        wait_receipt_dev(chain.rpc_url, tx_hash)
+    except (OSError, DevChainError, IndexError, TypeError) as exc:
+        fail(f"the dev chain at {chain.rpc_url} did not fund it ({type(exc).__name__}: {exc}); "
+             "is `owlia up` or `owlia chain dev` running?")
+    typer.echo(f"sent {amount} to {address} on chain {chain_id} (tx {tx_hash})")
 
 
 # `owlia wallet pin`, mounted by bot.cli.app: it configures the signer (no key is involved), so it lives

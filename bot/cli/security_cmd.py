@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -22,6 +23,10 @@ def audit(
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON report."),
     fix: bool = typer.Option(False, "--fix", help="Apply the safe fixes (tighten permissions) first."),
     bot_user: Optional[str] = typer.Option(None, help="The bot's user (name or uid); default: the home's owner."),
+    companion_dir: Optional[list[Path]] = typer.Option(
+        None, "--companion-dir",
+        help="A companion directory on this machine (another user's): critical if the signer's user can read its "
+             "main key. The OwliaBot home and the signer user's home are always searched."),
 ) -> None:
     """Run every check; exit 1 if anything critical remains."""
     from bot.ops.render import print_report
@@ -31,8 +36,9 @@ def audit(
 
     home = home_of(ctx)
     try:
-        fixed = fix_all(OpsContext.load(home, bot_user=bot_user)) if fix else []
-        report = security_audit(OpsContext.load(home, bot_user=bot_user), fixed=fixed)
+        dirs = list(companion_dir or [])
+        fixed = fix_all(OpsContext.load(home, bot_user=bot_user, companion_dirs=dirs)) if fix else []
+        report = security_audit(OpsContext.load(home, bot_user=bot_user, companion_dirs=dirs), fixed=fixed)
     except KeyError:
         fail(f"no user named {bot_user!r} on this system")
     print_report(report, as_json)

@@ -7,6 +7,7 @@ import os
 import pwd
 import subprocess
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -31,25 +32,32 @@ def install(
     rpc_url: str = typer.Option("http://127.0.0.1:8545", help="Chain RPC for the generated config.yaml."),
     chain_id: int = typer.Option(31337),
     create_users: bool = typer.Option(True, help="Create the users and group if missing (needs root)."),
+    python: Optional[Path] = typer.Option(
+        None, help="The interpreter the units run, with owliabot installed (default: this one); the service "
+                   "users must be able to execute it and read the install."),
     dry_run: bool = typer.Option(False, help="Print the units instead of writing anything."),
 ) -> None:
     """Write owliabot-signer.service and owliabot.service (and the users they run as)."""
+    import sys
+
     from policies.kernel.files import ensure_private_dir, write_private_file
 
     from bot.ops.systemd import (BOT_UNIT, SIGNER_UNIT, ServiceLayout, bot_unit, install_commands, service_config,
                                  signer_unit)
 
     layout = ServiceLayout(signer_user=signer_user, bot_user=bot_user, socket_group=socket_group,
-                           signer_home=signer_home, bot_home=bot_home)
+                           signer_home=signer_home, bot_home=bot_home,
+                           python=str(python.absolute()) if python else sys.executable)
     units = {SIGNER_UNIT: signer_unit(layout), BOT_UNIT: bot_unit(layout)}
-    if blocked := _not_traversable(Path(layout.python)):
-        typer.secho(f"warning: {blocked} is closed to other users, so {signer_user} and {bot_user} cannot run "
-                    f"{layout.python}; install owliabot somewhere they can (e.g. /opt/owliabot/venv)",
-                    fg=typer.colors.YELLOW, err=True)
     if dry_run:
+        if blocked := _not_traversable(Path(layout.python)):
+            typer.secho(f"warning: {blocked} is closed to other users, so {signer_user} and {bot_user} cannot run "
+                        f"{layout.python}; install owliabot somewhere they can (e.g. /opt/owliabot/venv)",
+                        fg=typer.colors.YELLOW, err=True)
         for name, text in units.items():
             typer.echo(f"# {unit_dir / name}\n{text}")
         return
+    _preflight(layout, create_users)  # before any user, unit, home or config exists
     if create_users:
         for command in install_commands(layout):
             if not _exists(command):
@@ -89,6 +97,29 @@ def install(
         f"{layout.python} -m bot.cli --home {layout.bot_home} security audit --bot-user {bot_user}",
     ):
         typer.echo(f"  {step}")
+
+
+def _preflight(layout, create_users: bool) -> None:
+    """Refuse, with nothing written, a setup whose units could not start: a user or group missing
+    with --no-create-users, or service users that cannot run the interpreter with OwliaBot."""
+    from bot.ops.service_preflight import others_problem, trial_as
+
+    nothing = "nothing was written"
+    advice = ("Install owliabot where the service users can read it (e.g. `python3 -m venv /opt/owliabot/venv`, "
+              "`/opt/owliabot/venv/bin/pip install owliabot`) and pass --python /opt/owliabot/venv/bin/python")
+    if not _exists(["groupadd", layout.socket_group]) and not create_users:
+        fail(f"no group {layout.socket_group!r}: create it, or drop --no-create-users; {nothing}")
+    users = (layout.signer_user, layout.bot_user)
+    for user in users if not create_users else ():
+        if not _exists(["useradd", user]):
+            fail(f"no user {user!r}: create it, or drop --no-create-users; {nothing}")
+    for user in users:
+        if _exists(["useradd", user]):
+            problem = trial_as(user, layout.python) if os.geteuid() == 0 else others_problem(layout.python)
+        else:
+            problem = others_problem(layout.python)
+        if problem:
+            fail(f"{user} could not start its service: {problem}. {advice}; {nothing}")
 
 
 def _not_traversable(path: Path) -> Path | None:

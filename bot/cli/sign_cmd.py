@@ -18,7 +18,7 @@ app = typer.Typer(help="Ask the signer to sign (policy-checked like any agent re
 @app.command("send")
 def send(
     ctx: typer.Context,
-    to: str = typer.Option(..., "--to", help="Recipient address (checksummed or lowercase)."),
+    to: str = typer.Option(..., "--to", help="Recipient address (checksummed or lowercase), or a name from the signer's address book."),
     value: str = typer.Option(..., "--value", help="Amount with unit: 0.01eth, 1000wei, 12gwei, 5usdc."),
     data: Optional[str] = typer.Option(None, "--data", help="Calldata hex for a raw call."),
     chain_id: int = typer.Option(DEFAULT_CHAIN_ID, "--chain", help="Chain id."),

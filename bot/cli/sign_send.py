@@ -163,19 +163,40 @@ def _intent(client: BlockingSignerClient, request: SendRequest) -> dict[str, Any
     from policies.units import read_amount
     from signer.wire.sign_replies import PolicyShowReply
 
+    from policies.kernel.addresses import is_address
+
     assets: list[dict[str, Any]] = []
-    if not read_amount(request.value).native:
-        assets = client.call_as(PolicyShowReply, "policy.show").policy.get("assets", [])
+    to = request.to
+    policy = None
+    if not read_amount(request.value).native or not is_address(to):
+        policy = client.call_as(PolicyShowReply, "policy.show").policy
+        assets = policy.get("assets", [])
+    if not is_address(to):
+        to = book_address(policy or {}, request.chain_id, to)
     token_addr, amount = parse_amount(request.value, assets, request.chain_id)
     if token_addr is None:
-        intent: dict[str, Any] = {"chain_id": request.chain_id, "to": request.to, "value": str(amount)}
+        intent: dict[str, Any] = {"chain_id": request.chain_id, "to": to, "value": str(amount)}
         if request.data:
             intent["data"] = request.data
         return intent
     if request.data:
         raise ValueError("--data cannot be combined with a token amount")
     return {"chain_id": request.chain_id,
-            "token_transfer": {"token": token_addr, "recipient": request.to, "amount": str(amount)}}
+            "token_transfer": {"token": token_addr, "recipient": to, "amount": str(amount)}}
+
+
+def book_address(policy: dict[str, Any], chain_id: int, name: str) -> str:
+    """The address the signer's address book gives `name` on `chain_id` (any case), or ValueError."""
+    wanted = name.casefold()
+    found = {str(e.get("address")) for e in policy.get("address_book", []) or []
+             if isinstance(e, dict) and e.get("chain") == chain_id and str(e.get("name", "")).casefold() == wanted}
+    if len(found) == 1:
+        return found.pop()
+    if found:
+        raise ValueError(f"--to {name}: the signer's address book has more than one {name!r} on chain {chain_id}; "
+                         "give the address")
+    raise ValueError(f"--to {name}: neither an address (0x and 40 hex digits) nor a name in the signer's address book "
+                     f"on chain {chain_id}")
 
 
 def print_json(data: Any) -> None:

@@ -39,6 +39,10 @@ def run_start(home: Path) -> int:
     from signer.wire.settings import ConfigError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not (home / "config.yaml").exists():  # defaults alone would run forever with no channel to talk on
+        error(f"no config.yaml in {home}: run `owlia init` first, then give the bot a chat channel (a Telegram or "
+              "Discord token: docs/self-hosting.md), or talk to it on this terminal with `owlia chat`")
+        return 1
     try:
         config = load_bot_config(home)
     except ConfigError as exc:
@@ -50,6 +54,9 @@ def run_start(home: Path) -> int:
         say(f"owlia: running with {running}; Ctrl-C stops.")
         for name, why in launch.skipped.items():
             say(f"owlia: {name} skipped: {why}", YELLOW)
+        if not launch.channels:  # after the skipped channels' own reasons
+            say("owlia: nobody can reach this bot: give it a Telegram or Discord token (docs/self-hosting.md), "
+                "or talk to it on this terminal with `owlia chat`", YELLOW)
 
     try:
         launch = run(serve(home, config, on_ready=ready))

@@ -62,8 +62,11 @@ DEFAULT_PORT = 8545
 def up(
     ctx: typer.Context,
     port: Optional[int] = typer.Option(None, min=1, max=65535,
-                                       help="Dev chain port on 127.0.0.1 for a new home (default 8545)."),
+                                       help="Dev chain port on 127.0.0.1 (default: config.yaml's, else 8545); "
+                                            "recorded in config.yaml's dev chain."),
     demo: bool = typer.Option(False, help="Run a short signing demo, then stop everything."),
+    tier3: bool = typer.Option(False, "--tier3",
+                               help="Also deploy the Tier 3 contracts and record them in config.yaml (docs/tier3.md)."),
 ) -> None:
     """Start the dev chain and the signer with a funded session key; stop with Ctrl-C."""
     import json
@@ -87,22 +90,49 @@ def up(
     dev_chain = next((c for c in config.chains if c.dev), None)
     if dev_chain is None:
         fail("config.yaml has no chain marked `dev: true`; `owlia up` only runs against a dev chain")
-    configured = int(dev_chain.rpc_url.rsplit(":", 1)[1])
-    if port is not None and port != configured:  # said out loud, never silently ignored
-        fail(f"--port {port} differs from the dev chain in {config_path} ({dev_chain.rpc_url}); the signer and the "
-             f"bot read that file, so edit its rpc_url (or drop --port), or use a new home with --home")
+    from urllib.parse import urlsplit
+
+    from bot.devchain import LOOPBACK_HOSTS
+
+    where = urlsplit(dev_chain.rpc_url)
+    if where.hostname not in {h.strip("[]") for h in LOOPBACK_HOSTS} or where.port is None:
+        fail(f"the dev chain {dev_chain.id} in {config_path} is not a dev chain on this machine ({where.scheme}://"
+             f"{where.hostname}...): `owlia up` runs anvil here, so its rpc_url must be http://127.0.0.1:PORT")
+    configured = where.port
+    from bot.runtime.instance import INHERITED_ENV, InstanceBusy, single_instance
+
+    try:  # one bot per home: a second `owlia up` or an `owlia start` beside this one is refused (and this by them)
+        lock_fd = ctx.with_resource(single_instance(home))
+    except InstanceBusy as exc:
+        fail(str(exc))
     _stop_on_sigterm()
-    chain = DevChain(port=configured, chain_id=dev_chain.id)
+    chain = DevChain(port=configured if port is None else port, chain_id=dev_chain.id)
     try:
         chain.start()
-        if dev_chain.delegation is not None:  # Tier 3 recorded by `owlia chain dev`: the same addresses again
+        if chain.port != configured:  # the signer and the bot read config.yaml: the port goes there, said out loud
+            from bot.devchain import record_dev_rpc_url
+
+            old = record_dev_rpc_url(config_path, dev_chain.id, chain.url)
+            typer.echo(f"recorded --port {chain.port} in {config_path}: the dev chain's rpc_url is now {chain.url} "
+                       f"(was {old})")
+            config = load_signer_config(home)
+            bot_config = load_or_fail(home)
+            dev_chain = next(c for c in config.chains if c.id == dev_chain.id)
+        if tier3 and dev_chain.delegation is None:  # first time: deploy and record, as `owlia chain dev` does
+            from bot.devcontracts import deploy_delegation_framework, record_in_config
+
+            record_in_config(config_path, dev_chain.id, deploy_delegation_framework(chain.url))
+            typer.echo(f"Tier 3 contracts deployed; recorded under chains[{dev_chain.id}].delegation in {config_path}")
+            config = load_signer_config(home)
+            dev_chain = next(c for c in config.chains if c.id == dev_chain.id)
+        elif dev_chain.delegation is not None:  # Tier 3 recorded before: the same addresses again
             from bot.devcontracts import deploy_delegation_framework
 
             deployed = deploy_delegation_framework(chain.url)
             if deployed["manager"] != dev_chain.delegation.manager.lower():
                 raise DevChainError("the Tier 3 contracts landed at other addresses than config.yaml records: "
                                     "run `owlia chain dev` once to record them again")
-    except DevChainError as exc:
+    except (DevChainError, ConfigError) as exc:
         chain.stop()
         fail(str(exc))
     except BaseException:  # Ctrl-C while the contracts deploy: anvil (its own session) goes too
@@ -158,7 +188,8 @@ def up(
             log_path = ensure_private_dir(home / "logs") / "bot.log"
             with open(log_path, "ab") as log_file:
                 bot_proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
-                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, env=env)
+                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
+                                            env={**env, INHERITED_ENV: str(lock_fd)}, pass_fds=(lock_fd,))
             typer.echo(f"bot: {', '.join(channels)} running (log: {log_path})")
         typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         try:

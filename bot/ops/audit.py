@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bot.ops import audit_config
+from bot.ops.audit_mainkey import check_main_key_placement
 from bot.ops.checks import Check, Finding, Report, Severity, Skip, mode_of, run_checks, too_open
 from bot.ops.context import OpsContext, is_socket, readable_by, require_visible
 from bot.ops.sandbox import probe_sandbox
@@ -284,6 +285,7 @@ AUDIT_CHECKS: tuple[Check, ...] = (
     Check("OWL-PERM-003", "signer home 0700, key files 0600", check_signer_perms),
     Check("OWL-SOCK-001", "signer socket 0660 in its group", check_socket),
     Check("OWL-ISO-001", "the bot's user cannot read the signer home", check_isolation),
+    Check("OWL-MAIN-001", "the main key is not on the signer's host", check_main_key_placement),
     Check("OWL-GW-001", "gateway not exposed without a strong token", check_gateway),
     Check("OWL-ALLOW-001", "no wildcard or empty allowlists", audit_config.check_allowlists),
     Check("OWL-GRP-001", "groups cannot reach sign tools", audit_config.check_group_sign_tools),

@@ -34,6 +34,7 @@ class OpsContext:
     http_timeout: float = 5.0
     now: float = field(default_factory=time.time)  # tests look at the future instead of waiting for it
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    companion_dirs: list[Path] = field(default_factory=list)  # main-key keystores to check (OWL-MAIN-001)
 
     @classmethod
     def load(cls, home: Path, *, bot_user: str | None = None, **kwargs: object) -> OpsContext:

@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 
 from bot.ops.checks import Check, Finding, Report, Severity, Skip, run_checks
 from bot.ops.context import OpsContext
@@ -245,11 +246,18 @@ def check_bridge(ctx: OpsContext) -> Iterator[Finding]:
     The bridge is optional (without it escalated requests wait, unapproved, until they expire), so
     no bridge at all is a skip; a bridge with no companion connected is a warning.
     """
-    url = ctx.env.get(BRIDGE_URL_ENV, DEFAULT_BRIDGE_URL).rstrip("/")
-    status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True,
-                              cafile=ctx.env.get(BRIDGE_CA_ENV))
+    given = ctx.env.get(BRIDGE_URL_ENV)
+    # `owlia bridge serve` speaks http on 127.0.0.1:8765 unless given --tls-cert (then https, as in compose):
+    # unnamed, the bridge is looked for at both, so a default bridge is never reported missing.
+    candidates = [given.rstrip("/")] if given else [DEFAULT_BRIDGE_URL, DEFAULT_BRIDGE_URL.replace("https", "http", 1)]
+    for url in candidates:
+        status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True,
+                                  cafile=ctx.env.get(BRIDGE_CA_ENV))
+        if status is not None:
+            break
     if status is None:
-        raise Skip(f"no companion bridge at {url} (optional; set {BRIDGE_URL_ENV} if it runs elsewhere)")
+        raise Skip(f"no companion bridge at {' or '.join(candidates)} (optional; set {BRIDGE_URL_ENV} if it runs "
+                   "elsewhere)")
     if status != 200 or not isinstance(body, dict) or body.get("ok") is not True:
         yield Finding("DOC-BRIDGE-001", CRIT, f"the companion bridge at {url} answered {status}",
                       "docker compose logs bridge / journalctl, then restart it")
@@ -327,14 +335,36 @@ def compose_version_finding(text: str | None) -> Finding | None:
     return None
 
 
+COMPOSE_MARK = "# OwliaBot on docker compose."  # the first line of bot.ops.compose.HEADER
+
+
+def compose_setups(ctx: OpsContext) -> list[Path]:
+    """The compose files `owlia init --docker` wrote that this doctor can see: in the home's `docker/`
+    (init's default) or the directory it runs in (`--dir DIR`, then `cd DIR`, as the guide does)."""
+    found = []
+    for candidate in (ctx.home / "docker" / "docker-compose.yml", Path.cwd() / "docker-compose.yml"):
+        try:
+            with open(candidate, encoding="utf-8") as handle:
+                if handle.readline().startswith(COMPOSE_MARK):
+                    found.append(candidate)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return found
+
+
 def check_compose(ctx: OpsContext) -> Iterator[Finding]:
-    """DOC-COMPOSE-001: the Compose that would run `owlia init --docker`'s file can read it."""
+    """DOC-COMPOSE-001: the Compose that would run `owlia init --docker`'s file can read it. Only a setup
+    that uses it (a compose file of ours in sight) can fail on it: docker installed for something else
+    (the README's setup installs docker.io) is no reason to fail a systemd or laptop install."""
     import shutil
     import subprocess
 
     docker = shutil.which("docker", path=ctx.env.get("PATH"))
     if docker is None:
         raise Skip("no docker command here (not a compose host, or inside a container)")
+    if not compose_setups(ctx):
+        raise Skip(f"no compose setup here (neither {ctx.home / 'docker'} nor this directory has the "
+                   "docker-compose.yml `owlia init --docker` writes): this install does not run on Compose")
     try:
         done = subprocess.run([docker, "compose", "version", "--short"], capture_output=True, text=True,
                               timeout=15, env=dict(ctx.env), stdin=subprocess.DEVNULL)

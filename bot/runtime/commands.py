@@ -31,7 +31,7 @@ Commands:
 /help — this list
 /status — model, tokens used in this chat, signer and chain
 /balance [TOKEN] — the wallet's balance (session keys held by the signer)
-/send ADDRESS AMOUNT — ask the signer to send, e.g. /send 0x7099…79C8 0.001eth (the unit is required: eth, gwei, wei or a token such as 5usdc); it decides: signed, needs approval or denied
+/send ADDRESS AMOUNT — ask the signer to send, e.g. /send 0x7099…79C8 0.001eth or /send dev-friend 0.001eth (a name from the address book; the unit is required: eth, gwei, wei or a token such as 5usdc); it decides: signed, needs approval or denied
 /approvals — requests waiting for your companion app
 /new — start a fresh conversation (the old one is archived)
 /compact — summarize older messages to save context
@@ -40,7 +40,8 @@ Commands:
 /pair approve CODE — (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
 PENDING = RequestStatus.PENDING
-SEND_USAGE = "usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth"
+SEND_USAGE = ("usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth, or a name "
+              "from the address book: /send dev-friend 0.001eth")
 
 COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
                   "user, open tasks, and every transaction with its request id, status and tx hash. Be concise. "
@@ -107,7 +108,10 @@ class Commands:
             return SEND_USAGE
         to, amount_text = args[0], "".join(args[1:])
         if not is_address(to):
-            return f"{SEND_USAGE}\n'{to}' is not an address (0x and 40 hex digits)."
+            found = await self._named(to)
+            if isinstance(found, str):
+                return f"{SEND_USAGE}\n{found}"
+            to = found[0]
         try:
             amount = read_amount(amount_text)
             number, asset = (amount.native_eth_text(), "ETH") if amount.native else (amount.number, amount.unit.upper())
@@ -115,6 +119,21 @@ class Commands:
             return f"{SEND_USAGE}\n{exc}"
         return await self._tool(session, inbound, sink, "transfer",
                                 {"to": to, "amount": number, "asset": asset, "reason": "typed by the user with /send"})
+
+    async def _named(self, name: str) -> tuple[str, str] | str:
+        """The address of a name from the address book (or the contacts), or why there is none."""
+        from bot.tools.base import ToolFailure
+        from bot.tools.contacts import address_named
+
+        services = self.runtime.services
+        try:
+            found = await address_named(services.signer, services.state_dir, services.default_chain_id, name)
+        except ToolFailure as exc:
+            return str(exc)
+        if found is None:
+            return (f"'{name}' is neither an address (0x and 40 hex digits) nor a name in the signer's address book "
+                    "or your contacts.")
+        return found
 
     async def approvals(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         signer = self.runtime.services.signer

@@ -175,6 +175,31 @@ async def signer_address_book(signer: SignerClient) -> list[BookEntry]:
     return [BookEntry(e.chain, e.name, e.address) for e in entries]
 
 
+async def address_named(signer: SignerClient | None, state_dir: Path | None, chain_id: int,
+                        name: str) -> tuple[str, str] | None:
+    """(address, where it was found) for a name the user typed where an address goes (`/send
+    dev-friend 0.001eth`): the signer's address book on `chain_id` first (the names that make a
+    recipient known), then the local contacts (labels only: paying one is still paying a new recipient,
+    so the signer escalates it). None when neither has it; ToolFailure when the book names two."""
+    wanted = name.strip().casefold()
+    if signer is not None:
+        try:
+            book = [e for e in await signer_address_book(signer) if e.chain_id == chain_id
+                    and e.name.casefold() == wanted]
+        except SignerError:
+            book = []  # the contacts may still know it; the signer judges the address either way
+        if len({e.address.lower() for e in book}) > 1:
+            raise ToolFailure(f"the signer's address book has more than one {name!r} on chain {chain_id}: "
+                              "write the address instead")
+        if book:
+            return book[0].address, "the signer's address book"
+    if state_dir is not None:
+        match = next((c for c in ContactStore(state_dir).load() if c.name.casefold() == wanted), None)
+        if match is not None:
+            return to_checksum(match.address), "your contacts (a label only: the signer still treats it as new)"
+    return None
+
+
 # ---- tools ----------------------------------------------------------------------------------------
 
 LOCAL_ONLY = "local label only: the signer still treats this address as a new recipient"

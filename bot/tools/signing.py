@@ -17,7 +17,7 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.wallet import policy_assets
 from policies.decision import Outcome
 from policies.intent import NATIVE
-from policies.kernel.addresses import ADDRESS_PATTERN
+from policies.kernel.addresses import ADDRESS_PATTERN, is_address
 from policies.kernel.text import visible
 from policies.units import parse_units
 from signer.wire.protocol import RequestStatus
@@ -27,8 +27,12 @@ ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 
+RECIPIENT = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9][A-Za-z0-9 ._-]{0,39})$"  # an address, or a name (contacts.clean_name)
+
+
 class TransferArgs(ToolArgs):
-    to: str = Field(pattern=ADDRESS, description="recipient address, 0x + 40 hex")
+    to: str = Field(pattern=RECIPIENT,
+                    description="recipient address (0x + 40 hex), or a name from the address book or contacts")
     amount: str = Field(pattern=r"^[0-9]{1,40}(\.[0-9]{1,40})?$",
                         description='decimal amount in whole units, e.g. "0.01"')
     asset: str = Field(default="ETH", max_length=42, description="symbol from the policy (ETH, USDC...) or token address")
@@ -139,6 +143,17 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
     return outcome_output(reply)
 
 
+async def _named_recipient(ctx: ToolContext, chain_id: int, name: str) -> str:
+    """The address a name stands for: the signer's address book first, then the local contacts."""
+    from bot.tools.contacts import address_named
+
+    found = await address_named(ctx.services.signer, ctx.services.state_dir, chain_id, name)
+    if found is None:
+        raise ToolFailure(f"{name!r} is neither an address nor a name in the address book or the contacts; "
+                          "nothing was sent")
+    return found[0]
+
+
 @tool("transfer", Level.SIGN, TransferArgs, timeout=90, description="""
 Send native coin or a listed ERC-20 token. The signer decides: it may sign at once, ask the user's
 companion app, or refuse. Report its outcome to the user as given.""")
@@ -149,11 +164,12 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
         amount = parse_units(args.amount, decimals)
     except ValueError as exc:
         raise ToolFailure(f"amount: {exc}") from None
-    flags = _provenance_flags(ctx, args.to)
+    to = args.to if is_address(args.to) else await _named_recipient(ctx, chain_id, args.to)
+    flags = _provenance_flags(ctx, to)  # a name's address was not written by the user: known only if in the book
     if asset_id == NATIVE:
-        intent: dict[str, Any] = {"chain_id": chain_id, "to": args.to, "value": str(amount), "data": "0x"}
+        intent: dict[str, Any] = {"chain_id": chain_id, "to": to, "value": str(amount), "data": "0x"}
     else:
-        intent = {"chain_id": chain_id, "token_transfer": {"token": asset_id, "recipient": args.to,
+        intent = {"chain_id": chain_id, "token_transfer": {"token": asset_id, "recipient": to,
                                                            "amount": str(amount)}}
     return await _submit(ctx, intent, args.reason, flags)
 

@@ -144,6 +144,11 @@ def init(
     except WalletError as exc:
         fail(str(exc))
     keystore = wallet.home / "keystore.json"
+    if wallet.home.resolve().is_relative_to(home_of(ctx).resolve()):
+        typer.secho(f"warning: {wallet.home} is inside the OwliaBot home, on the signer's host: whoever steals this "
+                    "host gets the main key. Only for a dev chain; on a real chain keep the main key on your phone "
+                    "(docs/self-hosting.md) or as another user on another machine (`owlia security audit`: "
+                    "OWL-MAIN-001)", fg=typer.colors.YELLOW, err=True)
     typer.echo(f"main account {wallet.main_address}: fund it for Tier 1 transfers")
     typer.echo(f"BACK IT UP NOW: copy {keystore} somewhere off this machine (a USB stick, a password manager) and "
                "keep the passphrase apart from it. Without both, nobody (not OwliaBot, not you) can recover "
@@ -157,11 +162,14 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
     from companion_bridge.companion.pairing import parse_pair_link, ssl_for
 
     wallet = _wallet(ctx, directory)
+    try:
+        link = parse_pair_link(uri)  # before anything is sent or written
+    except CompanionError as exc:
+        fail(exc.message)
 
     async def go() -> dict:
         import aiohttp
 
-        link = parse_pair_link(uri)
         async with Companion(wallet, link.bridge, ssl=ssl_for(link.fingerprint)) as companion:
             try:
                 reply = await companion.pair(link.pairing_id, link.code, link.signer_key)
@@ -183,12 +191,34 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
     typer.echo(f"paired as {reply['device']['device_id']}")
 
 
-def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]):
+def _stored_signer_key_problem(wallet) -> Optional[str]:
+    """Why the signer key this companion stored at pairing cannot be used, or None (none stored is
+    not a problem here: such a companion can deny, never approve, and says so on each request)."""
+    from companion_bridge.companion.pairing import signer_key_problem
+
+    key = wallet.state.get("signer_key")
+    if key is None:
+        return None
+    problem = signer_key_problem(key)
+    return None if problem is None else (
+        f"the signer key stored in {wallet.home / 'companion.json'} is damaged ({problem}): this companion "
+        "could verify no request and keep no audit witness. Pair again: `owlia companion pair` on the "
+        "signer's host, then `owlia companion link LINK` here")
+
+
+def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], *, emergency: bool = False):
+    """The companion, refused loudly if its stored signer key is damaged; an `emergency` (a freeze,
+    signed by the device key alone) still goes ahead, with the warning on stderr."""
     from companion_bridge.companion.client import Companion
 
     from companion_bridge.companion.pairing import ssl_for
 
     wallet = _wallet(ctx, directory)
+    problem = _stored_signer_key_problem(wallet)
+    if problem is not None and not emergency:
+        fail(problem)
+    if problem is not None:
+        typer.echo(f"WARNING: {problem}", err=True)
     return Companion(wallet, bridge or wallet.state.get("bridge_url") or DEFAULT_BRIDGE,
                      ssl=ssl_for(wallet.state.get("tls_fingerprint")))
 
@@ -333,7 +363,7 @@ def outstanding(
 def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], name: str, *args) -> None:
     from companion_bridge.companion.client import CompanionError
 
-    companion = _companion(ctx, directory, bridge)
+    companion = _companion(ctx, directory, bridge, emergency=name == "freeze" and args == ("freeze",))
     companion.warn = lambda line: typer.echo(visible(line), err=True)  # outstanding approvals; stdout is JSON
 
     async def go() -> dict:

@@ -35,6 +35,7 @@ from companion_bridge.companion.errors import (
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.outstanding import already_approved_lines
 from companion_bridge.companion.pairing import PAIR_SCHEME, pair_uri, parse_pair_uri  # moved; importable here
+from companion_bridge.companion.pairing import checked_signer_key
 from companion_bridge.companion.quotes import nonce_from, quoted_nonce  # quoted_nonce: likewise
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
@@ -123,6 +124,8 @@ class Companion:
     async def pair(self, pairing_id: str, code: str, signer_key: str | None = None) -> dict[str, Any]:
         """Prove the code (HMAC: the code itself never crosses the bridge) and the device key.
         `signer_key` comes from the pairing link; without it this companion can deny but never approve."""
+        if signer_key is not None:
+            checked_signer_key(signer_key)  # a damaged one is refused before anything is sent or stored
         wallet = self.wallet
         ts, nonce = time.time(), secrets.token_hex(32)
         body = pair_body(pairing_id, wallet.device_public_key, wallet.state.get("name", "companion"),

@@ -22,6 +22,7 @@ from companion_bridge.companion.errors import CompanionError
 
 PAIR_SCHEME = "owlia-pair"
 FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
+SIGNER_KEY = re.compile(r"[0-9a-f]{64}")  # the signer's raw Ed25519 public key, hex (signer.identity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +48,41 @@ def pair_link(bridge_url: str, pairing_id: str, code: str, signer_key: str, fing
     return f"{bridge_url.rstrip('/')}/app/#{urlencode(fields)}"
 
 
+def signer_key_problem(value: object) -> str | None:
+    """Why `value` cannot be the signer's identity key, or None. A damaged key (a stray quote from a
+    copy-paste, a digit lost) would make every signature check fail: requests dropped, the audit
+    witness never kept. So it is refused where it enters, and where it is read back."""
+    if not isinstance(value, str):
+        return "it is missing"
+    if len(value) != 64:
+        return f"it has {len(value)} characters, not 64 hex digits"
+    if not SIGNER_KEY.fullmatch(value):
+        return "it is not 64 lowercase hex digits (a stray quote or space from copying?)"
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(value))
+    except ValueError:
+        return "it is not an Ed25519 public key"
+    return None
+
+
+def checked_signer_key(value: str) -> str:
+    """The pairing link's signer key, or CompanionError saying what is wrong with it."""
+    problem = signer_key_problem(value)
+    if problem is not None:
+        raise CompanionError(f"the pairing link's signer key is damaged ({problem}): nothing was paired. Copy the "
+                             "whole link again from `owlia companion pair`, or scan its QR code")
+    return value
+
+
 def parse_pair_link(uri: str) -> PairLink:
     parsed = urlparse(uri.strip())
     if parsed.scheme == PAIR_SCHEME:
         query = parse_qs(parsed.query)
         if not all(k in query for k in ("bridge", "id", "code", "signer")):
             raise CompanionError("not an owlia pairing code (scan the QR from `owlia companion pair`)")
-        return PairLink(query["bridge"][0], query["id"][0], query["code"][0], query["signer"][0])
+        return PairLink(query["bridge"][0], query["id"][0], query["code"][0], checked_signer_key(query["signer"][0]))
     if parsed.scheme in ("https", "http") and parsed.path.rstrip("/") == "/app" and parsed.fragment:
         query = parse_qs(parsed.fragment)
         if query.get("v") != ["1"] or not all(k in query for k in ("id", "code", "signer")):
@@ -61,8 +90,8 @@ def parse_pair_link(uri: str) -> PairLink:
         fingerprint = query.get("fp", [None])[0]
         if fingerprint is not None and not FINGERPRINT.fullmatch(fingerprint):
             raise CompanionError("the pairing link's certificate fingerprint is malformed")
-        return PairLink(f"{parsed.scheme}://{parsed.netloc}", query["id"][0], query["code"][0], query["signer"][0],
-                        fingerprint)
+        return PairLink(f"{parsed.scheme}://{parsed.netloc}", query["id"][0], query["code"][0],
+                        checked_signer_key(query["signer"][0]), fingerprint)
     raise CompanionError("not an owlia pairing code (scan the QR from `owlia companion pair`)")
 
 

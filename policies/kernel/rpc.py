@@ -51,6 +51,10 @@ class JsonRpcHttp:
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        # TCP connections opened so far, reconnects included (http.client reopens a keep-alive
+        # connection the node closed by itself): a caller that checked who answers (the signer's
+        # eth_chainId) checks again when this moves, since a new connection may reach another node.
+        self.connects = 0
 
     def _connection(self) -> http.client.HTTPConnection:
         # Imported on the first call, not with this module: http.client brings the email package,
@@ -63,6 +67,13 @@ class JsonRpcHttp:
                                                          context=ssl.create_default_context())
             else:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+            opened = self._conn.connect
+
+            def counted_connect() -> None:
+                opened()
+                self.connects += 1
+
+            self._conn.connect = counted_connect  # type: ignore[method-assign]
         return self._conn
 
     def _post(self, body: bytes, retry: bool) -> bytes:
@@ -90,6 +101,12 @@ class JsonRpcHttp:
                     raise RpcUnreachable(f"HTTP {response.status}")
                 return data
         raise RpcUnreachable("unreachable")
+
+    @property
+    def open(self) -> bool:
+        """A connection is open now: the next call reaches whoever answered the last one."""
+        conn = self._conn
+        return conn is not None and conn.sock is not None
 
     def call_blocking(self, method: str, params: list[Any], *, retry: bool = True) -> Any:
         """`retry=False` for a call that must not be sent twice: a reset after the node read the

@@ -44,8 +44,21 @@ def init(
     except (KeystoreError, PolicyError, FileExistsError, PermissionError) as exc:
         fail(str(exc))
     typer.echo(f"signer home ready at {paths.home}")
-    typer.echo("next: `owlia signer serve`, then `owlia signer session-key create` and "
-               "`owlia signer client add bot --scope sign`")
+    typer.echo(next_steps(passphrase_file))
+
+
+def next_steps(passphrase_file: Optional[Path]) -> str:
+    """What to run after `signer init`, runnable as printed: `serve` and `client add` unlock the
+    keystore, so they get the same --passphrase-file init was given (without a terminal nothing can
+    prompt for it)."""
+    import shlex
+
+    unlock = "" if passphrase_file is None else f" --passphrase-file {shlex.quote(str(passphrase_file))}"
+    steps = (f"next: `owlia signer serve{unlock}`, then `owlia signer session-key create` and "
+             f"`owlia signer client add bot --scope sign{unlock}`")
+    if passphrase_file is None:
+        steps += " (both ask the passphrase; without a terminal, add --passphrase-file FILE)"
+    return steps
 
 
 @app.command("serve")

@@ -220,6 +220,8 @@ def test_every_outcome_is_the_typer_commands(cli_stack, tmp_path) -> None:
         (("--to", FRIEND, "--value", "1000wei", "--idempotency-key", "cli-{path}-key", "--reason", "twice"), 0),  # replayed
         (("--to", STRANGER, "--value", "2000wei", "--idempotency-key", "cli-{path}-key"), 1),  # reused: the signer's error
         (("--to", "not-an-address", "--value", "1wei"), 1),
+        (("--to", "dev-friend", "--value", "1000wei"), 0),  # a name from the signer's address book
+        (("--to", "DEV-FRIEND", "--value", "1wei", "--chain", "5"), 1),  # the book has no such name on chain 5
     ]
     outputs = []
     for options, code in cases:
@@ -228,6 +230,7 @@ def test_every_outcome_is_the_typer_commands(cli_stack, tmp_path) -> None:
         assert fast[0] == code, (options, fast)
         outputs.append(fast[1])
     assert b'"replayed": true' in outputs[7] and b'"status": "error"' in outputs[8]
+    assert b'"status": "signed"' in outputs[10] and b"dev-friend" in outputs[10]
 
 
 def test_every_refusal_before_the_signer_is_the_typer_commands(tmp_path) -> None:

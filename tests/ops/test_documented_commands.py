@@ -71,16 +71,24 @@ def test_up_refuses_a_port_someone_else_listens_on(tmp_path) -> None:
     assert f"port {port} on 127.0.0.1 is already in use" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_up_says_when_port_disagrees_with_an_existing_config(tmp_path) -> None:
+def test_up_records_a_port_that_differs_from_the_config_and_says_so(tmp_path) -> None:
+    """`owlia init` writes the dev chain at 8545; `owlia up --port P` used to refuse it (and `chain dev`
+    to ignore it): now the chain runs on P and config.yaml says P, where the signer and the bot read it."""
+    from bot.devchain import free_port
+
     home = tmp_path / "h"
-    home.mkdir(mode=0o700)
-    (home / "config.yaml").write_text("chains:\n  - {id: 31337, name: anvil, rpc_url: 'http://127.0.0.1:18545', "
-                                      "dev: true}\n")
-    os.chmod(home / "config.yaml", 0o600)
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", "28545"], cwd=ROOT,
-                          env=isolated_env(tmp_path), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1
-    assert "--port 28545 differs from the dev chain" in done.stderr and "http://127.0.0.1:18545" in done.stderr
+    assert subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "init"], cwd=ROOT,
+                          env=isolated_env(tmp_path), capture_output=True, timeout=120).returncode == 0
+    port = free_port()
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)], cwd=ROOT,
+                          env=isolated_env(tmp_path), input="/balance\n/quit\n", capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"recorded --port {port}" in done.stdout and f"rpc_url is now http://127.0.0.1:{port}" in done.stdout
+    assert "(was http://127.0.0.1:8545)" in done.stdout
+    text = (home / "config.yaml").read_text()
+    assert f'rpc_url: "http://127.0.0.1:{port}"' in text and "8545" not in text.split("bot:")[0]
+    assert "# OwliaBot configuration" in text  # edited in place
 
 
 def test_up_runs_the_configured_chat_channels_too(tmp_path) -> None:
@@ -127,3 +135,92 @@ def test_the_laptop_path_in_self_hosting_works_as_written(tmp_path) -> None:
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "SIGNED" in done.stdout and "PENDING APPROVAL" in done.stdout and "DENIED" in done.stdout
+
+
+def section_blocks(guide: str, heading: str) -> list[str]:
+    """Every ```bash block of one `## ` section, in order, exactly as a reader copies them."""
+    section = guide.split(heading, 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S)]
+
+
+class Lines:
+    """A process's output lines, read by a thread, so a test can wait for one without hanging."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        import queue
+        import threading
+
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            for line in proc.stdout:
+                self._queue.put(line)
+            self._queue.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.seen):
+            try:
+                line = self._queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {text!r} within {timeout:.0f} s:\n" + "".join(self.seen[-40:])) from None
+            if line is None:
+                raise AssertionError(f"ended before {text!r}:\n" + "".join(self.seen[-40:]))
+            self.seen.append(line)
+
+
+def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
+    """docs/tier3.md "Setting it up (dev chain)": the first block in a terminal of its own (it runs until
+    /quit), the second in another, as written with `owlia` on PATH and a fresh HOME. The one change: 8545
+    becomes a free port (this machine runs other chains), which also proves `owlia up --port` reaches
+    config.yaml. Checked on chain: the transfer left the main account, not the session key."""
+    from bot.devchain import free_port, rpc
+    from tests.conftest import FRIEND
+
+    guide = (ROOT / "docs" / "tier3.md").read_text(encoding="utf-8")
+    stack_block, companion_block = section_blocks(guide, "## Setting it up (dev chain)")
+    assert "owlia init" in stack_block.splitlines()[0] and "owlia up --tier3 --port 8545" in stack_block
+    port = free_port()
+    env = isolated_env(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    stack = subprocess.Popen(["bash", "-e", "-c", stack_block.replace("8545", str(port))], cwd=tmp_path, env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    try:
+        lines = Lines(stack)
+        lines.wait_for("console channel below", timeout=300)
+        config = (tmp_path / ".owliabot" / "config.yaml").read_text()
+        url = f"http://127.0.0.1:{port}"
+        assert url in config and "delegation:" in config
+        assert (tmp_path / ".owliabot" / "secrets" / "signer.token").exists()  # the bot's token
+        friend_before = int(rpc(url, "eth_getBalance", [FRIEND, "latest"]), 16)
+        done = subprocess.run(["bash", "-e", "-c", companion_block], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=600)
+        out = done.stdout + done.stderr
+        assert done.returncode == 0, out[-4000:]
+        for said in ("main account 0x", "sent 1eth to", "is delegated to", "granted:", "left this period",
+                     "new session key", "revoked:", "frozen:"):
+            assert said in out, (said, out[-4000:])
+        main = re.search(r"main account (0x[0-9a-fA-F]{40})", out).group(1)
+        assert int(rpc(url, "eth_getBalance", [FRIEND, "latest"]), 16) - friend_before == 10**15
+        import yaml
+
+        manager = yaml.safe_load(config)["chains"][0]["delegation"]["manager"].lower()
+        redeems = [tx for n in range(int(rpc(url, "eth_blockNumber"), 16) + 1)
+                   for tx in rpc(url, "eth_getBlockByNumber", [hex(n), True])["transactions"]
+                   if (tx.get("to") or "").lower() == manager and tx["from"].lower() != main.lower()]
+        assert len(redeems) == 1, redeems  # the /send went through the grant: the session key redeemed it
+        assert rpc(url, "eth_getCode", [main, "latest"]) in ("0x", "0x0")  # frozen: a plain account again
+        stack.stdin.write("/quit\n")
+        stack.stdin.flush()
+        assert stack.wait(timeout=120) == 0, "".join(lines.seen[-40:])
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, 15)
+            stack.wait(timeout=30)

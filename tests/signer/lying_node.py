@@ -11,6 +11,9 @@ the signer:
   `release_held(reverse=True)` hands them to anvil later, in the reverse order (a reorder);
 - `nonce_lie`: a function from the true `eth_getTransactionCount` to the one told;
 - `receipt_lie`: a function from (asked hash, true receipt or None) to the receipt told;
+- `chain_id_lie`: the chain id `eth_chainId` answers instead of anvil's (another chain's node);
+- `drop_connections`: close every connection after its reply, so each call arrives on a new one
+  (a node restarted or swapped behind the same URL);
 - `honest()`: every switch off again (hidden hashes become visible again).
 """
 
@@ -47,6 +50,9 @@ class LyingNode(ThreadingHTTPServer):
         self.hidden: set[str] = set()
         self.nonce_lie: Callable[[int], int] | None = None
         self.receipt_lie: Callable[[str, dict | None], dict | None] | None = None
+        self.chain_id_lie: int | None = None
+        self.drop_connections = False
+        self.chain_id_asked = 0  # eth_chainId calls answered, truthfully or not
 
     def forward(self, method: str, params: list[Any]) -> dict[str, Any]:
         """The true answer of anvil, as a JSON-RPC reply object."""
@@ -84,6 +90,10 @@ class LyingNode(ThreadingHTTPServer):
                 self.hidden.add(truth["result"].lower())
             return _error("transaction underpriced")
         truth = self.forward(method, params)
+        if method == "eth_chainId":
+            self.chain_id_asked += 1
+            if self.chain_id_lie is not None:
+                return {"jsonrpc": "2.0", "id": 1, "result": hex(self.chain_id_lie)}
         if method in ("eth_getTransactionByHash", "eth_getTransactionReceipt"):
             asked = str(params[0]).lower()
             result = None if asked in self.hidden else truth.get("result")
@@ -114,5 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if node.drop_connections:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(data)
