@@ -24,7 +24,7 @@ from bot.runtime.core import BotCore
 from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 from policies.kernel.text import visible
-from signer.wire.protocol import RequestStatus
+from bot.tools.signer_words import card_text
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
 LAYOUT = "\n\t"  # the only control characters printed as themselves
@@ -61,33 +61,53 @@ class ConsoleSink:
         self.reader = reader
         self.started = False
         self.eof = False
+        self.held = ""  # the model's unfinished line
 
     def _write(self, text: str) -> None:
         self.out.write(visible(text, keep=LAYOUT))
         self.out.flush()
 
     async def text(self, delta: str) -> None:
+        """Whole lines as they come; the unfinished one waits, so a card that follows can take its place."""
+        self.held += delta
+        if "\n" in self.held:
+            shown, _, self.held = self.held.rpartition("\n")
+            self._show(shown + "\n")
+
+    def _show(self, text: str) -> None:
+        if not text:
+            return
         if not self.started:
             self._write("owlia> ")
             self.started = True
-        self._write(delta)
+        self._write(text)
+
+    def _release(self) -> None:
+        held, self.held = self.held, ""
+        self._show(held)
 
     async def notice(self, text: str) -> None:
+        self._release()
         self._write(("\n" if self.started else "") + f"[note] {text}\n")
         self.started = False
 
     async def tool_event(self, event: ToolEvent) -> None:
         if event.phase == "started":
-            if event.level in (Level.WRITE, Level.SIGN):
+            if event.level is Level.WRITE:  # a sign tool's card follows at once: no line of its own
                 self._write(("\n" if self.started else "") + f"[tool] {event.name} ({event.level.value}) ...\n")
                 self.started = False
             return
         if (outcome := signer_outcome(event)) is not None:
+            if self.started:  # the model's words before it were shown: finish their line
+                self._release()
+                self._write("\n")
+            self.held, self.started = "", False  # an unshown lead-in ("Sending now.") gives way to the card
             self._write(render_signer_card(dict(outcome)))
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             self._write(f"[tool] {note}\n")
 
     async def confirm(self, prompt: str, timeout: float) -> bool:
+        self._release()
         self._write(("\n" if self.started else "") + f"[confirm] {prompt}\nAllow this? [y/N] ")
         self.started = False
         try:
@@ -101,36 +121,15 @@ class ConsoleSink:
         return answer.strip().lower() in ("y", "yes")
 
     async def done(self, text: str) -> None:
+        self._release()
         if self.started:
             self._write("\n")
         self.started = False
 
 
 def render_signer_card(data: dict) -> str:
-    """The signer's outcome in its own words: status, its summary of the bytes, and why."""
-    status = str(data.get("status", "?"))
-    lines = [f"[signer] {status.upper().replace('_', ' ')}: {data.get('summary', '')}"]
-    if status == RequestStatus.SIGNED:
-        lines.append(f"         tx {data.get('tx_hash')}")
-        if data.get("broadcast_unknown"):
-            lines.append(f"         not confirmed sent: {data.get('broadcast_unknown')}")
-    elif status == RequestStatus.PENDING:
-        lines.append(f"         waiting for your companion app (request {data.get('request_id')})")
-        lines += [f"         why: {why}" for why in _reasons(data)]
-    elif status == RequestStatus.DENIED:
-        lines += [f"         rule {why}" for why in _reasons(data)]
-    elif data.get("error"):
-        lines.append(f"         {data.get('error')}")
-    if data.get("hint"):
-        lines.append(f"         {data.get('hint')}")
-    return "\n".join(lines) + "\n"
-
-
-def _reasons(data: dict) -> list[str]:
-    reasons = data.get("reasons")
-    if isinstance(reasons, list) and reasons:
-        return [str(r) for r in reasons]
-    return [f"{data.get('rule_id')}: {data.get('reason')}"]
+    """The signer's outcome in the words every channel uses (bot/tools/signer_words)."""
+    return card_text(data) + "\n"
 
 
 class ConsoleChannel:

@@ -72,6 +72,19 @@ class ToolContext:
     shown_in_chat: bool = False
     """A chat shows this run's tool results as they come (the signer's card): no second notice needed."""
 
+    def signer_failure(self, exc: Exception, doing: str) -> ToolFailure:
+        """A signer error as the user and the model read it: a signer that is down is said in words
+        with the command that starts it, never with the host's socket path."""
+        from bot.tools.signer_words import SIGNER_DOWN
+        from signer.wire.client import SignerUnavailable
+
+        if isinstance(exc, SignerUnavailable):
+            return ToolFailure(SIGNER_DOWN)
+        from bot.tools.chain_reader import redact_urls
+        from bot.tools.signer_words import humane
+
+        return ToolFailure(f"{doing}: {humane(redact_urls(getattr(exc, 'message', str(exc))))}")
+
     def require_signer(self, consequence: str) -> SignerClient:
         """The signer client, or a ToolFailure saying what cannot be done without one."""
         if self.services.signer is None:

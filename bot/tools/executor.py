@@ -25,6 +25,7 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.metrics import best_effort
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
+from bot.tools.signer_words import SIGNER_DOWN
 from policies.kernel.text import visible
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,11 @@ class ToolExecutor:
             return "timeout", _error(f"{call.name} did not finish within {timeout:g}s")
         except ToolFailure as exc:
             return "error", _error(str(exc))
-        except Exception:
+        except Exception as exc:
+            from signer.wire.exchange import SignerUnavailable
+
+            if isinstance(exc, SignerUnavailable):  # whatever the tool was doing: the same words, no socket path
+                return "error", _error(SIGNER_DOWN)
             log.exception("tool %s crashed", call.name)
             return "error", _error(f"{call.name} failed with an internal error (details in the bot log)")
         return ("error" if output.is_error else "ok"), output

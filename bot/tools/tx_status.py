@@ -63,7 +63,7 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         if exc.code == ErrorCode.NOT_FOUND:
             return ToolOutput(f"Request {request_id}: not found (not made by this bot, or unknown).",
                               untrusted=False, data={"request_id": request_id, "state": "not_found"})
-        raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
+        raise ctx.signer_failure(exc, "the signer could not answer") from None
     status, state = reply.status.value, reply.state or ""
     tx_hash, chain_id = reply.tx_hash, reply.chain_id
     data: dict[str, Any] = {"request_id": request_id, "state": state or status, "status": status}
