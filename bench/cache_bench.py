@@ -11,6 +11,7 @@ from the cache after the first turn (goal: at least 85 %) and the input tokens b
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import platform
@@ -38,7 +39,27 @@ class Quiet:
     async def done(self, text: str) -> None: ...
 
 
-def conversation(provider: str) -> dict:
+def set_clock(runtime, now: float) -> None:
+    """The runtime's wall clock at `now`. A checkout from before `Runtime.clock` (a baseline run of
+    this script from another checkout) read `datetime.now()` in bot.runtime.state: that one name is
+    pointed at the same simulated time there, so both sides see the same minutes."""
+    if hasattr(runtime, "clock"):
+        runtime.clock = lambda: now
+        return
+    import datetime as real
+    import types
+
+    import bot.runtime.state as state
+
+    class Frozen(real.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real.datetime.fromtimestamp(now, tz)
+
+    state.dt = types.SimpleNamespace(datetime=Frozen, timezone=real.timezone)
+
+
+def conversation(provider: str, turns: int = TURNS) -> dict:
     from bot.channels.base import Inbound
     from bot.config import load_bot_config
     from bot.runtime.assemble import build_runtime
@@ -54,7 +75,7 @@ def conversation(provider: str) -> dict:
         if provider == "openai":
             bot["llm"]["profiles"] = [{"name": "main", "model": "openai/gpt-4o", "base_url": llm.openai_url}]
         (home / "config.yaml").write_text(yaml.safe_dump({"bot": bot}))
-        for turn in range(TURNS):
+        for turn in range(turns):
             answer = f"Answer {turn}: " + "a reasonably long reply about the wallet and the market. " * 6
             if turn % 5 == 4:
                 llm.enqueue(Reply(tool_calls=[call("address_book", {}, f"toolu_book_{turn}")]), Reply(text=[answer]))
@@ -68,23 +89,20 @@ def conversation(provider: str) -> dict:
             runtime = build_runtime(home, load_bot_config(home), lookup=lookup)
             start = 1_796_000_000.0 + 30  # half a minute past: every turn crosses a minute boundary
             try:
-                for turn in range(TURNS):
-                    runtime.clock = lambda t=turn: start + t * STEP_SECONDS
+                for turn in range(turns):
+                    set_clock(runtime, start + turn * STEP_SECONDS)
                     await runtime.core.handle(Inbound("console", "bench", f"m{turn}",
                                                       f"Question {turn}: what changed in my wallet today?"), Quiet())
             finally:
                 await runtime.close()
 
         asyncio.run(run())
-        requests = [r for r in llm.requests if r.body]
-        usage = [r for r in llm.usage_log]
+        usage = llm.usage_log
     return summarize(provider, usage)
 
 
 def summarize(provider: str, usage: list[dict]) -> dict:
-    per_turn, rounds = [], []
-    for u in usage:
-        rounds.append(u)
+    rounds = list(usage)
     prompt = [u["prompt"] for u in rounds]
     cached = [u["cached"] for u in rounds]
     billed = [u["prompt"] - u["cached"] - u.get("written", 0) for u in rounds]
@@ -101,9 +119,12 @@ def summarize(provider: str, usage: list[dict]) -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=TURNS)
+    turns = parser.parse_args().turns
     started = time.time()
-    results = [conversation("anthropic"), conversation("openai")]
-    print(json.dumps({"bench": "prompt_cache", "turns": TURNS, "seconds_per_turn": STEP_SECONDS,
+    results = [conversation("anthropic", turns), conversation("openai", turns)]
+    print(json.dumps({"bench": "prompt_cache", "turns": turns, "seconds_per_turn": STEP_SECONDS,
                       "machine": {"python": platform.python_version(), "platform": platform.platform(),
                                   "cpu": platform.processor() or platform.machine()},
                       "date": time.strftime("%Y-%m-%d", time.gmtime()), "results": results,
