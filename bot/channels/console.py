@@ -61,33 +61,18 @@ class ConsoleSink:
         self.reader = reader
         self.started = False
         self.eof = False
-        self.held = ""  # the model's unfinished line
 
     def _write(self, text: str) -> None:
         self.out.write(visible(text, keep=LAYOUT))
         self.out.flush()
 
     async def text(self, delta: str) -> None:
-        """Whole lines as they come; the unfinished one waits, so a card that follows can take its place."""
-        self.held += delta
-        if "\n" in self.held:
-            shown, _, self.held = self.held.rpartition("\n")
-            self._show(shown + "\n")
-
-    def _show(self, text: str) -> None:
-        if not text:
-            return
         if not self.started:
             self._write("owlia> ")
             self.started = True
-        self._write(text)
-
-    def _release(self) -> None:
-        held, self.held = self.held, ""
-        self._show(held)
+        self._write(delta)
 
     async def notice(self, text: str) -> None:
-        self._release()
         self._write(("\n" if self.started else "") + f"[note] {text}\n")
         self.started = False
 
@@ -98,16 +83,12 @@ class ConsoleSink:
                 self.started = False
             return
         if (outcome := signer_outcome(event)) is not None:
-            if self.started:  # the model's words before it were shown: finish their line
-                self._release()
-                self._write("\n")
-            self.held, self.started = "", False  # an unshown lead-in ("Sending now.") gives way to the card
-            self._write(render_signer_card(dict(outcome)))
+            self._write(("\n" if self.started else "") + render_signer_card(dict(outcome)))
+            self.started = False
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             self._write(f"[tool] {note}\n")
 
     async def confirm(self, prompt: str, timeout: float) -> bool:
-        self._release()
         self._write(("\n" if self.started else "") + f"[confirm] {prompt}\nAllow this? [y/N] ")
         self.started = False
         try:
@@ -121,7 +102,6 @@ class ConsoleSink:
         return answer.strip().lower() in ("y", "yes")
 
     async def done(self, text: str) -> None:
-        self._release()
         if self.started:
             self._write("\n")
         self.started = False
