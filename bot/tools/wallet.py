@@ -101,15 +101,17 @@ def describe_amount(amount: int, ref: AssetRef, usd_price: str | None = None) ->
 
 def usd_value(amount: int, decimals: int, usd_price: str | None) -> str:
     """` (about $12.34)` from a decimal price string; "" when there is none."""
-    from decimal import Decimal, InvalidOperation
+    from decimal import Decimal, InvalidOperation, localcontext
 
     if not usd_price:
         return ""
-    try:
-        value = Decimal(amount) * Decimal(usd_price) / (Decimal(10) ** decimals)
-    except InvalidOperation:
-        return ""
-    return f" (about ${value.quantize(Decimal('0.01')):,})" if value >= 0 else ""
+    with localcontext() as exact:
+        exact.prec = 200  # a uint256 times a price: never rounded away or refused
+        try:
+            value = (Decimal(amount) * Decimal(usd_price) / (Decimal(10) ** decimals)).quantize(Decimal("0.01"))
+        except InvalidOperation:
+            return ""
+        return f" (about ${value:,})" if value.is_finite() and value >= 0 else ""
 
 
 class WalletBalanceArgs(ToolArgs):
