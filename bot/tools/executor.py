@@ -63,11 +63,19 @@ class Executed:
     data: Mapping[str, Any] | None = None
 
 
-def _problems(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, args: type[Any] | None = None) -> str:
+    """Each problem in words: a pattern is described by its field, never shown as a regex (the
+    model quotes tool errors to the user)."""
     parts = []
+    fields = getattr(args, "model_fields", {})
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{where}: {err['msg']}")
+        message = err["msg"]
+        if err["type"] == "string_pattern_mismatch":
+            field = fields.get(err["loc"][0]) if err["loc"] else None
+            wanted = getattr(field, "description", None)
+            message = f"is not in the expected form ({wanted})" if wanted else "is not in the expected form"
+        parts.append(f"{where}: {message}")
     return "; ".join(parts)
 
 
@@ -145,7 +153,7 @@ class ToolExecutor:
         try:
             args = found.args.model_validate(dict(call.arguments))
         except ValidationError as exc:
-            return "invalid", _error(f"invalid arguments for {call.name}: {_problems(exc)}")
+            return "invalid", _error(f"invalid arguments for {call.name}: {_problems(exc, found.args)}")
         secret = _secret_in(call.arguments)
         if secret:
             return "secret", _error(f"refused: the arguments contain what looks like a secret ({secret}); "

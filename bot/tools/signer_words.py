@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 SIGNED, PENDING, DENIED, EXPIRED = "signed", "pending_approval", "denied", "expired"
-INTERNAL_ID = re.compile(r"\s*\(?\b(?:request |key |device )?(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}\)?")
+INTERNAL_ID = re.compile(r"\s*\((?:request |key |device )?(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}\)"
+                         r"|\s*\b(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}")
 LONG_NUMBER = re.compile(r"(?<![0-9A-Za-z.])[0-9]{19,}(?![0-9])")
 BASE_UNITS = re.compile(r"\s*\([0-9]+ base units\)")
 RAW_AMOUNT_OF = re.compile(r"\b[0-9]+ base units of ")  # a policy's words for an asset it lists no decimals for

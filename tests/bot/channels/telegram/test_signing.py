@@ -173,3 +173,22 @@ def test_a_signer_that_is_down_is_said_once_with_the_command_that_starts_it(tele
     assert len(seen["asked"]) == 1
     result = tool_results(telegram_signer.bot.llm.requests[1])[0]["content"]
     assert "owlia signer serve" in result and socket not in result and ".sock" not in result
+
+
+def test_an_escalation_links_to_the_companion_app_when_one_is_paired(telegram_signer, stack):
+    from tests.bot.agent.conftest import default_bot_section
+
+    _pair_a_companion(stack)
+    app = "https://bridge.example/app/"
+    telegram_signer.bot.configure(default_bot_section(telegram_signer.bot.llm, companion={"app_url": app}))
+    seen: dict = {}
+
+    async def scenario(live: Live) -> None:
+        seen["action"] = [m for m in await after(live, f"/send {STRANGER} 0.001eth")]
+
+    telegram_signer.serve(scenario)
+    [card] = seen["action"]
+    assert card.text.startswith("Waiting for your approval: send 0.001 ETH")
+    assert card.text.endswith(f"Approve or deny it in your companion app: {app}")
+    assert "No companion app is paired" not in card.text
+    assert_readable(card.text)
