@@ -3,8 +3,9 @@
 A run that reaches the signer ends, for the person reading, with the signer's card (its own
 reading of what was signed, in bot/tools/signer_words): text the model writes after it would say
 the same again, so it is kept in the session but not shown. A failed tool is not announced on its
-own either: its message is worded for people and the model's reply carries it, once. The one
-exception is a call refused for carrying a secret: the bot says that itself, whatever the model says. Every
+own either: its message is worded for people and the model's reply carries it, once. The
+exception is a refusal the user must act on (a secret in the arguments, an MCP tool changed since it
+was approved: `for_the_user`): the bot says that itself, whatever the model says. Every
 channel's reply goes through this (BotCore wraps the sink), so they all count messages alike.
 """
 
@@ -36,7 +37,7 @@ class OneMessagePerAction:
             self.settled = True
             await self.inner.tool_event(event)
         elif event.phase == "finished" and event.output is not None and event.output.is_error \
-                and event.outcome != "secret":
+                and not event.output.for_the_user:
             return  # the reply says it, in the tool's own words (a command's reply is that message)
         else:
             await self.inner.tool_event(event)

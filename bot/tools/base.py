@@ -54,6 +54,7 @@ class ToolOutput:
     untrusted: bool = True
     is_error: bool = False
     data: Mapping[str, Any] | None = None
+    for_the_user: bool = False  # shown in the chat by the bot itself, not only through the model
 
 
 @dataclass

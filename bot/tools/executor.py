@@ -157,7 +157,7 @@ class ToolExecutor:
         secret = _secret_in(call.arguments)
         if secret:
             return "secret", _error(f"refused: the arguments contain what looks like a secret ({secret}); "
-                                    "secrets never leave through tools")
+                                    "secrets never leave through tools", for_the_user=True)
         if found.level is Level.WRITE:
             if confirmer is None:
                 return "declined", _error(f"{call.name} needs the user's confirmation, which this context cannot ask")
@@ -182,7 +182,7 @@ class ToolExecutor:
         except asyncio.TimeoutError:
             return "timeout", _error(f"{call.name} did not finish within {timeout:g}s")
         except ToolFailure as exc:
-            return "error", _error(str(exc))
+            return "error", _error(str(exc), for_the_user=exc.for_the_user)
         except Exception as exc:
             from signer.wire.exchange import SignerUnavailable
 
@@ -201,8 +201,8 @@ class ToolExecutor:
             self.metrics.observe("owlia_tool_seconds", seconds, level=tier)
 
 
-def _error(message: str) -> ToolOutput:
-    return ToolOutput(message, untrusted=False, is_error=True)
+def _error(message: str, *, for_the_user: bool = False) -> ToolOutput:
+    return ToolOutput(message, untrusted=False, is_error=True, for_the_user=for_the_user)
 
 
 def _secret_in(arguments: Mapping[str, Any]) -> str | None:

@@ -190,7 +190,8 @@ class McpHost:
             if pinned.name in self.check_pins(entry, conn.tools):
                 raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} since you "
                                   f"approved it (its description, schema or name differs, or it is gone); the tool is "
-                                  f"disabled until you review it with `owlia mcp approve {name}`. Nothing was run.")
+                                  f"disabled until you review it with `owlia mcp approve {name}`. Nothing was run.",
+                                  for_the_user=True)
             started, listed = loop.time(), conn.tools
             try:
                 result = await conn.call(pinned.name, arguments, self.settings.call_timeout)
@@ -210,7 +211,7 @@ class McpHost:
                 raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} during "
                                   f"the call (its description, schema or name differs from what you approved, or it "
                                   f"is gone); its result was withheld and the tool is disabled until you review it "
-                                  f"with `owlia mcp approve {name}`.")
+                                  f"with `owlia mcp approve {name}`.", for_the_user=True)
             self.audit.record("mcp.call", server=name, tool=pinned.name, outcome="error" if result.is_error else "ok",
                               bytes=len(text), seconds=round(loop.time() - started, 4))
         if pinned.level == "sign" and not result.is_error:

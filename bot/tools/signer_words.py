@@ -20,6 +20,8 @@ INTERNAL_ID = re.compile(r"\s*\((?:request |key |device )?(?:req|sk|dev|grant)_[
 LONG_NUMBER = re.compile(r"(?<![0-9A-Za-z.])[0-9]{19,}(?![0-9])")
 BASE_UNITS = re.compile(r"\s*\([0-9]+ base units\)")
 RAW_AMOUNT_OF = re.compile(r"\b[0-9]+ base units of ")  # a policy's words for an asset it lists no decimals for
+LEFT = re.compile(r"\bonly ([0-9]+) base units are left\b")  # a Tier 3 lane's on-chain period
+RAW_AMOUNT = re.compile(r"\b[0-9]+ base units\b")
 PAIR_HINT = ("No companion app is paired yet, so nobody can approve it: on the signer's host run "
              "`owlia companion pair`, open the link it prints on your phone, then ask again.")
 SIGNER_DOWN = ("The signer is not running, so nothing can be signed or looked up right now. Start it on the "
@@ -50,6 +52,8 @@ def humane(text: str) -> str:
     """People's words: internal ids, `(N base units)` and 19+ digit numbers taken out of a text."""
     text = BASE_UNITS.sub("", text)
     text = RAW_AMOUNT_OF.sub("an amount (raw, as its decimals are unknown: /details has it) of ", text)
+    text = LEFT.sub(lambda m: "nothing is left" if m.group(1) == "0" else "less is left than this needs", text)
+    text = RAW_AMOUNT.sub("a raw amount (/details has it)", text)
     text = INTERNAL_ID.sub("", text)
     return LONG_NUMBER.sub("a number too long to show (/details has it)", text)
 
