@@ -21,7 +21,6 @@ from typing import TextIO
 from bot.channels.base import Inbound
 from bot.channels.notes import failure_note, signer_outcome
 from bot.runtime.core import BotCore
-from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 from policies.kernel.text import visible
 from bot.tools.signer_words import card_text
@@ -78,10 +77,7 @@ class ConsoleSink:
 
     async def tool_event(self, event: ToolEvent) -> None:
         if event.phase == "started":
-            if event.level is Level.WRITE:  # a sign tool's card follows at once: no line of its own
-                self._write(("\n" if self.started else "") + f"[tool] {event.name} ({event.level.value}) ...\n")
-                self.started = False
-            return
+            return  # what follows says it: a write's confirmation, a sign tool's card, the reply
         if (outcome := signer_outcome(event)) is not None:
             self._write(("\n" if self.started else "") + render_signer_card(dict(outcome)))
             self.started = False
