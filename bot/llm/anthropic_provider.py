@@ -181,8 +181,8 @@ class AnthropicProvider(StreamingProvider):
                 output_tokens = get(usage, "output_tokens", int, "usage", default=output_tokens) or 0
                 input_tokens = get(usage, "input_tokens", int, "usage", default=input_tokens) or 0
         # Anthropic's input_tokens are those after the last breakpoint: the prompt is all three
-        usage = Usage(input_tokens + cache_read + cache_write, output_tokens, cache_read, cache_write)
-        yield await finished(events, stop, usage, model)
+        counted = Usage(input_tokens + cache_read + cache_write, output_tokens, cache_read, cache_write)
+        yield await finished(events, stop, counted, model)
 
 
 # The events whose data we read; everything else (ping, new types) is skipped unparsed.

@@ -86,27 +86,28 @@ def reasons(data: Mapping[str, Any]) -> list[str]:
 def outcome_text(data: Mapping[str, Any], companion: Companion | None = None) -> str:
     """One outcome as a few short lines: `<what happened>: <signer's summary>`, then why and what next."""
     status = str(data.get("status") or "")
-    summary = humane(str(data.get("summary") or "(the signer gave no summary)")) + dollars(data.get("usd_micros"))
+    summary = humane(str(data.get("summary") or "(the signer gave no summary)")).rstrip(". ") \
+        + dollars(data.get("usd_micros"))
     why = reasons(data)
     lines: list[str]
     if status == SIGNED:
         head = "Approved on your companion and signed" if data.get("tier") == 1 else "Signed and sent"
+        if data.get("broadcast") is False:
+            head = "Signed, not sent (the signer runs with broadcast off)"
         lines = [f"{head}: {summary}."]
         if data.get("tx_hash"):
             lines.append(f"Transaction {short_hash(str(data['tx_hash']))}.")
         if data.get("broadcast_unknown"):
-            lines.append(f"The node did not confirm it was sent: {humane(str(data['broadcast_unknown']))}. "
+            lines.append(f"The node did not confirm it was sent: {humane(str(data['broadcast_unknown'])).rstrip('. ')}. "
                          "Do not send it again; /details shows the full hash.")
     elif status == PENDING:
         lines = [f"Waiting for your approval: {summary}."]
-        if why:
-            lines.append("Why: " + "; ".join(why) + ".")
+        lines += _why(why)
         lines.append(_where_to_approve(companion or Companion()))
     elif status == DENIED:
         by = data.get("denied_by")
         lines = [f"{'Denied on your companion' if by else 'Refused by your policy'}: {summary}."]
-        if why and not by:
-            lines.append("Why: " + "; ".join(why) + ".")
+        lines += [] if by else _why(why)
         lines.append("Nothing was signed.")
     elif status == EXPIRED:
         lines = [f"Expired without your approval, nothing was signed: {summary}."]
@@ -114,10 +115,14 @@ def outcome_text(data: Mapping[str, Any], companion: Companion | None = None) ->
         detail = humane(str(data.get("error") or data.get("reason") or ""))
         lines = [f"Not sent ({status.replace('_', ' ') or 'failed'}): {summary}."]
         if detail:
-            lines.append(f"What went wrong: {detail}")
+            lines.append(f"What went wrong: {detail.rstrip('. ')}.")
     if data.get("hint"):
         lines.append(humane(str(data["hint"])))
-    return "\n".join(line.replace("..", ".") for line in lines)
+    return "\n".join(lines)
+
+
+def _why(reasons: list[str]) -> list[str]:
+    return ["Why: " + "; ".join(r.rstrip(". ") for r in reasons) + "."] if reasons else []
 
 
 def _where_to_approve(companion: Companion) -> str:

@@ -72,7 +72,7 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
                       "only listed assets can be sent from chat")
 
 
-def outcome_data(reply: SignReply, companion: Companion | None = None) -> dict[str, Any]:
+def outcome_data(reply: SignReply, companion: Companion | None = None, usd_micros: int | None = None) -> dict[str, Any]:
     """The fields the signer sent, plus what the words need: every reason that fired (plain, and
     the rule ids apart for /details), the dollar value the signer priced, and where to approve."""
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
@@ -86,6 +86,8 @@ def outcome_data(reply: SignReply, companion: Companion | None = None) -> dict[s
     spends = reply.decision.spends if reply.decision is not None else ()
     if any(s.usd_micros is not None for s in spends):
         data["usd_micros"] = sum(int(s.usd_micros or 0) for s in spends)
+    elif usd_micros is not None:  # the signer priced nothing: the bot's own price of what was asked
+        data["usd_micros"] = usd_micros
     if spends:
         data["amount_base_units"] = [f"{s.amount} of {s.asset}" for s in spends]
     status = reply.status
@@ -101,10 +103,10 @@ def outcome_data(reply: SignReply, companion: Companion | None = None) -> dict[s
     return data
 
 
-def outcome_output(reply: SignReply, companion: Companion | None = None) -> ToolOutput:
+def outcome_output(reply: SignReply, companion: Companion | None = None, usd_micros: int | None = None) -> ToolOutput:
     """The model hears the words the user reads (it quotes them), never its own account; the channel
     gets the full reply as data and shows the same words as the signer's card."""
-    data = outcome_data(reply, companion)
+    data = outcome_data(reply, companion, usd_micros)
     lines = [outcome_text(data, companion_of(data))]
     if reply.status is RequestStatus.DENIED:
         lines.append("Do not try to get around it.")
@@ -149,7 +151,8 @@ def one_visible_line(reason: str) -> str | None:
     return visible(" ".join(reason.split())) or None
 
 
-async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
+async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str],
+                  usd_micros: int | None = None) -> ToolOutput:
     from signer.wire.client import SignerError
 
     if flagged:
@@ -162,7 +165,7 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.status.value, "rule_id": reply.rule_id,
                                                         "request_id": reply.request_id,
                                                         "shown": ctx.shown_in_chat})
-    return outcome_output(reply, await companion_reach(ctx, reply))
+    return outcome_output(reply, await companion_reach(ctx, reply), usd_micros)
 
 
 async def companion_reach(ctx: ToolContext, reply: SignReply) -> Companion:
@@ -192,7 +195,7 @@ Send native coin or a listed ERC-20 token. The signer decides: it may sign at on
 companion app, or refuse. Report its outcome to the user as given.""")
 async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
-    asset_id, decimals, _symbol = await resolve_asset(ctx, chain_id, args.asset)
+    asset_id, decimals, symbol = await resolve_asset(ctx, chain_id, args.asset)
     try:
         amount = parse_units(args.amount, decimals)
     except ValueError as exc:
@@ -203,7 +206,28 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
     else:
         intent = {"chain_id": chain_id, "token_transfer": {"token": asset_id, "recipient": args.to,
                                                            "amount": str(amount)}}
-    return await _submit(ctx, intent, args.reason, flags)
+    return await _submit(ctx, intent, args.reason, flags, await usd_micros_of(ctx, symbol, amount, decimals))
+
+
+async def usd_micros_of(ctx: ToolContext, symbol: str, amount: int, decimals: int) -> int | None:
+    """The bot's price of an amount, in micro-dollars (shown beside it; the signer's limits use its own)."""
+    from decimal import Decimal, InvalidOperation, localcontext
+
+    prices = ctx.services.prices
+    if prices is None:
+        return None
+    try:
+        price = await prices.usd_price(symbol)
+    except Exception:  # noqa: BLE001 - a transfer without a dollar value is still a transfer
+        return None
+    if not price:
+        return None
+    with localcontext() as exact:
+        exact.prec = 200
+        try:
+            return int(Decimal(amount) * Decimal(price) * 1_000_000 / (Decimal(10) ** decimals))
+        except (InvalidOperation, ValueError):
+            return None
 
 
 @tool("contract_call", Level.SIGN, ContractCallArgs, timeout=90, description="""

@@ -53,6 +53,7 @@ def test_an_llm_transfer_is_one_message_the_signer_s_card(telegram_signer, anvil
     telegram_signer.serve(scenario, explorers={31337: EXPLORER})
     [card] = seen["action"]  # not "Sending now.", card, "Done, it is on its way.": one message
     assert card.text.startswith("Signed and sent: send 0.001 ETH to dev-friend")  # the signer's reading
+    assert "(about $3.00)." in card.text  # dollars beside units: the config's price of ETH is 3000
     assert_readable(card.text)
     [details] = seen["details"]
     tx_hash = full_tx_hash(details)
