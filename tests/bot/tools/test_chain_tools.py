@@ -143,6 +143,8 @@ def test_tx_status_by_request_and_by_hash(stack, anvil, tmp_path):
     assert "dev-friend" in by_id.content and not by_id.untrusted
     assert "waiting for the user's approval" in pending.content
     assert pending.data["state"] == "pending_approval"
+    assert "req_" not in by_id.content + pending.content + unknown.content  # the model quotes these words
+    assert by_id.data["request_id"].startswith("req_")  # the id stays in the data
     assert unknown.data["state"] == "not_found"
     assert by_hash.content.endswith(f"confirmed in block {block}.") and by_hash.untrusted
     assert "reverted in block" in bad.content and bad.data["state"] == "reverted"
