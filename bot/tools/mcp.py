@@ -229,7 +229,7 @@ class McpHost:
         """A sign tool's result must be one transaction intent; it goes to the signer marked mcp.<server>."""
         from pydantic import ValidationError
 
-        from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
+        from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
         from signer.wire.client import SignerError
         from signer.wire.protocol import Intent
 
@@ -258,8 +258,8 @@ class McpHost:
         try:
             reply = await signer.sign(dict(intent), idempotency_key=key, reason=why, source=f"mcp.{server}")
         except SignerError as exc:
-            raise ToolFailure(f"the signer refused the request: {exc.message}") from None
-        out = outcome_output(reply)
+            raise ctx.signer_failure(exc, "the signer refused the request") from None
+        out = outcome_output(reply, await companion_reach(ctx, reply))
         data = dict(out.data or {})
         self.audit.record("mcp.sign", server=server, tool=pinned.name, status=data.get("status"),
                           rule_id=data.get("rule_id"), request_id=data.get("request_id"))
