@@ -78,7 +78,8 @@ def conversation(provider: str, turns: int = TURNS) -> dict:
         for turn in range(turns):
             answer = f"Answer {turn}: " + "a reasonably long reply about the wallet and the market. " * 6
             if turn % 5 == 4:
-                llm.enqueue(Reply(tool_calls=[call("address_book", {}, f"toolu_book_{turn}")]), Reply(text=[answer]))
+                llm.enqueue(Reply(tool_calls=[call("address_book", {}, f"toolu_book_{turn}")]),
+                            Reply(text=[answer]))
             else:
                 llm.enqueue(Reply(text=[answer]))
 
@@ -91,8 +92,8 @@ def conversation(provider: str, turns: int = TURNS) -> dict:
             try:
                 for turn in range(turns):
                     set_clock(runtime, start + turn * STEP_SECONDS)
-                    await runtime.core.handle(Inbound("console", "bench", f"m{turn}",
-                                                      f"Question {turn}: what changed in my wallet today?"), Quiet())
+                    question = f"Question {turn}: what changed in my wallet today?"
+                    await runtime.core.handle(Inbound("console", "bench", f"m{turn}", question), Quiet())
             finally:
                 await runtime.close()
 
@@ -110,7 +111,8 @@ def summarize(provider: str, usage: list[dict]) -> dict:
     first = rounds[0]
     after = rounds[1:]
     share = sum(u["cached"] for u in after) / max(1, sum(u["prompt"] for u in after))
-    return {"provider": provider, "model_requests": len(rounds), "first_request_prompt_tokens": first["prompt"],
+    return {"provider": provider, "model_requests": len(rounds),
+            "first_request_prompt_tokens": first["prompt"],
             "cached_share_after_first": round(share, 4), "goal": 0.85, "meets_goal": share >= 0.85,
             "prompt_tokens_per_request": prompt, "cached_tokens_per_request": cached,
             "billed_uncached_input_per_request": billed, "cache_writes_per_request": written,

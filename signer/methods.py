@@ -227,7 +227,8 @@ class Methods:
         if self.approvals is None:
             return {"main_account": None, "companions": 0}
         devices = self.approvals.devices
-        return {"main_account": devices.main_account(), "companions": sum(1 for d in devices.all() if d.active)}
+        live = sum(1 for device in devices.all() if device.active)
+        return {"main_account": devices.main_account(), "companions": live}
 
     async def balance(self, client: Client, params: BalanceParams) -> BalanceReply:
         chain = self._chain(params.chain_id)

@@ -130,11 +130,13 @@ class Commands:
             try:
                 state = await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
             except Exception as exc:  # noqa: BLE001
-                lines.append(f"- unknown right now ({signer_down_or(exc)}): {_summary_of(session, request_id)}")
+                summary = _summary_of(session, request_id)
+                lines.append(f"- unknown right now ({signer_down_or(exc)}): {summary}")
                 continue
             status = state.status  # the signer's judgement, expiry included (`state.state` is the raw row)
             why = state.error or (state.reason if status not in (RequestStatus.SIGNED, PENDING) else None)
-            lines.append(f"- {status.replace('_', ' ')}: {humane(state.summary)}" + (f" ({humane(why)})" if why else ""))
+            lines.append(f"- {status.replace('_', ' ')}: {humane(state.summary)}"
+                         + (f" ({humane(why)})" if why else ""))
         waiting = sum(1 for line in lines if line.startswith("- pending approval: "))
         if not lines:
             return "No requests from this chat are waiting for approval."

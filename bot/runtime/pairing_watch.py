@@ -58,8 +58,8 @@ class PairingWatch:
                     "sent them and approve it with /pair approve CODE (or `owlia pair approve CODE`); "
                     "otherwise ignore it: the code expires by itself.")
             if not self.owners:  # never to whoever wrote last: that may be anyone paired, who cannot approve
-                log.warning("pairing requested by %s; no bot.pairing.owners are set: `owlia pair list` shows it, "
-                            "`owlia pair approve CODE` admits them", who)
+                log.warning("pairing requested by %s; no bot.pairing.owners are set: `owlia pair list` "
+                            "shows it, `owlia pair approve CODE` admits them", who)
             for owner in self.owners:
                 await self.notifier.notify(text, owner)
         self._requests = set(pending)

@@ -153,8 +153,8 @@ class SignerWatch:
         if reply.status is not PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
-            await self.notifier.notify(f"{len(self._watchers)} requests are already being followed, so this one "
-                                       "is not: /approvals shows where it stands.", self.target)
+            await self.notifier.notify(f"{len(self._watchers)} requests are already being followed, so this "
+                                       "one is not: /approvals shows where it stands.", self.target)
             return
         self._watch(request_id)
 

@@ -56,7 +56,8 @@ class Runtime:
     def system_prompt(self, tools: Sequence[Tool], kind: ContextKind, channel: str) -> str:
         chain = self.config.default_chain
         # the day only: the prompt is a cached prefix; the time to the minute goes in each turn's note
-        runtime = {"date": dt.datetime.fromtimestamp(self.clock(), dt.timezone.utc).strftime("%Y-%m-%d (UTC; the time is in the latest message)"),
+        today = dt.datetime.fromtimestamp(self.clock(), dt.timezone.utc)
+        runtime = {"date": today.strftime("%Y-%m-%d (UTC; the time is in the latest message)"),
                    "channel": channel, "context": kind.value, "chain": f"{chain.name} ({chain.id})",
                    "models": ", ".join(p.name for p in self.config.bot.llm.profiles)}
         files = load_context_files(self.services.workspace)

@@ -186,7 +186,7 @@ class ToolExecutor:
         except Exception as exc:
             from signer.wire.exchange import SignerUnavailable
 
-            if isinstance(exc, SignerUnavailable):  # whatever the tool was doing: the same words, no socket path
+            if isinstance(exc, SignerUnavailable):  # whatever the tool was doing: same words, no socket path
                 return "error", _error(SIGNER_DOWN)
             log.exception("tool %s crashed", call.name)
             return "error", _error(f"{call.name} failed with an internal error (details in the bot log)")

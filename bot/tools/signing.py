@@ -72,7 +72,8 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
                       "only listed assets can be sent from chat")
 
 
-def outcome_data(reply: SignReply, companion: Companion | None = None, usd_micros: int | None = None) -> dict[str, Any]:
+def outcome_data(reply: SignReply, companion: Companion | None = None,
+                 usd_micros: int | None = None) -> dict[str, Any]:
     """The fields the signer sent, plus what the words need: every reason that fired (plain, and
     the rule ids apart for /details), the dollar value the signer priced, and where to approve."""
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
@@ -91,7 +92,8 @@ def outcome_data(reply: SignReply, companion: Companion | None = None, usd_micro
     if spends:
         data["amount_base_units"] = [f"{s.amount} of {s.asset}" for s in spends]
     status = reply.status
-    if status not in (RequestStatus.SIGNED, RequestStatus.PENDING, RequestStatus.DENIED, RequestStatus.EXPIRED):
+    if status not in (RequestStatus.SIGNED, RequestStatus.PENDING, RequestStatus.DENIED,
+                      RequestStatus.EXPIRED):
         data["error"] = str(reply.error or reply.reason or "no reason given")  # the card shows why
     if fix := remedy(str(data.get("error") or data.get("broadcast_unknown") or "")):
         data["hint"] = fix  # and what to do about it
@@ -103,7 +105,8 @@ def outcome_data(reply: SignReply, companion: Companion | None = None, usd_micro
     return data
 
 
-def outcome_output(reply: SignReply, companion: Companion | None = None, usd_micros: int | None = None) -> ToolOutput:
+def outcome_output(reply: SignReply, companion: Companion | None = None,
+                   usd_micros: int | None = None) -> ToolOutput:
     """The model hears the words the user reads (it quotes them), never its own account; the channel
     gets the full reply as data and shows the same words as the signer's card."""
     data = outcome_data(reply, companion, usd_micros)

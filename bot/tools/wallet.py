@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
-from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
@@ -94,8 +93,8 @@ def resolve_token(assets: list[_PolicyAsset], token: str | None) -> AssetRef:
 def describe_amount(amount: int, ref: AssetRef, usd_price: str | None = None) -> str:
     """`1.5 ETH (about $4,500.00)`; an unlisted token's raw amount is said to be one."""
     if ref.decimals is None or ref.symbol is None:
-        return (f"a raw amount of {amount} of token {to_checksum(ref.asset)} (not in the signer's asset list, "
-                "so its decimals and symbol are unknown)")
+        return (f"a raw amount of {amount} of token {to_checksum(ref.asset)} (not in the signer's asset "
+                "list, so its decimals and symbol are unknown)")
     return format_amount(amount, ref.decimals, ref.symbol) + usd_value(amount, ref.decimals, usd_price)
 
 
@@ -108,7 +107,8 @@ def usd_value(amount: int, decimals: int, usd_price: str | None) -> str:
     with localcontext() as exact:
         exact.prec = 200  # a uint256 times a price: never rounded away or refused
         try:
-            value = (Decimal(amount) * Decimal(usd_price) / (Decimal(10) ** decimals)).quantize(Decimal("0.01"))
+            value = Decimal(amount) * Decimal(usd_price) / (Decimal(10) ** decimals)
+            value = value.quantize(Decimal("0.01"))
         except InvalidOperation:
             return ""
         return f" (about ${value:,})" if value.is_finite() and value >= 0 else ""

@@ -104,8 +104,10 @@ class Confirmation(discord.ui.View):
             return
         if not self.decide(allow):  # a second press: say what the first one decided, not only "closed"
             earlier = self.decision.result() if not self.decision.cancelled() else None
-            told = {True: "Already allowed: it went ahead.", False: "Already answered: not allowed, nothing was done."}
-            await interaction.response.send_message(told.get(earlier, CLOSED), ephemeral=True)  # type: ignore[arg-type]
+            told = {True: "Already allowed: it went ahead.",
+                    False: "Already answered: not allowed, nothing was done."}
+            await interaction.response.send_message(told.get(earlier, CLOSED),  # type: ignore[arg-type]
+                                                    ephemeral=True)
             return
         verdict = "✅ Allowed." if allow else "❌ Not allowed."
         await interaction.response.edit_message(content=f"{self.text}\n{verdict}", view=None)

@@ -127,8 +127,8 @@ class Confirmations:
         if answered is not None:  # a second press: say what really happened, to its owner only
             earlier, allowed = answered
             mine = query.from_user.id == earlier.user_id and chat_id == earlier.chat_id
-            await self.api.quietly("callback answer", self.api.answer(query.id, ALREADY[allowed] if mine else NOT_YOURS,
-                                                                      alert=not mine))
+            said = ALREADY[allowed] if mine else NOT_YOURS
+            await self.api.quietly("callback answer", self.api.answer(query.id, said, alert=not mine))
             return
         if ask is None or ask.answer.done():
             await self.api.quietly("callback answer", self.api.answer(query.id, EXPIRED))
