@@ -130,6 +130,12 @@ class PairingSettings(_Section):
     owners: tuple[str, ...] = ()  # `channel:peer` ids that may approve pairings from a DM
 
 
+class CompanionSettings(_Section):
+    # The companion web app as the owner's phone opens it (the bridge's `/app/` page, e.g.
+    # https://bridge.example/app/): a request waiting for approval links to it.
+    app_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$", max_length=500)
+
+
 class NotifySettings(_Section):
     default_target: str | None = Field(default=None, pattern=r"^(telegram|discord|console):[^\s]+$")
 
@@ -192,6 +198,7 @@ class BotSettings(_Section):
     channels: ChannelSettings = Field(default_factory=ChannelSettings)
     pairing: PairingSettings = Field(default_factory=PairingSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    companion: CompanionSettings = Field(default_factory=CompanionSettings)
     cron: CronSettings = Field(default_factory=CronSettings)
     heartbeat: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)

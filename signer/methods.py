@@ -219,7 +219,16 @@ class Methods:
             # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
             "tier3_accounts": [{"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
                                for g in (tier3.grants() if tier3 is not None else [])],
+            **self._companion_reach(),
         })
+
+    def _companion_reach(self) -> dict[str, Any]:
+        """The main account and the number of live companions (no Tier 1 on this signer: none)."""
+        if self.approvals is None:
+            return {"main_account": None, "companions": 0}
+        devices = self.approvals.devices
+        live = sum(1 for device in devices.all() if device.active)
+        return {"main_account": devices.main_account(), "companions": live}
 
     async def balance(self, client: Client, params: BalanceParams) -> BalanceReply:
         chain = self._chain(params.chain_id)

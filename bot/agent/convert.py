@@ -92,7 +92,7 @@ def to_messages(records: Sequence[MessageRecord]) -> list[Message]:
         elif fixed and fixed[-1].role == "assistant":
             fixed.append(Message.user("(no reply)"))
         elif not fixed:
-            fixed.append(Message.user("(conversation continues)"))
+            continue  # a conversation opens with the user: nothing is made up before a leading reply
         fixed.append(Message(role, tuple(parts)))  # type: ignore[arg-type]
     asked = _calls_before(fixed)
     if asked:

@@ -100,7 +100,9 @@ def provenance_of(records: Sequence[MessageRecord]) -> Provenance:
 
 class Agent:
     def __init__(self, llm: LLM, executor: ToolExecutor, services: Services, settings: AgentSettings,
-                 build_prompt: PromptBuilder, *, max_tokens: int = 4096, metrics: Any | None = None) -> None:
+                 build_prompt: PromptBuilder, *, max_tokens: int = 4096, metrics: Any | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
         self.llm = llm
         self.executor = executor
         self.services = services
@@ -119,7 +121,8 @@ class Agent:
                           provenance=provenance_of(records))
         tools = self.executor.registry.visible(kind, channel)
         request = Request(tuple(to_messages(records)), system=self.build_prompt(tools, kind, channel),
-                          tools=tuple(t.spec() for t in tools), max_tokens=self.max_tokens)
+                          tools=tuple(t.spec() for t in tools), max_tokens=self.max_tokens,
+                          note=time_note(self.clock()))
         reply = GuardedReply(sink, StreamGuard(allow=_public_hashes(records)))
         self.services.events.emit("agent", "run.started", {"run_id": run.run_id, "session": session.key,
                                                            "context": kind.value})
@@ -222,6 +225,14 @@ class Agent:
             self.metrics.inc("owlia_llm_tokens_total", run.output_tokens, direction="output")
             if run.fallback_profile:
                 self.metrics.inc("owlia_llm_fallbacks_total")
+
+
+def time_note(now: float | None = None) -> str:
+    """The current time, for the end of the request (after the cached prefix: it changes every minute)."""
+    from datetime import datetime, timezone
+
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+    return f"(current time: {stamp:%Y-%m-%d %H:%M} UTC)"
 
 
 def _llm_failure(exc: LLMError) -> tuple[str, str]:

@@ -23,6 +23,7 @@ ACCESS_DB = "access.sqlite3"
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no I, L, O, 0, 1: codes are read aloud and retyped
 CODE_LENGTH = 8
 TELL_AGAIN_AFTER = 60.0  # seconds before the same stranger is answered again ("still waiting")
+FOLLOW_UPS_ANSWERED = 1  # quick follow-ups answered within that minute; more are ignored (a flood)
 MAX_TOLD = 10_000  # strangers remembered for that rate limit
 
 _SCHEMA = """
@@ -159,13 +160,16 @@ class Admission:
 
 
 class Gatekeeper:
-    """Admission for one channel. Strangers are answered at most once per TELL_AGAIN_AFTER."""
+    """Admission for one channel. A stranger hears their code, then a short "still waiting" for a
+    quick follow-up (FOLLOW_UPS_ANSWERED per minute), so nobody writes into silence; a flood is not
+    answered message by message."""
 
     def __init__(self, access: AccessStore, channel: str, allow_from: Iterable[str]) -> None:
         self.access = access
         self.channel = channel
         self.allow_from = frozenset(str(peer) for peer in allow_from)
         self._told: dict[str, float] = {}
+        self._followed: dict[str, int] = {}  # follow-ups answered since `_told`
 
     def admits(self, peer: str) -> bool:
         """Allowed already, without side effects (groups: strangers get no pairing code in public)."""
@@ -178,10 +182,17 @@ class Gatekeeper:
         now = self.access.clock()
         told = self._told.get(peer)
         if told is not None and now - told < TELL_AGAIN_AFTER:
-            return Admission(False)
+            answered = self._followed.get(peer, 0)
+            if answered >= FOLLOW_UPS_ANSWERED:
+                return Admission(False)
+            self._followed[peer] = answered + 1
+            return Admission(False, "I got your message, but this bot is private: it answers once its owner "
+                                    "approves the pairing code I sent you above. You will be told here.")
         if len(self._told) >= MAX_TOLD:
             self._told.clear()
+            self._followed.clear()
         self._told[peer] = now
+        self._followed.pop(peer, None)
         request = self.access.request(self.channel, peer, display)
         if request is None:
             return Admission(False, "This bot is private and cannot take new pairing requests right now. "

@@ -21,10 +21,9 @@ from typing import TextIO
 from bot.channels.base import Inbound
 from bot.channels.notes import failure_note, signer_outcome
 from bot.runtime.core import BotCore
-from bot.tools.base import Level
 from bot.tools.executor import ToolEvent
 from policies.kernel.text import visible
-from signer.wire.protocol import RequestStatus
+from bot.tools.signer_words import card_text
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
 LAYOUT = "\n\t"  # the only control characters printed as themselves
@@ -78,12 +77,10 @@ class ConsoleSink:
 
     async def tool_event(self, event: ToolEvent) -> None:
         if event.phase == "started":
-            if event.level in (Level.WRITE, Level.SIGN):
-                self._write(("\n" if self.started else "") + f"[tool] {event.name} ({event.level.value}) ...\n")
-                self.started = False
-            return
+            return  # what follows says it: a write's confirmation, a sign tool's card, the reply
         if (outcome := signer_outcome(event)) is not None:
-            self._write(render_signer_card(dict(outcome)))
+            self._write(("\n" if self.started else "") + render_signer_card(dict(outcome)))
+            self.started = False
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             self._write(f"[tool] {note}\n")
 
@@ -107,30 +104,8 @@ class ConsoleSink:
 
 
 def render_signer_card(data: dict) -> str:
-    """The signer's outcome in its own words: status, its summary of the bytes, and why."""
-    status = str(data.get("status", "?"))
-    lines = [f"[signer] {status.upper().replace('_', ' ')}: {data.get('summary', '')}"]
-    if status == RequestStatus.SIGNED:
-        lines.append(f"         tx {data.get('tx_hash')}")
-        if data.get("broadcast_unknown"):
-            lines.append(f"         not confirmed sent: {data.get('broadcast_unknown')}")
-    elif status == RequestStatus.PENDING:
-        lines.append(f"         waiting for your companion app (request {data.get('request_id')})")
-        lines += [f"         why: {why}" for why in _reasons(data)]
-    elif status == RequestStatus.DENIED:
-        lines += [f"         rule {why}" for why in _reasons(data)]
-    elif data.get("error"):
-        lines.append(f"         {data.get('error')}")
-    if data.get("hint"):
-        lines.append(f"         {data.get('hint')}")
-    return "\n".join(lines) + "\n"
-
-
-def _reasons(data: dict) -> list[str]:
-    reasons = data.get("reasons")
-    if isinstance(reasons, list) and reasons:
-        return [str(r) for r in reasons]
-    return [f"{data.get('rule_id')}: {data.get('reason')}"]
+    """The signer's outcome in the words every channel uses (bot/tools/signer_words)."""
+    return card_text(data) + "\n"
 
 
 class ConsoleChannel:

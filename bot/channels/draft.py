@@ -60,6 +60,11 @@ class StreamingDraft(Generic[H]):
             self.edits += 1
             await self._edit(self._handle, preview)
 
+    @property
+    def handle(self) -> H | None:
+        """The draft's message, once sent."""
+        return self._handle
+
     async def finish(self, text: str) -> list[H]:
         chunks = split_message(text, self.limit) if text.strip() else []
         handles: list[H] = []

@@ -63,6 +63,22 @@ def to_anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]
     return out
 
 
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def _conversation_breakpoints(messages: list[dict[str, Any]]) -> list[int]:
+    """The latest message, and the user message before the latest user message: the previous turn
+    wrote its cache there, so it is read back even when more than 20 blocks were added since."""
+    if not messages or not messages[-1]["content"]:
+        return []
+    users = [i for i, m in enumerate(messages) if m["role"] == "user" and m["content"]]
+    earlier = [i for i in users if i < len(messages) - 1]
+    points = [len(messages) - 1]
+    if len(earlier) >= 1 and earlier[-1] != points[0]:
+        points.insert(0, earlier[-1])
+    return points
+
+
 class AnthropicProvider(StreamingProvider):
     """Streams one Messages API call. Auth is an API key (sent as `x-api-key`) or an OAuth token
     (`auth_token=`, sent as `Authorization: Bearer` with the OAuth beta flag); the tests pin what
@@ -91,22 +107,33 @@ class AnthropicProvider(StreamingProvider):
         return f"AnthropicProvider(auth={self._auth!r}, base_url={self._base_url!r})"
 
     def _body(self, request: Request) -> dict[str, Any]:
+        """Cache breakpoints (four at most, as the API allows): the last tool, the system prompt, the
+        latest message and the user's message before it; `request.note` goes after them all."""
+        messages = to_anthropic_messages(request.messages)
+        for index in _conversation_breakpoints(messages):
+            messages[index]["content"][-1]["cache_control"] = dict(EPHEMERAL)
+        if request.note:
+            if messages and messages[-1]["role"] == "user":
+                messages[-1]["content"].append({"type": "text", "text": request.note})
+            else:
+                messages.append({"role": "user", "content": [{"type": "text", "text": request.note}]})
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": to_anthropic_messages(request.messages),
+            "messages": messages,
             "stream": True,
         }
         if request.system:
-            body["system"] = request.system
+            body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
         if request.tools:
             body["tools"] = [{"name": t.name, "description": t.description,
                               "input_schema": dict(t.parameters)} for t in request.tools]
+            body["tools"][-1]["cache_control"] = dict(EPHEMERAL)
         return body
 
     async def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
         model = ""
-        input_tokens = output_tokens = 0
+        input_tokens = output_tokens = cache_read = cache_write = 0
         stop: StopReason | None = None
         tools: dict[int, tuple[str, str, list[str]]] = {}  # block index -> (id, name, json fragments)
         async for sse in events:
@@ -124,6 +151,8 @@ class AnthropicProvider(StreamingProvider):
                 usage = get(message, "usage", dict, "message", default={}) or {}
                 input_tokens = get(usage, "input_tokens", int, "usage", default=0) or 0
                 output_tokens = get(usage, "output_tokens", int, "usage", default=0) or 0
+                cache_read = get(usage, "cache_read_input_tokens", int, "usage", default=0) or 0
+                cache_write = get(usage, "cache_creation_input_tokens", int, "usage", default=0) or 0
             elif kind == "content_block_start":
                 index = need(data, "index", int, kind)
                 block = need(data, "content_block", dict, kind)
@@ -151,7 +180,9 @@ class AnthropicProvider(StreamingProvider):
                 usage = get(data, "usage", dict, kind, default={}) or {}
                 output_tokens = get(usage, "output_tokens", int, "usage", default=output_tokens) or 0
                 input_tokens = get(usage, "input_tokens", int, "usage", default=input_tokens) or 0
-        yield await finished(events, stop, Usage(input_tokens, output_tokens), model)
+        # Anthropic's input_tokens are those after the last breakpoint: the prompt is all three
+        counted = Usage(input_tokens + cache_read + cache_write, output_tokens, cache_read, cache_write)
+        yield await finished(events, stop, counted, model)
 
 
 # The events whose data we read; everything else (ping, new types) is skipped unparsed.

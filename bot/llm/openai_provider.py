@@ -94,7 +94,9 @@ class OpenAIProvider(StreamingProvider):
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": to_openai_messages(request.system, request.messages),
+            # the note comes last: everything before it is the prefix the provider's cache matches
+            "messages": to_openai_messages(request.system, request.messages)
+            + ([{"role": "user", "content": request.note}] if request.note else []),
             "stream": True,
             "stream_options": {"include_usage": True},
             self._max_tokens_field: request.max_tokens,
@@ -121,8 +123,10 @@ class OpenAIProvider(StreamingProvider):
             model = get(chunk, "model", str, "chunk") or model
             counts = get(chunk, "usage", dict, "chunk")
             if counts is not None:
+                details = get(counts, "prompt_tokens_details", dict, "usage", default={}) or {}
                 usage = Usage(get(counts, "prompt_tokens", int, "usage", default=0) or 0,
-                              get(counts, "completion_tokens", int, "usage", default=0) or 0)
+                              get(counts, "completion_tokens", int, "usage", default=0) or 0,
+                              get(details, "cached_tokens", int, "usage", default=0) or 0)
             choices = get(chunk, "choices", list, "chunk") or []
             if not choices:
                 continue

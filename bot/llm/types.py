@@ -96,8 +96,14 @@ class StopReason(enum.Enum):
 
 @dataclass(frozen=True)
 class Usage:
+    """`input_tokens` counts the whole prompt, cached or not; `cache_read_tokens` of it were served
+    from the provider's prompt cache, and `cache_write_tokens` were written to it (Anthropic bills
+    those apart)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,9 @@ class Request:
     messages: tuple[Message, ...]
     model: str = ""
     system: str = ""
+    note: str = ""
+    """What changes every turn (the current time): sent after the last cached block of the latest
+    message, so the tools, the system prompt and the conversation before it stay a cached prefix."""
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 4096
 

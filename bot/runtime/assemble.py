@@ -89,6 +89,7 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
         chain_names={c.id: c.name for c in config.chains}, signer=reach.signer,
         signer_problem=reach.signer_problem or "no signer client token", chain=reach.chain,
         memory=MemoryIndex(workspace, state / "memory.db"), fetcher=fetcher, state_dir=state,
+        companion_app_url=config.bot.companion.app_url,
     )
     services.prices = _prices(config, fetcher)
     from bot.tools.skills import load_skill_tools

@@ -18,6 +18,7 @@ from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
 from bot.sessions.turns import process_owner
 from bot.tools.base import ContextKind, Level, ToolContext
+from bot.tools.signer_words import SIGNER_DOWN, details_text, humane
 from policies.units import read_amount
 from policies.kernel.addresses import is_address
 from signer.wire.protocol import RequestStatus
@@ -33,6 +34,7 @@ Commands:
 /balance [TOKEN] — the wallet's balance (session keys held by the signer)
 /send ADDRESS AMOUNT — ask the signer to send, e.g. /send 0x7099…79C8 0.001eth or /send dev-friend 0.001eth (a name from the address book; the unit is required: eth, gwei, wei or a token such as 5usdc); it decides: signed, needs approval or denied
 /approvals — requests waiting for your companion app
+/details — the ids, hashes and rules behind the last signing request
 /new — start a fresh conversation (the old one is archived)
 /compact — summarize older messages to save context
 /model — the model profiles in use
@@ -56,7 +58,7 @@ class Commands:
         self.table: dict[str, Command] = {
             "/help": self.help, "/start": self.help, "/status": self.status, "/balance": self.balance,
             "/send": self.send, "/new": self.new, "/compact": self.compact, "/model": self.model,
-            "/approvals": self.approvals, "/pair": self.pair,
+            "/approvals": self.approvals, "/pair": self.pair, "/details": self.details,
         }
 
     async def dispatch(self, text: str, session: Session, inbound: Inbound, sink: ReplySink) -> str:
@@ -70,7 +72,8 @@ class Commands:
             return f"Unknown command {name}. /help lists what I understand."
         session.append("user", [{"type": "text", "text": text}], keep=False, owner=process_owner())
         reply = await handler(words[1:], session, inbound, sink)
-        session.append("assistant", [{"type": "text", "text": reply}])
+        if handler != self.new:  # a new conversation starts empty: its first words are the user's
+            session.append("assistant", [{"type": "text", "text": reply}])
         return reply
 
     async def help(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
@@ -146,16 +149,27 @@ class Commands:
             try:
                 state = await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
             except Exception as exc:  # noqa: BLE001
-                lines.append(f"{request_id}: unknown ({type(exc).__name__})")
+                summary = _summary_of(session, request_id)
+                lines.append(f"- unknown right now ({signer_down_or(exc)}): {summary}")
                 continue
             status = state.status  # the signer's judgement, expiry included (`state.state` is the raw row)
             why = state.error or (state.reason if status not in (RequestStatus.SIGNED, PENDING) else None)
-            lines.append(f"{request_id}: {status.replace('_', ' ')} — {state.summary}"
-                         + (f" ({why})" if why else ""))
-        waiting = sum(1 for line in lines if ": pending approval — " in line)
+            lines.append(f"- {status.replace('_', ' ')}: {humane(state.summary)}"
+                         + (f" ({humane(why)})" if why else ""))
+        waiting = sum(1 for line in lines if line.startswith("- pending approval: "))
         if not lines:
             return "No requests from this chat are waiting for approval."
-        return f"{waiting} waiting for your companion app:\n" + "\n".join(lines)
+        where = self.runtime.services.companion_app_url
+        open_it = f" (approve or deny them at {where})" if where and waiting else ""
+        return f"{waiting} waiting for your companion app{open_it}:\n" + "\n".join(lines) + \
+            "\n/details shows the ids behind the last one."
+
+    async def details(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        """What the short words leave out (request id, rules, full hash), for the one who asks."""
+        outcomes = [data for data in tool_result_data(session.messages) if data.get("request_id")]
+        if not outcomes:
+            return "No signing request in this conversation yet."
+        return details_text(outcomes[-1])
 
     async def pair(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         """Owners approve pairing codes from their own DM; to anyone else the command does not exist."""
@@ -208,6 +222,17 @@ class Commands:
             session.append("assistant", [outcome])
             return ""  # the channel already showed the signer's own card
         return executed[0].result.content
+
+
+def signer_down_or(exc: Exception) -> str:
+    from signer.wire.exchange import SignerUnavailable
+
+    return SIGNER_DOWN if isinstance(exc, SignerUnavailable) else type(exc).__name__
+
+
+def _summary_of(session: Session, request_id: str) -> str:
+    found = [d for d in tool_result_data(session.messages) if d.get("request_id") == request_id]
+    return humane(str(found[-1].get("summary", ""))) if found else "(no summary)"
 
 
 def _alternate(messages: list[Message]) -> list[Message]:

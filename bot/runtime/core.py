@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.agent.loop import CANCEL_REASON, Agent, RunOutcome
 from bot.channels.base import Inbound, ReplySink
+from bot.channels.one_message import OneMessagePerAction
 from bot.runtime.events import EventBus
 from bot.runtime.metrics import best_effort
 from bot.security.redact import redact_message
@@ -55,6 +56,7 @@ class BotCore:
         self.observers: list[Callable[[Inbound], None]] = []  # e.g. the notifier's "last active DM"
 
     async def handle(self, inbound: Inbound, sink: ReplySink) -> Handled:
+        sink = OneMessagePerAction(sink)
         key = inbound.session_key
         if _command_name(inbound.text) == "/cancel":  # must not wait for the lock the run holds
             # the stopped run says "Stopped." itself: one message, not two

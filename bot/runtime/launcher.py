@@ -231,6 +231,7 @@ async def _load_runtime(home: Path, config: BotConfig, reach: Reach) -> Runtime:
 
 
 def _services(runtime: Runtime, access: AccessStore, notifier: Notifier) -> list[_Service]:
+    from bot.runtime.cut_off import CutOffReplies
     from bot.runtime.pairing_watch import PairingWatch
     from bot.runtime.signer_watch import SignerWatch
     from bot.scheduler.heartbeat import HeartbeatService
@@ -240,7 +241,7 @@ def _services(runtime: Runtime, access: AccessStore, notifier: Notifier) -> list
     return [PairingWatch(access, notifier, config.bot.pairing.owners),
             SchedulerService(runtime, notifier, config.bot.cron),
             HeartbeatService(runtime, notifier, config.bot.heartbeat),
-            SignerWatch(runtime, notifier)]
+            SignerWatch(runtime, notifier), CutOffReplies(runtime, notifier)]
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:

@@ -57,7 +57,10 @@ class PairingWatch:
             text = (f"{who} asked to talk to this bot. If you know them, ask them for the pairing code the bot "
                     "sent them and approve it with /pair approve CODE (or `owlia pair approve CODE`); "
                     "otherwise ignore it: the code expires by itself.")
-            for owner in self.owners or (None,):
+            if not self.owners:  # never to whoever wrote last: that may be anyone paired, who cannot approve
+                log.warning("pairing requested by %s; no bot.pairing.owners are set: `owlia pair list` "
+                            "shows it, `owlia pair approve CODE` admits them", who)
+            for owner in self.owners:
                 await self.notifier.notify(text, owner)
         self._requests = set(pending)
         grants = {(g.channel, g.peer) for g in self.access.grants()}

@@ -22,6 +22,7 @@ from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
 
 from bot.notify import Notifier
+from bot.tools.signer_words import Companion, card_text
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import RequestStatus
 from signer.wire.replies import SignReply
@@ -37,30 +38,11 @@ RESUME_WINDOW = 86400.0  # seconds: older sessions cannot hold a request that is
 TOLD_FILE = "signer-told.json"  # what was already said survives a restart: no repeated notices
 
 
-def describe(reply: SignReply) -> str:
-    """One notification in the signer's own words."""
-    status = reply.status
-    summary = reply.summary or "(no summary)"
-    request = reply.request_id
-    if status is RequestStatus.SIGNED:
-        how = "signed automatically"
-        if reply.tier == 1:  # Tier 1: the main key, on the user's companion
-            device = reply.approved_by
-            how = f"approved on your companion ({device})" if device else "approved on your companion"
-        told = f"Signer: {how}: {summary}\ntx {reply.tx_hash}"
-        if unknown := reply.broadcast_unknown or "":  # signed, but the node did not take it (or lied)
-            told += f"\nnot confirmed sent: {unknown}" + _fund_hint(unknown)
-        return told
-    if status is RequestStatus.DENIED:
-        return f"Signer: denied: {summary}\nrule {reply.rule_id}: {reply.reason}"
-    if status is PENDING:
-        return (f"Signer: waiting for your companion app: {summary}\n"
-                f"why: {reply.rule_id}: {reply.reason} (request {request})")
-    if status is RequestStatus.EXPIRED:
-        return f"Signer: expired without your approval, nothing was signed: {summary} (request {request})"
-    detail = reply.error or reply.reason or ""
-    shown = f"{summary} ({detail})" if detail else summary
-    return f"Signer: {status.replace('_', ' ')}: {shown} (request {request})" + _fund_hint(detail)
+def describe(reply: SignReply, companion: Companion | None = None) -> str:
+    """One notification in the words the chat's cards use (bot/tools/signer_words)."""
+    from bot.tools.signing import outcome_data
+
+    return card_text(outcome_data(reply, companion))
 
 
 def _from_event(data: dict[str, Any]) -> SignReply | None:
@@ -70,13 +52,6 @@ def _from_event(data: dict[str, Any]) -> SignReply | None:
                                         extra="ignore")
     except ValueError:
         return None
-
-
-def _fund_hint(node_words: str) -> str:
-    if "insufficient funds" not in node_words.lower():
-        return ""
-    return ("\nThe account that pays (the main account for a companion approval, else the session key) lacks ETH "
-            "for the amount plus gas: fund it, then ask again.")
 
 
 class SignerWatch:
@@ -178,8 +153,8 @@ class SignerWatch:
         if reply.status is not PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
-            await self.notifier.notify(f"Signer: {len(self._watchers)} requests are already being followed; "
-                                       f"request {request_id} is not (check it with /approvals)", self.target)
+            await self.notifier.notify(f"{len(self._watchers)} requests are already being followed, so this "
+                                       "one is not: /approvals shows where it stands.", self.target)
             return
         self._watch(request_id)
 
@@ -222,7 +197,8 @@ class SignerWatch:
             return
         self.runtime.events.emit("signer", "sign.notified", {"request_id": request_id, "status": key[1]})
         public = (reply.tx_hash,) if reply.tx_hash is not None else ()
-        await self.notifier.notify(describe(reply), self.target, public=public)
+        companion = Companion(app_url=self.runtime.services.companion_app_url)
+        await self.notifier.notify(describe(reply, companion), self.target, public=public)
 
     def _load_told(self) -> list[tuple[str, str]]:
         if self._told_path is None:

@@ -7,7 +7,8 @@ assembly that builds them.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,17 +44,20 @@ class Runtime:
     core: BotCore | None = None
     skills: Any = None
     mcp: Any = None
+    clock: Callable[[], float] = time.time  # wall clock for the prompt's date and each turn's time note
 
     async def agent(self, profile: str | None = None) -> Agent | None:
         router = await self.llm.router(profile)
         if router is None:
             return None
         return Agent(router, self.executor, self.services, self.config.bot.agent, self.system_prompt,
-                     max_tokens=self.config.bot.llm.max_tokens, metrics=self.metrics)
+                     max_tokens=self.config.bot.llm.max_tokens, metrics=self.metrics, clock=self.clock)
 
     def system_prompt(self, tools: Sequence[Tool], kind: ContextKind, channel: str) -> str:
         chain = self.config.default_chain
-        runtime = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        # the day only: the prompt is a cached prefix; the time to the minute goes in each turn's note
+        today = dt.datetime.fromtimestamp(self.clock(), dt.timezone.utc)
+        runtime = {"date": today.strftime("%Y-%m-%d (UTC; the time is in the latest message)"),
                    "channel": channel, "context": kind.value, "chain": f"{chain.name} ({chain.id})",
                    "models": ", ".join(p.name for p in self.config.bot.llm.profiles)}
         files = load_context_files(self.services.workspace)

@@ -163,7 +163,7 @@ class Capabilities:
 
     async def _sign(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, state: CallState,
                     params: SignParams, detail: dict[str, Any]) -> dict[str, Any]:
-        from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
+        from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
         from signer.wire.client import SignerError
         from signer.wire.protocol import Intent
 
@@ -189,7 +189,7 @@ class Capabilities:
                                       source=f"skill.{skill.name}")
         except SignerError as exc:
             raise CallbackDenied(f"core.sign: the signer refused the request: {exc.message}") from None
-        data = dict(outcome_output(reply).data or {})
+        data = dict(outcome_output(reply, await companion_reach(ctx, reply)).data or {})
         detail.update(status=data.get("status"), rule_id=data.get("rule_id"), request_id=data.get("request_id"))
         ctx.services.events.emit("signer", "sign.outcome", {"status": data.get("status"), "source": f"skill.{skill.name}",
                                                             "rule_id": data.get("rule_id"),

@@ -54,6 +54,7 @@ class ToolOutput:
     untrusted: bool = True
     is_error: bool = False
     data: Mapping[str, Any] | None = None
+    for_the_user: bool = False  # shown in the chat by the bot itself, not only through the model
 
 
 @dataclass
@@ -71,6 +72,19 @@ class ToolContext:
     """The addresses the user wrote; any other recipient is flagged to the signer."""
     shown_in_chat: bool = False
     """A chat shows this run's tool results as they come (the signer's card): no second notice needed."""
+
+    def signer_failure(self, exc: Exception, doing: str) -> ToolFailure:
+        """A signer error as the user and the model read it: a signer that is down is said in words
+        with the command that starts it, never with the host's socket path."""
+        from bot.tools.signer_words import SIGNER_DOWN
+        from signer.wire.client import SignerUnavailable
+
+        if isinstance(exc, SignerUnavailable):
+            return ToolFailure(SIGNER_DOWN)
+        from bot.tools.chain_reader import redact_urls
+        from bot.tools.signer_words import humane
+
+        return ToolFailure(f"{doing}: {humane(redact_urls(getattr(exc, 'message', str(exc))))}")
 
     def require_signer(self, consequence: str) -> SignerClient:
         """The signer client, or a ToolFailure saying what cannot be done without one."""

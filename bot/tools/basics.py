@@ -20,4 +20,10 @@ class ContextKind(str, enum.Enum):
 
 class ToolFailure(Exception):
     """Raised by a handler for an expected failure; its message is shown to the model and the user,
-    so it must never contain a secret."""
+    so it must never contain a secret. `for_the_user`: the bot says it in the chat itself, whatever
+    the model makes of it (a safety refusal the user must act on); other failures reach the user
+    through the model's reply, once."""
+
+    def __init__(self, message: str, *, for_the_user: bool = False) -> None:
+        super().__init__(message)
+        self.for_the_user = for_the_user

@@ -25,6 +25,7 @@ from bot.runtime.audit import BotAudit
 from bot.runtime.metrics import best_effort
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
+from bot.tools.signer_words import SIGNER_DOWN
 from policies.kernel.text import visible
 
 log = logging.getLogger(__name__)
@@ -61,11 +62,19 @@ class Executed:
     data: Mapping[str, Any] | None = None
 
 
-def _problems(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, args: type[Any] | None = None) -> str:
+    """Each problem in words: a pattern is described by its field, never shown as a regex (the
+    model quotes tool errors to the user)."""
     parts = []
+    fields = getattr(args, "model_fields", {})
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{where}: {err['msg']}")
+        message = err["msg"]
+        if err["type"] == "string_pattern_mismatch":
+            field = fields.get(err["loc"][0]) if err["loc"] else None
+            wanted = getattr(field, "description", None)
+            message = f"is not in the expected form ({wanted})" if wanted else "is not in the expected form"
+        parts.append(f"{where}: {message}")
     return "; ".join(parts)
 
 
@@ -143,11 +152,11 @@ class ToolExecutor:
         try:
             args = found.args.model_validate(dict(call.arguments))
         except ValidationError as exc:
-            return "invalid", _error(f"invalid arguments for {call.name}: {_problems(exc)}")
+            return "invalid", _error(f"invalid arguments for {call.name}: {_problems(exc, found.args)}")
         secret = _secret_in(call.arguments)
         if secret:
             return "secret", _error(f"refused: the arguments contain what looks like a secret ({secret}); "
-                                    "secrets never leave through tools")
+                                    "secrets never leave through tools", for_the_user=True)
         if found.level is Level.WRITE:
             if confirmer is None:
                 return "declined", _error(f"{call.name} needs the user's confirmation, which this context cannot ask")
@@ -172,8 +181,12 @@ class ToolExecutor:
         except asyncio.TimeoutError:
             return "timeout", _error(f"{call.name} did not finish within {timeout:g}s")
         except ToolFailure as exc:
-            return "error", _error(str(exc))
-        except Exception:
+            return "error", _error(str(exc), for_the_user=exc.for_the_user)
+        except Exception as exc:
+            from signer.wire.exchange import SignerUnavailable
+
+            if isinstance(exc, SignerUnavailable):  # whatever the tool was doing: same words, no socket path
+                return "error", _error(SIGNER_DOWN)
             log.exception("tool %s crashed", call.name)
             return "error", _error(f"{call.name} failed with an internal error (details in the bot log)")
         return ("error" if output.is_error else "ok"), output
@@ -187,8 +200,8 @@ class ToolExecutor:
             self.metrics.observe("owlia_tool_seconds", seconds, level=tier)
 
 
-def _error(message: str) -> ToolOutput:
-    return ToolOutput(message, untrusted=False, is_error=True)
+def _error(message: str, *, for_the_user: bool = False) -> ToolOutput:
+    return ToolOutput(message, untrusted=False, is_error=True, for_the_user=for_the_user)
 
 
 def _secret_in(arguments: Mapping[str, Any]) -> str | None:

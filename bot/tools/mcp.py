@@ -217,7 +217,8 @@ class McpHost:
             if pinned.name in self.check_pins(entry, conn.tools):
                 raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} since you "
                                   f"approved it (its description, schema or name differs, or it is gone); the tool is "
-                                  f"disabled until you review it with `owlia mcp approve {name}`. Nothing was run.")
+                                  f"disabled until you review it with `owlia mcp approve {name}`. Nothing was run.",
+                                  for_the_user=True)
             started, listed = loop.time(), conn.tools
             try:
                 result = await conn.call(pinned.name, arguments, self.settings.call_timeout)
@@ -237,7 +238,7 @@ class McpHost:
                 raise ToolFailure(f"NOTE TO THE USER: the MCP server {name} changed its tool {pinned.name} during "
                                   f"the call (its description, schema or name differs from what you approved, or it "
                                   f"is gone); its result was withheld and the tool is disabled until you review it "
-                                  f"with `owlia mcp approve {name}`.")
+                                  f"with `owlia mcp approve {name}`.", for_the_user=True)
             self.audit.record("mcp.call", server=name, tool=pinned.name, outcome="error" if result.is_error else "ok",
                               bytes=len(text), seconds=round(loop.time() - started, 4))
         if pinned.level == "sign" and not result.is_error:
@@ -292,7 +293,7 @@ class McpHost:
         """A sign tool's result must be one transaction intent; it goes to the signer marked mcp.<server>."""
         from pydantic import ValidationError
 
-        from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
+        from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
         from signer.wire.client import SignerError
         from signer.wire.protocol import Intent
 
@@ -321,8 +322,8 @@ class McpHost:
         try:
             reply = await signer.sign(dict(intent), idempotency_key=key, reason=why, source=f"mcp.{server}")
         except SignerError as exc:
-            raise ToolFailure(f"the signer refused the request: {exc.message}") from None
-        out = outcome_output(reply)
+            raise ctx.signer_failure(exc, "the signer refused the request") from None
+        out = outcome_output(reply, await companion_reach(ctx, reply))
         data = dict(out.data or {})
         self.audit.record("mcp.sign", server=server, tool=pinned.name, status=data.get("status"),
                           rule_id=data.get("rule_id"), request_id=data.get("request_id"))

@@ -61,3 +61,5 @@ class Services:
     fetcher: Fetcher | None = None
     state_dir: Path | None = None
     """A 0700 directory for the bot's own small stores (contacts, reminders)."""
+    companion_app_url: str | None = None
+    """The companion web app's page (the bridge's `/app/`), linked from a request waiting for approval."""

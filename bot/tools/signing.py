@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from bot.tools.signer_words import Companion, companion_of, outcome_text
 from bot.tools.wallet import policy_assets
 from policies.decision import Outcome
 from policies.intent import NATIVE
@@ -60,8 +61,13 @@ NOTHING_SIGNED = "nothing can be signed"
 async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[str, int, str]:
     """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused (unlike a
     balance lookup, a transfer needs the decimals the user wrote into the policy)."""
+    from signer.wire.client import SignerError
+
     wanted = asset.lower()
-    shown = await ctx.require_signer(NOTHING_SIGNED).call_as(PolicyShowReply, "policy.show")
+    try:
+        shown = await ctx.require_signer(NOTHING_SIGNED).call_as(PolicyShowReply, "policy.show")
+    except SignerError as exc:
+        raise ctx.signer_failure(exc, "the signer could not answer") from None
     for entry in policy_assets(shown, chain_id):
         asset_id = entry.asset.lower()
         if wanted in (entry.symbol.lower(), asset_id) or (wanted in ("eth", NATIVE) and asset_id == NATIVE):
@@ -70,39 +76,64 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
                       "only listed assets can be sent from chat")
 
 
-def outcome_output(reply: SignReply) -> ToolOutput:
-    """The model hears the signer's words, not its own; the channel gets the full reply as data."""
-    status = reply.status
-    summary = reply.summary or "(no summary)"
-    lines = [f"signer outcome: {status}", f"signer's reading of the transaction: {summary}"]
-    if status is RequestStatus.SIGNED:
-        lines.append(f"tx hash: {reply.tx_hash} (broadcast: {reply.broadcast})")
-        if reply.broadcast_unknown:
-            lines.append(f"the node did not accept it, do not send it again: {reply.broadcast_unknown}")
-    elif status is RequestStatus.PENDING:
-        why = "; ".join(fired_rules(reply)) or f"{reply.rule_id}: {reply.reason}"
-        lines.append(f"waiting for the user's companion app (request {reply.request_id}); why: {why}")
-    elif status is RequestStatus.DENIED:
-        lines.append(f"denied by rule {reply.rule_id}: {reply.reason}. Do not try to get around it.")
+def outcome_data(reply: SignReply, companion: Companion | None = None,
+                 usd_micros: int | None = None) -> dict[str, Any]:
+    """The fields the signer sent, plus what the words need: every reason that fired (plain, and
+    the rule ids apart for /details), the dollar value the signer priced, and where to approve."""
     keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
-            "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed")
+            "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed", "tier", "denied_by")
     sent = reply.model_dump(mode="json", include=set(keep), exclude_unset=True)  # the fields the signer sent
     data: dict[str, Any] = {k: sent[k] for k in keep if k in sent}
-    if len(fired := fired_rules(reply)) > 1:  # every rule that fired, not only the first
-        data["reasons"] = fired
-    if status not in (RequestStatus.SIGNED, RequestStatus.PENDING, RequestStatus.DENIED):
+    findings = fired_findings(reply)
+    if findings:
+        data["reasons"] = [reason for _, reason in findings]  # every rule that fired, not only the first
+        data["rule_ids"] = [rule for rule, _ in findings]
+    spends = reply.decision.spends if reply.decision is not None else ()
+    if any(s.usd_micros is not None for s in spends):
+        data["usd_micros"] = sum(int(s.usd_micros or 0) for s in spends)
+    elif usd_micros is not None:  # the signer priced nothing: the bot's own price of what was asked
+        data["usd_micros"] = usd_micros
+    if spends:
+        data["amount_base_units"] = [f"{s.amount} of {s.asset}" for s in spends]
+    status = reply.status
+    if status not in (RequestStatus.SIGNED, RequestStatus.PENDING, RequestStatus.DENIED,
+                      RequestStatus.EXPIRED):
         data["error"] = str(reply.error or reply.reason or "no reason given")  # the card shows why
-        lines.append(f"failed: {data['error']}")
     if fix := remedy(str(data.get("error") or data.get("broadcast_unknown") or "")):
         data["hint"] = fix  # and what to do about it
-        lines.append(fix)
+    if companion is not None:
+        if companion.app_url:
+            data["app_url"] = companion.app_url
+        if companion.paired is not None:
+            data["companion_paired"] = companion.paired
+    return data
+
+
+def outcome_output(reply: SignReply, companion: Companion | None = None,
+                   usd_micros: int | None = None) -> ToolOutput:
+    """The model hears the words the user reads (it quotes them), never its own account; the channel
+    gets the full reply as data and shows the same words as the signer's card."""
+    data = outcome_data(reply, companion, usd_micros)
+    lines = [outcome_text(data, companion_of(data))]
+    if reply.status is RequestStatus.DENIED:
+        lines.append("Do not try to get around it.")
+    if reply.status is RequestStatus.PENDING:
+        lines.append(f"(Reference for tx_status only; never show it to the user: {reply.request_id})")
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
 
 
-def fired_rules(reply: SignReply) -> list[str]:
-    """`rule: reason` for every finding of the signer's decision that was not an allow."""
+def fired_findings(reply: SignReply) -> list[tuple[str, str]]:
+    """(rule, reason) for every finding of the signer's decision that was not an allow."""
     findings = reply.decision.findings if reply.decision is not None else ()
-    return [f"{f.rule_id}: {f.reason}" for f in findings if f.outcome is not Outcome.ALLOW]
+    fired = [(f.rule_id, f.reason) for f in findings if f.outcome is not Outcome.ALLOW]
+    if not fired and reply.rule_id and reply.reason and reply.status is not RequestStatus.SIGNED:
+        fired = [(reply.rule_id, reply.reason)]
+    return fired
+
+
+def fired_rules(reply: SignReply) -> list[str]:
+    """`rule: reason` for every finding of the signer's decision that was not an allow (for logs)."""
+    return [f"{rule}: {reason}" for rule, reason in fired_findings(reply)]
 
 
 def remedy(error: str) -> str | None:
@@ -127,7 +158,8 @@ def one_visible_line(reason: str) -> str | None:
     return visible(" ".join(reason.split())) or None
 
 
-async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
+async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str],
+                  usd_micros: int | None = None) -> ToolOutput:
     from signer.wire.client import SignerError
 
     if flagged:
@@ -136,11 +168,33 @@ async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged
         reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx),
                                         reason=one_visible_line(reason), source=ctx.source)
     except SignerError as exc:
-        raise ToolFailure(f"the signer refused the request: {exc.message}") from None
+        raise ctx.signer_failure(exc, "the signer refused the request") from None
     ctx.services.events.emit("signer", "sign.outcome", {"status": reply.status.value, "rule_id": reply.rule_id,
                                                         "request_id": reply.request_id,
                                                         "shown": ctx.shown_in_chat})
-    return outcome_output(reply)
+    return outcome_output(reply, await companion_reach(ctx, reply), usd_micros)
+
+
+async def companion_reach(ctx: ToolContext, reply: SignReply) -> Companion:
+    """Where a waiting request is approved: the app's page, and whether any companion is paired."""
+    app_url = ctx.services.companion_app_url
+    if reply.status is not RequestStatus.PENDING or ctx.services.signer is None:
+        return Companion(app_url=app_url)
+    return Companion(app_url=app_url, paired=await companion_paired(ctx.services.signer))
+
+
+async def companion_paired(signer: Any) -> bool | None:
+    """True/False from the signer's `addresses` (None when it cannot say: an older signer, an error)."""
+    from signer.wire.client import SignerError
+    from signer.wire.replies import AddressesReply
+
+    try:
+        answer = await signer.call_as(AddressesReply, "addresses")
+    except (SignerError, OSError, ValueError):
+        return None
+    if "companions" not in answer.model_fields_set:
+        return None
+    return answer.companions > 0
 
 
 async def _named_recipient(ctx: ToolContext, chain_id: int, name: str) -> str:
@@ -159,7 +213,7 @@ Send native coin or a listed ERC-20 token. The signer decides: it may sign at on
 companion app, or refuse. Report its outcome to the user as given.""")
 async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
-    asset_id, decimals, _symbol = await resolve_asset(ctx, chain_id, args.asset)
+    asset_id, decimals, symbol = await resolve_asset(ctx, chain_id, args.asset)
     try:
         amount = parse_units(args.amount, decimals)
     except ValueError as exc:
@@ -171,7 +225,28 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
     else:
         intent = {"chain_id": chain_id, "token_transfer": {"token": asset_id, "recipient": to,
                                                            "amount": str(amount)}}
-    return await _submit(ctx, intent, args.reason, flags)
+    return await _submit(ctx, intent, args.reason, flags, await usd_micros_of(ctx, symbol, amount, decimals))
+
+
+async def usd_micros_of(ctx: ToolContext, symbol: str, amount: int, decimals: int) -> int | None:
+    """The bot's price of an amount, in micro-dollars (shown beside it; the signer's limits use its own)."""
+    from decimal import Decimal, InvalidOperation, localcontext
+
+    prices = ctx.services.prices
+    if prices is None:
+        return None
+    try:
+        price = await prices.usd_price(symbol)
+    except Exception:  # noqa: BLE001 - a transfer without a dollar value is still a transfer
+        return None
+    if not price:
+        return None
+    with localcontext() as exact:
+        exact.prec = 200
+        try:
+            return int(Decimal(amount) * Decimal(price) * 1_000_000 / (Decimal(10) ** decimals))
+        except (InvalidOperation, ValueError):
+            return None
 
 
 @tool("contract_call", Level.SIGN, ContractCallArgs, timeout=90, description="""

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.chain_reader import redact_urls
+from bot.tools.signer_words import humane
 from signer.wire.client import SignerError
 from signer.wire.protocol import ErrorCode, RequestStatus
 from signer.wire.replies import SignReply
@@ -61,9 +62,9 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         reply = await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
     except SignerError as exc:
         if exc.code == ErrorCode.NOT_FOUND:
-            return ToolOutput(f"Request {request_id}: not found (not made by this bot, or unknown).",
+            return ToolOutput("That request was not found (not made by this bot, or unknown).",
                               untrusted=False, data={"request_id": request_id, "state": "not_found"})
-        raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
+        raise ctx.signer_failure(exc, "the signer could not answer") from None
     status, state = reply.status.value, reply.state or ""
     tx_hash, chain_id = reply.tx_hash, reply.chain_id
     data: dict[str, Any] = {"request_id": request_id, "state": state or status, "status": status}
@@ -74,7 +75,7 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         until = datetime.fromtimestamp(float(reply.expires_at or 0), timezone.utc)
         line = f"waiting for the user's approval in the companion app (until {until:%Y-%m-%d %H:%M} UTC)"
     elif state == RequestStatus.DENIED:
-        line = f"denied by the signer, rule {reply.rule_id}: {redact_urls(reply.reason)}"
+        line = f"refused by the user's policy: {humane(redact_urls(reply.reason))}"
     elif state == RequestStatus.FAILED:
         line = f"failed, nothing was sent: {redact_urls(reply.error or reply.reason)}"
     elif state == RequestStatus.DROPPED:
@@ -104,7 +105,8 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
     else:
         line = f"being processed by the signer ({redact_urls(state or status or 'unknown', 40)})"
     summary = redact_urls(reply.summary, 500)
-    text = f"Request {request_id}: {line}." + (f"\nSigner's reading: {summary}" if summary else "")
+    # worded for people, without the request id or rule ids: the model quotes what it reads here
+    text = f"That request: {line}." + (f"\nSigner's reading: {humane(summary)}" if summary else "")
     # A revert reason is the contract's text, and a failure may quote a node: not the signer's words.
     foreign = state == RequestStatus.FAILED or reply.rule_id == "simulation.reverted"
     return ToolOutput(text, untrusted=foreign, data=data)

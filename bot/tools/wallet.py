@@ -1,8 +1,8 @@
 """Read tools over the signer: session-key balances and who the bot knows by name.
 
 Symbols and decimals come only from the signer's policy (which the user wrote), never from a token
-contract: anyone can deploy a token whose `symbol()` says "USDC". An unlisted token is shown in
-base units only. Output here is built from the signer's own data, so it is not marked untrusted
+contract: anyone can deploy a token whose `symbol()` says "USDC". An unlisted token's amount is
+shown raw, and said to be. Output here is built from the signer's own data, so it is not marked untrusted
 (that would taint the address book's addresses for the signer's provenance flag).
 """
 
@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
-from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
@@ -91,11 +90,28 @@ def resolve_token(assets: list[_PolicyAsset], token: str | None) -> AssetRef:
     return AssetRef(matches[0].asset.lower(), matches[0].symbol, matches[0].decimals)
 
 
-def describe_amount(amount: int, ref: AssetRef) -> str:
+def describe_amount(amount: int, ref: AssetRef, usd_price: str | None = None) -> str:
+    """`1.5 ETH (about $4,500.00)`; an unlisted token's raw amount is said to be one."""
     if ref.decimals is None or ref.symbol is None:
-        return (f"{amount} base units of {to_checksum(ref.asset)} (not in the signer's asset list, "
-                "so its symbol and decimals are not trusted or shown)")
-    return f"{format_amount(amount, ref.decimals, ref.symbol)} ({amount} base units)"
+        return (f"a raw amount of {amount} of token {to_checksum(ref.asset)} (not in the signer's asset "
+                "list, so its decimals and symbol are unknown)")
+    return format_amount(amount, ref.decimals, ref.symbol) + usd_value(amount, ref.decimals, usd_price)
+
+
+def usd_value(amount: int, decimals: int, usd_price: str | None) -> str:
+    """` (about $12.34)` from a decimal price string; "" when there is none."""
+    from decimal import Decimal, InvalidOperation, localcontext
+
+    if not usd_price:
+        return ""
+    with localcontext() as exact:
+        exact.prec = 200  # a uint256 times a price: never rounded away or refused
+        try:
+            value = Decimal(amount) * Decimal(usd_price) / (Decimal(10) ** decimals)
+            value = value.quantize(Decimal("0.01"))
+        except InvalidOperation:
+            return ""
+        return f" (about ${value:,})" if value.is_finite() and value >= 0 else ""
 
 
 class WalletBalanceArgs(ToolArgs):
@@ -105,10 +121,20 @@ class WalletBalanceArgs(ToolArgs):
                                           "address; default: the native coin")
 
 
+async def _price(ctx: ToolContext, ref: AssetRef) -> str | None:
+    prices = ctx.services.prices
+    if prices is None or ref.symbol is None:
+        return None
+    try:
+        return await prices.usd_price(ref.symbol)
+    except Exception:  # noqa: BLE001 - a balance without a dollar value is still a balance
+        return None
+
+
 @tool("wallet_balance", Level.READ, WalletBalanceArgs, description="""
-Balance of each active session-key address (the keys the signer signs with) and, on a Tier 3 chain, of
-the main account its grant spends from, on one chain, for the native coin or a token, with symbol,
-decimals and exact base units.""")
+Balances on one chain, for the native coin or a token: the main account (the companion's key,
+which approves bigger spends; on a Tier 3 chain the account its grant spends from) and each active
+session key (the keys the signer signs small spends with), in units, with dollars when a price is known.""")
 async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutput:
     signer = ctx.require_signer("balances and its address book are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
@@ -116,26 +142,34 @@ async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutpu
         shown = await signer.call_as(PolicyShowReply, "policy.show")
         ref = resolve_token(policy_assets(shown, chain_id), args.token)
         answer = await signer.call_as(AddressesReply, "addresses")
-        keys = [k for k in answer.addresses if k.chain_id == chain_id]
-        accounts = answer.tier3_accounts
+        holders: list[tuple[str, str, str]] = []  # (address, role, key id for /details)
+        tier3 = [a for a in answer.tier3_accounts if a.chain_id == chain_id]
+        holders += [(a.address, "main account (Tier 3 grant)", a.grant_id) for a in tier3]
+        if answer.main_account and all(a.address.lower() != answer.main_account.lower() for a in tier3):
+            holders.append((answer.main_account, "main account", ""))
+        holders += [(k.address, "session key", k.key_id) for k in answer.addresses if k.chain_id == chain_id]
         rows: list[dict[str, Any]] = []
-        for address, label in [*((k.address, k.key_id) for k in keys),
-                               *((a.address, "tier3 main account") for a in accounts if a.chain_id == chain_id)]:
+        for address, role, key_id in holders:
             params: dict[str, Any] = {"chain_id": chain_id, "address": address}
             if ref.asset != NATIVE:
                 params["token"] = ref.asset
             reply = await signer.call_as(BalanceReply, "balance", params)
-            rows.append({"address": to_checksum(address), "key_id": label, "balance": str(reply.balance)})
+            rows.append({"address": to_checksum(address), "role": role, "key_id": key_id,
+                         "balance": str(reply.balance)})
     except SignerError as exc:
-        raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
+        raise ctx.signer_failure(exc, "the signer could not answer") from None
     chains = policy_chains(shown)
     where = chain_label(ctx, chain_id, chains)
     if not rows:
         note = "" if chain_id in chains else " (the signer's policy does not list this chain)"
-        return ToolOutput(f"No active session key on {where}{note}.", untrusted=False,
+        return ToolOutput(f"No main account or active session key on {where}{note}.", untrusted=False,
                           data={"chain_id": chain_id, "balances": []})
-    lines = [f"Session-key balances on {where}:"]
-    lines += [f"- {r['address']} ({r['key_id']}): {describe_amount(int(r['balance']), ref)}" for r in rows]
+    price = await _price(ctx, ref)
+    lines = [f"Balances on {where}:"]
+    lines += [f"- {r['role']} {r['address']}: {describe_amount(int(r['balance']), ref, price)}" for r in rows]
+    if not answer.main_account and not tier3:
+        lines.append("No companion is paired, so there is no main account yet (`owlia companion pair` on the "
+                     "signer's host pairs one).")
     data = {"chain_id": chain_id, "asset": ref.asset, "symbol": ref.symbol, "decimals": ref.decimals,
             "balances": rows}
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
@@ -159,7 +193,7 @@ async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
             book = [e for e in await signer_address_book(ctx.services.signer)
                     if args.chain_id is None or e.chain_id == args.chain_id]
         except SignerError as exc:
-            lines.append(f"- unavailable: {redact_urls(exc.message)}")
+            lines.append(f"- unavailable: {ctx.signer_failure(exc, 'the signer could not answer')}")
         else:
             rows = [f"- {e.name}: {e.address} on {chain_label(ctx, e.chain_id)}" for e in book]
             lines += rows or ["- (empty)"]

@@ -140,6 +140,10 @@ class Tier3AccountJson(Reply):
 class AddressesReply(Reply):
     addresses: tuple[AddressJson, ...]
     tier3_accounts: tuple[Tier3AccountJson, ...]
+    # The companion's main account (None: no companion was ever paired) and how many paired companions
+    # are not revoked: the bot shows the main account's balance and says how to pair when none is.
+    main_account: str | None = None
+    companions: StrictInt = 0
 
 
 class BalanceReply(Reply):

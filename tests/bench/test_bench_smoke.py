@@ -117,3 +117,12 @@ def test_webapp_bench_runs() -> None:
 @pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "bench").glob("*.py")))
 def test_every_bench_has_a_smoke_test(script: str) -> None:
     assert script in Path(__file__).read_text(), f"bench/{script} has no smoke test here"
+
+
+def test_cache_bench_runs() -> None:
+    report = run_bench("cache_bench.py", "--turns", "3")
+    assert {"machine", "date", "turns", "results"} <= report.keys()
+    for result in report["results"]:
+        assert result["model_requests"] == 3
+        assert len(result["billed_uncached_input_per_request"]) == 3
+        assert 0 <= result["cached_share_after_first"] <= 1

@@ -52,3 +52,43 @@ def test_help_is_not_aligned_with_spaces_a_proportional_font_breaks() -> None:
     assert len(commands) >= 10
     for line in commands:
         assert "  " not in line and " — " in line, line
+
+
+def test_a_tool_argument_error_describes_the_field_and_never_shows_its_regex() -> None:
+    from pydantic import ValidationError
+
+    from bot.tools.executor import _problems
+    from bot.tools.signing import TransferArgs
+
+    try:
+        TransferArgs.model_validate({"to": "0x123", "amount": "1,5"})
+    except ValidationError as exc:
+        words = _problems(exc, TransferArgs)
+    assert "to: is not in the expected form (recipient address, 0x + 40 hex)" in words
+    assert "amount: is not in the expected form" in words
+    assert "pattern" not in words and "^" not in words and "[0-9" not in words
+
+
+def test_a_waiting_request_links_to_the_companion_app_or_says_how_to_pair() -> None:
+    from bot.tools.signer_words import Companion, outcome_text
+
+    data = {"status": "pending_approval", "summary": "send 0.1 ETH to 0xabc (new address)",
+            "request_id": "req_" + "0" * 32, "rule_id": "recipient.new",
+            "reasons": ["the recipient is not in the address book"], "usd_micros": 312_345_678}
+    linked = outcome_text(data, Companion(app_url="https://bridge.example/app/", paired=True))
+    assert linked == ("Waiting for your approval: send 0.1 ETH to 0xabc (new address) (about $312.35).\n"
+                      "Why: the recipient is not in the address book.\n"
+                      "Approve or deny it in your companion app: https://bridge.example/app/")
+    unpaired = outcome_text(data, Companion(app_url="https://bridge.example/app/", paired=False))
+    assert "No companion app is paired yet" in unpaired and "owlia companion pair" in unpaired
+    assert "https://bridge.example/app/" not in unpaired  # no app to open: not claimed
+
+
+def test_people_words_take_out_ids_base_units_and_long_numbers() -> None:
+    from bot.tools.signer_words import humane
+
+    text = humane("sent 0.1 ETH (100000000000000000 base units) from the session key sk_b79fb08aacda12f0 "
+                  "(request req_0661efe41b9f784234cc77df4347c2d7); approve 1157920892373161954235709850086879078532"
+                  "69984665640564039457584007913129639935 of 0x1111111111111111111111111111111111111111")
+    assert text == ("sent 0.1 ETH from the session key; approve a number too long to show (/details has it) of "
+                    "0x1111111111111111111111111111111111111111")

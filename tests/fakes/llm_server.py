@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.prompt_cache import AnthropicCache, OpenAICache
+
 
 class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default backlog of 5 refuses connections from 20 concurrent users
@@ -93,6 +95,8 @@ class _Script:
     cycle: tuple[Reply, ...] = ()  # served round-robin once the queue is empty (benchmarks)
     served: int = 0
     keep_requests: int = 100_000
+    caches: tuple[AnthropicCache, OpenAICache] | None = None  # count tokens as the providers do
+    usage_log: list[dict[str, int]] = field(default_factory=list)  # with caches: each request's accounting
 
 
 def _sse(event: str | None, data: Any, reply: Reply | None = None) -> bytes:
@@ -225,6 +229,13 @@ class _Handler(BaseHTTPRequestHandler):
         model = reply.model or (body or {}).get("model", "fake-model")
         stop = reply.stop or ("tool_use" if reply.tool_calls else "end_turn")
         in_tokens, out_tokens = reply.usage
+        counted: dict[str, int] = {"input_tokens": in_tokens}
+        if self.script.caches is not None and isinstance(body, dict):
+            counted = self.script.caches[0].usage(body)
+            with self.script.lock:
+                self.script.usage_log.append({
+                    "prompt": sum(counted.values()), "cached": counted["cache_read_input_tokens"],
+                    "written": counted["cache_creation_input_tokens"]})
         if not (body or {}).get("stream"):
             content: list[dict[str, Any]] = []
             if reply.text:
@@ -240,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._event("message_start", {"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": in_tokens, "output_tokens": 1}}})
+            "usage": {**counted, "output_tokens": 1}}})
         self._event("ping", {"type": "ping"})
         if reply.truncate and not reply.text:
             return self._cut(reply)
@@ -288,7 +299,14 @@ class _Handler(BaseHTTPRequestHandler):
         model = reply.model or body.get("model", "fake-model")
         finish = reply.stop or ("tool_calls" if reply.tool_calls else "stop")
         in_tokens, out_tokens = reply.usage
-        usage = {"prompt_tokens": in_tokens, "completion_tokens": out_tokens, "total_tokens": in_tokens + out_tokens}
+        usage: dict[str, Any] = {"prompt_tokens": in_tokens, "completion_tokens": out_tokens,
+                                 "total_tokens": in_tokens + out_tokens}
+        if self.script.caches is not None:
+            prompt, cached = self.script.caches[1].usage(body)
+            with self.script.lock:
+                self.script.usage_log.append({"prompt": prompt, "cached": cached})
+            usage = {"prompt_tokens": prompt, "completion_tokens": out_tokens, "total_tokens": prompt + out_tokens,
+                     "prompt_tokens_details": {"cached_tokens": cached}}
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000, "model": model}
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None}
@@ -327,8 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeLLMServer:
     """The server on 127.0.0.1 with a random port, in a daemon thread."""
 
-    def __init__(self) -> None:
-        self._script = _Script()
+    def __init__(self, *, count_tokens: bool = False) -> None:
+        """`count_tokens`: usage is the prompt's own size, with the providers' prompt-cache accounting
+        (tests/fakes/prompt_cache.py) instead of each reply's scripted `usage`."""
+        self._script = _Script(caches=(AnthropicCache(), OpenAICache()) if count_tokens else None)
         handler = type("ScriptedHandler", (_Handler,), {"script": self._script})
         self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -350,6 +370,12 @@ class FakeLLMServer:
     def requests(self) -> list[RecordedRequest]:
         with self._script.lock:
             return list(self._script.requests)
+
+    @property
+    def usage_log(self) -> list[dict[str, int]]:
+        """With `count_tokens`: per request, the prompt's tokens, those read from the cache and written."""
+        with self._script.lock:
+            return list(self._script.usage_log)
 
     @property
     def pending(self) -> int:

@@ -108,7 +108,8 @@ def test_a_sign_tool_intent_goes_to_the_signer_flagged_and_is_escalated(bot, anv
     before = balance(anvil, FRIEND)
     bot.llm.enqueue(Reply(tool_calls=[call("mcp_hostile_pay", {})]), Reply(text=["Asked."]))
     out = bot.chat("pay my friend through the server")
-    assert "[signer] PENDING APPROVAL: send 0.001 ETH to dev-friend" in out and "source.skill" in out
+    assert "Waiting for your approval: send 0.001 ETH to dev-friend" in out and "source.skill" not in out
+    assert "source.skill" in bot.chat("/details")
     assert balance(anvil, FRIEND) == before
     signed = [r for r in audit(bot.home) if r["kind"] == "mcp.sign"]
     assert signed and signed[0]["status"] == "pending_approval"

@@ -35,7 +35,8 @@ def test_the_run_command_in_the_readme_works_as_written(tmp_path) -> None:
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
-    assert "SIGNED" in out and "PENDING APPROVAL" in out and "DENIED" in out, out[-3000:]
+    assert "Signed and sent" in out and "Waiting for your approval" in out and "Refused by your policy" in out, \
+        out[-3000:]
     assert (tmp_path / ".owliabot" / "signer").is_dir()
 
 
@@ -134,7 +135,8 @@ def test_the_laptop_path_in_self_hosting_works_as_written(tmp_path) -> None:
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "SIGNED" in done.stdout and "PENDING APPROVAL" in done.stdout and "DENIED" in done.stdout
+    assert "Signed and sent" in done.stdout and "Waiting for your approval" in done.stdout
+    assert "Refused by your policy" in done.stdout
 
 
 def section_blocks(guide: str, heading: str) -> list[str]:

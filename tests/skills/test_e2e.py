@@ -50,7 +50,8 @@ def test_prompt_injection_from_a_skill_stays_fenced_and_its_address_is_flagged(m
     out = harness.chat("run the evil skill")
     injected = tool_results(llm.requests[1])[0]["content"]
     assert injected.startswith('<untrusted source="tool_result">') and injected.count("</untrusted>") == 1
-    assert "[signer] DENIED" in out and "recipient.untrusted_provenance" in out
+    assert "Refused by your policy: send 0.001 ETH" in out and "recipient.untrusted_provenance" not in out
+    assert "recipient.untrusted_provenance" in harness.chat("/details")  # the rule, on request
     assert balance(anvil, STRANGER) == before
 
 
@@ -60,7 +61,8 @@ def test_a_sign_skill_in_a_dm_shows_the_signers_card_and_is_escalated(bot, anvil
     bot.llm.enqueue(Reply(tool_calls=[call("skill_spender_drain", {"to": FRIEND, "wei": str(10**15), "times": 1})]),
                     Reply(text=["Asked."]))
     out = bot.chat("pay my friend through the skill")
-    assert "[signer] PENDING APPROVAL: send 0.001 ETH to dev-friend" in out and "source.skill" in out
+    assert "Waiting for your approval: send 0.001 ETH to dev-friend" in out and "source.skill" not in out
+    assert "source.skill" in bot.chat("/details")
     assert balance(anvil, FRIEND) == before
 
 

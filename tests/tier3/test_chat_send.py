@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.bot.agent.conftest import attach_bot
+from tests.bot.readable import assert_readable, full_tx_hash
 from tests.conftest import FRIEND, balance, wait_receipt
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tier3.conftest import new_main_account, nonce, steal_session_key, tier3_stack
@@ -26,12 +27,12 @@ def test_chat_send_lands_through_the_grant_and_is_denied_over_what_is_left(make_
         friend0, main0 = balance(chain3, FRIEND), balance(chain3, main.address)
         out = bot.chat(f"/send {FRIEND} 0.01eth")
         assert "signed" in out.lower(), out
-        tx_hash = next(w for w in out.replace("\n", " ").split() if w.startswith("0x") and len(w) == 66)
+        tx_hash = full_tx_hash(bot.chat("/details"))  # the card shows a short hash; /details the whole
         receipt = wait_receipt(chain3, tx_hash)
         assert receipt["status"] == "0x1" and receipt["to"] == chain3.contracts["manager"]
         assert balance(chain3, FRIEND) - friend0 == CENT and main0 - balance(chain3, main.address) == CENT
         shown = bot.chat("/balance")  # the main account the grant spends from is listed with its balance
-        assert "tier3 main account" in shown and to_checksum(main.address) in shown, shown
+        assert f"main account (Tier 3 grant) {to_checksum(main.address)}" in shown, shown
 
         # Someone holding the stolen key empties this period on chain; the signer's own ledger knows nothing.
         stolen = steal_session_key(stack, key["key_id"])
@@ -41,5 +42,6 @@ def test_chat_send_lands_through_the_grant_and_is_denied_over_what_is_left(make_
         sent_before = nonce(chain3, key["address"])
         out = bot.chat(f"/send {FRIEND} 0.01eth")
         assert "onchain.native_period" in out or "on-chain period" in out, out
-        assert "signed" not in out.lower().replace("not signed", ""), out
+        assert "Refused by your policy" in out and "Signed and sent" not in out, out
+        assert_readable(out)
         assert nonce(chain3, key["address"]) == sent_before  # nothing was broadcast

@@ -27,6 +27,7 @@ SIMPLE = {
     "status": "Model, tokens used in this chat, signer and chain",
     "model": "The model profiles in use",
     "approvals": "Requests waiting for your companion app",
+    "details": "The ids, hashes and rules behind the last signing request",
     "compact": "Summarize older messages to save context",
     "cancel": "Stop the request in progress in this chat",
 }

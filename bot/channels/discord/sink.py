@@ -55,8 +55,13 @@ class DiscordSink:
 
     async def tool_event(self, event: ToolEvent) -> None:
         if (outcome := signer_outcome(event)) is not None:
-            await self._close_draft()
-            await self._send(code_block(render_signer_card(dict(outcome))))
+            card = discord.utils.escape_markdown(render_signer_card(dict(outcome)).rstrip())[:LIMIT]
+            lead_in = self._draft.handle  # the model's lead-in ("Sending now.") gives way to the card
+            self._draft, self._segment = self._new_draft(), ""
+            if lead_in is not None:
+                await self.outlet.edit(lead_in, card)
+            else:
+                await self._send(card)
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()
             await self._send(code_block(f"[tool] {note}"))

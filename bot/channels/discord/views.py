@@ -102,8 +102,12 @@ class Confirmation(discord.ui.View):
         if interaction.user.id != self.requester:
             await interaction.response.send_message(NOT_YOURS, ephemeral=True)
             return
-        if not self.decide(allow):
-            await interaction.response.send_message(CLOSED, ephemeral=True)
+        if not self.decide(allow):  # a second press: say what the first one decided, not only "closed"
+            earlier = self.decision.result() if not self.decision.cancelled() else None
+            told = {True: "Already allowed: it went ahead.",
+                    False: "Already answered: not allowed, nothing was done."}
+            await interaction.response.send_message(told.get(earlier, CLOSED),  # type: ignore[arg-type]
+                                                    ephemeral=True)
             return
         verdict = "✅ Allowed." if allow else "❌ Not allowed."
         await interaction.response.edit_message(content=f"{self.text}\n{verdict}", view=None)

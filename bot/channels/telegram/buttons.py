@@ -28,6 +28,9 @@ PREFIX = "cf"
 MAX_PROMPT = 3500  # the prompt must be shown whole; a longer one is declined, never cut
 NOT_YOURS = "Not yours: only the person who asked can answer this."
 EXPIRED = "This confirmation has expired."
+ALREADY = {True: "Already allowed: this was answered when you pressed Allow, and it went ahead.",
+           False: "Already denied: this was answered when you pressed Deny, and nothing was done."}
+ANSWERED_KEPT = 100  # answered confirmations remembered, so a second press is told what really happened
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Confirmations:
         self.api = api
         self.clock = clock
         self._open: list[_Ask] = []
+        self._answered: list[tuple[_Ask, bool]] = []  # the latest answers, newest last
 
     @property
     def open(self) -> int:
@@ -90,6 +94,8 @@ class Confirmations:
             raise
         finally:
             self._open.remove(ask)
+            if ask.answer.done() and not ask.answer.cancelled():
+                self._answered = [*self._answered, (ask, ask.answer.result())][-ANSWERED_KEPT:]
             await self.api.quietly("confirmation edit", self.api.edit_html(
                 message, _card(prompt, status), f"{status}\n{prompt}"))
         return result
@@ -101,12 +107,29 @@ class Confirmations:
                 found = ask
         return found
 
+    def _answer_of(self, token: str) -> tuple[_Ask, bool] | None:
+        found = None
+        for ask, allowed in self._answered:  # every one compared, in constant time
+            if hmac.compare_digest(ask.token.encode(), token.encode()):
+                found = (ask, allowed)
+        return found
+
     async def press(self, query: CallbackQuery) -> None:
         """A button press: resolve the confirmation it belongs to, or refuse it."""
         parts = (query.data or "").split(":")
         valid = len(parts) == 3 and parts[0] == PREFIX and parts[2] in ("y", "n")
         ask = self._find(parts[1]) if valid else None
         chat_id = query.message.chat.id if query.message is not None else None
+        if ask is not None and ask.answer.done() and not ask.answer.cancelled():
+            answered: tuple[_Ask, bool] | None = (ask, ask.answer.result())
+        else:
+            answered = self._answer_of(parts[1]) if valid and ask is None else None
+        if answered is not None:  # a second press: say what really happened, to its owner only
+            earlier, allowed = answered
+            mine = query.from_user.id == earlier.user_id and chat_id == earlier.chat_id
+            said = ALREADY[allowed] if mine else NOT_YOURS
+            await self.api.quietly("callback answer", self.api.answer(query.id, said, alert=not mine))
+            return
         if ask is None or ask.answer.done():
             await self.api.quietly("callback answer", self.api.answer(query.id, EXPIRED))
             return

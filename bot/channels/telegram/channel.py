@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 MENU = (("start", "Start and help"), ("help", "What I can do"), ("new", "Start a fresh conversation"),
         ("status", "Model, tokens, signer and chain"), ("model", "The model profiles in use"),
         ("balance", "Wallet balance"), ("approvals", "Requests waiting for your companion app"),
+        ("details", "The ids and rules behind the last signing request"),
         ("cancel", "Stop the running request"))
 SEEN_UPDATES = 10_000  # update_ids remembered for dedupe by a webhook (polling keeps one batch)
 MAX_QUEUED = 20  # messages per chat, the running one included; more are dropped

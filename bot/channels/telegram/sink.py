@@ -32,13 +32,13 @@ def signer_card_html(data: Mapping[str, Any], explorers: Mapping[int, str]) -> l
     if a decoded batch is long (never cut: every call must be visible), plus a tx link when the
     chain has an explorer. The link is built only from a well-formed hash."""
     card = render_signer_card(dict(data)).rstrip()
-    pieces = [(f"<pre>{escape(piece)}</pre>", piece) for piece in fit(card, LIMIT - 64)]
+    pieces = [(escape(piece), piece) for piece in fit(card, LIMIT - 64)]
     tx_hash = str(data.get("tx_hash") or "")
     template = explorers.get(_int(data.get("chain_id")))  # type: ignore[arg-type]
     if data.get("status") == RequestStatus.SIGNED and template and TX_HASH.match(tx_hash):
         url = template.replace("{hash}", tx_hash)
         html, plain = pieces[-1]
-        pieces[-1] = (f'{html}\n<a href="{escape(url)}">View the transaction</a>', f"{plain}\n{url}")
+        pieces[-1] = (f'{html}\n<a href="{escape(url)}">View it in the explorer</a>', f"{plain}\n{url}")
     return pieces
 
 
@@ -114,6 +114,17 @@ class TelegramSink:
         self._segment = len(self._streamed)
         self._held, self._showing = "", False
 
+    async def _take_lead_in(self) -> Sent | None:
+        """Before a card: the model's lead-in ("Sending now.") is dropped; its message, if one was
+        already sent, is returned for the card to take its place."""
+        async with self._lock:
+            self._stop_timer()
+            handle = self._draft.handle if self._showing else None
+            self._segment = len(self._streamed)
+            self._held, self._showing = "", False
+            self._draft = self._new_draft()
+            return handle
+
     async def _close_draft(self) -> None:
         """Before showing something else, so the chat reads in the order things happened."""
         async with self._lock:
@@ -134,8 +145,12 @@ class TelegramSink:
 
     async def tool_event(self, event: ToolEvent) -> None:
         if (outcome := signer_outcome(event)) is not None:
-            await self._close_draft()
-            for html, plain in signer_card_html(outcome, self.explorers):
+            pieces = signer_card_html(outcome, self.explorers)
+            lead_in = await self._take_lead_in()
+            if lead_in is not None and pieces:  # "Sending now." becomes the card: one message for the action
+                html, plain = pieces.pop(0)
+                await self.api.quietly("signer card", self.api.edit_html(lead_in, html, plain))
+            for html, plain in pieces:
                 await self.api.quietly("signer card", self.api.send_html(self.chat_id, html, plain))
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.bot.agent.conftest import RecordingOut, Reply, attach_bot, call
+from tests.bot.readable import assert_readable, full_tx_hash
 from tests.conftest import FRIEND, STRANGER, balance, wait_receipt
 
 pytestmark = pytest.mark.chain
@@ -36,13 +37,16 @@ def test_transfer_within_policy_is_auto_signed_on_chain(bot, anvil):
     before = balance(anvil, FRIEND)
     bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": FRIEND, "amount": "0.001", "reason": "lunch"})]),
                     Reply(text=["Sent."]))
-    out = bot.chat(f"send 0.001 ETH to {FRIEND}")
-    assert "[signer] SIGNED: send 0.001 ETH to dev-friend" in out
-    tx_hash = out.split("tx ", 1)[1].split()[0]
+    out = bot.chat(f"send 0.001 ETH to {FRIEND}", "/details")
+    assert "Signed and sent: send 0.001 ETH to dev-friend" in out and "Sent." not in out  # the card says it all
+    tx_hash = full_tx_hash(out)
+    assert f"Transaction {tx_hash[:10]}…{tx_hash[-6:]}." in out
+    assert_readable(out.split("Details of the last signing request")[0])
     wait_receipt(anvil, tx_hash)
     assert balance(anvil, FRIEND) - before == 10**15
     result = tool_results(bot.llm.requests[1])[0]["content"]
-    assert "signer outcome: signed" in result and tx_hash in result
+    assert result.startswith("Signed and sent: send 0.001 ETH to dev-friend")  # the words the user read
+    assert_readable(result)
     # the session keeps the signer's structured outcome for /approvals and compaction
     session_file = next((bot.home / "sessions").glob("*.jsonl"))
     assert tx_hash in session_file.read_text()
@@ -53,10 +57,16 @@ def test_new_recipient_escalates_to_the_companion(bot, anvil):
     bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001"})]),
                     Reply(text=["That needs your approval."]))
     out = bot.chat(f"pay {STRANGER} 0.001 eth")
-    assert "[signer] PENDING APPROVAL" in out and "recipient.new" in out
+    assert "Waiting for your approval: send 0.001 ETH" in out and "the recipient is not in the address book" in out
+    assert "No companion app is paired yet" in out and "owlia companion pair" in out  # none is: say how
+    assert "That needs your approval." not in out
+    assert_readable(out)
     assert balance(anvil, STRANGER) == before
     pending = bot.chat("/approvals")
-    assert "1 waiting for your companion app" in pending and ": pending approval — " in pending
+    assert "1 waiting for your companion app" in pending and "- pending approval: send 0.001 ETH" in pending
+    assert_readable(pending)
+    details = bot.chat("/details")
+    assert "request id: req_" in details and "recipient.new" in details  # on request, all of it
 
 
 def test_lookalike_recipient_is_denied_and_explained(bot, anvil):
@@ -64,8 +74,12 @@ def test_lookalike_recipient_is_denied_and_explained(bot, anvil):
     bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": lookalike, "amount": "0.001"})]),
                     Reply(text=["The signer refused."]))
     out = bot.chat(f"send 0.001 to {lookalike}")
-    assert "[signer] DENIED" in out and "recipient.lookalike" in out
-    assert "Do not try to get around it" in tool_results(bot.llm.requests[1])[0]["content"]
+    assert "Refused by your policy: send 0.001 ETH" in out and "imitates dev-friend" in out
+    assert "Nothing was signed." in out and "The signer refused." not in out
+    assert_readable(out)
+    result = tool_results(bot.llm.requests[1])[0]["content"]
+    assert "Do not try to get around it" in result
+    assert_readable(result)
 
 
 def test_failover_from_an_overloaded_provider_tells_the_user(stack, llm):

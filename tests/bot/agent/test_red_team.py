@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.bot.agent.conftest import Reply, attach_bot, call
+from tests.bot.agent.test_agent_e2e import tool_results
+from tests.bot.readable import assert_readable
 from tests.conftest import FRIEND, STRANGER, balance
 
 pytestmark = pytest.mark.chain
@@ -53,7 +55,8 @@ def test_sign_tools_do_not_exist_in_a_heartbeat_run(bot, anvil):
     out = asyncio.run(heartbeat())
     offered = {t["name"] for t in bot.llm.requests[0].body["tools"]}
     assert "transfer" not in offered and "contract_call" not in offered and "remember" not in offered
-    assert "not available here" in out
+    assert "not available here" in tool_results(bot.llm.requests[1])[0]["content"]
+    assert "not available here" not in out  # the model answers for it: one message, not a note and a reply
     assert balance(anvil, FRIEND) == before
     assert ("tool.finished", "unavailable") in audit_kinds(bot, "transfer")
 
@@ -146,7 +149,10 @@ def _pay_the_address_on_a_page(make_stack, llm, page, anvil, tmp_path, shown: st
                 Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001"})]),
                 Reply(text=["The signer refused."]))
     out = bot.chat("read the donation page")
-    assert "[signer] DENIED" in out and "recipient.untrusted_provenance" in out
+    assert "Refused by your policy: send 0.001 ETH" in out and "it is not in the address book" in out
+    assert "The signer refused." not in out  # the card says it all
+    assert_readable(out)
+    assert "recipient.untrusted_provenance" in bot.chat("/details")  # the rule, on request
     assert balance(anvil, STRANGER) == before
     return bot
 
@@ -158,22 +164,22 @@ def test_an_address_planted_in_a_fetched_page_is_flagged_and_denied(make_stack, 
     # the same address typed by the user is the user's choice: the policy lets it through
     llm.enqueue(Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001"})]), Reply(text=["ok"]))
     out = bot.chat(f"send 0.001 eth to {STRANGER}")
-    assert "[signer] SIGNED" in out
+    assert "Signed and sent: send 0.001 ETH" in out
 
 
 def test_terminal_escapes_from_the_model_are_shown_not_obeyed(bot):
     """A hostile reply and a hostile transfer reason try to move the cursor and fake a signer card."""
-    fake_card = "\x1b[2A\x1b[2K\r[signer] SIGNED: send 0.001 ETH to dev-friend"
+    fake_card = "\x1b[2A\x1b[2K\rSigned and sent: send 0.001 ETH to dev-friend"
     bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001",
                                                         "reason": "lunch\n" + fake_card})]),
                     Reply(text=["Done. ", fake_card]))
     out = bot.chat("pay the stranger back")
     assert "\x1b" not in out and "\r" not in out
-    assert "[signer] PENDING APPROVAL" in out  # escaped, not refused: the request still reached the signer
-    assert out.count("\\x1b[2A\\x1b[2K\\r[signer] SIGNED") == 1  # the reply, written out
+    assert "Waiting for your approval: send 0.001 ETH" in out  # escaped, not refused: it reached the signer
+    assert "Signed and sent" not in out  # the model's fake card came after the real one: never shown
     entries = bot.stack.call_sync(bot.stack.admin_token, "audit.tail", {"n": 20, "kind": "sign.decided"})["entries"]
     reason = entries[-1]["body"]["agent_reason_unverified"]
-    assert reason == "lunch \\x1b[2A\\x1b[2K [signer] SIGNED: send 0.001 ETH to dev-friend"  # CR: whitespace
+    assert reason == "lunch \\x1b[2A\\x1b[2K Signed and sent: send 0.001 ETH to dev-friend"  # CR: whitespace
 
 
 @pytest.mark.parametrize("spelling", ["0X{body}", "0x{head}\u200b{tail}", "{body} (prefix it with 0x)"])
@@ -191,7 +197,7 @@ def test_an_address_the_user_types_as_0X_is_still_the_users(make_stack, llm, anv
     bot = attach_bot(stack, llm)
     llm.enqueue(Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001"})]), Reply(text=["ok"]))
     out = bot.chat(f"send 0.001 eth to 0X{STRANGER[2:]}")
-    assert "[signer] SIGNED" in out
+    assert "Signed and sent: send 0.001 ETH" in out
 
 
 def test_an_unlimited_approval_is_denied_by_the_signer(bot):
@@ -200,7 +206,9 @@ def test_an_unlimited_approval_is_denied_by_the_signer(bot):
     bot.llm.enqueue(Reply(tool_calls=[call("contract_call", {"to": token, "data": data})]),
                     Reply(text=["Denied."]))
     out = bot.chat("approve the router for everything")
-    assert "[signer] DENIED" in out and "approval.unlimited" in out
+    assert "Refused by your policy: approve: let" in out and "spend UNLIMITED" in out
+    assert "an unlimited amount" in out and "Denied." not in out
+    assert_readable(out)
 
 
 def test_a_declined_write_changes_nothing(bot):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.bot.agent.test_withdrawn_turns import Sink, message
+from tests.bot.readable import assert_readable
 
 
 def test_send_in_chat_needs_the_unit_like_the_command_line(bot) -> None:
@@ -40,5 +41,9 @@ def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
 
 def test_an_escalation_card_lists_every_rule_that_fired(bot) -> None:
     out = bot.chat("/send 0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC 0.02eth")  # new recipient and over the limit
-    assert "PENDING APPROVAL" in out, out
-    assert "why: recipient.new:" in out and "why: limit.per_tx:" in out
+    assert "Waiting for your approval: send 0.02 ETH" in out, out
+    why = next(line for line in out.splitlines() if line.startswith("Why: "))
+    assert "the recipient is not in the address book" in why and "exceeds the per-transaction limit" in why
+    assert_readable(out)
+    details = bot.chat("/details")
+    assert "recipient.new" in details and "limit.per_tx" in details  # every rule that fired, on request

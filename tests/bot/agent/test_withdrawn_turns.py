@@ -138,3 +138,43 @@ def test_a_request_cut_off_by_a_crash_is_withdrawn_and_the_user_told(bot) -> Non
     replay = sent_text(bot.llm.requests[1])
     assert "0.003" not in replay and "interrupted by a restart" in replay
 
+
+
+def test_a_request_cut_off_by_a_crash_is_apologised_for_at_start_not_again_at_the_next_message(bot) -> None:
+    """bot/runtime/cut_off.py at start: the chat hears it without writing first, and only once."""
+    from bot.notify import Notifier
+    from bot.runtime.cut_off import CutOffReplies
+
+    bot.llm.enqueue(Reply(text=("too late",), delay=30.0), Reply(text=("hello again",)))
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(bot.home), TRANSFER],
+                             cwd=os.getcwd(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not bot.llm.requests:
+            assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+            assert time.monotonic() < deadline, "the child never asked the model"
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    delivered: list[tuple[str, str]] = []
+
+    async def deliver(chat: str, text: str) -> None:  # the channel's send_text, as the launcher registers it
+        delivered.append((chat, text))
+
+    sink = NoticeSink()
+
+    async def go() -> None:
+        runtime = bot.runtime()
+        notifier = Notifier(None, runtime.services.state_dir)
+        notifier.register("console", deliver)
+        try:
+            await CutOffReplies(runtime, notifier).start()
+            await runtime.core.handle(message("hi", 1), sink)
+        finally:
+            await runtime.close()
+
+    asyncio.run(go())
+    [(chat, text)] = delivered
+    assert chat == "owner" and "I was restarted before I could answer" in text and "Send 0.003 ETH" in text
+    assert not any("cut off by a restart" in n for n in sink.notices)  # said once, at start

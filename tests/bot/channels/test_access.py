@@ -47,7 +47,8 @@ def test_empty_allowlist_admits_nobody(store: AccessStore) -> None:
     assert not first.allowed and first.reply is not None
     code = store.pending()[0].code
     assert code in first.reply and len(code) == CODE_LENGTH and set(code) <= set(ALPHABET)
-    assert not gate.admit("42").allowed
+    follow_up = gate.admit("42")
+    assert not follow_up.allowed and follow_up.reply is not None and code not in follow_up.reply
 
 
 def test_allowlisted_peer_is_admitted_without_a_code(store: AccessStore) -> None:
@@ -76,14 +77,20 @@ def test_codes_expire(store: AccessStore, clock: Clock) -> None:
     assert store.pending() == []
 
 
-def test_a_stranger_is_told_once_per_window(store: AccessStore, clock: Clock) -> None:
+def test_a_stranger_hears_a_follow_up_answer_and_then_nothing_within_a_window(store: AccessStore,
+                                                                             clock: Clock) -> None:
     gate = Gatekeeper(store, "telegram", [])
     assert gate.admit("42").reply is not None
-    assert gate.admit("42").reply is None
+    follow_up = gate.admit("42").reply  # nobody writes into silence...
+    assert follow_up is not None and "approves the pairing code I sent you above" in follow_up
+    for _ in range(50):  # ...but a flood is not answered message by message
+        assert gate.admit("42").reply is None
+    assert len(store.pending()) == 1
     clock.now += TELL_AGAIN_AFTER + 1
     again = gate.admit("42").reply
     assert again is not None and store.pending()[0].code in again  # the same live code
     assert again.startswith("Still waiting for the owner")  # writing again is answered, not ignored
+    assert gate.admit("42").reply is not None and gate.admit("42").reply is None  # the window starts over
 
 
 def test_owners_hear_of_requests_without_the_code_and_newcomers_of_their_grant(store: AccessStore) -> None:

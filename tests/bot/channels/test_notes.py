@@ -89,6 +89,5 @@ def test_the_console_shows_a_denied_transfer_as_the_signer_s_card_not_as_a_note(
     asyncio.run(sink.tool_event(ToolEvent("finished", "d", "balance", Level.READ, "ok",
                                           ToolOutput("1 ETH", data={"status": "signed"}))))
     shown = out.getvalue()
-    assert shown.startswith("[tool] transfer (sign) ...\n")
-    assert "[signer] DENIED: send 1 ETH to 0xabc" in shown and "[tool] transfer: denied" not in shown
-    assert "balance" not in shown and "[signer] SIGNED" not in shown  # only a sign tool's data is a card
+    assert shown == "Refused by your policy: send 1 ETH to 0xabc.\nWhy: over the daily limit.\nNothing was signed.\n"
+    assert "balance" not in shown and "Signed" not in shown  # only a sign tool's data is a card

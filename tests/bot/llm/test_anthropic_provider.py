@@ -40,8 +40,10 @@ def test_text_streams_as_several_deltas_before_finished(server):
                       Finished(StopReason.END, Usage(21, 9), "claude-test")]
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
-    assert sent.body["stream"] is True and sent.body["system"] == "be brief" and sent.body["max_tokens"] == 512
-    assert sent.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert sent.body["stream"] is True and sent.body["max_tokens"] == 512
+    assert sent.body["system"] == [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
+    assert sent.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi",
+                                                                    "cache_control": {"type": "ephemeral"}}]}]
 
 
 def test_tool_call_arguments_split_over_deltas_are_assembled(server):
@@ -54,8 +56,9 @@ def test_tool_call_arguments_split_over_deltas_are_assembled(server):
     assert events[1:3] == [ToolCallReady(ToolCall("toolu_1", "get_balance", {"address": "0xabc"})),
                            ToolCallReady(ToolCall("toolu_2", "get_balance", {"address": "0xdef"}))]
     assert isinstance(events[3], Finished) and events[3].stop_reason is StopReason.TOOL_USE
-    assert server.requests[0].body["tools"] == [{
-        "name": "get_balance", "description": "Balance of an address", "input_schema": BALANCE.parameters}]
+    assert server.requests[0].body["tools"] == [{  # the last tool closes the tools' cached prefix
+        "name": "get_balance", "description": "Balance of an address", "input_schema": BALANCE.parameters,
+        "cache_control": {"type": "ephemeral"}}]
 
 
 def test_invalid_tool_json_becomes_an_error_marker(server):
@@ -77,14 +80,16 @@ def test_tool_round_trip_uses_native_blocks(server):
     )
     events = collect(AnthropicProvider(api_key=KEY, base_url=server.url).stream(request(*history, tools=[BALANCE])))
     assert events[-1].stop_reason is StopReason.END
-    assert server.requests[0].body["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "what is my balance?"}]},
+    assert server.requests[0].body["messages"] == [  # breakpoints: the latest message and the user's before it
+        {"role": "user", "content": [{"type": "text", "text": "what is my balance?",
+                                      "cache_control": {"type": "ephemeral"}}]},
         {"role": "assistant", "content": [
             {"type": "text", "text": "Let me check."},
             {"type": "tool_use", "id": "toolu_1", "name": "get_balance", "input": {"address": "0xabc"}}]},
         {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 ETH", "is_error": False},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "rpc down", "is_error": True}]},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "rpc down", "is_error": True,
+             "cache_control": {"type": "ephemeral"}}]},
     ]
 
 
@@ -185,3 +190,36 @@ def test_mid_stream_error_event_is_raised_after_the_text(server):
     assert seen == [TextDelta("partial")]
     assert info.value.retryable and info.value.status == 529
 
+
+
+
+def test_the_turn_note_follows_every_breakpoint_and_cached_tokens_are_read(server):
+    """The time changes every minute: it goes after the last cached block, so the prefix before it is
+    the same from turn to turn; usage counts the whole prompt and says what the cache served."""
+    server.enqueue(Reply(text=["ok"]))
+    req = Request(messages=(Message.user("hi"),), model="claude-test", system="be brief", tools=(BALANCE,),
+                  max_tokens=64, note="(current time: 2026-12-06 05:13 UTC)")
+    collect(AnthropicProvider(api_key=KEY, base_url=server.url).stream(req))
+    body = server.requests[0].body
+    marked = [b for b in [*body["tools"], *body["system"], *body["messages"][0]["content"]] if "cache_control" in b]
+    assert len(marked) == 3  # tools, system, the user's message: at most four are allowed
+    assert body["messages"][0]["content"][-1] == {"type": "text", "text": "(current time: 2026-12-06 05:13 UTC)"}
+    assert "2026" not in str(body["system"])
+
+
+def test_cache_usage_is_read_from_the_stream():
+    from tests.fakes.llm_server import FakeLLMServer
+
+    system = "rules " * 2000  # about 3 000 tokens: over the 1 024 a cached prefix needs
+    with FakeLLMServer(count_tokens=True) as counting:
+        counting.enqueue(Reply(text=["a"]), Reply(text=["b"]))
+        first = Request(messages=(Message.user("hi"),), model="claude-test", system=system, max_tokens=64,
+                        note="(current time: 2026-12-06 05:13 UTC)")
+        second = Request(messages=(Message.user("hi"), Message.assistant("a"), Message.user("more")),
+                         model="claude-test", system=system, max_tokens=64, note="(current time: 2026-12-06 05:14 UTC)")
+        one = collect(AnthropicProvider(api_key=KEY, base_url=counting.url).stream(first))[-1].usage
+        two = collect(AnthropicProvider(api_key=KEY, base_url=counting.url).stream(second))[-1].usage
+    assert one.cache_read_tokens == 0 and one.cache_write_tokens > 1024
+    assert two.cache_read_tokens == one.cache_write_tokens  # the new minute did not break the prefix
+    assert two.input_tokens > two.cache_read_tokens + two.cache_write_tokens  # the note: never cached
+    assert two.cache_read_tokens / two.input_tokens > 0.9

@@ -141,3 +141,25 @@ def test_openai_compatible_endpoint_by_base_url(server):
 def test_openai_compatible_without_base_url_is_refused():
     with pytest.raises(ValueError, match="needs a base_url"):
         make_profile("local", "openai-compatible/x", api_key="k")
+
+
+def test_cached_prompt_tokens_are_read_and_the_turn_note_comes_last():
+    from bot.llm.openai_provider import OpenAIProvider
+    from bot.llm.types import Message, Request
+    from tests.bot.llm.conftest import collect
+    from tests.fakes.llm_server import FakeLLMServer, Reply
+
+    system = "rules " * 2000
+    with FakeLLMServer(count_tokens=True) as counting:
+        counting.enqueue(Reply(text=["a"]), Reply(text=["b"]))
+        turns = [Request(messages=(Message.user("hi"),), model="gpt", system=system, max_tokens=64,
+                         note="(current time: 2026-12-06 05:13 UTC)"),
+                 Request(messages=(Message.user("hi"), Message.assistant("a"), Message.user("more")), model="gpt",
+                         system=system, max_tokens=64, note="(current time: 2026-12-06 05:14 UTC)")]
+        usage = [collect(OpenAIProvider(api_key="sk-proj-" + "o" * 40, base_url=counting.openai_url)
+                         .stream(t))[-1].usage for t in turns]
+        last = counting.requests[1].body["messages"][-1]
+    assert usage[0].cache_read_tokens == 0
+    assert usage[1].cache_read_tokens >= 1024 and usage[1].cache_read_tokens % 128 == 0  # as OpenAI counts
+    assert usage[1].cache_read_tokens / usage[1].input_tokens > 0.9
+    assert last == {"role": "user", "content": "(current time: 2026-12-06 05:14 UTC)"}

@@ -81,8 +81,9 @@ def test_what_goes_on_the_wire(server, kind):
     if kind == "anthropic":
         assert sent.path == "/v1/messages" and sent.headers["x-api-key"] == ANTHROPIC_KEY
         assert sent.headers["anthropic-version"] == "2023-06-01" and "anthropic-beta" not in sent.headers
-        assert sent.body == {"model": "m", "max_tokens": 64, "stream": True,
-                             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+        assert sent.body == {"model": "m", "max_tokens": 64, "stream": True,  # the conversation: a cached prefix
+                             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
+                                                                         "cache_control": {"type": "ephemeral"}}]}]}
     else:
         assert sent.path == "/v1/chat/completions" and sent.headers["authorization"] == f"Bearer {OPENAI_KEY}"
         assert sent.body == {"model": "m", "stream": True, "stream_options": {"include_usage": True},

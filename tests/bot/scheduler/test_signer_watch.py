@@ -16,6 +16,7 @@ from signer.daemon import Daemon
 from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.bot.scheduler.conftest import Outbox, notifier_with
 from signer.wire.replies import SessionKeyCreateReply
+from tests.bot.readable import assert_readable
 from tests.conftest import FRIEND, PASSPHRASE, STRANGER
 
 
@@ -61,7 +62,7 @@ def test_outcomes_and_a_later_expiry_are_notified(make_stack):
             await _sign(runtime, "transfer", {"to": STRANGER, "amount": "0.002"})  # over the watch bound
             await _until(outbox, 5)
             await asyncio.sleep(0.3)
-            assert outbox.sent[-1][1].startswith("Signer: 1 requests are already being followed")
+            assert outbox.sent[-1][1].startswith("1 requests are already being followed, so this one is not")
             daemon.engine.clock = lambda: time.time() + 100_000  # the companion never answered
             await _until(outbox, 6)
             await asyncio.sleep(0.3)
@@ -74,11 +75,12 @@ def test_outcomes_and_a_later_expiry_are_notified(make_stack):
 
     texts = asyncio.run(asyncio.wait_for(go(), 40))
     signed, denied, waiting, second_waiting, not_followed, expired = texts
-    assert signed.startswith("Signer: signed automatically: ") and "\ntx 0x" in signed
-    assert "0.001 ETH" in signed or "1000000000000000" in signed
-    assert denied.startswith("Signer: denied: ") and "chain.not_configured" in denied
-    assert waiting.startswith("Signer: waiting for your companion app: ") and "request req_" in waiting
-    request = waiting.rsplit("request ", 1)[1].rstrip(")")
-    assert expired == next(t for t in texts if t.startswith("Signer: expired"))
-    assert request in expired and "nothing was signed" in expired
+    # the words of the chat's cards, one prefix style, no ids: the same as a card in the chat
+    assert signed.startswith("Signed and sent: send 0.001 ETH") and "\nTransaction 0x" in signed
+    assert denied.startswith("Refused by your policy: ") and "Nothing was signed." in denied
+    assert waiting.startswith("Waiting for your approval: send 0.001 ETH") and "companion app" in waiting
+    assert second_waiting.startswith("Waiting for your approval: send 0.002 ETH")
+    assert expired == next(t for t in texts if t.startswith("Expired without your approval"))
+    assert "send 0.001 ETH" in expired and "nothing was signed" in expired  # the one followed
+    assert_readable(*texts)
     assert {chat for chat, _ in outbox.sent} == {"100"}

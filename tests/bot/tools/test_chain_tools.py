@@ -48,7 +48,7 @@ def test_wallet_balance_of_the_session_key(stack, anvil, tmp_path):
         with pytest.raises(ToolFailure, match="USDC is not an asset"):
             await call(wallet_balance, ctx, token="USDC")
         other = await call(wallet_balance, ctx, chain_id=1)
-        assert other.content == ("No active session key on chain 1 "
+        assert other.content == ("No main account or active session key on chain 1 "
                                  "(the signer's policy does not list this chain).")
         return native, unlisted
 
@@ -57,10 +57,11 @@ def test_wallet_balance_of_the_session_key(stack, anvil, tmp_path):
     row = native.data["balances"][0]
     assert row["balance"] == str(wei) and row["key_id"] == key["key_id"] and not native.untrusted
     whole, frac = divmod(wei, 10**18)
-    assert f"{whole}{'.' + str(frac).rjust(18, '0').rstrip('0') if frac else ''} ETH ({wei} base units)" \
+    assert f"session key {row['address']}: {whole}{'.' + str(frac).rjust(18, '0').rstrip('0') if frac else ''} ETH" \
         in native.content
+    assert "base units" not in native.content and key["key_id"] not in native.content  # ids: in data only
     assert "on anvil (31337)" in native.content and row["address"] in native.content
-    assert "0 base units of " + TOKEN in unlisted.content
+    assert "a raw amount of 0 of token " + TOKEN in unlisted.content
     assert "not in the signer's asset list" in unlisted.content
 
 
@@ -84,7 +85,7 @@ def test_wallet_balance_uses_policy_symbol_and_decimals(make_stack, anvil, tmp_p
         return await call(wallet_balance, ctx, token="tst")
 
     out = run(stack, anvil, tmp_path, by_symbol, scope=Scope.READ, name="bot2")
-    assert ": 0 TST (0 base units)" in out.content and out.data["decimals"] == 6
+    assert ": 0 TST\n" in out.content and out.data["decimals"] == 6
 
 
 def test_address_book_labels_both_sources(stack, anvil, tmp_path):
@@ -142,6 +143,8 @@ def test_tx_status_by_request_and_by_hash(stack, anvil, tmp_path):
     assert "dev-friend" in by_id.content and not by_id.untrusted
     assert "waiting for the user's approval" in pending.content
     assert pending.data["state"] == "pending_approval"
+    assert "req_" not in by_id.content + pending.content + unknown.content  # the model quotes these words
+    assert by_id.data["request_id"].startswith("req_")  # the id stays in the data
     assert unknown.data["state"] == "not_found"
     assert by_hash.content.endswith(f"confirmed in block {block}.") and by_hash.untrusted
     assert "reverted in block" in bad.content and bad.data["state"] == "reverted"

@@ -46,7 +46,9 @@ def test_amount_formatting_round_trips_base_units(amount, decimals):
     number, symbol = text.split(" ")
     assert symbol == "TKN" and parse_units(number, decimals) == amount
     shown = describe_amount(amount, AssetRef("native", "TKN", decimals))
-    assert shown == f"{text} ({amount} base units)"
+    assert shown == text  # units only: base units are for /details and the signer
+    priced = describe_amount(amount, AssetRef("native", "TKN", decimals), "2.5")
+    assert priced.startswith(f"{text} (about $") and priced.endswith(")")
 
 
 def test_catalog_names_levels_and_no_sign_tools():

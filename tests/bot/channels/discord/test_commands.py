@@ -62,7 +62,11 @@ def test_a_stranger_running_a_command_gets_the_pairing_code_privately(home_bot):
         assert pending.code in response["data"]["content"]
         again = await h.server.slash(STRANGER_USER, "status")
         [second] = await h.response_to(again)
-        assert second["data"]["content"] == "This bot is private." and second["data"]["flags"] & 64
+        assert "approves the pairing code I sent you above" in second["data"]["content"]
+        assert second["data"]["flags"] & 64 and pending.code not in second["data"]["content"]
+        third = await h.server.slash(STRANGER_USER, "status")
+        [last] = await h.response_to(third)  # an interaction is always answered: briefly, past the limit
+        assert last["data"]["content"] == "This bot is private." and last["data"]["flags"] & 64
         assert len(h.access.pending()) == 1
 
     run_discord(home_bot, scenario)

@@ -50,14 +50,16 @@ def test_stranger_gets_only_a_pairing_code_then_is_admitted_after_approval(home_
         [pending] = h.access.pending()
         assert pending.peer == str(STRANGER_USER) and pending.code in told.content
         assert "owlia pair approve" in told.content and not home_bot.llm.requests
-        # told once: a second message in the same 10 minutes gets no answer and no new code
+        # a follow-up is answered shortly, with no new code; a third message in the same minute is not
         await h.server.dm(STRANGER_USER, "hello??")
-        await h.server.dm(OWNER, "/help")  # a barrier: handled after the stranger's message
+        await h.server.dm(STRANGER_USER, "hello???")
+        await h.server.dm(OWNER, "/help")  # a barrier: handled after the stranger's messages
         await h.reply_in(h.server.dm_channel(OWNER))
-        assert len(h.server.sent_to(dm)) == 1 and len(h.access.pending()) == 1
+        sent = h.server.sent_to(dm)
+        assert len(sent) == 2 and len(h.access.pending()) == 1 and pending.code not in sent[1].content
         h.access.approve(pending.code, by="discord:owner")
         await h.server.dm(STRANGER_USER, "hi again")
-        sent = await h.reply_in(dm, 2)
+        sent = await h.reply_in(dm, 3)
         assert sent[-1].content == "Welcome aboard."
 
     run_discord(home_bot, scenario)

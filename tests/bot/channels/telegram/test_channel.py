@@ -12,11 +12,13 @@ from tests.fakes.telegram_server import MAX_TEXT, utf16_len
 
 
 def user_texts(live: Live) -> list[str]:
-    """What the model was sent as the user's last message, request by request."""
+    """What the model was sent as the user's last message, request by request (without the bot's
+    time note, which follows it)."""
     found = []
     for request in live.llm.requests:
         last = request.body["messages"][-1]["content"]
-        found.append(last if isinstance(last, str) else " ".join(b.get("text", "") for b in last))
+        found.append(last if isinstance(last, str) else " ".join(
+            b.get("text", "") for b in last if not b.get("text", "").startswith("(current time:")))
     return found
 
 
@@ -86,14 +88,17 @@ def test_a_stranger_gets_only_a_pairing_code_and_is_admitted_after_approval(tele
         assert len(pending) == 1 and pending[0].peer == str(STRANGER)
         code = pending[0].code
         assert code in notice and len(code) == 8
-        live.tg.message(STRANGER, "hello again")  # told at most once per 10 minutes
+        live.tg.message(STRANGER, "hello again")  # a follow-up is answered, briefly and without a new code
+        (_, still) = await live.reply_count(2, STRANGER)
+        assert "approves the pairing code I sent you above" in still and code not in still
+        live.tg.message(STRANGER, "hello???")  # a third in the same minute is not: a flood gets no echo
         await asyncio.sleep(0.4)
-        assert len(live.tg.chat(STRANGER)) == 1 and live.llm.requests == []
+        assert len(live.tg.chat(STRANGER)) == 2 and live.llm.requests == []
         live.access.approve(code.lower(), by="cli")  # what `owlia pair approve CODE` does
         live.tg.message(STRANGER, "now?")
-        replies = await live.reply_count(2, STRANGER)
-        await live.tg.until(lambda: live.replies(STRANGER)[1] == "welcome aboard")
-        assert user_texts(live) == ["now?"] and len(replies) == 2
+        replies = await live.reply_count(3, STRANGER)
+        await live.tg.until(lambda: live.replies(STRANGER)[2] == "welcome aboard")
+        assert user_texts(live) == ["now?"] and len(replies) == 3
 
     telegram.serve(scenario)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.channels.telegram.buttons import EXPIRED, NOT_YOURS
+from bot.channels.telegram.buttons import ALREADY, EXPIRED, NOT_YOURS
 from tests.bot.agent.conftest import Reply, call
 from tests.bot.channels.telegram.conftest import GROUP, OTHER, OWNER, Live
 from tests.fakes.telegram_server import StoredMessage
@@ -152,3 +152,22 @@ def test_stopping_the_channel_declines_an_open_confirmation(telegram):
     ask = telegram.tg.stored(OWNER, seen["ask"].message_id)
     assert ask.text.startswith("⏹ Cancelled") and ask.buttons() == []
     assert "user likes red" not in memory(telegram)
+
+
+def test_deny_pressed_after_allow_says_it_was_already_allowed(telegram):
+    telegram.bot.llm.enqueue(remember("user likes green"), Reply(text=["saved"]))
+
+    async def scenario(live: Live) -> None:
+        live.tg.message(OWNER, "remember that")
+        ask = await confirmation(live)
+        allow, deny = data(ask, "Allow"), data(ask, "Deny")
+        live.tg.press(OWNER, OWNER, ask.message_id, allow)
+        await live.tg.until(lambda: "saved" in live.replies())
+        live.tg.press(OWNER, OWNER, ask.message_id, deny)  # a second tap, from a keyboard not yet redrawn
+        live.tg.press(OTHER, OWNER, ask.message_id, deny)
+        await live.tg.until(lambda: len(live.tg.answered) == 3)
+        answers = [a["text"] for a in live.tg.answered.values()]
+        assert answers[0] == "Allowed" and answers[1] == ALREADY[True] and answers[2] == NOT_YOURS
+        assert EXPIRED not in answers and "user likes green" in memory(telegram)
+
+    telegram.serve(scenario)
