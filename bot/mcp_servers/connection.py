@@ -27,10 +27,12 @@ import signal
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
 from mcp.client.session import ClientSession
+from mcp_types import PaginatedRequestParams
 from mcp.shared.message import SessionMessage
 
 from bot.config import McpSettings
@@ -41,6 +43,7 @@ from skills_runtime.memcg import Ceiling
 from bot.mcp_servers.sandbox import McpSandbox
 from bot.mcp_servers.store import ServerDecl
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 MESSAGE_OVERHEAD = 64 * 1024
@@ -93,6 +96,22 @@ class PromptInfo:
     title: str
     description: str
     arguments: tuple[tuple[str, str, bool], ...]
+
+
+MAX_PAGES, MAX_ITEMS = 20, 500  # what one listing reads of a server at most
+
+
+async def _paged(page: Callable[[PaginatedRequestParams | None], Awaitable[tuple[list[T], str | None]]]) -> list[T]:
+    """A server's whole list, page by page (`page(params)` -> items, next cursor), bounded: a server
+    that hands out cursors forever gets MAX_PAGES pages, and a listing stops past MAX_ITEMS."""
+    found: list[T] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        items, cursor = await page(PaginatedRequestParams(cursor=cursor) if cursor else None)
+        found += items
+        if not cursor or len(found) > MAX_ITEMS:
+            break
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -374,57 +393,43 @@ class McpConnection:
         assert self.session is not None
         self.tools_changed = False  # before asking: an announcement during the listing asks again next time
         self.changed_before_result = False
-        found: list[ToolInfo] = []
-        cursor = None
-        for _ in range(20):  # pages
-            from mcp_types import PaginatedRequestParams
 
-            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        async def page(params: PaginatedRequestParams | None) -> tuple[list[ToolInfo], str | None]:
+            assert self.session is not None
             result = await self.session.list_tools(params=params)
-            for item in result.tools:
-                schema = item.input_schema if isinstance(item.input_schema, dict) else {}
-                found.append(ToolInfo(item.name, item.description or "", dict(schema)))
-            cursor = result.next_cursor
-            if not cursor or len(found) > 500:
-                break
-        return found
+            return [ToolInfo(t.name, t.description or "", dict(t.input_schema if isinstance(t.input_schema, dict) else {}))
+                    for t in result.tools], result.next_cursor
+
+        return await _paged(page)
 
     async def list_resources(self, timeout: float) -> list[ResourceInfo]:
         """The server's resources now (untrusted text); none when it does not offer resources."""
         if self.session is None or getattr(self.capabilities, "resources", None) is None:
             return []
-        found: list[ResourceInfo] = []
-        cursor = None
-        async with asyncio.timeout(timeout):
-            for _ in range(20):  # pages
-                from mcp_types import PaginatedRequestParams
 
-                result = await self.session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                found += [ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
-                          for r in result.resources]
-                cursor = result.next_cursor
-                if not cursor or len(found) > 500:
-                    break
-        return found
+        async def page(params: PaginatedRequestParams | None) -> tuple[list[ResourceInfo], str | None]:
+            assert self.session is not None
+            result = await self.session.list_resources(params=params)
+            return [ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
+                    for r in result.resources], result.next_cursor
+
+        async with asyncio.timeout(timeout):
+            return await _paged(page)
 
     async def list_prompts(self, timeout: float) -> list[PromptInfo]:
         """The server's prompts now (untrusted text); none when it does not offer prompts."""
         if self.session is None or getattr(self.capabilities, "prompts", None) is None:
             return []
-        found: list[PromptInfo] = []
-        cursor = None
-        async with asyncio.timeout(timeout):
-            for _ in range(20):
-                from mcp_types import PaginatedRequestParams
 
-                result = await self.session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                found += [PromptInfo(p.name, p.title or "", p.description or "",
-                                     tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()))
-                          for p in result.prompts]
-                cursor = result.next_cursor
-                if not cursor or len(found) > 500:
-                    break
-        return found
+        async def page(params: PaginatedRequestParams | None) -> tuple[list[PromptInfo], str | None]:
+            assert self.session is not None
+            result = await self.session.list_prompts(params=params)
+            return [PromptInfo(p.name, p.title or "", p.description or "",
+                               tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()))
+                    for p in result.prompts], result.next_cursor
+
+        async with asyncio.timeout(timeout):
+            return await _paged(page)
 
     async def request(self, what: str, timeout: float, ask: Any) -> Any:
         """One resources/read or prompts/get (`ask(session)`), under the call's deadline and byte budget;

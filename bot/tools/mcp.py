@@ -193,6 +193,16 @@ class McpHost:
         self.changed[name] = changed
         return changed
 
+    def _lock_on(self, name: str, loop: asyncio.AbstractEventLoop) -> asyncio.Lock:
+        """The server's lock for this event loop: a connection started under a loop that is gone is
+        killed, and the server gets a fresh lock (and so, on first use, a fresh connection)."""
+        if self._loops.get(name) is not loop:
+            old = self._conns.pop(name, None)
+            if old is not None:
+                old._kill_now()  # started under an event loop that is gone
+            self._loops[name], self._locks[name] = loop, asyncio.Lock()
+        return self._locks[name]
+
     async def call(self, ctx: ToolContext, entry: ServerEntry, pinned: PinnedTool,
                    arguments: dict[str, Any]) -> ToolOutput:
         from bot.mcp_servers.connection import McpCallError
@@ -200,12 +210,7 @@ class McpHost:
         self._events = ctx.services.events
         name = entry.decl.name
         loop = asyncio.get_running_loop()
-        if self._loops.get(name) is not loop:
-            old = self._conns.pop(name, None)
-            if old is not None:
-                old._kill_now()  # started under an event loop that is gone
-            self._loops[name], self._locks[name] = loop, asyncio.Lock()
-        async with self._locks[name]:
+        async with self._lock_on(name, loop):
             conn = await self._connection(entry)
             if conn.tools_changed:
                 try:
@@ -253,12 +258,7 @@ class McpHost:
         self._events = ctx.services.events
         name = entry.decl.name
         loop = asyncio.get_running_loop()
-        if self._loops.get(name) is not loop:
-            old = self._conns.pop(name, None)
-            if old is not None:
-                old._kill_now()
-            self._loops[name], self._locks[name] = loop, asyncio.Lock()
-        async with self._locks[name]:
+        async with self._lock_on(name, loop):
             conn = await self._connection(entry)
             started = loop.time()
             try:

@@ -24,6 +24,7 @@ import pytest
 from signer.wire.client import SignerClient, new_idempotency_key
 from signer.wire.exchange import SignerError
 from tests.conftest import FRIEND, SignerStack, wait_receipt
+from tests.signer.rollback import put_back
 
 pytestmark = pytest.mark.chain
 CENT = 10**16  # the dev policy: 0.01 ETH a transaction, 0.05 ETH a day
@@ -38,19 +39,7 @@ def copy_of(stack: SignerStack, into: Path) -> Path:
 
 def put_back_tables(stack: SignerStack, old: Path, *tables: str) -> None:
     """The attacker's edit: each table's rows, row MACs and digest as the old copy has them."""
-    conn = sqlite3.connect(stack.paths.db, isolation_level=None)
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE '%_mac_%'").fetchall():
-        conn.execute(f"DROP TRIGGER {name}")  # they need the master key's functions, which the attacker lacks
-    conn.execute("ATTACH DATABASE ? AS old", (str(old / "signer.db"),))
-    for table in tables:
-        conn.execute(f"DELETE FROM main.{table}")
-        conn.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
-        conn.execute("DELETE FROM main.row_macs WHERE tbl=?", (table,))
-        conn.execute("INSERT INTO main.row_macs SELECT * FROM old.row_macs WHERE tbl=?", (table,))
-        conn.execute("UPDATE main.table_digests SET acc=(SELECT acc FROM old.table_digests WHERE tbl=?) WHERE tbl=?",
-                     (table, table))
-    conn.execute("DETACH DATABASE old")
-    conn.close()
+    put_back(stack.paths.db, old / stack.paths.db.relative_to(stack.paths.home), tables)
 
 
 def refused_start(stack: SignerStack) -> str:

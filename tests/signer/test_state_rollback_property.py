@@ -25,6 +25,7 @@ from signer.store.integrity import PROTECTED
 from signer.store.state_head import StateBinder
 from signer.store.audit import AuditKeys
 from signer.store.integrity import RowSealer
+from tests.signer.rollback import put_back
 from tests.signer.test_row_macs import ROW
 
 TABLES = sorted(PROTECTED)
@@ -96,29 +97,6 @@ def _content(home: Path) -> tuple:
         conn.close()
 
 
-def _put_back(home: Path, old: Path, tables: list[str], state_row: bool, log: bool, anchor: bool) -> None:
-    """The attacker's copy from `old` into `home`, each table with its row MACs and its digest."""
-    conn = sqlite3.connect(home / "signer.db", isolation_level=None)
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
-        conn.execute(f"DROP TRIGGER {name}")  # the MAC triggers need the key; the audit ones refuse edits
-    conn.execute("ATTACH DATABASE ? AS old", (str(old / "signer.db"),))
-    for table in tables:
-        conn.execute(f"DELETE FROM main.{table}")
-        conn.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
-        conn.execute("DELETE FROM main.row_macs WHERE tbl=?", (table,))
-        conn.execute("INSERT INTO main.row_macs SELECT * FROM old.row_macs WHERE tbl=?", (table,))
-        conn.execute("DELETE FROM main.table_digests WHERE tbl=?", (table,))
-        conn.execute("INSERT INTO main.table_digests SELECT * FROM old.table_digests WHERE tbl=?", (table,))
-    for wanted, table in ((state_row, "state_head"), (log, "audit")):
-        if wanted:
-            conn.execute(f"DELETE FROM main.{table}")
-            conn.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
-    conn.execute("DETACH DATABASE old")
-    conn.close()
-    if anchor:
-        shutil.copy(old / "audit.anchor", home / "audit.anchor")
-
-
 @settings(max_examples=150, deadline=None)
 @given(history=st.lists(COMMIT, min_size=1, max_size=6), back=st.integers(0, 5),
        tables=st.lists(st.sampled_from(TABLES), min_size=0, max_size=4, unique=True),
@@ -145,7 +123,9 @@ def test_any_part_of_the_state_put_back_is_seen(tmp_path_factory, history, back,
     states = [_content(copy) for copy in copies]
     back = min(back, len(copies) - 1)
 
-    _put_back(home, copies[back], tables, state_row, log, anchor)
+    put_back(home / "signer.db", copies[back] / "signer.db", tables, state_row=state_row, log=log)
+    if anchor:
+        shutil.copy(copies[back] / "audit.anchor", home / "audit.anchor")
 
     conn = unlocked.connect(home / "signer.db")
     try:
