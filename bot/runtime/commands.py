@@ -21,7 +21,7 @@ from bot.tools.base import ContextKind, Level, ToolContext
 from policies.units import read_amount
 from policies.kernel.addresses import is_address
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime

@@ -60,7 +60,8 @@ def credential_lookup(home: Path) -> CredentialLookup:
 def signer_client(home: Path, config: BotConfig) -> tuple[SignerClient | None, str]:
     """The bot's signer client, or None and why not in the token loader's words (no token, a token
     file readable by others, a directory...), so the user is told what to fix, not just "no token"."""
-    from signer.wire.client import SignerClient, SignerError, load_token
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import SignerError, load_token
     from signer.wire.settings import socket_path
 
     token_file = home / "secrets" / "signer.token"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from bot.notify import Notifier
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime

@@ -164,8 +164,8 @@ class Capabilities:
     async def _sign(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, state: CallState,
                     params: SignParams, detail: dict[str, Any]) -> dict[str, Any]:
         from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
-        from signer.wire.client import SignerError
-        from signer.wire.protocol import Intent
+        from signer.wire.exchange import SignerError
+        from signer.wire.requests import Intent
 
         if decl.level != "sign":
             raise CallbackDenied("core.sign: only tools declared with level 'sign' may ask for signatures")

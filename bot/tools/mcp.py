@@ -293,8 +293,8 @@ class McpHost:
         from pydantic import ValidationError
 
         from bot.tools.signing import idempotency_key, one_visible_line, outcome_output
-        from signer.wire.client import SignerError
-        from signer.wire.protocol import Intent
+        from signer.wire.exchange import SignerError
+        from signer.wire.requests import Intent
 
         if ctx.kind is not ContextKind.DM:
             raise ToolFailure("signing is only possible in a private chat with the owner")

@@ -21,7 +21,7 @@ from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.kernel.text import visible
 from policies.units import parse_units
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import PolicyShowReply, SignReply
+from signer.wire.sign_replies import PolicyShowReply, SignReply
 
 ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -124,7 +124,7 @@ def one_visible_line(reason: str) -> str | None:
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
-    from signer.wire.client import SignerError
+    from signer.wire.exchange import SignerError
 
     if flagged:
         intent["flags"] = flagged

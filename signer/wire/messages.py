@@ -18,6 +18,28 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+__all__ = [
+    "APPROVAL_DOMAIN",
+    "BRIDGE_AUTH_DOMAIN",
+    "FREEZE_DOMAIN",
+    "MAX_CLOCK_SKEW",
+    "NONCE_DOMAIN",
+    "PAIR_DOMAIN",
+    "REQUEST_DOMAIN",
+    "TOPUP_DOMAIN",
+    "answer_body",
+    "freeze_body",
+    "key_fingerprint",
+    "normalize_code",
+    "pair_body",
+    "pairing_mac",
+    "proof_is_fresh",
+    "signed_by",
+    "signed_message",
+    "topup_body",
+    "verify_ed25519",
+]
+
 PAIR_DOMAIN = "owliabot-pair-v1"
 APPROVAL_DOMAIN = "owliabot-approval-v1"
 FREEZE_DOMAIN = "owliabot-freeze-v1"

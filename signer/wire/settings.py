@@ -13,7 +13,30 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from policies.kernel.home import DEFAULT_HOME, resolve_home  # noqa: F401 (resolve_home: part of this format)
+__all__ = [
+    "ADMIN_TOKEN",
+    "ANCHOR",
+    "CLIENT_TOKEN",
+    "CONFIG_NAME",
+    "DATABASE",
+    "DEV_CHAIN_ID",
+    "DEV_RPC_URL",
+    "GWEI",
+    "KEYSTORE",
+    "POLICY",
+    "ChainSettings",
+    "ConfigError",
+    "DelegationContracts",
+    "SignerConfig",
+    "SignerPaths",
+    "SignerSettings",
+    "client_token_file",
+    "describe_validation_error",
+    "load_signer_config",
+    "read_config_mapping",
+    "signer_home",
+    "socket_path",
+]
 
 CONFIG_NAME = "config.yaml"
 DEV_CHAIN_ID = 31337

@@ -13,6 +13,8 @@ import coincurve
 
 from policies.kernel.keccak import keccak256
 
+__all__ = ["SECP256K1_N", "Eip1559Tx", "SignedTx", "address_of", "rlp_encode", "sign_eip1559"]
+
 SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 

@@ -17,6 +17,8 @@ from typing import Any
 from policies.kernel.files import write_private_file
 from signer.wire.messages import signed_by
 
+__all__ = ["CHECKPOINT_DOMAIN", "Verdict", "Witness", "WitnessError", "checkpoint_body"]
+
 CHECKPOINT_DOMAIN = "owliabot-audit-checkpoint-v1"
 
 
