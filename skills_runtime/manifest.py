@@ -48,7 +48,7 @@ class _NoAliasLoader(yaml.SafeLoader):
     are 10**10 strings from 380 bytes. Refusing them here keeps the cost linear in the file."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave the composer untyped
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             line = event.start_mark.line + 2 if event.start_mark is not None else "?"  # after the opening ---
             raise ManifestError(f"SKILL.md front matter uses a YAML anchor or alias (SKILL.md line {line}); "
