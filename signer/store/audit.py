@@ -252,7 +252,8 @@ class AuditLog:
 
     def _data_version(self) -> int:
         """Changes whenever another connection (a local admin command) commits to the database."""
-        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+        version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        return version
 
     @property
     def head(self) -> tuple[int, str]:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from signer.keystore import MasterKey
 from signer.store import state_head
@@ -80,7 +81,7 @@ def went_back(findings: list[Finding]) -> list[Finding]:
             or f.table == state_head.STATE and f.problem is not Problem.UNSEALED]
 
 
-def last_integrity_event(conn: sqlite3.Connection) -> dict | None:
+def last_integrity_event(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """The latest start-up refusal or seal, as recorded in the audit log (read without the key: a
     report for `owlia signer status` and `owlia security audit`, which `owlia audit verify` authenticates)."""
     import json
