@@ -22,7 +22,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from policies.kernel.files import PathNotAllowed, read_regular_text
 from policies.kernel.text import display_safe, display_safe_lines
+from skills_runtime.arguments import args_model
 from skills_runtime.names import SKILL_TOOL_PREFIX
 
 MAX_MANIFEST_BYTES = 64 * 1024
@@ -172,8 +174,6 @@ class SkillManifest(_Strict):
     @model_validator(mode="after")
     def _buildable(self) -> SkillManifest:
         """Build each tool's argument model and its JSON schema now, exactly as the bot will."""
-        from skills_runtime.arguments import args_model
-
         for decl in self.tools:
             try:
                 args_model(self.name, decl).model_json_schema()
@@ -240,8 +240,6 @@ def _check_text(value: Any, where: str) -> None:
 
 
 def load_manifest(folder: Path) -> SkillManifest:
-    from policies.kernel.files import PathNotAllowed, read_regular_text
-
     path = Path(folder) / "SKILL.md"
     try:
         manifest = parse_manifest(read_regular_text(path))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from skills_runtime import proctree, tree
+from skills_runtime.seccomp import filter_fd
 
 SDK_SOURCE = Path(__file__).with_name("sdk.py")
 SANDBOX_UID = 65534
@@ -226,8 +227,6 @@ class Bubblewrap:
 
     async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
                     line_limit: int) -> asyncio.subprocess.Process:
-        from skills_runtime.seccomp import filter_fd
-
         fd = filter_fd()
         try:
             return await self.start(self.argv(staged, entrypoint, limits, fd), fd, line_limit)

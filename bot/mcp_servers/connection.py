@@ -31,15 +31,19 @@ from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.shared.message import SessionMessage
+from mcp_types import PaginatedRequestParams, jsonrpc_message_adapter
 
 from bot.config import McpSettings
+from bot.mcp_servers.egress import Egress
+from bot.mcp_servers.sampling import SamplingGate
+from bot.mcp_servers.sandbox import McpSandbox
+from bot.mcp_servers.store import McpError, ServerDecl
 from bot.runtime.audit import BotAudit
 from policies.kernel import safejson
 from skills_runtime import proctree
 from skills_runtime.memcg import Ceiling
-from bot.mcp_servers.sandbox import McpSandbox
-from bot.mcp_servers.store import ServerDecl
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +195,6 @@ class McpConnection:
             async with self._streams() as (read, write):
                 extra: dict[str, Any] = {}
                 if self.decl.sampling:  # advertised only for a server the user enabled it for
-                    from bot.mcp_servers.sampling import SamplingGate
 
                     extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
                 async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
@@ -213,7 +216,6 @@ class McpConnection:
     async def _streams(self):
         if self.decl.transport != "stdio":
             from bot.mcp_servers.remote import header_values, http_client
-            from bot.mcp_servers.store import McpError
 
             assert self.decl.url is not None
             try:
@@ -241,8 +243,6 @@ class McpConnection:
         assert self.sandbox is not None
         socket_path = None
         if self.decl.network:
-            from bot.mcp_servers.egress import Egress
-
             if self.fetch_policy is None:
                 raise McpCallError(f"{self.decl.name} was allowed hosts, but web access is disabled in the bot's "
                                    "configuration (bot.web), so it cannot start")
@@ -297,7 +297,6 @@ class McpConnection:
                         return
                     try:
                         raw = safejson.loads(line)
-                        from mcp_types import jsonrpc_message_adapter
 
                         message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
                     except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
@@ -377,7 +376,6 @@ class McpConnection:
         found: list[ToolInfo] = []
         cursor = None
         for _ in range(20):  # pages
-            from mcp_types import PaginatedRequestParams
 
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await self.session.list_tools(params=params)
@@ -397,7 +395,6 @@ class McpConnection:
         cursor = None
         async with asyncio.timeout(timeout):
             for _ in range(20):  # pages
-                from mcp_types import PaginatedRequestParams
 
                 result = await self.session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
                 found += [ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
@@ -415,8 +412,6 @@ class McpConnection:
         cursor = None
         async with asyncio.timeout(timeout):
             for _ in range(20):
-                from mcp_types import PaginatedRequestParams
-
                 result = await self.session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
                 found += [PromptInfo(p.name, p.title or "", p.description or "",
                                      tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()))
@@ -443,7 +438,6 @@ class McpConnection:
         except McpCallError:
             raise
         except Exception as exc:  # noqa: BLE001 - an error answer or a broken connection
-            from mcp.shared.exceptions import MCPError as ProtocolError
 
             if isinstance(exc, ProtocolError) and self.alive:
                 raise McpCallError(f"the server refused {what}: {str(exc)[:300]}") from None

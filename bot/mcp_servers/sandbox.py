@@ -26,6 +26,7 @@ from bot.mcp_servers.store import McpError, ServerDecl
 from skills_runtime.mcp import LAUNCHER
 from skills_runtime.memcg import Ceiling, open_ceiling
 from skills_runtime.sandbox import Box, Bubblewrap, Limits, SandboxUnavailable
+from skills_runtime.seccomp import filter_fd
 
 RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev", "/owlia")
 
@@ -96,8 +97,6 @@ class McpSandbox:
                     egress: Path | None = None) -> tuple[asyncio.subprocess.Process, Ceiling | None, str]:
         """The running sandbox, its memory cgroup (None: the caller polls its memory instead) and how
         its memory is held, in words for the audit."""
-        from skills_runtime.seccomp import filter_fd
-
         why = self.unavailable()
         if why is not None:
             raise SandboxUnavailable(why)

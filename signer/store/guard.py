@@ -8,6 +8,7 @@ opened any other way can read the database but cannot write an authority-bearing
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -84,8 +85,6 @@ def went_back(findings: list[Finding]) -> list[Finding]:
 def last_integrity_event(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """The latest start-up refusal or seal, as recorded in the audit log (read without the key: a
     report for `owlia signer status` and `owlia security audit`, which `owlia audit verify` authenticates)."""
-    import json
-
     row = conn.execute("SELECT seq, ts, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
                        " ORDER BY seq DESC LIMIT 1").fetchone()
     if row is None:

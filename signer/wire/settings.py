@@ -6,6 +6,7 @@ and client tokens are issued into the signer's own database.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,6 @@ class DelegationContracts(BaseModel):
 
     @model_validator(mode="after")
     def _every_contract_hashed(self) -> DelegationContracts:
-        import re
-
         for name, address in self.enforcers.items():
             if not re.fullmatch(_HEX_ADDRESS, address):
                 raise ValueError(f"enforcers.{name} must be an address")
