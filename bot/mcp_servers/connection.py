@@ -31,12 +31,16 @@ from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.shared.message import SessionMessage
 from mcp_types import PaginatedRequestParams, jsonrpc_message_adapter
 
 from bot.config import McpSettings
 from bot.mcp_servers.egress import Egress
+from bot.mcp_servers.oauth import bot_auth
+from bot.mcp_servers.remote import header_values, http_client
 from bot.mcp_servers.sampling import SamplingGate
 from bot.mcp_servers.sandbox import McpSandbox
 from bot.mcp_servers.store import McpError, ServerDecl
@@ -215,23 +219,16 @@ class McpConnection:
     @contextlib.asynccontextmanager
     async def _streams(self):
         if self.decl.transport != "stdio":
-            from bot.mcp_servers.remote import header_values, http_client
-
             assert self.decl.url is not None
             try:
                 auth = self.auth
                 if auth is None and self.decl.oauth:
-                    from bot.mcp_servers.oauth import bot_auth
-
                     auth = bot_auth(self.decl, self.home)
                 if self.decl.transport == "sse":  # the legacy transport: the SDK makes its client from these
-                    from mcp.client.sse import sse_client
 
                     headers = header_values(self.decl, self.home) if self.decl.headers else None
                     opened = sse_client(self.decl.url, headers=headers, auth=auth)
                 else:
-                    from mcp.client.streamable_http import streamable_http_client
-
                     client = http_client(self.decl, self.home, auth)
                     opened = _owning(client, streamable_http_client(self.decl.url, http_client=client,
                                                                     max_sse_event_size=self.max_message))

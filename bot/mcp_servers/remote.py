@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mcp.shared._httpx_utils import create_mcp_http_client
+
 from bot.mcp_servers.store import McpError, ServerDecl
 from policies.kernel.files import check_private_file, read_regular_text
 
@@ -45,7 +47,5 @@ def header_values(decl: ServerDecl, home: Path | None) -> dict[str, str]:
 
 def http_client(decl: ServerDecl, home: Path | None, auth: Any = None) -> Any:
     """The SDK's HTTP client for this server: its secret headers and its OAuth, nothing else."""
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     headers = header_values(decl, home) if decl.headers else None
     return create_mcp_http_client(headers=headers, auth=auth)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from bot.agent.convert import OUTCOME_PART, to_messages, tool_result_data
+from bot.channels.access import PairingError, open_access
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
@@ -140,8 +141,6 @@ class Commands:
 
     async def pair(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         """Owners approve pairing codes from their own DM; to anyone else the command does not exist."""
-        from bot.channels.access import PairingError, open_access
-
         rt = self.runtime
         owner = f"{inbound.channel}:{inbound.peer}"
         if inbound.kind is not ContextKind.DM or owner not in rt.config.bot.pairing.owners:

@@ -20,6 +20,7 @@ from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.kernel.text import visible
 from policies.units import parse_units
+from signer.wire.exchange import SignerError
 from signer.wire.protocol import RequestStatus
 from signer.wire.sign_replies import PolicyShowReply, SignReply
 
@@ -124,8 +125,6 @@ def one_visible_line(reason: str) -> str | None:
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str]) -> ToolOutput:
-    from signer.wire.exchange import SignerError
-
     if flagged:
         intent["flags"] = flagged
     try:
