@@ -350,7 +350,8 @@ class Methods:
             if not tier3.claim(params.chain_id):
                 raise already
             claimed = True
-            from signer.wire.delegation import Delegation, DelegationError  # Tier 3 only: not held at idle
+            # Tier 3 only: not held by the idle daemon (tests/signer/test_idle_memory.py: 0.5-2 MB per such cut)
+            from signer.wire.delegation import Delegation, DelegationError
             from signer.wire.grants import GrantError
 
             # A live grant the main key ended on chain (its nonce moved: `owlia wallet revoke` or `freeze`

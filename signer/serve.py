@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from policies.kernel.passphrase import PassphraseError, read_passphrase
 from policies.kernel.pydantic_plugins import plugins_off
 from signer.socket_probe import SocketPath, probe
 from signer.wire.settings import KEYSTORE, ConfigError, SignerConfig, SignerPaths, load_signer_config
@@ -135,8 +136,6 @@ class HelpWanted(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from policies.kernel.passphrase import PassphraseError, read_passphrase
-
     load_no_pydantic_plugins()
 
     try:
