@@ -2,8 +2,8 @@
 
 `owlia sign send` connects, authenticates, signs and prints: an event loop (asyncio, uvloop, and
 the `ssl` module asyncio imports) would cost more than the work: through `SignerClient` and
-`asyncio.run`, the command took 40-46 ms more CPU (0.13-0.14 s -> 0.17-0.19 s) and 136-186 ms more
-wall time (bench/cli_bench.py, paired against this client, 2 runs of 15). This client moves the same frames
+`asyncio.run`, the command took 36 ms more (124 -> 160 ms wall median, 120 -> 155 ms CPU;
+bench/cli_bench.py, 20 pairs on a quiet machine; 40-46 ms more CPU in 2 runs of 15 under load). This client moves the same frames
 over a plain blocking socket; everything about them (the request frame, the checks on the reply
 line, the errors, the reply models) is signer.wire.exchange's, shared with `SignerClient`, whose
 calls and error messages it mirrors. One caller, one request at a time: no lock, no pipelining.
