@@ -339,7 +339,8 @@ def _per_request(before: tuple[float, float], after: tuple[float, float], n: int
 def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None,
                         client_counts: tuple[int, ...] = (1, 16)) -> dict:
     from signer.admin import issue_client
-    from signer.wire.client import SignerClient, new_idempotency_key
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import new_idempotency_key
     from signer.daemon import init_home
     from signer.wire.settings import SignerPaths
     from signer.wire.protocol import Scope

@@ -91,7 +91,8 @@ class Signer:
         time.sleep(0.5)
 
     async def admin(self, method: str, params: dict) -> dict:
-        from signer.wire.client import SignerClient, new_idempotency_key
+        from signer.wire.client import SignerClient
+        from signer.wire.exchange import new_idempotency_key
 
         async with SignerClient(self.paths.socket, self.paths.admin_token.read_text().strip()) as client:
             return await client.call_json(method, {"idempotency_key": new_idempotency_key("b"), **params})
@@ -103,7 +104,8 @@ class Signer:
 
 async def _transfers(signer: Signer, url: str, n: int) -> dict:
     from signer.admin import issue_client
-    from signer.wire.client import SignerClient, new_idempotency_key
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import new_idempotency_key
     from signer.wire.protocol import Scope
 
     token = issue_client(signer.paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]

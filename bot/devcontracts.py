@@ -13,9 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bot.devchain import PROJECT_ROOT, DevChainError, rpc
-from signer.wire.grants import ENFORCERS
+from policies.kernel.files import write_private_file
 from policies.kernel.keccak import keccak256
+from signer.wire.grants import ENFORCERS
 
 BYTECODE_DIR = PROJECT_ROOT / "node_modules" / "@metamask" / "delegation-abis" / "dist" / "bytecode"
 _BYTECODE = re.compile(r'const bytecode = "0x([0-9a-fA-F]+)"')
@@ -75,10 +78,6 @@ def deploy_delegation_framework(url: str) -> dict:
 def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
     """Write `section` as `delegation:` of the chain with this id in config.yaml; False when the file
     or the chain is not there (the caller prints the section instead). The file stays 0600."""
-    import yaml
-
-    from policies.kernel.files import write_private_file
-
     if not config_path.exists():
         return False
     data = yaml.safe_load(config_path.read_text()) or {}

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 
 from bot.channels.base import Inbound
+from bot.security.redact import redact
 from bot.tools.basics import ContextKind
 from policies.kernel.files import write_private_file
 
@@ -76,8 +77,6 @@ class Notifier:
 
         The text is redacted like any output; `public` lists values the caller vouches for (a tx hash
         the signer returned) that would otherwise look like a 64-hex key."""
-        from bot.security.redact import redact
-
         chosen = self.resolve(target)
         if chosen is None:
             log.info("notification dropped: no target configured and no private chat seen yet")

@@ -53,7 +53,7 @@ from companion_bridge.tokens import TokenIssuer
 from companion_bridge import webapp
 from companion_bridge.wire import auth_message
 from policies.kernel import safejson
-from signer.wire.client import SignerError, SignerUnavailable
+from signer.wire.exchange import SignerError, SignerUnavailable
 from signer.wire.messages import MAX_CLOCK_SKEW
 
 log = logging.getLogger("owlia.bridge")

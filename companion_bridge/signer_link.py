@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from signer.wire.client import R, SignerClient, SignerError, SignerUnavailable
+from signer.wire.client import R, SignerClient
+from signer.wire.exchange import SignerError, SignerUnavailable
 from signer.wire.replies import ApprovalsStateReply, ApprovalsWaitReply, DeviceJson, DevicesReply, SignerState
 
 log = logging.getLogger("owlia.bridge")

@@ -17,6 +17,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       ValidationInfo, field_validator, model_validator)
 
 from policies.context import PriceQuote
+from policies.decode import KNOWN
 from policies.index import PolicyIndex
 from policies.intent import NATIVE
 from policies.kernel.addresses import case_ok, is_address
@@ -154,8 +155,6 @@ class OpaqueCallEntry(_Strict):
     @field_validator("selector")
     @classmethod
     def _not_decoded(cls, value: str) -> str:
-        from policies.decode import KNOWN  # the decoder imports nothing from here; keep the import local
-
         known = KNOWN.get(bytes.fromhex(value[2:]))
         if known is not None:
             raise ValueError(f"{value} is {known.signature}, which the signer decodes: list it under contracts, "

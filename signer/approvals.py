@@ -34,7 +34,8 @@ from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, 
 from signer.kill_switch import KillSwitch
 from signer.main_tx import main_account_tx, mismatch, next_nonce
 from signer.policy_change import StalePolicy
-from signer.wire.protocol import ApprovalAction, ApprovalAnswerParams, FreezeParams, RequestStatus, RpcError
+from signer.wire.protocol import ApprovalAction, RequestStatus, RpcError
+from signer.wire.requests import ApprovalAnswerParams, FreezeParams
 from signer.receipts import InFlight
 from signer.store import approvals as approval_store
 from signer.store import requests as request_store

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from signer.wire.protocol import ErrorCode, PairCompleteParams, RpcError
+from signer.wire.protocol import ErrorCode, RpcError
 from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
+from signer.wire.requests import PairCompleteParams
 from signer.refusals import RefusalBudget
 from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta

@@ -39,7 +39,8 @@ from signer.chain import Broadcast, Chain, Sent
 from signer.fees import note_clamp
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
-from signer.wire.protocol import EncodedResult, ErrorCode, Intent, RpcError, SignRequestParams
+from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
+from signer.wire.requests import Intent, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
 from signer.session_keys import SessionKeys
 from signer.store.audit import AuditLog

@@ -11,7 +11,7 @@ import json
 
 from policies.decode import encode_erc20_transfer
 from policies.intent import Call, Flag
-from signer.wire.protocol import Intent, SignRequestParams
+from signer.wire.requests import Intent, SignRequestParams
 
 
 def request_hash(params: SignRequestParams) -> str:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from signer.devices import DeviceRegistry
 from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
-from signer.wire.protocol import FreezeAction, FreezeParams, RpcError
+from signer.wire.protocol import FreezeAction, RpcError
+from signer.wire.requests import FreezeParams
 from signer.session_keys import REVOKED
 from signer.store import approvals as freeze_store
 from signer.store.requests import Connection

@@ -23,63 +23,22 @@ from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
 from signer.policy_live import PolicyKeeper
-from signer.wire.protocol import (
-    PROTOCOL_VERSION,
-    ApprovalAnswerParams,
-    ApprovalsWaitParams,
-    AuditTailParams,
-    BalanceParams,
-    DeviceRefParams,
-    ErrorCode,
-    FreezeParams,
-    KeyStatus,
-    PairBeginParams,
-    PairCompleteParams,
-    PolicyCheckParams,
-    PolicyValidateParams,
-    RpcError,
-    Scope,
-    SessionKeyCreateParams,
-    SessionKeyRefParams,
-    SignRequestParams,
-    StateParams,
-    SignStatusParams,
-    Tier3GrantParams,
-    Tier3RevokeParams,
-    TopUpParams,
-    TopUpRequestParams,
-)
+from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
+from signer.wire.requests import (ApprovalAnswerParams, ApprovalsWaitParams, AuditTailParams, BalanceParams,
+                                  DeviceRefParams, FreezeParams, PairBeginParams, PairCompleteParams,
+                                  PolicyCheckParams, PolicyValidateParams, SessionKeyCreateParams,
+                                  SessionKeyRefParams, SignRequestParams, SignStatusParams, StateParams,
+                                  Tier3GrantParams, Tier3RevokeParams, TopUpParams, TopUpRequestParams)
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
-from signer.wire.replies import (
-    AddressesReply,
-    ApprovalsStateReply,
-    ApprovalsWaitReply,
-    AuditTailReply,
-    AuditVerifyReply,
-    BalanceReply,
-    DeviceReply,
-    DevicesReply,
-    InFlight,
-    PolicyCheckReply,
-    PolicyReloadReply,
-    PolicyShowReply,
-    PolicyValidateReply,
-    Reply,
-    SessionKeyCreateReply,
-    SessionKeyJson,
-    SessionKeyRetireReply,
-    SessionKeysReply,
-    SignerState,
-    SignReply,
-    StatusReply,
-    Tier3GrantReply,
-    Tier3RevokeReply,
-    Tier3StatusReply,
-    TopUpReply,
-    dump_reply,
-)
+from signer.wire.replies import (AddressesReply, ApprovalsStateReply, ApprovalsWaitReply, AuditTailReply,
+                                 AuditVerifyReply, BalanceReply, DeviceReply, DevicesReply, InFlight,
+                                 PolicyCheckReply, PolicyReloadReply, PolicyValidateReply,
+                                 SessionKeyCreateReply, SessionKeyJson, SessionKeyRetireReply,
+                                 SessionKeysReply, SignerState, StatusReply, Tier3GrantReply,
+                                 Tier3RevokeReply, Tier3StatusReply, TopUpReply)
 from signer.wire.settings import SignerSettings
+from signer.wire.sign_replies import PolicyShowReply, Reply, SignReply, dump_reply
 from signer.store import audit as audit_store
 from signer.topup import request_topup, room_under_cap
 
@@ -400,7 +359,8 @@ class Methods:
             if not tier3.claim(params.chain_id):
                 raise already
             claimed = True
-            from signer.wire.delegation import Delegation, DelegationError  # Tier 3 only: not held at idle
+            # Tier 3 only: not held by the idle daemon (tests/signer/test_idle_memory.py: 0.5-2 MB per such cut)
+            from signer.wire.delegation import Delegation, DelegationError
             from signer.wire.grants import GrantError
 
             # A live grant the main key ended on chain (its nonce moved: `owlia wallet revoke` or `freeze`

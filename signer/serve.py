@@ -16,9 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from policies.kernel.passphrase import PassphraseError, read_passphrase
 from policies.kernel.pydantic_plugins import plugins_off
+from signer.socket_probe import SocketPath, probe
 from signer.wire.settings import KEYSTORE, ConfigError, SignerConfig, SignerPaths, load_signer_config
-
 
 # One request at a time: the loop's share of a request did not show in the daemon's latency, and
 # asyncio's own loop keeps libuv (and 2 MB) out of the process that holds the keys (docs/benchmarks.md).
@@ -45,8 +46,6 @@ def locate(home: Path) -> tuple[SignerPaths, SignerConfig]:
 def _socket_free(path: Path) -> None:
     """`ServeError` for a socket path a signer could not take, said before the keystore is unlocked.
     The server checks again when it binds (signer/server.py); a stale socket is left for it to replace."""
-    from signer.socket_probe import SocketPath, probe
-
     try:
         found = probe(path, timeout=2)
     except OSError:  # not reachable, or no answer: the server's own check words that
@@ -60,6 +59,8 @@ def _socket_free(path: Path) -> None:
 
 def run_daemon(paths: SignerPaths, config: SignerConfig, passphrase: bytearray) -> None:
     """Unlock, start and serve until SIGTERM or SIGINT; `ServeError` if it cannot start."""
+    # The daemon is imported here, not with this module: `owlia signer serve` imports this module only to
+    # locate the home and exec `python -m signer.serve`, whose main turns pydantic's plugins off first.
     import logging
 
     from policies.kernel.aio import run as run_loop
@@ -135,8 +136,6 @@ class HelpWanted(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from policies.kernel.passphrase import PassphraseError, read_passphrase
-
     load_no_pydantic_plugins()
 
     try:

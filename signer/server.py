@@ -24,14 +24,8 @@ from policies.kernel import safejson
 from signer.auth import Client, ClientRegistry, peer_uid, uid_allowed
 from signer.backlog import Backlog
 from signer.socket_probe import SocketPath, probe
-from signer.wire.protocol import (
-    AuthParams,
-    ErrorCode,
-    RpcError,
-    Scope,
-    error_frame,
-    result_frame,
-)
+from signer.wire.protocol import ErrorCode, RpcError, Scope, error_frame, result_frame
+from signer.wire.requests import AuthParams
 
 log = logging.getLogger("owlia.signer.server")
 READ_CHUNK = 65536

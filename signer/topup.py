@@ -17,7 +17,8 @@ from policies.intent import Call
 from signer import records
 from signer.chain import ChainError
 from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
-from signer.wire.protocol import ErrorCode, KeyStatus, RpcError, TopUpRequestParams
+from signer.wire.protocol import ErrorCode, KeyStatus, RpcError
+from signer.wire.requests import TopUpRequestParams
 from signer.store.requests import Connection
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ apart from the system prompt and its untrusted fence, so each one carries its ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -60,4 +60,5 @@ def args_model(skill: str, decl: ToolDecl, base: type[SkillArgs] = SkillArgs) ->
     Raises whatever pydantic raises (SchemaError is not a ValueError) for a schema it cannot build."""
     schema = decl.input_schema
     fields = {name: _field(prop, name in schema.required) for name, prop in schema.properties.items()}
-    return create_model(f"Skill_{skill}_{decl.name}", __base__=base, **fields)  # type: ignore[call-overload]
+    built = create_model(f"Skill_{skill}_{decl.name}", __base__=base, **fields)  # type: ignore[call-overload]
+    return cast("type[SkillArgs]", built)  # create_model's overloads cannot see the fields' types

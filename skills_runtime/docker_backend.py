@@ -19,6 +19,7 @@ import socket
 import struct
 import threading
 import uuid
+from typing import Any
 
 import docker
 from docker.errors import DockerException, ImageNotFound
@@ -39,7 +40,7 @@ ATTACH = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "detachKeys": "ctrl
 JSON line contains); the bot's JSON is ASCII-escaped, so it never holds a raw control byte."""
 
 
-def docker_spec(image: str, staged: Staged, entrypoint: str, limits: Limits) -> dict:
+def docker_spec(image: str, staged: Staged, entrypoint: str, limits: Limits) -> dict[str, Any]:
     """Keyword arguments for docker SDK `containers.create(...)` with the bubblewrap-equivalent box:
     no network, read-only root, every capability dropped, no-new-privileges, pid/memory/CPU limits,
     ulimits, a non-root user, the skill and SDK mounted read-only and a small noexec tmpfs. Not
@@ -121,7 +122,7 @@ class ContainerProcess:
         self.stderr.set_transport(self._flows[2])  # type: ignore[arg-type]
         self._loop = asyncio.get_running_loop()
         self._killed = False
-        self._destroyed: asyncio.Future | None = None
+        self._destroyed: asyncio.Future[None] | None = None
         self._done = asyncio.ensure_future(self._pump())
 
     async def _pump(self) -> None:
@@ -233,7 +234,7 @@ class Docker:
             raise
         return ContainerProcess(self, name, sock, reader, writer, line_limit)
 
-    def _launch(self, name: str, spec: dict) -> socket.socket:
+    def _launch(self, name: str, spec: dict[str, Any]) -> socket.socket:
         """Create, attach, start (blocking; run in a thread). Any failure removes the container (by
         the name we chose, so even a create whose answer was lost) and raises SandboxUnavailable."""
         sock: socket.socket | None = None
@@ -250,7 +251,7 @@ class Docker:
             raise SandboxUnavailable(f"the Docker engine could not run the skill ({_reason(exc)})") from None
         return sock
 
-    def _discard(self, launch: asyncio.Future, name: str) -> None:
+    def _discard(self, launch: asyncio.Future[socket.socket], name: str) -> None:
         if not launch.cancelled() and launch.exception() is None:
             launch.result().close()
             threading.Thread(target=self.destroy, args=(name,), daemon=True).start()

@@ -22,7 +22,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from policies.kernel.files import PathNotAllowed, read_regular_text
 from policies.kernel.text import display_safe, display_safe_lines
+from skills_runtime.arguments import args_model
 from skills_runtime.names import SKILL_TOOL_PREFIX
 
 MAX_MANIFEST_BYTES = 64 * 1024
@@ -48,7 +50,7 @@ class _NoAliasLoader(yaml.SafeLoader):
     are 10**10 strings from 380 bytes. Refusing them here keeps the cost linear in the file."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave the composer untyped
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             line = event.start_mark.line + 2 if event.start_mark is not None else "?"  # after the opening ---
             raise ManifestError(f"SKILL.md front matter uses a YAML anchor or alias (SKILL.md line {line}); "
@@ -172,8 +174,6 @@ class SkillManifest(_Strict):
     @model_validator(mode="after")
     def _buildable(self) -> SkillManifest:
         """Build each tool's argument model and its JSON schema now, exactly as the bot will."""
-        from skills_runtime.arguments import args_model
-
         for decl in self.tools:
             try:
                 args_model(self.name, decl).model_json_schema()
@@ -240,8 +240,6 @@ def _check_text(value: Any, where: str) -> None:
 
 
 def load_manifest(folder: Path) -> SkillManifest:
-    from policies.kernel.files import PathNotAllowed, read_regular_text
-
     path = Path(folder) / "SKILL.md"
     try:
         manifest = parse_manifest(read_regular_text(path))

@@ -69,7 +69,7 @@ class SkillProcess:
         self.proc: SandboxProcess | None = None
         self.exported: list[str] = []
         self._stderr = bytearray()
-        self._stderr_task: asyncio.Task | None = None
+        self._stderr_task: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self._busy = False
         self._idle_stderr = 0

@@ -16,12 +16,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from skills_runtime import proctree, tree
+from skills_runtime.seccomp import filter_fd
 
 SDK_SOURCE = Path(__file__).with_name("sdk.py")
 SANDBOX_UID = 65534
@@ -126,7 +127,8 @@ def sandbox_python() -> tuple[str, list[str]]:
     return str(base / "bin" / "python3"), [str(base)]
 
 
-def _system_binds() -> list[str]:
+def system_binds() -> list[str]:
+    """The host's `/usr` read-only, and the `/bin`, `/lib*` tops as they are there (links or folders)."""
     args = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32"):
         path = Path(top)
@@ -135,6 +137,38 @@ def _system_binds() -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", top, top]
     return args
+
+
+@dataclass(frozen=True)
+class Box:
+    """One bubblewrap box, the same for a skill and an MCP server (bot/mcp_servers/sandbox.py); only
+    what runs in it and what it sees differs. `runner` (the SDK, the MCP launcher) applies `rlimits`
+    before it execs or imports `command`."""
+
+    hostname: str
+    tmpfs_bytes: int
+    python: str
+    runner: str
+    rlimits: dict[str, int]
+    command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    """Set after PATH, LANG and HOME, in this order."""
+    binds: tuple[tuple[str, str], ...] = ()
+    """(host path, path inside) bound read-only after the tmpfs: a path under the host's /tmp stays visible."""
+
+    def argv(self, bwrap: str, seccomp_fd: int) -> list[str]:
+        args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                "--hostname", self.hostname, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+                "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp"]
+        for key, value in self.env:
+            args += ["--setenv", key, value]
+        args += [*system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(self.tmpfs_bytes), "--tmpfs", "/tmp"]
+        for source, target in self.binds:
+            args += ["--ro-bind", source, target]
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
+                 self.python, "-I", "-S", "-B", self.runner, json.dumps(self.rlimits), *self.command]
+        return args
 
 
 class Bubblewrap:
@@ -164,7 +198,7 @@ class Bubblewrap:
             return (f"running as root, the sandbox needs {SETPRIV} (util-linux) to start as uid {SANDBOX_UID}: "
                     "install util-linux, or run the bot as an ordinary user")
         argv = [*self.as_sandbox_user(), self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
-                *_system_binds(), "true"]
+                *system_binds(), "true"]
         try:
             done = subprocess.run(argv, capture_output=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -185,30 +219,28 @@ class Bubblewrap:
 
     def argv(self, staged: Staged, entrypoint: str, limits: Limits, seccomp_fd: int) -> list[str]:
         python, python_binds = sandbox_python()
-        args = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                "--hostname", "skill", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp", *_system_binds()]
-        for path in python_binds:
-            args += ["--ro-bind", path, path]
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
-                 "--ro-bind", str(staged.skill), "/skill", "--ro-bind", str(staged.sdk), "/owlia/sdk.py",
-                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
-                 python, "-I", "-S", "-B", "/owlia/sdk.py", json.dumps(limits.rlimits()), f"/skill/{entrypoint}"]
-        return args
+        box = Box(hostname="skill", tmpfs_bytes=limits.tmpfs_bytes, python=python, runner="/owlia/sdk.py",
+                  rlimits=limits.rlimits(), command=(f"/skill/{entrypoint}",),
+                  binds=(*((path, path) for path in python_binds), (str(staged.skill), "/skill"),
+                         (str(staged.sdk), "/owlia/sdk.py")))
+        return box.argv(self.bwrap, seccomp_fd)
 
     async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
                     line_limit: int) -> asyncio.subprocess.Process:
-        from skills_runtime.seccomp import filter_fd
-
         fd = filter_fd()
         try:
-            return await asyncio.create_subprocess_exec(
-                *self.as_sandbox_user(), *self.argv(staged, entrypoint, limits, fd), stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
-                start_new_session=True, cwd="/", env={}, limit=line_limit)
+            return await self.start(self.argv(staged, entrypoint, limits, fd), fd, line_limit)
         finally:
             os.close(fd)
+
+    async def start(self, argv: list[str], seccomp_fd: int, line_limit: int,
+                    prefix: Sequence[str] = ()) -> asyncio.subprocess.Process:
+        """A box's argv started as the sandbox user in its own session, stdin/stdout/stderr piped, the
+        filter's descriptor passed (the caller closes it); `prefix` runs first (a cgroup's joiner)."""
+        return await asyncio.create_subprocess_exec(
+            *prefix, *self.as_sandbox_user(), *argv, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(seccomp_fd,),
+            start_new_session=True, cwd="/", env={}, limit=line_limit)
 
     def kill(self, proc: asyncio.subprocess.Process) -> None:
         """SIGKILL bwrap's process group: it takes the sandbox's whole pid namespace down with it."""

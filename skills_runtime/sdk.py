@@ -29,7 +29,10 @@ from typing import Any, Callable
 MAX_LINE = 8 << 20
 SDK_VERSION = 1
 
-_TOOLS: dict[str, Callable[[dict], Any]] = {}
+Message = dict[str, Any]  # a JSON-RPC message, and a tool's arguments: a JSON object
+Handler = Callable[[Message], Any]
+
+_TOOLS: dict[str, Handler] = {}
 _rpc_in: Any = None
 _rpc_out: Any = None
 _next_id = 0
@@ -47,32 +50,35 @@ class HostError(Exception):
         self.code = code
 
 
-def tool(name: str) -> Callable[[Callable[[dict], Any]], Callable[[dict], Any]]:
+def tool(name: str) -> Callable[[Handler], Handler]:
     """Register a function as the handler of a tool declared in SKILL.md."""
 
-    def wrap(func: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    def wrap(func: Handler) -> Handler:
         _TOOLS[name] = func
         return func
 
     return wrap
 
 
-def _send(message: dict) -> None:
+def _send(message: Message) -> None:
     data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
     _rpc_out.write(data)
     _rpc_out.flush()
 
 
-def _read() -> dict | None:
+def _read() -> Message | None:
     line = _rpc_in.readline(MAX_LINE + 1)
     if not line:
         return None
     if len(line) > MAX_LINE:
         raise SystemExit("message too large")
-    return json.loads(line)
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise SystemExit("protocol error: a message from the host is not a JSON object")
+    return message
 
 
-def _request(method: str, params: dict) -> Any:
+def _request(method: str, params: Message) -> Any:
     """Send a request to the host and wait for its answer (the host sends nothing else meanwhile)."""
     global _next_id
     _next_id += 1
@@ -89,14 +95,14 @@ def _request(method: str, params: dict) -> Any:
 
 
 def fetch(url: str, *, method: str = "GET", body: str | None = None,
-          headers: dict[str, str] | None = None) -> dict:
+          headers: dict[str, str] | None = None) -> Message:
     """HTTP through the bot, only to hosts SKILL.md declares: {status, content_type, text, truncated}."""
     params: dict[str, Any] = {"url": url, "method": method}
     if body is not None:
         params["body"] = body
     if headers:
         params["headers"] = headers
-    return _request("core.fetch", params)
+    return _object("core.fetch", _request("core.fetch", params))
 
 
 def chain(method: str, *params: Any, chain_id: int | None = None) -> Any:
@@ -107,9 +113,16 @@ def chain(method: str, *params: Any, chain_id: int | None = None) -> Any:
     return _request("core.chain", body)
 
 
-def sign(intent: dict, *, reason: str = "") -> dict:
+def sign(intent: Message, *, reason: str = "") -> Message:
     """Ask the signer for a transaction: the signer's policy decides, and marks it as from a skill."""
-    return _request("core.sign", {"intent": intent, "reason": reason})
+    return _object("core.sign", _request("core.sign", {"intent": intent, "reason": reason}))
+
+
+def _object(method: str, result: Any) -> Message:
+    """A result the host answers with a JSON object; anything else is the host's failure."""
+    if not isinstance(result, dict):
+        raise HostError(-32603, f"{method}: the host's answer is not a JSON object")
+    return result
 
 
 def _apply_limits(limits: dict[str, int]) -> None:
@@ -133,13 +146,13 @@ def _take_stdio() -> None:
     os.dup2(2, 1)
 
 
-def _result_of(value: Any) -> dict:
+def _result_of(value: Any) -> Message:
     if isinstance(value, str):
         return {"text": value}
     return {"text": json.dumps(value, separators=(",", ":"), default=str), "data": value}
 
 
-def _handle(message: dict, entrypoint: str) -> dict:
+def _handle(message: Message, entrypoint: str) -> Message:
     method = message.get("method")
     params = message.get("params") or {}
     if method == "initialize":

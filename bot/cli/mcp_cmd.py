@@ -19,6 +19,7 @@ import typer
 
 from bot.cli.decisions import record_decision
 from bot.cli.screen import ask, author_rows, authors_part, plain_rows, screen_width, show
+from bot.cli.switches import Kind, add_switches
 from policies.kernel.cli import fail, home_of, print_json
 from policies.kernel.text import visible
 
@@ -364,31 +365,15 @@ def test(ctx: typer.Context, name: str) -> None:
         raise typer.Exit(3)
 
 
-@app.command("enable")
-def enable(ctx: typer.Context, name: str) -> None:
-    _guard(lambda: _store(ctx).set_enabled(name, True))
-    record_decision(ctx, "mcp.enabled", server=name)
-    typer.echo(f"enabled {name}")
+def _forget_tokens(ctx: typer.Context, name: str) -> None:
+    """A removed server's OAuth tokens go with it."""
+    from bot.mcp_servers.oauth import logout
+
+    logout(home_of(ctx), name)
 
 
-@app.command("disable")
-def disable(ctx: typer.Context, name: str) -> None:
-    _guard(lambda: _store(ctx).set_enabled(name, False))
-    record_decision(ctx, "mcp.disabled", server=name)
-    typer.echo(f"disabled {name}")
-
-
-@app.command("remove")
-def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
-    store = _store(ctx)
-    _guard(lambda: store.entry(name))
-    ask(f"Remove MCP server {name}?", yes=yes, refusal="not removed")
-    _guard(lambda: store.remove(name))
-    from bot.mcp_servers.oauth import logout as forget
-
-    forget(home_of(ctx), name)  # its OAuth tokens go with it
-    record_decision(ctx, "mcp.removed", server=name)
-    typer.echo(f"removed {name}")
+add_switches(app, Kind(noun="MCP server", record="mcp", field="server", store=_store, guard=_guard,
+                       forget=_forget_tokens))
 
 
 def _call_arguments(text: str) -> dict[str, Any]:

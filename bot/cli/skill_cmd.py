@@ -19,6 +19,7 @@ import typer
 
 from bot.cli.decisions import record_decision
 from bot.cli.screen import DEFAULT_WIDTH, ask, author_rows, authors_part, plain_rows, screen_width, show
+from bot.cli.switches import Kind, add_switches
 from policies.kernel.cli import fail, home_of, print_json
 from policies.kernel.text import visible
 
@@ -177,27 +178,5 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
 RESTART = "a running bot loads it when restarted (disable and remove take effect at its next call)"
 
 
-@app.command("enable")
-def enable(ctx: typer.Context, name: str) -> None:
-    store = _store(ctx)
-    _guard(lambda: store.set_enabled(name, True))
-    record_decision(ctx, "skill.enabled", skill=name)
-    typer.echo(f"enabled {name}; {RESTART}")
-
-
-@app.command("disable")
-def disable(ctx: typer.Context, name: str) -> None:
-    store = _store(ctx)
-    _guard(lambda: store.set_enabled(name, False))
-    record_decision(ctx, "skill.disabled", skill=name)
-    typer.echo(f"disabled {name}")
-
-
-@app.command("remove")
-def remove(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--yes", "-y")) -> None:
-    store = _store(ctx)
-    _guard(lambda: store.entry(name))
-    ask(f"Remove skill {name}?", yes=yes, refusal="not removed")
-    _guard(lambda: store.remove(name))
-    record_decision(ctx, "skill.removed", skill=name)
-    typer.echo(f"removed {name}")
+add_switches(app, Kind(noun="skill", record="skill", field="skill", store=_store, guard=_guard,
+                        enabled_note=f"; {RESTART}"))

@@ -15,7 +15,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.config import load_bot_config
 from bot.mcp_servers.store import McpError
+from signer.wire.settings import SignerSettings, signer_home, socket_path
 
 
 @dataclass(frozen=True)
@@ -32,13 +34,9 @@ def protected_paths(home: Path, signer: object | None = None) -> tuple[Protected
 
     `signer`: the config's signer section when the caller has it; otherwise it is read from the home,
     and an unreadable config gives the defaults (a bind is then still checked against the home)."""
-    from signer.wire.settings import SignerSettings, signer_home, socket_path
-
     workspace = Path(home) / "workspace"
     config_signer: object = SignerSettings()
     try:
-        from bot.config import load_bot_config
-
         config = load_bot_config(home)
         config_signer, workspace = config.signer, config.workspace(home)
     except Exception:  # noqa: BLE001 - a broken config must not turn the check off; defaults still hold

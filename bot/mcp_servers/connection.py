@@ -32,16 +32,23 @@ from typing import Any, TypeVar
 
 import anyio
 from mcp.client.session import ClientSession
-from mcp_types import PaginatedRequestParams
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError as ProtocolError
 from mcp.shared.message import SessionMessage
+from mcp_types import PaginatedRequestParams, jsonrpc_message_adapter
 
 from bot.config import McpSettings
+from bot.mcp_servers.egress import Egress
+from bot.mcp_servers.oauth import bot_auth
+from bot.mcp_servers.remote import header_values, http_client
+from bot.mcp_servers.sampling import SamplingGate
+from bot.mcp_servers.sandbox import McpSandbox
+from bot.mcp_servers.store import McpError, ServerDecl
 from bot.runtime.audit import BotAudit
 from policies.kernel import safejson
 from skills_runtime import proctree
 from skills_runtime.memcg import Ceiling
-from bot.mcp_servers.sandbox import McpSandbox
-from bot.mcp_servers.store import ServerDecl
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -210,7 +217,6 @@ class McpConnection:
             async with self._streams() as (read, write):
                 extra: dict[str, Any] = {}
                 if self.decl.sampling:  # advertised only for a server the user enabled it for
-                    from bot.mcp_servers.sampling import SamplingGate
 
                     extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
                 async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
@@ -231,24 +237,16 @@ class McpConnection:
     @contextlib.asynccontextmanager
     async def _streams(self):
         if self.decl.transport != "stdio":
-            from bot.mcp_servers.remote import header_values, http_client
-            from bot.mcp_servers.store import McpError
-
             assert self.decl.url is not None
             try:
                 auth = self.auth
                 if auth is None and self.decl.oauth:
-                    from bot.mcp_servers.oauth import bot_auth
-
                     auth = bot_auth(self.decl, self.home)
                 if self.decl.transport == "sse":  # the legacy transport: the SDK makes its client from these
-                    from mcp.client.sse import sse_client
 
                     headers = header_values(self.decl, self.home) if self.decl.headers else None
                     opened = sse_client(self.decl.url, headers=headers, auth=auth)
                 else:
-                    from mcp.client.streamable_http import streamable_http_client
-
                     client = http_client(self.decl, self.home, auth)
                     opened = _owning(client, streamable_http_client(self.decl.url, http_client=client,
                                                                     max_sse_event_size=self.max_message))
@@ -260,8 +258,6 @@ class McpConnection:
         assert self.sandbox is not None
         socket_path = None
         if self.decl.network:
-            from bot.mcp_servers.egress import Egress
-
             if self.fetch_policy is None:
                 raise McpCallError(f"{self.decl.name} was allowed hosts, but web access is disabled in the bot's "
                                    "configuration (bot.web), so it cannot start")
@@ -316,7 +312,6 @@ class McpConnection:
                         return
                     try:
                         raw = safejson.loads(line)
-                        from mcp_types import jsonrpc_message_adapter
 
                         message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
                     except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
@@ -448,7 +443,6 @@ class McpConnection:
         except McpCallError:
             raise
         except Exception as exc:  # noqa: BLE001 - an error answer or a broken connection
-            from mcp.shared.exceptions import MCPError as ProtocolError
 
             if isinstance(exc, ProtocolError) and self.alive:
                 raise McpCallError(f"the server refused {what}: {str(exc)[:300]}") from None

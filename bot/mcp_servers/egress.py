@@ -20,8 +20,10 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bot.net.fetch import PinnedResolver, system_resolve
 from bot.net.ssrf import FetchError, FetchPolicy, _host_matches, _literal_ip, _normalize_host, blocked_host_reason
 from bot.runtime.audit import BotAudit
+from bot.skills.capabilities import skill_fetch_policy
 
 HEAD_LIMIT = 8192
 HEAD_TIMEOUT = 10.0
@@ -39,8 +41,6 @@ async def _open(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.Str
 class Egress:
     def __init__(self, server: str, hosts: tuple[str, ...], audit: BotAudit, policy: FetchPolicy, *,
                  resolve=None, opener: Opener | None = None) -> None:
-        from bot.skills.capabilities import skill_fetch_policy
-
         self.server = server
         self.hosts = hosts
         self.audit = audit
@@ -122,8 +122,6 @@ class Egress:
         return _normalize_host(host.strip("[]")), int(port)
 
     async def _check(self, host: str, port: int) -> str:
-        from bot.net.fetch import PinnedResolver, system_resolve
-
         if port not in self.policy.allowed_ports:
             raise FetchError(f"{host}: port {port} is not allowed (80 and 443 only)")
         if _literal_ip(host) is not None:

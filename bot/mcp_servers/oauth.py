@@ -28,7 +28,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
 from bot.mcp_servers.store import McpError, ServerDecl
+from policies.kernel.files import (
+    check_private_file,
+    ensure_private_dir,
+    read_regular_text,
+    write_private_file,
+)
+from policies.kernel.locks import async_file_lock, lock_path_for, locked_beside
 
 FOLDER = "oauth"
 CALLBACK_PATH = "/callback"
@@ -48,8 +63,6 @@ class TokenFile:
         """This process holds the file's lock already (a refresh): writes must not take it again."""
 
     def read(self) -> dict[str, Any]:
-        from policies.kernel.files import check_private_file, read_regular_text
-
         try:
             check_private_file(self.path)
             data = json.loads(read_regular_text(self.path))
@@ -61,16 +74,11 @@ class TokenFile:
         return data if isinstance(data, dict) else {}
 
     def write(self, data: dict[str, Any]) -> None:
-        from policies.kernel.files import ensure_private_dir, write_private_file
-
         ensure_private_dir(self.path.parent.parent)
         ensure_private_dir(self.path.parent)
         write_private_file(self.path, json.dumps(data, sort_keys=True).encode())
 
     def update(self, **parts: Any) -> None:
-        from policies.kernel.files import ensure_private_dir
-        from policies.kernel.locks import locked_beside
-
         ensure_private_dir(self.path.parent.parent)
         ensure_private_dir(self.path.parent)
         with contextlib.ExitStack() as stack:
@@ -81,8 +89,6 @@ class TokenFile:
             self.write(data)
 
     async def get_tokens(self) -> Any:
-        from mcp.shared.auth import OAuthToken
-
         raw = self.read().get("tokens")
         if not isinstance(raw, dict):
             return None
@@ -99,8 +105,6 @@ class TokenFile:
         self.update(tokens=body)
 
     async def get_client_info(self) -> Any:
-        from mcp.shared.auth import OAuthClientInformationFull
-
         raw = self.read().get("client")
         return OAuthClientInformationFull.model_validate(raw) if isinstance(raw, dict) else None
 
@@ -114,8 +118,6 @@ class TokenFile:
 
 
 def _metadata(redirect_uri: str) -> Any:
-    from mcp.shared.auth import OAuthClientMetadata
-
     return OAuthClientMetadata(client_name="OwliaBot", redirect_uris=[redirect_uri],
                                grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                token_endpoint_auth_method="none")
@@ -123,8 +125,6 @@ def _metadata(redirect_uri: str) -> Any:
 
 def provider_class() -> type:
     """The SDK's provider with what the bot adds: the stored expiry, and refreshes under the file lock."""
-    from mcp.client.auth import OAuthClientProvider
-
     class LockedRefreshProvider(OAuthClientProvider):
         storage_file: TokenFile
 
@@ -137,8 +137,6 @@ def provider_class() -> type:
             self.context.token_expiry_time = expiry
 
         async def _auth_flow(self, request: Any) -> Any:
-            from policies.kernel.locks import async_file_lock, lock_path_for
-
             async with self.context.lock:
                 if not self._initialized:
                     await self._initialize()
@@ -236,8 +234,6 @@ class Callback:
             writer.close()
 
     async def wait(self) -> Any:
-        from mcp.shared.auth import AuthorizationCodeResult
-
         assert self.result is not None
         try:
             query = await asyncio.wait_for(self.result, LOGIN_TIMEOUT)
@@ -269,8 +265,6 @@ async def login_auth(decl: ServerDecl, home: Path, show_url: Any) -> tuple[Any, 
 
 def logout(home: Path, name: str) -> bool:
     """Remove the server's tokens and registration; False when there were none."""
-    from policies.kernel.locks import locked_beside
-
     path = token_path(home, name)
     if not path.parent.is_dir():
         return False

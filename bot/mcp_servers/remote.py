@@ -13,7 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mcp.shared._httpx_utils import create_mcp_http_client
+
 from bot.mcp_servers.store import McpError, ServerDecl
+from policies.kernel.files import check_private_file, read_regular_text
 
 HEADER_VALUE = re.compile(r"[\x20-\x7e]{1,8192}")
 
@@ -21,8 +24,6 @@ HEADER_VALUE = re.compile(r"[\x20-\x7e]{1,8192}")
 def header_values(decl: ServerDecl, home: Path | None) -> dict[str, str]:
     """The declaration's headers with their values read from `<home>/secrets/`; McpError, naming the
     file and what to do (never the value), when one is missing, not private or not one visible line."""
-    from policies.kernel.files import check_private_file, read_regular_text
-
     if home is None:
         raise McpError(f"{decl.name}: its headers come from the OwliaBot home's secrets/, which is not known here")
 
@@ -46,7 +47,5 @@ def header_values(decl: ServerDecl, home: Path | None) -> dict[str, str]:
 
 def http_client(decl: ServerDecl, home: Path | None, auth: Any = None) -> Any:
     """The SDK's HTTP client for this server: its secret headers and its OAuth, nothing else."""
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     headers = header_values(decl, home) if decl.headers else None
     return create_mcp_http_client(headers=headers, auth=auth)

@@ -14,6 +14,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import mcp_types as types
+
+from bot.llm.types import Message, Request, TextPart
 from bot.runtime.audit import BotAudit
 from bot.security.redact import redact
 
@@ -39,10 +42,6 @@ class SamplingGate:
         self._recent: deque[float] = deque()
 
     async def __call__(self, context: Any, params: Any) -> Any:
-        import mcp_types as types
-
-        from bot.llm.types import Message, Request, TextPart
-
         def refuse(why: str) -> Any:
             self.audit.record("mcp.sampling", server=self.server, outcome="refused", reason=why)
             return types.ErrorData(code=types.INVALID_REQUEST, message=why)

@@ -1,6 +1,6 @@
 """A stdio MCP server in the skills' bubblewrap sandbox.
 
-The same box as a skill (sandbox.Bubblewrap): new user/pid/net/ipc/uts/cgroup namespaces and no way
+The same box as a skill (skills_runtime.sandbox.Box, started by its Bubblewrap): new user/pid/net/ipc/uts/cgroup namespaces and no way
 to make more, all capabilities dropped, uid 65534, a read-only root holding only `/usr` (and the
 `/bin`, `/lib*` links), a fresh `/proc`, a minimal `/dev`, a 16 MiB private `/tmp`, an empty
 environment (plus the declaration's non-secret `env`), no home, no OWLIA_HOME, no signer socket,
@@ -15,7 +15,6 @@ has no interface anyway), and the rlimits are set by a small launcher before it 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import tempfile
@@ -26,7 +25,8 @@ from bot.mcp_servers.binds import Protected, check_binds
 from bot.mcp_servers.store import McpError, ServerDecl
 from skills_runtime.mcp import LAUNCHER
 from skills_runtime.memcg import Ceiling, open_ceiling
-from skills_runtime.sandbox import Bubblewrap, SandboxUnavailable, _system_binds
+from skills_runtime.sandbox import Box, Bubblewrap, Limits, SandboxUnavailable
+from skills_runtime.seccomp import filter_fd
 
 RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev", "/owlia")
 
@@ -54,23 +54,26 @@ class McpSandbox:
             self._staged = root / "launch.py"
         return self._staged
 
-    def rlimits(self) -> dict[str, int]:
+    def limits(self) -> Limits:
         s = self.settings
-        return {"as": s.memory_mb << 20, "cpu": s.cpu_seconds, "fsize": 16 << 20, "nproc": s.max_processes,
-                "nofile": 256, "core": 0}
+        return Limits(memory_mb=s.memory_mb, cpu_seconds=s.cpu_seconds, max_processes=s.max_processes,
+                      open_files=256)
 
     def argv(self, decl: ServerDecl, seccomp_fd: int, egress: Path | None = None) -> list[str]:
-        args = [self.bwrap.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534", "--hostname", "mcp",
-                "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
-                "--setenv", "HOME", "/tmp"]
-        for key, value in sorted(decl.env.items()):
-            args += ["--setenv", key, value]
+        env = sorted(decl.env.items())
         if egress is not None:  # launch.py relays 127.0.0.1:3128 to the bot's checked proxy
-            for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
-                args += ["--setenv", key, "http://127.0.0.1:3128"]
-        args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(16 << 20), "--tmpfs", "/tmp"]
-        for path in decl.binds:  # after the tmpfs, so a path under the host's /tmp stays visible
+            env += [(key, "http://127.0.0.1:3128") for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")]
+        binds = [(os.path.realpath(path), path) for path in self._checked_binds(decl)]  # what was checked is bound
+        if egress is not None:
+            binds.append((str(egress), "/owlia/egress.sock"))
+        binds.append((str(self._launcher()), "/owlia/launch.py"))
+        limits = self.limits()
+        box = Box(hostname="mcp", tmpfs_bytes=limits.tmpfs_bytes, python="/usr/bin/python3", runner="/owlia/launch.py",
+                  rlimits=limits.rlimits(), command=tuple(decl.command), env=tuple(env), binds=tuple(binds))
+        return box.argv(self.bwrap.bwrap, seccomp_fd)
+
+    def _checked_binds(self, decl: ServerDecl) -> list[str]:
+        for path in decl.binds:
             if path == "/tmp":
                 raise SandboxUnavailable(f"{decl.name}: /tmp cannot be bound (the sandbox's own)")
             if any(path == r or path.startswith(r + "/") for r in RESERVED) or path == "/":
@@ -81,13 +84,7 @@ class McpSandbox:
                 check_binds(decl.name, (path,), self.protected)
             except McpError as exc:
                 raise SandboxUnavailable(str(exc)) from None
-            args += ["--ro-bind", os.path.realpath(path), path]  # what was checked is what is bound
-        if egress is not None:
-            args += ["--ro-bind", str(egress), "/owlia/egress.sock"]
-        args += ["--ro-bind", str(self._launcher()), "/owlia/launch.py",
-                 "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
-                 "/usr/bin/python3", "-I", "-S", "-B", "/owlia/launch.py", json.dumps(self.rlimits()), *decl.command]
-        return args
+        return list(decl.binds)
 
     def ceiling(self) -> tuple[Ceiling | None, str]:
         """A memory cgroup for one server's whole sandbox (memcg.py), or None and why (then polled)."""
@@ -100,8 +97,6 @@ class McpSandbox:
                     egress: Path | None = None) -> tuple[asyncio.subprocess.Process, Ceiling | None, str]:
         """The running sandbox, its memory cgroup (None: the caller polls its memory instead) and how
         its memory is held, in words for the audit."""
-        from skills_runtime.seccomp import filter_fd
-
         why = self.unavailable()
         if why is not None:
             raise SandboxUnavailable(why)
@@ -111,10 +106,7 @@ class McpSandbox:
         try:
             argv = self.argv(decl, fd, egress)
             prefix = ceiling.join_prefix() if ceiling is not None else []
-            proc = await asyncio.create_subprocess_exec(
-                *prefix, *self.bwrap.as_sandbox_user(), *argv, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
-                start_new_session=True, cwd="/", env={}, limit=line_limit)
+            proc = await self.bwrap.start(argv, fd, line_limit, prefix)
         except BaseException:
             if ceiling is not None:
                 ceiling.remove()

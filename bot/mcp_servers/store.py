@@ -19,8 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bot.security.redact import find_secrets
 from policies.kernel.locks import locked_beside
 from policies.kernel.registry import RegistryCorrupt, read_registry, write_registry
+from policies.kernel.text import first_hidden
+from skills_runtime.manifest import network_hosts
 
 FILE = "servers.json"
 NAME = r"^[a-z][a-z0-9_]{0,23}$"
@@ -43,8 +46,6 @@ def unshowable(description: str | None, schema: Any) -> str | None:
     """Why this tool cannot be approved, or None: the user must be able to read every character that
     is pinned and sent to the model. Text over the limits, or holding a character that does not show
     as itself (an escape on the screen is not something a person reads), is refused, never cut."""
-    from policies.kernel.text import first_hidden
-
     text, body = description or "", schema_text(schema)
     if len(text) > MAX_DESCRIPTION:
         return (f"its description is {len(text)} characters, more than the {MAX_DESCRIPTION} the approval screen "
@@ -114,8 +115,6 @@ class ServerDecl(BaseModel):
     @field_validator("network")
     @classmethod
     def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from skills_runtime.manifest import network_hosts
-
         return network_hosts(value)
 
     @field_validator("command", "binds")
@@ -130,8 +129,6 @@ class ServerDecl(BaseModel):
     @field_validator("env")
     @classmethod
     def _plain_env(cls, value: dict[str, str]) -> dict[str, str]:
-        from bot.security.redact import find_secrets
-
         for key, item in value.items():
             if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", key):
                 raise ValueError(f"environment name {key!r} must be [A-Z][A-Z0-9_]*")
@@ -275,8 +272,6 @@ MAX_NAME = 200
 def unshowable_texts(texts: dict[str, str], limits: dict[str, int] | None = None) -> str | None:
     """`unshowable` for a resource or prompt: each named text within its limit (MAX_NAME unless told)
     and holding only characters that show as themselves."""
-    from policies.kernel.text import first_hidden
-
     for part, value in texts.items():
         limit = (limits or {}).get(part, MAX_NAME)
         if len(value) > limit:

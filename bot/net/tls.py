@@ -16,11 +16,11 @@ from __future__ import annotations
 import ssl
 from functools import cache
 
+import httpx
+
 
 @cache
 def client_context() -> ssl.SSLContext:
-    import httpx
-
     context = httpx.create_ssl_context()
     assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname  # never a weaker default
     return context

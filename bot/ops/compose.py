@@ -8,13 +8,21 @@ signer only, the socket shared through its own volume and one group, nothing pub
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
+import shutil
+import site
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from bot.workspace import create_workspace
+from policies.kernel.files import ensure_private_dir, write_private_file
 
 SIGNER_UID = 10001
 BOT_UID = 10002
@@ -207,9 +215,6 @@ def source_checkout() -> Path | None:
 
 def bundled_build_files() -> Path | None:
     """<prefix>/share/owliabot of a non-editable install: Dockerfiles, locks, pyproject.toml."""
-    import site
-    import sys
-
     for prefix in (sys.prefix, site.getuserbase()):
         share = Path(prefix) / "share" / "owliabot"
         if (share / "docker" / "signer.Dockerfile").is_file() and (share / "pyproject.toml").is_file():
@@ -224,10 +229,6 @@ def export_build_context(target: Path) -> bool:
     this install. The directory holds no secret; it is replaced whole, so an upgrade re-exports it.
     Returns False when this install carries no Dockerfiles.
     """
-    import importlib.util
-    import shutil
-    import tempfile
-
     share = bundled_build_files()
     if share is None:
         return False
@@ -253,10 +254,6 @@ def export_build_context(target: Path) -> bool:
 def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain_id: int = 31337,
                         chown: bool | None = None) -> ComposeSetup:
     """Write compose file, config, secrets (0600) and the workspace; never overwrite a secret."""
-    from policies.kernel.files import ensure_private_dir, write_private_file
-
-    from bot.workspace import create_workspace
-
     root = Path(root)
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
     written: list[str] = []

@@ -149,7 +149,8 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SIGNER-001: the signer answers on its socket, with this home's token, and is unlocked."""
     import asyncio
 
-    from signer.wire.client import SignerClient, SignerError, SignerUnavailable, load_token
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import SignerError, SignerUnavailable, load_token
     from signer.wire.replies import StatusReply
 
     paths = ctx.signer_paths()

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.security.redact import redact_obj
 from policies.kernel.files import ensure_private_dir
 
 GENESIS = "0" * 64
@@ -72,8 +73,6 @@ class BotAudit:
         self._end = -1  # the log's size after this writer's last append; -1: read its tail first
 
     def record(self, kind: str, **fields: Any) -> dict[str, Any]:
-        from bot.security.redact import redact_obj
-
         body = redact_obj(fields)
         with self._lock:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

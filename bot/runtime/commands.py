@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from bot.agent.convert import OUTCOME_PART, to_messages, tool_result_data
+from bot.channels.access import PairingError, open_access
 from bot.channels.base import Inbound, ReplySink
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
@@ -22,7 +23,7 @@ from bot.tools.signer_words import SIGNER_DOWN, details_text, humane
 from policies.units import read_amount
 from policies.kernel.addresses import is_address
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
@@ -173,8 +174,6 @@ class Commands:
 
     async def pair(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         """Owners approve pairing codes from their own DM; to anyone else the command does not exist."""
-        from bot.channels.access import PairingError, open_access
-
         rt = self.runtime
         owner = f"{inbound.channel}:{inbound.peer}"
         if inbound.kind is not ContextKind.DM or owner not in rt.config.bot.pairing.owners:

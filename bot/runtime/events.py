@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.security.redact import redact_obj
+
 EVENT_TYPES: tuple[str, ...] = ("agent", "tool", "cron", "health", "channel", "signer")
 DEFAULT_CAPACITY = 1_000
 """Events kept for /events/poll. A message emits about four, so this is the last ~250 messages:
@@ -45,8 +47,6 @@ class EventBus:
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
 
     def emit(self, type: str, name: str, data: Mapping[str, Any] | None = None) -> RuntimeEvent:
-        from bot.security.redact import redact_obj
-
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type!r}")
         with self._lock:

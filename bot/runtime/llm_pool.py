@@ -8,8 +8,11 @@ the runtime answers with the `owlia auth setup` hint instead of failing.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import importlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,9 +75,6 @@ class LLMPool:
         the default router (the process's TLS context is loaded with the first client, about 0.1 s), so the first reply
         after a start waits for neither; returns the modules imported.
         Never raises: a failure here only means the first message does this itself."""
-        import asyncio
-        import importlib
-
         modules: list[str] = []
         try:
             for item, _ in await self._credentials():
@@ -90,8 +90,6 @@ class LLMPool:
 
     async def ready(self, now: float | None = None) -> list[str]:
         """Profiles with a credential and no cooldown, read from disk (no provider built, no request)."""
-        import time
-
         store = CooldownStore(self.cooldown_path)
         moment = time.time() if now is None else now
         return [name for name in await self.configured() if store.get(name).until <= moment]
@@ -142,8 +140,6 @@ class LLMPool:
 
 def cooling_text(until: float, now: float | None = None) -> str:
     """`cooling down for 42 s more (until 04:20 UTC)`: what a person reads, not an epoch."""
-    import time
-
     left = max(0, round(until - (time.time() if now is None else now)))
     span = f"{left} s" if left < 120 else f"{left // 60} min"
     return f"cooling down for {span} more (until {time.strftime('%H:%M:%S', time.gmtime(until))} UTC)"

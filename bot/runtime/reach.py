@@ -13,14 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.auth.credentials import CredentialResolver
 from bot.config import BotConfig
 from bot.runtime.events import EventBus
 from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
+from bot.runtime.metrics import default_metrics
 from policies.kernel.files import ensure_private_dir
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, load_token
+from signer.wire.settings import socket_path
 
 if TYPE_CHECKING:
-    from signer.wire.client import SignerClient
-
     from bot.tools.chain_reader import RpcChainReader
 
 
@@ -46,8 +49,6 @@ class Reach:
 
 def credential_lookup(home: Path) -> CredentialLookup:
     """Credentials from `owlia auth` (auth.json, refreshed as needed) or the provider's env var."""
-    from bot.auth.credentials import CredentialResolver
-
     resolver = CredentialResolver(home / "auth.json")
 
     async def lookup(name: str) -> Secret | None:
@@ -60,9 +61,6 @@ def credential_lookup(home: Path) -> CredentialLookup:
 def signer_client(home: Path, config: BotConfig) -> tuple[SignerClient | None, str]:
     """The bot's signer client, or None and why not in the token loader's words (no token, a token
     file readable by others, a directory...), so the user is told what to fix, not just "no token"."""
-    from signer.wire.client import SignerClient, SignerError, load_token
-    from signer.wire.settings import socket_path
-
     token_file = home / "secrets" / "signer.token"
     try:
         token = load_token(token_file)
@@ -73,7 +71,6 @@ def signer_client(home: Path, config: BotConfig) -> tuple[SignerClient | None, s
 
 def build_reach(home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None,
                 metrics: Any | None = None) -> Reach:
-    from bot.runtime.metrics import default_metrics
     from bot.tools.chain_reader import RpcChainReader
 
     home = ensure_private_dir(home)

@@ -21,11 +21,12 @@ from collections import OrderedDict
 from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
 
+from bot.agent.convert import tool_result_data
 from bot.notify import Notifier
 from bot.tools.signer_words import Companion, card_text
 from policies.kernel.files import write_private_file
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime
@@ -87,8 +88,6 @@ class SignerWatch:
     def _waiting_before_start(self) -> list[str]:
         """Request ids that recent sessions recorded as waiting for the companion (the bot's own
         tool results, never the model's text)."""
-        from bot.agent.convert import tool_result_data
-
         sessions = self.runtime.sessions
         cutoff = time.time() - RESUME_WINDOW
         written = [(p.stat().st_mtime, p) for p in sessions.directory.glob("*.jsonl")]

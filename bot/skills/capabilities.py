@@ -24,6 +24,9 @@ from bot.net.ssrf import FetchError, FetchPolicy
 from bot.runtime.audit import BotAudit
 from bot.security.redact import redact
 from bot.tools.base import ContextKind, ToolContext, ToolFailure
+from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
+from signer.wire.exchange import SignerError
+from signer.wire.requests import Intent
 from skills_runtime.manifest import ToolDecl
 from skills_runtime.process import CallbackDenied
 from skills_runtime.store import InstalledSkill
@@ -163,10 +166,6 @@ class Capabilities:
 
     async def _sign(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, state: CallState,
                     params: SignParams, detail: dict[str, Any]) -> dict[str, Any]:
-        from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
-        from signer.wire.client import SignerError
-        from signer.wire.protocol import Intent
-
         if decl.level != "sign":
             raise CallbackDenied("core.sign: only tools declared with level 'sign' may ask for signatures")
         if ctx.kind is not ContextKind.DM:

@@ -23,8 +23,9 @@ from policies.kernel.files import ensure_private_dir, read_regular_text, write_p
 from policies.kernel.locks import locked_beside
 from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.units import is_lookalike
-from signer.wire.client import SignerClient, SignerError
-from signer.wire.replies import PolicyShowReply
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError
+from signer.wire.sign_replies import PolicyShowReply
 
 CONTACTS_FILE = "contacts.json"
 MAX_CONTACTS = 500

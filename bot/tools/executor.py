@@ -23,6 +23,7 @@ from bot.config import AgentSettings
 from bot.llm.types import ToolCall, ToolResult
 from bot.runtime.audit import BotAudit
 from bot.runtime.metrics import best_effort
+from bot.security.redact import find_secrets, redact_obj
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
 from bot.tools.signer_words import SIGNER_DOWN
@@ -206,8 +207,6 @@ def _error(message: str, *, for_the_user: bool = False) -> ToolOutput:
 
 def _secret_in(arguments: Mapping[str, Any]) -> str | None:
     """The kind of secret found in the arguments, if any (public hashes under hash-named keys pass)."""
-    from bot.security.redact import find_secrets, redact_obj
-
     plain = dict(arguments)
     if redact_obj(plain) == plain:
         return None

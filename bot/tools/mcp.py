@@ -22,16 +22,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, ValidationError, model_validator
 
 from bot.config import McpSettings
 from bot.llm.types import ToolSpec
 from bot.runtime.audit import BotAudit, skills_audit_path
 from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
-from bot.mcp_servers.binds import Protected
+from bot.mcp_servers.binds import Protected, protected_paths
 from bot.mcp_servers.store import (TOOL_NAME, McpError, McpStore, PinnedResource, PinnedTool, ServerEntry,
                                    resource_hash, resource_tool_name, resource_unshowable, tool_hash, tool_name,
                                    unshowable)
+from bot.mcp_servers.sandbox import McpSandbox
+from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
+from signer.wire.exchange import SignerError
+from signer.wire.requests import Intent
 
 log = logging.getLogger(__name__)
 UNTRUSTED_LABEL = "MCP server, untrusted"
@@ -128,8 +132,6 @@ class McpHost:
     def __init__(self, settings: McpSettings, audit: BotAudit, fetch_policy: Any = None, *,
                  protected: tuple[Protected, ...], home: Path | None = None, resolve: Any = None,
                  opener: Any = None) -> None:
-        from bot.mcp_servers.sandbox import McpSandbox
-
         self.settings = settings
         self.audit = audit
         self.fetch_policy = fetch_policy
@@ -291,12 +293,6 @@ class McpHost:
 
     async def _sign(self, ctx: ToolContext, server: str, pinned: PinnedTool, result: Any, text: str) -> ToolOutput:
         """A sign tool's result must be one transaction intent; it goes to the signer marked mcp.<server>."""
-        from pydantic import ValidationError
-
-        from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
-        from signer.wire.client import SignerError
-        from signer.wire.protocol import Intent
-
         if ctx.kind is not ContextKind.DM:
             raise ToolFailure("signing is only possible in a private chat with the owner")
         intent = result.structured_content if isinstance(result.structured_content, dict) else None
@@ -391,8 +387,6 @@ class McpTools:
     def load(cls, home: Path, settings: McpSettings, fetch_policy: Any = None, *, signer: Any = None,
              **net: Any) -> McpTools:
         """`signer`: the config's signer section (its home and socket are never bound into a server)."""
-        from bot.mcp_servers.binds import protected_paths
-
         audit = BotAudit(skills_audit_path(home))  # one audit for all third-party code
         host = McpHost(settings, audit, fetch_policy, protected=protected_paths(Path(home), signer), home=Path(home),
                        **net)

@@ -21,8 +21,9 @@ from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN, is_address
 from policies.kernel.text import visible
 from policies.units import parse_units
+from signer.wire.exchange import SignerError
 from signer.wire.protocol import RequestStatus
-from signer.wire.replies import PolicyShowReply, SignReply
+from signer.wire.sign_replies import PolicyShowReply, SignReply
 
 ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -61,7 +62,6 @@ NOTHING_SIGNED = "nothing can be signed"
 async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[str, int, str]:
     """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused (unlike a
     balance lookup, a transfer needs the decimals the user wrote into the policy)."""
-    from signer.wire.client import SignerError
 
     wanted = asset.lower()
     try:
@@ -160,8 +160,6 @@ def one_visible_line(reason: str) -> str | None:
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str],
                   usd_micros: int | None = None) -> ToolOutput:
-    from signer.wire.client import SignerError
-
     if flagged:
         intent["flags"] = flagged
     try:
@@ -185,7 +183,6 @@ async def companion_reach(ctx: ToolContext, reply: SignReply) -> Companion:
 
 async def companion_paired(signer: Any) -> bool | None:
     """True/False from the signer's `addresses` (None when it cannot say: an older signer, an error)."""
-    from signer.wire.client import SignerError
     from signer.wire.replies import AddressesReply
 
     try:

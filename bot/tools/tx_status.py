@@ -16,9 +16,9 @@ from pydantic import Field, model_validator
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.chain_reader import redact_urls
 from bot.tools.signer_words import humane
-from signer.wire.client import SignerError
+from signer.wire.exchange import SignerError
 from signer.wire.protocol import ErrorCode, RequestStatus
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 
 
 

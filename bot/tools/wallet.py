@@ -18,8 +18,9 @@ from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_a
 from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.units import format_amount
-from signer.wire.client import SignerError
-from signer.wire.replies import AddressesReply, BalanceReply, PolicyShowReply
+from signer.wire.exchange import SignerError
+from signer.wire.replies import AddressesReply, BalanceReply
+from signer.wire.sign_replies import PolicyShowReply
 
 NATIVE_DECIMALS = 18  # every EVM chain's native coin; the policy overrides it when it lists one
 TOKEN_PATTERN = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9._\-]{1,20})$"

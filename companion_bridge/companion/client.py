@@ -43,22 +43,11 @@ from companion_bridge.companion.watch import Watch
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import request_hash
+from signer.wire.messages import (APPROVAL_DOMAIN, FREEZE_DOMAIN, PAIR_DOMAIN, REQUEST_DOMAIN, TOPUP_DOMAIN,
+                                  answer_body, freeze_body, pair_body, pairing_mac, signed_by, signed_message,
+                                  topup_body)
 from signer.wire.protocol import ApprovalAction, RequestStatus
-from signer.wire.replies import ReplyError, parse_reply
-from signer.wire.messages import (
-    APPROVAL_DOMAIN,
-    FREEZE_DOMAIN,
-    PAIR_DOMAIN,
-    REQUEST_DOMAIN,
-    TOPUP_DOMAIN,
-    answer_body,
-    freeze_body,
-    pair_body,
-    pairing_mac,
-    signed_by,
-    signed_message,
-    topup_body,
-)
+from signer.wire.sign_replies import ReplyError, parse_reply
 
 __all__ = ["PAIR_SCHEME", "Choice", "Companion", "CompanionError", "Decide", "pair_uri", "parse_pair_uri",
            "quoted_nonce", "unsigned"]

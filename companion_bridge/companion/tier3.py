@@ -15,13 +15,24 @@ the same JSON and the signer checks it the same way.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import coincurve
 from eth_account import Account
 
-from signer.wire.delegation import (Delegation, current_nonce_calldata, disable_calldata, increment_nonce_calldata,
-                                    sign_digest)
+from policies.kernel.addresses import to_checksum
+from policies.kernel.rpc import JsonRpcHttp
+from signer.wire.delegation import (
+    Delegation,
+    DelegationError,
+    current_nonce_calldata,
+    disable_calldata,
+    disabled_calldata,
+    increment_nonce_calldata,
+    recover,
+    sign_digest,
+)
 from signer.wire.grants import Lane
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
@@ -87,8 +98,6 @@ def grant_offer(lanes: list[Lane], words: list[str], *, session_address: str, de
 def signed_from_offer(offer: dict[str, Any], signatures: list[str]) -> list[Delegation]:
     """The offer's delegations with the device's 65-byte signatures (0x hex), each checked against the
     delegator before it leaves the companion."""
-    from signer.wire.delegation import DelegationError, recover
-
     delegations = [Delegation.from_json(d) for d in offer["delegations"]]
     if len(signatures) != len(delegations):
         raise DelegationError("one signature per delegation")
@@ -111,8 +120,6 @@ def disable(key: coincurve.PrivateKey, delegation: Delegation, *, chain_id: int,
 
 
 def _checksum(address: str) -> str:
-    from policies.kernel.addresses import to_checksum
-
     return to_checksum(address)
 
 
@@ -120,8 +127,6 @@ class ChainLink:
     """The few JSON-RPC calls the companion's Tier 3 acts need: nonce, fees, send, wait, read."""
 
     def __init__(self, rpc_url: str, chain_id: int, *, timeout: float = 10.0) -> None:
-        from policies.kernel.rpc import JsonRpcHttp
-
         self.rpc = JsonRpcHttp(rpc_url, timeout=timeout)
         self.chain_id = chain_id
 
@@ -137,8 +142,6 @@ class ChainLink:
                 "max_fee": 2 * base + tip, "max_priority_fee": tip}
 
     def send(self, raw: bytes, timeout: float = 60.0) -> dict:
-        import time
-
         tx_hash = self.rpc.call_blocking("eth_sendRawTransaction", ["0x" + raw.hex()], retry=False)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -152,8 +155,6 @@ class ChainLink:
         return bytes.fromhex(self._call("eth_getCode", address, "latest")[2:])
 
     def is_disabled(self, manager: str, delegation: Delegation) -> bool:
-        from signer.wire.delegation import disabled_calldata
-
         raw = self._call("eth_call", {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
                          "latest")
         return int(raw, 16) != 0

@@ -125,9 +125,10 @@ def _nonce_contracts(chain) -> tuple[str, str]:
 def _grant(ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_file, yes) -> Tier3GrantReply:
     from companion_bridge.companion import grant_record, tier3
     from policies.model import Policy
-    from signer.wire.client import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key
     from signer.wire.grants import GrantError, derive_lanes, describe
-    from signer.wire.replies import PolicyShowReply, Tier3GrantReply
+    from signer.wire.replies import Tier3GrantReply
+    from signer.wire.sign_replies import PolicyShowReply
 
     wallet = _wallet(ctx, directory)
     link = _link(chain)
@@ -175,8 +176,8 @@ def _revoke(ctx, chain_id: Optional[int], directory, passphrase_file, yes, rpc_u
     """End every grant of the main account on chain, from the companion alone: the signer is told when it
     answers, and not needed otherwise (after a host theft it is the thief's)."""
     from companion_bridge.companion import grant_record, tier3
-    from signer.wire.client import new_idempotency_key
     from signer.wire.delegation import Delegation
+    from signer.wire.exchange import new_idempotency_key
     from signer.wire.replies import Tier3RevokeReply, Tier3StatusReply
 
     wallet = _wallet(ctx, directory)
@@ -292,7 +293,7 @@ def rotate(ctx: typer.Context, chain_id: Optional[int] = CHAIN_OPTION, days: int
            directory: Optional[Path] = DIR_OPTION, passphrase_file: Optional[Path] = PASS_OPTION,
            yes: bool = YES_OPTION) -> None:
     """Revoke the live grant, rotate the session key, grant the new key: never two live grants."""
-    from signer.wire.client import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key
     from signer.wire.replies import SessionKeyRetireReply, TopUpReply
 
     chain = _chain(ctx, chain_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from policies.kernel.keccak import keccak256
 
@@ -17,7 +17,7 @@ ADDRESS_PATTERN = r"^0x[0-9a-fA-F]{40}$"  # for pydantic Field(pattern=...) and 
 ADDRESS_RE = re.compile(r"0x[0-9a-fA-F]{40}")  # use with fullmatch
 
 
-def is_address(value: Any) -> bool:
+def is_address(value: Any) -> TypeGuard[str]:
     """0x followed by exactly 40 hex digits (says nothing about the checksum)."""
     return isinstance(value, str) and ADDRESS_RE.fullmatch(value) is not None
 

@@ -43,7 +43,7 @@ def check(
     from policies.evaluate import evaluate
     from policies.loader import PolicyError, load_policy
     from signer.intents import intent_to_call
-    from signer.wire.protocol import Intent
+    from signer.wire.requests import Intent
     from signer.records import decision_to_json
     from signer.summary import Summarizer
 

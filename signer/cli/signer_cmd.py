@@ -281,7 +281,7 @@ def integrity_seal(
 
 
 def _key_call(ctx: typer.Context, method: str, **params: Any) -> None:
-    from signer.wire.client import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key
 
     print_reply(signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True))
 

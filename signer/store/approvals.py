@@ -34,10 +34,11 @@ def insert(conn: Connection, body: dict[str, Any], request_hash: str) -> None:
 def open_for_client(conn: Connection, client_id: str, now: float, except_keys: Iterable[str]) -> int:
     """How many open, unexpired approvals a client's requests have, leaving out these idempotency keys."""
     keys = list(except_keys)
-    return conn.execute(
+    count: int = conn.execute(
         "SELECT COUNT(*) FROM approvals a JOIN requests r ON r.request_id=a.request_id "
         "WHERE r.client_id=? AND a.state=? AND a.expires_at>? AND r.idempotency_key NOT IN "
         f"({','.join('?' * len(keys))})", (client_id, OPEN, now, *keys)).fetchone()[0]
+    return count
 
 
 def open_after(conn: Connection, after: int, now: float, limit: int) -> list[tuple[int, str, str]]:
@@ -50,8 +51,9 @@ def open_after(conn: Connection, after: int, now: float, limit: int) -> list[tup
 
 def find(conn: Connection, request_id: str) -> tuple[str, str, str, float, str] | None:
     """(kind, body, request_hash, expires_at, state) of an approval."""
-    return conn.execute("SELECT kind, body, request_hash, expires_at, state FROM approvals WHERE request_id=?",
-                        (request_id,)).fetchone()
+    row: tuple[str, str, str, float, str] | None = conn.execute(
+        "SELECT kind, body, request_hash, expires_at, state FROM approvals WHERE request_id=?", (request_id,)).fetchone()
+    return row
 
 
 def close(conn: Connection, request_id: str, state: str, now: float, device_id: str, answer: dict[str, Any]) -> bool:
@@ -87,8 +89,9 @@ def insert_proposal(conn: Connection, request_id: str, policy_hash: str, text: s
 
 def proposal(conn: Connection, request_id: str) -> tuple[str, str]:
     """(policy_hash, text) of the policy an approval proposes."""
-    return conn.execute("SELECT policy_hash, text FROM policy_proposals WHERE request_id=?",
-                        (request_id,)).fetchone()
+    row: tuple[str, str] = conn.execute("SELECT policy_hash, text FROM policy_proposals WHERE request_id=?",
+                                        (request_id,)).fetchone()
+    return row
 
 
 def open_proposals(conn: Connection, policy_hash: str, now: float) -> list[tuple[str, str]]:

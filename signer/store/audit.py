@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from signer.store.checkpoint import database_file
+from signer.store.db import connect
 from signer.store.keyed_hash import KeyedSha256
 
 GENESIS = "0" * 64
@@ -222,8 +224,6 @@ class AuditLog:
                  keys: AuditKeys, bind: StateBind | None = None) -> None:
         """`bind`: the state head's writer (signer.store.state_head): `bind_state` calls it before each
         commit, and the anchor then carries its epoch. Without it the anchor's epoch stays 0."""
-        from signer.store.checkpoint import database_file
-
         self._conn = conn
         self._bind = bind
         self._epoch = 0  # the epoch the last `bind_state` wrote
@@ -252,7 +252,8 @@ class AuditLog:
 
     def _data_version(self) -> int:
         """Changes whenever another connection (a local admin command) commits to the database."""
-        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+        version: int = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        return version
 
     @property
     def head(self) -> tuple[int, str]:
@@ -330,8 +331,6 @@ class AuditLog:
 
     def verify_all(self) -> dict[str, Any]:
         """`verify` over the whole database this log writes to, on a fresh read-only connection (any thread)."""
-        from signer.store.db import connect
-
         path = self._db_path
         if path is None:
             raise ValueError("the audit log is not in a database file")

@@ -8,11 +8,13 @@ opened any other way can read the database but cannot write an authority-bearing
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from signer.keystore import MasterKey
 from signer.store import state_head
@@ -80,11 +82,9 @@ def went_back(findings: list[Finding]) -> list[Finding]:
             or f.table == state_head.STATE and f.problem is not Problem.UNSEALED]
 
 
-def last_integrity_event(conn: sqlite3.Connection) -> dict | None:
+def last_integrity_event(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """The latest start-up refusal or seal, as recorded in the audit log (read without the key: a
     report for `owlia signer status` and `owlia security audit`, which `owlia audit verify` authenticates)."""
-    import json
-
     row = conn.execute("SELECT seq, ts, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
                        " ORDER BY seq DESC LIMIT 1").fetchone()
     if row is None:

@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from signer import devices
 from signer.keystore import MasterKey
+from signer.store import approvals, tier3_grants
 from signer.store.keyed_hash import KeyedSha256
 
 ROW_PURPOSE = b"owliabot row-mac v1"
@@ -133,8 +135,6 @@ class RowSealer:
         """Register the functions and create the tables and triggers (outside any transaction)."""
         conn.create_function("owlia_row_mac", -1, self.row_mac, deterministic=True)
         conn.create_function("owlia_fold", -1, self.fold, deterministic=True)
-        from signer import devices  # their tables must exist before triggers can name them
-        from signer.store import approvals, tier3_grants
 
         conn.executescript(devices.SCHEMA + approvals.SCHEMA + tier3_grants.SCHEMA + SCHEMA
                            + "".join(_triggers(t) for t in PROTECTED))

@@ -24,9 +24,10 @@ Spend = tuple[int, str, int, int | None]
 
 def by_idempotency_key(conn: Connection, client_id: str, idempotency_key: str) -> tuple[str, str | None, str] | None:
     """(request_hash, stored outcome or None if interrupted, request_id) of a client's key, if used."""
-    return conn.execute(
+    row: tuple[str, str | None, str] | None = conn.execute(
         "SELECT request_hash, outcome, request_id FROM requests WHERE client_id=? AND idempotency_key=?",
         (client_id, idempotency_key)).fetchone()
+    return row
 
 
 def insert_sign(conn: Connection, row: tuple[Any, ...]) -> None:
@@ -48,17 +49,21 @@ def insert_pending(conn: Connection, request_id: str, requester: str, kind: str,
 
 def status_row(conn: Connection, request_id: str) -> tuple[str, str, str | None, float | None] | None:
     """(client_id, status, outcome, expires_at) of a request."""
-    return conn.execute("SELECT client_id, status, outcome, expires_at FROM requests WHERE request_id=?",
-                        (request_id,)).fetchone()
+    row: tuple[str, str, str | None, float | None] | None = conn.execute(
+        "SELECT client_id, status, outcome, expires_at FROM requests WHERE request_id=?", (request_id,)).fetchone()
+    return row
 
 
 def status_and_created(conn: Connection, request_id: str) -> tuple[str, float] | None:
-    return conn.execute("SELECT status, created_at FROM requests WHERE request_id=?", (request_id,)).fetchone()
+    row: tuple[str, float] | None = conn.execute("SELECT status, created_at FROM requests WHERE request_id=?",
+                                                 (request_id,)).fetchone()
+    return row
 
 
 def outcome_of(conn: Connection, request_id: str) -> str:
     """The stored outcome (JSON text) of a request that has one."""
-    return conn.execute("SELECT outcome FROM requests WHERE request_id=?", (request_id,)).fetchone()[0]
+    outcome: str = conn.execute("SELECT outcome FROM requests WHERE request_id=?", (request_id,)).fetchone()[0]
+    return outcome
 
 
 def set_outcome(conn: Connection, request_id: str, status: str, outcome: str) -> None:

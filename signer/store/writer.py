@@ -22,7 +22,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 
@@ -95,7 +95,7 @@ class Writer:
                 self._inline_now = False
                 self._lock.release()
             if ok:
-                return value
+                return cast(T, value)  # what `unit` returned
             raise value
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
@@ -202,7 +202,7 @@ def _commit_failed(exc: BaseException) -> WriterClosed:
     return WriterClosed(f"could not commit to the signer store: {exc}")
 
 
-def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
     if future.done():
         return
     if ok:

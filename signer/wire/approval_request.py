@@ -18,6 +18,8 @@ from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, 
 from policies.model import Policy
 from policies.units import format_amount
 
+__all__ = ["VERSION", "RequestBuilder", "escalation_json", "request_hash"]
+
 VERSION = 1
 
 

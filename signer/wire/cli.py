@@ -15,8 +15,18 @@ import typer
 from policies.kernel.cli import fail, home_of, print_json, run
 
 if TYPE_CHECKING:  # the command tree stays light: pydantic and yaml load when a command runs
-    from signer.wire.replies import Reply
     from signer.wire.settings import SignerConfig, SignerPaths
+    from signer.wire.sign_replies import Reply
+
+__all__ = [
+    "client_token_file",
+    "print_reply",
+    "signer_call",
+    "signer_call_as",
+    "signer_call_if_up",
+    "signer_config",
+    "signer_paths",
+]
 
 R = TypeVar("R", bound="Reply")
 
@@ -68,8 +78,8 @@ def signer_call_if_up(ctx: typer.Context, model: type[R], method: str, params: d
 
 def _signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None, *, admin: bool,
                  down_ok: bool) -> Reply | None:
-    from signer.wire.client import SignerClient, SignerError, load_token
-    from signer.wire.exchange import SignerUnavailable, read_token_file
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import SignerError, SignerUnavailable, load_token, read_token_file
     from signer.wire.protocol import ErrorCode
 
     paths = signer_paths(ctx)
@@ -128,6 +138,6 @@ def signer_call_as(ctx: typer.Context, model: type[R], method: str, params: dict
 
 def print_reply(reply: Reply) -> None:
     """A reply printed as the JSON the signer sent (the fields it set), keys sorted."""
-    from signer.wire.replies import dump_reply
+    from signer.wire.sign_replies import dump_reply
 
     print_json(json.loads(dump_reply(reply)))

@@ -15,12 +15,14 @@ from collections import deque
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-# re-exported (TOKEN_ENV, SignerUnavailable, load_token, ...): callers import them from here
-from signer.wire.exchange import (MAX_REPLY_BYTES, TOKEN_ENV, SignerError, SignerReplyError,  # noqa: F401
-                                  SignerUnavailable, checked_reply, connection_lost, load_token,
-                                  new_idempotency_key, parsed_result, reply_result, sign_params, unreachable)
-from signer.wire.protocol import Intent, request_frame
-from signer.wire.replies import AuthReply, Reply, SignReply, StatusReply
+from signer.wire.exchange import (MAX_REPLY_BYTES, SignerError, SignerReplyError, checked_reply, connection_lost,
+                                  parsed_result, reply_result, sign_params, unreachable)
+from signer.wire.protocol import request_frame
+from signer.wire.replies import StatusReply
+from signer.wire.requests import Intent
+from signer.wire.sign_replies import AuthReply, Reply, SignReply
+
+__all__ = ["MAX_QUEUED", "SignerClient"]
 
 R = TypeVar("R", bound=Reply)
 

@@ -18,6 +18,49 @@ import coincurve
 
 from policies.kernel.keccak import keccak256
 
+__all__ = [
+    "CALL_COUNTS",
+    "CAVEAT_TYPEHASH",
+    "CURRENT_NONCE",
+    "DELEGATION_TYPEHASH",
+    "DISABLED_DELEGATIONS",
+    "DISABLE_DELEGATION",
+    "DOMAIN_NAME",
+    "DOMAIN_VERSION",
+    "EIP712_DOMAIN_TYPEHASH",
+    "ERC20_TRANSFER",
+    "GET_AVAILABLE_AMOUNT",
+    "GET_DOMAIN_HASH",
+    "INCREMENT_NONCE",
+    "REDEEM_DELEGATIONS",
+    "ROOT_AUTHORITY",
+    "SINGLE_DEFAULT_MODE",
+    "SPENT_MAP",
+    "Caveat",
+    "Delegation",
+    "DelegationError",
+    "addr_word",
+    "available_amount_calldata",
+    "call_counts_calldata",
+    "current_nonce_calldata",
+    "disable_calldata",
+    "disabled_calldata",
+    "domain_separator",
+    "enc_array",
+    "enc_bytes",
+    "enc_tuple",
+    "erc20_transfer_calldata",
+    "execution_single",
+    "increment_nonce_calldata",
+    "permission_context",
+    "recover",
+    "redeem_calldata",
+    "selector",
+    "sign_digest",
+    "spent_calldata",
+    "word",
+]
+
 ROOT_AUTHORITY = b"\xff" * 32
 SINGLE_DEFAULT_MODE = b"\x00" * 32  # ERC-7579 mode: single call, revert on failure
 DOMAIN_NAME = "DelegationManager"

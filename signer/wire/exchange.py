@@ -19,7 +19,24 @@ from pydantic_core import from_json
 from signer.wire.sign_replies import Reply, ReplyError, parse_reply
 
 if TYPE_CHECKING:
-    from signer.wire.protocol import Intent
+    from signer.wire.requests import Intent
+
+__all__ = [
+    "MAX_REPLY_BYTES",
+    "TOKEN_ENV",
+    "SignerError",
+    "SignerReplyError",
+    "SignerUnavailable",
+    "checked_reply",
+    "connection_lost",
+    "load_token",
+    "new_idempotency_key",
+    "parsed_result",
+    "read_token_file",
+    "reply_result",
+    "sign_params",
+    "unreachable",
+]
 
 TOKEN_ENV = "OWLIA_SIGNER_TOKEN"
 MAX_REPLY_BYTES = 4 << 20  # the longest reply line a client reads

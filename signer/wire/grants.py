@@ -37,6 +37,38 @@ from policies.units import format_amount
 from policies.decode import KNOWN, selector_of
 from signer.wire.delegation import Caveat, Delegation, addr_word, word
 
+__all__ = [
+    "ALLOWED_CALLDATA",
+    "ALLOWED_METHODS",
+    "ALLOWED_TARGETS",
+    "CLOCK_SLACK",
+    "CONTRACT",
+    "ENFORCERS",
+    "ERC20_PERIOD",
+    "ERC20_TOTAL",
+    "ERC20_TX_CAP",
+    "EVERY_LANE",
+    "EXACT_CALLDATA",
+    "LIMITED_CALLS",
+    "NATIVE_PERIOD",
+    "NATIVE_TOTAL",
+    "NONCE",
+    "REDEEMER",
+    "RULE_BY_ENFORCER",
+    "TIMESTAMP",
+    "TOKEN_MOVING",
+    "VALUE_LTE",
+    "GrantError",
+    "Lane",
+    "check_lane",
+    "contract_lanes",
+    "derive_lanes",
+    "describe",
+    "lifetime_bound",
+    "parse_lane",
+    "token_tx_bound",
+]
+
 ALLOWED_TARGETS = "AllowedTargetsEnforcer"
 ALLOWED_METHODS = "AllowedMethodsEnforcer"
 ALLOWED_CALLDATA = "AllowedCalldataEnforcer"

@@ -18,6 +18,28 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+__all__ = [
+    "APPROVAL_DOMAIN",
+    "BRIDGE_AUTH_DOMAIN",
+    "FREEZE_DOMAIN",
+    "MAX_CLOCK_SKEW",
+    "NONCE_DOMAIN",
+    "PAIR_DOMAIN",
+    "REQUEST_DOMAIN",
+    "TOPUP_DOMAIN",
+    "answer_body",
+    "freeze_body",
+    "key_fingerprint",
+    "normalize_code",
+    "pair_body",
+    "pairing_mac",
+    "proof_is_fresh",
+    "signed_by",
+    "signed_message",
+    "topup_body",
+    "verify_ed25519",
+]
+
 PAIR_DOMAIN = "owliabot-pair-v1"
 APPROVAL_DOMAIN = "owliabot-approval-v1"
 FREEZE_DOMAIN = "owliabot-freeze-v1"
@@ -33,22 +55,22 @@ def signed_message(domain: str, body: dict[str, Any]) -> bytes:
     return domain.encode() + b"\n" + json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def pair_body(pairing_id: str, device_pub: str, name: str, main_address: str, ts: float, nonce: str) -> dict:
+def pair_body(pairing_id: str, device_pub: str, name: str, main_address: str, ts: float, nonce: str) -> dict[str, Any]:
     return {"pairing_id": pairing_id, "device_pub": device_pub, "name": name,
             "main_address": main_address.lower(), "ts": ts, "nonce": nonce}
 
 
 def answer_body(request_id: str, request_hash: str, action: str, expires_at: float, device_id: str,
-                tx_hash: str) -> dict:
+                tx_hash: str) -> dict[str, Any]:
     return {"request_id": request_id, "request_hash": request_hash, "action": action,
             "expires_at": expires_at, "device_id": device_id, "tx_hash": tx_hash}
 
 
-def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict:
+def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "action": action, "freeze_id": freeze_id, "ts": ts}
 
 
-def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict:
+def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
 
 

@@ -16,9 +16,9 @@ Two rules, chosen on purpose:
   may add some), and they never reach a caller. Everything the model does name is still checked:
   a missing field, a wrong type or an unknown status is refused.
 
-The base, the replies a signing client reads (`auth`, `sign.request` / `sign.status`, `policy.show`)
-and `parse_reply` are in signer.wire.sign_replies, re-exported here: a client that only signs loads
-those and none of the 35 models below.
+The base, the replies a signing client reads (`auth`, `sign.request` / `sign.status`, `policy.show`),
+`parse_reply` and `dump_reply` are signer.wire.sign_replies' (import them from there): a client that
+only signs loads those and none of the 35 models below.
 
 Nested bodies that have an owner of their own stay dicts on purpose: the policy (`policies.model`
 validates it), the approval request a companion is shown (`signer.wire.approval_request`, which
@@ -35,11 +35,47 @@ from pydantic import StrictBool, StrictInt
 
 from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
 
-# The base, the reply models a signing client reads and `parse_reply` are signer.wire.sign_replies'
-# (a client that only signs loads that module alone); re-exported here, where callers import them.
-from signer.wire.sign_replies import (SIGN_REPLIES, AuthReply, DecisionJson,  # noqa: F401
-                                      FindingJson, PolicyShowReply, Reply, ReplyError, Seconds, SignReply,
-                                      SpendJson, dump_reply, parse_reply)
+from signer.wire.sign_replies import SIGN_REPLIES, DecisionJson, Reply, Seconds, SignReply
+
+__all__ = [
+    "REPLIES",
+    "AddressJson",
+    "AddressesReply",
+    "ApprovalsStateReply",
+    "ApprovalsWaitReply",
+    "AuditEntry",
+    "AuditTailReply",
+    "AuditVerifyReply",
+    "BalanceReply",
+    "Checkpoint",
+    "CheckpointAt",
+    "ClientJson",
+    "DeviceJson",
+    "DeviceReply",
+    "DevicesReply",
+    "InFlight",
+    "InFlightTx",
+    "PairBeginReply",
+    "PairCompleteReply",
+    "PendingApproval",
+    "PolicyCheckReply",
+    "PolicyReloadReply",
+    "PolicyValidateReply",
+    "ReloadStatus",
+    "SessionKeyCreateReply",
+    "SessionKeyJson",
+    "SessionKeyRetireReply",
+    "SessionKeysReply",
+    "SignerState",
+    "StatusReply",
+    "Tier3AccountJson",
+    "Tier3GrantJson",
+    "Tier3GrantReply",
+    "Tier3LaneJson",
+    "Tier3RevokeReply",
+    "Tier3StatusReply",
+    "TopUpReply",
+]
 
 
 # ---- parts --------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ and client tokens are issued into the signer's own database.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,30 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from policies.kernel.home import DEFAULT_HOME, resolve_home  # noqa: F401 (resolve_home: part of this format)
+__all__ = [
+    "ADMIN_TOKEN",
+    "ANCHOR",
+    "CLIENT_TOKEN",
+    "CONFIG_NAME",
+    "DATABASE",
+    "DEV_CHAIN_ID",
+    "DEV_RPC_URL",
+    "GWEI",
+    "KEYSTORE",
+    "POLICY",
+    "ChainSettings",
+    "ConfigError",
+    "DelegationContracts",
+    "SignerConfig",
+    "SignerPaths",
+    "SignerSettings",
+    "client_token_file",
+    "describe_validation_error",
+    "load_signer_config",
+    "read_config_mapping",
+    "signer_home",
+    "socket_path",
+]
 
 CONFIG_NAME = "config.yaml"
 DEV_CHAIN_ID = 31337
@@ -44,8 +68,6 @@ class DelegationContracts(BaseModel):
 
     @model_validator(mode="after")
     def _every_contract_hashed(self) -> DelegationContracts:
-        import re
-
         for name, address in self.enforcers.items():
             if not re.fullmatch(_HEX_ADDRESS, address):
                 raise ValueError(f"enforcers.{name} must be an address")

@@ -3,7 +3,7 @@
 signer.wire.replies describes the typed replies (read it first); this module holds the part a client
 that only authenticates, reads the policy and signs (`owlia sign send`) needs: `Reply`, `auth`,
 `sign.request` / `sign.status` and `policy.show`. The other 35 models, defined on first need, are in
-signer.wire.replies, which re-exports all of these: `from signer.wire.replies import SignReply` works.
+signer.wire.replies. Import each model from the module that defines it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,21 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, 
 
 from policies.decision import Outcome
 from signer.wire.protocol import RequestStatus, Scope, Uint256
+
+__all__ = [
+    "SIGN_REPLIES",
+    "AuthReply",
+    "DecisionJson",
+    "FindingJson",
+    "PolicyShowReply",
+    "Reply",
+    "ReplyError",
+    "Seconds",
+    "SignReply",
+    "SpendJson",
+    "dump_reply",
+    "parse_reply",
+]
 
 # Times as the signer wrote them: a whole number stays an int, so the JSON is unchanged byte for byte.
 Seconds = StrictInt | StrictFloat

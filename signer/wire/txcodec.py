@@ -13,6 +13,8 @@ import coincurve
 
 from policies.kernel.keccak import keccak256
 
+__all__ = ["SECP256K1_N", "Eip1559Tx", "RlpItem", "SignedTx", "address_of", "rlp_encode", "sign_eip1559"]
+
 SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 
@@ -44,7 +46,11 @@ def _rlp_uint(value: int) -> bytes:
     return _SHORT_HEADERS[size] + raw if size < 56 else _rlp_bytes(raw)
 
 
-def rlp_encode(item: int | bytes | list) -> bytes:
+RlpItem = int | bytes | list["RlpItem"]
+"""What RLP encodes: an integer (big-endian, no leading zeros), a byte string, or a list of items."""
+
+
+def rlp_encode(item: RlpItem) -> bytes:
     """RLP for the three shapes a transaction uses: non-negative ints, byte strings, lists."""
     if isinstance(item, int):
         return _rlp_uint(item)
@@ -67,7 +73,7 @@ class Eip1559Tx:
     value: int
     data: bytes = b""
 
-    def _fields(self) -> list:
+    def _fields(self) -> list[RlpItem]:
         return [
             self.chain_id,
             self.nonce,

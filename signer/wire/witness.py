@@ -17,6 +17,8 @@ from typing import Any
 from policies.kernel.files import write_private_file
 from signer.wire.messages import signed_by
 
+__all__ = ["CHECKPOINT_DOMAIN", "Verdict", "Witness", "WitnessError", "checkpoint_body"]
+
 CHECKPOINT_DOMAIN = "owliabot-audit-checkpoint-v1"
 
 
@@ -61,7 +63,7 @@ class Witness:
             return None
         except (OSError, ValueError) as exc:
             raise WitnessError(f"{self.path}: unreadable witness file ({type(exc).__name__})") from None
-        if not self._authentic(data):
+        if not isinstance(data, dict) or not self._authentic(data):
             raise WitnessError(f"{self.path}: the stored checkpoint is not signed by this signer")
         return data
 

@@ -14,7 +14,8 @@ import pytest
 from nacl.signing import SigningKey
 
 from companion_bridge.companion.client import Choice, Companion, CompanionError
-from signer.wire.client import SignerClient, SignerError
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError
 from signer.wire.messages import APPROVAL_DOMAIN, answer_body, signed_message
 from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, Tier1, bridge_of, own_tier1, request_for, transfer

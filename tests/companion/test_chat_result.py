@@ -15,7 +15,7 @@ from companion_bridge.companion.client import Choice
 from tests.bot.agent.conftest import attach_bot, llm  # noqa: F401 - fixture
 from tests.bot.agent.test_cancel_and_pair import Sink
 from tests.companion.conftest import MAIN_PASS, request_for
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 from tests.conftest import FRIEND, balance
 
 pytestmark = [pytest.mark.chain]

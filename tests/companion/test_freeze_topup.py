@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from companion_bridge.companion.client import Choice, Companion, CompanionError
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from tests.companion.conftest import MAIN_PASS, Tier1, transfer
 from signer.wire.replies import ApprovalsStateReply, SignerState
 from tests.conftest import as_json, FRIEND, balance

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from companion_bridge.companion.client import Companion, CompanionError
 from companion_bridge.tokens import TokenIssuer
-from signer.wire.client import SignerError
+from signer.wire.exchange import SignerError
 from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1
 from tests.fakes.certificates import self_signed

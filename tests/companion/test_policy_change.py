@@ -156,7 +156,8 @@ def test_a_loosening_approved_while_running_signs_the_next_request_without_a_res
     loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.02"')
 
     async def send(value: int) -> dict:
-        from signer.wire.client import SignerClient, new_idempotency_key
+        from signer.wire.client import SignerClient
+        from signer.wire.exchange import new_idempotency_key
 
         async with SignerClient(stack.socket, bot) as client:
             return as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)},

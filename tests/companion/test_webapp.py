@@ -565,7 +565,7 @@ def test_the_installed_app_opens_offline_to_its_last_state(phone_a, web_tier):
 
 
 def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_key(phone_a, web_tier, anvil):
-    from signer.wire.client import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key
 
     key = off_loop(web_tier.stack.call_sync, web_tier.admin, "session_key.create",
                    {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from skills_runtime.sandbox import SETPRIV, _system_binds
+from skills_runtime.sandbox import SETPRIV, system_binds
 from tests.fakes.loop_thread import LoopThread
 
 API_VERSION = "1.45"
@@ -327,7 +327,7 @@ def bwrap_argv(container: Container) -> list[str]:
     for item in IMAGE_ENV + list(body.get("Env") or []):
         key, _, value = item.partition("=")
         args += ["--setenv", key, value]
-    args += [*_system_binds(), "--proc", "/proc", "--dev", "/dev"]
+    args += [*system_binds(), "--proc", "/proc", "--dev", "/dev"]
     for path, options in (host.get("Tmpfs") or {}).items():
         size = re.search(r"size=(\d+)", options)
         args += (["--size", size.group(1)] if size else []) + ["--tmpfs", path]

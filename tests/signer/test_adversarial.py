@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signer.wire.client import SignerError, new_idempotency_key
+from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND
 

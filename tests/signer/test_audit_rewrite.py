@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.witness import Witness
-from signer.wire.client import new_idempotency_key
 from signer.identity import SignerIdentity
 from signer.keystore import unlock
 from signer.wire.protocol import Scope

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from signer.wire.blocking import BlockingSignerClient
 from signer.wire.client import SignerClient
 from signer.wire.exchange import MAX_REPLY_BYTES, SignerError, SignerReplyError, SignerUnavailable
-from signer.wire.replies import AuthReply, PolicyShowReply, SignReply, StatusReply
+from signer.wire.replies import StatusReply
+from signer.wire.sign_replies import AuthReply, PolicyShowReply, SignReply
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 AUTH = {"client": "cli", "scope": "sign"}

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import FRIEND, balance, rpc
 
 pytestmark = pytest.mark.chain

@@ -28,7 +28,7 @@ from signer import daemon as daemon_module
 from signer.auth import add_client
 from signer.clock import (CATCH_UP, SAVE_INTERVAL_SECONDS, STATE_KEY, ClockState, SignerClock, estimate,
                           latest_recorded, load_state, save_state, start_time)
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.protocol import Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema, get_meta, set_meta

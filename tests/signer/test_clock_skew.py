@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 from signer import devices as devices_store
 from signer.admin import issue_client
-from signer.wire.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.clock import CATCH_UP, SignerClock, latest_recorded
 from signer.devices import DeviceRegistry
 from signer.wire.messages import MAX_CLOCK_SKEW, proof_is_fresh

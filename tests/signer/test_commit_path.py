@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from policies.decode import decode
 from policies.intent import Call
-from signer.wire.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.policy_live import load_ledger
 from signer.ledger import DAY, SignerState
 from signer.wire.protocol import ErrorCode

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND
 from tests.signer.test_adversarial import Raw, frame

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from signer.approvals import MAX_WAITING_PER_CLIENT
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import FRIEND, STRANGER, as_json, balance, reverter_policy, wait_receipt
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from policies.loader import parse_policy
 from signer.store import audit as audit_store
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, audit_keys
 
 REQUESTS = 20

@@ -11,8 +11,10 @@ import asyncio
 import shutil
 import time
 
-from signer.wire.client import SignerClient, new_idempotency_key
-from signer.wire.protocol import ErrorCode, RpcError, SignRequestParams
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
+from signer.wire.protocol import ErrorCode, RpcError
+from signer.wire.requests import SignRequestParams
 from tests.conftest import FRIEND, InProcessSigner
 
 

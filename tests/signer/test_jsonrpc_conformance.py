@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.protocol import ErrorCode
 from tests.conftest import FRIEND
 from tests.signer.test_adversarial import Raw

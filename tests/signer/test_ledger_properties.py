@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from policies.loader import parse_policy
 from policies.model import Policy
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from signer.daemon import Daemon, init_home
 from signer.wire.settings import SignerPaths
 from signer.wire.protocol import Scope

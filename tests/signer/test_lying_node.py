@@ -17,7 +17,7 @@ import yaml
 
 from bot.devchain import DevChain, free_port, rpc
 from policies.intent import NATIVE
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import FRIEND, STRANGER, balance
 from tests.signer.lying_node import LyingNode
 

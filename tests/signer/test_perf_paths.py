@@ -18,7 +18,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from signer.store import audit as audit_store
 from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 from signer.store.db import connect

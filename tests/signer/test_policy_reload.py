@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from signer.wire.client import SignerClient, SignerError, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store

@@ -1,9 +1,15 @@
 """Boundary validation of what clients send: amounts, addresses, shapes."""
 
+import importlib
+import inspect
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
-from signer.wire.protocol import Intent, SignRequestParams
+import signer.wire
+
+from signer.wire.requests import Intent, SignRequestParams
 
 ALICE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
@@ -47,19 +53,34 @@ def test_idempotency_key_shape():
             SignRequestParams(idempotency_key=bad, intent={"chain_id": 1, "to": ALICE})
 
 
-def test_every_request_model_still_resolves_from_the_protocol_module() -> None:
-    """The request models live in signer.wire.requests and load on first use; every one of them (and
-    the value types they share) is still reachable as `signer.wire.protocol.NAME`, as the same object."""
+WIRE_MODULES = sorted(path.stem for path in (Path(signer.wire.__file__).parent).glob("*.py") if path.stem != "__init__")
+
+
+@pytest.mark.parametrize("name", WIRE_MODULES)
+def test_each_wire_module_exports_what_it_defines_and_nothing_it_imports(name: str) -> None:
+    """signer.wire's API is curated: `__all__` names every public class and function the module
+    defines, and none it imported (a caller imports a name from where it is defined)."""
+    module = importlib.import_module(f"signer.wire.{name}")
+    exported = set(module.__all__)
+    assert len(exported) == len(module.__all__), "a name listed twice"
+    for attr in exported:
+        value = getattr(module, attr)
+        if isinstance(value, type) or inspect.isfunction(value):
+            assert value.__module__ == module.__name__, f"{name}.{attr} is {value.__module__}'s"
+    defined = {attr for attr, value in vars(module).items() if not attr.startswith("_")
+               and (isinstance(value, type) or inspect.isfunction(value)) and value.__module__ == module.__name__}
+    assert defined <= exported, f"defined in {name} but not in __all__: {sorted(defined - exported)}"
+
+
+def test_the_protocol_module_does_not_reach_the_request_models() -> None:
+    """The params models are signer.wire.requests' alone: the protocol module neither defines nor
+    resolves them (no module `__getattr__`)."""
     import signer.wire.protocol as protocol
     import signer.wire.requests as requests
 
-    models = {name for name, value in vars(requests).items()
-              if isinstance(value, type) and issubclass(value, requests.Strict)}
-    assert models <= protocol._REQUESTS and len(models) == 23
-    for name in protocol._REQUESTS:
-        assert getattr(protocol, name) is getattr(requests, name), name
-    with pytest.raises(AttributeError):
-        protocol.NoSuchModel  # noqa: B018
+    assert not hasattr(protocol, "__getattr__")
+    for model in ("Intent", "SignRequestParams", "TokenTransfer"):
+        assert hasattr(requests, model) and not hasattr(protocol, model)
 
 
 def test_a_client_that_sends_requests_loads_no_request_model() -> None:

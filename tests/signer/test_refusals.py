@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from signer.wire.client import SignerClient, SignerError
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError
 from signer.wire.protocol import Scope
 from signer.refusals import RECORDED_PER_WINDOW, RefusalBudget
 

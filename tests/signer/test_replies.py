@@ -20,23 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.decision import Outcome
-from signer.wire.client import SignerClient, SignerReplyError, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerReplyError, new_idempotency_key
 from signer.wire.protocol import KeyStatus, RequestStatus, Scope
-from signer.wire.replies import (
-    REPLIES,
-    ApprovalsStateReply,
-    ApprovalsWaitReply,
-    AuthReply,
-    PolicyCheckReply,
-    SessionKeyCreateReply,
-    SessionKeyRetireReply,
-    SignerState,
-    SignReply,
-    StatusReply,
-    TopUpReply,
-    dump_reply,
-    parse_reply,
-)
+from signer.wire.replies import (REPLIES, ApprovalsStateReply, ApprovalsWaitReply, PolicyCheckReply,
+                                 SessionKeyCreateReply, SessionKeyRetireReply, SignerState, StatusReply,
+                                 TopUpReply)
+from signer.wire.sign_replies import AuthReply, SignReply, dump_reply, parse_reply
 from tests.conftest import FRIEND, InProcessSigner
 
 pytestmark = pytest.mark.chain

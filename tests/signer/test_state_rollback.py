@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from signer.wire.client import SignerClient, new_idempotency_key
-from signer.wire.exchange import SignerError
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
 from tests.conftest import FRIEND, SignerStack, wait_receipt
 from tests.signer.rollback import put_back
 

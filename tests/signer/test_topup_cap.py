@@ -14,7 +14,7 @@ import pytest
 
 from bot.devchain import rpc
 from companion_bridge.companion.client import Choice, CompanionError
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from tests.companion import conftest as tier1_fixtures
 from tests.companion.conftest import MAIN_PASS
 from tests.conftest import balance

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from signer.wire.client import MAX_QUEUED, SignerClient
 from signer.wire.exchange import MAX_REPLY_BYTES, SignerReplyError
 from signer.wire.protocol import MAX_UINT256, _uint256
-from signer.wire.replies import SignReply
+from signer.wire.sign_replies import SignReply
 
 GOOD_SIGN = {"status": "signed", "request_id": "req_" + "a" * 32, "summary": "send 1000 wei", "tx_hash": "0x" + "b" * 64}
 

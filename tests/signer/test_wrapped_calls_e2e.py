@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import DEV_POLICY, FRIEND, rpc
 from tests.policies.wrappers import WRAPPERS, call_data
 

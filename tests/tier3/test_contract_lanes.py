@@ -17,9 +17,9 @@ from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion
 from policies.loader import load_policy
 from signer.tier3 import verify_grant
-from signer.wire.client import SignerError, new_idempotency_key
-from signer.wire.grants import (CONTRACT, ENFORCERS, GrantError, check_lane, contract_lanes, derive_lanes, describe,
-                                parse_lane)
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.grants import (CONTRACT, ENFORCERS, GrantError, check_lane, contract_lanes, derive_lanes,
+                                describe, parse_lane)
 from signer.wire.settings import DelegationContracts
 from signer.wire.txcodec import address_of
 from tests.conftest import DEV_POLICY, balance, wait_receipt

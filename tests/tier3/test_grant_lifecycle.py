@@ -14,9 +14,10 @@ import pytest
 from bot.devchain import PROJECT_ROOT, rpc
 from companion_bridge.companion import tier3 as companion
 from policies.loader import load_policy
-from signer.wire.client import SignerError, new_idempotency_key
+from policies.intent import NATIVE
 from signer.wire.delegation import Delegation, disabled_calldata, erc20_transfer_calldata
-from signer.wire.grants import NATIVE, derive_lanes
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.grants import derive_lanes
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
 from tests.tier3.conftest import (CHAIN_ID, chain_time, fees, new_main_account, nonce, send_raw, steal_session_key,
                                   tier3_stack)

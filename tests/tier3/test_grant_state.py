@@ -62,7 +62,8 @@ def test_concurrent_grants_leave_exactly_one_live(make_stack, chain3):
 
     from companion_bridge.companion import tier3 as companion
     from policies.loader import load_policy
-    from signer.wire.client import SignerClient, SignerError, new_idempotency_key
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import SignerError, new_idempotency_key
     from signer.wire.grants import derive_lanes
     from tests.conftest import DEV_POLICY
     from tests.tier3.conftest import CHAIN_ID, chain_time
@@ -111,7 +112,7 @@ def test_a_policy_tightened_after_the_grant_is_flagged_in_status(make_stack, cha
 
 
 def test_malformed_or_forged_grants_over_rpc_are_refused_in_words(make_stack, chain3):
-    from signer.wire.client import SignerError, new_idempotency_key
+    from signer.wire.exchange import SignerError, new_idempotency_key
 
     stack = tier3_stack(make_stack, chain3)
     key = stack.funded_session_key()
@@ -139,7 +140,7 @@ def test_a_grant_from_an_account_that_is_not_delegated_is_refused(make_stack, ch
 
     import coincurve
 
-    from signer.wire.client import SignerError
+    from signer.wire.exchange import SignerError
     from tests.tier3.conftest import MainAccount, fund
 
     stack = tier3_stack(make_stack, chain3)

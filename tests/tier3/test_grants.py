@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from companion_bridge.companion.tier3 import sign_grant
 from policies.loader import load_policy
+from policies.intent import NATIVE
 from signer.wire.delegation import Caveat, Delegation
-from signer.wire.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE, NATIVE_TOTAL, NONCE, REDEEMER, TIMESTAMP, GrantError,
-                                check_lane, derive_lanes, describe, lifetime_bound, parse_lane)
+from signer.wire.grants import (ENFORCERS, EXACT_CALLDATA, NATIVE_TOTAL, NONCE, REDEEMER, TIMESTAMP,
+                                GrantError, check_lane, derive_lanes, describe, lifetime_bound, parse_lane)
 from signer.wire.settings import DelegationContracts
 from signer.tier3 import verify_grant
 from signer.wire.txcodec import address_of

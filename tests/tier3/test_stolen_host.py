@@ -12,8 +12,8 @@ import pytest
 from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion
 from policies.loader import load_policy
-from signer.wire.client import new_idempotency_key
 from signer.wire.delegation import Delegation, redeem_calldata
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.grants import derive_lanes
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
@@ -136,7 +136,7 @@ def _stored_delegations(stack) -> list[dict]:
 
 
 def test_a_call_count_caveat_holds_for_the_signer_and_the_stolen_key(make_stack, chain3):
-    from signer.wire.client import new_idempotency_key as fresh
+    from signer.wire.exchange import new_idempotency_key as fresh
 
     stack = tier3_stack(make_stack, chain3)
     main = new_main_account(chain3)

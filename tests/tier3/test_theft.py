@@ -25,9 +25,10 @@ from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion
 from policies.kernel.files import write_private_file
 from policies.loader import load_policy
-from signer.wire.client import SignerError, new_idempotency_key
+from policies.intent import NATIVE
 from signer.wire.delegation import Delegation, erc20_transfer_calldata, redeem_calldata, sign_digest
-from signer.wire.grants import NATIVE, NONCE, derive_lanes
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.grants import NONCE, derive_lanes
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
 from tests.tier3.conftest import (CHAIN_ID, chain_time, fees, fund, new_main_account, nonce, send_raw,

@@ -28,7 +28,7 @@ def test_send_in_chat_needs_the_unit_like_the_command_line(bot) -> None:
 def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
     """The first transfer after following the guide failed with the node's 'Insufficient funds for gas *
     price + value' and nothing about what to do."""
-    from signer.wire.client import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key
     from tests.bot.agent.conftest import attach_bot
 
     stack.call_sync(stack.admin_token, "session_key.create",

@@ -11,7 +11,8 @@ from bot.llm.types import ToolCall
 from bot.runtime.assemble import build_runtime
 from bot.runtime.signer_watch import SignerWatch
 from bot.tools.base import ContextKind, ToolContext
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from signer.daemon import Daemon
 from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.bot.scheduler.conftest import Outbox, notifier_with
