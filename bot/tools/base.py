@@ -77,7 +77,7 @@ class ToolContext:
         """A signer error as the user and the model read it: a signer that is down is said in words
         with the command that starts it, never with the host's socket path."""
         from bot.tools.signer_words import SIGNER_DOWN
-        from signer.wire.client import SignerUnavailable
+        from signer.wire.exchange import SignerUnavailable
 
         if isinstance(exc, SignerUnavailable):
             return ToolFailure(SIGNER_DOWN)

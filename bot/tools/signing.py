@@ -62,7 +62,6 @@ NOTHING_SIGNED = "nothing can be signed"
 async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[str, int, str]:
     """(asset id, decimals, symbol) from the signer's policy; unknown assets are refused (unlike a
     balance lookup, a transfer needs the decimals the user wrote into the policy)."""
-
     wanted = asset.lower()
     try:
         shown = await ctx.require_signer(NOTHING_SIGNED).call_as(PolicyShowReply, "policy.show")
