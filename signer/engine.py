@@ -27,7 +27,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from policies.context import EvalContext
+from dataclasses import replace
+
+from policies.context import EvalContext, QuoteKey, Simulated
 from policies.decision import Decision, Outcome
 from policies.decode import decode
 from policies.evaluate import evaluate
@@ -42,6 +44,8 @@ from signer.ledger import Ledger, SignerState
 from signer.wire.protocol import EncodedResult, ErrorCode, Intent, RpcError, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
 from signer.session_keys import SessionKeys
+from signer.simulate import simulate
+from signer.swap_quotes import read_quotes
 from signer.store.audit import AuditLog
 from signer.store.audit import prepare as audit_record
 from signer.store import requests as request_store
@@ -180,7 +184,10 @@ class Engine:
         decoded = decode(call)
         summary = self.summarize(decoded)
         chain = self.chains.get(call.chain_id)
-        ctx = self._context(decoded, now)
+        defi = await self._defi_inputs(decoded, chain, policy) if decoded.is_defi() else None
+        ctx = self._context(decoded, now)  # after the last await: read and reserved in one synchronous step
+        if defi is not None:
+            ctx = replace(ctx, payer=defi[0], swap_quotes=defi[1], simulation=defi[2])
         pre_check = None
         if chain is None:
             pre_check = "chain.not_configured"
@@ -196,7 +203,7 @@ class Engine:
         if decision.outcome is Outcome.ALLOW:
             self.ledger.reserve(request_id, decision, decoded, now)
         final, ending, approval = await self._conclude(request_id, decision, decoded, chain, summary, params.reason,
-                                                       now)
+                                                       now, ctx.simulation)
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -251,9 +258,21 @@ class Engine:
         assert chain is not None and ending is not None
         return await self._send(request_id, decision, chain, ending, now)
 
+    async def _defi_inputs(self, decoded: Decoded, chain: Chain | None,
+                           policy: Policy) -> tuple[str | None, dict[QuoteKey, int | None], Simulated | None]:
+        """A swap, wrap or unwrap: who pays (the chain's session key), the signer's own quotes and the
+        node's simulation of the exact transaction from that account (docs/defi.md)."""
+        key = self.keys.current(decoded.call.chain_id)
+        if chain is None or key is None:
+            return None, {}, None
+        call = decoded.call
+        quotes = await read_quotes(chain, decoded, policy.index)
+        simulated = await simulate(chain, key.address, call.to, call.value, call.data)
+        return key.address, quotes, simulated
+
     async def _conclude(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
-        agent_reason: str | None, now: float,
+        agent_reason: str | None, now: float, simulation: Simulated | None = None,
     ) -> tuple[dict[str, Any], Ending | None, dict[str, Any] | None]:
         """The reply for each outcome: denied; pending with its approval request; or signed in memory."""
         if decision.outcome is Outcome.DENY:
@@ -264,7 +283,7 @@ class Engine:
             if self.approvals is not None:
                 approval = await self.approvals.prepare(
                     request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
-                    agent_reason=agent_reason, now=now, expires_at=expires_at)
+                    agent_reason=agent_reason, now=now, expires_at=expires_at, simulation=simulation)
             pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
             return pending, None, approval
         assert chain is not None  # no chain is a pre-check denial

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from policies.decode import TOKEN_SELECTORS
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
+from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer, Wrap
 from policies.model import Policy
 from policies.units import format_amount
 
@@ -58,6 +58,16 @@ class Summarizer:
                              f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)"))
             elif isinstance(action, Forbidden):
                 parts.append(f"FORBIDDEN: {action.reason}")
+            elif isinstance(action, Swap):
+                parts.append(f"swap {self._amount(action.chain_id, action.token_in, action.amount_in)} for at least "
+                             f"{self._amount(action.chain_id, action.token_out, action.amount_out_min)} "
+                             f"to {self._who(action.chain_id, action.recipient)}")
+            elif isinstance(action, Wrap):
+                parts.append(f"{'unwrap' if action.unwrap else 'wrap'} "
+                             f"{self._amount(action.chain_id, action.contract if action.unwrap else NATIVE, action.amount)}")
+            elif isinstance(action, RouterPayout):
+                to = "the caller" if action.recipient is None else self._who(action.chain_id, action.recipient)
+                parts.append(f"{action.method}: the router pays what it holds to {to}")
         if not parts:
             parts.append("empty request")
         return "; ".join(parts) + f" on {self._chain(decoded.call.chain_id)}"
