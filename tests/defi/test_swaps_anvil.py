@@ -308,3 +308,23 @@ def test_a_sandwich_between_quote_and_execution_reverts_on_chain(swapper, chain,
     spent = eth_before - int(rpc(chain.url, "eth_getBalance", [payer, "latest"]), 16)
     gas_paid = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
     assert spent == gas_paid  # the value stayed: only gas was lost
+
+
+def test_a_swap_over_the_limit_asks_the_companion_with_the_simulated_balance_changes(swapper, chain, market):
+    stack, token, payer = swapper
+    tusd = market["tokens"][0]["address"]
+    amount = 2 * AMOUNT + MILLI  # 0.011 ETH: over the 0.01 ETH per transaction
+    q = quote(chain.url, market, market["weth"], tusd, amount)
+    reply = sign(stack, token, swap_intent(market, swap_data(market["weth"], tusd, payer, amount, q - q // 200),
+                                           value=amount))
+    assert reply["status"] == "pending_approval", reply
+    assert findings(reply) == {"limit.per_tx"}, findings(reply)  # the swap itself passed every check
+    waited = stack.call_sync(stack.admin_token, "approvals.wait", {"after": 0, "timeout": 0})
+    request = next(r["request"] for r in waited["requests"] if r["request"]["request_id"] == reply["request_id"])
+    simulation = request["simulation"]
+    assert simulation["source"] == "eth_simulateV1"
+    mine = {c["asset"]: c for c in simulation["changes"] if c["account"] == payer}
+    assert mine["native"] == {"account": payer, "asset": "native", "symbol": "ETH", "decimals": 18,
+                              "delta": str(-amount)}
+    assert mine[tusd]["symbol"] == "TUSD" and int(mine[tusd]["delta"]) >= q - q // 200
+    assert any(a["type"] == "swap" for a in request["actions"])
