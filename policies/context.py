@@ -31,9 +31,12 @@ class Simulated:
     """The node's simulation of the exact transaction (signer.simulate): its word, so it only ever
     makes a decision stricter. `error` is set when it could not be run or the call reverted."""
 
-    changes: tuple[AssetChange, ...] = ()
+    changes: tuple[AssetChange, ...] = ()  # net per account and asset: what the owner is shown
     reverted: bool = False
     error: str = ""
+    # every account's GROSS outflow per asset (negative), unnetted: an outflow hidden inside an
+    # inflow of the same token still counts; the checks read these
+    outflows: tuple[AssetChange, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

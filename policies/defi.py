@@ -228,8 +228,10 @@ class DefiRules:
                    f"{what}: the policy gives no USD price for both tokens, so the loss cannot be bounded")
             return False
         usd_in, usd_out = usd_micros(s.amount_in, price_in), usd_micros(s.amount_out_min, price_out)
-        floor = usd_in - usd_in * rules.max_price_impact_bps // BPS
-        if usd_out < floor:
+        # exact, by cross-multiplying: no rounding of tiny amounts either way
+        worth_out = s.amount_out_min * price_out.usd_micros_per_unit * 10**price_in.decimals * BPS
+        floor = s.amount_in * price_in.usd_micros_per_unit * 10**price_out.decimals * (BPS - rules.max_price_impact_bps)
+        if worth_out < floor:
             ev.add(ESCALATE, "swap.price_impact",
                    f"{what}: the minimum is worth ${usd_out / 1e6:,.2f} at the policy's prices for "
                    f"${usd_in / 1e6:,.2f} in, more than {rules.max_price_impact_bps / 100:g}% less")
@@ -274,8 +276,9 @@ class DefiRules:
     # ---- the node's simulation: stricter only ---------------------------------------------------
 
     def simulation(self, swaps: list[Swap], paid_in_eth: set[tuple[int, str]]) -> None:
-        """Any outflow from the payer that the decoded actions do not account for asks the owner; a
-        simulated revert denies. The simulation never removes a finding."""
+        """Any outflow from the payer that the decoded actions do not account for asks the owner (gross
+        outflows: one hidden beside an inflow of the same token still counts); a simulated revert
+        denies. The simulation never removes a finding."""
         ev, ctx = self.ev, self.ev.ctx
         sim = ctx.simulation
         if sim is None or ctx.payer is None:
@@ -300,7 +303,7 @@ class DefiRules:
             if isinstance(a, Wrap) and a.unwrap:
                 expected[a.contract] = expected.get(a.contract, 0) + a.amount
         outflows: dict[str, int] = {}
-        for change in sim.changes:
+        for change in sim.outflows:
             if change.account == ctx.payer and change.delta < 0:
                 outflows[change.asset] = outflows.get(change.asset, 0) - change.delta
         surprises = [asset for asset, out in outflows.items() if out > expected.get(asset, 0)]

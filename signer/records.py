@@ -123,7 +123,8 @@ def _defi_context(ctx: EvalContext) -> dict[str, Any]:
         "swap_quotes": [[*map(str, key), None if q is None else str(q)] for key, q in ctx.swap_quotes.items()],
         "simulation": None if sim is None else {
             "reverted": sim.reverted, "error": sim.error,
-            "changes": [[c.account, c.asset, str(c.delta)] for c in sim.changes]},
+            "changes": [[c.account, c.asset, str(c.delta)] for c in sim.changes],
+            "outflows": [[c.account, c.asset, str(c.delta)] for c in sim.outflows]},
     }
 
 
@@ -131,7 +132,8 @@ def _simulated_from_json(data: dict[str, Any] | None) -> Simulated | None:
     if data is None:
         return None
     return Simulated(tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["changes"]),
-                     bool(data["reverted"]), data["error"])
+                     bool(data["reverted"]), data["error"],
+                     tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["outflows"]))
 
 
 def context_from_json(data: dict[str, Any]) -> EvalContext:

@@ -39,13 +39,17 @@ def _word(data: Any) -> int:
     return int(data, 16)
 
 
-def changes_from_logs(logs: list[Any]) -> dict[tuple[str, str], int]:
-    """(account, asset) -> net change, from Transfer / Deposit / Withdrawal logs."""
+def changes_from_logs(logs: list[Any]) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """(account, asset) -> net change, and -> gross outflow (negative), from Transfer / Deposit /
+    Withdrawal logs."""
     deltas: dict[tuple[str, str], int] = {}
+    outflows: dict[tuple[str, str], int] = {}
 
     def move(account: str, asset: str, amount: int) -> None:
         if account != ZERO:
             deltas[(account, asset)] = deltas.get((account, asset), 0) + amount
+            if amount < 0:
+                outflows[(account, asset)] = outflows.get((account, asset), 0) + amount
 
     for log in logs:
         if not isinstance(log, dict):
@@ -63,7 +67,7 @@ def changes_from_logs(logs: list[Any]) -> dict[tuple[str, str], int]:
             move(_topic_address(topics[1]), asset, _word(log.get("data")))
         elif topics[0] == WITHDRAWAL and len(topics) == 2:
             move(_topic_address(topics[1]), asset, -_word(log.get("data")))
-    return {k: v for k, v in deltas.items() if v != 0}
+    return {k: v for k, v in deltas.items() if v != 0}, outflows
 
 
 async def simulate(chain: Chain, sender: str, to: str, value: int, data: bytes) -> Simulated:
@@ -83,11 +87,13 @@ async def simulate(chain: Chain, sender: str, to: str, value: int, data: bytes) 
             error = call.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else None
             return Simulated(reverted=True, error=str(message or "execution reverted")[:300])
-        deltas = changes_from_logs(call.get("logs") or [])
+        deltas, outflows = changes_from_logs(call.get("logs") or [])
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return Simulated(error="the node sent a malformed simulation")
     ordered = sorted(deltas.items(), key=lambda kv: (kv[0][0] != sender, kv[0]))[:MAX_CHANGES]
-    return Simulated(tuple(AssetChange(account, asset, delta) for (account, asset), delta in ordered))
+    mine = sorted((k, v) for k, v in outflows.items() if k[0] == sender)  # the checks read the payer's only
+    return Simulated(tuple(AssetChange(account, asset, delta) for (account, asset), delta in ordered),
+                     outflows=tuple(AssetChange(account, asset, delta) for (account, asset), delta in mine))
 
 
 def simulation_card(sim: Simulated | None, index: PolicyIndex, chain_id: int) -> dict[str, Any] | None:

@@ -285,7 +285,7 @@ def test_a_sandwich_between_quote_and_execution_reverts_on_chain(swapper, chain,
     """The signer signs at the honest quote less half the bound; a large buy lands first in the same
     block; the swap's own minimum makes it revert, so the key loses gas, never value."""
     stack, token, payer = swapper
-    tusd = market["tokens"][0]["address"]
+    tusd = market["tokens"][1]["address"]  # TOWL: its pool is left moved, the other tests use TUSD's
     minimum = honest_min(chain, market, tusd)
     eth_before, tusd_before = int(rpc(chain.url, "eth_getBalance", [payer, "latest"]), 16), \
         token_balance(chain.url, tusd, payer)
@@ -328,3 +328,56 @@ def test_a_swap_over_the_limit_asks_the_companion_with_the_simulated_balance_cha
                               "delta": str(-amount)}
     assert mine[tusd]["symbol"] == "TUSD" and int(mine[tusd]["delta"]) >= q - q // 200
     assert any(a["type"] == "swap" for a in request["actions"])
+
+
+def test_a_node_simulation_can_only_make_a_swap_stricter(make_stack, chain, market, tmp_path):
+    """A node that hides the outflows from its simulation relaxes nothing (a bad minimum stays denied);
+    one that reports an extra outflow the signer did not decode gets the owner asked."""
+    node = LyingNode(chain.url)
+    try:
+        stack, token, payer = _with_node(make_stack, chain, market, tmp_path, main=node.url, check=None)
+        tusd = market["tokens"][0]["address"]
+
+        def hide(result):
+            result[0]["calls"][0]["logs"] = []
+            return result
+        node.simulate_lie = hide
+        reply = sign(stack, token, swap_intent(market, swap_data(market["weth"], tusd, payer, AMOUNT, 0)))
+        _refused_before_broadcast(chain, payer, reply, "swap.min_out")
+
+        def extra_outflow(result):
+            topic = "0x" + "00" * 12
+            result[0]["calls"][0]["logs"].append({
+                "address": tusd,
+                "topics": ["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef", topic + payer[2:],
+                           topic + STRANGER[2:].lower()],
+                "data": "0x" + (10**18).to_bytes(32, "big").hex()})
+            return result
+        node.simulate_lie = extra_outflow
+        sent = nonce(chain.url, payer)
+        reply = sign(stack, token, swap_intent(market, swap_data(market["weth"], tusd, payer, AMOUNT,
+                                                                 honest_min(chain, market, tusd))))
+        _refused_before_broadcast(chain, payer, reply, "simulation.undecoded_outflow", outcome="pending_approval")
+        assert nonce(chain.url, payer) == sent
+    finally:
+        node.shutdown()
+
+
+def test_every_swap_decision_replays_from_the_audit_log(swapper, chain, market):
+    from signer.replay import replay_decisions
+    from signer.store.db import connect
+
+    stack, token, payer = swapper
+    tusd = market["tokens"][0]["address"]
+    signed = sign(stack, token, swap_intent(market, swap_data(market["weth"], tusd, payer, AMOUNT,
+                                                              honest_min(chain, market, tusd))))
+    denied = sign(stack, token, swap_intent(market, swap_data(market["weth"], tusd, STRANGER.lower(), AMOUNT, 0)))
+    assert (signed["status"], denied["status"]) == ("signed", "denied")
+    wait_receipt(chain, signed["tx_hash"])
+    reader = connect(stack.paths.db, readonly=True)
+    try:
+        assert replay_decisions(reader) == []
+        decided = [row[0] for row in reader.execute("SELECT body FROM audit WHERE kind = 'sign.decided'")]
+    finally:
+        reader.close()
+    assert sum('"swap_quotes"' in body for body in decided) == 2  # the quote and simulation are on record

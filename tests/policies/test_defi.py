@@ -64,8 +64,13 @@ def context(call: Call, quote: int | None = QUOTE, sim: Simulated | None = None,
     decoded = decode(call)
     quotes = {quote_key(CHAIN, QUOTER, s): quote for s in decoded.swaps()}
     if sim is None:
-        sim = Simulated((AssetChange(PAYER, NATIVE, -call.value),))
+        sim = simulated(AssetChange(PAYER, NATIVE, -call.value))
     return EvalContext(now=NOW, session_key_expires_at=NOW + 3600, payer=payer, swap_quotes=quotes, simulation=sim)
+
+
+def simulated(*changes: AssetChange) -> Simulated:
+    """A simulation whose every change is also a gross outflow when negative (no netting)."""
+    return Simulated(changes, outflows=tuple(c for c in changes if c.delta < 0))
 
 
 def decide(call: Call, **kw):
@@ -105,11 +110,11 @@ def test_no_quote_no_payer_or_no_simulation_asks_the_owner():
 
 
 def test_an_undecoded_outflow_in_the_simulation_makes_it_stricter():
-    sim = Simulated((AssetChange(PAYER, NATIVE, -AMOUNT), AssetChange(PAYER, TUSD, -10**18)))
+    sim = simulated(AssetChange(PAYER, NATIVE, -AMOUNT), AssetChange(PAYER, TUSD, -10**18))
     decision = decide(swap_call(), sim=sim)
     assert decision.outcome is E and "simulation.undecoded_outflow" in fired(decision)
     # an inflow claimed by the node relaxes nothing: a bad minimum stays denied
-    generous = Simulated((AssetChange(PAYER, NATIVE, -AMOUNT), AssetChange(PAYER, TUSD, 10**24)))
+    generous = simulated(AssetChange(PAYER, NATIVE, -AMOUNT), AssetChange(PAYER, TUSD, 10**24))
     assert decide(swap_call(min_out=0), sim=generous).outcome is D
 
 
@@ -152,7 +157,7 @@ def test_a_node_that_under_quotes_cannot_get_a_minimum_below_the_policy_prices_s
 def test_the_swap_input_counts_against_the_eth_limit(amount):
     call = swap_call(amount=amount, min_out=amount * 3000 * 995 // 1000)
     decision = decide(call, quote=amount * 3000,
-                      sim=Simulated((AssetChange(PAYER, NATIVE, -amount),)))
+                      sim=simulated(AssetChange(PAYER, NATIVE, -amount)))
     assert (decision.outcome is A) == (amount <= 10**16), decision.findings
     if amount > 10**16:
         assert "limit.per_tx" in fired(decision)
@@ -160,11 +165,11 @@ def test_the_swap_input_counts_against_the_eth_limit(amount):
 
 def test_wrap_counts_eth_and_unwrap_counts_weth():
     wrap = Call(CHAIN, WETH, 10**15, bytes.fromhex("d0e30db0"))
-    ctx = replace(context(wrap), simulation=Simulated((AssetChange(PAYER, NATIVE, -10**15),
-                                                       AssetChange(PAYER, WETH, 10**15))))
+    ctx = replace(context(wrap), simulation=simulated(AssetChange(PAYER, NATIVE, -10**15),
+                                                       AssetChange(PAYER, WETH, 10**15)))
     decision = evaluate(POLICY, decode(wrap), ctx)
     assert decision.outcome is A and [(s.asset, s.amount) for s in decision.spends] == [(NATIVE, 10**15)]
     unwrap = Call(CHAIN, WETH, 0, bytes.fromhex("2e1a7d4d") + (2 * 10**16).to_bytes(32, "big"))
-    ctx = replace(context(unwrap), simulation=Simulated((AssetChange(PAYER, WETH, -2 * 10**16),)))
+    ctx = replace(context(unwrap), simulation=simulated(AssetChange(PAYER, WETH, -2 * 10**16)))
     decision = evaluate(POLICY, decode(unwrap), ctx)
     assert decision.outcome is E and "limit.per_tx" in fired(decision)  # 0.02 WETH over its 0.01

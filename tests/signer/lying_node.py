@@ -12,6 +12,7 @@ the signer:
 - `nonce_lie`: a function from the true `eth_getTransactionCount` to the one told;
 - `receipt_lie`: a function from (asked hash, true receipt or None) to the receipt told;
 - `call_lie`: a function from (the eth_call's call object, true result) to the result told (a quote);
+- `simulate_lie`: a function from the true `eth_simulateV1` result to the one told;
 - `honest()`: every switch off again (hidden hashes become visible again).
 """
 
@@ -49,6 +50,7 @@ class LyingNode(ThreadingHTTPServer):
         self.nonce_lie: Callable[[int], int] | None = None
         self.receipt_lie: Callable[[str, dict | None], dict | None] | None = None
         self.call_lie: Callable[[dict, Any], Any] | None = None
+        self.simulate_lie: Callable[[Any], Any] | None = None
 
     def forward(self, method: str, params: list[Any]) -> dict[str, Any]:
         """The true answer of anvil, as a JSON-RPC reply object."""
@@ -92,6 +94,8 @@ class LyingNode(ThreadingHTTPServer):
             if method == "eth_getTransactionReceipt" and self.receipt_lie is not None:
                 result = self.receipt_lie(asked, truth.get("result"))
             return {"jsonrpc": "2.0", "id": 1, "result": result}
+        if method == "eth_simulateV1" and self.simulate_lie is not None and "result" in truth:
+            return {"jsonrpc": "2.0", "id": 1, "result": self.simulate_lie(truth["result"])}
         if method == "eth_call" and self.call_lie is not None and "result" in truth:
             return {"jsonrpc": "2.0", "id": 1, "result": self.call_lie(params[0], truth["result"])}
         if method == "eth_getTransactionCount" and self.nonce_lie is not None and "result" in truth:
