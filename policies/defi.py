@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from policies.context import QuoteKey
+from policies.context import PriceQuote, QuoteKey
 from policies.decision import Outcome
 from policies.intent import NATIVE, Approval, ContractCall, RouterPayout, Swap, Transfer, Wrap
 from policies.units import usd_micros
@@ -238,7 +238,7 @@ class DefiRules:
             return False
         return True
 
-    def _price(self, chain_id: int, asset: str):  # -> PriceQuote | None
+    def _price(self, chain_id: int, asset: str) -> PriceQuote | None:
         rule = self.ev.ix.asset_rule(chain_id, asset)
         return self.ev.ctx.prices.get((chain_id, asset)) or (rule.price if rule else None)
 
