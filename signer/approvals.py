@@ -41,7 +41,7 @@ from signer.store import approvals as approval_store
 from signer.store import requests as request_store
 from signer.store.approvals import APPROVED, DENIED, OPEN
 from signer.store.requests import Connection
-from signer.simulate import simulation_card
+from signer.simulate import simulate, simulation_card
 from signer.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
 from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
@@ -82,7 +82,11 @@ class Approvals:
                       agent_reason: str | None, now: float, expires_at: float,
                       simulation: Simulated | None = None) -> dict[str, Any]:
         call = decoded.call
-        tx = await main_account_tx(self.engine.chains.get(call.chain_id), self.devices.main_account(), call)
+        chain, main = self.engine.chains.get(call.chain_id), self.devices.main_account()
+        tx = await main_account_tx(chain, main, call)
+        if tx is not None and chain is not None and main is not None and decoded.is_defi():
+            # the main key signs this one: show what it does from the main account, not the session key
+            simulation = await simulate(chain, main.lower(), call.to, call.value, call.data)
         builder = self.builder
         return builder.build(request_id=request_id, kind=kind, decoded=decoded, summary=summary,
                              decision=decision, agent_reason=agent_reason, tx=tx, created_at=now,
