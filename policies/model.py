@@ -359,6 +359,7 @@ class Policy(_Strict):
             rules = self.swaps
             for r in rules.routers:
                 names.setdefault((r.chain, r.address), r.name)
+                names.setdefault((r.chain, r.weth), f"WETH of {r.name}")
                 lookalikes.setdefault((r.chain, *lookalike_key(r.address)), set()).add(r.address)
             swaps = SwapIndex(
                 routers={(r.chain, r.address): SwapRouterInfo(r.name, r.quoter, r.weth) for r in rules.routers},

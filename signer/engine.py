@@ -182,9 +182,9 @@ class Engine:
         request_id = self._new_request_id()
         call = intent_to_call(params.intent, params.source)
         decoded = decode(call)
-        summary = self.summarize(decoded)
         chain = self.chains.get(call.chain_id)
         defi = await self._defi_inputs(decoded, chain, policy) if decoded.is_defi() else None
+        summary = self.summarize(decoded, defi[0] if defi is not None else None)
         ctx = self._context(decoded, now)  # after the last await: read and reserved in one synchronous step
         if defi is not None:
             ctx = replace(ctx, payer=defi[0], swap_quotes=defi[1], simulation=defi[2])

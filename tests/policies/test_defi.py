@@ -173,3 +173,15 @@ def test_wrap_counts_eth_and_unwrap_counts_weth():
     ctx = replace(context(unwrap), simulation=simulated(AssetChange(PAYER, WETH, -2 * 10**16)))
     decision = evaluate(POLICY, decode(unwrap), ctx)
     assert decision.outcome is E and "limit.per_tx" in fired(decision)  # 0.02 WETH over its 0.01
+
+
+def test_the_summary_says_the_swap_in_one_clause_and_names_the_session_key():
+    from signer.summary import Summarizer
+
+    summarize = Summarizer(POLICY)
+    line = summarize(decode(swap_call()), PAYER)
+    assert line.startswith("swap 0.005 ETH for at least 14.925 TUSD via uniswap-v3 (")
+    assert f"output to the session key ({PAYER})" in line and "selector" not in line and "send " not in line
+    assert f"output to {OTHER} (new address)" in summarize(decode(swap_call(recipient=OTHER)), PAYER)
+    wrap = summarize(decode(Call(CHAIN, WETH, 10**15, bytes.fromhex("d0e30db0"))), PAYER)
+    assert wrap.startswith(f"wrap 0.001 ETH at WETH of uniswap-v3 ({WETH})")
