@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.abi import AbiError, decode_args
-from policies.intent import (NATIVE, Action, Approval, Call, ContractCall, Decoded, Forbidden, RouterPayout, Swap,
-                             Transfer, Wrap)
+from policies.intent import (NATIVE, Action, Approval, Call, Claim, ContractCall, Decoded, Forbidden, RouterPayout,
+                             Swap, Transfer, Wrap)
 from policies.kernel.keccak import keccak256
 
 MAX_INNER_CALLS = 256
@@ -299,6 +299,11 @@ def _withdraw(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
     return []
 
 
+def _claim(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Claim(w.chain_id, to, a[0], a[1], a[2]))
+    return []
+
+
 def _known(signature: str, handler: _Handler) -> tuple[bytes, _Known]:
     return selector_of(signature), _Known(signature, signature[signature.index("(") + 1:-1], handler)
 
@@ -338,6 +343,7 @@ KNOWN: dict[bytes, _Known] = dict([
     _known("refundETH()", _refund_eth),
     _known("deposit()", _deposit),
     _known("withdraw(uint256)", _withdraw),
+    _known("claim(uint256,address,uint256,bytes32[])", _claim),  # Uniswap's MerkleDistributor
 ])
 """Every function the signer decodes, by selector; any other selector is an undecoded call."""
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from policies.context import PriceQuote, QuoteKey
 from policies.decision import Outcome
-from policies.intent import NATIVE, Approval, ContractCall, RouterPayout, Swap, Transfer, Wrap
+from policies.intent import NATIVE, Approval, Claim, ContractCall, RouterPayout, Swap, Transfer, Wrap
 from policies.units import usd_micros
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ ROUTER_SELECTORS = frozenset(bytes.fromhex(s) for s in (
     "12210e8a",  # refundETH()
 ))
 WETH_SELECTORS = frozenset(bytes.fromhex(s) for s in ("d0e30db0", "2e1a7d4d"))  # deposit(), withdraw(uint256)
+CLAIM = bytes.fromhex("2e7ba6ef")  # claim(uint256,address,uint256,bytes32[])
 
 
 def quote_key(chain_id: int, quoter: str, swap: Swap) -> QuoteKey:
@@ -86,9 +87,12 @@ class DefiRules:
         return True
 
     def contract_call(self, c: ContractCall) -> bool:
+        key = (c.chain_id, c.target)
+        if c.selector == CLAIM and key in (self.ev.ix.distributors or {}):
+            self.ev.add(ALLOW, "claim.distributor_call", "a listed distributor's claim, checked below")
+            return True
         if self.rules is None:
             return False
-        key = (c.chain_id, c.target)
         if key in self.rules.routers and c.selector in ROUTER_SELECTORS:
             self.ev.add(ALLOW, "swap.router_call", f"a {self.rules.routers[key].name} function, checked below")
             return True
@@ -102,6 +106,9 @@ class DefiRules:
     def check(self) -> None:
         decoded = self.ev.decoded
         swaps, payouts, wraps = [], [], []
+        claims = [a for a in decoded.actions if isinstance(a, Claim)]
+        for c in claims:
+            self.claim(c)
         for action in decoded.actions:
             if isinstance(action, Swap):
                 swaps.append(action)
@@ -110,6 +117,8 @@ class DefiRules:
             elif isinstance(action, Wrap):
                 wraps.append(action)
         if not (swaps or payouts or wraps):
+            if claims:
+                self.simulation([], set())
             return
         if self.rules is None:
             for _ in swaps + payouts:
@@ -260,6 +269,29 @@ class DefiRules:
                    f"{p.method} would pay what the router holds to {p.recipient}, not to the account that pays")
         else:
             ev.add(ALLOW, "swap.payout", f"{p.method} pays the account that pays")
+
+    def claim(self, c: Claim) -> None:
+        """A claim pays the account it names, whoever sends it: only the account that sends it may be
+        named, or the airdrop goes to someone else. Nothing leaves the account, so nothing is counted."""
+        ev = self.ev
+        listed = (ev.ix.distributors or {}).get((c.chain_id, c.distributor))
+        if listed is None:
+            imitated = ev.ix.lookalike_of(c.chain_id, c.distributor)
+            if imitated is not None:
+                ev.add(DENY, "claim.distributor_lookalike", f"claim from {c.distributor}, which imitates "
+                       f"{ev.ix.address_name(c.chain_id, imitated)} ({imitated})")
+            else:
+                ev.add(ESCALATE, "claim.distributor_not_listed",
+                       f"claim from {c.distributor}, which is not a distributor in the policy")
+            return
+        name, token = listed
+        what = f"claim of {ev.amount(c.chain_id, token, c.amount)} from {name}"
+        if ev.ctx.payer is None:
+            ev.add(ESCALATE, "claim.payer_unknown", f"{what}: no session key sends it")
+        elif c.account != ev.ctx.payer:
+            ev.add(DENY, "claim.recipient", f"{what}: it pays {c.account}, not the account that claims ({ev.ctx.payer})")
+        else:
+            ev.add(ALLOW, "claim.checked", f"{what} to the account that claims")
 
     def wrap(self, w: Wrap) -> None:
         ev, rules = self.ev, self.rules

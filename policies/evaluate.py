@@ -13,7 +13,8 @@ from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome, Spend
 from policies.decode import TOKEN_SELECTORS
 from policies.defi import DefiRules
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap, Transfer, Wrap
+from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap,
+                             Transfer, Wrap)
 from policies.model import Policy, UsdRule, Window
 from policies.units import format_amount, usd_micros
 
@@ -95,7 +96,7 @@ class _Evaluation:
                 self.approval(action)
             elif isinstance(action, ContractCall):
                 self.contract_call(action)
-            elif not isinstance(action, (Forbidden, Swap, RouterPayout, Wrap)):  # those: request-wide, `defi`
+            elif not isinstance(action, (Forbidden, Swap, RouterPayout, Wrap, Claim)):  # those: request-wide, `defi`
                 self.add(ESCALATE, "default.unmatched", f"no rule covers the action {action!r}")
 
     def _count(self, chain_id: int, asset: str, amount: int) -> None:

@@ -30,6 +30,7 @@ class PolicyIndex:
     window_seconds: frozenset[int]
     opaque: dict[tuple[int, str, bytes], int]  # (chain, target, selector) -> max native value, base units
     swaps: SwapIndex | None = None  # the `swaps:` section, when the policy has one
+    distributors: dict[tuple[int, str], tuple[str, str]] | None = None  # (chain, address) -> (name, token)
 
     def has_chain(self, chain_id: int) -> bool:
         return chain_id in self.chains

@@ -131,7 +131,19 @@ class Wrap:
     unwrap: bool
 
 
-Action = Transfer | Approval | ContractCall | Forbidden | Swap | RouterPayout | Wrap
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A merkle distributor's `claim(index, account, amount, proof)`: it pays `amount` of its token to
+    `account`, whoever sends it."""
+
+    chain_id: int
+    distributor: str
+    index: int
+    account: str
+    amount: int
+
+
+Action = Transfer | Approval | ContractCall | Forbidden | Swap | RouterPayout | Wrap | Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,5 +163,5 @@ class Decoded:
         return tuple(a for a in self.actions if isinstance(a, Swap))
 
     def is_defi(self) -> bool:
-        """Does the request swap, wrap or unwrap? Those are quoted and simulated before the decision."""
-        return any(isinstance(a, (Swap, RouterPayout, Wrap)) for a in self.actions)
+        """Does the request swap, wrap, unwrap or claim? Those get a payer, quotes and a simulation."""
+        return any(isinstance(a, (Swap, RouterPayout, Wrap, Claim)) for a in self.actions)

@@ -197,6 +197,19 @@ class SwapRules(_Strict):
     max_deadline_seconds: StrictInt = Field(default=600, gt=0, le=3600)
 
 
+class DistributorEntry(_Strict):
+    """A merkle distributor the agent may claim from (`claims.distributors`)."""
+
+    chain: StrictInt
+    address: Address
+    token: AssetId
+    name: Name
+
+
+class ClaimRules(_Strict):
+    distributors: tuple[DistributorEntry, ...] = Field(min_length=1)
+
+
 class UsdLimits(_Strict):
     per_tx: Amount | None = None
     windows: Windows = Field(default_factory=dict)
@@ -285,6 +298,7 @@ class Policy(_Strict):
     contracts: tuple[ContractEntry, ...] = ()
     opaque_calls: tuple[OpaqueCallEntry, ...] = ()
     swaps: SwapRules | None = None
+    claims: ClaimRules | None = None
     usd: UsdLimits | None = None
     recipients: RecipientRules = RecipientRules()
     sources: SourceRules = SourceRules()
@@ -324,6 +338,9 @@ class Policy(_Strict):
                 raise ValueError(f"opaque_calls.{i}: {entry.selector} on {entry.address} (chain {entry.chain}) "
                                  "is listed twice")
             seen_opaque.add(opaque)
+        for i, d in enumerate(self.claims.distributors if self.claims is not None else ()):
+            if d.chain not in chain_ids:
+                raise ValueError(f"claims.distributors.{i}.chain: chain {d.chain} is not listed under chains")
         if self.swaps is not None:
             listed = {(a.chain, a.asset) for a in self.assets}
             routers: set[tuple[int, str]] = set()
@@ -370,6 +387,11 @@ class Policy(_Strict):
                 max_price_impact_bps=rules.max_price_impact_bps,
                 max_deadline_seconds=rules.max_deadline_seconds,
             )
+        distributors: dict[tuple[int, str], tuple[str, str]] = {}
+        for d in self.claims.distributors if self.claims is not None else ():
+            names.setdefault((d.chain, d.address), d.name)
+            lookalikes.setdefault((d.chain, *lookalike_key(d.address)), set()).add(d.address)
+            distributors[(d.chain, d.address)] = (d.name, d.token)
         usd = None
         if self.usd is not None:
             usd = UsdRule(None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
@@ -391,12 +413,15 @@ class Policy(_Strict):
             opaque={(o.chain, o.address, bytes.fromhex(o.selector[2:])): parse_units(o.max_value, NATIVE_DECIMALS)
                     for o in self.opaque_calls},
             swaps=swaps,
+            distributors=distributors,
         )
         dumped = self.model_dump(mode="json")
         if not self.opaque_calls:  # added later: a policy without any keeps the hash it always had
             del dumped["opaque_calls"]
         if self.swaps is None:  # likewise
             del dumped["swaps"]
+        if self.claims is None:
+            del dumped["claims"]
         canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         self._hash = hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -12,7 +12,8 @@ from pydantic_core import to_json
 
 from policies.context import AssetChange, EvalContext, PriceQuote, Simulated
 from policies.decision import Decision, Finding, Outcome
-from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap, Transfer, Wrap
+from policies.intent import (Approval, Call, Claim, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap, Transfer,
+                             Wrap)
 from signer.wire.protocol import RequestStatus
 
 SIGNED = RequestStatus.SIGNED
@@ -86,6 +87,9 @@ def action_to_json(action: Any) -> dict[str, Any]:
     if isinstance(action, Wrap):
         return {"type": "unwrap" if action.unwrap else "wrap", "chain_id": action.chain_id,
                 "contract": action.contract, "amount": str(action.amount)}
+    if isinstance(action, Claim):
+        return {"type": "claim", "chain_id": action.chain_id, "distributor": action.distributor,
+                "index": str(action.index), "account": action.account, "amount": str(action.amount)}
     raise TypeError(type(action).__name__)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from policies.decode import TOKEN_SELECTORS
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer, Wrap
+from policies.intent import NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer, Wrap
 from policies.model import Policy
 from policies.units import format_amount
 
@@ -69,6 +69,12 @@ class Summarizer:
                 asset = action.contract if action.unwrap else NATIVE
                 parts.append(f"{'unwrap' if action.unwrap else 'wrap'} {self._amount(action.chain_id, asset, action.amount)}"
                              f" at {self._who(action.chain_id, action.contract)}")
+            elif isinstance(action, Claim):
+                listed = (self.index.distributors or {}).get((action.chain_id, action.distributor))
+                amount = (self._amount(action.chain_id, listed[1], action.amount) if listed
+                          else f"{action.amount} base units")
+                parts.append(f"claim {amount} from {self._who(action.chain_id, action.distributor)} for "
+                             f"{self._payee(action.chain_id, action.account, payer)}")
             elif isinstance(action, RouterPayout):
                 to = "the caller" if action.recipient is None else self._payee(action.chain_id, action.recipient, payer)
                 parts.append(f"{action.method}: the router pays what it holds to {to}")
@@ -80,8 +86,9 @@ class Summarizer:
         """ETH sent to a listed router or WETH, and the calls on them, that a swap or wrap line says."""
         rules = self.index.swaps
         if rules is None:
-            return set()
-        known = set(rules.routers) | set(rules.wethers)
+            return {a for a in decoded.actions if isinstance(a, ContractCall) and a.decoded
+                    and (a.chain_id, a.target) in (self.index.distributors or {})}
+        known = set(rules.routers) | set(rules.wethers) | set(self.index.distributors or {})
         return {a for a in decoded.actions
                 if (isinstance(a, Transfer) and a.asset == NATIVE and (a.chain_id, a.recipient) in known)
                 or (isinstance(a, ContractCall) and a.decoded and (a.chain_id, a.target) in known)}

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from bot.sessions.records import MessageRecord
 
-SIGN_TOOL_NAMES = frozenset({"transfer", "contract_call", "swap", "wrap", "unwrap"})
+SIGN_TOOL_NAMES = frozenset({"transfer", "contract_call", "swap", "wrap", "unwrap", "claim"})
 """The sign tools of bot.tools.signing and bot.tools.defi; their results (tx hashes, pending approvals) survive compaction."""
 
 

@@ -247,4 +247,100 @@ def _amount(text: str) -> int:
         raise ToolFailure(f"amount: {exc}") from None
 
 
-DEFI_TOOLS = (swap, wrap, unwrap)
+CLAIM = bytes.fromhex("2e7ba6ef")  # claim(uint256,address,uint256,bytes32[])
+MAX_CLAIMS_FILE = 4 * 2**20
+
+
+class _Distributor(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    chain: int
+    address: str
+    token: str
+    name: str
+
+
+class _ClaimEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    index: int = Field(ge=0)
+    amount: str = Field(pattern=r"^(0x[0-9a-fA-F]{1,64}|[0-9]{1,78})$")
+    proof: list[str] = Field(max_length=64)
+
+
+class ClaimArgs(ToolArgs):
+    distributor: str = Field(max_length=100, description="the distributor's name or address in the signer's policy")
+    proof: str = Field(max_length=2000, description="the claims file: a path in the workspace, or an https URL")
+    chain_id: int | None = Field(default=None, gt=0)
+    reason: str = Field(default="", max_length=200, description="why; shown to the user marked unverified")
+
+
+async def _claims_text(ctx: ToolContext, source: str) -> str:
+    if source.startswith("https://") or source.startswith("http://"):
+        if ctx.services.fetcher is None:
+            raise ToolFailure("fetching is not enabled for this bot: save the claims file in the workspace instead")
+        result = await ctx.services.fetcher.fetch(source)
+        return str(result.text)
+    import os
+
+    from policies.kernel.files import read_regular_text
+
+    root = os.path.realpath(ctx.services.workspace)
+    target = os.path.realpath(os.path.join(root, source))
+    if os.path.commonpath([root, target]) != root:
+        raise ToolFailure("the claims file must be inside the workspace")
+    try:
+        if os.path.getsize(target) > MAX_CLAIMS_FILE:
+            raise ToolFailure("the claims file is larger than 4 MiB")
+        return read_regular_text(ctx.services.workspace / os.path.relpath(target, root))
+    except OSError as exc:
+        raise ToolFailure(f"cannot read the claims file: {exc.strerror}") from None
+
+
+@tool("claim", Level.SIGN, ClaimArgs, timeout=90, description="""
+Claim an airdrop from a merkle distributor the user's policy lists, for the session key's account,
+with the proof from a claims file (Uniswap merkle-distributor format) in the workspace or at a URL.
+The signer checks that the claim pays the account that sends it, then decides. Report its outcome.""")
+async def claim(ctx: ToolContext, args: ClaimArgs) -> ToolOutput:
+    import json
+
+    chain_id = args.chain_id or ctx.services.default_chain_id
+    signer = ctx.require_signer(NOTHING_SIGNED)
+    try:
+        shown = await signer.call_as(PolicyShowReply, "policy.show")
+        keys = await signer.call_as(AddressesReply, "addresses")
+    except SignerError as exc:
+        raise ToolFailure(f"the signer could not answer: {exc.message}") from None
+    try:
+        listed = [_Distributor.model_validate(d) for d in (shown.policy.get("claims") or {}).get("distributors", [])]
+    except ValidationError:
+        raise ToolFailure("the signer returned a claims section this bot cannot read") from None
+    wanted = args.distributor.lower()
+    distributor = next((d for d in listed if d.chain == chain_id and wanted in (d.name.lower(), d.address.lower())),
+                       None)
+    if distributor is None:
+        raise ToolFailure(f"{args.distributor} is not a distributor the signer's policy lists on chain {chain_id}")
+    mine = sorted((k for k in keys.addresses if k.chain_id == chain_id), key=lambda k: k.expires_at)
+    if not mine:
+        raise ToolFailure(f"no active session key on chain {chain_id}")
+    account = mine[-1].address.lower()
+    try:
+        claims = json.loads(await _claims_text(ctx, args.proof)).get("claims", {})
+        raw = next((v for k, v in claims.items() if isinstance(k, str) and k.lower() == account), None)
+        entry = None if raw is None else _ClaimEntry.model_validate(raw)
+    except (ValueError, AttributeError, ValidationError):
+        raise ToolFailure("the claims file is not a merkle-distributor claims file") from None
+    if entry is None:
+        raise ToolFailure(f"the claims file has nothing for the session key's account {account}")
+    amount = int(entry.amount, 16) if entry.amount.startswith("0x") else int(entry.amount)
+    try:
+        proof = [bytes.fromhex(p[2:]) for p in entry.proof]
+    except ValueError:
+        raise ToolFailure("a proof element is not hex") from None
+    if any(len(p) != 32 for p in proof):
+        raise ToolFailure("a proof element is not 32 bytes")
+    data = (CLAIM + _word(entry.index) + _address(account) + _word(amount) + _word(128) + _word(len(proof))
+            + b"".join(proof))
+    intent = {"chain_id": chain_id, "to": distributor.address.lower(), "value": "0", "data": "0x" + data.hex()}
+    return await _submit(ctx, intent, args.reason, [])
+
+
+DEFI_TOOLS = (swap, wrap, unwrap, claim)

@@ -45,6 +45,8 @@ def _action(a: dict[str, Any]) -> str:
                 f"    output to: {_party(a['recipient'])}")
     if a["type"] in ("wrap", "unwrap"):
         return f"{a['type'].upper()} {amount} at {_party(a['contract'])}"
+    if a["type"] == "claim":
+        return f"CLAIM {amount} from {_party(a['distributor'])}\n    paid to: {_party(a['account'])}"
     if a["type"] == "payout":
         to = "the caller" if a["recipient"] is None else _party(a["recipient"])
         return f"ROUTER PAYS OUT ({a['method']}) to {to}"

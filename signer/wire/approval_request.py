@@ -14,7 +14,8 @@ from typing import Any
 
 from policies.decision import Decision
 from policies.kernel.addresses import to_checksum
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer, Wrap
+from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer,
+                             Wrap)
 from policies.model import Policy
 from policies.units import format_amount
 
@@ -77,6 +78,12 @@ class RequestBuilder:
         if isinstance(action, RouterPayout):
             return {"type": "payout", "method": action.method, "router": self._party(action.chain_id, action.router),
                     "recipient": None if action.recipient is None else self._party(action.chain_id, action.recipient)}
+        if isinstance(action, Claim):
+            token = (self.index.distributors or {}).get((action.chain_id, action.distributor), ("", ""))[1]
+            amount = self._asset(action.chain_id, token, action.amount) if token else {
+                "amount": None, "amount_base_units": str(action.amount), "token": None, "symbol": None}
+            return {"type": "claim", **amount, "distributor": self._party(action.chain_id, action.distributor),
+                    "account": self._party(action.chain_id, action.account)}
         assert isinstance(action, Forbidden)
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
 

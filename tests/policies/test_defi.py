@@ -28,6 +28,7 @@ WETH = "0x" + "e7" * 20
 TUSD = "0x" + "75" * 20
 FAKE_TUSD = "0x" + "76" * 20
 PAYER = "0x" + "ab" * 20
+DISTRIBUTOR = "0x" + "d1" * 20
 OTHER = "0x" + "cd" * 20
 NOW = 1_800_000_000
 SWAP_TYPES = "(address,address,uint24,address,uint256,uint256,uint256,uint160)"
@@ -49,6 +50,8 @@ swaps:
   max_slippage_bps: 100
   max_price_impact_bps: 300
   max_deadline_seconds: 600
+claims:
+  distributors: [{{chain: {CHAIN}, address: "{DISTRIBUTOR}", token: "{TUSD}", name: airdrop}}]
 """
 POLICY = parse_policy(POLICY_TEXT)
 
@@ -185,3 +188,23 @@ def test_the_summary_says_the_swap_in_one_clause_and_names_the_session_key():
     assert f"output to {OTHER} (new address)" in summarize(decode(swap_call(recipient=OTHER)), PAYER)
     wrap = summarize(decode(Call(CHAIN, WETH, 10**15, bytes.fromhex("d0e30db0"))), PAYER)
     assert wrap.startswith(f"wrap 0.001 ETH at WETH of uniswap-v3 ({WETH})")
+
+
+def claim_call(account: str = PAYER, to: str = DISTRIBUTOR) -> Call:
+    data = bytes.fromhex("2e7ba6ef") + encode(["uint256", "address", "uint256", "bytes32[]"],
+                                              [3, account, 7 * 10**18, [b"\x11" * 32]])
+    return Call(CHAIN, to, 0, data)
+
+
+def test_a_claim_pays_only_the_account_that_claims():
+    ok = decide(claim_call(), sim=simulated(AssetChange(PAYER, TUSD, 7 * 10**18)))
+    assert ok.outcome is A and "claim.checked" in {f.rule_id for f in ok.findings} and not ok.spends
+    other = decide(claim_call(account=OTHER), sim=simulated())
+    assert other.outcome is D and "claim.recipient" in fired(other)
+    twin = decide(claim_call(to="0xd1d1" + "00" * 16 + "d1d1"), sim=simulated())
+    assert twin.outcome is D and "claim.distributor_lookalike" in fired(twin)
+    unknown = decide(claim_call(to="0x" + "0f" * 20), sim=simulated())
+    assert unknown.outcome is E and "claim.distributor_not_listed" in fired(unknown)
+    stealing = decide(claim_call(), sim=simulated(AssetChange(PAYER, TUSD, 7 * 10**18),
+                                                  AssetChange(PAYER, NATIVE, -10**15)))
+    assert stealing.outcome is E and "simulation.undecoded_outflow" in fired(stealing)
