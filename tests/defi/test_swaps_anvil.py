@@ -381,3 +381,33 @@ def test_every_swap_decision_replays_from_the_audit_log(swapper, chain, market):
     finally:
         reader.close()
     assert sum('"swap_quotes"' in body for body in decided) == 2  # the quote and simulation are on record
+
+
+def test_a_fee_on_transfer_token_is_never_swapped_into(make_stack, chain, market, tmp_path):
+    """Uniswap v2-periphery's DeflatingERC20 (1 % burnt on every transfer), listed by the owner by mistake:
+    v3 pools refuse such tokens, so the signer's quote and simulation both fail, and nothing is sent."""
+    from bot.devchain import DevChainError
+    from bot.devmarket import approve, create_pool_with_liquidity, deploy_token, selector, send
+
+    deployer = rpc(chain.url, "eth_accounts")[0].lower()
+    deflating = deploy_token(chain.url, deployer, fee_on_transfer=True)
+    send(chain.url, deployer, market["weth"], selector("deposit()"), value=10**18, what="wrapping ETH")
+    approve(chain.url, deployer, deflating, market["position_manager"], 2**256 - 1)
+    with pytest.raises(DevChainError, match="adding liquidity failed"):  # the pool checks what it received
+        create_pool_with_liquidity(chain.url, deployer, market["position_manager"], market["weth"], deflating, 3000,
+                                   10**18)
+    policy = swap_policy(market, tmp_path)
+    text = policy.read_text().replace(
+        "\nswaps:\n", f'\n  - {{chain: 31337, asset: "{deflating}", symbol: DEFL, decimals: 18, per_tx: "50", '
+                      f'price_usd: "1"}}\n\nswaps:\n', 1)
+    text = text.replace("  tokens_out: [", f'  tokens_out: [{{chain: 31337, asset: "{deflating}"}}, ', 1)
+    policy.write_text(text)
+    stack = make_stack(chain.url, policy=policy).start()
+    payer = stack.funded_session_key()["address"].lower()
+    token = stack.client_token("bot")
+    sent = nonce(chain.url, payer)
+    reply = sign(stack, token, swap_intent(market, swap_data(market["weth"], deflating, payer, AMOUNT, 10**18)))
+    assert reply["status"] in ("denied", "pending_approval"), reply
+    assert {"swap.quote_unavailable", "simulation.reverted"} <= findings(reply), findings(reply)
+    assert reply["status"] == "denied"  # the simulated revert decides
+    assert nonce(chain.url, payer) == sent
