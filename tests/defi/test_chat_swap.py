@@ -70,3 +70,23 @@ def test_swap_over_the_limit_from_chat_waits_for_the_companion(make_stack, chain
         out = bot.chat("swap 0.02 ETH to TUSD")
         assert "SIGNED" not in out and "0.01 ETH" in out, out
     assert token_balance(chain.url, tusd, payer) == before
+
+
+def test_portfolio_lists_every_policy_asset_of_the_session_key_with_dollars(make_stack, chain, market, tmp_path):
+    stack = make_stack(chain.url, policy=swap_policy(market, tmp_path)).start()
+    payer = stack.funded_session_key()["address"].lower()
+    tusd = market["tokens"][0]["address"]
+    sender = rpc(chain.url, "eth_accounts")[0]
+    data = "0xa9059cbb" + "00" * 12 + payer[2:] + (15 * 10**18).to_bytes(32, "big").hex()
+    # the deployer holds the rest of the TUSD supply: give the key 15 TUSD
+    wait_receipt(chain, rpc(chain.url, "eth_sendTransaction", [{"from": sender, "to": tusd, "data": data}]))
+    with FakeLLMServer() as server:
+        bot = attach_bot(stack, server)
+        server.enqueue(Reply(tool_calls=[call("portfolio", {})]), Reply(text=["Here it is."]))
+        bot.chat("what do I hold?")
+        result = next(p for m in server.requests[-1].body["messages"] for p in
+                      (m["content"] if isinstance(m["content"], list) else []) if p.get("type") == "tool_result")
+    text = str(result["content"])
+    assert f"({stack.call_sync(stack.admin_token, 'session_key.list')['session_keys'][0]['key_id']})" in text, text
+    assert "15 TUSD ($15.00)" in text, text
+    assert "ETH ($" in text and "Total: $" in text, text
