@@ -203,7 +203,7 @@ class Engine:
         if decision.outcome is Outcome.ALLOW:
             self.ledger.reserve(request_id, decision, decoded, now)
         final, ending, approval = await self._conclude(request_id, decision, decoded, chain, summary, params.reason,
-                                                       now, ctx.simulation)
+                                                       now, ctx.simulation, ctx.payer)
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -272,7 +272,7 @@ class Engine:
 
     async def _conclude(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
-        agent_reason: str | None, now: float, simulation: Simulated | None = None,
+        agent_reason: str | None, now: float, simulation: Simulated | None = None, payer: str | None = None,
     ) -> tuple[dict[str, Any], Ending | None, dict[str, Any] | None]:
         """The reply for each outcome: denied; pending with its approval request; or signed in memory."""
         if decision.outcome is Outcome.DENY:
@@ -289,7 +289,7 @@ class Engine:
         assert chain is not None  # no chain is a pre-check denial
         try:
             ending = await self.tier2.sign(request_id, decision, decoded, chain, summary,
-                                           frozen=self.frozen, broadcast=self.broadcast)
+                                           frozen=self.frozen, broadcast=self.broadcast, payer=payer)
         except Exception:  # a bug: the decision and this failure still go on record
             log.exception("could not build or sign %s", request_id)
             ending = self.tier2.abandoned(request_id, decision, summary, None, "internal error while signing")

@@ -18,6 +18,8 @@ from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.chain import Chain
 
 QUOTE_EXACT_INPUT_SINGLE = bytes.fromhex("c6a5026a")  # quoteExactInputSingle((address,address,uint256,uint24,uint160))
+MAX_QUOTED = 8  # swaps quoted per request: more are left unquoted (the owner is asked), so a request cannot
+# make the signer wait on hundreds of node round trips
 
 
 def _address_word(address: str) -> bytes:
@@ -55,6 +57,9 @@ async def read_quotes(chain: Chain, decoded: Decoded, index: PolicyIndex) -> dic
             continue
         key = quote_key(s.chain_id, router.quoter, s)
         if key in quotes:
+            continue
+        if len(quotes) >= MAX_QUOTED:
+            quotes[key] = None
             continue
         data = quote_calldata(s.token_in, s.token_out, s.amount_in, s.fee)
         answers = await asyncio.gather(*(_ask(e, router.quoter, data) for e in endpoints))
