@@ -145,3 +145,35 @@ def deploy_swap_market(url: str) -> dict:
                        "price_usd": str(t.price_usd)})
     return {"weth": weth, "factory": factory, "router": router, "quoter": quoter, "position_manager": manager,
             "fee": POOL_FEE, "eth_price_usd": str(ETH_PRICE_USD), "tokens": tokens}
+
+
+def dev_policy_with_market(policy_text: str, market: dict, *, slippage_bps: int = 100, impact_bps: int = 300,
+                           per_tx_eth: str = "0.01") -> str:
+    """The dev policy (policies/defaults/dev.yaml, comments kept) with the market listed: ETH priced,
+    WETH and the test tokens under `assets`, and a `swaps:` section for the router (docs/defi.md)."""
+    native = '    per_tx: "0.01"         # at most 0.01 ETH in one request'
+    if native not in policy_text or "\n# People and addresses you pay." not in policy_text:
+        raise DevChainError("the dev policy's text changed: list the market in it by hand (docs/defi.md)")
+    text = policy_text.replace(native, f'    per_tx: "{per_tx_eth}"\n    price_usd: "{market["eth_price_usd"]}"')
+    chain = 31337
+    assets = [f'  - {{chain: {chain}, asset: "{market["weth"]}", symbol: WETH, decimals: 18, per_tx: "0.01", '
+              f'price_usd: "{market["eth_price_usd"]}"}}']
+    for t in market["tokens"]:
+        per_tx = 50 // int(t["price_usd"])  # about $50 of each
+        assets.append(f'  - {{chain: {chain}, asset: "{t["address"]}", symbol: {t["symbol"]}, decimals: {t["decimals"]}, '
+                      f'per_tx: "{per_tx}", price_usd: "{t["price_usd"]}"}}')
+    listed = ", ".join([f"{{chain: {chain}, asset: native}}", f'{{chain: {chain}, asset: "{market["weth"]}"}}',
+                        *(f'{{chain: {chain}, asset: "{t["address"]}"}}' for t in market["tokens"])])
+    section = f"""
+# Swaps the signer checks itself (docs/defi.md): the dev market `owlia chain dev` / `owlia up` deployed.
+swaps:
+  routers:
+    - {{chain: {chain}, address: "{market['router']}", quoter: "{market['quoter']}", weth: "{market['weth']}", name: uniswap-v3}}
+  tokens_in: [{listed}]
+  tokens_out: [{listed}]
+  max_slippage_bps: {slippage_bps}       # the minimum out may be this far below the signer's own quote
+  max_price_impact_bps: {impact_bps}    # ...and this far below the input's worth at the prices above
+  max_deadline_seconds: 600
+"""
+    return text.replace("\n# People and addresses you pay.", "\n" + "\n".join(assets) + "\n" + section
+                        + "\n# People and addresses you pay.", 1)

@@ -10,7 +10,8 @@ from eth_abi import decode as abi_decode
 from eth_abi import encode
 
 from bot.devchain import DevChain, free_port, rpc
-from bot.devmarket import approve, create_pool_with_liquidity, deploy_swap_market, deploy_token, selector, send
+from bot.devmarket import (approve, create_pool_with_liquidity, deploy_swap_market, deploy_token, dev_policy_with_market,
+                           selector, send)
 from tests.conftest import DEV_POLICY, wait_receipt
 
 CHAIN_ID = 31337
@@ -36,26 +37,10 @@ def market(chain) -> dict:
 
 def swap_policy(market: dict, tmp_path: Path, *, slippage_bps: int = 100, impact_bps: int = 300,
                 per_tx_eth: str = "0.01") -> Path:
-    tusd, towl = (t["address"] for t in market["tokens"])
-    text = DEV_POLICY.read_text().replace('    per_tx: "0.01"         # at most 0.01 ETH in one request',
-                                          f'    per_tx: "{per_tx_eth}"\n    price_usd: "3000"')
-    text = text.replace("\n# People and addresses you pay.", f'''
-  - {{chain: 31337, asset: "{market['weth']}", symbol: WETH, decimals: 18, per_tx: "0.01", price_usd: "3000"}}
-  - {{chain: 31337, asset: "{tusd}", symbol: TUSD, decimals: 18, per_tx: "50", price_usd: "1"}}
-  - {{chain: 31337, asset: "{towl}", symbol: TOWL, decimals: 18, per_tx: "25", price_usd: "2"}}
-
-swaps:
-  routers:
-    - {{chain: 31337, address: "{market['router']}", quoter: "{market['quoter']}", weth: "{market['weth']}", name: uniswap-v3}}
-  tokens_in: [{{chain: 31337, asset: native}}, {{chain: 31337, asset: "{tusd}"}}, {{chain: 31337, asset: "{market['weth']}"}}]
-  tokens_out: [{{chain: 31337, asset: native}}, {{chain: 31337, asset: "{tusd}"}}, {{chain: 31337, asset: "{towl}"}}, {{chain: 31337, asset: "{market['weth']}"}}]
-  max_slippage_bps: {slippage_bps}
-  max_price_impact_bps: {impact_bps}
-  max_deadline_seconds: 600
-
-# People and addresses you pay.''')
+    """The dev policy with the market listed, as `owlia up` writes it (bot.devmarket)."""
     path = tmp_path / "swap-policy.yaml"
-    path.write_text(text)
+    path.write_text(dev_policy_with_market(DEV_POLICY.read_text(), market, slippage_bps=slippage_bps,
+                                           impact_bps=impact_bps, per_tx_eth=per_tx_eth))
     return path
 
 

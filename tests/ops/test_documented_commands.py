@@ -36,6 +36,7 @@ def test_the_run_command_in_the_readme_works_as_written(tmp_path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
     assert "SIGNED" in out and "PENDING APPROVAL" in out and "DENIED" in out, out[-3000:]
+    assert "SIGNED: swap 0.005 ETH for at least" in out, out[-3000:]
     assert (tmp_path / ".owliabot" / "signer").is_dir()
 
 
