@@ -208,3 +208,29 @@ def test_a_claim_pays_only_the_account_that_claims():
     stealing = decide(claim_call(), sim=simulated(AssetChange(PAYER, TUSD, 7 * 10**18),
                                                   AssetChange(PAYER, NATIVE, -10**15)))
     assert stealing.outcome is E and "simulation.undecoded_outflow" in fired(stealing)
+
+
+def test_any_wider_swaps_or_claims_section_waits_for_the_owner():
+    """signer.policy_change: a reload that adds or widens swaps or claims is a loosening."""
+    from signer.policy_change import widenings
+
+    def with_text(text: str):
+        return parse_policy(text)
+
+    base = POLICY_TEXT
+    without = base[:base.index("swaps:")]
+    assert widenings(with_text(without), POLICY) and any("new swaps section" in w for w in widenings(
+        with_text(without), POLICY))
+    assert any("claims: distributor" in w for w in widenings(with_text(base.replace(
+        base[base.index("claims:"):], "")), POLICY))
+    looser = base.replace("max_slippage_bps: 100", "max_slippage_bps: 500").replace(
+        "max_deadline_seconds: 600", "max_deadline_seconds: 900")
+    assert {w.split(":")[0] for w in widenings(POLICY, with_text(looser))} == {
+        "swaps.max_slippage_bps", "swaps.max_deadline_seconds"}
+    more_out = base.replace(f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}',
+                            f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}, {{chain: {CHAIN}, asset: "{WETH}"}}')
+    assert any(w.startswith("swaps.tokens_out") for w in widenings(POLICY, with_text(more_out)))
+    other_quoter = base.replace(f'quoter: "{QUOTER}"', f'quoter: "{OTHER}"')
+    assert any("router uniswap-v3" in w for w in widenings(POLICY, with_text(other_quoter)))
+    tighter = base.replace("max_slippage_bps: 100", "max_slippage_bps: 50")
+    assert widenings(POLICY, with_text(tighter)) == [] and widenings(POLICY, with_text(without)) == []
