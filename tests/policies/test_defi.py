@@ -234,3 +234,18 @@ def test_any_wider_swaps_or_claims_section_waits_for_the_owner():
     assert any("router uniswap-v3" in w for w in widenings(POLICY, with_text(other_quoter)))
     tighter = base.replace("max_slippage_bps: 100", "max_slippage_bps: 50")
     assert widenings(POLICY, with_text(tighter)) == [] and widenings(POLICY, with_text(without)) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(amount=st.integers(min_value=1, max_value=2**256 - 1))
+def test_an_approval_to_the_router_is_signed_only_up_to_one_swap_and_never_unlimited(amount):
+    data = bytes.fromhex("095ea7b3") + encode(["address", "uint256"], [ROUTER, amount])
+    call = Call(CHAIN, TUSD, 0, data)
+    decision = evaluate(POLICY, decode(call), EvalContext(now=NOW, session_key_expires_at=NOW + 3600))
+    per_tx = 50 * 10**18  # TUSD's per-transaction limit
+    if amount >= 2**255:
+        assert decision.outcome is D and "approval.unlimited" in fired(decision)
+    elif amount > per_tx:
+        assert decision.outcome is E and "approval.router_above_swap" in fired(decision)
+    else:
+        assert decision.outcome is A and not decision.spends  # the swap counts it, not the approval
