@@ -75,9 +75,9 @@ def deploy_delegation_framework(url: str) -> dict:
     }
 
 
-def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
-    """Write `section` as `delegation:` of the chain with this id in config.yaml; False when the file
-    or the chain is not there (the caller prints the section instead). The file stays 0600."""
+def record_in_config(config_path: Path, chain_id: int, section: dict, key: str = "delegation") -> bool:
+    """Write `section` as `key:` (`delegation:`, `swap_market:`) of the chain with this id in config.yaml;
+    False when the file or the chain is not there (the caller prints the section instead). The file stays 0600."""
     if not config_path.exists():
         return False
     data = yaml.safe_load(config_path.read_text()) or {}
@@ -85,7 +85,7 @@ def record_in_config(config_path: Path, chain_id: int, section: dict) -> bool:
     entry = next((c for c in chains or [] if isinstance(c, dict) and c.get("id") == chain_id), None)
     if entry is None:
         return False
-    entry["delegation"] = section
+    entry[key] = section
     write_private_file(config_path, yaml.safe_dump(data, sort_keys=False).encode())
     return True
 

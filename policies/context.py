@@ -13,6 +13,32 @@ class PriceQuote:
     decimals: int
 
 
+QuoteKey = tuple[int, str, str, str, int, int]
+"""(chain id, quoter, token in, token out, fee, amount in): what the signer asked a QuoterV2."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssetChange:
+    """One balance change the node's simulation reports: negative is an outflow."""
+
+    account: str
+    asset: str  # NATIVE or the token's address
+    delta: int
+
+
+@dataclass(frozen=True, slots=True)
+class Simulated:
+    """The node's simulation of the exact transaction (signer.simulate): its word, so it only ever
+    makes a decision stricter. `error` is set when it could not be run or the call reverted."""
+
+    changes: tuple[AssetChange, ...] = ()  # net per account and asset: what the owner is shown
+    reverted: bool = False
+    error: str = ""
+    # every account's GROSS outflow per asset (negative), unnetted: an outflow hidden inside an
+    # inflow of the same token still counts; the checks read these
+    outflows: tuple[AssetChange, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class EvalContext:
     """Everything besides the request that the evaluator reads. Serializable into the audit log.
@@ -31,3 +57,8 @@ class EvalContext:
     session_key_expires_at: float | None = None  # None: no usable session key
     session_key_balance_cap: int | None = None
     frozen: bool = False
+    # Swaps, wraps and unwraps only (docs/defi.md): the account that pays and receives, the signer's
+    # own quote per swap (the highest the endpoints agree on; None when unreadable), the simulation.
+    payer: str | None = None
+    swap_quotes: dict[QuoteKey, int | None] = field(default_factory=dict)
+    simulation: Simulated | None = None

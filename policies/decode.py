@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.abi import AbiError, decode_args
-from policies.intent import NATIVE, Action, Approval, Call, ContractCall, Decoded, Forbidden, Transfer
+from policies.intent import (NATIVE, Action, Approval, Call, Claim, ContractCall, Decoded, Forbidden, RouterPayout,
+                             Swap, Transfer, Wrap)
 from policies.kernel.keccak import keccak256
 
 MAX_INNER_CALLS = 256
@@ -266,6 +267,43 @@ def _redeem_delegations(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]
     return inner
 
 
+def _exact_input_single(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    token_in, token_out, fee, recipient, deadline, amount_in, amount_out_min, limit = a[0]
+    w.actions.append(Swap(w.chain_id, to, token_in, token_out, fee, recipient, deadline, amount_in, amount_out_min,
+                          limit))
+    return []
+
+
+def _unwrap_weth9(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(RouterPayout(w.chain_id, to, NATIVE, a[1], "unwrapWETH9"))
+    return []
+
+
+def _sweep_token(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(RouterPayout(w.chain_id, to, a[0], a[2], "sweepToken"))
+    return []
+
+
+def _refund_eth(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(RouterPayout(w.chain_id, to, NATIVE, None, "refundETH"))
+    return []
+
+
+def _deposit(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Wrap(w.chain_id, to, w.value, unwrap=False))
+    return []
+
+
+def _withdraw(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Wrap(w.chain_id, to, a[0], unwrap=True))
+    return []
+
+
+def _claim(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
+    w.actions.append(Claim(w.chain_id, to, a[0], a[1], a[2]))
+    return []
+
+
 def _known(signature: str, handler: _Handler) -> tuple[bytes, _Known]:
     return selector_of(signature), _Known(signature, signature[signature.index("(") + 1:-1], handler)
 
@@ -297,6 +335,15 @@ KNOWN: dict[bytes, _Known] = dict([
     _known("tryBlockAndAggregate(bool,(address,bytes)[])", _mc3(1)),
     _known("blockAndAggregate((address,bytes)[])", _mc3(0)),
     _known("redeemDelegations(bytes[],bytes32[],bytes[])", _redeem_delegations),
+    # Uniswap v3 SwapRouter (exact input, one pool) and what it pays out; WETH9 (docs/defi.md)
+    _known("exactInputSingle((address,address,uint24,address,uint256,uint256,uint256,uint160))",
+           _exact_input_single),
+    _known("unwrapWETH9(uint256,address)", _unwrap_weth9),
+    _known("sweepToken(address,uint256,address)", _sweep_token),
+    _known("refundETH()", _refund_eth),
+    _known("deposit()", _deposit),
+    _known("withdraw(uint256)", _withdraw),
+    _known("claim(uint256,address,uint256,bytes32[])", _claim),  # Uniswap's MerkleDistributor
 ])
 """Every function the signer decodes, by selector; any other selector is an undecoded call."""
 
@@ -310,6 +357,7 @@ class _Walker:
         self.max_depth = max_depth
         self.actions: list[Action] = []
         self.calls = 0
+        self.value = 0  # native value of the call being decoded (WETH deposit reads it)
 
     def visit(self, to: str, value: int, data: bytes, depth: int) -> None:
         if depth > self.max_depth:
@@ -332,6 +380,7 @@ class _Walker:
         if known is None:
             return
         # Arguments are all read (and checked canonical) before any inner call is visited.
+        self.value = value
         try:
             inner = known.handler(self, to, decode_args(known.types, data[4:]))
         except (AbiError, _Malformed) as exc:

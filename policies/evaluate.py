@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable
 from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome, Spend
 from policies.decode import TOKEN_SELECTORS
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Flag, Forbidden, Transfer
+from policies.defi import DefiRules
+from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap,
+                             Transfer, Wrap)
 from policies.model import Policy, UsdRule, Window
 from policies.units import format_amount, usd_micros
 
@@ -39,6 +41,7 @@ class _Evaluation:
         self.new_recipients: dict[str, None] = {}
         self.spends: list[Spend] = []
         self._texts: dict[tuple[int, str, int], str] = {}  # `amount` texts: a transfer's is read again by its limit
+        self.defi = DefiRules(self)
 
     def add(self, outcome: Outcome, rule_id: str, reason: str) -> None:
         self.findings.append(Finding(outcome, rule_id, reason))
@@ -93,7 +96,7 @@ class _Evaluation:
                 self.approval(action)
             elif isinstance(action, ContractCall):
                 self.contract_call(action)
-            elif not isinstance(action, Forbidden):  # Forbidden was handled request-wide
+            elif not isinstance(action, (Forbidden, Swap, RouterPayout, Wrap, Claim)):  # those: request-wide, `defi`
                 self.add(ESCALATE, "default.unmatched", f"no rule covers the action {action!r}")
 
     def _count(self, chain_id: int, asset: str, amount: int) -> None:
@@ -102,6 +105,8 @@ class _Evaluation:
             self.totals[key] = self.totals.get(key, 0) + amount
 
     def transfer(self, t: Transfer) -> None:
+        if self.defi.transfer(t):
+            return
         policy = self.policy
         self._count(t.chain_id, t.asset, t.amount)
         what = f"{self.amount(t.chain_id, t.asset, t.amount)} to {t.recipient}"
@@ -126,6 +131,8 @@ class _Evaluation:
         if a.amount == 0:
             self.add(ALLOW, "approval.revoke", f"{a.method} revokes {a.spender}'s allowance")
             return
+        if self.defi.approval(a):
+            return
         self._count(a.chain_id, a.asset, a.amount)
         if a.amount >= UNLIMITED:
             known = self.ix.asset_info(a.chain_id, a.asset)
@@ -147,6 +154,8 @@ class _Evaluation:
         call = f"call 0x{c.selector.hex()} on {c.target}"
         if not c.decoded:
             self.opaque_call(c, call)
+            return
+        if self.defi.contract_call(c):
             return
         if c.selector in TOKEN_SELECTORS and self.ix.is_token(c.chain_id, c.target):
             symbol = self.ix.asset_info(c.chain_id, c.target)[0]  # type: ignore[index]
@@ -258,6 +267,7 @@ class _Evaluation:
     def decide(self) -> Decision:
         self.request()
         self.actions()
+        self.defi.check()
         self.limits()
         self.rates()
         return Decision.from_findings(self.findings, tuple(self.spends), tuple(self.new_recipients))

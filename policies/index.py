@@ -14,7 +14,7 @@ from policies.intent import NATIVE
 from policies.units import lookalike_key
 
 if TYPE_CHECKING:
-    from policies.model import AssetRule, UsdRule
+    from policies.model import AssetRule, SwapIndex, UsdRule
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,8 @@ class PolicyIndex:
     usd: UsdRule | None
     window_seconds: frozenset[int]
     opaque: dict[tuple[int, str, bytes], int]  # (chain, target, selector) -> max native value, base units
+    swaps: SwapIndex | None = None  # the `swaps:` section, when the policy has one
+    distributors: dict[tuple[int, str], tuple[str, str]] | None = None  # (chain, address) -> (name, token)
 
     def has_chain(self, chain_id: int) -> bool:
         return chain_id in self.chains

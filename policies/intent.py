@@ -87,7 +87,63 @@ class Forbidden:
     reason: str
 
 
-Action = Transfer | Approval | ContractCall | Forbidden
+@dataclass(frozen=True, slots=True)
+class Swap:
+    """A Uniswap v3 SwapRouter `exactInputSingle`, read from its arguments (policies.decode).
+
+    `router` is the contract called; nothing about it is trusted until the policy lists it. When the
+    call is paid in ETH, the router wraps the `value` sent to it and `token_in` is its WETH.
+    """
+
+    chain_id: int
+    router: str
+    token_in: str
+    token_out: str
+    fee: int
+    recipient: str
+    deadline: int
+    amount_in: int
+    amount_out_min: int
+    sqrt_price_limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class RouterPayout:
+    """A router paying out what it holds: `unwrapWETH9`, `sweepToken` or `refundETH` (to msg.sender)."""
+
+    chain_id: int
+    router: str
+    asset: str  # NATIVE for unwrapWETH9 and refundETH, the token for sweepToken
+    recipient: str | None  # None: msg.sender (refundETH)
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wrap:
+    """WETH `deposit()` (wrap: ETH in, WETH out) or `withdraw(amount)` (unwrap) on `contract`.
+
+    Decoded on any contract; only a WETH the policy lists makes it a wrap (a vault's `withdraw`
+    is checked as the contract call it is)."""
+
+    chain_id: int
+    contract: str
+    amount: int
+    unwrap: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A merkle distributor's `claim(index, account, amount, proof)`: it pays `amount` of its token to
+    `account`, whoever sends it."""
+
+    chain_id: int
+    distributor: str
+    index: int
+    account: str
+    amount: int
+
+
+Action = Transfer | Approval | ContractCall | Forbidden | Swap | RouterPayout | Wrap | Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +158,10 @@ class Decoded:
 
     def approvals(self) -> tuple[Approval, ...]:
         return tuple(a for a in self.actions if isinstance(a, Approval))
+
+    def swaps(self) -> tuple[Swap, ...]:
+        return tuple(a for a in self.actions if isinstance(a, Swap))
+
+    def is_defi(self) -> bool:
+        """Does the request swap, wrap, unwrap or claim? Those get a payer, quotes and a simulation."""
+        return any(isinstance(a, (Swap, RouterPayout, Wrap, Claim)) for a in self.actions)

@@ -168,6 +168,47 @@ class OpaqueCallEntry(_Strict):
         return value
 
 
+class SwapRouterEntry(_Strict):
+    """A Uniswap v3 SwapRouter the agent may swap through, with the QuoterV2 the signer asks for its own
+    quote and the WETH the router wraps ETH into."""
+
+    chain: StrictInt
+    address: Address
+    quoter: Address
+    weth: Address
+    name: Name
+
+
+class SwapAsset(_Strict):
+    chain: StrictInt
+    asset: AssetId
+
+
+class SwapRules(_Strict):
+    """`swaps:`: what the signer may swap on its own (docs/defi.md). Tokens are listed by address: a
+    token whose symbol copies a listed one's is another token."""
+
+    routers: tuple[SwapRouterEntry, ...] = Field(min_length=1)
+    tokens_in: tuple[SwapAsset, ...] = ()
+    tokens_out: tuple[SwapAsset, ...] = ()
+    max_slippage_bps: StrictInt = Field(default=100, ge=0, le=5000)  # minimum out vs the signer's own quote
+    max_price_impact_bps: StrictInt = Field(default=300, ge=0, le=5000)  # minimum out vs the policy's prices
+    max_deadline_seconds: StrictInt = Field(default=600, gt=0, le=3600)
+
+
+class DistributorEntry(_Strict):
+    """A merkle distributor the agent may claim from (`claims.distributors`)."""
+
+    chain: StrictInt
+    address: Address
+    token: AssetId
+    name: Name
+
+
+class ClaimRules(_Strict):
+    distributors: tuple[DistributorEntry, ...] = Field(min_length=1)
+
+
 class UsdLimits(_Strict):
     per_tx: Amount | None = None
     windows: Windows = Field(default_factory=dict)
@@ -220,6 +261,24 @@ class AssetRule:
 
 
 @dataclass(frozen=True, slots=True)
+class SwapRouterInfo:
+    name: str
+    quoter: str
+    weth: str
+
+
+@dataclass(frozen=True, slots=True)
+class SwapIndex:
+    routers: dict[tuple[int, str], SwapRouterInfo]
+    wethers: frozenset[tuple[int, str]]  # every listed router's WETH
+    tokens_in: frozenset[tuple[int, str]]
+    tokens_out: frozenset[tuple[int, str]]
+    max_slippage_bps: int
+    max_price_impact_bps: int
+    max_deadline_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
 class UsdRule:
     per_tx: int | None  # micro-dollars
     windows: tuple[Window, ...]
@@ -237,6 +296,8 @@ class Policy(_Strict):
     spenders: tuple[AddressEntry, ...] = ()
     contracts: tuple[ContractEntry, ...] = ()
     opaque_calls: tuple[OpaqueCallEntry, ...] = ()
+    swaps: SwapRules | None = None
+    claims: ClaimRules | None = None
     usd: UsdLimits | None = None
     recipients: RecipientRules = RecipientRules()
     sources: SourceRules = SourceRules()
@@ -276,6 +337,23 @@ class Policy(_Strict):
                 raise ValueError(f"opaque_calls.{i}: {entry.selector} on {entry.address} (chain {entry.chain}) "
                                  "is listed twice")
             seen_opaque.add(opaque)
+        for i, d in enumerate(self.claims.distributors if self.claims is not None else ()):
+            if d.chain not in chain_ids:
+                raise ValueError(f"claims.distributors.{i}.chain: chain {d.chain} is not listed under chains")
+        if self.swaps is not None:
+            listed = {(a.chain, a.asset) for a in self.assets}
+            routers: set[tuple[int, str]] = set()
+            for i, router in enumerate(self.swaps.routers):
+                if router.chain not in chain_ids:
+                    raise ValueError(f"swaps.routers.{i}.chain: chain {router.chain} is not listed under chains")
+                if (router.chain, router.address) in routers:
+                    raise ValueError(f"swaps.routers.{i}: {router.address} on chain {router.chain} is listed twice")
+                routers.add((router.chain, router.address))
+            for side in ("tokens_in", "tokens_out"):
+                for i, ref in enumerate(getattr(self.swaps, side)):
+                    if (ref.chain, ref.asset) not in listed:
+                        raise ValueError(f"swaps.{side}.{i}: {ref.asset} on chain {ref.chain} is not under assets "
+                                         "(a swapped token needs its symbol, decimals and limits there)")
         return self
 
     def model_post_init(self, __context: Any) -> None:
@@ -292,6 +370,27 @@ class Policy(_Strict):
         lookalikes: dict[tuple[int, str, str], set[str]] = {}
         for entry in named:  # a set per look-alike key: the order does not matter
             lookalikes.setdefault((entry.chain, *lookalike_key(entry.address)), set()).add(entry.address)
+        swaps = None
+        if self.swaps is not None:
+            rules = self.swaps
+            for r in rules.routers:
+                names.setdefault((r.chain, r.address), r.name)
+                names.setdefault((r.chain, r.weth), f"WETH of {r.name}")
+                lookalikes.setdefault((r.chain, *lookalike_key(r.address)), set()).add(r.address)
+            swaps = SwapIndex(
+                routers={(r.chain, r.address): SwapRouterInfo(r.name, r.quoter, r.weth) for r in rules.routers},
+                wethers=frozenset((r.chain, r.weth) for r in rules.routers),
+                tokens_in=frozenset((a.chain, a.asset) for a in rules.tokens_in),
+                tokens_out=frozenset((a.chain, a.asset) for a in rules.tokens_out),
+                max_slippage_bps=rules.max_slippage_bps,
+                max_price_impact_bps=rules.max_price_impact_bps,
+                max_deadline_seconds=rules.max_deadline_seconds,
+            )
+        distributors: dict[tuple[int, str], tuple[str, str]] = {}
+        for d in self.claims.distributors if self.claims is not None else ():
+            names.setdefault((d.chain, d.address), d.name)
+            lookalikes.setdefault((d.chain, *lookalike_key(d.address)), set()).add(d.address)
+            distributors[(d.chain, d.address)] = (d.name, d.token)
         usd = None
         if self.usd is not None:
             usd = UsdRule(None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
@@ -312,10 +411,16 @@ class Policy(_Strict):
             window_seconds=frozenset(seconds),
             opaque={(o.chain, o.address, bytes.fromhex(o.selector[2:])): parse_units(o.max_value, NATIVE_DECIMALS)
                     for o in self.opaque_calls},
+            swaps=swaps,
+            distributors=distributors,
         )
         dumped = self.model_dump(mode="json")
         if not self.opaque_calls:  # added later: a policy without any keeps the hash it always had
             del dumped["opaque_calls"]
+        if self.swaps is None:  # likewise
+            del dumped["swaps"]
+        if self.claims is None:
+            del dumped["claims"]
         canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         self._hash = hashlib.sha256(canonical.encode()).hexdigest()
 

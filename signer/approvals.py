@@ -22,6 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
+from policies.context import Simulated
 from policies.intent import Decoded
 from signer import records
 from signer.wire.approval_request import RequestBuilder, request_hash
@@ -41,6 +42,7 @@ from signer.store import approvals as approval_store
 from signer.store import requests as request_store
 from signer.store.approvals import APPROVED, DENIED, OPEN
 from signer.store.requests import Connection
+from signer.simulate import simulate, simulation_card
 from signer.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
 from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
@@ -78,12 +80,19 @@ class Approvals:
     # ---- creation (called by the engine on ESCALATE) ----------------------------------------
 
     async def prepare(self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
-                      agent_reason: str | None, now: float, expires_at: float) -> dict[str, Any]:
+                      agent_reason: str | None, now: float, expires_at: float,
+                      simulation: Simulated | None = None) -> dict[str, Any]:
         call = decoded.call
-        tx = await main_account_tx(self.engine.chains.get(call.chain_id), self.devices.main_account(), call)
-        return self.builder.build(request_id=request_id, kind=kind, decoded=decoded, summary=summary,
-                                  decision=decision, agent_reason=agent_reason, tx=tx, created_at=now,
-                                  expires_at=expires_at)
+        chain, main = self.engine.chains.get(call.chain_id), self.devices.main_account()
+        tx = await main_account_tx(chain, main, call)
+        if tx is not None and chain is not None and main is not None and decoded.is_defi():
+            # the main key signs this one: show what it does from the main account, not the session key
+            simulation = await simulate(chain, main.lower(), call.to, call.value, call.data)
+        builder = self.builder
+        return builder.build(request_id=request_id, kind=kind, decoded=decoded, summary=summary,
+                             decision=decision, agent_reason=agent_reason, tx=tx, created_at=now,
+                             expires_at=expires_at,
+                             simulation=simulation_card(simulation, builder.index, call.chain_id))
 
     def hold(self, request: tuple[str, str]) -> str | None:
         """Count a request (client id, idempotency key) that is about to ask the companion, or say why

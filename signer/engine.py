@@ -27,7 +27,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from policies.context import EvalContext
+from dataclasses import replace
+
+from policies.context import EvalContext, QuoteKey, Simulated
 from policies.decision import Decision, Outcome
 from policies.decode import decode
 from policies.evaluate import evaluate
@@ -43,6 +45,8 @@ from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
 from signer.wire.requests import Intent, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
 from signer.session_keys import SessionKeys
+from signer.simulate import simulate
+from signer.swap_quotes import read_quotes
 from signer.store.audit import AuditLog
 from signer.store.audit import prepare as audit_record
 from signer.store import requests as request_store
@@ -179,9 +183,12 @@ class Engine:
         request_id = self._new_request_id()
         call = intent_to_call(params.intent, params.source)
         decoded = decode(call)
-        summary = self.summarize(decoded)
         chain = self.chains.get(call.chain_id)
-        ctx = self._context(decoded, now)
+        defi = await self._defi_inputs(decoded, chain, policy) if decoded.is_defi() else None
+        summary = self.summarize(decoded, defi[0] if defi is not None else None)
+        ctx = self._context(decoded, now)  # after the last await: read and reserved in one synchronous step
+        if defi is not None:
+            ctx = replace(ctx, payer=defi[0], swap_quotes=defi[1], simulation=defi[2])
         pre_check = None
         if chain is None:
             pre_check = "chain.not_configured"
@@ -197,7 +204,7 @@ class Engine:
         if decision.outcome is Outcome.ALLOW:
             self.ledger.reserve(request_id, decision, decoded, now)
         final, ending, approval = await self._conclude(request_id, decision, decoded, chain, summary, params.reason,
-                                                       now)
+                                                       now, ctx.simulation, ctx.payer)
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -252,9 +259,21 @@ class Engine:
         assert chain is not None and ending is not None
         return await self._send(request_id, decision, chain, ending, now)
 
+    async def _defi_inputs(self, decoded: Decoded, chain: Chain | None,
+                           policy: Policy) -> tuple[str | None, dict[QuoteKey, int | None], Simulated | None]:
+        """A swap, wrap or unwrap: who pays (the chain's session key), the signer's own quotes and the
+        node's simulation of the exact transaction from that account (docs/defi.md)."""
+        key = self.keys.current(decoded.call.chain_id)
+        if chain is None or key is None:
+            return None, {}, None
+        call = decoded.call
+        quotes = await read_quotes(chain, decoded, policy.index)
+        simulated = await simulate(chain, key.address, call.to, call.value, call.data)
+        return key.address, quotes, simulated
+
     async def _conclude(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
-        agent_reason: str | None, now: float,
+        agent_reason: str | None, now: float, simulation: Simulated | None = None, payer: str | None = None,
     ) -> tuple[dict[str, Any], Ending | None, dict[str, Any] | None]:
         """The reply for each outcome: denied; pending with its approval request; or signed in memory."""
         if decision.outcome is Outcome.DENY:
@@ -265,13 +284,13 @@ class Engine:
             if self.approvals is not None:
                 approval = await self.approvals.prepare(
                     request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
-                    agent_reason=agent_reason, now=now, expires_at=expires_at)
+                    agent_reason=agent_reason, now=now, expires_at=expires_at, simulation=simulation)
             pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
             return pending, None, approval
         assert chain is not None  # no chain is a pre-check denial
         try:
             ending = await self.tier2.sign(request_id, decision, decoded, chain, summary,
-                                           frozen=self.frozen, broadcast=self.broadcast)
+                                           frozen=self.frozen, broadcast=self.broadcast, payer=payer)
         except Exception:  # a bug: the decision and this failure still go on record
             log.exception("could not build or sign %s", request_id)
             ending = self.tier2.abandoned(request_id, decision, summary, None, "internal error while signing")

@@ -5,7 +5,9 @@ the file with it: a change that only tightens is accepted at once; anything that
 the signer signs on its own keeps the old policy in force and opens a Tier 1 request on the
 companion. Widening: a higher limit, a limit on an asset that had none (every spend of it needed
 you), a new chain, asset, address-book entry, spender, contract or selector, a new or raised
-`opaque_calls` entry (a call accepted without being decoded), a renamed entry, an
+`opaque_calls` entry (a call accepted without being decoded), a new or wider `swaps` section
+(a router, a token in or out, a higher slippage, price impact or deadline) or `claims`
+distributor, a renamed entry, an
 address-book, spender or contract entry removed while unknown recipients are allowed (its
 look-alikes were denied and would be signed), a milder rule. Unknown kinds of change count as
 widening: the classifier fails closed.
@@ -93,6 +95,10 @@ def widenings(old: Policy, new: Policy) -> list[str]:
         if prev is None or parse_units(e["max_value"], NATIVE_DECIMALS) > prev:
             out.append(f"opaque_calls: {e['selector']} on {e['address']} added or given a higher max_value "
                        "(a call the signer cannot decode would be signed)")
+    out += _swaps(o.get("swaps"), n.get("swaps"))
+    old_distributors = {tuple(sorted(d.items())) for d in (o.get("claims") or {}).get("distributors", [])}
+    out += [f"claims: distributor {d['name']} {d['address']} added or changed"
+            for d in (n.get("claims") or {}).get("distributors", []) if tuple(sorted(d.items())) not in old_distributors]
     if o["usd"] is not None:
         out += _limits(o["usd"], n["usd"], USD_DECIMALS, "usd")
     for path, order in RULE_ORDER.items():
@@ -107,6 +113,25 @@ def widenings(old: Policy, new: Policy) -> list[str]:
     for name, value in n["rate_limits"].items():
         if value > o["rate_limits"][name]:
             out.append(f"rate_limits.{name}: {o['rate_limits'][name]} -> {value}")
+    return out
+
+
+def _swaps(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """A router, token or looser bound the old section did not have widens; removing any tightens."""
+    if new is None:
+        return []
+    if old is None:
+        return ["swaps: the agent could swap on its own (a new swaps section)"]
+    out = []
+    old_routers = {tuple(sorted(r.items())) for r in old["routers"]}
+    out += [f"swaps: router {r['name']} {r['address']} added or changed" for r in new["routers"]
+            if tuple(sorted(r.items())) not in old_routers]
+    for side in ("tokens_in", "tokens_out"):
+        had = {(t["chain"], t["asset"]) for t in old[side]}
+        out += [f"swaps.{side}: {t['asset']} on {t['chain']} added" for t in new[side] if (t["chain"], t["asset"]) not in had]
+    for knob in ("max_slippage_bps", "max_price_impact_bps", "max_deadline_seconds"):
+        if new[knob] > old[knob]:
+            out.append(f"swaps.{knob}: {old[knob]} -> {new[knob]}")
     return out
 
 

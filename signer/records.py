@@ -10,9 +10,10 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from policies.context import EvalContext, PriceQuote
+from policies.context import AssetChange, EvalContext, PriceQuote, Simulated
 from policies.decision import Decision, Finding, Outcome
-from policies.intent import Approval, Call, ContractCall, Decoded, Flag, Forbidden, Transfer
+from policies.intent import (Approval, Call, Claim, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap, Transfer,
+                             Wrap)
 from signer.wire.protocol import RequestStatus
 
 SIGNED = RequestStatus.SIGNED
@@ -75,6 +76,20 @@ def action_to_json(action: Any) -> dict[str, Any]:
                 "value": str(action.value), "decoded": action.decoded}
     if isinstance(action, Forbidden):
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
+    if isinstance(action, Swap):
+        return {"type": "swap", "chain_id": action.chain_id, "router": action.router, "token_in": action.token_in,
+                "token_out": action.token_out, "fee": action.fee, "recipient": action.recipient,
+                "deadline": str(action.deadline), "amount_in": str(action.amount_in),
+                "amount_out_min": str(action.amount_out_min), "sqrt_price_limit": str(action.sqrt_price_limit)}
+    if isinstance(action, RouterPayout):
+        return {"type": "payout", "chain_id": action.chain_id, "router": action.router, "asset": action.asset,
+                "recipient": action.recipient, "method": action.method}
+    if isinstance(action, Wrap):
+        return {"type": "unwrap" if action.unwrap else "wrap", "chain_id": action.chain_id,
+                "contract": action.contract, "amount": str(action.amount)}
+    if isinstance(action, Claim):
+        return {"type": "claim", "chain_id": action.chain_id, "distributor": action.distributor,
+                "index": str(action.index), "account": action.account, "amount": str(action.amount)}
     raise TypeError(type(action).__name__)
 
 
@@ -99,7 +114,30 @@ def context_to_json(ctx: EvalContext) -> dict[str, Any]:
         "session_key_expires_at": ctx.session_key_expires_at,
         "session_key_balance_cap": None if ctx.session_key_balance_cap is None else str(ctx.session_key_balance_cap),
         "frozen": ctx.frozen,
+        **(_defi_context(ctx) if ctx.payer is not None or ctx.swap_quotes or ctx.simulation is not None else {}),
     }
+
+
+def _defi_context(ctx: EvalContext) -> dict[str, Any]:
+    """What a swap, wrap or unwrap was decided on (absent for every other request, whose records keep
+    the shape they always had)."""
+    sim = ctx.simulation
+    return {
+        "payer": ctx.payer,
+        "swap_quotes": [[*map(str, key), None if q is None else str(q)] for key, q in ctx.swap_quotes.items()],
+        "simulation": None if sim is None else {
+            "reverted": sim.reverted, "error": sim.error,
+            "changes": [[c.account, c.asset, str(c.delta)] for c in sim.changes],
+            "outflows": [[c.account, c.asset, str(c.delta)] for c in sim.outflows]},
+    }
+
+
+def _simulated_from_json(data: dict[str, Any] | None) -> Simulated | None:
+    if data is None:
+        return None
+    return Simulated(tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["changes"]),
+                     bool(data["reverted"]), data["error"],
+                     tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["outflows"]))
 
 
 def context_from_json(data: dict[str, Any]) -> EvalContext:
@@ -125,6 +163,10 @@ def context_from_json(data: dict[str, Any]) -> EvalContext:
         session_key_expires_at=data["session_key_expires_at"],
         session_key_balance_cap=None if cap is None else int(cap),
         frozen=data["frozen"],
+        payer=data.get("payer"),
+        swap_quotes={(int(k[0]), k[1], k[2], k[3], int(k[4]), int(k[5])): None if k[6] is None else int(k[6])
+                     for k in data.get("swap_quotes", ())},
+        simulation=_simulated_from_json(data.get("simulation")),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from policies.decode import TOKEN_SELECTORS
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
+from policies.intent import NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer, Wrap
 from policies.model import Policy
 from policies.units import format_amount
 
@@ -34,12 +34,17 @@ class Summarizer:
         name = self.index.chain_name(chain_id)
         return f"{name} ({chain_id})" if name else f"unknown chain {chain_id}"
 
-    def __call__(self, decoded: Decoded) -> str:
+    def __call__(self, decoded: Decoded, payer: str | None = None) -> str:
+        """`payer`: the account that pays a swap, wrap or unwrap (named "the session key" when it
+        receives the output); None for every other request."""
         parts: list[str] = []
         # A token call the decoder turned into a transfer or approval needs no second line; any other
         # call on that token (transferAndCall, a mint, an unknown selector) is shown, whatever it is.
         explained: Counter[str] | None = None  # counted on the first token call only: most requests have none
+        defi = self._defi_explained(decoded) if decoded.is_defi() else None
         for action in decoded.actions:
+            if defi is not None and action in defi:
+                continue  # the ETH paying a listed router or WETH, and its call: said by the swap or wrap itself
             if isinstance(action, Transfer):
                 parts.append(f"send {self._amount(action.chain_id, action.asset, action.amount)} "
                              f"to {self._who(action.chain_id, action.recipient)}")
@@ -58,6 +63,48 @@ class Summarizer:
                              f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)"))
             elif isinstance(action, Forbidden):
                 parts.append(f"FORBIDDEN: {action.reason}")
+            elif isinstance(action, Swap):
+                parts.append(self._swap(decoded, action, payer))
+            elif isinstance(action, Wrap):
+                asset = action.contract if action.unwrap else NATIVE
+                parts.append(f"{'unwrap' if action.unwrap else 'wrap'} {self._amount(action.chain_id, asset, action.amount)}"
+                             f" at {self._who(action.chain_id, action.contract)}")
+            elif isinstance(action, Claim):
+                listed = (self.index.distributors or {}).get((action.chain_id, action.distributor))
+                amount = (self._amount(action.chain_id, listed[1], action.amount) if listed
+                          else f"{action.amount} base units")
+                parts.append(f"claim {amount} from {self._who(action.chain_id, action.distributor)} for "
+                             f"{self._payee(action.chain_id, action.account, payer)}")
+            elif isinstance(action, RouterPayout):
+                to = "the caller" if action.recipient is None else self._payee(action.chain_id, action.recipient, payer)
+                parts.append(f"{action.method}: the router pays what it holds to {to}")
         if not parts:
             parts.append("empty request")
         return "; ".join(parts) + f" on {self._chain(decoded.call.chain_id)}"
+
+    def _defi_explained(self, decoded: Decoded) -> set[object]:
+        """ETH sent to a listed router or WETH, and the calls on them, that a swap or wrap line says."""
+        rules = self.index.swaps
+        if rules is None:
+            return {a for a in decoded.actions if isinstance(a, ContractCall) and a.decoded
+                    and (a.chain_id, a.target) in (self.index.distributors or {})}
+        known = set(rules.routers) | set(rules.wethers) | set(self.index.distributors or {})
+        return {a for a in decoded.actions
+                if (isinstance(a, Transfer) and a.asset == NATIVE and (a.chain_id, a.recipient) in known)
+                or (isinstance(a, ContractCall) and a.decoded and (a.chain_id, a.target) in known)}
+
+    def _payee(self, chain_id: int, address: str, payer: str | None) -> str:
+        return f"the session key ({address})" if address == payer else self._who(chain_id, address)
+
+    def _swap(self, decoded: Decoded, s: Swap, payer: str | None) -> str:
+        rules = self.index.swaps
+        router = rules.routers.get((s.chain_id, s.router)) if rules is not None else None
+        paid = sum(a.amount for a in decoded.actions
+                   if isinstance(a, Transfer) and a.asset == NATIVE and a.recipient == s.router)
+        asset_in = NATIVE if router is not None and s.token_in == router.weth and paid else s.token_in
+        unwraps = any(isinstance(a, RouterPayout) and a.method == "unwrapWETH9" for a in decoded.actions)
+        eth_out = router is not None and s.recipient == s.router and s.token_out == router.weth and unwraps
+        asset_out = NATIVE if eth_out else s.token_out
+        to = "" if eth_out else f", output to {self._payee(s.chain_id, s.recipient, payer)}"
+        return (f"swap {self._amount(s.chain_id, asset_in, s.amount_in)} for at least "
+                f"{self._amount(s.chain_id, asset_out, s.amount_out_min)} via {self._who(s.chain_id, s.router)}{to}")

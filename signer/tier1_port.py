@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from policies.context import Simulated
 from policies.decision import Decision
 from policies.intent import Decoded
 from policies.model import Policy
@@ -75,7 +76,7 @@ class SigningCore(Protocol):
         """Seconds an escalated request waits for the companion."""
         ...
 
-    def summarize(self, decoded: Decoded) -> str:
+    def summarize(self, decoded: Decoded, payer: str | None = None) -> str:
         """One line for a person, in the names and decimals of the policy in force."""
         ...
 
@@ -111,7 +112,8 @@ class Escalations(Protocol):
     def release(self, request: tuple[str, str]) -> None: ...
 
     async def prepare(self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
-                      agent_reason: str | None, now: float, expires_at: float) -> dict[str, Any]:
+                      agent_reason: str | None, now: float, expires_at: float,
+                      simulation: Simulated | None = None) -> dict[str, Any]:
         """The approval request the companion will be shown (not recorded yet)."""
         ...
 

@@ -46,7 +46,7 @@ class SessionSigner:
 
     async def sign(
         self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str, *,
-        frozen: bool, broadcast: bool,
+        frozen: bool, broadcast: bool, payer: str | None = None,
     ) -> Ending:
         call = decoded.call
         key = self.keys.current(call.chain_id)
@@ -58,6 +58,9 @@ class SessionSigner:
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary,
                                   "chain.wrong_id" if isinstance(exc, WrongChain) else None, str(exc))
+        if payer is not None and key.address.lower() != payer:  # a swap's output goes to the key it was decided for
+            return self.abandoned(request_id, decision, summary, "session_key.changed",
+                                  "the session key changed while the swap was being checked; ask again")
         to, value, data, grant_id = call.to, call.value, call.data, None
         grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
         if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):

@@ -16,9 +16,10 @@ def dev(
     port: int = typer.Option(8545, min=1, max=65535, help="Port on 127.0.0.1."),
     chain_id: int = typer.Option(31337, help="Chain id."),
     tier3: bool = typer.Option(True, help="Deploy the Tier 3 contracts (Delegation Framework) and record them."),
+    market: bool = typer.Option(True, help="Deploy a small Uniswap v3 market (WETH, two test tokens) and record it."),
 ) -> None:
-    """Start anvil on 127.0.0.1 (prague), deploy the Tier 3 contracts, print the RPC URL and funded dev
-    accounts, run until Ctrl-C."""
+    """Start anvil on 127.0.0.1 (prague), deploy the Tier 3 contracts and a small swap market, print the RPC
+    URL and funded dev accounts, run until Ctrl-C."""
     import signal
 
     import yaml
@@ -57,6 +58,22 @@ def dev(
             else:
                 typer.echo(f"Tier 3 contracts deployed; {config_path} has no chain {chain_id}: add this under it:")
                 typer.echo(yaml.safe_dump({"delegation": section}, sort_keys=False))
+        if market:
+            from bot.devmarket import deploy_swap_market
+
+            try:
+                deployed = deploy_swap_market(chain.url)
+            except DevChainError as exc:
+                fail(str(exc))
+            config_path = home_of(ctx) / "config.yaml"
+            tokens = ", ".join(f"{t['symbol']} {t['address']}" for t in deployed["tokens"])
+            typer.echo(f"swap market deployed: WETH {deployed['weth']}, SwapRouter {deployed['router']}, "
+                       f"QuoterV2 {deployed['quoter']}; tokens {tokens}")
+            if record_in_config(config_path, chain_id, deployed, key="swap_market"):
+                typer.echo(f"recorded under chains[{chain_id}].swap_market in {config_path}")
+            else:
+                typer.echo(f"{config_path} has no chain {chain_id}: add this under it:")
+                typer.echo(yaml.safe_dump({"swap_market": deployed}, sort_keys=False))
         typer.echo("funded dev accounts (unlocked on anvil; never use these keys on a real chain):")
         for address, balance in chain.accounts():
             typer.echo(f"  {address}  {balance // 10**18} ETH")

@@ -17,11 +17,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from policies.kernel.cli import fail, home_of, run
+
+if TYPE_CHECKING:
+    from signer.wire.settings import ChainSettings
 
 DEV_CONFIG = """\
 # Written by `owlia up`: a local dev chain and a signer with embedded defaults.
@@ -106,6 +109,7 @@ def up(
     except InstanceBusy as exc:
         fail(str(exc))
     _stop_on_sigterm()
+    signer_exists = (SignerPaths.from_config(home, config).home / "keystore.json").exists()
     chain = DevChain(port=configured if port is None else port, chain_id=dev_chain.id)
     try:
         chain.start()
@@ -132,6 +136,7 @@ def up(
             if deployed["manager"] != dev_chain.delegation.manager.lower():
                 raise DevChainError("the Tier 3 contracts landed at other addresses than config.yaml records: "
                                     "run `owlia chain dev` once to record them again")
+        market = _swap_market(chain.url, dev_chain, config_path, signer_exists)
     except (DevChainError, ConfigError) as exc:
         chain.stop()
         fail(str(exc))
@@ -151,6 +156,12 @@ def up(
             from importlib import resources
 
             dev_policy = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
+            if market is not None:  # the dev policy with the market listed, so the agent can swap on it
+                from bot.devmarket import dev_policy_with_market
+
+                listed = secrets_dir / "dev-policy.yaml"
+                write_private_file(listed, dev_policy_with_market(dev_policy.read_text(), market).encode())
+                dev_policy = listed
             init = _signer(home, "init", "--passphrase-file", str(passfile), "--policy", str(dev_policy))
             if init.returncode:
                 fail(f"the signer could not be initialized: {init.stderr.strip()}")
@@ -206,6 +217,26 @@ def up(
         chain.stop()
 
 
+def _swap_market(url: str, dev_chain: ChainSettings, config_path: Path, signer_exists: bool) -> dict | None:
+    """The dev swap market (bot.devmarket) on the fresh chain: deployed and recorded when config.yaml has
+    none (a new home), deployed again at the recorded addresses when it has one; None on a home whose
+    config.yaml records no market but whose signer already exists (its policy lists none)."""
+    from bot.devchain import DevChainError
+    from bot.devcontracts import record_in_config
+    from bot.devmarket import deploy_swap_market
+
+    recorded = dev_chain.swap_market
+    if recorded is None and signer_exists:
+        return None
+    market = deploy_swap_market(url)
+    if recorded is None:
+        record_in_config(config_path, dev_chain.id, market, key="swap_market")
+    elif market["router"] != recorded.router.lower():
+        raise DevChainError("the swap market landed at other addresses than config.yaml records: "
+                            "remove chains[].swap_market from config.yaml, or run `owlia chain dev` once")
+    return market
+
+
 def _stop_on_sigterm() -> None:
     """SIGTERM (a service manager, `kill`, `timeout`) stops the stack as Ctrl-C does. Python's default
     ends the process at once, skipping the cleanup: anvil (in its own session), the signer and the bot
@@ -243,6 +274,7 @@ def _demo(home: Path) -> None:
         ("within limits, known recipient: auto-signed", f"/send {friend} 0.001eth"),
         ("new recipient: escalated to the companion app", f"/send {stranger} 0.001eth"),
         ("look-alike of a known address: denied", f"/send {lookalike} 0.001eth"),
+        ("swap within limits, checked against the signer's own quote: auto-signed", "/swap 0.005 ETH TUSD"),
     ]:
         result = _owlia(home, "chat", "-m", message)
         typer.echo(f"\n# {label}\nyou> {message}\n{result.stdout.strip()}{result.stderr.strip()}")

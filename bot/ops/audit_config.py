@@ -68,10 +68,11 @@ def check_allowlists(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_group_sign_tools(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-GRP-001: a group chat is many people; sign tools there hand the wallet to all of them."""
+    from bot.tools.defi import DEFI_TOOLS
     from bot.tools.signing import SIGN_TOOLS
 
     bot = ctx.need_config().bot
-    sign_names = {t.name for t in SIGN_TOOLS}
+    sign_names = {t.name for t in (*SIGN_TOOLS, *DEFI_TOOLS)}
     for name in ("telegram", "discord"):
         channel = getattr(bot.channels, name)
         groups = channel.groups if name == "telegram" else channel.guilds

@@ -27,9 +27,10 @@ from bot.workspace import create_workspace
 
 def all_tools(web: bool) -> list[Tool]:
     from bot.tools.catalog import standard_tools
+    from bot.tools.defi import DEFI_TOOLS
     from bot.tools.signing import SIGN_TOOLS
 
-    tools: list[Tool] = [*standard_tools(), *SIGN_TOOLS]
+    tools: list[Tool] = [*standard_tools(), *SIGN_TOOLS, *DEFI_TOOLS]
     if web:
         from bot.tools.web import web_fetch
 

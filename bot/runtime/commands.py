@@ -6,6 +6,7 @@ executor (and so the same audit log, tier rules and signer) as the agent's own c
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 import uuid
@@ -34,6 +35,7 @@ Commands:
 /status — model, tokens used in this chat, signer and chain
 /balance [TOKEN] — the wallet's balance (session keys held by the signer)
 /send ADDRESS AMOUNT — ask the signer to send, e.g. /send 0x7099…79C8 0.001eth or /send dev-friend 0.001eth (a name from the address book; the unit is required: eth, gwei, wei or a token such as 5usdc); it decides: signed, needs approval or denied
+/swap AMOUNT FROM TO — ask the signer to swap, e.g. /swap 0.005 ETH TUSD (tokens the policy lists; docs/defi.md)
 /approvals — requests waiting for your companion app
 /details — the ids, hashes and rules behind the last signing request
 /new — start a fresh conversation (the old one is archived)
@@ -45,6 +47,7 @@ Anything else is a message to the assistant."""
 PENDING = RequestStatus.PENDING
 SEND_USAGE = ("usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth, or a name "
               "from the address book: /send dev-friend 0.001eth")
+SWAP_USAGE = "usage: /swap AMOUNT FROM TO, e.g. /swap 0.005 ETH TUSD"
 
 COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
                   "user, open tasks, and every transaction with its request id, status and tx hash. Be concise. "
@@ -58,7 +61,7 @@ class Commands:
         self.runtime = runtime
         self.table: dict[str, Command] = {
             "/help": self.help, "/start": self.help, "/status": self.status, "/balance": self.balance,
-            "/send": self.send, "/new": self.new, "/compact": self.compact, "/model": self.model,
+            "/send": self.send, "/swap": self.swap, "/new": self.new, "/compact": self.compact, "/model": self.model,
             "/approvals": self.approvals, "/pair": self.pair, "/details": self.details,
         }
 
@@ -138,6 +141,13 @@ class Commands:
             return (f"'{name}' is neither an address (0x and 40 hex digits) nor a name in the signer's address book "
                     "or your contacts.")
         return found
+
+    async def swap(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
+        if len(args) != 3 or not re.fullmatch(r"[0-9]{1,40}(\.[0-9]{1,40})?", args[0]):
+            return SWAP_USAGE
+        return await self._tool(session, inbound, sink, "swap",
+                                {"amount": args[0], "token_in": args[1], "token_out": args[2],
+                                 "reason": "typed by the user with /swap"})
 
     async def approvals(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         signer = self.runtime.services.signer

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from bot.sessions.records import MessageRecord
 
-SIGN_TOOL_NAMES = frozenset({"transfer", "contract_call"})
-"""The sign tools of bot.tools.signing; their results (tx hashes, pending approvals) survive compaction."""
+SIGN_TOOL_NAMES = frozenset({"transfer", "contract_call", "swap", "wrap", "unwrap", "claim"})
+"""The sign tools of bot.tools.signing and bot.tools.defi; their results (tx hashes, pending approvals) survive compaction."""
 
 
 def call_ids(message: MessageRecord) -> set[str]:

@@ -50,9 +50,10 @@ class ContractCallArgs(ToolArgs):
     reason: str = Field(default="", max_length=200)
 
 
-def idempotency_key(ctx: ToolContext) -> str:
-    """Stable per tool call: if the same call is ever replayed, the signer signs it at most once."""
-    key = _KEY_UNSAFE.sub("_", f"{ctx.source}.{ctx.run_id}.{ctx.call_id}")[:128]
+def idempotency_key(ctx: ToolContext, step: str = "") -> str:
+    """Stable per tool call: if the same call is ever replayed, the signer signs it at most once. A
+    tool that makes two requests (an approval, then a swap) names the first's `step`."""
+    key = _KEY_UNSAFE.sub("_", f"{step + '.' if step else ''}{ctx.source}.{ctx.run_id}.{ctx.call_id}")[:128]
     return key if len(key) >= 8 else key.ljust(8, "_")
 
 
@@ -158,11 +159,11 @@ def one_visible_line(reason: str) -> str | None:
 
 
 async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str],
-                  usd_micros: int | None = None) -> ToolOutput:
+                  usd_micros: int | None = None, step: str = "") -> ToolOutput:
     if flagged:
         intent["flags"] = flagged
     try:
-        reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx),
+        reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx, step),
                                         reason=one_visible_line(reason), source=ctx.source)
     except SignerError as exc:
         raise ctx.signer_failure(exc, "the signer refused the request") from None

@@ -213,4 +213,77 @@ async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
 
 
-WALLET_TOOLS = (wallet_balance, address_book)
+
+
+class PortfolioArgs(ToolArgs):
+    chain_id: int | None = Field(default=None, gt=0, lt=2**63, description="default: the bot's default chain")
+
+
+def _usd_micros(amount: int, decimals: int, price: str | None) -> int | None:
+    """Exact: base units x micro-dollars per whole unit, floored; None without a usable price."""
+    from policies.units import parse_units
+
+    if price is None:
+        return None
+    try:
+        micros = parse_units(price, 6)
+    except ValueError:
+        return None
+    return amount * micros // 10**decimals
+
+
+def _dollars(micros: int) -> str:
+    return f"${micros // 10**6:,}.{micros % 10**6 // 10**4:02d}"
+
+
+@tool("portfolio", Level.READ, PortfolioArgs, description="""
+Every asset the signer's policy lists on one chain, held by each active session key and, on a Tier 3
+chain, by the main account its grant spends from, with dollar values (the bot's price source, else
+the policy's static price) and a total.""")
+async def portfolio(ctx: ToolContext, args: PortfolioArgs) -> ToolOutput:
+    signer = ctx.require_signer("balances are unknown")
+    chain_id = args.chain_id or ctx.services.default_chain_id
+    try:
+        shown = await signer.call_as(PolicyShowReply, "policy.show")
+        answer = await signer.call_as(AddressesReply, "addresses")
+        assets = policy_assets(shown, chain_id)
+        static = {str(a.get("asset", "")).lower(): a.get("price_usd") for a in shown.policy.get("assets", [])
+                  if isinstance(a, dict) and a.get("chain") == chain_id}
+        accounts = [*((k.address, k.key_id) for k in answer.addresses if k.chain_id == chain_id),
+                    *((a.address, "tier3 main account") for a in answer.tier3_accounts if a.chain_id == chain_id)]
+        prices: dict[str, str | None] = {}
+        for a in assets:
+            live = await ctx.services.prices.usd_price(a.symbol) if ctx.services.prices is not None else None
+            prices[a.asset.lower()] = live or static.get(a.asset.lower())
+        rows: list[dict[str, Any]] = []
+        for address, label in accounts:
+            for a in assets:
+                params: dict[str, Any] = {"chain_id": chain_id, "address": address}
+                if a.asset != NATIVE:
+                    params["token"] = a.asset.lower()
+                reply = await signer.call_as(BalanceReply, "balance", params)
+                usd = _usd_micros(int(reply.balance), a.decimals, prices[a.asset.lower()])
+                rows.append({"address": to_checksum(address), "label": label, "asset": a.asset.lower(),
+                             "symbol": a.symbol, "balance": str(reply.balance), "usd_micros": usd})
+    except SignerError as exc:
+        raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
+    where = chain_label(ctx, chain_id, policy_chains(shown))
+    if not accounts:
+        return ToolOutput(f"No active session key on {where}.", untrusted=False,
+                          data={"chain_id": chain_id, "holdings": []})
+    lines = [f"Portfolio on {where}:"]
+    for address, label in accounts:
+        held = [r for r in rows if r["address"] == to_checksum(address) and int(r["balance"]) > 0]
+        parts = [format_amount(int(r["balance"]), next(a.decimals for a in assets if a.asset.lower() == r["asset"]),
+                               r["symbol"]) + (f" ({_dollars(r['usd_micros'])})" if r["usd_micros"] is not None else "")
+                 for r in held]
+        lines.append(f"- {to_checksum(address)} ({label}): {', '.join(parts) or 'nothing the policy lists'}")
+    priced = [r["usd_micros"] for r in rows if r["usd_micros"] is not None]
+    unpriced = sorted({r["symbol"] for r in rows if r["usd_micros"] is None and int(r["balance"]) > 0})
+    total = f"Total: {_dollars(sum(priced))}"
+    lines.append(total + (f" (no price for {', '.join(unpriced)})" if unpriced else ""))
+    return ToolOutput("\n".join(lines), untrusted=False,
+                      data={"chain_id": chain_id, "holdings": rows, "total_usd_micros": sum(priced)})
+
+
+WALLET_TOOLS = (wallet_balance, address_book, portfolio)

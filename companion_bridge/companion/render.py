@@ -37,7 +37,33 @@ def _action(a: dict[str, Any]) -> str:
     if a["type"] == "call":
         unseen = "" if a.get("decoded", True) else "  (NOT DECODED: accepted unseen by the policy's opaque_calls)"
         return f"CALL {_party(a['target'])} selector {a['selector']}{unseen}"
+    if a["type"] == "swap":
+        give, get = a["token_in"], a["token_out_min"]
+        give_text = give.get("amount") or f"{give['amount_base_units']} base units of {give['token']}"
+        get_text = get.get("amount") or f"{get['amount_base_units']} base units of {get['token']}"
+        return (f"SWAP {give_text} for at least {get_text}\n    via: {_party(a['router'])}\n"
+                f"    output to: {_party(a['recipient'])}")
+    if a["type"] in ("wrap", "unwrap"):
+        return f"{a['type'].upper()} {amount} at {_party(a['contract'])}"
+    if a["type"] == "claim":
+        return f"CLAIM {amount} from {_party(a['distributor'])}\n    paid to: {_party(a['account'])}"
+    if a["type"] == "payout":
+        to = "the caller" if a["recipient"] is None else _party(a["recipient"])
+        return f"ROUTER PAYS OUT ({a['method']}) to {to}"
     return f"FORBIDDEN: {a['reason']} ({a['rule_id']})"
+
+
+def _simulation_lines(simulation: dict[str, Any] | None) -> list[str]:
+    """The node's simulation, marked as the node's word: it can only have made the request stricter."""
+    if not simulation:
+        return []
+    lines = ["", f"Balance changes simulated by the node ({simulation['source']}; its word, not proof):"]
+    for c in simulation["changes"]:
+        delta = int(c["delta"])
+        shown = (format_amount(abs(delta), c["decimals"], c["symbol"]) if c.get("symbol") and c.get("decimals") is not None
+                 else f"{abs(delta)} base units of {c['asset']}")
+        lines.append(f"  {to_checksum(c['account'])}: {'-' if delta < 0 else '+'}{shown}")
+    return lines
 
 
 def _tx_lines(tx: dict[str, Any] | None) -> list[str]:
@@ -88,6 +114,7 @@ def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
     else:
         lines += ["What this does (decoded by the signer from the bytes):"]
         lines += [f"  - {_action(a)}" for a in request["actions"]] or ["  - nothing"]
+        lines += _simulation_lines(request.get("simulation"))
         lines += _tx_lines(tx)
     lines += ["", *why_lines(request["escalation"])]
     # one line (no padding to fake rows), short enough that the lines above stay on the screen

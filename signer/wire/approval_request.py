@@ -14,7 +14,8 @@ from typing import Any
 
 from policies.decision import Decision
 from policies.kernel.addresses import to_checksum
-from policies.intent import NATIVE, Approval, ContractCall, Decoded, Forbidden, Transfer
+from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer,
+                             Wrap)
 from policies.model import Policy
 from policies.units import format_amount
 
@@ -67,12 +68,31 @@ class RequestBuilder:
             return {"type": "call", "target": self._party(action.chain_id, action.target),
                     "selector": "0x" + action.selector.hex(), "depth": action.depth,
                     "value": str(action.value), "decoded": action.decoded}
+        if isinstance(action, Swap):
+            return {"type": "swap", "router": self._party(action.chain_id, action.router),
+                    "token_in": self._asset(action.chain_id, action.token_in, action.amount_in),
+                    "token_out_min": self._asset(action.chain_id, action.token_out, action.amount_out_min),
+                    "recipient": self._party(action.chain_id, action.recipient), "deadline": action.deadline}
+        if isinstance(action, Wrap):
+            asset = action.contract if action.unwrap else NATIVE
+            return {"type": "unwrap" if action.unwrap else "wrap", **self._asset(action.chain_id, asset, action.amount),
+                    "contract": self._party(action.chain_id, action.contract)}
+        if isinstance(action, RouterPayout):
+            return {"type": "payout", "method": action.method, "router": self._party(action.chain_id, action.router),
+                    "recipient": None if action.recipient is None else self._party(action.chain_id, action.recipient)}
+        if isinstance(action, Claim):
+            token = (self.index.distributors or {}).get((action.chain_id, action.distributor), ("", ""))[1]
+            amount = self._asset(action.chain_id, token, action.amount) if token else {
+                "amount": None, "amount_base_units": str(action.amount), "token": None, "symbol": None}
+            return {"type": "claim", **amount, "distributor": self._party(action.chain_id, action.distributor),
+                    "account": self._party(action.chain_id, action.account)}
         assert isinstance(action, Forbidden)
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
 
     def build(
         self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
         agent_reason: str | None, tx: dict[str, Any] | None, created_at: float, expires_at: float,
+        simulation: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         chain_id = decoded.call.chain_id
         name = self.index.chain_name(chain_id)
@@ -89,6 +109,8 @@ class RequestBuilder:
             "agent_reason_unverified": agent_reason,
             "created_at": created_at,
             "expires_at": expires_at,
+            # the node's simulation of a swap, wrap or unwrap: {"source", "changes": [...]} (signer.simulate)
+            **({"simulation": simulation} if simulation is not None else {}),
         }
 
 

@@ -85,6 +85,31 @@ class DelegationContracts(BaseModel):
         return {name: address.lower() for name, address in self.enforcers.items()}
 
 
+class MarketToken(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    symbol: str = Field(min_length=1, max_length=20)
+    address: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    decimals: int = Field(ge=0, le=77)
+    price_usd: str | None = None
+
+
+class SwapMarket(BaseModel):
+    """What `owlia chain dev` deployed (bot.devmarket): a record for people and tests. The signer trusts
+    only its policy's `swaps:` section, never this one (docs/defi.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    weth: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    factory: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    router: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    quoter: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    position_manager: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    fee: int = Field(gt=0, lt=2**24)
+    eth_price_usd: str | None = None
+    tokens: tuple[MarketToken, ...] = ()
+
+
 class ChainSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -103,6 +128,7 @@ class ChainSettings(BaseModel):
     # bounds what one transaction can burn (3M x 1000 gwei = 3 ETH). A plain transfer takes 21 000.
     max_gas: int = Field(default=3_000_000, gt=21_000)
     delegation: DelegationContracts | None = None  # Tier 3 on this chain
+    swap_market: SwapMarket | None = None  # the dev market `owlia chain dev` deployed (informational)
 
     # How deep the block of the transaction that took a nonce must be before the signer releases the
     # spend of its other transaction at that nonce (a reorg could undo a shallower proof). None: 1 on

@@ -109,6 +109,14 @@ def test_tier3_bench_runs() -> None:
     assert report["tier3_transfer"]["gas_used_mean"] > 0
 
 
+def test_swap_bench_runs() -> None:
+    report = run_bench("swap_bench.py", "--requests", "3", "--evaluations", "50")
+    latency(report["signer_round_trip"]["swap"], 3)
+    latency(report["signer_round_trip"]["transfer"], 3)
+    assert report["gas_used_mean"]["swap"] > report["gas_used_mean"]["transfer"] == 21_000
+    assert report["decode_and_evaluate"]["swap_us"] > 0
+
+
 def test_webapp_bench_runs() -> None:
     report = run_bench("webapp_bench.py", "-n", "3", "--warmup", "1")
     latency(report["escalation_to_card_visible"], 3)

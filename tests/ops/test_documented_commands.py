@@ -37,6 +37,7 @@ def test_the_run_command_in_the_readme_works_as_written(tmp_path) -> None:
     out = done.stdout
     assert "Signed and sent" in out and "Waiting for your approval" in out and "Refused by your policy" in out, \
         out[-3000:]
+    assert "swap 0.005 ETH" in out, out[-3000:]
     assert (tmp_path / ".owliabot" / "signer").is_dir()
 
 

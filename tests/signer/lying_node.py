@@ -14,6 +14,8 @@ the signer:
 - `chain_id_lie`: the chain id `eth_chainId` answers instead of anvil's (another chain's node);
 - `drop_connections`: close every connection after its reply, so each call arrives on a new one
   (a node restarted or swapped behind the same URL);
+- `call_lie`: a function from (the eth_call's call object, true result) to the result told (a quote);
+- `simulate_lie`: a function from the true `eth_simulateV1` result to the one told;
 - `honest()`: every switch off again (hidden hashes become visible again).
 """
 
@@ -53,6 +55,8 @@ class LyingNode(ThreadingHTTPServer):
         self.chain_id_lie: int | None = None
         self.drop_connections = False
         self.chain_id_asked = 0  # eth_chainId calls answered, truthfully or not
+        self.call_lie: Callable[[dict, Any], Any] | None = None
+        self.simulate_lie: Callable[[Any], Any] | None = None
 
     def forward(self, method: str, params: list[Any]) -> dict[str, Any]:
         """The true answer of anvil, as a JSON-RPC reply object."""
@@ -100,6 +104,10 @@ class LyingNode(ThreadingHTTPServer):
             if method == "eth_getTransactionReceipt" and self.receipt_lie is not None:
                 result = self.receipt_lie(asked, truth.get("result"))
             return {"jsonrpc": "2.0", "id": 1, "result": result}
+        if method == "eth_simulateV1" and self.simulate_lie is not None and "result" in truth:
+            return {"jsonrpc": "2.0", "id": 1, "result": self.simulate_lie(truth["result"])}
+        if method == "eth_call" and self.call_lie is not None and "result" in truth:
+            return {"jsonrpc": "2.0", "id": 1, "result": self.call_lie(params[0], truth["result"])}
         if method == "eth_getTransactionCount" and self.nonce_lie is not None and "result" in truth:
             told = max(0, self.nonce_lie(int(truth["result"], 16)))
             return {"jsonrpc": "2.0", "id": 1, "result": hex(told)}
