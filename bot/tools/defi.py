@@ -21,8 +21,9 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.signing import NOTHING_SIGNED, _submit, resolve_asset
 from policies.intent import NATIVE
 from policies.units import format_amount, parse_units
-from signer.wire.client import SignerError
-from signer.wire.replies import AddressesReply, PolicyShowReply
+from signer.wire.exchange import SignerError
+from signer.wire.replies import AddressesReply
+from signer.wire.sign_replies import PolicyShowReply
 
 EXACT_INPUT_SINGLE = bytes.fromhex("414bf389")
 MULTICALL = bytes.fromhex("ac9650d8")

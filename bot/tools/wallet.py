@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
 from policies.kernel.addresses import ADDRESS_PATTERN
