@@ -122,8 +122,12 @@ class Phone:
         self.page.screenshot(path=str(folder / f"{name}.png"))
 
     def error_text(self) -> str:
-        box = self.page.locator("#error")
-        return box.text_content() or "" if box.is_visible() else ""
+        """A refusal, where the page shows it: in the card's action bar, or the page's error line."""
+        shown = []
+        for box in self.page.locator("#error, .card-error").all():
+            if box.is_visible():
+                shown.append(box.text_content() or "")
+        return " / ".join(shown)
 
     def close(self) -> None:
         self.context.close()
