@@ -79,9 +79,10 @@ class Phone:
     console: list[str] = field(default_factory=list)
 
     @classmethod
-    def open(cls, browser: Any, *, prf: bool = True) -> Phone:
-        context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, accept_downloads=True,
-                                      device_scale_factor=1)
+    def open(cls, browser: Any, *, prf: bool = True, viewport: dict[str, int] | None = None,
+             color_scheme: str = "light") -> Phone:
+        context = browser.new_context(viewport=viewport or PHONE, is_mobile=True, has_touch=True, accept_downloads=True,
+                                      device_scale_factor=1, color_scheme=color_scheme)
         page = context.new_page()
         cdp = context.new_cdp_session(page)
         cdp.send("WebAuthn.enable", {"enableUI": False})

@@ -42,7 +42,12 @@ async function saveDevice(changes) {
 
 function screen(...children) {
   const main = $('#main');
+  const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : '';
   main.replaceChildren(...children);
+  if (focused) {  // a re-render (a state push) keeps the owner's place: the same element keeps the focus
+    const again = document.getElementById(focused);
+    if (again) again.focus({ preventScroll: true });
+  }
 }
 
 async function render() {
@@ -362,6 +367,7 @@ async function answer(request, action, passphrase) {
   showError('');
   const cardOf = () => document.querySelector(`article.card[data-request="${CSS.escape(request.request_id)}"]`);
   showCardError(cardOf(), '');
+  app.result = null;  // the last answer's result gives way to this one's
   const device = app.device, v = await vault.load();
   const seed = eth.hexToBytes(device.seed);
   const { what, to } = describe(request);

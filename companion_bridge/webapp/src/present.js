@@ -53,8 +53,10 @@ export function groupedAddress(address) {
   return /^0x[0-9a-fA-F]{40}$/.test(a) ? '0x' + a.slice(2).match(/.{4}/g).join(' ') : a;
 }
 
-// Any raw address inside a sentence the signer wrote, checksummed.
+// Any raw address inside a sentence the signer wrote, checksummed (in full: for the Details fold).
 export const checksumIn = (s) => text(s).replace(/0x[0-9a-fA-F]{40}(?![0-9a-fA-F])/g, (m) => checksum(m));
+// ... or short, as on the first screen ("0x3C44…93BC").
+export const shortIn = (s) => text(s).replace(/0x[0-9a-fA-F]{40}(?![0-9a-fA-F])/g, (m) => shortAddress(m));
 
 // "anvil (31337)" -> "anvil"; the chain id stays in the Details fold.
 export function chainName(request) {
@@ -108,7 +110,7 @@ export function escalatedRules(escalation) {
   const findings = Array.isArray(esc.findings) ? esc.findings : [];
   const words = [], seen = new Set(), details = [];
   const add = (reason) => {
-    const s = checksumIn(reason).trim();
+    const s = shortIn(reason).trim();
     if (s && !seen.has(s)) { seen.add(s); words.push(s); }
   };
   const escalating = findings.filter((f) => f && f.outcome === 'escalate');

@@ -7511,6 +7511,7 @@ function groupedAddress(address) {
   return /^0x[0-9a-fA-F]{40}$/.test(a) ? "0x" + a.slice(2).match(/.{4}/g).join(" ") : a;
 }
 var checksumIn = (s) => text(s).replace(/0x[0-9a-fA-F]{40}(?![0-9a-fA-F])/g, (m) => checksum2(m));
+var shortIn = (s) => text(s).replace(/0x[0-9a-fA-F]{40}(?![0-9a-fA-F])/g, (m) => shortAddress(m));
 function chainName(request) {
   const c = text(request.chain);
   const m = /^(.*) \(\d+\)$/.exec(c);
@@ -7554,7 +7555,7 @@ function escalatedRules(escalation) {
   const findings = Array.isArray(esc.findings) ? esc.findings : [];
   const words = [], seen = /* @__PURE__ */ new Set(), details = [];
   const add2 = (reason) => {
-    const s = checksumIn(reason).trim();
+    const s = shortIn(reason).trim();
     if (s && !seen.has(s)) {
       seen.add(s);
       words.push(s);
@@ -7816,7 +7817,12 @@ async function saveDevice(changes) {
 }
 function screen(...children) {
   const main = $("#main");
+  const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
   main.replaceChildren(...children);
+  if (focused) {
+    const again = document.getElementById(focused);
+    if (again) again.focus({ preventScroll: true });
+  }
 }
 async function render() {
   const v = await load();
@@ -8205,6 +8211,7 @@ async function answer(request, action, passphrase) {
   showError("");
   const cardOf = () => document.querySelector(`article.card[data-request="${CSS.escape(request.request_id)}"]`);
   showCardError(cardOf(), "");
+  app.result = null;
   const device = app.device, v = await load();
   const seed = hexToBytes(device.seed);
   const { what, to } = describe(request);
