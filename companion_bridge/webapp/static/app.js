@@ -8106,9 +8106,10 @@ function activitySection() {
       const failed = o.status === "refused";
       const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : "answer"} refused` : ACTION_WORDS[o.action] || o.action;
       const link = o.tx_hash ? explorerTx(o.chain_id, o.tx_hash) : null;
+      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
       return el(
         "li",
-        { class: "activity-row" + (failed ? " refused" : ""), "data-request": o.request_id || null },
+        { class: "activity-row" + tone, "data-request": o.request_id || null },
         el("span", { class: "what" }, o.what ? `${o.what}${o.to ? " to " + o.to : ""}` : verb),
         el("span", { class: "status" }, o.what ? verb : ""),
         el("span", { class: "meta" }, [
