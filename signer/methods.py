@@ -30,6 +30,7 @@ from signer.wire.protocol import (
     AuditTailParams,
     BalanceParams,
     DeviceRefParams,
+    DeviceRevokeParams,
     ErrorCode,
     FreezeParams,
     KeyStatus,
@@ -151,12 +152,21 @@ class Methods:
             "companion.list": Method(Scope.ADMIN, None, lambda c, p: DevicesReply(
                 devices=tuple(d.to_reply() for d in devices.all()), main_account=devices.main_account())),
             "companion.revoke": Method(Scope.ADMIN, DeviceRefParams, lambda c, p: self._revoke_device(c, p)),
+            "approvals.revoke_device": Method(Scope.BRIDGE, DeviceRevokeParams, bridge_only(
+                lambda c, p: self._revoke_from_device(p))),
         }
 
     async def _revoke_device(self, client: Client, params: DeviceRefParams) -> DeviceReply:
         assert self.approvals is not None
         result = await self.approvals.devices.revoke(params.device_id, client.name)
         self.approvals.announce()  # the bridge drops the device's connections and tokens at once
+        return result
+
+    async def _revoke_from_device(self, params: DeviceRevokeParams) -> DeviceReply:
+        assert self.approvals is not None
+        result = await self.approvals.devices.revoke_signed(params.device_id, params.target_device_id, params.ts,
+                                                            params.signature)
+        self.approvals.announce()  # as from the host: the bridge drops the device's connections and tokens
         return result
 
     def _core(self) -> dict[str, Method]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the request models, which load on first use (__getattr__ at
         SessionKeyCreateParams, SessionKeyRefParams, Tier3GrantParams, Tier3RevokeParams,
         TopUpParams, PolicyValidateParams, PolicyCheckParams, AuditTailParams, ApprovalsWaitParams,
         ApprovalAnswerParams, StateParams, FreezeParams, PairBeginParams, PairCompleteParams,
-        DeviceRefParams, TopUpRequestParams,
+        DeviceRefParams, DeviceRevokeParams, TopUpRequestParams,
     )
 
 PROTOCOL_VERSION = 1
@@ -180,7 +180,7 @@ def error_frame(req_id: Any, error: RpcError) -> bytes:
 # requests (`owlia sign send`) never builds one. Their names still resolve here.
 _REQUESTS = frozenset((
     'Address', 'ApprovalAnswerParams', 'ApprovalsWaitParams', 'AuditTailParams', 'AuthParams',
-    'BalanceParams', 'DeviceId', 'DeviceRefParams', 'FreezeParams', 'Hex64', 'HexData',
+    'BalanceParams', 'DeviceId', 'DeviceRefParams', 'DeviceRevokeParams', 'FreezeParams', 'Hex64', 'HexData',
     'IDEMPOTENCY_KEY_RE', 'Intent', 'PairBeginParams', 'PairCompleteParams', 'PolicyCheckParams',
     'PolicyValidateParams', 'SessionKeyCreateParams', 'SessionKeyRefParams', 'SignRequestParams',
     'SignStatusParams', 'Signature', 'StateParams', 'Strict', 'Tier3GrantParams', 'Tier3RevokeParams',

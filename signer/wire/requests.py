@@ -208,6 +208,15 @@ class DeviceRefParams(Strict):
     device_id: DeviceId
 
 
+class DeviceRevokeParams(Strict):
+    """Revoke a paired device (another, or itself) on a paired device's signed, single-use word."""
+
+    device_id: DeviceId  # the device that signs
+    target_device_id: DeviceId
+    ts: FiniteFloat
+    signature: Signature
+
+
 class TopUpRequestParams(Strict):
     """Ask the companion to fund a session key from the main account (Tier 1), up to its cap."""
 

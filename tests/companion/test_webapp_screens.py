@@ -383,3 +383,76 @@ def test_a_top_up_is_typed_in_eth_and_every_field_is_labelled(phone, priced_tier
     page.get_by_label("Amount in ETH").fill("0.0000000000000000001")
     page.click("#topup")
     wait_for(lambda: "at most 18 digits" in phone.error_text(), 10, "the refusal in words")
+
+
+def revoke_params(wallet, target: str, ts: float | None = None) -> dict:
+    """`approvals.revoke_device` as a paired device signs it (the desktop companion's device key)."""
+    from signer.wire.messages import REVOKE_DOMAIN, revoke_body, signed_message
+
+    ts = time.time() if ts is None else ts
+    message = signed_message(REVOKE_DOMAIN, revoke_body(wallet.device_id, target, ts))
+    return {"device_id": wallet.device_id, "target_device_id": target, "ts": ts, "signature": wallet.device_sign(message)}
+
+
+def test_a_device_is_revoked_from_the_phone_after_a_confirmation(phone, priced_tier):
+    from tests.companion.test_webapp import desktop_companion, get_devices
+
+    page, stack = phone.page, priced_tier.stack
+    wallet, desk_token = desktop_companion(phone, priced_tier, "desk-revoke")
+    row = page.locator(f"#devices .device[data-device={wallet.device_id}]")
+    row.wait_for(timeout=15_000)
+    row.get_by_role("button", name="Revoke desk-revoke").click()
+    confirm = row.locator(".confirm-revoke")
+    confirm.wait_for(timeout=5_000)
+    assert "Its answers are refused from now on" in confirm.inner_text()
+    assert_accessible(phone, "revoke confirmation")
+    row.get_by_role("button", name="Yes, revoke desk-revoke").click()
+    row.locator(".revoked-mark").wait_for(timeout=15_000)
+    listed = {d["device_id"]: d for d in run_async(stack.call(priced_tier.admin, "companion.list"))["devices"]}
+    assert listed[wallet.device_id]["revoked_at"] is not None
+    own = phone.idb()["kv"]["device"]["device_id"]
+    assert listed[own]["revoked_at"] is None
+    assert get_devices(priced_tier, f"Bearer {desk_token}")[0] == 401  # its token died with it
+    assert "Revoked desk-revoke" in page.locator("#activity").inner_text()
+
+
+def test_a_signed_revoke_is_refused_forged_replayed_stale_or_from_a_revoked_device(phone, priced_tier):
+    """The signer's boundary, called with a bridge token as the bridge would: only an active paired
+    device's fresh, single-use signature over exactly this target revokes it."""
+    from signer.wire.client import SignerError
+    from signer.wire.protocol import Scope
+    from tests.companion.test_webapp import desktop_companion
+
+    stack = priced_tier.stack
+    bridge = stack.client_token(f"bridge-attack{time.monotonic_ns() % 10**9}", Scope.BRIDGE)
+    actor, _ = desktop_companion(phone, priced_tier, "desk-actor")
+    victim, _ = desktop_companion(phone, priced_tier, "desk-victim")
+    other, _ = desktop_companion(phone, priced_tier, "desk-other")
+
+    def refused(params: dict, words: str) -> None:
+        with pytest.raises(SignerError) as err:
+            run_async(stack.call(bridge, "approvals.revoke_device", params))
+        assert words in err.value.message, err.value.message
+
+    def active(device_id: str) -> bool:
+        rows = run_async(stack.call(priced_tier.admin, "companion.list"))["devices"]
+        return next(d for d in rows if d["device_id"] == device_id)["revoked_at"] is None
+
+    good = revoke_params(actor, victim.device_id)
+    refused({**good, "target_device_id": other.device_id}, "signature does not verify")  # signed for another target
+    refused({**good, "device_id": other.device_id}, "signature does not verify")  # claimed by another device
+    refused({**good, "signature": good["signature"][:-2] + ("00" if good["signature"][-2:] != "00" else "11")},
+            "signature does not verify")
+    refused(revoke_params(actor, victim.device_id, ts=time.time() - 600), "stale")
+    refused(revoke_params(actor, victim.device_id, ts=time.time() + 600), "stale")
+    assert active(victim.device_id) and active(other.device_id)
+    # a read or sign token cannot call it at all
+    with pytest.raises(SignerError):
+        run_async(stack.call(priced_tier.bot_token(), "approvals.revoke_device", revoke_params(actor, victim.device_id)))
+    assert active(victim.device_id)
+    done = run_async(stack.call(bridge, "approvals.revoke_device", good))
+    assert done["device"]["device_id"] == victim.device_id and done["device"]["revoked_at"] is not None
+    refused(good, "replay")  # the same proof twice
+    # the revoked device can revoke no one
+    refused(revoke_params(victim, other.device_id), "revoked")
+    assert active(other.device_id) and active(actor.device_id) and not active(victim.device_id)

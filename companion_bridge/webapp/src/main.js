@@ -11,7 +11,7 @@ import { el, text, visible, labelled } from './dom.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
-  status: 'offline', error: '', result: null, pendingFreeze: null };
+  status: 'offline', error: '', result: null, pendingFreeze: null, confirmRevoke: null };
 const $ = (sel) => document.querySelector(sel);
 
 function formatWei(wei) {
@@ -249,7 +249,7 @@ function controls() {
 
 const ACTION_WORDS = { approve: 'Approved', deny: 'Denied', freeze: 'Denied and froze', topup: 'Top-up requested',
   notifications: 'Notifications', 'freeze-all': 'Froze signing', unfreeze: 'Unfroze signing', 'freeze-queued': 'Freeze queued (offline)',
-  'freeze-cancelled': 'Queued freeze cancelled' };
+  'freeze-cancelled': 'Queued freeze cancelled', revoke: 'Done' };
 
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -282,7 +282,42 @@ function devicesSection() {
       d.revoked_at === null ? null : el('span', { class: 'revoked-mark' }, 'REVOKED'), el('br'),
       el('span', { class: 'note' }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}`
         + (d.revoked_at === null ? '' : `; revoked ${when(d.revoked_at)}`)
-        + `; key ${visible(d.key_fingerprint).slice(0, 16)}`))));
+        + `; key ${visible(d.key_fingerprint).slice(0, 16)}`),
+      d.revoked_at === null ? revokeControl(d) : null)));
+}
+
+// Revoke asks once more, in words: it cannot be undone from the phone (pair again from the host).
+function revokeControl(d) {
+  const name = visible(d.name);
+  if (app.confirmRevoke !== d.device_id) {
+    return el('button', { class: 'revoke danger', 'aria-label': `Revoke ${name}`,
+      onclick: () => { app.confirmRevoke = d.device_id; render(); } }, 'Revoke');
+  }
+  return el('div', { class: 'confirm-revoke', role: 'group', 'aria-label': `Revoke ${name}?` },
+    el('p', {}, d.this_device
+      ? 'Revoke this phone? It can no longer approve, deny or freeze; pair it again from the signer\'s machine.'
+      : `Revoke ${name}? Its answers are refused from now on and its connections close; pair it again from the signer's machine.`),
+    el('button', { class: 'revoke-yes danger', onclick: () => revokeDevice(d) }, `Yes, revoke ${name}`),
+    el('button', { class: 'revoke-no', onclick: () => { app.confirmRevoke = null; render(); } }, 'Keep it'));
+}
+
+async function revokeDevice(d) {
+  showError('');
+  app.confirmRevoke = null;
+  const device = app.device, seed = eth.hexToBytes(device.seed);
+  try {
+    if (!app.session || app.status !== 'connected') throw new Error('could not reach the bridge; on the signer\'s machine run owlia companion revoke');
+    const ts = nowTs();
+    const body = { device_id: device.device_id, target_device_id: d.device_id, ts };
+    const signature = proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.revoke, body));
+    await app.session.call('approvals.revoke_device', { ...body, signature });
+    await recordOutcome({ action: 'revoke', what: `Revoked ${visible(d.name)}`, to: '' });
+    refreshDevices('', true).catch(() => {});
+  } catch (e) {
+    showError(`revoke refused: ${e.message}`);
+    await recordOutcome({ action: 'revoke', status: 'refused', detail: e.message });
+  } finally { seed.fill(0); }
+  await render();
 }
 
 // Fetched on every (re)connection (so last-seen times stay current) and whenever a device is paired

@@ -8,7 +8,7 @@ import { dumps, parse, Num, nowTs } from './canon.js';
 
 export const DOMAINS = {
   pair: 'owliabot-pair-v1', approval: 'owliabot-approval-v1', freeze: 'owliabot-freeze-v1',
-  topup: 'owliabot-topup-v1', auth: 'owliabot-bridge-auth-v1', request: 'owliabot-request-v1', nonce: 'owliabot-nonce-v1',
+  topup: 'owliabot-topup-v1', revoke: 'owliabot-revoke-v1', auth: 'owliabot-bridge-auth-v1', request: 'owliabot-request-v1', nonce: 'owliabot-nonce-v1',
 };
 
 // signer.devices.signed_message: domain, newline, canonical JSON (ASCII-escaped).

@@ -7175,6 +7175,7 @@ var DOMAINS = {
   approval: "owliabot-approval-v1",
   freeze: "owliabot-freeze-v1",
   topup: "owliabot-topup-v1",
+  revoke: "owliabot-revoke-v1",
   auth: "owliabot-bridge-auth-v1",
   request: "owliabot-request-v1",
   nonce: "owliabot-nonce-v1"
@@ -7794,7 +7795,8 @@ var app = {
   status: "offline",
   error: "",
   result: null,
-  pendingFreeze: null
+  pendingFreeze: null,
+  confirmRevoke: null
 };
 var $ = (sel) => document.querySelector(sel);
 function formatWei(wei) {
@@ -8093,7 +8095,8 @@ var ACTION_WORDS = {
   "freeze-all": "Froze signing",
   unfreeze: "Unfroze signing",
   "freeze-queued": "Freeze queued (offline)",
-  "freeze-cancelled": "Queued freeze cancelled"
+  "freeze-cancelled": "Queued freeze cancelled",
+  revoke: "Done"
 };
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -8138,9 +8141,54 @@ function devicesSection() {
       d.this_device ? el("span", { class: "this-device" }, "this device") : null,
       d.revoked_at === null ? null : el("span", { class: "revoked-mark" }, "REVOKED"),
       el("br"),
-      el("span", { class: "note" }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}` + (d.revoked_at === null ? "" : `; revoked ${when(d.revoked_at)}`) + `; key ${visible(d.key_fingerprint).slice(0, 16)}`)
+      el("span", { class: "note" }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}` + (d.revoked_at === null ? "" : `; revoked ${when(d.revoked_at)}`) + `; key ${visible(d.key_fingerprint).slice(0, 16)}`),
+      d.revoked_at === null ? revokeControl(d) : null
     ))
   );
+}
+function revokeControl(d) {
+  const name = visible(d.name);
+  if (app.confirmRevoke !== d.device_id) {
+    return el("button", {
+      class: "revoke danger",
+      "aria-label": `Revoke ${name}`,
+      onclick: () => {
+        app.confirmRevoke = d.device_id;
+        render();
+      }
+    }, "Revoke");
+  }
+  return el(
+    "div",
+    { class: "confirm-revoke", role: "group", "aria-label": `Revoke ${name}?` },
+    el("p", {}, d.this_device ? "Revoke this phone? It can no longer approve, deny or freeze; pair it again from the signer's machine." : `Revoke ${name}? Its answers are refused from now on and its connections close; pair it again from the signer's machine.`),
+    el("button", { class: "revoke-yes danger", onclick: () => revokeDevice(d) }, `Yes, revoke ${name}`),
+    el("button", { class: "revoke-no", onclick: () => {
+      app.confirmRevoke = null;
+      render();
+    } }, "Keep it")
+  );
+}
+async function revokeDevice(d) {
+  showError("");
+  app.confirmRevoke = null;
+  const device = app.device, seed = hexToBytes(device.seed);
+  try {
+    if (!app.session || app.status !== "connected") throw new Error("could not reach the bridge; on the signer's machine run owlia companion revoke");
+    const ts = nowTs();
+    const body = { device_id: device.device_id, target_device_id: d.device_id, ts };
+    const signature = deviceSign(seed, signedMessage(DOMAINS.revoke, body));
+    await app.session.call("approvals.revoke_device", { ...body, signature });
+    await recordOutcome({ action: "revoke", what: `Revoked ${visible(d.name)}`, to: "" });
+    refreshDevices("", true).catch(() => {
+    });
+  } catch (e) {
+    showError(`revoke refused: ${e.message}`);
+    await recordOutcome({ action: "revoke", status: "refused", detail: e.message });
+  } finally {
+    seed.fill(0);
+  }
+  await render();
 }
 async function refreshDevices(rev, always) {
   if (!always && app.devices && app.devices.devices_rev === rev) return;
