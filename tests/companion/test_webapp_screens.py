@@ -456,3 +456,35 @@ def test_a_signed_revoke_is_refused_forged_replayed_stale_or_from_a_revoked_devi
     # the revoked device can revoke no one
     refused(revoke_params(victim, other.device_id), "revoked")
     assert active(other.device_id) and active(actor.device_id) and not active(victim.device_id)
+
+
+def test_a_freeze_from_the_host_reaches_the_phone_without_losing_what_the_owner_was_typing(phone, priced_tier):
+    page, stack = phone.page, priced_tier.stack
+    page.get_by_label("Session key id").fill("sk_0123456789abcdef")
+    page.get_by_label("Amount in ETH").fill("0.003")
+    run_async(stack.call(priced_tier.admin, "signer.freeze"))  # `owlia signer freeze` on the host
+    banner = page.locator("#frozen-banner")
+    banner.wait_for(timeout=15_000)  # pushed through the bridge, the page re-rendered
+    assert "Session keys stay revoked after Unfreeze" in banner.inner_text()
+    assert page.get_by_label("Session key id").input_value() == "sk_0123456789abcdef"
+    assert page.get_by_label("Amount in ETH").input_value() == "0.003"
+    page.click("#unfreeze")
+    page.wait_for_selector("#freeze", timeout=10_000)
+    assert run_async(stack.call(priced_tier.admin, "status"))["frozen"] is False
+    assert "Unfroze signing" in page.locator("#activity").inner_text()
+
+
+def test_a_failed_import_leaves_no_key_on_screen(browser, priced_tier):
+    phone = Phone.open(browser, prf=False, viewport=SMALL)
+    try:
+        page = phone.page
+        page.goto(app_url(priced_tier) + "/app/")
+        page.check("input[name=protect][value=passphrase]")
+        page.fill("#seal-pass", "phone passphrase 22")
+        page.fill("#import-text", "0x" + "00" * 32)  # not a valid key
+        page.click("#import-key")
+        wait_for(lambda: "not a valid private key" in phone.error_text(), 10, "the refusal")
+        assert page.locator("#import-text").input_value() == ""
+        assert page.locator("input[name=protect][value=passphrase]").is_checked()  # the choice is kept
+    finally:
+        phone.close()

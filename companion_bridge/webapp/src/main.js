@@ -40,11 +40,25 @@ async function saveDevice(changes) {
 
 // ---- screens -------------------------------------------------------------------------------
 
+// A re-render (a state push, a countdown's end) keeps the owner's place: what they typed in each
+// field, the radio they chose, and the element that had the focus. Only in the page, never stored.
 function screen(...children) {
   const main = $('#main');
   const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : '';
+  const typed = new Map();
+  // a key or phrase being imported is never carried over: a failed import leaves no copy on screen
+  for (const f of main.querySelectorAll('input[id]:not([data-volatile]), textarea[id]:not([data-volatile])')) typed.set(f.id, { value: f.value, type: f.type });
+  const chosen = main.querySelector('input[type=radio]:checked');
   main.replaceChildren(...children);
-  if (focused) {  // a re-render (a state push) keeps the owner's place: the same element keeps the focus
+  for (const [id, was] of typed) {
+    const f = document.getElementById(id);
+    if (f && main.contains(f) && f.type === was.type && was.value && !f.value) f.value = was.value;
+  }
+  if (chosen) {
+    const again = main.querySelector(`input[type=radio][name="${CSS.escape(chosen.name)}"][value="${CSS.escape(chosen.value)}"]`);
+    if (again) again.checked = true;
+  }
+  if (focused) {
     const again = document.getElementById(focused);
     if (again) again.focus({ preventScroll: true });
   }
@@ -81,8 +95,8 @@ async function sealWith(secret) {
 }
 
 function renderSetup(pending) {
-  const importBox = el('textarea', { id: 'import-text', rows: 4, autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false' });
-  const importPass = el('input', { id: 'import-pass', type: 'password', autocomplete: 'off' });
+  const importBox = el('textarea', { id: 'import-text', rows: 4, autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', 'data-volatile': true });
+  const importPass = el('input', { id: 'import-pass', type: 'password', autocomplete: 'off', 'data-volatile': true });
   const busy = async (fn) => {
     showError('');
     try { await fn(); } catch (e) { showError(e.message || String(e)); }
@@ -552,6 +566,7 @@ async function topup(keyId, amount) {
       signature: proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.topup, body)) };
     if (wei !== null) params.amount = wei.toString();
     const result = await app.session.call('approvals.topup', params);
+    for (const id of ['topup-key', 'topup-amount']) { const f = document.getElementById(id); if (f) f.value = ''; }
     await recordOutcome({ request_id: text(result.request_id) || null, action: 'topup', what: `Top up ${amount || 'to its cap'}${amount ? ' ETH' : ''}`, to: keyId });
   } catch (e) { showError(`top-up refused: ${e.message}`); } finally { seed.fill(0); }
   await render();

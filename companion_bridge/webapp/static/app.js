@@ -7820,7 +7820,18 @@ async function saveDevice(changes) {
 function screen(...children) {
   const main = $("#main");
   const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
+  const typed = /* @__PURE__ */ new Map();
+  for (const f of main.querySelectorAll("input[id]:not([data-volatile]), textarea[id]:not([data-volatile])")) typed.set(f.id, { value: f.value, type: f.type });
+  const chosen = main.querySelector("input[type=radio]:checked");
   main.replaceChildren(...children);
+  for (const [id, was] of typed) {
+    const f = document.getElementById(id);
+    if (f && main.contains(f) && f.type === was.type && was.value && !f.value) f.value = was.value;
+  }
+  if (chosen) {
+    const again = main.querySelector(`input[type=radio][name="${CSS.escape(chosen.name)}"][value="${CSS.escape(chosen.value)}"]`);
+    if (again) again.checked = true;
+  }
   if (focused) {
     const again = document.getElementById(focused);
     if (again) again.focus({ preventScroll: true });
@@ -7856,8 +7867,8 @@ async function sealWith(secret) {
   return seal(secret, { passphrase: $("#seal-pass").value });
 }
 function renderSetup(pending) {
-  const importBox = el("textarea", { id: "import-text", rows: 4, autocomplete: "off", autocapitalize: "off", spellcheck: "false" });
-  const importPass = el("input", { id: "import-pass", type: "password", autocomplete: "off" });
+  const importBox = el("textarea", { id: "import-text", rows: 4, autocomplete: "off", autocapitalize: "off", spellcheck: "false", "data-volatile": true });
+  const importPass = el("input", { id: "import-pass", type: "password", autocomplete: "off", "data-volatile": true });
   const busy = async (fn) => {
     showError("");
     try {
@@ -8437,6 +8448,10 @@ async function topup(keyId, amount) {
     };
     if (wei !== null) params.amount = wei.toString();
     const result = await app.session.call("approvals.topup", params);
+    for (const id of ["topup-key", "topup-amount"]) {
+      const f = document.getElementById(id);
+      if (f) f.value = "";
+    }
     await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: keyId });
   } catch (e) {
     showError(`top-up refused: ${e.message}`);
