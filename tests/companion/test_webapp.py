@@ -137,6 +137,7 @@ def phone_a(browser, web_tier):
     phone = Phone.open(browser)
     phone.page.goto(pairing_link(web_tier))
     assert "#" not in phone.page.url  # the code leaves the address bar at once
+    phone.page.wait_for_selector("#create-key")
     phone.shot("setup")
     set_up_key(phone)
     vault = phone.vault()
