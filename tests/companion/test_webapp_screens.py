@@ -488,3 +488,44 @@ def test_a_failed_import_leaves_no_key_on_screen(browser, priced_tier):
         assert page.locator("input[name=protect][value=passphrase]").is_checked()  # the choice is kept
     finally:
         phone.close()
+
+
+def test_amounts_typed_and_shown_in_the_page_follow_the_signers_unit_rules(browser, priced_tier, fresh_build):
+    """Differential, on random text: the page's parseUnits accepts exactly what the signer's
+    parse_units does (the same base units), and formatUnits writes what format_amount writes."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from policies.units import format_amount, parse_units
+
+    typed, amounts = [], []
+    digits = st.text("0123456789", min_size=0, max_size=30)
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(st.one_of(st.builds(lambda w, f: f"{w}.{f}", digits, digits), digits,
+                     st.text("0123456789.-e+ ", max_size=25)),
+           st.sampled_from([0, 6, 18]), st.integers(0, 2**256), st.sampled_from([0, 1, 6, 18, 30]))
+    def collect(text, decimals, amount, shown_decimals):
+        typed.append((text, decimals))
+        amounts.append((str(amount), shown_decimals))
+
+    collect()
+    typed += [("0.01", 18), ("0.0100000000000000000000", 18), ("1" * 101, 0), ("0.0000000000000000001", 18)]
+    phone = Phone.open(browser, viewport=SMALL)
+    try:
+        phone.page.goto(app_url(priced_tier) + "/app/")
+        phone.page.evaluate((fresh_build / "testkit.js").read_text())
+        for decimals in (0, 6, 18):
+            texts = [t for t, d in typed if d == decimals]
+            got = phone.page.evaluate("([ts, d]) => owliaTestkit.parseMany(ts, d)", [texts, decimals])
+            for text, page_wei in zip(texts, got):
+                try:  # the page trims what the owner typed first
+                    expected = str(parse_units(text.strip(), decimals))
+                except ValueError:
+                    expected = None
+                assert page_wei == expected, (text, decimals)
+        shown = phone.page.evaluate("(ps) => owliaTestkit.formatMany(ps)", amounts)
+        for (amount, decimals), text in zip(amounts, shown):
+            assert text == format_amount(int(amount), decimals, "").strip(), (amount, decimals)
+    finally:
+        phone.close()

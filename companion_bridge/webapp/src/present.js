@@ -20,11 +20,14 @@ export function formatUnits(amount, decimals) {
   return (negative ? '-' : '') + whole + (frac ? '.' + frac : '');
 }
 
-// "0.015" ETH typed by the owner -> wei; throws in words on anything else.
+// "0.015" ETH typed by the owner -> wei; throws in words on anything else. The same rules as the
+// signer's policies.units.parse_units (a differential property test holds them together).
+export const MAX_DIGITS = 100;
 export function parseUnits(typed, decimals = 18) {
   const t = typed.trim();
-  if (!/^\d+(\.\d+)?$/.test(t)) throw new Error('type the amount in ETH, like 0.01');
-  const [whole, frac = ''] = t.split('.');
+  if (t.length > MAX_DIGITS || !/^[0-9]+(\.[0-9]+)?$/.test(t)) throw new Error('type the amount in ETH, like 0.01');
+  const [whole, rawFrac = ''] = t.split('.');
+  const frac = rawFrac.replace(/0+$/, '');
   if (frac.length > decimals) throw new Error(`at most ${decimals} digits after the point`);
   return BigInt(whole + frac.padEnd(decimals, '0'));
 }

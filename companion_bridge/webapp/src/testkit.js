@@ -46,5 +46,8 @@ globalThis.owliaTestkit = {
   explorerTx: present.explorerTx,
   dollars: (amount, decimals, price) => present.dollars(BigInt(amount), decimals, price),
   parseUnits: (typed) => present.parseUnits(typed).toString(),
+  // Each typed amount -> wei as text, or null where the page refuses it.
+  parseMany: (texts, decimals) => texts.map((t) => { try { return present.parseUnits(t, decimals).toString(); } catch { return null; } }),
+  formatMany: (pairs) => pairs.map(([amount, decimals]) => present.formatUnits(BigInt(amount), decimals)),
   feeText: (wei) => present.feeText(BigInt(wei), 'ETH'),
 };

@@ -7479,10 +7479,12 @@ function formatUnits(amount, decimals) {
   const whole = digits.slice(0, digits.length - decimals), frac = decimals ? digits.slice(-decimals).replace(/0+$/, "") : "";
   return (negative ? "-" : "") + whole + (frac ? "." + frac : "");
 }
+var MAX_DIGITS = 100;
 function parseUnits(typed, decimals = 18) {
   const t = typed.trim();
-  if (!/^\d+(\.\d+)?$/.test(t)) throw new Error("type the amount in ETH, like 0.01");
-  const [whole, frac = ""] = t.split(".");
+  if (t.length > MAX_DIGITS || !/^[0-9]+(\.[0-9]+)?$/.test(t)) throw new Error("type the amount in ETH, like 0.01");
+  const [whole, rawFrac = ""] = t.split(".");
+  const frac = rawFrac.replace(/0+$/, "");
   if (frac.length > decimals) throw new Error(`at most ${decimals} digits after the point`);
   return BigInt(whole + frac.padEnd(decimals, "0"));
 }
