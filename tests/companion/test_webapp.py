@@ -596,10 +596,10 @@ def test_a_policy_loosening_is_shown_as_a_diff_and_approved_in_the_page(phone_a,
     loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.015"')
     stack.paths.policy.write_text(loose)
     off_loop(stack.call_sync, web_tier.admin, "policy.reload")
-    card = phone_a.page.locator("article.card", has_text="Policy change")
+    card = phone_a.page.locator("article.card", has_text="Loosen your signer's policy")
     card.wait_for(timeout=15_000)
     text = card.inner_text()
-    assert "per_tx 0.01 -> 0.015" in text and "what widens" in text
+    assert "per_tx 0.01 -> 0.015" in text and "What widens" in text and "Loosen your signer" in text
     card.evaluate("(e) => e.scrollIntoView({block: 'start'})")
     phone_a.shot("policy")
     card.locator("button.approve").click()

@@ -81,9 +81,10 @@ function feeLine(r) {
     el('strong', {}, P.feeText(wei, P.nativeSymbol(r))), usd ? ` ≈ ${usd}` : '');
 }
 
+// A loosening: the diff is the reason (the policy hashes are under Details).
 function policyHead(r) {
-  return [el('p', { class: 'sentence' }, 'Change your signer\'s policy'),
-    el('p', { class: 'note' }, `from ${visible(r.policy.from_hash).slice(0, 16)} to ${visible(r.policy.to_hash).slice(0, 16)}; what widens:`),
+  return [el('p', { class: 'sentence' }, 'Loosen your signer\'s policy'),
+    el('p', { class: 'note' }, 'What widens (the signer would sign more on its own):'),
     el('ul', { class: 'diff' }, (Array.isArray(r.policy.widens) ? r.policy.widens : []).map((w) => el('li', {}, '+ ' + visible(w))))];
 }
 
@@ -100,7 +101,9 @@ function detailsFold(r, rules) {
     row('data', `${visible(tx.data)} (${Math.max(0, (text(tx.data).length - 2) / 2)} bytes)`),
     row('nonce', text(tx.nonce)), row('gas limit', text(tx.gas_limit)),
     row('max fee', `${text(tx.max_fee_per_gas)} wei per gas`), row('priority fee', `${text(tx.max_priority_fee_per_gas)} wei per gas`),
-  ] : [el('p', { class: 'note' }, r.kind === 'policy' ? 'A policy change: no transaction.' : 'No transaction: this request can only be denied.')];
+  ] : r.kind === 'policy' && r.policy ? [
+    row('from policy', visible(r.policy.from_hash)), row('to policy', visible(r.policy.to_hash)),
+  ] : [el('p', { class: 'note' }, 'No transaction: this request can only be denied.')];
   const actionRows = (Array.isArray(r.actions) ? r.actions : []).filter((a) => a && a.amount_base_units !== undefined)
     .map((a) => row('token', `${a.token === 'native' ? 'native' : P.checksum(a.token)}: ${visible(a.amount_base_units)} base units`));
   return el('details', { class: 'more' }, el('summary', {}, 'Details'),
@@ -126,7 +129,8 @@ export function renderCard(r, ctx) {
     changesSection(r, ctx.mainAddress),
     feeLine(r),
     el('h3', {}, 'Why it needs you'),
-    el('ul', { class: 'reasons' }, rules.words.map((w) => el('li', {}, w))),
+    el('ul', { class: 'reasons' }, (r.kind === 'policy' ? [P.shortIn(r.escalation && r.escalation.reason)] : rules.words)
+      .map((w) => el('li', {}, visible(w)))),
     r.agent_reason_unverified ? el('p', { class: 'agent-reason' }, el('strong', {}, 'The agent says (unverified): '),
       visible(r.agent_reason_unverified).slice(0, 500)) : null,
     el('p', { class: 'expires' }, 'Expires in ', countdown),

@@ -7704,8 +7704,8 @@ function feeLine(r) {
 }
 function policyHead(r) {
   return [
-    el("p", { class: "sentence" }, "Change your signer's policy"),
-    el("p", { class: "note" }, `from ${visible(r.policy.from_hash).slice(0, 16)} to ${visible(r.policy.to_hash).slice(0, 16)}; what widens:`),
+    el("p", { class: "sentence" }, "Loosen your signer's policy"),
+    el("p", { class: "note" }, "What widens (the signer would sign more on its own):"),
     el("ul", { class: "diff" }, (Array.isArray(r.policy.widens) ? r.policy.widens : []).map((w) => el("li", {}, "+ " + visible(w))))
   ];
 }
@@ -7724,7 +7724,10 @@ function detailsFold(r, rules) {
     row("gas limit", text2(tx2.gas_limit)),
     row("max fee", `${text2(tx2.max_fee_per_gas)} wei per gas`),
     row("priority fee", `${text2(tx2.max_priority_fee_per_gas)} wei per gas`)
-  ] : [el("p", { class: "note" }, r.kind === "policy" ? "A policy change: no transaction." : "No transaction: this request can only be denied.")];
+  ] : r.kind === "policy" && r.policy ? [
+    row("from policy", visible(r.policy.from_hash)),
+    row("to policy", visible(r.policy.to_hash))
+  ] : [el("p", { class: "note" }, "No transaction: this request can only be denied.")];
   const actionRows = (Array.isArray(r.actions) ? r.actions : []).filter((a) => a && a.amount_base_units !== void 0).map((a) => row("token", `${a.token === "native" ? "native" : checksum2(a.token)}: ${visible(a.amount_base_units)} base units`));
   return el(
     "details",
@@ -7753,7 +7756,7 @@ function renderCard(r, ctx) {
     changesSection(r, ctx.mainAddress),
     feeLine(r),
     el("h3", {}, "Why it needs you"),
-    el("ul", { class: "reasons" }, rules.words.map((w) => el("li", {}, w))),
+    el("ul", { class: "reasons" }, (r.kind === "policy" ? [shortIn(r.escalation && r.escalation.reason)] : rules.words).map((w) => el("li", {}, visible(w)))),
     r.agent_reason_unverified ? el(
       "p",
       { class: "agent-reason" },
