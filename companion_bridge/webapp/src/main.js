@@ -396,8 +396,8 @@ const describe = (request) => (request && request.actions ? summary(request) : {
 
 function resultFor(request, action, result) {
   const { what, to } = describe(request);
-  const about = what ? `${what}${to ? ' to ' + to : ''} on ${P.chainName(request)}` : '';
-  const txHash = text(result.tx_hash);
+  const about = what ? `${what}${to ? ' to ' + to : ''} on ${visible(P.chainName(request))}` : '';
+  const txHash = visible(result.tx_hash);
   if (action === 'approve' && request.kind === 'policy') {
     return { kind: 'approved', title: 'Policy change approved', lines: ['Your signer applies the new policy now.'] };
   }

@@ -8254,8 +8254,8 @@ async function recordOutcome(entry) {
 var describe = (request) => request && request.actions ? summary(request) : { what: "", to: "" };
 function resultFor(request, action, result) {
   const { what, to } = describe(request);
-  const about = what ? `${what}${to ? " to " + to : ""} on ${chainName(request)}` : "";
-  const txHash = text2(result.tx_hash);
+  const about = what ? `${what}${to ? " to " + to : ""} on ${visible(chainName(request))}` : "";
+  const txHash = visible(result.tx_hash);
   if (action === "approve" && request.kind === "policy") {
     return { kind: "approved", title: "Policy change approved", lines: ["Your signer applies the new policy now."] };
   }
