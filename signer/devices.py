@@ -29,9 +29,11 @@ from signer.store.db import get_meta, set_meta
 from signer.store.writer import Writer
 from signer.wire.messages import (
     PAIR_DOMAIN,
+    REVOKE_DOMAIN,
     key_fingerprint,
     pair_body,
     proof_is_fresh,
+    revoke_body,
     signed_message,
     verify_ed25519,
 )
@@ -246,6 +248,15 @@ class DeviceRegistry:
             await self.writer.run(record)
             self._changes += 1
         return DeviceReply(device=self.get(device_id).to_reply())  # type: ignore[union-attr]
+
+    async def revoke_signed(self, device_id: str, target_device_id: str, ts: float, signature: str) -> DeviceReply:
+        """A paired device revokes a device (another, or itself) on its signed, single-use word. It
+        only takes authority away, as a freeze does: a device that may freeze may revoke."""
+        message = signed_message(REVOKE_DOMAIN, revoke_body(device_id, target_device_id, ts))
+        evidence = {"device_id": device_id, "target_device_id": target_device_id}
+        await self.authorize(device_id, "freeze", message, signature, "companion.revoke_refused", evidence)
+        await self.consume_proof(message, ts, "companion.revoke_refused", evidence)
+        return await self.revoke(target_device_id, f"device:{device_id}")
 
     async def touch(self, device_id: str) -> None:
         now = self.clock()

@@ -25,7 +25,7 @@ from signer.engine import Engine
 from signer.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.requests import (ApprovalAnswerParams, ApprovalsWaitParams, AuditTailParams, BalanceParams,
-                                  DeviceRefParams, FreezeParams, PairBeginParams, PairCompleteParams,
+                                  DeviceRefParams, DeviceRevokeParams, FreezeParams, PairBeginParams, PairCompleteParams,
                                   PolicyCheckParams, PolicyValidateParams, SessionKeyCreateParams,
                                   SessionKeyRefParams, SignRequestParams, SignStatusParams, StateParams,
                                   Tier3GrantParams, Tier3RevokeParams, TopUpParams, TopUpRequestParams)
@@ -110,12 +110,21 @@ class Methods:
             "companion.list": Method(Scope.ADMIN, None, lambda c, p: DevicesReply(
                 devices=tuple(d.to_reply() for d in devices.all()), main_account=devices.main_account())),
             "companion.revoke": Method(Scope.ADMIN, DeviceRefParams, lambda c, p: self._revoke_device(c, p)),
+            "approvals.revoke_device": Method(Scope.BRIDGE, DeviceRevokeParams, bridge_only(
+                lambda c, p: self._revoke_from_device(p))),
         }
 
     async def _revoke_device(self, client: Client, params: DeviceRefParams) -> DeviceReply:
         assert self.approvals is not None
         result = await self.approvals.devices.revoke(params.device_id, client.name)
         self.approvals.announce()  # the bridge drops the device's connections and tokens at once
+        return result
+
+    async def _revoke_from_device(self, params: DeviceRevokeParams) -> DeviceReply:
+        assert self.approvals is not None
+        result = await self.approvals.devices.revoke_signed(params.device_id, params.target_device_id, params.ts,
+                                                            params.signature)
+        self.approvals.announce()  # as from the host: the bridge drops the device's connections and tokens
         return result
 
     def _core(self) -> dict[str, Method]:

@@ -16,7 +16,7 @@ from policies.decision import Decision
 from policies.kernel.addresses import to_checksum
 from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer,
                              Wrap)
-from policies.model import Policy
+from policies.model import USD_DECIMALS, Policy
 from policies.units import format_amount
 
 __all__ = ["VERSION", "RequestBuilder", "escalation_json", "request_hash"]
@@ -48,8 +48,12 @@ class RequestBuilder:
             return {"token": token, "symbol": None, "amount": None, "amount_base_units": str(amount),
                     "note": "unknown token: amount shown in base units only"}
         symbol, decimals = info
-        return {"token": token, "symbol": symbol, "amount": format_amount(amount, decimals, symbol),
-                "amount_base_units": str(amount)}
+        shown = {"token": token, "symbol": symbol, "amount": format_amount(amount, decimals, symbol),
+                 "amount_base_units": str(amount), "decimals": decimals}
+        rule = self.index.asset_rule(chain_id, asset)
+        if rule is not None and rule.price is not None:  # the policy's own price: the companion shows dollars
+            shown["price_usd"] = format_amount(rule.price.usd_micros_per_unit, USD_DECIMALS, "").strip()
+        return shown
 
     def _party(self, chain_id: int, address: str) -> dict[str, Any]:
         name = self.index.address_name(chain_id, address)

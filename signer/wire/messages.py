@@ -48,6 +48,7 @@ BRIDGE_AUTH_DOMAIN = "owliabot-bridge-auth-v1"
 MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way; see `proof_is_fresh`)
 REQUEST_DOMAIN = "owliabot-request-v1"
 NONCE_DOMAIN = "owliabot-nonce-v1"
+REVOKE_DOMAIN = "owliabot-revoke-v1"
 
 
 def signed_message(domain: str, body: dict[str, Any]) -> bytes:
@@ -72,6 +73,10 @@ def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict[
 
 def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
+
+
+def revoke_body(device_id: str, target_device_id: str, ts: float) -> dict:
+    return {"device_id": device_id, "target_device_id": target_device_id, "ts": ts}
 
 
 def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:

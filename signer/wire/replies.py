@@ -408,4 +408,5 @@ REPLIES: dict[str, type[Reply]] = {
     "companion.devices": DevicesReply,
     "companion.list": DevicesReply,
     "companion.revoke": DeviceReply,
+    "approvals.revoke_device": DeviceReply,
 }

@@ -28,6 +28,7 @@ __all__ = [
     "BalanceParams",
     "DeviceId",
     "DeviceRefParams",
+    "DeviceRevokeParams",
     "FreezeParams",
     "Hex64",
     "HexData",
@@ -239,6 +240,15 @@ class PairCompleteParams(Strict):
 
 class DeviceRefParams(Strict):
     device_id: DeviceId
+
+
+class DeviceRevokeParams(Strict):
+    """Revoke a paired device (another, or itself) on a paired device's signed, single-use word."""
+
+    device_id: DeviceId  # the device that signs
+    target_device_id: DeviceId
+    ts: FiniteFloat
+    signature: Signature
 
 
 class TopUpRequestParams(Strict):

@@ -137,6 +137,7 @@ def phone_a(browser, web_tier):
     phone = Phone.open(browser)
     phone.page.goto(pairing_link(web_tier))
     assert "#" not in phone.page.url  # the code leaves the address bar at once
+    phone.page.wait_for_selector("#create-key")
     phone.shot("setup")
     set_up_key(phone)
     vault = phone.vault()
@@ -347,9 +348,15 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     card = page.locator(f"article[data-request={pending['request_id']}]")
     card.wait_for(timeout=10_000)
     text = card.inner_text()
-    assert "Send 0.02 ETH" in text and "dev-friend" in text and FRIEND in text and "NEW ADDRESS" not in text
-    assert "UNVERIFIED" in text and "paying back lunch" in text and str(OVER_LIMIT) in text
+    assert "Send 0.02 ETH" in text and "dev-friend" in text and f"{FRIEND[:6]}…{FRIEND[-4:]}" in text
+    assert "NEW ADDRESS" not in text and "base units" not in text and "wei" not in text
+    assert "(unverified)" in text and "paying back lunch" in text
     assert "Why it needs you" in text and pending["request_id"] and "Expires in" in text
+    card.locator("details.more summary").click()  # the exact transaction, under Details
+    text = card.inner_text()
+    assert str(OVER_LIMIT) in text and " ".join([FRIEND[:6]] + [FRIEND[i:i + 4] for i in range(6, 42, 4)]) in text
+    assert pending["request_id"] in text
+    card.locator("details.more summary").click()
     card.evaluate("(e) => e.scrollIntoView({block: 'start'})")
     phone_a.shot("approval")
     card.locator("button.approve").click()
@@ -487,8 +494,8 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
     assert entry["tx_hash"] in section.inner_text()
     phone_a.page.locator("#outstanding").scroll_into_view_if_needed()
     phone_a.shot("outstanding")
-    # a redelivered request is shown as ALREADY APPROVED (and would be signed only at that nonce)
-    assert "ALREADY APPROVED" in card.inner_text()
+    # a redelivered request says it was signed already (and would be sent only at that nonce)
+    assert "You signed this already" in card.inner_text() and "ALREADY APPROVED" not in card.inner_text()
     monkeypatch.setattr(bridge, "_call", honest)
     card.locator("button.deny").click()
     card.wait_for(state="detached", timeout=15_000)
@@ -571,9 +578,9 @@ def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_
                    {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]
     page = phone_a.page
     page.fill("#topup-key", key["key_id"])
-    page.fill("#topup-amount", str(4 * 10**15))
+    page.fill("#topup-amount", "0.004")  # ETH, as the owner types it
     page.click("#topup")
-    card = page.locator("article.card", has_text=key["address"])
+    card = page.locator("article.card", has_text=f"{key['address'][:6]}…{key['address'][-4:]}")  # short address
     wait_for(lambda: card.count() == 1 or phone_a.error_text(), 15, "the top-up request")
     assert card.count() == 1, phone_a.error_text()
     before = balance(anvil, key["address"])
@@ -589,10 +596,10 @@ def test_a_policy_loosening_is_shown_as_a_diff_and_approved_in_the_page(phone_a,
     loose = BASE.replace('per_tx: "0.01"', 'per_tx: "0.015"')
     stack.paths.policy.write_text(loose)
     off_loop(stack.call_sync, web_tier.admin, "policy.reload")
-    card = phone_a.page.locator("article.card", has_text="Policy change")
+    card = phone_a.page.locator("article.card", has_text="Loosen your signer's policy")
     card.wait_for(timeout=15_000)
     text = card.inner_text()
-    assert "per_tx 0.01 -> 0.015" in text and "what widens" in text
+    assert "per_tx 0.01 -> 0.015" in text and "What widens" in text and "Loosen your signer" in text
     card.evaluate("(e) => e.scrollIntoView({block: 'start'})")
     phone_a.shot("policy")
     card.locator("button.approve").click()
@@ -824,13 +831,13 @@ def test_without_its_passkey_or_the_users_verification_the_page_signs_nothing(ph
         cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": False})  # a face the phone did not know
         card.locator("button.approve").click()
         wait_for(phone_a.error_text, 15, "the refusal")
-        assert "approve refused" in phone_a.error_text()
+        assert "approve refused" in phone_a.error_text().lower()
         cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})
         cdp.send("WebAuthn.clearCredentials", auth)  # the passkey gone (another phone, a wiped authenticator)
-        phone_a.page.evaluate("document.querySelector('#error').hidden = true")
+        phone_a.page.evaluate("document.querySelectorAll('#error, .card-error').forEach((e) => { e.hidden = true; })")
         card.locator("button.approve").click()
         wait_for(phone_a.error_text, 15, "the refusal")
-        assert "approve refused" in phone_a.error_text()
+        assert "approve refused" in phone_a.error_text().lower()
         assert len(phone_a.answers()) == answers_before and signed() == journal_before  # nothing signed or sent
     finally:  # last in the module: the passkey stays gone (its PRF secret cannot be exported back)
         cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})

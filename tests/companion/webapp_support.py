@@ -79,9 +79,10 @@ class Phone:
     console: list[str] = field(default_factory=list)
 
     @classmethod
-    def open(cls, browser: Any, *, prf: bool = True) -> Phone:
-        context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, accept_downloads=True,
-                                      device_scale_factor=1)
+    def open(cls, browser: Any, *, prf: bool = True, viewport: dict[str, int] | None = None,
+             color_scheme: str = "light") -> Phone:
+        context = browser.new_context(viewport=viewport or PHONE, is_mobile=True, has_touch=True, accept_downloads=True,
+                                      device_scale_factor=1, color_scheme=color_scheme)
         page = context.new_page()
         cdp = context.new_cdp_session(page)
         cdp.send("WebAuthn.enable", {"enableUI": False})
@@ -122,8 +123,12 @@ class Phone:
         self.page.screenshot(path=str(folder / f"{name}.png"))
 
     def error_text(self) -> str:
-        box = self.page.locator("#error")
-        return box.text_content() or "" if box.is_visible() else ""
+        """A refusal, where the page shows it: in the card's action bar, or the page's error line."""
+        shown = []
+        for box in self.page.locator("#error, .card-error").all():
+            if box.is_visible():
+                shown.append(box.text_content() or "")
+        return " / ".join(shown)
 
     def close(self) -> None:
         self.context.close()

@@ -6,30 +6,14 @@ import * as eth from './eth.js';
 import * as proto from './protocol.js';
 import * as journal from './journal.js';
 import * as tier3 from './tier3.js';
+import * as P from './present.js';
+import { renderCard, showCardError, summary } from './card.js';
+import { el, text, visible, labelled } from './dom.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
-  status: 'offline', error: '' };
+  status: 'offline', error: '', result: null, pendingFreeze: null, confirmRevoke: null };
 const $ = (sel) => document.querySelector(sel);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') node.className = v;
-    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-    else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) node.append(c instanceof Node ? c : String(c));
-  return node;
-}
-
-const text = (v) => (v instanceof Num ? v.text : v === null || v === undefined ? '' : String(v));
-
-// Control, bidi and invisible characters written out, as the terminal companion does.
-function visible(s) {
-  return text(s).replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g,
-    (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
-}
 
 function formatWei(wei) {
   const s = wei.toString().padStart(19, '0');
@@ -57,9 +41,28 @@ async function saveDevice(changes) {
 
 // ---- screens -------------------------------------------------------------------------------
 
+// A re-render (a state push, a countdown's end) keeps the owner's place: what they typed in each
+// field, the radio they chose, and the element that had the focus. Only in the page, never stored.
 function screen(...children) {
   const main = $('#main');
+  const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : '';
+  const typed = new Map();
+  // a key or phrase being imported is never carried over: a failed import leaves no copy on screen
+  for (const f of main.querySelectorAll('input[id]:not([data-volatile]), textarea[id]:not([data-volatile])')) typed.set(f.id, { value: f.value, type: f.type });
+  const chosen = main.querySelector('input[type=radio]:checked');
   main.replaceChildren(...children);
+  for (const [id, was] of typed) {
+    const f = document.getElementById(id);
+    if (f && main.contains(f) && f.type === was.type && was.value && !f.value) f.value = was.value;
+  }
+  if (chosen) {
+    const again = main.querySelector(`input[type=radio][name="${CSS.escape(chosen.name)}"][value="${CSS.escape(chosen.value)}"]`);
+    if (again) again.checked = true;
+  }
+  if (focused) {
+    const again = document.getElementById(focused);
+    if (again) again.focus({ preventScroll: true });
+  }
 }
 
 async function render() {
@@ -75,11 +78,12 @@ async function render() {
 }
 
 function protectionChoice() {
+  const pass = el('input', { id: 'seal-pass', type: 'password', autocomplete: 'new-password' });
   return el('fieldset', { class: 'protect' },
     el('legend', {}, 'Protect it with'),
     el('label', {}, el('input', { type: 'radio', name: 'protect', value: 'passkey', checked: true }), ' a passkey (Face ID, fingerprint or device PIN)'),
     el('label', {}, el('input', { type: 'radio', name: 'protect', value: 'passphrase' }), ' a passphrase (where passkeys cannot)'),
-    el('input', { id: 'seal-pass', type: 'password', placeholder: 'passphrase (8+ characters)', autocomplete: 'new-password' }));
+    labelled('Passphrase (only with a passphrase; 8 or more characters)', pass));
 }
 
 async function sealWith(secret) {
@@ -92,9 +96,8 @@ async function sealWith(secret) {
 }
 
 function renderSetup(pending) {
-  const importBox = el('textarea', { id: 'import-text', rows: 4, placeholder: 'V3 keystore JSON, 12/24-word phrase, or 0x private key',
-    autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false' });
-  const importPass = el('input', { id: 'import-pass', type: 'password', placeholder: 'keystore passphrase (keystore only)', autocomplete: 'off' });
+  const importBox = el('textarea', { id: 'import-text', rows: 4, autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', 'data-volatile': true });
+  const importPass = el('input', { id: 'import-pass', type: 'password', autocomplete: 'off', 'data-volatile': true });
   const busy = async (fn) => {
     showError('');
     try { await fn(); } catch (e) { showError(e.message || String(e)); }
@@ -108,7 +111,9 @@ function renderSetup(pending) {
       const secret = eth.newSecret();
       try { await sealWith(secret); } finally { secret.fill(0); }
     }) }, 'Create a new key'),
-    el('h2', {}, 'Or import one'), importBox, importPass,
+    el('h2', {}, 'Or import one'),
+    labelled('A V3 keystore (JSON), a 12 or 24-word phrase, or a private key', importBox),
+    labelled('Keystore passphrase (a keystore only)', importPass),
     el('button', { id: 'import-key', onclick: () => busy(async () => {
       const raw = importBox.value.trim();
       let secret;
@@ -121,16 +126,18 @@ function renderSetup(pending) {
 }
 
 function renderBackup(v) {
-  const pass = el('input', { id: 'backup-pass', type: 'password', placeholder: 'backup passphrase (8+ characters)', autocomplete: 'new-password' });
-  const again = el('input', { id: 'backup-pass2', type: 'password', placeholder: 'the same again', autocomplete: 'new-password' });
-  const unlock = el('input', { id: 'unlock-pass', type: 'password', placeholder: 'your key passphrase', autocomplete: 'current-password',
-    hidden: v.kind !== 'passphrase' });
-  const progress = el('p', { id: 'backup-progress', class: 'note' });
+  const pass = el('input', { id: 'backup-pass', type: 'password', autocomplete: 'new-password' });
+  const again = el('input', { id: 'backup-pass2', type: 'password', autocomplete: 'new-password' });
+  const unlock = el('input', { id: 'unlock-pass', type: 'password', autocomplete: 'current-password' });
+  const progress = el('p', { id: 'backup-progress', class: 'note', 'aria-live': 'polite' });
   screen(
     el('h1', {}, 'Back up the key'),
-    el('p', {}, `Main account ${v.address}. Approvals are blocked until a backup exists: without one, a lost phone is a lost key.`),
-    el('p', { class: 'note' }, 'The backup is a standard V3 keystore (scrypt) that MetaMask, geth or `owlia companion init --import` reads. Keep it off this phone.'),
-    pass, again, unlock, progress,
+    el('p', {}, 'Main account ', el('code', { class: 'address' }, P.groupedAddress(v.address)), '. Approvals are blocked until a backup exists: without one, a lost phone is a lost key.'),
+    el('p', { class: 'note' }, 'The backup is a standard V3 keystore file (scrypt). MetaMask, geth and this app\'s "Or import one" read it. Keep it off this phone.'),
+    labelled('Backup passphrase (8 or more characters)', pass),
+    labelled('The same passphrase again', again),
+    v.kind === 'passphrase' ? labelled('Your key passphrase (to unlock the key)', unlock) : null,
+    progress,
     el('button', { id: 'backup', class: 'primary', onclick: async () => {
       showError('');
       if (pass.value.length < 8 || pass.value !== again.value) return showError('the backup passphrase must be 8+ characters and typed twice the same');
@@ -151,14 +158,15 @@ function renderBackup(v) {
 function renderPair(v, pending) {
   if (!pending) {
     return screen(el('h1', {}, 'Pair with your signer'),
-      el('p', {}, 'On the signer\'s machine run `owlia companion pair` and open its QR code with this phone\'s camera.'));
+      el('p', {}, 'On the signer\'s machine run ', el('code', {}, 'owlia companion pair'), ' and open its QR code with this phone\'s camera.'));
   }
-  const name = el('input', { id: 'device-name', value: 'phone', maxlength: 40 });
+  const name = el('input', { id: 'device-name', value: 'phone', maxlength: 40, autocomplete: 'off' });
   screen(
     el('h1', {}, 'Pair with your signer'),
-    el('p', {}, 'Signer identity key (check it matches the one `owlia companion pair` printed):'),
+    el('p', {}, 'Signer identity key (check it matches the one ', el('code', {}, 'owlia companion pair'), ' printed):'),
     el('code', { class: 'fingerprint' }, pending.signer.slice(0, 16) + '…' + pending.signer.slice(-8)),
-    el('p', {}, `Main account: ${v.address}`), name,
+    el('p', {}, 'Main account ', el('code', { class: 'address' }, P.groupedAddress(v.address))),
+    labelled('This device\'s name', name),
     el('button', { id: 'pair', class: 'primary', onclick: async () => {
       showError('');
       try {
@@ -177,74 +185,56 @@ function renderHome(v) {
   const now = Date.now() / 1000;
   const open = [...app.requests.values()].filter((r) => r.expires_at.value > now);
   const children = [];
-  if (app.state.frozen) children.push(el('div', { class: 'banner frozen', id: 'frozen-banner' }, 'FROZEN: no session key signs anything. Only an unfreeze from a paired device lifts it.'));
+  if (app.result) children.push(resultPanel(app.result));
+  if (app.state.frozen) {
+    children.push(el('div', { class: 'banner frozen', id: 'frozen-banner', role: 'status' },
+      el('strong', {}, 'Frozen: '), 'no session key signs anything. Only an unfreeze from a paired device lifts it. ',
+      'Session keys stay revoked after Unfreeze: create new ones for the agent.'));
+  }
+  if (app.pendingFreeze) children.push(pendingFreezeBanner());
   children.push(el('h1', {}, open.length ? `${open.length} waiting for you` : 'Nothing to approve'));
   for (const r of open) children.push(card(r, v));
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
   children.push(tier3Section(v));
-  children.push(outcomesSection());
-  children.push(el('section', {}, el('h2', {}, 'This device'),
-    el('p', {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)));
+  children.push(activitySection());
+  children.push(el('section', { id: 'this-device' }, el('h2', {}, 'This device'),
+    el('p', {}, `${app.device.name} (${app.device.device_id}); key protected by ${v.kind === 'passkey' ? 'a passkey' : 'a passphrase'}`),
+    el('p', {}, 'Main account ', el('code', { class: 'address' }, P.groupedAddress(v.address))),
+    el('p', { class: 'note', id: 'balances-note' }, 'Balances are not shown here yet: your signer does not send them to the phone.')));
   children.push(devicesSection());
   screen(...children);
   tick();  // the countdowns, now rather than at the next second
+  if (app.result && app.result.fresh) {
+    app.result.fresh = false;
+    const panel = $('#result');
+    if (panel) { panel.focus({ preventScroll: true }); panel.scrollIntoView({ block: 'start' }); }
+  }
 }
 
-function field(label, value, cls) {
-  return el('div', { class: 'row' + (cls ? ' ' + cls : '') }, el('span', { class: 'label' }, label), el('span', { class: 'value' }, value));
+// What happened after the owner's answer: where they are looking, until they dismiss it.
+function resultPanel(result) {
+  const link = result.explorer ? el('a', { href: result.explorer, target: '_blank', rel: 'noopener noreferrer' }, 'View on the explorer') : null;
+  return el('section', { id: 'result', class: `result ${result.kind}`, role: 'status', tabindex: '-1', 'aria-labelledby': 'result-title' },
+    el('h2', { id: 'result-title' }, result.title),
+    ...result.lines.map((line) => el('p', {}, line)), link,
+    el('button', { id: 'result-done', class: 'primary', onclick: () => { app.result = null; render(); } }, 'Done'));
+}
+
+function pendingFreezeBanner() {
+  return el('div', { class: 'banner pending-freeze', id: 'pending-freeze', role: 'alert' },
+    el('strong', {}, 'Freeze not sent yet: '),
+    'this phone could not reach the bridge. It is sent as soon as the phone reconnects. ',
+    'Freeze now from the signer\'s machine: ', el('code', {}, 'owlia signer freeze'), ' ',
+    el('button', { id: 'cancel-freeze', onclick: cancelPendingFreeze }, 'Cancel the freeze'));
 }
 
 function card(r, v) {
-  const actions = Array.isArray(r.actions) ? r.actions : [];
-  const tx = r.tx;
-  const head = [];
-  if (r.kind === 'policy' && r.policy) {
-    head.push(el('div', { class: 'amount' }, 'Policy change'));
-    head.push(el('p', {}, `from ${visible(r.policy.from_hash).slice(0, 16)} to ${visible(r.policy.to_hash).slice(0, 16)}; what widens:`));
-    head.push(el('ul', { class: 'diff' }, (Array.isArray(r.policy.widens) ? r.policy.widens : []).map((w) => el('li', {}, '+ ' + visible(w)))));
-  }
-  for (const a of actions) {
-    if (a.type === 'transfer' || a.type === 'approval') {
-      const amount = a.amount ? visible(a.amount) : `${visible(a.amount_base_units)} base units`;
-      head.push(el('div', { class: 'amount' }, (a.type === 'approval' ? (a.unlimited ? 'UNLIMITED approval ' : 'Approve spending ') : 'Send ') + amount));
-      const party = a.type === 'transfer' ? a.recipient : a.spender;
-      head.push(el('div', { class: 'recipient' },
-        party.name ? el('span', { class: 'name' }, visible(party.name)) : el('span', { class: 'new-address' }, 'NEW ADDRESS'),
-        el('code', {}, visible(party.address))));
-      head.push(field('token', `${visible(a.token)}  (${visible(a.amount_base_units)} base units)`));
-    } else if (a.type === 'call') {
-      head.push(el('div', { class: 'amount' }, `Call ${visible(a.selector)}`));
-      head.push(el('div', { class: 'recipient' }, a.target.name ? el('span', { class: 'name' }, visible(a.target.name)) : el('span', { class: 'new-address' }, 'NEW ADDRESS'), el('code', {}, visible(a.target.address))));
-    } else if (a.type === 'forbidden') head.push(el('p', { class: 'warn' }, `FORBIDDEN: ${visible(a.reason)}`));
-  }
-  const esc = r.escalation || {};
-  const reasons = [el('li', {}, `${visible(esc.reason)} [${visible(esc.rule_id)}]`),
-    ...(Array.isArray(esc.findings) ? esc.findings : []).map((f) => el('li', {}, `${visible(f.reason)} [${visible(f.rule_id)}: ${visible(f.outcome)}]`))];
-  const txRows = tx ? [
-    field('from', visible(tx.from)), field('to', visible(tx.to)),
-    field('value', `${formatWei(int(tx.value, 'value'))} ETH (${text(tx.value)} wei)`),
-    field('data', `${visible(tx.data)} (${(text(tx.data).length - 2) / 2} bytes)`),
-    field('chain', `${visible(r.chain)}`), field('nonce', text(tx.nonce)), field('gas limit', text(tx.gas_limit)),
-    field('max fee', `${text(tx.max_fee_per_gas)} wei/gas`), field('priority fee', `${text(tx.max_priority_fee_per_gas)} wei/gas`),
-  ] : [el('p', { class: 'warn' }, r.kind === 'policy' ? '' : 'No transaction: this request can only be denied.')];
   const journaled = approvedEntry(r.request_id);
-  const pass = el('input', { type: 'password', class: 'approve-pass', placeholder: 'key passphrase', autocomplete: 'current-password', hidden: v.kind !== 'passphrase' });
-  const countdown = el('span', { class: 'countdown', 'data-expires': r.expires_at.value });
-  const canApprove = !!(app.device.signer_key && v.backed_up && (tx || r.kind === 'policy'));
-  return el('article', { class: 'card', 'data-request': r.request_id },
-    journaled ? el('p', { class: 'warn' }, `ALREADY APPROVED as tx ${journaled.tx_hash} nonce ${journaled.nonce}`) : null,
-    ...head,
-    el('h3', {}, 'Why it needs you'), el('ul', { class: 'reasons' }, reasons),
-    r.agent_reason_unverified ? el('div', { class: 'agent-reason' }, el('strong', {}, 'Agent\'s stated reason (UNVERIFIED, may be wrong or injected): '), visible(r.agent_reason_unverified).slice(0, 500)) : null,
-    r.kind === 'policy' ? null : el('details', { open: true }, el('summary', {}, 'Exact transaction'), ...txRows),
-    el('p', {}, 'Expires in ', countdown),
-    pass,
-    el('div', { class: 'buttons' },
-      el('button', { class: 'approve primary', disabled: !canApprove, onclick: () => answer(r, 'approve', pass.value) }, 'Approve'),
-      el('button', { class: 'deny', onclick: () => answer(r, 'deny') }, 'Deny'),
-      el('button', { class: 'deny-freeze danger', onclick: () => answer(r, 'freeze') }, 'Deny and freeze')));
+  const canApprove = !!(app.device.signer_key && v.backed_up && (r.tx || r.kind === 'policy'));
+  return renderCard(r, { mainAddress: v.address, journaled, canApprove, needsPassphrase: v.kind === 'passphrase',
+    onAnswer: (action, passphrase) => answer(r, action, passphrase) });
 }
 
 function outstandingSection() {
@@ -252,20 +242,24 @@ function outstandingSection() {
   return el('section', { id: 'outstanding' }, el('h2', {}, entries.length ? `Outstanding approvals (${entries.length})` : 'No outstanding approvals'),
     entries.length ? el('p', { class: 'note' }, 'Whoever holds one of these signed transactions can send it until its nonce is used. Nothing to do if you still want the payment; to void one, send any transaction from the main account with that nonce.') : null,
     ...entries.map((e) => el('div', { class: 'outstanding-entry' },
-      el('strong', {}, `${formatWei(BigInt(e.value))} ETH to ${e.to}`), el('br'),
+      el('strong', {}, `${formatWei(BigInt(e.value))} ETH to ${P.shortAddress(e.to)}`), el('br'),
       `nonce ${e.nonce} on chain ${e.chain_id}, tx ${e.tx_hash}`, el('br'),
       el('span', { class: 'note' }, `bridge said: ${visible(e.reply).slice(0, 200)}`))));
 }
 
 function controls() {
-  const keyId = el('input', { id: 'topup-key', placeholder: 'session key id (sk_...)' });
-  const amount = el('input', { id: 'topup-amount', placeholder: 'wei (empty: up to its cap)', inputmode: 'numeric' });
+  const keyId = el('input', { id: 'topup-key', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false' });
+  const amount = el('input', { id: 'topup-amount', inputmode: 'decimal', autocomplete: 'off' });
+  const kill = app.state.frozen
+    ? el('button', { id: 'unfreeze', onclick: () => freeze('unfreeze') }, 'Unfreeze')
+    : el('button', { id: 'freeze', class: 'danger', onclick: () => freeze('freeze'), disabled: !!app.pendingFreeze }, 'Freeze now');
   return el('section', { id: 'controls' }, el('h2', {}, 'Controls'),
-    app.state.frozen
-      ? el('button', { id: 'unfreeze', onclick: () => freeze('unfreeze') }, 'Unfreeze')
-      : el('button', { id: 'freeze', class: 'danger', onclick: () => freeze('freeze') }, 'Freeze now'),
+    kill,
+    el('p', { class: 'note' }, 'Freeze stops every session key at once. Without this phone, run ', el('code', {}, 'owlia signer freeze'), ' on the signer\'s machine.'),
     el('button', { id: 'notify', onclick: enablePush }, 'Notify me of new requests'),
-    el('h3', {}, 'Top up a session key'), keyId, amount,
+    el('h3', {}, 'Top up a session key'),
+    labelled('Session key id', keyId, 'Starts with sk_; shown by the agent or the signer.'),
+    labelled('Amount in ETH', amount, 'Leave empty to fill it up to its cap.'),
     el('button', { id: 'topup', onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, 'Request top-up'));
 }
 
@@ -307,10 +301,26 @@ function tier3Section(v) {
     result);
 }
 
-function outcomesSection() {
-  const list = (app.outcomes || []).slice(-10).reverse();
-  return el('section', { id: 'outcomes' }, el('h2', {}, 'Recent outcomes'),
-    ...list.map((o) => el('div', { class: 'outcome' }, `${new Date(o.at).toLocaleTimeString()} ${o.action} ${o.request_id.slice(0, 12)}…: ${visible(o.result).slice(0, 200)}`)));
+const ACTION_WORDS = { approve: 'Approved', deny: 'Denied', freeze: 'Denied and froze', topup: 'Top-up requested',
+  notifications: 'Notifications', 'freeze-all': 'Froze signing', unfreeze: 'Unfroze signing', 'freeze-queued': 'Freeze queued (offline)',
+  'freeze-cancelled': 'Queued freeze cancelled', revoke: 'Done' };
+
+function activitySection() {
+  const list = (app.outcomes || []).slice(-15).reverse();
+  return el('section', { id: 'activity' }, el('h2', {}, 'Activity'),
+    list.length ? null : el('p', { class: 'note' }, 'Nothing yet.'),
+    el('ul', { class: 'activity' }, list.map((o) => {
+      const failed = o.status === 'refused';
+      const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : 'answer'} refused` : (ACTION_WORDS[o.action] || o.action);
+      const link = o.tx_hash ? P.explorerTx(o.chain_id, o.tx_hash) : null;
+      const tone = failed ? ' refused' : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? ' done' : /freeze/.test(o.action) ? ' frozen' : '';
+      return el('li', { class: 'activity-row' + tone, 'data-request': o.request_id || null },
+        el('span', { class: 'what' }, o.what ? `${o.what}${o.to ? ' to ' + o.to : ''}` : verb),
+        el('span', { class: 'status' }, o.what ? verb : ''),
+        el('span', { class: 'meta' }, [new Date(o.at).toLocaleString(), o.request_id ? P.shortId(o.request_id) : null,
+          o.detail ? visible(o.detail).slice(0, 120) : null].filter(Boolean).join(' · ')),
+        link ? el('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, 'explorer') : null);
+    })));
 }
 
 const when = (ts) => (ts === null ? 'never' : new Date(ts * 1000).toLocaleString());
@@ -326,7 +336,42 @@ function devicesSection() {
       d.revoked_at === null ? null : el('span', { class: 'revoked-mark' }, 'REVOKED'), el('br'),
       el('span', { class: 'note' }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}`
         + (d.revoked_at === null ? '' : `; revoked ${when(d.revoked_at)}`)
-        + `; key ${visible(d.key_fingerprint).slice(0, 16)}`))));
+        + `; key ${visible(d.key_fingerprint).slice(0, 16)}`),
+      d.revoked_at === null ? revokeControl(d) : null)));
+}
+
+// Revoke asks once more, in words: it cannot be undone from the phone (pair again from the host).
+function revokeControl(d) {
+  const name = visible(d.name);
+  if (app.confirmRevoke !== d.device_id) {
+    return el('button', { class: 'revoke danger', 'aria-label': `Revoke ${name}`,
+      onclick: () => { app.confirmRevoke = d.device_id; render(); } }, 'Revoke');
+  }
+  return el('div', { class: 'confirm-revoke', role: 'group', 'aria-label': `Revoke ${name}?` },
+    el('p', {}, d.this_device
+      ? 'Revoke this phone? It can no longer approve, deny or freeze; pair it again from the signer\'s machine.'
+      : `Revoke ${name}? Its answers are refused from now on and its connections close; pair it again from the signer's machine.`),
+    el('button', { class: 'revoke-yes danger', onclick: () => revokeDevice(d) }, `Yes, revoke ${name}`),
+    el('button', { class: 'revoke-no', onclick: () => { app.confirmRevoke = null; render(); } }, 'Keep it'));
+}
+
+async function revokeDevice(d) {
+  showError('');
+  app.confirmRevoke = null;
+  const device = app.device, seed = eth.hexToBytes(device.seed);
+  try {
+    if (!app.session || app.status !== 'connected') throw new Error('could not reach the bridge; on the signer\'s machine run owlia companion revoke');
+    const ts = nowTs();
+    const body = { device_id: device.device_id, target_device_id: d.device_id, ts };
+    const signature = proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.revoke, body));
+    await app.session.call('approvals.revoke_device', { ...body, signature });
+    await recordOutcome({ action: 'revoke', what: `Revoked ${visible(d.name)}`, to: '' });
+    refreshDevices('', true).catch(() => {});
+  } catch (e) {
+    showError(`revoke refused: ${e.message}`);
+    await recordOutcome({ action: 'revoke', status: 'refused', detail: e.message });
+  } finally { seed.fill(0); }
+  await render();
 }
 
 // Fetched on every (re)connection (so last-seen times stay current) and whenever a device is paired
@@ -343,11 +388,19 @@ async function refreshDevices(rev, always) {
   await render();
 }
 
+// The countdowns; a card whose request expired says so in its own action bar and cannot be approved.
 function tick() {
   const now = Date.now() / 1000;
   for (const c of document.querySelectorAll('.countdown')) {
     const left = Math.floor(Number(c.dataset.expires) - now);
     c.textContent = left > 0 ? `${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}` : 'expired';
+    const cardNode = c.closest('.card');
+    if (left <= 0 && cardNode && !cardNode.classList.contains('expired')) {
+      cardNode.classList.add('expired');
+      const approve = cardNode.querySelector('button.approve');
+      if (approve) approve.disabled = true;
+      showCardError(cardNode, 'This request expired: nothing was signed. The agent has to ask again.');
+    }
   }
 }
 
@@ -358,6 +411,7 @@ async function loadJournal() {
   app.outcomes = (await store.get('kv', 'outcomes')) || [];
   app.devices = (await store.get('kv', 'devices')) || null;
   app.tier3 = (await store.get('kv', 'tier3')) || null;
+  app.pendingFreeze = (await store.get('kv', 'pending_freeze')) || null;
 }
 
 const saveJournal = () => store.put('kv', 'journal', app.journal);
@@ -372,18 +426,43 @@ async function settle(state) {
   return quote;
 }
 
-async function recordOutcome(request, action, result) {
-  app.outcomes.push({ at: Date.now(), request_id: request.request_id, action, result });
+// One line of the activity list: what, to whom, status, when, a short id, the tx (for the explorer).
+async function recordOutcome(entry) {
+  app.outcomes.push({ at: Date.now(), status: 'ok', ...entry });
   app.outcomes = app.outcomes.slice(-50);
   await store.put('kv', 'outcomes', app.outcomes);
+}
+
+const describe = (request) => (request && request.actions ? summary(request) : { what: '', to: '' });
+
+function resultFor(request, action, result) {
+  const { what, to } = describe(request);
+  const about = what ? `${what}${to ? ' to ' + to : ''} on ${visible(P.chainName(request))}` : '';
+  const txHash = visible(result.tx_hash);
+  if (action === 'approve' && request.kind === 'policy') {
+    return { kind: 'approved', title: 'Policy change approved', lines: ['Your signer applies the new policy now.'] };
+  }
+  if (action === 'approve') {
+    return { kind: 'approved', title: 'Approved and sent', lines: [about, txHash ? `Transaction ${txHash.slice(0, 10)}…${txHash.slice(-6)}` : ''].filter(Boolean),
+      explorer: P.explorerTx(request.chain_id, txHash) };
+  }
+  if (action === 'freeze') {
+    return { kind: 'frozen', title: 'Denied and frozen', lines: [about, 'Nothing was signed. Every session key is revoked and stays revoked after Unfreeze.'].filter(Boolean) };
+  }
+  return { kind: 'denied', title: 'Denied', lines: [about, 'Nothing was signed.'].filter(Boolean) };
 }
 
 // ---- answers ---------------------------------------------------------------------------------
 
 async function answer(request, action, passphrase) {
   showError('');
+  const cardOf = () => document.querySelector(`article.card[data-request="${CSS.escape(request.request_id)}"]`);
+  showCardError(cardOf(), '');
+  app.result = null;  // the last answer's result gives way to this one's
   const device = app.device, v = await vault.load();
   const seed = eth.hexToBytes(device.seed);
+  const { what, to } = describe(request);
+  let refusal = null;
   try {
     let digest, rawTx = null, txHash = '';
     if (action === 'approve') {
@@ -432,24 +511,29 @@ async function answer(request, action, passphrase) {
     if (rawTx) params.raw_tx = rawTx;
     let result;
     try {
+      if (!app.session || app.status !== 'connected') throw new Error('could not reach the bridge (this phone is offline); try again when connected');
       result = await app.session.call('approvals.answer', params);
     } catch (e) {
       if (txHash) await noteReply(request, `error: ${e.message}`);
       throw e;
     }
     if (txHash) await noteReply(request, `${text(result.status)} ${text(result.tx_hash)}`);
-    await recordOutcome(request, action, `${text(result.status)} ${text(result.tx_hash || '')}`.trim());
+    await recordOutcome({ request_id: request.request_id, action, what, to, chain_id: text(request.chain_id),
+      tx_hash: text(result.tx_hash) || txHash || null });
+    app.result = { ...resultFor(request, action, result), fresh: true };
     app.requests.delete(request.request_id);
     saveRequests();
     if (txHash) settle(await app.session.call('approvals.state')).catch(() => {});
   } catch (e) {
-    showError(`${action} refused: ${e.message || e}`);
+    refusal = `${action === 'approve' ? 'Approve' : action === 'deny' ? 'Deny' : 'Deny and freeze'} refused: ${e.message || e}`;
     console.error(e.stack || String(e));  // where, never what: errors carry no key material
-    await recordOutcome(request, action, `refused: ${e.message || e}`);
+    await recordOutcome({ request_id: request.request_id, action, what, to, status: 'refused', detail: e.message || String(e) });
   } finally {
     seed.fill(0);
     await render();
   }
+  // Said in the card's own action bar (the owner's finger is there), after the re-render.
+  if (refusal && !showCardError(cardOf(), refusal)) showError(refusal);
 }
 
 async function noteReply(request, reply) {
@@ -459,8 +543,11 @@ async function noteReply(request, reply) {
   await saveJournal();
 }
 
+// The kill switch always does something: sent now when connected; otherwise kept (in IndexedDB)
+// and sent as soon as the phone reconnects, unless the owner cancels it.
 async function freeze(action) {
   showError('');
+  if (action === 'freeze' && (!app.session || app.status !== 'connected')) return queueFreeze();
   const device = app.device, seed = eth.hexToBytes(device.seed);
   try {
     let freezeId = '';
@@ -472,22 +559,56 @@ async function freeze(action) {
     const body = { device_id: device.device_id, action, freeze_id: freezeId, ts };
     const signature = proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.freeze, body));
     app.state = await app.session.call('approvals.freeze', { ...body, signature });
-  } catch (e) { showError(`${action} refused: ${e.message}`); } finally { seed.fill(0); }
+    await recordOutcome({ action: action === 'freeze' ? 'freeze-all' : 'unfreeze' });
+    if (action === 'freeze') {
+      app.result = { kind: 'frozen', title: 'Frozen', lines: ['No session key signs anything now. Session keys stay revoked after Unfreeze.'], fresh: true };
+    }
+  } catch (e) {
+    if (action === 'freeze' && e.transport) { seed.fill(0); return queueFreeze(e.message); }
+    showError(`${action} refused: ${e.message}`);
+    await recordOutcome({ action, status: 'refused', detail: e.message });
+  } finally { seed.fill(0); }
   await render();
+}
+
+async function queueFreeze(why) {
+  app.pendingFreeze = { at: Date.now() };
+  await store.put('kv', 'pending_freeze', app.pendingFreeze);
+  await recordOutcome({ action: 'freeze-queued', detail: why ? `could not reach the bridge: ${why}` : 'could not reach the bridge' });
+  await render();
+  const banner = $('#pending-freeze');
+  if (banner) banner.scrollIntoView({ block: 'center' });
+}
+
+async function cancelPendingFreeze() {
+  app.pendingFreeze = null;
+  await store.del('kv', 'pending_freeze');
+  await recordOutcome({ action: 'freeze-cancelled' });
+  await render();
+}
+
+async function sendPendingFreeze() {
+  if (!app.pendingFreeze || app.status !== 'connected') return;
+  app.pendingFreeze = null;
+  await store.del('kv', 'pending_freeze');
+  await freeze('freeze');
 }
 
 async function topup(keyId, amount) {
   showError('');
   const device = app.device, seed = eth.hexToBytes(device.seed);
   try {
-    if (!/^\d*$/.test(amount)) throw new Error('the amount is a whole number of wei');
+    if (!/^sk_[A-Za-z0-9_-]+$/.test(keyId)) throw new Error('type the session key id (it starts with sk_)');
+    const wei = amount ? P.parseUnits(amount, 18) : null;
+    if (wei === 0n) throw new Error('the amount must be more than 0 ETH (or empty: up to its cap)');
     const ts = nowTs();
-    const body = { device_id: device.device_id, key_id: keyId, amount: amount ? BigInt(amount).toString() : null, ts };
+    const body = { device_id: device.device_id, key_id: keyId, amount: wei === null ? null : wei.toString(), ts };
     const params = { device_id: device.device_id, key_id: keyId, ts,
       signature: proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.topup, body)) };
-    if (amount) params.amount = BigInt(amount).toString();
+    if (wei !== null) params.amount = wei.toString();
     const result = await app.session.call('approvals.topup', params);
-    await recordOutcome({ request_id: text(result.request_id) || keyId }, 'topup', `requested ${text(result.status)}`);
+    for (const id of ['topup-key', 'topup-amount']) { const f = document.getElementById(id); if (f) f.value = ''; }
+    await recordOutcome({ request_id: text(result.request_id) || null, action: 'topup', what: `Top up ${amount || 'to its cap'}${amount ? ' ETH' : ''}`, to: keyId });
   } catch (e) { showError(`top-up refused: ${e.message}`); } finally { seed.fill(0); }
   await render();
 }
@@ -511,7 +632,7 @@ async function enablePush() {
     const done = await fetch('/v1/push/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' },
       credentials: 'omit', body: JSON.stringify({ token, subscription: sub.toJSON() }) });
     if (!done.ok) throw new Error(`the bridge refused the subscription (HTTP ${done.status})`);
-    await recordOutcome({ request_id: 'push' }, 'notifications', 'enabled');
+    await recordOutcome({ action: 'notifications', detail: 'enabled' });
   } catch (e) { showError(`notifications: ${e.message}`); }
   await render();
 }
@@ -580,10 +701,13 @@ async function connect() {
     app.session = session;
     await session.ready;
     app.status = 'connected';
+    if (app.error.startsWith('cannot reach the bridge')) showError('');  // no stale failure beside "connected"
+    sendPendingFreeze().catch((e) => console.error(`queued freeze: ${e.message}`));
     settle(await session.call('approvals.state')).then(render).catch(() => {});
   } catch (e) {
     app.status = 'offline';
-    showError(`cannot reach the bridge: ${e.message}`);
+    const why = /failed to fetch|networkerror|load failed/i.test(e.message || '') ? 'no network' : e.message;
+    showError(`cannot reach the bridge (${why}); retrying every few seconds`);
     reconnectTimer = setTimeout(connect, 5000);
   } finally { seed.fill(0); }
   await render();

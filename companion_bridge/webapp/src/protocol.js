@@ -8,7 +8,7 @@ import { dumps, parse, Num, nowTs } from './canon.js';
 
 export const DOMAINS = {
   pair: 'owliabot-pair-v1', approval: 'owliabot-approval-v1', freeze: 'owliabot-freeze-v1',
-  topup: 'owliabot-topup-v1', auth: 'owliabot-bridge-auth-v1', request: 'owliabot-request-v1', nonce: 'owliabot-nonce-v1',
+  topup: 'owliabot-topup-v1', revoke: 'owliabot-revoke-v1', auth: 'owliabot-bridge-auth-v1', request: 'owliabot-request-v1', nonce: 'owliabot-nonce-v1',
 };
 
 // signer.devices.signed_message: domain, newline, canonical JSON (ASCII-escaped).
@@ -143,6 +143,13 @@ export async function fetchDevices(token) {
   return { devices_rev: body.devices_rev, devices };
 }
 
+// The bridge could not be reached (as opposed to a refusal it relayed): the caller may retry later.
+export function transportError(message) {
+  const e = new Error(message);
+  e.transport = true;
+  return e;
+}
+
 // One authenticated WebSocket session with the bridge.
 export class Session {
   constructor(token, handlers) {
@@ -154,8 +161,8 @@ export class Session {
     this.ready = new Promise((resolve, reject) => {
       this.ws.onopen = () => this.ws.send(JSON.stringify({ type: 'hello', token }));
       this.ws.onclose = (ev) => {
-        reject(new Error(`the bridge closed the connection (${ev.code})`));
-        for (const f of this.replies.values()) f.reject(new Error('the bridge connection closed'));
+        reject(transportError(`the bridge closed the connection (${ev.code})`));
+        for (const f of this.replies.values()) f.reject(transportError('the bridge connection closed'));
         this.replies.clear();
         handlers.closed(ev.code);
       };
@@ -183,7 +190,7 @@ export class Session {
   call(method, params, timeoutMs = 30000) {
     const id = this.ids++;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => { this.replies.delete(id); reject(new Error('no reply from the bridge')); }, timeoutMs);
+      const timer = setTimeout(() => { this.replies.delete(id); reject(transportError('no reply from the bridge')); }, timeoutMs);
       this.replies.set(id, {
         resolve: (reply) => {
           clearTimeout(timer);
@@ -197,6 +204,7 @@ export class Session {
         },
         reject: (e) => { clearTimeout(timer); reject(e); },
       });
+      if (this.ws.readyState !== WebSocket.OPEN) { clearTimeout(timer); this.replies.delete(id); reject(transportError('not connected to the bridge')); return; }
       this.ws.send(dumps({ type: 'call', id, method, params: params === undefined ? null : params }, false));
     });
   }

@@ -6,6 +6,7 @@
 //   outcomes: recent answers and their replies
 //   requests: the open requests, to open offline to the last screen
 //   pending_pair: a pairing link's fields until the pairing is done
+//   pending_freeze: a freeze pressed offline, sent (signed then) when the phone reconnects
 const DB = 'owliabot-companion';
 const STORES = ['kv'];
 let dbp = null;

@@ -4,6 +4,8 @@ import * as canon from './canon.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
 import * as journal from './journal.js';
+import * as present from './present.js';
+import { renderCard } from './card.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -34,4 +36,18 @@ globalThis.owliaTestkit = {
     return { out, entries, final: entries.map(journal.isFinal) };
   },
   fromPhrase: async (phrase) => eth.bytesToHex(await eth.secretFromPhrase(phrase)),
+  // The approval card for a request body, appended to the page; returns its text as shown.
+  renderCard(requestText, mainAddress) {
+    const node = renderCard(canon.parse(requestText), { mainAddress, journaled: null, canApprove: true, needsPassphrase: false,
+      onAnswer: () => {} });
+    document.body.append(node);
+    return node.innerText;
+  },
+  explorerTx: present.explorerTx,
+  dollars: (amount, decimals, price) => present.dollars(BigInt(amount), decimals, price),
+  parseUnits: (typed) => present.parseUnits(typed).toString(),
+  // Each typed amount -> wei as text, or null where the page refuses it.
+  parseMany: (texts, decimals) => texts.map((t) => { try { return present.parseUnits(t, decimals).toString(); } catch { return null; } }),
+  formatMany: (pairs) => pairs.map(([amount, decimals]) => present.formatUnits(BigInt(amount), decimals)),
+  feeText: (wei) => present.feeText(BigInt(wei), 'ETH'),
 };

@@ -146,15 +146,15 @@ function clean(...arrays) {
 function createView(arr) {
   return new DataView(arr.buffer, arr.byteOffset, arr.byteLength);
 }
-function rotr(word2, shift) {
-  return word2 << 32 - shift | word2 >>> shift;
+function rotr(word, shift) {
+  return word << 32 - shift | word >>> shift;
 }
-function rotl(word2, shift) {
-  return word2 << shift | word2 >>> 32 - shift >>> 0;
+function rotl(word, shift) {
+  return word << shift | word >>> 32 - shift >>> 0;
 }
 var isLE = /* @__PURE__ */ (() => new Uint8Array(new Uint32Array([287454020]).buffer)[0] === 68)();
-function byteSwap(word2) {
-  return word2 << 24 & 4278190080 | word2 << 8 & 16711680 | word2 >>> 8 & 65280 | word2 >>> 24 & 255;
+function byteSwap(word) {
+  return word << 24 & 4278190080 | word << 8 & 16711680 | word >>> 8 & 65280 | word >>> 24 & 255;
 }
 function byteSwap32(arr) {
   for (let i = 0; i < arr.length; i++) {
@@ -1249,19 +1249,19 @@ var FIELD_FIELDS = [
   "mulN",
   "sqrN"
 ];
-function validateField(field2) {
-  aobject2(field2, "field");
-  if (typeof field2.ORDER !== "bigint")
-    throw new TypeError('param "ORDER" is invalid: expected bigint, got ' + typeof field2.ORDER);
-  asafenumber(field2.BYTES, "BYTES");
-  asafenumber(field2.BITS, "BITS");
+function validateField(field) {
+  aobject2(field, "field");
+  if (typeof field.ORDER !== "bigint")
+    throw new TypeError('param "ORDER" is invalid: expected bigint, got ' + typeof field.ORDER);
+  asafenumber(field.BYTES, "BYTES");
+  asafenumber(field.BITS, "BITS");
   for (const name of FIELD_FIELDS)
-    afunction(field2[name], "field." + name);
-  if (field2.BYTES < 1 || field2.BITS < 1)
+    afunction(field[name], "field." + name);
+  if (field.BYTES < 1 || field.BITS < 1)
     throw new Error("invalid field: expected BYTES/BITS > 0");
-  if (field2.ORDER <= _1n2)
-    throw new Error("invalid field: expected ORDER > 1, got " + field2.ORDER);
-  return field2;
+  if (field.ORDER <= _1n2)
+    throw new Error("invalid field: expected ORDER > 1, got " + field.ORDER);
+  return field;
 }
 function FpInvertBatch(Fp2, nums, passZero = false) {
   validateField(Fp2);
@@ -1530,11 +1530,11 @@ function validateMSMPoints(points, c) {
       throw new Error("invalid point at index " + i);
   });
 }
-function validateMSMScalars(scalars, field2, maxScalar) {
+function validateMSMScalars(scalars, field, maxScalar) {
   if (!Array.isArray(scalars))
     throw new Error("array of scalars expected");
   scalars.forEach((s, i) => {
-    const ok = maxScalar === void 0 ? field2.isValid(s) : isPosBig(s) && s < maxScalar;
+    const ok = maxScalar === void 0 ? field.isValid(s) : isPosBig(s) && s < maxScalar;
     if (!ok)
       throw new Error("invalid scalar at index " + i);
   });
@@ -1821,12 +1821,12 @@ function mulAddUnsafe(c, points, scalars, allowOversized = false) {
   const digits = scalars.map((n) => wnafDigits(n, 4));
   return wnafWalk(c.ZERO, tables, digits);
 }
-function createField(order, field2, isLE2) {
-  if (field2) {
-    if (field2.ORDER !== order)
+function createField(order, field, isLE2) {
+  if (field) {
+    if (field.ORDER !== order)
       throw new Error("Field.ORDER must match order: Fp == p, Fn == n");
-    validateField(field2);
-    return field2;
+    validateField(field);
+    return field;
   } else {
     return Field(order, { isLE: isLE2 });
   }
@@ -3478,10 +3478,10 @@ function decodeWords(words, wordlist2) {
   let carry = 0;
   let bits = 0;
   let pos = 0;
-  for (const word2 of words) {
-    const index = wordlist2.indexOf(word2);
+  for (const word of words) {
+    const index = wordlist2.indexOf(word);
     if (index === -1)
-      throw new Error("Unknown word: " + word2);
+      throw new Error("Unknown word: " + word);
     carry = carry << 11 | index;
     bits += 11;
     while (bits >= 8) {
@@ -7014,8 +7014,8 @@ var ed25519 = /* @__PURE__ */ ed({});
 
 // src/canon.js
 var Num = class {
-  constructor(text2) {
-    this.text = text2;
+  constructor(text3) {
+    this.text = text3;
   }
   toString() {
     return this.text;
@@ -7029,10 +7029,10 @@ var Num = class {
   }
 };
 var MAX_DEPTH2 = 64;
-function parse(text2) {
+function parse(text3) {
   let i = 0;
   const ws = () => {
-    while (i < text2.length && " 	\n\r".includes(text2[i])) i++;
+    while (i < text3.length && " 	\n\r".includes(text3[i])) i++;
   };
   const fail = (what) => {
     throw new SyntaxError(`bad JSON at ${i}: ${what}`);
@@ -7040,28 +7040,28 @@ function parse(text2) {
   function value(depth) {
     if (depth > MAX_DEPTH2) fail("too deep");
     ws();
-    const c = text2[i];
+    const c = text3[i];
     if (c === "{") {
       i++;
       const out2 = /* @__PURE__ */ Object.create(null);
       ws();
-      if (text2[i] === "}") {
+      if (text3[i] === "}") {
         i++;
         return out2;
       }
       for (; ; ) {
         ws();
-        if (text2[i] !== '"') fail("key");
+        if (text3[i] !== '"') fail("key");
         const k = str();
         ws();
-        if (text2[i++] !== ":") fail(":");
+        if (text3[i++] !== ":") fail(":");
         out2[k] = value(depth + 1);
         ws();
-        if (text2[i] === ",") {
+        if (text3[i] === ",") {
           i++;
           continue;
         }
-        if (text2[i++] === "}") return out2;
+        if (text3[i++] === "}") return out2;
         fail("object");
       }
     }
@@ -7069,29 +7069,29 @@ function parse(text2) {
       i++;
       const out2 = [];
       ws();
-      if (text2[i] === "]") {
+      if (text3[i] === "]") {
         i++;
         return out2;
       }
       for (; ; ) {
         out2.push(value(depth + 1));
         ws();
-        if (text2[i] === ",") {
+        if (text3[i] === ",") {
           i++;
           continue;
         }
-        if (text2[i++] === "]") return out2;
+        if (text3[i++] === "]") return out2;
         fail("array");
       }
     }
     if (c === '"') return str();
-    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text2.slice(i, i + 400));
+    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text3.slice(i, i + 400));
     if (m && m[0]) {
       i += m[0].length;
       return new Num(m[0]);
     }
     for (const [w, v] of [["true", true], ["false", false], ["null", null]]) {
-      if (text2.startsWith(w, i)) {
+      if (text3.startsWith(w, i)) {
         i += w.length;
         return v;
       }
@@ -7099,14 +7099,14 @@ function parse(text2) {
     fail("value");
   }
   function str() {
-    const m = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/.exec(text2.slice(i));
+    const m = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/.exec(text3.slice(i));
     if (!m) fail("string");
     i += m[0].length;
     return JSON.parse(m[0]);
   }
   const out = value(0);
   ws();
-  if (i !== text2.length) fail("trailing data");
+  if (i !== text3.length) fail("trailing data");
   return out;
 }
 function int(v, what = "integer") {
@@ -7175,6 +7175,7 @@ var DOMAINS = {
   approval: "owliabot-approval-v1",
   freeze: "owliabot-freeze-v1",
   topup: "owliabot-topup-v1",
+  revoke: "owliabot-revoke-v1",
   auth: "owliabot-bridge-auth-v1",
   request: "owliabot-request-v1",
   nonce: "owliabot-nonce-v1"
@@ -7232,10 +7233,10 @@ async function post(path, body) {
     credentials: "omit",
     cache: "no-store"
   });
-  const text2 = await resp.text();
+  const text3 = await resp.text();
   let data = null;
   try {
-    data = parse(text2);
+    data = parse(text3);
   } catch {
   }
   if (!resp.ok) {
@@ -7322,6 +7323,11 @@ async function fetchDevices(token) {
   }));
   return { devices_rev: body.devices_rev, devices };
 }
+function transportError(message) {
+  const e = new Error(message);
+  e.transport = true;
+  return e;
+}
 var Session = class {
   constructor(token, handlers) {
     this.handlers = handlers;
@@ -7332,8 +7338,8 @@ var Session = class {
     this.ready = new Promise((resolve, reject) => {
       this.ws.onopen = () => this.ws.send(JSON.stringify({ type: "hello", token }));
       this.ws.onclose = (ev) => {
-        reject(new Error(`the bridge closed the connection (${ev.code})`));
-        for (const f of this.replies.values()) f.reject(new Error("the bridge connection closed"));
+        reject(transportError(`the bridge closed the connection (${ev.code})`));
+        for (const f of this.replies.values()) f.reject(transportError("the bridge connection closed"));
         this.replies.clear();
         handlers.closed(ev.code);
       };
@@ -7370,7 +7376,7 @@ var Session = class {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.replies.delete(id);
-        reject(new Error("no reply from the bridge"));
+        reject(transportError("no reply from the bridge"));
       }, timeoutMs);
       this.replies.set(id, {
         resolve: (reply) => {
@@ -7388,6 +7394,12 @@ var Session = class {
           reject(e);
         }
       });
+      if (this.ws.readyState !== WebSocket.OPEN) {
+        clearTimeout(timer);
+        this.replies.delete(id);
+        reject(transportError("not connected to the bridge"));
+        return;
+      }
       this.ws.send(dumps({ type: "call", id, method, params: params === void 0 ? null : params }, false));
     });
   }
@@ -7455,91 +7467,325 @@ function applyQuote(entries, quote, mainAddress, now) {
   return changed;
 }
 
-// src/tier3.js
-var ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-var SELECTOR = (signature) => bytesToHex(keccak_256(utf8ToBytes(signature)).slice(0, 4));
-var INCREMENT_NONCE = SELECTOR("incrementNonce(address)");
-var CURRENT_NONCE = SELECTOR("currentNonce(address,address)");
-var REVOKE_GAS = 100000n;
-var word = (address) => "0".repeat(24) + strip0x(address).toLowerCase();
-function incrementNonceCalldata(manager) {
-  return "0x" + INCREMENT_NONCE + word(manager);
+// src/present.js
+var text = (v) => v instanceof Num ? v.text : v === null || v === void 0 ? "" : String(v);
+function bigOf(v) {
+  const t = text(v);
+  return /^-?\d+$/.test(t) ? BigInt(t) : null;
 }
-function currentNonceCalldata(manager, account) {
-  return "0x" + CURRENT_NONCE + word(manager) + word(account);
+function formatUnits(amount, decimals) {
+  const negative = amount < 0n;
+  const digits = (negative ? -amount : amount).toString().padStart(decimals + 1, "0");
+  const whole = digits.slice(0, digits.length - decimals), frac = decimals ? digits.slice(-decimals).replace(/0+$/, "") : "";
+  return (negative ? "-" : "") + whole + (frac ? "." + frac : "");
 }
-function checkSettings(s) {
-  const url = String(s.rpc_url || "").trim();
-  if (!/^https?:\/\/[^\s]+$/.test(url)) throw new Error("the node URL must start with https:// (or http:// for a local node)");
-  if (!/^[0-9]{1,12}$/.test(String(s.chain_id || "").trim())) throw new Error("the chain id must be a whole number");
-  for (const [name, what] of [["manager", "the DelegationManager"], ["nonce_enforcer", "the NonceEnforcer"]]) {
-    if (!ADDRESS.test(String(s[name] || "").trim())) throw new Error(`${what} must be an address (0x and 40 hex digits)`);
-  }
-  return {
-    rpc_url: url,
-    chain_id: BigInt(String(s.chain_id).trim()),
-    manager: s.manager.trim().toLowerCase(),
-    nonce_enforcer: s.nonce_enforcer.trim().toLowerCase()
-  };
+var MAX_DIGITS = 100;
+function parseUnits(typed, decimals = 18) {
+  const t = typed.trim();
+  if (t.length > MAX_DIGITS || !/^[0-9]+(\.[0-9]+)?$/.test(t)) throw new Error("type the amount in ETH, like 0.01");
+  const [whole, rawFrac = ""] = t.split(".");
+  const frac = rawFrac.replace(/0+$/, "");
+  if (frac.length > decimals) throw new Error(`at most ${decimals} digits after the point`);
+  return BigInt(whole + frac.padEnd(decimals, "0"));
 }
-var rpcId = 0;
-async function rpc(url, method, params) {
-  let reply;
+function dollars(amount, decimals, priceUsd) {
+  const p = text(priceUsd);
+  if (!/^\d+(\.\d+)?$/.test(p) || amount === null) return null;
+  const [pw, pf = ""] = p.split(".");
+  const cents = (amount < 0n ? -amount : amount) * BigInt(pw + pf) * 100n / 10n ** BigInt(decimals + pf.length);
+  if (cents === 0n && amount !== 0n) return "< $0.01";
+  const whole = cents / 100n, rest = cents % 100n;
+  const grouped = whole.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return "$" + (whole >= 100n || rest === 0n ? grouped : `${grouped}.${rest.toString().padStart(2, "0")}`);
+}
+function checksum2(address) {
   try {
-    const resp = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method, params }),
-      credentials: "omit",
-      referrerPolicy: "no-referrer"
-    });
-    reply = await resp.json();
-  } catch (e) {
-    throw new Error(`cannot reach the node at ${url} (${e.message || e}); check the URL and that this phone is online`);
+    return toChecksum(text(address));
+  } catch {
+    return text(address);
   }
-  if (reply.error) throw new Error(`the node refused ${method}: ${String(reply.error.message || "").slice(0, 200)}`);
-  return reply.result;
 }
-var quantity = (hex, what) => {
-  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]+$/.test(hex)) throw new Error(`the node gave a malformed ${what}`);
-  return BigInt(hex);
+var shortAddress = (address) => {
+  const a = checksum2(address);
+  return /^0x[0-9a-fA-F]{40}$/.test(a) ? `${a.slice(0, 6)}\u2026${a.slice(-4)}` : a;
 };
-async function currentNonce(settings, account) {
-  const raw = await rpc(settings.rpc_url, "eth_call", [{ to: settings.nonce_enforcer, data: currentNonceCalldata(settings.manager, account) }, "latest"]);
-  return quantity(raw === "0x" ? "0x0" : raw, "revocation nonce");
+function groupedAddress(address) {
+  const a = checksum2(address);
+  return /^0x[0-9a-fA-F]{40}$/.test(a) ? "0x" + a.slice(2).match(/.{4}/g).join(" ") : a;
 }
-async function revokeAll(settings, account, sign, step = () => {
-}) {
-  step("asking the node");
-  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
-  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
-  const before = await currentNonce(settings, account);
-  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
-  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
-  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
-  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
-  step("signing");
-  const signed = await sign({
-    chain_id: settings.chain_id,
-    nonce,
-    max_priority_fee_per_gas: tip,
-    max_fee_per_gas: 2n * base + tip,
-    gas_limit: REVOKE_GAS,
-    to: settings.nonce_enforcer,
-    value: 0n,
-    data: incrementNonceCalldata(settings.manager)
-  });
-  step("broadcasting");
-  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
-  let receipt = null;
-  for (let i = 0; i < 300 && !receipt; i++) {
-    receipt = await rpc(settings.rpc_url, "eth_getTransactionReceipt", [txHash]);
-    if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
+var checksumIn = (s) => text(s).replace(/0x[0-9a-fA-F]{40}(?![0-9a-fA-F])/g, (m) => checksum2(m));
+var shortIn = (s) => text(s).replace(/0x[0-9a-fA-F]{40}(?![0-9a-fA-F])/g, (m) => shortAddress(m));
+function chainName(request) {
+  const c = text(request.chain);
+  const m = /^(.*) \(\d+\)$/.exec(c);
+  return m ? m[1] : c || `chain ${text(request.chain_id)}`;
+}
+var EXPLORERS = {
+  1: "https://etherscan.io",
+  10: "https://optimistic.etherscan.io",
+  8453: "https://basescan.org",
+  42161: "https://arbiscan.io",
+  137: "https://polygonscan.com",
+  11155111: "https://sepolia.etherscan.io",
+  84532: "https://sepolia.basescan.org"
+};
+function explorerTx(chainId, txHash) {
+  const base = EXPLORERS[Number(text(chainId))];
+  return base && /^0x[0-9a-f]{64}$/i.test(text(txHash)) ? `${base}/tx/${text(txHash)}` : null;
+}
+function feeWei(tx2) {
+  if (!tx2) return null;
+  const gas = bigOf(tx2.gas_limit), price = bigOf(tx2.max_fee_per_gas);
+  return gas === null || price === null ? null : gas * price;
+}
+function nativePrice(request) {
+  for (const a of Array.isArray(request.actions) ? request.actions : []) {
+    if (a && a.token === "native" && a.price_usd !== void 0 && a.price_usd !== null) return a.price_usd;
   }
-  if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or revoke again`);
-  const after = await currentNonce(settings, account);
-  if (receipt.status !== "0x1" || after <= before) throw new Error(`the revocation did not take effect on chain (tx ${txHash}): revoke again`);
-  return { before, after, tx_hash: txHash };
+  return null;
+}
+var nativeSymbol = (request) => {
+  for (const a of Array.isArray(request.actions) ? request.actions : []) if (a && a.token === "native" && a.symbol) return text(a.symbol);
+  return "ETH";
+};
+function feeText(wei, symbol) {
+  const unit = 10n ** 12n;
+  const rounded = (wei + unit - 1n) / unit * unit;
+  return `${rounded === 0n ? "0" : formatUnits(rounded, 18)} ${symbol}`;
+}
+function escalatedRules(escalation) {
+  const esc = escalation && typeof escalation === "object" ? escalation : {};
+  const findings = Array.isArray(esc.findings) ? esc.findings : [];
+  const words = [], seen = /* @__PURE__ */ new Set(), details = [];
+  const add2 = (reason) => {
+    const s = shortIn(reason).trim();
+    if (s && !seen.has(s)) {
+      seen.add(s);
+      words.push(s);
+    }
+  };
+  const escalating = findings.filter((f) => f && f.outcome === "escalate");
+  if (escalating.length) escalating.forEach((f) => add2(f.reason));
+  else add2(esc.reason);
+  details.push({ rule_id: text(esc.rule_id), reason: checksumIn(esc.reason), outcome: "decided" });
+  for (const f of findings) if (f) details.push({ rule_id: text(f.rule_id), reason: checksumIn(f.reason), outcome: text(f.outcome) });
+  return { words, details };
+}
+function balanceChanges(simulation, mainAddress) {
+  if (!simulation || typeof simulation !== "object" || !Array.isArray(simulation.changes)) return null;
+  const main = text(mainAddress).toLowerCase();
+  const rows = [];
+  for (const c of simulation.changes) {
+    if (!c || typeof c !== "object") continue;
+    if (main && text(c.account).toLowerCase() !== main) continue;
+    const delta = bigOf(c.delta), decimals = Number(text(c.decimals));
+    if (delta === null || !Number.isInteger(decimals) || decimals < 0 || decimals > 36) continue;
+    const symbol = text(c.symbol) || (c.asset === "native" ? "ETH" : shortAddress(c.asset));
+    const sign = delta < 0n ? "\u2212" : "+";
+    rows.push({ delta, text: `${sign}${formatUnits(delta < 0n ? -delta : delta, decimals)} ${symbol}` });
+  }
+  return { source: text(simulation.source), rows };
+}
+var shortId = (requestId) => "#" + text(requestId).slice(-6);
+
+// src/dom.js
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== null && v !== void 0 && v !== false) node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== void 0 && c !== false) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+var text2 = (v) => v instanceof Num ? v.text : v === null || v === void 0 ? "" : String(v);
+function visible(s) {
+  return text2(s).replace(
+    /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")
+  );
+}
+var fieldSeq = 0;
+function labelled(labelText, input, hint) {
+  if (!input.id) input.id = `field-${++fieldSeq}`;
+  const hintNode = hint ? el("span", { class: "hint", id: `${input.id}-hint` }, hint) : null;
+  if (hintNode) input.setAttribute("aria-describedby", hintNode.id);
+  return el("div", { class: "field" }, el("label", { for: input.id }, labelText), input, hintNode);
+}
+
+// src/card.js
+function party(p) {
+  const who = p && typeof p === "object" ? p : {};
+  return el(
+    "span",
+    { class: "party" },
+    who.name ? el("span", { class: "name" }, visible(who.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
+    " ",
+    el("span", { class: "short-address" }, shortAddress(who.address))
+  );
+}
+function amountOf(a) {
+  if (a.amount !== null && a.amount !== void 0) return visible(a.amount);
+  return `an amount of a token this signer does not know (${shortAddress(a.token)}; see Details)`;
+}
+function priced(a) {
+  const base = bigOf(a.amount_base_units);
+  const decimals = Number(text2(a.decimals !== void 0 ? a.decimals : a.token === "native" ? 18 : NaN));
+  if (base === null || !Number.isInteger(decimals)) return "";
+  const usd = dollars(base, decimals, a.price_usd);
+  return usd ? ` \u2248 ${usd}` : "";
+}
+function sentences(r) {
+  const on = ` on ${visible(chainName(r))}`;
+  const out = [];
+  for (const a of Array.isArray(r.actions) ? r.actions : []) {
+    if (!a || typeof a !== "object") continue;
+    if (a.type === "transfer") {
+      out.push(el("p", { class: "sentence" }, `Send ${amountOf(a)}${priced(a)} to `, party(a.recipient), on));
+    } else if (a.type === "approval") {
+      out.push(el(
+        "p",
+        { class: "sentence" },
+        a.unlimited ? "Allow " : "Allow ",
+        party(a.spender),
+        a.unlimited ? el("span", {}, " to spend ", el("strong", { class: "warn" }, "ALL"), ` your ${visible(a.symbol || "tokens")}`) : ` to spend up to ${amountOf(a)}${priced(a)}`,
+        on
+      ));
+    } else if (a.type === "call") {
+      const value = bigOf(a.value);
+      out.push(el(
+        "p",
+        { class: "sentence" },
+        "Call a contract at ",
+        party(a.target),
+        value ? ` sending ${formatUnits(value, 18)} ${nativeSymbol(r)}` : "",
+        on
+      ));
+    } else if (a.type === "forbidden") {
+      out.push(el("p", { class: "sentence warn" }, `Forbidden: ${visible(checksumIn(a.reason))}`));
+    }
+  }
+  return out;
+}
+function summary(r) {
+  for (const a of Array.isArray(r.actions) ? r.actions : []) {
+    if (!a || typeof a !== "object") continue;
+    const who = (p) => p && p.name ? visible(p.name) : shortAddress(p && p.address);
+    if (a.type === "transfer") return { what: `Send ${a.amount ? visible(a.amount) : "a token"}`, to: who(a.recipient) };
+    if (a.type === "approval") return { what: a.unlimited ? "Unlimited approval" : `Approve ${a.amount ? visible(a.amount) : "a token"}`, to: who(a.spender) };
+    if (a.type === "call") return { what: "Contract call", to: who(a.target) };
+  }
+  if (r.kind === "policy") return { what: "Policy change", to: "" };
+  return { what: visible(r.summary).slice(0, 60) || "Request", to: "" };
+}
+function changesSection(r, mainAddress) {
+  const changes = balanceChanges(r.simulation, mainAddress);
+  if (!changes) return null;
+  return el(
+    "section",
+    { class: "changes", "aria-label": "Balance changes, what the node says" },
+    el("h3", {}, "Your balances change ", el("span", { class: "source" }, "(what the node says)")),
+    changes.rows.length ? el("ul", { class: "change-rows" }, changes.rows.map((c) => el("li", { class: c.delta < 0n ? "out" : "in" }, c.text))) : el("p", { class: "note" }, "No change to your balances.")
+  );
+}
+function feeLine(r) {
+  const wei = feeWei(r.tx);
+  if (wei === null) return null;
+  const usd = dollars(wei, 18, nativePrice(r));
+  return el(
+    "p",
+    { class: "fee" },
+    el("span", { class: "label" }, "Network fee"),
+    " up to ",
+    el("strong", {}, feeText(wei, nativeSymbol(r))),
+    usd ? ` \u2248 ${usd}` : ""
+  );
+}
+function policyHead(r) {
+  return [
+    el("p", { class: "sentence" }, "Loosen your signer's policy"),
+    el("p", { class: "note" }, "What widens (the signer would sign more on its own):"),
+    el("ul", { class: "diff" }, (Array.isArray(r.policy.widens) ? r.policy.widens : []).map((w) => el("li", {}, "+ " + visible(w))))
+  ];
+}
+function row(label, value) {
+  return el("div", { class: "row" }, el("span", { class: "label" }, label), el("span", { class: "value" }, value));
+}
+function detailsFold(r, rules) {
+  const tx2 = r.tx;
+  const txRows = tx2 ? [
+    row("chain", `${visible(chainName(r))} (id ${text2(r.chain_id)})`),
+    row("from", groupedAddress(tx2.from)),
+    row("to", groupedAddress(tx2.to)),
+    row("value", `${formatUnits(bigOf(tx2.value) || 0n, 18)} ${nativeSymbol(r)} (${text2(tx2.value)} wei)`),
+    row("data", `${visible(tx2.data)} (${Math.max(0, (text2(tx2.data).length - 2) / 2)} bytes)`),
+    row("nonce", text2(tx2.nonce)),
+    row("gas limit", text2(tx2.gas_limit)),
+    row("max fee", `${text2(tx2.max_fee_per_gas)} wei per gas`),
+    row("priority fee", `${text2(tx2.max_priority_fee_per_gas)} wei per gas`)
+  ] : r.kind === "policy" && r.policy ? [
+    row("from policy", visible(r.policy.from_hash)),
+    row("to policy", visible(r.policy.to_hash))
+  ] : [el("p", { class: "note" }, "No transaction: this request can only be denied.")];
+  const actionRows = (Array.isArray(r.actions) ? r.actions : []).filter((a) => a && a.amount_base_units !== void 0).map((a) => row("token", `${a.token === "native" ? "native" : checksum2(a.token)}: ${visible(a.amount_base_units)} base units`));
+  return el(
+    "details",
+    { class: "more" },
+    el("summary", {}, "Details"),
+    el("h4", {}, "Checks"),
+    el("ul", { class: "checks" }, rules.details.map((d) => el("li", {}, `${visible(d.rule_id)} (${visible(d.outcome)}): ${visible(d.reason)}`))),
+    el("h4", {}, "Exact transaction"),
+    ...txRows,
+    ...actionRows,
+    el("p", { class: "note" }, `request ${visible(r.request_id)}`)
+  );
+}
+function renderCard(r, ctx) {
+  const rules = escalatedRules(r.escalation);
+  const pass = el("input", { type: "password", class: "approve-pass", id: `pass-${visible(r.request_id)}`, autocomplete: "current-password" });
+  const passField = ctx.needsPassphrase ? el("div", { class: "field" }, el("label", { for: pass.id }, "Key passphrase (to approve)"), pass) : null;
+  const countdown = el("span", { class: "countdown", "data-expires": r.expires_at.value });
+  const answer2 = (action) => ctx.onAnswer(action, pass.value);
+  const j = ctx.journaled;
+  return el(
+    "article",
+    { class: "card", "data-request": r.request_id, "aria-label": "Approval request" },
+    j ? el("p", { class: "journaled" }, `You signed this already (tx ${visible(j.tx_hash).slice(0, 10)}\u2026, nonce ${j.nonce}); approving again sends that same signed transaction, never a second payment.`) : null,
+    ...r.kind === "policy" && r.policy ? policyHead(r) : sentences(r),
+    changesSection(r, ctx.mainAddress),
+    feeLine(r),
+    el("h3", {}, "Why it needs you"),
+    el("ul", { class: "reasons" }, (r.kind === "policy" ? [shortIn(r.escalation && r.escalation.reason)] : rules.words).map((w) => el("li", {}, visible(w)))),
+    r.agent_reason_unverified ? el(
+      "p",
+      { class: "agent-reason" },
+      el("strong", {}, "The agent says (unverified): "),
+      visible(r.agent_reason_unverified).slice(0, 500)
+    ) : null,
+    el("p", { class: "expires" }, "Expires in ", countdown),
+    detailsFold(r, rules),
+    el(
+      "div",
+      { class: "actionbar" },
+      passField,
+      el("p", { class: "card-error", role: "alert", hidden: true }),
+      el(
+        "div",
+        { class: "buttons" },
+        el("button", { class: "approve primary", disabled: !ctx.canApprove, onclick: () => answer2("approve") }, "Approve"),
+        el("button", { class: "deny", onclick: () => answer2("deny") }, "Deny"),
+        el("button", { class: "deny-freeze danger", onclick: () => answer2("freeze") }, "Deny and freeze")
+      )
+    )
+  );
+}
+function showCardError(card2, message) {
+  const box = card2 && card2.querySelector(".card-error");
+  if (!box) return false;
+  box.textContent = message;
+  box.hidden = !message;
+  return true;
 }
 
 // src/main.js
@@ -7552,26 +7798,12 @@ var app = {
   forged: [],
   devices: null,
   status: "offline",
-  error: ""
+  error: "",
+  result: null,
+  pendingFreeze: null,
+  confirmRevoke: null
 };
 var $ = (sel) => document.querySelector(sel);
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (v !== null && v !== void 0 && v !== false) node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat()) if (c !== null && c !== void 0 && c !== false) node.append(c instanceof Node ? c : String(c));
-  return node;
-}
-var text = (v) => v instanceof Num ? v.text : v === null || v === void 0 ? "" : String(v);
-function visible(s) {
-  return text(s).replace(
-    /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g,
-    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")
-  );
-}
 function formatWei(wei) {
   const s = wei.toString().padStart(19, "0");
   const whole = s.slice(0, -18).replace(/^0+(?=\d)/, ""), frac = s.slice(-18).replace(/0+$/, "");
@@ -7592,7 +7824,23 @@ async function saveDevice(changes) {
 }
 function screen(...children) {
   const main = $("#main");
+  const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
+  const typed = /* @__PURE__ */ new Map();
+  for (const f of main.querySelectorAll("input[id]:not([data-volatile]), textarea[id]:not([data-volatile])")) typed.set(f.id, { value: f.value, type: f.type });
+  const chosen = main.querySelector("input[type=radio]:checked");
   main.replaceChildren(...children);
+  for (const [id, was] of typed) {
+    const f = document.getElementById(id);
+    if (f && main.contains(f) && f.type === was.type && was.value && !f.value) f.value = was.value;
+  }
+  if (chosen) {
+    const again = main.querySelector(`input[type=radio][name="${CSS.escape(chosen.name)}"][value="${CSS.escape(chosen.value)}"]`);
+    if (again) again.checked = true;
+  }
+  if (focused) {
+    const again = document.getElementById(focused);
+    if (again) again.focus({ preventScroll: true });
+  }
 }
 async function render() {
   const v = await load();
@@ -7605,13 +7853,14 @@ async function render() {
   return renderHome(v);
 }
 function protectionChoice() {
+  const pass = el("input", { id: "seal-pass", type: "password", autocomplete: "new-password" });
   return el(
     "fieldset",
     { class: "protect" },
     el("legend", {}, "Protect it with"),
     el("label", {}, el("input", { type: "radio", name: "protect", value: "passkey", checked: true }), " a passkey (Face ID, fingerprint or device PIN)"),
     el("label", {}, el("input", { type: "radio", name: "protect", value: "passphrase" }), " a passphrase (where passkeys cannot)"),
-    el("input", { id: "seal-pass", type: "password", placeholder: "passphrase (8+ characters)", autocomplete: "new-password" })
+    labelled("Passphrase (only with a passphrase; 8 or more characters)", pass)
   );
 }
 async function sealWith(secret) {
@@ -7623,15 +7872,8 @@ async function sealWith(secret) {
   return seal(secret, { passphrase: $("#seal-pass").value });
 }
 function renderSetup(pending) {
-  const importBox = el("textarea", {
-    id: "import-text",
-    rows: 4,
-    placeholder: "V3 keystore JSON, 12/24-word phrase, or 0x private key",
-    autocomplete: "off",
-    autocapitalize: "off",
-    spellcheck: "false"
-  });
-  const importPass = el("input", { id: "import-pass", type: "password", placeholder: "keystore passphrase (keystore only)", autocomplete: "off" });
+  const importBox = el("textarea", { id: "import-text", rows: 4, autocomplete: "off", autocapitalize: "off", spellcheck: "false", "data-volatile": true });
+  const importPass = el("input", { id: "import-pass", type: "password", autocomplete: "off", "data-volatile": true });
   const busy = async (fn) => {
     showError("");
     try {
@@ -7654,8 +7896,8 @@ function renderSetup(pending) {
       }
     }) }, "Create a new key"),
     el("h2", {}, "Or import one"),
-    importBox,
-    importPass,
+    labelled("A V3 keystore (JSON), a 12 or 24-word phrase, or a private key", importBox),
+    labelled("Keystore passphrase (a keystore only)", importPass),
     el("button", { id: "import-key", onclick: () => busy(async () => {
       const raw = importBox.value.trim();
       let secret;
@@ -7673,23 +7915,17 @@ function renderSetup(pending) {
   );
 }
 function renderBackup(v) {
-  const pass = el("input", { id: "backup-pass", type: "password", placeholder: "backup passphrase (8+ characters)", autocomplete: "new-password" });
-  const again = el("input", { id: "backup-pass2", type: "password", placeholder: "the same again", autocomplete: "new-password" });
-  const unlock = el("input", {
-    id: "unlock-pass",
-    type: "password",
-    placeholder: "your key passphrase",
-    autocomplete: "current-password",
-    hidden: v.kind !== "passphrase"
-  });
-  const progress = el("p", { id: "backup-progress", class: "note" });
+  const pass = el("input", { id: "backup-pass", type: "password", autocomplete: "new-password" });
+  const again = el("input", { id: "backup-pass2", type: "password", autocomplete: "new-password" });
+  const unlock = el("input", { id: "unlock-pass", type: "password", autocomplete: "current-password" });
+  const progress = el("p", { id: "backup-progress", class: "note", "aria-live": "polite" });
   screen(
     el("h1", {}, "Back up the key"),
-    el("p", {}, `Main account ${v.address}. Approvals are blocked until a backup exists: without one, a lost phone is a lost key.`),
-    el("p", { class: "note" }, "The backup is a standard V3 keystore (scrypt) that MetaMask, geth or `owlia companion init --import` reads. Keep it off this phone."),
-    pass,
-    again,
-    unlock,
+    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address)), ". Approvals are blocked until a backup exists: without one, a lost phone is a lost key."),
+    el("p", { class: "note" }, `The backup is a standard V3 keystore file (scrypt). MetaMask, geth and this app's "Or import one" read it. Keep it off this phone.`),
+    labelled("Backup passphrase (8 or more characters)", pass),
+    labelled("The same passphrase again", again),
+    v.kind === "passphrase" ? labelled("Your key passphrase (to unlock the key)", unlock) : null,
     progress,
     el("button", { id: "backup", class: "primary", onclick: async () => {
       showError("");
@@ -7722,16 +7958,16 @@ function renderPair(v, pending) {
   if (!pending) {
     return screen(
       el("h1", {}, "Pair with your signer"),
-      el("p", {}, "On the signer's machine run `owlia companion pair` and open its QR code with this phone's camera.")
+      el("p", {}, "On the signer's machine run ", el("code", {}, "owlia companion pair"), " and open its QR code with this phone's camera.")
     );
   }
-  const name = el("input", { id: "device-name", value: "phone", maxlength: 40 });
+  const name = el("input", { id: "device-name", value: "phone", maxlength: 40, autocomplete: "off" });
   screen(
     el("h1", {}, "Pair with your signer"),
-    el("p", {}, "Signer identity key (check it matches the one `owlia companion pair` printed):"),
+    el("p", {}, "Signer identity key (check it matches the one ", el("code", {}, "owlia companion pair"), " printed):"),
     el("code", { class: "fingerprint" }, pending.signer.slice(0, 16) + "\u2026" + pending.signer.slice(-8)),
-    el("p", {}, `Main account: ${v.address}`),
-    name,
+    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address))),
+    labelled("This device's name", name),
     el("button", { id: "pair", class: "primary", onclick: async () => {
       showError("");
       try {
@@ -7757,92 +7993,79 @@ function renderHome(v) {
   const now = Date.now() / 1e3;
   const open2 = [...app.requests.values()].filter((r) => r.expires_at.value > now);
   const children = [];
-  if (app.state.frozen) children.push(el("div", { class: "banner frozen", id: "frozen-banner" }, "FROZEN: no session key signs anything. Only an unfreeze from a paired device lifts it."));
+  if (app.result) children.push(resultPanel(app.result));
+  if (app.state.frozen) {
+    children.push(el(
+      "div",
+      { class: "banner frozen", id: "frozen-banner", role: "status" },
+      el("strong", {}, "Frozen: "),
+      "no session key signs anything. Only an unfreeze from a paired device lifts it. ",
+      "Session keys stay revoked after Unfreeze: create new ones for the agent."
+    ));
+  }
+  if (app.pendingFreeze) children.push(pendingFreezeBanner());
   children.push(el("h1", {}, open2.length ? `${open2.length} waiting for you` : "Nothing to approve"));
   for (const r of open2) children.push(card(r, v));
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
-  children.push(tier3Section(v));
-  children.push(outcomesSection());
+  children.push(activitySection());
   children.push(el(
     "section",
-    {},
+    { id: "this-device" },
     el("h2", {}, "This device"),
-    el("p", {}, `device ${app.device.device_id} (${app.device.name}), main account ${v.address}, key protected by ${v.kind}`)
+    el("p", {}, `${app.device.name} (${app.device.device_id}); key protected by ${v.kind === "passkey" ? "a passkey" : "a passphrase"}`),
+    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address))),
+    el("p", { class: "note", id: "balances-note" }, "Balances are not shown here yet: your signer does not send them to the phone.")
   ));
   children.push(devicesSection());
   screen(...children);
   tick();
+  if (app.result && app.result.fresh) {
+    app.result.fresh = false;
+    const panel = $("#result");
+    if (panel) {
+      panel.focus({ preventScroll: true });
+      panel.scrollIntoView({ block: "start" });
+    }
+  }
 }
-function field(label, value, cls) {
-  return el("div", { class: "row" + (cls ? " " + cls : "") }, el("span", { class: "label" }, label), el("span", { class: "value" }, value));
+function resultPanel(result) {
+  const link = result.explorer ? el("a", { href: result.explorer, target: "_blank", rel: "noopener noreferrer" }, "View on the explorer") : null;
+  return el(
+    "section",
+    { id: "result", class: `result ${result.kind}`, role: "status", tabindex: "-1", "aria-labelledby": "result-title" },
+    el("h2", { id: "result-title" }, result.title),
+    ...result.lines.map((line) => el("p", {}, line)),
+    link,
+    el("button", { id: "result-done", class: "primary", onclick: () => {
+      app.result = null;
+      render();
+    } }, "Done")
+  );
+}
+function pendingFreezeBanner() {
+  return el(
+    "div",
+    { class: "banner pending-freeze", id: "pending-freeze", role: "alert" },
+    el("strong", {}, "Freeze not sent yet: "),
+    "this phone could not reach the bridge. It is sent as soon as the phone reconnects. ",
+    "Freeze now from the signer's machine: ",
+    el("code", {}, "owlia signer freeze"),
+    " ",
+    el("button", { id: "cancel-freeze", onclick: cancelPendingFreeze }, "Cancel the freeze")
+  );
 }
 function card(r, v) {
-  const actions = Array.isArray(r.actions) ? r.actions : [];
-  const tx2 = r.tx;
-  const head = [];
-  if (r.kind === "policy" && r.policy) {
-    head.push(el("div", { class: "amount" }, "Policy change"));
-    head.push(el("p", {}, `from ${visible(r.policy.from_hash).slice(0, 16)} to ${visible(r.policy.to_hash).slice(0, 16)}; what widens:`));
-    head.push(el("ul", { class: "diff" }, (Array.isArray(r.policy.widens) ? r.policy.widens : []).map((w) => el("li", {}, "+ " + visible(w)))));
-  }
-  for (const a of actions) {
-    if (a.type === "transfer" || a.type === "approval") {
-      const amount = a.amount ? visible(a.amount) : `${visible(a.amount_base_units)} base units`;
-      head.push(el("div", { class: "amount" }, (a.type === "approval" ? a.unlimited ? "UNLIMITED approval " : "Approve spending " : "Send ") + amount));
-      const party = a.type === "transfer" ? a.recipient : a.spender;
-      head.push(el(
-        "div",
-        { class: "recipient" },
-        party.name ? el("span", { class: "name" }, visible(party.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
-        el("code", {}, visible(party.address))
-      ));
-      head.push(field("token", `${visible(a.token)}  (${visible(a.amount_base_units)} base units)`));
-    } else if (a.type === "call") {
-      head.push(el("div", { class: "amount" }, `Call ${visible(a.selector)}`));
-      head.push(el("div", { class: "recipient" }, a.target.name ? el("span", { class: "name" }, visible(a.target.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"), el("code", {}, visible(a.target.address))));
-    } else if (a.type === "forbidden") head.push(el("p", { class: "warn" }, `FORBIDDEN: ${visible(a.reason)}`));
-  }
-  const esc = r.escalation || {};
-  const reasons = [
-    el("li", {}, `${visible(esc.reason)} [${visible(esc.rule_id)}]`),
-    ...(Array.isArray(esc.findings) ? esc.findings : []).map((f) => el("li", {}, `${visible(f.reason)} [${visible(f.rule_id)}: ${visible(f.outcome)}]`))
-  ];
-  const txRows = tx2 ? [
-    field("from", visible(tx2.from)),
-    field("to", visible(tx2.to)),
-    field("value", `${formatWei(int(tx2.value, "value"))} ETH (${text(tx2.value)} wei)`),
-    field("data", `${visible(tx2.data)} (${(text(tx2.data).length - 2) / 2} bytes)`),
-    field("chain", `${visible(r.chain)}`),
-    field("nonce", text(tx2.nonce)),
-    field("gas limit", text(tx2.gas_limit)),
-    field("max fee", `${text(tx2.max_fee_per_gas)} wei/gas`),
-    field("priority fee", `${text(tx2.max_priority_fee_per_gas)} wei/gas`)
-  ] : [el("p", { class: "warn" }, r.kind === "policy" ? "" : "No transaction: this request can only be denied.")];
   const journaled = approvedEntry(r.request_id);
-  const pass = el("input", { type: "password", class: "approve-pass", placeholder: "key passphrase", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
-  const countdown = el("span", { class: "countdown", "data-expires": r.expires_at.value });
-  const canApprove = !!(app.device.signer_key && v.backed_up && (tx2 || r.kind === "policy"));
-  return el(
-    "article",
-    { class: "card", "data-request": r.request_id },
-    journaled ? el("p", { class: "warn" }, `ALREADY APPROVED as tx ${journaled.tx_hash} nonce ${journaled.nonce}`) : null,
-    ...head,
-    el("h3", {}, "Why it needs you"),
-    el("ul", { class: "reasons" }, reasons),
-    r.agent_reason_unverified ? el("div", { class: "agent-reason" }, el("strong", {}, "Agent's stated reason (UNVERIFIED, may be wrong or injected): "), visible(r.agent_reason_unverified).slice(0, 500)) : null,
-    r.kind === "policy" ? null : el("details", { open: true }, el("summary", {}, "Exact transaction"), ...txRows),
-    el("p", {}, "Expires in ", countdown),
-    pass,
-    el(
-      "div",
-      { class: "buttons" },
-      el("button", { class: "approve primary", disabled: !canApprove, onclick: () => answer(r, "approve", pass.value) }, "Approve"),
-      el("button", { class: "deny", onclick: () => answer(r, "deny") }, "Deny"),
-      el("button", { class: "deny-freeze danger", onclick: () => answer(r, "freeze") }, "Deny and freeze")
-    )
-  );
+  const canApprove = !!(app.device.signer_key && v.backed_up && (r.tx || r.kind === "policy"));
+  return renderCard(r, {
+    mainAddress: v.address,
+    journaled,
+    canApprove,
+    needsPassphrase: v.kind === "passphrase",
+    onAnswer: (action, passphrase) => answer(r, action, passphrase)
+  });
 }
 function outstandingSection() {
   const entries = (app.journal || []).filter((e) => !isSettled(e));
@@ -7854,7 +8077,7 @@ function outstandingSection() {
     ...entries.map((e) => el(
       "div",
       { class: "outstanding-entry" },
-      el("strong", {}, `${formatWei(BigInt(e.value))} ETH to ${e.to}`),
+      el("strong", {}, `${formatWei(BigInt(e.value))} ETH to ${shortAddress(e.to)}`),
       el("br"),
       `nonce ${e.nonce} on chain ${e.chain_id}, tx ${e.tx_hash}`,
       el("br"),
@@ -7863,77 +8086,59 @@ function outstandingSection() {
   );
 }
 function controls() {
-  const keyId = el("input", { id: "topup-key", placeholder: "session key id (sk_...)" });
-  const amount = el("input", { id: "topup-amount", placeholder: "wei (empty: up to its cap)", inputmode: "numeric" });
+  const keyId = el("input", { id: "topup-key", autocomplete: "off", autocapitalize: "off", spellcheck: "false" });
+  const amount = el("input", { id: "topup-amount", inputmode: "decimal", autocomplete: "off" });
+  const kill = app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze2("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze2("freeze"), disabled: !!app.pendingFreeze }, "Freeze now");
   return el(
     "section",
     { id: "controls" },
     el("h2", {}, "Controls"),
-    app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze2("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze2("freeze") }, "Freeze now"),
+    kill,
+    el("p", { class: "note" }, "Freeze stops every session key at once. Without this phone, run ", el("code", {}, "owlia signer freeze"), " on the signer's machine."),
     el("button", { id: "notify", onclick: enablePush }, "Notify me of new requests"),
     el("h3", {}, "Top up a session key"),
-    keyId,
-    amount,
+    labelled("Session key id", keyId, "Starts with sk_; shown by the agent or the signer."),
+    labelled("Amount in ETH", amount, "Leave empty to fill it up to its cap."),
     el("button", { id: "topup", onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, "Request top-up")
   );
 }
-function tier3Section(v) {
-  const saved = app.tier3 || {};
-  const input = (id, value, placeholder) => el("input", { id, value: value || "", placeholder, autocomplete: "off", spellcheck: "false" });
-  const rpcUrl = input("t3-rpc", saved.rpc_url, "chain node URL (https://...)");
-  const chainId = input("t3-chain", saved.chain_id, "chain id");
-  const manager = input("t3-manager", saved.manager, "DelegationManager address");
-  const enforcer = input("t3-nonce-enforcer", saved.nonce_enforcer, "NonceEnforcer address");
-  const pass = el("input", { type: "password", id: "t3-pass", placeholder: "key passphrase", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
-  const result = el("p", { id: "t3-result", class: "note" }, saved.last ? visible(saved.last) : "");
+var ACTION_WORDS = {
+  approve: "Approved",
+  deny: "Denied",
+  freeze: "Denied and froze",
+  topup: "Top-up requested",
+  notifications: "Notifications",
+  "freeze-all": "Froze signing",
+  unfreeze: "Unfroze signing",
+  "freeze-queued": "Freeze queued (offline)",
+  "freeze-cancelled": "Queued freeze cancelled",
+  revoke: "Done"
+};
+function activitySection() {
+  const list = (app.outcomes || []).slice(-15).reverse();
   return el(
     "section",
-    { id: "tier3" },
-    el("h2", {}, "Tier 3: revoke every grant"),
-    el("p", { class: "note" }, "Ends every delegation your main key gave a session key, on chain, in one transaction from this phone to the node below. Works with the signer and the bridge gone (a stolen host). The addresses are in `owlia wallet status --json` or config.yaml (chains[].delegation)."),
-    rpcUrl,
-    chainId,
-    manager,
-    enforcer,
-    pass,
-    el("button", { id: "t3-revoke", class: "danger", onclick: async () => {
-      showError("");
-      let settings;
-      try {
-        settings = checkSettings({ rpc_url: rpcUrl.value, chain_id: chainId.value, manager: manager.value, nonce_enforcer: enforcer.value });
-      } catch (e) {
-        return showError(e.message);
-      }
-      app.tier3 = { ...saved, rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
-      await put("kv", "tier3", app.tier3);
-      try {
-        const done = await revokeAll(
-          settings,
-          v.address,
-          (tx2) => withSecret(pass.value, async (secret) => signEip1559(tx2, secret)),
-          (what) => {
-            result.textContent = `${what}\u2026`;
-          }
-        );
-        app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain (revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
-      } catch (e) {
-        app.tier3.last = `Not revoked: ${e.message || e}`;
-        showError(app.tier3.last);
-      }
-      pass.value = "";
-      await put("kv", "tier3", app.tier3);
-      await render();
-    } }, "Revoke every grant on chain"),
-    result
-  );
-}
-function outcomesSection() {
-  const list = (app.outcomes || []).slice(-10).reverse();
-  return el(
-    "section",
-    { id: "outcomes" },
-    el("h2", {}, "Recent outcomes"),
-    ...list.map((o) => el("div", { class: "outcome" }, `${new Date(o.at).toLocaleTimeString()} ${o.action} ${o.request_id.slice(0, 12)}\u2026: ${visible(o.result).slice(0, 200)}`))
+    { id: "activity" },
+    el("h2", {}, "Activity"),
+    list.length ? null : el("p", { class: "note" }, "Nothing yet."),
+    el("ul", { class: "activity" }, list.map((o) => {
+      const failed = o.status === "refused";
+      const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : "answer"} refused` : ACTION_WORDS[o.action] || o.action;
+      const link = o.tx_hash ? explorerTx(o.chain_id, o.tx_hash) : null;
+      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
+      return el(
+        "li",
+        { class: "activity-row" + tone, "data-request": o.request_id || null },
+        el("span", { class: "what" }, o.what ? `${o.what}${o.to ? " to " + o.to : ""}` : verb),
+        el("span", { class: "status" }, o.what ? verb : ""),
+        el("span", { class: "meta" }, [
+          new Date(o.at).toLocaleString(),
+          o.request_id ? shortId(o.request_id) : null,
+          o.detail ? visible(o.detail).slice(0, 120) : null
+        ].filter(Boolean).join(" \xB7 ")),
+        link ? el("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, "explorer") : null
+      );
+    }))
   );
 }
 var when = (ts) => ts === null ? "never" : new Date(ts * 1e3).toLocaleString();
@@ -7952,9 +8157,54 @@ function devicesSection() {
       d.this_device ? el("span", { class: "this-device" }, "this device") : null,
       d.revoked_at === null ? null : el("span", { class: "revoked-mark" }, "REVOKED"),
       el("br"),
-      el("span", { class: "note" }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}` + (d.revoked_at === null ? "" : `; revoked ${when(d.revoked_at)}`) + `; key ${visible(d.key_fingerprint).slice(0, 16)}`)
+      el("span", { class: "note" }, `last seen ${when(d.last_seen)}; paired ${when(d.created_at)}` + (d.revoked_at === null ? "" : `; revoked ${when(d.revoked_at)}`) + `; key ${visible(d.key_fingerprint).slice(0, 16)}`),
+      d.revoked_at === null ? revokeControl(d) : null
     ))
   );
+}
+function revokeControl(d) {
+  const name = visible(d.name);
+  if (app.confirmRevoke !== d.device_id) {
+    return el("button", {
+      class: "revoke danger",
+      "aria-label": `Revoke ${name}`,
+      onclick: () => {
+        app.confirmRevoke = d.device_id;
+        render();
+      }
+    }, "Revoke");
+  }
+  return el(
+    "div",
+    { class: "confirm-revoke", role: "group", "aria-label": `Revoke ${name}?` },
+    el("p", {}, d.this_device ? "Revoke this phone? It can no longer approve, deny or freeze; pair it again from the signer's machine." : `Revoke ${name}? Its answers are refused from now on and its connections close; pair it again from the signer's machine.`),
+    el("button", { class: "revoke-yes danger", onclick: () => revokeDevice(d) }, `Yes, revoke ${name}`),
+    el("button", { class: "revoke-no", onclick: () => {
+      app.confirmRevoke = null;
+      render();
+    } }, "Keep it")
+  );
+}
+async function revokeDevice(d) {
+  showError("");
+  app.confirmRevoke = null;
+  const device = app.device, seed = hexToBytes(device.seed);
+  try {
+    if (!app.session || app.status !== "connected") throw new Error("could not reach the bridge; on the signer's machine run owlia companion revoke");
+    const ts = nowTs();
+    const body = { device_id: device.device_id, target_device_id: d.device_id, ts };
+    const signature = deviceSign(seed, signedMessage(DOMAINS.revoke, body));
+    await app.session.call("approvals.revoke_device", { ...body, signature });
+    await recordOutcome({ action: "revoke", what: `Revoked ${visible(d.name)}`, to: "" });
+    refreshDevices("", true).catch(() => {
+    });
+  } catch (e) {
+    showError(`revoke refused: ${e.message}`);
+    await recordOutcome({ action: "revoke", status: "refused", detail: e.message });
+  } finally {
+    seed.fill(0);
+  }
+  await render();
 }
 async function refreshDevices(rev, always) {
   if (!always && app.devices && app.devices.devices_rev === rev) return;
@@ -7972,13 +8222,20 @@ function tick() {
   for (const c of document.querySelectorAll(".countdown")) {
     const left = Math.floor(Number(c.dataset.expires) - now);
     c.textContent = left > 0 ? `${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}` : "expired";
+    const cardNode = c.closest(".card");
+    if (left <= 0 && cardNode && !cardNode.classList.contains("expired")) {
+      cardNode.classList.add("expired");
+      const approve = cardNode.querySelector("button.approve");
+      if (approve) approve.disabled = true;
+      showCardError(cardNode, "This request expired: nothing was signed. The agent has to ask again.");
+    }
   }
 }
 async function loadJournal() {
   app.journal = await get("kv", "journal") || [];
   app.outcomes = await get("kv", "outcomes") || [];
   app.devices = await get("kv", "devices") || null;
-  app.tier3 = await get("kv", "tier3") || null;
+  app.pendingFreeze = await get("kv", "pending_freeze") || null;
 }
 var saveJournal = () => put("kv", "journal", app.journal);
 var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
@@ -7989,15 +8246,41 @@ async function settle(state) {
   if (v && applyQuote(app.journal, quote, v.address, Date.now() / 1e3)) await saveJournal();
   return quote;
 }
-async function recordOutcome(request, action, result) {
-  app.outcomes.push({ at: Date.now(), request_id: request.request_id, action, result });
+async function recordOutcome(entry) {
+  app.outcomes.push({ at: Date.now(), status: "ok", ...entry });
   app.outcomes = app.outcomes.slice(-50);
   await put("kv", "outcomes", app.outcomes);
 }
+var describe = (request) => request && request.actions ? summary(request) : { what: "", to: "" };
+function resultFor(request, action, result) {
+  const { what, to } = describe(request);
+  const about = what ? `${what}${to ? " to " + to : ""} on ${visible(chainName(request))}` : "";
+  const txHash = visible(result.tx_hash);
+  if (action === "approve" && request.kind === "policy") {
+    return { kind: "approved", title: "Policy change approved", lines: ["Your signer applies the new policy now."] };
+  }
+  if (action === "approve") {
+    return {
+      kind: "approved",
+      title: "Approved and sent",
+      lines: [about, txHash ? `Transaction ${txHash.slice(0, 10)}\u2026${txHash.slice(-6)}` : ""].filter(Boolean),
+      explorer: explorerTx(request.chain_id, txHash)
+    };
+  }
+  if (action === "freeze") {
+    return { kind: "frozen", title: "Denied and frozen", lines: [about, "Nothing was signed. Every session key is revoked and stays revoked after Unfreeze."].filter(Boolean) };
+  }
+  return { kind: "denied", title: "Denied", lines: [about, "Nothing was signed."].filter(Boolean) };
+}
 async function answer(request, action, passphrase) {
   showError("");
+  const cardOf = () => document.querySelector(`article.card[data-request="${CSS.escape(request.request_id)}"]`);
+  showCardError(cardOf(), "");
+  app.result = null;
   const device = app.device, v = await load();
   const seed = hexToBytes(device.seed);
+  const { what, to } = describe(request);
+  let refusal = null;
   try {
     let digest, rawTx = null, txHash = "";
     if (action === "approve") {
@@ -8043,7 +8326,7 @@ async function answer(request, action, passphrase) {
             tx_hash: txHash,
             to: toChecksum(t.to),
             value: int(t.value).toString(),
-            summary: text(request.summary).slice(0, 200),
+            summary: text2(request.summary).slice(0, 200),
             signed_at: Date.now() / 1e3,
             quoted_at: quotedAt,
             reply: "(no reply yet)"
@@ -8067,25 +8350,35 @@ async function answer(request, action, passphrase) {
     if (rawTx) params.raw_tx = rawTx;
     let result;
     try {
+      if (!app.session || app.status !== "connected") throw new Error("could not reach the bridge (this phone is offline); try again when connected");
       result = await app.session.call("approvals.answer", params);
     } catch (e) {
       if (txHash) await noteReply(request, `error: ${e.message}`);
       throw e;
     }
-    if (txHash) await noteReply(request, `${text(result.status)} ${text(result.tx_hash)}`);
-    await recordOutcome(request, action, `${text(result.status)} ${text(result.tx_hash || "")}`.trim());
+    if (txHash) await noteReply(request, `${text2(result.status)} ${text2(result.tx_hash)}`);
+    await recordOutcome({
+      request_id: request.request_id,
+      action,
+      what,
+      to,
+      chain_id: text2(request.chain_id),
+      tx_hash: text2(result.tx_hash) || txHash || null
+    });
+    app.result = { ...resultFor(request, action, result), fresh: true };
     app.requests.delete(request.request_id);
     saveRequests();
     if (txHash) settle(await app.session.call("approvals.state")).catch(() => {
     });
   } catch (e) {
-    showError(`${action} refused: ${e.message || e}`);
+    refusal = `${action === "approve" ? "Approve" : action === "deny" ? "Deny" : "Deny and freeze"} refused: ${e.message || e}`;
     console.error(e.stack || String(e));
-    await recordOutcome(request, action, `refused: ${e.message || e}`);
+    await recordOutcome({ request_id: request.request_id, action, what, to, status: "refused", detail: e.message || String(e) });
   } finally {
     seed.fill(0);
     await render();
   }
+  if (refusal && !showCardError(cardOf(), refusal)) showError(refusal);
 }
 async function noteReply(request, reply) {
   const e = approvedEntry(request.request_id);
@@ -8095,40 +8388,76 @@ async function noteReply(request, reply) {
 }
 async function freeze2(action) {
   showError("");
+  if (action === "freeze" && (!app.session || app.status !== "connected")) return queueFreeze();
   const device = app.device, seed = hexToBytes(device.seed);
   try {
     let freezeId = "";
     if (action === "unfreeze") {
       app.state = await app.session.call("approvals.state");
-      freezeId = text(app.state.freeze_id);
+      freezeId = text2(app.state.freeze_id);
     }
     const ts = nowTs();
     const body = { device_id: device.device_id, action, freeze_id: freezeId, ts };
     const signature = deviceSign(seed, signedMessage(DOMAINS.freeze, body));
     app.state = await app.session.call("approvals.freeze", { ...body, signature });
+    await recordOutcome({ action: action === "freeze" ? "freeze-all" : "unfreeze" });
+    if (action === "freeze") {
+      app.result = { kind: "frozen", title: "Frozen", lines: ["No session key signs anything now. Session keys stay revoked after Unfreeze."], fresh: true };
+    }
   } catch (e) {
+    if (action === "freeze" && e.transport) {
+      seed.fill(0);
+      return queueFreeze(e.message);
+    }
     showError(`${action} refused: ${e.message}`);
+    await recordOutcome({ action, status: "refused", detail: e.message });
   } finally {
     seed.fill(0);
   }
   await render();
 }
+async function queueFreeze(why) {
+  app.pendingFreeze = { at: Date.now() };
+  await put("kv", "pending_freeze", app.pendingFreeze);
+  await recordOutcome({ action: "freeze-queued", detail: why ? `could not reach the bridge: ${why}` : "could not reach the bridge" });
+  await render();
+  const banner = $("#pending-freeze");
+  if (banner) banner.scrollIntoView({ block: "center" });
+}
+async function cancelPendingFreeze() {
+  app.pendingFreeze = null;
+  await del("kv", "pending_freeze");
+  await recordOutcome({ action: "freeze-cancelled" });
+  await render();
+}
+async function sendPendingFreeze() {
+  if (!app.pendingFreeze || app.status !== "connected") return;
+  app.pendingFreeze = null;
+  await del("kv", "pending_freeze");
+  await freeze2("freeze");
+}
 async function topup(keyId, amount) {
   showError("");
   const device = app.device, seed = hexToBytes(device.seed);
   try {
-    if (!/^\d*$/.test(amount)) throw new Error("the amount is a whole number of wei");
+    if (!/^sk_[A-Za-z0-9_-]+$/.test(keyId)) throw new Error("type the session key id (it starts with sk_)");
+    const wei = amount ? parseUnits(amount, 18) : null;
+    if (wei === 0n) throw new Error("the amount must be more than 0 ETH (or empty: up to its cap)");
     const ts = nowTs();
-    const body = { device_id: device.device_id, key_id: keyId, amount: amount ? BigInt(amount).toString() : null, ts };
+    const body = { device_id: device.device_id, key_id: keyId, amount: wei === null ? null : wei.toString(), ts };
     const params = {
       device_id: device.device_id,
       key_id: keyId,
       ts,
       signature: deviceSign(seed, signedMessage(DOMAINS.topup, body))
     };
-    if (amount) params.amount = BigInt(amount).toString();
+    if (wei !== null) params.amount = wei.toString();
     const result = await app.session.call("approvals.topup", params);
-    await recordOutcome({ request_id: text(result.request_id) || keyId }, "topup", `requested ${text(result.status)}`);
+    for (const id of ["topup-key", "topup-amount"]) {
+      const f = document.getElementById(id);
+      if (f) f.value = "";
+    }
+    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: keyId });
   } catch (e) {
     showError(`top-up refused: ${e.message}`);
   } finally {
@@ -8161,7 +8490,7 @@ async function enablePush() {
       body: JSON.stringify({ token, subscription: sub.toJSON() })
     });
     if (!done.ok) throw new Error(`the bridge refused the subscription (HTTP ${done.status})`);
-    await recordOutcome({ request_id: "push" }, "notifications", "enabled");
+    await recordOutcome({ action: "notifications", detail: "enabled" });
   } catch (e) {
     showError(`notifications: ${e.message}`);
   }
@@ -8243,11 +8572,14 @@ async function connect() {
     app.session = session;
     await session.ready;
     app.status = "connected";
+    if (app.error.startsWith("cannot reach the bridge")) showError("");
+    sendPendingFreeze().catch((e) => console.error(`queued freeze: ${e.message}`));
     settle(await session.call("approvals.state")).then(render).catch(() => {
     });
   } catch (e) {
     app.status = "offline";
-    showError(`cannot reach the bridge: ${e.message}`);
+    const why = /failed to fetch|networkerror|load failed/i.test(e.message || "") ? "no network" : e.message;
+    showError(`cannot reach the bridge (${why}); retrying every few seconds`);
     reconnectTimer = setTimeout(connect, 5e3);
   } finally {
     seed.fill(0);
