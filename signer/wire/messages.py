@@ -26,6 +26,7 @@ __all__ = [
     "NONCE_DOMAIN",
     "PAIR_DOMAIN",
     "REQUEST_DOMAIN",
+    "REVOKE_DOMAIN",
     "TOPUP_DOMAIN",
     "answer_body",
     "freeze_body",
@@ -34,6 +35,7 @@ __all__ = [
     "pair_body",
     "pairing_mac",
     "proof_is_fresh",
+    "revoke_body",
     "signed_by",
     "signed_message",
     "topup_body",
@@ -75,7 +77,7 @@ def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> di
     return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
 
 
-def revoke_body(device_id: str, target_device_id: str, ts: float) -> dict:
+def revoke_body(device_id: str, target_device_id: str, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "target_device_id": target_device_id, "ts": ts}
 
 
