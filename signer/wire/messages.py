@@ -26,6 +26,9 @@ BRIDGE_AUTH_DOMAIN = "owliabot-bridge-auth-v1"
 MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way; see `proof_is_fresh`)
 REQUEST_DOMAIN = "owliabot-request-v1"
 NONCE_DOMAIN = "owliabot-nonce-v1"
+GRANT_ASK_DOMAIN = "owliabot-grant-ask-v1"  # a device asks for a Tier 3 grant offer
+GRANT_OFFER_DOMAIN = "owliabot-grant-offer-v1"  # the signer signs the offer it built
+GRANT_ANSWER_DOMAIN = "owliabot-grant-answer-v1"  # a device returns the main key's signatures
 
 
 def signed_message(domain: str, body: dict[str, Any]) -> bytes:
@@ -50,6 +53,15 @@ def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict:
 
 def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict:
     return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
+
+
+def grant_ask_body(device_id: str, chain_id: int, days: int, rotate: bool, ts: float) -> dict:
+    return {"device_id": device_id, "chain_id": chain_id, "days": days, "rotate": rotate, "ts": ts}
+
+
+def grant_answer_body(device_id: str, offer_id: str, offer_hash: str, signatures: list[str], ts: float) -> dict:
+    return {"device_id": device_id, "offer_id": offer_id, "offer_hash": offer_hash, "signatures": list(signatures),
+            "ts": ts}
 
 
 def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:

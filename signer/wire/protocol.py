@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the request models, which load on first use (__getattr__ at
         SessionKeyCreateParams, SessionKeyRefParams, Tier3GrantParams, Tier3RevokeParams,
         TopUpParams, PolicyValidateParams, PolicyCheckParams, AuditTailParams, ApprovalsWaitParams,
         ApprovalAnswerParams, StateParams, FreezeParams, PairBeginParams, PairCompleteParams,
-        DeviceRefParams, TopUpRequestParams,
+        DeviceRefParams, TopUpRequestParams, Tier3OfferParams, Tier3AnswerParams,
     )
 
 PROTOCOL_VERSION = 1
@@ -184,7 +184,7 @@ _REQUESTS = frozenset((
     'IDEMPOTENCY_KEY_RE', 'Intent', 'PairBeginParams', 'PairCompleteParams', 'PolicyCheckParams',
     'PolicyValidateParams', 'SessionKeyCreateParams', 'SessionKeyRefParams', 'SignRequestParams',
     'SignStatusParams', 'Signature', 'StateParams', 'Strict', 'Tier3GrantParams', 'Tier3RevokeParams',
-    'TokenTransfer', 'TopUpParams', 'TopUpRequestParams',
+    'TokenTransfer', 'TopUpParams', 'TopUpRequestParams', 'Tier3OfferParams', 'Tier3AnswerParams',
 ))
 
 

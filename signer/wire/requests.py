@@ -216,3 +216,26 @@ class TopUpRequestParams(Strict):
     amount: Uint256 | None = None
     ts: FiniteFloat
     signature: Signature
+
+
+class Tier3OfferParams(Strict):
+    """A paired device asks the signer for a Tier 3 grant offer to sign with the main key (the phone path);
+    `rotate` retires the current session key first and offers the grant to its successor."""
+
+    device_id: DeviceId
+    chain_id: int = Field(gt=0, lt=2**63)
+    days: int = Field(ge=1, le=365)
+    rotate: bool = False
+    ts: FiniteFloat
+    signature: Signature
+
+
+class Tier3AnswerParams(Strict):
+    """The main key's EIP-712 signatures over an offer's delegations, one per delegation, in order."""
+
+    device_id: DeviceId
+    offer_id: str = Field(pattern=r"^off_[0-9a-f]{16}$")
+    offer_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    signatures: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{130}$")]] = Field(min_length=1, max_length=16)
+    ts: FiniteFloat
+    signature: Signature

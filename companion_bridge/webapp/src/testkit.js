@@ -4,6 +4,7 @@ import * as canon from './canon.js';
 import * as eth from './eth.js';
 import * as proto from './protocol.js';
 import * as journal from './journal.js';
+import * as grants from './grants.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -32,6 +33,16 @@ globalThis.owliaTestkit = {
       }
     }
     return { out, entries, final: entries.map(journal.isFinal) };
+  },
+  typedDataDigest: (text) => eth.bytesToHex(grants.typedDataDigest(canon.parse(text))),
+  signDigest: (digestHex, secretHex) => grants.signDigest(eth.hexToBytes(digestHex), eth.hexToBytes(secretHex)),
+  offerHash: (text) => grants.offerHash(canon.parse(text)),
+  signEip7702(tx, secretHex) {
+    const big = (v) => BigInt(v);
+    const out = grants.signEip7702({ chain_id: big(tx.chainId), nonce: big(tx.nonce), max_priority_fee_per_gas: big(tx.maxPriorityFeePerGas),
+      max_fee_per_gas: big(tx.maxFeePerGas), gas_limit: big(tx.gas), to: tx.to, value: big(tx.value), data: tx.data,
+      implementation: tx.implementation }, eth.hexToBytes(secretHex));
+    return { raw: eth.hex0x(out.raw), hash: out.hash };
   },
   fromPhrase: async (phrase) => eth.bytesToHex(await eth.secretFromPhrase(phrase)),
 };
