@@ -276,7 +276,7 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
 
     # Signatures from a key that is not the main account's: refused by tier3.grant's own checks.
     _, call = answer(tier, phone, token, offer, sigs(coincurve.PrivateKey(secrets.token_bytes(32)), offer["delegations"]))
-    refused(call, "grant refused")
+    refused(call, "grant refused: a delegation's signature is not the main account's")
     # The offer was used up by that answer: a right answer to it now is refused too.
     _, call = answer(tier, phone, token, offer, sigs(main_key, offer["delegations"]))
     refused(call, "no such open grant offer")
@@ -289,7 +289,7 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
         if c["enforcer"].lower() == tier.anvil.contracts["enforcers"]["ValueLteEnforcer"].lower():
             c["terms"] = "0x" + (2 * CENT).to_bytes(32, "big").hex()
     _, call = answer(tier, phone, token, offer, sigs(main_key, wider))
-    refused(call, "grant refused")
+    refused(call, "grant refused: a delegation's signature is not the main account's")
 
     # Forged: the device signature over other bytes; an answer for another offer hash; a replayed proof.
     offer = ask_offer(tier, phone, token)
