@@ -256,7 +256,7 @@ export function section(ui) {
     try { checked = checkOffer(offer, app.device.signer_key, v.address); } catch (e) { app.grantOffer = null; return say(`Not signed: ${e.message}`, true); }
     app.grantOffer = offer;  // kept in memory across re-renders until signed or replaced
     offerBox.replaceChildren(
-      el('h3', {}, `Grant to session key ${visible(offer.delegate)} from ${v.address} on chain ${visible(String(offer.chain_id))}`),
+      el('h3', {}, `Grant to session key ${visible(offer.delegate)} (${visible(offer.key_id)}) from ${v.address} on chain ${visible(String(offer.chain_id))}`),
       el('ul', { class: 'grant-words' }, offer.words.map((w) => el('li', {}, visible(w)))),
       el('p', { class: 'note' }, 'Only that key may use it. Periods are fixed on chain: around a period\'s end up to twice the period amount can go out. '
         + 'Revoke every grant below ends it on chain, even without the signer.'),

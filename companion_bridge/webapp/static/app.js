@@ -7815,7 +7815,7 @@ function section(ui) {
     }
     app2.grantOffer = offer;
     offerBox.replaceChildren(
-      el2("h3", {}, `Grant to session key ${visible2(offer.delegate)} from ${v.address} on chain ${visible2(String(offer.chain_id))}`),
+      el2("h3", {}, `Grant to session key ${visible2(offer.delegate)} (${visible2(offer.key_id)}) from ${v.address} on chain ${visible2(String(offer.chain_id))}`),
       el2("ul", { class: "grant-words" }, offer.words.map((w) => el2("li", {}, visible2(w)))),
       el2("p", { class: "note" }, "Only that key may use it. Periods are fixed on chain: around a period's end up to twice the period amount can go out. Revoke every grant below ends it on chain, even without the signer."),
       el2("button", { id: "g3-sign", class: "primary", onclick: async () => {
