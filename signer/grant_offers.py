@@ -17,10 +17,14 @@ signatures the signer verifies.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from signer.chain import ChainError
 
 from signer.wire.messages import (GRANT_ANSWER_DOMAIN, GRANT_ASK_DOMAIN, GRANT_OFFER_DOMAIN, grant_answer_body,
                                   grant_ask_body, signed_message)
@@ -59,7 +63,8 @@ class GrantOffers:
         self.approvals = approvals
         self._open: dict[str, OpenOffer] = {}
 
-    async def offer(self, params: Tier3OfferParams, rotate_key) -> dict[str, Any]:
+    async def offer(self, params: Tier3OfferParams,
+                    rotate_key: Callable[[str, str], Awaitable[None]]) -> dict[str, Any]:
         """Authorize the device, optionally rotate the session key (`rotate_key(key_id)`), build and sign."""
         devices, engine = self.approvals.devices, self.approvals.engine
         message = signed_message(GRANT_ASK_DOMAIN, grant_ask_body(params.device_id, params.chain_id, params.days,
@@ -82,7 +87,6 @@ class GrantOffers:
         if key is None:
             raise await devices.refuse(REFUSED, evidence, f"the signer has no active session key on chain "
                                                           f"{params.chain_id}: `owlia signer session-key create`")
-        from signer.chain import ChainError
         from signer.wire.grants import GrantError, derive_lanes, describe  # Tier 3 only: not held at idle
         from signer.wire.grant_offer import grant_offer
 
@@ -136,8 +140,6 @@ class GrantOffers:
         if open_offer is None:
             raise await devices.refuse(REFUSED, evidence, "no such open grant offer (answered already, expired, or "
                                                           "never made): ask for a new one")
-        import hmac
-
         if open_offer.device_id != params.device_id or not hmac.compare_digest(open_offer.digest, params.offer_hash):
             raise await devices.refuse(REFUSED, evidence, "this answer is not for the offer the signer made")
         if len(params.signatures) != len(open_offer.delegations):

@@ -219,7 +219,9 @@ def test_the_phone_rotates_and_revokes_naming_its_grants(phone, grant_tier):
     tier, chain, page = grant_tier, grant_tier.anvil, phone.page
     [old] = signer_call(tier, tier.admin, "tier3.status")["grants"]
     page.click("#g3-rotate")
-    page.wait_for_selector("#g3-sign", timeout=60_000)
+    wait_for(lambda: page.locator("#g3-sign").count() or page.locator("#g3-result").inner_text().startswith("Not"), 60,
+             "the new offer")
+    assert page.locator("#g3-sign").count(), (page.locator("#g3-result").inner_text(), phone.console[-5:])
     page.click("#g3-sign")
     done = result_of(phone, ("Granted", "Grant refused", "Not granted"))
     assert done.startswith("Granted"), (done, phone.console[-5:])
@@ -303,3 +305,81 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
     refused(call, "already used (replay)")
     [live] = signer_call(tier, tier.admin, "tier3.status")["grants"]
     assert live["grant_id"] == installed["grant"]["grant_id"]
+
+
+def _leaves(value, path=()):
+    """Every (path, leaf) of a JSON value."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, (*path, i))
+    else:
+        yield path, value
+
+
+def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, fresh_build):  # noqa: F811
+    """Property: whichever field of the signer's offer a bridge changes (a word, a caveat's terms, the
+    delegate, a salt, the chain, a document's domain), the page refuses it before showing or signing."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from companion_bridge.companion import tier3 as companion
+    from policies.loader import load_policy
+    from signer.grant_offers import offer_hash
+    from signer.wire.grants import derive_lanes
+    from signer.wire.messages import GRANT_OFFER_DOMAIN
+    from tests.conftest import DEV_POLICY
+
+    page = phone.page
+    page.evaluate((fresh_build / "testkit.js").read_text())
+    contracts = grant_tier.anvil.contracts
+    signer_key = SigningKey.generate()
+    account = Account.create().address.lower()
+    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000, nonce=0, start=1_700_000_000)
+    offer = companion.grant_offer(lanes, [f"lane {i}" for i in range(len(lanes))],
+                                  session_address=Account.create().address.lower(), delegator=account,
+                                  chain_id=CHAIN_ID, manager=contracts["manager"], enforcers=contracts["enforcers"],
+                                  salt=7)
+    offer.update({"offer_id": "off_" + "1" * 16, "account": account, "delegate": offer["delegations"][0]["delegate"],
+                  "key_id": "sk_" + "2" * 16, "nonce": "0", "expires_at": 2_000_000_000})
+
+    def signed(o: dict) -> dict:
+        body = json.dumps({"offer_hash": offer_hash(o)}, sort_keys=True, separators=(",", ":"))
+        sig = signer_key.sign(GRANT_OFFER_DOMAIN.encode() + b"\n" + body.encode()).signature.hex()
+        return {**o, "signer_sig": sig}
+
+    def check(o: dict) -> str:
+        return page.evaluate("([t, k, a]) => window.owliaTestkit.checkOffer(t, k, a)",
+                             [json.dumps(o), signer_key.verify_key.encode().hex(), account])
+
+    honest = signed(offer)
+    assert check(honest) == "ok"
+    leaves = list(_leaves(offer))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(leaves), st.sampled_from(["flip", "other"]))
+    def changed(leaf, how):
+        path, value = leaf
+        altered = json.loads(json.dumps(honest))
+        target = altered
+        for key in path[:-1]:
+            target = target[key]
+        if isinstance(value, str) and how == "flip" and value:
+            new = value[:-1] + ("0" if value[-1] != "0" else "1")
+        elif isinstance(value, bool):
+            new = not value
+        elif isinstance(value, int):
+            new = value + 1
+        else:
+            new = str(value) + "x"
+        target[path[-1]] = new
+        assert check(altered) != "ok", (path, new)  # the bridge changed it: refused
+        resigned = signed({k: v for k, v in altered.items() if k != "signer_sig"})
+        verdict = check(resigned)  # even signed by the signer, a document unlike its delegation is refused
+        if path[0] in ("typed_data", "delegations", "account", "delegate", "chain_id", "manager") \
+                and path[-1] not in ("args", "signature"):
+            assert verdict != "ok", (path, new)
+
+    changed()

@@ -122,6 +122,16 @@ export function offerHash(offer) {
   return eth.bytesToHex(eth.sha256(eth.utf8ToBytes(dumps(body, false))));
 }
 
+// The only EIP-712 types a grant uses (signer/wire/delegation.py typed_data): a document with any
+// other types would hash to a digest that is not its delegation's.
+const GRANT_TYPES = dumps({
+  EIP712Domain: [{ name: 'name', type: 'string' }, { name: 'version', type: 'string' }, { name: 'chainId', type: 'uint256' },
+    { name: 'verifyingContract', type: 'address' }],
+  Delegation: [{ name: 'delegate', type: 'address' }, { name: 'delegator', type: 'address' }, { name: 'authority', type: 'bytes32' },
+    { name: 'caveats', type: 'Caveat[]' }, { name: 'salt', type: 'uint256' }],
+  Caveat: [{ name: 'enforcer', type: 'address' }, { name: 'terms', type: 'bytes' }],
+}, false);
+
 const same = (a, b) => typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
 
 // Throws unless the signer signed this offer and every document is exactly the delegation it names,
@@ -139,7 +149,7 @@ export function checkOffer(offer, signerKey, account) {
   if (!same(offer.account, account)) throw new Error(`the offer is for account ${offer.account}, not this phone's ${account}`);
   const digests = delegations.map((d, i) => {
     const doc = docs[i], m = doc && doc.message;
-    const ok = doc && doc.primaryType === 'Delegation' && doc.domain && doc.domain.name === 'DelegationManager' && doc.domain.version === '1'
+    const ok = doc && doc.primaryType === 'Delegation' && doc.types && dumps(doc.types, false) === GRANT_TYPES && doc.domain && doc.domain.name === 'DelegationManager' && doc.domain.version === '1'
       && lexeme(doc.domain.chainId) === lexeme(offer.chain_id) && same(doc.domain.verifyingContract, offer.manager)
       && m && same(m.delegator, account) && same(d.delegator, account) && same(m.delegate, d.delegate) && same(m.delegate, offer.delegate)
       && m.authority === d.authority && lexeme(m.salt) === lexeme(d.salt)
@@ -246,6 +256,7 @@ export function section(ui) {
     await ui.store.put('kv', 'tier3', app.tier3);
     result.textContent = message;
     if (isError) ui.showError(message);
+    await ui.render();  // a state push may have rebuilt the screen meanwhile: show it in the live one
   };
   const whole = () => {
     if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1) throw new Error('the grant lasts a whole number of days (1 to 365)');
@@ -253,7 +264,7 @@ export function section(ui) {
   };
   const showOffer = (offer) => {
     let checked;
-    try { checked = checkOffer(offer, app.device.signer_key, v.address); } catch (e) { app.grantOffer = null; return say(`Not signed: ${e.message}`, true); }
+    try { checked = checkOffer(offer, app.device.signer_key, v.address); } catch (e) { app.grantOffer = null; say(`Not signed: ${e.message}`, true); return; }
     app.grantOffer = offer;  // kept in memory across re-renders until signed or replaced
     offerBox.replaceChildren(
       el('h3', {}, `Grant to session key ${visible(offer.delegate)} (${visible(offer.key_id)}) from ${v.address} on chain ${visible(String(offer.chain_id))}`),
@@ -285,8 +296,10 @@ export function section(ui) {
         await ui.store.put('kv', 'tier3_grants', app.tier3Grants || []);
       }
       const offer = await requestOffer(app.session, app.device.device_id, app.device.seed, Number(s.chain_id), whole(), rotate);
-      result.textContent = rotate ? 'Old grants revoked; the signer rotated its session key. Check the new grant:' : 'Check the grant:';
+      app.tier3 = { ...(app.tier3 || {}), grant_last: rotate ? 'Old grants revoked; the signer rotated its session key. Check the new grant:' : 'Check the grant:' };
+      await ui.store.put('kv', 'tier3', app.tier3);
       showOffer(offer);
+      await ui.render();  // from app.grantOffer, in whatever screen is live now
     } catch (e) { await say(`Not granted: ${e.message || e}`, true); }
   };
   if (app.grantOffer) showOffer(app.grantOffer);

@@ -37,6 +37,10 @@ globalThis.owliaTestkit = {
   typedDataDigest: (text) => eth.bytesToHex(grants.typedDataDigest(canon.parse(text))),
   signDigest: (digestHex, secretHex) => grants.signDigest(eth.hexToBytes(digestHex), eth.hexToBytes(secretHex)),
   offerHash: (text) => grants.offerHash(canon.parse(text)),
+  // 'ok' or the refusal's words: what the page does with an offer before anything is shown or signed.
+  checkOffer(text, signerKey, account) {
+    try { grants.checkOffer(canon.parse(text), signerKey, account); return 'ok'; } catch (e) { return e.message; }
+  },
   signEip7702(tx, secretHex) {
     const big = (v) => BigInt(v);
     const out = grants.signEip7702({ chain_id: big(tx.chainId), nonce: big(tx.nonce), max_priority_fee_per_gas: big(tx.maxPriorityFeePerGas),

@@ -7669,6 +7669,22 @@ function offerHash(offer) {
   for (const k of Object.keys(offer)) if (k !== "signer_sig") body[k] = offer[k];
   return bytesToHex(sha256(utf8ToBytes(dumps(body, false))));
 }
+var GRANT_TYPES = dumps({
+  EIP712Domain: [
+    { name: "name", type: "string" },
+    { name: "version", type: "string" },
+    { name: "chainId", type: "uint256" },
+    { name: "verifyingContract", type: "address" }
+  ],
+  Delegation: [
+    { name: "delegate", type: "address" },
+    { name: "delegator", type: "address" },
+    { name: "authority", type: "bytes32" },
+    { name: "caveats", type: "Caveat[]" },
+    { name: "salt", type: "uint256" }
+  ],
+  Caveat: [{ name: "enforcer", type: "address" }, { name: "terms", type: "bytes" }]
+}, false);
 var same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
 function checkOffer(offer, signerKey, account) {
   if (!offer || typeof offer !== "object" || offer.kind !== "tier3.grant_offer") throw new Error("the bridge sent something that is not a grant offer");
@@ -7683,7 +7699,7 @@ function checkOffer(offer, signerKey, account) {
   if (!same(offer.account, account)) throw new Error(`the offer is for account ${offer.account}, not this phone's ${account}`);
   const digests = delegations.map((d, i) => {
     const doc = docs[i], m = doc && doc.message;
-    const ok = doc && doc.primaryType === "Delegation" && doc.domain && doc.domain.name === "DelegationManager" && doc.domain.version === "1" && lexeme(doc.domain.chainId) === lexeme(offer.chain_id) && same(doc.domain.verifyingContract, offer.manager) && m && same(m.delegator, account) && same(d.delegator, account) && same(m.delegate, d.delegate) && same(m.delegate, offer.delegate) && m.authority === d.authority && lexeme(m.salt) === lexeme(d.salt) && Array.isArray(m.caveats) && Array.isArray(d.caveats) && m.caveats.length === d.caveats.length && m.caveats.every((c, j) => same(c.enforcer, d.caveats[j].enforcer) && c.terms === d.caveats[j].terms);
+    const ok = doc && doc.primaryType === "Delegation" && doc.types && dumps(doc.types, false) === GRANT_TYPES && doc.domain && doc.domain.name === "DelegationManager" && doc.domain.version === "1" && lexeme(doc.domain.chainId) === lexeme(offer.chain_id) && same(doc.domain.verifyingContract, offer.manager) && m && same(m.delegator, account) && same(d.delegator, account) && same(m.delegate, d.delegate) && same(m.delegate, offer.delegate) && m.authority === d.authority && lexeme(m.salt) === lexeme(d.salt) && Array.isArray(m.caveats) && Array.isArray(d.caveats) && m.caveats.length === d.caveats.length && m.caveats.every((c, j) => same(c.enforcer, d.caveats[j].enforcer) && c.terms === d.caveats[j].terms);
     if (!ok) throw new Error("a document in the offer is not the delegation it names: nothing was signed");
     return typedDataDigest(doc);
   });
@@ -7800,6 +7816,7 @@ function section(ui) {
     await ui.store.put("kv", "tier3", app2.tier3);
     result.textContent = message;
     if (isError) ui.showError(message);
+    await ui.render();
   };
   const whole = () => {
     if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1) throw new Error("the grant lasts a whole number of days (1 to 365)");
@@ -7811,7 +7828,8 @@ function section(ui) {
       checked = checkOffer(offer, app2.device.signer_key, v.address);
     } catch (e) {
       app2.grantOffer = null;
-      return say(`Not signed: ${e.message}`, true);
+      say(`Not signed: ${e.message}`, true);
+      return;
     }
     app2.grantOffer = offer;
     offerBox.replaceChildren(
@@ -7847,8 +7865,10 @@ function section(ui) {
         await ui.store.put("kv", "tier3_grants", app2.tier3Grants || []);
       }
       const offer = await requestOffer(app2.session, app2.device.device_id, app2.device.seed, Number(s.chain_id), whole(), rotate);
-      result.textContent = rotate ? "Old grants revoked; the signer rotated its session key. Check the new grant:" : "Check the grant:";
+      app2.tier3 = { ...app2.tier3 || {}, grant_last: rotate ? "Old grants revoked; the signer rotated its session key. Check the new grant:" : "Check the grant:" };
+      await ui.store.put("kv", "tier3", app2.tier3);
       showOffer(offer);
+      await ui.render();
     } catch (e) {
       await say(`Not granted: ${e.message || e}`, true);
     }
