@@ -248,7 +248,9 @@ export function section(ui) {
   const settings = () => {
     const q = (id) => (document.getElementById(id) || {}).value;
     const s = tier3.checkSettings({ rpc_url: q('t3-rpc'), chain_id: q('t3-chain'), manager: q('t3-manager'), nonce_enforcer: q('t3-nonce-enforcer') });
-    app.tier3 = { ...(app.tier3 || {}), rpc_url: s.rpc_url, chain_id: s.chain_id.toString(), manager: s.manager, nonce_enforcer: s.nonce_enforcer };
+    // kept (like the revoke's fields) so a re-render does not lose what the owner typed
+    app.tier3 = { ...(app.tier3 || {}), rpc_url: s.rpc_url, chain_id: s.chain_id.toString(), manager: s.manager, nonce_enforcer: s.nonce_enforcer,
+      stateless_delegator: delegator.value.trim().toLowerCase() };
     return s;
   };
   const say = async (message, isError) => {
@@ -259,7 +261,7 @@ export function section(ui) {
     await ui.render();  // a state push may have rebuilt the screen meanwhile: show it in the live one
   };
   const whole = () => {
-    if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1) throw new Error('the grant lasts a whole number of days (1 to 365)');
+    if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1 || Number(days.value) > 365) throw new Error('the grant lasts a whole number of days (1 to 365)');
     return Number(days.value.trim());
   };
   const showOffer = (offer) => {

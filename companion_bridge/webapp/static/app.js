@@ -7808,7 +7808,14 @@ function section(ui) {
   const settings = () => {
     const q = (id) => (document.getElementById(id) || {}).value;
     const s = checkSettings({ rpc_url: q("t3-rpc"), chain_id: q("t3-chain"), manager: q("t3-manager"), nonce_enforcer: q("t3-nonce-enforcer") });
-    app2.tier3 = { ...app2.tier3 || {}, rpc_url: s.rpc_url, chain_id: s.chain_id.toString(), manager: s.manager, nonce_enforcer: s.nonce_enforcer };
+    app2.tier3 = {
+      ...app2.tier3 || {},
+      rpc_url: s.rpc_url,
+      chain_id: s.chain_id.toString(),
+      manager: s.manager,
+      nonce_enforcer: s.nonce_enforcer,
+      stateless_delegator: delegator.value.trim().toLowerCase()
+    };
     return s;
   };
   const say = async (message, isError) => {
@@ -7819,7 +7826,7 @@ function section(ui) {
     await ui.render();
   };
   const whole = () => {
-    if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1) throw new Error("the grant lasts a whole number of days (1 to 365)");
+    if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1 || Number(days.value) > 365) throw new Error("the grant lasts a whole number of days (1 to 365)");
     return Number(days.value.trim());
   };
   const showOffer = (offer) => {
