@@ -32,6 +32,7 @@ from signer.wire.protocol import ErrorCode, RpcError
 
 if TYPE_CHECKING:
     from signer.approvals import Approvals
+    from signer.engine import Engine
     from signer.wire.requests import Tier3AnswerParams, Tier3OfferParams
 
 OFFER_TTL = 600.0  # seconds an offer may be answered
@@ -59,14 +60,15 @@ class OpenOffer:
 class GrantOffers:
     """Open offers in memory: a restart drops them (the phone asks again), never widens one."""
 
-    def __init__(self, approvals: Approvals) -> None:
-        self.approvals = approvals
+    def __init__(self, approvals: Approvals, engine: Engine) -> None:
+        self.approvals = approvals  # devices, identity key, clock
+        self.engine = engine  # policy, chains, session keys, Tier 3 (the Tier 1 port does not carry Tier 3)
         self._open: dict[str, OpenOffer] = {}
 
     async def offer(self, params: Tier3OfferParams,
                     rotate_key: Callable[[str, str], Awaitable[None]]) -> dict[str, Any]:
         """Authorize the device, optionally rotate the session key (`rotate_key(key_id)`), build and sign."""
-        devices, engine = self.approvals.devices, self.approvals.engine
+        devices, engine = self.approvals.devices, self.engine
         message = signed_message(GRANT_ASK_DOMAIN, grant_ask_body(params.device_id, params.chain_id, params.days,
                                                                   params.rotate, params.ts))
         evidence = {"device_id": params.device_id, "chain_id": params.chain_id}

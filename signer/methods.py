@@ -121,7 +121,7 @@ class Methods:
         self.settings = settings
         self.approvals = approvals
         self.policies = policies
-        self.offers = GrantOffers(approvals) if approvals is not None else None
+        self.offers = GrantOffers(approvals, engine) if approvals is not None else None
 
     def table(self) -> dict[str, Method]:
         table = self._core()
