@@ -119,7 +119,8 @@ class GrantOffers:
                                                           f"{int(OFFER_TTL / 60)} minutes")
         offer_id = "off_" + secrets.token_hex(8)
         offer.update({"offer_id": offer_id, "device_id": params.device_id, "account": account,
-                      "delegate": key.address.lower(), "key_id": key.key_id, "nonce": str(nonce), "expires_at": int(clock + OFFER_TTL)})
+                      "delegate": key.address.lower(), "key_id": key.key_id, "nonce": str(nonce),
+                      "expires_at": int(clock + OFFER_TTL)})
         digest = offer_hash(offer)
         self._open[offer_id] = OpenOffer(params.device_id, params.chain_id, digest, clock + OFFER_TTL,
                                          tuple(offer["delegations"]))

@@ -454,8 +454,8 @@ class Methods:
         assert self.offers is not None
 
         async def rotate(key_id: str, device_id: str) -> None:
-            await self._retire(client, SessionKeyRefParams(idempotency_key=f"rotate:{device_id}:{secrets.token_hex(8)}",
-                                                           key_id=key_id), RETIRED, rotate=True)
+            once = f"rotate:{device_id}:{secrets.token_hex(8)}"
+            await self._retire(client, SessionKeyRefParams(idempotency_key=once, key_id=key_id), RETIRED, rotate=True)
 
         return Tier3OfferReply(offer=await self.offers.offer(params, rotate))
 

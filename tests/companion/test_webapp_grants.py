@@ -22,11 +22,12 @@ from nacl.signing import SigningKey
 from bot.devchain import DevChain, free_port, rpc
 from bot.devcontracts import deploy_delegation_framework
 from signer.wire.client import new_idempotency_key
-from signer.wire.messages import GRANT_ANSWER_DOMAIN, GRANT_ASK_DOMAIN, grant_answer_body, grant_ask_body, signed_message
+from signer.wire.messages import (GRANT_ANSWER_DOMAIN, GRANT_ASK_DOMAIN, grant_answer_body, grant_ask_body,
+                                  signed_message)
 from signer.wire.protocol import Scope
 from tests.companion.conftest import Tier1, fund, start_bridge
-from tests.companion.test_webapp import (app_url, back_up, browser, fresh_build, pair, set_up_key,  # noqa: F401
-                                         wait_for)
+from tests.companion.test_webapp import (  # noqa: F401 - browser and fresh_build are fixtures
+    app_url, back_up, browser, fresh_build, pair, set_up_key, wait_for)
 from tests.companion.webapp_support import Phone, off_loop, pair_link_from_cli
 from tests.conftest import FRIEND, SignerStack, balance, wait_receipt
 
@@ -130,7 +131,8 @@ def test_eip712_and_eip7702_in_the_page_are_byte_identical_to_python(phone, gran
     contracts = grant_tier.anvil.contracts
     for i in range(6):
         key = coincurve.PrivateKey(secrets.token_bytes(32))
-        lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000 + i, nonce=i, start=1_700_000_000)
+        lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000 + i, nonce=i,
+                             start=1_700_000_000)
         offer = companion.grant_offer(lanes, ["words é ≈"], session_address=Account.create().address.lower(),
                                       delegator=address_of(key), chain_id=CHAIN_ID, manager=contracts["manager"],
                                       enforcers=contracts["enforcers"], salt=secrets.randbits(64))
@@ -144,12 +146,14 @@ def test_eip712_and_eip7702_in_the_page_are_byte_identical_to_python(phone, gran
             signed = page.evaluate(f"([d, k]) => {kit}.signDigest(d, k)", [digest.hex(), key.secret.hex()])
             assert signed == "0x" + sign_digest(digest, key).hex()
         nonce = secrets.randbelow(2**40)
-        tx = {"chainId": CHAIN_ID, "nonce": str(nonce), "maxPriorityFeePerGas": str(10**9), "maxFeePerGas": str(3 * 10**10 + i),
+        tx = {"chainId": CHAIN_ID, "nonce": str(nonce), "maxPriorityFeePerGas": str(10**9),
+              "maxFeePerGas": str(3 * 10**10 + i),
               "gas": "100000", "to": address_of(key), "value": "0", "data": "0x",
               "implementation": contracts["stateless_delegator"]}
-        expected = companion.authorize(key, chain_id=CHAIN_ID, nonce=nonce, max_fee=3 * 10**10 + i, max_priority_fee=10**9,
-                                       implementation=contracts["stateless_delegator"])
-        assert page.evaluate(f"([t, k]) => {kit}.signEip7702(t, k)", [tx, key.secret.hex()])["raw"] == "0x" + expected.hex()
+        expected = companion.authorize(key, chain_id=CHAIN_ID, nonce=nonce, max_fee=3 * 10**10 + i,
+                                       max_priority_fee=10**9, implementation=contracts["stateless_delegator"])
+        got = page.evaluate(f"([t, k]) => {kit}.signEip7702(t, k)", [tx, key.secret.hex()])
+        assert got["raw"] == "0x" + expected.hex()
 
 
 def test_the_phone_authorizes_and_grants_and_the_session_key_spends_within_the_caveats(phone, grant_tier):
@@ -237,7 +241,8 @@ def test_the_phone_rotates_and_revokes_naming_its_grants(phone, grant_tier):
     # The new key spends (once it has its gas float); then the phone's revoke names the grant it ends.
     [key] = [k for k in signer_call(tier, tier.admin, "session_key.list")["session_keys"]
              if k["address"].lower() == new["delegate"].lower()]
-    signer_call(tier, tier.admin, "session_key.topup", {"idempotency_key": new_idempotency_key(), "key_id": key["key_id"]})
+    signer_call(tier, tier.admin, "session_key.topup",
+                {"idempotency_key": new_idempotency_key(), "key_id": key["key_id"]})
     friend0 = balance(chain, FRIEND)
     ok = send(tier, FRIEND, CENT)
     assert ok["status"] == "signed" and wait_receipt(chain, ok["tx_hash"])["status"] == "0x1", ok
@@ -280,7 +285,8 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
                 for d in delegations]
 
     # Signatures from a key that is not the main account's: refused by tier3.grant's own checks.
-    _, call = answer(tier, phone, token, offer, sigs(coincurve.PrivateKey(secrets.token_bytes(32)), offer["delegations"]))
+    stranger = coincurve.PrivateKey(secrets.token_bytes(32))
+    _, call = answer(tier, phone, token, offer, sigs(stranger, offer["delegations"]))
     refused(call, "grant refused: a delegation's signature is not the main account's")
     # The offer was used up by that answer: a right answer to it now is refused too.
     _, call = answer(tier, phone, token, offer, sigs(main_key, offer["delegations"]))
