@@ -392,3 +392,22 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
             assert verdict != "ok", (path, new)
 
     changed()
+
+
+# Last: it revokes the phone's device.
+def test_a_revoked_device_gets_no_offer_and_cannot_answer(phone, grant_tier):
+    tier = grant_tier
+    token = tier.stack.client_token(f"bridgey{time.monotonic_ns() % 10**9}", Scope.BRIDGE)
+    offer = ask_offer(tier, phone, token)
+    main_key = coincurve.PrivateKey(phone.main_key)
+    from signer.wire.delegation import Delegation, sign_digest
+
+    signatures = ["0x" + sign_digest(Delegation.from_json(d).signing_digest(CHAIN_ID, offer["manager"]), main_key).hex()
+                  for d in offer["delegations"]]
+    device_id, _ = device_proof(phone)
+    signer_call(tier, tier.admin, "companion.revoke", {"device_id": device_id})
+    with pytest.raises(Exception, match="the device was revoked"):
+        ask_offer(tier, phone, token)
+    _, call = answer(tier, phone, token, offer, signatures)
+    with pytest.raises(Exception, match="the device was revoked"):
+        call()
