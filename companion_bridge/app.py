@@ -58,7 +58,7 @@ from signer.wire.messages import MAX_CLOCK_SKEW
 
 log = logging.getLogger("owlia.bridge")
 CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state",
-                      "approvals.revoke_device"})
+                      "approvals.revoke_device", "tier3.offer", "tier3.grant_answer"})
 HELLO_TIMEOUT = 10.0
 BACKLOG_BATCH = 50  # requests per frame when a companion (re)connects
 BACKLOG_CACHE_SECONDS = 1.0  # a burst of reconnecting companions shares one set of frames

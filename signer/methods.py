@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import inspect
 import json
+import secrets
 import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -22,13 +23,15 @@ from signer.chain import ChainError
 from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
+from signer.grant_offers import GrantOffers
 from signer.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.requests import (ApprovalAnswerParams, ApprovalsWaitParams, AuditTailParams, BalanceParams,
                                   DeviceRefParams, DeviceRevokeParams, FreezeParams, PairBeginParams, PairCompleteParams,
                                   PolicyCheckParams, PolicyValidateParams, SessionKeyCreateParams,
                                   SessionKeyRefParams, SignRequestParams, SignStatusParams, StateParams,
-                                  Tier3GrantParams, Tier3RevokeParams, TopUpParams, TopUpRequestParams)
+                                  Tier3AnswerParams, Tier3GrantParams, Tier3OfferParams, Tier3RevokeParams,
+                                  TopUpParams, TopUpRequestParams)
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
 from signer.wire.replies import (AddressesReply, ApprovalsStateReply, ApprovalsWaitReply, AuditTailReply,
@@ -75,6 +78,7 @@ class Methods:
         self.settings = settings
         self.approvals = approvals
         self.policies = policies
+        self.offers = GrantOffers(approvals, engine) if approvals is not None else None
 
     def table(self) -> dict[str, Method]:
         table = self._core()
@@ -100,6 +104,9 @@ class Methods:
                 lambda c, p: typed(SignReply, request_topup(approvals, p)))),
             "approvals.state": Method(Scope.BRIDGE, StateParams, bridge_only(
                 lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq)))),
+            # Tier 3 from the phone (signer.grant_offers): the signer offers, the main key signs on the phone.
+            "tier3.offer": Method(Scope.BRIDGE, Tier3OfferParams, bridge_only(self._tier3_offer)),
+            "tier3.grant_answer": Method(Scope.BRIDGE, Tier3AnswerParams, bridge_only(self._tier3_answer)),
             "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
                 lambda c, p: devices.complete_pairing(p))),
             "companion.devices": Method(Scope.BRIDGE, None, bridge_only(
@@ -418,6 +425,22 @@ class Methods:
         finally:
             if claimed:
                 tier3.release(params.chain_id)  # installed by now, or never will be
+
+    async def _tier3_offer(self, client: Client, params: Tier3OfferParams) -> Tier3OfferReply:
+        assert self.offers is not None
+
+        async def rotate(key_id: str, device_id: str) -> None:
+            once = f"rotate:{device_id}:{secrets.token_hex(8)}"
+            await self._retire(client, SessionKeyRefParams(idempotency_key=once, key_id=key_id), RETIRED, rotate=True)
+
+        return Tier3OfferReply(offer=await self.offers.offer(params, rotate))
+
+    async def _tier3_answer(self, client: Client, params: Tier3AnswerParams) -> Tier3GrantReply:
+        """The phone's signatures on the signer's own offer, then every check `tier3.grant` makes."""
+        assert self.offers is not None
+        chain_id, delegations = await self.offers.answer(params)
+        return await self.tier3_grant(client, Tier3GrantParams(
+            idempotency_key=f"phone:{params.offer_id}", chain_id=chain_id, delegations=delegations))
 
     async def tier3_revoke(self, client: Client, params: Tier3RevokeParams) -> Tier3RevokeReply:
         """Stop redeeming a grant here at once (the companion disables it on chain too)."""

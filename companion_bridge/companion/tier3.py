@@ -33,6 +33,7 @@ from signer.wire.delegation import (
     recover,
     sign_digest,
 )
+from signer.wire.grant_offer import grant_offer  # noqa: F401 - the companion's wire form, shared with the signer
 from signer.wire.grants import Lane
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
@@ -82,17 +83,6 @@ def sign_grant(key: coincurve.PrivateKey, lanes: list[Lane], *, session_address:
         delegation = lane.delegation(delegate=session_address, delegator=account, salt=salt + i, enforcers=enforcers)
         signed.append(delegation.signed(sign_digest(delegation.signing_digest(chain_id, manager), key)))
     return signed
-
-
-def grant_offer(lanes: list[Lane], words: list[str], *, session_address: str, delegator: str, chain_id: int,
-                manager: str, enforcers: dict[str, str], salt: int) -> dict[str, Any]:
-    """The grant as a device with the main key receives it (the phone companion's wire form): the words
-    to show, the unsigned delegations, and the EIP-712 document of each to sign. JSON-safe."""
-    unsigned = [lane.delegation(delegate=session_address, delegator=delegator, salt=salt + i, enforcers=enforcers)
-                for i, lane in enumerate(lanes)]
-    return {"kind": "tier3.grant_offer", "chain_id": chain_id, "manager": manager.lower(), "words": list(words),
-            "delegations": [d.to_json() for d in unsigned],
-            "typed_data": [d.typed_data(chain_id, manager) for d in unsigned]}
 
 
 def signed_from_offer(offer: dict[str, Any], signatures: list[str]) -> list[Delegation]:

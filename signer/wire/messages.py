@@ -19,6 +19,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
+    "grant_ask_body",
+    "grant_answer_body",
+    "GRANT_OFFER_DOMAIN",
+    "GRANT_ASK_DOMAIN",
+    "GRANT_ANSWER_DOMAIN",
     "APPROVAL_DOMAIN",
     "BRIDGE_AUTH_DOMAIN",
     "FREEZE_DOMAIN",
@@ -51,6 +56,9 @@ MAX_CLOCK_SKEW = 120.0  # seconds a timestamped proof may be off (either way; se
 REQUEST_DOMAIN = "owliabot-request-v1"
 NONCE_DOMAIN = "owliabot-nonce-v1"
 REVOKE_DOMAIN = "owliabot-revoke-v1"
+GRANT_ASK_DOMAIN = "owliabot-grant-ask-v1"  # a device asks for a Tier 3 grant offer
+GRANT_OFFER_DOMAIN = "owliabot-grant-offer-v1"  # the signer signs the offer it built
+GRANT_ANSWER_DOMAIN = "owliabot-grant-answer-v1"  # a device returns the main key's signatures
 
 
 def signed_message(domain: str, body: dict[str, Any]) -> bytes:
@@ -79,6 +87,13 @@ def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> di
 
 def revoke_body(device_id: str, target_device_id: str, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "target_device_id": target_device_id, "ts": ts}
+def grant_ask_body(device_id: str, chain_id: int, days: int, rotate: bool, ts: float) -> dict[str, Any]:
+    return {"device_id": device_id, "chain_id": chain_id, "days": days, "rotate": rotate, "ts": ts}
+
+
+def grant_answer_body(device_id: str, offer_id: str, offer_hash: str, signatures: list[str], ts: float) -> dict[str, Any]:
+    return {"device_id": device_id, "offer_id": offer_id, "offer_hash": offer_hash, "signatures": list(signatures),
+            "ts": ts}
 
 
 def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:

@@ -319,6 +319,12 @@ class Tier3RevokeReply(Reply):
     replayed: StrictBool = False
 
 
+class Tier3OfferReply(Reply):
+    """A grant offer for the phone (signer.grant_offers): signed by the signer's identity key (`signer_sig`)."""
+
+    offer: dict[str, Any]
+
+
 class Tier3StatusReply(Reply):
     grants: tuple[Tier3GrantJson, ...]
 
@@ -397,6 +403,8 @@ REPLIES: dict[str, type[Reply]] = {
     "tier3.grant": Tier3GrantReply,
     "tier3.revoke": Tier3RevokeReply,
     "tier3.status": Tier3StatusReply,
+    "tier3.offer": Tier3OfferReply,
+    "tier3.grant_answer": Tier3GrantReply,
     "approvals.wait": ApprovalsWaitReply,
     "approvals.answer": SignReply,
     "approvals.freeze": SignerState,

@@ -19,6 +19,8 @@ from policies.kernel.text import display_safe
 from signer.wire.protocol import ApprovalAction, FreezeAction, Uint256
 
 __all__ = [
+    "Tier3OfferParams",
+    "Tier3AnswerParams",
     "IDEMPOTENCY_KEY_RE",
     "Address",
     "ApprovalAnswerParams",
@@ -257,5 +259,28 @@ class TopUpRequestParams(Strict):
     device_id: DeviceId
     key_id: str = Field(pattern=r"^sk_[0-9a-f]{16}$")
     amount: Uint256 | None = None
+    ts: FiniteFloat
+    signature: Signature
+
+
+class Tier3OfferParams(Strict):
+    """A paired device asks the signer for a Tier 3 grant offer to sign with the main key (the phone path);
+    `rotate` retires the current session key first and offers the grant to its successor."""
+
+    device_id: DeviceId
+    chain_id: int = Field(gt=0, lt=2**63)
+    days: int = Field(ge=1, le=365)
+    rotate: bool = False
+    ts: FiniteFloat
+    signature: Signature
+
+
+class Tier3AnswerParams(Strict):
+    """The main key's EIP-712 signatures over an offer's delegations, one per delegation, in order."""
+
+    device_id: DeviceId
+    offer_id: str = Field(pattern=r"^off_[0-9a-f]{16}$")
+    offer_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    signatures: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{130}$")]] = Field(min_length=1, max_length=16)
     ts: FiniteFloat
     signature: Signature

@@ -9,6 +9,7 @@ import * as tier3 from './tier3.js';
 import * as P from './present.js';
 import { renderCard, showCardError, summary } from './card.js';
 import { el, text, visible, labelled } from './dom.js';
+import * as grants from './grants.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
@@ -197,6 +198,7 @@ function renderHome(v) {
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
+  children.push(grants.section({ el, app, v, visible, vault, store, showError, render }));
   children.push(tier3Section(v));
   children.push(activitySection());
   children.push(el('section', { id: 'this-device' }, el('h2', {}, 'This device'),
@@ -290,6 +292,7 @@ function tier3Section(v) {
           (what) => { result.textContent = `${what}…`; });
         app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain `
           + `(revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
+        app.tier3.last += await grants.markEnded(app, store, settings, v.address, done);
       } catch (e) {
         app.tier3.last = `Not revoked: ${e.message || e}`;
         showError(app.tier3.last);
@@ -412,6 +415,7 @@ async function loadJournal() {
   app.devices = (await store.get('kv', 'devices')) || null;
   app.tier3 = (await store.get('kv', 'tier3')) || null;
   app.pendingFreeze = (await store.get('kv', 'pending_freeze')) || null;
+  app.tier3Grants = (await store.get('kv', 'tier3_grants')) || [];
 }
 
 const saveJournal = () => store.put('kv', 'journal', app.journal);

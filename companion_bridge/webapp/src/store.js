@@ -7,6 +7,8 @@
 //   requests: the open requests, to open offline to the last screen
 //   pending_pair: a pairing link's fields until the pairing is done
 //   pending_freeze: a freeze pressed offline, sent (signed then) when the phone reconnects
+//   tier3:    the chain node and Tier 3 contract addresses the owner typed (tier3.js, grants.js)
+//   tier3_grants: every Tier 3 grant this page signed (grants.js): its record, to name them on revoke
 const DB = 'owliabot-companion';
 const STORES = ['kv'];
 let dbp = null;

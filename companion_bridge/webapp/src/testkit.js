@@ -6,6 +6,7 @@ import * as proto from './protocol.js';
 import * as journal from './journal.js';
 import * as present from './present.js';
 import { renderCard } from './card.js';
+import * as grants from './grants.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -34,6 +35,20 @@ globalThis.owliaTestkit = {
       }
     }
     return { out, entries, final: entries.map(journal.isFinal) };
+  },
+  typedDataDigest: (text) => eth.bytesToHex(grants.typedDataDigest(canon.parse(text))),
+  signDigest: (digestHex, secretHex) => grants.signDigest(eth.hexToBytes(digestHex), eth.hexToBytes(secretHex)),
+  offerHash: (text) => grants.offerHash(canon.parse(text)),
+  // 'ok' or the refusal's words: what the page does with an offer before anything is shown or signed.
+  checkOffer(text, signerKey, account) {
+    try { grants.checkOffer(canon.parse(text), signerKey, account); return 'ok'; } catch (e) { return e.message; }
+  },
+  signEip7702(tx, secretHex) {
+    const big = (v) => BigInt(v);
+    const out = grants.signEip7702({ chain_id: big(tx.chainId), nonce: big(tx.nonce), max_priority_fee_per_gas: big(tx.maxPriorityFeePerGas),
+      max_fee_per_gas: big(tx.maxFeePerGas), gas_limit: big(tx.gas), to: tx.to, value: big(tx.value), data: tx.data,
+      implementation: tx.implementation }, eth.hexToBytes(secretHex));
+    return { raw: eth.hex0x(out.raw), hash: out.hash };
   },
   fromPhrase: async (phrase) => eth.bytesToHex(await eth.secretFromPhrase(phrase)),
   // The approval card for a request body, appended to the page; returns its text as shown.

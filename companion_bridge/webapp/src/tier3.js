@@ -29,7 +29,7 @@ export function checkSettings(s) {
 }
 
 let rpcId = 0;
-async function rpc(url, method, params) {
+export async function rpc(url, method, params) {
   let reply;
   try {
     const resp = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' },
@@ -42,7 +42,7 @@ async function rpc(url, method, params) {
   return reply.result;
 }
 
-const quantity = (hex, what) => {
+export const quantity = (hex, what) => {
   if (typeof hex !== 'string' || !/^0x[0-9a-fA-F]+$/.test(hex)) throw new Error(`the node gave a malformed ${what}`);
   return BigInt(hex);
 };

@@ -1,4 +1,17 @@
+var __defProp = Object.defineProperty;
+var __export = (target, all2) => {
+  for (var name in all2)
+    __defProp(target, name, { get: all2[name], enumerable: true });
+};
+
 // src/store.js
+var store_exports = {};
+__export(store_exports, {
+  all: () => all,
+  del: () => del,
+  get: () => get,
+  put: () => put
+});
 var DB = "owliabot-companion";
 var STORES = ["kv"];
 var dbp = null;
@@ -28,6 +41,19 @@ async function tx(store, mode, fn) {
 var get = (store, key) => tx(store, "readonly", (s) => s.get(key));
 var put = (store, key, value) => tx(store, "readwrite", (s) => s.put(value, key));
 var del = (store, key) => tx(store, "readwrite", (s) => s.delete(key));
+var all = (store) => tx(store, "readonly", (s) => s.getAll());
+
+// src/vault.js
+var vault_exports = {};
+__export(vault_exports, {
+  VaultError: () => VaultError,
+  createPasskey: () => createPasskey,
+  load: () => load,
+  markBackedUp: () => markBackedUp,
+  prfSupported: () => prfSupported,
+  seal: () => seal,
+  withSecret: () => withSecret
+});
 
 // ../../node_modules/@noble/hashes/_u64.js
 var U32_MASK64 = /* @__PURE__ */ (() => BigInt(2 ** 32 - 1))();
@@ -6369,6 +6395,9 @@ var VaultError = class extends Error {
 async function load() {
   return await get("kv", "vault") || null;
 }
+function prfSupported() {
+  return !!(window.PublicKeyCredential && navigator.credentials);
+}
 async function hkdfKey(material, salt) {
   const base = await crypto.subtle.importKey("raw", material, "HKDF", false, ["deriveKey"]);
   return crypto.subtle.deriveKey(
@@ -7788,6 +7817,363 @@ function showCardError(card2, message) {
   return true;
 }
 
+// src/grants.js
+var DOMAINS2 = { ask: "owliabot-grant-ask-v1", offer: "owliabot-grant-offer-v1", answer: "owliabot-grant-answer-v1" };
+var ADDRESS2 = /^0x[0-9a-fA-F]{40}$/;
+var HEX = /^0x([0-9a-fA-F]{2})*$/;
+var lexeme = (v) => v instanceof Num ? v.text : typeof v === "bigint" ? v.toString() : String(v);
+function uint256(v, what) {
+  const t = lexeme(v);
+  if (!/^(0|[1-9]\d*)$/.test(t)) throw new Error(`${what} is not a whole number`);
+  const n = BigInt(t);
+  if (n >= 1n << 256n) throw new Error(`${what} is out of range`);
+  return hexToBytes(n.toString(16).padStart(64, "0"));
+}
+function dependencies(primary, types, found = /* @__PURE__ */ new Set()) {
+  if (found.has(primary) || !types[primary]) return found;
+  found.add(primary);
+  for (const f of types[primary]) dependencies(f.type.replace(/\[\]$/, ""), types, found);
+  return found;
+}
+function encodeType(primary, types) {
+  const deps = [...dependencies(primary, types)].filter((t) => t !== primary).sort();
+  return [primary, ...deps].map((t) => `${t}(${types[t].map((f) => `${f.type} ${f.name}`).join(",")})`).join("");
+}
+function encodeValue(type, value, types) {
+  if (type.endsWith("[]")) {
+    if (!Array.isArray(value)) throw new Error(`${type} must be a list`);
+    return keccak_256(concatBytes(...value.map((v) => encodeValue(type.slice(0, -2), v, types))));
+  }
+  if (types[type]) return hashStruct(type, value, types);
+  if (type === "string") return keccak_256(utf8ToBytes(String(value)));
+  if (type === "bytes") {
+    if (typeof value !== "string" || !HEX.test(value)) throw new Error("bytes must be 0x hex");
+    return keccak_256(hexToBytes(strip0x(value)));
+  }
+  if (type === "bytes32") {
+    if (typeof value !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(value)) throw new Error("bytes32 must be 32 bytes of hex");
+    return hexToBytes(strip0x(value));
+  }
+  if (type === "address") {
+    if (typeof value !== "string" || !ADDRESS2.test(value)) throw new Error("not an address");
+    return hexToBytes("0".repeat(24) + strip0x(value).toLowerCase());
+  }
+  if (type === "uint256") return uint256(value, "a uint256");
+  throw new Error(`EIP-712 type ${type} is not used by a grant`);
+}
+function hashStruct(type, value, types) {
+  if (!value || typeof value !== "object") throw new Error(`${type} must be an object`);
+  const typeHash = keccak_256(utf8ToBytes(encodeType(type, types)));
+  return keccak_256(concatBytes(typeHash, ...types[type].map((f) => encodeValue(f.type, value[f.name], types))));
+}
+function typedDataDigest(doc) {
+  const types = doc.types;
+  return keccak_256(concatBytes(
+    Uint8Array.of(25, 1),
+    hashStruct("EIP712Domain", doc.domain, types),
+    hashStruct(doc.primaryType, doc.message, types)
+  ));
+}
+function signDigest(digest, secret) {
+  const raw = secp256k1.sign(digest, secret, { prehash: false, lowS: true, format: "recovered", extraEntropy: false });
+  const sig = secp256k1.Signature.fromBytes(raw, "recovered");
+  const word2 = (n) => n.toString(16).padStart(64, "0");
+  return "0x" + word2(sig.r) + word2(sig.s) + (27 + sig.recovery).toString(16);
+}
+function quantityBytes(n) {
+  if (typeof n !== "bigint" || n < 0n) throw new Error("a transaction field must be a non-negative BigInt");
+  if (n === 0n) return new Uint8Array(0);
+  const h = n.toString(16);
+  return hexToBytes(h.length % 2 ? "0" + h : h);
+}
+function signEip7702(tx2, secret) {
+  const authNonce = tx2.nonce + 1n;
+  const authFields = [quantityBytes(tx2.chain_id), hexToBytes(strip0x(tx2.implementation).toLowerCase()), quantityBytes(authNonce)];
+  const authDigest = keccak_256(concatBytes(Uint8Array.of(5), rlp(authFields)));
+  const a = secp256k1.Signature.fromBytes(secp256k1.sign(authDigest, secret, { prehash: false, lowS: true, format: "recovered", extraEntropy: false }), "recovered");
+  const authorization = [...authFields, quantityBytes(BigInt(a.recovery)), quantityBytes(a.r), quantityBytes(a.s)];
+  const fields = [
+    quantityBytes(tx2.chain_id),
+    quantityBytes(tx2.nonce),
+    quantityBytes(tx2.max_priority_fee_per_gas),
+    quantityBytes(tx2.max_fee_per_gas),
+    quantityBytes(tx2.gas_limit),
+    hexToBytes(strip0x(tx2.to).toLowerCase()),
+    quantityBytes(tx2.value),
+    hexToBytes(strip0x(tx2.data)),
+    [],
+    [authorization]
+  ];
+  const digest = keccak_256(concatBytes(Uint8Array.of(4), rlp(fields)));
+  const s = secp256k1.Signature.fromBytes(secp256k1.sign(digest, secret, { prehash: false, lowS: true, format: "recovered", extraEntropy: false }), "recovered");
+  const raw = concatBytes(Uint8Array.of(4), rlp([...fields, quantityBytes(BigInt(s.recovery)), quantityBytes(s.r), quantityBytes(s.s)]));
+  return { raw, hash: hex0x(keccak_256(raw)) };
+}
+var AUTHORIZE_GAS = 100000n;
+function offerHash(offer) {
+  const body = {};
+  for (const k of Object.keys(offer)) if (k !== "signer_sig") body[k] = offer[k];
+  return bytesToHex(sha256(utf8ToBytes(dumps(body, false))));
+}
+var GRANT_TYPES = dumps({
+  EIP712Domain: [
+    { name: "name", type: "string" },
+    { name: "version", type: "string" },
+    { name: "chainId", type: "uint256" },
+    { name: "verifyingContract", type: "address" }
+  ],
+  Delegation: [
+    { name: "delegate", type: "address" },
+    { name: "delegator", type: "address" },
+    { name: "authority", type: "bytes32" },
+    { name: "caveats", type: "Caveat[]" },
+    { name: "salt", type: "uint256" }
+  ],
+  Caveat: [{ name: "enforcer", type: "address" }, { name: "terms", type: "bytes" }]
+}, false);
+var same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
+function checkOffer(offer, signerKey, account) {
+  if (!offer || typeof offer !== "object" || offer.kind !== "tier3.grant_offer") throw new Error("the bridge sent something that is not a grant offer");
+  const hash = offerHash(offer);
+  if (!signerKey || !signedBy(signerKey, DOMAINS2.offer, { offer_hash: hash }, offer.signer_sig)) {
+    throw new Error("this grant offer is not signed by your signer (the bridge may be compromised): nothing was signed");
+  }
+  const { delegations, typed_data: docs, words } = offer;
+  if (!Array.isArray(delegations) || !Array.isArray(docs) || !Array.isArray(words) || !delegations.length || delegations.length !== docs.length) {
+    throw new Error("the grant offer is malformed: nothing was signed");
+  }
+  if (!same(offer.account, account)) throw new Error(`the offer is for account ${offer.account}, not this phone's ${account}`);
+  const digests = delegations.map((d, i) => {
+    const doc = docs[i], m = doc && doc.message;
+    const ok = doc && doc.primaryType === "Delegation" && doc.types && dumps(doc.types, false) === GRANT_TYPES && doc.domain && doc.domain.name === "DelegationManager" && doc.domain.version === "1" && lexeme(doc.domain.chainId) === lexeme(offer.chain_id) && same(doc.domain.verifyingContract, offer.manager) && m && same(m.delegator, account) && same(d.delegator, account) && same(m.delegate, d.delegate) && same(m.delegate, offer.delegate) && m.authority === d.authority && lexeme(m.salt) === lexeme(d.salt) && Array.isArray(m.caveats) && Array.isArray(d.caveats) && m.caveats.length === d.caveats.length && m.caveats.every((c, j) => same(c.enforcer, d.caveats[j].enforcer) && c.terms === d.caveats[j].terms);
+    if (!ok) throw new Error("a document in the offer is not the delegation it names: nothing was signed");
+    return typedDataDigest(doc);
+  });
+  return { digests, hash };
+}
+function askParams(deviceId, seed, chainId, days, rotate) {
+  const body = { device_id: deviceId, chain_id: chainId, days, rotate, ts: nowTs() };
+  return { ...body, signature: deviceSign(seed, signedMessage(DOMAINS2.ask, body)) };
+}
+function answerParams(deviceId, seed, offer, hash, signatures, ts) {
+  const body = { device_id: deviceId, offer_id: offer.offer_id, offer_hash: hash, signatures, ts };
+  return { ...body, signature: deviceSign(seed, signedMessage(DOMAINS2.answer, body)) };
+}
+function recordEntry(offer, signatures) {
+  return {
+    chain_id: lexeme(offer.chain_id),
+    manager: String(offer.manager).toLowerCase(),
+    account: String(offer.account).toLowerCase(),
+    delegate: String(offer.delegate).toLowerCase(),
+    nonce: lexeme(offer.nonce),
+    offer_id: offer.offer_id,
+    signed_at: Date.now(),
+    words: offer.words.map(String),
+    delegations: offer.delegations.map((d, i) => ({ ...plainDelegation(d), signature: signatures[i] })),
+    ended: null
+  };
+}
+function plainDelegation(d) {
+  return {
+    delegate: d.delegate,
+    delegator: d.delegator,
+    authority: d.authority,
+    salt: lexeme(d.salt),
+    caveats: d.caveats.map((c) => ({ enforcer: c.enforcer, terms: c.terms, args: c.args }))
+  };
+}
+async function authorize(settings, implementation, account, signWith) {
+  if (!ADDRESS2.test(implementation || "")) throw new Error("the EIP7702StatelessDeleGator must be an address (0x and 40 hex digits)");
+  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
+  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
+  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
+  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
+  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
+  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
+  const signed = await signWith((secret) => signEip7702({
+    chain_id: chainId,
+    nonce,
+    max_priority_fee_per_gas: tip,
+    max_fee_per_gas: 2n * base + tip,
+    gas_limit: AUTHORIZE_GAS,
+    to: account,
+    value: 0n,
+    data: "0x",
+    implementation
+  }, secret));
+  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
+  let receipt = null;
+  for (let i = 0; i < 300 && !receipt; i++) {
+    receipt = await rpc(settings.rpc_url, "eth_getTransactionReceipt", [txHash]);
+    if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
+  }
+  const code = String(await rpc(settings.rpc_url, "eth_getCode", [account, "latest"])).toLowerCase();
+  if (!receipt || receipt.status !== "0x1" || code !== "0xef0100" + strip0x(implementation).toLowerCase()) {
+    throw new Error(`the authorization did not take effect on chain (tx ${txHash}): nothing is delegated`);
+  }
+  return txHash;
+}
+async function requestOffer(session, deviceId, seedHex, chainId, days, rotate) {
+  const seed = hexToBytes(seedHex);
+  try {
+    const reply = await session.call("tier3.offer", askParams(deviceId, seed, chainId, days, rotate));
+    if (!reply.offer || typeof reply.offer !== "object") throw new Error("the bridge sent a malformed offer");
+    return reply.offer;
+  } finally {
+    seed.fill(0);
+  }
+}
+async function signOffer(session, device, account, offer, signWith, record) {
+  const { digests, hash } = checkOffer(offer, device.signer_key, account);
+  const signatures = await signWith((secret) => digests.map((d) => signDigest(d, secret)));
+  await record(recordEntry(offer, signatures));
+  const seed = hexToBytes(device.seed);
+  try {
+    return await session.call("tier3.grant_answer", answerParams(device.device_id, seed, offer, hash, signatures, nowTs()));
+  } finally {
+    seed.fill(0);
+  }
+}
+function section(ui) {
+  const { el: el2, app: app2, v, visible: visible2 } = ui;
+  const saved = app2.tier3 || {};
+  const records = app2.tier3Grants || [];
+  const days = el2("input", { id: "g3-days", value: "7", inputmode: "numeric", "aria-label": "days the grant lasts" });
+  const delegator = el2("input", {
+    id: "g3-delegator",
+    value: saved.stateless_delegator || "",
+    placeholder: "EIP7702StatelessDeleGator address",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-label": "EIP7702StatelessDeleGator address"
+  });
+  const pass = el2("input", { type: "password", id: "g3-pass", placeholder: "key passphrase", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
+  const result = el2("p", { id: "g3-result", class: "note" }, saved.grant_last ? visible2(saved.grant_last) : "");
+  const offerBox = el2("div", { id: "g3-offer" });
+  const signWith = (fn) => ui.vault.withSecret(pass.value, async (secret) => fn(secret));
+  const settings = () => {
+    const q = (id) => (document.getElementById(id) || {}).value;
+    const s = checkSettings({ rpc_url: q("t3-rpc"), chain_id: q("t3-chain"), manager: q("t3-manager"), nonce_enforcer: q("t3-nonce-enforcer") });
+    app2.tier3 = {
+      ...app2.tier3 || {},
+      rpc_url: s.rpc_url,
+      chain_id: s.chain_id.toString(),
+      manager: s.manager,
+      nonce_enforcer: s.nonce_enforcer,
+      stateless_delegator: delegator.value.trim().toLowerCase()
+    };
+    return s;
+  };
+  const say = async (message, isError) => {
+    app2.tier3 = { ...app2.tier3 || {}, grant_last: message };
+    await ui.store.put("kv", "tier3", app2.tier3);
+    result.textContent = message;
+    if (isError) ui.showError(message);
+    await ui.render();
+  };
+  const whole = () => {
+    if (!/^\d{1,3}$/.test(days.value.trim()) || Number(days.value) < 1 || Number(days.value) > 365) throw new Error("the grant lasts a whole number of days (1 to 365)");
+    return Number(days.value.trim());
+  };
+  const showOffer = (offer) => {
+    let checked;
+    try {
+      checked = checkOffer(offer, app2.device.signer_key, v.address);
+    } catch (e) {
+      app2.grantOffer = null;
+      say(`Not signed: ${e.message}`, true);
+      return;
+    }
+    app2.grantOffer = offer;
+    offerBox.replaceChildren(
+      el2("h3", {}, `Grant to session key ${visible2(offer.delegate)} (${visible2(offer.key_id)}) from ${v.address} on chain ${visible2(String(offer.chain_id))}`),
+      el2("ul", { class: "grant-words" }, offer.words.map((w) => el2("li", {}, visible2(w)))),
+      el2("p", { class: "note" }, "Only that key may use it. Periods are fixed on chain: around a period's end up to twice the period amount can go out. Revoke every grant below ends it on chain, even without the signer."),
+      el2("button", { id: "g3-sign", class: "primary", onclick: async () => {
+        ui.showError("");
+        try {
+          const reply = await signOffer(app2.session, app2.device, v.address, offer, signWith, async (entry) => {
+            app2.tier3Grants = [...app2.tier3Grants || [], entry].slice(-50);
+            await ui.store.put("kv", "tier3_grants", app2.tier3Grants);
+          });
+          app2.grantOffer = null;
+          await say(`Granted: the signer took grant ${visible2(reply.grant && reply.grant.grant_id)} (${checked.digests.length} lane(s)) for session key ${visible2(offer.delegate)}.`);
+        } catch (e) {
+          app2.grantOffer = null;
+          await say(`Grant refused: ${e.message || e}`, true);
+        }
+        pass.value = "";
+        await ui.render();
+      } }, "Sign this grant with the main key")
+    );
+  };
+  const ask = (rotate) => async () => {
+    ui.showError("");
+    try {
+      const s = settings();
+      if (rotate) {
+        result.textContent = "revoking every grant on chain\u2026";
+        const done = await revokeAll(s, v.address, (tx2) => signWith((secret) => signEip1559(tx2, secret)));
+        for (const r of app2.tier3Grants || []) if (r.ended === null && r.chain_id === s.chain_id.toString()) r.ended = `revoked on chain (nonce ${done.before} -> ${done.after})`;
+        await ui.store.put("kv", "tier3_grants", app2.tier3Grants || []);
+      }
+      const offer = await requestOffer(app2.session, app2.device.device_id, app2.device.seed, Number(s.chain_id), whole(), rotate);
+      app2.tier3 = { ...app2.tier3 || {}, grant_last: rotate ? "Old grants revoked; the signer rotated its session key. Check the new grant:" : "Check the grant:" };
+      await ui.store.put("kv", "tier3", app2.tier3);
+      showOffer(offer);
+      await ui.render();
+    } catch (e) {
+      await say(`Not granted: ${e.message || e}`, true);
+    }
+  };
+  if (app2.grantOffer) showOffer(app2.grantOffer);
+  return el2(
+    "section",
+    { id: "tier3-grant" },
+    el2("h2", {}, "Tier 3: grant from this phone"),
+    el2("p", { class: "note" }, "Your main key, on this phone, lets the signer's session key spend within on-chain limits taken from your policy. Uses the node and addresses of the revoke section below."),
+    el2("label", { for: "g3-delegator" }, "EIP7702StatelessDeleGator (once, to make the main account a smart account)"),
+    delegator,
+    el2("button", { id: "g3-authorize", onclick: async () => {
+      ui.showError("");
+      try {
+        const s = settings();
+        app2.tier3 = { ...app2.tier3 || {}, stateless_delegator: delegator.value.trim().toLowerCase() };
+        await ui.store.put("kv", "tier3", app2.tier3);
+        const tx2 = await authorize(s, delegator.value.trim(), v.address, signWith);
+        await say(`Authorized: ${v.address} is now a smart account on chain ${s.chain_id} (tx ${tx2}). No funds moved.`);
+      } catch (e) {
+        await say(`Not authorized: ${e.message || e}`, true);
+      }
+      pass.value = "";
+    } }, "Authorize (EIP-7702)"),
+    el2("label", { for: "g3-days" }, "Days the grant lasts"),
+    days,
+    pass,
+    el2("button", { id: "g3-offer-ask", onclick: ask(false) }, "Prepare a grant"),
+    el2("button", { id: "g3-rotate", onclick: ask(true) }, "Rotate (revoke, new session key, grant)"),
+    offerBox,
+    result,
+    el2("h3", {}, `Grants signed on this phone (${records.length})`),
+    ...records.slice(-10).reverse().map((r) => el2(
+      "div",
+      { class: "grant-record" },
+      `${r.ended ? "ENDED" : "signed"} ${new Date(r.signed_at).toLocaleString()}: to ${visible2(r.delegate)} on chain ${visible2(r.chain_id)} \u2014 ${r.words.map(visible2).join("; ")}`
+    ))
+  );
+}
+async function markEnded(app2, store, settings, account, done) {
+  const named = [];
+  for (const r of app2.tier3Grants || []) {
+    if (r.ended === null && r.chain_id === settings.chain_id.toString() && same(r.account, account)) {
+      r.ended = `revoked on chain (revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash})`;
+      named.push(`the grant to session key ${r.delegate}: ${r.words.join("; ")}`);
+    }
+  }
+  await store.put("kv", "tier3_grants", app2.tier3Grants || []);
+  return named.length ? ` Now dead: ${named.join(" | ")}.` : "";
+}
+
 // src/main.js
 var app = {
   device: null,
@@ -8009,7 +8395,13 @@ function renderHome(v) {
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
+<<<<<<< HEAD
   children.push(activitySection());
+=======
+  children.push(section({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
+  children.push(tier3Section(v));
+  children.push(outcomesSection());
+>>>>>>> phonegrant
   children.push(el(
     "section",
     { id: "this-device" },
@@ -8118,6 +8510,7 @@ function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
   return el(
     "section",
+<<<<<<< HEAD
     { id: "activity" },
     el("h2", {}, "Activity"),
     list.length ? null : el("p", { class: "note" }, "Nothing yet."),
@@ -8139,6 +8532,55 @@ function activitySection() {
         link ? el("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, "explorer") : null
       );
     }))
+=======
+    { id: "tier3" },
+    el("h2", {}, "Tier 3: revoke every grant"),
+    el("p", { class: "note" }, "Ends every delegation your main key gave a session key, on chain, in one transaction from this phone to the node below. Works with the signer and the bridge gone (a stolen host). The addresses are in `owlia wallet status --json` or config.yaml (chains[].delegation)."),
+    rpcUrl,
+    chainId,
+    manager,
+    enforcer,
+    pass,
+    el("button", { id: "t3-revoke", class: "danger", onclick: async () => {
+      showError("");
+      let settings;
+      try {
+        settings = checkSettings({ rpc_url: rpcUrl.value, chain_id: chainId.value, manager: manager.value, nonce_enforcer: enforcer.value });
+      } catch (e) {
+        return showError(e.message);
+      }
+      app.tier3 = { ...saved, rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
+      await put("kv", "tier3", app.tier3);
+      try {
+        const done = await revokeAll(
+          settings,
+          v.address,
+          (tx2) => withSecret(pass.value, async (secret) => signEip1559(tx2, secret)),
+          (what) => {
+            result.textContent = `${what}\u2026`;
+          }
+        );
+        app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain (revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
+        app.tier3.last += await markEnded(app, store_exports, settings, v.address, done);
+      } catch (e) {
+        app.tier3.last = `Not revoked: ${e.message || e}`;
+        showError(app.tier3.last);
+      }
+      pass.value = "";
+      await put("kv", "tier3", app.tier3);
+      await render();
+    } }, "Revoke every grant on chain"),
+    result
+  );
+}
+function outcomesSection() {
+  const list = (app.outcomes || []).slice(-10).reverse();
+  return el(
+    "section",
+    { id: "outcomes" },
+    el("h2", {}, "Recent outcomes"),
+    ...list.map((o) => el("div", { class: "outcome" }, `${new Date(o.at).toLocaleTimeString()} ${o.action} ${o.request_id.slice(0, 12)}\u2026: ${visible(o.result).slice(0, 200)}`))
+>>>>>>> phonegrant
   );
 }
 var when = (ts) => ts === null ? "never" : new Date(ts * 1e3).toLocaleString();
@@ -8235,7 +8677,12 @@ async function loadJournal() {
   app.journal = await get("kv", "journal") || [];
   app.outcomes = await get("kv", "outcomes") || [];
   app.devices = await get("kv", "devices") || null;
+<<<<<<< HEAD
   app.pendingFreeze = await get("kv", "pending_freeze") || null;
+=======
+  app.tier3 = await get("kv", "tier3") || null;
+  app.tier3Grants = await get("kv", "tier3_grants") || [];
+>>>>>>> phonegrant
 }
 var saveJournal = () => put("kv", "journal", app.journal);
 var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
