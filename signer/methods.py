@@ -39,7 +39,7 @@ from signer.wire.replies import (AddressesReply, ApprovalsStateReply, ApprovalsW
                                  PolicyCheckReply, PolicyReloadReply, PolicyValidateReply,
                                  SessionKeyCreateReply, SessionKeyJson, SessionKeyRetireReply,
                                  SessionKeysReply, SignerState, StatusReply, Tier3GrantReply,
-                                 Tier3RevokeReply, Tier3StatusReply, TopUpReply)
+                                 Tier3OfferReply, Tier3RevokeReply, Tier3StatusReply, TopUpReply)
 from signer.wire.settings import SignerSettings
 from signer.wire.sign_replies import PolicyShowReply, Reply, SignReply, dump_reply
 from signer.store import audit as audit_store

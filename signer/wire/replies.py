@@ -38,6 +38,7 @@ from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
 from signer.wire.sign_replies import SIGN_REPLIES, DecisionJson, Reply, Seconds, SignReply
 
 __all__ = [
+    "Tier3OfferReply",
     "REPLIES",
     "AddressJson",
     "AddressesReply",

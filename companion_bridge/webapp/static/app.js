@@ -172,15 +172,15 @@ function clean(...arrays) {
 function createView(arr) {
   return new DataView(arr.buffer, arr.byteOffset, arr.byteLength);
 }
-function rotr(word, shift) {
-  return word << 32 - shift | word >>> shift;
+function rotr(word2, shift) {
+  return word2 << 32 - shift | word2 >>> shift;
 }
-function rotl(word, shift) {
-  return word << shift | word >>> 32 - shift >>> 0;
+function rotl(word2, shift) {
+  return word2 << shift | word2 >>> 32 - shift >>> 0;
 }
 var isLE = /* @__PURE__ */ (() => new Uint8Array(new Uint32Array([287454020]).buffer)[0] === 68)();
-function byteSwap(word) {
-  return word << 24 & 4278190080 | word << 8 & 16711680 | word >>> 8 & 65280 | word >>> 24 & 255;
+function byteSwap(word2) {
+  return word2 << 24 & 4278190080 | word2 << 8 & 16711680 | word2 >>> 8 & 65280 | word2 >>> 24 & 255;
 }
 function byteSwap32(arr) {
   for (let i = 0; i < arr.length; i++) {
@@ -3504,10 +3504,10 @@ function decodeWords(words, wordlist2) {
   let carry = 0;
   let bits = 0;
   let pos = 0;
-  for (const word of words) {
-    const index = wordlist2.indexOf(word);
+  for (const word2 of words) {
+    const index = wordlist2.indexOf(word2);
     if (index === -1)
-      throw new Error("Unknown word: " + word);
+      throw new Error("Unknown word: " + word2);
     carry = carry << 11 | index;
     bits += 11;
     while (bits >= 8) {
@@ -7496,6 +7496,93 @@ function applyQuote(entries, quote, mainAddress, now) {
   return changed;
 }
 
+// src/tier3.js
+var ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+var SELECTOR = (signature) => bytesToHex(keccak_256(utf8ToBytes(signature)).slice(0, 4));
+var INCREMENT_NONCE = SELECTOR("incrementNonce(address)");
+var CURRENT_NONCE = SELECTOR("currentNonce(address,address)");
+var REVOKE_GAS = 100000n;
+var word = (address) => "0".repeat(24) + strip0x(address).toLowerCase();
+function incrementNonceCalldata(manager) {
+  return "0x" + INCREMENT_NONCE + word(manager);
+}
+function currentNonceCalldata(manager, account) {
+  return "0x" + CURRENT_NONCE + word(manager) + word(account);
+}
+function checkSettings(s) {
+  const url = String(s.rpc_url || "").trim();
+  if (!/^https?:\/\/[^\s]+$/.test(url)) throw new Error("the node URL must start with https:// (or http:// for a local node)");
+  if (!/^[0-9]{1,12}$/.test(String(s.chain_id || "").trim())) throw new Error("the chain id must be a whole number");
+  for (const [name, what] of [["manager", "the DelegationManager"], ["nonce_enforcer", "the NonceEnforcer"]]) {
+    if (!ADDRESS.test(String(s[name] || "").trim())) throw new Error(`${what} must be an address (0x and 40 hex digits)`);
+  }
+  return {
+    rpc_url: url,
+    chain_id: BigInt(String(s.chain_id).trim()),
+    manager: s.manager.trim().toLowerCase(),
+    nonce_enforcer: s.nonce_enforcer.trim().toLowerCase()
+  };
+}
+var rpcId = 0;
+async function rpc(url, method, params) {
+  let reply;
+  try {
+    const resp = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method, params }),
+      credentials: "omit",
+      referrerPolicy: "no-referrer"
+    });
+    reply = await resp.json();
+  } catch (e) {
+    throw new Error(`cannot reach the node at ${url} (${e.message || e}); check the URL and that this phone is online`);
+  }
+  if (reply.error) throw new Error(`the node refused ${method}: ${String(reply.error.message || "").slice(0, 200)}`);
+  return reply.result;
+}
+var quantity = (hex, what) => {
+  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]+$/.test(hex)) throw new Error(`the node gave a malformed ${what}`);
+  return BigInt(hex);
+};
+async function currentNonce(settings, account) {
+  const raw = await rpc(settings.rpc_url, "eth_call", [{ to: settings.nonce_enforcer, data: currentNonceCalldata(settings.manager, account) }, "latest"]);
+  return quantity(raw === "0x" ? "0x0" : raw, "revocation nonce");
+}
+async function revokeAll(settings, account, sign, step = () => {
+}) {
+  step("asking the node");
+  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
+  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
+  const before = await currentNonce(settings, account);
+  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
+  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
+  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
+  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
+  step("signing");
+  const signed = await sign({
+    chain_id: settings.chain_id,
+    nonce,
+    max_priority_fee_per_gas: tip,
+    max_fee_per_gas: 2n * base + tip,
+    gas_limit: REVOKE_GAS,
+    to: settings.nonce_enforcer,
+    value: 0n,
+    data: incrementNonceCalldata(settings.manager)
+  });
+  step("broadcasting");
+  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
+  let receipt = null;
+  for (let i = 0; i < 300 && !receipt; i++) {
+    receipt = await rpc(settings.rpc_url, "eth_getTransactionReceipt", [txHash]);
+    if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
+  }
+  if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or revoke again`);
+  const after = await currentNonce(settings, account);
+  if (receipt.status !== "0x1" || after <= before) throw new Error(`the revocation did not take effect on chain (tx ${txHash}): revoke again`);
+  return { before, after, tx_hash: txHash };
+}
+
 // src/present.js
 var text = (v) => v instanceof Num ? v.text : v === null || v === void 0 ? "" : String(v);
 function bigOf(v) {
@@ -8395,13 +8482,9 @@ function renderHome(v) {
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
-<<<<<<< HEAD
-  children.push(activitySection());
-=======
   children.push(section({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
   children.push(tier3Section(v));
-  children.push(outcomesSection());
->>>>>>> phonegrant
+  children.push(activitySection());
   children.push(el(
     "section",
     { id: "this-device" },
@@ -8494,45 +8577,17 @@ function controls() {
     el("button", { id: "topup", onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, "Request top-up")
   );
 }
-var ACTION_WORDS = {
-  approve: "Approved",
-  deny: "Denied",
-  freeze: "Denied and froze",
-  topup: "Top-up requested",
-  notifications: "Notifications",
-  "freeze-all": "Froze signing",
-  unfreeze: "Unfroze signing",
-  "freeze-queued": "Freeze queued (offline)",
-  "freeze-cancelled": "Queued freeze cancelled",
-  revoke: "Done"
-};
-function activitySection() {
-  const list = (app.outcomes || []).slice(-15).reverse();
+function tier3Section(v) {
+  const saved = app.tier3 || {};
+  const input = (id, value, placeholder) => el("input", { id, value: value || "", placeholder, autocomplete: "off", spellcheck: "false" });
+  const rpcUrl = input("t3-rpc", saved.rpc_url, "chain node URL (https://...)");
+  const chainId = input("t3-chain", saved.chain_id, "chain id");
+  const manager = input("t3-manager", saved.manager, "DelegationManager address");
+  const enforcer = input("t3-nonce-enforcer", saved.nonce_enforcer, "NonceEnforcer address");
+  const pass = el("input", { type: "password", id: "t3-pass", placeholder: "key passphrase", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
+  const result = el("p", { id: "t3-result", class: "note" }, saved.last ? visible(saved.last) : "");
   return el(
     "section",
-<<<<<<< HEAD
-    { id: "activity" },
-    el("h2", {}, "Activity"),
-    list.length ? null : el("p", { class: "note" }, "Nothing yet."),
-    el("ul", { class: "activity" }, list.map((o) => {
-      const failed = o.status === "refused";
-      const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : "answer"} refused` : ACTION_WORDS[o.action] || o.action;
-      const link = o.tx_hash ? explorerTx(o.chain_id, o.tx_hash) : null;
-      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
-      return el(
-        "li",
-        { class: "activity-row" + tone, "data-request": o.request_id || null },
-        el("span", { class: "what" }, o.what ? `${o.what}${o.to ? " to " + o.to : ""}` : verb),
-        el("span", { class: "status" }, o.what ? verb : ""),
-        el("span", { class: "meta" }, [
-          new Date(o.at).toLocaleString(),
-          o.request_id ? shortId(o.request_id) : null,
-          o.detail ? visible(o.detail).slice(0, 120) : null
-        ].filter(Boolean).join(" \xB7 ")),
-        link ? el("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, "explorer") : null
-      );
-    }))
-=======
     { id: "tier3" },
     el("h2", {}, "Tier 3: revoke every grant"),
     el("p", { class: "note" }, "Ends every delegation your main key gave a session key, on chain, in one transaction from this phone to the node below. Works with the signer and the bridge gone (a stolen host). The addresses are in `owlia wallet status --json` or config.yaml (chains[].delegation)."),
@@ -8573,14 +8628,43 @@ function activitySection() {
     result
   );
 }
-function outcomesSection() {
-  const list = (app.outcomes || []).slice(-10).reverse();
+var ACTION_WORDS = {
+  approve: "Approved",
+  deny: "Denied",
+  freeze: "Denied and froze",
+  topup: "Top-up requested",
+  notifications: "Notifications",
+  "freeze-all": "Froze signing",
+  unfreeze: "Unfroze signing",
+  "freeze-queued": "Freeze queued (offline)",
+  "freeze-cancelled": "Queued freeze cancelled",
+  revoke: "Done"
+};
+function activitySection() {
+  const list = (app.outcomes || []).slice(-15).reverse();
   return el(
     "section",
-    { id: "outcomes" },
-    el("h2", {}, "Recent outcomes"),
-    ...list.map((o) => el("div", { class: "outcome" }, `${new Date(o.at).toLocaleTimeString()} ${o.action} ${o.request_id.slice(0, 12)}\u2026: ${visible(o.result).slice(0, 200)}`))
->>>>>>> phonegrant
+    { id: "activity" },
+    el("h2", {}, "Activity"),
+    list.length ? null : el("p", { class: "note" }, "Nothing yet."),
+    el("ul", { class: "activity" }, list.map((o) => {
+      const failed = o.status === "refused";
+      const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : "answer"} refused` : ACTION_WORDS[o.action] || o.action;
+      const link = o.tx_hash ? explorerTx(o.chain_id, o.tx_hash) : null;
+      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
+      return el(
+        "li",
+        { class: "activity-row" + tone, "data-request": o.request_id || null },
+        el("span", { class: "what" }, o.what ? `${o.what}${o.to ? " to " + o.to : ""}` : verb),
+        el("span", { class: "status" }, o.what ? verb : ""),
+        el("span", { class: "meta" }, [
+          new Date(o.at).toLocaleString(),
+          o.request_id ? shortId(o.request_id) : null,
+          o.detail ? visible(o.detail).slice(0, 120) : null
+        ].filter(Boolean).join(" \xB7 ")),
+        link ? el("a", { href: link, target: "_blank", rel: "noopener noreferrer" }, "explorer") : null
+      );
+    }))
   );
 }
 var when = (ts) => ts === null ? "never" : new Date(ts * 1e3).toLocaleString();
@@ -8677,12 +8761,9 @@ async function loadJournal() {
   app.journal = await get("kv", "journal") || [];
   app.outcomes = await get("kv", "outcomes") || [];
   app.devices = await get("kv", "devices") || null;
-<<<<<<< HEAD
-  app.pendingFreeze = await get("kv", "pending_freeze") || null;
-=======
   app.tier3 = await get("kv", "tier3") || null;
+  app.pendingFreeze = await get("kv", "pending_freeze") || null;
   app.tier3Grants = await get("kv", "tier3_grants") || [];
->>>>>>> phonegrant
 }
 var saveJournal = () => put("kv", "journal", app.journal);
 var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
