@@ -115,7 +115,8 @@ def main() -> None:
 
     from signer.admin import issue_client
     from signer.daemon import init_home
-    from signer.wire.client import SignerClient, new_idempotency_key
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import new_idempotency_key
     from signer.wire.protocol import Scope
     from signer.wire.settings import SignerPaths, load_signer_config
 

@@ -21,7 +21,7 @@ from nacl.signing import SigningKey
 
 from bot.devchain import DevChain, free_port, rpc
 from bot.devcontracts import deploy_delegation_framework
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.messages import (GRANT_ANSWER_DOMAIN, GRANT_ASK_DOMAIN, grant_answer_body, grant_ask_body,
                                   signed_message)
 from signer.wire.protocol import Scope

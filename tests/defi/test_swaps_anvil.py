@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from bot.devchain import rpc
-from signer.wire.client import SignerClient, new_idempotency_key
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import STRANGER, as_json, wait_receipt
 from tests.defi.conftest import (MILLI, fake_token_with_pool, lookalike_router, multicall_data, nonce, quote,
                                  swap_data, swap_policy, token_balance)

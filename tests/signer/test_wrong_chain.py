@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bot.devchain import DevChain, free_port, rpc
-from signer.wire.client import new_idempotency_key
+from signer.wire.exchange import new_idempotency_key
 from tests.conftest import FRIEND, balance
 from tests.signer.lying_node import LyingNode
 
