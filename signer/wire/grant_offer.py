@@ -9,6 +9,9 @@ from typing import Any
 from signer.wire.grants import Lane
 
 
+__all__ = ["grant_offer"]
+
+
 def grant_offer(lanes: list[Lane], words: list[str], *, session_address: str, delegator: str, chain_id: int,
                 manager: str, enforcers: dict[str, str], salt: int) -> dict[str, Any]:
     """JSON-safe: uint256 values as decimal strings; `typed_data[i]` is the eth_signTypedData_v4 document

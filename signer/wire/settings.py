@@ -26,6 +26,8 @@ __all__ = [
     "KEYSTORE",
     "POLICY",
     "ChainSettings",
+    "MarketToken",
+    "SwapMarket",
     "ConfigError",
     "DelegationContracts",
     "SignerConfig",

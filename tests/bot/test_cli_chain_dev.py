@@ -49,7 +49,7 @@ def test_the_port_given_is_recorded_in_config_yaml_with_its_comments(tmp_path) -
     assert owlia(home, "init").returncode == 0
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "chain", "dev", "--port", str(port),
-                             "--no-tier3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--no-tier3", "--no-market"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 60

@@ -211,6 +211,10 @@ def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[
     slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
     slow.chmod(0o755)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}, "OWLIA_ANVIL": str(slow)}
+    if argv[0] == "chain":  # `owlia chain dev` runs on a home `owlia init` made (`owlia up` makes its own)
+        subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(tmp_path / "home"), "init"], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, check=True, timeout=60)
+
     def started(proc: subprocess.Popen) -> int:
         deadline = time.monotonic() + 30
         while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:

@@ -61,10 +61,10 @@ def test_a_tool_argument_error_describes_the_field_and_never_shows_its_regex() -
     from bot.tools.signing import TransferArgs
 
     try:
-        TransferArgs.model_validate({"to": "0x123", "amount": "1,5"})
+        TransferArgs.model_validate({"to": "0x12;3", "amount": "1,5"})
     except ValidationError as exc:
         words = _problems(exc, TransferArgs)
-    assert "to: is not in the expected form (recipient address, 0x + 40 hex)" in words
+    assert "to: is not in the expected form (recipient address (0x + 40 hex), or a name" in words
     assert "amount: is not in the expected form" in words
     assert "pattern" not in words and "^" not in words and "[0-9" not in words
 

@@ -50,18 +50,18 @@ def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> No
             request = await request_for(companion, pending.data["request_id"])
             result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
             deadline = time.monotonic() + 15
-            while not any("approved on your companion" in text for _, text in told):
+            while not any("approved on your companion" in text.lower() for _, text in told):
                 assert time.monotonic() < deadline, told
                 await asyncio.sleep(0.05)
             while balance(anvil, FRIEND) == before:
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.05)
             assert balance(anvil, FRIEND) - before == 2 * 10**16
-            final = next(text for _, text in told if "approved on your companion" in text)
-            assert result["tx_hash"] in final and companion.wallet.device_id in final
+            final = next(text for _, text in told if "approved on your companion" in text.lower())
+            assert result["tx_hash"][:10] in final and companion.wallet.device_id not in final  # people words: no ids
             # the chat already showed the pending card: one outcome, one card (it used to come twice)
             assert not any("waiting for your companion app" in text for _, text in told)
-            assert len([text for _, text in told if "approved on your companion" in text]) == 1
+            assert len([text for _, text in told if "approved on your companion" in text.lower()]) == 1
             return told
         finally:
             await watch.stop()
@@ -94,7 +94,7 @@ def test_a_restart_does_not_lose_the_companions_answer_nor_repeat_it(tier1, llm,
             pending = signer_outcome(before)
             ask = Inbound("console", "owner", f"m-{time.time_ns()}", "/approvals")
             listed = await before.core.handle(ask, Sink())
-            assert pending.data["request_id"] in listed.reply  # /send's outcome is kept in the session
+            assert "pending approval: send 0.02 ETH" in listed.reply  # /send's outcome is kept in the session
         finally:
             await before.close()
 
@@ -109,7 +109,7 @@ def test_a_restart_does_not_lose_the_companions_answer_nor_repeat_it(tier1, llm,
             while not told:
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.05)
-            assert len(told) == 1 and "approved on your companion" in told[0] and result["tx_hash"] in told[0]
+            assert len(told) == 1 and "approved on your companion" in told[0].lower() and result["tx_hash"][:10] in told[0]
             await watch.stop()
             again = watch_for(after)  # another restart: the answer was already told
             await again.start()

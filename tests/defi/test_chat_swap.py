@@ -29,8 +29,8 @@ def test_swap_from_chat_lands_in_the_session_key(make_stack, chain, market, tmp_
         server.enqueue(Reply(tool_calls=[call("swap", {"amount": "0.005", "token_in": "ETH", "token_out": "TUSD"})]),
                        Reply(text=["Swapped."]))
         out = bot.chat("swap 0.005 ETH to TUSD")
-        assert "[signer] SIGNED" in out, out
-        (tx_hash,) = {h for h in _tx_hashes(out)}
+        assert "Signed and sent" in out, out
+        (tx_hash,) = {h for h in _tx_hashes(bot.chat("/details"))}  # the chat shows it short
         assert wait_receipt(chain, tx_hash)["status"] == "0x1"
         got = token_balance(chain.url, tusd, payer) - before
         assert got >= expected - expected // 200, (got, expected)
@@ -40,11 +40,11 @@ def test_swap_from_chat_lands_in_the_session_key(make_stack, chain, market, tmp_
         server.enqueue(Reply(tool_calls=[call("swap", {"amount": "10", "token_in": "TUSD", "token_out": "ETH"})]),
                        Reply(text=["Sold."]))
         out = bot.chat("sell 10 TUSD for ETH")
-        assert "[signer] SIGNED" in out, out
+        assert "Signed and sent" in out, out
         router_allowance = rpc(chain.url, "eth_call", [{"to": tusd, "data": "0xdd62ed3e" + "00" * 12 + payer[2:]
                                                         + "00" * 12 + market["router"][2:]}, "latest"])
         assert int(router_allowance, 16) == 0  # exactly the amount was approved, and the swap used it all
-        (tx_hash,) = {h for h in _tx_hashes(out)}
+        (tx_hash,) = {h for h in _tx_hashes(bot.chat("/details"))}  # the chat shows it short
         receipt = wait_receipt(chain, tx_hash)
         assert receipt["status"] == "0x1"
         gas = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
@@ -53,8 +53,8 @@ def test_swap_from_chat_lands_in_the_session_key(make_stack, chain, market, tmp_
         weth_before = token_balance(chain.url, market["weth"], payer)
         server.enqueue(Reply(tool_calls=[call("wrap", {"amount": "0.002"})]), Reply(text=["Wrapped."]))
         out = bot.chat("wrap 0.002 ETH")
-        assert "[signer] SIGNED" in out, out
-        wait_receipt(chain, _tx_hashes(out)[0])
+        assert "Signed and sent" in out, out
+        wait_receipt(chain, _tx_hashes(bot.chat("/details"))[0])
         assert token_balance(chain.url, market["weth"], payer) - weth_before == 2 * 10**15
 
 
@@ -68,7 +68,7 @@ def test_swap_over_the_limit_from_chat_waits_for_the_companion(make_stack, chain
         server.enqueue(Reply(tool_calls=[call("swap", {"amount": "0.02", "token_out": "TUSD"})]),
                        Reply(text=["Waiting for you."]))
         out = bot.chat("swap 0.02 ETH to TUSD")
-        assert "SIGNED" not in out and "0.01 ETH" in out, out
+        assert "Signed and sent" not in out and "0.01 ETH" in out, out
     assert token_balance(chain.url, tusd, payer) == before
 
 

@@ -80,7 +80,8 @@ def test_a_claim_from_chat_pays_the_session_key_and_one_for_another_account_is_d
         server.enqueue(Reply(tool_calls=[call("claim", {"distributor": "test-airdrop", "proof": "airdrop.json"})]),
                        Reply(text=["Claimed."]))
         out = bot.chat("claim my airdrop from test-airdrop, the proof is in airdrop.json")
-    assert "[signer] SIGNED" in out and "claim " in out, out
-    tx_hash = next(w for w in out.replace("\n", " ").split() if w.startswith("0x") and len(w) == 66)
+    assert "Signed and sent" in out and "claim " in out, out
+    details = bot.chat("/details")  # the chat shows the hash short; /details has it whole
+    tx_hash = next(w.strip(".,()") for w in details.replace("\n", " ").split() if w.strip(".,()").startswith("0x") and len(w.strip(".,()")) == 66)
     assert wait_receipt(chain, tx_hash)["status"] == "0x1"
     assert token_balance(chain.url, token, payer) == 7 * 10**18

@@ -20,7 +20,7 @@ from bot.config import McpSettings
 from bot.mcp_servers.store import (MAX_DESCRIPTION, MAX_SCHEMA, McpStore, PinnedTool, ServerDecl, schema_text,
                                    tool_hash, unshowable)
 from bot.tools.mcp import UNTRUSTED_LABEL, McpTools
-from policies.kernel.text import first_hidden, visible
+from policies.kernel.text import cells, first_hidden, visible
 from tests.mcp.conftest import ROOT, add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 
 
@@ -129,7 +129,7 @@ def test_the_limit_on_schemas_holds_exactly(size):
 def test_the_screen_drops_no_character_but_whitespace(text, width):
     rows = author_rows(text, "    ", width)
     assert all(row.startswith("    " + GUTTER) for row in rows)
-    assert all(len(row) <= width for row in rows)
+    assert all(sum(cells(ch) for ch in row) <= width for row in rows)  # terminal cells: a combining mark takes none
     body = "".join(row[len("    " + GUTTER):] for row in rows)
     assert _solid(body) == _solid("".join(visible(" ".join(line.split())) for line in text.split("\n")))
 

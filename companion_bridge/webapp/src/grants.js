@@ -320,7 +320,8 @@ export function section(ui) {
       } catch (e) { await say(`Not authorized: ${e.message || e}`, true); }
       pass.value = '';
     } }, 'Authorize (EIP-7702)'),
-    el('label', { for: 'g3-days' }, 'Days the grant lasts'), days, pass,
+    el('label', { for: 'g3-days' }, 'Days the grant lasts'), days,
+    el('label', { for: 'g3-pass', hidden: v.kind !== 'passphrase' }, 'Key passphrase'), pass,
     el('button', { id: 'g3-offer-ask', onclick: ask(false) }, 'Prepare a grant'),
     el('button', { id: 'g3-rotate', onclick: ask(true) }, 'Rotate (revoke, new session key, grant)'),
     offerBox, result,

@@ -277,8 +277,12 @@ function tier3Section(v) {
   const result = el('p', { id: 't3-result', class: 'note' }, saved.last ? visible(saved.last) : '');
   return el('section', { id: 'tier3' }, el('h2', {}, 'Tier 3: revoke every grant'),
     el('p', { class: 'note' }, 'Ends every delegation your main key gave a session key, on chain, in one transaction from this phone to the node below. '
-      + 'Works with the signer and the bridge gone (a stolen host). The addresses are in `owlia wallet status --json` or config.yaml (chains[].delegation).'),
-    rpcUrl, chainId, manager, enforcer, pass,
+      + 'Works with the signer and the bridge gone (a stolen host). The addresses are in config.yaml on the signer machine (chains[].delegation).'),
+    el('label', { for: 't3-rpc' }, 'Chain node URL'), rpcUrl,
+    el('label', { for: 't3-chain' }, 'Chain id'), chainId,
+    el('label', { for: 't3-manager' }, 'DelegationManager address'), manager,
+    el('label', { for: 't3-nonce-enforcer' }, 'NonceEnforcer address'), enforcer,
+    el('label', { for: 't3-pass', hidden: v.kind !== 'passphrase' }, 'Key passphrase'), pass,
     el('button', { id: 't3-revoke', class: 'danger', onclick: async () => {
       showError('');
       let settings;
