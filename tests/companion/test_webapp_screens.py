@@ -484,7 +484,7 @@ def test_a_failed_import_leaves_no_key_on_screen(browser, priced_tier):
         page.fill("#import-text", "0x" + "00" * 32)  # not a valid key
         page.click("#import-key")
         wait_for(lambda: "not a valid private key" in phone.error_text(), 10, "the refusal")
-        assert page.locator("#import-text").input_value() == ""
+        wait_for(lambda: page.locator("#import-text").input_value() == "", 10, "the key wiped from the screen")
         assert page.locator("input[name=protect][value=passphrase]").is_checked()  # the choice is kept
     finally:
         phone.close()
