@@ -306,10 +306,11 @@ def test_audit_and_doctor_inside_the_bot_container(stack):
         next(f["message"] for f in bridge["findings"] if "no companion is connected" in f["message"])]
 
 
-def test_doctor_accepts_the_compose_the_stack_runs_on(stack):
+def test_doctor_accepts_the_compose_the_stack_runs_on(stack, monkeypatch):
     from bot.ops.context import OpsContext
     from bot.ops.doctor import check_compose
 
+    monkeypatch.chdir(stack.root)  # where the stack's docker-compose.yml is, as the guide runs doctor (`cd DIR`)
     env = {**stack.env, "PATH": str(Path(stack.docker).parent)}
     assert list(check_compose(OpsContext(home=stack.root / "nohome", env=env))) == []
 
