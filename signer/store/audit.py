@@ -227,8 +227,6 @@ class AuditLog:
         self._conn = conn
         self._bind = bind
         self._epoch = 0  # the epoch the last `bind_state` wrote
-        self._epoch_known = False  # ... and it is still the one on disk (no other writer, no rollback since)
-        self._checked = False  # `write` read `data_version` in the transaction under way
         self._keys = keys
         self._db_path = database_file(conn)  # read here, on the thread that owns the connection
         self._clock = clock
@@ -245,7 +243,10 @@ class AuditLog:
     def reload(self) -> None:
         """Re-read the head, e.g. after a rolled-back transaction discarded appended records."""
         self._version = self._data_version()
+        # After another writer's commit or a rollback: the epoch on disk is read again at the next bind,
+        # and so is `data_version` (`_checked`: `write` read it in the transaction under way).
         self._epoch_known = False
+        self._checked = False
         row = self._conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         self._seq: int = row[0] if row else 0
         self._hash: str = row[1] if row else GENESIS

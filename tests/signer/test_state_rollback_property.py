@@ -161,3 +161,35 @@ def test_a_home_that_only_moved_forward_passes(tmp_path):
         assert unlocked.check(conn, home / "audit.anchor") == []
     finally:
         conn.close()
+
+
+def test_a_rolled_back_transaction_does_not_leave_a_stale_head_for_the_next_bind(tmp_path):
+    """The daemon's log rolls a transaction back after appending (a unit failed), the CLI commits beside
+    it, then the daemon commits with no record: that bind must follow the CLI's head, not the one the
+    rolled-back transaction had read, or the next start would refuse a state nobody rolled back."""
+    home = tmp_path / "home"
+    home.mkdir()
+    unlocked = _unlocked()
+    daemon_conn = unlocked.connect(home / "signer.db")
+    daemon = unlocked.audit_log(daemon_conn, home / "audit.anchor")
+    daemon_conn.execute("BEGIN IMMEDIATE")
+    unlocked.sealer.seal(daemon_conn)
+    daemon.bind_state()
+    daemon_conn.execute("COMMIT")
+    daemon.write_anchor()
+
+    daemon_conn.execute("BEGIN IMMEDIATE")
+    daemon.append("test.failed_unit", {})
+    daemon_conn.execute("ROLLBACK")
+    daemon.reload()  # what the writer's rollback hook does
+    _commit(home, unlocked, [("clients", "insert", 1)], audited=True)  # the CLI, another connection
+    daemon_conn.execute("BEGIN IMMEDIATE")
+    _write(daemon_conn, "meta", "insert", 2)  # a commit without a record (the saved clock)
+    daemon.bind_state()
+    daemon_conn.execute("COMMIT")
+    daemon.write_anchor()
+    daemon.close()
+    try:
+        assert unlocked.check(daemon_conn, home / "audit.anchor") == []
+    finally:
+        daemon_conn.close()
