@@ -54,8 +54,12 @@ class FakeInProcess:
     """The fake LLM server in its own process (`python -m tests.fakes.llm_server MODE`)."""
 
     def __init__(self, mode: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", mode], cwd=ROOT,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.llm_server", mode],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.url = self.proc.stdout.readline().strip()
 
     def __enter__(self) -> FakeInProcess:
@@ -68,9 +72,12 @@ class FakeInProcess:
 
 def write_home(home: Path, url: str) -> None:
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    config = {"bot": {"llm": {"profiles": [{"name": "main", "model": "anthropic/claude-bench",
-                                            "base_url": url}]},
-                      "gateway": {"port": 0}}}  # the default: control plane on (port 0: free)
+    config = {
+        "bot": {
+            "llm": {"profiles": [{"name": "main", "model": "anthropic/claude-bench", "base_url": url}]},
+            "gateway": {"port": 0},
+        }
+    }  # the default: control plane on (port 0: free)
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
@@ -114,8 +121,11 @@ FINAL = "Hi there."  # what the fake LLM in "text" mode answers, streamed as "Hi
 def _final_after(tg, since: int) -> float | None:
     """When the Bot API server received the final reply text, among calls after index `since`."""
     for call in tg.calls[since:]:
-        if call.method in ("sendMessage", "editMessageText") and call.status == 200 \
-                and call.params.get("text") == FINAL:
+        if (
+            call.method in ("sendMessage", "editMessageText")
+            and call.status == 200
+            and call.params.get("text") == FINAL
+        ):
             return call.at
     return None
 
@@ -175,10 +185,12 @@ class ServiceStack:
         (self.home / "secrets").mkdir(mode=0o700, exist_ok=True)
         write_private_file(self.home / "secrets" / "signer.token", self.signer.client_token("bot").encode())
         config = yaml.safe_load((self.home / "config.yaml").read_text())
-        config["bot"] = {"llm": {"profiles": [{"name": "main", "model": "anthropic/claude-bench", "base_url": llm_url}]},
-                         "prices": {"static": {"ETH": "3000"}},
-                         "gateway": {"port": self.port},
-                         "channels": {"telegram": {"api_base": self.tg.url, "allow_from": [str(TG_USER)]}}}
+        config["bot"] = {
+            "llm": {"profiles": [{"name": "main", "model": "anthropic/claude-bench", "base_url": llm_url}]},
+            "prices": {"static": {"ETH": "3000"}},
+            "gateway": {"port": self.port},
+            "channels": {"telegram": {"api_base": self.tg.url, "allow_from": [str(TG_USER)]}},
+        }
         (self.home / "config.yaml").write_text(yaml.safe_dump(config))
 
     def close(self) -> None:
@@ -195,12 +207,16 @@ PACKAGES = ("bot", "signer", "policies", "skills_runtime", "companion_bridge")
 def ensure_bytecode() -> None:
     """Compile the project's modules, as `pip install` does: with PYTHONDONTWRITEBYTECODE set (CI
     shells often do) every start would otherwise compile them from source (~0.08 s here)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / p) for p in PACKAGES)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *(str(ROOT / p) for p in PACKAGES)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
-def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float,
-            rss_every: int = 100) -> dict[str, object]:
+def service(
+    stack: ServiceStack, messages: int, starts: int, idle_wait: float, rss_every: int = 100
+) -> dict[str, object]:
     """`owlia start` as a user runs it; `starts` cold starts (median), then one long run."""
     ensure_bytecode()
     env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": stack.tg.token}
@@ -210,8 +226,9 @@ def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float,
     cpu: list[float] = []  # user+sys at the first 200: steadier than wall time on a busy machine
     for run in range(starts):
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
         try:
             while (status := _health_status(health)) != 200:
                 if proc.poll() is not None or time.perf_counter() - start > 60:
@@ -233,10 +250,13 @@ def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float,
             after = rss_kb(proc.pid)
         finally:
             stop(proc)
-    warm = latencies[min(20, len(latencies) // 2):]
+    warm = latencies[min(20, len(latencies) // 2) :]
     result: dict[str, object] = {
         "measures": "`owlia start`, Telegram + anthropic profile + signer + control plane, default config",
-        "cold_start_to_health_200_s": {"median": round(statistics.median(cold), 3), "runs": [round(c, 3) for c in cold]},
+        "cold_start_to_health_200_s": {
+            "median": round(statistics.median(cold), 3),
+            "runs": [round(c, 3) for c in cold],
+        },
         "cold_start_cpu_s": {"median": round(statistics.median(cpu), 3), "runs": [round(c, 3) for c in cpu]},
         "idle_rss_mb": round(idle / 1024, 1),
         "first_reply_after_start_s": round(first, 3),
@@ -245,8 +265,11 @@ def service(stack: ServiceStack, messages: int, starts: int, idle_wait: float,
     }
     if len(curve) >= 2:  # from the first point at half the run or later to the last: what still grows
         half = next(point for point in curve if point[0] >= messages / 2)
-        result["rss_growth_second_half"] = {"from_message": half[0], "to_message": curve[-1][0],
-                                            "mb": round((curve[-1][1] - half[1]) / 1024, 2)}
+        result["rss_growth_second_half"] = {
+            "from_message": half[0],
+            "to_message": curve[-1][0],
+            "mb": round((curve[-1][1] - half[1]) / 1024, 2),
+        }
     if warm:
         result["telegram_reply"] = percentiles(warm)
     return result
@@ -256,7 +279,9 @@ def help_time(runs: int = 10, *args: str) -> dict[str, float]:
     samples = []
     for i in range(runs + 1):
         start = time.perf_counter()
-        subprocess.run([str(ROOT / ".venv/bin/owlia"), *(args or ("--help",))], capture_output=True, check=True)
+        subprocess.run(
+            [str(ROOT / ".venv/bin/owlia"), *(args or ("--help",))], capture_output=True, check=True
+        )
         if i:
             samples.append(time.perf_counter() - start)
     return {"median_s": round(statistics.median(samples), 3), "max_s": round(max(samples), 3)}
@@ -265,8 +290,17 @@ def help_time(runs: int = 10, *args: str) -> dict[str, float]:
 def sign_send_time(stack: ServiceStack, runs: int) -> dict[str, object]:
     """`owlia sign send` of a small transfer the dev policy allows, to the running signer: the whole
     command as a user runs it (start, imports, config, one request, the answer)."""
-    argv = [str(ROOT / ".venv/bin/owlia"), "--home", str(stack.home), "sign", "send",
-            "--to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "--value", "1000wei"]
+    argv = [
+        str(ROOT / ".venv/bin/owlia"),
+        "--home",
+        str(stack.home),
+        "sign",
+        "send",
+        "--to",
+        "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        "--value",
+        "1000wei",
+    ]
     samples, codes = [], set()
     for i in range(runs + 1):
         start = time.perf_counter()
@@ -276,8 +310,11 @@ def sign_send_time(stack: ServiceStack, runs: int) -> dict[str, object]:
         codes.add(proc.returncode)
         if proc.returncode not in (0, 3, 4):  # signed, pending approval, denied: all a full round trip
             raise RuntimeError(f"owlia sign send failed: {proc.stderr.decode()[-500:]}")
-    return {"median_s": round(statistics.median(samples), 3), "max_s": round(max(samples), 3),
-            "exit_codes": sorted(codes)}
+    return {
+        "median_s": round(statistics.median(samples), 3),
+        "max_s": round(max(samples), 3),
+        "exit_codes": sorted(codes),
+    }
 
 
 def distributions() -> dict[str, int]:
@@ -286,10 +323,16 @@ def distributions() -> dict[str, int]:
         venv = Path(tmp) / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(venv / "bin/pip"), "install", "-q", f"{ROOT}[bot]"], check=True)
-        listed = json.loads(subprocess.run([str(venv / "bin/pip"), "list", "--format=json"], check=True,
-                                           capture_output=True, text=True).stdout)
+        listed = json.loads(
+            subprocess.run(
+                [str(venv / "bin/pip"), "list", "--format=json"], check=True, capture_output=True, text=True
+            ).stdout
+        )
     names = {p["name"].lower() for p in listed}
-    return {"total": len(names), "excluding_pip_setuptools_wheel": len(names - {"pip", "setuptools", "wheel"})}
+    return {
+        "total": len(names),
+        "excluding_pip_setuptools_wheel": len(names - {"pip", "setuptools", "wheel"}),
+    }
 
 
 def main() -> None:
@@ -298,16 +341,26 @@ def main() -> None:
     parser.add_argument("--service-messages", type=int, default=1000, help="messages through `owlia start`")
     parser.add_argument("--starts", type=int, default=5, help="cold starts of `owlia start` (median)")
     parser.add_argument("--rss-every", type=int, default=100, help="the service's RSS every N messages")
-    parser.add_argument("--idle-wait", type=float, default=5.0, help="seconds after /health 200 before idle RSS")
+    parser.add_argument(
+        "--idle-wait", type=float, default=5.0, help="seconds after /health 200 before idle RSS"
+    )
     parser.add_argument("--help-runs", type=int, default=10)
     parser.add_argument("--notes", type=int, default=10_000, help="notes in the memory search benchmark")
-    parser.add_argument("--dists", action="store_true", help="also count distributions in a clean venv (~1 min)")
-    parser.add_argument("--service-only", action="store_true",
-                        help="only the `owlia start` part (for long RSS curves: --service-messages 3000)")
+    parser.add_argument(
+        "--dists", action="store_true", help="also count distributions in a clean venv (~1 min)"
+    )
+    parser.add_argument(
+        "--service-only",
+        action="store_true",
+        help="only the `owlia start` part (for long RSS curves: --service-messages 3000)",
+    )
     args = parser.parse_args()
     result: dict[str, object] = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                    "python": platform.python_version()},
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+        },
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_average": os.getloadavg(),
     }
@@ -315,8 +368,9 @@ def main() -> None:
         with FakeInProcess("text") as fake:
             stack = ServiceStack(Path(tmp) / "s", fake.url)
             try:
-                result["service"] = service(stack, args.service_messages, args.starts, args.idle_wait,
-                                            args.rss_every)
+                result["service"] = service(
+                    stack, args.service_messages, args.starts, args.idle_wait, args.rss_every
+                )
                 if not args.service_only:
                     result["owlia_sign_send"] = sign_send_time(stack, args.help_runs)
             finally:
@@ -329,7 +383,10 @@ def main() -> None:
         with FakeInProcess("tool") as fake:
             write_home(Path(tmp) / "c", fake.url)
             result["overhead_one_tool_round"] = asyncio.run(overhead(Path(tmp) / "c", args.messages))
-    result["memory_search"] = {"notes": args.notes, **{k: round(v, 3) for k, v in bench_search(args.notes).items()}}
+    result["memory_search"] = {
+        "notes": args.notes,
+        **{k: round(v, 3) for k, v in bench_search(args.notes).items()},
+    }
     result["owlia_help"] = help_time(args.help_runs)
     if args.dists:
         result["distributions"] = distributions()

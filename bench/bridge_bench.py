@@ -42,15 +42,20 @@ from signer.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 PASSPHRASE = b"benchmark passphrase"
-MAIN_KEY = bytes.fromhex("5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")  # anvil account 2
+MAIN_KEY = bytes.fromhex(
+    "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a"
+)  # anvil account 2
 OVER_LIMIT = str(2 * 10**16)
 
 
 def _ms(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"n": len(ordered), "p50_ms": round(ordered[len(ordered) // 2] * 1e3, 2),
-            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3, 2),
-            "mean_ms": round(statistics.fmean(ordered) * 1e3, 2)}
+    return {
+        "n": len(ordered),
+        "p50_ms": round(ordered[len(ordered) // 2] * 1e3, 2),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3, 2),
+        "mean_ms": round(statistics.fmean(ordered) * 1e3, 2),
+    }
 
 
 def _cpu_s(pid: int) -> float:
@@ -90,12 +95,20 @@ class Stack:
         self.work = Path(tempfile.mkdtemp(prefix="owbb"))
         self.signer = SignerStack(self.work, self.chain.url).start()
         self.port = free_port()
-        env = {**os.environ, "OWLIA_HOME": str(self.signer.home),
-               "OWLIA_BRIDGE_TOKEN": self.signer.client_token("bridge", Scope.BRIDGE)}
+        env = {
+            **os.environ,
+            "OWLIA_HOME": str(self.signer.home),
+            "OWLIA_BRIDGE_TOKEN": self.signer.client_token("bridge", Scope.BRIDGE),
+        }
         # The default pairing limit (20, then one per 3 s per peer) would make pairing 100 devices
         # from one address take minutes; it is not what this measures, so it is raised here.
-        self.bridge = subprocess.Popen([sys.executable, "-c", BRIDGE_WITHOUT_PAIRING_LIMIT, str(self.port)], env=env,
-                                       cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.bridge = subprocess.Popen(
+            [sys.executable, "-c", BRIDGE_WITHOUT_PAIRING_LIMIT, str(self.port)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -118,8 +131,9 @@ class Stack:
         return f"http://127.0.0.1:{self.port}"
 
     async def companion(self, i: int) -> Companion:
-        wallet = CompanionWallet.create(self.work / f"c{i}", bytearray(PASSPHRASE), private_key=MAIN_KEY,
-                                        scrypt_n=2**10, name=f"dev{i}")
+        wallet = CompanionWallet.create(
+            self.work / f"c{i}", bytearray(PASSPHRASE), private_key=MAIN_KEY, scrypt_n=2**10, name=f"dev{i}"
+        )
         pairing = await self.signer.call(self.admin, "companion.pair_begin", {"name": f"dev{i}"})
         companion = Companion(wallet, self.url)
         await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
@@ -141,7 +155,9 @@ async def bench_arrival(stack: Stack, n: int = 200) -> dict:
     tokens = stack.bot_tokens(n + warmup)
     for chunk, token in enumerate(tokens):  # a client for each ten: all stay open for the scale test
         async with SignerClient(stack.signer.socket, token) as bot:
-            for i in range(chunk * MAX_WAITING_PER_CLIENT, min(n + warmup, (chunk + 1) * MAX_WAITING_PER_CLIENT)):
+            for i in range(
+                chunk * MAX_WAITING_PER_CLIENT, min(n + warmup, (chunk + 1) * MAX_WAITING_PER_CLIENT)
+            ):
                 t0 = time.perf_counter()
                 pending = await bot.sign({"chain_id": 31337, "to": FRIEND, "value": OVER_LIMIT})
                 if pending.status != "pending_approval":
@@ -162,8 +178,10 @@ async def _lean_session(url: str, token: str, queued: int, t0: float) -> tuple[f
     import aiohttp
 
     got, first = 0, 0.0
-    async with aiohttp.ClientSession() as http, http.ws_connect(url.replace("http", "ws") + "/v1/ws",
-                                                                  max_msg_size=0) as ws:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(url.replace("http", "ws") + "/v1/ws", max_msg_size=0) as ws,
+    ):
         await ws.send_str(json.dumps({"type": "hello", "token": token}))
         async for msg in ws:
             got += msg.data.count('"request_id": "req_') if '"type": "request' in msg.data[:30] else 0
@@ -183,7 +201,9 @@ async def bench_scale(stack: Stack, devices: int = 100, queued: int = 1000) -> d
     counter = iter(range(queued))
     before = json.loads(urllib.request.urlopen(stack.url + "/v1/health").read())["queued"]  # noqa: S310
 
-    async def fill() -> None:  # eight senders; each takes the next client once its current one has ten waiting
+    async def fill() -> (
+        None
+    ):  # eight senders; each takes the next client once its current one has ten waiting
         for token in tokens:
             async with SignerClient(stack.signer.socket, token) as client:
                 for _, _ in zip(range(MAX_WAITING_PER_CLIENT), counter):
@@ -211,13 +231,20 @@ async def bench_scale(stack: Stack, devices: int = 100, queued: int = 1000) -> d
     sessions = await asyncio.gather(*(_lean_session(stack.url, token, held, t0) for token in tokens))
     backlog_s = time.perf_counter() - t0
     cpu = _cpu_s(stack.bridge.pid) - cpu0
-    return {"devices": devices, "queued_requests": health["queued"], "pair_all_s": round(pair_s, 2),
-            "enqueue_all_s": round(enqueue_s, 2), "bridge_rss_mb_holding_queue": rss_queued,
-            "bridge_rss_mb_after_delivery": _rss_mb(stack.bridge.pid),
-            "all_connect_at_once": {"first_request": _ms([f for f, _ in sessions]),
-                                    "all_backlogs_delivered_s": round(backlog_s, 2),
-                                    "requests_delivered": sum(n for _, n in sessions),
-                                    "bridge_cpu_s": round(cpu, 2)}}
+    return {
+        "devices": devices,
+        "queued_requests": health["queued"],
+        "pair_all_s": round(pair_s, 2),
+        "enqueue_all_s": round(enqueue_s, 2),
+        "bridge_rss_mb_holding_queue": rss_queued,
+        "bridge_rss_mb_after_delivery": _rss_mb(stack.bridge.pid),
+        "all_connect_at_once": {
+            "first_request": _ms([f for f, _ in sessions]),
+            "all_backlogs_delivered_s": round(backlog_s, 2),
+            "requests_delivered": sum(n for _, n in sessions),
+            "bridge_cpu_s": round(cpu, 2),
+        },
+    }
 
 
 def main() -> None:
@@ -231,11 +258,15 @@ def main() -> None:
         main_address = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"  # MAIN_KEY's account: funded by anvil
         assert rpc(stack.chain.url, "eth_getBalance", [main_address, "latest"]) != "0x0"
         report = {
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                        "event_loop": loop_name()},
+            "machine": {
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "event_loop": loop_name(),
+            },
             "date": time.strftime("%Y-%m-%d"),
             "measures": "escalation: bot client -> real `owlia signer serve` -> real bridge process -> "
-                        "companion WebSocket on loopback; scale: bridge holding queued requests for paired devices",
+            "companion WebSocket on loopback; scale: bridge holding queued requests for paired devices",
             **asyncio.run(bench_arrival(stack, args.arrivals)),
             "scale": asyncio.run(bench_scale(stack, args.devices, args.queued)),
         }

@@ -35,7 +35,9 @@ class Quiet:
     async def text(self, delta: str) -> None: ...
     async def notice(self, text: str) -> None: ...
     async def tool_event(self, event) -> None: ...
-    async def confirm(self, prompt: str, timeout: float) -> bool: return False
+    async def confirm(self, prompt: str, timeout: float) -> bool:
+        return False
+
     async def done(self, text: str) -> None: ...
 
 
@@ -78,8 +80,9 @@ def conversation(provider: str, turns: int = TURNS) -> dict:
         for turn in range(turns):
             answer = f"Answer {turn}: " + "a reasonably long reply about the wallet and the market. " * 6
             if turn % 5 == 4:
-                llm.enqueue(Reply(tool_calls=[call("address_book", {}, f"toolu_book_{turn}")]),
-                            Reply(text=[answer]))
+                llm.enqueue(
+                    Reply(tool_calls=[call("address_book", {}, f"toolu_book_{turn}")]), Reply(text=[answer])
+                )
             else:
                 llm.enqueue(Reply(text=[answer]))
 
@@ -111,13 +114,20 @@ def summarize(provider: str, usage: list[dict]) -> dict:
     first = rounds[0]
     after = rounds[1:]
     share = sum(u["cached"] for u in after) / max(1, sum(u["prompt"] for u in after))
-    return {"provider": provider, "model_requests": len(rounds),
-            "first_request_prompt_tokens": first["prompt"],
-            "cached_share_after_first": round(share, 4), "goal": 0.85, "meets_goal": share >= 0.85,
-            "prompt_tokens_per_request": prompt, "cached_tokens_per_request": cached,
-            "billed_uncached_input_per_request": billed, "cache_writes_per_request": written,
-            "billed_uncached_input_mean_after_first": round(sum(billed[1:]) / max(1, len(billed) - 1), 1),
-            "prompt_tokens_mean_after_first": round(sum(prompt[1:]) / max(1, len(prompt) - 1), 1)}
+    return {
+        "provider": provider,
+        "model_requests": len(rounds),
+        "first_request_prompt_tokens": first["prompt"],
+        "cached_share_after_first": round(share, 4),
+        "goal": 0.85,
+        "meets_goal": share >= 0.85,
+        "prompt_tokens_per_request": prompt,
+        "cached_tokens_per_request": cached,
+        "billed_uncached_input_per_request": billed,
+        "cache_writes_per_request": written,
+        "billed_uncached_input_mean_after_first": round(sum(billed[1:]) / max(1, len(billed) - 1), 1),
+        "prompt_tokens_mean_after_first": round(sum(prompt[1:]) / max(1, len(prompt) - 1), 1),
+    }
 
 
 def main() -> None:
@@ -126,11 +136,24 @@ def main() -> None:
     turns = parser.parse_args().turns
     started = time.time()
     results = [conversation("anthropic", turns), conversation("openai", turns)]
-    print(json.dumps({"bench": "prompt_cache", "turns": turns, "seconds_per_turn": STEP_SECONDS,
-                      "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                                  "cpu": platform.processor() or platform.machine()},
-                      "date": time.strftime("%Y-%m-%d", time.gmtime()), "results": results,
-                      "wall_seconds": round(time.time() - started, 2)}, indent=1))
+    print(
+        json.dumps(
+            {
+                "bench": "prompt_cache",
+                "turns": turns,
+                "seconds_per_turn": STEP_SECONDS,
+                "machine": {
+                    "python": platform.python_version(),
+                    "platform": platform.platform(),
+                    "cpu": platform.processor() or platform.machine(),
+                },
+                "date": time.strftime("%Y-%m-%d", time.gmtime()),
+                "results": results,
+                "wall_seconds": round(time.time() - started, 2),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,13 @@ def summary(samples: list[float]) -> dict[str, float]:
     def at(q: float) -> float:
         return round(ordered[min(len(ordered) - 1, int(len(ordered) * q))], 3)
 
-    return {"n": len(ordered), "p50_ms": round(statistics.median(ordered), 3), "p95_ms": at(0.95),
-            "p99_ms": at(0.99), "mean_ms": round(statistics.fmean(ordered), 3)}
+    return {
+        "n": len(ordered),
+        "p50_ms": round(statistics.median(ordered), 3),
+        "p95_ms": at(0.95),
+        "p99_ms": at(0.99),
+        "mean_ms": round(statistics.fmean(ordered), 3),
+    }
 
 
 def runtime_for(home: Path):
@@ -71,8 +76,11 @@ def final_replies(tg: FakeTelegramServer, since: int) -> dict[int, float]:
     """chat id -> when the server received the final text, for calls after index `since`."""
     done: dict[int, float] = {}
     for call in tg.calls[since:]:
-        if call.method in ("sendMessage", "editMessageText") and call.status == 200 \
-                and call.params.get("text") == FINAL:
+        if (
+            call.method in ("sendMessage", "editMessageText")
+            and call.status == 200
+            and call.params.get("text") == FINAL
+        ):
             done[int(call.params["chat_id"])] = call.at
     return done
 
@@ -105,8 +113,9 @@ async def measure(home: Path, n: int, users: int, rounds: int) -> dict:
         sink = ConsoleSink(io.StringIO(), LineReader(io.StringIO(""), asyncio.get_running_loop()))
         try:
             for i in range(n + WARMUP):
-                inbound = Inbound("console", "bench", uuid.uuid4().hex, f"message {i}",
-                                  received_at=time.time())
+                inbound = Inbound(
+                    "console", "bench", uuid.uuid4().hex, f"message {i}", received_at=time.time()
+                )
                 start = time.perf_counter()
                 await runtime.core.handle(inbound, sink)
                 console = (time.perf_counter() - start) * 1000
@@ -136,11 +145,18 @@ async def measure(home: Path, n: int, users: int, rounds: int) -> dict:
     return {
         "console": c,
         "telegram": t,
-        "telegram_added_ms": {"p50": round(t["p50_ms"] - c["p50_ms"], 3),
-                              "p95": round(t["p95_ms"] - c["p95_ms"], 3),
-                              "paired_p50": paired["p50_ms"], "paired_p95": paired["p95_ms"]},
-        "telegram_throughput": {"users": users, "messages": handled, "seconds": round(elapsed, 3),
-                                "messages_per_s": round(handled / elapsed, 1)},
+        "telegram_added_ms": {
+            "p50": round(t["p50_ms"] - c["p50_ms"], 3),
+            "p95": round(t["p95_ms"] - c["p95_ms"], 3),
+            "paired_p50": paired["p50_ms"],
+            "paired_p95": paired["p95_ms"],
+        },
+        "telegram_throughput": {
+            "users": users,
+            "messages": handled,
+            "seconds": round(elapsed, 3),
+            "messages_per_s": round(handled / elapsed, 1),
+        },
         "target": "added p50 <= 10 ms",
     }
 
@@ -155,8 +171,12 @@ async def main(n: int, users: int, rounds: int) -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=300, help="messages per latency run")
-    parser.add_argument("--users", type=int, default=4,
-                        help="concurrent users in the throughput run (the fake LLM's listen backlog is 5)")
+    parser.add_argument(
+        "--users",
+        type=int,
+        default=4,
+        help="concurrent users in the throughput run (the fake LLM's listen backlog is 5)",
+    )
     parser.add_argument("--rounds", type=int, default=15, help="bursts in the throughput run")
     args = parser.parse_args()
     report = run_loop(main(args.n, args.users, args.rounds))  # on the bot's loop, as `owlia start` runs it

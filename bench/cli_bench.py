@@ -74,22 +74,30 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} {' '.join(argv[1:4])}... exited {proc.returncode}: "
-                           f"{proc.stderr.decode()[-500:]}")
+        raise RuntimeError(
+            f"{argv[0]} {' '.join(argv[1:4])}... exited {proc.returncode}: {proc.stderr.decode()[-500:]}"
+        )
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def summary(samples: list[tuple[float, float]]) -> dict[str, float]:
     wall = sorted(w for w, _ in samples)
-    return {"n": len(wall), "median_s": round(statistics.median(wall), 4), "min_s": round(wall[0], 4),
-            "max_s": round(wall[-1], 4), "cpu_median_s": round(statistics.median(c for _, c in samples), 4)}
+    return {
+        "n": len(wall),
+        "median_s": round(statistics.median(wall), 4),
+        "min_s": round(wall[0], 4),
+        "max_s": round(wall[-1], 4),
+        "cpu_median_s": round(statistics.median(c for _, c in samples), 4),
+    }
 
 
-def measure(trees: dict[str, Path], home: Path, runs: int,
-            env: dict[str, str]) -> dict[str, dict[str, dict[str, float]]]:
+def measure(
+    trees: dict[str, Path], home: Path, runs: int, env: dict[str, str]
+) -> dict[str, dict[str, dict[str, float]]]:
     argvs = {label: commands(tree, home) for label, tree in trees.items()}
     samples: dict[str, dict[str, list[tuple[float, float]]]] = {
-        label: {name: [] for name in argvs[label]} for label in trees}
+        label: {name: [] for name in argvs[label]} for label in trees
+    }
     labels = list(trees)
     for name in argvs[labels[0]]:
         for label in labels:  # one untimed run each: page cache and .pyc files warm
@@ -113,8 +121,11 @@ def main() -> None:
     if args.against:
         trees["against"] = args.against.resolve()
     result: dict[str, object] = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
-                    "python": platform.python_version()},
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+        },
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "trees": {label: str(tree) for label, tree in trees.items()},
         "load_average_before": os.getloadavg(),
@@ -138,10 +149,12 @@ def main() -> None:
     if args.against:
         result["ratio_this_over_against"] = {
             name: round(figures["this"][name]["median_s"] / figures["against"][name]["median_s"], 3)
-            for name in figures["this"]}
+            for name in figures["this"]
+        }
         result["cpu_ratio_this_over_against"] = {
             name: round(figures["this"][name]["cpu_median_s"] / figures["against"][name]["cpu_median_s"], 3)
-            for name in figures["this"]}
+            for name in figures["this"]
+        }
     result["load_average_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))
 

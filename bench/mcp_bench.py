@@ -42,10 +42,29 @@ def declare(home: Path) -> None:
         if done.exit_code != 0:
             raise SystemExit(done.output)
 
-    run("add", "everything", "--bind", str(EVERYTHING.parents[3]), "--", "/usr/bin/node", str(EVERYTHING), "stdio")
+    run(
+        "add",
+        "everything",
+        "--bind",
+        str(EVERYTHING.parents[3]),
+        "--",
+        "/usr/bin/node",
+        str(EVERYTHING),
+        "stdio",
+    )
     run("approve", "everything", "--level", "echo=read", "--others", "skip", "--yes")
-    run("add", "time", "--bind", str(TIME_VENV), "--", str(TIME_VENV / "bin" / "python3"), "-m", "mcp_server_time",
-        "--local-timezone", "UTC")
+    run(
+        "add",
+        "time",
+        "--bind",
+        str(TIME_VENV),
+        "--",
+        str(TIME_VENV / "bin" / "python3"),
+        "-m",
+        "mcp_server_time",
+        "--local-timezone",
+        "UTC",
+    )
     run("approve", "time", "--level", "get_current_time=read", "--others", "skip", "--yes")
 
 
@@ -69,9 +88,12 @@ async def measure(home: Path, rounds: int) -> dict:
         node, python = tools["mcp_everything_echo"], tools["mcp_time_get_current_time"]
         result = {
             "skill": percentiles(await timed(echo.handler, ctx, echo.args.model_validate({"x": 1}), rounds)),
-            "mcp_node": percentiles(await timed(node.handler, ctx, node.args.model_validate({"message": "hi"}), rounds)),
-            "mcp_python": percentiles(await timed(python.handler, ctx,
-                                                  python.args.model_validate({"timezone": "UTC"}), rounds)),
+            "mcp_node": percentiles(
+                await timed(node.handler, ctx, node.args.model_validate({"message": "hi"}), rounds)
+            ),
+            "mcp_python": percentiles(
+                await timed(python.handler, ctx, python.args.model_validate({"timezone": "UTC"}), rounds)
+            ),
         }
     finally:
         await skills.close()
@@ -90,8 +112,10 @@ def main() -> None:
         report = run_loop(measure(home, args.n))
     skill = report["skill"]["p50_ms"]
     report["ratio_p50"] = {k: round(report[k]["p50_ms"] / skill, 2) for k in ("mcp_node", "mcp_python")}
-    report["targets"] = {"mcp_warm_p50_within_x_skill": 2,
-                         "met": all(v <= 2 for v in report["ratio_p50"].values())}
+    report["targets"] = {
+        "mcp_warm_p50_within_x_skill": 2,
+        "met": all(v <= 2 for v in report["ratio_p50"].values()),
+    }
     report["machine"] = machine()
     print(json.dumps(report, indent=2))
 

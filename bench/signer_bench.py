@@ -74,14 +74,22 @@ def _timeit(fn, n: int) -> list[float]:
 def bench_evaluation(n: int = 20000) -> dict:
     policy = parse_policy(BENCH_POLICY)
     call = Call(chain_id=31337, to=FRIEND, value=10**15)
-    ctx = EvalContext(now=time.time(), spent={(31337, "native", 86400): 10**16, (31337, "native", 604800): 10**16},
-                      tx_count={3600: 3}, new_recipients={86400: 0}, seen_recipients=frozenset({FRIEND}),
-                      session_key_expires_at=time.time() + 3600, session_key_balance_cap=10**17)
+    ctx = EvalContext(
+        now=time.time(),
+        spent={(31337, "native", 86400): 10**16, (31337, "native", 604800): 10**16},
+        tx_count={3600: 3},
+        new_recipients={86400: 0},
+        seen_recipients=frozenset({FRIEND}),
+        session_key_expires_at=time.time() + 3600,
+        session_key_balance_cap=10**17,
+    )
     assert evaluate(policy, decode(call), ctx).outcome.value == "allow"
     decoded = decode(call)
     _timeit(lambda: evaluate(policy, decoded, ctx), 2000)
-    return {"evaluate": _percentiles(_timeit(lambda: evaluate(policy, decoded, ctx), n)),
-            "decode_and_evaluate": _percentiles(_timeit(lambda: evaluate(policy, decode(call), ctx), n))}
+    return {
+        "evaluate": _percentiles(_timeit(lambda: evaluate(policy, decoded, ctx), n)),
+        "decode_and_evaluate": _percentiles(_timeit(lambda: evaluate(policy, decode(call), ctx), n)),
+    }
 
 
 def bench_raw_signing(n: int = 5000) -> dict:
@@ -96,11 +104,24 @@ def bench_raw_signing(n: int = 5000) -> dict:
     tx = Eip1559Tx(31337, 7, 10**9, 2 * 10**9, 21000, FRIEND, 10**15, b"")
     ours = _percentiles(_timeit(lambda: sign_eip1559(tx, key), n))
     account = Account.from_key(key.secret)
-    body = {"chainId": 31337, "nonce": 7, "maxPriorityFeePerGas": 10**9, "maxFeePerGas": 2 * 10**9, "gas": 21000,
-            "to": account.address, "value": 10**15, "data": b"", "type": 2}
+    body = {
+        "chainId": 31337,
+        "nonce": 7,
+        "maxPriorityFeePerGas": 10**9,
+        "maxFeePerGas": 2 * 10**9,
+        "gas": 21000,
+        "to": account.address,
+        "value": 10**15,
+        "data": b"",
+        "type": 2,
+    }
     peer = _percentiles(_timeit(lambda: account.sign_transaction(body), max(500, n // 10)))
-    return {"secp256k1_sign_recoverable": raw, "owlia_sign_eip1559": ours, "eth_account_sign_transaction": peer,
-            "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1)}
+    return {
+        "secp256k1_sign_recoverable": raw,
+        "owlia_sign_eip1559": ours,
+        "eth_account_sign_transaction": peer,
+        "eth_account_over_owlia_p50": round(peer["p50_us"] / ours["p50_us"], 1),
+    }
 
 
 def bench_state_head(n: int = 5000) -> dict:
@@ -132,8 +153,10 @@ def bench_state_head(n: int = 5000) -> dict:
         conn.execute("BEGIN IMMEDIATE")
         try:
             _timeit(known, 500)
-            result = {"bind_epoch_known": _percentiles(_timeit(known, n)),
-                      "bind_epoch_read": _percentiles(_timeit(unknown, n))}
+            result = {
+                "bind_epoch_known": _percentiles(_timeit(known, n)),
+                "bind_epoch_read": _percentiles(_timeit(unknown, n)),
+            }
         finally:
             conn.execute("ROLLBACK")
             conn.close()
@@ -212,8 +235,16 @@ def minimal_signer(directory: Path, n: int = 2000) -> dict:
     signature, commits one row with `synchronous=FULL` and writes a JSON reply, driven by one client
     on the bench's loop. No policy, no ledger, no audit chain, no MACs, no token check: a latency
     below this one is out of reach for the real daemon here, however lean its Python."""
-    server = subprocess.Popen([sys.executable, "-c", _MINIMAL_SIGNER, str(directory / "minimal.sock"),
-                               str(directory / "minimal.db")], stdout=subprocess.PIPE)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _MINIMAL_SIGNER,
+            str(directory / "minimal.sock"),
+            str(directory / "minimal.db"),
+        ],
+        stdout=subprocess.PIPE,
+    )
     body = {"chain_id": 31337, "to": FRIEND, "value": "1000"}
 
     async def drive() -> tuple[list[float], float]:
@@ -276,12 +307,17 @@ def machine_yardsticks(directory: Path, n: int = 300) -> dict:
         db.close()
     wake = epoll_round_trip()
     least = minimal_signer(directory, n=max(n, 10) * 5)
-    return {"python_sum_range_1e6_ms": round(loop_ms, 1), "fdatasync_4k_p50_us": fsync["p50_us"],
-            "sqlite_wal_full_commit_p50_us": wal["p50_us"], "epoll_round_trip_p50_us": wake["p50_us"],
-            # no request can be faster than its commit and its two wake-ups
-            "floor_commit_plus_round_trip_us": round(wal["p50_us"] + wake["p50_us"], 1),
-            # nor than a signer that does nothing else but parse, sign, commit and reply
-            "minimal_signer_p50_us": least["p50_us"], "minimal_signer_per_second": least["per_second"]}
+    return {
+        "python_sum_range_1e6_ms": round(loop_ms, 1),
+        "fdatasync_4k_p50_us": fsync["p50_us"],
+        "sqlite_wal_full_commit_p50_us": wal["p50_us"],
+        "epoll_round_trip_p50_us": wake["p50_us"],
+        # no request can be faster than its commit and its two wake-ups
+        "floor_commit_plus_round_trip_us": round(wal["p50_us"] + wake["p50_us"], 1),
+        # nor than a signer that does nothing else but parse, sign, commit and reply
+        "minimal_signer_p50_us": least["p50_us"],
+        "minimal_signer_per_second": least["per_second"],
+    }
 
 
 def _cpu_seconds(pid: int) -> tuple[float, float]:
@@ -316,8 +352,10 @@ async def _requests(socket: Path, token: str, clients: int, total: int, daemon_p
     async def worker(client: SignerClient) -> None:
         for i in counter:
             t0 = time.perf_counter()
-            result = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
-                                       idempotency_key=f"bench-{os.getpid()}-{run}-{i:07d}")
+            result = await client.sign(
+                {"chain_id": 31337, "to": FRIEND, "value": "1000"},
+                idempotency_key=f"bench-{os.getpid()}-{run}-{i:07d}",
+            )
             latencies.append(time.perf_counter() - t0)
             statuses[result.status] = statuses.get(result.status, 0) + 1
 
@@ -326,18 +364,27 @@ async def _requests(socket: Path, token: str, clients: int, total: int, daemon_p
     elapsed, cpu1, mine1 = time.perf_counter() - t0, _cpu_seconds(daemon_pid), _cpu_seconds(os.getpid())
     for c in conns:
         await c.close()
-    return {"clients": clients, "requests": total, "statuses": statuses, **_percentiles(latencies),
-            "signs_per_second": round(total / elapsed),
-            "signer_cpu_us_per_request": _per_request(cpu0, cpu1, total),
-            "client_cpu_us_per_request": _per_request(mine0, mine1, total)}
+    return {
+        "clients": clients,
+        "requests": total,
+        "statuses": statuses,
+        **_percentiles(latencies),
+        "signs_per_second": round(total / elapsed),
+        "signer_cpu_us_per_request": _per_request(cpu0, cpu1, total),
+        "client_cpu_us_per_request": _per_request(mine0, mine1, total),
+    }
 
 
 def _per_request(before: tuple[float, float], after: tuple[float, float], n: int) -> dict[str, int]:
-    return {"user": round((after[0] - before[0]) / n * 1e6), "system": round((after[1] - before[1]) / n * 1e6)}
+    return {
+        "user": round((after[0] - before[0]) / n * 1e6),
+        "system": round((after[1] - before[1]) / n * 1e6),
+    }
 
 
-def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None = None,
-                        client_counts: tuple[int, ...] = (1, 16)) -> dict:
+def bench_full_requests(
+    total: int = 3000, runs: int = 1, profile: Path | None = None, client_counts: tuple[int, ...] = (1, 16)
+) -> dict:
     from signer.admin import issue_client
     from signer.wire.client import SignerClient
     from signer.wire.exchange import new_idempotency_key
@@ -357,10 +404,14 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
     try:
         home = work / "home"
         home.mkdir(mode=0o700)
-        (home / "config.yaml").write_text(yaml.safe_dump({
-            "chains": [{"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}],
-            "signer": {"socket": str(work / "s.sock"), "broadcast": False},
-        }))
+        (home / "config.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "chains": [{"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}],
+                    "signer": {"socket": str(work / "s.sock"), "broadcast": False},
+                }
+            )
+        )
         policy_file = work / "policy.yaml"
         policy_file.write_text(yaml.safe_dump(raw))
         paths = SignerPaths.from_config(home, load_signer_config(home))
@@ -370,10 +421,17 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
         passfile.chmod(0o600)
         token = issue_client(paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
         # `owlia signer serve` execs `python -m signer.serve`, which would leave cProfile behind: profile that.
-        command = (["-m", "cProfile", "-o", str(profile), "-m", "signer.serve", "--home", str(home)] if profile
-                   else ["-m", "bot.cli", "--home", str(home), "signer", "serve"])
-        proc = subprocess.Popen([sys.executable, *command, "--passphrase-file", str(passfile)], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        command = (
+            ["-m", "cProfile", "-o", str(profile), "-m", "signer.serve", "--home", str(home)]
+            if profile
+            else ["-m", "bot.cli", "--home", str(home), "signer", "serve"]
+        )
+        proc = subprocess.Popen(
+            [sys.executable, *command, "--passphrase-file", str(passfile)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while not paths.socket.exists():
             if time.monotonic() > deadline or proc.poll() is not None:
@@ -384,8 +442,12 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
 
         async def run() -> list[dict]:
             async with SignerClient(paths.socket, paths.admin_token.read_text().strip()) as admin:
-                await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
-            await _requests(paths.socket, token, 1, 200, proc.pid)  # warm-up: RPC caches, nonce, WAL file size
+                await admin.call(
+                    "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                )
+            await _requests(
+                paths.socket, token, 1, 200, proc.pid
+            )  # warm-up: RPC caches, nonce, WAL file size
             results = []
             for clients in client_counts:
                 for _ in range(runs):
@@ -406,8 +468,13 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
         yardsticks = machine_yardsticks(work)
         results = run_loop(run())
         status_rtt = run_loop(round_trips())
-        return {"signer_idle_rss_mb": round(idle_rss / 1024, 1), "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
-                "machine_yardsticks": yardsticks, "full_request": results, "status_round_trip": status_rtt}
+        return {
+            "signer_idle_rss_mb": round(idle_rss / 1024, 1),
+            "signer_rss_after_mb": round(_rss_kb(proc.pid) / 1024, 1),
+            "machine_yardsticks": yardsticks,
+            "full_request": results,
+            "status_round_trip": status_rtt,
+        }
     finally:
         if proc is not None:
             proc.terminate()
@@ -421,14 +488,21 @@ def bench_full_requests(total: int = 3000, runs: int = 1, profile: Path | None =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=3000, help="requests per full-request run")
-    parser.add_argument("--runs", type=int, default=1, help="runs per client count (the machine may be shared)")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="runs per client count (the machine may be shared)"
+    )
     parser.add_argument("--full-only", action="store_true", help="skip the in-process micro-benchmarks")
     parser.add_argument("--profile", type=Path, help="run the daemon under cProfile, stats to this file")
     parser.add_argument("--clients", default="1,16", help="comma-separated concurrent client counts")
     args = parser.parse_args()
     report: dict = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "event_loop": loop_name(), "signer_event_loop": loop_name(prefer=DAEMON_LOOP)},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "event_loop": loop_name(),
+            "signer_event_loop": loop_name(prefer=DAEMON_LOOP),
+        },
         "date": time.strftime("%Y-%m-%d"),
     }
     if not args.full_only:
@@ -436,7 +510,9 @@ def main() -> None:
         report["signing"] = bench_raw_signing()
         report["state_head"] = bench_state_head()
     clients = tuple(int(c) for c in args.clients.split(","))
-    report.update(bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve(), clients))
+    report.update(
+        bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve(), clients)
+    )
     print(json.dumps(report, indent=2))
 
 

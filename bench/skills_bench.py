@@ -77,15 +77,22 @@ def bench_context(home: Path) -> ToolContext:
 def percentiles(samples: list[float]) -> dict[str, float]:
     """The latency block of the skills, MCP and agent benches' reports (milliseconds in, ms out)."""
     ordered = sorted(samples)
-    return {"n": len(ordered), "p50_ms": round(statistics.median(ordered), 3),
-            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
-            "mean_ms": round(statistics.fmean(ordered), 3)}
+    return {
+        "n": len(ordered),
+        "p50_ms": round(statistics.median(ordered), 3),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
+        "mean_ms": round(statistics.fmean(ordered), 3),
+    }
 
 
 def machine() -> dict[str, object]:
     """The machine block of this bench's report and the MCP bench's (the same figures side by side)."""
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "kernel": platform.release(),
-            "event_loop": loop_name()}  # the bot's (policies.kernel.aio), as `owlia start` runs them
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "event_loop": loop_name(),
+    }  # the bot's (policies.kernel.aio), as `owlia start` runs them
 
 
 async def measure(home: Path, rounds: int) -> dict:
@@ -114,8 +121,12 @@ async def measure(home: Path, rounds: int) -> dict:
             callback.append((time.perf_counter() - started) * 1000)
     finally:
         await loaded.close()
-    return {"backend": host.backend.name, "cold": percentiles(cold), "warm": percentiles(warm),
-            "warm_callback": percentiles(callback)}
+    return {
+        "backend": host.backend.name,
+        "cold": percentiles(cold),
+        "warm": percentiles(warm),
+        "warm_callback": percentiles(callback),
+    }
 
 
 def main() -> None:
@@ -126,8 +137,11 @@ def main() -> None:
         home = Path(tmp) / "home"
         install_bench_skill(home)
         report = run_loop(measure(home, args.n))
-    report["targets"] = {"cold_p50_ms": 150, "warm_p50_ms": 5,
-                         "met": report["cold"]["p50_ms"] <= 150 and report["warm"]["p50_ms"] <= 5}
+    report["targets"] = {
+        "cold_p50_ms": 150,
+        "warm_p50_ms": 5,
+        "met": report["cold"]["p50_ms"] <= 150 and report["warm"]["p50_ms"] <= 5,
+    }
     report["machine"] = machine()
     print(json.dumps(report, indent=2))
 

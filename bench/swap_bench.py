@@ -49,8 +49,18 @@ def swap_data(market: dict, token_out: str, recipient: str, amount: int, min_out
 
     def addr(a: str) -> bytes:
         return bytes(12) + bytes.fromhex(a[2:])
-    return (bytes.fromhex("414bf389") + addr(market["weth"]) + addr(token_out) + word(3000) + addr(recipient)
-            + word(int(time.time()) + 300) + word(amount) + word(min_out) + word(0))
+
+    return (
+        bytes.fromhex("414bf389")
+        + addr(market["weth"])
+        + addr(token_out)
+        + word(3000)
+        + addr(recipient)
+        + word(int(time.time()) + 300)
+        + word(amount)
+        + word(min_out)
+        + word(0)
+    )
 
 
 def policy_for(market: dict) -> dict:
@@ -58,29 +68,61 @@ def policy_for(market: dict) -> dict:
     tusd = market["tokens"][0]["address"]
     for asset in raw["assets"]:
         asset.update(per_tx="1", windows={"24h": "1000000"}, price_usd="3000")
-    raw["assets"].append({"chain": 31337, "asset": tusd, "symbol": "TUSD", "decimals": 18, "per_tx": "1000000",
-                          "price_usd": "1"})
-    raw["swaps"] = {"routers": [{"chain": 31337, "address": market["router"], "quoter": market["quoter"],
-                                 "weth": market["weth"], "name": "uniswap-v3"}],
-                    "tokens_in": [{"chain": 31337, "asset": "native"}],
-                    "tokens_out": [{"chain": 31337, "asset": tusd}],
-                    "max_slippage_bps": 100, "max_price_impact_bps": 300, "max_deadline_seconds": 600}
+    raw["assets"].append(
+        {
+            "chain": 31337,
+            "asset": tusd,
+            "symbol": "TUSD",
+            "decimals": 18,
+            "per_tx": "1000000",
+            "price_usd": "1",
+        }
+    )
+    raw["swaps"] = {
+        "routers": [
+            {
+                "chain": 31337,
+                "address": market["router"],
+                "quoter": market["quoter"],
+                "weth": market["weth"],
+                "name": "uniswap-v3",
+            }
+        ],
+        "tokens_in": [{"chain": 31337, "asset": "native"}],
+        "tokens_out": [{"chain": 31337, "asset": tusd}],
+        "max_slippage_bps": 100,
+        "max_price_impact_bps": 300,
+        "max_deadline_seconds": 600,
+    }
     raw["rate_limits"] = {"tx_per_hour": 10**9, "new_recipients_per_day": 10**6}
     raw["recipients"]["unknown"] = "allow"
     return {k: v for k, v in raw.items() if v is not None}
 
 
 def quote(url: str, market: dict, token_out: str, amount: int) -> int:
-    data = (bytes.fromhex("c6a5026a") + bytes(12) + bytes.fromhex(market["weth"][2:]) + bytes(12)
-            + bytes.fromhex(token_out[2:]) + amount.to_bytes(32, "big") + (3000).to_bytes(32, "big") + bytes(32))
-    return int(rpc(url, "eth_call", [{"to": market["quoter"], "data": "0x" + data.hex()}, "latest"])[2:66], 16)
+    data = (
+        bytes.fromhex("c6a5026a")
+        + bytes(12)
+        + bytes.fromhex(market["weth"][2:])
+        + bytes(12)
+        + bytes.fromhex(token_out[2:])
+        + amount.to_bytes(32, "big")
+        + (3000).to_bytes(32, "big")
+        + bytes(32)
+    )
+    return int(
+        rpc(url, "eth_call", [{"to": market["quoter"], "data": "0x" + data.hex()}, "latest"])[2:66], 16
+    )
 
 
 def stats(samples: list[float]) -> dict:
     ordered = sorted(samples)
-    return {"n": len(ordered), "p50_ms": round(ordered[len(ordered) // 2] * 1e3, 2),
-            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3, 2),
-            "mean_ms": round(statistics.fmean(ordered) * 1e3, 2)}
+    return {
+        "n": len(ordered),
+        "p50_ms": round(ordered[len(ordered) // 2] * 1e3, 2),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3, 2),
+        "mean_ms": round(statistics.fmean(ordered) * 1e3, 2),
+    }
 
 
 def bench_evaluation(policy_raw: dict, market: dict, n: int) -> dict:
@@ -94,9 +136,15 @@ def bench_evaluation(policy_raw: dict, market: dict, n: int) -> dict:
     plain = EvalContext(now=now, session_key_expires_at=now + 3600)
     decoded = decode(swap)
     quotes = {quote_key(31337, market["quoter"], s): 2_990 * SWAP_IN for s in decoded.swaps()}
-    rich = EvalContext(now=now, session_key_expires_at=now + 3600, payer=payer, swap_quotes=quotes,
-                       simulation=Simulated((AssetChange(payer, NATIVE, -SWAP_IN),),
-                                            outflows=(AssetChange(payer, NATIVE, -SWAP_IN),)))
+    rich = EvalContext(
+        now=now,
+        session_key_expires_at=now + 3600,
+        payer=payer,
+        swap_quotes=quotes,
+        simulation=Simulated(
+            (AssetChange(payer, NATIVE, -SWAP_IN),), outflows=(AssetChange(payer, NATIVE, -SWAP_IN),)
+        ),
+    )
     out = {}
     for name, call, ctx in (("transfer", transfer, plain), ("swap", swap, rich)):
         assert evaluate(policy, decode(call), ctx).outcome.value == "allow", name
@@ -109,7 +157,9 @@ def bench_evaluation(policy_raw: dict, market: dict, n: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=40, help="requests of each kind (swaps and transfers)")
+    parser.add_argument(
+        "--requests", type=int, default=40, help="requests of each kind (swaps and transfers)"
+    )
     parser.add_argument("--evaluations", type=int, default=5000)
     args = parser.parse_args()
 
@@ -129,9 +179,14 @@ def main() -> None:
         raw_policy = policy_for(market)
         home = work / "home"
         home.mkdir(mode=0o700)
-        (home / "config.yaml").write_text(yaml.safe_dump({
-            "chains": [{"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}],
-            "signer": {"socket": str(work / "s.sock"), "session_key_balance_cap": 10**18}}))
+        (home / "config.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "chains": [{"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}],
+                    "signer": {"socket": str(work / "s.sock"), "session_key_balance_cap": 10**18},
+                }
+            )
+        )
         policy_file = work / "policy.yaml"
         policy_file.write_text(yaml.safe_dump(raw_policy))
         paths = SignerPaths.from_config(home, load_signer_config(home))
@@ -140,9 +195,22 @@ def main() -> None:
         passfile.write_bytes(PASSPHRASE)
         passfile.chmod(0o600)
         token = issue_client(paths, "bench", Scope.SIGN, passphrase=bytearray(PASSPHRASE))[1]
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "serve",
-                                 "--passphrase-file", str(passfile)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "--home",
+                str(home),
+                "signer",
+                "serve",
+                "--passphrase-file",
+                str(passfile),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while not paths.socket.exists():
             if time.monotonic() > deadline or proc.poll() is not None:
@@ -151,26 +219,34 @@ def main() -> None:
 
         async def run() -> dict:
             async with SignerClient(paths.socket, paths.admin_token.read_text().strip()) as admin:
-                created = await admin.call_json("session_key.create", {"idempotency_key": new_idempotency_key(),
-                                                                  "chain_id": 31337})
+                created = await admin.call_json(
+                    "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                )
                 key = created["session_key"]
-                await admin.call("session_key.topup", {"idempotency_key": new_idempotency_key(),
-                                                       "key_id": key["key_id"]})
+                await admin.call(
+                    "session_key.topup", {"idempotency_key": new_idempotency_key(), "key_id": key["key_id"]}
+                )
             payer = key["address"].lower()
             times: dict[str, list[float]] = {"transfer": [], "swap": []}
             hashes: dict[str, list[str]] = {"transfer": [], "swap": []}
             async with SignerClient(paths.socket, token) as client:
                 for i in range(args.requests + 2):  # the first two of each warm the caches
                     q = quote(chain.url, market, tusd, SWAP_IN)
-                    swap = {"chain_id": 31337, "to": market["router"], "value": str(SWAP_IN),
-                            "data": "0x" + swap_data(market, tusd, payer, SWAP_IN, q - q // 200).hex()}
+                    swap = {
+                        "chain_id": 31337,
+                        "to": market["router"],
+                        "value": str(SWAP_IN),
+                        "data": "0x" + swap_data(market, tusd, payer, SWAP_IN, q - q // 200).hex(),
+                    }
                     transfer = {"chain_id": 31337, "to": FRIEND, "value": str(TRANSFER)}
                     for kind, intent in (("transfer", transfer), ("swap", swap)):
                         t0 = time.perf_counter()
                         reply = await client.sign(intent, idempotency_key=new_idempotency_key("b"))
                         elapsed = time.perf_counter() - t0
                         if reply.status.value != "signed":
-                            raise RuntimeError(f"{kind} was {reply.status.value}: {reply.rule_id} {reply.reason}")
+                            raise RuntimeError(
+                                f"{kind} was {reply.status.value}: {reply.rule_id} {reply.reason}"
+                            )
                         if i >= 2:
                             times[kind].append(elapsed)
                             hashes[kind].append(str(reply.tx_hash))

@@ -71,8 +71,9 @@ class Signer:
         entry = {"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}
         if delegation is not None:
             entry["delegation"] = delegation
-        (self.home / "config.yaml").write_text(yaml.safe_dump({"chains": [entry],
-                                                               "signer": {"socket": str(work / "s.sock")}}))
+        (self.home / "config.yaml").write_text(
+            yaml.safe_dump({"chains": [entry], "signer": {"socket": str(work / "s.sock")}})
+        )
         policy = work / "policy.yaml"
         policy.write_text(_policy_text())
         self.paths = SignerPaths.from_config(self.home, load_signer_config(self.home))
@@ -80,9 +81,22 @@ class Signer:
         passfile = work / "pass"
         passfile.write_bytes(PASSPHRASE)
         passfile.chmod(0o600)
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(self.home), "signer", "serve",
-                                      "--passphrase-file", str(passfile)], cwd=ROOT,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "--home",
+                str(self.home),
+                "signer",
+                "serve",
+                "--passphrase-file",
+                str(passfile),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while not self.paths.socket.exists():
             if time.monotonic() > deadline or self.proc.poll() is not None:
@@ -113,8 +127,13 @@ async def _transfers(signer: Signer, url: str, n: int) -> dict:
     async with SignerClient(signer.paths.socket, token) as client:
         for i in range(n + 3):
             start = time.perf_counter()
-            result = await client.call("sign.request", {"idempotency_key": new_idempotency_key(), "intent": {
-                "chain_id": 31337, "to": FRIEND, "value": str(VALUE)}})
+            result = await client.call(
+                "sign.request",
+                {
+                    "idempotency_key": new_idempotency_key(),
+                    "intent": {"chain_id": 31337, "to": FRIEND, "value": str(VALUE)},
+                },
+            )
             elapsed = time.perf_counter() - start
             if result.status != "signed":
                 raise RuntimeError(f"not signed: {result.rule_id} {result.reason}")
@@ -125,11 +144,15 @@ async def _transfers(signer: Signer, url: str, n: int) -> dict:
                 latencies.append(elapsed)
                 gas.append(int(receipt["gasUsed"], 16))
     ordered = sorted(latencies)
-    return {"requests": n, "gas_used_first": first, "gas_used_mean": round(statistics.fmean(gas)),
-            "gas_used_max": max(gas),
-            "signer_ms_p50": round(ordered[len(ordered) // 2] * 1e3, 2),
-            "signer_ms_p90": round(ordered[int(len(ordered) * 0.9)] * 1e3, 2),
-            "signer_ms_mean": round(statistics.fmean(ordered) * 1e3, 2)}
+    return {
+        "requests": n,
+        "gas_used_first": first,
+        "gas_used_mean": round(statistics.fmean(gas)),
+        "gas_used_max": max(gas),
+        "signer_ms_p50": round(ordered[len(ordered) // 2] * 1e3, 2),
+        "signer_ms_p90": round(ordered[int(len(ordered) * 0.9)] * 1e3, 2),
+        "signer_ms_mean": round(statistics.fmean(ordered) * 1e3, 2),
+    }
 
 
 def main() -> None:
@@ -155,20 +178,39 @@ def main() -> None:
         main_key = coincurve.PrivateKey(secrets.token_bytes(32))
         main = address_of(main_key)
         funder = rpc(chain.url, "eth_accounts")[0]
-        _wait(chain.url, rpc(chain.url, "eth_sendTransaction", [{"from": funder, "to": main, "value": hex(10**20)}]))
+        _wait(
+            chain.url,
+            rpc(chain.url, "eth_sendTransaction", [{"from": funder, "to": main, "value": hex(10**20)}]),
+        )
         nonce = int(rpc(chain.url, "eth_getTransactionCount", [main, "pending"]), 16)
-        raw = companion.authorize(main_key, chain_id=31337, nonce=nonce, max_fee=20 * 10**9,
-                                  max_priority_fee=10**9, implementation=contracts["stateless_delegator"])
+        raw = companion.authorize(
+            main_key,
+            chain_id=31337,
+            nonce=nonce,
+            max_fee=20 * 10**9,
+            max_priority_fee=10**9,
+            implementation=contracts["stateless_delegator"],
+        )
         _wait(chain.url, rpc(chain.url, "eth_sendRawTransaction", ["0x" + raw.hex()]))
         from signer.wire.grants import derive_lanes
 
         policy = parse_policy(_policy_text())
         now = int(rpc(chain.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
-        lanes = derive_lanes(policy, 31337, expires_at=min(now + 86400, int(key3["expires_at"])), nonce=0, start=now)
-        delegations = companion.sign_grant(main_key, lanes, session_address=key3["address"], chain_id=31337,
-                                           manager=contracts["manager"], enforcers=contracts["enforcers"], salt=1)
-        asyncio.run(tier3.admin("tier3.grant", {"chain_id": 31337,
-                                                "delegations": [d.to_json() for d in delegations]}))
+        lanes = derive_lanes(
+            policy, 31337, expires_at=min(now + 86400, int(key3["expires_at"])), nonce=0, start=now
+        )
+        delegations = companion.sign_grant(
+            main_key,
+            lanes,
+            session_address=key3["address"],
+            chain_id=31337,
+            manager=contracts["manager"],
+            enforcers=contracts["enforcers"],
+            salt=1,
+        )
+        asyncio.run(
+            tier3.admin("tier3.grant", {"chain_id": 31337, "delegations": [d.to_json() for d in delegations]})
+        )
         result = {
             "tier2_transfer": asyncio.run(_transfers(tier2, chain.url, args.requests)),
             "tier3_transfer": asyncio.run(_transfers(tier3, chain.url, args.requests)),
@@ -176,8 +218,15 @@ def main() -> None:
             "tier3_native_lane_caveats": len(delegations[0].caveats),
         }
         nonce = int(rpc(chain.url, "eth_getTransactionCount", [main, "pending"]), 16)
-        raw = companion.revoke_all(main_key, chain_id=31337, nonce=nonce, max_fee=20 * 10**9, max_priority_fee=10**9,
-                                   manager=contracts["manager"], nonce_enforcer=contracts["enforcers"]["NonceEnforcer"])
+        raw = companion.revoke_all(
+            main_key,
+            chain_id=31337,
+            nonce=nonce,
+            max_fee=20 * 10**9,
+            max_priority_fee=10**9,
+            manager=contracts["manager"],
+            nonce_enforcer=contracts["enforcers"]["NonceEnforcer"],
+        )
         receipt = _wait(chain.url, rpc(chain.url, "eth_sendRawTransaction", ["0x" + raw.hex()]))
         result["revoke_all_gas"] = int(receipt["gasUsed"], 16)
         print(json.dumps(result, indent=2))

@@ -74,9 +74,16 @@ def main(n: int = 60, warmup: int = 10) -> None:
                 deny(page, rid)
             phone.close()
             browser.close()
-        report = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-                  "date": time.strftime("%Y-%m-%d"), "escalation_to_card_visible": _ms(samples),
-                  "target_p50_ms": 100}
+        report = {
+            "machine": {
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+            },
+            "date": time.strftime("%Y-%m-%d"),
+            "escalation_to_card_visible": _ms(samples),
+            "target_p50_ms": 100,
+        }
     finally:
         stack.close()
     print(json.dumps(report, indent=2))

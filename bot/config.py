@@ -12,8 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from signer.wire.settings import (CONFIG_NAME, ChainSettings, ConfigError, SignerConfig, describe_validation_error,
-                             read_config_mapping)
+from signer.wire.settings import (
+    CONFIG_NAME,
+    ChainSettings,
+    ConfigError,
+    SignerConfig,
+    describe_validation_error,
+    read_config_mapping,
+)
 
 
 class _Section(BaseModel):
@@ -23,7 +29,9 @@ class _Section(BaseModel):
 class LLMProfileSettings(_Section):
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")
     model: str = Field(min_length=1, description="`provider/model` or an alias such as `sonnet`")
-    credential: str | None = Field(default=None, description="auth.json entry to use; default: the provider name")
+    credential: str | None = Field(
+        default=None, description="auth.json entry to use; default: the provider name"
+    )
     base_url: str | None = None
     timeout: float = Field(default=120.0, gt=0, le=600)
 
@@ -102,7 +110,9 @@ class TelegramSettings(_Section):
     webhook_url: str | None = None  # public URL Telegram posts to (webhook mode)
     webhook_host: str = "127.0.0.1"
     webhook_port: int = Field(default=8443, ge=0, le=65535)
-    allow_from: tuple[str, ...] = ()  # user ids admitted without pairing; empty admits nobody but paired users
+    allow_from: tuple[
+        str, ...
+    ] = ()  # user ids admitted without pairing; empty admits nobody but paired users
     groups: GroupSettings = Field(default_factory=GroupSettings)
     stream_edit_interval: float = Field(default=1.0, ge=0.2, le=30)
 
@@ -176,11 +186,15 @@ class McpSettings(_Section):
     enabled: bool = True
     call_timeout: float = Field(default=30.0, gt=0, le=600)
     memory_mb: int = Field(default=4096, ge=64, le=16384)  # address space: Node reserves ~2 GiB at start
-    memory_ceiling_mb: int = Field(default=1024, ge=32, le=65536)  # the whole server's memory (a cgroup, else polled)
+    memory_ceiling_mb: int = Field(
+        default=1024, ge=32, le=65536
+    )  # the whole server's memory (a cgroup, else polled)
     cpu_seconds: int = Field(default=300, ge=1, le=86400)  # over the server's whole life (RLIMIT_CPU)
     max_processes: int = Field(default=64, ge=1, le=4096)
     max_result_bytes: int = Field(default=1_000_000, ge=1024, le=50_000_000)
-    max_resource_chars: int = Field(default=100_000, ge=1024, le=10_000_000)  # of one resource the model reads
+    max_resource_chars: int = Field(
+        default=100_000, ge=1024, le=10_000_000
+    )  # of one resource the model reads
     idle_timeout: float = Field(default=300.0, gt=0, le=86400)
     idle_cpu_seconds: float = Field(default=1.0, gt=0, le=60)  # CPU a server may use per 10 s between calls
     allowed_urls: tuple[str, ...] = ()  # streamable-HTTP servers: exact URLs the user allows

@@ -82,15 +82,28 @@ class DevChain:
 
     def start(self, timeout: float = 15.0) -> DevChain:
         if _listening(self.port):  # never mistake someone else's chain on this port for ours
-            raise DevChainError(f"port {self.port} on 127.0.0.1 is already in use (`ss -ltnp` shows by what): stop "
-                                "that process, or pick another port (`owlia up --port N` or `owlia chain dev --port "
-                                "N`: either records it in config.yaml)")
-        cmd = [str(anvil_binary()), "--host", "127.0.0.1", "--port", str(self.port),
-               "--chain-id", str(self.chain_id), "--hardfork", "prague", "--silent"]  # prague: EIP-7702 (Tier 3)
+            raise DevChainError(
+                f"port {self.port} on 127.0.0.1 is already in use (`ss -ltnp` shows by what): stop "
+                "that process, or pick another port (`owlia up --port N` or `owlia chain dev --port "
+                "N`: either records it in config.yaml)"
+            )
+        cmd = [
+            str(anvil_binary()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--chain-id",
+            str(self.chain_id),
+            "--hardfork",
+            "prague",
+            "--silent",
+        ]  # prague: EIP-7702 (Tier 3)
         if self.block_time:
             cmd += ["--block-time", str(self.block_time)]
-        self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
         # anvil runs in its own session: if it never answers, or Ctrl-C comes meanwhile, nothing else
         # would stop it, and it would hold the port.
         try:
@@ -105,17 +118,24 @@ class DevChain:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 err = process.stderr.read().decode(errors="replace") if process.stderr else ""
-                raise DevChainError(f"anvil on port {self.port} exited with {process.returncode}: "
-                                    f"{err.strip()[:500]}")
+                raise DevChainError(
+                    f"anvil on port {self.port} exited with {process.returncode}: {err.strip()[:500]}"
+                )
             try:
-                if int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id and process.poll() is None:
+                if (
+                    int(rpc(self.url, "eth_chainId", timeout=1), 16) == self.chain_id
+                    and process.poll() is None
+                ):
                     return
             except (OSError, DevChainError):
                 time.sleep(0.03)
         raise DevChainError(f"anvil did not answer on {self.url} within {timeout:.0f}s")
 
     def accounts(self) -> list[tuple[str, int]]:
-        return [(a, int(rpc(self.url, "eth_getBalance", [a, "latest"]), 16)) for a in rpc(self.url, "eth_accounts")]
+        return [
+            (a, int(rpc(self.url, "eth_getBalance", [a, "latest"]), 16))
+            for a in rpc(self.url, "eth_accounts")
+        ]
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -157,8 +177,10 @@ def record_dev_rpc_url(config_path: Path, chain_id: int, url: str) -> str | None
     if old == url:
         return None
     if entry.get("dev") is not True or urlsplit(old).hostname not in {h.strip("[]") for h in LOOPBACK_HOSTS}:
-        raise DevChainError(f"chain {chain_id} in {config_path} is not a dev chain on this machine ({old}): its "
-                            "rpc_url is yours to edit, never rewritten by a dev command")
+        raise DevChainError(
+            f"chain {chain_id} in {config_path} is not a dev chain on this machine ({old}): its "
+            "rpc_url is yours to edit, never rewritten by a dev command"
+        )
     if text.count(old) == 1:  # in place: the comments `owlia init` wrote stay
         text = text.replace(old, url)
     else:

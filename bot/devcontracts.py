@@ -27,7 +27,9 @@ _BYTECODE = re.compile(r'const bytecode = "0x([0-9a-fA-F]+)"')
 def creation_code(name: str, directory: Path = BYTECODE_DIR) -> bytes:
     path = directory / f"{name}.cjs"
     if not path.is_file():
-        raise DevChainError(f"{path} is missing: run `bash .ci/setup` (npm install @metamask/delegation-abis)")
+        raise DevChainError(
+            f"{path} is missing: run `bash .ci/setup` (npm install @metamask/delegation-abis)"
+        )
     match = _BYTECODE.search(path.read_text())
     if match is None:
         raise DevChainError(f"{path} holds no creation bytecode")
@@ -39,7 +41,9 @@ def _word_address(address: str) -> bytes:
 
 
 def _deploy(url: str, sender: str, code: bytes) -> str:
-    tx_hash = rpc(url, "eth_sendTransaction", [{"from": sender, "data": "0x" + code.hex(), "gas": hex(12_000_000)}])
+    tx_hash = rpc(
+        url, "eth_sendTransaction", [{"from": sender, "data": "0x" + code.hex(), "gas": hex(12_000_000)}]
+    )
     receipt = None
     for _ in range(400):
         receipt = rpc(url, "eth_getTransactionReceipt", [tx_hash])
@@ -62,8 +66,11 @@ def deploy_delegation_framework(url: str) -> dict:
     sender = rpc(url, "eth_accounts")[0].lower()
     manager = _deploy(url, sender, creation_code("DelegationManager") + _word_address(sender))
     entry_point = _deploy(url, sender, creation_code("EntryPoint"))
-    delegator = _deploy(url, sender, creation_code("EIP7702StatelessDeleGator") + _word_address(manager)
-                        + _word_address(entry_point))
+    delegator = _deploy(
+        url,
+        sender,
+        creation_code("EIP7702StatelessDeleGator") + _word_address(manager) + _word_address(entry_point),
+    )
     enforcers = {name: _deploy(url, sender, creation_code(name)) for name in ENFORCERS}
     addresses = [manager, delegator, *enforcers.values()]
     return {
@@ -117,8 +124,11 @@ CANONICAL_V1_3_0: dict[str, Any] = {
 def pin_canonical(url: str) -> dict:
     """The config section for a real chain: the canonical addresses and the code hash each has there now.
     Refuses when any of them has no code (not deployed on this chain)."""
-    addresses = [CANONICAL_V1_3_0["manager"], CANONICAL_V1_3_0["stateless_delegator"],
-                 *CANONICAL_V1_3_0["enforcers"].values()]
+    addresses = [
+        CANONICAL_V1_3_0["manager"],
+        CANONICAL_V1_3_0["stateless_delegator"],
+        *CANONICAL_V1_3_0["enforcers"].values(),
+    ]
     hashes = {}
     for address in addresses:
         code = rpc(url, "eth_getCode", [address, "latest"])

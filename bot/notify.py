@@ -71,8 +71,9 @@ class Notifier:
     def resolve(self, target: str | None = None) -> str | None:
         return target or self.default_target or self.last_dm
 
-    async def notify(self, text: str, target: str | None = None, *,
-                     public: Collection[str] = ()) -> str | None:
+    async def notify(
+        self, text: str, target: str | None = None, *, public: Collection[str] = ()
+    ) -> str | None:
         """Deliver `text`; the target used, or None if there was nowhere (or no way) to deliver it.
 
         The text is redacted like any output; `public` lists values the caller vouches for (a tx hash

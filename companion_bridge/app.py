@@ -57,8 +57,17 @@ from signer.wire.exchange import SignerError, SignerUnavailable
 from signer.wire.messages import MAX_CLOCK_SKEW
 
 log = logging.getLogger("owlia.bridge")
-CALLABLE = frozenset({"approvals.answer", "approvals.freeze", "approvals.topup", "approvals.state",
-                      "approvals.revoke_device", "tier3.offer", "tier3.grant_answer"})
+CALLABLE = frozenset(
+    {
+        "approvals.answer",
+        "approvals.freeze",
+        "approvals.topup",
+        "approvals.state",
+        "approvals.revoke_device",
+        "tier3.offer",
+        "tier3.grant_answer",
+    }
+)
 HELLO_TIMEOUT = 10.0
 BACKLOG_BATCH = 50  # requests per frame when a companion (re)connects
 BACKLOG_CACHE_SECONDS = 1.0  # a burst of reconnecting companions shares one set of frames
@@ -82,8 +91,9 @@ class TokenRequest(ChallengeRequest):
 
 def too_many(what: str, verdict: Verdict) -> HTTPException:
     seconds = retry_seconds(verdict)
-    return HTTPException(429, f"too many {what}; retry after {seconds} s",
-                         headers={"Retry-After": str(seconds)})
+    return HTTPException(
+        429, f"too many {what}; retry after {seconds} s", headers={"Retry-After": str(seconds)}
+    )
 
 
 def peer_of(conn: Request | WebSocket, guard: Guard) -> str:
@@ -122,8 +132,14 @@ class Hub:
 
 
 class Bridge:
-    def __init__(self, link: SignerLink, queue: DeliveryQueue, tokens: TokenIssuer,
-                 guard: Guard | None = None, pusher: Pusher | None = None) -> None:
+    def __init__(
+        self,
+        link: SignerLink,
+        queue: DeliveryQueue,
+        tokens: TokenIssuer,
+        guard: Guard | None = None,
+        pusher: Pusher | None = None,
+    ) -> None:
         self.link = link
         self.pusher = pusher
         self._pushes: set[asyncio.Task] = set()
@@ -146,7 +162,9 @@ class Bridge:
         for request in fresh:
             await self.hub.send_all({"type": "request", "request": request})
         if fresh and self.pusher is not None:  # in the background: a slow push service never delays delivery
-            task = asyncio.create_task(self.pusher.notify([r["request_id"] for r in fresh], self.link.device_active))
+            task = asyncio.create_task(
+                self.pusher.notify([r["request_id"] for r in fresh], self.link.device_active)
+            )
             self._pushes.add(task)
             task.add_done_callback(self._pushes.discard)
         if state != self._last_state:
@@ -167,8 +185,13 @@ class Bridge:
         now = time.monotonic()
         if self._frames is None or now - self._frames[0] > BACKLOG_CACHE_SECONDS:
             texts = self.queue.backlog_json()
-            self._frames = (now, ['{"type": "requests", "requests": [' + ", ".join(texts[i:i + BACKLOG_BATCH]) + "]}"
-                                  for i in range(0, len(texts), BACKLOG_BATCH)])
+            self._frames = (
+                now,
+                [
+                    '{"type": "requests", "requests": [' + ", ".join(texts[i : i + BACKLOG_BATCH]) + "]}"
+                    for i in range(0, len(texts), BACKLOG_BATCH)
+                ],
+            )
         return self._frames[1]
 
     # ---- pairing and device login -----------------------------------------------------------
@@ -186,8 +209,9 @@ class Bridge:
             raise HTTPException(400, "malformed pairing id")
         if guard.pairing_burnt(pairing_id):
             guard.refuse("pair_burnt", pairing_id)
-            raise HTTPException(403, "this pairing code was refused too often: show a new one with "
-                                     "`owlia companion pair`")
+            raise HTTPException(
+                403, "this pairing code was refused too often: show a new one with `owlia companion pair`"
+            )
         try:
             result = await self.link.call("companion.pair_complete", body)
         except SignerUnavailable as exc:
@@ -203,8 +227,11 @@ class Bridge:
         verdict = self.guard.check("auth", self.guard.auth_peers, peer)
         if not verdict.allowed:
             raise too_many("login attempts", verdict)
-        return {"nonce": self.challenges.issue(device_id), "aud": self.tokens.audience,
-                "expires_in": self.challenges.ttl}
+        return {
+            "nonce": self.challenges.issue(device_id),
+            "aud": self.tokens.audience,
+            "expires_in": self.challenges.ttl,
+        }
 
     def token(self, req: TokenRequest, peer: str) -> dict[str, Any]:
         """A failed login is charged to the peer; a good one to the device, which proved itself."""
@@ -232,7 +259,9 @@ class Bridge:
             raise HTTPException(401, "unknown or revoked device")
         try:
             VerifyKey(bytes.fromhex(device.public_key)).verify(
-                auth_message(req.device_id, self.tokens.audience, req.nonce, req.ts), bytes.fromhex(req.signature))
+                auth_message(req.device_id, self.tokens.audience, req.nonce, req.ts),
+                bytes.fromhex(req.signature),
+            )
         except (BadSignatureError, ValueError):
             raise HTTPException(401, "bad device signature") from None
         self.challenges.use(req.nonce)
@@ -245,8 +274,9 @@ class Bridge:
         claims = self.tokens.verify(token)
         if claims is None or not self.link.device_active(claims.device_id):
             self.guard.login_failed(peer)
-            raise HTTPException(401, "invalid, expired or revoked token: log in again",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401, "invalid, expired or revoked token: log in again", headers={"WWW-Authenticate": "Bearer"}
+            )
         return claims.device_id
 
     async def devices(self, token: str, peer: str) -> DeviceList:
@@ -262,8 +292,9 @@ class Bridge:
         listed = device_list(reply, device_id)
         if not any(d.this_device and d.revoked_at is None for d in listed.devices):
             self.guard.login_failed(peer)
-            raise HTTPException(401, "invalid, expired or revoked token: log in again",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401, "invalid, expired or revoked token: log in again", headers={"WWW-Authenticate": "Bearer"}
+            )
         return listed
 
     # ---- a companion session ----------------------------------------------------------------
@@ -297,10 +328,20 @@ class Bridge:
         self.hub.add(device_id, ws)
         # Short-lived means short-lived: the connection ends with its token (the companion logs in again).
         expiry = asyncio.get_running_loop().call_later(
-            max(0.0, claims.exp - time.time()), lambda: asyncio.ensure_future(ws.close(CLOSE_UNAUTHORIZED, "token expired")))
+            max(0.0, claims.exp - time.time()),
+            lambda: asyncio.ensure_future(ws.close(CLOSE_UNAUTHORIZED, "token expired")),
+        )
         try:
-            await ws.send_text(json.dumps({"type": "welcome", "device_id": device_id, "state": self.link.state,
-                                           "devices_rev": self.link.devices_rev}))
+            await ws.send_text(
+                json.dumps(
+                    {
+                        "type": "welcome",
+                        "device_id": device_id,
+                        "state": self.link.state,
+                        "devices_rev": self.link.devices_rev,
+                    }
+                )
+            )
             for frame in self.backlog_frames():
                 await ws.send_text(frame)
             while True:
@@ -334,15 +375,26 @@ class Bridge:
         reply: dict[str, Any] = {"type": "reply", "id": message.get("id")}
         method, params = message.get("method"), message.get("params")
         if method not in CALLABLE or not isinstance(params if params is not None else {}, dict):
-            return {**reply, "ok": False, "error": {"code": -32601, "message": "not callable through the bridge"}}
+            return {
+                **reply,
+                "ok": False,
+                "error": {"code": -32601, "message": "not callable through the bridge"},
+            }
         if params is not None and params.get("device_id", device_id) != device_id:
-            return {**reply, "ok": False, "error": {"code": -32002, "message": "a device answers only for itself"}}
+            return {
+                **reply,
+                "ok": False,
+                "error": {"code": -32002, "message": "a device answers only for itself"},
+            }
         if method == "approvals.answer":
             verdict = self.guard.check("answer", self.guard.answers, device_id)
             if not verdict.allowed:  # nothing consumed: the same answer works after the wait
                 seconds = retry_seconds(verdict)
-                error = {"code": RATE_LIMITED, "message": f"too many answers; retry after {seconds} s",
-                         "retry_after": seconds}
+                error = {
+                    "code": RATE_LIMITED,
+                    "message": f"too many answers; retry after {seconds} s",
+                    "retry_after": seconds,
+                }
                 return {**reply, "ok": False, "error": error}
         try:
             result = await self.link.call(method, params)
@@ -370,13 +422,18 @@ def create_app(bridge: Bridge) -> FastAPI:
                 await pump
             await bridge.link.close()
 
-    app = FastAPI(title="OwliaBot companion bridge", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(
+        title="OwliaBot companion bridge", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
 
     @app.get("/v1/health")
     async def health() -> dict[str, Any]:
-        return {"ok": True, "connections": bridge.hub.count(), "queued": bridge.queue.count(),
-                "refused": dict(bridge.guard.refused)}
+        return {
+            "ok": True,
+            "connections": bridge.hub.count(),
+            "queued": bridge.queue.count(),
+            "refused": dict(bridge.guard.refused),
+        }
 
     @app.post("/v1/pair")
     async def pair(body: dict[str, Any], request: Request) -> dict[str, Any]:
@@ -416,7 +473,9 @@ def create_app(bridge: Bridge) -> FastAPI:
     async def devices(request: Request, response: Response) -> DeviceList:
         """The paired devices, for a device holding a connection token (Authorization: Bearer)."""
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        listed = await bridge.devices(token.strip() if scheme.lower() == "bearer" else "", peer_of(request, bridge.guard))
+        listed = await bridge.devices(
+            token.strip() if scheme.lower() == "bearer" else "", peer_of(request, bridge.guard)
+        )
         response.headers["Cache-Control"] = "no-store"
         return listed
 

@@ -34,7 +34,7 @@ class Challenges:
 
     def usable(self, device_id: str, nonce: str) -> bool:
         """Issued here, for this device, not expired, and not used by a login yet."""
-        body, mac = nonce[:_RANDOM + _ISSUED], nonce[_RANDOM + _ISSUED:]
+        body, mac = nonce[: _RANDOM + _ISSUED], nonce[_RANDOM + _ISSUED :]
         if len(mac) != _MAC or not hmac.compare_digest(mac, self._mac(device_id, body)):
             return False
         age = self.clock() - self._issued(nonce)
@@ -52,4 +52,4 @@ class Challenges:
 
     @staticmethod
     def _issued(nonce: str) -> float:
-        return int(nonce[_RANDOM:_RANDOM + _ISSUED], 16) / 1000
+        return int(nonce[_RANDOM : _RANDOM + _ISSUED], 16) / 1000

@@ -11,7 +11,9 @@ import typer
 from policies.kernel.cli import fail, home_of
 from signer.wire.cli import signer_paths
 
-app = typer.Typer(help="The companion bridge (untrusted transport for Tier 1 approvals).", no_args_is_help=True)
+app = typer.Typer(
+    help="The companion bridge (untrusted transport for Tier 1 approvals).", no_args_is_help=True
+)
 TOKEN_ENV = "OWLIA_BRIDGE_TOKEN"
 
 
@@ -29,8 +31,10 @@ def bridge_token(ctx: typer.Context, token_file: Optional[Path]) -> str:
         return token.strip()
     path = token_file or home_of(ctx) / "secrets" / "bridge.token"
     if not path.exists():
-        fail(f"no bridge token: set {TOKEN_ENV} or write {path} (0600); create one with "
-             f"`owlia signer client add bridge --scope bridge --out {path}`")
+        fail(
+            f"no bridge token: set {TOKEN_ENV} or write {path} (0600); create one with "
+            f"`owlia signer client add bridge --scope bridge --out {path}`"
+        )
     try:
         check_private_file(path)
     except PermissionError as exc:
@@ -45,13 +49,21 @@ def serve(
     port: int = typer.Option(8765, min=1, max=65535, help="TCP port."),
     tls_cert: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
     tls_key: Optional[Path] = typer.Option(None, exists=True, dir_okay=False),
-    token_file: Optional[Path] = typer.Option(None, help="The bridge's signer token (default <home>/secrets/bridge.token)."),
+    token_file: Optional[Path] = typer.Option(
+        None, help="The bridge's signer token (default <home>/secrets/bridge.token)."
+    ),
     token_ttl: int = typer.Option(300, help="Seconds a companion's connection token lives."),
-    trusted_proxy: list[str] = typer.Option([], "--trusted-proxy",
-                                            help="A reverse proxy whose X-Forwarded-For is believed (repeatable)."),
-    push: bool = typer.Option(True, "--push/--no-push",
-                              help="Web Push to companion web apps that subscribed (only a request id is sent)."),
-    push_contact: str = typer.Option("mailto:owliabot@localhost", help="VAPID contact (mailto: or https:) for push services."),
+    trusted_proxy: list[str] = typer.Option(
+        [], "--trusted-proxy", help="A reverse proxy whose X-Forwarded-For is believed (repeatable)."
+    ),
+    push: bool = typer.Option(
+        True,
+        "--push/--no-push",
+        help="Web Push to companion web apps that subscribed (only a request id is sent).",
+    ),
+    push_contact: str = typer.Option(
+        "mailto:owliabot@localhost", help="VAPID contact (mailto: or https:) for push services."
+    ),
 ) -> None:
     """Serve pairing, device login and request delivery (FastAPI + WebSocket on uvicorn)."""
     import logging
@@ -64,10 +76,19 @@ def serve(
         limits = BridgeLimits(trusted_proxies=frozenset(trusted_proxy))
     except ValueError as exc:
         fail(str(exc))
-    options = BridgeOptions(home=home_of(ctx) / "bridge", signer_socket=signer_paths(ctx).socket,
-                            signer_token=bridge_token(ctx, token_file), host=host, port=port, tls_cert=tls_cert,
-                            tls_key=tls_key, token_ttl_seconds=token_ttl, limits=limits, push=push,
-                            push_subject=push_contact)
+    options = BridgeOptions(
+        home=home_of(ctx) / "bridge",
+        signer_socket=signer_paths(ctx).socket,
+        signer_token=bridge_token(ctx, token_file),
+        host=host,
+        port=port,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        token_ttl_seconds=token_ttl,
+        limits=limits,
+        push=push,
+        push_subject=push_contact,
+    )
     try:
         options.check()
     except BridgeConfigError as exc:

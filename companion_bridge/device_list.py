@@ -34,9 +34,17 @@ class DeviceList(BaseModel):
 
 def device_list(reply: dict[str, Any], caller: str) -> DeviceList:
     """The signer's device list as the caller may see it, oldest pairing first."""
-    views = [DeviceView(device_id=d["device_id"], name=d["name"], key_fingerprint=key_fingerprint(d["public_key"]),
-                        created_at=d["created_at"], last_seen=d["last_seen"], revoked_at=d["revoked_at"],
-                        this_device=d["device_id"] == caller)
-             for d in reply["devices"]]
+    views = [
+        DeviceView(
+            device_id=d["device_id"],
+            name=d["name"],
+            key_fingerprint=key_fingerprint(d["public_key"]),
+            created_at=d["created_at"],
+            last_seen=d["last_seen"],
+            revoked_at=d["revoked_at"],
+            this_device=d["device_id"] == caller,
+        )
+        for d in reply["devices"]
+    ]
     views.sort(key=lambda v: (v.created_at, v.device_id))
     return DeviceList(devices_rev=str(reply["devices_rev"]), devices=views)

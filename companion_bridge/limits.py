@@ -117,8 +117,14 @@ class Guard:
         self.refused[what] += 1
         if self._logs.take((what, key)).allowed:
             after = f"; retry after {verdict.retry_after:.1f} s" if verdict is not None else ""
-            log.warning("bridge refused %s for %s%s (%d %s refusals so far)", what, key, after,
-                        self.refused[what], what)
+            log.warning(
+                "bridge refused %s for %s%s (%d %s refusals so far)",
+                what,
+                key,
+                after,
+                self.refused[what],
+                what,
+            )
 
     def login_failed(self, peer: str) -> None:
         """A bad signature or token: counted, and charged to the peer beyond the attempt itself."""
@@ -140,7 +146,9 @@ class Guard:
         now = self.clock()
         live = {k: v for k, v in self._pair_failures.items() if now - v[1] < PAIRING_MEMORY_NS}
         if len(live) >= MAX_PAIRINGS_TRACKED:
-            live = dict(sorted(live.items(), key=lambda kv: kv[1][0], reverse=True)[:MAX_PAIRINGS_TRACKED // 2])
+            live = dict(
+                sorted(live.items(), key=lambda kv: kv[1][0], reverse=True)[: MAX_PAIRINGS_TRACKED // 2]
+            )
         self._pair_failures = live
 
     def pairing_failed(self, pairing_id: str | None, peer: str) -> None:

@@ -126,7 +126,9 @@ class Pusher:
         if kept != subs:
             self._save(kept)
 
-    async def notify(self, request_ids: list[str], active: Callable[[str], bool] = lambda device_id: True) -> None:
+    async def notify(
+        self, request_ids: list[str], active: Callable[[str], bool] = lambda device_id: True
+    ) -> None:
         """One push per request id to every subscription of an `active` (paired, not revoked)
         device; a subscription the push service says is gone is dropped."""
         from pywebpush import WebPushException, webpush_async
@@ -143,13 +145,20 @@ class Pusher:
                     continue
                 for sub in device_subs:
                     try:
-                        await webpush_async(sub, data=json.dumps({"id": request_id}), vapid_private_key=self.vapid(),
-                                            vapid_claims={"sub": self.subject}, ttl=PUSH_TTL_SECONDS,
-                                            timeout=self.timeout)
+                        await webpush_async(
+                            sub,
+                            data=json.dumps({"id": request_id}),
+                            vapid_private_key=self.vapid(),
+                            vapid_claims={"sub": self.subject},
+                            ttl=PUSH_TTL_SECONDS,
+                            timeout=self.timeout,
+                        )
                         self.sent += 1
                     except WebPushException as exc:
                         self.failed += 1
-                        status = getattr(exc.response, "status", None) or getattr(exc.response, "status_code", None)
+                        status = getattr(exc.response, "status", None) or getattr(
+                            exc.response, "status_code", None
+                        )
                         if status in (404, 410):
                             gone.add(sub["endpoint"])
                         log.warning("push refused by the push service (HTTP %s)", status)

@@ -46,7 +46,8 @@ class DeliveryQueue:
             request = item["request"]
             cur = self._conn.execute(
                 "INSERT OR IGNORE INTO queue(seq, request_id, request, expires_at) VALUES(?,?,?,?)",
-                (item["seq"], request["request_id"], json.dumps(request), float(request["expires_at"])))
+                (item["seq"], request["request_id"], json.dumps(request), float(request["expires_at"])),
+            )
             if cur.rowcount == 1:
                 fresh.append(request)
         self._conn.execute("COMMIT")
@@ -54,8 +55,9 @@ class DeliveryQueue:
 
     def backlog_json(self) -> list[str]:
         """Unanswered, unexpired requests as stored JSON text: sent on as is, never re-parsed."""
-        rows = self._conn.execute("SELECT request FROM queue WHERE answered=0 AND expires_at>? ORDER BY seq",
-                                  (self.clock(),)).fetchall()
+        rows = self._conn.execute(
+            "SELECT request FROM queue WHERE answered=0 AND expires_at>? ORDER BY seq", (self.clock(),)
+        ).fetchall()
         return [r[0] for r in rows]
 
     def mark_answered(self, request_id: str) -> None:
@@ -64,13 +66,17 @@ class DeliveryQueue:
     def prune(self) -> int:
         """Forget what expired or was answered; the cursor keeps the newest row."""
         keep = self.cursor
-        cur = self._conn.execute("DELETE FROM queue WHERE (answered=1 OR expires_at<=?) AND seq<?",
-                                 (self.clock(), keep))
+        cur = self._conn.execute(
+            "DELETE FROM queue WHERE (answered=1 OR expires_at<=?) AND seq<?", (self.clock(), keep)
+        )
         return cur.rowcount
 
     def count(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM queue WHERE answered=0 AND expires_at>?",
-                                      (self.clock(),)).fetchone()[0])
+        return int(
+            self._conn.execute(
+                "SELECT COUNT(*) FROM queue WHERE answered=0 AND expires_at>?", (self.clock(),)
+            ).fetchone()[0]
+        )
 
     def close(self) -> None:
         self._conn.close()

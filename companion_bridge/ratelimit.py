@@ -25,8 +25,9 @@ class Rate:
 
     def __post_init__(self) -> None:
         if self.burst < 1 or not self.per_second > 0:
-            raise ValueError(f"a rate needs burst >= 1 and per_second > 0, not {self.burst}, "
-                             f"{self.per_second}")
+            raise ValueError(
+                f"a rate needs burst >= 1 and per_second > 0, not {self.burst}, {self.per_second}"
+            )
 
     @property
     def interval_ns(self) -> int:
@@ -64,8 +65,9 @@ class Limiter:
     (a full bucket and a missing one are the same), and when `max_keys` distinct keys are all still
     draining, a new key is refused rather than an old one evicted, so a flood cannot reset anyone."""
 
-    def __init__(self, rate: Rate, *, max_keys: int = 10_000,
-                 clock: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(
+        self, rate: Rate, *, max_keys: int = 10_000, clock: Callable[[], int] = time.monotonic_ns
+    ) -> None:
         self.rate = rate
         self.max_keys = max_keys
         self.clock = clock

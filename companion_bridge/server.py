@@ -44,13 +44,17 @@ class BridgeOptions:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise BridgeConfigError("give both --tls-cert and --tls-key, or neither")
         if self.tls_cert is None and not _is_loopback(self.host):
-            raise BridgeConfigError(f"{self.host} is not loopback: serving there needs --tls-cert and --tls-key")
+            raise BridgeConfigError(
+                f"{self.host} is not loopback: serving there needs --tls-cert and --tls-key"
+            )
         try:
             webapp.check_built()  # the phone's companion is served from here: a blank page helps nobody
         except webapp.WebAppMissing as exc:
             raise BridgeConfigError(str(exc)) from None
         if self.push and not self.push_subject.startswith(("mailto:", "https://")):
-            raise BridgeConfigError("--push-contact must be a mailto: or https: URL (push services reach the operator there)")
+            raise BridgeConfigError(
+                "--push-contact must be a mailto: or https: URL (push services reach the operator there)"
+            )
 
     @property
     def audience(self) -> str:
@@ -72,14 +76,20 @@ def build(options: BridgeOptions) -> tuple[Bridge, uvicorn.Config]:
     queue = DeliveryQueue(options.home / "bridge.db")
     link = SignerLink(options.signer_socket, options.signer_token, poll_timeout=options.poll_timeout)
     tokens = TokenIssuer(options.audience, options.token_ttl_seconds)
-    pusher = (Pusher(options.home, options.push_subject, options.push_allow_loopback_http)
-              if options.push else None)
+    pusher = (
+        Pusher(options.home, options.push_subject, options.push_allow_loopback_http) if options.push else None
+    )
     bridge = Bridge(link, queue, tokens, Guard(options.limits), pusher)
     config = uvicorn.Config(
-        create_app(bridge), host=options.host, port=options.port, log_level="warning",
+        create_app(bridge),
+        host=options.host,
+        port=options.port,
+        log_level="warning",
         ssl_certfile=str(options.tls_cert) if options.tls_cert else None,
         ssl_keyfile=str(options.tls_key) if options.tls_key else None,
-        ws_max_size=options.limits.max_message_bytes, ws="websockets-sansio", lifespan="on",
+        ws_max_size=options.limits.max_message_bytes,
+        ws="websockets-sansio",
+        lifespan="on",
         # uvicorn would otherwise rewrite the client address from X-Forwarded-For for any loopback
         # peer; the bridge decides whom to believe itself (`BridgeLimits.trusted_proxies`).
         proxy_headers=False,
@@ -98,9 +108,11 @@ def listen(options: BridgeOptions) -> socket.socket:
         sock.bind((options.host, options.port))
     except OSError as exc:
         sock.close()
-        raise BridgeConfigError(f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc}. "
-                                "Another process may hold the port (`ss -ltnp` shows which); stop it or pick "
-                                "another with --port") from None
+        raise BridgeConfigError(
+            f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc}. "
+            "Another process may hold the port (`ss -ltnp` shows which); stop it or pick "
+            "another with --port"
+        ) from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock

@@ -56,12 +56,15 @@ class SignerLink:
         device = self.devices.get(device_id)
         return device is not None and device.active
 
-    async def pump(self, cursor: int, deliver: Callable[[list[dict[str, Any]], dict[str, Any]], Awaitable[None]]) -> None:
+    async def pump(
+        self, cursor: int, deliver: Callable[[list[dict[str, Any]], dict[str, Any]], Awaitable[None]]
+    ) -> None:
         """Forever: wait for requests after `cursor`, hand them (and state changes) to `deliver`."""
         while True:
             try:
-                reply = await self._poll.call_as(ApprovalsWaitReply, "approvals.wait",
-                                                 {"after": cursor, "timeout": self.poll_timeout})
+                reply = await self._poll.call_as(
+                    ApprovalsWaitReply, "approvals.wait", {"after": cursor, "timeout": self.poll_timeout}
+                )
                 if reply.devices_rev != self.devices_rev:
                     await self.refresh()
             except (SignerUnavailable, SignerError) as exc:

@@ -44,8 +44,18 @@ class TokenIssuer:
 
     def issue(self, device_id: str, scope: str = SCOPE_COMPANION) -> tuple[str, float]:
         exp = self.clock() + self.ttl
-        body = _b64(json.dumps({"sub": device_id, "aud": self.audience, "scope": scope, "exp": exp,
-                                "jti": secrets.token_hex(8)}, separators=(",", ":")).encode())
+        body = _b64(
+            json.dumps(
+                {
+                    "sub": device_id,
+                    "aud": self.audience,
+                    "scope": scope,
+                    "exp": exp,
+                    "jti": secrets.token_hex(8),
+                },
+                separators=(",", ":"),
+            ).encode()
+        )
         return f"{body}.{_b64(self._mac(body))}", exp
 
     def verify(self, token: str, scope: str = SCOPE_COMPANION) -> Claims | None:
@@ -58,7 +68,9 @@ class TokenIssuer:
             return None
         if not isinstance(data, dict):
             return None
-        claims = Claims(str(data.get("sub")), str(data.get("aud")), str(data.get("scope")), float(data.get("exp", 0)))
+        claims = Claims(
+            str(data.get("sub")), str(data.get("aud")), str(data.get("scope")), float(data.get("exp", 0))
+        )
         if claims.aud != self.audience or claims.scope != scope or self.clock() >= claims.exp:
             return None
         return claims

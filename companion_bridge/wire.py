@@ -11,4 +11,6 @@ from signer.wire.messages import BRIDGE_AUTH_DOMAIN, signed_message
 
 def auth_message(device_id: str, audience: str, nonce: str, ts: float) -> bytes:
     """The bytes a device signs to log in to a bridge: bound to that bridge (`aud`) and one challenge nonce."""
-    return signed_message(BRIDGE_AUTH_DOMAIN, {"device_id": device_id, "aud": audience, "nonce": nonce, "ts": ts})
+    return signed_message(
+        BRIDGE_AUTH_DOMAIN, {"device_id": device_id, "aud": audience, "nonce": nonce, "ts": ts}
+    )

@@ -52,7 +52,12 @@ def _parse(text: str) -> _Type:
         return _Type("tuple", items=tuple(_parse(t) for t in _split(text[1:-1])))
     if text in ("address", "bool", "bytes"):
         return _Type(text)
-    if text.startswith("uint") and text[4:].isdigit() and 8 <= int(text[4:]) <= 256 and int(text[4:]) % 8 == 0:
+    if (
+        text.startswith("uint")
+        and text[4:].isdigit()
+        and 8 <= int(text[4:]) <= 256
+        and int(text[4:]) % 8 == 0
+    ):
         return _Type("uint", size=int(text[4:]))
     if text.startswith("bytes") and text[5:].isdigit() and 1 <= int(text[5:]) <= 32:
         return _Type("fixed", size=int(text[5:]))
@@ -78,7 +83,7 @@ class _Reader:
     def word(self, pos: int) -> int:
         if pos < 0 or pos + WORD > len(self.buf):
             raise AbiError("arguments are too short")
-        return int.from_bytes(self.buf[pos:pos + WORD], "big")
+        return int.from_bytes(self.buf[pos : pos + WORD], "big")
 
     def read(self, t: _Type, pos: int) -> Any:
         kind = t.kind
@@ -91,7 +96,7 @@ class _Reader:
             if length > len(self.buf) - pos - WORD:
                 raise AbiError("a bytes argument runs past the end of the data")
             self.spend(WORD + -(-length // WORD) * WORD)
-            return self.buf[pos + WORD:pos + WORD + length]
+            return self.buf[pos + WORD : pos + WORD + length]
         self.spend(WORD)
         value = self.word(pos)
         if kind == "address":
@@ -106,7 +111,7 @@ class _Reader:
             if value >> t.size:
                 raise AbiError(f"a uint{t.size} argument has its high bits set")
             return value
-        return self.buf[pos:pos + t.size]  # fixed bytes<N>; padding is checked by the re-encoding
+        return self.buf[pos : pos + t.size]  # fixed bytes<N>; padding is checked by the re-encoding
 
     def tuple(self, t: _Type, base: int) -> tuple[Any, ...]:
         values, head = [], base

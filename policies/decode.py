@@ -22,8 +22,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.abi import AbiError, decode_args
-from policies.intent import (NATIVE, Action, Approval, Call, Claim, ContractCall, Decoded, Forbidden, RouterPayout,
-                             Swap, Transfer, Wrap)
+from policies.intent import (
+    NATIVE,
+    Action,
+    Approval,
+    Call,
+    Claim,
+    ContractCall,
+    Decoded,
+    Forbidden,
+    RouterPayout,
+    Swap,
+    Transfer,
+    Wrap,
+)
 from policies.kernel.keccak import keccak256
 
 MAX_INNER_CALLS = 256
@@ -43,9 +55,13 @@ MULTICALL = bytes.fromhex("ac9650d8")  # multicall(bytes[])
 MULTICALL_DEADLINE = bytes.fromhex("5ae401dc")  # multicall(uint256,bytes[])
 EXEC_TRANSACTION = bytes.fromhex("6a761202")  # Safe execTransaction(...)
 MULTI_SEND = bytes.fromhex("8d80ff0a")  # multiSend(bytes)
-EXECUTE = bytes.fromhex("b61d27f6")  # execute(address,uint256,bytes): ERC-4337 accounts, Coinbase Smart Wallet
+EXECUTE = bytes.fromhex(
+    "b61d27f6"
+)  # execute(address,uint256,bytes): ERC-4337 accounts, Coinbase Smart Wallet
 EXECUTE_BATCH_3 = bytes.fromhex("47e1da2a")  # executeBatch(address[],uint256[],bytes[])
-EXECUTE_BATCH_TUPLES = bytes.fromhex("34fcd5be")  # executeBatch((address,uint256,bytes)[]): Coinbase, Kernel v2
+EXECUTE_BATCH_TUPLES = bytes.fromhex(
+    "34fcd5be"
+)  # executeBatch((address,uint256,bytes)[]): Coinbase, Kernel v2
 EXECUTE_BATCH_2 = bytes.fromhex("18dfb3c7")  # executeBatch(address[],bytes[])
 KERNEL_V2_EXECUTE = bytes.fromhex("51945447")  # execute(address,uint256,bytes,uint8)
 ERC7579_EXECUTE = bytes.fromhex("e9ae5c53")  # execute(bytes32,bytes): ERC-7579 accounts, Kernel v3
@@ -58,7 +74,9 @@ MC3_TRY_BLOCK_AND_AGGREGATE = bytes.fromhex("399542e9")  # tryBlockAndAggregate(
 MC3_BLOCK_AND_AGGREGATE = bytes.fromhex("c3077fa9")  # blockAndAggregate((address,bytes)[])
 REDEEM_DELEGATIONS = bytes.fromhex("cef6d209")  # redeemDelegations(bytes[],bytes32[],bytes[])
 
-TOKEN_SELECTORS = frozenset({TRANSFER, TRANSFER_FROM, APPROVE, INCREASE_ALLOWANCE, PERMIT, SET_APPROVAL_FOR_ALL})
+TOKEN_SELECTORS = frozenset(
+    {TRANSFER, TRANSFER_FROM, APPROVE, INCREASE_ALLOWANCE, PERMIT, SET_APPROVAL_FOR_ALL}
+)
 """Selectors that, sent to a token, decode to a Transfer or Approval the evaluator checks."""
 
 
@@ -105,8 +123,9 @@ def _erc7579(walker: _Walker, mode: bytes, payload: bytes, what: str) -> list[_I
     if exec_type not in (EXECTYPE_DEFAULT, EXECTYPE_TRY):
         raise _Malformed(f"{what}: unknown ERC-7579 exec type 0x{exec_type:02x}")
     if any(mode[2:]):
-        raise _Malformed(f"{what}: ERC-7579 mode 0x{mode.hex()} sets a mode selector or payload the signer "
-                         "does not decode")
+        raise _Malformed(
+            f"{what}: ERC-7579 mode 0x{mode.hex()} sets a mode selector or payload the signer does not decode"
+        )
     if call_type == CALLTYPE_DELEGATECALL:
         target = "0x" + payload[:20].hex() if len(payload) >= 20 else "an unreadable target"
         walker.actions.append(Forbidden("forbidden.delegatecall", f"{what} delegatecalls {target}"))
@@ -150,12 +169,15 @@ def _approval(method: str, spender: int, amount: int) -> _Handler:
     def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         w.actions.append(Approval(w.chain_id, to, a[spender], a[amount], method))
         return []
+
     return handler
 
 
 def _permit2_approve(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
     token, spender, amount = a[0], a[1], a[2]
-    w.actions.append(Approval(w.chain_id, token, spender, MAX_UINT256 if amount == 2**160 - 1 else amount, "permit2"))
+    w.actions.append(
+        Approval(w.chain_id, token, spender, MAX_UINT256 if amount == 2**160 - 1 else amount, "permit2")
+    )
     return []
 
 
@@ -166,8 +188,10 @@ def _set_approval_for_all(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inne
 
 def _self_calls(index: int) -> _Handler:
     """multicall(bytes[]) forms: each element is a call the contract makes to itself."""
+
     def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         return [(to, 0, data) for data in a[index]]
+
     return handler
 
 
@@ -179,7 +203,9 @@ def _exec_transaction(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         w.actions.append(Forbidden("forbidden.delegatecall", f"Safe transaction delegatecalls {inner_to}"))
         return []
     if gas_price:
-        w.actions.append(Forbidden("forbidden.safe_refund", "Safe transaction pays a gas refund out of the wallet"))
+        w.actions.append(
+            Forbidden("forbidden.safe_refund", "Safe transaction pays a gas refund out of the wallet")
+        )
     return [(inner_to, value, data)]
 
 
@@ -191,9 +217,9 @@ def _multi_send(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         if pos + 85 > len(packed):
             raise _Malformed("a MultiSend entry is truncated")
         operation = packed[pos]
-        entry_to = "0x" + packed[pos + 1:pos + 21].hex()
-        value = int.from_bytes(packed[pos + 21:pos + 53], "big")
-        length = int.from_bytes(packed[pos + 53:pos + 85], "big")
+        entry_to = "0x" + packed[pos + 1 : pos + 21].hex()
+        value = int.from_bytes(packed[pos + 21 : pos + 53], "big")
+        length = int.from_bytes(packed[pos + 53 : pos + 85], "big")
         if length > len(packed) - pos - 85:
             raise _Malformed("a MultiSend entry's data is truncated")
         if operation > 1:
@@ -203,7 +229,7 @@ def _multi_send(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         if operation == 1:
             w.actions.append(Forbidden("forbidden.delegatecall", f"MultiSend delegatecalls {entry_to}"))
         else:
-            inner.append((entry_to, value, packed[pos + 85:pos + 85 + length]))
+            inner.append((entry_to, value, packed[pos + 85 : pos + 85 + length]))
         pos += 85 + length
     return inner
 
@@ -243,13 +269,16 @@ def _execute_batch_tuples(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inne
 def _erc7579_execute(name: str) -> _Handler:
     def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         return _erc7579(w, a[0], a[1], f"{name} on {to}")
+
     return handler
 
 
 def _mc3(calls_index: int, value_index: int | None = None) -> _Handler:
     """Multicall3: the contract calls each target itself (msg.sender = Multicall3)."""
+
     def handler(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
         return [(c[0], 0 if value_index is None else c[value_index], c[-1]) for c in a[calls_index]]
+
     return handler
 
 
@@ -269,8 +298,9 @@ def _redeem_delegations(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]
 
 def _exact_input_single(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
     token_in, token_out, fee, recipient, deadline, amount_in, amount_out_min, limit = a[0]
-    w.actions.append(Swap(w.chain_id, to, token_in, token_out, fee, recipient, deadline, amount_in, amount_out_min,
-                          limit))
+    w.actions.append(
+        Swap(w.chain_id, to, token_in, token_out, fee, recipient, deadline, amount_in, amount_out_min, limit)
+    )
     return []
 
 
@@ -305,46 +335,52 @@ def _claim(w: _Walker, to: str, a: tuple[Any, ...]) -> list[_Inner]:
 
 
 def _known(signature: str, handler: _Handler) -> tuple[bytes, _Known]:
-    return selector_of(signature), _Known(signature, signature[signature.index("(") + 1:-1], handler)
+    return selector_of(signature), _Known(signature, signature[signature.index("(") + 1 : -1], handler)
 
 
-KNOWN: dict[bytes, _Known] = dict([
-    _known("transfer(address,uint256)", _transfer),
-    _known("transferFrom(address,address,uint256)", _transfer_from),
-    _known("approve(address,uint256)", _approval("approve", 0, 1)),
-    _known("increaseAllowance(address,uint256)", _approval("increaseAllowance", 0, 1)),
-    _known("permit(address,address,uint256,uint256,uint8,bytes32,bytes32)", _approval("permit", 1, 2)),
-    _known("approve(address,address,uint160,uint48)", _permit2_approve),
-    _known("setApprovalForAll(address,bool)", _set_approval_for_all),
-    _known("multicall(bytes[])", _self_calls(0)),
-    _known("multicall(uint256,bytes[])", _self_calls(1)),
-    _known("execTransaction(address,uint256,bytes,uint8,uint256,uint256,uint256,address,address,bytes)",
-           _exec_transaction),
-    _known("multiSend(bytes)", _multi_send),
-    _known("execute(address,uint256,bytes)", _execute),
-    _known("execute(address,uint256,bytes,uint8)", _kernel_v2_execute),
-    _known("executeBatch(address[],uint256[],bytes[])", _execute_batch_3),
-    _known("executeBatch((address,uint256,bytes)[])", _execute_batch_tuples),
-    _known("executeBatch(address[],bytes[])", _execute_batch_2),
-    _known("execute(bytes32,bytes)", _erc7579_execute("ERC-7579 execute")),
-    _known("executeFromExecutor(bytes32,bytes)", _erc7579_execute("ERC-7579 executeFromExecutor")),
-    _known("aggregate((address,bytes)[])", _mc3(0)),
-    _known("aggregate3((address,bool,bytes)[])", _mc3(0)),
-    _known("aggregate3Value((address,bool,uint256,bytes)[])", _mc3(0, 2)),
-    _known("tryAggregate(bool,(address,bytes)[])", _mc3(1)),
-    _known("tryBlockAndAggregate(bool,(address,bytes)[])", _mc3(1)),
-    _known("blockAndAggregate((address,bytes)[])", _mc3(0)),
-    _known("redeemDelegations(bytes[],bytes32[],bytes[])", _redeem_delegations),
-    # Uniswap v3 SwapRouter (exact input, one pool) and what it pays out; WETH9 (docs/defi.md)
-    _known("exactInputSingle((address,address,uint24,address,uint256,uint256,uint256,uint160))",
-           _exact_input_single),
-    _known("unwrapWETH9(uint256,address)", _unwrap_weth9),
-    _known("sweepToken(address,uint256,address)", _sweep_token),
-    _known("refundETH()", _refund_eth),
-    _known("deposit()", _deposit),
-    _known("withdraw(uint256)", _withdraw),
-    _known("claim(uint256,address,uint256,bytes32[])", _claim),  # Uniswap's MerkleDistributor
-])
+KNOWN: dict[bytes, _Known] = dict(
+    [
+        _known("transfer(address,uint256)", _transfer),
+        _known("transferFrom(address,address,uint256)", _transfer_from),
+        _known("approve(address,uint256)", _approval("approve", 0, 1)),
+        _known("increaseAllowance(address,uint256)", _approval("increaseAllowance", 0, 1)),
+        _known("permit(address,address,uint256,uint256,uint8,bytes32,bytes32)", _approval("permit", 1, 2)),
+        _known("approve(address,address,uint160,uint48)", _permit2_approve),
+        _known("setApprovalForAll(address,bool)", _set_approval_for_all),
+        _known("multicall(bytes[])", _self_calls(0)),
+        _known("multicall(uint256,bytes[])", _self_calls(1)),
+        _known(
+            "execTransaction(address,uint256,bytes,uint8,uint256,uint256,uint256,address,address,bytes)",
+            _exec_transaction,
+        ),
+        _known("multiSend(bytes)", _multi_send),
+        _known("execute(address,uint256,bytes)", _execute),
+        _known("execute(address,uint256,bytes,uint8)", _kernel_v2_execute),
+        _known("executeBatch(address[],uint256[],bytes[])", _execute_batch_3),
+        _known("executeBatch((address,uint256,bytes)[])", _execute_batch_tuples),
+        _known("executeBatch(address[],bytes[])", _execute_batch_2),
+        _known("execute(bytes32,bytes)", _erc7579_execute("ERC-7579 execute")),
+        _known("executeFromExecutor(bytes32,bytes)", _erc7579_execute("ERC-7579 executeFromExecutor")),
+        _known("aggregate((address,bytes)[])", _mc3(0)),
+        _known("aggregate3((address,bool,bytes)[])", _mc3(0)),
+        _known("aggregate3Value((address,bool,uint256,bytes)[])", _mc3(0, 2)),
+        _known("tryAggregate(bool,(address,bytes)[])", _mc3(1)),
+        _known("tryBlockAndAggregate(bool,(address,bytes)[])", _mc3(1)),
+        _known("blockAndAggregate((address,bytes)[])", _mc3(0)),
+        _known("redeemDelegations(bytes[],bytes32[],bytes[])", _redeem_delegations),
+        # Uniswap v3 SwapRouter (exact input, one pool) and what it pays out; WETH9 (docs/defi.md)
+        _known(
+            "exactInputSingle((address,address,uint24,address,uint256,uint256,uint256,uint160))",
+            _exact_input_single,
+        ),
+        _known("unwrapWETH9(uint256,address)", _unwrap_weth9),
+        _known("sweepToken(address,uint256,address)", _sweep_token),
+        _known("refundETH()", _refund_eth),
+        _known("deposit()", _deposit),
+        _known("withdraw(uint256)", _withdraw),
+        _known("claim(uint256,address,uint256,bytes32[])", _claim),  # Uniswap's MerkleDistributor
+    ]
+)
 """Every function the signer decodes, by selector; any other selector is an undecoded call."""
 
 
@@ -361,7 +397,9 @@ class _Walker:
 
     def visit(self, to: str, value: int, data: bytes, depth: int) -> None:
         if depth > self.max_depth:
-            self.actions.append(Forbidden("decode.too_deep", f"calls nested more than {self.max_depth} levels deep"))
+            self.actions.append(
+                Forbidden("decode.too_deep", f"calls nested more than {self.max_depth} levels deep")
+            )
             return
         if depth > 0:
             self.calls += 1
@@ -394,12 +432,18 @@ def decode(call: Call, max_depth: int = 8) -> Decoded:
     """Every action `call` would take, in discovery order; refusals become Forbidden actions."""
     actions: list[Action] = []
     if call.authorization_list:
-        actions.append(Forbidden("forbidden.eip7702", "EIP-7702 authorizations would hand the wallet's code to "
-                                 "another contract"))
+        actions.append(
+            Forbidden(
+                "forbidden.eip7702",
+                "EIP-7702 authorizations would hand the wallet's code to another contract",
+            )
+        )
     if call.raw_hash_signature:
         actions.append(Forbidden("forbidden.raw_hash", "a raw-hash signature could authorize anything"))
     if not (isinstance(call.to, str) and _LOWER_ADDRESS.fullmatch(call.to)):
-        return Decoded(call, (*actions, Forbidden("decode.malformed", f"target {call.to!r} is not a lowercase address")))
+        return Decoded(
+            call, (*actions, Forbidden("decode.malformed", f"target {call.to!r} is not a lowercase address"))
+        )
     if not (isinstance(call.value, int) and 0 <= call.value <= MAX_UINT256):
         return Decoded(call, (*actions, Forbidden("decode.malformed", "value is not a uint256")))
     walker = _Walker(call, max_depth)

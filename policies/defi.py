@@ -23,13 +23,16 @@ ALLOW, ESCALATE, DENY = Outcome.ALLOW, Outcome.ESCALATE, Outcome.DENY
 BPS = 10_000
 UNLIMITED = 2**255
 
-ROUTER_SELECTORS = frozenset(bytes.fromhex(s) for s in (
-    "414bf389",  # exactInputSingle(...)
-    "ac9650d8",  # multicall(bytes[])
-    "49404b7c",  # unwrapWETH9(uint256,address)
-    "df2ab5bb",  # sweepToken(address,uint256,address)
-    "12210e8a",  # refundETH()
-))
+ROUTER_SELECTORS = frozenset(
+    bytes.fromhex(s)
+    for s in (
+        "414bf389",  # exactInputSingle(...)
+        "ac9650d8",  # multicall(bytes[])
+        "49404b7c",  # unwrapWETH9(uint256,address)
+        "df2ab5bb",  # sweepToken(address,uint256,address)
+        "12210e8a",  # refundETH()
+    )
+)
 WETH_SELECTORS = frozenset(bytes.fromhex(s) for s in ("d0e30db0", "2e1a7d4d"))  # deposit(), withdraw(uint256)
 CLAIM = bytes.fromhex("2e7ba6ef")  # claim(uint256,address,uint256,bytes32[])
 
@@ -77,11 +80,18 @@ class DefiRules:
         router = ev.ix.address_name(a.chain_id, a.spender)
         what = f"{a.method} of {ev.amount(a.chain_id, a.asset, a.amount)} to {router} ({a.spender})"
         if rule is None or rule.per_tx is None:
-            ev.add(ESCALATE, "approval.router_no_limit", f"{what}: the token has no per-transaction limit to bound it")
+            ev.add(
+                ESCALATE,
+                "approval.router_no_limit",
+                f"{what}: the token has no per-transaction limit to bound it",
+            )
         elif a.amount > rule.per_tx:
-            ev.add(ESCALATE, "approval.router_above_swap",
-                   f"{what}: more than one swap may take (the per-transaction limit is "
-                   f"{ev.amount(a.chain_id, a.asset, rule.per_tx)})")
+            ev.add(
+                ESCALATE,
+                "approval.router_above_swap",
+                f"{what}: more than one swap may take (the per-transaction limit is "
+                f"{ev.amount(a.chain_id, a.asset, rule.per_tx)})",
+            )
         else:
             ev.add(ALLOW, "approval.swap_router", f"{what}: a listed router, for at most one swap's amount")
         return True
@@ -94,7 +104,9 @@ class DefiRules:
         if self.rules is None:
             return False
         if key in self.rules.routers and c.selector in ROUTER_SELECTORS:
-            self.ev.add(ALLOW, "swap.router_call", f"a {self.rules.routers[key].name} function, checked below")
+            self.ev.add(
+                ALLOW, "swap.router_call", f"a {self.rules.routers[key].name} function, checked below"
+            )
             return True
         if key in self.rules.wethers and c.selector in WETH_SELECTORS:
             self.ev.add(ALLOW, "wrap.weth_call", "a WETH wrap or unwrap, checked below")
@@ -122,9 +134,13 @@ class DefiRules:
             return
         if self.rules is None:
             for _ in swaps + payouts:
-                self.ev.add(DENY, "swap.not_configured", "the policy has no swaps section, so nothing is swapped")
+                self.ev.add(
+                    DENY, "swap.not_configured", "the policy has no swaps section, so nothing is swapped"
+                )
             for w in wraps:  # a vault's deposit()/withdraw(): its contract-call rule decides
-                self.ev.add(ALLOW, "wrap.not_weth", f"not a listed WETH ({w.contract}): checked as a contract call")
+                self.ev.add(
+                    ALLOW, "wrap.not_weth", f"not a listed WETH ({w.contract}): checked as a contract call"
+                )
             return
         paid_in_eth = self._value_matches(swaps, wraps)
         for s in swaps:
@@ -146,11 +162,18 @@ class DefiRules:
                 weth = rules.routers[(chain_id, target)].weth
                 wanted = sum(s.amount_in for s in swaps if s.router == target and s.token_in == weth)
                 if sent != wanted:
-                    ev.add(DENY, "swap.value_mismatch",
-                           f"sends {ev.amount(chain_id, NATIVE, sent)} to the router, but its swaps take "
-                           f"{ev.amount(chain_id, NATIVE, wanted)} of ETH in: the rest would be left for anyone")
+                    ev.add(
+                        DENY,
+                        "swap.value_mismatch",
+                        f"sends {ev.amount(chain_id, NATIVE, sent)} to the router, but its swaps take "
+                        f"{ev.amount(chain_id, NATIVE, wanted)} of ETH in: the rest would be left for anyone",
+                    )
                 else:
-                    ev.add(ALLOW, "swap.pays_router", f"{ev.amount(chain_id, NATIVE, sent)} pays the swap's input")
+                    ev.add(
+                        ALLOW,
+                        "swap.pays_router",
+                        f"{ev.amount(chain_id, NATIVE, sent)} pays the swap's input",
+                    )
                     paid.add((chain_id, target))
             else:
                 wanted = sum(w.amount for w in wraps if w.contract == target and not w.unwrap)
@@ -165,10 +188,17 @@ class DefiRules:
         if router is None:
             imitated = ev.ix.lookalike_of(chain, s.router)
             if imitated is not None:
-                ev.add(DENY, "swap.router_lookalike",
-                       f"swap through {s.router}, which imitates {ev.ix.address_name(chain, imitated)} ({imitated})")
+                ev.add(
+                    DENY,
+                    "swap.router_lookalike",
+                    f"swap through {s.router}, which imitates {ev.ix.address_name(chain, imitated)} ({imitated})",
+                )
             else:
-                ev.add(DENY, "swap.router_not_listed", f"swap through {s.router}, which is not a router in the policy")
+                ev.add(
+                    DENY,
+                    "swap.router_not_listed",
+                    f"swap through {s.router}, which is not a router in the policy",
+                )
             return
         eth_in = (chain, s.router) in paid_in_eth and s.token_in == router.weth
         asset_in = NATIVE if eth_in else s.token_in
@@ -183,46 +213,77 @@ class DefiRules:
         ok = True
         if (chain, asset_in) not in rules.tokens_in:
             ok = False
-            ev.add(DENY, "swap.token_in_not_listed", f"{what}: {self._token_words(chain, asset_in)} "
-                   "is not a token the policy lets the agent swap from")
+            ev.add(
+                DENY,
+                "swap.token_in_not_listed",
+                f"{what}: {self._token_words(chain, asset_in)} "
+                "is not a token the policy lets the agent swap from",
+            )
         if (chain, asset_out) not in rules.tokens_out:
             ok = False
-            ev.add(DENY, "swap.token_out_not_listed", f"{what}: {self._token_words(chain, asset_out)} "
-                   "is not a token the policy lets the agent swap to")
+            ev.add(
+                DENY,
+                "swap.token_out_not_listed",
+                f"{what}: {self._token_words(chain, asset_out)} "
+                "is not a token the policy lets the agent swap to",
+            )
         if ctx.payer is None:
             ok = False
-            ev.add(ESCALATE, "swap.payer_unknown", f"{what}: no session key pays it, so the output has no checked home")
+            ev.add(
+                ESCALATE,
+                "swap.payer_unknown",
+                f"{what}: no session key pays it, so the output has no checked home",
+            )
         elif not (s.recipient == ctx.payer or eth_out):
             ok = False
-            ev.add(DENY, "swap.recipient", f"{what}: the output goes to {s.recipient}, not to the account that pays "
-                   f"({ctx.payer})")
+            ev.add(
+                DENY,
+                "swap.recipient",
+                f"{what}: the output goes to {s.recipient}, not to the account that pays ({ctx.payer})",
+            )
         if not ctx.now < s.deadline <= ctx.now + rules.max_deadline_seconds:
             ok = False
-            ev.add(DENY, "swap.deadline", f"{what}: the deadline must be set and within "
-                   f"{rules.max_deadline_seconds} seconds (it is {s.deadline - int(ctx.now)} seconds from now)")
+            ev.add(
+                DENY,
+                "swap.deadline",
+                f"{what}: the deadline must be set and within "
+                f"{rules.max_deadline_seconds} seconds (it is {s.deadline - int(ctx.now)} seconds from now)",
+            )
         if s.sqrt_price_limit != 0:
             ok = False
-            ev.add(DENY, "swap.price_limit", f"{what}: a price limit could leave part of the input in the router")
+            ev.add(
+                DENY, "swap.price_limit", f"{what}: a price limit could leave part of the input in the router"
+            )
         ok = self._quote(s, router.quoter, what, asset_out) and ok
         ok = self._prices(s, asset_in, asset_out, what) and ok
         if ok:
-            ev.add(ALLOW, "swap.checked", f"{what}: listed tokens, output to the paying account, minimum within "
-                   f"{rules.max_slippage_bps / 100:g}% of the signer's own quote")
+            ev.add(
+                ALLOW,
+                "swap.checked",
+                f"{what}: listed tokens, output to the paying account, minimum within "
+                f"{rules.max_slippage_bps / 100:g}% of the signer's own quote",
+            )
 
     def _quote(self, s: Swap, quoter: str, what: str, asset_out: str) -> bool:
         ev, rules = self.ev, self.rules
         assert rules is not None
         quote = ev.ctx.swap_quotes.get(quote_key(s.chain_id, quoter, s))
         if quote is None:
-            ev.add(ESCALATE, "swap.quote_unavailable",
-                   f"{what}: the signer could not read its own quote from the chain (or its endpoints disagree)")
+            ev.add(
+                ESCALATE,
+                "swap.quote_unavailable",
+                f"{what}: the signer could not read its own quote from the chain (or its endpoints disagree)",
+            )
             return False
         bound = min_out_bound(quote, rules.max_slippage_bps)
         if s.amount_out_min < bound:
-            ev.add(DENY, "swap.min_out",
-                   f"{what}: the signer's own quote is {ev.amount(s.chain_id, asset_out, quote)}, so the minimum may "
-                   f"be no less than {ev.amount(s.chain_id, asset_out, bound)} (max_slippage_bps "
-                   f"{rules.max_slippage_bps})")
+            ev.add(
+                DENY,
+                "swap.min_out",
+                f"{what}: the signer's own quote is {ev.amount(s.chain_id, asset_out, quote)}, so the minimum may "
+                f"be no less than {ev.amount(s.chain_id, asset_out, bound)} (max_slippage_bps "
+                f"{rules.max_slippage_bps})",
+            )
             return False
         return True
 
@@ -233,17 +294,28 @@ class DefiRules:
         assert rules is not None
         price_in, price_out = self._price(s.chain_id, asset_in), self._price(s.chain_id, asset_out)
         if price_in is None or price_out is None:
-            ev.add(ESCALATE, "swap.price_unknown",
-                   f"{what}: the policy gives no USD price for both tokens, so the loss cannot be bounded")
+            ev.add(
+                ESCALATE,
+                "swap.price_unknown",
+                f"{what}: the policy gives no USD price for both tokens, so the loss cannot be bounded",
+            )
             return False
         usd_in, usd_out = usd_micros(s.amount_in, price_in), usd_micros(s.amount_out_min, price_out)
         # exact, by cross-multiplying: no rounding of tiny amounts either way
         worth_out = s.amount_out_min * price_out.usd_micros_per_unit * 10**price_in.decimals * BPS
-        floor = s.amount_in * price_in.usd_micros_per_unit * 10**price_out.decimals * (BPS - rules.max_price_impact_bps)
+        floor = (
+            s.amount_in
+            * price_in.usd_micros_per_unit
+            * 10**price_out.decimals
+            * (BPS - rules.max_price_impact_bps)
+        )
         if worth_out < floor:
-            ev.add(ESCALATE, "swap.price_impact",
-                   f"{what}: the minimum is worth ${usd_out / 1e6:,.2f} at the policy's prices for "
-                   f"${usd_in / 1e6:,.2f} in, more than {rules.max_price_impact_bps / 100:g}% less")
+            ev.add(
+                ESCALATE,
+                "swap.price_impact",
+                f"{what}: the minimum is worth ${usd_out / 1e6:,.2f} at the policy's prices for "
+                f"${usd_in / 1e6:,.2f} in, more than {rules.max_price_impact_bps / 100:g}% less",
+            )
             return False
         return True
 
@@ -261,12 +333,23 @@ class DefiRules:
         ev, rules = self.ev, self.rules
         assert rules is not None
         if (p.chain_id, p.router) not in rules.routers:
-            ev.add(DENY, "swap.router_not_listed", f"{p.method} on {p.router}, which is not a router in the policy")
+            ev.add(
+                DENY,
+                "swap.router_not_listed",
+                f"{p.method} on {p.router}, which is not a router in the policy",
+            )
         elif p.recipient is None:
-            ev.add(ALLOW, "swap.refund", f"{p.method} returns what the router holds to the account that called it")
+            ev.add(
+                ALLOW,
+                "swap.refund",
+                f"{p.method} returns what the router holds to the account that called it",
+            )
         elif ev.ctx.payer is None or p.recipient != ev.ctx.payer:
-            ev.add(DENY, "swap.payout_recipient",
-                   f"{p.method} would pay what the router holds to {p.recipient}, not to the account that pays")
+            ev.add(
+                DENY,
+                "swap.payout_recipient",
+                f"{p.method} would pay what the router holds to {p.recipient}, not to the account that pays",
+            )
         else:
             ev.add(ALLOW, "swap.payout", f"{p.method} pays the account that pays")
 
@@ -278,18 +361,29 @@ class DefiRules:
         if listed is None:
             imitated = ev.ix.lookalike_of(c.chain_id, c.distributor)
             if imitated is not None:
-                ev.add(DENY, "claim.distributor_lookalike", f"claim from {c.distributor}, which imitates "
-                       f"{ev.ix.address_name(c.chain_id, imitated)} ({imitated})")
+                ev.add(
+                    DENY,
+                    "claim.distributor_lookalike",
+                    f"claim from {c.distributor}, which imitates "
+                    f"{ev.ix.address_name(c.chain_id, imitated)} ({imitated})",
+                )
             else:
-                ev.add(ESCALATE, "claim.distributor_not_listed",
-                       f"claim from {c.distributor}, which is not a distributor in the policy")
+                ev.add(
+                    ESCALATE,
+                    "claim.distributor_not_listed",
+                    f"claim from {c.distributor}, which is not a distributor in the policy",
+                )
             return
         name, token = listed
         what = f"claim of {ev.amount(c.chain_id, token, c.amount)} from {name}"
         if ev.ctx.payer is None:
             ev.add(ESCALATE, "claim.payer_unknown", f"{what}: no session key sends it")
         elif c.account != ev.ctx.payer:
-            ev.add(DENY, "claim.recipient", f"{what}: it pays {c.account}, not the account that claims ({ev.ctx.payer})")
+            ev.add(
+                DENY,
+                "claim.recipient",
+                f"{what}: it pays {c.account}, not the account that claims ({ev.ctx.payer})",
+            )
         else:
             ev.add(ALLOW, "claim.checked", f"{what} to the account that claims")
 
@@ -301,9 +395,15 @@ class DefiRules:
             return
         if w.unwrap:  # WETH leaves as ETH in the same account: counted like a transfer of the WETH
             ev._count(w.chain_id, w.contract, w.amount)
-            ev.add(ALLOW, "wrap.unwrap", f"unwrap {ev.amount(w.chain_id, w.contract, w.amount)} into the same account")
+            ev.add(
+                ALLOW,
+                "wrap.unwrap",
+                f"unwrap {ev.amount(w.chain_id, w.contract, w.amount)} into the same account",
+            )
         else:  # the ETH sent was counted as a transfer of it (`transfer`)
-            ev.add(ALLOW, "wrap.wrap", f"wrap {ev.amount(w.chain_id, NATIVE, w.amount)} into the same account")
+            ev.add(
+                ALLOW, "wrap.wrap", f"wrap {ev.amount(w.chain_id, NATIVE, w.amount)} into the same account"
+            )
 
     # ---- the node's simulation: stricter only ---------------------------------------------------
 
@@ -314,7 +414,9 @@ class DefiRules:
         ev, ctx = self.ev, self.ev.ctx
         sim = ctx.simulation
         if sim is None or ctx.payer is None:
-            ev.add(ESCALATE, "simulation.unavailable", "the transaction could not be simulated before signing")
+            ev.add(
+                ESCALATE, "simulation.unavailable", "the transaction could not be simulated before signing"
+            )
             return
         if sim.reverted:
             ev.add(DENY, "simulation.reverted", f"the simulation reverts: {sim.error or 'no reason given'}")
@@ -340,9 +442,13 @@ class DefiRules:
                 outflows[change.asset] = outflows.get(change.asset, 0) - change.delta
         surprises = [asset for asset, out in outflows.items() if out > expected.get(asset, 0)]
         if surprises:
-            words = ", ".join(ev.amount(ev.decoded.call.chain_id, a, outflows[a] - expected.get(a, 0))
-                              for a in surprises)
-            ev.add(ESCALATE, "simulation.undecoded_outflow",
-                   f"the simulation shows {words} leaving the account beyond what the signer decoded")
+            words = ", ".join(
+                ev.amount(ev.decoded.call.chain_id, a, outflows[a] - expected.get(a, 0)) for a in surprises
+            )
+            ev.add(
+                ESCALATE,
+                "simulation.undecoded_outflow",
+                f"the simulation shows {words} leaving the account beyond what the signer decoded",
+            )
         else:
             ev.add(ALLOW, "simulation.matches", "the simulated outflows match what the signer decoded")

@@ -13,8 +13,19 @@ from policies.context import EvalContext, PriceQuote
 from policies.decision import Decision, Finding, Outcome, Spend
 from policies.decode import TOKEN_SELECTORS
 from policies.defi import DefiRules
-from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap,
-                             Transfer, Wrap)
+from policies.intent import (
+    NATIVE,
+    Approval,
+    Claim,
+    ContractCall,
+    Decoded,
+    Flag,
+    Forbidden,
+    RouterPayout,
+    Swap,
+    Transfer,
+    Wrap,
+)
 from policies.model import Policy, UsdRule, Window
 from policies.units import format_amount, usd_micros
 
@@ -40,7 +51,9 @@ class _Evaluation:
         self.totals: dict[tuple[int, str], int] = {}
         self.new_recipients: dict[str, None] = {}
         self.spends: list[Spend] = []
-        self._texts: dict[tuple[int, str, int], str] = {}  # `amount` texts: a transfer's is read again by its limit
+        self._texts: dict[
+            tuple[int, str, int], str
+        ] = {}  # `amount` texts: a transfer's is read again by its limit
         self.defi = DefiRules(self)
 
     def add(self, outcome: Outcome, rule_id: str, reason: str) -> None:
@@ -96,7 +109,9 @@ class _Evaluation:
                 self.approval(action)
             elif isinstance(action, ContractCall):
                 self.contract_call(action)
-            elif not isinstance(action, (Forbidden, Swap, RouterPayout, Wrap, Claim)):  # those: request-wide, `defi`
+            elif not isinstance(
+                action, (Forbidden, Swap, RouterPayout, Wrap, Claim)
+            ):  # those: request-wide, `defi`
                 self.add(ESCALATE, "default.unmatched", f"no rule covers the action {action!r}")
 
     def _count(self, chain_id: int, asset: str, amount: int) -> None:
@@ -118,14 +133,24 @@ class _Evaluation:
             self.new_recipients[t.recipient] = None
         imitated = self.ix.lookalike_of(t.chain_id, t.recipient)
         if imitated is not None:
-            self.add(DENY, "recipient.lookalike",
-                     f"{what}: the address imitates {self.ix.address_name(t.chain_id, imitated)} ({imitated})")
+            self.add(
+                DENY,
+                "recipient.lookalike",
+                f"{what}: the address imitates {self.ix.address_name(t.chain_id, imitated)} ({imitated})",
+            )
         elif Flag.RECIPIENT_FROM_UNTRUSTED in self.decoded.call.flags:
-            self.add(_OUTCOMES[policy.recipients.untrusted_provenance], "recipient.untrusted_provenance",
-                     f"{what}: you did not write this recipient yourself (it came from a page, a message, "
-                     "a tool or the model) and it is not in the address book")
+            self.add(
+                _OUTCOMES[policy.recipients.untrusted_provenance],
+                "recipient.untrusted_provenance",
+                f"{what}: you did not write this recipient yourself (it came from a page, a message, "
+                "a tool or the model) and it is not in the address book",
+            )
         else:
-            self.add(_OUTCOMES[policy.recipients.unknown], "recipient.new", f"{what}: the recipient is not in the address book")
+            self.add(
+                _OUTCOMES[policy.recipients.unknown],
+                "recipient.new",
+                f"{what}: the recipient is not in the address book",
+            )
 
     def approval(self, a: Approval) -> None:
         if a.amount == 0:
@@ -136,19 +161,34 @@ class _Evaluation:
         self._count(a.chain_id, a.asset, a.amount)
         if a.amount >= UNLIMITED:
             known = self.ix.asset_info(a.chain_id, a.asset)
-            token = f"{known[0]} ({a.asset})" if known else f"the token at {a.asset} (not in your policy's assets)"
-            self.add(DENY, "approval.unlimited", f"{a.method} would let {a.spender} spend an unlimited amount of {token}")
+            token = (
+                f"{known[0]} ({a.asset})"
+                if known
+                else f"the token at {a.asset} (not in your policy's assets)"
+            )
+            self.add(
+                DENY,
+                "approval.unlimited",
+                f"{a.method} would let {a.spender} spend an unlimited amount of {token}",
+            )
         if self.ix.is_allowed_spender(a.chain_id, a.spender):
             name = self.ix.address_name(a.chain_id, a.spender)
-            self.add(ALLOW, "approval.spender_allowed", f"{a.method}: {name} ({a.spender}) is an allowed spender")
+            self.add(
+                ALLOW, "approval.spender_allowed", f"{a.method}: {name} ({a.spender}) is an allowed spender"
+            )
             return
         imitated = self.ix.lookalike_of(a.chain_id, a.spender)
         if imitated is not None:
-            self.add(DENY, "approval.spender_lookalike",
-                     f"{a.method}: spender {a.spender} imitates {self.ix.address_name(a.chain_id, imitated)} "
-                     f"({imitated})")
+            self.add(
+                DENY,
+                "approval.spender_lookalike",
+                f"{a.method}: spender {a.spender} imitates {self.ix.address_name(a.chain_id, imitated)} "
+                f"({imitated})",
+            )
         else:
-            self.add(DENY, "approval.spender_not_allowed", f"{a.method}: {a.spender} is not an allowed spender")
+            self.add(
+                DENY, "approval.spender_not_allowed", f"{a.method}: {a.spender} is not an allowed spender"
+            )
 
     def contract_call(self, c: ContractCall) -> None:
         call = f"call 0x{c.selector.hex()} on {c.target}"
@@ -159,7 +199,9 @@ class _Evaluation:
             return
         if c.selector in TOKEN_SELECTORS and self.ix.is_token(c.chain_id, c.target):
             symbol = self.ix.asset_info(c.chain_id, c.target)[0]  # type: ignore[index]
-            self.add(ALLOW, "contract.token_call", f"{call}: a {symbol} transfer or approval, checked on its own")
+            self.add(
+                ALLOW, "contract.token_call", f"{call}: a {symbol} transfer or approval, checked on its own"
+            )
             return
         selectors = self.ix.contract_selectors(c.chain_id, c.target)
         if selectors is None:
@@ -180,16 +222,25 @@ class _Evaluation:
         """
         bound = self.ix.opaque_max_value(c.chain_id, c.target, c.selector)
         if bound is None:
-            self.add(DENY, "decode.opaque",
-                     f"{call}: the signer does not decode this function, so it cannot tell what it would do; "
-                     "only a policy entry under opaque_calls can accept it unseen")
+            self.add(
+                DENY,
+                "decode.opaque",
+                f"{call}: the signer does not decode this function, so it cannot tell what it would do; "
+                "only a policy entry under opaque_calls can accept it unseen",
+            )
         elif c.value > bound:
-            self.add(DENY, "opaque.max_value",
-                     f"{call}: sends {self.amount(c.chain_id, NATIVE, c.value)}, above the "
-                     f"{self.amount(c.chain_id, NATIVE, bound)} its opaque_calls entry allows")
+            self.add(
+                DENY,
+                "opaque.max_value",
+                f"{call}: sends {self.amount(c.chain_id, NATIVE, c.value)}, above the "
+                f"{self.amount(c.chain_id, NATIVE, bound)} its opaque_calls entry allows",
+            )
         else:
-            self.add(ALLOW, "opaque.allowed",
-                     f"{call}: the policy accepts this function unseen (opaque_calls), value within its bound")
+            self.add(
+                ALLOW,
+                "opaque.allowed",
+                f"{call}: the policy accepts this function unseen (opaque_calls), value within its bound",
+            )
 
     # ---- limits ------------------------------------------------------------------------------
 
@@ -211,15 +262,21 @@ class _Evaluation:
             self.spends.append(Spend(chain_id, asset, total, usd_value))
             text = self.amount(chain_id, asset, total)
             if rule is None:
-                self.add(ESCALATE, "asset.unknown", f"{text}: the asset is not in the policy, so it has no limits")
+                self.add(
+                    ESCALATE, "asset.unknown", f"{text}: the asset is not in the policy, so it has no limits"
+                )
                 continue
             if rule.per_tx is None and not rule.windows:
                 self.add(ESCALATE, "asset.no_limits", f"{text}: the policy sets no limit for {rule.symbol}")
                 continue
             within = self.check_limits(
-                "limit", total, rule.per_tx, rule.windows,
+                "limit",
+                total,
+                rule.per_tx,
+                rule.windows,
                 lambda seconds: ctx.spent.get((chain_id, asset, seconds), 0),
-                lambda amount: self.amount(chain_id, asset, amount), over,
+                lambda amount: self.amount(chain_id, asset, amount),
+                over,
             )
             if within:
                 self.add(ALLOW, "asset.within_limits", f"{text} is within the {rule.symbol} limits")
@@ -228,41 +285,70 @@ class _Evaluation:
 
     def usd_limits(self, rule: UsdRule, total: int, unknown: list[str], over: Outcome) -> None:
         if unknown:
-            self.add(ESCALATE, "usd.price_unknown",
-                     f"no USD price for {', '.join(unknown)}, so the USD limits cannot be checked")
-        within = self.check_limits("usd", total, rule.per_tx, rule.windows,
-                                   lambda seconds: self.ctx.spent_usd.get(seconds, 0), _usd, over)
+            self.add(
+                ESCALATE,
+                "usd.price_unknown",
+                f"no USD price for {', '.join(unknown)}, so the USD limits cannot be checked",
+            )
+        within = self.check_limits(
+            "usd",
+            total,
+            rule.per_tx,
+            rule.windows,
+            lambda seconds: self.ctx.spent_usd.get(seconds, 0),
+            _usd,
+            over,
+        )
         if within and not unknown:
             self.add(ALLOW, "usd.within_limits", f"{_usd(total)} is within the USD limits")
 
-    def check_limits(self, prefix: str, total: int, per_tx: int | None, windows: Iterable[Window],
-                     already_in: Callable[[int], int], fmt: Callable[[int], str], over: Outcome) -> bool:
+    def check_limits(
+        self,
+        prefix: str,
+        total: int,
+        per_tx: int | None,
+        windows: Iterable[Window],
+        already_in: Callable[[int], int],
+        fmt: Callable[[int], str],
+        over: Outcome,
+    ) -> bool:
         """Per-transaction then rolling-window limits; True when `total` fits all of them."""
         within = True
         if per_tx is not None and total > per_tx:
             within = False
-            self.add(over, f"{prefix}.per_tx", f"{fmt(total)} exceeds the per-transaction limit of {fmt(per_tx)}")
+            self.add(
+                over, f"{prefix}.per_tx", f"{fmt(total)} exceeds the per-transaction limit of {fmt(per_tx)}"
+            )
         for w in windows:
             already = already_in(w.seconds)
             if already + total > w.limit:
                 within = False
-                self.add(over, f"{prefix}.window.{w.label}",
-                         f"{fmt(total)} would exceed the {w.label} limit of {fmt(w.limit)} "
-                         f"({fmt(already)} already spent)")
+                self.add(
+                    over,
+                    f"{prefix}.window.{w.label}",
+                    f"{fmt(total)} would exceed the {w.label} limit of {fmt(w.limit)} "
+                    f"({fmt(already)} already spent)",
+                )
         return within
 
     def rates(self) -> None:
         rates, ctx = self.policy.rate_limits, self.ctx
         signed = ctx.tx_count.get(HOUR, 0)
         if signed + 1 > rates.tx_per_hour:
-            self.add(ESCALATE, "rate.tx_per_hour",
-                     f"{signed} transactions were signed in the last hour; the limit is {rates.tx_per_hour}")
+            self.add(
+                ESCALATE,
+                "rate.tx_per_hour",
+                f"{signed} transactions were signed in the last hour; the limit is {rates.tx_per_hour}",
+            )
         fresh = len(self.new_recipients)
         already = ctx.new_recipients.get(DAY, 0)
         if fresh and already + fresh > rates.new_recipients_per_day:
-            self.add(ESCALATE, "rate.new_recipients_per_day",
-                     f"{fresh} new recipient(s) after {already} in the last day would exceed the limit of "
-                     f"{rates.new_recipients_per_day}")
+            self.add(
+                ESCALATE,
+                "rate.new_recipients_per_day",
+                f"{fresh} new recipient(s) after {already} in the last day would exceed the limit of "
+                f"{rates.new_recipients_per_day}",
+            )
 
     def decide(self) -> Decision:
         self.request()

@@ -13,8 +13,18 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, StrictInt,
-                      ValidationInfo, field_validator, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from policies.context import PriceQuote
 from policies.decode import KNOWN
@@ -34,7 +44,9 @@ def _address(value: Any) -> str:
         raise ValueError("must be an address: 0x followed by 40 hex digits (quote it in YAML)")
     body = value[2:]
     if not case_ok(value):
-        raise ValueError(f"{value} has a bad EIP-55 checksum (a typo?); write it lowercase only if you are sure")
+        raise ValueError(
+            f"{value} has a bad EIP-55 checksum (a typo?); write it lowercase only if you are sure"
+        )
     return "0x" + body.lower()
 
 
@@ -45,7 +57,7 @@ def _asset_id(value: Any) -> str:
 def _amount(value: Any) -> str:
     """Amounts stay as the decimal text the user wrote; an int means whole units."""
     if isinstance(value, float):
-        raise ValueError("write amounts as quoted strings, e.g. \"0.01\"")
+        raise ValueError('write amounts as quoted strings, e.g. "0.01"')
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError("must be a decimal amount written as a quoted string")
     parse_units(value, 0 if isinstance(value, int) else 77)  # shape check; precision per asset later
@@ -157,8 +169,10 @@ class OpaqueCallEntry(_Strict):
     def _not_decoded(cls, value: str) -> str:
         known = KNOWN.get(bytes.fromhex(value[2:]))
         if known is not None:
-            raise ValueError(f"{value} is {known.signature}, which the signer decodes: list it under contracts, "
-                             "not opaque_calls")
+            raise ValueError(
+                f"{value} is {known.signature}, which the signer decodes: list it under contracts, "
+                "not opaque_calls"
+            )
         return value
 
     @field_validator("max_value")
@@ -285,7 +299,9 @@ class UsdRule:
 
 
 def _windows(windows: dict[str, str], decimals: int) -> tuple[Window, ...]:
-    return tuple(Window(label, parse_period(label), parse_units(amount, decimals)) for label, amount in windows.items())
+    return tuple(
+        Window(label, parse_period(label), parse_units(amount, decimals)) for label, amount in windows.items()
+    )
 
 
 class Policy(_Strict):
@@ -334,8 +350,10 @@ class Policy(_Strict):
                 raise ValueError(f"opaque_calls.{i}.chain: chain {entry.chain} is not listed under chains")
             opaque = (entry.chain, entry.address, entry.selector)
             if opaque in seen_opaque:
-                raise ValueError(f"opaque_calls.{i}: {entry.selector} on {entry.address} (chain {entry.chain}) "
-                                 "is listed twice")
+                raise ValueError(
+                    f"opaque_calls.{i}: {entry.selector} on {entry.address} (chain {entry.chain}) "
+                    "is listed twice"
+                )
             seen_opaque.add(opaque)
         for i, d in enumerate(self.claims.distributors if self.claims is not None else ()):
             if d.chain not in chain_ids:
@@ -345,26 +363,42 @@ class Policy(_Strict):
             routers: set[tuple[int, str]] = set()
             for i, router in enumerate(self.swaps.routers):
                 if router.chain not in chain_ids:
-                    raise ValueError(f"swaps.routers.{i}.chain: chain {router.chain} is not listed under chains")
+                    raise ValueError(
+                        f"swaps.routers.{i}.chain: chain {router.chain} is not listed under chains"
+                    )
                 if (router.chain, router.address) in routers:
-                    raise ValueError(f"swaps.routers.{i}: {router.address} on chain {router.chain} is listed twice")
+                    raise ValueError(
+                        f"swaps.routers.{i}: {router.address} on chain {router.chain} is listed twice"
+                    )
                 routers.add((router.chain, router.address))
             for side in ("tokens_in", "tokens_out"):
                 for i, ref in enumerate(getattr(self.swaps, side)):
                     if (ref.chain, ref.asset) not in listed:
-                        raise ValueError(f"swaps.{side}.{i}: {ref.asset} on chain {ref.chain} is not under assets "
-                                         "(a swapped token needs its symbol, decimals and limits there)")
+                        raise ValueError(
+                            f"swaps.{side}.{i}: {ref.asset} on chain {ref.chain} is not under assets "
+                            "(a swapped token needs its symbol, decimals and limits there)"
+                        )
         return self
 
     def model_post_init(self, __context: Any) -> None:
         assets = {}
         for a in self.assets:
-            price = None if a.price_usd is None else PriceQuote(parse_units(a.price_usd, USD_DECIMALS), a.decimals)
+            price = (
+                None
+                if a.price_usd is None
+                else PriceQuote(parse_units(a.price_usd, USD_DECIMALS), a.decimals)
+            )
             per_tx = None if a.per_tx is None else parse_units(a.per_tx, a.decimals)
-            assets[(a.chain, a.asset)] = AssetRule(a.symbol, a.decimals, per_tx, _windows(a.windows, a.decimals), price)
+            assets[(a.chain, a.asset)] = AssetRule(
+                a.symbol, a.decimals, per_tx, _windows(a.windows, a.decimals), price
+            )
         names = {}
         # Address book names win over spender names, which win over contract names.
-        named: tuple[AddressEntry | ContractEntry, ...] = (*self.contracts, *self.spenders, *self.address_book)
+        named: tuple[AddressEntry | ContractEntry, ...] = (
+            *self.contracts,
+            *self.spenders,
+            *self.address_book,
+        )
         for entry in named:
             names[(entry.chain, entry.address)] = entry.name
         lookalikes: dict[tuple[int, str, str], set[str]] = {}
@@ -378,7 +412,9 @@ class Policy(_Strict):
                 names.setdefault((r.chain, r.weth), f"WETH of {r.name}")
                 lookalikes.setdefault((r.chain, *lookalike_key(r.address)), set()).add(r.address)
             swaps = SwapIndex(
-                routers={(r.chain, r.address): SwapRouterInfo(r.name, r.quoter, r.weth) for r in rules.routers},
+                routers={
+                    (r.chain, r.address): SwapRouterInfo(r.name, r.quoter, r.weth) for r in rules.routers
+                },
                 wethers=frozenset((r.chain, r.weth) for r in rules.routers),
                 tokens_in=frozenset((a.chain, a.asset) for a in rules.tokens_in),
                 tokens_out=frozenset((a.chain, a.asset) for a in rules.tokens_out),
@@ -393,8 +429,10 @@ class Policy(_Strict):
             distributors[(d.chain, d.address)] = (d.name, d.token)
         usd = None
         if self.usd is not None:
-            usd = UsdRule(None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
-                          _windows(self.usd.windows, USD_DECIMALS))
+            usd = UsdRule(
+                None if self.usd.per_tx is None else parse_units(self.usd.per_tx, USD_DECIMALS),
+                _windows(self.usd.windows, USD_DECIMALS),
+            )
         seconds = {w.seconds for rule in assets.values() for w in rule.windows}
         if usd is not None:
             seconds |= {w.seconds for w in usd.windows}
@@ -404,13 +442,17 @@ class Policy(_Strict):
             names=names,
             book=frozenset((e.chain, e.address) for e in self.address_book),
             spenders=frozenset((e.chain, e.address) for e in self.spenders),
-            contracts={(c.chain, c.address): frozenset(bytes.fromhex(s[2:]) for s in c.selectors)
-                       for c in self.contracts},
+            contracts={
+                (c.chain, c.address): frozenset(bytes.fromhex(s[2:]) for s in c.selectors)
+                for c in self.contracts
+            },
             lookalikes={k: tuple(sorted(v)) for k, v in lookalikes.items()},
             usd=usd,
             window_seconds=frozenset(seconds),
-            opaque={(o.chain, o.address, bytes.fromhex(o.selector[2:])): parse_units(o.max_value, NATIVE_DECIMALS)
-                    for o in self.opaque_calls},
+            opaque={
+                (o.chain, o.address, bytes.fromhex(o.selector[2:])): parse_units(o.max_value, NATIVE_DECIMALS)
+                for o in self.opaque_calls
+            },
             swaps=swaps,
             distributors=distributors,
         )

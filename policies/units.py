@@ -37,7 +37,7 @@ def parse_units(text: str | int, decimals: int) -> int:
     if not isinstance(text, str):
         raise ValueError(f"amount must be a decimal string, got {type(text).__name__}")
     if len(text) > _MAX_DIGITS or not _DECIMAL.fullmatch(text):
-        raise ValueError(f"{text!r} is not a plain non-negative decimal amount such as \"0.01\"")
+        raise ValueError(f'{text!r} is not a plain non-negative decimal amount such as "0.01"')
     whole, _, frac = text.partition(".")
     frac = frac.rstrip("0")
     if len(frac) > decimals:
@@ -126,5 +126,7 @@ def read_amount(text: str) -> AmountText:
     if match is None:
         raise ValueError(f"cannot read amount {stripped!r}: {AMOUNT_EXAMPLE}")
     if match["unit"] is None:
-        raise ValueError(f"{stripped!r} has no unit: {AMOUNT_EXAMPLE} (a bare number is never taken as wei or ETH)")
+        raise ValueError(
+            f"{stripped!r} has no unit: {AMOUNT_EXAMPLE} (a bare number is never taken as wei or ETH)"
+        )
     return AmountText(match["number"], match["unit"].lower())

@@ -53,8 +53,13 @@ def _unlocked(paths: SignerPaths, passphrase: bytearray) -> Unlocked:
         zeroize(passphrase)
 
 
-def _audited(paths: SignerPaths, passphrase: bytearray, kind: str, body: dict | Callable[[T], dict],
-             action: Callable[[sqlite3.Connection, float, Unlocked], T]) -> T:
+def _audited(
+    paths: SignerPaths,
+    passphrase: bytearray,
+    kind: str,
+    body: dict | Callable[[T], dict],
+    action: Callable[[sqlite3.Connection, float, Unlocked], T],
+) -> T:
     """Run a change and its audit record in one transaction, then move the anchor.
 
     `action` gets the connection, the signer's estimated time (read inside the transaction) and
@@ -82,15 +87,26 @@ def _audited(paths: SignerPaths, passphrase: bytearray, kind: str, body: dict | 
         conn.close()
 
 
-def issue_client(paths: SignerPaths, name: str, scope: Scope, ttl_seconds: int | None = None, *,
-                 passphrase: bytearray) -> tuple[Client, str]:
-    return _audited(paths, passphrase, "client.added", {"name": name, "scope": scope.value, "ttl_seconds": ttl_seconds},
-                    lambda conn, now, _: add_client(conn, name, scope, ttl_seconds=ttl_seconds, now=now))
+def issue_client(
+    paths: SignerPaths, name: str, scope: Scope, ttl_seconds: int | None = None, *, passphrase: bytearray
+) -> tuple[Client, str]:
+    return _audited(
+        paths,
+        passphrase,
+        "client.added",
+        {"name": name, "scope": scope.value, "ttl_seconds": ttl_seconds},
+        lambda conn, now, _: add_client(conn, name, scope, ttl_seconds=ttl_seconds, now=now),
+    )
 
 
 def revoke(paths: SignerPaths, name: str, *, passphrase: bytearray) -> bool:
-    return _audited(paths, passphrase, "client.revoked", {"name": name},
-                    lambda conn, now, _: revoke_client(conn, name, now=now))
+    return _audited(
+        paths,
+        passphrase,
+        "client.revoked",
+        {"name": name},
+        lambda conn, now, _: revoke_client(conn, name, now=now),
+    )
 
 
 # ---- integrity: what the daemon refuses at start, and the operator's way out ------------------
@@ -115,9 +131,14 @@ class SealResult:
     rollback_accepted: dict[str, Any] | None = None  # what `_accept_rollback` re-applied
 
     def to_json(self) -> dict[str, Any]:
-        return {"findings": [f.to_json() for f in self.findings], "removed": self.removed,
-                "sealed_rows": self.sealed_rows, "legacy_audit_records": self.legacy_audit_records,
-                "accepted_policy_hash": self.accepted_policy_hash, "rollback_accepted": self.rollback_accepted}
+        return {
+            "findings": [f.to_json() for f in self.findings],
+            "removed": self.removed,
+            "sealed_rows": self.sealed_rows,
+            "legacy_audit_records": self.legacy_audit_records,
+            "accepted_policy_hash": self.accepted_policy_hash,
+            "rollback_accepted": self.rollback_accepted,
+        }
 
 
 class SealRefused(ValueError):
@@ -128,8 +149,14 @@ _POLICY_KEYS = frozenset({policy_change.ACCEPTED, "policy_hash"})
 _KILL_SWITCH_KEYS = frozenset({"frozen", "freeze_id"})
 
 
-def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool = False,
-         accept_ledger: bool = False, accept_rollback: bool = False) -> SealResult:
+def seal(
+    paths: SignerPaths,
+    *,
+    passphrase: bytearray,
+    accept_policy_file: bool = False,
+    accept_ledger: bool = False,
+    accept_rollback: bool = False,
+) -> SealResult:
     """The operator's answer to what the daemon refused (and the upgrade of a home from before row MACs).
 
     Rows that fail are removed, so they grant nothing: a client, device, session key, pairing,
@@ -148,29 +175,41 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
         result = SealResult(keys.check(conn, paths.anchor))
         back = went_back(result.findings)
         if back and not accept_rollback:
-            raise SealRefused(f"signer.db (or its audit log) went back to an earlier state ({_names(back)}); nothing "
-                              "was changed. Restore the latest backup of signer.db together with audit.anchor. If "
-                              "this is the state you want to keep, run again with --accept-rollback: the signer is "
-                              "then frozen (only your companion lifts it), every session key is revoked, and every "
-                              "client and companion device the audit log records as revoked is revoked again")
+            raise SealRefused(
+                f"signer.db (or its audit log) went back to an earlier state ({_names(back)}); nothing "
+                "was changed. Restore the latest backup of signer.db together with audit.anchor. If "
+                "this is the state you want to keep, run again with --accept-rollback: the signer is "
+                "then frozen (only your companion lifts it), every session key is revoked, and every "
+                "client and companion device the audit log records as revoked is revoked again"
+            )
         # An unsealed table (an upgrade) is sealed as it is: the operator running this is the authority.
-        failing_meta = {f.pk for f in result.findings if f.table == "meta" and f.problem is not Problem.UNSEALED}
-        ledger = sorted({f.table for f in result.findings if f.table in DIGEST_ONLY and f.problem is Problem.CHANGED})
+        failing_meta = {
+            f.pk for f in result.findings if f.table == "meta" and f.problem is not Problem.UNSEALED
+        }
+        ledger = sorted(
+            {f.table for f in result.findings if f.table in DIGEST_ONLY and f.problem is Problem.CHANGED}
+        )
         if ledger and not accept_ledger:
-            raise SealRefused(f"the spend ledger ({', '.join(ledger)}) was changed without the master key and cannot "
-                              "be repaired row by row; nothing was changed. Restore signer.db from a backup, or "
-                              "accept the ledger as it is with --accept-ledger (check `owlia audit verify` first: "
-                              "the keyed audit log records every spend)")
+            raise SealRefused(
+                f"the spend ledger ({', '.join(ledger)}) was changed without the master key and cannot "
+                "be repaired row by row; nothing was changed. Restore signer.db from a backup, or "
+                "accept the ledger as it is with --accept-ledger (check `owlia audit verify` first: "
+                "the keyed audit log records every spend)"
+            )
         if (failing_meta & _POLICY_KEYS or None in failing_meta) and not accept_policy_file:
-            raise SealRefused("the policy in force (or a row of `meta`) fails authentication; nothing was changed. "
-                              "Put the policy you want in force in policy.yaml and run again with "
-                              "--accept-policy-file")
+            raise SealRefused(
+                "the policy in force (or a row of `meta`) fails authentication; nothing was changed. "
+                "Put the policy you want in force in policy.yaml and run again with "
+                "--accept-policy-file"
+            )
         for finding in result.findings:
             if finding.table not in PROTECTED or finding.pk is None or finding.problem is Problem.DELETED:
                 continue
             if finding.table == "meta" and finding.pk in _KILL_SWITCH_KEYS:
                 continue  # rewritten below: frozen
-            conn.execute(f"DELETE FROM {finding.table} WHERE CAST({pk_sql(finding.table)} AS TEXT)=?", (finding.pk,))
+            conn.execute(
+                f"DELETE FROM {finding.table} WHERE CAST({pk_sql(finding.table)} AS TEXT)=?", (finding.pk,)
+            )
             result.removed.append(str(finding))
         if failing_meta & _KILL_SWITCH_KEYS or None in failing_meta:
             set_meta(conn, "frozen", "1")  # fail closed: the companion's unfreeze is the way back
@@ -185,19 +224,33 @@ def seal(paths: SignerPaths, *, passphrase: bytearray, accept_policy_file: bool 
         result.legacy_audit_records = _legacy_prefix(conn, keys)
         if result.legacy_audit_records:
             AuditLog(conn, paths.anchor, clock=lambda: now, keys=keys.audit_keys).append(
-                KEYED_KIND, {"legacy_records": result.legacy_audit_records})
+                KEYED_KIND, {"legacy_records": result.legacy_audit_records}
+            )
         return result
 
-    return _audited(paths, passphrase, "integrity.sealed",
-                    lambda r: {"removed": r.removed, "sealed_rows": r.sealed_rows,
-                               "accepted_policy_hash": r.accepted_policy_hash,
-                               "rollback_accepted": r.rollback_accepted},
-                    action)
+    return _audited(
+        paths,
+        passphrase,
+        "integrity.sealed",
+        lambda r: {
+            "removed": r.removed,
+            "sealed_rows": r.sealed_rows,
+            "accepted_policy_hash": r.accepted_policy_hash,
+            "rollback_accepted": r.rollback_accepted,
+        },
+        action,
+    )
 
 
 def _names(findings: list[Finding]) -> str:
-    return ", ".join(sorted({"the audit log" if f.table == AUDIT else "the state record" if f.table == STATE
-                             else f.table for f in findings}))
+    return ", ".join(
+        sorted(
+            {
+                "the audit log" if f.table == AUDIT else "the state record" if f.table == STATE else f.table
+                for f in findings
+            }
+        )
+    )
 
 
 def _accept_rollback(conn: sqlite3.Connection, now: float) -> dict[str, Any]:
@@ -208,20 +261,31 @@ def _accept_rollback(conn: sqlite3.Connection, now: float) -> dict[str, Any]:
     lifts it), every session key is revoked, and every client and companion device the keyed audit
     log records as revoked is revoked again. Room under a spending limit cannot be withdrawn this
     way; while frozen nothing is signed, and the companion decides when to lift it."""
-    revoked_keys = [r[0] for r in conn.execute("SELECT key_id FROM session_keys WHERE status != ?", (REVOKED.value,))]
+    revoked_keys = [
+        r[0] for r in conn.execute("SELECT key_id FROM session_keys WHERE status != ?", (REVOKED.value,))
+    ]
     freeze(conn, "frz_" + secrets.token_hex(8), revoked_keys, now, REVOKED.value)
     clients, devices = [], []
-    for kind, body in conn.execute("SELECT kind, body FROM audit WHERE kind IN ('client.revoked', 'companion.revoked')"
-                                   " ORDER BY seq"):
+    for kind, body in conn.execute(
+        "SELECT kind, body FROM audit WHERE kind IN ('client.revoked', 'companion.revoked') ORDER BY seq"
+    ):
         record = json.loads(body)
         if kind == "client.revoked" and revoke_client(conn, str(record.get("name")), now=now):
             clients.append(str(record.get("name")))
-        elif kind == "companion.revoked" and conn.execute(
+        elif (
+            kind == "companion.revoked"
+            and conn.execute(
                 "UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL",
-                (now, str(record.get("device_id")))).rowcount:
+                (now, str(record.get("device_id"))),
+            ).rowcount
+        ):
             devices.append(str(record.get("device_id")))
-    return {"frozen": True, "session_keys_revoked": revoked_keys, "clients_revoked_again": clients,
-            "devices_revoked_again": devices}
+    return {
+        "frozen": True,
+        "session_keys_revoked": revoked_keys,
+        "clients_revoked_again": clients,
+        "devices_revoked_again": devices,
+    }
 
 
 def _legacy_prefix(conn: sqlite3.Connection, keys: Unlocked) -> int:

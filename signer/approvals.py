@@ -57,8 +57,13 @@ MAX_WAITING_PER_CLIENT = 10
 
 
 class Approvals:
-    def __init__(self, engine: SigningCore, devices: DeviceRegistry, identity: SignerIdentity,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        engine: SigningCore,
+        devices: DeviceRegistry,
+        identity: SignerIdentity,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.engine = engine
         self.devices = devices
         self.identity = identity  # signs what is delivered, so the companion can tell a rewritten request
@@ -79,9 +84,19 @@ class Approvals:
 
     # ---- creation (called by the engine on ESCALATE) ----------------------------------------
 
-    async def prepare(self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
-                      agent_reason: str | None, now: float, expires_at: float,
-                      simulation: Simulated | None = None) -> dict[str, Any]:
+    async def prepare(
+        self,
+        *,
+        request_id: str,
+        kind: str,
+        decoded: Decoded,
+        summary: str,
+        decision: Decision,
+        agent_reason: str | None,
+        now: float,
+        expires_at: float,
+        simulation: Simulated | None = None,
+    ) -> dict[str, Any]:
         call = decoded.call
         chain, main = self.engine.chains.get(call.chain_id), self.devices.main_account()
         tx = await main_account_tx(chain, main, call)
@@ -89,10 +104,18 @@ class Approvals:
             # the main key signs this one: show what it does from the main account, not the session key
             simulation = await simulate(chain, main.lower(), call.to, call.value, call.data)
         builder = self.builder
-        return builder.build(request_id=request_id, kind=kind, decoded=decoded, summary=summary,
-                             decision=decision, agent_reason=agent_reason, tx=tx, created_at=now,
-                             expires_at=expires_at,
-                             simulation=simulation_card(simulation, builder.index, call.chain_id))
+        return builder.build(
+            request_id=request_id,
+            kind=kind,
+            decoded=decoded,
+            summary=summary,
+            decision=decision,
+            agent_reason=agent_reason,
+            tx=tx,
+            created_at=now,
+            expires_at=expires_at,
+            simulation=simulation_card(simulation, builder.index, call.chain_id),
+        )
 
     def hold(self, request: tuple[str, str]) -> str | None:
         """Count a request (client id, idempotency key) that is about to ask the companion, or say why
@@ -103,8 +126,10 @@ class Approvals:
         recorded = approval_store.open_for_client(self.engine.reader, client_id, self.clock(), held)
         waiting = recorded + len(held)
         if waiting >= MAX_WAITING_PER_CLIENT:
-            return (f"{waiting} requests of this client are already waiting for your companion; "
-                    "answer them or let them expire first")
+            return (
+                f"{waiting} requests of this client are already waiting for your companion; "
+                "answer them or let them expire first"
+            )
         self._held.add(request)
         return None
 
@@ -115,13 +140,23 @@ class Approvals:
     def insert(conn: Connection, body: dict[str, Any]) -> None:
         approval_store.insert(conn, body, request_hash(body))
 
-    def open_request(self, conn: Connection, body: dict[str, Any], pending: dict[str, Any],
-                     requester: str) -> None:
+    def open_request(
+        self, conn: Connection, body: dict[str, Any], pending: dict[str, Any], requester: str
+    ) -> None:
         """A request no client's `sign.request` made (a top-up, a policy loosening): its pending
         row, keyed by its own id, and its approval, in the caller's transaction."""
-        request_store.insert_pending(conn, body["request_id"], requester, body["kind"], request_hash(body),
-                                     body["created_at"], json.dumps(pending), body["chain_id"], body["expires_at"],
-                                     records.PENDING)
+        request_store.insert_pending(
+            conn,
+            body["request_id"],
+            requester,
+            body["kind"],
+            request_hash(body),
+            body["created_at"],
+            json.dumps(pending),
+            body["chain_id"],
+            body["expires_at"],
+            records.PENDING,
+        )
         self.insert(conn, body)
 
     def announce(self) -> None:
@@ -133,8 +168,10 @@ class Approvals:
 
     def _open_after(self, after: int, limit: int) -> list[dict[str, Any]]:
         rows = approval_store.open_after(self.engine.reader, after, self.clock(), limit)
-        return [{"seq": seq, "request": self._signed(json.loads(body), digest), "request_hash": digest}
-                for seq, body, digest in rows]
+        return [
+            {"seq": seq, "request": self._signed(json.loads(body), digest), "request_hash": digest}
+            for seq, body, digest in rows
+        ]
 
     def _signed(self, request: dict[str, Any], digest: str) -> dict[str, Any]:
         """The request as delivered: `signer_sig` (over its hash) rides along, outside the hash."""
@@ -142,8 +179,12 @@ class Approvals:
         return request
 
     def state(self) -> dict[str, Any]:
-        return {"frozen": self.engine.frozen, "freeze_id": self.kill_switch.current_id(),
-                "devices_rev": self.devices.revision, "main_account": self.devices.main_account()}
+        return {
+            "frozen": self.engine.frozen,
+            "freeze_id": self.kill_switch.current_id(),
+            "devices_rev": self.devices.revision,
+            "main_account": self.devices.main_account(),
+        }
 
     async def state_for_signing(self, witness_seq: int | None = None) -> dict[str, Any]:
         """The state plus, per chain, the main account's next nonce (`main_nonce`, the mempool
@@ -161,8 +202,11 @@ class Approvals:
         nonces: dict[str, int] = {}
         mined: dict[str, int] = {}
         for chain_id, chain in self.engine.chains.items() if main else ():
-            pending, latest = await asyncio.gather(within_budget(next_nonce(chain, main)),
-                                                   within_budget(chain.mined_nonce(main)), return_exceptions=True)
+            pending, latest = await asyncio.gather(
+                within_budget(next_nonce(chain, main)),
+                within_budget(chain.mined_nonce(main)),
+                return_exceptions=True,
+            )
             # a chain that cannot be read (or garbles a count) is left out: for signing, the request's
             # own nonce is all there is; for settling, nothing settles on it
             if isinstance(pending, int):
@@ -177,7 +221,12 @@ class Approvals:
             record_hash = hash_at(self.engine.reader, witness_seq)
             at = {"seq": witness_seq, "hash": record_hash} if record_hash is not None else None
         checkpoint = make_checkpoint(self.identity, seq, head, at, self.engine.audit.committed_epoch)
-        return {**state, **quote, "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote), "audit_checkpoint": checkpoint}
+        return {
+            **state,
+            **quote,
+            "nonce_sig": self.identity.sign(NONCE_DOMAIN, quote),
+            "audit_checkpoint": checkpoint,
+        }
 
     async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""
@@ -204,14 +253,19 @@ class Approvals:
         if state != OPEN:
             raise await self._refuse(evidence, f"this request was already answered ({state}): replay refused")
         if params.request_hash != digest or params.expires_at != expires_at:
-            raise await self._refuse(evidence, "the answer is for a different request (hash or expiry mismatch)")
+            raise await self._refuse(
+                evidence, "the answer is for a different request (hash or expiry mismatch)"
+            )
         if now >= expires_at:
             raise await self._refuse(evidence, "the request has expired")
         tx_hash = "0x" + keccak256(params.raw_tx).hex() if params.raw_tx else ""
-        message = signed_message(APPROVAL_DOMAIN, answer_body(params.request_id, digest, params.action, expires_at,
-                                                              params.device_id, tx_hash))
-        device = await self.devices.authorize(params.device_id, params.action, message, params.signature,
-                                              "approval.refused", evidence)
+        message = signed_message(
+            APPROVAL_DOMAIN,
+            answer_body(params.request_id, digest, params.action, expires_at, params.device_id, tx_hash),
+        )
+        device = await self.devices.authorize(
+            params.device_id, params.action, message, params.signature, "approval.refused", evidence
+        )
         body = json.loads(body_text)
         if params.action is ApprovalAction.APPROVE and kind == "policy":
             return await self._approve_policy(body, params, device.device_id, evidence)
@@ -222,11 +276,20 @@ class Approvals:
     async def _refuse(self, evidence: dict[str, Any], reason: str) -> RpcError:
         return await self.devices.refuse("approval.refused", evidence, reason)
 
-    async def _approve(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
-                       main: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    async def _approve(
+        self,
+        body: dict[str, Any],
+        kind: str,
+        params: ApprovalAnswerParams,
+        device_id: str,
+        main: str,
+        evidence: dict[str, Any],
+    ) -> dict[str, Any]:
         want = body["tx"]
         if want is None:
-            raise await self._refuse(evidence, "this request has no main-account transaction to approve; deny it")
+            raise await self._refuse(
+                evidence, "this request has no main-account transaction to approve; deny it"
+            )
         try:
             got = decode_signed_eip1559(params.raw_tx)
         except TxDecodeError as exc:
@@ -241,33 +304,61 @@ class Approvals:
                 raise await self._refuse({**evidence, "tx_hash": got.tx_hash}, problem)
             return await self._record_and_send(body, kind, params, device_id, evidence, chain, got)
 
-    async def _record_and_send(self, body: dict[str, Any], kind: str, params: ApprovalAnswerParams, device_id: str,
-                               evidence: dict[str, Any], chain: Chain, got: DecodedTx) -> dict[str, Any]:
+    async def _record_and_send(
+        self,
+        body: dict[str, Any],
+        kind: str,
+        params: ApprovalAnswerParams,
+        device_id: str,
+        evidence: dict[str, Any],
+        chain: Chain,
+        got: DecodedTx,
+    ) -> dict[str, Any]:
         if kind == "topup" and await exceeds_cap(self.engine, body, chain, got.tx.to, got.tx.value):
-            raise await self._refuse(evidence, "the top-up would exceed the session key's cap (or it is gone)")
-        result = self._answered(params.request_id, status=records.SIGNED, tx_hash=got.tx_hash, sender=got.sender,
-                                nonce=got.tx.nonce, chain_id=got.tx.chain_id, approved_by=device_id, tier=1,
-                                broadcast=self.engine.broadcast)
+            raise await self._refuse(
+                evidence, "the top-up would exceed the session key's cap (or it is gone)"
+            )
+        result = self._answered(
+            params.request_id,
+            status=records.SIGNED,
+            tx_hash=got.tx_hash,
+            sender=got.sender,
+            nonce=got.tx.nonce,
+            chain_id=got.tx.chain_id,
+            approved_by=device_id,
+            tier=1,
+            broadcast=self.engine.broadcast,
+        )
 
         def record(conn: Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"tx_hash": got.tx_hash})
             request_store.mark_signed(conn, params.request_id, json.dumps(result), got.tx_hash, params.raw_tx)
-            self.engine.audit.append("approval.approved", {"request_id": params.request_id, "device_id": device_id,
-                                                           "tx_hash": got.tx_hash, "sender": got.sender,
-                                                           "tx": got.tx.to_dict()})
+            self.engine.audit.append(
+                "approval.approved",
+                {
+                    "request_id": params.request_id,
+                    "device_id": device_id,
+                    "tx_hash": got.tx_hash,
+                    "sender": got.sender,
+                    "tx": got.tx.to_dict(),
+                },
+            )
 
         await self._write_once(record, evidence)
         if not self.engine.broadcast:
             return result
         outcome = await chain.broadcast(params.raw_tx, got.tx_hash)
         in_flight = InFlight(params.request_id, got.tx.chain_id, got.tx_hash, got.sender, got.tx.nonce)
-        if outcome.sent is not Sent.ACCEPTED:  # not "failed": a refusal is the node's word, asking again could pay twice
+        if (
+            outcome.sent is not Sent.ACCEPTED
+        ):  # not "failed": a refusal is the node's word, asking again could pay twice
             result = await self.engine.broadcast_unknown(params.request_id, result, outcome)
         self.engine.follow(chain, in_flight)
         return result
 
-    async def _approve_policy(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
-                              evidence: dict[str, Any]) -> dict[str, Any]:
+    async def _approve_policy(
+        self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str, evidence: dict[str, Any]
+    ) -> dict[str, Any]:
         """Install the loosened policy at once, in the commit that closes the approval. Only over the
         policy it was proposed against: after any other change the user must see a fresh proposal."""
         if params.raw_tx:
@@ -275,45 +366,72 @@ class Approvals:
         if self.policies is None:
             raise await self._refuse(evidence, "this signer cannot install policies while running")
         policy_hash, text = approval_store.proposal(self.engine.reader, params.request_id)
-        result = self._answered(params.request_id, status=RequestStatus.APPROVED, approved_by=device_id, policy_hash=policy_hash,
-                                note="the approved policy is in force")
+        result = self._answered(
+            params.request_id,
+            status=RequestStatus.APPROVED,
+            approved_by=device_id,
+            policy_hash=policy_hash,
+            note="the approved policy is in force",
+        )
 
         def record(conn: Connection) -> None:
             self._close(conn, params.request_id, APPROVED, device_id, {"policy_hash": policy_hash})
             request_store.set_outcome(conn, params.request_id, RequestStatus.APPROVED, json.dumps(result))
-            self.engine.audit.append("policy.loosening_approved", {"request_id": params.request_id,
-                                                                   "device_id": device_id, "policy_hash": policy_hash})
+            self.engine.audit.append(
+                "policy.loosening_approved",
+                {"request_id": params.request_id, "device_id": device_id, "policy_hash": policy_hash},
+            )
 
         try:
-            await self._write_once(record, evidence, commit=partial(self.policies.install_approved, text,
-                                                                    body["policy"]["from_hash"]))
+            await self._write_once(
+                record,
+                evidence,
+                commit=partial(self.policies.install_approved, text, body["policy"]["from_hash"]),
+            )
         except StalePolicy as exc:
             raise await self._refuse(evidence, str(exc)) from None
         return result
 
-    async def _deny(self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str,
-                    device_name: str) -> dict[str, Any]:
+    async def _deny(
+        self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str, device_name: str
+    ) -> dict[str, Any]:
         freeze = params.action is ApprovalAction.FREEZE
-        reason = f"denied on your companion ({device_name})" + (" and the signer was frozen" if freeze else "")
+        reason = f"denied on your companion ({device_name})" + (
+            " and the signer was frozen" if freeze else ""
+        )
         if params.note:
             reason += f": {params.note}"
         rule_id = "companion.denied_and_frozen" if freeze else "companion.denied"
         decision = Decision(Outcome.DENY, rule_id, reason, (Finding(Outcome.DENY, rule_id, reason),))
-        result = self._answered(params.request_id, status=records.DENIED, rule_id=rule_id, reason=reason,
-                                decision=records.decision_to_json(decision), denied_by=device_id)
+        result = self._answered(
+            params.request_id,
+            status=records.DENIED,
+            rule_id=rule_id,
+            reason=reason,
+            decision=records.decision_to_json(decision),
+            denied_by=device_id,
+        )
         if freeze:
             self.kill_switch.disarm_all()
 
         def record(conn: Connection) -> None:
             self._close(conn, params.request_id, DENIED, device_id, {"freeze": freeze})
             request_store.set_outcome(conn, params.request_id, "denied", json.dumps(result))
-            self.engine.audit.append("approval.denied", {"request_id": params.request_id, "device_id": device_id,
-                                                         "freeze": freeze, "note": params.note})
+            self.engine.audit.append(
+                "approval.denied",
+                {
+                    "request_id": params.request_id,
+                    "device_id": device_id,
+                    "freeze": freeze,
+                    "note": params.note,
+                },
+            )
             if freeze:
                 self.kill_switch.persist(conn, device_id)
 
-        await self._write_once(record, {"request_id": params.request_id, "device_id": device_id,
-                                        "action": params.action})
+        await self._write_once(
+            record, {"request_id": params.request_id, "device_id": device_id, "action": params.action}
+        )
         if freeze:
             self.announce()
         return result
@@ -324,15 +442,20 @@ class Approvals:
         result.pop("expires_at", None)
         return result
 
-    def _close(self, conn: Connection, request_id: str, state: str, device_id: str,
-               answer: dict[str, Any]) -> None:
+    def _close(
+        self, conn: Connection, request_id: str, state: str, device_id: str, answer: dict[str, Any]
+    ) -> None:
         """Close an open, unexpired request in the answer's own transaction: the expiry is checked
         again here, since an answer may have waited (for the main-account lock, for the chain)."""
         if not approval_store.close(conn, request_id, state, self.clock(), device_id, answer):
             raise _Expired() if approval_store.is_open(conn, request_id) else _AlreadyAnswered()
 
-    async def _write_once(self, unit: Callable[[Connection], None], evidence: dict[str, Any],
-                          commit: Callable[[Callable[[Connection], None]], Awaitable[Any]] | None = None) -> None:
+    async def _write_once(
+        self,
+        unit: Callable[[Connection], None],
+        evidence: dict[str, Any],
+        commit: Callable[[Callable[[Connection], None]], Awaitable[Any]] | None = None,
+    ) -> None:
         """Two answers racing for one request: the first commit wins, the second is a replay."""
         try:
             await (commit or self.engine.writer.run)(unit)

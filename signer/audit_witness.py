@@ -21,8 +21,9 @@ from signer.store.state_head import epoch_of
 from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
 
 
-def make_checkpoint(identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None,
-                    epoch: int = 0) -> dict[str, Any]:
+def make_checkpoint(
+    identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None, epoch: int = 0
+) -> dict[str, Any]:
     body = checkpoint_body(seq, head, at, epoch)
     return {**body, "signer_sig": identity.sign(CHECKPOINT_DOMAIN, body)}
 
@@ -42,10 +43,18 @@ def check_against(conn: sqlite3.Connection, witness_path: Path) -> Verdict:
         raise WitnessError(f"{witness_path}: unreadable witness file ({type(exc).__name__})") from None
     row = conn.execute("SELECT hash FROM audit WHERE seq=?", (seq,)).fetchone()
     if row is None:
-        return Verdict(False, seq, [f"the companion saw record {seq}; the log no longer holds it (truncated)"])
+        return Verdict(
+            False, seq, [f"the companion saw record {seq}; the log no longer holds it (truncated)"]
+        )
     if row[0] != head:
         return Verdict(False, seq, [f"record {seq} is not the one the companion saw (rewritten)"])
     if epoch > epoch_of(conn):
-        return Verdict(False, seq, [f"the companion saw commit {epoch}; the state on disk is from commit "
-                                    f"{epoch_of(conn)} (an earlier copy of the database put back)"])
+        return Verdict(
+            False,
+            seq,
+            [
+                f"the companion saw commit {epoch}; the state on disk is from commit "
+                f"{epoch_of(conn)} (an earlier copy of the database put back)"
+            ],
+        )
     return Verdict(True, seq)

@@ -62,17 +62,28 @@ def _hash(secret: str) -> str:
 
 
 def add_client(
-    conn: sqlite3.Connection, name: str, scope: Scope, *, ttl_seconds: int | None = None, now: float | None = None
+    conn: sqlite3.Connection,
+    name: str,
+    scope: Scope,
+    *,
+    ttl_seconds: int | None = None,
+    now: float | None = None,
 ) -> tuple[Client, str]:
     """Create a client and return it with its token. The token is shown once and never stored.
 
     `ttl_seconds=None` is a token that never expires: callers pass it only when asked by name.
     """
     if not NAME_RE.match(name):
-        raise ValueError("client name must be lowercase letters, digits, '-' or '_' (max 32), starting with a letter")
-    if ttl_seconds is not None and not (isinstance(ttl_seconds, int) and 0 < ttl_seconds <= MAX_TOKEN_TTL_DAYS * DAY):
-        raise ValueError(f"a token's lifetime must be more than 0 and at most {MAX_TOKEN_TTL_DAYS} days "
-                         f"(got {ttl_seconds!r} seconds)")
+        raise ValueError(
+            "client name must be lowercase letters, digits, '-' or '_' (max 32), starting with a letter"
+        )
+    if ttl_seconds is not None and not (
+        isinstance(ttl_seconds, int) and 0 < ttl_seconds <= MAX_TOKEN_TTL_DAYS * DAY
+    ):
+        raise ValueError(
+            f"a token's lifetime must be more than 0 and at most {MAX_TOKEN_TTL_DAYS} days "
+            f"(got {ttl_seconds!r} seconds)"
+        )
     now = time.time() if now is None else now
     client_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
@@ -89,7 +100,8 @@ def add_client(
 
 def revoke_client(conn: sqlite3.Connection, name: str, *, now: float | None = None) -> bool:
     cur = conn.execute(
-        "UPDATE clients SET revoked_at=? WHERE name=? AND revoked_at IS NULL", (time.time() if now is None else now, name)
+        "UPDATE clients SET revoked_at=? WHERE name=? AND revoked_at IS NULL",
+        (time.time() if now is None else now, name),
     )
     return cur.rowcount == 1
 
@@ -136,6 +148,7 @@ class ClientRegistry:
 
     def still_active(self, client_id: str, now: float) -> bool:
         """Checked before every call: only the two columns that can change, on the hot path."""
-        row = self._conn.execute("SELECT expires_at, revoked_at FROM clients WHERE client_id=?",
-                                 (client_id,)).fetchone()
+        row = self._conn.execute(
+            "SELECT expires_at, revoked_at FROM clients WHERE client_id=?", (client_id,)
+        ).fetchone()
         return row is not None and _active(row[0], row[1], now)

@@ -73,8 +73,13 @@ class Receipt:
     gas_used: int
 
     def to_json(self) -> dict:
-        return {"tx_hash": self.tx_hash, "status": self.status, "block_number": self.block_number,
-                "block_hash": self.block_hash, "gas_used": self.gas_used}
+        return {
+            "tx_hash": self.tx_hash,
+            "status": self.status,
+            "block_number": self.block_number,
+            "block_hash": self.block_hash,
+            "gas_used": self.gas_used,
+        }
 
 
 class SimulationReverted(ChainError):
@@ -87,7 +92,9 @@ class Sent(Enum):
     """What is known about a transaction after handing it to the node."""
 
     ACCEPTED = "accepted"  # the node took it, or knows it
-    REJECTED = "rejected"  # the node refused it and says it does not know it: its word only, so it may be mined
+    REJECTED = (
+        "rejected"  # the node refused it and says it does not know it: its word only, so it may be mined
+    )
     UNKNOWN = "unknown"  # the answer was lost: it may be mined
 
 
@@ -102,7 +109,9 @@ class Chain:
         self.settings = settings
         self.rpc = JsonRpcHttp(settings.rpc_url, timeout=timeout)
         # A second, independent endpoint that must agree on every receipt the signer acts on.
-        self.check = None if settings.check_rpc_url is None else JsonRpcHttp(settings.check_rpc_url, timeout=timeout)
+        self.check = (
+            None if settings.check_rpc_url is None else JsonRpcHttp(settings.check_rpc_url, timeout=timeout)
+        )
         self._fees: tuple[float, Fees] | None = None
         # Recent quotes whose tip was clamped, by (max fee, tip): the engine notes a clamp on the record.
         self.clamped_quotes: dict[tuple[int, int], Fees] = {}
@@ -146,13 +155,16 @@ class Chain:
             try:
                 told_check = quantity(await self.check.call("eth_chainId"), "chain id")
             except (RpcRemoteError, RpcUnreachable):
-                raise ChainError(f"the check endpoint of chain {self.settings.id} could not be read") from None
+                raise ChainError(
+                    f"the check endpoint of chain {self.settings.id} could not be read"
+                ) from None
         for endpoint, answer in (("RPC node", told), ("check endpoint", told_check)):
             if answer is not None and answer != self.settings.id:
                 raise WrongChain(
                     f"the {endpoint} configured for chain {self.settings.id} ({self.settings.name}) answers for chain "
                     f"{answer}: nothing was signed. Point its URL in config.yaml at a node of chain "
-                    f"{self.settings.id}, then restart the signer")
+                    f"{self.settings.id}, then restart the signer"
+                )
         # the connections the answers came on (a node that closes each one after its reply: None, asked every time)
         self._chain_checked = None if (now := self._connections()) is None else (now, time.monotonic())
 
@@ -172,7 +184,8 @@ class Chain:
                     raise ChainError(
                         f"the RPC node of chain {self.settings.id} says the account's next nonce is {told}, but the "
                         f"signer has signed transactions from it only up to nonce {most - 1}: the node is lying or "
-                        "the key is used elsewhere; nothing was signed")
+                        "the key is used elsewhere; nothing was signed"
+                    )
                 self._nonces[sender] = told
             nonce = self._nonces[sender]
             self._nonces[sender] = nonce + 1
@@ -193,7 +206,9 @@ class Chain:
         if not isinstance(block, dict):
             raise ChainError("the RPC node sent no latest block")
         raw_base = block.get("baseFeePerGas")
-        base = 0 if raw_base is None else quantity(raw_base, "base fee")  # None: a chain without EIP-1559 base fee
+        base = (
+            0 if raw_base is None else quantity(raw_base, "base fee")
+        )  # None: a chain without EIP-1559 base fee
         try:
             fees = quote(base, priority, self.settings)
         except FeeCeilingExceeded as exc:  # not cached: the next request asks the node again
@@ -238,7 +253,8 @@ class Chain:
             raise GasAboveCeiling(
                 f"the gas limit would be {limit} (the node's estimate {estimate} plus {GAS_HEADROOM_PERCENT}%), "
                 f"above the ceiling of chain {self.settings.id} (max_gas: {self.settings.max_gas}); "
-                "nothing was signed")
+                "nothing was signed"
+            )
         return limit
 
     # ---- reading and sending ----------------------------------------------------------------
@@ -342,11 +358,19 @@ class Chain:
             raise ReceiptLie(f"the RPC node sent a receipt for {tx_hash} from another sender")
         status = quantity(raw.get("status"), "receipt status")
         block_hash = raw.get("blockHash")
-        if status not in (0, 1) or not isinstance(block_hash, str) or not re.fullmatch(r"0x[0-9a-fA-F]{64}",
-                                                                                        block_hash):
+        if (
+            status not in (0, 1)
+            or not isinstance(block_hash, str)
+            or not re.fullmatch(r"0x[0-9a-fA-F]{64}", block_hash)
+        ):
             raise ReceiptLie(f"the RPC node sent a malformed receipt for {tx_hash}")
-        return Receipt(tx_hash.lower(), status, quantity(raw.get("blockNumber"), "block number"), block_hash.lower(),
-                       quantity(raw.get("gasUsed"), "gas used"))
+        return Receipt(
+            tx_hash.lower(),
+            status,
+            quantity(raw.get("blockNumber"), "block number"),
+            block_hash.lower(),
+            quantity(raw.get("gasUsed"), "gas used"),
+        )
 
     async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -355,8 +379,10 @@ class Chain:
             if receipt:
                 if not isinstance(receipt, dict):
                     raise ChainError("the RPC node sent a malformed receipt")
-                return {k: quantity(v, k) if k in ("status", "blockNumber", "gasUsed") else v
-                        for k, v in receipt.items()}
+                return {
+                    k: quantity(v, k) if k in ("status", "blockNumber", "gasUsed") else v
+                    for k, v in receipt.items()
+                }
             if time.monotonic() >= deadline:
                 raise ChainError(f"no receipt for {tx_hash} within {timeout:.0f}s")
             await asyncio.sleep(RECEIPT_POLL_SECONDS)
@@ -366,7 +392,9 @@ class Chain:
         if not self.settings.dev:
             raise ChainError("funding from the node's accounts is only for dev chains")
         sender = (await self._call("eth_accounts"))[0]
-        tx_hash = await self._call("eth_sendTransaction", {"from": sender, "to": address, "value": hex(amount)})
+        tx_hash = await self._call(
+            "eth_sendTransaction", {"from": sender, "to": address, "value": hex(amount)}
+        )
         await self.receipt(tx_hash, timeout=30)
         return tx_hash
 

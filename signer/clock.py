@@ -102,7 +102,9 @@ class ClockState:
     boot_id: str | None  # the boot the steady reading belongs to; None: unknown, never matched
 
     def to_json(self) -> str:
-        return json.dumps({"signer": self.signer, "wall": self.wall, "steady": self.steady, "boot_id": self.boot_id})
+        return json.dumps(
+            {"signer": self.signer, "wall": self.wall, "steady": self.steady, "boot_id": self.boot_id}
+        )
 
     @classmethod
     def from_json(cls, text: str | None) -> ClockState | None:
@@ -115,7 +117,9 @@ class ClockState:
             boot_id = data.get("boot_id")
         except Exception:  # noqa: BLE001 - whatever is in the row (OverflowError, RecursionError...): not a state
             return None
-        if not all(math.isfinite(v) for v in (signer, wall, steady_reading)) or not isinstance(boot_id, (str, type(None))):
+        if not all(math.isfinite(v) for v in (signer, wall, steady_reading)) or not isinstance(
+            boot_id, (str, type(None))
+        ):
             return None
         return cls(signer, wall, steady_reading, boot_id or None)
 
@@ -139,9 +143,14 @@ class SignerClock:
 
     __slots__ = ("_wall", "_steady", "_now", "_steady_at", "_wall_at", "_lock", "_boot_id")
 
-    def __init__(self, *, wall: Callable[[], float] = time.time,
-                 steady: Callable[[], float] = steady, start: float | None = None,
-                 boot_id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        wall: Callable[[], float] = time.time,
+        steady: Callable[[], float] = steady,
+        start: float | None = None,
+        boot_id: str | None = None,
+    ) -> None:
         """`start`: the first reading (`resume` works it out, never below the records); by default the wall clock."""
         self._wall = wall
         self._steady = steady
@@ -165,7 +174,9 @@ class SignerClock:
                     now = wall  # drift, or the tail of a catch-up: follow the wall clock exactly
                 else:
                     now = fastest
-                    step = wall - self._wall_at - elapsed  # how far the wall clock jumped since the last reading
+                    step = (
+                        wall - self._wall_at - elapsed
+                    )  # how far the wall clock jumped since the last reading
                     if step <= STEP_WARNING_SECONDS or wall - now <= STEP_WARNING_SECONDS:
                         step = 0.0
             self._now, self._steady_at, self._wall_at = now, steady_now, wall
@@ -185,9 +196,14 @@ class SignerClock:
             return ClockState(self._now, self._wall_at, self._steady_at, self._boot_id)
 
     @classmethod
-    def resume(cls, conn: sqlite3.Connection, *, wall: Callable[[], float] = time.time,
-               steady: Callable[[], float] = steady,
-               boot_id: Callable[[], str | None] = read_boot_id) -> SignerClock:
+    def resume(
+        cls,
+        conn: sqlite3.Connection,
+        *,
+        wall: Callable[[], float] = time.time,
+        steady: Callable[[], float] = steady,
+        boot_id: Callable[[], str | None] = read_boot_id,
+    ) -> SignerClock:
         """Start from the saved clock and the records (`start_time`): a restart neither rewinds the
         signer's time nor adopts a forward step it was absorbing or that happened while it was stopped."""
         saved, floor, booted = load_state(conn), latest_recorded(conn), boot_id()
@@ -198,7 +214,9 @@ class SignerClock:
         return clock
 
 
-def start_time(saved: ClockState | None, floor: float, wall: float, steady_now: float, boot_id: str | None) -> float:
+def start_time(
+    saved: ClockState | None, floor: float, wall: float, steady_now: float, boot_id: str | None
+) -> float:
     """Where the signer's time resumes, never below `floor` nor the saved time.
 
     Same boot (a restart without reboot): the steady clock measured the downtime exactly, so the
@@ -216,8 +234,13 @@ def start_time(saved: ClockState | None, floor: float, wall: float, steady_now: 
     return max(floor, wall - max(0.0, saved.wall - saved.signer))
 
 
-def estimate(conn: sqlite3.Connection, *, wall: Callable[[], float] = time.time,
-             steady: Callable[[], float] = steady, boot_id: Callable[[], str | None] = read_boot_id) -> float:
+def estimate(
+    conn: sqlite3.Connection,
+    *,
+    wall: Callable[[], float] = time.time,
+    steady: Callable[[], float] = steady,
+    boot_id: Callable[[], str | None] = read_boot_id,
+) -> float:
     """The signer's time as another process (the admin CLI) can best tell it: what the daemon would
     resume at now, from its saved clock. The CLI's records and token expiries then follow the signer's
     clock, not a system clock that may be stepped; they never feed the signer's clock back."""
@@ -227,20 +250,33 @@ def estimate(conn: sqlite3.Connection, *, wall: Callable[[], float] = time.time,
 def _warn_resume(start: float, wall: float) -> None:
     """Once at start-up, when the signer's time starts far from the system clock, either way."""
     if start - wall > BEHIND_WARNING_SECONDS:
-        log.warning("the system clock is %.0f s behind the signer's saved clock; the signer keeps time from "
-                    "there until the system clock catches up", start - wall)
+        log.warning(
+            "the system clock is %.0f s behind the signer's saved clock; the signer keeps time from "
+            "there until the system clock catches up",
+            start - wall,
+        )
     elif wall - start > BEHIND_WARNING_SECONDS:
-        log.warning("the signer resumes %.0f s behind the system clock (a forward step it was absorbing, or one "
-                    "made while it was stopped); it follows at most %.0f%% faster than real time (caught up in "
-                    "about %.1f h). If the step was wrong, put the clock right", wall - start, CATCH_UP * 100,
-                    (wall - start) / CATCH_UP / 3600)
+        log.warning(
+            "the signer resumes %.0f s behind the system clock (a forward step it was absorbing, or one "
+            "made while it was stopped); it follows at most %.0f%% faster than real time (caught up in "
+            "about %.1f h). If the step was wrong, put the clock right",
+            wall - start,
+            CATCH_UP * 100,
+            (wall - start) / CATCH_UP / 3600,
+        )
 
 
 def _warn_step(step: float, lag: float) -> None:
     """Once per forward step: the signer's time now trails the system clock until it has caught up."""
-    log.warning("the system clock jumped %.0f s forward; the signer's clock is %.0f s behind it and follows at most "
-                "%.0f%% faster than real time (caught up in about %.1f h). If the jump was wrong, put the clock "
-                "right", step, lag, CATCH_UP * 100, lag / CATCH_UP / 3600)
+    log.warning(
+        "the system clock jumped %.0f s forward; the signer's clock is %.0f s behind it and follows at most "
+        "%.0f%% faster than real time (caught up in about %.1f h). If the jump was wrong, put the clock "
+        "right",
+        step,
+        lag,
+        CATCH_UP * 100,
+        lag / CATCH_UP / 3600,
+    )
 
 
 def latest_recorded(conn: sqlite3.Connection) -> float:

@@ -50,12 +50,16 @@ log = logging.getLogger("owlia.signer")
 
 
 def default_policy_text() -> str:
-    from importlib import resources  # init only: with tempfile, shutil and the archive modules it is 1 MB at rest
+    from importlib import (
+        resources,
+    )  # init only: with tempfile, shutil and the archive modules it is 1 MB at rest
 
     return resources.files("policies").joinpath("defaults/default.yaml").read_text(encoding="utf-8")
 
 
-def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | None = None, scrypt_n: int | None = None) -> None:
+def init_home(
+    paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | None = None, scrypt_n: int | None = None
+) -> None:
     """Create the signer home, keystore, database, policy and the local admin token."""
     ensure_private_dir(paths.home)
     kwargs = {"scrypt_n": scrypt_n} if scrypt_n else {}
@@ -69,7 +73,9 @@ def init_home(paths: SignerPaths, passphrase: bytearray, *, policy_file: Path | 
     try:
         conn.execute("BEGIN IMMEDIATE")
         unlocked.sealer.seal(conn)  # empty tables: from here on every authority-bearing row carries its MAC
-        set_meta(conn, policy_change.ACCEPTED, policy_text)  # the baseline, so a missing one is never "first start"
+        set_meta(
+            conn, policy_change.ACCEPTED, policy_text
+        )  # the baseline, so a missing one is never "first start"
         _, token = add_client(conn, "admin", Scope.ADMIN)
         audit = unlocked.audit_log(conn, paths.anchor)
         audit.append(audit_store.KEYED_KIND, {"legacy_records": 0})
@@ -110,8 +116,13 @@ class Daemon:
         self.keys.load(self.reader)
         self.ledger = self.policies.ledger()
         self.chains = {c.id: Chain(c, timeout=config.signer.rpc_timeout_seconds) for c in config.chains}
-        self.writer = Writer(self.writer_conn, before_commit=self.audit.bind_state, on_commit=self.audit.write_anchor,
-                             on_inline_commit=self.audit.write_anchor_soon, on_rollback=self.audit.reload)
+        self.writer = Writer(
+            self.writer_conn,
+            before_commit=self.audit.bind_state,
+            on_commit=self.audit.write_anchor,
+            on_inline_commit=self.audit.write_anchor_soon,
+            on_rollback=self.audit.reload,
+        )
         self.engine = Engine(
             policy=self.policies.policy,
             keys=self.keys,
@@ -139,8 +150,9 @@ class Daemon:
                 log.warning(problem)
             self.engine.tier2 = dataclasses.replace(self.engine.tier2, tier3=tier3)  # nonce ceiling kept
         identity = SignerIdentity(self.master)
-        self.devices = devices_store.DeviceRegistry(self.reader, self.writer, self.audit, self.clock,
-                                                    signer_key=identity.public_key)
+        self.devices = devices_store.DeviceRegistry(
+            self.reader, self.writer, self.audit, self.clock, signer_key=identity.public_key
+        )
         self.approvals = Approvals(self.engine, self.devices, identity, clock=self.clock)
         self.engine.approvals = self.approvals
         self.policies.engine, self.policies.approvals = self.engine, self.approvals
@@ -173,8 +185,9 @@ class Daemon:
             conn.execute("BEGIN IMMEDIATE")
             now = estimate(conn)
             audit = audit_store.AuditLog(conn, self.paths.anchor, clock=lambda: now, keys=unlocked.audit_keys)
-            audit.append("integrity.refused", {"findings": [str(f) for f in findings[:200]],
-                                               "count": len(findings)})
+            audit.append(
+                "integrity.refused", {"findings": [str(f) for f in findings[:200]], "count": len(findings)}
+            )
             # Neither bound to the state (no `bind_state`: what was refused must not pass the next start)
             # nor anchored: the anchor keeps the epoch it holds, and may always lag the log.
             conn.execute("COMMIT")
@@ -205,11 +218,18 @@ class Daemon:
 
     async def start(self) -> None:
         def started(conn: sqlite3.Connection) -> None:
-            self.save_clock(conn)  # where this run resumed from, at once: a crash before the first round loses nothing
+            self.save_clock(
+                conn
+            )  # where this run resumed from, at once: a crash before the first round loses nothing
             self.policies.record_start(conn, self.audit)
-            self.audit.append("signer.started", {"policy_hash": self.policies.policy.policy_hash(),
-                                                 "socket": str(self.paths.socket),
-                                                 "session_keys": len(self.keys.active_ids())})
+            self.audit.append(
+                "signer.started",
+                {
+                    "policy_hash": self.policies.policy.policy_hash(),
+                    "socket": str(self.paths.socket),
+                    "session_keys": len(self.keys.active_ids()),
+                },
+            )
 
         await self.writer.run(started)
         self._clock_saver = asyncio.create_task(self._save_clock_forever())

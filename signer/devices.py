@@ -69,10 +69,17 @@ class Device:
         return self.revoked_at is None
 
     def to_reply(self) -> DeviceJson:
-        return DeviceJson(device_id=self.device_id, name=self.name, public_key=self.public_key,
-                          main_address=self.main_address, capabilities=tuple(self.capabilities),
-                          created_at=self.created_at, last_seen=self.last_seen, revoked_at=self.revoked_at,
-                          active=self.active)
+        return DeviceJson(
+            device_id=self.device_id,
+            name=self.name,
+            public_key=self.public_key,
+            main_address=self.main_address,
+            capabilities=tuple(self.capabilities),
+            created_at=self.created_at,
+            last_seen=self.last_seen,
+            revoked_at=self.revoked_at,
+            active=self.active,
+        )
 
 
 _COLUMNS = "device_id, name, public_key, main_address, capabilities, created_at, last_seen, revoked_at"
@@ -85,9 +92,16 @@ def _device(row: tuple) -> Device:
 class DeviceRegistry:
     """Reads go to the reader connection (so a revocation bites on the very next check); writes to the writer."""
 
-    def __init__(self, reader: sqlite3.Connection, writer: Writer, audit: AuditLog,
-                 clock: Callable[[], float] = time.time, *, signer_key: str = "",
-                 wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        reader: sqlite3.Connection,
+        writer: Writer,
+        audit: AuditLog,
+        clock: Callable[[], float] = time.time,
+        *,
+        signer_key: str = "",
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.reader = reader
         self.signer_key = signer_key  # the signer's identity (public), handed out in pairing links
         self.writer = writer
@@ -107,11 +121,15 @@ class DeviceRegistry:
     # ---- queries ----------------------------------------------------------------------------
 
     def get(self, device_id: str) -> Device | None:
-        row = self.reader.execute(f"SELECT {_COLUMNS} FROM devices WHERE device_id=?", (device_id,)).fetchone()
+        row = self.reader.execute(
+            f"SELECT {_COLUMNS} FROM devices WHERE device_id=?", (device_id,)
+        ).fetchone()
         return _device(row) if row else None
 
     def all(self) -> list[Device]:
-        return [_device(r) for r in self.reader.execute(f"SELECT {_COLUMNS} FROM devices ORDER BY created_at")]
+        return [
+            _device(r) for r in self.reader.execute(f"SELECT {_COLUMNS} FROM devices ORDER BY created_at")
+        ]
 
     def main_account(self) -> str | None:
         return get_meta(self.reader, "main_account")
@@ -122,12 +140,23 @@ class DeviceRegistry:
         """Audited within a budget per kind (signer.refusals): a flood of forgeries cannot fill the disk."""
         unrecorded = self._refusals.admit(kind, self.clock())
         if unrecorded is not None:
-            record = {**body, "reason": message, **({"refusals_not_recorded": unrecorded} if unrecorded else {})}
+            record = {
+                **body,
+                "reason": message,
+                **({"refusals_not_recorded": unrecorded} if unrecorded else {}),
+            }
             await self.writer.run(lambda conn: self.audit.append(kind, record))
         return RpcError(ErrorCode.FORBIDDEN, message)
 
-    async def authorize(self, device_id: str, capability: str, message: bytes, signature: str,
-                        audit_kind: str, evidence: dict[str, Any]) -> Device:
+    async def authorize(
+        self,
+        device_id: str,
+        capability: str,
+        message: bytes,
+        signature: str,
+        audit_kind: str,
+        evidence: dict[str, Any],
+    ) -> Device:
         """The device exists, is not revoked, may do this, and signed exactly `message`."""
         device = self.get(device_id)
         problem = None
@@ -145,7 +174,9 @@ class DeviceRegistry:
         await self.touch(device_id)
         return device
 
-    async def consume_proof(self, message: bytes, ts: float, audit_kind: str, evidence: dict[str, Any]) -> None:
+    async def consume_proof(
+        self, message: bytes, ts: float, audit_kind: str, evidence: dict[str, Any]
+    ) -> None:
         """A timestamped proof is fresh and used at most once (its digest is remembered until it is stale)."""
         now = self.clock()
         if not proof_is_fresh(ts, now, self.wall()):
@@ -166,15 +197,20 @@ class DeviceRegistry:
         digest = hashlib.sha256(code.encode()).hexdigest()
 
         def record(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO pairings(pairing_id, code_hash, name, created_at, expires_at)"
-                         " VALUES(?,?,?,?,?)", (pairing_id, digest, name, now, now + ttl_seconds))
-            self.audit.append("companion.pairing_started", {"pairing_id": pairing_id, "name": name,
-                                                            "expires_at": now + ttl_seconds})
+            conn.execute(
+                "INSERT INTO pairings(pairing_id, code_hash, name, created_at, expires_at) VALUES(?,?,?,?,?)",
+                (pairing_id, digest, name, now, now + ttl_seconds),
+            )
+            self.audit.append(
+                "companion.pairing_started",
+                {"pairing_id": pairing_id, "name": name, "expires_at": now + ttl_seconds},
+            )
 
         await self.writer.run(record)
-        grouped = "-".join(code[i:i + 4] for i in range(0, len(code), 4))
-        return PairBeginReply(pairing_id=pairing_id, code=grouped, expires_at=now + ttl_seconds,
-                              signer_key=self.signer_key)
+        grouped = "-".join(code[i : i + 4] for i in range(0, len(code), 4))
+        return PairBeginReply(
+            pairing_id=pairing_id, code=grouped, expires_at=now + ttl_seconds, signer_key=self.signer_key
+        )
 
     async def _wrong_code(self, pairing_id: str, evidence: dict[str, Any], now: float) -> RpcError:
         """Counted here, not only at the bridge: a compromised bridge could otherwise guess forever.
@@ -183,21 +219,42 @@ class DeviceRegistry:
         if wrong < MAX_WRONG_CODES:
             return await self.refuse("companion.pair_refused", evidence, "wrong pairing code")
         self._wrong_codes.pop(pairing_id, None)
-        await self.writer.run(lambda conn: conn.execute(
-            "UPDATE pairings SET used_at=? WHERE pairing_id=? AND used_at IS NULL", (now, pairing_id)))
-        return await self.refuse("companion.pair_refused", evidence,
-                                 f"wrong pairing code {wrong} times: this code is spent, show a new one")
+        await self.writer.run(
+            lambda conn: conn.execute(
+                "UPDATE pairings SET used_at=? WHERE pairing_id=? AND used_at IS NULL", (now, pairing_id)
+            )
+        )
+        return await self.refuse(
+            "companion.pair_refused",
+            evidence,
+            f"wrong pairing code {wrong} times: this code is spent, show a new one",
+        )
 
     async def complete_pairing(self, params: PairCompleteParams) -> PairCompleteReply:
         now = self.clock()
-        message = signed_message(PAIR_DOMAIN, pair_body(params.pairing_id, params.device_pub, params.name,
-                                                        params.main_address, params.ts, params.nonce))
-        evidence = {"pairing_id": params.pairing_id, "name": params.name,
-                    "device_key_hash": key_fingerprint(params.device_pub)}
-        row = self.reader.execute("SELECT code_hash, expires_at, used_at FROM pairings WHERE pairing_id=?",
-                                  (params.pairing_id,)).fetchone()
+        message = signed_message(
+            PAIR_DOMAIN,
+            pair_body(
+                params.pairing_id,
+                params.device_pub,
+                params.name,
+                params.main_address,
+                params.ts,
+                params.nonce,
+            ),
+        )
+        evidence = {
+            "pairing_id": params.pairing_id,
+            "name": params.name,
+            "device_key_hash": key_fingerprint(params.device_pub),
+        }
+        row = self.reader.execute(
+            "SELECT code_hash, expires_at, used_at FROM pairings WHERE pairing_id=?", (params.pairing_id,)
+        ).fetchone()
         if row is None or row[2] is not None or now >= row[1]:
-            raise await self.refuse("companion.pair_refused", evidence, "unknown, used or expired pairing code")
+            raise await self.refuse(
+                "companion.pair_refused", evidence, "unknown, used or expired pairing code"
+            )
         if not proof_is_fresh(params.ts, now, self.wall()):
             raise await self.refuse("companion.pair_refused", evidence, "the pairing proof is stale")
         # The MAC key is sha256(code): the signer stores only that, and only the code yields it.
@@ -205,32 +262,63 @@ class DeviceRegistry:
         if not hmac.compare_digest(expected, params.mac):
             raise await self._wrong_code(params.pairing_id, evidence, now)
         if not verify_ed25519(params.device_pub, message, params.signature):
-            raise await self.refuse("companion.pair_refused", evidence, "the device key signature does not verify")
+            raise await self.refuse(
+                "companion.pair_refused", evidence, "the device key signature does not verify"
+            )
         main = self.main_account()
         if main is not None and main != params.main_address:
-            raise await self.refuse("companion.pair_refused", evidence,
-                                    f"this signer's main account is {main}; the companion holds another")
-        device = Device("dev_" + secrets.token_hex(8), params.name, params.device_pub, params.main_address,
-                        CAPABILITIES, now, now, None)
+            raise await self.refuse(
+                "companion.pair_refused",
+                evidence,
+                f"this signer's main account is {main}; the companion holds another",
+            )
+        device = Device(
+            "dev_" + secrets.token_hex(8),
+            params.name,
+            params.device_pub,
+            params.main_address,
+            CAPABILITIES,
+            now,
+            now,
+            None,
+        )
 
         def record(conn: sqlite3.Connection) -> None:
-            cur = conn.execute("UPDATE pairings SET used_at=?, device_id=? WHERE pairing_id=? AND used_at IS NULL",
-                               (now, device.device_id, params.pairing_id))
+            cur = conn.execute(
+                "UPDATE pairings SET used_at=?, device_id=? WHERE pairing_id=? AND used_at IS NULL",
+                (now, device.device_id, params.pairing_id),
+            )
             if cur.rowcount != 1:
                 raise sqlite3.IntegrityError("pairing already used")
-            conn.execute(f"INSERT INTO devices({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?)",
-                         (device.device_id, device.name, device.public_key, device.main_address,
-                          json.dumps(list(device.capabilities)), now, now, None))
+            conn.execute(
+                f"INSERT INTO devices({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?)",
+                (
+                    device.device_id,
+                    device.name,
+                    device.public_key,
+                    device.main_address,
+                    json.dumps(list(device.capabilities)),
+                    now,
+                    now,
+                    None,
+                ),
+            )
             if main is None:
                 set_meta(conn, "main_account", params.main_address)
-            self.audit.append("companion.paired", device.to_reply().model_dump(mode="json", exclude={"public_key"})
-                              | {"device_key_hash": key_fingerprint(device.public_key)})
+            self.audit.append(
+                "companion.paired",
+                device.to_reply().model_dump(mode="json", exclude={"public_key"})
+                | {"device_key_hash": key_fingerprint(device.public_key)},
+            )
 
         try:
             await self.writer.run(record)
         except sqlite3.IntegrityError:
-            raise await self.refuse("companion.pair_refused", evidence,
-                                    "the pairing code was already used or the device key is already paired") from None
+            raise await self.refuse(
+                "companion.pair_refused",
+                evidence,
+                "the pairing code was already used or the device key is already paired",
+            ) from None
         self._changes += 1
         return PairCompleteReply(device=device.to_reply(), main_account=params.main_address)
 
@@ -241,7 +329,9 @@ class DeviceRegistry:
         now = self.clock()
 
         def record(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL", (now, device_id))
+            conn.execute(
+                "UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL", (now, device_id)
+            )
             self.audit.append("companion.revoked", {"device_id": device_id, "by": by})
 
         if device.active:
@@ -249,7 +339,9 @@ class DeviceRegistry:
             self._changes += 1
         return DeviceReply(device=self.get(device_id).to_reply())  # type: ignore[union-attr]
 
-    async def revoke_signed(self, device_id: str, target_device_id: str, ts: float, signature: str) -> DeviceReply:
+    async def revoke_signed(
+        self, device_id: str, target_device_id: str, ts: float, signature: str
+    ) -> DeviceReply:
         """A paired device revokes a device (another, or itself) on its signed, single-use word. It
         only takes authority away, as a freeze does: a device that may freeze may revoke."""
         message = signed_message(REVOKE_DOMAIN, revoke_body(device_id, target_device_id, ts))
@@ -260,8 +352,9 @@ class DeviceRegistry:
 
     async def touch(self, device_id: str) -> None:
         now = self.clock()
-        await self.writer.run(lambda conn: conn.execute("UPDATE devices SET last_seen=? WHERE device_id=?",
-                                                        (now, device_id)))
+        await self.writer.run(
+            lambda conn: conn.execute("UPDATE devices SET last_seen=? WHERE device_id=?", (now, device_id))
+        )
 
 
 def _remember_proof(conn: sqlite3.Connection, digest: str, ts: float) -> None:

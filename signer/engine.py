@@ -144,7 +144,11 @@ class Engine:
                 raise _conflict()
             if row[1] is None:
                 return records.outcome(
-                    records.FAILED, row[2], None, "", error="interrupted before completion; nothing was broadcast",
+                    records.FAILED,
+                    row[2],
+                    None,
+                    "",
+                    error="interrupted before completion; nothing was broadcast",
                     replayed=True,
                 )
             return {**json.loads(row[1]), "replayed": True}
@@ -200,11 +204,15 @@ class Engine:
             # Decided and held in this same synchronous step, like a spend: concurrent escalations count.
             crowded = self.approvals.hold((client.client_id, params.idempotency_key))
             if crowded is not None:  # the policy would ask you, but too many of its asks are waiting already
-                policy_decision, decision = decision, records.deny("approvals.too_many_waiting", crowded, decision)
+                policy_decision, decision = (
+                    decision,
+                    records.deny("approvals.too_many_waiting", crowded, decision),
+                )
         if decision.outcome is Outcome.ALLOW:
             self.ledger.reserve(request_id, decision, decoded, now)
-        final, ending, approval = await self._conclude(request_id, decision, decoded, chain, summary, params.reason,
-                                                       now, ctx.simulation, ctx.payer)
+        final, ending, approval = await self._conclude(
+            request_id, decision, decoded, chain, summary, params.reason, now, ctx.simulation, ctx.payer
+        )
         evidence = {
             "request_id": request_id,
             "client": client.name,
@@ -232,9 +240,20 @@ class Engine:
             trail = [audit_record("sign.decided", evidence, now)]
             if ending is not None:
                 trail.append(audit_record(ending.audit_kind, ending.audit_body))
-            row = (request_id, client.client_id, params.idempotency_key, "sign", digest, now, status,
-                   outcome_json.decode(), call.chain_id, now + self.pending_ttl if status == records.PENDING else None,
-                   final["tx_hash"] if signed else None, raw_tx)
+            row = (
+                request_id,
+                client.client_id,
+                params.idempotency_key,
+                "sign",
+                digest,
+                now,
+                status,
+                outcome_json.decode(),
+                call.chain_id,
+                now + self.pending_ttl if status == records.PENDING else None,
+                final["tx_hash"] if signed else None,
+                raw_tx,
+            )
 
             def record(conn: Connection) -> None:
                 request_store.insert_sign(conn, row)
@@ -251,7 +270,9 @@ class Engine:
         except Exception:  # the commit, or records that could not be prepared (e.g. a secret in one)
             self._drop(request_id, ending, chain)
             log.exception("could not record request %s", request_id)
-            raise RpcError(ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was sent") from None
+            raise RpcError(
+                ErrorCode.UNAVAILABLE, "the audit log could not be written; nothing was sent"
+            ) from None
         if approval is not None and approvals is not None:
             approvals.announce()
         if not signed or not self.broadcast:
@@ -259,8 +280,9 @@ class Engine:
         assert chain is not None and ending is not None
         return await self._send(request_id, decision, chain, ending, now)
 
-    async def _defi_inputs(self, decoded: Decoded, chain: Chain | None,
-                           policy: Policy) -> tuple[str | None, dict[QuoteKey, int | None], Simulated | None]:
+    async def _defi_inputs(
+        self, decoded: Decoded, chain: Chain | None, policy: Policy
+    ) -> tuple[str | None, dict[QuoteKey, int | None], Simulated | None]:
         """A swap, wrap or unwrap: who pays (the chain's session key), the signer's own quotes and the
         node's simulation of the exact transaction from that account (docs/defi.md)."""
         key = self.keys.current(decoded.call.chain_id)
@@ -272,8 +294,16 @@ class Engine:
         return key.address, quotes, simulated
 
     async def _conclude(
-        self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain | None, summary: str,
-        agent_reason: str | None, now: float, simulation: Simulated | None = None, payer: str | None = None,
+        self,
+        request_id: str,
+        decision: Decision,
+        decoded: Decoded,
+        chain: Chain | None,
+        summary: str,
+        agent_reason: str | None,
+        now: float,
+        simulation: Simulated | None = None,
+        payer: str | None = None,
     ) -> tuple[dict[str, Any], Ending | None, dict[str, Any] | None]:
         """The reply for each outcome: denied; pending with its approval request; or signed in memory."""
         if decision.outcome is Outcome.DENY:
@@ -283,21 +313,39 @@ class Engine:
             approval = None
             if self.approvals is not None:
                 approval = await self.approvals.prepare(
-                    request_id=request_id, kind="sign", decoded=decoded, summary=summary, decision=decision,
-                    agent_reason=agent_reason, now=now, expires_at=expires_at, simulation=simulation)
+                    request_id=request_id,
+                    kind="sign",
+                    decoded=decoded,
+                    summary=summary,
+                    decision=decision,
+                    agent_reason=agent_reason,
+                    now=now,
+                    expires_at=expires_at,
+                    simulation=simulation,
+                )
             pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
             return pending, None, approval
         assert chain is not None  # no chain is a pre-check denial
         try:
-            ending = await self.tier2.sign(request_id, decision, decoded, chain, summary,
-                                           frozen=self.frozen, broadcast=self.broadcast, payer=payer)
+            ending = await self.tier2.sign(
+                request_id,
+                decision,
+                decoded,
+                chain,
+                summary,
+                frozen=self.frozen,
+                broadcast=self.broadcast,
+                payer=payer,
+            )
         except Exception:  # a bug: the decision and this failure still go on record
             log.exception("could not build or sign %s", request_id)
             ending = self.tier2.abandoned(request_id, decision, summary, None, "internal error while signing")
         except BaseException:  # cancelled: nothing was signed, nothing written
             self.ledger.release(request_id)
             raise
-        ending = note_clamp(ending, chain)  # a tip the node asked for above the chain's ceiling goes on record
+        ending = note_clamp(
+            ending, chain
+        )  # a tip the node asked for above the chain's ceiling goes on record
         return ending.result, ending, None
 
     async def _alone(self, request_id: str, ending: Ending | None, chain: Chain | None) -> bool:
@@ -334,7 +382,9 @@ class Engine:
         assert ending.raw_tx is not None and ending.sender is not None
         tx_hash = ending.result["tx_hash"]
         # From here its spends count in every window until it is settled (signer.receipts)
-        self.ledger.hold(request_id, now, ((s.chain_id, s.asset, s.amount, s.usd_micros) for s in decision.spends))
+        self.ledger.hold(
+            request_id, now, ((s.chain_id, s.asset, s.amount, s.usd_micros) for s in decision.spends)
+        )
         outcome = await chain.broadcast(ending.raw_tx, tx_hash)
         in_flight = InFlight(request_id, chain.settings.id, tx_hash, ending.sender, ending.result["nonce"])
         if outcome.sent is Sent.ACCEPTED:
@@ -345,19 +395,28 @@ class Engine:
         self.receipts.watch(chain, in_flight)
         return result
 
-    async def broadcast_unknown(self, request_id: str, result: dict[str, Any], outcome: Broadcast) -> dict[str, Any]:
+    async def broadcast_unknown(
+        self, request_id: str, result: dict[str, Any], outcome: Broadcast
+    ) -> dict[str, Any]:
         """The node did not accept the broadcast (refused it, or its answer was lost), Tier 2 or 1:
         on record as `unconfirmed` with its spend still held, and said so in the reply."""
         refused = outcome.sent is Sent.REJECTED
-        note = (f"{outcome.error}; the signer cannot prove it was never sent, so it may still be mined: its spend "
-                "stays counted until it is mined or its nonce is taken by another of the signer's transactions")
+        note = (
+            f"{outcome.error}; the signer cannot prove it was never sent, so it may still be mined: its spend "
+            "stays counted until it is mined or its nonce is taken by another of the signer's transactions"
+        )
         held = {**result, "broadcast_unknown": note}
-        body = {"request_id": request_id, "tx_hash": result["tx_hash"], "error": outcome.error,
-                "node_refused": refused}
+        body = {
+            "request_id": request_id,
+            "tx_hash": result["tx_hash"],
+            "error": outcome.error,
+            "node_refused": refused,
+        }
 
         def record(conn: Connection) -> None:
-            request_store.set_outcome_if(conn, request_id, records.UNCONFIRMED, records.stored(held),
-                                         current=records.SIGNED)
+            request_store.set_outcome_if(
+                conn, request_id, records.UNCONFIRMED, records.stored(held), current=records.SIGNED
+            )
             self.audit.append("sign.broadcast_unknown", body)
 
         await self.writer.run(record)
@@ -375,10 +434,17 @@ class Engine:
     def _persist_reservation(
         conn: Connection, request_id: str, decision: Decision, decoded: Decoded, now: float, state: str
     ) -> None:
-        request_store.insert_spends(conn, request_id, ((s.chain_id, s.asset, s.amount, s.usd_micros)
-                                                       for s in decision.spends), now, state)
+        request_store.insert_spends(
+            conn,
+            request_id,
+            ((s.chain_id, s.asset, s.amount, s.usd_micros) for s in decision.spends),
+            now,
+            state,
+        )
         if decision.new_recipients:
-            request_store.insert_recipients(conn, request_id, decoded.call.chain_id, decision.new_recipients, now)
+            request_store.insert_recipients(
+                conn, request_id, decoded.call.chain_id, decision.new_recipients, now
+            )
 
     # ---- sign.status ------------------------------------------------------------------------
 
@@ -411,11 +477,23 @@ class Engine:
             for asset, amount in request_store.held_amounts(self.reader, tx.request_id):
                 held[asset] = held.get(asset, 0) + int(amount)
                 totals[f"{tx.chain_id}:{asset}"] = totals.get(f"{tx.chain_id}:{asset}", 0) + int(amount)
-            entries.append({"request_id": tx.request_id, "status": row[0], "chain_id": tx.chain_id,
-                            "tx_hash": tx.tx_hash, "nonce": tx.nonce, "created_at": row[1],
-                            "held": {k: str(v) for k, v in held.items()}})
-        return {"count": len(entries), "unconfirmed": sum(e["status"] == records.UNCONFIRMED for e in entries),
-                "held": {k: str(v) for k, v in totals.items()}, "transactions": entries[-limit:]}
+            entries.append(
+                {
+                    "request_id": tx.request_id,
+                    "status": row[0],
+                    "chain_id": tx.chain_id,
+                    "tx_hash": tx.tx_hash,
+                    "nonce": tx.nonce,
+                    "created_at": row[1],
+                    "held": {k: str(v) for k, v in held.items()},
+                }
+            )
+        return {
+            "count": len(entries),
+            "unconfirmed": sum(e["status"] == records.UNCONFIRMED for e in entries),
+            "held": {k: str(v) for k, v in totals.items()},
+            "transactions": entries[-limit:],
+        }
 
     def follow(self, chain: Chain, tx: InFlight) -> None:
         """Follow a transaction that left the signer to its fate (signer.receipts)."""
@@ -426,5 +504,6 @@ class Engine:
 
 
 def _conflict() -> RpcError:
-    return RpcError(ErrorCode.IDEMPOTENCY_CONFLICT,
-                    "this idempotency key was already used for a different request")
+    return RpcError(
+        ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used for a different request"
+    )

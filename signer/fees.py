@@ -36,7 +36,9 @@ class Fees:
     def __post_init__(self) -> None:
         """Checked once per quote: a negative tip, or a tip above the max fee, is never signed."""
         if not 0 <= self.max_priority_fee_per_gas <= self.max_fee_per_gas or self.node_priority_fee < 0:
-            raise InvalidFees(f"invalid fees: max fee {self.max_fee_per_gas}, tip {self.max_priority_fee_per_gas} wei")
+            raise InvalidFees(
+                f"invalid fees: max fee {self.max_fee_per_gas}, tip {self.max_priority_fee_per_gas} wei"
+            )
 
     @property
     def clamped(self) -> bool:
@@ -60,11 +62,16 @@ def quote(base_fee: int, node_priority: int, settings: ChainSettings) -> Fees:
     if max_fee > settings.max_fee_wei:
         raise FeeCeilingExceeded(
             f"the max fee per gas would be {_gwei(max_fee)} gwei (base fee {_gwei(base_fee)} gwei from the node), "
-            f"above the ceiling of chain {settings.id} (max_fee_gwei: {settings.max_fee_gwei}); nothing was signed")
+            f"above the ceiling of chain {settings.id} (max_fee_gwei: {settings.max_fee_gwei}); nothing was signed"
+        )
     fees = Fees(max_fee, priority, node_priority)
     if fees.clamped:
-        log.warning("chain %s: the node asked a priority fee of %s gwei; clamped to %s gwei (max_priority_fee_gwei)",
-                    settings.id, _gwei(node_priority), settings.max_priority_fee_gwei)
+        log.warning(
+            "chain %s: the node asked a priority fee of %s gwei; clamped to %s gwei (max_priority_fee_gwei)",
+            settings.id,
+            _gwei(node_priority),
+            settings.max_priority_fee_gwei,
+        )
     return fees
 
 
@@ -77,14 +84,21 @@ def note_clamp(ending: Ending, chain: Chain) -> Ending:
     if ending.raw_tx is None or not chain.clamped_quotes:  # the usual case: one attribute read
         return ending
     tx = ending.audit_body.get("tx") or {}
-    fees = chain.clamped_quotes.get((int(tx.get("max_fee_per_gas", -1)), int(tx.get("max_priority_fee_per_gas", -1))))
+    fees = chain.clamped_quotes.get(
+        (int(tx.get("max_fee_per_gas", -1)), int(tx.get("max_priority_fee_per_gas", -1)))
+    )
     if fees is None:
         return ending
-    note = {"node_priority_fee_per_gas": str(fees.node_priority_fee),
-            "max_priority_fee_per_gas": str(fees.max_priority_fee_per_gas),
-            "reason": "the RPC node asked a higher priority fee than this chain's max_priority_fee_gwei"}
-    return replace(ending, result={**ending.result, "fee_clamped": note},
-                   audit_body={**ending.audit_body, "fee_clamped": note})
+    note = {
+        "node_priority_fee_per_gas": str(fees.node_priority_fee),
+        "max_priority_fee_per_gas": str(fees.max_priority_fee_per_gas),
+        "reason": "the RPC node asked a higher priority fee than this chain's max_priority_fee_gwei",
+    }
+    return replace(
+        ending,
+        result={**ending.result, "fee_clamped": note},
+        audit_body={**ending.audit_body, "fee_clamped": note},
+    )
 
 
 def _gwei(wei: int) -> str:

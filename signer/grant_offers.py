@@ -26,8 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from signer.chain import ChainError
 
-from signer.wire.messages import (GRANT_ANSWER_DOMAIN, GRANT_ASK_DOMAIN, GRANT_OFFER_DOMAIN, grant_answer_body,
-                                  grant_ask_body, signed_message)
+from signer.wire.messages import (
+    GRANT_ANSWER_DOMAIN,
+    GRANT_ASK_DOMAIN,
+    GRANT_OFFER_DOMAIN,
+    grant_answer_body,
+    grant_ask_body,
+    signed_message,
+)
 from signer.wire.protocol import ErrorCode, RpcError
 
 if TYPE_CHECKING:
@@ -44,8 +50,9 @@ def offer_hash(offer: dict[str, Any]) -> str:
     """sha256 of the offer's canonical JSON (ensure_ascii=False, as a request's hash): what the signer
     signs and the page recomputes."""
     body = {k: v for k, v in offer.items() if k != "signer_sig"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                          .encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -65,21 +72,30 @@ class GrantOffers:
         self.engine = engine  # policy, chains, session keys, Tier 3 (the Tier 1 port does not carry Tier 3)
         self._open: dict[str, OpenOffer] = {}
 
-    async def offer(self, params: Tier3OfferParams,
-                    rotate_key: Callable[[str, str], Awaitable[None]]) -> dict[str, Any]:
+    async def offer(
+        self, params: Tier3OfferParams, rotate_key: Callable[[str, str], Awaitable[None]]
+    ) -> dict[str, Any]:
         """Authorize the device, optionally rotate the session key (`rotate_key(key_id)`), build and sign."""
         devices, engine = self.approvals.devices, self.engine
-        message = signed_message(GRANT_ASK_DOMAIN, grant_ask_body(params.device_id, params.chain_id, params.days,
-                                                                  params.rotate, params.ts))
+        message = signed_message(
+            GRANT_ASK_DOMAIN,
+            grant_ask_body(params.device_id, params.chain_id, params.days, params.rotate, params.ts),
+        )
         evidence = {"device_id": params.device_id, "chain_id": params.chain_id}
-        device = await devices.authorize(params.device_id, "approve", message, params.signature, REFUSED, evidence)
+        device = await devices.authorize(
+            params.device_id, "approve", message, params.signature, REFUSED, evidence
+        )
         await devices.consume_proof(message, params.ts, REFUSED, evidence)
         tier3 = engine.tier2.tier3
         chain = engine.chains.get(params.chain_id)
         contracts = None if chain is None or tier3 is None else tier3.contracts(chain)
         if chain is None or tier3 is None or contracts is None:
-            raise await devices.refuse(REFUSED, evidence, f"chain {params.chain_id} has no Tier 3 contracts in the "
-                                                          "signer's config.yaml (chains[].delegation)")
+            raise await devices.refuse(
+                REFUSED,
+                evidence,
+                f"chain {params.chain_id} has no Tier 3 contracts in the "
+                "signer's config.yaml (chains[].delegation)",
+            )
         if params.rotate:
             old = engine.keys.current(params.chain_id)
             if old is None:
@@ -87,17 +103,25 @@ class GrantOffers:
             await rotate_key(old.key_id, params.device_id)
         key = engine.keys.current(params.chain_id)
         if key is None:
-            raise await devices.refuse(REFUSED, evidence, f"the signer has no active session key on chain "
-                                                          f"{params.chain_id}: `owlia signer session-key create`")
+            raise await devices.refuse(
+                REFUSED,
+                evidence,
+                f"the signer has no active session key on chain "
+                f"{params.chain_id}: `owlia signer session-key create`",
+            )
         from signer.wire.grants import GrantError, derive_lanes, describe  # Tier 3 only: not held at idle
         from signer.wire.grant_offer import grant_offer
 
         account = device.main_address.lower()
         try:
             if not await tier3._delegated(chain, contracts, account):
-                raise await devices.refuse(REFUSED, evidence, f"the main account {account} is not a smart account on "
-                                                              f"chain {params.chain_id} yet: authorize it first "
-                                                              "(EIP-7702, from the phone)")
+                raise await devices.refuse(
+                    REFUSED,
+                    evidence,
+                    f"the main account {account} is not a smart account on "
+                    f"chain {params.chain_id} yet: authorize it first "
+                    "(EIP-7702, from the phone)",
+                )
             nonce = await tier3.current_nonce(chain, contracts, account)
             now = await chain.latest_timestamp()
         except ChainError as exc:
@@ -109,41 +133,81 @@ class GrantOffers:
         except GrantError as exc:
             raise await devices.refuse(REFUSED, evidence, str(exc)) from None
         words = [describe(lane, policy, params.chain_id) for lane in lanes]
-        offer = grant_offer(lanes, words, session_address=key.address, delegator=account, chain_id=params.chain_id,
-                            manager=contracts.manager, enforcers=contracts.enforcer_map(),
-                            salt=secrets.randbits(64))
+        offer = grant_offer(
+            lanes,
+            words,
+            session_address=key.address,
+            delegator=account,
+            chain_id=params.chain_id,
+            manager=contracts.manager,
+            enforcers=contracts.enforcer_map(),
+            salt=secrets.randbits(64),
+        )
         clock = self.approvals.clock()
         self._expire(clock)
         if len(self._open) >= MAX_OFFERS:
-            raise await devices.refuse(REFUSED, evidence, "too many grant offers are open: answer one or wait "
-                                                          f"{int(OFFER_TTL / 60)} minutes")
+            raise await devices.refuse(
+                REFUSED,
+                evidence,
+                f"too many grant offers are open: answer one or wait {int(OFFER_TTL / 60)} minutes",
+            )
         offer_id = "off_" + secrets.token_hex(8)
-        offer.update({"offer_id": offer_id, "device_id": params.device_id, "account": account,
-                      "delegate": key.address.lower(), "key_id": key.key_id, "nonce": str(nonce),
-                      "expires_at": int(clock + OFFER_TTL)})
+        offer.update(
+            {
+                "offer_id": offer_id,
+                "device_id": params.device_id,
+                "account": account,
+                "delegate": key.address.lower(),
+                "key_id": key.key_id,
+                "nonce": str(nonce),
+                "expires_at": int(clock + OFFER_TTL),
+            }
+        )
         digest = offer_hash(offer)
-        self._open[offer_id] = OpenOffer(params.device_id, params.chain_id, digest, clock + OFFER_TTL,
-                                         tuple(offer["delegations"]))
-        await engine.writer.run(lambda conn: engine.audit.append("tier3.offered", {
-            "offer_id": offer_id, "device_id": params.device_id, "chain_id": params.chain_id,
-            "delegate": key.address, "lanes": len(lanes)}))
-        return {**offer, "signer_sig": self.approvals.identity.sign(GRANT_OFFER_DOMAIN, {"offer_hash": digest})}
+        self._open[offer_id] = OpenOffer(
+            params.device_id, params.chain_id, digest, clock + OFFER_TTL, tuple(offer["delegations"])
+        )
+        await engine.writer.run(
+            lambda conn: engine.audit.append(
+                "tier3.offered",
+                {
+                    "offer_id": offer_id,
+                    "device_id": params.device_id,
+                    "chain_id": params.chain_id,
+                    "delegate": key.address,
+                    "lanes": len(lanes),
+                },
+            )
+        )
+        return {
+            **offer,
+            "signer_sig": self.approvals.identity.sign(GRANT_OFFER_DOMAIN, {"offer_hash": digest}),
+        }
 
     async def answer(self, params: Tier3AnswerParams) -> tuple[int, list[dict[str, Any]]]:
         """(chain id, signed delegations) of a device's answer to its own open offer, used up by this call;
         the caller installs them through `tier3.grant`'s checks."""
         devices = self.approvals.devices
-        message = signed_message(GRANT_ANSWER_DOMAIN, grant_answer_body(
-            params.device_id, params.offer_id, params.offer_hash, params.signatures, params.ts))
+        message = signed_message(
+            GRANT_ANSWER_DOMAIN,
+            grant_answer_body(
+                params.device_id, params.offer_id, params.offer_hash, params.signatures, params.ts
+            ),
+        )
         evidence = {"device_id": params.device_id, "offer_id": params.offer_id}
         await devices.authorize(params.device_id, "approve", message, params.signature, REFUSED, evidence)
         await devices.consume_proof(message, params.ts, REFUSED, evidence)
         self._expire(self.approvals.clock())
         open_offer = self._open.get(params.offer_id)
         if open_offer is None:
-            raise await devices.refuse(REFUSED, evidence, "no such open grant offer (answered already, expired, or "
-                                                          "never made): ask for a new one")
-        if open_offer.device_id != params.device_id or not hmac.compare_digest(open_offer.digest, params.offer_hash):
+            raise await devices.refuse(
+                REFUSED,
+                evidence,
+                "no such open grant offer (answered already, expired, or never made): ask for a new one",
+            )
+        if open_offer.device_id != params.device_id or not hmac.compare_digest(
+            open_offer.digest, params.offer_hash
+        ):
             raise await devices.refuse(REFUSED, evidence, "this answer is not for the offer the signer made")
         if len(params.signatures) != len(open_offer.delegations):
             raise await devices.refuse(REFUSED, evidence, "one signature per delegation of the offer")

@@ -29,8 +29,9 @@ class SignerIdentity:
             self._key = Ed25519PrivateKey.from_private_bytes(bytes(seed))
         finally:
             zeroize(seed)
-        self.public_key = self._key.public_key().public_bytes_raw().hex()  # raw 32 bytes, without the serialization package
+        self.public_key = (
+            self._key.public_key().public_bytes_raw().hex()
+        )  # raw 32 bytes, without the serialization package
 
     def sign(self, domain: str, body: dict[str, Any]) -> str:
         return self._key.sign(signed_message(domain, body)).hex()
-

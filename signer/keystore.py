@@ -79,7 +79,9 @@ class MasterKey:
         """A 32-byte key for one purpose, HKDF-SHA256 with `purpose` as its info: a key derived for
         one purpose (the row MACs, the audit chain, the anchor) says nothing about another."""
         self._cipher()  # refuses once wiped
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"owliabot-master-v1", info=purpose).derive(bytes(self._key))
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=b"owliabot-master-v1", info=purpose).derive(
+            bytes(self._key)
+        )
 
     def zeroize(self) -> None:
         zeroize(self._key)
@@ -119,8 +121,14 @@ def create_keystore(home: Path, passphrase: bytearray, *, scrypt_n: int = DEFAUL
     finally:
         zeroize(kek)
         zeroize(master)
-    document = {"version": _VERSION, "params": params, "cipher": "aes-256-gcm", "nonce": nonce.hex(),
-                "ciphertext": wrapped.hex(), "created_at": int(time.time())}
+    document = {
+        "version": _VERSION,
+        "params": params,
+        "cipher": "aes-256-gcm",
+        "nonce": nonce.hex(),
+        "ciphertext": wrapped.hex(),
+        "created_at": int(time.time()),
+    }
     write_private_file(path, json.dumps(document, indent=2).encode())
     return path
 
@@ -131,11 +139,18 @@ def unlock(home: Path, passphrase: bytearray) -> MasterKey:
     try:
         document = json.loads(path.read_text())
         params = document["params"]
-        if document["version"] != _VERSION or document["cipher"] != "aes-256-gcm" or params["kdf"] != "scrypt":
+        if (
+            document["version"] != _VERSION
+            or document["cipher"] != "aes-256-gcm"
+            or params["kdf"] != "scrypt"
+        ):
             raise KeystoreError(f"{path}: unsupported keystore format")
         n, r, p = int(params["n"]), int(params["r"]), int(params["p"])
-        salt, nonce, wrapped = (bytes.fromhex(params["salt"]), bytes.fromhex(document["nonce"]),
-                                bytes.fromhex(document["ciphertext"]))
+        salt, nonce, wrapped = (
+            bytes.fromhex(params["salt"]),
+            bytes.fromhex(document["nonce"]),
+            bytes.fromhex(document["ciphertext"]),
+        )
     except (ValueError, KeyError, TypeError) as exc:
         raise KeystoreError(f"{path} is not a valid keystore ({type(exc).__name__})") from None
     if n < _MIN_SCRYPT_N or r < 1 or p < 1:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 
 class KillSwitch:
-    def __init__(self, engine: SigningCore, devices: DeviceRegistry, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, engine: SigningCore, devices: DeviceRegistry, clock: Callable[[], float] = time.time
+    ) -> None:
         self.engine = engine
         self.devices = devices
         self.clock = clock
@@ -49,8 +51,9 @@ class KillSwitch:
         freeze_id = "frz_" + secrets.token_hex(8)
         revoked = [i.key_id for i in self.engine.keys.infos() if i.status == REVOKED]
         freeze_store.freeze(conn, freeze_id, revoked, self.clock(), REVOKED)
-        self.engine.audit.append("signer.frozen", {"by_device": device_id, "freeze_id": freeze_id,
-                                                   "session_keys_revoked": revoked})
+        self.engine.audit.append(
+            "signer.frozen", {"by_device": device_id, "freeze_id": freeze_id, "session_keys_revoked": revoked}
+        )
 
     async def freeze_on_host(self, client_name: str) -> None:
         """The admin token's freeze, for when the companion cannot reach the signer (a lost phone, a
@@ -61,11 +64,13 @@ class KillSwitch:
 
     async def toggle(self, params: FreezeParams) -> None:
         """Freeze or unfreeze on a paired device's signed, single-use word; the caller announces it."""
-        message = signed_message(FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id,
-                                                            params.ts))
+        message = signed_message(
+            FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id, params.ts)
+        )
         evidence = {"device_id": params.device_id, "action": params.action}
-        await self.devices.authorize(params.device_id, params.action, message, params.signature,
-                                     "freeze.refused", evidence)
+        await self.devices.authorize(
+            params.device_id, params.action, message, params.signature, "freeze.refused", evidence
+        )
         await self.devices.consume_proof(message, params.ts, "freeze.refused", evidence)
         if params.action is FreezeAction.FREEZE:
             self.disarm_all()
@@ -87,5 +92,6 @@ class KillSwitch:
             self.engine.frozen = False
 
     async def _unfreeze_refused(self, evidence: dict[str, Any]) -> RpcError:
-        return await self.devices.refuse("freeze.refused", evidence,
-                                         "not frozen, or the unfreeze names another freeze")
+        return await self.devices.refuse(
+            "freeze.refused", evidence, "not frozen, or the unfreeze names another freeze"
+        )

@@ -94,7 +94,9 @@ class Ledger:
 
     # ---- building --------------------------------------------------------------------------
 
-    def add_spend(self, request_id: str, chain_id: int, asset: str, amount: int, usd: int | None, ts: float) -> None:
+    def add_spend(
+        self, request_id: str, chain_id: int, asset: str, amount: int, usd: int | None, ts: float
+    ) -> None:
         self._series((chain_id, asset)).add(ts, amount, request_id)
         if usd is not None:
             self._usd.add(ts, usd, request_id)
@@ -125,7 +127,9 @@ class Ledger:
         prices: dict[tuple[int, str], PriceQuote | None] | None = None,
     ) -> EvalContext:
         transfers = decoded.transfers()
-        assets = {(a.chain_id, a.asset) for a in transfers} | {(a.chain_id, a.asset) for a in decoded.approvals()}
+        assets = {(a.chain_id, a.asset) for a in transfers} | {
+            (a.chain_id, a.asset) for a in decoded.approvals()
+        }
         # `spent` for every window, with each asset's series looked up once (this runs on every request)
         spent: dict[tuple[int, str, int], int] = {}
         for chain_id, asset in assets:
@@ -133,7 +137,9 @@ class Ledger:
             series = self._spend.get(key)
             for period in windows:
                 since = now - period
-                spent[(chain_id, asset, period)] = (series.sum_since(since) if series else 0) + self._aged(key, since)
+                spent[(chain_id, asset, period)] = (series.sum_since(since) if series else 0) + self._aged(
+                    key, since
+                )
         spent_usd = {p: self._usd.sum_since(now - p) + self._aged(None, now - p) for p in windows}
         recipients = self._recipients
         seen = frozenset(t.recipient for t in transfers if (t.chain_id, t.recipient) in recipients)

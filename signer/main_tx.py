@@ -61,7 +61,9 @@ async def next_nonce(chain: Chain, account: str) -> int:
     try:
         return quantity(await chain.rpc.call("eth_getTransactionCount", account, "pending"), "nonce")
     except Exception as exc:  # noqa: BLE001 - unreachable or garbled: nothing can be checked or sent
-        raise RpcError(ErrorCode.UNAVAILABLE, f"cannot read the main account's nonce: {type(exc).__name__}") from None
+        raise RpcError(
+            ErrorCode.UNAVAILABLE, f"cannot read the main account's nonce: {type(exc).__name__}"
+        ) from None
 
 
 def mismatch(want: dict[str, Any], got: DecodedTx, main: str) -> str | None:
@@ -82,8 +84,10 @@ def mismatch(want: dict[str, Any], got: DecodedTx, main: str) -> str | None:
         if have != expected:
             return f"the signed transaction's {name} differs from the approved request"
     if tx.nonce != want["nonce"]:
-        return (f"the signed transaction's nonce differs from the approved request: the main account's next nonce "
-                f"is {want['nonce']} (another transaction may have gone first); sign it again")
+        return (
+            f"the signed transaction's nonce differs from the approved request: the main account's next nonce "
+            f"is {want['nonce']} (another transaction may have gone first); sign it again"
+        )
     if tx.gas > want["gas_limit"] or tx.gas < 21_000:
         return "the signed transaction's gas limit is outside the approved bound"
     if tx.max_fee_per_gas > int(want["max_fee_per_gas"]) or tx.max_priority_fee_per_gas > tx.max_fee_per_gas:

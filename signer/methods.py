@@ -26,20 +26,57 @@ from signer.engine import Engine
 from signer.grant_offers import GrantOffers
 from signer.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
-from signer.wire.requests import (ApprovalAnswerParams, ApprovalsWaitParams, AuditTailParams, BalanceParams,
-                                  DeviceRefParams, DeviceRevokeParams, FreezeParams, PairBeginParams, PairCompleteParams,
-                                  PolicyCheckParams, PolicyValidateParams, SessionKeyCreateParams,
-                                  SessionKeyRefParams, SignRequestParams, SignStatusParams, StateParams,
-                                  Tier3AnswerParams, Tier3GrantParams, Tier3OfferParams, Tier3RevokeParams,
-                                  TopUpParams, TopUpRequestParams)
+from signer.wire.requests import (
+    ApprovalAnswerParams,
+    ApprovalsWaitParams,
+    AuditTailParams,
+    BalanceParams,
+    DeviceRefParams,
+    DeviceRevokeParams,
+    FreezeParams,
+    PairBeginParams,
+    PairCompleteParams,
+    PolicyCheckParams,
+    PolicyValidateParams,
+    SessionKeyCreateParams,
+    SessionKeyRefParams,
+    SignRequestParams,
+    SignStatusParams,
+    StateParams,
+    Tier3AnswerParams,
+    Tier3GrantParams,
+    Tier3OfferParams,
+    Tier3RevokeParams,
+    TopUpParams,
+    TopUpRequestParams,
+)
 from signer.server import Handler, Method
 from signer.session_keys import RETIRED, REVOKED
-from signer.wire.replies import (AddressesReply, ApprovalsStateReply, ApprovalsWaitReply, AuditTailReply,
-                                 AuditVerifyReply, BalanceReply, DeviceReply, DevicesReply, InFlight,
-                                 PolicyCheckReply, PolicyReloadReply, PolicyValidateReply,
-                                 SessionKeyCreateReply, SessionKeyJson, SessionKeyRetireReply,
-                                 SessionKeysReply, SignerState, StatusReply, Tier3GrantReply,
-                                 Tier3OfferReply, Tier3RevokeReply, Tier3StatusReply, TopUpReply)
+from signer.wire.replies import (
+    AddressesReply,
+    ApprovalsStateReply,
+    ApprovalsWaitReply,
+    AuditTailReply,
+    AuditVerifyReply,
+    BalanceReply,
+    DeviceReply,
+    DevicesReply,
+    InFlight,
+    PolicyCheckReply,
+    PolicyReloadReply,
+    PolicyValidateReply,
+    SessionKeyCreateReply,
+    SessionKeyJson,
+    SessionKeyRetireReply,
+    SessionKeysReply,
+    SignerState,
+    StatusReply,
+    Tier3GrantReply,
+    Tier3OfferReply,
+    Tier3RevokeReply,
+    Tier3StatusReply,
+    TopUpReply,
+)
 from signer.wire.settings import SignerSettings
 from signer.wire.sign_replies import PolicyShowReply, Reply, SignReply, dump_reply
 from signer.store import audit as audit_store
@@ -54,8 +91,10 @@ def bridge_only(handler: Handler) -> Handler:
 
     def check(client: Client, params: Any) -> Any:
         if client.scope not in (Scope.BRIDGE, Scope.ADMIN):
-            raise RpcError(ErrorCode.FORBIDDEN, f"this method needs the 'bridge' scope; this client has "
-                                                f"{client.scope.value!r}")
+            raise RpcError(
+                ErrorCode.FORBIDDEN,
+                f"this method needs the 'bridge' scope; this client has {client.scope.value!r}",
+            )
         return handler(client, params)
 
     return check
@@ -72,8 +111,13 @@ def clock_lag(clock: Callable[[], float]) -> float:
 
 
 class Methods:
-    def __init__(self, engine: Engine, settings: SignerSettings, approvals: Approvals | None = None,
-                 policies: PolicyKeeper | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: SignerSettings,
+        approvals: Approvals | None = None,
+        policies: PolicyKeeper | None = None,
+    ) -> None:
         self.engine = engine
         self.settings = settings
         self.approvals = approvals
@@ -93,32 +137,65 @@ class Methods:
         return {
             # The approval and device modules build JSON (stored, hashed or signed as built); it is
             # typed here, where it leaves the signer.
-            "approvals.wait": Method(Scope.BRIDGE, ApprovalsWaitParams, bridge_only(
-                lambda c, p: typed(ApprovalsWaitReply, approvals.wait(p.after, p.timeout, p.limit)))),
-            "approvals.answer": Method(Scope.BRIDGE, ApprovalAnswerParams, bridge_only(
-                lambda c, p: typed(SignReply, approvals.answer(p)))),
-            "approvals.freeze": Method(Scope.BRIDGE, FreezeParams, bridge_only(
-                lambda c, p: typed(SignerState, approvals.freeze(p)))),
-            "signer.freeze": Method(Scope.ADMIN, None, lambda c, p: typed(SignerState, approvals.freeze_on_host(c.name))),
-            "approvals.topup": Method(Scope.BRIDGE, TopUpRequestParams, bridge_only(
-                lambda c, p: typed(SignReply, request_topup(approvals, p)))),
-            "approvals.state": Method(Scope.BRIDGE, StateParams, bridge_only(
-                lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq)))),
+            "approvals.wait": Method(
+                Scope.BRIDGE,
+                ApprovalsWaitParams,
+                bridge_only(
+                    lambda c, p: typed(ApprovalsWaitReply, approvals.wait(p.after, p.timeout, p.limit))
+                ),
+            ),
+            "approvals.answer": Method(
+                Scope.BRIDGE,
+                ApprovalAnswerParams,
+                bridge_only(lambda c, p: typed(SignReply, approvals.answer(p))),
+            ),
+            "approvals.freeze": Method(
+                Scope.BRIDGE, FreezeParams, bridge_only(lambda c, p: typed(SignerState, approvals.freeze(p)))
+            ),
+            "signer.freeze": Method(
+                Scope.ADMIN, None, lambda c, p: typed(SignerState, approvals.freeze_on_host(c.name))
+            ),
+            "approvals.topup": Method(
+                Scope.BRIDGE,
+                TopUpRequestParams,
+                bridge_only(lambda c, p: typed(SignReply, request_topup(approvals, p))),
+            ),
+            "approvals.state": Method(
+                Scope.BRIDGE,
+                StateParams,
+                bridge_only(
+                    lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq))
+                ),
+            ),
             # Tier 3 from the phone (signer.grant_offers): the signer offers, the main key signs on the phone.
             "tier3.offer": Method(Scope.BRIDGE, Tier3OfferParams, bridge_only(self._tier3_offer)),
             "tier3.grant_answer": Method(Scope.BRIDGE, Tier3AnswerParams, bridge_only(self._tier3_answer)),
-            "companion.pair_complete": Method(Scope.BRIDGE, PairCompleteParams, bridge_only(
-                lambda c, p: devices.complete_pairing(p))),
-            "companion.devices": Method(Scope.BRIDGE, None, bridge_only(
-                lambda c, p: DevicesReply(devices=tuple(d.to_reply() for d in devices.all()),
-                                          devices_rev=devices.revision))),
-            "companion.pair_begin": Method(Scope.ADMIN, PairBeginParams, lambda c, p: devices.begin_pairing(
-                p.name, p.ttl_seconds)),
-            "companion.list": Method(Scope.ADMIN, None, lambda c, p: DevicesReply(
-                devices=tuple(d.to_reply() for d in devices.all()), main_account=devices.main_account())),
+            "companion.pair_complete": Method(
+                Scope.BRIDGE, PairCompleteParams, bridge_only(lambda c, p: devices.complete_pairing(p))
+            ),
+            "companion.devices": Method(
+                Scope.BRIDGE,
+                None,
+                bridge_only(
+                    lambda c, p: DevicesReply(
+                        devices=tuple(d.to_reply() for d in devices.all()), devices_rev=devices.revision
+                    )
+                ),
+            ),
+            "companion.pair_begin": Method(
+                Scope.ADMIN, PairBeginParams, lambda c, p: devices.begin_pairing(p.name, p.ttl_seconds)
+            ),
+            "companion.list": Method(
+                Scope.ADMIN,
+                None,
+                lambda c, p: DevicesReply(
+                    devices=tuple(d.to_reply() for d in devices.all()), main_account=devices.main_account()
+                ),
+            ),
             "companion.revoke": Method(Scope.ADMIN, DeviceRefParams, lambda c, p: self._revoke_device(c, p)),
-            "approvals.revoke_device": Method(Scope.BRIDGE, DeviceRevokeParams, bridge_only(
-                lambda c, p: self._revoke_from_device(p))),
+            "approvals.revoke_device": Method(
+                Scope.BRIDGE, DeviceRevokeParams, bridge_only(lambda c, p: self._revoke_from_device(p))
+            ),
         }
 
     async def _revoke_device(self, client: Client, params: DeviceRefParams) -> DeviceReply:
@@ -129,8 +206,9 @@ class Methods:
 
     async def _revoke_from_device(self, params: DeviceRevokeParams) -> DeviceReply:
         assert self.approvals is not None
-        result = await self.approvals.devices.revoke_signed(params.device_id, params.target_device_id, params.ts,
-                                                            params.signature)
+        result = await self.approvals.devices.revoke_signed(
+            params.device_id, params.target_device_id, params.ts, params.signature
+        )
         self.approvals.announce()  # as from the host: the bridge drops the device's connections and tokens
         return result
 
@@ -160,21 +238,23 @@ class Methods:
 
     def status(self, client: Client, _: None) -> StatusReply:
         engine = self.engine
-        return StatusReply.model_validate({
-            "version": __version__,
-            "protocol": PROTOCOL_VERSION,
-            "uptime_seconds": round(steady() - STARTED, 1),
-            "clock_lag_seconds": round(clock_lag(engine.clock), 1),
-            "unlocked": True,
-            "frozen": engine.frozen,
-            "broadcast": engine.broadcast,
-            "chains": sorted(engine.chains),
-            "policy_hash": engine.policy.policy_hash(),
-            "session_keys": [i.to_json() for i in engine.keys.infos() if i.status is KeyStatus.ACTIVE],
-            # Spends held by transactions not yet proven mined or dead (signer.receipts).
-            "in_flight": self._in_flight(client),
-            "client": {"name": client.name, "scope": client.scope},
-        })
+        return StatusReply.model_validate(
+            {
+                "version": __version__,
+                "protocol": PROTOCOL_VERSION,
+                "uptime_seconds": round(steady() - STARTED, 1),
+                "clock_lag_seconds": round(clock_lag(engine.clock), 1),
+                "unlocked": True,
+                "frozen": engine.frozen,
+                "broadcast": engine.broadcast,
+                "chains": sorted(engine.chains),
+                "policy_hash": engine.policy.policy_hash(),
+                "session_keys": [i.to_json() for i in engine.keys.infos() if i.status is KeyStatus.ACTIVE],
+                # Spends held by transactions not yet proven mined or dead (signer.receipts).
+                "in_flight": self._in_flight(client),
+                "client": {"name": client.name, "scope": client.scope},
+            }
+        )
 
     def _in_flight(self, client: Client) -> InFlight:
         """Totals for every client; which requests and transactions, only for the admin."""
@@ -186,16 +266,26 @@ class Methods:
     def addresses(self, client: Client, _: None) -> AddressesReply:
         keys = self.engine.keys
         tier3 = self.engine.tier2.tier3
-        return AddressesReply.model_validate({
-            "addresses": [
-                {"chain_id": i.chain_id, "address": i.address, "key_id": i.key_id, "expires_at": i.expires_at}
-                for i in keys.infos() if i.status is KeyStatus.ACTIVE
-            ],
-            # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
-            "tier3_accounts": [{"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
-                               for g in (tier3.grants() if tier3 is not None else [])],
-            **self._companion_reach(),
-        })
+        return AddressesReply.model_validate(
+            {
+                "addresses": [
+                    {
+                        "chain_id": i.chain_id,
+                        "address": i.address,
+                        "key_id": i.key_id,
+                        "expires_at": i.expires_at,
+                    }
+                    for i in keys.infos()
+                    if i.status is KeyStatus.ACTIVE
+                ],
+                # Tier 3: the main accounts live grants spend from (the session keys only pay gas there).
+                "tier3_accounts": [
+                    {"chain_id": g.chain_id, "address": g.account, "grant_id": g.grant_id}
+                    for g in (tier3.grants() if tier3 is not None else [])
+                ],
+                **self._companion_reach(),
+            }
+        )
 
     def _companion_reach(self) -> dict[str, Any]:
         """The main account and the number of live companions (no Tier 1 on this signer: none)."""
@@ -217,7 +307,9 @@ class Methods:
             amount = await chain.balance(address, params.token)
         except ChainError as exc:
             raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-        return BalanceReply(chain_id=params.chain_id, address=address, token=params.token or "native", balance=amount)
+        return BalanceReply(
+            chain_id=params.chain_id, address=address, token=params.token or "native", balance=amount
+        )
 
     def sign_status(self, client: Client, params: SignStatusParams) -> SignReply:
         try:
@@ -226,7 +318,9 @@ class Methods:
             raise RpcError(ErrorCode.NOT_FOUND, f"{params.request_id} is not a signing request") from None
 
     def session_key_list(self, client: Client, _: None) -> SessionKeysReply:
-        return SessionKeysReply.model_validate({"session_keys": [i.to_json() for i in self.engine.keys.infos()]})
+        return SessionKeysReply.model_validate(
+            {"session_keys": [i.to_json() for i in self.engine.keys.infos()]}
+        )
 
     def policy_show(self, client: Client, _: None) -> PolicyShowReply:
         policy = self.engine.policy
@@ -238,7 +332,9 @@ class Methods:
         try:
             result = await self.policies.reload()
         except PolicyError as exc:
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"policy not reloaded, the one in force stays: {exc}") from None
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"policy not reloaded, the one in force stays: {exc}"
+            ) from None
         return PolicyReloadReply.model_validate(result.to_json())
 
     def policy_validate(self, client: Client, params: PolicyValidateParams) -> PolicyValidateReply:
@@ -262,7 +358,9 @@ class Methods:
 
     # ---- admin mutations (idempotent) ---------------------------------------------------------
 
-    async def session_key_create(self, client: Client, params: SessionKeyCreateParams) -> SessionKeyCreateReply:
+    async def session_key_create(
+        self, client: Client, params: SessionKeyCreateParams
+    ) -> SessionKeyCreateReply:
         self._chain(params.chain_id)
         ttl = params.ttl_seconds or self.settings.session_key_ttl_seconds
         cap = self.settings.session_key_balance_cap if params.balance_cap is None else params.balance_cap
@@ -278,8 +376,9 @@ class Methods:
             reply = SessionKeyCreateReply(session_key=SessionKeyJson.model_validate(info.to_json()))
             return reply, (unit, lambda: keys.install(info, key))
 
-        return await self._idempotent(client, params.idempotency_key, "session_key.create", params, create,
-                                      SessionKeyCreateReply)
+        return await self._idempotent(
+            client, params.idempotency_key, "session_key.create", params, create, SessionKeyCreateReply
+        )
 
     async def session_key_rotate(self, client: Client, params: SessionKeyRefParams) -> SessionKeyRetireReply:
         return await self._retire(client, params, RETIRED, rotate=True)
@@ -287,8 +386,9 @@ class Methods:
     async def session_key_revoke(self, client: Client, params: SessionKeyRefParams) -> SessionKeyRetireReply:
         return await self._retire(client, params, REVOKED, rotate=False)
 
-    async def _retire(self, client: Client, params: SessionKeyRefParams, status: KeyStatus,
-                      rotate: bool) -> SessionKeyRetireReply:
+    async def _retire(
+        self, client: Client, params: SessionKeyRefParams, status: KeyStatus, rotate: bool
+    ) -> SessionKeyRetireReply:
         keys = self.engine.keys
         old = keys.info(params.key_id)
         if old is None:
@@ -297,11 +397,17 @@ class Methods:
 
         async def retire() -> tuple[SessionKeyRetireReply, Any]:
             updated = keys.disarm(params.key_id, status)  # signing power goes first, in memory
-            fresh = keys.prepare(old.chain_id, self.settings.session_key_ttl_seconds, old.balance_cap) if rotate else None
+            fresh = (
+                keys.prepare(old.chain_id, self.settings.session_key_ttl_seconds, old.balance_cap)
+                if rotate
+                else None
+            )
 
             def unit(conn: sqlite3.Connection) -> None:
                 keys.mark(conn, params.key_id, status)
-                self.engine.audit.append(kind, {"key_id": params.key_id, "address": old.address, "by": client.name})
+                self.engine.audit.append(
+                    kind, {"key_id": params.key_id, "address": old.address, "by": client.name}
+                )
                 if fresh is not None:
                     keys.insert(conn, fresh[0], fresh[2])
                     self.engine.audit.append("session_key.created", {**fresh[0].to_json(), "by": client.name})
@@ -311,12 +417,16 @@ class Methods:
                 result = SessionKeyRetireReply(retired=retired)
             else:
                 result = SessionKeyRetireReply(
-                    retired=retired, session_key=SessionKeyJson.model_validate(fresh[0].to_json()),
-                    sweep_hint=f"move the remaining balance of {old.address} to {fresh[0].address} with a Tier 1 transfer")
+                    retired=retired,
+                    session_key=SessionKeyJson.model_validate(fresh[0].to_json()),
+                    sweep_hint=f"move the remaining balance of {old.address} to {fresh[0].address} with a Tier 1 transfer",
+                )
             install = (lambda: keys.install(fresh[0], fresh[1])) if fresh is not None else (lambda: None)
             return result, (unit, install)
 
-        return await self._idempotent(client, params.idempotency_key, kind, params, retire, SessionKeyRetireReply)
+        return await self._idempotent(
+            client, params.idempotency_key, kind, params, retire, SessionKeyRetireReply
+        )
 
     async def session_key_topup(self, client: Client, params: TopUpParams) -> TopUpReply:
         """Fund a session key up to its cap. Only dev chains can be funded here; elsewhere it is Tier 1.
@@ -330,23 +440,39 @@ class Methods:
         info, chain, balance, room = await room_under_cap(self.engine, params.key_id)
         amount = room if params.amount is None else params.amount
         if amount > room:
-            raise RpcError(ErrorCode.FORBIDDEN, f"a top-up of {amount} wei would exceed the balance cap "
-                                                f"({info.balance_cap} wei; held or on its way {balance} wei)")
+            raise RpcError(
+                ErrorCode.FORBIDDEN,
+                f"a top-up of {amount} wei would exceed the balance cap "
+                f"({info.balance_cap} wei; held or on its way {balance} wei)",
+            )
         if not chain.settings.dev:
-            return TopUpReply(funded=False, address=info.address, room=room,
-                              hint="send up to `room` wei to the address from your main wallet (Tier 1)")
+            return TopUpReply(
+                funded=False,
+                address=info.address,
+                room=room,
+                hint="send up to `room` wei to the address from your main wallet (Tier 1)",
+            )
 
         async def fund() -> tuple[TopUpReply, Any]:
             try:
                 tx_hash = await chain.dev_fund(info.address, amount)
             except ChainError as exc:
                 raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
-            body = {"key_id": info.key_id, "address": info.address, "amount": str(amount),
-                    "tx_hash": tx_hash, "by": client.name}
+            body = {
+                "key_id": info.key_id,
+                "address": info.address,
+                "amount": str(amount),
+                "tx_hash": tx_hash,
+                "by": client.name,
+            }
             return TopUpReply.model_validate({"funded": True, **body}), (
-                lambda conn: self.engine.audit.append("session_key.topup", body), lambda: None)
+                lambda conn: self.engine.audit.append("session_key.topup", body),
+                lambda: None,
+            )
 
-        return await self._idempotent(client, params.idempotency_key, "session_key.topup", params, fund, TopUpReply)
+        return await self._idempotent(
+            client, params.idempotency_key, "session_key.topup", params, fund, TopUpReply
+        )
 
     # ---- Tier 3 (signer.tier3, docs/tier3.md) ------------------------------------------------
 
@@ -369,8 +495,11 @@ class Methods:
 
         async def grant() -> tuple[Tier3GrantReply, Any]:
             nonlocal claimed
-            already = RpcError(ErrorCode.INVALID_PARAMS, "a grant is already live on this chain: revoke it first "
-                                                         "(rotation = revoke the old grant, then grant the new key)")
+            already = RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "a grant is already live on this chain: revoke it first "
+                "(rotation = revoke the old grant, then grant the new key)",
+            )
             # Claimed in one synchronous step: two concurrent grants cannot both pass.
             if not tier3.claim(params.chain_id):
                 raise already
@@ -387,15 +516,23 @@ class Methods:
                 try:
                     ended = await tier3.ended_on_chain(old)
                 except ChainError as exc:
-                    raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: could not read the live grant's "
-                                                             f"state on chain: {exc}") from None
+                    raise RpcError(
+                        ErrorCode.INVALID_PARAMS,
+                        f"grant refused: could not read the live grant's state on chain: {exc}",
+                    ) from None
                 if ended is None:
                     raise already
 
             try:
                 delegations = [Delegation.from_json(d) for d in params.delegations]
-                built = tier3.build(tier3.new_id(), params.chain_id, delegations, self.engine.policy, sessions,
-                                    self.engine.clock())
+                built = tier3.build(
+                    tier3.new_id(),
+                    params.chain_id,
+                    delegations,
+                    self.engine.policy,
+                    sessions,
+                    self.engine.clock(),
+                )
             except (GrantError, DelegationError) as exc:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {exc}") from None
             problem = await tier3.preflight(built)
@@ -405,8 +542,10 @@ class Methods:
             def unit(conn: sqlite3.Connection) -> None:
                 if old is not None:
                     tier3.mark_revoked(conn, old.grant_id, self.engine.clock())
-                    self.engine.audit.append("tier3.ended", {"grant_id": old.grant_id, "reason": "nonce moved on chain",
-                                                             "by": client.name})
+                    self.engine.audit.append(
+                        "tier3.ended",
+                        {"grant_id": old.grant_id, "reason": "nonce moved on chain", "by": client.name},
+                    )
                 tier3.insert(conn, built)
                 # The audit log refuses 32-byte hex (secret-shaped): delegation hashes stay out of it.
                 body = {k: v for k, v in built.to_json().items() if k != "delegation_hashes"}
@@ -420,8 +559,9 @@ class Methods:
             return Tier3GrantReply.model_validate({"grant": built.to_json()}), (unit, commit)
 
         try:
-            return await self._idempotent(client, params.idempotency_key, "tier3.grant", params, grant,
-                                          Tier3GrantReply)
+            return await self._idempotent(
+                client, params.idempotency_key, "tier3.grant", params, grant, Tier3GrantReply
+            )
         finally:
             if claimed:
                 tier3.release(params.chain_id)  # installed by now, or never will be
@@ -431,7 +571,9 @@ class Methods:
 
         async def rotate(key_id: str, device_id: str) -> None:
             once = f"rotate:{device_id}:{secrets.token_hex(8)}"
-            await self._retire(client, SessionKeyRefParams(idempotency_key=once, key_id=key_id), RETIRED, rotate=True)
+            await self._retire(
+                client, SessionKeyRefParams(idempotency_key=once, key_id=key_id), RETIRED, rotate=True
+            )
 
         return Tier3OfferReply(offer=await self.offers.offer(params, rotate))
 
@@ -439,8 +581,12 @@ class Methods:
         """The phone's signatures on the signer's own offer, then every check `tier3.grant` makes."""
         assert self.offers is not None
         chain_id, delegations = await self.offers.answer(params)
-        return await self.tier3_grant(client, Tier3GrantParams(
-            idempotency_key=f"phone:{params.offer_id}", chain_id=chain_id, delegations=delegations))
+        return await self.tier3_grant(
+            client,
+            Tier3GrantParams(
+                idempotency_key=f"phone:{params.offer_id}", chain_id=chain_id, delegations=delegations
+            ),
+        )
 
     async def tier3_revoke(self, client: Client, params: Tier3RevokeParams) -> Tier3RevokeReply:
         """Stop redeeming a grant here at once (the companion disables it on chain too)."""
@@ -457,7 +603,9 @@ class Methods:
 
             return Tier3RevokeReply(revoked=params.grant_id), (unit, lambda: None)
 
-        return await self._idempotent(client, params.idempotency_key, "tier3.revoke", params, revoke, Tier3RevokeReply)
+        return await self._idempotent(
+            client, params.idempotency_key, "tier3.revoke", params, revoke, Tier3RevokeReply
+        )
 
     async def tier3_status(self, client: Client, _: None) -> Tier3StatusReply:
         return Tier3StatusReply(grants=await self._tier3().status(self.engine.policy))
@@ -470,11 +618,16 @@ class Methods:
             raise RpcError(ErrorCode.NOT_FOUND, f"chain {chain_id} is not configured in the signer")
         return chain
 
-    async def _idempotent(self, client: Client, key: str, kind: str, params: Any, action, reply: type[R]) -> R:
+    async def _idempotent(
+        self, client: Client, key: str, kind: str, params: Any, action, reply: type[R]
+    ) -> R:
         """Run an admin mutation once per idempotency key; replays return the first result."""
-        digest = hashlib.sha256(json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+        digest = hashlib.sha256(
+            json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()
+        ).hexdigest()
         row = self.engine.reader.execute(
-            "SELECT request_hash, outcome FROM requests WHERE client_id=? AND idempotency_key=?", (client.client_id, key)
+            "SELECT request_hash, outcome FROM requests WHERE client_id=? AND idempotency_key=?",
+            (client.client_id, key),
         ).fetchone()
         if row is not None:
             if row[0] != digest or row[1] is None:

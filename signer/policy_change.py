@@ -44,8 +44,10 @@ def _limits(old: dict[str, Any] | None, new: dict[str, Any] | None, decimals: in
     if new is None:
         return [f"{where}: limits removed"]
     out = []
-    if old.get("per_tx") is not None and (new.get("per_tx") is None or
-                                          parse_units(new["per_tx"], decimals) > parse_units(old["per_tx"], decimals)):
+    if old.get("per_tx") is not None and (
+        new.get("per_tx") is None
+        or parse_units(new["per_tx"], decimals) > parse_units(old["per_tx"], decimals)
+    ):
         out.append(f"{where}: per_tx {old['per_tx']} -> {new.get('per_tx')}")
     for label, amount in old.get("windows", {}).items():
         got = new.get("windows", {}).get(label)
@@ -75,30 +77,44 @@ def widenings(old: Policy, new: Policy) -> list[str]:
         where = f"asset {a['symbol']} on {a['chain']}"
         if prev is None:
             out.append(f"new {where}")
-        elif (prev["decimals"], prev["symbol"], prev["price_usd"]) != (a["decimals"], a["symbol"], a["price_usd"]):
+        elif (prev["decimals"], prev["symbol"], prev["price_usd"]) != (
+            a["decimals"],
+            a["symbol"],
+            a["price_usd"],
+        ):
             out.append(f"{where}: symbol, decimals or price changed")
         else:
             out += _asset_limits(prev, a, where)
     for section in ("address_book", "spenders"):
         old_entries = {(e["chain"], e["address"]): e["name"] for e in o[section]}
-        out += [f"{section}: {e['name']} {e['address']} added or renamed" for e in n[section]
-                if old_entries.get((e["chain"], e["address"])) != e["name"]]
+        out += [
+            f"{section}: {e['name']} {e['address']} added or renamed"
+            for e in n[section]
+            if old_entries.get((e["chain"], e["address"])) != e["name"]
+        ]
     old_contracts = {(c["chain"], c["address"]): (c["name"], set(c["selectors"])) for c in o["contracts"]}
     for c in n["contracts"]:
         prev = old_contracts.get((c["chain"], c["address"]))
         if prev is None or prev[0] != c["name"] or not set(c["selectors"]) <= prev[1]:
             out.append(f"contracts: {c['name']} {c['address']} added, renamed or given new selectors")
-    old_opaque = {(e["chain"], e["address"], e["selector"]): parse_units(e["max_value"], NATIVE_DECIMALS)
-                  for e in o.get("opaque_calls", [])}
+    old_opaque = {
+        (e["chain"], e["address"], e["selector"]): parse_units(e["max_value"], NATIVE_DECIMALS)
+        for e in o.get("opaque_calls", [])
+    }
     for e in n.get("opaque_calls", []):
         prev = old_opaque.get((e["chain"], e["address"], e["selector"]))
         if prev is None or parse_units(e["max_value"], NATIVE_DECIMALS) > prev:
-            out.append(f"opaque_calls: {e['selector']} on {e['address']} added or given a higher max_value "
-                       "(a call the signer cannot decode would be signed)")
+            out.append(
+                f"opaque_calls: {e['selector']} on {e['address']} added or given a higher max_value "
+                "(a call the signer cannot decode would be signed)"
+            )
     out += _swaps(o.get("swaps"), n.get("swaps"))
     old_distributors = {tuple(sorted(d.items())) for d in (o.get("claims") or {}).get("distributors", [])}
-    out += [f"claims: distributor {d['name']} {d['address']} added or changed"
-            for d in (n.get("claims") or {}).get("distributors", []) if tuple(sorted(d.items())) not in old_distributors]
+    out += [
+        f"claims: distributor {d['name']} {d['address']} added or changed"
+        for d in (n.get("claims") or {}).get("distributors", [])
+        if tuple(sorted(d.items())) not in old_distributors
+    ]
     if o["usd"] is not None:
         out += _limits(o["usd"], n["usd"], USD_DECIMALS, "usd")
     for path, order in RULE_ORDER.items():
@@ -106,10 +122,17 @@ def widenings(old: Policy, new: Policy) -> list[str]:
         if order.index(after) > order.index(before):
             out.append(f"{path}: {before} -> {after}")
     if n["recipients"]["unknown"] == "allow":  # look-alikes of a removed entry would be signed, not denied
-        for section in ("address_book", "spenders", "contracts"):  # every list look-alikes are checked against
+        for section in (
+            "address_book",
+            "spenders",
+            "contracts",
+        ):  # every list look-alikes are checked against
             kept = {(e["chain"], e["address"]) for e in n[section]}
-            out += [f"{section}: {e['name']} {e['address']} removed while unknown recipients are allowed"
-                    for e in o[section] if (e["chain"], e["address"]) not in kept]
+            out += [
+                f"{section}: {e['name']} {e['address']} removed while unknown recipients are allowed"
+                for e in o[section]
+                if (e["chain"], e["address"]) not in kept
+            ]
     for name, value in n["rate_limits"].items():
         if value > o["rate_limits"][name]:
             out.append(f"rate_limits.{name}: {o['rate_limits'][name]} -> {value}")
@@ -124,11 +147,18 @@ def _swaps(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
         return ["swaps: the agent could swap on its own (a new swaps section)"]
     out = []
     old_routers = {tuple(sorted(r.items())) for r in old["routers"]}
-    out += [f"swaps: router {r['name']} {r['address']} added or changed" for r in new["routers"]
-            if tuple(sorted(r.items())) not in old_routers]
+    out += [
+        f"swaps: router {r['name']} {r['address']} added or changed"
+        for r in new["routers"]
+        if tuple(sorted(r.items())) not in old_routers
+    ]
     for side in ("tokens_in", "tokens_out"):
         had = {(t["chain"], t["asset"]) for t in old[side]}
-        out += [f"swaps.{side}: {t['asset']} on {t['chain']} added" for t in new[side] if (t["chain"], t["asset"]) not in had]
+        out += [
+            f"swaps.{side}: {t['asset']} on {t['chain']} added"
+            for t in new[side]
+            if (t["chain"], t["asset"]) not in had
+        ]
     for knob in ("max_slippage_bps", "max_price_impact_bps", "max_deadline_seconds"):
         if new[knob] > old[knob]:
             out.append(f"swaps.{knob}: {old[knob]} -> {new[knob]}")

@@ -89,8 +89,9 @@ def ledger_horizon(policy: Policy) -> int:
     return max(policy.window_seconds() | {DAY})
 
 
-def load_ledger(conn: Connection, since: float, ledger: Ledger | None = None,
-                until: float | None = None) -> Ledger:
+def load_ledger(
+    conn: Connection, since: float, ledger: Ledger | None = None, until: float | None = None
+) -> Ledger:
     """Rebuild the in-memory windows from the durable rows in (since, until]; released spends stay
     released. `until` extends an existing ledger backwards without touching what it holds."""
     first_load = until is None
@@ -124,8 +125,14 @@ def hold_in_flight(conn: Connection, since: float, ledger: Ledger) -> None:
 class PolicyKeeper:
     """Owns which policy is in force: at start, on reload and when the companion approves one."""
 
-    def __init__(self, path: Path, reader: Connection, file_text: str, file_policy: Policy,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        reader: Connection,
+        file_text: str,
+        file_policy: Policy,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.path = path
         self.reader = reader
         self.clock = clock
@@ -140,7 +147,11 @@ class PolicyKeeper:
         """The file's policy, unless it loosens the last accepted one: then the accepted one stays."""
         accepted_text = get_meta(self.reader, policy_change.ACCEPTED)
         if accepted_text is None:
-            return file_policy, file_text, None  # first start with this home: the installed policy is the baseline
+            return (
+                file_policy,
+                file_text,
+                None,
+            )  # first start with this home: the installed policy is the baseline
         accepted = parse_policy(accepted_text)
         widens = self._widenings(accepted, file_policy)
         if not widens:
@@ -153,8 +164,10 @@ class PolicyKeeper:
             return []
         widens = policy_change.widenings(current, new)
         if widens:
-            log.warning("the policy file loosens the policy in force; keeping it until the companion approves: %s",
-                        "; ".join(widens))
+            log.warning(
+                "the policy file loosens the policy in force; keeping it until the companion approves: %s",
+                "; ".join(widens),
+            )
         return widens
 
     def ledger(self) -> Ledger:
@@ -172,8 +185,10 @@ class PolicyKeeper:
             self._record_loaded(conn, audit, "start", self.policy)
 
     def _record_loaded(self, conn: Connection, audit: AuditLog, why: str, policy: Policy) -> None:
-        audit.append("policy.loaded", {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json"),
-                                       "why": why})
+        audit.append(
+            "policy.loaded",
+            {"policy_hash": policy.policy_hash(), "policy": policy.model_dump(mode="json"), "why": why},
+        )
         set_meta(conn, "policy_hash", policy.policy_hash())
 
     # ---- changes while running --------------------------------------------------------------
@@ -193,16 +208,22 @@ class PolicyKeeper:
             await self._install(text, new, "reload: tightened", extra=None)
             return ReloadResult("applied", new.policy_hash())
 
-    async def install_approved(self, text: str, from_hash: str, commit_approval: Callable[[Connection], None]) -> None:
+    async def install_approved(
+        self, text: str, from_hash: str, commit_approval: Callable[[Connection], None]
+    ) -> None:
         """Install a loosening the companion approved, in the same commit that closes the approval,
         only over the policy it was proposed against (StalePolicy otherwise: nothing is written)."""
         async with self._changing:
             if self.policy.policy_hash() != from_hash:
-                raise StalePolicy("the policy in force changed since this loosening was proposed; "
-                                  "reload the signer's policy to propose it again")
+                raise StalePolicy(
+                    "the policy in force changed since this loosening was proposed; "
+                    "reload the signer's policy to propose it again"
+                )
             await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
 
-    async def _install(self, text: str, new: Policy, why: str, extra: Callable[[Connection], None] | None) -> None:
+    async def _install(
+        self, text: str, new: Policy, why: str, extra: Callable[[Connection], None] | None
+    ) -> None:
         engine, _ = self._wired()
         since = self.clock() - ledger_horizon(new)
         if since < self.ledger_since:  # a longer window: count the older spends before it decides anything
@@ -228,26 +249,44 @@ class PolicyKeeper:
         now = self.clock()
         current = engine.policy.policy_hash()
         for open_id, open_body in approval_store.open_proposals(engine.reader, policy_hash, now):
-            if json.loads(open_body)["policy"]["from_hash"] == current:  # one made over an older policy is stale
+            if (
+                json.loads(open_body)["policy"]["from_hash"] == current
+            ):  # one made over an older policy is stale
                 return open_id
         request_id = "req_" + secrets.token_hex(16)
         reason = "the new policy file widens what the signer may sign on its own"
-        decision = Decision(Outcome.ESCALATE, "policy.loosening", reason,
-                            tuple(Finding(Outcome.ESCALATE, "policy.loosening", w) for w in widens))
+        decision = Decision(
+            Outcome.ESCALATE,
+            "policy.loosening",
+            reason,
+            tuple(Finding(Outcome.ESCALATE, "policy.loosening", w) for w in widens),
+        )
         expires_at = now + engine.pending_ttl
         summary = f"loosen the signer policy ({len(widens)} change(s)) to {policy_hash[:16]}"
-        body = {"v": 1, "request_id": request_id, "kind": "policy", "chain_id": 0, "chain": "(no chain: policy)",
-                "tx": None, "summary": summary, "actions": [],
-                "policy": {"from_hash": engine.policy.policy_hash(), "to_hash": policy_hash, "widens": widens},
-                "escalation": escalation_json(decision),
-                "agent_reason_unverified": None, "created_at": now, "expires_at": expires_at}
+        body = {
+            "v": 1,
+            "request_id": request_id,
+            "kind": "policy",
+            "chain_id": 0,
+            "chain": "(no chain: policy)",
+            "tx": None,
+            "summary": summary,
+            "actions": [],
+            "policy": {"from_hash": engine.policy.policy_hash(), "to_hash": policy_hash, "widens": widens},
+            "escalation": escalation_json(decision),
+            "agent_reason_unverified": None,
+            "created_at": now,
+            "expires_at": expires_at,
+        }
         pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
         def record(conn: Connection) -> None:
             approvals.open_request(conn, body, pending, requester="signer")
             approval_store.insert_proposal(conn, request_id, policy_hash, text)
-            engine.audit.append("policy.loosening_requested", {"request_id": request_id,
-                                                               "policy_hash": policy_hash, "widens": widens})
+            engine.audit.append(
+                "policy.loosening_requested",
+                {"request_id": request_id, "policy_hash": policy_hash, "widens": widens},
+            )
 
         await engine.writer.run(record)
         approvals.announce()

@@ -51,8 +51,14 @@ class InFlight:
 
 
 class ReceiptWatcher:
-    def __init__(self, writer: Writer, audit: AuditLog, reader: sqlite3.Connection, ledger: Ledger,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        writer: Writer,
+        audit: AuditLog,
+        reader: sqlite3.Connection,
+        ledger: Ledger,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.writer = writer
         self.clock = clock
         self.audit = audit
@@ -85,22 +91,29 @@ class ReceiptWatcher:
             "SELECT request_id, status, chain_id, tx_hash, json_extract(outcome, '$.sender'),"
             " json_extract(outcome, '$.nonce') FROM requests WHERE tx_hash IS NOT NULL AND (created_at > ?"
             f" OR (status IN ({_in_flight()}) AND json_extract(outcome, '$.broadcast')=1))",
-            (since, *records.IN_FLIGHT)).fetchall()
-        found = [(status, InFlight(request_id, chain_id, tx_hash, sender, nonce))
-                 for request_id, status, chain_id, tx_hash, sender, nonce in rows
-                 if isinstance(sender, str) and isinstance(nonce, int)]
+            (since, *records.IN_FLIGHT),
+        ).fetchall()
+        found = [
+            (status, InFlight(request_id, chain_id, tx_hash, sender, nonce))
+            for request_id, status, chain_id, tx_hash, sender, nonce in rows
+            if isinstance(sender, str) and isinstance(nonce, int)
+        ]
         for _, tx in found:
             self.know(tx)
-        following = [tx for status, tx in found if status in records.IN_FLIGHT and tx.chain_id in chains
-                     and self._broadcast(tx.request_id)]
+        following = [
+            tx
+            for status, tx in found
+            if status in records.IN_FLIGHT and tx.chain_id in chains and self._broadcast(tx.request_id)
+        ]
         for tx in following:
             self.watch(chains[tx.chain_id], tx)
         return len(following)
 
     def _broadcast(self, request_id: str) -> bool:
         """Did it leave the signer? With broadcasting off (benchmarks) nothing is ever sent."""
-        row = self.reader.execute("SELECT json_extract(outcome, '$.broadcast') FROM requests WHERE request_id=?",
-                                  (request_id,)).fetchone()
+        row = self.reader.execute(
+            "SELECT json_extract(outcome, '$.broadcast') FROM requests WHERE request_id=?", (request_id,)
+        ).fetchone()
         return row is not None and row[0] == 1
 
     async def _follow(self, chain: Chain, tx: InFlight) -> None:
@@ -143,7 +156,12 @@ class ReceiptWatcher:
         except ReceiptLie as exc:
             if (tx.request_id, str(exc)) not in self._rejected:
                 self._rejected.add((tx.request_id, str(exc)))
-                body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "asked_tx_hash": tx_hash, "error": str(exc)}
+                body = {
+                    "request_id": tx.request_id,
+                    "tx_hash": tx.tx_hash,
+                    "asked_tx_hash": tx_hash,
+                    "error": str(exc),
+                }
                 await self.writer.run(lambda conn: self.audit.append("tx.receipt_rejected", body))
             return None
         except ChainError:  # unreachable or garbled: not a fact about the transaction, ask again later
@@ -156,17 +174,27 @@ class ReceiptWatcher:
 
     async def _mined(self, tx: InFlight, receipt: Receipt) -> None:
         status = records.CONFIRMED if receipt.status == 1 else records.REVERTED
-        body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "status": receipt.status,
-                "block_number": receipt.block_number, "block_hash": receipt.block_hash, "gas_used": receipt.gas_used}
+        body = {
+            "request_id": tx.request_id,
+            "tx_hash": tx.tx_hash,
+            "status": receipt.status,
+            "block_number": receipt.block_number,
+            "block_hash": receipt.block_hash,
+            "gas_used": receipt.gas_used,
+        }
 
         seen = self.clock()
 
         def record(conn: sqlite3.Connection) -> bool:
-            changed = conn.execute(f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
-                                   (status, tx.request_id, *records.IN_FLIGHT)).rowcount
+            changed = conn.execute(
+                f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
+                (status, tx.request_id, *records.IN_FLIGHT),
+            ).rowcount
             if changed:  # it moved value at some moment up to now: it counts from now (Ledger.settle)
-                conn.execute("UPDATE spends SET ts=max(ts, ?) WHERE request_id=? AND state!='released'",
-                             (seen, tx.request_id))
+                conn.execute(
+                    "UPDATE spends SET ts=max(ts, ?) WHERE request_id=? AND state!='released'",
+                    (seen, tx.request_id),
+                )
                 self.audit.append("tx.receipt", body)
             return bool(changed)
 
@@ -175,12 +203,21 @@ class ReceiptWatcher:
 
     async def _dropped(self, tx: InFlight, taken: Receipt) -> None:
         """Proven dead: its nonce is mined in another of the signer's transactions. Release its spend."""
-        body = {"request_id": tx.request_id, "tx_hash": tx.tx_hash, "sender": tx.sender, "nonce": tx.nonce,
-                "taken_by_tx_hash": taken.tx_hash, "block_number": taken.block_number, "block_hash": taken.block_hash}
+        body = {
+            "request_id": tx.request_id,
+            "tx_hash": tx.tx_hash,
+            "sender": tx.sender,
+            "nonce": tx.nonce,
+            "taken_by_tx_hash": taken.tx_hash,
+            "block_number": taken.block_number,
+            "block_hash": taken.block_hash,
+        }
 
         def record(conn: sqlite3.Connection) -> bool:
-            changed = conn.execute(f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
-                                   (records.DROPPED, tx.request_id, *records.IN_FLIGHT)).rowcount
+            changed = conn.execute(
+                f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
+                (records.DROPPED, tx.request_id, *records.IN_FLIGHT),
+            ).rowcount
             if not changed:
                 return False  # settled otherwise meanwhile: nothing to release
             conn.execute("UPDATE spends SET state='released' WHERE request_id=?", (tx.request_id,))
@@ -188,7 +225,9 @@ class ReceiptWatcher:
             return True
 
         if await self.writer.run(record):
-            self.ledger.release(tx.request_id)  # after the commit: a crash before it keeps the spend (fail closed)
+            self.ledger.release(
+                tx.request_id
+            )  # after the commit: a crash before it keeps the spend (fail closed)
 
     async def close(self) -> None:
         for task in list(self._background):

@@ -12,8 +12,19 @@ from pydantic_core import to_json
 
 from policies.context import AssetChange, EvalContext, PriceQuote, Simulated
 from policies.decision import Decision, Finding, Outcome
-from policies.intent import (Approval, Call, Claim, ContractCall, Decoded, Flag, Forbidden, RouterPayout, Swap, Transfer,
-                             Wrap)
+from policies.intent import (
+    Approval,
+    Call,
+    Claim,
+    ContractCall,
+    Decoded,
+    Flag,
+    Forbidden,
+    RouterPayout,
+    Swap,
+    Transfer,
+    Wrap,
+)
 from signer.wire.protocol import RequestStatus
 
 SIGNED = RequestStatus.SIGNED
@@ -21,7 +32,9 @@ PENDING = RequestStatus.PENDING
 DENIED = RequestStatus.DENIED
 FAILED = RequestStatus.FAILED
 EXPIRED = RequestStatus.EXPIRED
-UNCONFIRMED = RequestStatus.UNCONFIRMED  # the node refused it, hid it or its answer was lost: may still be mined
+UNCONFIRMED = (
+    RequestStatus.UNCONFIRMED
+)  # the node refused it, hid it or its answer was lost: may still be mined
 CONFIRMED = RequestStatus.CONFIRMED  # a receipt checked against the signer's own hash: status 1
 REVERTED = RequestStatus.REVERTED  # the same, status 0: its spend stays counted
 DROPPED = RequestStatus.DROPPED  # proven never minable (another of the signer's transactions took its nonce)
@@ -65,31 +78,73 @@ def call_from_json(data: dict[str, Any]) -> Call:
 
 def action_to_json(action: Any) -> dict[str, Any]:
     if isinstance(action, Transfer):
-        return {"type": "transfer", "chain_id": action.chain_id, "asset": action.asset,
-                "recipient": action.recipient, "amount": str(action.amount)}
+        return {
+            "type": "transfer",
+            "chain_id": action.chain_id,
+            "asset": action.asset,
+            "recipient": action.recipient,
+            "amount": str(action.amount),
+        }
     if isinstance(action, Approval):
-        return {"type": "approval", "chain_id": action.chain_id, "asset": action.asset, "spender": action.spender,
-                "amount": str(action.amount), "method": action.method}
+        return {
+            "type": "approval",
+            "chain_id": action.chain_id,
+            "asset": action.asset,
+            "spender": action.spender,
+            "amount": str(action.amount),
+            "method": action.method,
+        }
     if isinstance(action, ContractCall):
-        return {"type": "call", "chain_id": action.chain_id, "target": action.target,
-                "selector": "0x" + action.selector.hex(), "depth": action.depth,
-                "value": str(action.value), "decoded": action.decoded}
+        return {
+            "type": "call",
+            "chain_id": action.chain_id,
+            "target": action.target,
+            "selector": "0x" + action.selector.hex(),
+            "depth": action.depth,
+            "value": str(action.value),
+            "decoded": action.decoded,
+        }
     if isinstance(action, Forbidden):
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
     if isinstance(action, Swap):
-        return {"type": "swap", "chain_id": action.chain_id, "router": action.router, "token_in": action.token_in,
-                "token_out": action.token_out, "fee": action.fee, "recipient": action.recipient,
-                "deadline": str(action.deadline), "amount_in": str(action.amount_in),
-                "amount_out_min": str(action.amount_out_min), "sqrt_price_limit": str(action.sqrt_price_limit)}
+        return {
+            "type": "swap",
+            "chain_id": action.chain_id,
+            "router": action.router,
+            "token_in": action.token_in,
+            "token_out": action.token_out,
+            "fee": action.fee,
+            "recipient": action.recipient,
+            "deadline": str(action.deadline),
+            "amount_in": str(action.amount_in),
+            "amount_out_min": str(action.amount_out_min),
+            "sqrt_price_limit": str(action.sqrt_price_limit),
+        }
     if isinstance(action, RouterPayout):
-        return {"type": "payout", "chain_id": action.chain_id, "router": action.router, "asset": action.asset,
-                "recipient": action.recipient, "method": action.method}
+        return {
+            "type": "payout",
+            "chain_id": action.chain_id,
+            "router": action.router,
+            "asset": action.asset,
+            "recipient": action.recipient,
+            "method": action.method,
+        }
     if isinstance(action, Wrap):
-        return {"type": "unwrap" if action.unwrap else "wrap", "chain_id": action.chain_id,
-                "contract": action.contract, "amount": str(action.amount)}
+        return {
+            "type": "unwrap" if action.unwrap else "wrap",
+            "chain_id": action.chain_id,
+            "contract": action.contract,
+            "amount": str(action.amount),
+        }
     if isinstance(action, Claim):
-        return {"type": "claim", "chain_id": action.chain_id, "distributor": action.distributor,
-                "index": str(action.index), "account": action.account, "amount": str(action.amount)}
+        return {
+            "type": "claim",
+            "chain_id": action.chain_id,
+            "distributor": action.distributor,
+            "index": str(action.index),
+            "account": action.account,
+            "amount": str(action.amount),
+        }
     raise TypeError(type(action).__name__)
 
 
@@ -104,17 +159,27 @@ def context_to_json(ctx: EvalContext) -> dict[str, Any]:
     (`!s` is `str`), without a generator per key; this runs for every request."""
     return {
         "now": ctx.now,
-        "spent": {f"{chain!s}:{asset!s}:{window!s}": str(v) for (chain, asset, window), v in ctx.spent.items()},
+        "spent": {
+            f"{chain!s}:{asset!s}:{window!s}": str(v) for (chain, asset, window), v in ctx.spent.items()
+        },
         "spent_usd": {str(k): str(v) for k, v in ctx.spent_usd.items()},
         "tx_count": {str(k): v for k, v in ctx.tx_count.items()},
         "new_recipients": {str(k): v for k, v in ctx.new_recipients.items()},
         "seen_recipients": sorted(ctx.seen_recipients),
-        "prices": {f"{chain!s}:{asset!s}": None if q is None else [str(q.usd_micros_per_unit), q.decimals]
-                   for (chain, asset), q in ctx.prices.items()},
+        "prices": {
+            f"{chain!s}:{asset!s}": None if q is None else [str(q.usd_micros_per_unit), q.decimals]
+            for (chain, asset), q in ctx.prices.items()
+        },
         "session_key_expires_at": ctx.session_key_expires_at,
-        "session_key_balance_cap": None if ctx.session_key_balance_cap is None else str(ctx.session_key_balance_cap),
+        "session_key_balance_cap": None
+        if ctx.session_key_balance_cap is None
+        else str(ctx.session_key_balance_cap),
         "frozen": ctx.frozen,
-        **(_defi_context(ctx) if ctx.payer is not None or ctx.swap_quotes or ctx.simulation is not None else {}),
+        **(
+            _defi_context(ctx)
+            if ctx.payer is not None or ctx.swap_quotes or ctx.simulation is not None
+            else {}
+        ),
     }
 
 
@@ -124,20 +189,29 @@ def _defi_context(ctx: EvalContext) -> dict[str, Any]:
     sim = ctx.simulation
     return {
         "payer": ctx.payer,
-        "swap_quotes": [[*map(str, key), None if q is None else str(q)] for key, q in ctx.swap_quotes.items()],
-        "simulation": None if sim is None else {
-            "reverted": sim.reverted, "error": sim.error,
+        "swap_quotes": [
+            [*map(str, key), None if q is None else str(q)] for key, q in ctx.swap_quotes.items()
+        ],
+        "simulation": None
+        if sim is None
+        else {
+            "reverted": sim.reverted,
+            "error": sim.error,
             "changes": [[c.account, c.asset, str(c.delta)] for c in sim.changes],
-            "outflows": [[c.account, c.asset, str(c.delta)] for c in sim.outflows]},
+            "outflows": [[c.account, c.asset, str(c.delta)] for c in sim.outflows],
+        },
     }
 
 
 def _simulated_from_json(data: dict[str, Any] | None) -> Simulated | None:
     if data is None:
         return None
-    return Simulated(tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["changes"]),
-                     bool(data["reverted"]), data["error"],
-                     tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["outflows"]))
+    return Simulated(
+        tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["changes"]),
+        bool(data["reverted"]),
+        data["error"],
+        tuple(AssetChange(a, asset, int(d)) for a, asset, d in data["outflows"]),
+    )
 
 
 def context_from_json(data: dict[str, Any]) -> EvalContext:
@@ -158,14 +232,17 @@ def context_from_json(data: dict[str, Any]) -> EvalContext:
         new_recipients={int(k): int(v) for k, v in data["new_recipients"].items()},
         seen_recipients=frozenset(data["seen_recipients"]),
         prices={
-            price_key(k): None if v is None else PriceQuote(int(v[0]), int(v[1])) for k, v in data["prices"].items()
+            price_key(k): None if v is None else PriceQuote(int(v[0]), int(v[1]))
+            for k, v in data["prices"].items()
         },
         session_key_expires_at=data["session_key_expires_at"],
         session_key_balance_cap=None if cap is None else int(cap),
         frozen=data["frozen"],
         payer=data.get("payer"),
-        swap_quotes={(int(k[0]), k[1], k[2], k[3], int(k[4]), int(k[5])): None if k[6] is None else int(k[6])
-                     for k in data.get("swap_quotes", ())},
+        swap_quotes={
+            (int(k[0]), k[1], k[2], k[3], int(k[4]), int(k[5])): None if k[6] is None else int(k[6])
+            for k in data.get("swap_quotes", ())
+        },
         simulation=_simulated_from_json(data.get("simulation")),
     )
 
@@ -179,8 +256,12 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
             {"outcome": f.outcome.value, "rule_id": f.rule_id, "reason": f.reason} for f in decision.findings
         ],
         "spends": [
-            {"chain_id": s.chain_id, "asset": s.asset, "amount": str(s.amount),
-             "usd_micros": None if s.usd_micros is None else str(s.usd_micros)}
+            {
+                "chain_id": s.chain_id,
+                "asset": s.asset,
+                "amount": str(s.amount),
+                "usd_micros": None if s.usd_micros is None else str(s.usd_micros),
+            }
             for s in decision.spends
         ],
         "new_recipients": list(decision.new_recipients),
@@ -219,6 +300,10 @@ def abandoned(
         result = outcome(DENIED, request_id, deny(rule_id, reason, decision), summary, **extra)
     else:
         result = outcome(FAILED, request_id, decision, summary, error=reason, **extra)
-    body = {"request_id": request_id, "rule_id": rule_id, "reason": reason,
-            **{k: v for k, v in extra.items() if k == "tx_hash"}}
+    body = {
+        "request_id": request_id,
+        "rule_id": rule_id,
+        "reason": reason,
+        **{k: v for k, v in extra.items() if k == "tx_hash"},
+    }
     return result, body

@@ -37,10 +37,12 @@ def replay_decisions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         decision = evaluate(policy, decode(call_from_json(body["call"])), context_from_json(body["context"]))
         recorded = body.get("policy_decision") or body["decision"]  # the policy's own answer, if overridden
         if (decision.outcome.value, decision.rule_id) != (recorded["outcome"], recorded["rule_id"]):
-            mismatches.append({
-                "seq": seq,
-                "request_id": body.get("request_id"),
-                "recorded": [recorded["outcome"], recorded["rule_id"]],
-                "replayed": [decision.outcome.value, decision.rule_id],
-            })
+            mismatches.append(
+                {
+                    "seq": seq,
+                    "request_id": body.get("request_id"),
+                    "recorded": [recorded["outcome"], recorded["rule_id"]],
+                    "replayed": [decision.outcome.value, decision.rule_id],
+                }
+            )
     return mismatches

@@ -53,8 +53,10 @@ def _socket_free(path: Path) -> None:
     if found is SocketPath.NOT_A_SOCKET:
         raise ServeError(f"{path} exists and is not a socket: move it away, then start the signer")
     if found is SocketPath.LIVE:
-        raise ServeError(f"another signer is already listening on {path}: one signer per home; stop that one "
-                         "first (`owlia signer status` asks it how it is)")
+        raise ServeError(
+            f"another signer is already listening on {path}: one signer per home; stop that one "
+            "first (`owlia signer status` asks it how it is)"
+        )
 
 
 def run_daemon(paths: SignerPaths, config: SignerConfig, passphrase: bytearray) -> None:
@@ -141,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
     except HelpWanted:
-        print(f"{USAGE}\n\n{__doc__.splitlines()[0]}\n\n  --home HOME             the OwliaBot home (config.yaml, "
-              "signer/)\n  --passphrase-file FILE  0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE; "
-              "this program never prompts)")
+        print(
+            f"{USAGE}\n\n{__doc__.splitlines()[0]}\n\n  --home HOME             the OwliaBot home (config.yaml, "
+            "signer/)\n  --passphrase-file FILE  0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE; "
+            "this program never prompts)"
+        )
         return 0
     except UsageError as exc:
         print(f"{USAGE}\nerror: {exc}", file=sys.stderr)

@@ -68,7 +68,9 @@ class SignerServer:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = path
-        self.clock = clock  # judges token expiry: the daemon's (signer.clock), which a clock set back cannot rewind
+        self.clock = (
+            clock  # judges token expiry: the daemon's (signer.clock), which a clock set back cannot rewind
+        )
         self.methods = methods
         self.registry = registry
         self.allowed_uids = allowed_uids
@@ -158,7 +160,9 @@ class SignerServer:
         except TimeoutError:
             raise _AuthTooLate from None
 
-    async def _serve(self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, conn: Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         buf = bytearray()
         discarding = False
         deadline = asyncio.get_running_loop().time() + AUTH_DEADLINE
@@ -166,8 +170,15 @@ class SignerServer:
             try:
                 chunk = await self._read(conn, reader, deadline)
             except _AuthTooLate:
-                writer.write(error_frame(None, RpcError(
-                    ErrorCode.UNAUTHENTICATED, f"authenticate within {AUTH_DEADLINE:g} s of connecting")))
+                writer.write(
+                    error_frame(
+                        None,
+                        RpcError(
+                            ErrorCode.UNAUTHENTICATED,
+                            f"authenticate within {AUTH_DEADLINE:g} s of connecting",
+                        ),
+                    )
+                )
                 return
             if not chunk:
                 return
@@ -203,9 +214,14 @@ class SignerServer:
         req_id = frame.get("id") if isinstance(frame, dict) else None
         if isinstance(frame, dict) and "id" in frame and not _valid_id(req_id):
             # Answered with id null and never executed: the caller could not match a reply to it.
-            return error_frame(None, RpcError(
-                ErrorCode.INVALID_REQUEST, f"id must be a string (at most {MAX_ID_CHARS} characters) or an integer "
-                f"of magnitude below 2**53, not {type(req_id).__name__ if req_id is not None else 'null'}"))
+            return error_frame(
+                None,
+                RpcError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"id must be a string (at most {MAX_ID_CHARS} characters) or an integer "
+                    f"of magnitude below 2**53, not {type(req_id).__name__ if req_id is not None else 'null'}",
+                ),
+            )
         try:
             reply = result_frame(req_id, await self._dispatch(conn, frame))
         except RpcError as exc:
@@ -218,10 +234,16 @@ class SignerServer:
     async def _dispatch(self, conn: Connection, frame: Any) -> Any:
         if isinstance(frame, list):
             raise RpcError(ErrorCode.INVALID_REQUEST, "batches are not supported: send one request per line")
-        if not isinstance(frame, dict) or frame.get("jsonrpc") != "2.0" or not isinstance(frame.get("method"), str):
+        if (
+            not isinstance(frame, dict)
+            or frame.get("jsonrpc") != "2.0"
+            or not isinstance(frame.get("method"), str)
+        ):
             raise RpcError(ErrorCode.INVALID_REQUEST, "expected a JSON-RPC 2.0 request object with a method")
         if "id" not in frame:
-            raise RpcError(ErrorCode.INVALID_REQUEST, "notifications are not supported: give every request an id")
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST, "notifications are not supported: give every request an id"
+            )
         params = frame.get("params", {})
         if not isinstance(params, dict):
             raise RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
@@ -233,7 +255,9 @@ class SignerServer:
             conn.authenticated_once = True
             return {"client": conn.client.name, "scope": conn.client.scope.value}
         if conn.client is None:
-            raise RpcError(ErrorCode.UNAUTHENTICATED, "authenticate first: call `auth` with your client token")
+            raise RpcError(
+                ErrorCode.UNAUTHENTICATED, "authenticate first: call `auth` with your client token"
+            )
         if not self.registry.still_active(conn.client.client_id, now):
             conn.client = None
             raise RpcError(ErrorCode.UNAUTHENTICATED, "this client's token was revoked or has expired")
@@ -241,8 +265,10 @@ class SignerServer:
         if spec is None:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"no method {method[:64]!r}")
         if not conn.client.allows(spec.scope):
-            raise RpcError(ErrorCode.FORBIDDEN, f"{method} needs the {spec.scope.value!r} scope; this client has "
-                                                f"{conn.client.scope.value!r}")
+            raise RpcError(
+                ErrorCode.FORBIDDEN,
+                f"{method} needs the {spec.scope.value!r} scope; this client has {conn.client.scope.value!r}",
+            )
         args = _validate(spec.params, params) if spec.params else None
         result = spec.handler(conn.client, args)
         if asyncio.iscoroutine(result):
@@ -268,10 +294,13 @@ def _validate(model: type[BaseModel], params: dict[str, Any]) -> Any:
         return model.model_validate(params)
     except ValidationError as exc:
         problems = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "(params)", "problem": e["msg"]} for e in exc.errors()
+            {"field": ".".join(str(p) for p in e["loc"]) or "(params)", "problem": e["msg"]}
+            for e in exc.errors()
         ][:10]
         summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
-        raise RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: {summary}"[:500], {"problems": problems}) from None
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"invalid params: {summary}"[:500], {"problems": problems}
+        ) from None
 
 
 def _too_large(limit: int) -> RpcError:

@@ -132,7 +132,9 @@ class SessionKeys:
 
     # ---- changes: prepared on the loop, written by the writer, installed after the commit ----
 
-    def prepare(self, chain_id: int, ttl_seconds: int, balance_cap: int) -> tuple[SessionKeyInfo, coincurve.PrivateKey, bytes]:
+    def prepare(
+        self, chain_id: int, ttl_seconds: int, balance_cap: int
+    ) -> tuple[SessionKeyInfo, coincurve.PrivateKey, bytes]:
         now = self._clock()
         key_id = "sk_" + secrets.token_hex(8)
         secret = _generate_secret()
@@ -149,8 +151,16 @@ class SessionKeys:
         conn.execute(
             "INSERT INTO session_keys(key_id, chain_id, address, created_at, expires_at, status, balance_cap, sealed)"
             " VALUES(?,?,?,?,?,?,?,?)",
-            (info.key_id, info.chain_id, info.address, info.created_at, info.expires_at, ACTIVE,
-             str(info.balance_cap), sealed),
+            (
+                info.key_id,
+                info.chain_id,
+                info.address,
+                info.created_at,
+                info.expires_at,
+                ACTIVE,
+                str(info.balance_cap),
+                sealed,
+            ),
         )
 
     def install(self, info: SessionKeyInfo, key: coincurve.PrivateKey) -> None:
@@ -166,7 +176,13 @@ class SessionKeys:
         self._loaded.pop(key_id, None)
         self._reindex()
         updated = SessionKeyInfo(
-            info.key_id, info.chain_id, info.address, info.created_at, info.expires_at, status, info.balance_cap
+            info.key_id,
+            info.chain_id,
+            info.address,
+            info.created_at,
+            info.expires_at,
+            status,
+            info.balance_cap,
         )
         self._infos[key_id] = updated
         return updated
@@ -175,7 +191,9 @@ class SessionKeys:
         return list(self._loaded)
 
     def mark(self, conn: sqlite3.Connection, key_id: str, status: KeyStatus) -> None:
-        conn.execute("UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, self._clock(), key_id))
+        conn.execute(
+            "UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, self._clock(), key_id)
+        )
 
     def close(self) -> None:
         """Drop every signing key. coincurve keeps its copy in C memory that Python cannot wipe."""

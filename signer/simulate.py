@@ -72,9 +72,13 @@ def changes_from_logs(logs: list[Any]) -> tuple[dict[tuple[str, str], int], dict
 
 async def simulate(chain: Chain, sender: str, to: str, value: int, data: bytes) -> Simulated:
     """The exact call from `sender`, at the latest block, without fee or nonce checks."""
-    request = {"blockStateCalls": [{"calls": [{"from": sender, "to": to, "value": hex(value),
-                                               "data": "0x" + data.hex()}]}],
-               "traceTransfers": True, "validation": False}
+    request = {
+        "blockStateCalls": [
+            {"calls": [{"from": sender, "to": to, "value": hex(value), "data": "0x" + data.hex()}]}
+        ],
+        "traceTransfers": True,
+        "validation": False,
+    }
     try:
         result = await chain.rpc.call("eth_simulateV1", request, "latest")
     except RpcRemoteError as exc:
@@ -92,8 +96,10 @@ async def simulate(chain: Chain, sender: str, to: str, value: int, data: bytes) 
         return Simulated(error="the node sent a malformed simulation")
     ordered = sorted(deltas.items(), key=lambda kv: (kv[0][0] != sender, kv[0]))[:MAX_CHANGES]
     mine = sorted((k, v) for k, v in outflows.items() if k[0] == sender)  # the checks read the payer's only
-    return Simulated(tuple(AssetChange(account, asset, delta) for (account, asset), delta in ordered),
-                     outflows=tuple(AssetChange(account, asset, delta) for (account, asset), delta in mine))
+    return Simulated(
+        tuple(AssetChange(account, asset, delta) for (account, asset), delta in ordered),
+        outflows=tuple(AssetChange(account, asset, delta) for (account, asset), delta in mine),
+    )
 
 
 def simulation_card(sim: Simulated | None, index: PolicyIndex, chain_id: int) -> dict[str, Any] | None:
@@ -105,6 +111,13 @@ def simulation_card(sim: Simulated | None, index: PolicyIndex, chain_id: int) ->
         info = index.asset_info(chain_id, c.asset)
         if info is None and c.asset == NATIVE:
             info = ("ETH", 18)
-        changes.append({"account": c.account, "asset": c.asset, "symbol": info[0] if info else None,
-                        "decimals": info[1] if info else None, "delta": str(c.delta)})
+        changes.append(
+            {
+                "account": c.account,
+                "asset": c.asset,
+                "symbol": info[0] if info else None,
+                "decimals": info[1] if info else None,
+                "delta": str(c.delta),
+            }
+        )
     return {"source": SOURCE, "changes": changes}

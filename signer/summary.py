@@ -8,7 +8,18 @@ from __future__ import annotations
 from collections import Counter
 
 from policies.decode import TOKEN_SELECTORS
-from policies.intent import NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer, Wrap
+from policies.intent import (
+    NATIVE,
+    Approval,
+    Claim,
+    ContractCall,
+    Decoded,
+    Forbidden,
+    RouterPayout,
+    Swap,
+    Transfer,
+    Wrap,
+)
 from policies.model import Policy
 from policies.units import format_amount
 
@@ -46,37 +57,59 @@ class Summarizer:
             if defi is not None and action in defi:
                 continue  # the ETH paying a listed router or WETH, and its call: said by the swap or wrap itself
             if isinstance(action, Transfer):
-                parts.append(f"send {self._amount(action.chain_id, action.asset, action.amount)} "
-                             f"to {self._who(action.chain_id, action.recipient)}")
+                parts.append(
+                    f"send {self._amount(action.chain_id, action.asset, action.amount)} "
+                    f"to {self._who(action.chain_id, action.recipient)}"
+                )
             elif isinstance(action, Approval):
-                amount = ("UNLIMITED" if action.amount >= 2**255
-                          else self._amount(action.chain_id, action.asset, action.amount))
-                parts.append(f"{action.method}: let {self._who(action.chain_id, action.spender)} spend {amount}")
+                amount = (
+                    "UNLIMITED"
+                    if action.amount >= 2**255
+                    else self._amount(action.chain_id, action.asset, action.amount)
+                )
+                parts.append(
+                    f"{action.method}: let {self._who(action.chain_id, action.spender)} spend {amount}"
+                )
             elif isinstance(action, ContractCall):
                 if action.selector in TOKEN_SELECTORS:
                     if explained is None:
-                        explained = Counter(a.asset for a in decoded.actions if isinstance(a, (Transfer, Approval)))
+                        explained = Counter(
+                            a.asset for a in decoded.actions if isinstance(a, (Transfer, Approval))
+                        )
                     if explained[action.target] > 0:
                         explained[action.target] -= 1
                         continue
-                parts.append(f"call {self._who(action.chain_id, action.target)} "
-                             f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)"))
+                parts.append(
+                    f"call {self._who(action.chain_id, action.target)} "
+                    f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)")
+                )
             elif isinstance(action, Forbidden):
                 parts.append(f"FORBIDDEN: {action.reason}")
             elif isinstance(action, Swap):
                 parts.append(self._swap(decoded, action, payer))
             elif isinstance(action, Wrap):
                 asset = action.contract if action.unwrap else NATIVE
-                parts.append(f"{'unwrap' if action.unwrap else 'wrap'} {self._amount(action.chain_id, asset, action.amount)}"
-                             f" at {self._who(action.chain_id, action.contract)}")
+                parts.append(
+                    f"{'unwrap' if action.unwrap else 'wrap'} {self._amount(action.chain_id, asset, action.amount)}"
+                    f" at {self._who(action.chain_id, action.contract)}"
+                )
             elif isinstance(action, Claim):
                 listed = (self.index.distributors or {}).get((action.chain_id, action.distributor))
-                amount = (self._amount(action.chain_id, listed[1], action.amount) if listed
-                          else f"{action.amount} base units")
-                parts.append(f"claim {amount} from {self._who(action.chain_id, action.distributor)} for "
-                             f"{self._payee(action.chain_id, action.account, payer)}")
+                amount = (
+                    self._amount(action.chain_id, listed[1], action.amount)
+                    if listed
+                    else f"{action.amount} base units"
+                )
+                parts.append(
+                    f"claim {amount} from {self._who(action.chain_id, action.distributor)} for "
+                    f"{self._payee(action.chain_id, action.account, payer)}"
+                )
             elif isinstance(action, RouterPayout):
-                to = "the caller" if action.recipient is None else self._payee(action.chain_id, action.recipient, payer)
+                to = (
+                    "the caller"
+                    if action.recipient is None
+                    else self._payee(action.chain_id, action.recipient, payer)
+                )
                 parts.append(f"{action.method}: the router pays what it holds to {to}")
         if not parts:
             parts.append("empty request")
@@ -86,12 +119,20 @@ class Summarizer:
         """ETH sent to a listed router or WETH, and the calls on them, that a swap or wrap line says."""
         rules = self.index.swaps
         if rules is None:
-            return {a for a in decoded.actions if isinstance(a, ContractCall) and a.decoded
-                    and (a.chain_id, a.target) in (self.index.distributors or {})}
+            return {
+                a
+                for a in decoded.actions
+                if isinstance(a, ContractCall)
+                and a.decoded
+                and (a.chain_id, a.target) in (self.index.distributors or {})
+            }
         known = set(rules.routers) | set(rules.wethers) | set(self.index.distributors or {})
-        return {a for a in decoded.actions
-                if (isinstance(a, Transfer) and a.asset == NATIVE and (a.chain_id, a.recipient) in known)
-                or (isinstance(a, ContractCall) and a.decoded and (a.chain_id, a.target) in known)}
+        return {
+            a
+            for a in decoded.actions
+            if (isinstance(a, Transfer) and a.asset == NATIVE and (a.chain_id, a.recipient) in known)
+            or (isinstance(a, ContractCall) and a.decoded and (a.chain_id, a.target) in known)
+        }
 
     def _payee(self, chain_id: int, address: str, payer: str | None) -> str:
         return f"the session key ({address})" if address == payer else self._who(chain_id, address)
@@ -99,12 +140,17 @@ class Summarizer:
     def _swap(self, decoded: Decoded, s: Swap, payer: str | None) -> str:
         rules = self.index.swaps
         router = rules.routers.get((s.chain_id, s.router)) if rules is not None else None
-        paid = sum(a.amount for a in decoded.actions
-                   if isinstance(a, Transfer) and a.asset == NATIVE and a.recipient == s.router)
+        paid = sum(
+            a.amount
+            for a in decoded.actions
+            if isinstance(a, Transfer) and a.asset == NATIVE and a.recipient == s.router
+        )
         asset_in = NATIVE if router is not None and s.token_in == router.weth and paid else s.token_in
         unwraps = any(isinstance(a, RouterPayout) and a.method == "unwrapWETH9" for a in decoded.actions)
         eth_out = router is not None and s.recipient == s.router and s.token_out == router.weth and unwraps
         asset_out = NATIVE if eth_out else s.token_out
         to = "" if eth_out else f", output to {self._payee(s.chain_id, s.recipient, payer)}"
-        return (f"swap {self._amount(s.chain_id, asset_in, s.amount_in)} for at least "
-                f"{self._amount(s.chain_id, asset_out, s.amount_out_min)} via {self._who(s.chain_id, s.router)}{to}")
+        return (
+            f"swap {self._amount(s.chain_id, asset_in, s.amount_in)} for at least "
+            f"{self._amount(s.chain_id, asset_out, s.amount_out_min)} via {self._who(s.chain_id, s.router)}{to}"
+        )

@@ -17,7 +17,9 @@ from policies.intent import Decoded
 from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 from signer.chain import Chain
 
-QUOTE_EXACT_INPUT_SINGLE = bytes.fromhex("c6a5026a")  # quoteExactInputSingle((address,address,uint256,uint24,uint160))
+QUOTE_EXACT_INPUT_SINGLE = bytes.fromhex(
+    "c6a5026a"
+)  # quoteExactInputSingle((address,address,uint256,uint24,uint160))
 MAX_QUOTED = 8  # swaps quoted per request: more are left unquoted (the owner is asked), so a request cannot
 # make the signer wait on hundreds of node round trips
 
@@ -28,8 +30,14 @@ def _address_word(address: str) -> bytes:
 
 def quote_calldata(token_in: str, token_out: str, amount_in: int, fee: int) -> bytes:
     """A static tuple is encoded in place: five words (the price limit is 0, as the swap's must be)."""
-    return (QUOTE_EXACT_INPUT_SINGLE + _address_word(token_in) + _address_word(token_out)
-            + amount_in.to_bytes(32, "big") + fee.to_bytes(32, "big") + bytes(32))
+    return (
+        QUOTE_EXACT_INPUT_SINGLE
+        + _address_word(token_in)
+        + _address_word(token_out)
+        + amount_in.to_bytes(32, "big")
+        + fee.to_bytes(32, "big")
+        + bytes(32)
+    )
 
 
 async def _ask(endpoint: JsonRpcHttp, quoter: str, data: bytes) -> int | None:

@@ -84,7 +84,9 @@ class SigningCore(Protocol):
         """Swap the policy in force in one synchronous step (after it is on record)."""
         ...
 
-    async def broadcast_unknown(self, request_id: str, result: dict[str, Any], outcome: Broadcast) -> dict[str, Any]:
+    async def broadcast_unknown(
+        self, request_id: str, result: dict[str, Any], outcome: Broadcast
+    ) -> dict[str, Any]:
         """Record that the node did not accept a signed transaction's broadcast; the reply says so."""
         ...
 
@@ -111,9 +113,19 @@ class Escalations(Protocol):
 
     def release(self, request: tuple[str, str]) -> None: ...
 
-    async def prepare(self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
-                      agent_reason: str | None, now: float, expires_at: float,
-                      simulation: Simulated | None = None) -> dict[str, Any]:
+    async def prepare(
+        self,
+        *,
+        request_id: str,
+        kind: str,
+        decoded: Decoded,
+        summary: str,
+        decision: Decision,
+        agent_reason: str | None,
+        now: float,
+        expires_at: float,
+        simulation: Simulated | None = None,
+    ) -> dict[str, Any]:
         """The approval request the companion will be shown (not recorded yet)."""
         ...
 
@@ -121,7 +133,9 @@ class Escalations(Protocol):
         """Record an approval request in the caller's transaction."""
         ...
 
-    def open_request(self, conn: Connection, body: dict[str, Any], pending: dict[str, Any], requester: str) -> None:
+    def open_request(
+        self, conn: Connection, body: dict[str, Any], pending: dict[str, Any], requester: str
+    ) -> None:
         """Record a request no client's `sign.request` made, and its approval, in the caller's transaction."""
         ...
 
@@ -133,8 +147,9 @@ class Escalations(Protocol):
 class PolicyInstaller(Protocol):
     """The live policy (signer.policy_live.PolicyKeeper) as the approvals see it."""
 
-    async def install_approved(self, text: str, from_hash: str,
-                               commit_approval: Callable[[Connection], None]) -> None:
+    async def install_approved(
+        self, text: str, from_hash: str, commit_approval: Callable[[Connection], None]
+    ) -> None:
         """Install an approved loosening in the commit that closes its approval (StalePolicy if the
         policy in force is no longer the one it was proposed over)."""
         ...

@@ -45,27 +45,57 @@ class SessionSigner:
     nonce_ceiling: Callable[[int, str], int] | None = None
 
     async def sign(
-        self, request_id: str, decision: Decision, decoded: Decoded, chain: Chain, summary: str, *,
-        frozen: bool, broadcast: bool, payer: str | None = None,
+        self,
+        request_id: str,
+        decision: Decision,
+        decoded: Decoded,
+        chain: Chain,
+        summary: str,
+        *,
+        frozen: bool,
+        broadcast: bool,
+        payer: str | None = None,
     ) -> Ending:
         call = decoded.call
         key = self.keys.current(call.chain_id)
         if key is None or frozen:
-            return self.abandoned(request_id, decision, summary, "session_key.unavailable",
-                                  "the session key was revoked or the signer frozen before signing")
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "session_key.unavailable",
+                "the session key was revoked or the signer frozen before signing",
+            )
         try:
             await chain.ensure_chain_id()  # before anything read from the node is relied on
         except ChainError as exc:
-            return self.abandoned(request_id, decision, summary,
-                                  "chain.wrong_id" if isinstance(exc, WrongChain) else None, str(exc))
-        if payer is not None and key.address.lower() != payer:  # a swap's output goes to the key it was decided for
-            return self.abandoned(request_id, decision, summary, "session_key.changed",
-                                  "the session key changed while the swap was being checked; ask again")
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "chain.wrong_id" if isinstance(exc, WrongChain) else None,
+                str(exc),
+            )
+        if (
+            payer is not None and key.address.lower() != payer
+        ):  # a swap's output goes to the key it was decided for
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "session_key.changed",
+                "the session key changed while the swap was being checked; ask again",
+            )
         to, value, data, grant_id = call.to, call.value, call.data, None
         grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
         if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):
-            return self.abandoned(request_id, decision, summary, "tier3.no_grant",
-                                  "this chain is a Tier 3 account and no grant is live: grant one from the companion")
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "tier3.no_grant",
+                "this chain is a Tier 3 account and no grant is live: grant one from the companion",
+            )
         if grant is not None and self.tier3 is not None:  # Tier 3: the caveats are the ceiling
             from signer.tier3 import Redeem  # loaded already: a live grant means Tier 3 is
             # configured (idle daemon, tests/signer/test_idle_memory.py: 0.5-2 MB per such cut)
@@ -78,8 +108,13 @@ class SessionSigner:
             gas = await chain.gas_for(key.address, to, value, data)
             fees = await chain.fees()
         except SimulationReverted as exc:
-            return self.abandoned(request_id, decision, summary, "simulation.reverted",
-                                  f"the transaction would revert: {exc.reason}")
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "simulation.reverted",
+                f"the transaction would revert: {exc.reason}",
+            )
         except FeeAboveCeiling as exc:
             return self.abandoned(request_id, decision, summary, "chain.max_fee", str(exc))
         except GasAboveCeiling as exc:
@@ -87,7 +122,11 @@ class SessionSigner:
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
         try:
-            ceiling = None if self.nonce_ceiling is None else partial(self.nonce_ceiling, call.chain_id, key.address)
+            ceiling = (
+                None
+                if self.nonce_ceiling is None
+                else partial(self.nonce_ceiling, call.chain_id, key.address)
+            )
             nonce = await chain.next_nonce(key.address, ceiling)
         except ChainError as exc:
             return self.abandoned(request_id, decision, summary, None, str(exc))
@@ -95,36 +134,70 @@ class SessionSigner:
             await chain.ensure_chain_id()
         except ChainError as exc:
             chain.forget_nonce(key.address)
-            return self.abandoned(request_id, decision, summary,
-                                  "chain.wrong_id" if isinstance(exc, WrongChain) else None, str(exc))
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "chain.wrong_id" if isinstance(exc, WrongChain) else None,
+                str(exc),
+            )
         try:  # after the last await: a key revoked meanwhile is gone from here
             signing_key = self.keys.signing_key(key.key_id)
         except KeyError:
             chain.forget_nonce(key.address)
-            return self.abandoned(request_id, decision, summary, "session_key.unavailable",
-                                  "the session key was revoked before signing")
+            return self.abandoned(
+                request_id,
+                decision,
+                summary,
+                "session_key.unavailable",
+                "the session key was revoked before signing",
+            )
         if grant is not None and (self.tier3 is None or self.tier3.live(call.chain_id) is not grant):
             chain.forget_nonce(key.address)  # likewise a grant revoked while the chain was being read
-            return self.abandoned(request_id, decision, summary, "tier3.no_grant",
-                                  "the grant was revoked before signing")
+            return self.abandoned(
+                request_id, decision, summary, "tier3.no_grant", "the grant was revoked before signing"
+            )
         try:
-            tx = Eip1559Tx(call.chain_id, nonce, fees.max_priority_fee_per_gas, fees.max_fee_per_gas, gas,
-                           to, value, data)
+            tx = Eip1559Tx(
+                call.chain_id,
+                nonce,
+                fees.max_priority_fee_per_gas,
+                fees.max_fee_per_gas,
+                gas,
+                to,
+                value,
+                data,
+            )
             signed = sign_eip1559(tx, signing_key)
         except BaseException:
             chain.forget_nonce(key.address)
             raise
         tx_hash = "0x" + signed.tx_hash.hex()
-        result = records.outcome(records.SIGNED, request_id, decision, summary, tx_hash=tx_hash,
-                                 chain_id=call.chain_id, sender=key.address, nonce=nonce, broadcast=broadcast)
-        body = {"request_id": request_id, "tx_hash": tx_hash, "sender": key.address, "key_id": key.key_id,
-                "tx": tx.to_dict()}
+        result = records.outcome(
+            records.SIGNED,
+            request_id,
+            decision,
+            summary,
+            tx_hash=tx_hash,
+            chain_id=call.chain_id,
+            sender=key.address,
+            nonce=nonce,
+            broadcast=broadcast,
+        )
+        body = {
+            "request_id": request_id,
+            "tx_hash": tx_hash,
+            "sender": key.address,
+            "key_id": key.key_id,
+            "tx": tx.to_dict(),
+        }
         if grant_id is not None:
             body["tier3_grant"] = grant_id
         return Ending(result, "sign.signed", body, "committed", raw_tx=signed.raw, sender=key.address)
 
-    def abandoned(self, request_id: str, decision: Decision, summary: str, rule_id: str | None,
-                  reason: str) -> Ending:
+    def abandoned(
+        self, request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str
+    ) -> Ending:
         """Nothing was signed: release the reservation now; the record says why."""
         self.ledger.release(request_id)
         result, body = records.abandoned(request_id, decision, summary, rule_id, reason)

@@ -27,11 +27,33 @@ from policies.intent import NATIVE, Decoded, Transfer
 from policies.model import Policy
 from policies.units import format_amount
 from signer.chain import Chain, ChainError
-from signer.wire.delegation import (Delegation, DelegationError, available_amount_calldata, call_counts_calldata,
-                                    current_nonce_calldata, disabled_calldata, erc20_transfer_calldata, recover,
-                                    redeem_calldata, spent_calldata)
-from signer.wire.grants import (CONTRACT, ERC20_PERIOD, ERC20_TOTAL, LIMITED_CALLS, NATIVE_PERIOD, NATIVE_TOTAL, NONCE,
-                                TOKEN_MOVING, GrantError, Lane, check_lane, describe, parse_lane)
+from signer.wire.delegation import (
+    Delegation,
+    DelegationError,
+    available_amount_calldata,
+    call_counts_calldata,
+    current_nonce_calldata,
+    disabled_calldata,
+    erc20_transfer_calldata,
+    recover,
+    redeem_calldata,
+    spent_calldata,
+)
+from signer.wire.grants import (
+    CONTRACT,
+    ERC20_PERIOD,
+    ERC20_TOTAL,
+    LIMITED_CALLS,
+    NATIVE_PERIOD,
+    NATIVE_TOTAL,
+    NONCE,
+    TOKEN_MOVING,
+    GrantError,
+    Lane,
+    check_lane,
+    describe,
+    parse_lane,
+)
 from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
@@ -70,19 +92,34 @@ class Grant:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"grant_id": self.grant_id, "chain_id": self.chain_id, "account": self.account,
-                "delegate": self.delegate, "status": self.status, "created_at": self.created_at,
-                "delegation_hashes": ["0x" + d.struct_hash().hex() for d in self.delegations],
-                "lanes": [_lane_json(lane) for lane in self.lanes]}
+        return {
+            "grant_id": self.grant_id,
+            "chain_id": self.chain_id,
+            "account": self.account,
+            "delegate": self.delegate,
+            "status": self.status,
+            "created_at": self.created_at,
+            "delegation_hashes": ["0x" + d.struct_hash().hex() for d in self.delegations],
+            "lanes": [_lane_json(lane) for lane in self.lanes],
+        }
 
 
 def _lane_json(lane: Lane) -> dict[str, Any]:
-    return {"asset": lane.asset, "targets": list(lane.targets), "recipient": lane.recipient,
-            "value_lte": str(lane.value_lte), "period_amount": str(lane.period_amount),
-            "period_seconds": lane.period_seconds, "period_start": lane.period_start,
-            "expires_at": lane.expires_at, "call_limit": lane.call_limit,
-            "selectors": ["0x" + s.hex() for s in lane.selectors], "nonce": str(lane.nonce),
-            "total": str(lane.total), "token_per_tx": str(lane.token_per_tx)}
+    return {
+        "asset": lane.asset,
+        "targets": list(lane.targets),
+        "recipient": lane.recipient,
+        "value_lte": str(lane.value_lte),
+        "period_amount": str(lane.period_amount),
+        "period_seconds": lane.period_seconds,
+        "period_start": lane.period_start,
+        "expires_at": lane.expires_at,
+        "call_limit": lane.call_limit,
+        "selectors": ["0x" + s.hex() for s in lane.selectors],
+        "nonce": str(lane.nonce),
+        "total": str(lane.total),
+        "token_per_tx": str(lane.token_per_tx),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +138,16 @@ class Redeem:
     grant_id: str
 
 
-def verify_grant(delegations: list[Delegation], *, chain_id: int, contracts: DelegationContracts, policy: Policy,
-                 delegate: str, not_after: float, taken_at: float | None = None) -> tuple[str, tuple[Lane, ...]]:
+def verify_grant(
+    delegations: list[Delegation],
+    *,
+    chain_id: int,
+    contracts: DelegationContracts,
+    policy: Policy,
+    delegate: str,
+    not_after: float,
+    taken_at: float | None = None,
+) -> tuple[str, tuple[Lane, ...]]:
     """Everything the signer requires of a grant before it will redeem it; returns (account, lanes)."""
     if not delegations:
         raise GrantError("a grant needs at least one delegation")
@@ -141,11 +186,17 @@ def _check_contract_target(target: str, account: str, contracts: DelegationContr
     """A contract lane may never call the grant's own machinery as the main account: the account itself
     (its `execute` runs anything when the caller is itself), the DelegationManager (`enableDelegation`
     would undo a revocation), the delegator implementation or an enforcer."""
-    machinery = {account, contracts.manager.lower(), contracts.stateless_delegator.lower(),
-                 *contracts.enforcer_map().values()}
+    machinery = {
+        account,
+        contracts.manager.lower(),
+        contracts.stateless_delegator.lower(),
+        *contracts.enforcer_map().values(),
+    }
     if target in machinery:
-        raise GrantError(f"a contract lane may not call {target}: it is the main account or part of the "
-                         "Delegation Framework, and a call to it as the main account could undo the grant's limits")
+        raise GrantError(
+            f"a contract lane may not call {target}: it is the main account or part of the "
+            "Delegation Framework, and a call to it as the main account could undo the grant's limits"
+        )
 
 
 class Tier3:
@@ -164,33 +215,56 @@ class Tier3:
 
     # ---- state ---------------------------------------------------------------------------------
 
-    def load(self, conn: sqlite3.Connection, policy: Policy,
-             session_addresses: dict[int, tuple[str, float]]) -> list[str]:
+    def load(
+        self, conn: sqlite3.Connection, policy: Policy, session_addresses: dict[int, tuple[str, float]]
+    ) -> list[str]:
         """Load live grants, re-verifying each; one that no longer verifies is skipped (and named)."""
         problems = []
         self._tier3_chains |= {r[0] for r in conn.execute("SELECT DISTINCT chain_id FROM tier3_grants")}
-        rows = conn.execute("SELECT grant_id, chain_id, delegations, status, created_at FROM tier3_grants "
-                            "WHERE status=?", (LIVE,)).fetchall()
+        rows = conn.execute(
+            "SELECT grant_id, chain_id, delegations, status, created_at FROM tier3_grants WHERE status=?",
+            (LIVE,),
+        ).fetchall()
         for grant_id, chain_id, raw, status, created in rows:
             try:
-                grant = self.build(grant_id, chain_id, [Delegation.from_json(d) for d in json.loads(raw)], policy,
-                                   session_addresses, created)
+                grant = self.build(
+                    grant_id,
+                    chain_id,
+                    [Delegation.from_json(d) for d in json.loads(raw)],
+                    policy,
+                    session_addresses,
+                    created,
+                )
             except (GrantError, DelegationError, ValueError) as exc:
                 problems.append(f"grant {grant_id} is not used: {exc}")
                 continue
             self._grants[grant_id] = grant
         return problems
 
-    def build(self, grant_id: str, chain_id: int, delegations: list[Delegation], policy: Policy,
-              session_addresses: dict[int, tuple[str, float]], created_at: float) -> Grant:
+    def build(
+        self,
+        grant_id: str,
+        chain_id: int,
+        delegations: list[Delegation],
+        policy: Policy,
+        session_addresses: dict[int, tuple[str, float]],
+        created_at: float,
+    ) -> Grant:
         chain = self.chains.get(chain_id)
         if chain is None or chain.settings.delegation is None:
             raise GrantError(f"chain {chain_id} has no Tier 3 contracts in config.yaml (chains[].delegation)")
         session = session_addresses.get(chain_id)
         if session is None:
             raise GrantError(f"chain {chain_id} has no active session key to grant to")
-        account, lanes = verify_grant(delegations, chain_id=chain_id, contracts=chain.settings.delegation,
-                                      policy=policy, delegate=session[0], not_after=session[1], taken_at=created_at)
+        account, lanes = verify_grant(
+            delegations,
+            chain_id=chain_id,
+            contracts=chain.settings.delegation,
+            policy=policy,
+            delegate=session[0],
+            not_after=session[1],
+            taken_at=created_at,
+        )
         return Grant(grant_id, chain_id, account, session[0], tuple(delegations), lanes, LIVE, created_at)
 
     @staticmethod
@@ -199,14 +273,25 @@ class Tier3:
 
     @staticmethod
     def insert(conn: sqlite3.Connection, grant: Grant) -> None:
-        conn.execute("INSERT INTO tier3_grants(grant_id, chain_id, account, delegate, delegations, status, created_at)"
-                     " VALUES(?,?,?,?,?,?,?)",
-                     (grant.grant_id, grant.chain_id, grant.account, grant.delegate,
-                      json.dumps([d.to_json() for d in grant.delegations]), LIVE, grant.created_at))
+        conn.execute(
+            "INSERT INTO tier3_grants(grant_id, chain_id, account, delegate, delegations, status, created_at)"
+            " VALUES(?,?,?,?,?,?,?)",
+            (
+                grant.grant_id,
+                grant.chain_id,
+                grant.account,
+                grant.delegate,
+                json.dumps([d.to_json() for d in grant.delegations]),
+                LIVE,
+                grant.created_at,
+            ),
+        )
 
     @staticmethod
     def mark_revoked(conn: sqlite3.Connection, grant_id: str, now: float) -> None:
-        conn.execute("UPDATE tier3_grants SET status=?, ended_at=? WHERE grant_id=?", (REVOKED, now, grant_id))
+        conn.execute(
+            "UPDATE tier3_grants SET status=?, ended_at=? WHERE grant_id=?", (REVOKED, now, grant_id)
+        )
 
     def install(self, grant: Grant) -> None:
         self._grants[grant.grant_id] = grant
@@ -243,28 +328,41 @@ class Tier3:
         contracts = chain.settings.delegation
         assert contracts is not None
         if grant.delegate != session_address.lower():
-            return Refusal("tier3.grant_mismatch", "the live grant is for another session key: grant the new key")
+            return Refusal(
+                "tier3.grant_mismatch", "the live grant is for another session key: grant the new key"
+            )
         call = decoded.call
         if len(call.data) >= 4 and call.data[:4] not in TOKEN_MOVING:  # a contract call: its own lane
             return await self._plan_contract_call(call.to, call.value, call.data, grant)
         transfers = [a for a in decoded.actions if isinstance(a, Transfer)]
         if len(transfers) != 1:  # the exact calldata is matched below
-            return Refusal("tier3.not_a_transfer", "Tier 3 grants carry single transfers only (native or ERC-20)")
+            return Refusal(
+                "tier3.not_a_transfer", "Tier 3 grants carry single transfers only (native or ERC-20)"
+            )
         transfer = transfers[0]
         found = grant.lane_for(transfer.asset)
         if found is None:
             return Refusal("tier3.no_lane", f"the grant has no lane for {transfer.asset}")
         delegation, lane = found
-        expected = b"" if lane.asset == NATIVE else erc20_transfer_calldata(transfer.recipient, transfer.amount)
-        if call.data != expected or call.to != (transfer.recipient if lane.asset == NATIVE else lane.asset) \
-                or (lane.asset != NATIVE and call.value != 0):
-            return Refusal("tier3.not_a_transfer", "Tier 3 redeems plain transfers only (no transferFrom, no calls)")
+        expected = (
+            b"" if lane.asset == NATIVE else erc20_transfer_calldata(transfer.recipient, transfer.amount)
+        )
+        if (
+            call.data != expected
+            or call.to != (transfer.recipient if lane.asset == NATIVE else lane.asset)
+            or (lane.asset != NATIVE and call.value != 0)
+        ):
+            return Refusal(
+                "tier3.not_a_transfer", "Tier 3 redeems plain transfers only (no transferFrom, no calls)"
+            )
         if lane.asset == NATIVE:
             target, value, data = transfer.recipient, transfer.amount, b""
             if transfer.recipient not in lane.targets:
                 return Refusal("onchain.allowed_targets", "the grant does not allow this recipient")
             if transfer.amount > lane.value_lte:
-                return Refusal("onchain.value_lte", f"above the grant's per-transaction cap of {lane.value_lte} wei")
+                return Refusal(
+                    "onchain.value_lte", f"above the grant's per-transaction cap of {lane.value_lte} wei"
+                )
         else:
             target, value, data = lane.asset, 0, erc20_transfer_calldata(transfer.recipient, transfer.amount)
             if transfer.recipient != lane.recipient:
@@ -276,30 +374,51 @@ class Tier3:
         are checked here first, so a call the chain would refuse is refused by name instead."""
         found = grant.contract_lane_for(to)
         if found is None:
-            return Refusal("onchain.allowed_targets", f"the grant has no contract lane for {to}: the chain would "
-                                                      "refuse the call (AllowedTargets)")
+            return Refusal(
+                "onchain.allowed_targets",
+                f"the grant has no contract lane for {to}: the chain would refuse the call (AllowedTargets)",
+            )
         delegation, lane = found
         if data[:4] not in lane.selectors:
-            return Refusal("onchain.allowed_methods", f"the grant does not allow 0x{data[:4].hex()} on {to} "
-                                                      "(AllowedMethods)")
+            return Refusal(
+                "onchain.allowed_methods",
+                f"the grant does not allow 0x{data[:4].hex()} on {to} (AllowedMethods)",
+            )
         if value > lane.value_lte:
-            return Refusal("onchain.value_lte", f"the call sends {value} wei, above the grant's {lane.value_lte} wei "
-                                                "for this contract (ValueLte)")
+            return Refusal(
+                "onchain.value_lte",
+                f"the call sends {value} wei, above the grant's {lane.value_lte} wei "
+                "for this contract (ValueLte)",
+            )
         return await self._redeem(grant, delegation, lane, 0, to, value, data)
 
-    async def _redeem(self, grant: Grant, delegation: Delegation, lane: Lane, amount: int, target: str, value: int,
-                      data: bytes) -> Redeem | Refusal:
+    async def _redeem(
+        self,
+        grant: Grant,
+        delegation: Delegation,
+        lane: Lane,
+        amount: int,
+        target: str,
+        value: int,
+        data: bytes,
+    ) -> Redeem | Refusal:
         chain = self.chains[grant.chain_id]
         contracts = chain.settings.delegation
         assert contracts is not None
         try:
             mismatch = await self._check_code(chain, contracts)
             if mismatch is not None:
-                return Refusal("tier3.code_hash", f"the code at {mismatch} is not the configured contract (its code "
-                                                  "hash differs): check chains[].delegation in config.yaml")
+                return Refusal(
+                    "tier3.code_hash",
+                    f"the code at {mismatch} is not the configured contract (its code "
+                    "hash differs): check chains[].delegation in config.yaml",
+                )
             if not await self._delegated(chain, contracts, grant.account):
-                return Refusal("onchain.frozen", "the main account is no longer delegated to the "
-                                                 "EIP7702StatelessDeleGator (frozen): no grant can be redeemed")
+                return Refusal(
+                    "onchain.frozen",
+                    "the main account is no longer delegated to the "
+                    "EIP7702StatelessDeleGator (frozen): no grant can be redeemed",
+                )
             ended = await self.ended_on_chain(grant)
             if ended is not None:
                 return Refusal("onchain.revoked", ended)
@@ -308,8 +427,9 @@ class Tier3:
             return Refusal("tier3.chain_unreadable", f"could not read the grant's state on chain: {exc}")
         if refusal is not None:
             return refusal
-        return Redeem(contracts.manager.lower(), 0, redeem_calldata([delegation], target, value, data),
-                      grant.grant_id)
+        return Redeem(
+            contracts.manager.lower(), 0, redeem_calldata([delegation], target, value, data), grant.grant_id
+        )
 
     async def preflight(self, grant: Grant) -> str | None:
         """Before a grant is accepted: the contracts are the pinned code and the main account is delegated
@@ -322,12 +442,16 @@ class Tier3:
             if mismatch is not None:
                 return f"the code at {mismatch} is not the configured contract (its code hash differs)"
             if not await self._delegated(chain, contracts, grant.account):
-                return (f"the main account {grant.account} is not delegated to the EIP7702StatelessDeleGator: "
-                        "run `owlia wallet authorize` first")
+                return (
+                    f"the main account {grant.account} is not delegated to the EIP7702StatelessDeleGator: "
+                    "run `owlia wallet authorize` first"
+                )
             current = await self.current_nonce(chain, contracts, grant.account)
             if current != grant.nonce:
-                return (f"the grant was signed at nonce {grant.nonce} but the main account's nonce on chain is "
-                        f"{current} (NonceEnforcer): a revoked grant never comes back; sign a new grant")
+                return (
+                    f"the grant was signed at nonce {grant.nonce} but the main account's nonce on chain is "
+                    f"{current} (NonceEnforcer): a revoked grant never comes back; sign a new grant"
+                )
         except ChainError as exc:
             return f"could not read the chain: {exc}"
         return None
@@ -338,7 +462,9 @@ class Tier3:
         signed at another nonce is dead on chain."""
         enforcer = contracts.enforcer_map().get(NONCE)
         if enforcer is None:
-            raise ChainError("config.yaml names no NonceEnforcer for this chain: run `owlia chain dev` again or add it")
+            raise ChainError(
+                "config.yaml names no NonceEnforcer for this chain: run `owlia chain dev` again or add it"
+            )
         answer = await chain.call(enforcer, current_nonce_calldata(contracts.manager.lower(), account))
         if len(answer) != 32:
             raise ChainError("the NonceEnforcer gave a malformed answer")
@@ -353,15 +479,19 @@ class Tier3:
         assert contracts is not None
         current = await self.current_nonce(chain, contracts, grant.account)
         if current != grant.nonce:
-            return (f"the main key revoked every grant on chain (its NonceEnforcer nonce moved from {grant.nonce} "
-                    f"to {current}): this grant can never be redeemed again; sign a new grant from the companion")
+            return (
+                f"the main key revoked every grant on chain (its NonceEnforcer nonce moved from {grant.nonce} "
+                f"to {current}): this grant can never be redeemed again; sign a new grant from the companion"
+            )
         return None
 
     @staticmethod
     async def _delegated(chain: Chain, contracts: DelegationContracts, account: str) -> bool:
         """Is `account`'s code the EIP-7702 designation of the pinned StatelessDeleGator? Asked before
         a grant is accepted and again before each redeem (a main account can be frozen at any time)."""
-        return await chain.code(account) == DESIGNATION_PREFIX + bytes.fromhex(contracts.stateless_delegator[2:])
+        return await chain.code(account) == DESIGNATION_PREFIX + bytes.fromhex(
+            contracts.stateless_delegator[2:]
+        )
 
     async def _check_code(self, chain: Chain, contracts: DelegationContracts) -> str | None:
         """The first contract whose code is not what config.yaml pinned, or None; checked once per process."""
@@ -375,8 +505,9 @@ class Tier3:
             self._code_checked.add(key)
         return None
 
-    async def _check_state(self, chain: Chain, contracts: DelegationContracts, delegation: Delegation, lane: Lane,
-                           amount: int) -> Refusal | None:
+    async def _check_state(
+        self, chain: Chain, contracts: DelegationContracts, delegation: Delegation, lane: Lane, amount: int
+    ) -> Refusal | None:
         state = await self.remaining(chain, contracts, delegation, lane)
         if state["disabled"]:
             return Refusal("onchain.disabled", "the grant was revoked on chain (disableDelegation)")
@@ -385,20 +516,30 @@ class Tier3:
         if lane.call_limit is not None and state["calls_left"] == 0:
             return Refusal("onchain.limited_calls", "the grant's call count is used up (LimitedCalls)")
         if lane.asset != CONTRACT and lane.asset != NATIVE and amount > lane.token_per_tx:
-            return Refusal("onchain.erc20_tx_cap", f"{amount} base units is above the grant's per-transaction cap of "
-                                                   f"{lane.token_per_tx} (ERC20BalanceChange)")
+            return Refusal(
+                "onchain.erc20_tx_cap",
+                f"{amount} base units is above the grant's per-transaction cap of "
+                f"{lane.token_per_tx} (ERC20BalanceChange)",
+            )
         if lane.asset != CONTRACT and amount > state["available"]:
             rule = "onchain.native_period" if lane.asset == NATIVE else "onchain.erc20_period"
-            return Refusal(rule, f"only {state['available']} base units are left in this on-chain period "
-                                 f"({'NativeTokenPeriodTransfer' if lane.asset == NATIVE else 'ERC20PeriodTransfer'})")
+            return Refusal(
+                rule,
+                f"only {state['available']} base units are left in this on-chain period "
+                f"({'NativeTokenPeriodTransfer' if lane.asset == NATIVE else 'ERC20PeriodTransfer'})",
+            )
         if lane.asset != CONTRACT and amount > state["left_in_total"]:
             rule = "onchain.native_total" if lane.asset == NATIVE else "onchain.erc20_total"
-            return Refusal(rule, f"only {state['left_in_total']} base units are left of the grant's lifetime total "
-                                 f"({'NativeTokenTransferAmount' if lane.asset == NATIVE else 'ERC20TransferAmount'})")
+            return Refusal(
+                rule,
+                f"only {state['left_in_total']} base units are left of the grant's lifetime total "
+                f"({'NativeTokenTransferAmount' if lane.asset == NATIVE else 'ERC20TransferAmount'})",
+            )
         return None
 
-    async def remaining(self, chain: Chain, contracts: DelegationContracts, delegation: Delegation,
-                        lane: Lane) -> dict[str, Any]:
+    async def remaining(
+        self, chain: Chain, contracts: DelegationContracts, delegation: Delegation, lane: Lane
+    ) -> dict[str, Any]:
         """What the chain says is left of one lane right now."""
         manager = contracts.manager.lower()
         enforcers = contracts.enforcer_map()
@@ -406,13 +547,21 @@ class Tier3:
         disabled = int.from_bytes(await chain.call(manager, disabled_calldata(digest)) or b"\0", "big") != 0
         calls_left = None
         if lane.call_limit is not None:
-            used = int.from_bytes(await chain.call(enforcers[LIMITED_CALLS], call_counts_calldata(manager, digest)),
-                                  "big")
+            used = int.from_bytes(
+                await chain.call(enforcers[LIMITED_CALLS], call_counts_calldata(manager, digest)), "big"
+            )
             calls_left = max(lane.call_limit - used, 0)
         now = await chain.latest_timestamp()
         if lane.asset == CONTRACT:  # no period: its value is bounded per call (and by the call count)
-            return {"disabled": disabled, "available": None, "period": None, "period_ends_at": None,
-                    "calls_left": calls_left, "now": now, "left_in_total": None}
+            return {
+                "disabled": disabled,
+                "available": None,
+                "period": None,
+                "period_ends_at": None,
+                "calls_left": calls_left,
+                "now": now,
+                "left_in_total": None,
+            }
         total_enforcer = enforcers[NATIVE_TOTAL if lane.asset == NATIVE else ERC20_TOTAL]
         spent_raw = await chain.call(total_enforcer, spent_calldata(manager, digest))
         if len(spent_raw) != 32:
@@ -420,15 +569,22 @@ class Tier3:
         left_in_total = max(lane.total - int.from_bytes(spent_raw, "big"), 0)
         period_name = NATIVE_PERIOD if lane.asset == NATIVE else ERC20_PERIOD
         period_caveat = next(c for c in delegation.caveats if c.enforcer == enforcers[period_name])
-        answer = await chain.call(enforcers[period_name],
-                                  available_amount_calldata(digest, manager, period_caveat.terms))
+        answer = await chain.call(
+            enforcers[period_name], available_amount_calldata(digest, manager, period_caveat.terms)
+        )
         if len(answer) < 96:
             raise ChainError("the period enforcer gave a malformed answer")
         available = int.from_bytes(answer[:32], "big")
         period_index = int.from_bytes(answer[64:96], "big")
-        return {"disabled": disabled, "available": available, "period": period_index,
-                "period_ends_at": lane.period_start + period_index * lane.period_seconds,
-                "calls_left": calls_left, "now": now, "left_in_total": left_in_total}
+        return {
+            "disabled": disabled,
+            "available": available,
+            "period": period_index,
+            "period_ends_at": lane.period_start + period_index * lane.period_seconds,
+            "calls_left": calls_left,
+            "now": now,
+            "left_in_total": left_in_total,
+        }
 
     async def status(self, policy: Policy) -> tuple[Tier3GrantJson, ...]:
         out = []
@@ -448,13 +604,21 @@ class Tier3:
                     state = await self.remaining(chain, contracts, delegation, lane)
                     rule = policy.index.assets.get((grant.chain_id, lane.asset))
                     left = None if state["available"] is None else str(state["available"])
-                    entry |= {"left_in_period": left, "disabled": state["disabled"],
-                              "left_in_total": None if state["left_in_total"] is None else str(state["left_in_total"]),
-                              "period_ends_at": state["period_ends_at"], "calls_left": state["calls_left"],
-                              "left_words": format_amount(state["available"], rule.decimals, rule.symbol)
-                              if rule and left is not None else left,
-                              "total_left_words": format_amount(state["left_in_total"], rule.decimals, rule.symbol)
-                              if rule and state["left_in_total"] is not None else None}
+                    entry |= {
+                        "left_in_period": left,
+                        "disabled": state["disabled"],
+                        "left_in_total": None
+                        if state["left_in_total"] is None
+                        else str(state["left_in_total"]),
+                        "period_ends_at": state["period_ends_at"],
+                        "calls_left": state["calls_left"],
+                        "left_words": format_amount(state["available"], rule.decimals, rule.symbol)
+                        if rule and left is not None
+                        else left,
+                        "total_left_words": format_amount(state["left_in_total"], rule.decimals, rule.symbol)
+                        if rule and state["left_in_total"] is not None
+                        else None,
+                    }
                 except ChainError as exc:
                     entry["error"] = str(exc)
                 lanes.append(entry)
@@ -463,6 +627,14 @@ class Tier3:
             except ChainError as exc:
                 ended = None
                 lanes = [{**lane, "error": lane.get("error") or str(exc)} for lane in lanes]
-            out.append(Tier3GrantJson.model_validate({**grant.to_json(), "lanes": lanes, "ended_on_chain": ended,
-                                                      "delegations": [d.to_json() for d in grant.delegations]}))
+            out.append(
+                Tier3GrantJson.model_validate(
+                    {
+                        **grant.to_json(),
+                        "lanes": lanes,
+                        "ended_on_chain": ended,
+                        "delegations": [d.to_json() for d in grant.delegations],
+                    }
+                )
+            )
         return tuple(out)

@@ -41,7 +41,9 @@ async def room_under_cap(engine: SigningCore, key_id: str) -> tuple[SessionKeyIn
     return key, chain, balance, room
 
 
-async def exceeds_cap(engine: SigningCore, request: dict[str, Any], chain: Chain, to: str, value: int) -> bool:
+async def exceeds_cap(
+    engine: SigningCore, request: dict[str, Any], chain: Chain, to: str, value: int
+) -> bool:
     """At approval time: would this transfer take the key past its cap (or is the key gone)? If not,
     it counts against the room from now on, before it is recorded and sent."""
     key_id = request["session_key"]["key_id"]
@@ -62,7 +64,9 @@ async def exceeds_cap(engine: SigningCore, request: dict[str, Any], chain: Chain
 async def request_topup(approvals: Escalations, params: TopUpRequestParams) -> dict[str, Any]:
     """Escalate a top-up the companion asked for; the reply is the pending request."""
     engine, devices = approvals.engine, approvals.devices
-    message = signed_message(TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts))
+    message = signed_message(
+        TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts)
+    )
     evidence = {"device_id": params.device_id, "key_id": params.key_id}
     await devices.authorize(params.device_id, "topup", message, params.signature, "topup.refused", evidence)
     await devices.consume_proof(message, params.ts, "topup.refused", evidence)
@@ -72,17 +76,26 @@ async def request_topup(approvals: Escalations, params: TopUpRequestParams) -> d
     return pending
 
 
-async def _open_topup(approvals: Escalations, params: TopUpRequestParams, evidence: dict[str, Any]) -> dict[str, Any]:
+async def _open_topup(
+    approvals: Escalations, params: TopUpRequestParams, evidence: dict[str, Any]
+) -> dict[str, Any]:
     engine, devices = approvals.engine, approvals.devices
     waiting = engine.topups.waiting(params.key_id, approvals.clock())
     if waiting is not None:
-        raise await devices.refuse("topup.refused", evidence, f"a top-up of this key is already waiting for an "
-                                                              f"answer ({waiting}); answer it or let it expire first")
+        raise await devices.refuse(
+            "topup.refused",
+            evidence,
+            f"a top-up of this key is already waiting for an "
+            f"answer ({waiting}); answer it or let it expire first",
+        )
     key, _chain, _balance, room = await room_under_cap(engine, params.key_id)
     amount = room if params.amount is None else params.amount
     if amount <= 0 or amount > room:
-        raise await devices.refuse("topup.refused", evidence, f"a top-up must be 1..{room} wei (the room under the "
-                                                              "cap, counting top-ups not mined yet)")
+        raise await devices.refuse(
+            "topup.refused",
+            evidence,
+            f"a top-up must be 1..{room} wei (the room under the cap, counting top-ups not mined yet)",
+        )
     now = approvals.clock()
     request_id = "req_" + secrets.token_hex(16)
     decoded = decode(Call(chain_id=key.chain_id, to=key.address, value=amount))
@@ -90,15 +103,30 @@ async def _open_topup(approvals: Escalations, params: TopUpRequestParams, eviden
     decision = Decision(Outcome.ESCALATE, rule_id, reason, (Finding(Outcome.ESCALATE, rule_id, reason),))
     summary = engine.summarize(decoded)
     expires_at = now + engine.pending_ttl
-    body = await approvals.prepare(request_id=request_id, kind="topup", decoded=decoded, summary=summary,
-                                   decision=decision, agent_reason=None, now=now, expires_at=expires_at)
+    body = await approvals.prepare(
+        request_id=request_id,
+        kind="topup",
+        decoded=decoded,
+        summary=summary,
+        decision=decision,
+        agent_reason=None,
+        now=now,
+        expires_at=expires_at,
+    )
     body["session_key"] = {"key_id": key.key_id, "address": key.address, "balance_cap": str(key.balance_cap)}
     pending = records.outcome(records.PENDING, request_id, decision, summary, expires_at=expires_at)
 
     def record(conn: Connection) -> None:
         approvals.open_request(conn, body, pending, requester=params.device_id)
-        engine.audit.append("topup.requested", {"request_id": request_id, "device_id": params.device_id,
-                                                "key_id": key.key_id, "amount": str(amount)})
+        engine.audit.append(
+            "topup.requested",
+            {
+                "request_id": request_id,
+                "device_id": params.device_id,
+                "key_id": key.key_id,
+                "amount": str(amount),
+            },
+        )
 
     await engine.writer.run(record)
     return pending

@@ -102,9 +102,19 @@ class TopUps:
             if body.get("session_key", {}).get("key_id") != key_id or body.get("tx") is None:
                 continue
             result = json.loads(outcome) if outcome else {}
-            found.append(_TopUp(request_id, status, int(body["tx"]["value"]), tx_hash, result.get("sender"),
-                                result.get("nonce")))
+            found.append(
+                _TopUp(
+                    request_id,
+                    status,
+                    int(body["tx"]["value"]),
+                    tx_hash,
+                    result.get("sender"),
+                    result.get("nonce"),
+                )
+            )
         pending = {t.request_id for t in found if t.status == records.PENDING}
         for request_id in [r for r, k in self._claims.items() if k == key_id and r not in pending]:
-            del self._claims[request_id]  # recorded as signed (counted from its row now), answered otherwise or expired
+            del self._claims[
+                request_id
+            ]  # recorded as signed (counted from its row now), answered otherwise or expired
         return found

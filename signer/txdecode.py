@@ -24,7 +24,7 @@ class TxDecodeError(ValueError):
 def _length(data: bytes, pos: int, size: int) -> int:
     if pos + size > len(data):
         raise TxDecodeError("truncated length")
-    raw = data[pos:pos + size]
+    raw = data[pos : pos + size]
     if raw[0] == 0:
         raise TxDecodeError("non-canonical length (leading zero)")
     value = int.from_bytes(raw, "big")
@@ -104,10 +104,14 @@ def decode_signed_eip1559(raw: bytes) -> DecodedTx:
     if not isinstance(data, bytes) or not isinstance(access_list, list):
         raise TxDecodeError("malformed data or access list")
     tx = Eip1559Tx(
-        chain_id=_int(fields[0], "chain_id"), nonce=_int(fields[1], "nonce"),
+        chain_id=_int(fields[0], "chain_id"),
+        nonce=_int(fields[1], "nonce"),
         max_priority_fee_per_gas=_int(fields[2], "max_priority_fee_per_gas"),
-        max_fee_per_gas=_int(fields[3], "max_fee_per_gas"), gas=_int(fields[4], "gas"),
-        to="0x" + to.hex(), value=_int(fields[6], "value"), data=data,
+        max_fee_per_gas=_int(fields[3], "max_fee_per_gas"),
+        gas=_int(fields[4], "gas"),
+        to="0x" + to.hex(),
+        value=_int(fields[6], "value"),
+        data=data,
     )
     y, r, s = _int(fields[9], "y_parity"), _int(fields[10], "r"), _int(fields[11], "s")
     if y > 1 or not 0 < r < SECP256K1_N or not 0 < s <= SECP256K1_N // 2:

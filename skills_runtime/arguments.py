@@ -40,9 +40,17 @@ def _description(prop: PropertySchema) -> str | None:
 
 def _field(prop: PropertySchema, required: bool) -> tuple[Any, Any]:
     kind: Any = Literal[prop.enum] if prop.enum else _TYPES[prop.type]
-    constraints: dict[str, Any] = {k: v for k, v in {"max_length": prop.max_length, "min_length": prop.min_length,
-                                     "pattern": prop.pattern, "ge": prop.minimum, "le": prop.maximum}.items()
-                   if v is not None and not prop.enum}
+    constraints: dict[str, Any] = {
+        k: v
+        for k, v in {
+            "max_length": prop.max_length,
+            "min_length": prop.min_length,
+            "pattern": prop.pattern,
+            "ge": prop.minimum,
+            "le": prop.maximum,
+        }.items()
+        if v is not None and not prop.enum
+    }
     description = _description(prop)
     if required:
         return kind, Field(description=description, **constraints)

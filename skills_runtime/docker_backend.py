@@ -49,8 +49,15 @@ def docker_spec(image: str, staged: Staged, entrypoint: str, limits: Limits) -> 
     engine's disk. No proxy variables from the user's docker config: the environment is LANG/HOME."""
     return {
         "image": image,
-        "command": ["python3", "-I", "-S", "-B", "/owlia/sdk.py", json.dumps(limits.rlimits()),
-                    f"/skill/{entrypoint}"],
+        "command": [
+            "python3",
+            "-I",
+            "-S",
+            "-B",
+            "/owlia/sdk.py",
+            json.dumps(limits.rlimits()),
+            f"/skill/{entrypoint}",
+        ],
         "user": f"{SANDBOX_UID}:{SANDBOX_UID}",
         "network_mode": "none",
         "network_disabled": True,
@@ -61,12 +68,16 @@ def docker_spec(image: str, staged: Staged, entrypoint: str, limits: Limits) -> 
         "mem_limit": limits.memory_mb << 20,
         "memswap_limit": limits.memory_mb << 20,
         "nano_cpus": 1_000_000_000,
-        "ulimits": [{"name": "nofile", "soft": limits.open_files, "hard": limits.open_files},
-                    {"name": "fsize", "soft": limits.file_bytes, "hard": limits.file_bytes},
-                    {"name": "core", "soft": 0, "hard": 0}],
+        "ulimits": [
+            {"name": "nofile", "soft": limits.open_files, "hard": limits.open_files},
+            {"name": "fsize", "soft": limits.file_bytes, "hard": limits.file_bytes},
+            {"name": "core", "soft": 0, "hard": 0},
+        ],
         "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_bytes}"},
-        "volumes": {str(staged.skill): {"bind": "/skill", "mode": "ro"},
-                    str(staged.sdk): {"bind": "/owlia/sdk.py", "mode": "ro"}},
+        "volumes": {
+            str(staged.skill): {"bind": "/skill", "mode": "ro"},
+            str(staged.sdk): {"bind": "/owlia/sdk.py", "mode": "ro"},
+        },
         "environment": {"LANG": "C.UTF-8", "HOME": "/tmp"},
         "use_config_proxy": False,
         "working_dir": "/tmp",
@@ -107,8 +118,15 @@ class ContainerProcess:
     """A running container as SkillProcess sees a process: `stdin` (writer), `stdout`/`stderr`
     (readers, stdout with the line limit), `returncode`, `wait()`; `kill()` kills and removes it."""
 
-    def __init__(self, backend: Docker, container: str, sock: socket.socket,
-                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter, line_limit: int) -> None:
+    def __init__(
+        self,
+        backend: Docker,
+        container: str,
+        sock: socket.socket,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        line_limit: int,
+    ) -> None:
         self.backend = backend
         self.container = container
         self.stdin = writer
@@ -182,8 +200,9 @@ class Docker:
 
     name = "docker"
 
-    def __init__(self, host: str = DEFAULT_HOST, image: str = DEFAULT_IMAGE, *,
-                 timeout: float = API_TIMEOUT) -> None:
+    def __init__(
+        self, host: str = DEFAULT_HOST, image: str = DEFAULT_IMAGE, *, timeout: float = API_TIMEOUT
+    ) -> None:
         self.host = host
         self.image = image
         self.timeout = timeout
@@ -210,17 +229,21 @@ class Docker:
         try:
             client.images.get(self.image)
         except ImageNotFound:
-            return (f"the image {self.image} is not on the engine; skills never pull, "
-                    f"load it yourself (docker pull {self.image})")
+            return (
+                f"the image {self.image} is not on the engine; skills never pull, "
+                f"load it yourself (docker pull {self.image})"
+            )
         except ENGINE_ERRORS as exc:
             return f"the engine cannot inspect the image {self.image} ({_reason(exc)})"
         return None
 
-    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> ContainerProcess:
+    async def spawn(
+        self, staged: Staged, entrypoint: str, limits: Limits, line_limit: int
+    ) -> ContainerProcess:
         name = f"owlia-skill-{uuid.uuid4().hex[:16]}"
-        launch = asyncio.ensure_future(asyncio.to_thread(self._launch, name,
-                                                         docker_spec(self.image, staged, entrypoint, limits)))
+        launch = asyncio.ensure_future(
+            asyncio.to_thread(self._launch, name, docker_spec(self.image, staged, entrypoint, limits))
+        )
         try:
             sock = await asyncio.shield(launch)
         except asyncio.CancelledError:  # the thread runs on: whatever it starts is removed when it ends

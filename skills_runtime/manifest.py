@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from policies.kernel.files import PathNotAllowed, read_regular_text
 from policies.kernel.text import display_safe, display_safe_lines
@@ -53,8 +61,10 @@ class _NoAliasLoader(yaml.SafeLoader):
         event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave the composer untyped
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             line = event.start_mark.line + 2 if event.start_mark is not None else "?"  # after the opening ---
-            raise ManifestError(f"SKILL.md front matter uses a YAML anchor or alias (SKILL.md line {line}); "
-                                "write the values out")
+            raise ManifestError(
+                f"SKILL.md front matter uses a YAML anchor or alias (SKILL.md line {line}); "
+                "write the values out"
+            )
         return super().compose_node(parent, index)
 
 
@@ -187,8 +197,12 @@ class SkillManifest(_Strict):
 
     def permissions(self) -> dict[str, Any]:
         """What the user approves: compared on every load, so a widened skill needs re-approval."""
-        return {"tools": {t.name: t.level for t in self.tools}, "network": list(self.network),
-                "chain_read": self.chain_read, "resources": self.resources.model_dump(exclude_none=True)}
+        return {
+            "tools": {t.name: t.level for t in self.tools},
+            "network": list(self.network),
+            "chain_read": self.chain_read,
+            "resources": self.resources.model_dump(exclude_none=True),
+        }
 
 
 def parse_manifest(text: str) -> SkillManifest:
@@ -210,8 +224,9 @@ def parse_manifest(text: str) -> SkillManifest:
     except RecursionError:
         raise ManifestError("SKILL.md front matter is nested too deeply") from None
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}"
-                             for e in exc.errors()[:8])
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}" for e in exc.errors()[:8]
+        )
         raise ManifestError(f"SKILL.md: {problems}") from None
 
 
@@ -226,8 +241,10 @@ def _check_text(value: Any, where: str) -> None:
             raise ManifestError(f"SKILL.md: {where or 'manifest'}: {exc}") from None
         space = next((ch for ch in value if ch != " " and unicodedata.category(ch) == "Zs"), None)
         if space is not None:  # shown as a blank: a skill has no use for it but padding its screen
-            raise ManifestError(f"SKILL.md: {where or 'manifest'}: holds the space character U+{ord(space):04X}; "
-                                "use plain spaces")
+            raise ManifestError(
+                f"SKILL.md: {where or 'manifest'}: holds the space character U+{ord(space):04X}; "
+                "use plain spaces"
+            )
     elif isinstance(value, (bytes, bytearray)):  # YAML !!binary: pydantic would decode it into a str
         raise ManifestError(f"SKILL.md: {where or 'manifest'}: binary values are not allowed")
     elif isinstance(value, dict):
@@ -258,6 +275,7 @@ def network_hosts(value: tuple[str, ...]) -> tuple[str, ...]:
     hosts = tuple(h.strip().lower().rstrip(".") for h in value)
     bad = [h for h in hosts if not _HOST.fullmatch(h)]
     if bad:
-        raise ValueError(f"network entries must be host names or *.domain patterns (no scheme, port "
-                         f"or path): {bad}")
+        raise ValueError(
+            f"network entries must be host names or *.domain patterns (no scheme, port or path): {bad}"
+        )
     return hosts

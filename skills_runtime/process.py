@@ -49,7 +49,9 @@ def _decode(line: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(message, dict):
         return None
-    if not isinstance(message.get("id"), (str, int, type(None))) or not isinstance(message.get("method", ""), str):
+    if not isinstance(message.get("id"), (str, int, type(None))) or not isinstance(
+        message.get("method", ""), str
+    ):
         return None
     return message
 
@@ -59,8 +61,9 @@ class CallbackDenied(Exception):
 
 
 class SkillProcess:
-    def __init__(self, backend: Backend[Any], staged: Staged, entrypoint: str, limits: Limits, *,
-                 max_message: int) -> None:
+    def __init__(
+        self, backend: Backend[Any], staged: Staged, entrypoint: str, limits: Limits, *, max_message: int
+    ) -> None:
         self.backend = backend
         self.staged = staged
         self.entrypoint = entrypoint
@@ -114,8 +117,9 @@ class SkillProcess:
         assert self.proc is not None
         return self.backend.snapshot(self.proc)
 
-    async def request(self, method: str, params: dict[str, Any], *, timeout: float,
-                      on_callback: Callback | None) -> Any:
+    async def request(
+        self, method: str, params: dict[str, Any], *, timeout: float, on_callback: Callback | None
+    ) -> Any:
         """Send one request and serve the skill's callbacks until its answer; kill on any violation."""
         if not self.alive:
             raise SkillCallError("the skill process is not running")
@@ -125,7 +129,9 @@ class SkillProcess:
                 return await self._exchange(method, params, on_callback)
         except TimeoutError:
             await self.kill()
-            raise SkillCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
+            raise SkillCallError(
+                f"no answer within {timeout:g}s; the sandbox was killed", killed=True
+            ) from None
         except SkillCallError:
             raise
         except BaseException:  # cancelled, or the host failed mid-conversation: the protocol state is lost
@@ -144,8 +150,10 @@ class SkillProcess:
                 line = await self.proc.stdout.readline()
             except (ValueError, asyncio.LimitOverrunError):
                 await self.kill()
-                raise SkillCallError(f"the skill sent a message larger than {self.max_message} bytes; "
-                                     "the sandbox was killed", killed=True) from None
+                raise SkillCallError(
+                    f"the skill sent a message larger than {self.max_message} bytes; the sandbox was killed",
+                    killed=True,
+                ) from None
             if not line:
                 code = await self._reap()
                 raise SkillCallError(f"the skill process exited (code {code})", killed=True)
@@ -156,8 +164,10 @@ class SkillProcess:
             message = _decode(line)
             if message is None:
                 await self.kill()
-                raise SkillCallError("the skill broke the protocol (not a JSON-RPC message); the sandbox "
-                                     "was killed", killed=True)
+                raise SkillCallError(
+                    "the skill broke the protocol (not a JSON-RPC message); the sandbox was killed",
+                    killed=True,
+                )
             if message.get("id") == my_id and "method" not in message:
                 if "error" in message:
                     error = message["error"] if isinstance(message["error"], dict) else {}

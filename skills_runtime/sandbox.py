@@ -45,8 +45,14 @@ class Limits:
     tmpfs_bytes: int = 16 << 20
 
     def rlimits(self) -> dict[str, int]:
-        return {"as": self.memory_mb << 20, "cpu": self.cpu_seconds, "fsize": self.file_bytes,
-                "nproc": self.max_processes, "nofile": self.open_files, "core": 0}
+        return {
+            "as": self.memory_mb << 20,
+            "cpu": self.cpu_seconds,
+            "fsize": self.file_bytes,
+            "nproc": self.max_processes,
+            "nofile": self.open_files,
+            "core": 0,
+        }
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,7 @@ class Backend(Protocol[P]):
         """Why this backend cannot run skills here, or None if it can."""
         ...
 
-    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> P:
+    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits, line_limit: int) -> P:
         """Start the sandbox with stdin/stdout as the RPC pipes; reading a longer line fails."""
         ...
 
@@ -157,17 +162,64 @@ class Box:
     """(host path, path inside) bound read-only after the tmpfs: a path under the host's /tmp stays visible."""
 
     def argv(self, bwrap: str, seccomp_fd: int) -> list[str]:
-        args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                "--hostname", self.hostname, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp"]
+        args = [
+            bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--hostname",
+            self.hostname,
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            "/usr/bin:/bin",
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "HOME",
+            "/tmp",
+        ]
         for key, value in self.env:
             args += ["--setenv", key, value]
-        args += [*system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(self.tmpfs_bytes), "--tmpfs", "/tmp"]
+        args += [
+            *system_binds(),
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(self.tmpfs_bytes),
+            "--tmpfs",
+            "/tmp",
+        ]
         for source, target in self.binds:
             args += ["--ro-bind", source, target]
-        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--seccomp", str(seccomp_fd),
-                 self.python, "-I", "-S", "-B", self.runner, json.dumps(self.rlimits), *self.command]
+        args += [
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/tmp",
+            "--seccomp",
+            str(seccomp_fd),
+            self.python,
+            "-I",
+            "-S",
+            "-B",
+            self.runner,
+            json.dumps(self.rlimits),
+            *self.command,
+        ]
         return args
 
 
@@ -195,10 +247,19 @@ class Bubblewrap:
         except (ImportError, OSError):
             return "pyseccomp/libseccomp is not available, so no seccomp filter can be applied"
         if os.geteuid() == 0 and not Path(SETPRIV).exists():
-            return (f"running as root, the sandbox needs {SETPRIV} (util-linux) to start as uid {SANDBOX_UID}: "
-                    "install util-linux, or run the bot as an ordinary user")
-        argv = [*self.as_sandbox_user(), self.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent",
-                *system_binds(), "true"]
+            return (
+                f"running as root, the sandbox needs {SETPRIV} (util-linux) to start as uid {SANDBOX_UID}: "
+                "install util-linux, or run the bot as an ordinary user"
+            )
+        argv = [
+            *self.as_sandbox_user(),
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--die-with-parent",
+            *system_binds(),
+            "true",
+        ]
         try:
             done = subprocess.run(argv, capture_output=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -219,28 +280,48 @@ class Bubblewrap:
 
     def argv(self, staged: Staged, entrypoint: str, limits: Limits, seccomp_fd: int) -> list[str]:
         python, python_binds = sandbox_python()
-        box = Box(hostname="skill", tmpfs_bytes=limits.tmpfs_bytes, python=python, runner="/owlia/sdk.py",
-                  rlimits=limits.rlimits(), command=(f"/skill/{entrypoint}",),
-                  binds=(*((path, path) for path in python_binds), (str(staged.skill), "/skill"),
-                         (str(staged.sdk), "/owlia/sdk.py")))
+        box = Box(
+            hostname="skill",
+            tmpfs_bytes=limits.tmpfs_bytes,
+            python=python,
+            runner="/owlia/sdk.py",
+            rlimits=limits.rlimits(),
+            command=(f"/skill/{entrypoint}",),
+            binds=(
+                *((path, path) for path in python_binds),
+                (str(staged.skill), "/skill"),
+                (str(staged.sdk), "/owlia/sdk.py"),
+            ),
+        )
         return box.argv(self.bwrap, seccomp_fd)
 
-    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> asyncio.subprocess.Process:
+    async def spawn(
+        self, staged: Staged, entrypoint: str, limits: Limits, line_limit: int
+    ) -> asyncio.subprocess.Process:
         fd = filter_fd()
         try:
             return await self.start(self.argv(staged, entrypoint, limits, fd), fd, line_limit)
         finally:
             os.close(fd)
 
-    async def start(self, argv: list[str], seccomp_fd: int, line_limit: int,
-                    prefix: Sequence[str] = ()) -> asyncio.subprocess.Process:
+    async def start(
+        self, argv: list[str], seccomp_fd: int, line_limit: int, prefix: Sequence[str] = ()
+    ) -> asyncio.subprocess.Process:
         """A box's argv started as the sandbox user in its own session, stdin/stdout/stderr piped, the
         filter's descriptor passed (the caller closes it); `prefix` runs first (a cgroup's joiner)."""
         return await asyncio.create_subprocess_exec(
-            *prefix, *self.as_sandbox_user(), *argv, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(seccomp_fd,),
-            start_new_session=True, cwd="/", env={}, limit=line_limit)
+            *prefix,
+            *self.as_sandbox_user(),
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            pass_fds=(seccomp_fd,),
+            start_new_session=True,
+            cwd="/",
+            env={},
+            limit=line_limit,
+        )
 
     def kill(self, proc: asyncio.subprocess.Process) -> None:
         """SIGKILL bwrap's process group: it takes the sandbox's whole pid namespace down with it."""
@@ -262,8 +343,9 @@ class GVisor:
             return "gVisor (runsc) is not installed"
         return "the gVisor backend is not implemented in this build; use bubblewrap"
 
-    async def spawn(self, staged: Staged, entrypoint: str, limits: Limits,
-                    line_limit: int) -> asyncio.subprocess.Process:
+    async def spawn(
+        self, staged: Staged, entrypoint: str, limits: Limits, line_limit: int
+    ) -> asyncio.subprocess.Process:
         raise SandboxUnavailable(self.unavailable() or "gvisor backend unavailable")
 
     def kill(self, proc: SandboxProcess) -> None:
@@ -273,8 +355,9 @@ class GVisor:
         return None
 
 
-def select_backend(choice: str, *, docker_host: str | None = None,
-                   docker_image: str | None = None) -> tuple[Backend[Any] | None, str]:
+def select_backend(
+    choice: str, *, docker_host: str | None = None, docker_image: str | None = None
+) -> tuple[Backend[Any] | None, str]:
     """(backend, why) for `skills.backend`: auto tries bubblewrap, then docker. None means no skill runs."""
 
     def docker() -> Backend[Any]:  # the docker SDK is imported only when Docker is actually considered
@@ -283,7 +366,11 @@ def select_backend(choice: str, *, docker_host: str | None = None,
         return Docker(docker_host or DEFAULT_HOST, docker_image or DEFAULT_IMAGE)
 
     choices: dict[str, list[Callable[[], Backend[Any]]]] = {
-        "bubblewrap": [Bubblewrap], "docker": [docker], "gvisor": [GVisor], "auto": [Bubblewrap, docker]}
+        "bubblewrap": [Bubblewrap],
+        "docker": [docker],
+        "gvisor": [GVisor],
+        "auto": [Bubblewrap, docker],
+    }
     candidates = choices[choice]
     reasons = []
     for make in candidates:

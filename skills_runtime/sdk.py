@@ -94,8 +94,9 @@ def _request(method: str, params: Message) -> Any:
     return reply.get("result")
 
 
-def fetch(url: str, *, method: str = "GET", body: str | None = None,
-          headers: dict[str, str] | None = None) -> Message:
+def fetch(
+    url: str, *, method: str = "GET", body: str | None = None, headers: dict[str, str] | None = None
+) -> Message:
     """HTTP through the bot, only to hosts SKILL.md declares: {status, content_type, text, truncated}."""
     params: dict[str, Any] = {"url": url, "method": method}
     if body is not None:
@@ -126,8 +127,14 @@ def _object(method: str, result: Any) -> Message:
 
 
 def _apply_limits(limits: dict[str, int]) -> None:
-    names = {"as": resource.RLIMIT_AS, "cpu": resource.RLIMIT_CPU, "fsize": resource.RLIMIT_FSIZE,
-             "nproc": resource.RLIMIT_NPROC, "nofile": resource.RLIMIT_NOFILE, "core": resource.RLIMIT_CORE}
+    names = {
+        "as": resource.RLIMIT_AS,
+        "cpu": resource.RLIMIT_CPU,
+        "fsize": resource.RLIMIT_FSIZE,
+        "nproc": resource.RLIMIT_NPROC,
+        "nofile": resource.RLIMIT_NOFILE,
+        "core": resource.RLIMIT_CORE,
+    }
     for key, value in limits.items():
         soft = hard = int(value)
         if key == "cpu":
@@ -185,13 +192,24 @@ def main(argv: list[str]) -> None:
         try:
             reply = {"jsonrpc": "2.0", "id": message.get("id"), "result": _handle(message, entrypoint)}
         except (ToolError, HostError) as exc:
-            reply = {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": 1, "message": str(exc)[:2000]}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message.get("id"),
+                "error": {"code": 1, "message": str(exc)[:2000]},
+            }
         except MemoryError:
-            reply = {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": 2, "message": "out of memory"}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message.get("id"),
+                "error": {"code": 2, "message": "out of memory"},
+            }
         except Exception as exc:  # a skill bug: report the type, the traceback goes to stderr
             traceback.print_exc()
-            reply = {"jsonrpc": "2.0", "id": message.get("id"),
-                     "error": {"code": 3, "message": f"skill error: {type(exc).__name__}"}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message.get("id"),
+                "error": {"code": 3, "message": f"skill error: {type(exc).__name__}"},
+            }
         _send(reply)
 
 

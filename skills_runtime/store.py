@@ -62,8 +62,10 @@ class SkillStore:
         try:
             return read_registry(self.registry_path, "skills")
         except RegistryCorrupt as exc:
-            raise SkillError(f"{self.registry_path} is corrupt; refusing to load any skill ({exc}). "
-                             "Nothing was changed: fix it by hand or restore it from a backup") from exc
+            raise SkillError(
+                f"{self.registry_path} is corrupt; refusing to load any skill ({exc}). "
+                "Nothing was changed: fix it by hand or restore it from a backup"
+            ) from exc
 
     def _write(self, skills: dict[str, dict[str, Any]]) -> None:
         write_registry(self.registry_path, "skills", skills)
@@ -80,12 +82,18 @@ class SkillStore:
     def check_names(self, manifest: SkillManifest) -> None:
         """Refuse a skill whose `skill_<skill>_<tool>` names another installed skill already has
         (the bot could offer only one of them, and the model would call the wrong one)."""
-        taken = {tool_name(name, tool): name for name, entry in self._read().items() if name != manifest.name
-                 for tool in entry.get("permissions", {}).get("tools", {})}
+        taken = {
+            tool_name(name, tool): name
+            for name, entry in self._read().items()
+            if name != manifest.name
+            for tool in entry.get("permissions", {}).get("tools", {})
+        }
         clash = next((n for n in manifest.tool_names() if n in taken), None)
         if clash is not None:
-            raise SkillError(f"{manifest.name}: its tool {clash} has the name of a tool of the installed skill "
-                             f"{taken[clash]}; rename the tool or remove {taken[clash]} first")
+            raise SkillError(
+                f"{manifest.name}: its tool {clash} has the name of a tool of the installed skill "
+                f"{taken[clash]}; rename the tool or remove {taken[clash]} first"
+            )
 
     # ---- install ------------------------------------------------------------------------------
 
@@ -125,9 +133,14 @@ class SkillStore:
         with locked_beside(self.registry_path):
             skills = self._read()
             now = int(time.time())
-            skills[name] = {"version": prepared.manifest.version, "tree_hash": prepared.tree_hash,
-                            "enabled": enabled, "permissions": prepared.manifest.permissions(),
-                            "installed_at": now, "approved_at": now}
+            skills[name] = {
+                "version": prepared.manifest.version,
+                "tree_hash": prepared.tree_hash,
+                "enabled": enabled,
+                "permissions": prepared.manifest.permissions(),
+                "installed_at": now,
+                "approved_at": now,
+            }
             self._write(skills)
         return InstalledSkill(name, target, prepared.manifest, prepared.tree_hash, enabled)
 
@@ -166,8 +179,12 @@ class SkillStore:
             skills = self._read()
             if name not in skills:
                 raise SkillError(f"no skill named {name!r} is installed")
-            skills[name].update(version=manifest.version, tree_hash=digest, permissions=manifest.permissions(),
-                                approved_at=int(time.time()))
+            skills[name].update(
+                version=manifest.version,
+                tree_hash=digest,
+                permissions=manifest.permissions(),
+                approved_at=int(time.time()),
+            )
             self._write(skills)
 
     def load(self, name: str) -> InstalledSkill:
@@ -179,10 +196,13 @@ class SkillStore:
         except (OSError, ValueError) as exc:
             raise SkillChanged(f"{name}: cannot be read as approved ({exc})") from None
         if digest != entry["tree_hash"]:
-            raise SkillChanged(f"{name}: its files changed since you approved it; review with "
-                               f"`owlia skill approve {name}`")
+            raise SkillChanged(
+                f"{name}: its files changed since you approved it; review with `owlia skill approve {name}`"
+            )
         if manifest.name != name or manifest.permissions() != entry["permissions"]:
-            raise SkillChanged(f"{name}: its declared permissions changed; review with `owlia skill approve {name}`")
+            raise SkillChanged(
+                f"{name}: its declared permissions changed; review with `owlia skill approve {name}`"
+            )
         return InstalledSkill(name, folder, manifest, digest, bool(entry["enabled"]))
 
     def enabled(self) -> list[str]:

@@ -89,13 +89,17 @@ def reverter_policy(chain: DevChain, tmp_path: Path) -> tuple[str, Path]:
     """
     deployer = rpc(chain.url, "eth_accounts")[0]
     # init code returning the 3-byte runtime PUSH0 PUSH0 REVERT: every call to it reverts.
-    tx = rpc(chain.url, "eth_sendTransaction", [{"from": deployer, "data": "0x6003600c60003960036000f35f5ffd"}])
+    tx = rpc(
+        chain.url, "eth_sendTransaction", [{"from": deployer, "data": "0x6003600c60003960036000f35f5ffd"}]
+    )
     contract = wait_receipt(chain, tx)["contractAddress"]
     policy = tmp_path / "policy.yaml"
-    policy.write_text(DEV_POLICY.read_text().replace(
-        "opaque_calls: []",
-        f'opaque_calls:\n  - {{chain: 31337, address: "{contract}", selector: "0x12345678", max_value: "0"}}',
-    ))
+    policy.write_text(
+        DEV_POLICY.read_text().replace(
+            "opaque_calls: []",
+            f'opaque_calls:\n  - {{chain: 31337, address: "{contract}", selector: "0x12345678", max_value: "0"}}',
+        )
+    )
     return contract, policy
 
 
@@ -156,7 +160,9 @@ def audit_keys(paths: SignerPaths):
 class SignerStack:
     """A signer home plus its daemon process; start, stop, kill -9 and restart it at will."""
 
-    def __init__(self, root: Path, rpc_url: str, *, policy: Path = DEV_POLICY, signer: dict | None = None) -> None:
+    def __init__(
+        self, root: Path, rpc_url: str, *, policy: Path = DEV_POLICY, signer: dict | None = None
+    ) -> None:
         self.root = root
         self.home = root / "home"
         self.home.mkdir(mode=0o700)
@@ -182,18 +188,33 @@ class SignerStack:
     def owlia(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         """`owlia --home <this home> ARGS`; commands that unlock the keystore get the passphrase from the env."""
         env = {**os.environ, "OWLIA_SIGNER_PASSPHRASE": PASSPHRASE.decode()} if env is None else env
-        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(self.home), *args],
-                              text=True, capture_output=True, timeout=120, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--home", str(self.home), *args],
+            text=True,
+            capture_output=True,
+            timeout=120,
+            env=env,
+        )
 
     def serve_command(self) -> tuple[list[str], dict[str, str] | None]:
         """How the signer process is started: argv and environment (None: this one's)."""
-        return [sys.executable, "-m", "bot.cli", "--home", str(self.home), "signer", "serve",
-                "--passphrase-file", str(self.passfile)], None
+        return [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "--home",
+            str(self.home),
+            "signer",
+            "serve",
+            "--passphrase-file",
+            str(self.passfile),
+        ], None
 
     def start(self, timeout: float = 30.0) -> SignerStack:
         argv, env = self.serve_command()
-        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=open(self.log, "ab"), env=env)
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(self.log, "ab"), env=env
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -231,10 +252,13 @@ class SignerStack:
 
     def funded_session_key(self, chain_id: int = 31337) -> dict:
         admin = self.admin_token
-        created = self.call_sync(admin, "session_key.create",
-                                 {"idempotency_key": new_idempotency_key("t"), "chain_id": chain_id})
+        created = self.call_sync(
+            admin, "session_key.create", {"idempotency_key": new_idempotency_key("t"), "chain_id": chain_id}
+        )
         key = created["session_key"]
-        self.call_sync(admin, "session_key.topup", {"idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]})
+        self.call_sync(
+            admin, "session_key.topup", {"idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]}
+        )
         return key
 
     def close(self) -> None:
@@ -251,9 +275,14 @@ class InProcessSigner:
         home = root / "home"
         home.mkdir(mode=0o700)
         self.sockdir = Path(tempfile.mkdtemp(prefix="ow"))
-        (home / "config.yaml").write_text(yaml.safe_dump({
-            "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
-            "signer": {"socket": str(self.sockdir / "s.sock"), "broadcast": False}}))
+        (home / "config.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
+                    "signer": {"socket": str(self.sockdir / "s.sock"), "broadcast": False},
+                }
+            )
+        )
         self.config = load_signer_config(home)
         self.paths = SignerPaths.from_config(home, self.config)
         init_home(self.paths, bytearray(PASSPHRASE), policy_file=policy, scrypt_n=2**10)

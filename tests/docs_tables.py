@@ -44,15 +44,17 @@ def _names(methods: list[str]) -> str:
 def scope_table(scopes: Mapping[str, Scope]) -> str:
     """docs/signer-protocol.md's "scope | may call", by rank (read < sign < admin; bridge apart)."""
     by = {scope: [m for m, s in scopes.items() if s is scope] for scope in Scope}
-    return "\n".join([
-        "| scope | may call |",
-        "| --- | --- |",
-        f"| `read` | {_names(by[Scope.READ])} |",
-        f"| `sign` | everything `read` may, plus {_names(by[Scope.SIGN])} |",
-        f"| `admin` | everything `sign` may, plus {_names(by[Scope.ADMIN])}, and every `bridge` method |",
-        f"| `bridge` | only {_names(by[Scope.BRIDGE])} (outside the ladder: a `bridge` token calls no other "
-        "method, and no `read` or `sign` token calls these) |",
-    ])
+    return "\n".join(
+        [
+            "| scope | may call |",
+            "| --- | --- |",
+            f"| `read` | {_names(by[Scope.READ])} |",
+            f"| `sign` | everything `read` may, plus {_names(by[Scope.SIGN])} |",
+            f"| `admin` | everything `sign` may, plus {_names(by[Scope.ADMIN])}, and every `bridge` method |",
+            f"| `bridge` | only {_names(by[Scope.BRIDGE])} (outside the ladder: a `bridge` token calls no other "
+            "method, and no `read` or `sign` token calls these) |",
+        ]
+    )
 
 
 GENERATED = {  # name: (doc, how to make it)
@@ -88,6 +90,7 @@ def rewrite(name: str) -> bool:
 
 # ---- checked tables ---------------------------------------------------------------------------
 
+
 def cli_commands() -> set[str]:
     """Every leaf command of `owlia`, as typed ("signer client add"), loading each lazy group. Walked
     by the click interface typer's groups have (its own vendored click, so no isinstance)."""
@@ -102,7 +105,9 @@ def cli_commands() -> set[str]:
             for name in command.list_commands(ctx):
                 sub = command.get_command(ctx, name)
                 if sub is not None and not sub.hidden:
-                    yield from walk(sub, f"{prefix} {name}".strip(), type(ctx)(sub, parent=ctx, info_name=name))
+                    yield from walk(
+                        sub, f"{prefix} {name}".strip(), type(ctx)(sub, parent=ctx, info_name=name)
+                    )
         else:
             yield prefix
 
@@ -120,8 +125,8 @@ def _command_words(text: str) -> list[str]:
 def readme_commands() -> set[str]:
     """The commands the README's table names: `owlia signer init / serve` is `signer init` and `signer serve`."""
     text = (ROOT / "README.md").read_text()
-    table = text[text.index("## Commands"):]
-    table = table[:table.index("\n## ", 5)]
+    table = text[text.index("## Commands") :]
+    table = table[: table.index("\n## ", 5)]
     named: set[str] = set()
     for line in table.splitlines():
         if not line.startswith("| `owlia"):
@@ -135,8 +140,10 @@ def readme_commands() -> set[str]:
 
 RULE_SOURCES = ("policies/evaluate.py", "policies/decision.py", "policies/decode.py")
 # Rule ids made from a template (`f"{prefix}.per_tx"`, `f"{prefix}.window.{label}"`, prefix limit or usd).
-_TEMPLATES = {'f"{prefix}.per_tx"': ("limit.per_tx", "usd.per_tx"),
-              'f"{prefix}.window.{': ("limit.window.<label>", "usd.window.<label>")}
+_TEMPLATES = {
+    'f"{prefix}.per_tx"': ("limit.per_tx", "usd.per_tx"),
+    'f"{prefix}.window.{': ("limit.window.<label>", "usd.window.<label>"),
+}
 
 
 def rule_ids_in_code() -> set[str]:
@@ -152,8 +159,8 @@ def rule_ids_in_code() -> set[str]:
 
 def rule_ids_in_docs() -> set[str]:
     text = (ROOT / "docs" / "policy.md").read_text()
-    table = text[text.index("## Rule ids"):]
-    table = table[:table.index("\n## ", 5)]
+    table = text[text.index("## Rule ids") :]
+    table = table[: table.index("\n## ", 5)]
     return set(re.findall(r"^\| `([a-z_0-9]+\.[a-z_0-9.<>]+)`", table, re.M))
 
 

@@ -19,8 +19,12 @@ def stop(proc: subprocess.Popen, grace: float = 30.0) -> int:
 def race(argvs: list[list[str]], *, cwd: object = None, timeout: float = 120.0) -> list[tuple[int, str, str]]:
     """Start one process per argv, wait until each has printed "ready", then write "go" to all of them
     at once, so their work overlaps; (exit status, stdout, stderr) of each. None is left running."""
-    procs = [subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for argv in argvs]
+    procs = [
+        subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for argv in argvs
+    ]
     try:
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"

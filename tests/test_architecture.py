@@ -1,4 +1,4 @@
-"""The package boundaries and the types hold (docs/architecture.md): `lint-imports` and mypy, run as in CI.
+"""The package boundaries, the types and the style hold (docs/architecture.md): `lint-imports`, mypy and ruff, run as in CI.
 
 import-linter reads every import, those inside functions and under TYPE_CHECKING included, so a
 lazy import past a boundary fails here like any other. mypy keeps its cache in .mypy_cache, so a
@@ -46,11 +46,13 @@ def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None
     """The contracts see a function-level import: the same config on a copy with one added fails."""
     copy = _project_copy(tmp_path)
     with (copy / "bot" / "config.py").open("a") as handle:
-        handle.write(textwrap.dedent("""
+        handle.write(
+            textwrap.dedent("""
 
             def _reach_into_the_signer():
                 from signer import daemon  # noqa: F401 - the probe: a lazy edge to the signer's core
-            """))
+            """)
+        )
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
     assert "bot.config -> signer.daemon" in out.stdout
@@ -61,17 +63,21 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
     a lazy import of the engine from the kill switch, or of sqlite3 into the approvals, fails."""
     copy = _project_copy(tmp_path)
     with (copy / "signer" / "kill_switch.py").open("a") as handle:
-        handle.write(textwrap.dedent("""
+        handle.write(
+            textwrap.dedent("""
 
             def _reach_into_the_engine():
                 from signer import engine  # noqa: F401 - the probe: Tier 1 past its port
-            """))
+            """)
+        )
     with (copy / "signer" / "approvals.py").open("a") as handle:
-        handle.write(textwrap.dedent("""
+        handle.write(
+            textwrap.dedent("""
 
             def _query_on_the_side():
                 import sqlite3  # noqa: F401 - the probe: SQL outside the store
-            """))
+            """)
+        )
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
     assert "signer.kill_switch -> signer.engine" in out.stdout
@@ -84,11 +90,13 @@ def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path:
     would reach them through it, and fails."""
     copy = _project_copy(tmp_path)
     with (copy / "bot" / "runtime" / "launcher.py").open("a") as handle:
-        handle.write(textwrap.dedent("""
+        handle.write(
+            textwrap.dedent("""
 
             def _through_the_root():
                 from bot.cli import app  # noqa: F401 - the probe: the signer's commands, one step away
-            """))
+            """)
+        )
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
     assert "bot.runtime.launcher -> bot.cli.app" in out.stdout
@@ -99,3 +107,20 @@ def test_mypy_passes_on_the_product_code() -> None:
     out = _run([sys.executable, "-m", "mypy"])
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
     assert "Success" in out.stdout
+
+
+def test_ruff_finds_nothing_to_fix() -> None:
+    out = _run([_tool("ruff"), "check", "--no-cache", "."])
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:] + "\n(fix with `ruff check --fix .`)"
+
+
+def test_the_code_is_formatted_as_ruff_formats_it() -> None:
+    out = _run([_tool("ruff"), "format", "--check", "--no-cache", "."])
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:] + "\n(fix with `ruff format .`)"
+
+
+def test_a_badly_formatted_file_is_caught(tmp_path: Path) -> None:
+    copy = _project_copy(tmp_path)
+    (copy / "policies" / "probe.py").write_text("x = {  'a':1 }\n")
+    out = _run([_tool("ruff"), "format", "--check", "--no-cache", "."], cwd=copy)
+    assert out.returncode != 0 and "policies/probe.py" in out.stdout

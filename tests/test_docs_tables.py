@@ -36,7 +36,9 @@ def test_the_methods_table_gives_each_method_the_scope_it_has():
     text = (ROOT / "docs" / "signer-protocol.md").read_text()
     rows = re.findall(r"^\| `([a-z0-9_.]+)` \| (read|sign|admin|bridge) \|", text, re.M)
     assert len(rows) >= 10
-    wrong = {method: scope for method, scope in rows if scopes.get(method) is None or scopes[method].value != scope}
+    wrong = {
+        method: scope for method, scope in rows if scopes.get(method) is None or scopes[method].value != scope
+    }
     assert not wrong, f"methods the table gives another scope than the code (or that do not exist): {wrong}"
 
 
@@ -46,6 +48,9 @@ def test_a_doc_that_drifted_is_caught(tmp_path, monkeypatch):
     real = (ROOT / "docs" / "signer-protocol.md").read_text()
     doc.write_text(real.replace("`sign.status`, ", "", 1))
     monkeypatch.setattr(docs_tables, "ROOT", tmp_path.parent)
-    monkeypatch.setitem(docs_tables.GENERATED, "scopes", (f"{tmp_path.name}/signer-protocol.md",
-                                                           docs_tables.GENERATED["scopes"][1]))
+    monkeypatch.setitem(
+        docs_tables.GENERATED,
+        "scopes",
+        (f"{tmp_path.name}/signer-protocol.md", docs_tables.GENERATED["scopes"][1]),
+    )
     assert docs_tables.current("scopes") != docs_tables.GENERATED["scopes"][1]()

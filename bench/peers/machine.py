@@ -23,11 +23,13 @@ QUIET = {"max_wait": 0.0, "threshold": 0.15}
 def cpu_busy(interval: float = 1.0) -> float:
     """Fraction of all CPUs busy (not idle/iowait) over `interval`, from /proc/stat. Called while no
     peer of ours runs, it measures what OTHER work on the machine is doing."""
+
     def snap() -> tuple[int, int]:
         with open("/proc/stat") as f:
             vals = [int(v) for v in f.readline().split()[1:]]
         idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
         return sum(vals[:8]), idle
+
     t1, i1 = snap()
     time.sleep(interval)
     t2, i2 = snap()
@@ -68,10 +70,15 @@ def machine_info(owlia_python: str) -> dict[str, Any]:
             if line.startswith("MemTotal"):
                 mem = round(int(line.split()[1]) / 2**20, 1)
     return {
-        "cpu_model": cpu, "cores": os.cpu_count(), "mem_gib": mem,
-        "kernel": platform.release(), "os": platform.platform(),
+        "cpu_model": cpu,
+        "cores": os.cpu_count(),
+        "mem_gib": mem,
+        "kernel": platform.release(),
+        "os": platform.platform(),
         "python_measuring": sys.version.split()[0],
-        "python_owliabot_venv": cmd_version([owlia_python, "-c", "import sys; print(sys.version.split()[0])"]),
+        "python_owliabot_venv": cmd_version(
+            [owlia_python, "-c", "import sys; print(sys.version.split()[0])"]
+        ),
         "node_system": cmd_version(["node", "-v"]),
         "node_openclaw": cmd_version([str(node_bin_dir() / "node"), "-v"]),
         "npm": cmd_version(["npm", "-v"]),

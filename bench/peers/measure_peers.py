@@ -44,21 +44,42 @@ from pathlib import Path
 from typing import Any
 
 from fake_llm import FakeLLM
-from installs import (PEERS_DIR, REPO, nanobot_cli, nanobot_packages, node_bin_dir, openclaw_cli, openclaw_packages,
-                      owliabot_packages, setup_nanobot, setup_node, setup_openclaw)
+from installs import (
+    PEERS_DIR,
+    REPO,
+    nanobot_cli,
+    nanobot_packages,
+    node_bin_dir,
+    openclaw_cli,
+    openclaw_packages,
+    owliabot_packages,
+    setup_nanobot,
+    setup_node,
+    setup_openclaw,
+)
 from machine import QUIET, cpu_busy, machine_info, wait_quiet
 from peers import Nanobot, NanobotDriver, OpenClaw, OpenClawDriver, Peer
-from procs import _cleanup_all, _on_signal, idle_rss, log, stop, time_command, time_once, tree_cpu_s, tree_memory
+from procs import (
+    _cleanup_all,
+    _on_signal,
+    idle_rss,
+    log,
+    stop,
+    time_command,
+    time_once,
+    tree_cpu_s,
+    tree_memory,
+)
 from stats import quiet_subset, summary
 
 SIDES = ("owliabot", "nanobot", "openclaw")  # the order every interleaved round takes them in
 CHANNELS = {
     "owliabot": "Telegram (against the local Bot API server, tests/fakes/telegram_server.py), plus the control "
-                "plane on 127.0.0.1: the configuration issue 24's targets are set for",
+    "plane on 127.0.0.1: the configuration issue 24's targets are set for",
     "nanobot": "its websocket channel only (on by default; every other channel off). Its Telegram channel has no "
-               "API base setting (only a proxy), so it cannot be pointed at a local Bot API server",
+    "API base setting (only a proxy), so it cannot be pointed at a local Bot API server",
     "openclaw": "no chat channel; its gateway's OpenAI-compatible HTTP endpoint (`gateway.http.endpoints."
-                "chatCompletions`)",
+    "chatCompletions`)",
 }
 
 
@@ -91,12 +112,18 @@ def measure_help(sides: list[Peer], args: argparse.Namespace) -> dict[str, dict[
                 times[peer.name].append(dt)
                 codes[peer.name].add(rc)
     busy_after = cpu_busy()
-    return {p.name: {"machine_before": quiet, "other_cpu_busy_after_all": busy_after, **summary(times[p.name]),
-                     "exit_codes": sorted(codes[p.name]),
-                     "method": f"`{Path(p.cli()[0]).name} --help`, stdout/stderr to /dev/null, wall time "
-                               "(perf_counter from just before Popen to a blocking waitpid); one warm-up round, "
-                               f"then {args.help_runs} rounds taking every side in turn; p90 = nearest rank"}
-            for p in sides}
+    return {
+        p.name: {
+            "machine_before": quiet,
+            "other_cpu_busy_after_all": busy_after,
+            **summary(times[p.name]),
+            "exit_codes": sorted(codes[p.name]),
+            "method": f"`{Path(p.cli()[0]).name} --help`, stdout/stderr to /dev/null, wall time "
+            "(perf_counter from just before Popen to a blocking waitpid); one warm-up round, "
+            f"then {args.help_runs} rounds taking every side in turn; p90 = nearest rank",
+        }
+        for p in sides
+    }
 
 
 def measure_starts(sides: list[Peer], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -126,11 +153,16 @@ def measure_starts(sides: list[Peer], args: argparse.Namespace) -> dict[str, dic
             checks[peer.name][-1]["other_cpu_busy_after"] = cpu_busy()  # did other work start meanwhile?
     for peer in sides:
         mem = idle[peer.name]
-        out[peer.name]["cold_start"] = {**summary(starts[peer.name]), "checks_per_run": checks[peer.name],
-                                        "method": peer.ready_method + (
-            f" {args.start_runs} runs after one uncounted warm-up start, taken in turn with the other sides; page "
-            "cache warm (no drop_caches); the process is stopped (SIGTERM to its group, then SIGKILL) between "
-            "runs.")}
+        out[peer.name]["cold_start"] = {
+            **summary(starts[peer.name]),
+            "checks_per_run": checks[peer.name],
+            "method": peer.ready_method
+            + (
+                f" {args.start_runs} runs after one uncounted warm-up start, taken in turn with the other sides; page "
+                "cache warm (no drop_caches); the process is stopped (SIGTERM to its group, then SIGKILL) between "
+                "runs."
+            ),
+        }
         out[peer.name]["idle_memory"] = {
             "rss_mib": summary([m["rss_mib"] for m in mem], 1),
             "pss_mib": summary([m["pss_mib"] for m in mem], 1),
@@ -138,10 +170,10 @@ def measure_starts(sides: list[Peer], args: argparse.Namespace) -> dict[str, dic
             "last_run_processes": mem[-1]["processes"] if mem else [],
             "companions_rss_mib": {k: summary(v, 1) for k, v in companions[peer.name].items()},
             "method": f"{args.idle_wait:g} s after ready (the same for every side), VmRSS from /proc/<pid>/status "
-                      "summed over the spawned process and all its descendants (rss_mib); pss_mib sums Pss from "
-                      "/proc/<pid>/smaps_rollup over the same processes (shared pages not double-counted); one "
-                      "sample per cold-start run; MiB. companions_rss_mib: processes the side needs that it "
-                      "does not spawn (OwliaBot's signer), read at the same moment and NOT included.",
+            "summed over the spawned process and all its descendants (rss_mib); pss_mib sums Pss from "
+            "/proc/<pid>/smaps_rollup over the same processes (shared pages not double-counted); one "
+            "sample per cold-start run; MiB. companions_rss_mib: processes the side needs that it "
+            "does not spawn (OwliaBot's signer), read at the same moment and NOT included.",
         }
         quiet_subset(out[peer.name], args.quiet_threshold)
     return out
@@ -180,21 +212,36 @@ class Load:
         if self.stopped_early:
             return
         m = tree_memory(self.proc.pid)
-        self.samples.append({"messages": len(self.lat), "rss_mib": m["rss_mib"], "pss_mib": m["pss_mib"],
-                             "median_latency_last_block_s": round(statistics.median(self.lat[first:]), 4)})
-        log(f"{self.peer.name}: {len(self.lat)} msgs, rss {m['rss_mib']} MiB, "
-            f"median latency {statistics.median(self.lat) * 1000:.1f} ms")
+        self.samples.append(
+            {
+                "messages": len(self.lat),
+                "rss_mib": m["rss_mib"],
+                "pss_mib": m["pss_mib"],
+                "median_latency_last_block_s": round(statistics.median(self.lat[first:]), 4),
+            }
+        )
+        log(
+            f"{self.peer.name}: {len(self.lat)} msgs, rss {m['rss_mib']} MiB, "
+            f"median latency {statistics.median(self.lat) * 1000:.1f} ms"
+        )
         if self.busy_s > self.args.load_budget:
-            self.stopped_early = f"time budget {self.args.load_budget:g} s exhausted after {len(self.lat)} messages"
+            self.stopped_early = (
+                f"time budget {self.args.load_budget:g} s exhausted after {len(self.lat)} messages"
+            )
 
     def result(self, series: list[float], quiet: dict[str, Any]) -> dict[str, Any]:
         with contextlib.suppress(Exception):
             self.driver.close()
         after = tree_memory(self.proc.pid) if self.proc.poll() is None else None
         return {
-            "machine_before": quiet, "start_ready_s": self.ready_s, "rss_before": self.rss_before,
-            "messages_sent": len(self.lat), "answered_ok": self.ok, "failed": self.failed,
-            "sessions": self.args.sessions, "stopped_early": self.stopped_early,
+            "machine_before": quiet,
+            "start_ready_s": self.ready_s,
+            "rss_before": self.rss_before,
+            "messages_sent": len(self.lat),
+            "answered_ok": self.ok,
+            "failed": self.failed,
+            "sessions": self.args.sessions,
+            "stopped_early": self.stopped_early,
             "busy_s": round(self.busy_s, 1),
             "msgs_per_s": round(len(self.lat) / self.busy_s, 2) if self.busy_s else None,
             "cpu_ms_per_message": round(self.cpu_s * 1000 / len(self.lat), 2) if self.lat else None,
@@ -232,21 +279,25 @@ def measure_messages(sides: list[Peer], llm: FakeLLM, args: argparse.Namespace) 
             for load in loads:
                 if load.proc.poll() is None:
                     series[load.peer.name].append(tree_memory(load.proc.pid)["rss_mib"])
-        out = {ld.peer.name: {**ld.result(series[ld.peer.name], quiet), "machine_before_messages": quiet_all}
-               for ld in loads}
+        out = {
+            ld.peer.name: {**ld.result(series[ld.peer.name], quiet), "machine_before_messages": quiet_all}
+            for ld in loads
+        }
     finally:
         for load in loads:
             stop(load.proc)
     busy_after = cpu_busy()
-    method = (f"every side started fresh, one after another, and read {args.idle_wait:g} s after its ready; then "
-              f"{args.messages} messages per side, each sent only after the previous one was answered, round-robin "
-              f"over {args.sessions} conversations, in blocks of 100 taken by the sides in turn; the fake LLM "
-              f"answers every completion at once with 'pong'; memory read {args.idle_wait:g} s after the last "
-              "block of the last side (so at least that long after each side's last reply), the same way as idle "
-              "memory; MiB. cpu_ms_per_message: user+system CPU of the side's process tree during its own "
-              "blocks, over its messages (less noisy than wall time on a shared machine). "
-              "machine_before_messages: CPU busy with every side up and idle, i.e. their own background "
-              "work included.")
+    method = (
+        f"every side started fresh, one after another, and read {args.idle_wait:g} s after its ready; then "
+        f"{args.messages} messages per side, each sent only after the previous one was answered, round-robin "
+        f"over {args.sessions} conversations, in blocks of 100 taken by the sides in turn; the fake LLM "
+        f"answers every completion at once with 'pong'; memory read {args.idle_wait:g} s after the last "
+        "block of the last side (so at least that long after each side's last reply), the same way as idle "
+        "memory; MiB. cpu_ms_per_message: user+system CPU of the side's process tree during its own "
+        "blocks, over its messages (less noisy than wall time on a shared machine). "
+        "machine_before_messages: CPU busy with every side up and idle, i.e. their own background "
+        "work included."
+    )
     for entry in out.values():
         entry["other_cpu_busy_after"] = busy_after
         entry["method"] = method
@@ -255,6 +306,7 @@ def measure_messages(sides: list[Peer], llm: FakeLLM, args: argparse.Namespace) 
 
 def ratios(result: dict[str, Any]) -> dict[str, Any]:
     """OwliaBot's figure over each peer's, for the doc's table (below 1: OwliaBot smaller/faster)."""
+
     def pick(name: str, path: tuple[str, ...]) -> float | None:
         node: Any = result.get(name)
         for key in path:
@@ -288,42 +340,64 @@ def baseline(owlia_python: str, args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {
         "machine_before": wait_quiet("baseline"),
         "python": owlia_python,
-        "python_c_pass_s": time_command([owlia_python, "-c", "pass"], {"PATH": os.environ["PATH"]},
-                                        args.help_runs, REPO),
+        "python_c_pass_s": time_command(
+            [owlia_python, "-c", "pass"], {"PATH": os.environ["PATH"]}, args.help_runs, REPO
+        ),
         "python_sleep_idle": idle_rss([owlia_python, "-c", "import time; time.sleep(30)"], 2.0),
         "method": f"`python -c pass` wall time (1 warm-up + {args.help_runs} runs, timed as for --help) with the "
-                  "OwliaBot venv's python; idle memory = VmRSS/Pss of `python -c 'import time; time.sleep(30)'` 2 s "
-                  "after spawn.",
+        "OwliaBot venv's python; idle memory = VmRSS/Pss of `python -c 'import time; time.sleep(30)'` 2 s "
+        "after spawn.",
     }
     if Path(node24).exists():
-        out["node24_e_0_s"] = time_command([node24, "-e", "0"], {"PATH": os.environ["PATH"]}, args.help_runs, REPO)
+        out["node24_e_0_s"] = time_command(
+            [node24, "-e", "0"], {"PATH": os.environ["PATH"]}, args.help_runs, REPO
+        )
         out["node24_idle"] = idle_rss([node24, "-e", "setTimeout(()=>{},30000)"], 2.0)
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--setup", action="store_true", help="create the scratch installs if missing, then measure")
-    ap.add_argument("--setup-only", action="store_true", help="create the scratch installs if missing and exit")
-    ap.add_argument("--only", choices=[*SIDES, "baseline"], action="append", help="measure only these (repeatable)")
+    ap.add_argument(
+        "--setup", action="store_true", help="create the scratch installs if missing, then measure"
+    )
+    ap.add_argument(
+        "--setup-only", action="store_true", help="create the scratch installs if missing and exit"
+    )
+    ap.add_argument(
+        "--only", choices=[*SIDES, "baseline"], action="append", help="measure only these (repeatable)"
+    )
     ap.add_argument("--help-runs", type=int, default=20)
     ap.add_argument("--start-runs", type=int, default=7)
     ap.add_argument("--idle-wait", type=float, default=5.0, help="seconds after ready before reading RSS")
     ap.add_argument("--messages", type=int, default=1000)
     ap.add_argument("--sessions", type=int, default=10, help="conversations the messages are spread over")
     ap.add_argument("--load-budget", type=float, default=2400.0, help="max seconds of messages per side")
-    ap.add_argument("--no-counts", action="store_true",
-                    help="skip the installed-package counts (OwliaBot's builds a fresh venv from PyPI, about 1 min)")
-    ap.add_argument("--wait-quiet", type=float, default=600.0,
-                    help="before each timed phase wait up to this many seconds for other work on the machine "
-                         "to drop below --quiet-threshold of all CPUs (0 = don't wait; always recorded)")
+    ap.add_argument(
+        "--no-counts",
+        action="store_true",
+        help="skip the installed-package counts (OwliaBot's builds a fresh venv from PyPI, about 1 min)",
+    )
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=600.0,
+        help="before each timed phase wait up to this many seconds for other work on the machine "
+        "to drop below --quiet-threshold of all CPUs (0 = don't wait; always recorded)",
+    )
     ap.add_argument("--quiet-threshold", type=float, default=0.15)
-    ap.add_argument("--annotate", metavar="RESULTS_JSON",
-                    help="only re-derive the quiet-run summaries of an existing result file, print it, and exit")
+    ap.add_argument(
+        "--annotate",
+        metavar="RESULTS_JSON",
+        help="only re-derive the quiet-run summaries of an existing result file, print it, and exit",
+    )
     ap.add_argument("--quick", action="store_true", help="smoke test: 5 help runs, 2 starts, 100 messages")
     ap.add_argument("--python", default=sys.executable, help="interpreter to build the Python venvs with")
-    ap.add_argument("--owlia-python", default=str(REPO / ".venv" / "bin" / "python"),
-                    help="python used for the baseline (default: the repo's .venv)")
+    ap.add_argument(
+        "--owlia-python",
+        default=str(REPO / ".venv" / "bin" / "python"),
+        help="python used for the baseline (default: the repo's .venv)",
+    )
     args = ap.parse_args()
     if args.annotate:
         data = json.loads(Path(args.annotate).read_text())
@@ -359,11 +433,22 @@ def main() -> int:
         "machine": machine_info(args.owlia_python),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "peers_dir": str(PEERS_DIR),
-        "settings": {k: getattr(args, k) for k in ("help_runs", "start_runs", "idle_wait", "messages", "sessions",
-                                                   "load_budget", "wait_quiet", "quiet_threshold")},
+        "settings": {
+            k: getattr(args, k)
+            for k in (
+                "help_runs",
+                "start_runs",
+                "idle_wait",
+                "messages",
+                "sessions",
+                "load_budget",
+                "wait_quiet",
+                "quiet_threshold",
+            )
+        },
         "fake_llm": "tests/fakes/llm_server.py FakeLLMServer in a thread of the measuring process, shared by every "
-                    "side: OpenAI chat completions for nanobot and OpenClaw, Anthropic messages for OwliaBot "
-                    "(streaming and not), every request answered at once with the text 'pong'",
+        "side: OpenAI chat completions for nanobot and OpenClaw, Anthropic messages for OwliaBot "
+        "(streaming and not), every request answered at once with the text 'pong'",
         "channels": {name: CHANNELS[name] for name in SIDES if name in want},
     }
     llm = FakeLLM()
@@ -382,8 +467,11 @@ def main() -> int:
             result[name] = entry
             try:
                 if not args.no_counts:
-                    entry["packages"] = {"owliabot": lambda: owliabot_packages(args.python),
-                                         "nanobot": nanobot_packages, "openclaw": openclaw_packages}[name]()
+                    entry["packages"] = {
+                        "owliabot": lambda: owliabot_packages(args.python),
+                        "nanobot": nanobot_packages,
+                        "openclaw": openclaw_packages,
+                    }[name]()
                 peer = make_side(name)
                 sides.append(peer)  # closed on the way out, even if configure() fails half-way
                 peer.configure(llm)

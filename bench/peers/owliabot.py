@@ -44,7 +44,8 @@ class OwliaBot(Peer):
             "against the local Bot API server, an anthropic profile against the fake LLM's Messages API, a real "
             "signer on anvil, control plane on, the default configuration) and poll every 10 ms; ready = "
             "GET /health on the control plane returns 200 (it needs the signer reachable). Clock starts just "
-            "before Popen.")
+            "before Popen."
+        )
 
     def cli(self) -> list[str]:
         return [str(REPO / ".venv" / "bin" / "owlia")]
@@ -99,10 +100,12 @@ class OwliaBot(Peer):
 
 
 class TelegramDriver:
-    method = ("Telegram, the channel users run: the message is queued as an update on the local Bot API server "
-              "(tests/fakes/telegram_server.py), which the bot long-polls with getUpdates; answered when the bot's "
-              "sendMessage/editMessageText with the fake LLM's full text reaches that server (200). Conversation K "
-              "is the private chat of Telegram user 10000+K, all in allow_from.")
+    method = (
+        "Telegram, the channel users run: the message is queued as an update on the local Bot API server "
+        "(tests/fakes/telegram_server.py), which the bot long-polls with getUpdates; answered when the bot's "
+        "sendMessage/editMessageText with the fake LLM's full text reaches that server (200). Conversation K "
+        "is the private chat of Telegram user 10000+K, all in allow_from."
+    )
 
     def __init__(self, tg: Any, timeout: float = 120.0) -> None:
         self.tg, self.timeout = tg, timeout
@@ -114,8 +117,12 @@ class TelegramDriver:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             for call in self.tg.calls[since:]:
-                if call.method in ("sendMessage", "editMessageText") and call.status == 200 \
-                        and str(call.params.get("chat_id")) == str(chat) and call.params.get("text") == REPLY:
+                if (
+                    call.method in ("sendMessage", "editMessageText")
+                    and call.status == 200
+                    and str(call.params.get("chat_id")) == str(chat)
+                    and call.params.get("text") == REPLY
+                ):
                     return True
             time.sleep(0.001)
         return False

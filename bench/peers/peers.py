@@ -62,6 +62,7 @@ def fresh_home(home: Path) -> None:
 # per-peer configuration (rewritten for every measuring session: the fake LLM's port changes)
 # ---------------------------------------------------------------------------------------------
 
+
 def configure_nanobot(llm_url: str, ws_port: int, gw_port: int) -> None:
     fresh_home(NB_HOME)
     # non-interactive when no config exists: writes ~/.nanobot/config.json (all defaults) and the workspace
@@ -83,18 +84,41 @@ def configure_nanobot(llm_url: str, ws_port: int, gw_port: int) -> None:
 def configure_openclaw(llm_url: str, port: int) -> None:
     fresh_home(OC_HOME)
     cfg = {
-        "gateway": {"mode": "local", "port": port, "bind": "loopback",
-                    "auth": {"mode": "token", "token": TOKEN},
-                    "http": {"endpoints": {"chatCompletions": {"enabled": True}}}},
-        "agents": {"defaults": {"workspace": str(OC_HOME / ".openclaw" / "workspace"),
-                                "model": {"primary": "fake/fake-model"}}},
-        "models": {"mode": "merge", "catalogRefresh": {"enabled": False},
-                   "providers": {"fake": {"baseUrl": llm_url, "apiKey": "sk-fake", "api": "openai-completions",
-                                          "models": [{"id": "fake-model", "name": "Fake", "reasoning": False,
-                                                      "input": ["text"],
-                                                      "cost": {"input": 0, "output": 0, "cacheRead": 0,
-                                                               "cacheWrite": 0},
-                                                      "contextWindow": 128000, "maxTokens": 4096}]}}},
+        "gateway": {
+            "mode": "local",
+            "port": port,
+            "bind": "loopback",
+            "auth": {"mode": "token", "token": TOKEN},
+            "http": {"endpoints": {"chatCompletions": {"enabled": True}}},
+        },
+        "agents": {
+            "defaults": {
+                "workspace": str(OC_HOME / ".openclaw" / "workspace"),
+                "model": {"primary": "fake/fake-model"},
+            }
+        },
+        "models": {
+            "mode": "merge",
+            "catalogRefresh": {"enabled": False},
+            "providers": {
+                "fake": {
+                    "baseUrl": llm_url,
+                    "apiKey": "sk-fake",
+                    "api": "openai-completions",
+                    "models": [
+                        {
+                            "id": "fake-model",
+                            "name": "Fake",
+                            "reasoning": False,
+                            "input": ["text"],
+                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                            "contextWindow": 128000,
+                            "maxTokens": 4096,
+                        }
+                    ],
+                }
+            },
+        },
         "update": {"checkOnStart": False},
         "logging": {"file": str(OC_HOME / "openclaw-gateway.log")},
     }
@@ -184,7 +208,8 @@ class Nanobot(Peer):
             "spawn `nanobot gateway --foreground` (HOME=scratch; config: provider custom -> fake LLM, every "
             "channel disabled except the local websocket channel on 127.0.0.1) and poll every 10 ms; ready = "
             "the later of (a) the websocket channel port accepts a TCP connection and (b) GET /health on the "
-            "gateway port returns 200. Clock starts just before Popen.")
+            "gateway port returns 200. Clock starts just before Popen."
+        )
 
     def cli(self) -> list[str]:
         return [str(nanobot_cli())]
@@ -202,18 +227,22 @@ class Nanobot(Peer):
         return [str(nanobot_cli()), "gateway", "--foreground"]
 
     def ready_checks(self, logfile: Path) -> dict[str, Callable[[], bool]]:
-        return {"ws_port_accepts": lambda: port_accepts(self.ws_port),
-                "health_200": lambda: http_status(f"http://127.0.0.1:{self.gw_port}/health") == 200}
+        return {
+            "ws_port_accepts": lambda: port_accepts(self.ws_port),
+            "health_200": lambda: http_status(f"http://127.0.0.1:{self.gw_port}/health") == 200,
+        }
 
     def driver(self, sessions: int) -> NanobotDriver:
         return NanobotDriver(self.ws_port, sessions)
 
 
 class NanobotDriver:
-    method = ("nanobot's websocket channel (its local chat interface, the one its WebUI uses): one "
-              "connection per conversation, `ws://127.0.0.1:PORT/?client_id=bench-K&token=...`; a message is "
-              "a plain text frame; it counts as answered when the `turn_end` event for it arrives (a "
-              "`delta` with the fake LLM's text comes before it).")
+    method = (
+        "nanobot's websocket channel (its local chat interface, the one its WebUI uses): one "
+        "connection per conversation, `ws://127.0.0.1:PORT/?client_id=bench-K&token=...`; a message is "
+        "a plain text frame; it counts as answered when the `turn_end` event for it arrives (a "
+        "`delta` with the fake LLM's text comes before it)."
+    )
 
     def __init__(self, port: int, sessions: int) -> None:
         self.clients = []
@@ -253,7 +282,8 @@ class OpenClaw(Peer):
             "local, loopback bind, token auth, OpenAI chat-completions HTTP endpoint on, custom provider `fake` "
             "-> fake LLM, hosted catalog refresh and update checks off, no channels) and poll every 10 ms; "
             "ready = the later of (a) the gateway port accepts a TCP connection and (b) its own `[gateway] "
-            "ready` log line (printed after channels and sidecars start). Clock starts just before Popen.")
+            "ready` log line (printed after channels and sidecars start). Clock starts just before Popen."
+        )
 
     def cli(self) -> list[str]:
         return [str(openclaw_cli())]
@@ -272,28 +302,41 @@ class OpenClaw(Peer):
 
     def ready_checks(self, logfile: Path) -> dict[str, Callable[[], bool]]:
         pat = re.compile(r"\[gateway\]\s+ready\b")
-        return {"port_accepts": lambda: port_accepts(self.port),
-                "ready_log_line": lambda: log_has(logfile, pat)}
+        return {
+            "port_accepts": lambda: port_accepts(self.port),
+            "ready_log_line": lambda: log_has(logfile, pat),
+        }
 
     def driver(self, sessions: int) -> OpenClawDriver:
         return OpenClawDriver(self.port)
 
 
 class OpenClawDriver:
-    method = ("OpenClaw gateway's OpenAI-compatible `POST /v1/chat/completions` (enabled in config; same "
-              "code path as `openclaw agent`), non-streaming, `model: openclaw`, `user: bench-K` so each "
-              "conversation K keeps one agent session, Bearer token auth; answered = HTTP 200 whose "
-              "content is the fake LLM's text.")
+    method = (
+        "OpenClaw gateway's OpenAI-compatible `POST /v1/chat/completions` (enabled in config; same "
+        "code path as `openclaw agent`), non-streaming, `model: openclaw`, `user: bench-K` so each "
+        "conversation K keeps one agent session, Bearer token auth; answered = HTTP 200 whose "
+        "content is the fake LLM's text."
+    )
 
     def __init__(self, port: int) -> None:
         self.url = f"http://127.0.0.1:{port}/v1/chat/completions"
         self.run_id = os.urandom(4).hex()  # fresh agent sessions on every load run
 
     def send(self, session: int, text: str) -> bool:
-        body = json.dumps({"model": "openclaw", "user": f"bench-{self.run_id}-{session}",
-                           "messages": [{"role": "user", "content": text}]}).encode()
-        req = urllib.request.Request(self.url, data=body, method="POST", headers={
-            "content-type": "application/json", "authorization": f"Bearer {TOKEN}"})
+        body = json.dumps(
+            {
+                "model": "openclaw",
+                "user": f"bench-{self.run_id}-{session}",
+                "messages": [{"role": "user", "content": text}],
+            }
+        ).encode()
+        req = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={"content-type": "application/json", "authorization": f"Bearer {TOKEN}"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=120) as r:
                 data = json.loads(r.read())

@@ -25,11 +25,24 @@ def log(*parts: Any) -> None:
     print("[measure_peers]", *parts, file=sys.stderr, flush=True)
 
 
-def run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 900,
-        check: bool = True) -> subprocess.CompletedProcess:
+def run(
+    cmd: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 900,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     log("$", " ".join(map(str, cmd)))
-    proc = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, timeout=timeout, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.run(
+        [str(c) for c in cmd],
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     if check and proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:])
         raise RuntimeError(f"command failed ({proc.returncode}): {cmd}")
@@ -50,6 +63,7 @@ def du_bytes(path: Path) -> int:
 # process tree memory
 # ---------------------------------------------------------------------------------------------
 
+
 def _ppid_map() -> dict[int, int]:
     out: dict[int, int] = {}
     for d in os.listdir("/proc"):
@@ -58,7 +72,7 @@ def _ppid_map() -> dict[int, int]:
         try:
             with open(f"/proc/{d}/stat") as f:
                 stat = f.read()
-            out[int(d)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            out[int(d)] = int(stat[stat.rindex(")") + 2 :].split()[1])
         except (OSError, ValueError):
             pass
     return out
@@ -115,11 +129,21 @@ def tree_memory(pid: int) -> dict[str, Any]:
         procs.append({"pid": p, "comm": comm, "rss_kb": rss, "pss_kb": _pss_kb(p) or 0})
     rss_total = sum(x["rss_kb"] for x in procs)
     pss_total = sum(x["pss_kb"] for x in procs)
-    return {"rss_mib": round(rss_total / 1024, 1), "pss_mib": round(pss_total / 1024, 1),
-            "main_rss_mib": round((_status_kb(pid, "VmRSS") or 0) / 1024, 1),
-            "main_hwm_mib": round((_status_kb(pid, "VmHWM") or 0) / 1024, 1),
-            "processes": [{"pid": x["pid"], "comm": x["comm"], "rss_mib": round(x["rss_kb"] / 1024, 1),
-                           "pss_mib": round(x["pss_kb"] / 1024, 1)} for x in procs]}
+    return {
+        "rss_mib": round(rss_total / 1024, 1),
+        "pss_mib": round(pss_total / 1024, 1),
+        "main_rss_mib": round((_status_kb(pid, "VmRSS") or 0) / 1024, 1),
+        "main_hwm_mib": round((_status_kb(pid, "VmHWM") or 0) / 1024, 1),
+        "processes": [
+            {
+                "pid": x["pid"],
+                "comm": x["comm"],
+                "rss_mib": round(x["rss_kb"] / 1024, 1),
+                "pss_mib": round(x["pss_kb"] / 1024, 1),
+            }
+            for x in procs
+        ],
+    }
 
 
 def tree_cpu_s(pid: int) -> float:
@@ -140,10 +164,18 @@ def tree_cpu_s(pid: int) -> float:
 # spawning and killing
 # ---------------------------------------------------------------------------------------------
 
+
 def spawn(cmd: list[str], env: dict[str, str], logfile: Path, cwd: Path) -> subprocess.Popen:
     out = open(logfile, "wb")  # noqa: SIM115 - closed in stop()
-    proc = subprocess.Popen([str(c) for c in cmd], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(c) for c in cmd],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     proc._bench_log = out  # type: ignore[attr-defined]
     CHILDREN.add(proc)
     return proc
@@ -168,7 +200,9 @@ def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
     deadline = time.time() + 5
-    while time.time() < deadline and any(Path(f"/proc/{p}").exists() and _status_kb(p, "VmRSS") for p in seen):
+    while time.time() < deadline and any(
+        Path(f"/proc/{p}").exists() and _status_kb(p, "VmRSS") for p in seen
+    ):
         time.sleep(0.05)
     with contextlib.suppress(Exception):
         proc._bench_log.close()  # type: ignore[attr-defined]
@@ -189,8 +223,15 @@ def _on_signal(signum: int, _frame: Any) -> None:
 def time_once(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 60) -> tuple[float, int]:
     """Wall time and exit code of one run of a short command (stdout/stderr to /dev/null)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(c) for c in cmd], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(c) for c in cmd],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     # a blocking waitpid (Popen.wait(timeout=...) polls with sleeps of up to 50 ms, which would
     # quantize the result); a timer kills the group if it hangs
     killer = threading.Timer(timeout, lambda p=proc: _killpg_quiet(p.pid))
@@ -201,7 +242,9 @@ def time_once(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 6
     return dt, rc
 
 
-def time_command(cmd: list[str], env: dict[str, str], runs: int, cwd: Path, timeout: float = 60) -> dict[str, Any]:
+def time_command(
+    cmd: list[str], env: dict[str, str], runs: int, cwd: Path, timeout: float = 60
+) -> dict[str, Any]:
     """Wall time of a short command: 1 warm-up, then `runs` timed runs."""
     times, rcs = [], []
     for i in range(runs + 1):
@@ -218,8 +261,13 @@ def _killpg_quiet(pid: int) -> None:
 
 
 def idle_rss(cmd: list[str], wait: float) -> dict[str, Any]:
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     CHILDREN.add(proc)
     proc._bench_log = None  # type: ignore[attr-defined]
     try:

@@ -24,8 +24,10 @@ class WSClient:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         key = base64.b64encode(os.urandom(16)).decode()
-        req = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        req = (
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
         self.sock.sendall(req.encode())
         self.buf = b""
         while b"\r\n\r\n" not in self.buf:
@@ -39,7 +41,9 @@ class WSClient:
         self.timeout = timeout
         self._send_lock = threading.Lock()  # the reader thread sends pongs, the caller sends text
         self._texts: queue.SimpleQueue[str | ConnectionError] = queue.SimpleQueue()
-        self.sock.settimeout(None)  # the reader waits for as long as the connection lives; recv_text times out
+        self.sock.settimeout(
+            None
+        )  # the reader waits for as long as the connection lives; recv_text times out
         threading.Thread(target=self._read_frames, name="ws-reader", daemon=True).start()
 
     def _read(self, n: int) -> bytes:

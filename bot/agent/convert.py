@@ -23,8 +23,14 @@ def call_part(call: ToolCall) -> dict[str, Any]:
 
 
 def result_part(result: ToolResult, name: str, data: Any = None) -> dict[str, Any]:
-    part: dict[str, Any] = {"type": "tool_result", "call_id": result.tool_call_id, "name": name,
-                            "content": result.content, "is_error": result.is_error, "untrusted": result.untrusted}
+    part: dict[str, Any] = {
+        "type": "tool_result",
+        "call_id": result.tool_call_id,
+        "name": name,
+        "content": result.content,
+        "is_error": result.is_error,
+        "untrusted": result.untrusted,
+    }
     if data:
         part["data"] = dict(data)
     return part
@@ -55,8 +61,14 @@ def _parts(record: MessageRecord, withdrawn: dict[str, Withdrawn]) -> list[Part]
         elif kind == "tool_call" and record.role == "assistant":
             out.append(ToolCall(str(part["id"]), str(part["name"]), dict(part.get("args") or {})))
         elif kind == "tool_result" and record.role != "assistant":
-            out.append(ToolResult(str(part["call_id"]), str(part.get("content", "")),
-                                  bool(part.get("is_error", False)), bool(part.get("untrusted", True))))
+            out.append(
+                ToolResult(
+                    str(part["call_id"]),
+                    str(part.get("content", "")),
+                    bool(part.get("is_error", False)),
+                    bool(part.get("untrusted", True)),
+                )
+            )
     return out
 
 
@@ -84,7 +96,9 @@ def to_messages(records: Sequence[MessageRecord]) -> list[Message]:
             asked = _calls_before(fixed)
             # results first (providers want them right after the calls), unknown results dropped
             results = [p for p in parts if isinstance(p, ToolResult) and p.tool_call_id in asked]
-            missing = [ToolResult(c, INTERRUPTED, is_error=True, untrusted=False) for c in asked if c not in answered]
+            missing = [
+                ToolResult(c, INTERRUPTED, is_error=True, untrusted=False) for c in asked if c not in answered
+            ]
             others = [p for p in parts if not isinstance(p, ToolResult)]
             parts = [*results, *missing, *others]
             if not parts:
@@ -96,8 +110,9 @@ def to_messages(records: Sequence[MessageRecord]) -> list[Message]:
         fixed.append(Message(role, tuple(parts)))  # type: ignore[arg-type]
     asked = _calls_before(fixed)
     if asked:
-        fixed.append(Message("user", tuple(ToolResult(c, INTERRUPTED, is_error=True, untrusted=False)
-                                           for c in asked)))
+        fixed.append(
+            Message("user", tuple(ToolResult(c, INTERRUPTED, is_error=True, untrusted=False) for c in asked))
+        )
     return fixed
 
 

@@ -17,8 +17,22 @@ from bot.security.redact import BIP39_WORDS, redact
 HOLD_LIMIT = 16_384  # beyond this much held text, release it (redacted as a whole) to keep streaming
 _WORD = re.compile(r"\S+")
 _NUMBERING = re.compile(r"^\d{1,2}[.)]?$")
-_CUES = frozenset({"bearer", "authorization:", "password", "password:", "passphrase", "passphrase:", "secret:",
-                   "token:", "key:", "password=", "api_key=", "apikey="})
+_CUES = frozenset(
+    {
+        "bearer",
+        "authorization:",
+        "password",
+        "password:",
+        "passphrase",
+        "passphrase:",
+        "secret:",
+        "token:",
+        "key:",
+        "password=",
+        "api_key=",
+        "apikey=",
+    }
+)
 
 
 class StreamGuard:
@@ -45,7 +59,11 @@ class StreamGuard:
         begin = text.rfind("-----BEGIN")
         limit = begin if begin != -1 and "-----END" not in text[begin:] else len(text)
         words = list(_WORD.finditer(text, 0, limit))
-        if words and words[-1].end() == limit and (limit == len(text) or not text[limit:limit + 1].isspace()):
+        if (
+            words
+            and words[-1].end() == limit
+            and (limit == len(text) or not text[limit : limit + 1].isspace())
+        ):
             limit = words.pop().start()  # the last word may still be growing
         for match in reversed(words):  # a run of wordlist words may be a seed phrase being typed
             token = match.group(0).strip(",;").lower()

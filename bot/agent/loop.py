@@ -56,8 +56,11 @@ class RunOutcome:
     @property
     def side_effects(self) -> bool:
         """True once a write or sign tool actually ran: such a run is never retried automatically."""
-        return any(e.level in (Level.WRITE, Level.SIGN) and e.outcome not in ("unavailable", "invalid", "secret",
-                                                                             "declined") for e in self.tools)
+        return any(
+            e.level in (Level.WRITE, Level.SIGN)
+            and e.outcome not in ("unavailable", "invalid", "secret", "declined")
+            for e in self.tools
+        )
 
 
 class GuardedReply:
@@ -99,9 +102,18 @@ def provenance_of(records: Sequence[MessageRecord]) -> Provenance:
 
 
 class Agent:
-    def __init__(self, llm: LLM, executor: ToolExecutor, services: Services, settings: AgentSettings,
-                 build_prompt: PromptBuilder, *, max_tokens: int = 4096, metrics: Any | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        executor: ToolExecutor,
+        services: Services,
+        settings: AgentSettings,
+        build_prompt: PromptBuilder,
+        *,
+        max_tokens: int = 4096,
+        metrics: Any | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.clock = clock
         self.llm = llm
         self.executor = executor
@@ -111,21 +123,34 @@ class Agent:
         self.max_tokens = max_tokens
         self.metrics = metrics
 
-    async def run(self, session: Session, text: str, sink: ReplySink, *, kind: ContextKind, channel: str,
-                  peer: str) -> RunOutcome:
+    async def run(
+        self, session: Session, text: str, sink: ReplySink, *, kind: ContextKind, channel: str, peer: str
+    ) -> RunOutcome:
         run = RunOutcome(run_id=uuid.uuid4().hex[:16], stop="error")
         started = time.monotonic()
         turn = session.append("user", [{"type": "text", "text": text}], owner=process_owner())
         records = session.history(self.settings.history_turns)
-        ctx = ToolContext(session.key, channel, peer, kind, self.services, run_id=run.run_id,
-                          provenance=provenance_of(records))
+        ctx = ToolContext(
+            session.key,
+            channel,
+            peer,
+            kind,
+            self.services,
+            run_id=run.run_id,
+            provenance=provenance_of(records),
+        )
         tools = self.executor.registry.visible(kind, channel)
-        request = Request(tuple(to_messages(records)), system=self.build_prompt(tools, kind, channel),
-                          tools=tuple(t.spec() for t in tools), max_tokens=self.max_tokens,
-                          note=time_note(self.clock()))
+        request = Request(
+            tuple(to_messages(records)),
+            system=self.build_prompt(tools, kind, channel),
+            tools=tuple(t.spec() for t in tools),
+            max_tokens=self.max_tokens,
+            note=time_note(self.clock()),
+        )
         reply = GuardedReply(sink, StreamGuard(allow=_public_hashes(records)))
-        self.services.events.emit("agent", "run.started", {"run_id": run.run_id, "session": session.key,
-                                                           "context": kind.value})
+        self.services.events.emit(
+            "agent", "run.started", {"run_id": run.run_id, "session": session.key, "context": kind.value}
+        )
         try:
             await self._rounds(run, session, request, ctx, sink, reply, turn.id)
         except asyncio.CancelledError as exc:
@@ -137,21 +162,41 @@ class Agent:
             await reply.flush()
             run.text = reply.text
             elapsed = time.monotonic() - started
-            self.services.events.emit("agent", "run.finished", {
-                "run_id": run.run_id, "session": session.key, "stop": run.stop, "rounds": run.rounds,
-                "tools": len(run.tools), "seconds": round(elapsed, 4), "input_tokens": run.input_tokens,
-                "output_tokens": run.output_tokens, "fallback": run.fallback_profile})
+            self.services.events.emit(
+                "agent",
+                "run.finished",
+                {
+                    "run_id": run.run_id,
+                    "session": session.key,
+                    "stop": run.stop,
+                    "rounds": run.rounds,
+                    "tools": len(run.tools),
+                    "seconds": round(elapsed, 4),
+                    "input_tokens": run.input_tokens,
+                    "output_tokens": run.output_tokens,
+                    "fallback": run.fallback_profile,
+                },
+            )
             self._measure(run, elapsed)
         return run
 
-    async def _rounds(self, run: RunOutcome, session: Session, request: Request, ctx: ToolContext,
-                      sink: ReplySink, reply: GuardedReply, turn_id: str) -> None:
+    async def _rounds(
+        self,
+        run: RunOutcome,
+        session: Session,
+        request: Request,
+        ctx: ToolContext,
+        sink: ReplySink,
+        reply: GuardedReply,
+        turn_id: str,
+    ) -> None:
         guard = reply.guard
         messages = list(request.messages)
         while True:
             try:
-                completion = await self.llm.complete(replace(request, messages=tuple(messages)),
-                                                     on_text=reply.feed)
+                completion = await self.llm.complete(
+                    replace(request, messages=tuple(messages)), on_text=reply.feed
+                )
             except LLMError as exc:
                 run.stop, run.error = _llm_failure(exc)
                 if run.rounds == 0:  # nothing was done for it: the user asks again, never a leftover
@@ -165,13 +210,20 @@ class Agent:
             await reply.flush()
             if completion.fallback_used and run.fallback_profile is None:
                 run.fallback_profile = completion.profile
-                await sink.notice(f"(answered by the fallback model profile '{completion.profile}': "
-                                  "the first choice is unavailable right now)")
+                await sink.notice(
+                    f"(answered by the fallback model profile '{completion.profile}': "
+                    "the first choice is unavailable right now)"
+                )
             # stored and replayed redacted: the model never sees its own leaked secret again either
             said = redact(completion.text, allow=guard.allow) if completion.text else ""
             assistant = Message("assistant", (*((TextPart(said),) if said else ()), *completion.tool_calls))
-            session.append("assistant", [*([{"type": "text", "text": said}] if said else []),
-                                         *(call_part(c) for c in completion.tool_calls)])
+            session.append(
+                "assistant",
+                [
+                    *([{"type": "text", "text": said}] if said else []),
+                    *(call_part(c) for c in completion.tool_calls),
+                ],
+            )
             messages.append(assistant)
             calls = completion.tool_calls
             reason = completion.stop_reason
@@ -196,8 +248,10 @@ class Agent:
             if run.rounds >= self.settings.max_rounds:
                 self._unrun(session, messages, calls, NOT_RUN_ROUNDS)
                 run.stop = "max_rounds"
-                await sink.notice(f"(stopped: this message used the limit of {self.settings.max_rounds} tool "
-                                  "rounds; the last requested tools were not run)")
+                await sink.notice(
+                    f"(stopped: this message used the limit of {self.settings.max_rounds} tool "
+                    "rounds; the last requested tools were not run)"
+                )
                 return
             executed = await self.executor.execute(ctx, calls, sink, on_event=sink.tool_event)
             run.tools.extend(executed)

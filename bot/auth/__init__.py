@@ -7,5 +7,12 @@ user sets them up. Secrets live in `<home>/auth.json` (0600) and are only ever s
 from bot.auth.credentials import Credential, CredentialResolver
 from bot.auth.errors import AuthError, AuthStoreError, AuthUnavailable, LoginFailed, ReauthRequired
 
-__all__ = ["AuthError", "AuthStoreError", "AuthUnavailable", "Credential", "CredentialResolver",
-           "LoginFailed", "ReauthRequired"]
+__all__ = [
+    "AuthError",
+    "AuthStoreError",
+    "AuthUnavailable",
+    "Credential",
+    "CredentialResolver",
+    "LoginFailed",
+    "ReauthRequired",
+]

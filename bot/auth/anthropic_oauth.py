@@ -76,10 +76,17 @@ class AnthropicOAuth:
     Endpoints are constructor arguments so tests can point them at a local fake server.
     """
 
-    def __init__(self, *, authorize_url: str = AUTHORIZE_URL, token_url: str = TOKEN_URL,
-                 client_id: str = CLIENT_ID, redirect_uri: str = REDIRECT_URI,
-                 scopes: tuple[str, ...] = SCOPES, clock: Callable[[], float] = time.time,
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        authorize_url: str = AUTHORIZE_URL,
+        token_url: str = TOKEN_URL,
+        client_id: str = CLIENT_ID,
+        redirect_uri: str = REDIRECT_URI,
+        scopes: tuple[str, ...] = SCOPES,
+        clock: Callable[[], float] = time.time,
+        timeout: float = 30.0,
+    ) -> None:
         self.authorize_url = check_endpoint(authorize_url)
         self.token_url = check_endpoint(token_url)
         self.client_id = client_id
@@ -90,46 +97,61 @@ class AnthropicOAuth:
 
     def start(self) -> AuthorizationRequest:
         pkce, state = new_pkce(), new_state()
-        query = urllib.parse.urlencode({
-            "code": "true",
-            "client_id": self.client_id,
-            "response_type": "code",
-            "redirect_uri": self.redirect_uri,
-            "scope": " ".join(self.scopes),
-            "code_challenge": pkce.challenge,
-            "code_challenge_method": "S256",
-            "state": state,
-        })
+        query = urllib.parse.urlencode(
+            {
+                "code": "true",
+                "client_id": self.client_id,
+                "response_type": "code",
+                "redirect_uri": self.redirect_uri,
+                "scope": " ".join(self.scopes),
+                "code_challenge": pkce.challenge,
+                "code_challenge_method": "S256",
+                "state": state,
+            }
+        )
         return AuthorizationRequest(url=f"{self.authorize_url}?{query}", state=state, verifier=pkce.verifier)
 
     async def exchange(self, request: AuthorizationRequest, pasted: str) -> OAuthEntry:
         """Check the pasted state (before any network call), then trade the code for tokens."""
         code, state = parse_pasted(pasted)
         if not same_secret(state, request.state):
-            raise LoginFailed("the pasted code belongs to a different login attempt (state mismatch); "
-                              f"run `owlia auth setup --provider {PROVIDER}` again and use the new URL")
-        result = await post(self.token_url, {
-            "grant_type": "authorization_code",
-            "code": code,
-            "state": state,
-            "client_id": self.client_id,
-            "redirect_uri": self.redirect_uri,
-            "code_verifier": request.verifier,
-        }, timeout=self._timeout)
+            raise LoginFailed(
+                "the pasted code belongs to a different login attempt (state mismatch); "
+                f"run `owlia auth setup --provider {PROVIDER}` again and use the new URL"
+            )
+        result = await post(
+            self.token_url,
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "state": state,
+                "client_id": self.client_id,
+                "redirect_uri": self.redirect_uri,
+                "code_verifier": request.verifier,
+            },
+            timeout=self._timeout,
+        )
         if not result.ok:
-            raise token_error(result, provider=PROVIDER, during="login",
-                              secrets=(code, state, request.verifier))
+            raise token_error(
+                result, provider=PROVIDER, during="login", secrets=(code, state, request.verifier)
+            )
         return self._entry(result.body, previous=None)
 
     async def refresh(self, refresh_token: str) -> OAuthEntry:
         """New access token; the refresh token rotates when the server sends a new one."""
-        body = await refresh_grant(self.token_url, self.client_id, refresh_token, provider=PROVIDER,
-                                   timeout=self._timeout)
+        body = await refresh_grant(
+            self.token_url, self.client_id, refresh_token, provider=PROVIDER, timeout=self._timeout
+        )
         return self._entry(body, previous=refresh_token)
 
     def _entry(self, body: object, previous: str | None) -> OAuthEntry:
         parsed, refresh = token_response(_TokenResponse, body, previous=previous, provider=PROVIDER)
         account = (parsed.account.email_address or parsed.account.email) if parsed.account else None
         scopes = tuple(parsed.scope.split()) if parsed.scope else self.scopes
-        return OAuthEntry(access_token=parsed.access_token, refresh_token=refresh,
-                          expires_at=self._clock() + parsed.expires_in, scopes=scopes, account=account)
+        return OAuthEntry(
+            access_token=parsed.access_token,
+            refresh_token=refresh,
+            expires_at=self._clock() + parsed.expires_in,
+            scopes=scopes,
+            account=account,
+        )

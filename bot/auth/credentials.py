@@ -75,13 +75,21 @@ def _default_openai() -> Refresher:
 class CredentialResolver:
     """`await resolver.get("anthropic")` -> Credential | None; raises AuthError when the user must act."""
 
-    def __init__(self, store_path: Path, *, clock: Callable[[], float] = time.time,
-                 anthropic_client: Refresher | None = None, openai_client: Refresher | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        store_path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        anthropic_client: Refresher | None = None,
+        openai_client: Refresher | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self._store = AuthStore(Path(store_path))
         self._clock = clock
-        self._refreshers: dict[str, Refresher | None] = {"anthropic": anthropic_client,
-                                                          "openai": openai_client}
+        self._refreshers: dict[str, Refresher | None] = {
+            "anthropic": anthropic_client,
+            "openai": openai_client,
+        }
         self._env = os.environ if env is None else env
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -121,15 +129,18 @@ class CredentialResolver:
             fresh = await refresher.refresh(entry.refresh_token)
         except AuthUnavailable as exc:
             if still_valid:
-                log.warning("%s token refresh failed (%s); using the current token until it expires",
-                            provider, exc)
+                log.warning(
+                    "%s token refresh failed (%s); using the current token until it expires", provider, exc
+                )
                 return entry
-            raise AuthUnavailable(f"{provider} access token expired and could not be refreshed: {exc}") \
-                from None
+            raise AuthUnavailable(
+                f"{provider} access token expired and could not be refreshed: {exc}"
+            ) from None
         fresh = replace(fresh, account=fresh.account or entry.account, scopes=fresh.scopes or entry.scopes)
         await asyncio.to_thread(self._store.put_locked, provider, fresh)
-        log.info("%s access token refreshed (expires in %d s)", provider,
-                 int(fresh.expires_at - self._clock()))
+        log.info(
+            "%s access token refreshed (expires in %d s)", provider, int(fresh.expires_at - self._clock())
+        )
         return fresh
 
 

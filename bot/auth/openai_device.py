@@ -93,10 +93,18 @@ def jwt_claims(token: str | None) -> dict[str, Any]:
 class OpenAIDeviceLogin:
     """Device-code login and token refresh against auth.openai.com (or a fake, via `issuer`)."""
 
-    def __init__(self, *, issuer: str = ISSUER, client_id: str = CLIENT_ID, max_wait: float = MAX_WAIT,
-                 slow_down_step: float = SLOW_DOWN_STEP, clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        issuer: str = ISSUER,
+        client_id: str = CLIENT_ID,
+        max_wait: float = MAX_WAIT,
+        slow_down_step: float = SLOW_DOWN_STEP,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        timeout: float = 30.0,
+    ) -> None:
         self.issuer = check_endpoint(issuer.rstrip("/"))
         self.client_id = client_id
         self.max_wait = max_wait
@@ -111,8 +119,11 @@ class OpenAIDeviceLogin:
         return f"{self.issuer}/oauth/token"
 
     async def request_code(self) -> DeviceCode:
-        result = await post(f"{self.issuer}/api/accounts/deviceauth/usercode", {"client_id": self.client_id},
-                            timeout=self._timeout)
+        result = await post(
+            f"{self.issuer}/api/accounts/deviceauth/usercode",
+            {"client_id": self.client_id},
+            timeout=self._timeout,
+        )
         if result.status == 404:
             raise LoginFailed("device code login is not enabled on this OpenAI server; use --method api-key")
         if not result.ok:
@@ -124,9 +135,13 @@ class OpenAIDeviceLogin:
         except ValidationError:
             raise AuthUnavailable(f"{PROVIDER} sent an unexpected device code answer") from None
         wait = min(parsed.expires_in or self.max_wait, self.max_wait)
-        return DeviceCode(verification_url=f"{self.issuer}/codex/device", user_code=parsed.user_code,
-                          device_auth_id=parsed.device_auth_id, interval=max(parsed.interval, 0.0),
-                          deadline=self._monotonic() + wait)
+        return DeviceCode(
+            verification_url=f"{self.issuer}/codex/device",
+            user_code=parsed.user_code,
+            device_auth_id=parsed.device_auth_id,
+            interval=max(parsed.interval, 0.0),
+            deadline=self._monotonic() + wait,
+        )
 
     async def wait_for_tokens(self, code: DeviceCode) -> OAuthEntry:
         """Poll until the user approves (or denies, or the code expires), then redeem the code."""
@@ -135,9 +150,11 @@ class OpenAIDeviceLogin:
             if self._monotonic() + interval >= code.deadline:
                 raise self._expired()
             await self._sleep(interval)
-            result = await post(f"{self.issuer}/api/accounts/deviceauth/token",
-                                {"device_auth_id": code.device_auth_id, "user_code": code.user_code},
-                                timeout=self._timeout)
+            result = await post(
+                f"{self.issuer}/api/accounts/deviceauth/token",
+                {"device_auth_id": code.device_auth_id, "user_code": code.user_code},
+                timeout=self._timeout,
+            )
             if result.ok:
                 return await self._redeem(result.body)
             error = result.error_code()
@@ -153,8 +170,10 @@ class OpenAIDeviceLogin:
                 raise token_error(result, provider=PROVIDER, during="login", secrets=(code.device_auth_id,))
 
     def _expired(self) -> LoginFailed:
-        return LoginFailed("the device code expired before it was approved; "
-                           f"run `owlia auth setup --provider {PROVIDER}` again")
+        return LoginFailed(
+            "the device code expired before it was approved; "
+            f"run `owlia auth setup --provider {PROVIDER}` again"
+        )
 
     async def _redeem(self, body: Any) -> OAuthEntry:
         try:
@@ -163,21 +182,31 @@ class OpenAIDeviceLogin:
             raise AuthUnavailable(f"{PROVIDER} sent an unexpected device approval answer") from None
         if not same_secret(s256(issued.code_verifier), issued.code_challenge):
             raise LoginFailed(f"{PROVIDER} sent an inconsistent PKCE pair; run setup again")
-        result = await post(self.token_url, {
-            "grant_type": "authorization_code",
-            "code": issued.authorization_code,
-            "redirect_uri": f"{self.issuer}/deviceauth/callback",
-            "client_id": self.client_id,
-            "code_verifier": issued.code_verifier,
-        }, form=True, timeout=self._timeout)
+        result = await post(
+            self.token_url,
+            {
+                "grant_type": "authorization_code",
+                "code": issued.authorization_code,
+                "redirect_uri": f"{self.issuer}/deviceauth/callback",
+                "client_id": self.client_id,
+                "code_verifier": issued.code_verifier,
+            },
+            form=True,
+            timeout=self._timeout,
+        )
         if not result.ok:
-            raise token_error(result, provider=PROVIDER, during="login",
-                              secrets=(issued.authorization_code, issued.code_verifier))
+            raise token_error(
+                result,
+                provider=PROVIDER,
+                during="login",
+                secrets=(issued.authorization_code, issued.code_verifier),
+            )
         return self._entry(result.body, previous=None)
 
     async def refresh(self, refresh_token: str) -> OAuthEntry:
-        body = await refresh_grant(self.token_url, self.client_id, refresh_token, provider=PROVIDER,
-                                   timeout=self._timeout)
+        body = await refresh_grant(
+            self.token_url, self.client_id, refresh_token, provider=PROVIDER, timeout=self._timeout
+        )
         return self._entry(body, previous=refresh_token)
 
     def _entry(self, body: Any, previous: str | None) -> OAuthEntry:
@@ -189,6 +218,10 @@ class OpenAIDeviceLogin:
             exp = jwt_claims(parsed.access_token).get("exp")
             expires_at = float(exp) if isinstance(exp, (int, float)) else now + DEFAULT_TOKEN_LIFETIME
         email = jwt_claims(parsed.id_token).get("email")
-        return OAuthEntry(access_token=parsed.access_token, refresh_token=refresh, expires_at=expires_at,
-                          scopes=("openid", "profile", "email", "offline_access"),
-                          account=email if isinstance(email, str) else None)
+        return OAuthEntry(
+            access_token=parsed.access_token,
+            refresh_token=refresh,
+            expires_at=expires_at,
+            scopes=("openid", "profile", "email", "offline_access"),
+            account=email if isinstance(email, str) else None,
+        )

@@ -54,6 +54,7 @@ Entry = Union[OAuthEntry, ApiKeyEntry]
 # defer_build: the validators are built when an auth.json is first read, not on import; with the
 # key in the environment `owlia start` never builds them on its way to ready.
 
+
 class _OAuthModel(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["oauth"]
@@ -79,15 +80,26 @@ class _FileModel(BaseModel):
 def _to_entry(model: _OAuthModel | _ApiKeyModel) -> Entry:
     if isinstance(model, _ApiKeyModel):
         return ApiKeyEntry(key=model.key)
-    return OAuthEntry(access_token=model.access_token, refresh_token=model.refresh_token,
-                      expires_at=model.expires_at, scopes=tuple(model.scopes), account=model.account)
+    return OAuthEntry(
+        access_token=model.access_token,
+        refresh_token=model.refresh_token,
+        expires_at=model.expires_at,
+        scopes=tuple(model.scopes),
+        account=model.account,
+    )
 
 
 def _to_json(entry: Entry) -> dict:
     if isinstance(entry, ApiKeyEntry):
         return {"kind": "api_key", "key": entry.key}
-    return {"kind": "oauth", "access_token": entry.access_token, "refresh_token": entry.refresh_token,
-            "expires_at": entry.expires_at, "scopes": list(entry.scopes), "account": entry.account}
+    return {
+        "kind": "oauth",
+        "access_token": entry.access_token,
+        "refresh_token": entry.refresh_token,
+        "expires_at": entry.expires_at,
+        "scopes": list(entry.scopes),
+        "account": entry.account,
+    }
 
 
 def _describe(exc: ValidationError) -> str:
@@ -121,16 +133,22 @@ class AuthStore:
         info = os.fstat(fd)  # checked on the open file: no swap between check and read
         if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a directory with a bare OSError
             os.close(fd)
-            raise AuthStoreError(f"{self.path} is not a regular file; move it aside, then run `owlia auth setup`")
+            raise AuthStoreError(
+                f"{self.path} is not a regular file; move it aside, then run `owlia auth setup`"
+            )
         with os.fdopen(fd, "rb") as handle:
             if info.st_uid != os.getuid():
-                raise AuthStoreError(f"{self.path} belongs to uid {info.st_uid}, not to you ({os.getuid()}); "
-                                     "refusing to use login tokens another user controls")
+                raise AuthStoreError(
+                    f"{self.path} belongs to uid {info.st_uid}, not to you ({os.getuid()}); "
+                    "refusing to use login tokens another user controls"
+                )
             mode = stat.S_IMODE(info.st_mode)
             if mode & 0o077:
-                raise AuthStoreError(f"{self.path} has mode {mode:04o}, so other users can read your login "
-                                     f"tokens; run `chmod 600 {self.path}` (and consider `owlia auth logout "
-                                     "--all` then setup again if the machine is shared)")
+                raise AuthStoreError(
+                    f"{self.path} has mode {mode:04o}, so other users can read your login "
+                    f"tokens; run `chmod 600 {self.path}` (and consider `owlia auth logout "
+                    "--all` then setup again if the machine is shared)"
+                )
             return handle.read()
 
     def load(self) -> dict[str, Entry]:
@@ -145,8 +163,9 @@ class AuthStore:
             raise AuthStoreError(f"{self.path} is not valid JSON{where}; {fix}") from None
         version = data.get("version") if isinstance(data, dict) else None
         if isinstance(version, int) and version > STORE_VERSION:
-            raise AuthStoreError(f"{self.path} was written by a newer OwliaBot (version {version}); "
-                                 "upgrade OwliaBot to use it")
+            raise AuthStoreError(
+                f"{self.path} was written by a newer OwliaBot (version {version}); upgrade OwliaBot to use it"
+            )
         try:
             parsed = _FileModel.model_validate(data)
         except ValidationError as exc:

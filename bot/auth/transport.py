@@ -91,8 +91,12 @@ def _post_sync(url: str, body: dict[str, str], form: bool, timeout: float) -> Ht
         data, ctype = urllib.parse.urlencode(body).encode(), "application/x-www-form-urlencoded"
     else:
         data, ctype = json.dumps(body).encode(), "application/json"
-    request = urllib.request.Request(url, data=data, method="POST", headers={
-        "Content-Type": ctype, "Accept": "application/json", "User-Agent": USER_AGENT})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method="POST",
+        headers={"Content-Type": ctype, "Accept": "application/json", "User-Agent": USER_AGENT},
+    )
     host = urllib.parse.urlsplit(url).hostname
     try:
         with _OPENER.open(request, timeout=timeout) as response:
@@ -110,8 +114,9 @@ async def post(url: str, body: dict[str, str], *, form: bool = False, timeout: f
     return await asyncio.to_thread(_post_sync, url, body, form, timeout)
 
 
-def token_error(result: HttpResult, *, provider: str, during: str,
-                secrets: tuple[str | None, ...]) -> AuthError:
+def token_error(
+    result: HttpResult, *, provider: str, during: str, secrets: tuple[str | None, ...]
+) -> AuthError:
     """Map a failed token-endpoint answer to the error the caller should raise.
 
     `during` is "login" or "refresh": a rejected grant at login means "try setup again", at refresh
@@ -124,15 +129,21 @@ def token_error(result: HttpResult, *, provider: str, during: str,
         return AuthUnavailable(f"{provider} token endpoint is unavailable ({detail}); try again shortly")
     if during == "refresh":
         return ReauthRequired(provider, f"token refresh rejected, {detail}")
-    return LoginFailed(f"{provider} rejected the login ({detail}). Authorization codes are single-use and "
-                       f"short-lived: run `owlia auth setup --provider {provider}` again")
+    return LoginFailed(
+        f"{provider} rejected the login ({detail}). Authorization codes are single-use and "
+        f"short-lived: run `owlia auth setup --provider {provider}` again"
+    )
 
 
-async def refresh_grant(token_url: str, client_id: str, refresh_token: str, *, provider: str,
-                        timeout: float) -> Any:
+async def refresh_grant(
+    token_url: str, client_id: str, refresh_token: str, *, provider: str, timeout: float
+) -> Any:
     """The OAuth refresh_token grant both providers use; returns the token response body."""
-    result = await post(token_url, {"grant_type": "refresh_token", "refresh_token": refresh_token,
-                                    "client_id": client_id}, timeout=timeout)
+    result = await post(
+        token_url,
+        {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id},
+        timeout=timeout,
+    )
     if not result.ok:
         raise token_error(result, provider=provider, during="refresh", secrets=(refresh_token,))
     return result.body

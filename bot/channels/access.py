@@ -76,8 +76,14 @@ def new_code() -> str:
 
 
 class AccessStore:
-    def __init__(self, path: Path, *, code_ttl: int = 3600, max_pending: int = 3,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        code_ttl: int = 3600,
+        max_pending: int = 3,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.conn = open_private_db(path, schema=_SCHEMA)
         self.code_ttl = code_ttl
         self.max_pending = max_pending
@@ -99,7 +105,9 @@ class AccessStore:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             self._purge(now)
-            row = self.conn.execute("SELECT * FROM pairing WHERE channel=? AND peer=?", (channel, peer)).fetchone()
+            row = self.conn.execute(
+                "SELECT * FROM pairing WHERE channel=? AND peer=?", (channel, peer)
+            ).fetchone()
             if row is not None:
                 self.conn.execute("COMMIT")
                 return PairingRequest(*row)
@@ -108,8 +116,10 @@ class AccessStore:
                 self.conn.execute("COMMIT")
                 return None
             request = PairingRequest(new_code(), channel, peer, printable(display), now, now + self.code_ttl)
-            self.conn.execute("INSERT INTO pairing VALUES (?, ?, ?, ?, ?, ?)",
-                              (request.code, channel, peer, request.display, now, request.expires_at))
+            self.conn.execute(
+                "INSERT INTO pairing VALUES (?, ?, ?, ?, ?, ?)",
+                (request.code, channel, peer, request.display, now, request.expires_at),
+            )
             self.conn.execute("COMMIT")
             return request
         except BaseException:
@@ -129,12 +139,15 @@ class AccessStore:
                 if hmac.compare_digest(row[0].encode(), wanted.encode()):
                     match = PairingRequest(*row)
             if match is None:
-                raise PairingError("no pending pairing with that code (codes expire after "
-                                   f"{self.code_ttl // 60} minutes)")
+                raise PairingError(
+                    f"no pending pairing with that code (codes expire after {self.code_ttl // 60} minutes)"
+                )
             grant = Grant(match.channel, match.peer, match.display, now, by)
             self.conn.execute("DELETE FROM pairing WHERE code=?", (match.code,))
-            self.conn.execute("INSERT OR REPLACE INTO grants VALUES (?, ?, ?, ?, ?)",
-                              (grant.channel, grant.peer, grant.display, now, by))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO grants VALUES (?, ?, ?, ?, ?)",
+                (grant.channel, grant.peer, grant.display, now, by),
+            )
             self.conn.execute("COMMIT")
             return grant
         except BaseException:
@@ -186,8 +199,11 @@ class Gatekeeper:
             if answered >= FOLLOW_UPS_ANSWERED:
                 return Admission(False)
             self._followed[peer] = answered + 1
-            return Admission(False, "I got your message, but this bot is private: it answers once its owner "
-                                    "approves the pairing code I sent you above. You will be told here.")
+            return Admission(
+                False,
+                "I got your message, but this bot is private: it answers once its owner "
+                "approves the pairing code I sent you above. You will be told here.",
+            )
         if len(self._told) >= MAX_TOLD:
             self._told.clear()
             self._followed.clear()
@@ -195,18 +211,26 @@ class Gatekeeper:
         self._followed.pop(peer, None)
         request = self.access.request(self.channel, peer, display)
         if request is None:
-            return Admission(False, "This bot is private and cannot take new pairing requests right now. "
-                                    "Try again later.")
+            return Admission(
+                False, "This bot is private and cannot take new pairing requests right now. Try again later."
+            )
         minutes = max(1, round((request.expires_at - now) / 60))
         if told is not None and request.created_at <= told:  # they wrote again before the owner approved
-            return Admission(False, f"Still waiting for the owner to approve your pairing code {request.code} "
-                                    f"(valid {minutes} more min). You will be told here once you are in.")
-        return Admission(False, f"This bot is private. Your pairing code is {request.code} (valid {minutes} min). "
-                                f"Ask its owner to run: owlia pair approve {request.code}. You will be told here "
-                                "once you are in.")
+            return Admission(
+                False,
+                f"Still waiting for the owner to approve your pairing code {request.code} "
+                f"(valid {minutes} more min). You will be told here once you are in.",
+            )
+        return Admission(
+            False,
+            f"This bot is private. Your pairing code is {request.code} (valid {minutes} min). "
+            f"Ask its owner to run: owlia pair approve {request.code}. You will be told here "
+            "once you are in.",
+        )
 
 
 def open_access(home: Path, settings: PairingSettings) -> AccessStore:
     """The home's access store, `<home>/state/access.sqlite3`."""
-    return AccessStore(home / "state" / ACCESS_DB, code_ttl=settings.code_ttl_seconds,
-                       max_pending=settings.max_pending)
+    return AccessStore(
+        home / "state" / ACCESS_DB, code_ttl=settings.code_ttl_seconds, max_pending=settings.max_pending
+    )

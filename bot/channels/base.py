@@ -30,8 +30,11 @@ class Inbound:
 
     @property
     def session_key(self) -> str:
-        return f"{self.channel}:{self.chat or self.peer}" if self.kind is not ContextKind.GROUP \
+        return (
+            f"{self.channel}:{self.chat or self.peer}"
+            if self.kind is not ContextKind.GROUP
             else f"{self.channel}:{self.chat}:{self.peer}"
+        )
 
 
 class ReplySink(Protocol):

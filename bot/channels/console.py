@@ -35,7 +35,9 @@ class LineReader:
 
     def __init__(self, stream: TextIO, loop: asyncio.AbstractEventLoop) -> None:
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
-        self._thread = threading.Thread(target=self._pump, args=(stream, loop), daemon=True, name="console-stdin")
+        self._thread = threading.Thread(
+            target=self._pump, args=(stream, loop), daemon=True, name="console-stdin"
+        )
         self._thread.start()
 
     def _pump(self, stream: TextIO, loop: asyncio.AbstractEventLoop) -> None:
@@ -111,8 +113,14 @@ def render_signer_card(data: dict) -> str:
 class ConsoleChannel:
     name = "console"
 
-    def __init__(self, core: BotCore, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
-                 peer: str | None = None) -> None:
+    def __init__(
+        self,
+        core: BotCore,
+        *,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        peer: str | None = None,
+    ) -> None:
         self.core = core
         self.stdin = stdin or sys.stdin
         self.out = stdout or sys.stdout
@@ -143,8 +151,9 @@ class ConsoleChannel:
     async def _send(self, reader: LineReader, text: str) -> ConsoleSink:
         """One message through BotCore; replies the agent did not stream (commands) are printed here."""
         sink = ConsoleSink(self.out, reader)
-        handled = await self.core.handle(Inbound(self.name, self.peer, uuid.uuid4().hex, text,
-                                                 received_at=time.time()), sink)
+        handled = await self.core.handle(
+            Inbound(self.name, self.peer, uuid.uuid4().hex, text, received_at=time.time()), sink
+        )
         if handled.status in ("command", "no_llm") and handled.reply:
             self.out.write(visible(handled.reply.rstrip("\n"), keep=LAYOUT) + "\n")
         self.out.flush()

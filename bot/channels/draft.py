@@ -19,8 +19,15 @@ ELLIPSIS = " …"
 
 
 class StreamingDraft(Generic[H]):
-    def __init__(self, send: Callable[[str], Awaitable[H]], edit: Callable[[H, str], Awaitable[None]], *,
-                 interval: float, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        send: Callable[[str], Awaitable[H]],
+        edit: Callable[[H, str], Awaitable[None]],
+        *,
+        interval: float,
+        limit: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._send = send
         self._edit = edit
         self.interval = interval

@@ -36,8 +36,12 @@ class OneMessagePerAction:
         if signer_outcome(event) is not None:
             self.settled = True
             await self.inner.tool_event(event)
-        elif event.phase == "finished" and event.output is not None and event.output.is_error \
-                and not event.output.for_the_user:
+        elif (
+            event.phase == "finished"
+            and event.output is not None
+            and event.output.is_error
+            and not event.output.for_the_user
+        ):
             return  # the reply says it, in the tool's own words (a command's reply is that message)
         else:
             await self.inner.tool_event(event)

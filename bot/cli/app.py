@@ -21,8 +21,9 @@ from bot.cli.lazy import LazyGroup, Mount, Mountable, build
 MOUNTS: dict[str, Mount] = {}
 
 
-def mount(name: str, summary: str, *,
-          one_shot: bool = False) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
+def mount(
+    name: str, summary: str, *, one_shot: bool = False
+) -> Callable[[Callable[[], Mountable]], Callable[[], Mountable]]:
     """Mount a command under `name`: help lists `summary`; the loader's imports run when the command does.
     `one_shot`: the command sends a request, prints the answer and writes no file (bot/cli/process.py)."""
 
@@ -69,15 +70,20 @@ app = typer.Typer(
 def _no_answer() -> NoReturn:
     from bot.cli.say import error
 
-    error("end of input at a prompt: run the command on a terminal to answer it, or give the "
-          "answer as an option (see the command's --help, e.g. --yes or --passphrase-file)")
+    error(
+        "end of input at a prompt: run the command on a terminal to answer it, or give the "
+        "answer as an option (see the command's --help, e.g. --yes or --passphrase-file)"
+    )
     raise typer.Exit(1)
 
 
 @app.callback()
 def root(
     home: Optional[Path] = typer.Option(
-        None, "--home", envvar="OWLIA_HOME", help="OwliaBot home (config.yaml, secrets, signer). Default ~/.owliabot."
+        None,
+        "--home",
+        envvar="OWLIA_HOME",
+        help="OwliaBot home (config.yaml, secrets, signer). Default ~/.owliabot.",
     ),
 ) -> None:
     """Run `owlia up` for a local stack on a dev chain; `owlia COMMAND --help` for each command."""
@@ -97,7 +103,9 @@ def _start() -> Mountable:
     return start
 
 
-@mount("chat", "Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model.")
+@mount(
+    "chat", "Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model."
+)
 def _chat() -> Mountable:
     from bot.cli.chat_cmd import chat
 
@@ -111,8 +119,10 @@ def _init() -> Mountable:
     return init
 
 
-@mount("doctor", "Check Python, config, workspace, model logins, signer, chains, channels, sandbox; exit 1 on "
-                 "failure.")
+@mount(
+    "doctor",
+    "Check Python, config, workspace, model logins, signer, chains, channels, sandbox; exit 1 on failure.",
+)
 def _doctor() -> Mountable:
     from bot.cli.doctor_cmd import doctor
 

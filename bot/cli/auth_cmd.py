@@ -32,16 +32,19 @@ _PROVIDER_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 def anthropic_client() -> AnthropicOAuth:
     """The real endpoints; tests replace this factory to point at the local fake server."""
     from bot.auth.anthropic_oauth import AnthropicOAuth
+
     return AnthropicOAuth()
 
 
 def openai_client() -> OpenAIDeviceLogin:
     from bot.auth.openai_device import OpenAIDeviceLogin
+
     return OpenAIDeviceLogin()
 
 
 def _store(ctx: typer.Context) -> AuthStore:
     from bot.auth.store import AuthStore
+
     return AuthStore.in_home(home_of(ctx))
 
 
@@ -60,6 +63,7 @@ def _when(epoch: float, now: float) -> str:
 
 def _save(ctx: typer.Context, provider: str, entry: Entry) -> AuthStore:
     from bot.auth.errors import AuthError
+
     store = _store(ctx)
     try:
         previous = store.get(provider)
@@ -74,14 +78,18 @@ def _save(ctx: typer.Context, provider: str, entry: Entry) -> AuthStore:
 def _report_oauth(provider: str, entry: OAuthEntry, store: AuthStore) -> None:
     from bot.auth.credentials import REFRESH_MARGIN
     from bot.auth.mask import mask
+
     who = f" as {entry.account}" if entry.account else ""
     typer.echo(f"logged in to {provider}{who}; saved to {store.path} (mode 0600)")
-    typer.echo(f"  access token {mask(entry.access_token)}, expires {_when(entry.expires_at, time.time())}; "
-               f"refreshed automatically {int(REFRESH_MARGIN // 60)} minutes before expiry")
+    typer.echo(
+        f"  access token {mask(entry.access_token)}, expires {_when(entry.expires_at, time.time())}; "
+        f"refreshed automatically {int(REFRESH_MARGIN // 60)} minutes before expiry"
+    )
 
 
 def _setup_anthropic(ctx: typer.Context) -> None:
     from bot.auth.errors import AuthError
+
     client = anthropic_client()
     request = client.start()
     typer.echo("1. Open this URL in a browser and approve access with your Claude account:\n")
@@ -97,7 +105,7 @@ def _setup_anthropic(ctx: typer.Context) -> None:
 
 def _setup_openai(ctx: typer.Context) -> None:
     from bot.auth.errors import AuthError
-    from bot.auth.store import OAuthEntry
+
     client = openai_client()
 
     async def login() -> OAuthEntry:
@@ -116,8 +124,10 @@ def _setup_openai(ctx: typer.Context) -> None:
     except KeyboardInterrupt:
         fail("cancelled; nothing was saved", code=130)
     _report_oauth("openai", entry, _save(ctx, "openai", entry))
-    typer.echo("  note: this is a ChatGPT-account token (as Codex uses); api.openai.com does not accept it "
-               "as an API key. For the public API run `owlia auth setup --provider openai --method api-key`.")
+    typer.echo(
+        "  note: this is a ChatGPT-account token (as Codex uses); api.openai.com does not accept it "
+        "as an API key. For the public API run `owlia auth setup --provider openai --method api-key`."
+    )
 
 
 def check_api_key(provider: str, key: str) -> str:
@@ -140,6 +150,7 @@ def check_api_key(provider: str, key: str) -> str:
 def _setup_api_key(ctx: typer.Context, provider: str, from_stdin: bool) -> None:
     from bot.auth.mask import mask
     from bot.auth.store import ApiKeyEntry
+
     if from_stdin:
         raw = sys.stdin.read()
     else:
@@ -156,10 +167,15 @@ def _setup_api_key(ctx: typer.Context, provider: str, from_stdin: bool) -> None:
 @app.command("setup")
 def setup(
     ctx: typer.Context,
-    provider: str = typer.Option(..., "--provider", prompt="Provider (anthropic, openai, or another name)",
-                                 help="anthropic, openai, or any other provider name (API key only)."),
-    method: Optional[str] = typer.Option(None, "--method",
-                                         help="oauth | api-key (default: oauth for anthropic/openai)."),
+    provider: str = typer.Option(
+        ...,
+        "--provider",
+        prompt="Provider (anthropic, openai, or another name)",
+        help="anthropic, openai, or any other provider name (API key only).",
+    ),
+    method: Optional[str] = typer.Option(
+        None, "--method", help="oauth | api-key (default: oauth for anthropic/openai)."
+    ),
     api_key_stdin: bool = typer.Option(False, "--api-key-stdin", help="Read the API key from stdin."),
 ) -> None:
     """Log in (Anthropic: OAuth + PKCE, OpenAI: device code) or store an API key."""
@@ -186,12 +202,22 @@ def describe(provider: str, entry: Entry, now: float) -> dict[str, Any]:
     from bot.auth.credentials import needs_refresh
     from bot.auth.mask import mask
     from bot.auth.store import ApiKeyEntry
+
     if isinstance(entry, ApiKeyEntry):
         return {"provider": provider, "source": "auth.json", "kind": "api_key", "secret": mask(entry.key)}
     state = "expired" if now >= entry.expires_at else "refresh due" if needs_refresh(entry, now) else "valid"
-    return {"provider": provider, "source": "auth.json", "kind": "oauth", "secret": mask(entry.access_token),
-            "account": entry.account, "scopes": list(entry.scopes), "expires_at": int(entry.expires_at),
-            "expires_in": int(entry.expires_at - now), "state": state, "auto_refresh": True}
+    return {
+        "provider": provider,
+        "source": "auth.json",
+        "kind": "oauth",
+        "secret": mask(entry.access_token),
+        "account": entry.account,
+        "scopes": list(entry.scopes),
+        "expires_at": int(entry.expires_at),
+        "expires_in": int(entry.expires_at - now),
+        "state": state,
+        "auto_refresh": True,
+    }
 
 
 @app.command("status")
@@ -204,6 +230,7 @@ def status(
     from bot.auth.credentials import env_var_for
     from bot.auth.errors import AuthError
     from bot.auth.mask import mask
+
     store = _store(ctx)
     try:
         entries = store.load()
@@ -214,8 +241,14 @@ def status(
     for provider in OAUTH_PROVIDERS:
         var = env_var_for(provider)
         if provider not in entries and os.environ.get(var, "").strip():
-            rows.append({"provider": provider, "source": f"env {var}", "kind": "api_key",
-                         "secret": mask(os.environ[var].strip())})
+            rows.append(
+                {
+                    "provider": provider,
+                    "source": f"env {var}",
+                    "kind": "api_key",
+                    "secret": mask(os.environ[var].strip()),
+                }
+            )
     if as_json:
         print_json({"path": str(store.path), "providers": rows})
         return
@@ -227,8 +260,10 @@ def status(
         line = f"  {row['provider']:<10} {row['kind']:<8} {row['secret']:<12} from {row['source']}"
         if row["kind"] == "oauth":
             who = f", account {row['account']}" if row["account"] else ""
-            line += (f"{who}, expires {_when(row['expires_at'], now)}, {row['state']}; "
-                     "refreshed automatically when used")
+            line += (
+                f"{who}, expires {_when(row['expires_at'], now)}, {row['state']}; "
+                "refreshed automatically when used"
+            )
         typer.echo(line)
 
 
@@ -242,6 +277,7 @@ def logout(
     """Delete stored logins/keys from auth.json (tokens are not revoked at the provider)."""
     from bot.auth.errors import AuthError
     from bot.auth.store import OAuthEntry
+
     if (provider is None) == (not all_):
         fail("give either --provider NAME or --all")
     store = _store(ctx)

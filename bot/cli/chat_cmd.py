@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 def chat(
     ctx: typer.Context,
-    message: Optional[str] = typer.Option(None, "--message", "-m", help="Send one message, print the reply, exit."),
+    message: Optional[str] = typer.Option(
+        None, "--message", "-m", help="Send one message, print the reply, exit."
+    ),
 ) -> None:
     """Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model."""
     home = home_of(ctx)
@@ -36,7 +38,9 @@ async def _chat(home, config, message: str | None) -> None:
             await channel.one(message)
             return
         stop = asyncio.Event()
-        control = asyncio.create_task(_control_plane(runtime, stop))  # after the prompt: FastAPI is slow to import
+        control = asyncio.create_task(
+            _control_plane(runtime, stop)
+        )  # after the prompt: FastAPI is slow to import
         try:
             await channel.run(await banner(runtime))
         finally:
@@ -74,6 +78,8 @@ async def banner(runtime) -> str:
         lines.append(f"No signer: {runtime.services.signer_problem} (or run `owlia up` for a dev stack).")
     gateway = runtime.config.bot.gateway
     if gateway.enabled:
-        lines.append(f"Control plane: http://{gateway.host}:{gateway.port} "
-                     f"(bearer token in {runtime.home / 'secrets' / 'gateway.token'})")
+        lines.append(
+            f"Control plane: http://{gateway.host}:{gateway.port} "
+            f"(bearer token in {runtime.home / 'secrets' / 'gateway.token'})"
+        )
     return "\n".join(lines)

@@ -40,8 +40,12 @@ def private_dir_or_fail(path: Path) -> Path:
     except PermissionProblem as exc:
         fail(f"{exc}: run as the user who owns it, or give another home with --home or OWLIA_HOME")
     except PermissionError:
-        fail(f"cannot use {path} (permission denied): run as the user who owns it, or give another home with "
-             "--home or OWLIA_HOME")
+        fail(
+            f"cannot use {path} (permission denied): run as the user who owns it, or give another home with "
+            "--home or OWLIA_HOME"
+        )
     except OSError as exc:  # a file where the directory goes is PathNotAllowed (ensure_private_dir)
-        fail(f"cannot use {path} as a private directory ({exc.strerror}): give another home with --home or "
-             "OWLIA_HOME")
+        fail(
+            f"cannot use {path} as a private directory ({exc.strerror}): give another home with --home or "
+            "OWLIA_HOME"
+        )

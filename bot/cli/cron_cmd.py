@@ -14,8 +14,9 @@ import typer
 from bot.cli.config_file import load_or_fail
 from policies.kernel.cli import fail, home_of, print_json
 
-app = typer.Typer(help="Scheduled jobs: reminders, system events and unattended assistant runs.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Scheduled jobs: reminders, system events and unattended assistant runs.", no_args_is_help=True
+)
 
 
 def _store(ctx: typer.Context):
@@ -40,9 +41,18 @@ def list_jobs(ctx: typer.Context) -> None:
     rows = []
     for j in jobs:
         upcoming = next_fire(j.spec, j.created_at, tz, after=max(j.watermark, now))
-        rows.append({"id": j.id, "name": j.spec.name, "owner": j.owner, "origin": j.origin,
-                     "schedule": j.spec.describe_schedule(tz), "payload": j.spec.describe_payload(),
-                     "target": j.spec.target, "next": utc_text(upcoming) if upcoming else None})
+        rows.append(
+            {
+                "id": j.id,
+                "name": j.spec.name,
+                "owner": j.owner,
+                "origin": j.origin,
+                "schedule": j.spec.describe_schedule(tz),
+                "payload": j.spec.describe_payload(),
+                "target": j.spec.target,
+                "next": utc_text(upcoming) if upcoming else None,
+            }
+        )
     print_json(rows)
 
 
@@ -62,8 +72,16 @@ def add(
     """Add a job: one schedule (--at/--every/--cron) and one payload (--remind/--event/--agent)."""
     from pydantic import ValidationError
 
-    from bot.scheduler.jobs import AgentTurn, JobSpec, Reminder, SystemEvent, build_schedule, next_fire, \
-        parse_duration, utc_text
+    from bot.scheduler.jobs import (
+        AgentTurn,
+        JobSpec,
+        Reminder,
+        SystemEvent,
+        build_schedule,
+        next_fire,
+        parse_duration,
+        utc_text,
+    )
 
     default_tz = _timezone(ctx)
     payloads = [p for p in (remind, event, agent) if p is not None]
@@ -71,8 +89,13 @@ def add(
         fail("give exactly one payload: --remind, --event or --agent")
     try:
         schedule = build_schedule(at, parse_duration(every) if every is not None else None, cron)
-        payload = (Reminder(text=remind) if remind is not None else
-                   SystemEvent(text=event) if event is not None else AgentTurn(prompt=agent or ""))
+        payload = (
+            Reminder(text=remind)
+            if remind is not None
+            else SystemEvent(text=event)
+            if event is not None
+            else AgentTurn(prompt=agent or "")
+        )
         spec = JobSpec(name=name, schedule=schedule, payload=payload, target=target, timezone=tz)
         spec.check_window(time.time())
     except ValidationError as exc:
@@ -82,8 +105,10 @@ def add(
     with _store(ctx) as store:
         job = store.add(spec, owner="cli", origin="cli")
     upcoming = next_fire(spec, job.created_at, default_tz)
-    typer.echo(f"added {job.id}: {spec.describe_schedule(default_tz)}, first "
-               f"{utc_text(upcoming) if upcoming else 'never'}")
+    typer.echo(
+        f"added {job.id}: {spec.describe_schedule(default_tz)}, first "
+        f"{utc_text(upcoming) if upcoming else 'never'}"
+    )
 
 
 def _first_error(exc) -> str:
@@ -105,7 +130,9 @@ def remove(ctx: typer.Context, job_id: str = typer.Argument(..., help="From `owl
 def run_now(
     ctx: typer.Context,
     job_id: str = typer.Argument(...),
-    wait: float = typer.Option(0.0, min=0, help="Wait up to this many seconds for the running bot to finish it."),
+    wait: float = typer.Option(
+        0.0, min=0, help="Wait up to this many seconds for the running bot to finish it."
+    ),
 ) -> None:
     """Queue one run now for the running bot (its schedule is unchanged)."""
     from bot.runtime.instance import running
@@ -117,14 +144,20 @@ def run_now(
         if running(home_of(ctx)):
             typer.echo(f"queued a run of {job_id}; the running bot picks it up within seconds")
         else:
-            typer.echo(f"queued a run of {job_id}; no bot is running on {home_of(ctx)}, so it runs when "
-                       "`owlia start` starts", err=True)
+            typer.echo(
+                f"queued a run of {job_id}; no bot is running on {home_of(ctx)}, so it runs when "
+                "`owlia start` starts",
+                err=True,
+            )
             if wait:
                 fail("nothing will run it within --wait: start the bot (`owlia start`) first")
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            done = [r for r in store.history(job_id, limit=20)
-                    if r.id not in before and r.trigger == "manual" and r.status != "running"]
+            done = [
+                r
+                for r in store.history(job_id, limit=20)
+                if r.id not in before and r.trigger == "manual" and r.status != "running"
+            ]
             if done:
                 print_json(done[0].as_dict())
                 if done[0].status != "ok":

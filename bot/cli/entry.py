@@ -70,10 +70,21 @@ def direct_home(argv: list[str]) -> str | None:
     command, a typo): typer parses those as always."""
     if argv == ["start"]:
         return ""
-    if len(argv) == 3 and argv[0] == "--home" and argv[1] and not argv[1].startswith("-") and argv[2] == "start":
+    if (
+        len(argv) == 3
+        and argv[0] == "--home"
+        and argv[1]
+        and not argv[1].startswith("-")
+        and argv[2] == "start"
+    ):
         return argv[1]
-    if len(argv) == 2 and argv[0].startswith("--home=") and len(argv[0]) > len("--home=") and argv[1] == "start":
-        return argv[0][len("--home="):]
+    if (
+        len(argv) == 2
+        and argv[0].startswith("--home=")
+        and len(argv[0]) > len("--home=")
+        and argv[1] == "start"
+    ):
+        return argv[0][len("--home=") :]
     return None
 
 
@@ -83,7 +94,9 @@ def _start(home: str) -> None:
         from policies.kernel.home import resolve_home
 
         refusing_damaged_state(lambda: sys.exit(run_start(resolve_home(home or None))))
-    except KeyboardInterrupt:  # Ctrl-C before the bot's own handler is installed: as typer's main exits for it
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C before the bot's own handler is installed: as typer's main exits for it
         sys.stderr.write("\n")
         sys.exit(130)
 

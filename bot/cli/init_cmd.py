@@ -40,8 +40,12 @@ bot:
 
 def init(
     ctx: typer.Context,
-    docker: bool = typer.Option(False, "--docker", help="Write a docker compose setup (signer, bot, bridge) instead."),
-    directory: Optional[Path] = typer.Option(None, "--dir", help="Where the compose setup goes (<home>/docker)."),
+    docker: bool = typer.Option(
+        False, "--docker", help="Write a docker compose setup (signer, bot, bridge) instead."
+    ),
+    directory: Optional[Path] = typer.Option(
+        None, "--dir", help="Where the compose setup goes (<home>/docker)."
+    ),
     rpc_url: str = typer.Option("http://anvil:8545", help="--docker: chain RPC as the containers reach it."),
     chain_id: int = typer.Option(31337, help="--docker: that chain's id."),
 ) -> None:
@@ -67,9 +71,13 @@ def init(
         write_private_file(config, CONFIG_TEMPLATE.encode())
         typer.echo(f"wrote {config}")
     written = create_workspace(home / "workspace")
-    typer.echo(f"workspace {home / 'workspace'}: " + (f"created {', '.join(written)}" if written else "already there"))
-    typer.echo("next: `owlia auth setup` to log in to a model, `owlia up` for a local dev stack, "
-               "then `owlia chat`")
+    typer.echo(
+        f"workspace {home / 'workspace'}: "
+        + (f"created {', '.join(written)}" if written else "already there")
+    )
+    typer.echo(
+        "next: `owlia auth setup` to log in to a model, `owlia up` for a local dev stack, then `owlia chat`"
+    )
 
 
 def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
@@ -78,13 +86,17 @@ def _init_docker(root: Path, rpc_url: str, chain_id: int) -> None:
     setup = write_compose_setup(root, rpc_url=rpc_url, chain_id=chain_id)
     typer.echo(f"compose setup in {setup.root}: " + (", ".join(setup.written) or "already there"))
     profile = " --profile anvil" if rpc_url == "http://anvil:8545" else ""
-    steps = [] if setup.chowned else ["give each container its own files (as root):",
-                                      *chown_commands(setup.root)]
+    steps = (
+        [] if setup.chowned else ["give each container its own files (as root):", *chown_commands(setup.root)]
+    )
     if not setup.buildable:
-        typer.echo("this install has no source checkout and no bundled Dockerfiles, so the compose file has "
-                   "nothing to build, and it never pulls owliabot/* images (published nowhere). Install the "
-                   "package from a wheel or a checkout (`pip install .`), or use a checkout's own venv, then run "
-                   "this again.", err=True)
+        typer.echo(
+            "this install has no source checkout and no bundled Dockerfiles, so the compose file has "
+            "nothing to build, and it never pulls owliabot/* images (published nowhere). Install the "
+            "package from a wheel or a checkout (`pip install .`), or use a checkout's own venv, then run "
+            "this again.",
+            err=True,
+        )
         raise typer.Exit(1)
     steps += [
         f"cd {setup.root}",

@@ -10,8 +10,10 @@ import typer
 from bot.cli.config_file import load_or_fail
 from policies.kernel.cli import fail, home_of, print_json
 
-app = typer.Typer(help="Pair chat users with the bot (default deny: strangers get a code you approve here).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Pair chat users with the bot (default deny: strangers get a code you approve here).",
+    no_args_is_help=True,
+)
 
 
 def _store(ctx: typer.Context):
@@ -43,7 +45,9 @@ def approve(ctx: typer.Context, code: str = typer.Argument(..., help="The code t
 
 
 @app.command("list")
-def list_(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def list_(
+    ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Machine-readable output.")
+) -> None:
     """Paired users and pending codes."""
     store = _store(ctx)
     try:
@@ -55,14 +59,18 @@ def list_(ctx: typer.Context, json_out: bool = typer.Option(False, "--json", hel
         return
     typer.echo("paired:" if grants else "paired: nobody")
     for g in grants:
-        typer.echo(f"  {g.channel}:{g.peer}  {g.display or '-'}  since {_when(g.approved_at)} by {g.approved_by}")
+        typer.echo(
+            f"  {g.channel}:{g.peer}  {g.display or '-'}  since {_when(g.approved_at)} by {g.approved_by}"
+        )
     typer.echo("pending codes:" if pending else "pending codes: none")
     for p in pending:
         typer.echo(f"  {p.code}  {p.channel}:{p.peer}  {p.display or '-'}  expires {_when(p.expires_at)}")
 
 
 @app.command("revoke")
-def revoke(ctx: typer.Context, who: str = typer.Argument(..., help="channel:peer, e.g. telegram:123456")) -> None:
+def revoke(
+    ctx: typer.Context, who: str = typer.Argument(..., help="channel:peer, e.g. telegram:123456")
+) -> None:
     """Remove a paired user; their next message gets a new pairing code."""
     channel, _, peer = who.partition(":")
     if not channel or not peer:

@@ -44,8 +44,9 @@ def plain_rows(text: str, width: int, lead: str = "") -> list[str]:
     return [lead + first, *(indent + row for row in rest)]
 
 
-def author_rows(text: str, indent: str, width: int, *, limit: int | None = None,
-                where: str = "SKILL.md") -> list[str]:
+def author_rows(
+    text: str, indent: str, width: int, *, limit: int | None = None, where: str = "SKILL.md"
+) -> list[str]:
     """Text the author wrote, as rows under the gutter: runs of whitespace collapsed to one space within
     each line, empty lines dropped, hidden characters escaped, wrapped; all of it. `limit` (only for
     text the model never reads) cuts it to that many characters, then an ellipsis and a note outside
@@ -57,8 +58,12 @@ def author_rows(text: str, indent: str, width: int, *, limit: int | None = None,
     if omitted:
         shown = shown.rstrip() + "\u2026"
     prefix = indent + GUTTER
-    rows = [prefix + row for line in visible(shown, keep="\n").split("\n") if line
-            for row in wrap_cells(line, width - len(prefix))]
+    rows = [
+        prefix + row
+        for line in visible(shown, keep="\n").split("\n")
+        if line
+        for row in wrap_cells(line, width - len(prefix))
+    ]
     if omitted:
         rows += plain_rows(f"(cut: {omitted} more characters; see {where})", width, indent)
     return rows

@@ -22,11 +22,15 @@ def audit(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON report."),
     fix: bool = typer.Option(False, "--fix", help="Apply the safe fixes (tighten permissions) first."),
-    bot_user: Optional[str] = typer.Option(None, help="The bot's user (name or uid); default: the home's owner."),
+    bot_user: Optional[str] = typer.Option(
+        None, help="The bot's user (name or uid); default: the home's owner."
+    ),
     companion_dir: Optional[list[Path]] = typer.Option(
-        None, "--companion-dir",
+        None,
+        "--companion-dir",
         help="A companion directory on this machine (another user's): critical if the signer's user can read its "
-             "main key. The OwliaBot home and the signer user's home are always searched."),
+        "main key. The OwliaBot home and the signer user's home are always searched.",
+    ),
 ) -> None:
     """Run every check; exit 1 if anything critical remains."""
     from bot.ops.render import print_report

@@ -26,15 +26,19 @@ def install(
     unit_dir: Path = typer.Option(Path("/etc/systemd/system"), help="Where to write the unit files."),
     signer_user: str = typer.Option("owlia-signer"),
     bot_user: str = typer.Option("owlia-bot"),
-    socket_group: str = typer.Option("owlia-sock", help="The only group that may connect to the signer socket."),
+    socket_group: str = typer.Option(
+        "owlia-sock", help="The only group that may connect to the signer socket."
+    ),
     signer_home: Path = typer.Option(Path("/var/lib/owliabot-signer"), help="The signer's state directory."),
     bot_home: Path = typer.Option(Path("/var/lib/owliabot"), help="The bot's home."),
     rpc_url: str = typer.Option("http://127.0.0.1:8545", help="Chain RPC for the generated config.yaml."),
     chain_id: int = typer.Option(31337),
     create_users: bool = typer.Option(True, help="Create the users and group if missing (needs root)."),
     python: Optional[Path] = typer.Option(
-        None, help="The interpreter the units run, with owliabot installed (default: this one); the service "
-                   "users must be able to execute it and read the install."),
+        None,
+        help="The interpreter the units run, with owliabot installed (default: this one); the service "
+        "users must be able to execute it and read the install.",
+    ),
     dry_run: bool = typer.Option(False, help="Print the units instead of writing anything."),
 ) -> None:
     """Write owliabot-signer.service and owliabot.service (and the users they run as)."""
@@ -42,18 +46,33 @@ def install(
 
     from policies.kernel.files import ensure_private_dir, write_private_file
 
-    from bot.ops.systemd import (BOT_UNIT, SIGNER_UNIT, ServiceLayout, bot_unit, install_commands, service_config,
-                                 signer_unit)
+    from bot.ops.systemd import (
+        BOT_UNIT,
+        SIGNER_UNIT,
+        ServiceLayout,
+        bot_unit,
+        install_commands,
+        service_config,
+        signer_unit,
+    )
 
-    layout = ServiceLayout(signer_user=signer_user, bot_user=bot_user, socket_group=socket_group,
-                           signer_home=signer_home, bot_home=bot_home,
-                           python=str(python.absolute()) if python else sys.executable)
+    layout = ServiceLayout(
+        signer_user=signer_user,
+        bot_user=bot_user,
+        socket_group=socket_group,
+        signer_home=signer_home,
+        bot_home=bot_home,
+        python=str(python.absolute()) if python else sys.executable,
+    )
     units = {SIGNER_UNIT: signer_unit(layout), BOT_UNIT: bot_unit(layout)}
     if dry_run:
         if blocked := _not_traversable(Path(layout.python)):
-            typer.secho(f"warning: {blocked} is closed to other users, so {signer_user} and {bot_user} cannot run "
-                        f"{layout.python}; install owliabot somewhere they can (e.g. /opt/owliabot/venv)",
-                        fg=typer.colors.YELLOW, err=True)
+            typer.secho(
+                f"warning: {blocked} is closed to other users, so {signer_user} and {bot_user} cannot run "
+                f"{layout.python}; install owliabot somewhere they can (e.g. /opt/owliabot/venv)",
+                fg=typer.colors.YELLOW,
+                err=True,
+            )
         for name, text in units.items():
             typer.echo(f"# {unit_dir / name}\n{text}")
         return
@@ -105,8 +124,10 @@ def _preflight(layout, create_users: bool) -> None:
     from bot.ops.service_preflight import others_problem, trial_as
 
     nothing = "nothing was written"
-    advice = ("Install owliabot where the service users can read it (e.g. `python3 -m venv /opt/owliabot/venv`, "
-              "`/opt/owliabot/venv/bin/pip install owliabot`) and pass --python /opt/owliabot/venv/bin/python")
+    advice = (
+        "Install owliabot where the service users can read it (e.g. `python3 -m venv /opt/owliabot/venv`, "
+        "`/opt/owliabot/venv/bin/pip install owliabot`) and pass --python /opt/owliabot/venv/bin/python"
+    )
     if not _exists(["groupadd", layout.socket_group]) and not create_users:
         fail(f"no group {layout.socket_group!r}: create it, or drop --no-create-users; {nothing}")
     users = (layout.signer_user, layout.bot_user)

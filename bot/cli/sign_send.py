@@ -115,11 +115,18 @@ def parse_amount(text: str, assets: list[dict[str, Any]], chain_id: int) -> tupl
     amount = read_amount(text)
     if amount.native:
         return None, amount.native_wei()
-    found = [a for a in assets if a.get("chain") == chain_id and str(a.get("symbol", "")).lower() == amount.unit
-             and a.get("asset") != "native"]
+    found = [
+        a
+        for a in assets
+        if a.get("chain") == chain_id
+        and str(a.get("symbol", "")).lower() == amount.unit
+        and a.get("asset") != "native"
+    ]
     if not found:
-        raise ValueError(f"unknown token {amount.unit!r} on chain {chain_id}: the signer's policy has no such asset "
-                         "(`owlia signer status` lists the policy's assets)")
+        raise ValueError(
+            f"unknown token {amount.unit!r} on chain {chain_id}: the signer's policy has no such asset "
+            "(`owlia signer status` lists the policy's assets)"
+        )
     return found[0]["asset"], parse_units(amount.number, int(found[0]["decimals"]))
 
 
@@ -143,8 +150,12 @@ def send_transfer(request: SendRequest) -> int:
         # connected and authenticated before the amount is read: an unreachable signer is what a
         # command with a bad amount reports first, as the command always did
         with BlockingSignerClient(paths.socket, token) as client:
-            outcome = client.sign(_intent(client, request), idempotency_key=request.idempotency_key,
-                                  reason=request.reason, source="cli")
+            outcome = client.sign(
+                _intent(client, request),
+                idempotency_key=request.idempotency_key,
+                reason=request.reason,
+                source="cli",
+            )
     except ValueError as exc:
         raise Refused(str(exc)) from None
     except SignerError as exc:
@@ -154,8 +165,11 @@ def send_transfer(request: SendRequest) -> int:
     from signer.wire.sign_replies import dump_reply
 
     print_json(json.loads(dump_reply(outcome)))
-    exit_codes = {RequestStatus.SIGNED: EXIT_SIGNED, RequestStatus.PENDING: EXIT_PENDING,
-                  RequestStatus.DENIED: EXIT_DENIED}
+    exit_codes = {
+        RequestStatus.SIGNED: EXIT_SIGNED,
+        RequestStatus.PENDING: EXIT_PENDING,
+        RequestStatus.DENIED: EXIT_DENIED,
+    }
     return exit_codes.get(outcome.status, EXIT_FAILED)
 
 
@@ -181,22 +195,31 @@ def _intent(client: BlockingSignerClient, request: SendRequest) -> dict[str, Any
         return intent
     if request.data:
         raise ValueError("--data cannot be combined with a token amount")
-    return {"chain_id": request.chain_id,
-            "token_transfer": {"token": token_addr, "recipient": to, "amount": str(amount)}}
+    return {
+        "chain_id": request.chain_id,
+        "token_transfer": {"token": token_addr, "recipient": to, "amount": str(amount)},
+    }
 
 
 def book_address(policy: dict[str, Any], chain_id: int, name: str) -> str:
     """The address the signer's address book gives `name` on `chain_id` (any case), or ValueError."""
     wanted = name.casefold()
-    found = {str(e.get("address")) for e in policy.get("address_book", []) or []
-             if isinstance(e, dict) and e.get("chain") == chain_id and str(e.get("name", "")).casefold() == wanted}
+    found = {
+        str(e.get("address"))
+        for e in policy.get("address_book", []) or []
+        if isinstance(e, dict) and e.get("chain") == chain_id and str(e.get("name", "")).casefold() == wanted
+    }
     if len(found) == 1:
         return found.pop()
     if found:
-        raise ValueError(f"--to {name}: the signer's address book has more than one {name!r} on chain {chain_id}; "
-                         "give the address")
-    raise ValueError(f"--to {name}: neither an address (0x and 40 hex digits) nor a name in the signer's address book "
-                     f"on chain {chain_id}")
+        raise ValueError(
+            f"--to {name}: the signer's address book has more than one {name!r} on chain {chain_id}; "
+            "give the address"
+        )
+    raise ValueError(
+        f"--to {name}: neither an address (0x and 40 hex digits) nor a name in the signer's address book "
+        f"on chain {chain_id}"
+    )
 
 
 def print_json(data: Any) -> None:

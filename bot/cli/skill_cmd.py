@@ -40,8 +40,12 @@ def _value(value: Any) -> str:
 def _argument_rows(name: str, prop: Any, required: bool, width: int) -> list[str]:
     """One argument: its fixed-form facts on the row, then its author-written parts under the gutter."""
     facts = [prop.type, "required" if required else "optional"]
-    for label, number in (("min", prop.minimum), ("max", prop.maximum), ("min length", prop.min_length),
-                          ("max length", prop.max_length)):
+    for label, number in (
+        ("min", prop.minimum),
+        ("max", prop.maximum),
+        ("min length", prop.min_length),
+        ("max length", prop.max_length),
+    ):
         if number is not None:
             facts.append(f"{label} {number}")
     if prop.enum:
@@ -66,12 +70,15 @@ def _permission_rows(manifest: Any, digest: str, width: int) -> list[str]:
     rows += plain_rows("network: " + (", ".join(manifest.network) if manifest.network else "none"), width)
     rows += plain_rows("chain reads: " + ("yes (read-only methods)" if manifest.chain_read else "no"), width)
     if any(t.level == "sign" for t in manifest.tools):
-        rows += plain_rows("signing: may ask the signer for transactions (your policy decides; escalated by "
-                           "default)", width)
+        rows += plain_rows(
+            "signing: may ask the signer for transactions (your policy decides; escalated by default)", width
+        )
     else:
         rows.append("signing: no")
     resources = manifest.resources.model_dump(exclude_none=True)
-    rows += plain_rows("resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"), width)
+    rows += plain_rows(
+        "resources: " + (", ".join(f"{k}={v}" for k, v in resources.items()) or "defaults"), width
+    )
     rows += plain_rows(f"tree hash: {digest}", width)
     return rows
 
@@ -82,8 +89,11 @@ def describe(manifest: Any, digest: str, *, width: int = DEFAULT_WIDTH) -> str:
     from skills_runtime.manifest import tool_name
 
     rows = _permission_rows(manifest, digest, width)
-    rows += [*authors_part("the skill's author", width), f"  skill {manifest.name}:",
-             *author_rows(manifest.description, "    ", width)]
+    rows += [
+        *authors_part("the skill's author", width),
+        f"  skill {manifest.name}:",
+        *author_rows(manifest.description, "    ", width),
+    ]
     for decl in manifest.tools:
         rows += plain_rows(f"tool {tool_name(manifest.name, decl.name)} [{decl.level}]:", width, "  ")
         rows += author_rows(decl.description, "    ", width)
@@ -105,27 +115,40 @@ def _guard(action):
 
 
 @app.command("install")
-def install(ctx: typer.Context, path: Path = typer.Argument(..., help="A skill folder or a .zip/.tar.gz archive."),
-            yes: bool = typer.Option(False, "--yes", "-y", help="Approve the shown permissions without asking."),
-            disabled: bool = typer.Option(False, help="Install without enabling.")) -> None:
+def install(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="A skill folder or a .zip/.tar.gz archive."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the shown permissions without asking."),
+    disabled: bool = typer.Option(False, help="Install without enabling."),
+) -> None:
     """Copy a skill into ~/.owliabot/skills after you approve what it declares."""
     store = _store(ctx)
     prepared = _guard(lambda: store.prepare(path))
     try:
         show(describe(prepared.manifest, prepared.tree_hash, width=screen_width()))
         if prepared.previous is not None:
-            show(f"replaces the installed v{prepared.previous['version']} "
-                  f"({prepared.previous['tree_hash'][:12]}...)")
+            show(
+                f"replaces the installed v{prepared.previous['version']} "
+                f"({prepared.previous['tree_hash'][:12]}...)"
+            )
         ask("Install this skill with these permissions?", yes=yes, refusal="not installed")
     except BaseException:
         store.discard(prepared)
         raise
     skill = store.install(prepared, enabled=not disabled)
     previous = prepared.previous
-    record_decision(ctx, "skill.installed", skill=skill.name, version=skill.manifest.version,
-                    tree_hash=skill.tree_hash, permissions=skill.manifest.permissions(), enabled=skill.enabled,
-                    replaced=None if previous is None else {"version": previous["version"],
-                                                             "tree_hash": previous["tree_hash"]})
+    record_decision(
+        ctx,
+        "skill.installed",
+        skill=skill.name,
+        version=skill.manifest.version,
+        tree_hash=skill.tree_hash,
+        permissions=skill.manifest.permissions(),
+        enabled=skill.enabled,
+        replaced=None
+        if previous is None
+        else {"version": previous["version"], "tree_hash": previous["tree_hash"]},
+    )
     typer.echo(f"installed {skill.name} ({'enabled' if skill.enabled else 'disabled'}); {RESTART}")
 
 
@@ -151,8 +174,10 @@ def info(ctx: typer.Context, name: str) -> None:
     entry = _guard(lambda: store.entry(name))
     manifest, digest = _guard(lambda: store.current(name))
     show(describe(manifest, digest, width=screen_width()))
-    show(f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
-         + ("" if digest == entry["tree_hash"] else "  (CHANGED since approval)"))
+    show(
+        f"enabled: {entry['enabled']}; approved hash: {entry['tree_hash']}"
+        + ("" if digest == entry["tree_hash"] else "  (CHANGED since approval)")
+    )
 
 
 @app.command("approve")
@@ -169,14 +194,24 @@ def approve(ctx: typer.Context, name: str, yes: bool = typer.Option(False, "--ye
     show(f"approved before: {entry['permissions']}")
     ask("Approve this version?", yes=yes, refusal="not approved")
     _guard(lambda: store.approve(name, digest))
-    record_decision(ctx, "skill.approved", skill=name, version=manifest.version, tree_hash=digest,
-                    permissions=manifest.permissions(),
-                    replaced={"version": entry["version"], "tree_hash": entry["tree_hash"]})
+    record_decision(
+        ctx,
+        "skill.approved",
+        skill=name,
+        version=manifest.version,
+        tree_hash=digest,
+        permissions=manifest.permissions(),
+        replaced={"version": entry["version"], "tree_hash": entry["tree_hash"]},
+    )
     typer.echo(f"approved {name}; {RESTART}")
 
 
 RESTART = "a running bot loads it when restarted (disable and remove take effect at its next call)"
 
 
-add_switches(app, Kind(noun="skill", record="skill", field="skill", store=_store, guard=_guard,
-                        enabled_note=f"; {RESTART}"))
+add_switches(
+    app,
+    Kind(
+        noun="skill", record="skill", field="skill", store=_store, guard=_guard, enabled_note=f"; {RESTART}"
+    ),
+)

@@ -40,8 +40,10 @@ def run_start(home: Path) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not (home / "config.yaml").exists():  # defaults alone would run forever with no channel to talk on
-        error(f"no config.yaml in {home}: run `owlia init` first, then give the bot a chat channel (a Telegram or "
-              "Discord token: docs/self-hosting.md), or talk to it on this terminal with `owlia chat`")
+        error(
+            f"no config.yaml in {home}: run `owlia init` first, then give the bot a chat channel (a Telegram or "
+            "Discord token: docs/self-hosting.md), or talk to it on this terminal with `owlia chat`"
+        )
         return 1
     try:
         config = load_bot_config(home)
@@ -55,8 +57,11 @@ def run_start(home: Path) -> int:
         for name, why in launch.skipped.items():
             say(f"owlia: {name} skipped: {why}", YELLOW)
         if not launch.channels:  # after the skipped channels' own reasons
-            say("owlia: nobody can reach this bot: give it a Telegram or Discord token (docs/self-hosting.md), "
-                "or talk to it on this terminal with `owlia chat`", YELLOW)
+            say(
+                "owlia: nobody can reach this bot: give it a Telegram or Discord token (docs/self-hosting.md), "
+                "or talk to it on this terminal with `owlia chat`",
+                YELLOW,
+            )
 
     try:
         launch = run(serve(home, config, on_ready=ready))
@@ -65,7 +70,9 @@ def run_start(home: Path) -> int:
         return 1
     if down := launch.states.down():
         # a supervisor sees it in the exit status too, not only in /health while it ran
-        error(f"stopped while {', '.join(down)} {'was' if len(down) == 1 else 'were'} down "
-              "(see the log for why; `owlia doctor` checks the tokens and the network)")
+        error(
+            f"stopped while {', '.join(down)} {'was' if len(down) == 1 else 'were'} down "
+            "(see the log for why; `owlia doctor` checks the tokens and the network)"
+        )
         return 3
     return 0

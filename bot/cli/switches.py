@@ -17,6 +17,7 @@ import typer
 from bot.cli.decisions import record_decision
 from bot.cli.screen import ask
 
+
 class NamedEntries(Protocol):
     def entry(self, name: str) -> Any: ...
 

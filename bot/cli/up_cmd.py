@@ -35,8 +35,12 @@ signer: {{}}
 
 
 def _owlia(home: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *args],
-                          text=True, capture_output=True, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *args],
+        text=True,
+        capture_output=True,
+        **kwargs,
+    )
 
 
 def _signer(home: Path, *args: str) -> subprocess.CompletedProcess:
@@ -64,12 +68,19 @@ DEFAULT_PORT = 8545
 
 def up(
     ctx: typer.Context,
-    port: Optional[int] = typer.Option(None, min=1, max=65535,
-                                       help="Dev chain port on 127.0.0.1 (default: config.yaml's, else 8545); "
-                                            "recorded in config.yaml's dev chain."),
+    port: Optional[int] = typer.Option(
+        None,
+        min=1,
+        max=65535,
+        help="Dev chain port on 127.0.0.1 (default: config.yaml's, else 8545); "
+        "recorded in config.yaml's dev chain.",
+    ),
     demo: bool = typer.Option(False, help="Run a short signing demo, then stop everything."),
-    tier3: bool = typer.Option(False, "--tier3",
-                               help="Also deploy the Tier 3 contracts and record them in config.yaml (docs/tier3.md)."),
+    tier3: bool = typer.Option(
+        False,
+        "--tier3",
+        help="Also deploy the Tier 3 contracts and record them in config.yaml (docs/tier3.md).",
+    ),
 ) -> None:
     """Start the dev chain and the signer with a funded session key; stop with Ctrl-C."""
     import json
@@ -85,7 +96,9 @@ def up(
     config_path = home / "config.yaml"
     if not config_path.exists():
         write_private_file(config_path, DEV_CONFIG.format(port=port or DEFAULT_PORT).encode())
-    bot_config = load_or_fail(home)  # the whole file, in the loader's words, before a chain or a signer starts
+    bot_config = load_or_fail(
+        home
+    )  # the whole file, in the loader's words, before a chain or a signer starts
     try:
         config = load_signer_config(home)
     except ConfigError as exc:
@@ -99,8 +112,10 @@ def up(
 
     where = urlsplit(dev_chain.rpc_url)
     if where.hostname not in {h.strip("[]") for h in LOOPBACK_HOSTS} or where.port is None:
-        fail(f"the dev chain {dev_chain.id} in {config_path} is not a dev chain on this machine ({where.scheme}://"
-             f"{where.hostname}...): `owlia up` runs anvil here, so its rpc_url must be http://127.0.0.1:PORT")
+        fail(
+            f"the dev chain {dev_chain.id} in {config_path} is not a dev chain on this machine ({where.scheme}://"
+            f"{where.hostname}...): `owlia up` runs anvil here, so its rpc_url must be http://127.0.0.1:PORT"
+        )
     configured = where.port
     from bot.runtime.instance import INHERITED_ENV, InstanceBusy, single_instance
 
@@ -113,12 +128,16 @@ def up(
     chain = DevChain(port=configured if port is None else port, chain_id=dev_chain.id)
     try:
         chain.start()
-        if chain.port != configured:  # the signer and the bot read config.yaml: the port goes there, said out loud
+        if (
+            chain.port != configured
+        ):  # the signer and the bot read config.yaml: the port goes there, said out loud
             from bot.devchain import record_dev_rpc_url
 
             old = record_dev_rpc_url(config_path, dev_chain.id, chain.url)
-            typer.echo(f"recorded --port {chain.port} in {config_path}: the dev chain's rpc_url is now {chain.url} "
-                       f"(was {old})")
+            typer.echo(
+                f"recorded --port {chain.port} in {config_path}: the dev chain's rpc_url is now {chain.url} "
+                f"(was {old})"
+            )
             config = load_signer_config(home)
             bot_config = load_or_fail(home)
             dev_chain = next(c for c in config.chains if c.id == dev_chain.id)
@@ -126,7 +145,9 @@ def up(
             from bot.devcontracts import deploy_delegation_framework, record_in_config
 
             record_in_config(config_path, dev_chain.id, deploy_delegation_framework(chain.url))
-            typer.echo(f"Tier 3 contracts deployed; recorded under chains[{dev_chain.id}].delegation in {config_path}")
+            typer.echo(
+                f"Tier 3 contracts deployed; recorded under chains[{dev_chain.id}].delegation in {config_path}"
+            )
             config = load_signer_config(home)
             dev_chain = next(c for c in config.chains if c.id == dev_chain.id)
         elif dev_chain.delegation is not None:  # Tier 3 recorded before: the same addresses again
@@ -134,8 +155,10 @@ def up(
 
             deployed = deploy_delegation_framework(chain.url)
             if deployed["manager"] != dev_chain.delegation.manager.lower():
-                raise DevChainError("the Tier 3 contracts landed at other addresses than config.yaml records: "
-                                    "run `owlia chain dev` once to record them again")
+                raise DevChainError(
+                    "the Tier 3 contracts landed at other addresses than config.yaml records: "
+                    "run `owlia chain dev` once to record them again"
+                )
         market = _swap_market(chain.url, dev_chain, config_path, signer_exists)
     except (DevChainError, ConfigError) as exc:
         chain.stop()
@@ -169,13 +192,27 @@ def up(
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         signer_proc = subprocess.Popen(
             _signer_cli(home, "serve", "--passphrase-file", str(passfile)),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         _wait_for_socket(paths.socket, signer_proc)
         token_file = secrets_dir / "signer.token"
         if not token_file.exists():
-            out = _signer(home, "client", "add", "bot", "--scope", "sign", "--out", str(token_file),
-                          "--passphrase-file", str(passfile))
+            out = _signer(
+                home,
+                "client",
+                "add",
+                "bot",
+                "--scope",
+                "sign",
+                "--out",
+                str(token_file),
+                "--passphrase-file",
+                str(passfile),
+            )
             if out.returncode:
                 fail(out.stderr.strip())
         keys = json.loads(_signer(home, "session-key", "list").stdout or "{}").get("session_keys", [])
@@ -198,9 +235,14 @@ def up(
         if channels:  # the configured chat channels run too, as `owlia start` in a process of its own
             log_path = ensure_private_dir(home / "logs") / "bot.log"
             with open(log_path, "ab") as log_file:
-                bot_proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
-                                            stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-                                            env={**env, INHERITED_ENV: str(lock_fd)}, pass_fds=(lock_fd,))
+                bot_proc = subprocess.Popen(
+                    [sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=log_file,
+                    env={**env, INHERITED_ENV: str(lock_fd)},
+                    pass_fds=(lock_fd,),
+                )
             typer.echo(f"bot: {', '.join(channels)} running (log: {log_path})")
         typer.echo("bot: console channel below (Ctrl-D or /quit stops the whole stack)")
         try:
@@ -232,8 +274,10 @@ def _swap_market(url: str, dev_chain: ChainSettings, config_path: Path, signer_e
     if recorded is None:
         record_in_config(config_path, dev_chain.id, market, key="swap_market")
     elif market["router"] != recorded.router.lower():
-        raise DevChainError("the swap market landed at other addresses than config.yaml records: "
-                            "remove chains[].swap_market from config.yaml, or run `owlia chain dev` once")
+        raise DevChainError(
+            "the swap market landed at other addresses than config.yaml records: "
+            "remove chains[].swap_market from config.yaml, or run `owlia chain dev` once"
+        )
     return market
 
 

@@ -72,7 +72,14 @@ def _plain(param: Any) -> None:
     if descriptor is None or getattr(param, "_runtime_param", None) is not None:
         return
     info = descriptor.parameter_info
-    if (descriptor.annotation in PLAIN and param.nargs == 1 and not param.multiple and info.parser is None
-            and info.path_type is None and not descriptor.is_file and not descriptor.is_choice
-            and not descriptor.is_ranged):
+    if (
+        descriptor.annotation in PLAIN
+        and param.nargs == 1
+        and not param.multiple
+        and info.parser is None
+        and info.path_type is None
+        and not descriptor.is_file
+        and not descriptor.is_choice
+        and not descriptor.is_ranged
+    ):
         param._runtime_param = PlainValue(parameter_info=info, annotation=descriptor.annotation)

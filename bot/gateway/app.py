@@ -59,8 +59,12 @@ class Reply:
         return cls(status, json.dumps(value, separators=(",", ":")).encode(), JSON, headers)
 
     def all_headers(self) -> list[tuple[str, str]]:
-        return [("Content-Type", self.content_type), ("Content-Length", str(len(self.body))),
-                *SECURITY_HEADERS, *self.headers]
+        return [
+            ("Content-Type", self.content_type),
+            ("Content-Length", str(len(self.body))),
+            *SECURITY_HEADERS,
+            *self.headers,
+        ]
 
 
 @dataclass(frozen=True)
@@ -78,9 +82,16 @@ class PollQuery:
             raw = query.get(name)
             if raw is None:
                 return default
-            if not _INTEGER.fullmatch(raw.strip()) or int(raw) < low or (high is not None and int(raw) > high):
-                raise GatewayError(422, f"{name}: expected an integer from {low}"
-                                        + (f" to {high}" if high is not None else " up"))
+            if (
+                not _INTEGER.fullmatch(raw.strip())
+                or int(raw) < low
+                or (high is not None and int(raw) > high)
+            ):
+                raise GatewayError(
+                    422,
+                    f"{name}: expected an integer from {low}"
+                    + (f" to {high}" if high is not None else " up"),
+                )
             return int(raw)
 
         since = integer("since", 0, 0)
@@ -103,7 +114,7 @@ def host_name(header: str) -> str:
     """The name in a Host header, without its port: `[::1]:8787` -> `[::1]`, `a:1` -> `a`."""
     header = header.strip().lower()
     if header.startswith("["):
-        return header[:header.find("]") + 1] if "]" in header else header
+        return header[: header.find("]") + 1] if "]" in header else header
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
@@ -113,8 +124,16 @@ Route = Callable[[Mapping[str, str]], Awaitable[Reply]]
 class GatewayApp:
     """Answers one request: Host check, route, token, then the route itself."""
 
-    def __init__(self, *, events: EventBus, metrics: Metrics, health: HealthFn, token: str | None,
-                 health_timeout: float = DEFAULT_TIMEOUT, hosts: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        events: EventBus,
+        metrics: Metrics,
+        health: HealthFn,
+        token: str | None,
+        health_timeout: float = DEFAULT_TIMEOUT,
+        hosts: tuple[str, ...] = (),
+    ) -> None:
         self.events = events
         self.metrics = metrics
         self.health = health
@@ -124,8 +143,11 @@ class GatewayApp:
         self.started = time.monotonic()
         metrics.gauge(UPTIME, "Seconds since the bot process started.")
         self.routes: dict[str, tuple[bool, Route]] = {  # path -> (needs the token, handler)
-            "/livez": (False, self.livez), "/health": (False, self.get_health),
-            "/events/poll": (True, self.poll_events), "/metrics": (True, self.get_metrics)}
+            "/livez": (False, self.livez),
+            "/health": (False, self.get_health),
+            "/events/poll": (True, self.poll_events),
+            "/metrics": (True, self.get_metrics),
+        }
 
     async def handle(self, method: str, target: str, headers: Mapping[str, str]) -> Reply:
         """`headers`: lower-case names. Never raises for a bad request: it is an answer."""
@@ -154,7 +176,9 @@ class GatewayApp:
 
     async def get_health(self, query: Mapping[str, str]) -> Reply:
         ok, components = await evaluate(self.health, self.health_timeout)
-        return Reply.json(200 if ok else 503, {"status": "ok" if ok else "degraded", "components": components})
+        return Reply.json(
+            200 if ok else 503, {"status": "ok" if ok else "degraded", "components": components}
+        )
 
     async def poll_events(self, raw: Mapping[str, str]) -> Reply:
         """Events after `since`; with `wait`, hold the request until one matches or time is up.
@@ -179,10 +203,18 @@ class GatewayApp:
         return Reply(200, self.metrics.render().encode(), PROMETHEUS_CONTENT_TYPE)
 
 
-def create_app(*, events: EventBus, metrics: Metrics, health: HealthFn, token: str | None,
-               health_timeout: float = DEFAULT_TIMEOUT, hosts: tuple[str, ...] = ()) -> GatewayApp:
+def create_app(
+    *,
+    events: EventBus,
+    metrics: Metrics,
+    health: HealthFn,
+    token: str | None,
+    health_timeout: float = DEFAULT_TIMEOUT,
+    hosts: tuple[str, ...] = (),
+) -> GatewayApp:
     """Build the gateway app; `token=None` (or empty) keeps every protected route at 401.
 
     `hosts`: names besides the loopback ones that `Host` may carry (the configured bind host)."""
-    return GatewayApp(events=events, metrics=metrics, health=health, token=token,
-                      health_timeout=health_timeout, hosts=hosts)
+    return GatewayApp(
+        events=events, metrics=metrics, health=health, token=token, health_timeout=health_timeout, hosts=hosts
+    )

@@ -32,8 +32,10 @@ HEAD_TIMEOUT = 10.0  # seconds for a request (or the next one on a kept-alive co
 MAX_HEAD = 16 * 1024
 MAX_BODY = 64 * 1024
 GRACE = 2.0  # on stop, requests in flight get this long; open long polls are then cancelled
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
-         b"Cache-Control: no-store\r\n\r\n")
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
+    b"Cache-Control: no-store\r\n\r\n"
+)
 _SINGLE = ("host", "authorization")  # a second copy of either is a confused or hostile client
 
 
@@ -84,7 +86,9 @@ class _Server:
         try:
             self.listener = await asyncio.start_server(self._accept, host, port, limit=MAX_HEAD)
         except OSError as exc:
-            raise GatewayConfigError(f"gateway failed to start on {host}:{port}: {exc.strerror or exc}") from None
+            raise GatewayConfigError(
+                f"gateway failed to start on {host}:{port}: {exc.strerror or exc}"
+            ) from None
         return int(self.listener.sockets[0].getsockname()[1])
 
     async def close(self, timeout: float) -> None:
@@ -123,15 +127,16 @@ class _Server:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                     task: asyncio.Task[None]) -> None:
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, task: asyncio.Task[None]
+    ) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         while True:
             broken = False  # the request was refused before it was understood: answer, then hang up
             method = ""
             try:
                 async with asyncio.timeout(HEAD_TIMEOUT):  # the whole request, not each read: a client
-                    request = await _next(conn, reader)   # trickling a byte at a time is dropped too
+                    request = await _next(conn, reader)  # trickling a byte at a time is dropped too
                     if not isinstance(request, h11.Request):
                         return  # closed between requests
                     method = request.method.decode("ascii")
@@ -153,7 +158,9 @@ class _Server:
             if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
                 return
             if broken:
-                reply = Reply(reply.status, reply.body, reply.content_type, (*reply.headers, ("Connection", "close")))
+                reply = Reply(
+                    reply.status, reply.body, reply.content_type, (*reply.headers, ("Connection", "close"))
+                )
             await _send(conn, writer, reply, body=method != "HEAD")
             if broken or not _cycle_done(conn):
                 return
@@ -232,8 +239,9 @@ class RunningGateway:
         await self._server.close(timeout)
 
 
-async def start_in_background(app: GatewayApp, host: str = "127.0.0.1", port: int = 0, *,
-                              token: str | None) -> RunningGateway:
+async def start_in_background(
+    app: GatewayApp, host: str = "127.0.0.1", port: int = 0, *, token: str | None
+) -> RunningGateway:
     """Listen on the running loop and return once bound; `port=0` picks a free port (the bound
     one is on the result). Raises GatewayConfigError if the bind is refused or fails."""
     check_bind(host, token)

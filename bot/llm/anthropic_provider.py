@@ -54,11 +54,18 @@ def to_anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]
             if isinstance(part, TextPart):
                 blocks.append({"type": "text", "text": part.text})
             elif isinstance(part, ToolCall):
-                blocks.append({"type": "tool_use", "id": part.id, "name": part.name,
-                               "input": dict(part.arguments)})
+                blocks.append(
+                    {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.arguments)}
+                )
             elif isinstance(part, ToolResult):
-                blocks.append({"type": "tool_result", "tool_use_id": part.tool_call_id,
-                               "content": render_tool_result(part), "is_error": part.is_error})
+                blocks.append(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": part.tool_call_id,
+                        "content": render_tool_result(part),
+                        "is_error": part.is_error,
+                    }
+                )
         out.append({"role": message.role, "content": blocks})
     return out
 
@@ -86,9 +93,15 @@ class AnthropicProvider(StreamingProvider):
 
     path = "/v1/messages"
 
-    def __init__(self, *, api_key: str | None = None, auth_token: str | None = None,
-                 base_url: str | None = None, timeout: float = 120.0,
-                 limits: StreamLimits = StreamLimits()) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        limits: StreamLimits = StreamLimits(),
+    ) -> None:
         if (api_key is None) == (auth_token is None):
             raise ValueError("give exactly one of api_key or auth_token")
         self._auth = "api_key" if api_key is not None else "oauth"
@@ -100,8 +113,13 @@ class AnthropicProvider(StreamingProvider):
             # OAuth (Claude subscription) tokens are accepted only with this beta flag; see bot/auth/anthropic_oauth.py
             headers["authorization"] = f"Bearer {auth_token}"
             headers["anthropic-beta"] = OAUTH_BETA
-        super().__init__(base_url=base_url or DEFAULT_BASE_URL, timeout=timeout, headers=headers,
-                         secrets=(api_key, auth_token), limits=limits)
+        super().__init__(
+            base_url=base_url or DEFAULT_BASE_URL,
+            timeout=timeout,
+            headers=headers,
+            secrets=(api_key, auth_token),
+            limits=limits,
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(auth={self._auth!r}, base_url={self._base_url!r})"
@@ -126,8 +144,10 @@ class AnthropicProvider(StreamingProvider):
         if request.system:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(EPHEMERAL)}]
         if request.tools:
-            body["tools"] = [{"name": t.name, "description": t.description,
-                              "input_schema": dict(t.parameters)} for t in request.tools]
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+                for t in request.tools
+            ]
             body["tools"][-1]["cache_control"] = dict(EPHEMERAL)
         return body
 
@@ -157,7 +177,11 @@ class AnthropicProvider(StreamingProvider):
                 index = need(data, "index", int, kind)
                 block = need(data, "content_block", dict, kind)
                 if get(block, "type", str, "content_block") == "tool_use":
-                    tools[index] = (need(block, "id", str, "tool_use"), need(block, "name", str, "tool_use"), [])
+                    tools[index] = (
+                        need(block, "id", str, "tool_use"),
+                        need(block, "name", str, "tool_use"),
+                        [],
+                    )
             elif kind == "content_block_delta":
                 index = need(data, "index", int, kind)
                 delta = need(data, "delta", dict, kind)
@@ -186,5 +210,14 @@ class AnthropicProvider(StreamingProvider):
 
 
 # The events whose data we read; everything else (ping, new types) is skipped unparsed.
-_READ = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
-                   "message_delta", "message_stop", "error"})
+_READ = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "error",
+    }
+)

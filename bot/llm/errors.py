@@ -16,8 +16,9 @@ from collections.abc import Iterable
 
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 529})
-RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "timeout_error",
-                                   "server_error"})
+RETRYABLE_ERROR_TYPES = frozenset(
+    {"overloaded_error", "rate_limit_error", "api_error", "timeout_error", "server_error"}
+)
 # Things that look like credentials in provider messages (OpenAI echoes part of a bad key).
 _KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|[A-Za-z0-9_\-]{32,})")
 
@@ -29,8 +30,9 @@ class LLMError(Exception):
 class ProviderError(LLMError):
     """One provider call failed. `retryable` tells the router whether another try may succeed."""
 
-    def __init__(self, message: str, *, retryable: bool, status: int | None = None,
-                 error_type: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, retryable: bool, status: int | None = None, error_type: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
@@ -63,8 +65,10 @@ class StreamInterrupted(LLMError):
 
     def __init__(self, profile: str, cause: ProviderError) -> None:
         self.profile = profile
-        super().__init__(f"LLM profile {profile!r} failed mid-answer ({cause.message}); "
-                         "the partial answer is incomplete, please ask again")
+        super().__init__(
+            f"LLM profile {profile!r} failed mid-answer ({cause.message}); "
+            "the partial answer is incomplete, please ask again"
+        )
 
 
 def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -89,7 +93,10 @@ def _api_message(body: object) -> tuple[str | None, str | None]:
 
 def _status_text(status: int, error_type: str | None) -> tuple[str, bool]:
     if status == 401:
-        return "authentication failed (401): the API key or login token was rejected; check it or log in again", False
+        return (
+            "authentication failed (401): the API key or login token was rejected; check it or log in again",
+            False,
+        )
     if status == 403:
         return "permission denied (403): this key or account may not use this model or endpoint", False
     if status == 404:

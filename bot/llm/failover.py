@@ -21,8 +21,17 @@ from typing import Protocol
 
 from bot.llm.cooldowns import MAX_COOLDOWN, CooldownStore, cooldown_seconds  # noqa: F401 - re-exported
 from bot.llm.errors import AllProfilesUnavailable, ProfileFailed, ProviderError, StreamInterrupted
-from bot.llm.types import (Completion, Finished, Request, StopReason, StreamEvent, TextDelta, ToolCall, ToolCallReady,
-                           Usage)
+from bot.llm.types import (
+    Completion,
+    Finished,
+    Request,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    Usage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +50,9 @@ class Profile:
 class FailoverRouter:
     """Streams a request through the first available profile, falling over on retryable errors."""
 
-    def __init__(self, profiles: Sequence[Profile], cooldown_store: Path, *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, profiles: Sequence[Profile], cooldown_store: Path, *, clock: Callable[[], float] = time.time
+    ) -> None:
         if not profiles:
             raise ValueError("at least one LLM profile is needed")
         names = [p.name for p in profiles]
@@ -83,14 +93,17 @@ class FailoverRouter:
                     raise ProfileFailed(profile.name, exc) from None
                 until = self.store.record_failure(profile.name, self.clock())
                 soonest = until if soonest is None else min(soonest, until)
-                log.warning("LLM profile %s failed (%s); cooling down until %.0f", profile.name, exc.message, until)
+                log.warning(
+                    "LLM profile %s failed (%s); cooling down until %.0f", profile.name, exc.message, until
+                )
                 if emitted:
                     raise StreamInterrupted(profile.name, exc) from None
                 errors.append(f"{profile.name}: {exc.message}")
         raise AllProfilesUnavailable("no LLM profile could answer: " + "; ".join(errors), soonest)
 
-    async def complete(self, request: Request,
-                       on_text: Callable[[str], Awaitable[None] | None] | None = None) -> Completion:
+    async def complete(
+        self, request: Request, on_text: Callable[[str], Awaitable[None] | None] | None = None
+    ) -> Completion:
         """Run `stream` to the end and aggregate; `on_text` sees each text delta as it arrives."""
         text: list[str] = []
         calls: list[ToolCall] = []
@@ -104,6 +117,13 @@ class FailoverRouter:
             elif isinstance(event, ToolCallReady):
                 calls.append(event.call)
             elif isinstance(event, Finished):
-                return Completion("".join(text), tuple(calls), event.stop_reason, event.usage, event.model,
-                                  event.profile, event.fallback_used)
+                return Completion(
+                    "".join(text),
+                    tuple(calls),
+                    event.stop_reason,
+                    event.usage,
+                    event.model,
+                    event.profile,
+                    event.fallback_used,
+                )
         return Completion("".join(text), tuple(calls), StopReason.ERROR, Usage(), "")  # pragma: no cover

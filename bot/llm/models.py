@@ -65,7 +65,9 @@ def resolve_model(text: str) -> ModelRef:
     """
     raw = text.strip()
     if not raw:
-        raise UnknownModel("no model given; use provider/model (e.g. anthropic/claude-sonnet-5-5) or an alias")
+        raise UnknownModel(
+            "no model given; use provider/model (e.g. anthropic/claude-sonnet-5-5) or an alias"
+        )
     if "/" not in raw:
         target = ALIASES.get(raw.lower())
         if target is None:
@@ -77,7 +79,9 @@ def resolve_model(text: str) -> ModelRef:
     provider, _, model = raw.partition("/")
     provider = provider.lower()
     if provider not in PROVIDERS:
-        raise UnknownModel(f"unknown provider {provider!r} in {text!r}; known providers: {', '.join(PROVIDERS)}")
+        raise UnknownModel(
+            f"unknown provider {provider!r} in {text!r}; known providers: {', '.join(PROVIDERS)}"
+        )
     if not model.strip():
         raise UnknownModel(f"model id {text!r} names a provider but no model")
     return ModelRef(provider, model.strip())

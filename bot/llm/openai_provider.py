@@ -15,7 +15,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from bot.llm.errors import stream_error
-from bot.llm.transport import EventStream, StreamingProvider, StreamLimits, finished, get, json_object, protocol_error
+from bot.llm.transport import (
+    EventStream,
+    StreamingProvider,
+    StreamLimits,
+    finished,
+    get,
+    json_object,
+    protocol_error,
+)
 from bot.llm.types import (
     Message,
     Request,
@@ -55,8 +63,11 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[
             entry: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
             if calls:
                 entry["tool_calls"] = [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))}}
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+                    }
                     for c in calls
                 ]
             out.append(entry)
@@ -64,8 +75,13 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[
         for part in message.parts:
             if isinstance(part, ToolResult):
                 content = render_tool_result(part)
-                out.append({"role": "tool", "tool_call_id": part.tool_call_id,
-                            "content": f"ERROR: {content}" if part.is_error else content})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": part.tool_call_id,
+                        "content": f"ERROR: {content}" if part.is_error else content,
+                    }
+                )
         if texts:
             out.append({"role": "user", "content": "\n\n".join(texts)})
     return out
@@ -81,12 +97,24 @@ class OpenAIProvider(StreamingProvider):
 
     path = "/chat/completions"
 
-    def __init__(self, *, api_key: str, base_url: str | None = None, timeout: float = 120.0,
-                 max_tokens_field: str = "max_completion_tokens", limits: StreamLimits = StreamLimits()) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        max_tokens_field: str = "max_completion_tokens",
+        limits: StreamLimits = StreamLimits(),
+    ) -> None:
         self._base_url = base_url
         self._max_tokens_field = max_tokens_field
-        super().__init__(base_url=base_url or DEFAULT_BASE_URL, timeout=timeout,
-                         headers={"authorization": f"Bearer {api_key}"}, secrets=(api_key,), limits=limits)
+        super().__init__(
+            base_url=base_url or DEFAULT_BASE_URL,
+            timeout=timeout,
+            headers={"authorization": f"Bearer {api_key}"},
+            secrets=(api_key,),
+            limits=limits,
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(base_url={self._base_url!r})"
@@ -102,9 +130,17 @@ class OpenAIProvider(StreamingProvider):
             self._max_tokens_field: request.max_tokens,
         }
         if request.tools:
-            body["tools"] = [{"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
-                for t in request.tools]
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.parameters),
+                    },
+                }
+                for t in request.tools
+            ]
         return body
 
     async def _translate(self, events: EventStream) -> AsyncIterator[StreamEvent]:
@@ -124,9 +160,11 @@ class OpenAIProvider(StreamingProvider):
             counts = get(chunk, "usage", dict, "chunk")
             if counts is not None:
                 details = get(counts, "prompt_tokens_details", dict, "usage", default={}) or {}
-                usage = Usage(get(counts, "prompt_tokens", int, "usage", default=0) or 0,
-                              get(counts, "completion_tokens", int, "usage", default=0) or 0,
-                              get(details, "cached_tokens", int, "usage", default=0) or 0)
+                usage = Usage(
+                    get(counts, "prompt_tokens", int, "usage", default=0) or 0,
+                    get(counts, "completion_tokens", int, "usage", default=0) or 0,
+                    get(details, "cached_tokens", int, "usage", default=0) or 0,
+                )
             choices = get(chunk, "choices", list, "chunk") or []
             if not choices:
                 continue

@@ -21,8 +21,14 @@ def provider_module(ref: ModelRef) -> str:
     return "bot.llm.anthropic_provider" if ref.info.api == "anthropic" else "bot.llm.openai_provider"
 
 
-def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str | None = None,
-                  base_url: str | None = None, timeout: float = 120.0) -> AnthropicProvider | OpenAIProvider:
+def make_provider(
+    ref: ModelRef,
+    *,
+    api_key: str | None = None,
+    auth_token: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 120.0,
+) -> AnthropicProvider | OpenAIProvider:
     info = ref.info
     base_url = base_url or info.default_base_url
     if info.needs_base_url and not base_url:
@@ -41,8 +47,15 @@ def make_provider(ref: ModelRef, *, api_key: str | None = None, auth_token: str 
     return OpenAIProvider(api_key=api_key, base_url=base_url, timeout=timeout, max_tokens_field=field)
 
 
-def make_profile(name: str, model: str, *, api_key: str | None = None, auth_token: str | None = None,
-                 base_url: str | None = None, timeout: float = 120.0) -> Profile:
+def make_profile(
+    name: str,
+    model: str,
+    *,
+    api_key: str | None = None,
+    auth_token: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 120.0,
+) -> Profile:
     """A failover profile from a user-facing model id such as `sonnet` or `openrouter/x/y`."""
     from bot.llm.failover import Profile  # with the router: not on the way to ready (bot/runtime/reach.py)
 

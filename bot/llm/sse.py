@@ -65,11 +65,11 @@ class SSEDecoder:
                 return []  # could still be a byte-order mark
             self._started = True
             if self._buf.startswith(_BOM):
-                del self._buf[:len(_BOM)]
+                del self._buf[: len(_BOM)]
         events: list[SSEEvent] = []
         start = 0
         while (match := _EOL.search(self._buf, max(start, self._scanned))) is not None:
-            self._line(bytes(self._buf[start:match.start()]), events)
+            self._line(bytes(self._buf[start : match.start()]), events)
             start = match.end()
             if match.group() == b"\r" and start == len(self._buf):
                 self._skip_lf = True

@@ -45,14 +45,20 @@ class StreamLimits:
 def make_client(base_url: str, timeout: float) -> httpx.AsyncClient:
     """One client per provider: it keeps the connection pool between calls, and verifies with the
     process's one TLS context (bot/net/tls.py) instead of loading the CA bundle again."""
-    return httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout),
-                             verify=client_context(), follow_redirects=False,
-                             headers={"user-agent": USER_AGENT})
+    return httpx.AsyncClient(
+        base_url=base_url.rstrip("/"),
+        timeout=httpx.Timeout(timeout),
+        verify=client_context(),
+        follow_redirects=False,
+        headers={"user-agent": USER_AGENT},
+    )
 
 
 def protocol_error(what: str) -> ProviderError:
     """The provider broke its own wire format: retryable, so the router moves on to another profile."""
-    return ProviderError(f"the provider sent a malformed answer ({what})", retryable=True, error_type="protocol")
+    return ProviderError(
+        f"the provider sent a malformed answer ({what})", retryable=True, error_type="protocol"
+    )
 
 
 def _not_json(name: str) -> Any:
@@ -70,7 +76,9 @@ def json_object(data: str, what: str) -> dict[str, Any]:
     return value
 
 
-def get(obj: Mapping[str, Any], key: str, kind: type[_T], what: str, *, default: _T | None = None) -> _T | None:
+def get(
+    obj: Mapping[str, Any], key: str, kind: type[_T], what: str, *, default: _T | None = None
+) -> _T | None:
     """`obj[key]` if it has type `kind` (a bool is not an int), `default` if absent or null."""
     value = obj.get(key)
     if value is None:
@@ -101,9 +109,12 @@ def _transport_failure(exc: httpx.HTTPError, *, sent: bool) -> NoReturn:
     if isinstance(exc, httpx.TimeoutException):
         raise ProviderError("the request timed out", retryable=True, error_type="timeout") from None
     if sent:
-        raise ProviderError("the connection to the provider dropped", retryable=True,
-                            error_type="connection") from None
-    raise ProviderError("could not connect to the provider", retryable=True, error_type="connection") from None
+        raise ProviderError(
+            "the connection to the provider dropped", retryable=True, error_type="connection"
+        ) from None
+    raise ProviderError(
+        "could not connect to the provider", retryable=True, error_type="connection"
+    ) from None
 
 
 class EventStream:
@@ -115,13 +126,28 @@ class EventStream:
     HTTP errors, transport failures, a body that is not an event stream and broken limits all
     raise ProviderError, never an httpx exception (it would carry the request and its key)."""
 
-    def __init__(self, client: httpx.AsyncClient, path: str, body: Mapping[str, Any], *,
-                 headers: Mapping[str, str], secrets: tuple[str | None, ...], limits: StreamLimits) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str],
+        secrets: tuple[str | None, ...],
+        limits: StreamLimits,
+    ) -> None:
         self._client = client
         self._request = client.build_request(
-            "POST", path, content=json.dumps(body).encode(),
-            headers={**headers, "content-type": "application/json", "accept": "text/event-stream",
-                     "accept-encoding": "identity"})
+            "POST",
+            path,
+            content=json.dumps(body).encode(),
+            headers={
+                **headers,
+                "content-type": "application/json",
+                "accept": "text/event-stream",
+                "accept-encoding": "identity",
+            },
+        )
         self._secrets = secrets
         self._limits = limits
         self._decoder = SSEDecoder(limits.sse)
@@ -157,8 +183,11 @@ class EventStream:
                 raise protocol_error(str(exc)) from None
             if time.monotonic() > self._deadline:
                 await self.aclose()
-                raise ProviderError(f"the answer took longer than {self._limits.max_seconds:g} s", retryable=True,
-                                    error_type="timeout") from None
+                raise ProviderError(
+                    f"the answer took longer than {self._limits.max_seconds:g} s",
+                    retryable=True,
+                    error_type="timeout",
+                ) from None
         return self._pending.popleft()
 
     async def _open(self) -> AsyncIterator[bytes]:
@@ -174,9 +203,12 @@ class EventStream:
             raise protocol_error("a compressed stream, though none was asked for") from None
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "text/event-stream":
-            raise ProviderError(f"the provider answered with {ctype or 'no content type'!r}, not an event "
-                                "stream: check the endpoint URL (base_url)", retryable=False,
-                                status=response.status_code) from None
+            raise ProviderError(
+                f"the provider answered with {ctype or 'no content type'!r}, not an event "
+                "stream: check the endpoint URL (base_url)",
+                retryable=False,
+                status=response.status_code,
+            ) from None
         self._chunks = response.aiter_raw()
         return self._chunks
 
@@ -196,8 +228,15 @@ class StreamingProvider(ABC):
 
     path: ClassVar[str]
 
-    def __init__(self, *, base_url: str, timeout: float, headers: dict[str, str],
-                 secrets: tuple[str | None, ...], limits: StreamLimits) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        timeout: float,
+        headers: dict[str, str],
+        secrets: tuple[str | None, ...],
+        limits: StreamLimits,
+    ) -> None:
         self._headers = headers
         self._secrets = secrets
         self._limits = limits
@@ -207,8 +246,14 @@ class StreamingProvider(ABC):
         await self._client.aclose()
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        events = EventStream(self._client, self.path, self._body(request), headers=self._headers,
-                             secrets=self._secrets, limits=self._limits)
+        events = EventStream(
+            self._client,
+            self.path,
+            self._body(request),
+            headers=self._headers,
+            secrets=self._secrets,
+            limits=self._limits,
+        )
         try:
             async for event in self._translate(events):
                 yield event
@@ -229,7 +274,10 @@ async def finished(events: EventStream, stop: StopReason | None, usage: Usage, m
     provider never said it was done: the connection closed mid-answer, a retryable failure. The
     stream is closed first, because a consumer may stop reading at Finished."""
     if stop is None:
-        raise ProviderError("the provider's stream ended before the answer was complete",
-                            retryable=True, error_type="truncated")
+        raise ProviderError(
+            "the provider's stream ended before the answer was complete",
+            retryable=True,
+            error_type="truncated",
+        )
     await events.aclose()
     return Finished(stop, usage, model)

@@ -43,10 +43,12 @@ def protected_paths(home: Path, signer: object | None = None) -> tuple[Protected
         pass
     chosen = signer if isinstance(signer, SignerSettings) else config_signer
     assert isinstance(chosen, SignerSettings)
-    return (Protected(_real(home), "the OwliaBot home (auth.json, the signer token)"),
-            Protected(_real(workspace), "the bot's workspace (your files and the agent's memory)"),
-            Protected(_real(signer_home(home, chosen)), "the signer home (the keystore)"),
-            Protected(_real(socket_path(home, chosen).parent), "the folder of the signer's socket"))
+    return (
+        Protected(_real(home), "the OwliaBot home (auth.json, the signer token)"),
+        Protected(_real(workspace), "the bot's workspace (your files and the agent's memory)"),
+        Protected(_real(signer_home(home, chosen)), "the signer home (the keystore)"),
+        Protected(_real(socket_path(home, chosen).parent), "the folder of the signer's socket"),
+    )
 
 
 def _real(path: Path) -> Path:
@@ -72,5 +74,7 @@ def check_binds(server: str, binds: tuple[str, ...], protected: tuple[Protected,
     for path in binds:
         why = bind_refusal(path, protected)
         if why is not None:
-            raise McpError(f"{server}: --bind {why}; a server never sees the bot's or the signer's files. "
-                           "Bind only the server's own folder (its venv or node_modules)")
+            raise McpError(
+                f"{server}: --bind {why}; a server never sees the bot's or the signer's files. "
+                "Bind only the server's own folder (its venv or node_modules)"
+            )

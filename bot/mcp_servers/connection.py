@@ -108,7 +108,9 @@ class PromptInfo:
 MAX_PAGES, MAX_ITEMS = 20, 500  # what one listing reads of a server at most
 
 
-async def _paged(page: Callable[[PaginatedRequestParams | None], Awaitable[tuple[list[T], str | None]]]) -> list[T]:
+async def _paged(
+    page: Callable[[PaginatedRequestParams | None], Awaitable[tuple[list[T], str | None]]],
+) -> list[T]:
     """A server's whole list, page by page (`page(params)` -> items, next cursor), bounded: a server
     that hands out cursors forever gets MAX_PAGES pages, and a listing stops past MAX_ITEMS."""
     found: list[T] = []
@@ -129,10 +131,22 @@ async def _owning(client: Any, transport: Any):
 
 
 class McpConnection:
-    def __init__(self, decl: ServerDecl, settings: McpSettings, audit: BotAudit, *,
-                 sandbox: McpSandbox | None = None, on_refused: Any = None, fetch_policy: Any = None,
-                 resolve: Any = None, opener: Any = None, sampler: Any = None, home: Any = None,
-                 auth: Any = None, start_timeout: float = START_TIMEOUT) -> None:
+    def __init__(
+        self,
+        decl: ServerDecl,
+        settings: McpSettings,
+        audit: BotAudit,
+        *,
+        sandbox: McpSandbox | None = None,
+        on_refused: Any = None,
+        fetch_policy: Any = None,
+        resolve: Any = None,
+        opener: Any = None,
+        sampler: Any = None,
+        home: Any = None,
+        auth: Any = None,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
         self.decl = decl
         self.auth = auth
         """An OAuth provider to use instead of the bot's (`owlia mcp login`'s, which may sign in)."""
@@ -195,7 +209,9 @@ class McpConnection:
                 self.tools = await self._list_tools()
         except TimeoutError:
             await self.kill("no answer to initialize within the start deadline")
-            raise McpCallError(f"{self.decl.name} did not start within {self.start_timeout:g}s", killed=True) from None
+            raise McpCallError(
+                f"{self.decl.name} did not start within {self.start_timeout:g}s", killed=True
+            ) from None
         except McpCallError:
             await self.kill("failed to start")
             raise
@@ -204,8 +220,11 @@ class McpConnection:
             root: BaseException = exc
             while isinstance(root, BaseExceptionGroup) and root.exceptions:
                 root = root.exceptions[0]
-            why = self.killed_because if self.killed_because not in (None, "failed to start") else \
-                f"{type(root).__name__}: {str(root)[:300]}"
+            why = (
+                self.killed_because
+                if self.killed_because not in (None, "failed to start")
+                else f"{type(root).__name__}: {str(root)[:300]}"
+            )
             raise McpCallError(f"{self.decl.name} could not start: {why}", killed=True) from None
         if self.proc is not None:
             seen = proctree.usage(self.proc.pid)
@@ -217,7 +236,6 @@ class McpConnection:
             async with self._streams() as (read, write):
                 extra: dict[str, Any] = {}
                 if self.decl.sampling:  # advertised only for a server the user enabled it for
-
                     extra["sampling_callback"] = SamplingGate(self.decl.name, self.audit, self.sampler)
                 async with ClientSession(read, write, message_handler=self._on_message, **extra) as session:
                     started = await session.initialize()
@@ -243,13 +261,16 @@ class McpConnection:
                 if auth is None and self.decl.oauth:
                     auth = bot_auth(self.decl, self.home)
                 if self.decl.transport == "sse":  # the legacy transport: the SDK makes its client from these
-
                     headers = header_values(self.decl, self.home) if self.decl.headers else None
                     opened = sse_client(self.decl.url, headers=headers, auth=auth)
                 else:
                     client = http_client(self.decl, self.home, auth)
-                    opened = _owning(client, streamable_http_client(self.decl.url, http_client=client,
-                                                                    max_sse_event_size=self.max_message))
+                    opened = _owning(
+                        client,
+                        streamable_http_client(
+                            self.decl.url, http_client=client, max_sse_event_size=self.max_message
+                        ),
+                    )
             except McpError as exc:
                 raise McpCallError(str(exc)) from None
             async with opened as streams:
@@ -259,20 +280,35 @@ class McpConnection:
         socket_path = None
         if self.decl.network:
             if self.fetch_policy is None:
-                raise McpCallError(f"{self.decl.name} was allowed hosts, but web access is disabled in the bot's "
-                                   "configuration (bot.web), so it cannot start")
-            self.egress = Egress(self.decl.name, self.decl.network, self.audit, self.fetch_policy,
-                                 resolve=self._resolve, opener=self._opener)
+                raise McpCallError(
+                    f"{self.decl.name} was allowed hosts, but web access is disabled in the bot's "
+                    "configuration (bot.web), so it cannot start"
+                )
+            self.egress = Egress(
+                self.decl.name,
+                self.decl.network,
+                self.audit,
+                self.fetch_policy,
+                resolve=self._resolve,
+                opener=self._opener,
+            )
             socket_path = await self.egress.start()
         self.proc, self.ceiling, how = await self.sandbox.spawn(self.decl, self.max_message, socket_path)
         ceiling = f"{self.settings.memory_ceiling_mb} MiB"
-        self.memory_hold = f"{how}, {ceiling}" if self.ceiling is not None else \
-            f"{ceiling}, polled every {MEMORY_EVERY:g}s (no memory cgroup: {how})"
+        self.memory_hold = (
+            f"{how}, {ceiling}"
+            if self.ceiling is not None
+            else f"{ceiling}, polled every {MEMORY_EVERY:g}s (no memory cgroup: {how})"
+        )
         self._memory = asyncio.create_task(self._watch_memory())
         to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write, from_session = anyio.create_memory_object_stream[SessionMessage](16)
-        pumps = [asyncio.create_task(self._pump_out(to_session)), asyncio.create_task(self._pump_in(from_session)),
-                 asyncio.create_task(self._drain_stderr()), self._memory]
+        pumps = [
+            asyncio.create_task(self._pump_out(to_session)),
+            asyncio.create_task(self._pump_in(from_session)),
+            asyncio.create_task(self._drain_stderr()),
+            self._memory,
+        ]
         try:
             yield read, write
         finally:
@@ -297,7 +333,9 @@ class McpConnection:
         partial = b""
         async with to_session:
             while True:
-                chunk = await self.proc.stdout.read(READ_ALL)  # whatever is buffered, waiting only when nothing is
+                chunk = await self.proc.stdout.read(
+                    READ_ALL
+                )  # whatever is buffered, waiting only when nothing is
                 if not chunk:
                     return
                 *lines, partial = (partial + chunk).split(b"\n")
@@ -317,7 +355,9 @@ class McpConnection:
                     except Exception:  # noqa: BLE001 - any parser failure (nesting, garbage) breaks the protocol
                         return self._violation("broke the protocol (not a JSON-RPC message)")
                     method = raw.get("method") if isinstance(raw, dict) else None
-                    if method in SERVER_REQUESTS and not (method == "sampling/createMessage" and self.decl.sampling):
+                    if method in SERVER_REQUESTS and not (
+                        method == "sampling/createMessage" and self.decl.sampling
+                    ):
                         self._refused(str(method))
                     if method == "notifications/tools/list_changed":
                         announced = True
@@ -371,8 +411,12 @@ class McpConnection:
 
     def _refused(self, method: str) -> None:
         """A sampling/elicitation/roots request: refused by the SDK (not advertised); audited here."""
-        self.audit.record("mcp.request_refused", server=self.decl.name, method=method,
-                          reason="not enabled for this server; never answered with the conversation")
+        self.audit.record(
+            "mcp.request_refused",
+            server=self.decl.name,
+            method=method,
+            reason="not enabled for this server; never answered with the conversation",
+        )
         log.warning("MCP server %s asked for %s; refused", self.decl.name, method)
         if self.on_refused is not None:
             self.on_refused(self.decl.name, method)
@@ -392,8 +436,14 @@ class McpConnection:
         async def page(params: PaginatedRequestParams | None) -> tuple[list[ToolInfo], str | None]:
             assert self.session is not None
             result = await self.session.list_tools(params=params)
-            return [ToolInfo(t.name, t.description or "", dict(t.input_schema if isinstance(t.input_schema, dict) else {}))
-                    for t in result.tools], result.next_cursor
+            return [
+                ToolInfo(
+                    t.name,
+                    t.description or "",
+                    dict(t.input_schema if isinstance(t.input_schema, dict) else {}),
+                )
+                for t in result.tools
+            ], result.next_cursor
 
         return await _paged(page)
 
@@ -405,8 +455,10 @@ class McpConnection:
         async def page(params: PaginatedRequestParams | None) -> tuple[list[ResourceInfo], str | None]:
             assert self.session is not None
             result = await self.session.list_resources(params=params)
-            return [ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
-                    for r in result.resources], result.next_cursor
+            return [
+                ResourceInfo(str(r.uri), r.name, r.title or "", r.description or "", r.mime_type or "")
+                for r in result.resources
+            ], result.next_cursor
 
         async with asyncio.timeout(timeout):
             return await _paged(page)
@@ -419,9 +471,15 @@ class McpConnection:
         async def page(params: PaginatedRequestParams | None) -> tuple[list[PromptInfo], str | None]:
             assert self.session is not None
             result = await self.session.list_prompts(params=params)
-            return [PromptInfo(p.name, p.title or "", p.description or "",
-                               tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()))
-                    for p in result.prompts], result.next_cursor
+            return [
+                PromptInfo(
+                    p.name,
+                    p.title or "",
+                    p.description or "",
+                    tuple((a.name, a.description or "", bool(a.required)) for a in p.arguments or ()),
+                )
+                for p in result.prompts
+            ], result.next_cursor
 
         async with asyncio.timeout(timeout):
             return await _paged(page)
@@ -439,11 +497,12 @@ class McpConnection:
                 return await ask(self.session)
         except TimeoutError:
             await self.kill(f"no answer to {what} within {timeout:g}s")
-            raise McpCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
+            raise McpCallError(
+                f"no answer within {timeout:g}s; the sandbox was killed", killed=True
+            ) from None
         except McpCallError:
             raise
         except Exception as exc:  # noqa: BLE001 - an error answer or a broken connection
-
             if isinstance(exc, ProtocolError) and self.alive:
                 raise McpCallError(f"the server refused {what}: {str(exc)[:300]}") from None
             why = self.killed_because or type(exc).__name__
@@ -482,7 +541,9 @@ class McpConnection:
                 return result
         except TimeoutError:
             await self.kill(f"no answer within {timeout:g}s")
-            raise McpCallError(f"no answer within {timeout:g}s; the sandbox was killed", killed=True) from None
+            raise McpCallError(
+                f"no answer within {timeout:g}s; the sandbox was killed", killed=True
+            ) from None
         except McpCallError:
             raise
         except Exception as exc:  # noqa: BLE001 - the connection broke under the call
@@ -515,13 +576,17 @@ class McpConnection:
             else:
                 used = proctree.resident_bytes(self.proc.pid)
                 if used is not None and used > limit:
-                    return self._violation(f"used {used >> 20} MiB of memory, over its memory ceiling of "
-                                           f"{self.settings.memory_ceiling_mb} MiB (bot.mcp.memory_ceiling_mb)")
+                    return self._violation(
+                        f"used {used >> 20} MiB of memory, over its memory ceiling of "
+                        f"{self.settings.memory_ceiling_mb} MiB (bot.mcp.memory_ceiling_mb)"
+                    )
             await asyncio.sleep(MEMORY_EVERY)
 
     def _over_ceiling(self) -> str:
-        return (f"went over its memory ceiling of {self.settings.memory_ceiling_mb} MiB for the whole server "
-                "(bot.mcp.memory_ceiling_mb); the kernel stopped it")
+        return (
+            f"went over its memory ceiling of {self.settings.memory_ceiling_mb} MiB for the whole server "
+            "(bot.mcp.memory_ceiling_mb); the kernel stopped it"
+        )
 
     # ---- between calls ------------------------------------------------------------------------
 
@@ -537,18 +602,24 @@ class McpConnection:
                 return await self.kill("the server exited between calls")
             extra = seen.pids - self._baseline
             if extra and now - started >= SETTLE:
-                return await self.kill(f"processes running between calls that were not there at start: "
-                                       f"{sorted(extra)[:8]}", audit_kind="mcp.idle_kill")
+                return await self.kill(
+                    f"processes running between calls that were not there at start: {sorted(extra)[:8]}",
+                    audit_kind="mcp.idle_kill",
+                )
             window.append((now, seen.cpu_ticks))
             while now - window[0][0] > CPU_WINDOW:
                 window.popleft()
             used = (window[-1][1] - window[0][1]) / ticks_per_second
             if used > self.settings.idle_cpu_seconds:
-                return await self.kill(f"used {used:.2f}s of CPU between calls (at most "
-                                       f"{self.settings.idle_cpu_seconds:g}s per {CPU_WINDOW:g}s)",
-                                       audit_kind="mcp.idle_kill")
+                return await self.kill(
+                    f"used {used:.2f}s of CPU between calls (at most "
+                    f"{self.settings.idle_cpu_seconds:g}s per {CPU_WINDOW:g}s)",
+                    audit_kind="mcp.idle_kill",
+                )
             if now - started >= self.settings.idle_timeout:
-                return await self.kill(f"no call for {self.settings.idle_timeout:g}s", audit_kind="mcp.idle_stop")
+                return await self.kill(
+                    f"no call for {self.settings.idle_timeout:g}s", audit_kind="mcp.idle_stop"
+                )
             await asyncio.sleep(WATCH_EVERY)
 
     async def _unwatch(self) -> None:
@@ -568,8 +639,12 @@ class McpConnection:
 
     async def kill(self, reason: str, *, audit_kind: str | None = None) -> None:
         if audit_kind is not None:
-            self.audit.record(audit_kind, server=self.decl.name, reason=reason,
-                              stderr=self.stderr_tail[-1000:] if audit_kind == "mcp.idle_kill" else "")
+            self.audit.record(
+                audit_kind,
+                server=self.decl.name,
+                reason=reason,
+                stderr=self.stderr_tail[-1000:] if audit_kind == "mcp.idle_kill" else "",
+            )
             if audit_kind == "mcp.idle_kill":
                 log.warning("MCP server %s killed between calls: %s", self.decl.name, reason)
         self.killed_because = self.killed_because or reason

@@ -21,7 +21,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bot.net.fetch import PinnedResolver, system_resolve
-from bot.net.ssrf import FetchError, FetchPolicy, _host_matches, _literal_ip, _normalize_host, blocked_host_reason
+from bot.net.ssrf import (
+    FetchError,
+    FetchPolicy,
+    _host_matches,
+    _literal_ip,
+    _normalize_host,
+    blocked_host_reason,
+)
 from bot.runtime.audit import BotAudit
 from bot.skills.capabilities import skill_fetch_policy
 
@@ -39,8 +46,16 @@ async def _open(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.Str
 
 
 class Egress:
-    def __init__(self, server: str, hosts: tuple[str, ...], audit: BotAudit, policy: FetchPolicy, *,
-                 resolve=None, opener: Opener | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        hosts: tuple[str, ...],
+        audit: BotAudit,
+        policy: FetchPolicy,
+        *,
+        resolve=None,
+        opener: Opener | None = None,
+    ) -> None:
         self.server = server
         self.hosts = hosts
         self.audit = audit
@@ -85,19 +100,36 @@ class Egress:
             address = await self._check(host, port)
             async with asyncio.timeout(CONNECT_TIMEOUT):
                 up_reader, up_writer = await self._open(address, port)
-        except (FetchError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, OSError,
-                ValueError) as exc:
+        except (
+            FetchError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            TimeoutError,
+            OSError,
+            ValueError,
+        ) as exc:
             why = str(exc) if isinstance(exc, FetchError) else type(exc).__name__
-            self.audit.record("mcp.egress", server=self.server, host=host[:253], port=port, outcome="refused",
-                              reason=why[:300])
+            self.audit.record(
+                "mcp.egress",
+                server=self.server,
+                host=host[:253],
+                port=port,
+                outcome="refused",
+                reason=why[:300],
+            )
             with contextlib.suppress(OSError):
-                writer.write(f"HTTP/1.1 403 Forbidden\r\nX-Owlia-Reason: {why[:200]}\r\n\r\n".encode(
-                    "ascii", "replace"))
+                writer.write(
+                    f"HTTP/1.1 403 Forbidden\r\nX-Owlia-Reason: {why[:200]}\r\n\r\n".encode(
+                        "ascii", "replace"
+                    )
+                )
                 await writer.drain()
             writer.close()
             self._tunnels.discard(task)
             return
-        self.audit.record("mcp.egress", server=self.server, host=host, port=port, address=address, outcome="open")
+        self.audit.record(
+            "mcp.egress", server=self.server, host=host, port=port, address=address, outcome="open"
+        )
         writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
         budget = [TUNNEL_BYTES]
         try:
@@ -131,8 +163,9 @@ class Egress:
             raise FetchError(f"{host}: {reason}")
         if not _host_matches(host, self.hosts):
             raise FetchError(f"{host}: not a host the user allowed for this server")
-        results = await PinnedResolver(self.policy, self._resolve or system_resolve).resolve(host, port,
-                                                                                            socket.AF_UNSPEC)
+        results = await PinnedResolver(self.policy, self._resolve or system_resolve).resolve(
+            host, port, socket.AF_UNSPEC
+        )
         return str(results[0]["host"])
 
     @staticmethod

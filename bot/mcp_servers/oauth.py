@@ -69,8 +69,10 @@ class TokenFile:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise McpError(f"{self.path} cannot be used ({type(exc).__name__}); remove it and sign in again with "
-                           "`owlia mcp login`") from None
+            raise McpError(
+                f"{self.path} cannot be used ({type(exc).__name__}); remove it and sign in again with "
+                "`owlia mcp login`"
+            ) from None
         return data if isinstance(data, dict) else {}
 
     def write(self, data: dict[str, Any]) -> None:
@@ -118,13 +120,18 @@ class TokenFile:
 
 
 def _metadata(redirect_uri: str) -> Any:
-    return OAuthClientMetadata(client_name="OwliaBot", redirect_uris=[redirect_uri],
-                               grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-                               token_endpoint_auth_method="none")
+    return OAuthClientMetadata(
+        client_name="OwliaBot",
+        redirect_uris=[redirect_uri],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+    )
 
 
 def provider_class() -> type:
     """The SDK's provider with what the bot adds: the stored expiry, and refreshes under the file lock."""
+
     class LockedRefreshProvider(OAuthClientProvider):
         storage_file: TokenFile
 
@@ -144,8 +151,10 @@ def provider_class() -> type:
                     async with async_file_lock(lock_path_for(self.storage_file.path)):
                         self.storage_file.held = True
                         stored = await self.storage_file.get_tokens()  # another process may have rotated it
-                        if stored is not None and (self.context.current_tokens is None or
-                                                   stored.access_token != self.context.current_tokens.access_token):
+                        if stored is not None and (
+                            self.context.current_tokens is None
+                            or stored.access_token != self.context.current_tokens.access_token
+                        ):
                             self.context.current_tokens = stored
                             self._load_expiry()
                         if not self.context.is_token_valid() and self.context.can_refresh_token():
@@ -167,11 +176,18 @@ def provider_class() -> type:
     return LockedRefreshProvider
 
 
-def _provider(decl: ServerDecl, home: Path, redirect_uri: str, redirect_handler: Any, callback_handler: Any) -> Any:
+def _provider(
+    decl: ServerDecl, home: Path, redirect_uri: str, redirect_handler: Any, callback_handler: Any
+) -> Any:
     assert decl.url is not None
     storage = TokenFile(home, decl.name)
-    made = provider_class()(server_url=decl.url, client_metadata=_metadata(redirect_uri), storage=storage,
-                            redirect_handler=redirect_handler, callback_handler=callback_handler)
+    made = provider_class()(
+        server_url=decl.url,
+        client_metadata=_metadata(redirect_uri),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
     made.storage_file = storage
     return made
 
@@ -187,8 +203,10 @@ def bot_auth(decl: ServerDecl, home: Path | None) -> Any:
     redirect = (client or {}).get("redirect_uris", ["http://127.0.0.1/callback"])[0]
 
     async def refuse(url: str) -> None:
-        raise McpError(f"{decl.name} asks you to sign in again (its tokens were refused or expired): run "
-                       f"`owlia mcp login {decl.name}`")
+        raise McpError(
+            f"{decl.name} asks you to sign in again (its tokens were refused or expired): run "
+            f"`owlia mcp login {decl.name}`"
+        )
 
     async def never() -> Any:
         raise McpError(f"{decl.name} asks you to sign in again: run `owlia mcp login {decl.name}`")
@@ -221,10 +239,17 @@ class Callback:
                 writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 return
             query = {k: v[0] for k, v in parse_qs(target.query).items()}
-            body = (b"Signed in; you can close this page." if "code" in query else
-                    b"Sign-in failed; see the terminal.")
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                         str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            body = (
+                b"Signed in; you can close this page."
+                if "code" in query
+                else b"Sign-in failed; see the terminal."
+            )
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+                + body
+            )
             if self.result is not None and not self.result.done():
                 self.result.set_result(query)
         except (TimeoutError, OSError, ValueError):
@@ -238,10 +263,14 @@ class Callback:
         try:
             query = await asyncio.wait_for(self.result, LOGIN_TIMEOUT)
         except TimeoutError:
-            raise McpError(f"no sign-in came back within {LOGIN_TIMEOUT:g}s; run `owlia mcp login` again") from None
+            raise McpError(
+                f"no sign-in came back within {LOGIN_TIMEOUT:g}s; run `owlia mcp login` again"
+            ) from None
         if "code" not in query:
-            raise McpError("the authorization server refused the sign-in: "
-                           f"{query.get('error', 'no code')} {query.get('error_description', '')}".strip())
+            raise McpError(
+                "the authorization server refused the sign-in: "
+                f"{query.get('error', 'no code')} {query.get('error_description', '')}".strip()
+            )
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
     def close(self) -> None:

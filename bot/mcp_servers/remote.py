@@ -25,7 +25,9 @@ def header_values(decl: ServerDecl, home: Path | None) -> dict[str, str]:
     """The declaration's headers with their values read from `<home>/secrets/`; McpError, naming the
     file and what to do (never the value), when one is missing, not private or not one visible line."""
     if home is None:
-        raise McpError(f"{decl.name}: its headers come from the OwliaBot home's secrets/, which is not known here")
+        raise McpError(
+            f"{decl.name}: its headers come from the OwliaBot home's secrets/, which is not known here"
+        )
 
     values: dict[str, str] = {}
     for header, name in decl.headers.items():
@@ -34,13 +36,17 @@ def header_values(decl: ServerDecl, home: Path | None) -> dict[str, str]:
             check_private_file(path)
             value = read_regular_text(path).strip()
         except FileNotFoundError:
-            raise McpError(f"{decl.name}: the {header} header's value file {path} is missing; write the value to it "
-                           f"(one line) and `chmod 600 {path}`") from None
+            raise McpError(
+                f"{decl.name}: the {header} header's value file {path} is missing; write the value to it "
+                f"(one line) and `chmod 600 {path}`"
+            ) from None
         except (OSError, ValueError) as exc:
             raise McpError(f"{decl.name}: the {header} header's value file cannot be used: {exc}") from None
         if HEADER_VALUE.fullmatch(value) is None:
-            raise McpError(f"{decl.name}: the {header} header's value in {path} must be one line of visible ASCII "
-                           "(no line breaks or control characters)")
+            raise McpError(
+                f"{decl.name}: the {header} header's value in {path} must be one line of visible ASCII "
+                "(no line breaks or control characters)"
+            )
         values[header] = value
     return values
 

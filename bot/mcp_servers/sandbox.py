@@ -32,7 +32,9 @@ RESERVED = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/proc", "/dev"
 
 
 class McpSandbox:
-    def __init__(self, settings: McpSettings, protected: tuple[Protected, ...], bwrap: Bubblewrap | None = None) -> None:
+    def __init__(
+        self, settings: McpSettings, protected: tuple[Protected, ...], bwrap: Bubblewrap | None = None
+    ) -> None:
         self.settings = settings
         self.protected = protected
         """Folders no bind may expose (binds.py), checked again at every start."""
@@ -56,20 +58,34 @@ class McpSandbox:
 
     def limits(self) -> Limits:
         s = self.settings
-        return Limits(memory_mb=s.memory_mb, cpu_seconds=s.cpu_seconds, max_processes=s.max_processes,
-                      open_files=256)
+        return Limits(
+            memory_mb=s.memory_mb, cpu_seconds=s.cpu_seconds, max_processes=s.max_processes, open_files=256
+        )
 
     def argv(self, decl: ServerDecl, seccomp_fd: int, egress: Path | None = None) -> list[str]:
         env = sorted(decl.env.items())
         if egress is not None:  # launch.py relays 127.0.0.1:3128 to the bot's checked proxy
-            env += [(key, "http://127.0.0.1:3128") for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")]
-        binds = [(os.path.realpath(path), path) for path in self._checked_binds(decl)]  # what was checked is bound
+            env += [
+                (key, "http://127.0.0.1:3128")
+                for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+            ]
+        binds = [
+            (os.path.realpath(path), path) for path in self._checked_binds(decl)
+        ]  # what was checked is bound
         if egress is not None:
             binds.append((str(egress), "/owlia/egress.sock"))
         binds.append((str(self._launcher()), "/owlia/launch.py"))
         limits = self.limits()
-        box = Box(hostname="mcp", tmpfs_bytes=limits.tmpfs_bytes, python="/usr/bin/python3", runner="/owlia/launch.py",
-                  rlimits=limits.rlimits(), command=tuple(decl.command), env=tuple(env), binds=tuple(binds))
+        box = Box(
+            hostname="mcp",
+            tmpfs_bytes=limits.tmpfs_bytes,
+            python="/usr/bin/python3",
+            runner="/owlia/launch.py",
+            rlimits=limits.rlimits(),
+            command=tuple(decl.command),
+            env=tuple(env),
+            binds=tuple(binds),
+        )
         return box.argv(self.bwrap.bwrap, seccomp_fd)
 
     def _checked_binds(self, decl: ServerDecl) -> list[str]:
@@ -77,7 +93,9 @@ class McpSandbox:
             if path == "/tmp":
                 raise SandboxUnavailable(f"{decl.name}: /tmp cannot be bound (the sandbox's own)")
             if any(path == r or path.startswith(r + "/") for r in RESERVED) or path == "/":
-                raise SandboxUnavailable(f"{decl.name}: {path} cannot be bound (a system path of the sandbox)")
+                raise SandboxUnavailable(
+                    f"{decl.name}: {path} cannot be bound (a system path of the sandbox)"
+                )
             if not Path(path).exists():
                 raise SandboxUnavailable(f"{decl.name}: {path} does not exist")
             try:
@@ -93,8 +111,9 @@ class McpSandbox:
             return None, "cgroups turned off for this sandbox"
         return open_ceiling("mcp", limit)
 
-    async def spawn(self, decl: ServerDecl, line_limit: int,
-                    egress: Path | None = None) -> tuple[asyncio.subprocess.Process, Ceiling | None, str]:
+    async def spawn(
+        self, decl: ServerDecl, line_limit: int, egress: Path | None = None
+    ) -> tuple[asyncio.subprocess.Process, Ceiling | None, str]:
         """The running sandbox, its memory cgroup (None: the caller polls its memory instead) and how
         its memory is held, in words for the audit."""
         why = self.unavailable()

@@ -48,16 +48,22 @@ def unshowable(description: str | None, schema: Any) -> str | None:
     as itself (an escape on the screen is not something a person reads), is refused, never cut."""
     text, body = description or "", schema_text(schema)
     if len(text) > MAX_DESCRIPTION:
-        return (f"its description is {len(text)} characters, more than the {MAX_DESCRIPTION} the approval screen "
-                "shows whole; ask its author for a shorter one")
+        return (
+            f"its description is {len(text)} characters, more than the {MAX_DESCRIPTION} the approval screen "
+            "shows whole; ask its author for a shorter one"
+        )
     if len(body) > MAX_SCHEMA:
-        return (f"its input schema is {len(body)} characters of JSON, more than the {MAX_SCHEMA} the approval "
-                "screen shows whole; ask its author for a smaller one")
+        return (
+            f"its input schema is {len(body)} characters of JSON, more than the {MAX_SCHEMA} the approval "
+            "screen shows whole; ask its author for a smaller one"
+        )
     for part, value in (("description", text), *(("input schema", s) for s in _strings(schema))):
         hidden = first_hidden(value, keep="\n\t")
         if hidden is not None:
-            return (f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
-                    "would read and you could not")
+            return (
+                f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
+                "would read and you could not"
+            )
     return None
 
 
@@ -105,11 +111,19 @@ class ServerDecl(BaseModel):
         for header, file in value.items():
             if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,63}", header):
                 raise ValueError(f"header name {header!r} must be letters, digits and '-'")
-            if header.lower() in ("host", "content-length", "transfer-encoding", "connection", "mcp-session-id"):
+            if header.lower() in (
+                "host",
+                "content-length",
+                "transfer-encoding",
+                "connection",
+                "mcp-session-id",
+            ):
                 raise ValueError(f"the {header} header is the transport's own")
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", file):
-                raise ValueError(f"{file!r} must be the name of a file in the OwliaBot home's secrets/ folder "
-                                 "(letters, digits, '.', '_', '-'; no path)")
+                raise ValueError(
+                    f"{file!r} must be the name of a file in the OwliaBot home's secrets/ folder "
+                    "(letters, digits, '.', '_', '-'; no path)"
+                )
         return value
 
     @field_validator("network")
@@ -132,7 +146,9 @@ class ServerDecl(BaseModel):
         for key, item in value.items():
             if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", key):
                 raise ValueError(f"environment name {key!r} must be [A-Z][A-Z0-9_]*")
-            if find_secrets(item) or any(w in key for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "MNEMONIC")):
+            if find_secrets(item) or any(
+                w in key for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "MNEMONIC")
+            ):
                 raise ValueError(f"{key}: an MCP server never gets secrets")
         return value
 
@@ -199,8 +215,12 @@ class ServerEntry(BaseModel):
 
 def tool_hash(name: str, description: str | None, schema: Any) -> str:
     """What is pinned: the name, the description and the input schema, canonical JSON."""
-    body = json.dumps({"name": name, "description": description or "", "input_schema": schema},
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    body = json.dumps(
+        {"name": name, "description": description or "", "input_schema": schema},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -221,18 +241,27 @@ def _digest(kind: str, body: dict[str, Any]) -> str:
 
 def resource_hash(uri: str, name: str, title: str, description: str, mime_type: str) -> str:
     """What is pinned of a resource: every text of it the model or the user reads."""
-    return _digest("resource", {"uri": uri, "name": name, "title": title, "description": description,
-                                "mime_type": mime_type})
+    return _digest(
+        "resource",
+        {"uri": uri, "name": name, "title": title, "description": description, "mime_type": mime_type},
+    )
 
 
 def prompt_hash(name: str, title: str, description: str, arguments: Any) -> str:
-    return _digest("prompt", {"name": name, "title": title, "description": description,
-                              "arguments": [list(a) for a in arguments]})
+    return _digest(
+        "prompt",
+        {"name": name, "title": title, "description": description, "arguments": [list(a) for a in arguments]},
+    )
 
 
 def resource_texts(item: Any) -> dict[str, str]:
-    return {"URI": item.uri, "name": item.name, "title": item.title, "description": item.description,
-            "MIME type": item.mime_type}
+    return {
+        "URI": item.uri,
+        "name": item.name,
+        "title": item.title,
+        "description": item.description,
+        "MIME type": item.mime_type,
+    }
 
 
 def resource_unshowable(item: Any) -> str | None:
@@ -240,9 +269,14 @@ def resource_unshowable(item: Any) -> str | None:
 
 
 def pin_resource(item: Any) -> PinnedResource:
-    return PinnedResource(uri=item.uri, name=item.name, title=item.title, description=item.description,
-                          mime_type=item.mime_type, hash=resource_hash(item.uri, item.name, item.title,
-                                                                       item.description, item.mime_type))
+    return PinnedResource(
+        uri=item.uri,
+        name=item.name,
+        title=item.title,
+        description=item.description,
+        mime_type=item.mime_type,
+        hash=resource_hash(item.uri, item.name, item.title, item.description, item.mime_type),
+    )
 
 
 def prompt_texts(item: Any) -> dict[str, str]:
@@ -256,13 +290,23 @@ def prompt_texts(item: Any) -> dict[str, str]:
 def prompt_unshowable(item: Any) -> str | None:
     if len(item.arguments) > 32:
         return f"it takes {len(item.arguments)} arguments, more than 32"
-    return unshowable_texts(prompt_texts(item), {"description": MAX_DESCRIPTION, **{
-        f"description of argument {a[:40]!r}": MAX_DESCRIPTION for a, _, _ in item.arguments}})
+    return unshowable_texts(
+        prompt_texts(item),
+        {
+            "description": MAX_DESCRIPTION,
+            **{f"description of argument {a[:40]!r}": MAX_DESCRIPTION for a, _, _ in item.arguments},
+        },
+    )
 
 
 def pin_prompt(item: Any) -> PinnedPrompt:
-    return PinnedPrompt(name=item.name, title=item.title, description=item.description, arguments=item.arguments,
-                        hash=prompt_hash(item.name, item.title, item.description, item.arguments))
+    return PinnedPrompt(
+        name=item.name,
+        title=item.title,
+        description=item.description,
+        arguments=item.arguments,
+        hash=prompt_hash(item.name, item.title, item.description, item.arguments),
+    )
 
 
 MAX_NAME = 200
@@ -278,8 +322,10 @@ def unshowable_texts(texts: dict[str, str], limits: dict[str, int] | None = None
             return f"its {part} is {len(value)} characters, more than the {limit} the approval screen shows whole"
         hidden = first_hidden(value, keep="\n\t")
         if hidden is not None:
-            return (f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
-                    "would read and you could not")
+            return (
+                f"its {part} holds the invisible or control character U+{ord(hidden):04X}, which the model "
+                "would read and you could not"
+            )
     return None
 
 
@@ -300,13 +346,17 @@ class McpStore:
         try:
             raw = read_registry(self.path, "servers")
         except RegistryCorrupt as exc:
-            raise McpError(f"{self.path} is corrupt; refusing to load any MCP server ({exc}). "
-                           "Nothing was changed: fix it by hand or restore it from a backup") from exc
+            raise McpError(
+                f"{self.path} is corrupt; refusing to load any MCP server ({exc}). "
+                "Nothing was changed: fix it by hand or restore it from a backup"
+            ) from exc
         try:
             return {name: ServerEntry.model_validate(item) for name, item in raw.items()}
         except (ValidationError, AttributeError, TypeError) as exc:
-            raise McpError(f"{self.path} is not valid; refusing to load any MCP server. "
-                           "Nothing was changed: fix it by hand or restore it from a backup") from exc
+            raise McpError(
+                f"{self.path} is not valid; refusing to load any MCP server. "
+                "Nothing was changed: fix it by hand or restore it from a backup"
+            ) from exc
 
     def _write(self, servers: dict[str, ServerEntry]) -> None:
         write_registry(self.path, "servers", {n: e.model_dump(mode="json") for n, e in servers.items()})
@@ -329,16 +379,27 @@ class McpStore:
             servers[decl.name] = ServerEntry(decl=decl, added_at=int(time.time()))
             self._write(servers)
 
-    def approve(self, name: str, tools: dict[str, PinnedTool], resources: dict[str, PinnedResource] | None = None,
-                prompts: dict[str, PinnedPrompt] | None = None) -> None:
+    def approve(
+        self,
+        name: str,
+        tools: dict[str, PinnedTool],
+        resources: dict[str, PinnedResource] | None = None,
+        prompts: dict[str, PinnedPrompt] | None = None,
+    ) -> None:
         """Pin exactly the tools (and resources, prompts) the user was shown, with the levels they gave;
         enables the server."""
         with locked_beside(self.path):
             servers = self.read()
             entry = self._in(servers, name)
-            servers[name] = entry.model_copy(update={"tools": tools, "resources": resources or {},
-                                                     "prompts": prompts or {}, "enabled": True,
-                                                     "approved_at": int(time.time())})
+            servers[name] = entry.model_copy(
+                update={
+                    "tools": tools,
+                    "resources": resources or {},
+                    "prompts": prompts or {},
+                    "enabled": True,
+                    "approved_at": int(time.time()),
+                }
+            )
             self._write(servers)
 
     def set_enabled(self, name: str, enabled: bool) -> None:

@@ -96,7 +96,9 @@ class MemoryIndex:
         under it. Read before it, a second reindex indexed again every note the first had just added
         (each found twice by search); a deferred BEGIN failed with "database is locked" on upgrade.
         """
-        current = {rel: path for rel, path in memory_files(self.workspace).items() if self._indexable(rel, path)}
+        current = {
+            rel: path for rel, path in memory_files(self.workspace).items() if self._indexable(rel, path)
+        }
         added = updated = unchanged = 0
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -136,8 +138,12 @@ class MemoryIndex:
             return True
         if rel not in self._too_big:
             self._too_big.add(rel)
-            log.warning("memory note %s is %d bytes, over %d: search leaves it out; split it into smaller notes",
-                        path, size, MAX_NOTE_BYTES)
+            log.warning(
+                "memory note %s is %d bytes, over %d: search leaves it out; split it into smaller notes",
+                path,
+                size,
+                MAX_NOTE_BYTES,
+            )
         return False
 
     def _drop_chunks(self, rel: str) -> None:

@@ -46,8 +46,20 @@ _ACCEPT = "text/html,application/xhtml+xml,application/json,application/xml;q=0.
 _METHODS = frozenset(("GET", "HEAD", "POST"))
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_FORBIDDEN_HEADERS = frozenset(("host", "content-length", "transfer-encoding", "connection", "upgrade", "te",
-                                "trailer", "proxy-authorization", "proxy-connection", "expect"))
+_FORBIDDEN_HEADERS = frozenset(
+    (
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-authorization",
+        "proxy-connection",
+        "expect",
+    )
+)
 _CHUNK = 64 * 1024
 
 
@@ -76,8 +88,9 @@ class PinnedResolver(AbstractResolver):
         self._policy = policy
         self._resolve = resolve
 
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         name = host.rstrip(".").lower()
         reason = blocked_host_reason(name)
         if reason:
@@ -99,8 +112,16 @@ class PinnedResolver(AbstractResolver):
                 raise FetchBlocked(f"{name}: resolves to a {reason} ({ip})")
             ip_family = socket.AF_INET if ip.version == 4 else socket.AF_INET6
             if family in (socket.AF_UNSPEC, ip_family):
-                results.append(ResolveResult(hostname=host, host=str(ip), port=port, family=ip_family,
-                                             proto=0, flags=socket.AI_NUMERICHOST))
+                results.append(
+                    ResolveResult(
+                        hostname=host,
+                        host=str(ip),
+                        port=port,
+                        family=ip_family,
+                        proto=0,
+                        flags=socket.AI_NUMERICHOST,
+                    )
+                )
         if not results:
             raise FetchError(f"{name}: no usable address")
         return results
@@ -119,9 +140,10 @@ def _refuse_secrets(target: ParsedTarget, body: bytes | None, allow: Collection[
         places += [("request body", text), ("request body", unquote_plus(text))]
     for where, text in places:
         for finding in find_secrets(text):
-            if text[finding.start:finding.end].lower().removeprefix("0x") not in public:
-                raise FetchBlocked(f"{target.host}: refusing to send what looks like a {finding.kind} "
-                                   f"in the {where}")
+            if text[finding.start : finding.end].lower().removeprefix("0x") not in public:
+                raise FetchBlocked(
+                    f"{target.host}: refusing to send what looks like a {finding.kind} in the {where}"
+                )
 
 
 def _clean_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -170,16 +192,30 @@ class SafeFetcher:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(resolver=PinnedResolver(self.policy, self._resolve),
-                                             use_dns_cache=False, force_close=True, limit=16)
+            connector = aiohttp.TCPConnector(
+                resolver=PinnedResolver(self.policy, self._resolve),
+                use_dns_cache=False,
+                force_close=True,
+                limit=16,
+            )
             self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
+                connector=connector,
+                trust_env=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
                 timeout=aiohttp.ClientTimeout(total=self.policy.timeout + 1),
-                headers={"User-Agent": USER_AGENT, "Accept": _ACCEPT})
+                headers={"User-Agent": USER_AGENT, "Accept": _ACCEPT},
+            )
         return self._session
 
-    async def fetch(self, url: str, *, method: str = "GET", body: bytes | None = None,
-                    headers: Mapping[str, str] | None = None, allow: Collection[str] = ()) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        allow: Collection[str] = (),
+    ) -> FetchResult:
         """Fetch `url`, following up to policy.max_redirects vetted redirects within policy.timeout.
 
         `allow`: values known to be public (e.g. a tx hash being looked up) that the outbound
@@ -195,8 +231,14 @@ class SafeFetcher:
                 raise
             raise type(exc)(safe) from None
 
-    async def _fetch(self, url: str, method: str, body: bytes | None, headers: Mapping[str, str] | None,
-                     allow: Collection[str]) -> FetchResult:
+    async def _fetch(
+        self,
+        url: str,
+        method: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        allow: Collection[str],
+    ) -> FetchResult:
         method = method.upper()
         if method not in _METHODS:
             raise FetchBlocked(f"method {_printable(method, 10)!r} is not allowed")
@@ -212,8 +254,9 @@ class SafeFetcher:
         except TimeoutError:
             raise FetchError(f"{hop[-1].host}: timed out after {self.policy.timeout:g}s") from None
 
-    async def _follow(self, url: str, hop: list[ParsedTarget], method: str, body: bytes | None,
-                      headers: dict[str, str]) -> FetchResult:
+    async def _follow(
+        self, url: str, hop: list[ParsedTarget], method: str, body: bytes | None, headers: dict[str, str]
+    ) -> FetchResult:
         redirects = 0
         while True:
             current = hop[-1]
@@ -240,16 +283,19 @@ class SafeFetcher:
                 method, body = ("HEAD" if method == "HEAD" else "GET"), None
             if _origin(nxt) != _origin(current):
                 if body is not None:
-                    raise FetchBlocked(f"redirect from {current.host} would resend the request body "
-                                       f"to {nxt.host}")
+                    raise FetchBlocked(
+                        f"redirect from {current.host} would resend the request body to {nxt.host}"
+                    )
                 headers = {}  # the caller's headers (maybe an API key) were meant for the first origin
             hop.append(nxt)
 
-    async def _send(self, target: ParsedTarget, method: str, body: bytes | None,
-                    headers: dict[str, str]) -> aiohttp.ClientResponse:
+    async def _send(
+        self, target: ParsedTarget, method: str, body: bytes | None, headers: dict[str, str]
+    ) -> aiohttp.ClientResponse:
         try:
-            return await self._client().request(method, target.url, data=body, headers=headers,
-                                                allow_redirects=False)
+            return await self._client().request(
+                method, target.url, data=body, headers=headers, allow_redirects=False
+            )
         except FetchError:
             raise
         except aiohttp.ClientConnectorCertificateError:
@@ -261,8 +307,9 @@ class SafeFetcher:
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             raise FetchError(f"{target.host}: request failed ({type(exc).__name__})") from None
 
-    async def _read(self, url: str, target: ParsedTarget, method: str,
-                    response: aiohttp.ClientResponse) -> FetchResult:
+    async def _read(
+        self, url: str, target: ParsedTarget, method: str, response: aiohttp.ClientResponse
+    ) -> FetchResult:
         ctype = response.content_type.lower()
         empty = method == "HEAD" or response.status in (204, 304) or response.content_length == 0
         if not empty and not _is_textual(ctype):
@@ -278,8 +325,9 @@ class SafeFetcher:
             text = html_to_text(text)
         return FetchResult(url, str(target.url), response.status, ctype, text, truncated, len(data))
 
-    async def _read_capped(self, target: ParsedTarget,
-                           response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+    async def _read_capped(
+        self, target: ParsedTarget, response: aiohttp.ClientResponse
+    ) -> tuple[bytes, bool]:
         """Read at most max_bytes; one byte more tells us the body was cut."""
         limit = self.policy.max_bytes
         chunks: list[bytes] = []
@@ -301,10 +349,45 @@ class SafeFetcher:
 
 _SKIP_TAGS = frozenset(("script", "style", "noscript", "template", "svg"))
 _LINE_TAGS = frozenset(("br", "li", "tr", "dt", "dd", "option"))
-_BLOCK_TAGS = frozenset((
-    "p", "div", "section", "article", "header", "footer", "nav", "aside", "main", "h1", "h2", "h3", "h4",
-    "h5", "h6", "ul", "ol", "dl", "table", "thead", "tbody", "blockquote", "pre", "hr", "title", "figure",
-    "figcaption", "form", "fieldset", "address", "details", "summary", "body", "html", "head"))
+_BLOCK_TAGS = frozenset(
+    (
+        "p",
+        "div",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "aside",
+        "main",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ul",
+        "ol",
+        "dl",
+        "table",
+        "thead",
+        "tbody",
+        "blockquote",
+        "pre",
+        "hr",
+        "title",
+        "figure",
+        "figcaption",
+        "form",
+        "fieldset",
+        "address",
+        "details",
+        "summary",
+        "body",
+        "html",
+        "head",
+    )
+)
 
 
 class _TextExtractor(HTMLParser):

@@ -20,8 +20,16 @@ from yarl import URL
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-__all__ = ["FetchError", "FetchBlocked", "FetchPolicy", "ParsedTarget", "blocked_ip_reason",
-           "blocked_host_reason", "check_url", "IPAddress"]
+__all__ = [
+    "FetchError",
+    "FetchBlocked",
+    "FetchPolicy",
+    "ParsedTarget",
+    "blocked_ip_reason",
+    "blocked_host_reason",
+    "check_url",
+    "IPAddress",
+]
 
 
 class FetchError(Exception):
@@ -105,11 +113,19 @@ _V4_COMPAT = ipaddress.ip_network("::/96")
 _V4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 
 # Names that reach a cloud metadata service without any address trick.
-_METADATA_HOSTS = frozenset((
-    "metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal",
-    "metadata.azure.internal", "metadata.packet.net", "metadata.platformequinix.com",
-    "metadata.oraclecloud.com",
-))
+_METADATA_HOSTS = frozenset(
+    (
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.azure.internal",
+        "metadata.packet.net",
+        "metadata.platformequinix.com",
+        "metadata.oraclecloud.com",
+    )
+)
 _HOST_CHARS = re.compile(r"[a-z0-9._-]+")
 _NUMERIC_LABEL = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)")
 
@@ -229,4 +245,3 @@ def check_url(url: str | URL, policy: FetchPolicy) -> ParsedTarget:
     if port is None or port not in policy.allowed_ports:
         raise FetchBlocked(f"{host}: port {port} is not allowed")
     return ParsedTarget(parsed, scheme, host, port, ip)
-

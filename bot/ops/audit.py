@@ -30,8 +30,12 @@ def check_home_perms(ctx: OpsContext) -> Iterator[Finding]:
     # `owlia init --docker` writes config.yaml 0644 on purpose: three container uids read it through
     # a read-only mount, and it holds no secret (OWL-SEC-001 checks that). Nobody can chmod it there.
     config_allowed = 0o644 if on_read_only_mount(config) else 0o600
-    for path, allowed in ((ctx.home, 0o700), (config, config_allowed),
-                          (ctx.home / "logs", 0o700), (ctx.home / "sessions", 0o700)):
+    for path, allowed in (
+        (ctx.home, 0o700),
+        (config, config_allowed),
+        (ctx.home / "logs", 0o700),
+        (ctx.home / "sessions", 0o700),
+    ):
         if finding := too_open("OWL-PERM-001", WARN, path, allowed):
             yield finding
     logs = ctx.home / "logs"
@@ -96,12 +100,20 @@ def check_socket(ctx: OpsContext) -> Iterator[Finding]:
         except KeyError:
             gid = None
         if gid is not None and os.lstat(sock).st_gid != gid:
-            yield Finding("OWL-SOCK-001", CRIT, f"{sock} is not in group {wanted!r}",
-                          f"restart the signer (it sets the group) or `chgrp {wanted} {sock}`")
+            yield Finding(
+                "OWL-SOCK-001",
+                CRIT,
+                f"{sock} is not in group {wanted!r}",
+                f"restart the signer (it sets the group) or `chgrp {wanted} {sock}`",
+            )
     parent_mode = mode_of(sock.parent) or 0
     if parent_mode & 0o002:
-        yield Finding("OWL-SOCK-001", CRIT, f"{sock.parent} is world-writable: anyone can replace the socket",
-                      f"move signer.socket to a private directory or `chmod o-w {sock.parent}`")
+        yield Finding(
+            "OWL-SOCK-001",
+            CRIT,
+            f"{sock.parent} is world-writable: anyone can replace the socket",
+            f"move signer.socket to a private directory or `chmod o-w {sock.parent}`",
+        )
 
 
 def check_isolation(ctx: OpsContext) -> Iterator[Finding]:
@@ -118,21 +130,31 @@ def check_isolation(ctx: OpsContext) -> Iterator[Finding]:
             return  # we are the bot's user and cannot even look: that is the pass
         raise Skip(f"{paths.home} is hidden from this user: run as root with --bot-user") from None
     if signer_uid == ctx.bot_uid:
-        yield Finding("OWL-ISO-001", WARN,
-                      f"the bot and the signer run as the same user (uid {signer_uid}): a compromised bot "
-                      "could read the keystore and any passphrase file",
-                      "run them as two users: `owlia service install` or `owlia init --docker`")
+        yield Finding(
+            "OWL-ISO-001",
+            WARN,
+            f"the bot and the signer run as the same user (uid {signer_uid}): a compromised bot "
+            "could read the keystore and any passphrase file",
+            "run them as two users: `owlia service install` or `owlia init --docker`",
+        )
         return
     for target in [paths.home, *(paths.home / n for n in SIGNER_SECRETS)]:
         if readable_by(target, ctx.bot_uid):
-            yield Finding("OWL-ISO-001", CRIT, f"the bot's user (uid {ctx.bot_uid}) can read {target}",
-                          f"chmod 700 {paths.home}; keep it owned by the signer's user only")
+            yield Finding(
+                "OWL-ISO-001",
+                CRIT,
+                f"the bot's user (uid {ctx.bot_uid}) can read {target}",
+                f"chmod 700 {paths.home}; keep it owned by the signer's user only",
+            )
             return
     passphrase = ctx.secrets_dir / "signer.passphrase"  # in the bot's home, it defeats the split
     if passphrase.exists():
-        yield Finding("OWL-ISO-001", CRIT, f"{passphrase} holds the signer passphrase in the bot's home",
-                      "move it to the signer's user (e.g. /etc/owliabot/signer.passphrase, 0600), "
-                      "then delete it here")
+        yield Finding(
+            "OWL-ISO-001",
+            CRIT,
+            f"{passphrase} holds the signer passphrase in the bot's home",
+            "move it to the signer's user (e.g. /etc/owliabot/signer.passphrase, 0600), then delete it here",
+        )
 
 
 def check_sandbox(ctx: OpsContext) -> Iterator[Finding]:
@@ -140,9 +162,12 @@ def check_sandbox(ctx: OpsContext) -> Iterator[Finding]:
     backend = ctx.need_config().bot.skills.backend
     probe = probe_sandbox(ctx.need_config().bot.skills)
     if probe.backend is None:
-        yield Finding("OWL-SKILL-001", CRIT,
-                      f"no working sandbox for skills (backend {backend}): {probe.detail}",
-                      "apt-get install bubblewrap (or set bot.skills.backend to an installed one)")
+        yield Finding(
+            "OWL-SKILL-001",
+            CRIT,
+            f"no working sandbox for skills (backend {backend}): {probe.detail}",
+            "apt-get install bubblewrap (or set bot.skills.backend to an installed one)",
+        )
 
 
 def check_gateway(ctx: OpsContext) -> Iterator[Finding]:
@@ -161,18 +186,39 @@ def check_gateway(ctx: OpsContext) -> Iterator[Finding]:
     except PermissionError:
         raise Skip(f"{token_file} is not readable by this user") from None
     if exposed and not token:
-        yield Finding("OWL-GW-001", CRIT, f"the gateway binds {gateway.host} (beyond loopback) with no token",
-                      f"set bot.gateway.host: 127.0.0.1, or create the token: "
-                      f"`python -c 'import secrets;print(secrets.token_urlsafe(32))' > {token_file}; "
-                      f"chmod 600 {token_file}`")
+        yield Finding(
+            "OWL-GW-001",
+            CRIT,
+            f"the gateway binds {gateway.host} (beyond loopback) with no token",
+            f"set bot.gateway.host: 127.0.0.1, or create the token: "
+            f"`python -c 'import secrets;print(secrets.token_urlsafe(32))' > {token_file}; "
+            f"chmod 600 {token_file}`",
+        )
     elif token and (reason := weak_token_reason(token)):
-        yield Finding("OWL-GW-002", CRIT if exposed else WARN,
-                      f"the gateway token in {token_file} is weak: {reason}",
-                      f"rm {token_file} (a new 256-bit token is created at the next start)")
+        yield Finding(
+            "OWL-GW-002",
+            CRIT if exposed else WARN,
+            f"the gateway token in {token_file} is weak: {reason}",
+            f"rm {token_file} (a new 256-bit token is created at the next start)",
+        )
 
 
-KNOWN_DEFAULTS = frozenset({"changeme", "change-me", "secret", "password", "token", "admin", "owliabot",
-                            "test", "example", "default", "letmein", "your-token-here"})
+KNOWN_DEFAULTS = frozenset(
+    {
+        "changeme",
+        "change-me",
+        "secret",
+        "password",
+        "token",
+        "admin",
+        "owliabot",
+        "test",
+        "example",
+        "default",
+        "letmein",
+        "your-token-here",
+    }
+)
 
 
 def weak_token_reason(token: str) -> str | None:
@@ -202,9 +248,14 @@ def check_secrets_in_files(ctx: OpsContext) -> Iterator[Finding]:
         kinds = sorted(_leaked_kinds(text))
         if kinds:
             where = "config.yaml" if check_id == "OWL-SEC-001" else str(path)
-            hint = ("remove it, rotate the secret, and keep secrets in secrets/ (0600) or auth.json"
-                    if check_id == "OWL-SEC-001" else f"rotate the leaked secret, then delete or redact {path}")
-            yield Finding(check_id, CRIT, f"{where} contains what looks like a secret ({', '.join(kinds)})", hint)
+            hint = (
+                "remove it, rotate the secret, and keep secrets in secrets/ (0600) or auth.json"
+                if check_id == "OWL-SEC-001"
+                else f"rotate the leaked secret, then delete or redact {path}"
+            )
+            yield Finding(
+                check_id, CRIT, f"{where} contains what looks like a secret ({', '.join(kinds)})", hint
+            )
 
 
 def check_audit_chains(ctx: OpsContext) -> Iterator[Finding]:
@@ -225,9 +276,13 @@ def check_audit_chains(ctx: OpsContext) -> Iterator[Finding]:
             ok, count, problem = False, 0, "not UTF-8 text"
         checked += 1
         if not ok:
-            yield Finding("OWL-LOG-001", WARN, f"{path}: {problem}; intact before it: {count}",
-                          f"keep a copy of {path} to investigate, and compare what it says was done with the "
-                          f"signer's own audit (`owlia signer audit verify`, `owlia signer audit tail`)")
+            yield Finding(
+                "OWL-LOG-001",
+                WARN,
+                f"{path}: {problem}; intact before it: {count}",
+                f"keep a copy of {path} to investigate, and compare what it says was done with the "
+                f"signer's own audit (`owlia signer audit verify`, `owlia signer audit tail`)",
+            )
     if not checked:
         raise Skip("no audit log yet: the bot has not run a tool")
 

@@ -20,8 +20,24 @@ from bot.ops.context import OpsContext, readable_by
 COMPANION_FILES = ("companion.json", "keystore.json")  # what `owlia companion init` writes, together
 SCAN_DEPTH = 4
 SCAN_LIMIT = 20_000  # directories visited per root: a home full of checkouts must not stall the audit
-SKIPPED_DIRS = frozenset({".venv", "node_modules", ".git", ".cache", ".npm", ".cargo", ".rustup", ".pyenv",
-                          "__pycache__", "site-packages", "sessions", "logs", "memory", "workspace"})
+SKIPPED_DIRS = frozenset(
+    {
+        ".venv",
+        "node_modules",
+        ".git",
+        ".cache",
+        ".npm",
+        ".cargo",
+        ".rustup",
+        ".pyenv",
+        "__pycache__",
+        "site-packages",
+        "sessions",
+        "logs",
+        "memory",
+        "workspace",
+    }
+)
 
 
 def companion_dirs(root: Path) -> Iterator[Path]:
@@ -39,8 +55,11 @@ def companion_dirs(root: Path) -> Iterator[Path]:
         if all(name in names for name in COMPANION_FILES):
             yield Path(directory)
         if depth < SCAN_DEPTH:
-            stack.extend((Path(e.path), depth + 1) for e in entries
-                         if e.name not in SKIPPED_DIRS and e.is_dir(follow_symlinks=False))
+            stack.extend(
+                (Path(e.path), depth + 1)
+                for e in entries
+                if e.name not in SKIPPED_DIRS and e.is_dir(follow_symlinks=False)
+            )
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -52,10 +71,12 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def _move_hint(directory: Path) -> str:
-    return (f"move the main key off this host: import {directory / 'keystore.json'} into the companion web app on "
-            "your phone (docs/companion.md, \"The main key\") or into `owlia companion init` as another user on "
-            "another machine, check it shows the same main account, then delete it here "
-            f"(`shred -u {directory / 'keystore.json'} {directory / 'device.key'}`)")
+    return (
+        f"move the main key off this host: import {directory / 'keystore.json'} into the companion web app on "
+        'your phone (docs/companion.md, "The main key") or into `owlia companion init` as another user on '
+        "another machine, check it shows the same main account, then delete it here "
+        f"(`shred -u {directory / 'keystore.json'} {directory / 'device.key'}`)"
+    )
 
 
 def check_main_key_placement(ctx: OpsContext) -> Iterator[Finding]:
@@ -80,10 +101,14 @@ def check_main_key_placement(ctx: OpsContext) -> Iterator[Finding]:
             for directory in companion_dirs(root):
                 found.setdefault(directory.resolve(), where)
     for directory, where in sorted(found.items()):
-        yield Finding("OWL-MAIN-001", Severity.CRITICAL,
-                      f"the main key's keystore {directory / 'keystore.json'} is on the signer's host, in {where}: "
-                      "whoever steals this host gets it (and the passphrase file beside it), and Tier 3 then bounds "
-                      "nothing", _move_hint(directory))
+        yield Finding(
+            "OWL-MAIN-001",
+            Severity.CRITICAL,
+            f"the main key's keystore {directory / 'keystore.json'} is on the signer's host, in {where}: "
+            "whoever steals this host gets it (and the passphrase file beside it), and Tier 3 then bounds "
+            "nothing",
+            _move_hint(directory),
+        )
     for directory in ctx.companion_dirs:
         keystore = directory / "keystore.json"
         if directory.resolve() in found or not keystore.exists():
@@ -91,7 +116,10 @@ def check_main_key_placement(ctx: OpsContext) -> Iterator[Finding]:
         if signer_uid is None:
             raise Skip(f"no signer home at {paths.home}: cannot tell the signer's user")
         if readable_by(keystore, signer_uid):
-            yield Finding("OWL-MAIN-001", Severity.CRITICAL,
-                          f"the signer's user (uid {signer_uid}) can read the main key's keystore {keystore}",
-                          f"{_move_hint(directory)}; at the least keep it owned by another user: "
-                          f"`chmod 700 {directory}; chmod 600 {keystore}`")
+            yield Finding(
+                "OWL-MAIN-001",
+                Severity.CRITICAL,
+                f"the signer's user (uid {signer_uid}) can read the main key's keystore {keystore}",
+                f"{_move_hint(directory)}; at the least keep it owned by another user: "
+                f"`chmod 700 {directory}; chmod 600 {keystore}`",
+            )

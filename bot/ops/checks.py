@@ -96,8 +96,12 @@ class Report(_Out):
         return [f for c in self.checks for f in c.findings]
 
 
-def run_checks(kind: Literal["security-audit", "doctor"], checks: Iterable[Check], *args: object,
-               fixed: list[str] | None = None) -> Report:
+def run_checks(
+    kind: Literal["security-audit", "doctor"],
+    checks: Iterable[Check],
+    *args: object,
+    fixed: list[str] | None = None,
+) -> Report:
     """Run every check; a check that crashes is a failed check, never a crashed command."""
     results: list[CheckOut] = []
     for check in checks:
@@ -107,14 +111,31 @@ def run_checks(kind: Literal["security-audit", "doctor"], checks: Iterable[Check
             results.append(CheckOut(id=check.check_id, title=check.title, status="skip", detail=str(exc)))
             continue
         except Exception as exc:  # noqa: BLE001 - one broken probe must not hide the others
-            found = [Finding(check.check_id, Severity.WARNING,
-                             f"the check itself failed ({type(exc).__name__})",
-                             "re-run with a valid config; report a bug if it persists")]
-        results.append(CheckOut(
-            id=check.check_id, title=check.title, status="fail" if found else "pass",
-            findings=[FindingOut(id=f.check_id, severity=f.severity.value, message=f.message, hint=f.hint,
-                                 fixable=f.fixable) for f in found],
-        ))
+            found = [
+                Finding(
+                    check.check_id,
+                    Severity.WARNING,
+                    f"the check itself failed ({type(exc).__name__})",
+                    "re-run with a valid config; report a bug if it persists",
+                )
+            ]
+        results.append(
+            CheckOut(
+                id=check.check_id,
+                title=check.title,
+                status="fail" if found else "pass",
+                findings=[
+                    FindingOut(
+                        id=f.check_id,
+                        severity=f.severity.value,
+                        message=f.message,
+                        hint=f.hint,
+                        fixable=f.fixable,
+                    )
+                    for f in found
+                ],
+            )
+        )
     counts = {s.value: 0 for s in Severity}
     for check_out in results:
         for f in check_out.findings:
@@ -145,11 +166,20 @@ def too_open(check_id: str, severity: Severity, path: Path, allowed: int) -> Fin
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(info.st_mode):
-        return Finding(check_id, severity, f"{path} is a symlink; secrets must be regular files",
-                       f"replace {path} with the file itself (0600)")
+        return Finding(
+            check_id,
+            severity,
+            f"{path} is a symlink; secrets must be regular files",
+            f"replace {path} with the file itself (0600)",
+        )
     mode = stat.S_IMODE(info.st_mode)
     if not mode & ~allowed:
         return None
     tight = mode & allowed
-    return Finding(check_id, severity, f"{path} has mode {mode:04o} (want {allowed:04o} or tighter)",
-                   f"chmod {tight:o} {path}", Fix(path, tight))
+    return Finding(
+        check_id,
+        severity,
+        f"{path} has mode {mode:04o} (want {allowed:04o} or tighter)",
+        f"chmod {tight:o} {path}",
+        Fix(path, tight),
+    )

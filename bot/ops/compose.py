@@ -85,9 +85,11 @@ def _http_health(url: str) -> list[str]:
 
 
 SIGNER_HEALTH = _probe(f"import socket; socket.socket(socket.AF_UNIX).connect('{SOCKET_DIR}/signer.sock')")
-ANVIL_HEALTH = _probe("import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:8545', "
-                      "data=b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\"}', "
-                      "headers={'Content-Type': 'application/json'}), timeout=5)")
+ANVIL_HEALTH = _probe(
+    "import urllib.request as u; u.urlopen(u.Request('http://127.0.0.1:8545', "
+    'data=b\'{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}\', '
+    "headers={'Content-Type': 'application/json'}), timeout=5)"
+)
 
 
 def _health(test: list[str]) -> dict[str, Any]:
@@ -101,9 +103,13 @@ def _build(context: str | None, role: str, version: str) -> dict[str, Any]:
     if context is None:
         out["pull_policy"] = "never"
         return out
-    out["build"] = {"context": context, "dockerfile": f"docker/{role}.Dockerfile", "network": BUILD_NETWORK,
-                    # unset: the digest-pinned default in the Dockerfile; anvil's tarball address from npm
-                    "args": ["OWLIA_BASE_IMAGE", *(["ANVIL_TARBALL"] if role == "anvil" else [])]}
+    out["build"] = {
+        "context": context,
+        "dockerfile": f"docker/{role}.Dockerfile",
+        "network": BUILD_NETWORK,
+        # unset: the digest-pinned default in the Dockerfile; anvil's tarball address from npm
+        "args": ["OWLIA_BASE_IMAGE", *(["ANVIL_TARBALL"] if role == "anvil" else [])],
+    }
     out["pull_policy"] = "build"
     return out
 
@@ -128,13 +134,22 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         "group_add": [str(SOCKET_GID)],
         "command": ["start"],
         # the bridge is another container: its service name, and its certificate names it too
-        "environment": {"OWLIA_HOME": home, "OWLIA_BRIDGE_URL": f"https://bridge:{BRIDGE_PORT}",
-                        "OWLIA_BRIDGE_CA": "/run/secrets/bridge_tls_cert"},
-        "volumes": [config_mount, f"bot-data:{home}", f"./workspace:{home}/workspace",
-                    f"signer-socket:{SOCKET_DIR}:ro"],
-        "secrets": [{"source": name, "target": SECRETS[name][1]}
-                    for name in ("signer_token", "gateway_token", "telegram_token")]
-                   + ["bridge_tls_cert"],  # public: lets the doctor verify the bridge it probes
+        "environment": {
+            "OWLIA_HOME": home,
+            "OWLIA_BRIDGE_URL": f"https://bridge:{BRIDGE_PORT}",
+            "OWLIA_BRIDGE_CA": "/run/secrets/bridge_tls_cert",
+        },
+        "volumes": [
+            config_mount,
+            f"bot-data:{home}",
+            f"./workspace:{home}/workspace",
+            f"signer-socket:{SOCKET_DIR}:ro",
+        ],
+        "secrets": [
+            {"source": name, "target": SECRETS[name][1]}
+            for name in ("signer_token", "gateway_token", "telegram_token")
+        ]
+        + ["bridge_tls_cert"],  # public: lets the doctor verify the bridge it probes
         "ports": [f"127.0.0.1:{GATEWAY_PORT}:{GATEWAY_PORT}"],
         "networks": ["bot-net"],
         "depends_on": {"signer": {"condition": "service_healthy"}},
@@ -146,12 +161,25 @@ def compose_document(*, build_context: str | None = "..", version: str = "0.1.0"
         **_hardened(BRIDGE_UID, BRIDGE_UID, memory="256m", pids=64),
         "group_add": [str(SOCKET_GID)],
         # not loopback inside the container, so the bridge insists on TLS (a self-signed pair from init)
-        "command": ["bridge", "serve", "--host", "0.0.0.0", "--port", str(BRIDGE_PORT),
-                    "--tls-cert", "/run/secrets/bridge_tls_cert", "--tls-key", "/run/secrets/bridge_tls_key"],
+        "command": [
+            "bridge",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(BRIDGE_PORT),
+            "--tls-cert",
+            "/run/secrets/bridge_tls_cert",
+            "--tls-key",
+            "/run/secrets/bridge_tls_key",
+        ],
         "environment": {"OWLIA_HOME": home},
         "volumes": [config_mount, f"bridge-data:{home}", f"signer-socket:{SOCKET_DIR}:ro"],
-        "secrets": [{"source": "bridge_token", "target": SECRETS["bridge_token"][1]}, "bridge_tls_cert",
-                    "bridge_tls_key"],
+        "secrets": [
+            {"source": "bridge_token", "target": SECRETS["bridge_token"][1]},
+            "bridge_tls_cert",
+            "bridge_tls_key",
+        ],
         "ports": [f"127.0.0.1:{BRIDGE_PORT}:{BRIDGE_PORT}"],
         "networks": ["bot-net"],
         "depends_on": {"signer": {"condition": "service_healthy"}},
@@ -183,16 +211,24 @@ def render_compose(**kwargs: Any) -> str:
 def container_config(*, rpc_url: str = "http://anvil:8545", chain_id: int = 31337, dev: bool = True) -> str:
     """config.yaml as the containers see it (paths inside the containers)."""
     config = {
-        "chains": [{"id": chain_id, "name": "anvil" if dev else f"chain-{chain_id}", "rpc_url": rpc_url,
-                    "dev": dev}],
-        "signer": {"home": f"{HOME_IN_CONTAINER}/signer", "socket": f"{SOCKET_DIR}/signer.sock",
-                   "allowed_uids": [BOT_UID, BRIDGE_UID]},
+        "chains": [
+            {"id": chain_id, "name": "anvil" if dev else f"chain-{chain_id}", "rpc_url": rpc_url, "dev": dev}
+        ],
+        "signer": {
+            "home": f"{HOME_IN_CONTAINER}/signer",
+            "socket": f"{SOCKET_DIR}/signer.sock",
+            "allowed_uids": [BOT_UID, BRIDGE_UID],
+        },
         # 0.0.0.0 inside the container (published on 127.0.0.1 only), so the gateway token is required
-        "bot": {"gateway": {"host": "0.0.0.0", "port": GATEWAY_PORT},
-                "channels": {"telegram": {"enabled": True, "allow_from": []}}},
+        "bot": {
+            "gateway": {"host": "0.0.0.0", "port": GATEWAY_PORT},
+            "channels": {"telegram": {"enabled": True, "allow_from": []}},
+        },
     }
-    return ("# OwliaBot config for docker compose (paths are inside the containers). No secrets here.\n"
-            + yaml.safe_dump(config, sort_keys=False))
+    return (
+        "# OwliaBot config for docker compose (paths are inside the containers). No secrets here.\n"
+        + yaml.safe_dump(config, sort_keys=False)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +275,11 @@ def export_build_context(target: Path) -> bool:
             spec = importlib.util.find_spec(package)
             if spec is None or spec.origin is None:
                 raise FileNotFoundError(f"package {package} is not installed")
-            shutil.copytree(Path(spec.origin).parent, staging / package,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(
+                Path(spec.origin).parent,
+                staging / package,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+            )
         staging.chmod(0o755)
         if target.exists():
             shutil.rmtree(target)
@@ -251,8 +290,9 @@ def export_build_context(target: Path) -> bool:
     return True
 
 
-def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain_id: int = 31337,
-                        chown: bool | None = None) -> ComposeSetup:
+def write_compose_setup(
+    root: Path, *, rpc_url: str = "http://anvil:8545", chain_id: int = 31337, chown: bool | None = None
+) -> ComposeSetup:
     """Write compose file, config, secrets (0600) and the workspace; never overwrite a secret."""
     root = Path(root)
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -265,16 +305,20 @@ def write_compose_setup(root: Path, *, rpc_url: str = "http://anvil:8545", chain
         written.append(f"{BUNDLED_CONTEXT}/")
     else:
         context = None
-    for name, text in (("docker-compose.yml", render_compose(build_context=context)),
-                       ("config.yaml", container_config(rpc_url=rpc_url, chain_id=chain_id,
-                                                        dev=chain_id == 31337))):
+    for name, text in (
+        ("docker-compose.yml", render_compose(build_context=context)),
+        ("config.yaml", container_config(rpc_url=rpc_url, chain_id=chain_id, dev=chain_id == 31337)),
+    ):
         path = root / name
         if not path.exists():
             path.write_text(text, encoding="utf-8")
             path.chmod(0o644)  # read by three container uids; holds no secret
             written.append(name)
     secrets_dir = ensure_private_dir(root / "secrets")
-    generated = {"signer_passphrase": secrets.token_urlsafe(32) + "\n", "gateway_token": secrets.token_urlsafe(32) + "\n"}
+    generated = {
+        "signer_passphrase": secrets.token_urlsafe(32) + "\n",
+        "gateway_token": secrets.token_urlsafe(32) + "\n",
+    }
     if not (secrets_dir / "bridge_tls_key").exists():
         generated["bridge_tls_cert"], generated["bridge_tls_key"] = self_signed_pair()
     for name in SECRETS:
@@ -306,15 +350,29 @@ def self_signed_pair(days: int = 825) -> tuple[str, str]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "owliabot-bridge")])
     now = dt.datetime.now(dt.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=days))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName("bridge"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [
+                    x509.DNSName("localhost"),
+                    x509.DNSName("bridge"),
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                ]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem.decode()
 
 
@@ -322,8 +380,10 @@ def chown_plan(root: Path) -> list[tuple[int, int, Path]]:
     """Who must own what so each container can read its own secrets and nothing else's."""
     # secrets/ itself stays 0700 and the user's: docker bind-mounts each file as root, so the
     # directory is never traversed from inside a container.
-    plan = [(uid, SOCKET_GID if uid == SIGNER_UID else uid, root / "secrets" / name)
-            for name, (uid, _target) in SECRETS.items()]
+    plan = [
+        (uid, SOCKET_GID if uid == SIGNER_UID else uid, root / "secrets" / name)
+        for name, (uid, _target) in SECRETS.items()
+    ]
     workspace = root / "workspace"
     plan += [(BOT_UID, BOT_UID, workspace)] + [(BOT_UID, BOT_UID, p) for p in sorted(workspace.rglob("*"))]
     return plan

@@ -123,8 +123,16 @@ def readable_by(path: Path, uid: int) -> bool:
     except KeyError:
         gid, groups = uid, []
     probe = 'if [ -d "$1" ]; then ls -- "$1"; else cat -- "$1"; fi >/dev/null 2>&1'
-    done = subprocess.run(["/bin/sh", "-c", probe, "probe", str(path)], capture_output=True, user=uid,
-                          group=gid, extra_groups=groups, cwd="/", env={"PATH": "/usr/bin:/bin"}, timeout=10)
+    done = subprocess.run(
+        ["/bin/sh", "-c", probe, "probe", str(path)],
+        capture_output=True,
+        user=uid,
+        group=gid,
+        extra_groups=groups,
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=10,
+    )
     return done.returncode == 0
 
 

@@ -37,13 +37,18 @@ def check_python(ctx: OpsContext) -> Iterator[Finding]:
     slim images lack it); without it, each requirement is at least checked to be installed.
     """
     if sys.version_info[:2] < MIN_PYTHON:
-        yield Finding("DOC-PY-001", CRIT, f"Python {sys.version.split()[0]} is older than 3.11",
-                      "install Python 3.11+ and reinstall: `pip install 'owliabot[bot]'`")
+        yield Finding(
+            "DOC-PY-001",
+            CRIT,
+            f"Python {sys.version.split()[0]} is older than 3.11",
+            "install Python 3.11+ and reinstall: `pip install 'owliabot[bot]'`",
+        )
     try:
         requires = metadata.requires("owliabot") or []
     except metadata.PackageNotFoundError:
-        yield Finding("DOC-PY-001", CRIT, "owliabot is not installed in this environment",
-                      "pip install 'owliabot[bot]'")
+        yield Finding(
+            "DOC-PY-001", CRIT, "owliabot is not installed in this environment", "pip install 'owliabot[bot]'"
+        )
         return
     for line in requires:
         name, spec, extra = _split_requirement(line)
@@ -55,8 +60,9 @@ def check_python(ctx: OpsContext) -> Iterator[Finding]:
             yield Finding("DOC-PY-001", CRIT, f"{name} is not installed", f"pip install '{name}{spec}'")
             continue
         if spec and not _satisfies(version, spec):
-            yield Finding("DOC-PY-001", CRIT, f"{name} {version} does not satisfy {spec}",
-                          f"pip install '{name}{spec}'")
+            yield Finding(
+                "DOC-PY-001", CRIT, f"{name} {version} does not satisfy {spec}", f"pip install '{name}{spec}'"
+            )
 
 
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*?)\s*(?:;(.*))?$")
@@ -95,9 +101,12 @@ def check_workspace(ctx: OpsContext) -> Iterator[Finding]:
 
     workspace = ctx.need_config().workspace(ctx.home)
     for problem in context_file_problems(workspace):
-        yield Finding("DOC-WS-001", WARN, problem, "fix the file by hand; `owlia init` recreates only missing ones")
-    missing = [name for name in TEMPLATES
-               if not (workspace / name).exists() and not (workspace / name).is_symlink()]
+        yield Finding(
+            "DOC-WS-001", WARN, problem, "fix the file by hand; `owlia init` recreates only missing ones"
+        )
+    missing = [
+        name for name in TEMPLATES if not (workspace / name).exists() and not (workspace / name).is_symlink()
+    ]
     if missing:
         yield Finding("DOC-WS-001", WARN, f"workspace {workspace} lacks {', '.join(missing)}", "owlia init")
 
@@ -115,8 +124,12 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
         try:
             ref = resolve_model(profile.model)
         except UnknownModel as exc:
-            yield Finding("DOC-LLM-001", CRIT, f"profile {profile.name}: {exc}",
-                          f"fix bot.llm.profiles ({profile.name})")
+            yield Finding(
+                "DOC-LLM-001",
+                CRIT,
+                f"profile {profile.name}: {exc}",
+                f"fix bot.llm.profiles ({profile.name})",
+            )
             continue
         credential = profile.credential or profile.name
         try:
@@ -125,24 +138,39 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
             yield Finding("DOC-LLM-001", CRIT, f"auth.json cannot be used: {exc}", "owlia auth setup")
             return
         if stored is None and not ctx.env.get(env_var_for(credential), "").strip():
-            yield Finding("DOC-LLM-001", WARN, f"profile {profile.name} has no credential (auth.json entry "
-                          f"{credential!r} or {env_var_for(credential)})", "owlia auth setup")
+            yield Finding(
+                "DOC-LLM-001",
+                WARN,
+                f"profile {profile.name} has no credential (auth.json entry "
+                f"{credential!r} or {env_var_for(credential)})",
+                "owlia auth setup",
+            )
             continue
         credentialed += 1
         url = profile.base_url or ref.info.default_base_url or DEFAULT_LLM_URLS.get(ref.info.api)
         status = http_status(url, timeout=ctx.http_timeout) if url else None
         if status is None:
-            yield Finding("DOC-LLM-002", WARN, f"profile {profile.name}: {url} is not reachable",
-                          "check the network / proxy, or the profile's base_url")
+            yield Finding(
+                "DOC-LLM-002",
+                WARN,
+                f"profile {profile.name}: {url} is not reachable",
+                "check the network / proxy, or the profile's base_url",
+            )
             continue
         usable += 1
     if usable == 0 and credentialed == 0:
         # a console-only user: slash commands, balances and transfers work without a model
-        yield Finding("DOC-LLM-001", WARN, "no language model is set up: the bot answers slash commands "
-                      "(/balance, /send, /status) but cannot chat", "owlia auth setup")
+        yield Finding(
+            "DOC-LLM-001",
+            WARN,
+            "no language model is set up: the bot answers slash commands "
+            "(/balance, /send, /status) but cannot chat",
+            "owlia auth setup",
+        )
     elif usable == 0:
-        yield Finding("DOC-LLM-001", CRIT, "no model profile is usable: the agent cannot answer",
-                      "owlia auth setup")
+        yield Finding(
+            "DOC-LLM-001", CRIT, "no model profile is usable: the agent cannot answer", "owlia auth setup"
+        )
 
 
 def check_signer(ctx: OpsContext) -> Iterator[Finding]:
@@ -157,35 +185,49 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     try:
         token = load_token(ctx.secrets_dir / "signer.token")
     except SignerError as exc:
-        yield Finding("DOC-SIGNER-001", CRIT, exc.message,
-                      "as the signer's user: owlia signer client add bot --scope sign "
-                      "--out <home>/secrets/signer.token")
+        yield Finding(
+            "DOC-SIGNER-001",
+            CRIT,
+            exc.message,
+            "as the signer's user: owlia signer client add bot --scope sign "
+            "--out <home>/secrets/signer.token",
+        )
         return
 
     async def status() -> StatusReply:
         async with SignerClient(paths.socket, token, timeout=ctx.rpc_timeout) as client:
             return await client.status()
 
-    unreachable = ("start it: `systemctl start owliabot-signer`, `docker compose up -d signer` "
-                   "or `owlia signer serve`")
+    unreachable = (
+        "start it: `systemctl start owliabot-signer`, `docker compose up -d signer` or `owlia signer serve`"
+    )
     try:
         result = asyncio.run(asyncio.wait_for(status(), ctx.rpc_timeout))
     except SignerUnavailable as exc:
         yield Finding("DOC-SIGNER-001", CRIT, f"no signer answering: {exc.message}", unreachable)
         return
     except SignerError as exc:
-        yield Finding("DOC-SIGNER-001", CRIT, f"the signer refused: {exc.message}",
-                      "check secrets/signer.token; reissue with `owlia signer client add`")
+        yield Finding(
+            "DOC-SIGNER-001",
+            CRIT,
+            f"the signer refused: {exc.message}",
+            "check secrets/signer.token; reissue with `owlia signer client add`",
+        )
         return
     except (OSError, asyncio.TimeoutError) as exc:
-        yield Finding("DOC-SIGNER-001", CRIT, f"no signer on {paths.socket} ({type(exc).__name__})",
-                      unreachable)
+        yield Finding(
+            "DOC-SIGNER-001", CRIT, f"no signer on {paths.socket} ({type(exc).__name__})", unreachable
+        )
         return
     if not result.unlocked:
         yield Finding("DOC-SIGNER-001", CRIT, "the signer is locked", "restart it with its passphrase")
     if result.frozen:
-        yield Finding("DOC-SIGNER-001", WARN, "the signer is frozen (kill switch): it signs nothing",
-                      "unfreeze from the companion app when you are sure")
+        yield Finding(
+            "DOC-SIGNER-001",
+            WARN,
+            "the signer is frozen (kill switch): it signs nothing",
+            "unfreeze from the companion app when you are sure",
+        )
 
 
 def check_chains(ctx: OpsContext) -> Iterator[Finding]:
@@ -196,14 +238,20 @@ def check_chains(ctx: OpsContext) -> Iterator[Finding]:
         try:
             got = int(rpc(chain.rpc_url, "eth_chainId", timeout=ctx.rpc_timeout), 16)
         except Exception as exc:  # noqa: BLE001 - any failure means unreachable
-            yield Finding("DOC-CHAIN-001", CRIT,
-                          f"chain {chain.id} ({chain.name}): RPC not reachable ({type(exc).__name__})",
-                          f"check chains[{chain.id}].rpc_url, or start it (`owlia up`)")
+            yield Finding(
+                "DOC-CHAIN-001",
+                CRIT,
+                f"chain {chain.id} ({chain.name}): RPC not reachable ({type(exc).__name__})",
+                f"check chains[{chain.id}].rpc_url, or start it (`owlia up`)",
+            )
             continue
         if got != chain.id:
-            yield Finding("DOC-CHAIN-001", CRIT,
-                          f"chain {chain.name}: the RPC reports chain id {got}, config says {chain.id}",
-                          "point rpc_url at the right network; never sign against a mismatched chain")
+            yield Finding(
+                "DOC-CHAIN-001",
+                CRIT,
+                f"chain {chain.name}: the RPC reports chain id {got}, config says {chain.id}",
+                "point rpc_url at the right network; never sign against a mismatched chain",
+            )
 
 
 def check_channels(ctx: OpsContext) -> Iterator[Finding]:
@@ -211,10 +259,12 @@ def check_channels(ctx: OpsContext) -> Iterator[Finding]:
     channels = ctx.need_config().bot.channels
     probes = {
         # Bot API methods take POST (as the telegram client sends them); Discord's REST is plain GET with a Bot header
-        "telegram": lambda token, base: _call_json("POST", f"{base or TELEGRAM_API}/bot{token}/getMe", {},
-                                                   ctx.http_timeout),
-        "discord": lambda token, base: _call_json("GET", f"{base or DISCORD_API}/users/@me",
-                                                  {"Authorization": f"Bot {token}"}, ctx.http_timeout),
+        "telegram": lambda token, base: _call_json(
+            "POST", f"{base or TELEGRAM_API}/bot{token}/getMe", {}, ctx.http_timeout
+        ),
+        "discord": lambda token, base: _call_json(
+            "GET", f"{base or DISCORD_API}/users/@me", {"Authorization": f"Bot {token}"}, ctx.http_timeout
+        ),
     }
     checked = 0
     for name, probe in probes.items():
@@ -225,11 +275,19 @@ def check_channels(ctx: OpsContext) -> Iterator[Finding]:
         checked += 1
         status, body = probe(token, settings.api_base)
         if status != 200 or not _logged_in(name, body):
-            what = ("rejected the token" if status in (401, 403, 404) else f"answered {status}" if status
-                    else "is not reachable")
-            yield Finding("DOC-CHAN-001", CRIT, f"{name}: the API {what}",
-                          f"put a valid token in {ctx.secrets_dir / (name + '.token')} (0600) "
-                          f"or ${settings.token_env}")
+            what = (
+                "rejected the token"
+                if status in (401, 403, 404)
+                else f"answered {status}"
+                if status
+                else "is not reachable"
+            )
+            yield Finding(
+                "DOC-CHAN-001",
+                CRIT,
+                f"{name}: the API {what}",
+                f"put a valid token in {ctx.secrets_dir / (name + '.token')} (0600) or ${settings.token_env}",
+            )
     if checked == 0:
         raise Skip("no channel has a token (console only)")
 
@@ -250,29 +308,51 @@ def check_bridge(ctx: OpsContext) -> Iterator[Finding]:
     given = ctx.env.get(BRIDGE_URL_ENV)
     # `owlia bridge serve` speaks http on 127.0.0.1:8765 unless given --tls-cert (then https, as in compose):
     # unnamed, the bridge is looked for at both, so a default bridge is never reported missing.
-    candidates = [given.rstrip("/")] if given else [DEFAULT_BRIDGE_URL, DEFAULT_BRIDGE_URL.replace("https", "http", 1)]
+    candidates = (
+        [given.rstrip("/")] if given else [DEFAULT_BRIDGE_URL, DEFAULT_BRIDGE_URL.replace("https", "http", 1)]
+    )
     for url in candidates:
-        status, body = _call_json("GET", f"{url}/v1/health", {}, ctx.http_timeout, loopback_tls=True,
-                                  cafile=ctx.env.get(BRIDGE_CA_ENV))
+        status, body = _call_json(
+            "GET",
+            f"{url}/v1/health",
+            {},
+            ctx.http_timeout,
+            loopback_tls=True,
+            cafile=ctx.env.get(BRIDGE_CA_ENV),
+        )
         if status is not None:
             break
     if status is None:
-        raise Skip(f"no companion bridge at {' or '.join(candidates)} (optional; set {BRIDGE_URL_ENV} if it runs "
-                   "elsewhere)")
+        raise Skip(
+            f"no companion bridge at {' or '.join(candidates)} (optional; set {BRIDGE_URL_ENV} if it runs "
+            "elsewhere)"
+        )
     if status != 200 or not isinstance(body, dict) or body.get("ok") is not True:
-        yield Finding("DOC-BRIDGE-001", CRIT, f"the companion bridge at {url} answered {status}",
-                      "docker compose logs bridge / journalctl, then restart it")
+        yield Finding(
+            "DOC-BRIDGE-001",
+            CRIT,
+            f"the companion bridge at {url} answered {status}",
+            "docker compose logs bridge / journalctl, then restart it",
+        )
     elif not body.get("connections"):
-        yield Finding("DOC-BRIDGE-001", WARN, "the bridge runs but no companion is connected: "
-                      "escalated requests cannot be approved", "owlia companion pair, then open the app")
+        yield Finding(
+            "DOC-BRIDGE-001",
+            WARN,
+            "the bridge runs but no companion is connected: escalated requests cannot be approved",
+            "owlia companion pair, then open the app",
+        )
 
 
 def check_sandbox(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SANDBOX-001."""
     probe = probe_sandbox(ctx.need_config().bot.skills)
     if probe.backend is None:
-        yield Finding("DOC-SANDBOX-001", WARN, f"no skill sandbox: {probe.detail}; skills will not run",
-                      "apt-get install bubblewrap")
+        yield Finding(
+            "DOC-SANDBOX-001",
+            WARN,
+            f"no skill sandbox: {probe.detail}; skills will not run",
+            "apt-get install bubblewrap",
+        )
 
 
 def http_status(url: str, *, timeout: float) -> int | None:
@@ -286,8 +366,15 @@ def http_status(url: str, *, timeout: float) -> int | None:
         return None
 
 
-def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *,
-               loopback_tls: bool = False, cafile: str | None = None) -> tuple[int | None, object]:
+def _call_json(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    timeout: float,
+    *,
+    loopback_tls: bool = False,
+    cafile: str | None = None,
+) -> tuple[int | None, object]:
     """(status, JSON body) or (None, None) when nothing answered. Never raises, never echoes the URL.
 
     `cafile`: verify the server against that certificate (hostname included) instead of the system's."""
@@ -303,8 +390,12 @@ def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *
         import ssl
 
         context = ssl._create_unverified_context()  # our own bridge's self-signed cert, probed on loopback
-    request = urllib.request.Request(url, data=b"" if method == "POST" else None, method=method,
-                                     headers={"User-Agent": "owliabot-doctor", **headers})
+    request = urllib.request.Request(
+        url,
+        data=b"" if method == "POST" else None,
+        method=method,
+        headers={"User-Agent": "owliabot-doctor", **headers},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:  # noqa: S310
             return resp.status, json.loads(resp.read(1 << 20))
@@ -314,9 +405,11 @@ def _call_json(method: str, url: str, headers: dict[str, str], timeout: float, *
         return None, None
 
 
-COMPOSE_HINT = ("install Compose v2 (the `docker compose` plugin, {min} or newer): Docker's apt repository "
-                "`docker-compose-plugin`, or its release binary as ~/.docker/cli-plugins/docker-compose; "
-                "Debian 12's `docker-compose` package (1.29) cannot read the file")
+COMPOSE_HINT = (
+    "install Compose v2 (the `docker compose` plugin, {min} or newer): Docker's apt repository "
+    "`docker-compose-plugin`, or its release binary as ~/.docker/cli-plugins/docker-compose; "
+    "Debian 12's `docker-compose` package (1.29) cannot read the file"
+)
 
 
 def compose_version_finding(text: str | None) -> Finding | None:
@@ -326,7 +419,9 @@ def compose_version_finding(text: str | None) -> Finding | None:
     floor = ".".join(map(str, MIN_COMPOSE_VERSION))
     hint = COMPOSE_HINT.format(min=floor)
     if text is None:
-        return Finding("DOC-COMPOSE-001", CRIT, "docker is installed but Compose v2 (`docker compose`) is not", hint)
+        return Finding(
+            "DOC-COMPOSE-001", CRIT, "docker is installed but Compose v2 (`docker compose`) is not", hint
+        )
     match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text.strip())
     if match is None:
         return Finding("DOC-COMPOSE-001", WARN, "could not read the Compose version", hint)
@@ -364,11 +459,19 @@ def check_compose(ctx: OpsContext) -> Iterator[Finding]:
     if docker is None:
         raise Skip("no docker command here (not a compose host, or inside a container)")
     if not compose_setups(ctx):
-        raise Skip(f"no compose setup here (neither {ctx.home / 'docker'} nor this directory has the "
-                   "docker-compose.yml `owlia init --docker` writes): this install does not run on Compose")
+        raise Skip(
+            f"no compose setup here (neither {ctx.home / 'docker'} nor this directory has the "
+            "docker-compose.yml `owlia init --docker` writes): this install does not run on Compose"
+        )
     try:
-        done = subprocess.run([docker, "compose", "version", "--short"], capture_output=True, text=True,
-                              timeout=15, env=dict(ctx.env), stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [docker, "compose", "version", "--short"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            env=dict(ctx.env),
+            stdin=subprocess.DEVNULL,
+        )
         text = done.stdout if done.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired):
         text = None

@@ -6,9 +6,13 @@ import typer
 
 from bot.ops.checks import Report
 
-MARK = {"pass": ("ok  ", typer.colors.GREEN), "skip": ("skip", typer.colors.BRIGHT_BLACK),
-        "critical": ("FAIL", typer.colors.RED), "warning": ("WARN", typer.colors.YELLOW),
-        "info": ("note", typer.colors.BLUE)}
+MARK = {
+    "pass": ("ok  ", typer.colors.GREEN),
+    "skip": ("skip", typer.colors.BRIGHT_BLACK),
+    "critical": ("FAIL", typer.colors.RED),
+    "warning": ("WARN", typer.colors.YELLOW),
+    "info": ("note", typer.colors.BLUE),
+}
 WORST = ("critical", "warning", "info")
 SEVERITY_COLOR = {"critical": typer.colors.RED, "warning": typer.colors.YELLOW, "info": typer.colors.BLUE}
 

@@ -22,6 +22,7 @@ class SandboxProbe:
 def probe_sandbox(settings: SkillSettings) -> SandboxProbe:
     from skills_runtime.sandbox import select_backend
 
-    backend, why = select_backend(settings.backend, docker_host=settings.docker_host,
-                                  docker_image=settings.docker_image)
+    backend, why = select_backend(
+        settings.backend, docker_host=settings.docker_host, docker_image=settings.docker_image
+    )
     return SandboxProbe(None if backend is None else backend.name, why)

@@ -25,10 +25,18 @@ def trial_as(user: str, python: str) -> str | None:
     entry = pwd.getpwnam(user)
     groups = os.getgrouplist(entry.pw_name, entry.pw_gid)
     try:
-        done = subprocess.run([python, "-m", "bot.cli", "--help"], user=entry.pw_uid, group=entry.pw_gid,
-                              extra_groups=groups, cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONDONTWRITEBYTECODE": "1"},
-                              timeout=TRIAL_TIMEOUT)
+        done = subprocess.run(
+            [python, "-m", "bot.cli", "--help"],
+            user=entry.pw_uid,
+            group=entry.pw_gid,
+            extra_groups=groups,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONDONTWRITEBYTECODE": "1"},
+            timeout=TRIAL_TIMEOUT,
+        )
     except PermissionError:
         return f"it may not execute {python}"
     except OSError as exc:
@@ -73,7 +81,9 @@ def others_problem(python: str) -> str | None:
     for path, need in ((binary, 0o001), (binary.resolve(), 0o001)):
         if problem := _shut_to_others(path, need):
             return problem
-    if Path(python).resolve() == Path(sys.executable).resolve():  # the packages this process imports: the unit's
+    if (
+        Path(python).resolve() == Path(sys.executable).resolve()
+    ):  # the packages this process imports: the unit's
         for package in packages():
             if problem := _shut_to_others(package, 0o005):
                 return problem

@@ -127,21 +127,53 @@ WantedBy=multi-user.target
 def service_config(layout: ServiceLayout, bot_uid: int, *, rpc_url: str, chain_id: int) -> str:
     """config.yaml for both homes: the signer reads `chains` and `signer`, the bot everything."""
     config = {
-        "chains": [{"id": chain_id, "name": "anvil" if chain_id == 31337 else f"chain-{chain_id}",
-                    "rpc_url": rpc_url, "dev": chain_id == 31337}],
-        "signer": {"home": str(layout.signer_home / "signer"), "socket": str(layout.socket),
-                   "socket_group": layout.socket_group, "allowed_uids": [bot_uid]},
+        "chains": [
+            {
+                "id": chain_id,
+                "name": "anvil" if chain_id == 31337 else f"chain-{chain_id}",
+                "rpc_url": rpc_url,
+                "dev": chain_id == 31337,
+            }
+        ],
+        "signer": {
+            "home": str(layout.signer_home / "signer"),
+            "socket": str(layout.socket),
+            "socket_group": layout.socket_group,
+            "allowed_uids": [bot_uid],
+        },
     }
     return "# OwliaBot config written by `owlia service install`. No secrets here.\n" + yaml.safe_dump(
-        config, sort_keys=False)
+        config, sort_keys=False
+    )
 
 
 def install_commands(layout: ServiceLayout) -> list[list[str]]:
     """The users and group the units expect (idempotence is the caller's: skip what exists)."""
     return [
         ["groupadd", "--system", layout.socket_group],
-        ["useradd", "--system", "--gid", layout.socket_group, "--home-dir", str(layout.signer_home),
-         "--no-create-home", "--shell", "/usr/sbin/nologin", layout.signer_user],
-        ["useradd", "--system", "--user-group", "--groups", layout.socket_group, "--home-dir",
-         str(layout.bot_home), "--no-create-home", "--shell", "/usr/sbin/nologin", layout.bot_user],
+        [
+            "useradd",
+            "--system",
+            "--gid",
+            layout.socket_group,
+            "--home-dir",
+            str(layout.signer_home),
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            layout.signer_user,
+        ],
+        [
+            "useradd",
+            "--system",
+            "--user-group",
+            "--groups",
+            layout.socket_group,
+            "--home-dir",
+            str(layout.bot_home),
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            layout.bot_user,
+        ],
     ]

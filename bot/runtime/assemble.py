@@ -69,8 +69,14 @@ def _prices(config: BotConfig, fetcher: Any):
     return CachedPrices(source, ttl_seconds=settings.ttl_seconds)
 
 
-def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None,
-                  metrics: Any | None = None, reach: Reach | None = None) -> Runtime:
+def build_runtime(
+    home: Path,
+    config: BotConfig,
+    *,
+    lookup: CredentialLookup | None = None,
+    metrics: Any | None = None,
+    reach: Reach | None = None,
+) -> Runtime:
     """The whole bot; on `reach` when given (`owlia start` builds that first, to be ready sooner)."""
     from bot.memory import MemoryIndex
     from bot.net.ssrf import FetchPolicy
@@ -81,15 +87,31 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     workspace = config.workspace(home)
     create_workspace(workspace)
     web = config.bot.web
-    fetcher = LazyFetcher(FetchPolicy(allow_domains=web.allow_domains, deny_domains=web.deny_domains,
-                                      allow_private=web.allow_private, allowed_ports=web.allowed_ports,
-                                      max_bytes=web.max_bytes,
-                                      timeout=web.timeout)) if web.enabled else None
+    fetcher = (
+        LazyFetcher(
+            FetchPolicy(
+                allow_domains=web.allow_domains,
+                deny_domains=web.deny_domains,
+                allow_private=web.allow_private,
+                allowed_ports=web.allowed_ports,
+                max_bytes=web.max_bytes,
+                timeout=web.timeout,
+            )
+        )
+        if web.enabled
+        else None
+    )
     services = Services(
-        workspace=workspace, events=events, default_chain_id=config.default_chain.id,
-        chain_names={c.id: c.name for c in config.chains}, signer=reach.signer,
-        signer_problem=reach.signer_problem or "no signer client token", chain=reach.chain,
-        memory=MemoryIndex(workspace, state / "memory.db"), fetcher=fetcher, state_dir=state,
+        workspace=workspace,
+        events=events,
+        default_chain_id=config.default_chain.id,
+        chain_names={c.id: c.name for c in config.chains},
+        signer=reach.signer,
+        signer_problem=reach.signer_problem or "no signer client token",
+        chain=reach.chain,
+        memory=MemoryIndex(workspace, state / "memory.db"),
+        fetcher=fetcher,
+        state_dir=state,
         companion_app_url=config.bot.companion.app_url,
     )
     services.prices = _prices(config, fetcher)
@@ -98,14 +120,29 @@ def build_runtime(home: Path, config: BotConfig, *, lookup: CredentialLookup | N
     skills = load_skill_tools(home, config.bot.skills, fetcher.policy if fetcher is not None else None)
     from bot.tools.mcp import McpTools
 
-    mcp = McpTools.load(home, config.bot.mcp, fetcher.policy if fetcher is not None else None, signer=config.signer)
+    mcp = McpTools.load(
+        home, config.bot.mcp, fetcher.policy if fetcher is not None else None, signer=config.signer
+    )
     registry = ToolRegistry([*all_tools(web.enabled), *skills.tools], config.bot.tools, dynamic=mcp.tools)
     audit = BotAudit(bot_audit_path(home))
     executor = ToolExecutor(registry, config.bot.agent, audit, metrics)
     llm = reach.llm
     sessions = SessionStore(home / "sessions")
-    runtime = Runtime(home, config, services, registry, executor, llm, sessions, audit, events, metrics, reach,
-                      skills=skills, mcp=mcp)
+    runtime = Runtime(
+        home,
+        config,
+        services,
+        registry,
+        executor,
+        llm,
+        sessions,
+        audit,
+        events,
+        metrics,
+        reach,
+        skills=skills,
+        mcp=mcp,
+    )
 
     async def sample(request):  # MCP sampling: the server's messages only (bot/mcp_servers/sampling.py)
         router = await runtime.llm.router()

@@ -75,7 +75,9 @@ class BotAudit:
     def record(self, kind: str, **fields: Any) -> dict[str, Any]:
         body = redact_obj(fields)
         with self._lock:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(
+                self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # held until the close: one append at a time, across processes
                 size = os.fstat(fd).st_size

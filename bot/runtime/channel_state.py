@@ -61,13 +61,17 @@ class ChannelStates:
 
     def summary(self) -> str:
         now = time.monotonic()
-        return ", ".join(f"{name} {state.describe(now)}" for name, state in sorted(self.states.items())) or "none"
+        return (
+            ", ".join(f"{name} {state.describe(now)}" for name, state in sorted(self.states.items()))
+            or "none"
+        )
 
     def down(self) -> list[str]:
         return sorted(name for name, s in self.states.items() if s.phase is not Phase.UP)
 
-    async def keep(self, name: str, channel: Channel, stop: asyncio.Event,
-                   delay: Callable[[int], float] | None = None) -> None:
+    async def keep(
+        self, name: str, channel: Channel, stop: asyncio.Event, delay: Callable[[int], float] | None = None
+    ) -> None:
         """Run `channel` until `stop`; whenever it fails or returns early, wait and run it again."""
         state = self.states.setdefault(name, ChannelState(since=time.monotonic()))
         backoff = delay or backoff_delay
@@ -97,7 +101,9 @@ class ChannelStates:
 
     @staticmethod
     async def _mark_up(state: ChannelState, channel: Channel) -> None:
-        ready = getattr(channel, "ready", None)  # channels that can tell (Telegram) say when they are connected
+        ready = getattr(
+            channel, "ready", None
+        )  # channels that can tell (Telegram) say when they are connected
         if isinstance(ready, asyncio.Event):
             ready.clear()
             await ready.wait()

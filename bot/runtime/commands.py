@@ -45,13 +45,17 @@ Commands:
 /pair approve CODE — (owner only, in a DM) admit the user who was sent CODE
 Anything else is a message to the assistant."""
 PENDING = RequestStatus.PENDING
-SEND_USAGE = ("usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth, or a name "
-              "from the address book: /send dev-friend 0.001eth")
+SEND_USAGE = (
+    "usage: /send ADDRESS AMOUNT, e.g. /send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth, or a name "
+    "from the address book: /send dev-friend 0.001eth"
+)
 SWAP_USAGE = "usage: /swap AMOUNT FROM TO, e.g. /swap 0.005 ETH TUSD"
 
-COMPACT_PROMPT = ("Summarize the conversation so far for your own future reference: decisions, facts about the "
-                  "user, open tasks, and every transaction with its request id, status and tx hash. Be concise. "
-                  "Do not include secrets.")
+COMPACT_PROMPT = (
+    "Summarize the conversation so far for your own future reference: decisions, facts about the "
+    "user, open tasks, and every transaction with its request id, status and tx hash. Be concise. "
+    "Do not include secrets."
+)
 
 Command = Callable[[list[str], Session, Inbound, ReplySink], Awaitable[str]]
 
@@ -60,9 +64,18 @@ class Commands:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.table: dict[str, Command] = {
-            "/help": self.help, "/start": self.help, "/status": self.status, "/balance": self.balance,
-            "/send": self.send, "/swap": self.swap, "/new": self.new, "/compact": self.compact, "/model": self.model,
-            "/approvals": self.approvals, "/pair": self.pair, "/details": self.details,
+            "/help": self.help,
+            "/start": self.help,
+            "/status": self.status,
+            "/balance": self.balance,
+            "/send": self.send,
+            "/swap": self.swap,
+            "/new": self.new,
+            "/compact": self.compact,
+            "/model": self.model,
+            "/approvals": self.approvals,
+            "/pair": self.pair,
+            "/details": self.details,
         }
 
     async def dispatch(self, text: str, session: Session, inbound: Inbound, sink: ReplySink) -> str:
@@ -86,7 +99,9 @@ class Commands:
     async def status(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         rt = self.runtime
         usage = session.usage
-        lines = [f"chat: {session.key}; tokens used here: {usage.input_tokens} in / {usage.output_tokens} out"]
+        lines = [
+            f"chat: {session.key}; tokens used here: {usage.input_tokens} in / {usage.output_tokens} out"
+        ]
         lines.append(await rt.llm.describe())
         signer = rt.services.signer
         if signer is None:
@@ -94,9 +109,11 @@ class Commands:
         else:
             try:
                 st = await signer.status()
-                lines.append(f"signer: up {int(st.uptime_seconds)}s, "
-                             f"{'FROZEN' if st.frozen else 'not frozen'}, {len(st.session_keys)} active session key(s), "
-                             f"policy {st.policy_hash[:12]}")
+                lines.append(
+                    f"signer: up {int(st.uptime_seconds)}s, "
+                    f"{'FROZEN' if st.frozen else 'not frozen'}, {len(st.session_keys)} active session key(s), "
+                    f"policy {st.policy_hash[:12]}"
+                )
             except Exception as exc:  # noqa: BLE001 - /status must report, not crash
                 lines.append(f"signer: unreachable ({type(exc).__name__})")
         chain = rt.config.default_chain
@@ -121,11 +138,18 @@ class Commands:
             to = found[0]
         try:
             amount = read_amount(amount_text)
-            number, asset = (amount.native_eth_text(), "ETH") if amount.native else (amount.number, amount.unit.upper())
+            number, asset = (
+                (amount.native_eth_text(), "ETH") if amount.native else (amount.number, amount.unit.upper())
+            )
         except ValueError as exc:
             return f"{SEND_USAGE}\n{exc}"
-        return await self._tool(session, inbound, sink, "transfer",
-                                {"to": to, "amount": number, "asset": asset, "reason": "typed by the user with /send"})
+        return await self._tool(
+            session,
+            inbound,
+            sink,
+            "transfer",
+            {"to": to, "amount": number, "asset": asset, "reason": "typed by the user with /send"},
+        )
 
     async def _named(self, name: str) -> tuple[str, str] | str:
         """The address of a name from the address book (or the contacts), or why there is none."""
@@ -138,23 +162,37 @@ class Commands:
         except ToolFailure as exc:
             return str(exc)
         if found is None:
-            return (f"'{name}' is neither an address (0x and 40 hex digits) nor a name in the signer's address book "
-                    "or your contacts.")
+            return (
+                f"'{name}' is neither an address (0x and 40 hex digits) nor a name in the signer's address book "
+                "or your contacts."
+            )
         return found
 
     async def swap(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         if len(args) != 3 or not re.fullmatch(r"[0-9]{1,40}(\.[0-9]{1,40})?", args[0]):
             return SWAP_USAGE
-        return await self._tool(session, inbound, sink, "swap",
-                                {"amount": args[0], "token_in": args[1], "token_out": args[2],
-                                 "reason": "typed by the user with /swap"})
+        return await self._tool(
+            session,
+            inbound,
+            sink,
+            "swap",
+            {
+                "amount": args[0],
+                "token_in": args[1],
+                "token_out": args[2],
+                "reason": "typed by the user with /swap",
+            },
+        )
 
     async def approvals(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         signer = self.runtime.services.signer
         if signer is None:
             return f"The bot cannot reach the signer: {self.runtime.services.signer_problem}"
-        pending = [str(data["request_id"]) for data in tool_result_data(session.messages)
-                   if data.get("status") == RequestStatus.PENDING and data.get("request_id")]
+        pending = [
+            str(data["request_id"])
+            for data in tool_result_data(session.messages)
+            if data.get("status") == RequestStatus.PENDING and data.get("request_id")
+        ]
         lines = []
         for request_id in dict.fromkeys(pending):
             try:
@@ -165,15 +203,20 @@ class Commands:
                 continue
             status = state.status  # the signer's judgement, expiry included (`state.state` is the raw row)
             why = state.error or (state.reason if status not in (RequestStatus.SIGNED, PENDING) else None)
-            lines.append(f"- {status.replace('_', ' ')}: {humane(state.summary)}"
-                         + (f" ({humane(why)})" if why else ""))
+            lines.append(
+                f"- {status.replace('_', ' ')}: {humane(state.summary)}"
+                + (f" ({humane(why)})" if why else "")
+            )
         waiting = sum(1 for line in lines if line.startswith("- pending approval: "))
         if not lines:
             return "No requests from this chat are waiting for approval."
         where = self.runtime.services.companion_app_url
         open_it = f" (approve or deny them at {where})" if where and waiting else ""
-        return f"{waiting} waiting for your companion app{open_it}:\n" + "\n".join(lines) + \
-            "\n/details shows the ids behind the last one."
+        return (
+            f"{waiting} waiting for your companion app{open_it}:\n"
+            + "\n".join(lines)
+            + "\n/details shows the ids behind the last one."
+        )
 
     async def details(self, args: list[str], session: Session, inbound: Inbound, sink: ReplySink) -> str:
         """What the short words leave out (request id, rules, full hash), for the one who asks."""
@@ -217,12 +260,19 @@ class Commands:
         session.compact(completion.text, keep_turns=2)
         return "Compacted: older messages are now a summary; transactions and pending approvals were kept."
 
-    async def _tool(self, session: Session, inbound: Inbound, sink: ReplySink, name: str,
-                    arguments: dict[str, Any]) -> str:
+    async def _tool(
+        self, session: Session, inbound: Inbound, sink: ReplySink, name: str, arguments: dict[str, Any]
+    ) -> str:
         rt = self.runtime
         call = ToolCall(f"cmd_{uuid.uuid4().hex[:12]}", name, arguments)
-        ctx = ToolContext(session.key, inbound.channel, inbound.peer, inbound.kind, rt.services,
-                          run_id=f"cmd{int(time.time())}")
+        ctx = ToolContext(
+            session.key,
+            inbound.channel,
+            inbound.peer,
+            inbound.kind,
+            rt.services,
+            run_id=f"cmd{int(time.time())}",
+        )
         ctx.provenance.saw_user_text(inbound.text)
         executed = await rt.executor.execute(ctx, [call], sink, on_event=sink.tool_event)
         if executed[0].data and executed[0].level is Level.SIGN:

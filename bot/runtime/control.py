@@ -47,7 +47,9 @@ def runtime_health(target: Reach | Runtime, channels: ChannelStates | None = Non
         if reader is None:
             return ComponentHealth(False, "no chain configured")
         got = int(await reader.call(wanted, "eth_chainId"), 16)
-        return ComponentHealth(got == wanted, f"chain id {got}" + ("" if got == wanted else f", expected {wanted}"))
+        return ComponentHealth(
+            got == wanted, f"chain id {got}" + ("" if got == wanted else f", expected {wanted}")
+        )
 
     async def providers() -> ComponentHealth:
         if not await reach.llm.configured():
@@ -66,7 +68,9 @@ def runtime_health(target: Reach | Runtime, channels: ChannelStates | None = Non
 
 
 @asynccontextmanager
-async def gateway(target: Reach | Runtime, channels: ChannelStates | None = None) -> AsyncIterator[object | None]:
+async def gateway(
+    target: Reach | Runtime, channels: ChannelStates | None = None
+) -> AsyncIterator[object | None]:
     """Run the gateway for the life of the block if enabled; a busy port is a warning, not a crash.
 
     `owlia start` passes its Reach (the gateway is up before the rest of the bot), `owlia chat` its Runtime."""
@@ -80,9 +84,13 @@ async def gateway(target: Reach | Runtime, channels: ChannelStates | None = None
         yield None
         return
     token = load_or_create_token(reach.home / "secrets" / "gateway.token")
-    app = create_app(events=reach.events, metrics=reach.metrics, health=runtime_health(reach, channels),
-                     token=token,
-                     hosts=("*",) if settings.host in WILDCARD_BINDS else (settings.host,))
+    app = create_app(
+        events=reach.events,
+        metrics=reach.metrics,
+        health=runtime_health(reach, channels),
+        token=token,
+        hosts=("*",) if settings.host in WILDCARD_BINDS else (settings.host,),
+    )
     try:
         running = await start_in_background(app, settings.host, settings.port, token=token)
     except GatewayConfigError as exc:

@@ -22,14 +22,20 @@ from bot.security.redact import redact_message
 from bot.sessions import SessionStore, session_lock
 from bot.sessions.turns import preview
 
-WITHHELD = ("Your message held what looks like a secret (a private key, a seed phrase, an API key or token). "
-            "It was replaced by [REDACTED] before anything was stored or sent to the model. Never paste "
-            "keys into a chat: the signer holds the keys this bot uses.")
-INTERRUPTED_NOTE = ("Your last request was cut off by a restart before it finished: \"{preview}\". It was "
-                    "withdrawn and nothing more will be done for it; send it again if you still want it. "
-                    "Check /approvals and /status for anything it may already have started.")
-NO_LLM_HINT = ("No language model is set up, so I can only run commands. Run `owlia auth setup` "
-               "(or set ANTHROPIC_API_KEY / OPENAI_API_KEY) to chat. Try /help, /balance or /send.")
+WITHHELD = (
+    "Your message held what looks like a secret (a private key, a seed phrase, an API key or token). "
+    "It was replaced by [REDACTED] before anything was stored or sent to the model. Never paste "
+    "keys into a chat: the signer holds the keys this bot uses."
+)
+INTERRUPTED_NOTE = (
+    'Your last request was cut off by a restart before it finished: "{preview}". It was '
+    "withdrawn and nothing more will be done for it; send it again if you still want it. "
+    "Check /approvals and /status for anything it may already have started."
+)
+NO_LLM_HINT = (
+    "No language model is set up, so I can only run commands. Run `owlia auth setup` "
+    "(or set ANTHROPIC_API_KEY / OPENAI_API_KEY) to chat. Try /help, /balance or /send."
+)
 
 
 @dataclass
@@ -45,8 +51,14 @@ AgentFactory = Callable[[], Awaitable[Agent | None]]
 
 
 class BotCore:
-    def __init__(self, sessions: SessionStore, agent: AgentFactory, commands: Any, events: EventBus,
-                 metrics: Any | None = None) -> None:
+    def __init__(
+        self,
+        sessions: SessionStore,
+        agent: AgentFactory,
+        commands: Any,
+        events: EventBus,
+        metrics: Any | None = None,
+    ) -> None:
         self.sessions = sessions
         self.agent = agent
         self.commands = commands
@@ -83,8 +95,9 @@ class BotCore:
             if agent is None:
                 await sink.done(NO_LLM_HINT)
                 return Handled("no_llm", NO_LLM_HINT)
-            task = asyncio.ensure_future(agent.run(session, text, sink, kind=inbound.kind,
-                                                   channel=inbound.channel, peer=inbound.peer))
+            task = asyncio.ensure_future(
+                agent.run(session, text, sink, kind=inbound.kind, channel=inbound.channel, peer=inbound.peer)
+            )
             self._running[key] = task
             try:
                 run = await task
@@ -110,9 +123,15 @@ class BotCore:
     def _count(self, inbound: Inbound) -> None:
         for observe in self.observers:
             observe(inbound)
-        self.events.emit("channel", "message.received", {"channel": inbound.channel, "kind": inbound.kind.value,
-                                                         "lag": round(time.time() - inbound.received_at, 4)
-                                                         if inbound.received_at else None})
+        self.events.emit(
+            "channel",
+            "message.received",
+            {
+                "channel": inbound.channel,
+                "kind": inbound.kind.value,
+                "lag": round(time.time() - inbound.received_at, 4) if inbound.received_at else None,
+            },
+        )
         if self.metrics is not None:
             with best_effort():
                 self.metrics.inc("owlia_messages_total", channel=inbound.channel)

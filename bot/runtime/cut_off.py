@@ -31,9 +31,11 @@ TOLD_FILE = "cut-off-told.json"
 RECENT_SESSIONS = 50
 RECENT_SECONDS = 86400.0
 MAX_REMEMBERED = 1000
-SORRY = ("Sorry: I was restarted before I could answer \"{preview}\", so it was not answered and nothing "
-         "more was done for it. Send it again if you still want it (/approvals shows anything it had already "
-         "started).")
+SORRY = (
+    'Sorry: I was restarted before I could answer "{preview}", so it was not answered and nothing '
+    "more was done for it. Send it again if you still want it (/approvals shows anything it had already "
+    "started)."
+)
 
 
 def cut_off_question(records: Sequence[MessageRecord]) -> MessageRecord | None:
@@ -57,8 +59,9 @@ class CutOffReplies:
             try:
                 await self._apologise(key)
             except Exception as exc:  # noqa: BLE001 - one damaged session must not stop the bot's start
-                log.info("session %s skipped while looking for cut-off questions: %s", key,
-                         type(exc).__name__)
+                log.info(
+                    "session %s skipped while looking for cut-off questions: %s", key, type(exc).__name__
+                )
 
     async def stop(self) -> None:
         return None

@@ -49,8 +49,11 @@ def single_instance(home: Path) -> Iterator[int]:
     """Hold `home`'s bot lock (InstanceBusy if another bot holds it); yields the locked descriptor."""
     path = ensure_private_dir(home / "state") / LOCK_NAME
     inherited = _inherited(path) if path.exists() else None
-    fd = inherited if inherited is not None else os.open(
-        path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = (
+        inherited
+        if inherited is not None
+        else os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    )
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -59,7 +62,8 @@ def single_instance(home: Path) -> Iterator[int]:
             raise InstanceBusy(
                 f"another bot is already running on {home} (pid {holder}): one home runs one bot. Stop it first "
                 f"(Ctrl-C in its terminal, `systemctl stop owliabot-bot`, or `kill {holder}`), or use another "
-                "--home.") from None
+                "--home."
+            ) from None
         if inherited is None:  # the parent named itself already: its pid is the one to stop
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -39,10 +39,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Imported in a worker thread once the channels are up: everything the first /health 200 does not need.
-AFTER_READY = ("bot.runtime.assemble", "bot.memory", "bot.net.ssrf", "bot.tools.catalog", "bot.tools.signing",
-               "bot.tools.skills", "bot.tools.mcp", "bot.tools.prices", "bot.auth.credentials",
-               "bot.runtime.pairing_watch", "bot.runtime.signer_watch", "bot.scheduler.heartbeat",
-               "bot.scheduler.service", "bot.channels.telegram.sink")
+AFTER_READY = (
+    "bot.runtime.assemble",
+    "bot.memory",
+    "bot.net.ssrf",
+    "bot.tools.catalog",
+    "bot.tools.signing",
+    "bot.tools.skills",
+    "bot.tools.mcp",
+    "bot.tools.prices",
+    "bot.auth.credentials",
+    "bot.runtime.pairing_watch",
+    "bot.runtime.signer_watch",
+    "bot.scheduler.heartbeat",
+    "bot.scheduler.service",
+    "bot.channels.telegram.sink",
+)
 CONNECT_WAIT = 5.0  # seconds the rest waits for the channels to connect before loading anyway
 
 
@@ -100,8 +112,9 @@ class Launch:
     runtime: Runtime | None = None  # the whole bot: set once loaded, just after ready
 
 
-def open_channels(home: Path, config: BotConfig, reach: Reach, core: Any, access: AccessStore,
-                  notifier: Notifier) -> Launch:
+def open_channels(
+    home: Path, config: BotConfig, reach: Reach, core: Any, access: AccessStore, notifier: Notifier
+) -> Launch:
     launch = Launch(reach, notifier)
     for name, factory in FACTORIES.items():
         settings = getattr(config.bot.channels, name)
@@ -113,8 +126,9 @@ def open_channels(home: Path, config: BotConfig, reach: Reach, core: Any, access
             launch.skipped[name] = str(exc)
             continue
         if token is None:
-            launch.skipped[name] = (f"no token: set {settings.token_env} or put it in {token_path(home, name)} "
-                                    "(mode 0600)")
+            launch.skipped[name] = (
+                f"no token: set {settings.token_env} or put it in {token_path(home, name)} (mode 0600)"
+            )
             continue
         channel = factory(core, settings, token, access, config)
         launch.channels[name] = channel
@@ -122,8 +136,13 @@ def open_channels(home: Path, config: BotConfig, reach: Reach, core: Any, access
     return launch
 
 
-async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = None,
-                on_ready: Callable[[Launch], None] | None = None) -> Launch:
+async def serve(
+    home: Path,
+    config: BotConfig,
+    *,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[Launch], None] | None = None,
+) -> Launch:
     """Run until `stop` is set (or a signal arrives); returns what ran, for the caller's summary.
 
     Raises InstanceBusy when another bot already runs on this home."""
@@ -131,8 +150,9 @@ async def serve(home: Path, config: BotConfig, *, stop: asyncio.Event | None = N
         return await _serve(home, config, stop or asyncio.Event(), on_ready)
 
 
-async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
-                 on_ready: Callable[[Launch], None] | None) -> Launch:
+async def _serve(
+    home: Path, config: BotConfig, stop: asyncio.Event, on_ready: Callable[[Launch], None] | None
+) -> Launch:
     from bot.runtime.control import gateway
 
     _stop_on_signals(stop)
@@ -148,7 +168,9 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
     try:
         async with gateway(reach, launch.states):
             for name, channel in launch.channels.items():
-                tasks[name] = asyncio.create_task(launch.states.keep(name, channel, stop), name=f"channel-{name}")
+                tasks[name] = asyncio.create_task(
+                    launch.states.keep(name, channel, stop), name=f"channel-{name}"
+                )
             if on_ready is not None:
                 on_ready(launch)
             try:
@@ -194,11 +216,15 @@ async def _serve(home: Path, config: BotConfig, stop: asyncio.Event,
 async def _connected(channels: Any, stop: asyncio.Event, timeout: float) -> None:
     """Until every channel that can tell (Telegram) is connected, `stop` or `timeout`: the imports
     after ready would otherwise compete with the connection for the one interpreter lock."""
-    events = [ready for channel in channels if isinstance(ready := getattr(channel, "ready", None), asyncio.Event)]
+    events = [
+        ready for channel in channels if isinstance(ready := getattr(channel, "ready", None), asyncio.Event)
+    ]
     if not events:
         return
-    waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(asyncio.gather(*(e.wait() for e in events))),
-                                        asyncio.ensure_future(stop.wait())]
+    waits: list[asyncio.Future[Any]] = [
+        asyncio.ensure_future(asyncio.gather(*(e.wait() for e in events))),
+        asyncio.ensure_future(stop.wait()),
+    ]
     try:
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -238,10 +264,13 @@ def _services(runtime: Runtime, access: AccessStore, notifier: Notifier) -> list
     from bot.scheduler.service import SchedulerService
 
     config = runtime.config
-    return [PairingWatch(access, notifier, config.bot.pairing.owners),
-            SchedulerService(runtime, notifier, config.bot.cron),
-            HeartbeatService(runtime, notifier, config.bot.heartbeat),
-            SignerWatch(runtime, notifier), CutOffReplies(runtime, notifier)]
+    return [
+        PairingWatch(access, notifier, config.bot.pairing.owners),
+        SchedulerService(runtime, notifier, config.bot.cron),
+        HeartbeatService(runtime, notifier, config.bot.heartbeat),
+        SignerWatch(runtime, notifier),
+        CutOffReplies(runtime, notifier),
+    ]
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:

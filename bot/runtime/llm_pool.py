@@ -120,9 +120,14 @@ class LLMPool:
 
     def _profile(self, item: LLMProfileSettings, secret: Secret) -> Profile:
         oauth = secret.kind == "oauth"
-        return make_profile(item.name, item.model, api_key=None if oauth else secret.value,
-                            auth_token=secret.value if oauth else None, base_url=item.base_url,
-                            timeout=item.timeout)
+        return make_profile(
+            item.name,
+            item.model,
+            api_key=None if oauth else secret.value,
+            auth_token=secret.value if oauth else None,
+            base_url=item.base_url,
+            timeout=item.timeout,
+        )
 
     async def describe(self) -> str:
         router = await self.router()

@@ -25,7 +25,19 @@ Kind = Literal["counter", "gauge", "histogram"]
 Number = int | float
 
 DEFAULT_BUCKETS: tuple[float, ...] = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
 )
 MAX_SERIES_PER_METRIC = 1000  # label values must come from small fixed sets; this catches leaks
 

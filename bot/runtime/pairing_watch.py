@@ -20,8 +20,9 @@ WELCOME = "You are paired with this bot: you can talk to it now. /help lists wha
 
 
 class PairingWatch:
-    def __init__(self, access: AccessStore, notifier: Notifier, owners: tuple[str, ...], *,
-                 interval: float = 2.0) -> None:
+    def __init__(
+        self, access: AccessStore, notifier: Notifier, owners: tuple[str, ...], *, interval: float = 2.0
+    ) -> None:
         self.access = access
         self.notifier = notifier
         self.owners = tuple(o for o in owners if not o.startswith("console:"))
@@ -54,12 +55,17 @@ class PairingWatch:
         for key in pending.keys() - self._requests:
             request = pending[key]
             who = f"{request.channel} user {request.display or 'without a name'} (id {request.peer})"
-            text = (f"{who} asked to talk to this bot. If you know them, ask them for the pairing code the bot "
-                    "sent them and approve it with /pair approve CODE (or `owlia pair approve CODE`); "
-                    "otherwise ignore it: the code expires by itself.")
+            text = (
+                f"{who} asked to talk to this bot. If you know them, ask them for the pairing code the bot "
+                "sent them and approve it with /pair approve CODE (or `owlia pair approve CODE`); "
+                "otherwise ignore it: the code expires by itself."
+            )
             if not self.owners:  # never to whoever wrote last: that may be anyone paired, who cannot approve
-                log.warning("pairing requested by %s; no bot.pairing.owners are set: `owlia pair list` "
-                            "shows it, `owlia pair approve CODE` admits them", who)
+                log.warning(
+                    "pairing requested by %s; no bot.pairing.owners are set: `owlia pair list` "
+                    "shows it, `owlia pair approve CODE` admits them",
+                    who,
+                )
             for owner in self.owners:
                 await self.notifier.notify(text, owner)
         self._requests = set(pending)

@@ -69,13 +69,22 @@ def signer_client(home: Path, config: BotConfig) -> tuple[SignerClient | None, s
     return SignerClient(socket_path(home, config.signer), token), ""
 
 
-def build_reach(home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None,
-                metrics: Any | None = None) -> Reach:
+def build_reach(
+    home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None, metrics: Any | None = None
+) -> Reach:
     from bot.tools.chain_reader import RpcChainReader
 
     home = ensure_private_dir(home)
     state = ensure_private_dir(home / "state")
     signer, signer_problem = signer_client(home, config)
-    return Reach(home, config, signer, RpcChainReader({c.id: c.rpc_url for c in config.chains}),
-                 LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json"),
-                 EventBus(), metrics if metrics is not None else default_metrics(), state, signer_problem)
+    return Reach(
+        home,
+        config,
+        signer,
+        RpcChainReader({c.id: c.rpc_url for c in config.chains}),
+        LLMPool(config.bot.llm, lookup or credential_lookup(home), state / "llm-cooldowns.json"),
+        EventBus(),
+        metrics if metrics is not None else default_metrics(),
+        state,
+        signer_problem,
+    )

@@ -49,16 +49,25 @@ def describe(reply: SignReply, companion: Companion | None = None) -> str:
 def _from_event(data: dict[str, Any]) -> SignReply | None:
     """The outcome as a sign tool's event carried it, when the signer cannot be asked right now."""
     try:
-        return SignReply.model_validate({k: data.get(k) for k in ("status", "request_id", "rule_id")},
-                                        extra="ignore")
+        return SignReply.model_validate(
+            {k: data.get(k) for k in ("status", "request_id", "rule_id")}, extra="ignore"
+        )
     except ValueError:
         return None
 
 
 class SignerWatch:
-    def __init__(self, runtime: Runtime, notifier: Notifier, *, target: str | None = None,
-                 max_watched: int = 32, first_delay: float = 2.0, max_delay: float = 60.0,
-                 give_up_after: float = 86400.0) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        notifier: Notifier,
+        *,
+        target: str | None = None,
+        max_watched: int = 32,
+        first_delay: float = 2.0,
+        max_delay: float = 60.0,
+        give_up_after: float = 86400.0,
+    ) -> None:
         self.runtime = runtime
         self.notifier = notifier
         self.target = target
@@ -152,8 +161,11 @@ class SignerWatch:
         if reply.status is not PENDING or request_id in self._watchers:
             return
         if len(self._watchers) >= self.max_watched:
-            await self.notifier.notify(f"{len(self._watchers)} requests are already being followed, so this "
-                                       "one is not: /approvals shows where it stands.", self.target)
+            await self.notifier.notify(
+                f"{len(self._watchers)} requests are already being followed, so this "
+                "one is not: /approvals shows where it stands.",
+                self.target,
+            )
             return
         self._watch(request_id)
 

@@ -50,16 +50,28 @@ class Runtime:
         router = await self.llm.router(profile)
         if router is None:
             return None
-        return Agent(router, self.executor, self.services, self.config.bot.agent, self.system_prompt,
-                     max_tokens=self.config.bot.llm.max_tokens, metrics=self.metrics, clock=self.clock)
+        return Agent(
+            router,
+            self.executor,
+            self.services,
+            self.config.bot.agent,
+            self.system_prompt,
+            max_tokens=self.config.bot.llm.max_tokens,
+            metrics=self.metrics,
+            clock=self.clock,
+        )
 
     def system_prompt(self, tools: Sequence[Tool], kind: ContextKind, channel: str) -> str:
         chain = self.config.default_chain
         # the day only: the prompt is a cached prefix; the time to the minute goes in each turn's note
         today = dt.datetime.fromtimestamp(self.clock(), dt.timezone.utc)
-        runtime = {"date": today.strftime("%Y-%m-%d (UTC; the time is in the latest message)"),
-                   "channel": channel, "context": kind.value, "chain": f"{chain.name} ({chain.id})",
-                   "models": ", ".join(p.name for p in self.config.bot.llm.profiles)}
+        runtime = {
+            "date": today.strftime("%Y-%m-%d (UTC; the time is in the latest message)"),
+            "channel": channel,
+            "context": kind.value,
+            "chain": f"{chain.name} ({chain.id})",
+            "models": ", ".join(p.name for p in self.config.bot.llm.profiles),
+        }
         files = load_context_files(self.services.workspace)
         return build_system_prompt(files, [(t.name, t.description, t.level.value) for t in tools], runtime)
 

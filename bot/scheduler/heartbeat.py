@@ -36,9 +36,11 @@ SESSION = "heartbeat:main"
 OK_TOKEN = "HEARTBEAT_OK"
 _OK_ONLY = re.compile(rf"[\W_]*{OK_TOKEN}[\W_]*")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-PROMPT = ("[Heartbeat, not typed by the user] Run the checks listed in HEARTBEAT.md (in your workspace "
-          "files) with your read-only tools. If nothing needs the user's attention, reply exactly "
-          f"{OK_TOKEN}.")
+PROMPT = (
+    "[Heartbeat, not typed by the user] Run the checks listed in HEARTBEAT.md (in your workspace "
+    "files) with your read-only tools. If nothing needs the user's attention, reply exactly "
+    f"{OK_TOKEN}."
+)
 
 
 def is_ok_only(text: str) -> bool:
@@ -68,8 +70,15 @@ def within_hours(window: str | None, moment: dt.datetime) -> bool:
 
 
 class HeartbeatService:
-    def __init__(self, runtime: Runtime, notifier: Notifier, settings: HeartbeatSettings, *,
-                 clock: Callable[[], float] = time.time, interval: float | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        notifier: Notifier,
+        settings: HeartbeatSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+        interval: float | None = None,
+    ) -> None:
         self.runtime = runtime
         self.notifier = notifier
         self.settings = settings
@@ -130,8 +139,15 @@ class HeartbeatService:
             self._running = False
 
     async def _run(self) -> str:
-        run, _ = await run_unattended(self.runtime, SESSION, PROMPT, kind=ContextKind.HEARTBEAT,
-                                      channel="heartbeat", peer=JOB_ID, profile=self.settings.profile)
+        run, _ = await run_unattended(
+            self.runtime,
+            SESSION,
+            PROMPT,
+            kind=ContextKind.HEARTBEAT,
+            channel="heartbeat",
+            peer=JOB_ID,
+            profile=self.settings.profile,
+        )
         if run is None:
             return self._record("skipped", "no language model is configured")
         refused = [e.call.name for e in run.tools if e.outcome == "unavailable"]

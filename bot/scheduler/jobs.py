@@ -113,7 +113,9 @@ def _text(value: str) -> str:
     value = value.strip()
     if not value:
         raise ValueError("the text is empty")
-    return display_safe_lines(value)  # shown in a confirmation, then run later as if typed: all of it must show
+    return display_safe_lines(
+        value
+    )  # shown in a confirmation, then run later as if typed: all of it must show
 
 
 ShortText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_text)]
@@ -218,8 +220,14 @@ def cron_trigger(expr: str, tz: str):
         raise ValueError("a cron schedule has 5 fields: minute hour day month weekday")
     fields[4] = crontab_weekdays(fields[4])
     try:
-        return CronTrigger(minute=fields[0], hour=fields[1], day=fields[2], month=fields[3],
-                           day_of_week=fields[4], timezone=zone(tz))
+        return CronTrigger(
+            minute=fields[0],
+            hour=fields[1],
+            day=fields[2],
+            month=fields[3],
+            day_of_week=fields[4],
+            timezone=zone(tz),
+        )
     except ValueError as exc:
         raise ValueError(f"bad cron expression: {exc}") from None
 
@@ -248,8 +256,9 @@ def fire_after(trigger, moment: dt.datetime) -> dt.datetime | None:
     return trigger.get_next_fire_time(None, moment + dt.timedelta(microseconds=1))
 
 
-def build_schedule(at: str | None = None, every_seconds: int | None = None,
-                   cron: str | None = None) -> Schedule:
+def build_schedule(
+    at: str | None = None, every_seconds: int | None = None, cron: str | None = None
+) -> Schedule:
     """Exactly one of the three, as typed by a person or a model (the CLI and the tools share this)."""
     given = [x for x in (at, every_seconds, cron) if x is not None]
     if len(given) != 1:
@@ -263,6 +272,8 @@ def build_schedule(at: str | None = None, every_seconds: int | None = None,
 
 def next_fire(spec: JobSpec, created_at: float, default_tz: str, after: float | None = None) -> float | None:
     """When a job created at `created_at` next fires after `after` (default: its creation)."""
-    moment = fire_after(make_trigger(spec, created_at, default_tz),
-                        dt.datetime.fromtimestamp(created_at if after is None else after, dt.timezone.utc))
+    moment = fire_after(
+        make_trigger(spec, created_at, default_tz),
+        dt.datetime.fromtimestamp(created_at if after is None else after, dt.timezone.utc),
+    )
     return moment.timestamp() if moment is not None else None

@@ -70,6 +70,11 @@ def plan_fires(trigger, watermark: dt.datetime, now: dt.datetime, grace_seconds:
         runs, coalesced = ([last] if last else []), max(0, len(due) - 1)
     else:
         runs, coalesced = due[:MAX_CATCHUP_RUNS], max(0, len(due) - MAX_CATCHUP_RUNS)
-    return Plan(runs=runs, coalesced=coalesced, missed=len(missed),
-                first_missed=missed[0] if missed else None, last_missed=missed[-1] if missed else None,
-                next_fire=fire_after(trigger, now))
+    return Plan(
+        runs=runs,
+        coalesced=coalesced,
+        missed=len(missed),
+        first_missed=missed[0] if missed else None,
+        last_missed=missed[-1] if missed else None,
+        next_fire=fire_after(trigger, now),
+    )

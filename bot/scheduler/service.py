@@ -37,8 +37,15 @@ def _at(epoch: float) -> dt.datetime:
 
 
 class SchedulerService:
-    def __init__(self, runtime: Runtime, notifier: Notifier, settings: CronSettings, *,
-                 clock: Callable[[], float] = time.time, sync_interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        notifier: Notifier,
+        settings: CronSettings,
+        *,
+        clock: Callable[[], float] = time.time,
+        sync_interval: float = 5.0,
+    ) -> None:
         self.runtime = runtime
         self.notifier = notifier
         self.settings = settings
@@ -66,8 +73,9 @@ class SchedulerService:
         interrupted = self.store.interrupt_running(self.clock())
         if interrupted:
             log.warning("%d scheduled run(s) were cut off by the last shutdown; not repeated", interrupted)
-        scheduler = AsyncIOScheduler(timezone=UTC, job_defaults={
-            "coalesce": True, "max_instances": 1, "misfire_grace_time": None})
+        scheduler = AsyncIOScheduler(
+            timezone=UTC, job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
+        )
         scheduler.start()
         self._scheduler = scheduler
         version = self.store.data_version()  # read before loading: a change after it is noticed
@@ -161,30 +169,55 @@ class SchedulerService:
                 store.advance(job.id, self.clock(), finished=True)
                 return
             now = self.clock()
-            plan = plan_fires(fires, _at(job.watermark), _at(now), self.settings.misfire_grace_seconds,
-                              self.settings.coalesce)
+            plan = plan_fires(
+                fires,
+                _at(job.watermark),
+                _at(now),
+                self.settings.misfire_grace_seconds,
+                self.settings.coalesce,
+            )
             if not store.advance(job.id, now, finished=plan.next_fire is None):
                 return
             if plan.missed:
                 assert plan.first_missed is not None and plan.last_missed is not None
                 end = "on" if plan.missed >= MAX_COUNT else f"to {plan.last_missed:%Y-%m-%d %H:%M} UTC"
-                detail = (f"{counted(plan.missed)} fires from {plan.first_missed:%Y-%m-%d %H:%M} {end} were "
-                          f"more than {self.settings.misfire_grace_seconds}s late; not run")
-                store.start_run(job.id, trigger, plan.first_missed.timestamp(), fires=plan.missed,
-                                status="missed", detail=detail)
+                detail = (
+                    f"{counted(plan.missed)} fires from {plan.first_missed:%Y-%m-%d %H:%M} {end} were "
+                    f"more than {self.settings.misfire_grace_seconds}s late; not run"
+                )
+                store.start_run(
+                    job.id,
+                    trigger,
+                    plan.first_missed.timestamp(),
+                    fires=plan.missed,
+                    status="missed",
+                    detail=detail,
+                )
                 self.runtime.events.emit("cron", "job.missed", {"job_id": job.id, "fires": plan.missed})
             extra = plan.coalesced
             for index, when in enumerate(plan.runs):
                 folded = extra if self.settings.coalesce and index == len(plan.runs) - 1 else 0
                 await self._execute(job, trigger, when.timestamp(), 1 + folded)
             if extra and not self.settings.coalesce:
-                store.start_run(job.id, trigger, None, fires=extra, status="missed",
-                                detail=f"{extra} more fire(s) over the catch-up limit; not run")
+                store.start_run(
+                    job.id,
+                    trigger,
+                    None,
+                    fires=extra,
+                    status="missed",
+                    detail=f"{extra} more fire(s) over the catch-up limit; not run",
+                )
             if plan.next_fire is None:
                 self._unschedule(job.id)
             else:
-                self._scheduler.add_job(self._wake, fires, args=[job.id], id=job.id, replace_existing=True,
-                                        next_run_time=plan.next_fire)
+                self._scheduler.add_job(
+                    self._wake,
+                    fires,
+                    args=[job.id],
+                    id=job.id,
+                    replace_existing=True,
+                    next_run_time=plan.next_fire,
+                )
 
     async def _manual(self, job_id: str) -> None:
         assert self.store is not None
@@ -196,14 +229,16 @@ class SchedulerService:
     async def _execute(self, job: Job, trigger: str, scheduled: float | None, fires: int) -> Result:
         assert self.store is not None
         run_id = self.store.start_run(job.id, trigger, scheduled, fires=fires, now=self.clock())
-        self.runtime.events.emit("cron", "job.started", {"job_id": job.id, "trigger": trigger,
-                                                         "fires": fires})
+        self.runtime.events.emit(
+            "cron", "job.started", {"job_id": job.id, "trigger": trigger, "fires": fires}
+        )
         try:
             result = await run_job(self.runtime, self.notifier, job)
         except Exception as exc:  # noqa: BLE001 - recorded; the scheduler keeps going
             log.exception("cron job %s failed", job.id)
             result = Result("error", f"internal error ({type(exc).__name__})")
         self.store.finish_run(run_id, result.status, result.detail, now=self.clock())
-        self.runtime.events.emit("cron", "job.finished", {"job_id": job.id, "trigger": trigger,
-                                                          "status": result.status})
+        self.runtime.events.emit(
+            "cron", "job.finished", {"job_id": job.id, "trigger": trigger, "status": result.status}
+        )
         return result

@@ -128,12 +128,15 @@ class JobStore:
         job_id = "j" + secrets.token_hex(4)
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            (count,) = self.conn.execute("SELECT COUNT(*) FROM jobs WHERE owner=? AND state=?",
-                                         (owner, ACTIVE)).fetchone()
+            (count,) = self.conn.execute(
+                "SELECT COUNT(*) FROM jobs WHERE owner=? AND state=?", (owner, ACTIVE)
+            ).fetchone()
             if count >= MAX_JOBS_PER_OWNER:
                 raise JobLimit(f"{count} scheduled jobs are already active here; that is the limit")
-            self.conn.execute(f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                              (job_id, owner, origin, spec.model_dump_json(), created, created, ACTIVE))
+            self.conn.execute(
+                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (job_id, owner, origin, spec.model_dump_json(), created, created, ACTIVE),
+            )
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -146,11 +149,14 @@ class JobStore:
 
     def active(self, owner: str | None = None) -> list[Job]:
         if owner is None:
-            rows = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state=? ORDER BY created_at, id",
-                                     (ACTIVE,)).fetchall()
+            rows = self.conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state=? ORDER BY created_at, id", (ACTIVE,)
+            ).fetchall()
         else:
-            rows = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state=? AND owner=? "
-                                     "ORDER BY created_at, id", (ACTIVE, owner)).fetchall()
+            rows = self.conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state=? AND owner=? ORDER BY created_at, id",
+                (ACTIVE, owner),
+            ).fetchall()
         return [job for job in map(_job, rows) if job is not None]
 
     def remove(self, job_id: str, owner: str | None = None) -> bool:
@@ -163,44 +169,65 @@ class JobStore:
 
     def advance(self, job_id: str, watermark: float, *, finished: bool = False) -> bool:
         """Move the watermark forward (never back); False if the job is no longer active."""
-        cur = self.conn.execute("UPDATE jobs SET watermark=MAX(watermark, ?), state=? WHERE id=? AND state=?",
-                                (watermark, DONE if finished else ACTIVE, job_id, ACTIVE))
+        cur = self.conn.execute(
+            "UPDATE jobs SET watermark=MAX(watermark, ?), state=? WHERE id=? AND state=?",
+            (watermark, DONE if finished else ACTIVE, job_id, ACTIVE),
+        )
         return cur.rowcount == 1
 
     # ---- history ----------------------------------------------------------------------------
 
-    def start_run(self, job_id: str, trigger: str, scheduled_at: float | None, *, fires: int = 1,
-                  status: str = "running", detail: str = "", now: float | None = None) -> int:
+    def start_run(
+        self,
+        job_id: str,
+        trigger: str,
+        scheduled_at: float | None,
+        *,
+        fires: int = 1,
+        status: str = "running",
+        detail: str = "",
+        now: float | None = None,
+    ) -> int:
         started = time.time() if now is None else now
         finished = None if status == "running" else started
         cur = self.conn.execute(
             "INSERT INTO runs (job_id, trigger, scheduled_at, started_at, finished_at, status, fires, "
             "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (job_id, trigger, scheduled_at, started, finished, status, fires, redact(detail)[:500]))
+            (job_id, trigger, scheduled_at, started, finished, status, fires, redact(detail)[:500]),
+        )
         self._prune(job_id)
         return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int, status: str, detail: str = "", now: float | None = None) -> None:
-        self.conn.execute("UPDATE runs SET status=?, finished_at=?, detail=? WHERE id=? AND status='running'",
-                          (status, time.time() if now is None else now, redact(detail)[:500], run_id))
+        self.conn.execute(
+            "UPDATE runs SET status=?, finished_at=?, detail=? WHERE id=? AND status='running'",
+            (status, time.time() if now is None else now, redact(detail)[:500], run_id),
+        )
 
     def interrupt_running(self, now: float | None = None) -> int:
         """Runs left `running` by a crash: never re-run (they may have had effects), only recorded."""
-        return self.conn.execute("UPDATE runs SET status='interrupted', finished_at=?, "
-                                 "detail='the bot stopped during this run; it is not repeated' "
-                                 "WHERE status='running'", (time.time() if now is None else now,)).rowcount
+        return self.conn.execute(
+            "UPDATE runs SET status='interrupted', finished_at=?, "
+            "detail='the bot stopped during this run; it is not repeated' "
+            "WHERE status='running'",
+            (time.time() if now is None else now,),
+        ).rowcount
 
     def history(self, job_id: str | None = None, limit: int = 20) -> list[Run]:
         if job_id is None:
             rows = self.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?", (limit,))
         else:
-            rows = self.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_id=? "
-                                     "ORDER BY id DESC LIMIT ?", (job_id, limit))
+            rows = self.conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE job_id=? ORDER BY id DESC LIMIT ?", (job_id, limit)
+            )
         return [Run(*r) for r in rows.fetchall()]
 
     def _prune(self, job_id: str) -> None:
-        self.conn.execute("DELETE FROM runs WHERE job_id=? AND id <= (SELECT id FROM runs WHERE job_id=? "
-                          "ORDER BY id DESC LIMIT 1 OFFSET ?)", (job_id, job_id, HISTORY_PER_JOB))
+        self.conn.execute(
+            "DELETE FROM runs WHERE job_id=? AND id <= (SELECT id FROM runs WHERE job_id=? "
+            "ORDER BY id DESC LIMIT 1 OFFSET ?)",
+            (job_id, job_id, HISTORY_PER_JOB),
+        )
 
     # ---- manual runs ------------------------------------------------------------------------
 
@@ -208,8 +235,10 @@ class JobStore:
         job = self.get(job_id)
         if job is None or job.state != ACTIVE:
             return False
-        self.conn.execute("INSERT INTO run_requests (job_id, requested_at) VALUES (?, ?)",
-                          (job_id, time.time() if now is None else now))
+        self.conn.execute(
+            "INSERT INTO run_requests (job_id, requested_at) VALUES (?, ?)",
+            (job_id, time.time() if now is None else now),
+        )
         return True
 
     def take_run_requests(self) -> list[str]:

@@ -48,8 +48,10 @@ def _load_bip39_words() -> frozenset[str]:
             if len(words) == 2048:
                 return words
             raise RuntimeError(f"BIP-39 wordlist at {path} has {len(words)} words, expected 2048")
-    raise RuntimeError("BIP-39 English wordlist not found (is eth-account installed?); refusing to "
-                       "run without mnemonic redaction")
+    raise RuntimeError(
+        "BIP-39 English wordlist not found (is eth-account installed?); refusing to "
+        "run without mnemonic redaction"
+    )
 
 
 BIP39_WORDS: frozenset[str] = _load_bip39_words()
@@ -80,8 +82,11 @@ def _openai_ok(value: str) -> bool:
     return any(c.isdigit() for c in body) or any(c.isupper() for c in body)
 
 
-_ASSIGN_KEYS = (r"password|passwd|passphrase|secret|api[_-]?key|private[_-]?key|mnemonic|seed[_-]?phrase"
-                r"|(?:access|refresh|auth|bot|api|session)[_-]?token")
+_ASSIGN_KEYS = (
+    r"password|passwd|passphrase|secret|api[_-]?key|private[_-]?key|mnemonic|seed[_-]?phrase"
+    r"|(?:access|refresh|auth|bot|api|session)[_-]?token"
+)
+
 
 @dataclass(frozen=True)
 class _Rule:
@@ -104,41 +109,94 @@ class _Rule:
 # The secret is the named group "s" (or "q1"/"q2") when present, else the whole match.
 _RULES: tuple[_Rule, ...] = (
     _Rule("anthropic_key", re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",)),
-    _Rule("openai_key", re.compile(_B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",),
-          _openai_ok),
-    _Rule("github_token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    _Rule(
+        "openai_key",
+        re.compile(_B + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        ("sk-",),
+        _openai_ok,
+    ),
+    _Rule(
+        "github_token",
+        re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
     _Rule("slack_token", re.compile(r"xox[abprs]-[A-Za-z0-9-]{10,}"), ("xox",)),
-    _Rule("aws_access_key", re.compile(r"(?<![A-Za-z0-9\x00])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9\x00])"),
-          ("AKIA", "ASIA")),
-    _Rule("telegram_bot_token",
-          re.compile(r"(?<![0-9\x00])[0-9]{8,10}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_\x00-])"), (":",)),
+    _Rule(
+        "aws_access_key",
+        re.compile(r"(?<![A-Za-z0-9\x00])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9\x00])"),
+        ("AKIA", "ASIA"),
+    ),
+    _Rule(
+        "telegram_bot_token",
+        re.compile(r"(?<![0-9\x00])[0-9]{8,10}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_\x00-])"),
+        (":",),
+    ),
     _Rule("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), ("eyJ",)),
     # The bot's own credentials: its signer client token, and a Discord bot token. A leak of either
     # lets someone else act as the bot. A Discord token starts with the bot's user id (17-20 digits)
     # in base64, and base64 of ASCII digits has a fixed shape per 4 characters: that, not just
     # "three dotted runs", is what keeps file names and dotted identifiers out.
     _Rule("owlia_token", re.compile(r"owl_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}"), ("owl_",)),
-    _Rule("discord_bot_token", re.compile(
-        r"(?<![A-Za-z0-9_\x00-])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){5,6}[A-Za-z0-9]{0,3}"
-        r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"), (".",)),
+    _Rule(
+        "discord_bot_token",
+        re.compile(
+            r"(?<![A-Za-z0-9_\x00-])(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){5,6}[A-Za-z0-9]{0,3}"
+            r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"
+        ),
+        (".",),
+    ),
     _Rule("xprv", re.compile(r"(?<![A-Za-z0-9\x00])[xtyz]prv[1-9A-HJ-NP-Za-km-z]{90,}"), ("prv",)),
-    _Rule("bearer", re.compile(r"(?<![A-Za-z0-9_\x00])bearer[ \t]{1,20}(?P<s>[A-Za-z0-9._~+/=-]{8,})"),
-          ("bearer",), _looks_random, icase=True),
-    _Rule("bearer", re.compile(
-        r"(?<![A-Za-z0-9_\x00-])(?:proxy-)?authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}[\"']?"
-        r"(?:(?:bearer|basic|token|digest)[ \t]{1,20})?(?!(?:bearer|basic|token|digest)\b)"
-        r"(?P<s>[^\s\"',;\x00]{6,})"), ("authorization",), _looks_random, icase=True),
-    _Rule("assignment", re.compile(
-        r"(?:" + _ASSIGN_KEYS + r")(?:[_-][A-Za-z0-9]{1,20})?[\"']?[ \t]{0,10}[:=][ \t]{0,10}"
-        r"(?:\"(?P<q1>[^\"\n\x00]{1,500})\"|'(?P<q2>[^'\n\x00]{1,500})'|[\"']?(?P<s>[^\s\"',;&\x00]+))"),
-        ("pass", "secret", "key", "mnemonic", "seed", "token"), icase=True),
+    _Rule(
+        "bearer",
+        re.compile(r"(?<![A-Za-z0-9_\x00])bearer[ \t]{1,20}(?P<s>[A-Za-z0-9._~+/=-]{8,})"),
+        ("bearer",),
+        _looks_random,
+        icase=True,
+    ),
+    _Rule(
+        "bearer",
+        re.compile(
+            r"(?<![A-Za-z0-9_\x00-])(?:proxy-)?authorization[\"']?[ \t]{0,10}[:=][ \t]{0,10}[\"']?"
+            r"(?:(?:bearer|basic|token|digest)[ \t]{1,20})?(?!(?:bearer|basic|token|digest)\b)"
+            r"(?P<s>[^\s\"',;\x00]{6,})"
+        ),
+        ("authorization",),
+        _looks_random,
+        icase=True,
+    ),
+    _Rule(
+        "assignment",
+        re.compile(
+            r"(?:" + _ASSIGN_KEYS + r")(?:[_-][A-Za-z0-9]{1,20})?[\"']?[ \t]{0,10}[:=][ \t]{0,10}"
+            r"(?:\"(?P<q1>[^\"\n\x00]{1,500})\"|'(?P<q2>[^'\n\x00]{1,500})'|[\"']?(?P<s>[^\s\"',;&\x00]+))"
+        ),
+        ("pass", "secret", "key", "mnemonic", "seed", "token"),
+        icase=True,
+    ),
 )
 # Same-span ties go to the more specific kind (earlier here).
-_PRIORITY = {k: i for i, k in enumerate(
-    ("pem_private_key", "xprv", "mnemonic", "anthropic_key", "openai_key", "github_token", "slack_token",
-     "aws_access_key", "telegram_bot_token", "owlia_token", "discord_bot_token", "jwt", "private_key", "bearer",
-     "assignment"))}
+_PRIORITY = {
+    k: i
+    for i, k in enumerate(
+        (
+            "pem_private_key",
+            "xprv",
+            "mnemonic",
+            "anthropic_key",
+            "openai_key",
+            "github_token",
+            "slack_token",
+            "aws_access_key",
+            "telegram_bot_token",
+            "owlia_token",
+            "discord_bot_token",
+            "jwt",
+            "private_key",
+            "bearer",
+            "assignment",
+        )
+    )
+}
 
 _HEX64 = re.compile(r"(?<![0-9A-Fa-f\x00])[0-9A-Fa-f]{64}(?![0-9A-Fa-f\x00])")
 # BIP-39 words are 3-8 letters; any other word lands in a gap, fails _WORD_GAP and ends the run.
@@ -191,8 +249,11 @@ def _mnemonics(text: str) -> Iterator[_Hit]:
                 yield run_start, prev_end, "mnemonic"
             count = 0
             continue
-        gap_ok = count > 0 and m.start() - prev_end <= _MAX_GAP and \
-            _WORD_GAP.fullmatch(text, prev_end, m.start()) is not None
+        gap_ok = (
+            count > 0
+            and m.start() - prev_end <= _MAX_GAP
+            and _WORD_GAP.fullmatch(text, prev_end, m.start()) is not None
+        )
         if not gap_ok:
             if count >= MIN_MNEMONIC_WORDS:
                 yield run_start, prev_end, "mnemonic"
@@ -224,10 +285,14 @@ def _mask(m: re.Match[str]) -> str:
 def _scan(text: str, allow: frozenset[str], skip: frozenset[str]) -> list[SecretFinding]:
     masked = _MARKER.sub(_mask, text) if "[REDACTED" in text else text
     # Only a PEM block may span a mask (an earlier marker inside a key block): it is swallowed whole.
-    raw = [h for source in (_pem_blocks, _regex_findings, _hex_keys, _mnemonics) for h in source(masked)
-           if h[1] > h[0] and h[2] not in skip]
+    raw = [
+        h
+        for source in (_pem_blocks, _regex_findings, _hex_keys, _mnemonics)
+        for h in source(masked)
+        if h[1] > h[0] and h[2] not in skip
+    ]
     if allow:
-        raw = [h for h in raw if _norm_public(text[h[0]:h[1]]) not in allow]
+        raw = [h for h in raw if _norm_public(text[h[0] : h[1]]) not in allow]
     raw.sort()
     # Overlapping findings are merged, never dropped: a partly redacted secret is a leaked secret.
     # The merged span takes the kind of its longest part (ties: the more specific kind).
@@ -261,7 +326,7 @@ def _replace(text: str, findings: list[SecretFinding]) -> str:
     parts: list[str] = []
     pos = 0
     for f in findings:
-        parts.append(text[pos:f.start])
+        parts.append(text[pos : f.start])
         parts.append(f"[REDACTED:{f.kind}]")
         pos = f.end
     parts.append(text[pos:])
@@ -288,8 +353,10 @@ def redact(text: str, allow: Collection[str] = ()) -> str:
 
 # A person's message calls a 64-hex value a key: redact it. Otherwise keep it, because people
 # paste transaction hashes to ask about them, and a hash and a key look the same.
-_KEY_CONTEXT = re.compile(r"(?i)\b(?:priv(?:ate)?[\s_-]*key|secret[\s_-]*key|signing[\s_-]*key|pk|seed|"
-                          r"import\w*|wallet[\s_-]*key)\b")
+_KEY_CONTEXT = re.compile(
+    r"(?i)\b(?:priv(?:ate)?[\s_-]*key|secret[\s_-]*key|signing[\s_-]*key|pk|seed|"
+    r"import\w*|wallet[\s_-]*key)\b"
+)
 
 
 def redact_message(text: str) -> str:
@@ -300,14 +367,54 @@ def redact_message(text: str) -> str:
 
 # --- structured data -------------------------------------------------------------------------
 
-_SECRET_KEY_PARTS = ("apikey", "password", "passwd", "passphrase", "secret", "privatekey", "privkey",
-                     "mnemonic", "seedphrase", "authorization", "cookie", "credential")
-_CREDENTIAL_TOKEN_PREFIXES = frozenset(("access", "refresh", "auth", "bot", "api", "id", "session", "csrf",
-                                        "bearer", "oauth", "github", "slack", "personalaccess", "security",
-                                        "client", "jwt"))
+_SECRET_KEY_PARTS = (
+    "apikey",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "privatekey",
+    "privkey",
+    "mnemonic",
+    "seedphrase",
+    "authorization",
+    "cookie",
+    "credential",
+)
+_CREDENTIAL_TOKEN_PREFIXES = frozenset(
+    (
+        "access",
+        "refresh",
+        "auth",
+        "bot",
+        "api",
+        "id",
+        "session",
+        "csrf",
+        "bearer",
+        "oauth",
+        "github",
+        "slack",
+        "personalaccess",
+        "security",
+        "client",
+        "jwt",
+    )
+)
 # prev: a hash chain's link to the previous record; treehash: a skill's content hash, as approved
-_HASH_KEYS = frozenset(("txhash", "hash", "blockhash", "transactionhash", "requesthash", "policyhash",
-                        "prevhash", "prev", "treehash"))
+_HASH_KEYS = frozenset(
+    (
+        "txhash",
+        "hash",
+        "blockhash",
+        "transactionhash",
+        "requesthash",
+        "policyhash",
+        "prevhash",
+        "prev",
+        "treehash",
+    )
+)
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _TICKER = re.compile(r"[A-Za-z][A-Za-z0-9.]{0,11}")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -338,7 +445,8 @@ def _is_public_token_value(value: str) -> bool:
 
 def _is_mnemonic_list(items: list[Any] | tuple[Any, ...]) -> bool:
     return len(items) >= MIN_MNEMONIC_WORDS and all(
-        isinstance(w, str) and w.strip().lower() in BIP39_WORDS for w in items)
+        isinstance(w, str) and w.strip().lower() in BIP39_WORDS for w in items
+    )
 
 
 def _walk(obj: Any, allow: frozenset[str], depth: int, skip: frozenset[str] = frozenset()) -> Any:
@@ -347,11 +455,16 @@ def _walk(obj: Any, allow: frozenset[str], depth: int, skip: frozenset[str] = fr
     if isinstance(obj, str):
         return _redact_text(obj, allow, skip)
     if isinstance(obj, Mapping):
-        return {(_redact_text(k, allow) if isinstance(k, str) else k): _walk_value(k, v, allow, depth)
-                for k, v in obj.items()}
+        return {
+            (_redact_text(k, allow) if isinstance(k, str) else k): _walk_value(k, v, allow, depth)
+            for k, v in obj.items()
+        }
     if isinstance(obj, list | tuple):
-        items = ["[REDACTED:mnemonic]"] * len(obj) if _is_mnemonic_list(obj) else \
-            [_walk(v, allow, depth + 1, skip) for v in obj]
+        items = (
+            ["[REDACTED:mnemonic]"] * len(obj)
+            if _is_mnemonic_list(obj)
+            else [_walk(v, allow, depth + 1, skip) for v in obj]
+        )
         return items if isinstance(obj, list) else tuple(items)
     return obj
 

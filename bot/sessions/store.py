@@ -173,11 +173,21 @@ class Session:
         return self.state.usage
 
     def append(
-        self, role: str, parts: Sequence[dict[str, Any]], *, keep: bool = False, message_id: str | None = None,
+        self,
+        role: str,
+        parts: Sequence[dict[str, Any]],
+        *,
+        keep: bool = False,
+        message_id: str | None = None,
         owner: str | None = None,
     ) -> MessageRecord:
         record = MessageRecord(
-            id=message_id or uuid.uuid4().hex, role=role, parts=list(parts), ts=time.time(), keep=keep, owner=owner
+            id=message_id or uuid.uuid4().hex,
+            role=role,
+            parts=list(parts),
+            ts=time.time(),
+            keep=keep,
+            owner=owner,
         )
         self._append(record)
         self.state.messages.append(record)
@@ -199,8 +209,13 @@ class Session:
 
     def withdraw(self, message_id: str, why: turns.Withdrawn) -> MessageRecord:
         """Mark a user turn as no longer a request: it replays to the model as a withdrawn note."""
-        record = MessageRecord(id=uuid.uuid4().hex, role="user", kind="withdrawn", ts=time.time(),
-                               parts=[{"type": "withdrawn", "ref": message_id, "why": why.value}])
+        record = MessageRecord(
+            id=uuid.uuid4().hex,
+            role="user",
+            kind="withdrawn",
+            ts=time.time(),
+            parts=[{"type": "withdrawn", "ref": message_id, "why": why.value}],
+        )
         self._append(record)
         self.state.messages.append(record)
         return record
@@ -272,7 +287,10 @@ class Session:
         kept_ids = {m.id for m in kept}
         # a kept call whose result is in the recent window (or vice versa) stays paired either way
         note = MessageRecord(
-            id=uuid.uuid4().hex, role="user", kind="summary", ts=time.time(),
+            id=uuid.uuid4().hex,
+            role="user",
+            kind="summary",
+            ts=time.time(),
             parts=[{"type": "text", "text": f"{SUMMARY_HEADER}\n\n{summary.strip()}"}],
         )
         archived = self._archive()

@@ -28,11 +28,11 @@ class Withdrawn(str, Enum):
 
 WITHDRAWN_NOTE = {
     Withdrawn.CANCELLED: "[withdrawn: the user cancelled this request before it finished. It is not a "
-                         "request any more; do not act on it or bring it up again unless the user asks anew.]",
+    "request any more; do not act on it or bring it up again unless the user asks anew.]",
     Withdrawn.INTERRUPTED: "[withdrawn: this request was interrupted by a restart before it finished. It is not a "
-                           "request any more; do not act on it unless the user asks again.]",
+    "request any more; do not act on it unless the user asks again.]",
     Withdrawn.FAILED: "[withdrawn: this request failed because the language model could not answer, and the user "
-                      "was told to ask again. It is not a request any more; do not act on it unless asked anew.]",
+    "was told to ask again. It is not a request any more; do not act on it unless asked anew.]",
 }
 
 
@@ -78,14 +78,20 @@ def withdrawn_refs(records: Sequence[MessageRecord]) -> dict[str, Withdrawn]:
 
 def open_turn(records: Sequence[MessageRecord]) -> MessageRecord | None:
     """The last real user message, if its run never finished and it was not withdrawn."""
-    last = next((i for i in range(len(records) - 1, -1, -1)
-                 if records[i].role == "user" and records[i].kind == "normal"), None)
+    last = next(
+        (
+            i
+            for i in range(len(records) - 1, -1, -1)
+            if records[i].role == "user" and records[i].kind == "normal"
+        ),
+        None,
+    )
     if last is None:
         return None
     message = records[last]
     if message.id in withdrawn_refs(records[last:]):
         return None
-    for record in records[last + 1:]:
+    for record in records[last + 1 :]:
         if record.role == "assistant" and not any(p.get("type") == "tool_call" for p in record.parts):
             return None
         if record.role == "tool" and _declined(record):

@@ -87,8 +87,15 @@ class Capabilities:
             await fetcher.close()
         self._fetchers.clear()
 
-    async def handle(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, state: CallState,
-                     method: str, params: dict[str, Any]) -> Any:
+    async def handle(
+        self,
+        ctx: ToolContext,
+        skill: InstalledSkill,
+        decl: ToolDecl,
+        state: CallState,
+        method: str,
+        params: dict[str, Any],
+    ) -> Any:
         """Serve one core.* request; CallbackDenied (audited) for anything refused."""
         detail: dict[str, Any] = {}
         try:
@@ -108,10 +115,12 @@ class Capabilities:
         self._record(skill, decl, method, "ok", detail)
         return result
 
-    def _record(self, skill: InstalledSkill, decl: ToolDecl, method: str, outcome: str,
-                detail: dict[str, Any]) -> None:
-        self.audit.record("skill.callback", skill=skill.name, tool=decl.name, method=method, outcome=outcome,
-                          **detail)
+    def _record(
+        self, skill: InstalledSkill, decl: ToolDecl, method: str, outcome: str, detail: dict[str, Any]
+    ) -> None:
+        self.audit.record(
+            "skill.callback", skill=skill.name, tool=decl.name, method=method, outcome=outcome, **detail
+        )
 
     def _charge(self, name: str, method: str, state: CallState) -> None:
         used = state.used.get(method, 0)
@@ -138,7 +147,9 @@ class Capabilities:
             self._fetchers[skill.name] = SafeFetcher(policy, resolve=self._resolve)
         return self._fetchers[skill.name]
 
-    async def _fetch(self, skill: InstalledSkill, params: FetchParams, detail: dict[str, Any]) -> dict[str, Any]:
+    async def _fetch(
+        self, skill: InstalledSkill, params: FetchParams, detail: dict[str, Any]
+    ) -> dict[str, Any]:
         detail["url"] = params.url[:300]
         fetcher = self._fetcher(skill)
         body = params.body.encode() if params.body is not None else None
@@ -148,24 +159,38 @@ class Capabilities:
             raise CallbackDenied(f"core.fetch: {redact(str(exc))}") from None
         detail["status"] = result.status
         text = result.text[:FETCH_TEXT_LIMIT]
-        return {"status": result.status, "content_type": result.content_type, "final_url": result.final_url,
-                "text": text, "truncated": result.truncated or len(result.text) > FETCH_TEXT_LIMIT}
+        return {
+            "status": result.status,
+            "content_type": result.content_type,
+            "final_url": result.final_url,
+            "text": text,
+            "truncated": result.truncated or len(result.text) > FETCH_TEXT_LIMIT,
+        }
 
-    async def _chain(self, ctx: ToolContext, skill: InstalledSkill, params: ChainParams,
-                     detail: dict[str, Any]) -> Any:
+    async def _chain(
+        self, ctx: ToolContext, skill: InstalledSkill, params: ChainParams, detail: dict[str, Any]
+    ) -> Any:
         detail["rpc"] = params.method
         if not skill.manifest.chain_read:
             raise CallbackDenied("core.chain: this skill did not declare chain_read")
         if ctx.services.chain is None:
             raise CallbackDenied("core.chain: no chain is configured")
         try:
-            return await ctx.services.chain.call(params.chain_id or ctx.services.default_chain_id, params.method,
-                                                 *params.params)
+            return await ctx.services.chain.call(
+                params.chain_id or ctx.services.default_chain_id, params.method, *params.params
+            )
         except ToolFailure as exc:
             raise CallbackDenied(f"core.chain: {exc}") from None
 
-    async def _sign(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, state: CallState,
-                    params: SignParams, detail: dict[str, Any]) -> dict[str, Any]:
+    async def _sign(
+        self,
+        ctx: ToolContext,
+        skill: InstalledSkill,
+        decl: ToolDecl,
+        state: CallState,
+        params: SignParams,
+        detail: dict[str, Any],
+    ) -> dict[str, Any]:
         if decl.level != "sign":
             raise CallbackDenied("core.sign: only tools declared with level 'sign' may ask for signatures")
         if ctx.kind is not ContextKind.DM:
@@ -184,14 +209,24 @@ class Capabilities:
         key = idempotency_key(replace(ctx, kind=ContextKind.SKILL, call_id=f"{ctx.call_id}.{skill.name}.{n}"))
         reason = (one_visible_line(f"skill {skill.name}: {params.reason}") or "")[:200]  # as the agent's
         try:
-            reply = await signer.sign(dict(params.intent), idempotency_key=key, reason=reason,
-                                      source=f"skill.{skill.name}")
+            reply = await signer.sign(
+                dict(params.intent), idempotency_key=key, reason=reason, source=f"skill.{skill.name}"
+            )
         except SignerError as exc:
             raise CallbackDenied(f"core.sign: the signer refused the request: {exc.message}") from None
         data = dict(outcome_output(reply, await companion_reach(ctx, reply)).data or {})
-        detail.update(status=data.get("status"), rule_id=data.get("rule_id"), request_id=data.get("request_id"))
-        ctx.services.events.emit("signer", "sign.outcome", {"status": data.get("status"), "source": f"skill.{skill.name}",
-                                                            "rule_id": data.get("rule_id"),
-                                                            "request_id": data.get("request_id")})
+        detail.update(
+            status=data.get("status"), rule_id=data.get("rule_id"), request_id=data.get("request_id")
+        )
+        ctx.services.events.emit(
+            "signer",
+            "sign.outcome",
+            {
+                "status": data.get("status"),
+                "source": f"skill.{skill.name}",
+                "rule_id": data.get("rule_id"),
+                "request_id": data.get("request_id"),
+            },
+        )
         state.signed = data
         return data

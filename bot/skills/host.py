@@ -54,8 +54,16 @@ class _Slot:
 
 
 class SkillHost:
-    def __init__(self, backend: Backend[Any], settings: SkillSettings, audit: BotAudit, capabilities: Capabilities,
-                 *, idle_timeout: float = IDLE_TIMEOUT, idle_check: float = IDLE_CHECK) -> None:
+    def __init__(
+        self,
+        backend: Backend[Any],
+        settings: SkillSettings,
+        audit: BotAudit,
+        capabilities: Capabilities,
+        *,
+        idle_timeout: float = IDLE_TIMEOUT,
+        idle_check: float = IDLE_CHECK,
+    ) -> None:
         self.backend = backend
         self.settings = settings
         self.audit = audit
@@ -67,9 +75,11 @@ class SkillHost:
     def limits(self, skill: InstalledSkill) -> Limits:
         """The skill's wishes, never above the bot's settings."""
         wish = skill.manifest.resources
-        return Limits(memory_mb=min(wish.memory_mb or self.settings.memory_mb, self.settings.memory_mb),
-                      cpu_seconds=min(wish.cpu_seconds or self.settings.cpu_seconds, self.settings.cpu_seconds),
-                      max_processes=self.settings.max_processes)
+        return Limits(
+            memory_mb=min(wish.memory_mb or self.settings.memory_mb, self.settings.memory_mb),
+            cpu_seconds=min(wish.cpu_seconds or self.settings.cpu_seconds, self.settings.cpu_seconds),
+            max_processes=self.settings.max_processes,
+        )
 
     def timeout(self, skill: InstalledSkill) -> float:
         wish = skill.manifest.resources.timeout
@@ -92,27 +102,43 @@ class SkillHost:
         try:
             if slot.staged is None or not slot.staged.skill.exists():
                 slot.staged = stage(skill.folder, skill.tree_hash)  # refuses a tree changed since load
-            process = SkillProcess(self.backend, slot.staged, skill.manifest.entrypoint, self.limits(skill),
-                                   max_message=self.settings.max_result_bytes + MESSAGE_OVERHEAD)
+            process = SkillProcess(
+                self.backend,
+                slot.staged,
+                skill.manifest.entrypoint,
+                self.limits(skill),
+                max_message=self.settings.max_result_bytes + MESSAGE_OVERHEAD,
+            )
             await process.start(START_TIMEOUT)
         except (SkillCallError, OSError, ValueError, SandboxUnavailable) as exc:
             stderr = ""
             if process is not None:
                 await process.kill()
                 stderr = process.stderr_tail[-1000:]
-            self.audit.record("skill.start_failed", skill=skill.name, backend=self.backend.name, error=str(exc),
-                              stderr=stderr)
+            self.audit.record(
+                "skill.start_failed",
+                skill=skill.name,
+                backend=self.backend.name,
+                error=str(exc),
+                stderr=stderr,
+            )
             why = "it failed while loading" if getattr(exc, "from_skill", False) else str(exc)
             raise ToolFailure(f"skill {skill.name} could not start in its sandbox: {why}") from None
         declared = [t.name for t in skill.manifest.tools]
-        self.audit.record("skill.started", skill=skill.name, backend=self.backend.name,
-                          seconds=round(time.monotonic() - started, 4), tools=process.exported,
-                          missing=[name for name in declared if name not in process.exported])
+        self.audit.record(
+            "skill.started",
+            skill=skill.name,
+            backend=self.backend.name,
+            seconds=round(time.monotonic() - started, 4),
+            tools=process.exported,
+            missing=[name for name in declared if name not in process.exported],
+        )
         slot.process = process
         return process
 
-    async def call(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl,
-                   arguments: dict[str, Any]) -> ToolOutput:
+    async def call(
+        self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, arguments: dict[str, Any]
+    ) -> ToolOutput:
         slot = self._slot(skill)
         async with slot.lock:
             await self._unwatch(slot)
@@ -122,8 +148,14 @@ class SkillHost:
             finally:
                 await self._settle(skill, slot, process)
 
-    async def _call(self, ctx: ToolContext, skill: InstalledSkill, decl: ToolDecl, arguments: dict[str, Any],
-                    process: SkillProcess) -> ToolOutput:
+    async def _call(
+        self,
+        ctx: ToolContext,
+        skill: InstalledSkill,
+        decl: ToolDecl,
+        arguments: dict[str, Any],
+        process: SkillProcess,
+    ) -> ToolOutput:
         state = CallState()
 
         async def on_callback(method: str, params: dict[str, Any]) -> Any:
@@ -131,15 +163,27 @@ class SkillHost:
 
         started = time.monotonic()
         try:
-            result = await process.request("tools/call", {"name": decl.name, "arguments": arguments},
-                                           timeout=self.timeout(skill), on_callback=on_callback)
+            result = await process.request(
+                "tools/call",
+                {"name": decl.name, "arguments": arguments},
+                timeout=self.timeout(skill),
+                on_callback=on_callback,
+            )
         except SkillCallError as exc:
-            self.audit.record("skill.call", skill=skill.name, tool=decl.name, outcome="error",
-                              killed=exc.killed, error=str(exc), seconds=round(time.monotonic() - started, 4),
-                              stderr=process.stderr_tail[-1000:] if exc.killed else "")
+            self.audit.record(
+                "skill.call",
+                skill=skill.name,
+                tool=decl.name,
+                outcome="error",
+                killed=exc.killed,
+                error=str(exc),
+                seconds=round(time.monotonic() - started, 4),
+                stderr=process.stderr_tail[-1000:] if exc.killed else "",
+            )
             if exc.killed:
-                ctx.services.events.emit("tool", "skill.killed", {"skill": skill.name, "tool": decl.name,
-                                                                   "reason": str(exc)})
+                ctx.services.events.emit(
+                    "tool", "skill.killed", {"skill": skill.name, "tool": decl.name, "reason": str(exc)}
+                )
             if not exc.from_skill:
                 raise ToolFailure(f"skill {skill.name} failed: {exc}") from None
             # The skill's own error text is content from the skill: fenced and scanned like a result.
@@ -147,8 +191,14 @@ class SkillHost:
         text = result.get("text") if isinstance(result, dict) else None
         if not isinstance(text, str):
             raise ToolFailure(f"skill {skill.name} returned no text result")
-        self.audit.record("skill.call", skill=skill.name, tool=decl.name, outcome="ok", bytes=len(text),
-                          seconds=round(time.monotonic() - started, 4))
+        self.audit.record(
+            "skill.call",
+            skill=skill.name,
+            tool=decl.name,
+            outcome="ok",
+            bytes=len(text),
+            seconds=round(time.monotonic() - started, 4),
+        )
         return self._output(skill, text, state)
 
     # ---- between calls ------------------------------------------------------------------------
@@ -159,11 +209,19 @@ class SkillHost:
             return
         snapshot = process.snapshot()
         if snapshot is None:
-            await self._stop(skill, process, "skill.idle_stop", f"the {self.backend.name} backend cannot "
-                             "watch an idle sandbox, so it does not stay warm")
+            await self._stop(
+                skill,
+                process,
+                "skill.idle_stop",
+                f"the {self.backend.name} backend cannot watch an idle sandbox, so it does not stay warm",
+            )
         elif snapshot.strays:
-            await self._stop(skill, process, "skill.idle_kill",
-                             "left running after the call: " + ", ".join(snapshot.strays[:8]))
+            await self._stop(
+                skill,
+                process,
+                "skill.idle_kill",
+                "left running after the call: " + ", ".join(snapshot.strays[:8]),
+            )
         else:
             slot.watch = asyncio.create_task(self._watch(skill, process))
 
@@ -214,8 +272,13 @@ class SkillHost:
 
     async def _stop(self, skill: InstalledSkill, process: SkillProcess, kind: str, reason: str) -> None:
         """Kill the sandbox (the next call starts a fresh one); audited first, in case we are cancelled."""
-        self.audit.record(kind, skill=skill.name, backend=self.backend.name, reason=reason,
-                          stderr=process.stderr_tail[-1000:] if kind == "skill.idle_kill" else "")
+        self.audit.record(
+            kind,
+            skill=skill.name,
+            backend=self.backend.name,
+            reason=reason,
+            stderr=process.stderr_tail[-1000:] if kind == "skill.idle_kill" else "",
+        )
         if kind == "skill.idle_kill":
             log.warning("skill %s killed between calls: %s", skill.name, reason)
         await process.kill()
@@ -232,8 +295,11 @@ class SkillHost:
         limit = self.settings.max_result_bytes
         if len(text) > limit:
             text = text[:limit] + f"\n[... cut: the skill returned {len(text)} characters]"
-        return ToolOutput(f"[result of third-party skill {skill.name}; untrusted]\n{text}", untrusted=True,
-                          data=state.signed)
+        return ToolOutput(
+            f"[result of third-party skill {skill.name}; untrusted]\n{text}",
+            untrusted=True,
+            data=state.signed,
+        )
 
     async def close(self) -> None:
         for slot in self._slots.values():

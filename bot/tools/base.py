@@ -89,15 +89,20 @@ class ToolContext:
     def require_signer(self, consequence: str) -> SignerClient:
         """The signer client, or a ToolFailure saying what cannot be done without one."""
         if self.services.signer is None:
-            raise ToolFailure(f"the bot has no usable signer client token, so {consequence} (`/status` tells the "
-                              "user why and what to do)")
+            raise ToolFailure(
+                f"the bot has no usable signer client token, so {consequence} (`/status` tells the "
+                "user why and what to do)"
+            )
         return self.services.signer
 
     @property
     def source(self) -> str:
         """How the signer should label requests from this run; unattended runs are stricter."""
-        return {ContextKind.HEARTBEAT: "heartbeat", ContextKind.CRON: "heartbeat",
-                ContextKind.SKILL: "skill"}.get(self.kind, "agent")
+        return {
+            ContextKind.HEARTBEAT: "heartbeat",
+            ContextKind.CRON: "heartbeat",
+            ContextKind.SKILL: "skill",
+        }.get(self.kind, "agent")
 
 
 Handler = Callable[[ToolContext, A], Awaitable[ToolOutput]]
@@ -135,9 +140,16 @@ class Tool(Generic[A]):
         return f"{self.name}({shown})"
 
 
-def tool(name: str, level: Level, args: type[A], *, description: str, timeout: float = 30.0,
-         confirmation: Confirmation[A] | None = None,
-         confirmation_note: ConfirmationNote[A] | None = None) -> Callable[[Handler[A]], Tool[A]]:
+def tool(
+    name: str,
+    level: Level,
+    args: type[A],
+    *,
+    description: str,
+    timeout: float = 30.0,
+    confirmation: Confirmation[A] | None = None,
+    confirmation_note: ConfirmationNote[A] | None = None,
+) -> Callable[[Handler[A]], Tool[A]]:
     """Decorator: turn an async handler into a Tool."""
 
     def wrap(handler: Handler[A]) -> Tool[A]:

@@ -14,4 +14,12 @@ from bot.tools.wallet import WALLET_TOOLS
 
 
 def standard_tools() -> list[Tool]:
-    return [*WALLET_TOOLS, *PRICE_TOOLS, *TX_TOOLS, *MEMORY_TOOLS, *CONTACT_TOOLS, *REMINDER_TOOLS, *CRON_TOOLS]
+    return [
+        *WALLET_TOOLS,
+        *PRICE_TOOLS,
+        *TX_TOOLS,
+        *MEMORY_TOOLS,
+        *CONTACT_TOOLS,
+        *REMINDER_TOOLS,
+        *CRON_TOOLS,
+    ]

@@ -14,12 +14,27 @@ from typing import Any
 from bot.tools.basics import ToolFailure
 from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
 
-READ_METHODS = frozenset({
-    "eth_chainId", "net_version", "eth_blockNumber", "eth_getBalance", "eth_getCode", "eth_call",
-    "eth_getTransactionCount", "eth_getTransactionByHash", "eth_getTransactionReceipt",
-    "eth_getBlockByNumber", "eth_getBlockByHash", "eth_gasPrice", "eth_maxPriorityFeePerGas",
-    "eth_feeHistory", "eth_estimateGas", "eth_getLogs", "eth_getStorageAt",
-})
+READ_METHODS = frozenset(
+    {
+        "eth_chainId",
+        "net_version",
+        "eth_blockNumber",
+        "eth_getBalance",
+        "eth_getCode",
+        "eth_call",
+        "eth_getTransactionCount",
+        "eth_getTransactionByHash",
+        "eth_getTransactionReceipt",
+        "eth_getBlockByNumber",
+        "eth_getBlockByHash",
+        "eth_gasPrice",
+        "eth_maxPriorityFeePerGas",
+        "eth_feeHistory",
+        "eth_estimateGas",
+        "eth_getLogs",
+        "eth_getStorageAt",
+    }
+)
 
 
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)

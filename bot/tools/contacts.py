@@ -14,7 +14,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -99,8 +99,9 @@ class ContactStore:
             stored = _StoredFile.model_validate(json.loads(read_regular_text(self.path)))
         except (ValueError, ValidationError, OSError):
             # Fail closed: never overwrite a file we cannot read with a "fresh" list.
-            raise ToolFailure(f"{CONTACTS_FILE} is unreadable or malformed; fix or remove it by hand"
-                              ) from None
+            raise ToolFailure(
+                f"{CONTACTS_FILE} is unreadable or malformed; fix or remove it by hand"
+            ) from None
         return [Contact(c.name, c.address, c.added_at) for c in stored.contacts]
 
     def _write(self, contacts: list[Contact]) -> None:
@@ -117,8 +118,9 @@ class ContactStore:
             contacts = self._read()
             for c in contacts:
                 if c.name.casefold() == name.casefold():
-                    raise ToolFailure(f"a contact named {c.name!r} already exists ({c.address}); "
-                                      "nothing was saved")
+                    raise ToolFailure(
+                        f"a contact named {c.name!r} already exists ({c.address}); nothing was saved"
+                    )
                 if c.address.lower() == address.lower():
                     raise ToolFailure(f"{address} is already saved as {c.name!r}; nothing was saved")
             if len(contacts) >= MAX_CONTACTS:
@@ -176,8 +178,9 @@ async def signer_address_book(signer: SignerClient) -> list[BookEntry]:
     return [BookEntry(e.chain, e.name, e.address) for e in entries]
 
 
-async def address_named(signer: SignerClient | None, state_dir: Path | None, chain_id: int,
-                        name: str) -> tuple[str, str] | None:
+async def address_named(
+    signer: SignerClient | None, state_dir: Path | None, chain_id: int, name: str
+) -> tuple[str, str] | None:
     """(address, where it was found) for a name the user typed where an address goes (`/send
     dev-friend 0.001eth`): the signer's address book on `chain_id` first (the names that make a
     recipient known), then the local contacts (labels only: paying one is still paying a new recipient,
@@ -185,37 +188,49 @@ async def address_named(signer: SignerClient | None, state_dir: Path | None, cha
     wanted = name.strip().casefold()
     if signer is not None:
         try:
-            book = [e for e in await signer_address_book(signer) if e.chain_id == chain_id
-                    and e.name.casefold() == wanted]
+            book = [
+                e
+                for e in await signer_address_book(signer)
+                if e.chain_id == chain_id and e.name.casefold() == wanted
+            ]
         except SignerError:
             book = []  # the contacts may still know it; the signer judges the address either way
         if len({e.address.lower() for e in book}) > 1:
-            raise ToolFailure(f"the signer's address book has more than one {name!r} on chain {chain_id}: "
-                              "write the address instead")
+            raise ToolFailure(
+                f"the signer's address book has more than one {name!r} on chain {chain_id}: "
+                "write the address instead"
+            )
         if book:
             return book[0].address, "the signer's address book"
     if state_dir is not None:
         match = next((c for c in ContactStore(state_dir).load() if c.name.casefold() == wanted), None)
         if match is not None:
-            return to_checksum(match.address), "your contacts (a label only: the signer still treats it as new)"
+            return to_checksum(
+                match.address
+            ), "your contacts (a label only: the signer still treats it as new)"
     return None
 
 
 # ---- tools ----------------------------------------------------------------------------------------
 
 LOCAL_ONLY = "local label only: the signer still treats this address as a new recipient"
-POISONING_WARNING = ("WARNING: this address resembles one you already know (same first 4 and last 4 hex "
-                     "digits) - the address-poisoning trick. Compare every character before confirming.")
+POISONING_WARNING = (
+    "WARNING: this address resembles one you already know (same first 4 and last 4 hex "
+    "digits) - the address-poisoning trick. Compare every character before confirming."
+)
 
 
 class ContactAddArgs(ToolArgs):
-    name: ContactName = Field(min_length=1, max_length=40,
-                              description="1-40 ASCII letters, digits, spaces, - _ .")
-    address: ChecksumAddress = Field(pattern=ADDRESS_PATTERN,
-                                     description="0x + 40 hex (EIP-55 if mixed case)")
+    name: ContactName = Field(
+        min_length=1, max_length=40, description="1-40 ASCII letters, digits, spaces, - _ ."
+    )
+    address: ChecksumAddress = Field(
+        pattern=ADDRESS_PATTERN, description="0x + 40 hex (EIP-55 if mixed case)"
+    )
     lookalike_acknowledged: bool = Field(
         default=False,
-        description="set only after contact_add refused a look-alike and the user still wants it")
+        description="set only after contact_add refused a look-alike and the user still wants it",
+    )
 
 
 class ContactRemoveArgs(ToolArgs):
@@ -224,14 +239,14 @@ class ContactRemoveArgs(ToolArgs):
 
 
 def _confirm_add(args: ContactAddArgs) -> str:
-    lines = [f"Save local contact \"{args.name}\" = {args.address}", f"({LOCAL_ONLY})"]
+    lines = [f'Save local contact "{args.name}" = {args.address}', f"({LOCAL_ONLY})"]
     if args.lookalike_acknowledged:
         lines.append(POISONING_WARNING)
     return "\n".join(lines)
 
 
 def _confirm_remove(args: ContactRemoveArgs) -> str:
-    return f"Remove local contact \"{args.name}\" = {args.address}"
+    return f'Remove local contact "{args.name}" = {args.address}'
 
 
 async def _known_lookalikes(ctx: ToolContext, store: ContactStore, address: str) -> list[str]:
@@ -254,23 +269,33 @@ async def _lookalike_note(ctx: ToolContext, args: ContactAddArgs) -> str | None:
     return f"It resembles: {'; '.join(similar)}" if similar else None
 
 
-@tool("contact_add", Level.WRITE, ContactAddArgs, confirmation=_confirm_add, confirmation_note=_lookalike_note,
-      description="""
+@tool(
+    "contact_add",
+    Level.WRITE,
+    ContactAddArgs,
+    confirmation=_confirm_add,
+    confirmation_note=_lookalike_note,
+    description="""
 Save a local contact (name -> address) after the user confirms. It is a label in the bot only: the
 signer still treats the address as a new recipient. Refuses duplicates and addresses that
-the user did not write themselves; look-alikes of known addresses are refused until acknowledged.""")
+the user did not write themselves; look-alikes of known addresses are refused until acknowledged.""",
+)
 async def contact_add(ctx: ToolContext, args: ContactAddArgs) -> ToolOutput:
     if not ctx.provenance.user_wrote(args.address):
-        raise ToolFailure(f"{args.address} is not an address the user wrote in this conversation (it came "
-                          "from a page, a file, a tool result or the model); ask the user to type or paste "
-                          "it themselves. Nothing was saved.")
+        raise ToolFailure(
+            f"{args.address} is not an address the user wrote in this conversation (it came "
+            "from a page, a file, a tool result or the model); ask the user to type or paste "
+            "it themselves. Nothing was saved."
+        )
     store = contact_store(ctx)
     similar = await _known_lookalikes(ctx, store, args.address)
     if similar and not args.lookalike_acknowledged:
-        raise ToolFailure(f"{args.address} looks like {'; '.join(similar)} (same first and last 4 hex "
-                          "digits): this is how address poisoning works. Nothing was saved. Only if the user "
-                          "confirms it really is a different person, call again with "
-                          "lookalike_acknowledged=true.")
+        raise ToolFailure(
+            f"{args.address} looks like {'; '.join(similar)} (same first and last 4 hex "
+            "digits): this is how address poisoning works. Nothing was saved. Only if the user "
+            "confirms it really is a different person, call again with "
+            "lookalike_acknowledged=true."
+        )
     contact = store.add(args.name, args.address)
     text = f"Saved local contact {contact.name!r} = {contact.address} ({LOCAL_ONLY})."
     if similar:
@@ -278,12 +303,21 @@ async def contact_add(ctx: ToolContext, args: ContactAddArgs) -> ToolOutput:
     return ToolOutput(text, untrusted=False, data={"name": contact.name, "address": contact.address})
 
 
-@tool("contact_remove", Level.WRITE, ContactRemoveArgs, confirmation=_confirm_remove, description="""
-Remove a local contact after the user confirms; give its name and its full address (see address_book).""")
+@tool(
+    "contact_remove",
+    Level.WRITE,
+    ContactRemoveArgs,
+    confirmation=_confirm_remove,
+    description="""
+Remove a local contact after the user confirms; give its name and its full address (see address_book).""",
+)
 async def contact_remove(ctx: ToolContext, args: ContactRemoveArgs) -> ToolOutput:
     removed = contact_store(ctx).remove(args.name, args.address)
-    return ToolOutput(f"Removed local contact {removed.name!r} = {removed.address}.", untrusted=False,
-                      data={"name": removed.name, "address": removed.address})
+    return ToolOutput(
+        f"Removed local contact {removed.name!r} = {removed.address}.",
+        untrusted=False,
+        data={"name": removed.name, "address": removed.address},
+    )
 
 
 CONTACT_TOOLS = (contact_add, contact_remove)

@@ -17,8 +17,17 @@ from pydantic import Field, model_validator
 
 from bot.agent.provenance import addresses_in
 from bot.notify import target_of_session
-from bot.scheduler.jobs import (MAX_PROMPT, AgentTurn, JobSpec, Reminder, SystemEvent, build_schedule,
-                                next_fire, utc_text, zone)
+from bot.scheduler.jobs import (
+    MAX_PROMPT,
+    AgentTurn,
+    JobSpec,
+    Reminder,
+    SystemEvent,
+    build_schedule,
+    next_fire,
+    utc_text,
+    zone,
+)
 from bot.scheduler.store import Job, JobLimit, JobStore
 from bot.tools.base import Level, NoArgs, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 
@@ -43,8 +52,9 @@ def add_job(ctx: ToolContext, spec: JobSpec) -> Job:
             job = store.add(spec, owner=ctx.session_key, origin="agent", now=now)
     except JobLimit as exc:
         raise ToolFailure(str(exc)) from None
-    ctx.services.events.emit("cron", "job.added", {"job_id": job.id, "session": ctx.session_key,
-                                                   "kind": spec.payload.kind})
+    ctx.services.events.emit(
+        "cron", "job.added", {"job_id": job.id, "session": ctx.session_key, "kind": spec.payload.kind}
+    )
     return job
 
 
@@ -56,8 +66,10 @@ def _when(job_spec: JobSpec) -> str:
 class CronAddArgs(ToolArgs):
     text: str = Field(min_length=1, max_length=MAX_PROMPT, description="the reminder text or the task")
     kind: Literal["reminder", "agentTurn", "systemEvent"] = Field(
-        default="agentTurn", description="reminder: send the text; agentTurn: you run the task (read-only "
-        "tools) and the answer is sent here; systemEvent: the text arrives in this chat as a system note")
+        default="agentTurn",
+        description="reminder: send the text; agentTurn: you run the task (read-only "
+        "tools) and the answer is sent here; systemEvent: the text arrives in this chat as a system note",
+    )
     at: str | None = Field(default=None, max_length=40, description="once: ISO-8601 with timezone offset")
     every_minutes: int | None = Field(default=None, ge=1, le=MAX_MINUTES, description="repeat interval")
     cron: str | None = Field(default=None, max_length=120, description="5-field crontab, e.g. '0 9 * * 1-5'")
@@ -80,37 +92,55 @@ class CronAddArgs(ToolArgs):
             payload = SystemEvent(text=self.text)
         else:
             payload = AgentTurn(prompt=self.text)
-        spec = JobSpec(name=self.name, schedule=schedule, payload=payload, timezone=self.timezone,
-                       target=target_of_session(session_key))
+        spec = JobSpec(
+            name=self.name,
+            schedule=schedule,
+            payload=payload,
+            timezone=self.timezone,
+            target=target_of_session(session_key),
+        )
         spec.check_window(time.time())
         return spec
 
 
 def _confirm_add(args: CronAddArgs) -> str:
     spec = args.spec(session_key="console:check")
-    return (f"Schedule {spec.describe_schedule('UTC')} (first: {_when(spec)}), reporting to this chat:\n"
-            f"{spec.describe_payload()}")
+    return (
+        f"Schedule {spec.describe_schedule('UTC')} (first: {_when(spec)}), reporting to this chat:\n"
+        f"{spec.describe_payload()}"
+    )
 
 
-@tool("cron_add", Level.WRITE, CronAddArgs, confirmation=_confirm_add, description="""
+@tool(
+    "cron_add",
+    Level.WRITE,
+    CronAddArgs,
+    confirmation=_confirm_add,
+    description="""
 Schedule a job for this chat: a reminder, a task you run later with read-only tools (agentTurn), or a
-system note. Exactly one of at / every_minutes / cron. Results always come back to this chat.""")
+system note. Exactly one of at / every_minutes / cron. Results always come back to this chat.""",
+)
 async def cron_add(ctx: ToolContext, args: CronAddArgs) -> ToolOutput:
     try:
         spec = args.spec(ctx.session_key)
     except ValueError as exc:
         raise ToolFailure(f"{exc}; nothing was scheduled") from None
     job = add_job(ctx, spec)
-    return ToolOutput(f"Scheduled job {job.id}: {spec.describe_schedule('UTC')}, first at {_when(spec)}.",
-                      untrusted=False, data={"id": job.id})
+    return ToolOutput(
+        f"Scheduled job {job.id}: {spec.describe_schedule('UTC')}, first at {_when(spec)}.",
+        untrusted=False,
+        data={"id": job.id},
+    )
 
 
 def describe_job(job: Job, default_tz: str = "UTC") -> str:
     spec = job.spec
     upcoming = next_fire(spec, job.created_at, default_tz, after=max(job.watermark, time.time()))
     label = f" ({spec.name})" if spec.name else ""
-    return (f"{job.id}{label}: {spec.describe_schedule(default_tz)}, next "
-            f"{utc_text(upcoming) if upcoming is not None else 'never'}: {spec.describe_payload()}")
+    return (
+        f"{job.id}{label}: {spec.describe_schedule(default_tz)}, next "
+        f"{utc_text(upcoming) if upcoming is not None else 'never'}: {spec.describe_payload()}"
+    )
 
 
 @tool("cron_list", Level.READ, NoArgs, description="This chat's scheduled jobs and reminders.")
@@ -119,16 +149,24 @@ async def cron_list(ctx: ToolContext, args: NoArgs) -> ToolOutput:
         jobs = store.active(ctx.session_key)
     if not jobs:
         return ToolOutput("No scheduled jobs in this chat.", untrusted=False, data={"jobs": []})
-    return ToolOutput("\n".join(describe_job(j) for j in jobs), untrusted=True,
-                      data={"jobs": [{"id": j.id, "kind": j.spec.payload.kind} for j in jobs]})
+    return ToolOutput(
+        "\n".join(describe_job(j) for j in jobs),
+        untrusted=True,
+        data={"jobs": [{"id": j.id, "kind": j.spec.payload.kind} for j in jobs]},
+    )
 
 
 class CronRemoveArgs(ToolArgs):
     id: str = Field(pattern=r"^j[0-9a-f]{8}$")
 
 
-@tool("cron_remove", Level.WRITE, CronRemoveArgs, confirmation=lambda a: f"Cancel scheduled job {a.id}",
-      description="Cancel one of this chat's scheduled jobs or reminders by id.")
+@tool(
+    "cron_remove",
+    Level.WRITE,
+    CronRemoveArgs,
+    confirmation=lambda a: f"Cancel scheduled job {a.id}",
+    description="Cancel one of this chat's scheduled jobs or reminders by id.",
+)
 async def cron_remove(ctx: ToolContext, args: CronRemoveArgs) -> ToolOutput:
     with job_store(ctx) as store:
         removed = store.remove(args.id, owner=ctx.session_key)

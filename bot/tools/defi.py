@@ -57,11 +57,21 @@ def _bytes_array(items: list[bytes]) -> bytes:
     return _word(32) + _word(len(items)) + head + tail
 
 
-def exact_input_single(token_in: str, token_out: str, fee: int, recipient: str, deadline: int, amount_in: int,
-                       min_out: int) -> bytes:
+def exact_input_single(
+    token_in: str, token_out: str, fee: int, recipient: str, deadline: int, amount_in: int, min_out: int
+) -> bytes:
     """A static tuple is encoded in place: eight words, the price limit 0 (the signer requires it)."""
-    return (EXACT_INPUT_SINGLE + _address(token_in) + _address(token_out) + _word(fee) + _address(recipient)
-            + _word(deadline) + _word(amount_in) + _word(min_out) + _word(0))
+    return (
+        EXACT_INPUT_SINGLE
+        + _address(token_in)
+        + _address(token_out)
+        + _word(fee)
+        + _address(recipient)
+        + _word(deadline)
+        + _word(amount_in)
+        + _word(min_out)
+        + _word(0)
+    )
 
 
 class _Router(BaseModel):
@@ -108,10 +118,16 @@ async def market(ctx: ToolContext, chain_id: int) -> Market:
         raise ToolFailure(f"the signer's policy lists no swap router on chain {chain_id}")
     mine = sorted((k for k in keys.addresses if k.chain_id == chain_id), key=lambda k: k.expires_at)
     if not mine:
-        raise ToolFailure(f"no active session key on chain {chain_id}: create one with "
-                          "`owlia signer session-key create` and top it up")
-    return Market(router, swaps.max_slippage_bps, min(DEADLINE_SECONDS, swaps.max_deadline_seconds // 2),
-                  mine[-1].address.lower())
+        raise ToolFailure(
+            f"no active session key on chain {chain_id}: create one with "
+            "`owlia signer session-key create` and top it up"
+        )
+    return Market(
+        router,
+        swaps.max_slippage_bps,
+        min(DEADLINE_SECONDS, swaps.max_deadline_seconds // 2),
+        mine[-1].address.lower(),
+    )
 
 
 async def _eth_call(ctx: ToolContext, chain_id: int, to: str, data: bytes) -> bytes:
@@ -123,9 +139,17 @@ async def _eth_call(ctx: ToolContext, chain_id: int, to: str, data: bytes) -> by
     return bytes.fromhex(raw[2:])
 
 
-async def quote(ctx: ToolContext, chain_id: int, quoter: str, token_in: str, token_out: str, amount: int,
-                fee: int) -> int:
-    data = QUOTE_EXACT_INPUT_SINGLE + _address(token_in) + _address(token_out) + _word(amount) + _word(fee) + _word(0)
+async def quote(
+    ctx: ToolContext, chain_id: int, quoter: str, token_in: str, token_out: str, amount: int, fee: int
+) -> int:
+    data = (
+        QUOTE_EXACT_INPUT_SINGLE
+        + _address(token_in)
+        + _address(token_out)
+        + _word(amount)
+        + _word(fee)
+        + _word(0)
+    )
     answer = await _eth_call(ctx, chain_id, quoter, data)
     if len(answer) < 128:
         raise ToolFailure("the quoter gave no quote (is there a pool for this pair and fee?)")
@@ -147,17 +171,27 @@ async def _wait_mined(ctx: ToolContext, chain_id: int, tx_hash: str, timeout: fl
 
 class SwapArgs(ToolArgs):
     amount: str = Field(pattern=AMOUNT_PATTERN, description='amount to sell, in whole units, e.g. "0.005"')
-    token_in: str = Field(default="ETH", max_length=42, description="what to sell: ETH or a symbol/address the policy lists")
-    token_out: str = Field(max_length=42, description="what to buy: a symbol/address the policy lists, or ETH")
+    token_in: str = Field(
+        default="ETH", max_length=42, description="what to sell: ETH or a symbol/address the policy lists"
+    )
+    token_out: str = Field(
+        max_length=42, description="what to buy: a symbol/address the policy lists, or ETH"
+    )
     chain_id: int | None = Field(default=None, gt=0)
     reason: str = Field(default="", max_length=200, description="why; shown to the user marked unverified")
 
 
-@tool("swap", Level.SIGN, SwapArgs, timeout=120, description="""
+@tool(
+    "swap",
+    Level.SIGN,
+    SwapArgs,
+    timeout=120,
+    description="""
 Swap an exact amount of ETH or a listed token for a listed token or ETH through the router the
 user's policy lists. The signer checks the swap against its own quote and the policy, then signs,
 asks the user's companion app, or refuses. A token sold needs an approval first: this tool asks for
-one of exactly the amount. Report the signer's outcome as given.""")
+one of exactly the amount. Report the signer's outcome as given.""",
+)
 async def swap(ctx: ToolContext, args: SwapArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
     m = await market(ctx, chain_id)
@@ -181,33 +215,53 @@ async def swap(ctx: ToolContext, args: SwapArgs) -> ToolOutput:
             return approved
     deadline = int(time.time()) + m.deadline_seconds
     if asset_out == NATIVE:  # the router receives WETH, then pays it out as ETH to the payer
-        calls = [exact_input_single(token_in, token_out, DEFAULT_FEE, router, deadline, amount, minimum),
-                 UNWRAP_WETH9 + _word(minimum) + _address(m.payer)]
+        calls = [
+            exact_input_single(token_in, token_out, DEFAULT_FEE, router, deadline, amount, minimum),
+            UNWRAP_WETH9 + _word(minimum) + _address(m.payer),
+        ]
         data = MULTICALL + _bytes_array(calls)
     else:
         data = exact_input_single(token_in, token_out, DEFAULT_FEE, m.payer, deadline, amount, minimum)
     value = amount if asset_in == NATIVE else 0
-    intent: dict[str, Any] = {"chain_id": chain_id, "to": router, "value": str(value), "data": "0x" + data.hex()}
+    intent: dict[str, Any] = {
+        "chain_id": chain_id,
+        "to": router,
+        "value": str(value),
+        "data": "0x" + data.hex(),
+    }
     output = await _submit(ctx, intent, args.reason, [])
-    note = (f"asked: sell {format_amount(amount, decimals_in, symbol_in)} for at least "
-            f"{format_amount(minimum, decimals_out, symbol_out)} (quoted {format_amount(expected, decimals_out, symbol_out)})")
+    note = (
+        f"asked: sell {format_amount(amount, decimals_in, symbol_in)} for at least "
+        f"{format_amount(minimum, decimals_out, symbol_out)} (quoted {format_amount(expected, decimals_out, symbol_out)})"
+    )
     return ToolOutput(f"{output.content}\n{note}", untrusted=False, data=output.data)
 
 
-async def _approve_if_needed(ctx: ToolContext, chain_id: int, token: str, owner: str, router: str, amount: int,
-                             reason: str) -> ToolOutput | None:
+async def _approve_if_needed(
+    ctx: ToolContext, chain_id: int, token: str, owner: str, router: str, amount: int, reason: str
+) -> ToolOutput | None:
     """An approval of exactly `amount` when the router's allowance is short; None once it is in place.
     Anything but a signed, mined approval is returned as the outcome (pending, denied)."""
-    allowance = int.from_bytes((await _eth_call(ctx, chain_id, token, ALLOWANCE + _address(owner)
-                                                + _address(router)))[:32] or b"\0", "big")
+    allowance = int.from_bytes(
+        (await _eth_call(ctx, chain_id, token, ALLOWANCE + _address(owner) + _address(router)))[:32] or b"\0",
+        "big",
+    )
     if allowance >= amount:
         return None
     data = APPROVE + _address(router) + _word(amount)
-    output = await _submit(ctx, {"chain_id": chain_id, "to": token, "value": "0", "data": "0x" + data.hex()},
-                           reason, [], step="approve")
+    output = await _submit(
+        ctx,
+        {"chain_id": chain_id, "to": token, "value": "0", "data": "0x" + data.hex()},
+        reason,
+        [],
+        step="approve",
+    )
     if (output.data or {}).get("status") != "signed":
-        return ToolOutput("the approval the swap needs was not signed:\n" + output.content, untrusted=False,
-                          data=output.data)
+        return ToolOutput(
+            "the approval the swap needs was not signed:\n" + output.content,
+            untrusted=False,
+            data=output.data,
+        )
     await _wait_mined(ctx, chain_id, str((output.data or {})["tx_hash"]))
     return None
 
@@ -218,20 +272,37 @@ class WrapArgs(ToolArgs):
     reason: str = Field(default="", max_length=200, description="why; shown to the user marked unverified")
 
 
-@tool("wrap", Level.SIGN, WrapArgs, timeout=90, description="""
+@tool(
+    "wrap",
+    Level.SIGN,
+    WrapArgs,
+    timeout=90,
+    description="""
 Wrap ETH into WETH (the policy's router's WETH) in the same account. The signer counts it like a
-transfer of the ETH and decides. Report its outcome as given.""")
+transfer of the ETH and decides. Report its outcome as given.""",
+)
 async def wrap(ctx: ToolContext, args: WrapArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
     m = await market(ctx, chain_id)
     amount = _amount(args.amount)
-    intent = {"chain_id": chain_id, "to": m.router.weth.lower(), "value": str(amount), "data": "0x" + DEPOSIT.hex()}
+    intent = {
+        "chain_id": chain_id,
+        "to": m.router.weth.lower(),
+        "value": str(amount),
+        "data": "0x" + DEPOSIT.hex(),
+    }
     return await _submit(ctx, intent, args.reason, [])
 
 
-@tool("unwrap", Level.SIGN, WrapArgs, timeout=90, description="""
+@tool(
+    "unwrap",
+    Level.SIGN,
+    WrapArgs,
+    timeout=90,
+    description="""
 Unwrap WETH into ETH in the same account. The signer counts it like a transfer of the WETH and
-decides. Report its outcome as given.""")
+decides. Report its outcome as given.""",
+)
 async def unwrap(ctx: ToolContext, args: WrapArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
     m = await market(ctx, chain_id)
@@ -268,8 +339,12 @@ class _ClaimEntry(BaseModel):
 
 
 class ClaimArgs(ToolArgs):
-    distributor: str = Field(max_length=100, description="the distributor's name or address in the signer's policy")
-    proof: str = Field(max_length=2000, description="the claims file: a path in the workspace, or an https URL")
+    distributor: str = Field(
+        max_length=100, description="the distributor's name or address in the signer's policy"
+    )
+    proof: str = Field(
+        max_length=2000, description="the claims file: a path in the workspace, or an https URL"
+    )
     chain_id: int | None = Field(default=None, gt=0)
     reason: str = Field(default="", max_length=200, description="why; shown to the user marked unverified")
 
@@ -277,7 +352,9 @@ class ClaimArgs(ToolArgs):
 async def _claims_text(ctx: ToolContext, source: str) -> str:
     if source.startswith("https://") or source.startswith("http://"):
         if ctx.services.fetcher is None:
-            raise ToolFailure("fetching is not enabled for this bot: save the claims file in the workspace instead")
+            raise ToolFailure(
+                "fetching is not enabled for this bot: save the claims file in the workspace instead"
+            )
         result = await ctx.services.fetcher.fetch(source)
         return str(result.text)
     import os
@@ -296,10 +373,16 @@ async def _claims_text(ctx: ToolContext, source: str) -> str:
         raise ToolFailure(f"cannot read the claims file: {exc.strerror}") from None
 
 
-@tool("claim", Level.SIGN, ClaimArgs, timeout=90, description="""
+@tool(
+    "claim",
+    Level.SIGN,
+    ClaimArgs,
+    timeout=90,
+    description="""
 Claim an airdrop from a merkle distributor the user's policy lists, for the session key's account,
 with the proof from a claims file (Uniswap merkle-distributor format) in the workspace or at a URL.
-The signer checks that the claim pays the account that sends it, then decides. Report its outcome.""")
+The signer checks that the claim pays the account that sends it, then decides. Report its outcome.""",
+)
 async def claim(ctx: ToolContext, args: ClaimArgs) -> ToolOutput:
     import json
 
@@ -311,14 +394,19 @@ async def claim(ctx: ToolContext, args: ClaimArgs) -> ToolOutput:
     except SignerError as exc:
         raise ToolFailure(f"the signer could not answer: {exc.message}") from None
     try:
-        listed = [_Distributor.model_validate(d) for d in (shown.policy.get("claims") or {}).get("distributors", [])]
+        listed = [
+            _Distributor.model_validate(d) for d in (shown.policy.get("claims") or {}).get("distributors", [])
+        ]
     except ValidationError:
         raise ToolFailure("the signer returned a claims section this bot cannot read") from None
     wanted = args.distributor.lower()
-    distributor = next((d for d in listed if d.chain == chain_id and wanted in (d.name.lower(), d.address.lower())),
-                       None)
+    distributor = next(
+        (d for d in listed if d.chain == chain_id and wanted in (d.name.lower(), d.address.lower())), None
+    )
     if distributor is None:
-        raise ToolFailure(f"{args.distributor} is not a distributor the signer's policy lists on chain {chain_id}")
+        raise ToolFailure(
+            f"{args.distributor} is not a distributor the signer's policy lists on chain {chain_id}"
+        )
     mine = sorted((k for k in keys.addresses if k.chain_id == chain_id), key=lambda k: k.expires_at)
     if not mine:
         raise ToolFailure(f"no active session key on chain {chain_id}")
@@ -338,9 +426,21 @@ async def claim(ctx: ToolContext, args: ClaimArgs) -> ToolOutput:
         raise ToolFailure("a proof element is not hex") from None
     if any(len(p) != 32 for p in proof):
         raise ToolFailure("a proof element is not 32 bytes")
-    data = (CLAIM + _word(entry.index) + _address(account) + _word(amount) + _word(128) + _word(len(proof))
-            + b"".join(proof))
-    intent = {"chain_id": chain_id, "to": distributor.address.lower(), "value": "0", "data": "0x" + data.hex()}
+    data = (
+        CLAIM
+        + _word(entry.index)
+        + _address(account)
+        + _word(amount)
+        + _word(128)
+        + _word(len(proof))
+        + b"".join(proof)
+    )
+    intent = {
+        "chain_id": chain_id,
+        "to": distributor.address.lower(),
+        "value": "0",
+        "data": "0x" + data.hex(),
+    }
     return await _submit(ctx, intent, args.reason, [])
 
 

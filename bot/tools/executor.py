@@ -32,7 +32,6 @@ from policies.kernel.text import visible
 log = logging.getLogger(__name__)
 
 
-
 class Confirmer(Protocol):
     async def confirm(self, text: str, timeout: float) -> bool:
         """Ask the user who sent the message, in the same chat; False on no, timeout or doubt."""
@@ -86,15 +85,21 @@ def cut(text: str, limit: int) -> str:
 
 
 class ToolExecutor:
-    def __init__(self, registry: ToolRegistry, settings: AgentSettings, audit: BotAudit,
-                 metrics: Any | None = None) -> None:
+    def __init__(
+        self, registry: ToolRegistry, settings: AgentSettings, audit: BotAudit, metrics: Any | None = None
+    ) -> None:
         self.registry = registry
         self.settings = settings
         self.audit = audit
         self.metrics = metrics
 
-    async def execute(self, ctx: ToolContext, calls: Sequence[ToolCall], confirmer: Confirmer | None,
-                      on_event: EventSink | None = None) -> list[Executed]:
+    async def execute(
+        self,
+        ctx: ToolContext,
+        calls: Sequence[ToolCall],
+        confirmer: Confirmer | None,
+        on_event: EventSink | None = None,
+    ) -> list[Executed]:
         """Results in the order of `calls`; reads batched concurrently between serial writes/signs."""
         if on_event is not None and not ctx.shown_in_chat:
             ctx = replace(ctx, shown_in_chat=True)
@@ -103,7 +108,9 @@ class ToolExecutor:
         batch: list[int] = []
 
         async def flush() -> None:
-            done = await asyncio.gather(*(self._one(ctx, calls[i], found[i], confirmer, on_event) for i in batch))
+            done = await asyncio.gather(
+                *(self._one(ctx, calls[i], found[i], confirmer, on_event) for i in batch)
+            )
             for i, item in zip(batch, done):
                 results[i] = item
             batch.clear()
@@ -118,25 +125,55 @@ class ToolExecutor:
         await flush()
         return [r for r in results if r is not None]
 
-    async def _one(self, ctx: ToolContext, call: ToolCall, found: Tool | None, confirmer: Confirmer | None,
-                   on_event: EventSink | None) -> Executed:
+    async def _one(
+        self,
+        ctx: ToolContext,
+        call: ToolCall,
+        found: Tool | None,
+        confirmer: Confirmer | None,
+        on_event: EventSink | None,
+    ) -> Executed:
         started = time.monotonic()
         level = found.level if found else None
-        self.audit.record("tool.requested", run_id=ctx.run_id, session=ctx.session_key, context=ctx.kind.value,
-                          tool=call.name, call_id=call.id, level=level.value if level else None,
-                          arguments=dict(call.arguments))
+        self.audit.record(
+            "tool.requested",
+            run_id=ctx.run_id,
+            session=ctx.session_key,
+            context=ctx.kind.value,
+            tool=call.name,
+            call_id=call.id,
+            level=level.value if level else None,
+            arguments=dict(call.arguments),
+        )
         if on_event is not None:
             await on_event(ToolEvent("started", call.id, call.name, level))
         outcome, output = await self._decide_and_run(ctx, call, found, confirmer)
         if found is not None and found.level is Level.SIGN and output.data:
             outcome = str(output.data.get("status", outcome))
         elapsed = time.monotonic() - started
-        self.audit.record("tool.finished", run_id=ctx.run_id, session=ctx.session_key, tool=call.name,
-                          call_id=call.id, outcome=outcome, seconds=round(elapsed, 4),
-                          result=cut(output.content, 2000), data=dict(output.data or {}))
-        ctx.services.events.emit("tool", "tool.call", {"tool": call.name, "level": level.value if level else None,
-                                                       "outcome": outcome, "seconds": round(elapsed, 4),
-                                                       "session": ctx.session_key, "context": ctx.kind.value})
+        self.audit.record(
+            "tool.finished",
+            run_id=ctx.run_id,
+            session=ctx.session_key,
+            tool=call.name,
+            call_id=call.id,
+            outcome=outcome,
+            seconds=round(elapsed, 4),
+            result=cut(output.content, 2000),
+            data=dict(output.data or {}),
+        )
+        ctx.services.events.emit(
+            "tool",
+            "tool.call",
+            {
+                "tool": call.name,
+                "level": level.value if level else None,
+                "outcome": outcome,
+                "seconds": round(elapsed, 4),
+                "session": ctx.session_key,
+                "context": ctx.kind.value,
+            },
+        )
         self._measure(call.name, level, outcome, elapsed)
         if on_event is not None:
             await on_event(ToolEvent("finished", call.id, call.name, level, outcome, output))
@@ -144,8 +181,9 @@ class ToolExecutor:
         result = ToolResult(call.id, content, is_error=output.is_error, untrusted=output.untrusted)
         return Executed(call, level, outcome, result, output.data)
 
-    async def _decide_and_run(self, ctx: ToolContext, call: ToolCall, found: Tool | None,
-                              confirmer: Confirmer | None) -> tuple[str, ToolOutput]:
+    async def _decide_and_run(
+        self, ctx: ToolContext, call: ToolCall, found: Tool | None, confirmer: Confirmer | None
+    ) -> tuple[str, ToolOutput]:
         if found is None:
             return "unavailable", _error(f"tool {call.name!r} is not available here")
         if call.error:
@@ -156,27 +194,37 @@ class ToolExecutor:
             return "invalid", _error(f"invalid arguments for {call.name}: {_problems(exc, found.args)}")
         secret = _secret_in(call.arguments)
         if secret:
-            return "secret", _error(f"refused: the arguments contain what looks like a secret ({secret}); "
-                                    "secrets never leave through tools", for_the_user=True)
+            return "secret", _error(
+                f"refused: the arguments contain what looks like a secret ({secret}); "
+                "secrets never leave through tools",
+                for_the_user=True,
+            )
         if found.level is Level.WRITE:
             if confirmer is None:
-                return "declined", _error(f"{call.name} needs the user's confirmation, which this context cannot ask")
+                return "declined", _error(
+                    f"{call.name} needs the user's confirmation, which this context cannot ask"
+                )
             text = found.confirmation_text(args)
             if found.confirmation_note is not None:
                 note = await found.confirmation_note(ctx, args)
                 text = f"{text}\n{note}" if note else text
             text = visible(text, keep="\n\t")  # every channel shows what is confirmed, hidden characters too
-            self.audit.record("tool.confirm_asked", run_id=ctx.run_id, tool=call.name, call_id=call.id, text=text)
+            self.audit.record(
+                "tool.confirm_asked", run_id=ctx.run_id, tool=call.name, call_id=call.id, text=text
+            )
             try:
                 approved = await confirmer.confirm(text, self.settings.confirm_timeout)
             except Exception:  # a broken channel is a "no", never a "yes"
                 log.exception("confirmation failed for %s", call.name)
                 approved = False
-            self.audit.record("tool.confirm_answer", run_id=ctx.run_id, tool=call.name, call_id=call.id,
-                              approved=approved)
+            self.audit.record(
+                "tool.confirm_answer", run_id=ctx.run_id, tool=call.name, call_id=call.id, approved=approved
+            )
             if not approved:
                 return "declined", _error("the user declined (or did not answer); nothing was done")
-        timeout = min(found.timeout, self.settings.tool_timeout) if found.level is Level.READ else found.timeout
+        timeout = (
+            min(found.timeout, self.settings.tool_timeout) if found.level is Level.READ else found.timeout
+        )
         try:
             output = await asyncio.wait_for(found.handler(replace(ctx, call_id=call.id), args), timeout)
         except asyncio.TimeoutError:

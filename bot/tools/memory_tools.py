@@ -34,9 +34,14 @@ class MemorySearchArgs(ToolArgs):
     limit: int = Field(default=5, ge=1, le=20)
 
 
-@tool("memory_search", Level.READ, MemorySearchArgs, description="""
+@tool(
+    "memory_search",
+    Level.READ,
+    MemorySearchArgs,
+    description="""
 Search the memory notes (MEMORY.md and memory/*.md). Returns path, line range and a snippet per
-hit; read more with memory_get.""")
+hit; read more with memory_get.""",
+)
 async def memory_search(ctx: ToolContext, args: MemorySearchArgs) -> ToolOutput:
     index = _index(ctx)
     index.reindex()  # incremental: only changed notes are re-read
@@ -60,8 +65,13 @@ class MemoryGetArgs(ToolArgs):
         return self
 
 
-@tool("memory_get", Level.READ, MemoryGetArgs, description="""
-Read lines of one memory note (MEMORY.md or a file under memory/), 1-based and inclusive.""")
+@tool(
+    "memory_get",
+    Level.READ,
+    MemoryGetArgs,
+    description="""
+Read lines of one memory note (MEMORY.md or a file under memory/), 1-based and inclusive.""",
+)
 async def memory_get(ctx: ToolContext, args: MemoryGetArgs) -> ToolOutput:
     try:
         note = read_note(ctx.services.workspace, args.path, args.start_line, args.end_line)
@@ -71,9 +81,16 @@ async def memory_get(ctx: ToolContext, args: MemoryGetArgs) -> ToolOutput:
         raise ToolFailure(f"there is no note at {args.path}") from None
     cut = " (cut short)" if note.truncated else ""
     header = f"{note.path} lines {note.start_line}-{note.end_line}{cut}"
-    return ToolOutput(f"{header}\n{note.text}", untrusted=True,
-                      data={"path": note.path, "start_line": note.start_line, "end_line": note.end_line,
-                            "truncated": note.truncated})
+    return ToolOutput(
+        f"{header}\n{note.text}",
+        untrusted=True,
+        data={
+            "path": note.path,
+            "start_line": note.start_line,
+            "end_line": note.end_line,
+            "truncated": note.truncated,
+        },
+    )
 
 
 @tool("list_notes", Level.READ, NoArgs, description="List the memory notes with their size and last change.")
@@ -93,8 +110,9 @@ async def list_notes(ctx: ToolContext, args: NoArgs) -> ToolOutput:
 
 class RememberArgs(ToolArgs):
     text: str = Field(min_length=1, max_length=MAX_REMEMBER)
-    note: str | None = Field(default=None,
-                             description='"MEMORY.md" (default) or a day note "memory/YYYY-MM-DD.md"')
+    note: str | None = Field(
+        default=None, description='"MEMORY.md" (default) or a day note "memory/YYYY-MM-DD.md"'
+    )
 
     @field_validator("text")
     @classmethod
@@ -119,9 +137,15 @@ def _confirm_remember(args: RememberArgs) -> str:
     return f"Append to {args.note or MEMORY_FILE}:\n---\n{args.text.strip()}\n---"
 
 
-@tool("remember", Level.WRITE, RememberArgs, confirmation=_confirm_remember, description="""
+@tool(
+    "remember",
+    Level.WRITE,
+    RememberArgs,
+    confirmation=_confirm_remember,
+    description="""
 Append a paragraph to long-term memory (MEMORY.md, or a day note memory/YYYY-MM-DD.md) after the
-user confirms the exact text. Never store secrets, keys or seed phrases.""")
+user confirms the exact text. Never store secrets, keys or seed phrases.""",
+)
 async def remember(ctx: ToolContext, args: RememberArgs) -> ToolOutput:
     try:
         note = append_note(ctx.services.workspace, args.text, args.note or MEMORY_FILE)

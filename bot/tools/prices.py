@@ -23,9 +23,21 @@ from policies.kernel import safejson
 
 MAX_PRICE = Decimal(10) ** 15  # above any real asset; refuses absurd or hostile replies
 DEFAULT_COINGECKO_IDS: Mapping[str, str] = {
-    "ETH": "ethereum", "WETH": "weth", "BTC": "bitcoin", "WBTC": "wrapped-bitcoin", "USDC": "usd-coin",
-    "USDT": "tether", "DAI": "dai", "SOL": "solana", "POL": "polygon-ecosystem-token", "ARB": "arbitrum",
-    "OP": "optimism", "LINK": "chainlink", "UNI": "uniswap", "AAVE": "aave", "BNB": "binancecoin",
+    "ETH": "ethereum",
+    "WETH": "weth",
+    "BTC": "bitcoin",
+    "WBTC": "wrapped-bitcoin",
+    "USDC": "usd-coin",
+    "USDT": "tether",
+    "DAI": "dai",
+    "SOL": "solana",
+    "POL": "polygon-ecosystem-token",
+    "ARB": "arbitrum",
+    "OP": "optimism",
+    "LINK": "chainlink",
+    "UNI": "uniswap",
+    "AAVE": "aave",
+    "BNB": "binancecoin",
 }
 
 
@@ -67,8 +79,9 @@ class StaticPrices:
         for symbol, value in prices.items():
             price = parse_price(value)
             if price is None:
-                raise ValueError(f"static price for {symbol} must be a positive decimal string, "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"static price for {symbol} must be a positive decimal string, got {value!r}"
+                )
             self._prices[symbol.upper()] = price
 
     async def usd_price(self, symbol: str) -> str | None:
@@ -82,8 +95,14 @@ class HttpJsonPrices:
     `fetcher` is duck-typed: `await fetcher.fetch(url)` returns something with `.status` and `.text`.
     """
 
-    def __init__(self, fetcher: Any, *, ids: Mapping[str, str] = DEFAULT_COINGECKO_IDS,
-                 base_url: str = "https://api.coingecko.com", name: str = "coingecko") -> None:
+    def __init__(
+        self,
+        fetcher: Any,
+        *,
+        ids: Mapping[str, str] = DEFAULT_COINGECKO_IDS,
+        base_url: str = "https://api.coingecko.com",
+        name: str = "coingecko",
+    ) -> None:
         self.name = name
         self._fetcher = fetcher
         self._ids = {k.upper(): v for k, v in ids.items()}
@@ -121,8 +140,14 @@ class HttpJsonPrices:
 class CachedPrices:
     """Caches answers (misses for less time); concurrent lookups of one symbol share one request."""
 
-    def __init__(self, source: Any, ttl_seconds: float = 60.0, clock: Callable[[], float] = time.monotonic,
-                 *, miss_ttl_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        ttl_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        miss_ttl_seconds: float | None = None,
+    ) -> None:
         self.name = source.name
         self._source = source
         self._ttl = ttl_seconds
@@ -194,9 +219,14 @@ class PriceArgs(ToolArgs):
     symbol: str = Field(pattern=r"^[A-Za-z0-9._\-]{1,20}$", description="asset symbol, e.g. ETH or USDC")
 
 
-@tool("price", Level.READ, PriceArgs, description="""
+@tool(
+    "price",
+    Level.READ,
+    PriceArgs,
+    description="""
 USD price of one unit of an asset from the configured price source, with the source and its age.
-An unknown asset is reported as unknown: never estimate a price yourself.""")
+An unknown asset is reported as unknown: never estimate a price yourself.""",
+)
 async def price(ctx: ToolContext, args: PriceArgs) -> ToolOutput:
     source = ctx.services.prices
     if source is None:
@@ -207,12 +237,23 @@ async def price(ctx: ToolContext, args: PriceArgs) -> ToolOutput:
     except PriceUnavailable as exc:
         raise ToolFailure(f"price source unavailable: {exc}; no price is known right now") from None
     if found is None:
-        return ToolOutput(f"No USD price is known for {symbol} from {source.name}; do not guess one.",
-                          untrusted=False, data={"symbol": symbol, "usd": None, "source": source.name})
+        return ToolOutput(
+            f"No USD price is known for {symbol} from {source.name}; do not guess one.",
+            untrusted=False,
+            data={"symbol": symbol, "usd": None, "source": source.name},
+        )
     quote, age = found
     text = f"1 {symbol} = {usd_text(quote.usd)} ({quote.source}, {age_text(age)})"
-    return ToolOutput(text, untrusted=False, data={"symbol": symbol, "usd": price_text(quote.usd),
-                                                   "source": quote.source, "age_seconds": round(age, 1)})
+    return ToolOutput(
+        text,
+        untrusted=False,
+        data={
+            "symbol": symbol,
+            "usd": price_text(quote.usd),
+            "source": quote.source,
+            "age_seconds": round(age, 1),
+        },
+    )
 
 
 PRICE_TOOLS = (price,)

@@ -24,8 +24,13 @@ LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool], settings: ToolSettings | None = None, *,
-                 dynamic: Callable[[], Iterable[Tool]] | None = None) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        settings: ToolSettings | None = None,
+        *,
+        dynamic: Callable[[], Iterable[Tool]] | None = None,
+    ) -> None:
         """`dynamic`: tools that may change while the bot runs (approved MCP servers, reloaded when
         their registry file changes); asked on every lookup, under the same rules, never shadowing a
         built-in tool."""
@@ -64,8 +69,11 @@ class ToolRegistry:
 
     def _allowed(self, tool: Tool, kind: ContextKind, channel: str) -> bool:
         channel_allow = self.settings.channels.get(channel)
-        return (tool.level in LEVELS_BY_CONTEXT[kind] and tool.name not in self.settings.deny
-                and (channel_allow is None or channel_allow.allow is None or tool.name in channel_allow.allow))
+        return (
+            tool.level in LEVELS_BY_CONTEXT[kind]
+            and tool.name not in self.settings.deny
+            and (channel_allow is None or channel_allow.allow is None or tool.name in channel_allow.allow)
+        )
 
     def visible(self, kind: ContextKind, channel: str) -> list[Tool]:
         return [t for t in self._current().values() if self._allowed(t, kind, channel)]

@@ -49,8 +49,9 @@ class SetReminderArgs(ToolArgs):
 
     def spec(self, now: float, session_key: str) -> JobSpec:
         due = dt.datetime.fromtimestamp(self.due_at(now), dt.timezone.utc).isoformat()
-        return JobSpec(schedule=At(at=due), payload=Reminder(text=self.text),
-                       target=target_of_session(session_key))
+        return JobSpec(
+            schedule=At(at=due), payload=Reminder(text=self.text), target=target_of_session(session_key)
+        )
 
 
 def _confirm_reminder(args: SetReminderArgs) -> str:
@@ -59,23 +60,34 @@ def _confirm_reminder(args: SetReminderArgs) -> str:
     return f"Set a reminder for {when}:\n{args.text}"
 
 
-@tool("set_reminder", Level.WRITE, SetReminderArgs, confirmation=_confirm_reminder, description="""
-Remind the user in this chat later: give in_minutes (1-525600) or at (ISO-8601 with a timezone).""")
+@tool(
+    "set_reminder",
+    Level.WRITE,
+    SetReminderArgs,
+    confirmation=_confirm_reminder,
+    description="""
+Remind the user in this chat later: give in_minutes (1-525600) or at (ISO-8601 with a timezone).""",
+)
 async def set_reminder(ctx: ToolContext, args: SetReminderArgs) -> ToolOutput:
     due = args.due_at(time.time())
     saved = add_job(ctx, args.spec(time.time(), ctx.session_key))
-    return ToolOutput(f"Reminder {saved.id} set for {utc_text(due)}.", untrusted=False,
-                      data={"id": saved.id, "due_at": due})
+    return ToolOutput(
+        f"Reminder {saved.id} set for {utc_text(due)}.", untrusted=False, data={"id": saved.id, "due_at": due}
+    )
 
 
 @tool("list_reminders", Level.READ, NoArgs, description="This chat's pending reminders, soonest first.")
 async def list_reminders(ctx: ToolContext, args: NoArgs) -> ToolOutput:
     now = time.time()
     with job_store(ctx) as store:
-        found = [(next_fire(j.spec, j.created_at, "UTC", after=max(j.watermark, now)), j)
-                 for j in store.active(ctx.session_key) if isinstance(j.spec.payload, Reminder)]
-    items = sorted(((due, j) for due, j in found if due is not None),
-                   key=lambda pair: (pair[0], pair[1].created_at))
+        found = [
+            (next_fire(j.spec, j.created_at, "UTC", after=max(j.watermark, now)), j)
+            for j in store.active(ctx.session_key)
+            if isinstance(j.spec.payload, Reminder)
+        ]
+    items = sorted(
+        ((due, j) for due, j in found if due is not None), key=lambda pair: (pair[0], pair[1].created_at)
+    )
     if not items:
         return ToolOutput("No pending reminders in this chat.", untrusted=False, data={"reminders": []})
     lines = [f"{j.id} {utc_text(due)}: {j.spec.payload.text}" for due, j in items]  # type: ignore[union-attr]

@@ -15,18 +15,24 @@ from dataclasses import dataclass
 from typing import Any
 
 SIGNED, PENDING, DENIED, EXPIRED = "signed", "pending_approval", "denied", "expired"
-INTERNAL_ID = re.compile(r"\s*\((?:request |key |device )?(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}\)"
-                         r"|\s*\b(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}")
+INTERNAL_ID = re.compile(
+    r"\s*\((?:request |key |device )?(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}\)"
+    r"|\s*\b(?:req|sk|dev|grant)_[0-9A-Za-z]{6,}"
+)
 LONG_NUMBER = re.compile(r"(?<![0-9A-Za-z.])[0-9]{19,}(?![0-9])")
 BASE_UNITS = re.compile(r"\s*\([0-9]+ base units\)")
 RAW_AMOUNT_OF = re.compile(r"\b[0-9]+ base units of ")  # a policy's words for an asset without decimals
 LEFT = re.compile(r"\bonly ([0-9]+) base units are left\b")  # a Tier 3 lane's on-chain period
 RAW_AMOUNT = re.compile(r"\b[0-9]+ base units\b")
-PAIR_HINT = ("No companion app is paired yet, so nobody can approve it: on the signer's host run "
-             "`owlia companion pair`, open the link it prints on your phone, then ask again.")
-SIGNER_DOWN = ("The signer is not running, so nothing can be signed or looked up right now. Start it on "
-               "the signer's host with `owlia signer serve` (or `owlia up` for the all-in-one setup), then "
-               "ask again.")
+PAIR_HINT = (
+    "No companion app is paired yet, so nobody can approve it: on the signer's host run "
+    "`owlia companion pair`, open the link it prints on your phone, then ask again."
+)
+SIGNER_DOWN = (
+    "The signer is not running, so nothing can be signed or looked up right now. Start it on "
+    "the signer's host with `owlia signer serve` (or `owlia up` for the all-in-one setup), then "
+    "ask again."
+)
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,9 @@ def companion_of(data: Mapping[str, Any]) -> Companion:
     """The Companion an outcome's data carries (the sign tool put it there)."""
     paired = data.get("companion_paired")
     url = data.get("app_url")
-    return Companion(app_url=url if isinstance(url, str) else None,
-                     paired=paired if isinstance(paired, bool) else None)
+    return Companion(
+        app_url=url if isinstance(url, str) else None, paired=paired if isinstance(paired, bool) else None
+    )
 
 
 def card_text(data: Mapping[str, Any]) -> str:
@@ -54,8 +61,9 @@ def humane(text: str) -> str:
     """People's words: internal ids, `(N base units)` and 19+ digit numbers taken out of a text."""
     text = BASE_UNITS.sub("", text)
     text = RAW_AMOUNT_OF.sub("an amount (raw, as its decimals are unknown: /details has it) of ", text)
-    text = LEFT.sub(lambda m: "nothing is left" if m.group(1) == "0" else "less is left than this needs",
-                    text)
+    text = LEFT.sub(
+        lambda m: "nothing is left" if m.group(1) == "0" else "less is left than this needs", text
+    )
     text = RAW_AMOUNT.sub("a raw amount (/details has it)", text)
     text = INTERNAL_ID.sub("", text)
     return LONG_NUMBER.sub("a number too long to show (/details has it)", text)
@@ -66,7 +74,7 @@ def short_hash(tx_hash: str) -> str:
 
 
 def dollars(usd_micros: Any) -> str:
-    """ `" (about $12.34)"` from the signer's micro-dollar value, or "" when it priced nothing."""
+    """`" (about $12.34)"` from the signer's micro-dollar value, or "" when it priced nothing."""
     try:
         micros = int(usd_micros)
     except (TypeError, ValueError):
@@ -89,8 +97,9 @@ def reasons(data: Mapping[str, Any]) -> list[str]:
 def outcome_text(data: Mapping[str, Any], companion: Companion | None = None) -> str:
     """One outcome as a few short lines: `<what happened>: <signer's summary>`, then why and what next."""
     status = str(data.get("status") or "")
-    summary = humane(str(data.get("summary") or "(the signer gave no summary)")).rstrip(". ") \
-        + dollars(data.get("usd_micros"))
+    summary = humane(str(data.get("summary") or "(the signer gave no summary)")).rstrip(". ") + dollars(
+        data.get("usd_micros")
+    )
     why = reasons(data)
     lines: list[str]
     if status == SIGNED:
@@ -102,8 +111,10 @@ def outcome_text(data: Mapping[str, Any], companion: Companion | None = None) ->
             lines.append(f"Transaction {short_hash(str(data['tx_hash']))}.")
         if data.get("broadcast_unknown"):
             node = humane(str(data["broadcast_unknown"])).rstrip(". ")
-            lines.append(f"The node did not confirm it was sent: {node}. "
-                         "Do not send it again; /details shows the full hash.")
+            lines.append(
+                f"The node did not confirm it was sent: {node}. "
+                "Do not send it again; /details shows the full hash."
+            )
     elif status == PENDING:
         lines = [f"Waiting for your approval: {summary}."]
         lines += _why(why)
@@ -137,8 +148,22 @@ def _where_to_approve(companion: Companion) -> str:
     return "Approve or deny it in your companion app (/approvals lists what is waiting)."
 
 
-DETAIL_FIELDS = ("status", "request_id", "tx_hash", "chain_id", "sender", "nonce", "rule_id", "rule_ids",
-                 "reason", "broadcast", "broadcast_unknown", "error", "expires_at", "amount_base_units")
+DETAIL_FIELDS = (
+    "status",
+    "request_id",
+    "tx_hash",
+    "chain_id",
+    "sender",
+    "nonce",
+    "rule_id",
+    "rule_ids",
+    "reason",
+    "broadcast",
+    "broadcast_unknown",
+    "error",
+    "expires_at",
+    "amount_base_units",
+)
 
 
 def details_text(data: Mapping[str, Any]) -> str:

@@ -29,15 +29,22 @@ ADDRESS = ADDRESS_PATTERN
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
 
-RECIPIENT = r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9][A-Za-z0-9 ._-]{0,39})$"  # an address, or a name (contacts.clean_name)
+RECIPIENT = (
+    r"^(0x[0-9a-fA-F]{40}|[A-Za-z0-9][A-Za-z0-9 ._-]{0,39})$"  # an address, or a name (contacts.clean_name)
+)
 
 
 class TransferArgs(ToolArgs):
-    to: str = Field(pattern=RECIPIENT,
-                    description="recipient address (0x + 40 hex), or a name from the address book or contacts")
-    amount: str = Field(pattern=r"^[0-9]{1,40}(\.[0-9]{1,40})?$",
-                        description='decimal amount in whole units, e.g. "0.01"')
-    asset: str = Field(default="ETH", max_length=42, description="symbol from the policy (ETH, USDC...) or token address")
+    to: str = Field(
+        pattern=RECIPIENT,
+        description="recipient address (0x + 40 hex), or a name from the address book or contacts",
+    )
+    amount: str = Field(
+        pattern=r"^[0-9]{1,40}(\.[0-9]{1,40})?$", description='decimal amount in whole units, e.g. "0.01"'
+    )
+    asset: str = Field(
+        default="ETH", max_length=42, description="symbol from the policy (ETH, USDC...) or token address"
+    )
     chain_id: int | None = Field(default=None, gt=0)
     reason: str = Field(default="", max_length=200, description="why; shown to the user marked unverified")
 
@@ -72,16 +79,35 @@ async def resolve_asset(ctx: ToolContext, chain_id: int, asset: str) -> tuple[st
         asset_id = entry.asset.lower()
         if wanted in (entry.symbol.lower(), asset_id) or (wanted in ("eth", NATIVE) and asset_id == NATIVE):
             return asset_id, entry.decimals, entry.symbol
-    raise ToolFailure(f"{asset} is not an asset your policy lists on chain {chain_id}; "
-                      "only listed assets can be sent from chat")
+    raise ToolFailure(
+        f"{asset} is not an asset your policy lists on chain {chain_id}; "
+        "only listed assets can be sent from chat"
+    )
 
 
-def outcome_data(reply: SignReply, companion: Companion | None = None,
-                 usd_micros: int | None = None) -> dict[str, Any]:
+def outcome_data(
+    reply: SignReply, companion: Companion | None = None, usd_micros: int | None = None
+) -> dict[str, Any]:
     """The fields the signer sent, plus what the words need: every reason that fired (plain, and
     the rule ids apart for /details), the dollar value the signer priced, and where to approve."""
-    keep = ("status", "request_id", "tx_hash", "summary", "rule_id", "reason", "expires_at", "chain_id",
-            "sender", "nonce", "broadcast", "broadcast_unknown", "error", "replayed", "tier", "denied_by")
+    keep = (
+        "status",
+        "request_id",
+        "tx_hash",
+        "summary",
+        "rule_id",
+        "reason",
+        "expires_at",
+        "chain_id",
+        "sender",
+        "nonce",
+        "broadcast",
+        "broadcast_unknown",
+        "error",
+        "replayed",
+        "tier",
+        "denied_by",
+    )
     sent = reply.model_dump(mode="json", include=set(keep), exclude_unset=True)  # the fields the signer sent
     data: dict[str, Any] = {k: sent[k] for k in keep if k in sent}
     findings = fired_findings(reply)
@@ -96,8 +122,12 @@ def outcome_data(reply: SignReply, companion: Companion | None = None,
     if spends:
         data["amount_base_units"] = [f"{s.amount} of {s.asset}" for s in spends]
     status = reply.status
-    if status not in (RequestStatus.SIGNED, RequestStatus.PENDING, RequestStatus.DENIED,
-                      RequestStatus.EXPIRED):
+    if status not in (
+        RequestStatus.SIGNED,
+        RequestStatus.PENDING,
+        RequestStatus.DENIED,
+        RequestStatus.EXPIRED,
+    ):
         data["error"] = str(reply.error or reply.reason or "no reason given")  # the card shows why
     if fix := remedy(str(data.get("error") or data.get("broadcast_unknown") or "")):
         data["hint"] = fix  # and what to do about it
@@ -109,8 +139,9 @@ def outcome_data(reply: SignReply, companion: Companion | None = None,
     return data
 
 
-def outcome_output(reply: SignReply, companion: Companion | None = None,
-                   usd_micros: int | None = None) -> ToolOutput:
+def outcome_output(
+    reply: SignReply, companion: Companion | None = None, usd_micros: int | None = None
+) -> ToolOutput:
     """The model hears the words the user reads (it quotes them), never its own account; the channel
     gets the full reply as data and shows the same words as the signer's card."""
     data = outcome_data(reply, companion, usd_micros)
@@ -139,9 +170,11 @@ def fired_rules(reply: SignReply) -> list[str]:
 def remedy(error: str) -> str | None:
     """What the user can do about a failure the node reported, in the commands that do it."""
     if "insufficient funds" in error.lower():
-        return ("The session key has too little ETH for the amount plus gas: fund it with "
-                "`owlia signer session-key topup KEY_ID` on the signer's host or `owlia companion topup KEY_ID` "
-                "(`owlia signer session-key list` shows the key ids).")
+        return (
+            "The session key has too little ETH for the amount plus gas: fund it with "
+            "`owlia signer session-key topup KEY_ID` on the signer's host or `owlia companion topup KEY_ID` "
+            "(`owlia signer session-key list` shows the key ids)."
+        )
     return None
 
 
@@ -158,18 +191,35 @@ def one_visible_line(reason: str) -> str | None:
     return visible(" ".join(reason.split())) or None
 
 
-async def _submit(ctx: ToolContext, intent: dict[str, Any], reason: str, flagged: list[str],
-                  usd_micros: int | None = None, step: str = "") -> ToolOutput:
+async def _submit(
+    ctx: ToolContext,
+    intent: dict[str, Any],
+    reason: str,
+    flagged: list[str],
+    usd_micros: int | None = None,
+    step: str = "",
+) -> ToolOutput:
     if flagged:
         intent["flags"] = flagged
     try:
-        reply = await ctx.require_signer(NOTHING_SIGNED).sign(intent, idempotency_key=idempotency_key(ctx, step),
-                                        reason=one_visible_line(reason), source=ctx.source)
+        reply = await ctx.require_signer(NOTHING_SIGNED).sign(
+            intent,
+            idempotency_key=idempotency_key(ctx, step),
+            reason=one_visible_line(reason),
+            source=ctx.source,
+        )
     except SignerError as exc:
         raise ctx.signer_failure(exc, "the signer refused the request") from None
-    ctx.services.events.emit("signer", "sign.outcome", {"status": reply.status.value, "rule_id": reply.rule_id,
-                                                        "request_id": reply.request_id,
-                                                        "shown": ctx.shown_in_chat})
+    ctx.services.events.emit(
+        "signer",
+        "sign.outcome",
+        {
+            "status": reply.status.value,
+            "rule_id": reply.rule_id,
+            "request_id": reply.request_id,
+            "shown": ctx.shown_in_chat,
+        },
+    )
     return outcome_output(reply, await companion_reach(ctx, reply), usd_micros)
 
 
@@ -200,14 +250,21 @@ async def _named_recipient(ctx: ToolContext, chain_id: int, name: str) -> str:
 
     found = await address_named(ctx.services.signer, ctx.services.state_dir, chain_id, name)
     if found is None:
-        raise ToolFailure(f"{name!r} is neither an address nor a name in the address book or the contacts; "
-                          "nothing was sent")
+        raise ToolFailure(
+            f"{name!r} is neither an address nor a name in the address book or the contacts; nothing was sent"
+        )
     return found[0]
 
 
-@tool("transfer", Level.SIGN, TransferArgs, timeout=90, description="""
+@tool(
+    "transfer",
+    Level.SIGN,
+    TransferArgs,
+    timeout=90,
+    description="""
 Send native coin or a listed ERC-20 token. The signer decides: it may sign at once, ask the user's
-companion app, or refuse. Report its outcome to the user as given.""")
+companion app, or refuse. Report its outcome to the user as given.""",
+)
 async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
     asset_id, decimals, symbol = await resolve_asset(ctx, chain_id, args.asset)
@@ -216,12 +273,16 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
     except ValueError as exc:
         raise ToolFailure(f"amount: {exc}") from None
     to = args.to if is_address(args.to) else await _named_recipient(ctx, chain_id, args.to)
-    flags = _provenance_flags(ctx, to)  # a name's address was not written by the user: known only if in the book
+    flags = _provenance_flags(
+        ctx, to
+    )  # a name's address was not written by the user: known only if in the book
     if asset_id == NATIVE:
         intent: dict[str, Any] = {"chain_id": chain_id, "to": to, "value": str(amount), "data": "0x"}
     else:
-        intent = {"chain_id": chain_id, "token_transfer": {"token": asset_id, "recipient": to,
-                                                           "amount": str(amount)}}
+        intent = {
+            "chain_id": chain_id,
+            "token_transfer": {"token": asset_id, "recipient": to, "amount": str(amount)},
+        }
     return await _submit(ctx, intent, args.reason, flags, await usd_micros_of(ctx, symbol, amount, decimals))
 
 
@@ -246,10 +307,16 @@ async def usd_micros_of(ctx: ToolContext, symbol: str, amount: int, decimals: in
             return None
 
 
-@tool("contract_call", Level.SIGN, ContractCallArgs, timeout=90, description="""
+@tool(
+    "contract_call",
+    Level.SIGN,
+    ContractCallArgs,
+    timeout=90,
+    description="""
 Call a contract with raw calldata. The signer decodes the call itself (approvals, nested calls) and
 applies the policy; unknown contracts are escalated to the user, and a function the signer cannot
-decode is denied unless the user's policy accepts it by name (opaque_calls).""")
+decode is denied unless the user's policy accepts it by name (opaque_calls).""",
+)
 async def contract_call(ctx: ToolContext, args: ContractCallArgs) -> ToolOutput:
     chain_id = args.chain_id or ctx.services.default_chain_id
     flags = _provenance_flags(ctx, args.to)

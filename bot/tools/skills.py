@@ -61,8 +61,15 @@ def skill_tool(host: Any, skill: InstalledSkill, decl: ToolDecl) -> Tool:
         return f"Run {decl.name}({shown}) of the third-party skill {skill.name} v{skill.manifest.version}"
 
     description = f"[{UNTRUSTED_LABEL}: {skill.name} v{skill.manifest.version}] {decl.description}"
-    return Tool(name, description, Level(decl.level), model, handler, timeout=host.timeout(skill) + 5,
-                confirmation=confirmation if decl.level == "write" else None)
+    return Tool(
+        name,
+        description,
+        Level(decl.level),
+        model,
+        handler,
+        timeout=host.timeout(skill) + 5,
+        confirmation=confirmation if decl.level == "write" else None,
+    )
 
 
 def withdrawn(store: SkillStore, skill: InstalledSkill) -> str | None:
@@ -78,11 +85,15 @@ def withdrawn(store: SkillStore, skill: InstalledSkill) -> str | None:
     if entry is None:
         return f"the skill {skill.name} was removed (`owlia skill remove`); it no longer runs"
     if not entry.get("enabled"):
-        return (f"the skill {skill.name} was disabled (`owlia skill disable`); it does not run until "
-                f"`owlia skill enable {skill.name}`")
+        return (
+            f"the skill {skill.name} was disabled (`owlia skill disable`); it does not run until "
+            f"`owlia skill enable {skill.name}`"
+        )
     if entry.get("tree_hash") != skill.tree_hash:
-        return (f"the skill {skill.name} was approved again with other files since the bot started; "
-                "restart the bot to run the version you approved")
+        return (
+            f"the skill {skill.name} was approved again with other files since the bot started; "
+            "restart the bot to run the version you approved"
+        )
     return None
 
 
@@ -99,8 +110,9 @@ class SkillTools:
             await self.host.close()
 
 
-def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPolicy | None, *,
-                     resolve: Any = None) -> SkillTools:
+def load_skill_tools(
+    home: Path, settings: SkillSettings, fetch_policy: FetchPolicy | None, *, resolve: Any = None
+) -> SkillTools:
     """Tools of every enabled, unchanged skill; none at all without a sandbox backend."""
     from bot.runtime.audit import BotAudit, skills_audit_path
     from bot.skills.capabilities import Capabilities
@@ -117,8 +129,9 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
     if not names:
         return result
     audit = BotAudit(skills_audit_path(home))
-    backend, why = select_backend(settings.backend, docker_host=settings.docker_host,
-                                  docker_image=settings.docker_image)
+    backend, why = select_backend(
+        settings.backend, docker_host=settings.docker_host, docker_image=settings.docker_image
+    )
     if backend is None:
         result.problems.append(f"no sandbox backend, so no skill runs: {why}")
         audit.record("skill.no_backend", choice=settings.backend, reason=why, skills=names)
@@ -132,8 +145,10 @@ def load_skill_tools(home: Path, settings: SkillSettings, fetch_policy: FetchPol
             tools = [skill_tool(result.host, skill, decl) for decl in skill.manifest.tools]
             clash = next((t.name for t in tools if t.name in taken), None)
             if clash is not None:
-                raise SkillError(f"{name}: its tool {clash} has the name of a tool of the skill {taken[clash]}, "
-                                 "installed earlier; remove one of them")
+                raise SkillError(
+                    f"{name}: its tool {clash} has the name of a tool of the skill {taken[clash]}, "
+                    "installed earlier; remove one of them"
+                )
         except Exception as exc:  # noqa: BLE001 - one broken skill is refused; it never stops the bot
             reason = str(exc) if isinstance(exc, SkillError) else f"{name}: {type(exc).__name__}: {exc}"
             result.problems.append(reason)

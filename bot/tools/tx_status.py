@@ -21,13 +21,16 @@ from signer.wire.protocol import ErrorCode, RequestStatus
 from signer.wire.sign_replies import SignReply
 
 
-
 class TxStatusArgs(ToolArgs):
-    request_id: str | None = Field(default=None, pattern=r"^req_[0-9a-f]{32}$",
-                                   description="a signer request id (req_...) from transfer/contract_call")
+    request_id: str | None = Field(
+        default=None,
+        pattern=r"^req_[0-9a-f]{32}$",
+        description="a signer request id (req_...) from transfer/contract_call",
+    )
     tx_hash: str | None = Field(default=None, pattern=r"^0x[0-9a-fA-F]{64}$", description="0x + 64 hex")
-    chain_id: int | None = Field(default=None, gt=0, lt=2**63,
-                                 description="with tx_hash only; default: the bot's default chain")
+    chain_id: int | None = Field(
+        default=None, gt=0, lt=2**63, description="with tx_hash only; default: the bot's default chain"
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TxStatusArgs:
@@ -62,8 +65,11 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         reply = await signer.call_as(SignReply, "sign.status", {"request_id": request_id})
     except SignerError as exc:
         if exc.code == ErrorCode.NOT_FOUND:
-            return ToolOutput("That request was not found (not made by this bot, or unknown).",
-                              untrusted=False, data={"request_id": request_id, "state": "not_found"})
+            return ToolOutput(
+                "That request was not found (not made by this bot, or unknown).",
+                untrusted=False,
+                data={"request_id": request_id, "state": "not_found"},
+            )
         raise ctx.signer_failure(exc, "the signer could not answer") from None
     status, state = reply.status.value, reply.state or ""
     tx_hash, chain_id = reply.tx_hash, reply.chain_id
@@ -79,10 +85,15 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
     elif state == RequestStatus.FAILED:
         line = f"failed, nothing was sent: {redact_urls(reply.error or reply.reason)}"
     elif state == RequestStatus.DROPPED:
-        line = (f"dropped: another of the signer's transactions took its nonce, so it can never be mined; "
-                f"tx {tx_hash}")
-    elif state in (RequestStatus.SIGNED, RequestStatus.UNCONFIRMED, RequestStatus.CONFIRMED,
-                   RequestStatus.REVERTED) and tx_hash:
+        line = (
+            f"dropped: another of the signer's transactions took its nonce, so it can never be mined; "
+            f"tx {tx_hash}"
+        )
+    elif (
+        state
+        in (RequestStatus.SIGNED, RequestStatus.UNCONFIRMED, RequestStatus.CONFIRMED, RequestStatus.REVERTED)
+        and tx_hash
+    ):
         data.update(tx_hash=tx_hash, chain_id=chain_id)
         unread = ""
         try:
@@ -97,8 +108,10 @@ async def _by_request(ctx: ToolContext, request_id: str) -> ToolOutput:
         elif reply.broadcast is False:
             line = "signed but not broadcast (the signer runs with broadcast off)"
         elif state == RequestStatus.UNCONFIRMED:
-            line = ("signed, but the node did not accept the broadcast; it may still be mined, so do not send it "
-                    "again (the signer keeps its spend counted until it is mined or proven dropped)")
+            line = (
+                "signed, but the node did not accept the broadcast; it may still be mined, so do not send it "
+                "again (the signer keeps its spend counted until it is mined or proven dropped)"
+            )
         else:
             line, data["state"] = "signed and broadcast, pending (no receipt yet)", "pending"
         line += f"; tx {tx_hash}{unread}"
@@ -128,9 +141,14 @@ async def _by_hash(ctx: ToolContext, tx_hash: str, chain_id: int) -> ToolOutput:
     return ToolOutput(f"Transaction {tx_hash}: {line}.", untrusted=True, data=data)
 
 
-@tool("tx_status", Level.READ, TxStatusArgs, description="""
+@tool(
+    "tx_status",
+    Level.READ,
+    TxStatusArgs,
+    description="""
 Status of a transaction: give exactly one of request_id (a signer request) or tx_hash (looked up
-on chain_id). Answers pending, confirmed in block N, reverted, denied/expired, or not found.""")
+on chain_id). Answers pending, confirmed in block N, reverted, denied/expired, or not found.""",
+)
 async def tx_status(ctx: ToolContext, args: TxStatusArgs) -> ToolOutput:
     if args.request_id is not None:
         return await _by_request(ctx, args.request_id)

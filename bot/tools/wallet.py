@@ -17,7 +17,6 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
-from policies.kernel.addresses import ADDRESS_PATTERN
 from policies.units import format_amount
 from signer.wire.exchange import SignerError
 from signer.wire.replies import AddressesReply, BalanceReply
@@ -74,8 +73,9 @@ def resolve_token(assets: list[_PolicyAsset], token: str | None) -> AssetRef:
     """None -> native; a symbol must be listed in the policy; an address may be unlisted (base units)."""
     if token is None or token.lower() == NATIVE:
         native = next((a for a in assets if a.asset == NATIVE), None)
-        return AssetRef(NATIVE, native.symbol if native else "native coin",
-                        native.decimals if native else NATIVE_DECIMALS)
+        return AssetRef(
+            NATIVE, native.symbol if native else "native coin", native.decimals if native else NATIVE_DECIMALS
+        )
     if token.startswith("0x"):
         try:
             address = parse_address(token).lower()
@@ -87,16 +87,19 @@ def resolve_token(assets: list[_PolicyAsset], token: str | None) -> AssetRef:
     if len(matches) != 1:
         known = ", ".join(sorted({a.symbol for a in assets})) or "none"
         why = "is listed twice" if matches else "is not an asset in the signer's policy"
-        raise ToolFailure(f"{token} {why} on this chain (listed: {known}); "
-                          "pass the token's 0x address instead")
+        raise ToolFailure(
+            f"{token} {why} on this chain (listed: {known}); pass the token's 0x address instead"
+        )
     return AssetRef(matches[0].asset.lower(), matches[0].symbol, matches[0].decimals)
 
 
 def describe_amount(amount: int, ref: AssetRef, usd_price: str | None = None) -> str:
     """`1.5 ETH (about $4,500.00)`; an unlisted token's raw amount is said to be one."""
     if ref.decimals is None or ref.symbol is None:
-        return (f"a raw amount of {amount} of token {to_checksum(ref.asset)} (not in the signer's asset "
-                "list, so its decimals and symbol are unknown)")
+        return (
+            f"a raw amount of {amount} of token {to_checksum(ref.asset)} (not in the signer's asset "
+            "list, so its decimals and symbol are unknown)"
+        )
     return format_amount(amount, ref.decimals, ref.symbol) + usd_value(amount, ref.decimals, usd_price)
 
 
@@ -118,9 +121,12 @@ def usd_value(amount: int, decimals: int, usd_price: str | None) -> str:
 
 class WalletBalanceArgs(ToolArgs):
     chain_id: int | None = Field(default=None, gt=0, lt=2**63, description="default: the bot's default chain")
-    token: str | None = Field(default=None, pattern=TOKEN_PATTERN,
-                              description="symbol from the signer's policy (e.g. USDC) or a 0x token "
-                                          "address; default: the native coin")
+    token: str | None = Field(
+        default=None,
+        pattern=TOKEN_PATTERN,
+        description="symbol from the signer's policy (e.g. USDC) or a 0x token "
+        "address; default: the native coin",
+    )
 
 
 async def _price(ctx: ToolContext, ref: AssetRef) -> str | None:
@@ -133,10 +139,15 @@ async def _price(ctx: ToolContext, ref: AssetRef) -> str | None:
         return None
 
 
-@tool("wallet_balance", Level.READ, WalletBalanceArgs, description="""
+@tool(
+    "wallet_balance",
+    Level.READ,
+    WalletBalanceArgs,
+    description="""
 Balances on one chain, for the native coin or a token: the main account (the companion's key,
 which approves bigger spends; on a Tier 3 chain the account its grant spends from) and each active
-session key (the keys the signer signs small spends with), in units, with dollars when a price is known.""")
+session key (the keys the signer signs small spends with), in units, with dollars when a price is known.""",
+)
 async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutput:
     signer = ctx.require_signer("balances and its address book are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
@@ -156,35 +167,57 @@ async def wallet_balance(ctx: ToolContext, args: WalletBalanceArgs) -> ToolOutpu
             if ref.asset != NATIVE:
                 params["token"] = ref.asset
             reply = await signer.call_as(BalanceReply, "balance", params)
-            rows.append({"address": to_checksum(address), "role": role, "key_id": key_id,
-                         "balance": str(reply.balance)})
+            rows.append(
+                {
+                    "address": to_checksum(address),
+                    "role": role,
+                    "key_id": key_id,
+                    "balance": str(reply.balance),
+                }
+            )
     except SignerError as exc:
         raise ctx.signer_failure(exc, "the signer could not answer") from None
     chains = policy_chains(shown)
     where = chain_label(ctx, chain_id, chains)
     if not rows:
         note = "" if chain_id in chains else " (the signer's policy does not list this chain)"
-        return ToolOutput(f"No main account or active session key on {where}{note}.", untrusted=False,
-                          data={"chain_id": chain_id, "balances": []})
+        return ToolOutput(
+            f"No main account or active session key on {where}{note}.",
+            untrusted=False,
+            data={"chain_id": chain_id, "balances": []},
+        )
     price = await _price(ctx, ref)
     lines = [f"Balances on {where}:"]
     lines += [f"- {r['role']} {r['address']}: {describe_amount(int(r['balance']), ref, price)}" for r in rows]
     if not answer.main_account and not tier3:
-        lines.append("No companion is paired, so there is no main account yet (`owlia companion pair` on the "
-                     "signer's host pairs one).")
-    data = {"chain_id": chain_id, "asset": ref.asset, "symbol": ref.symbol, "decimals": ref.decimals,
-            "balances": rows}
+        lines.append(
+            "No companion is paired, so there is no main account yet (`owlia companion pair` on the "
+            "signer's host pairs one)."
+        )
+    data = {
+        "chain_id": chain_id,
+        "asset": ref.asset,
+        "symbol": ref.symbol,
+        "decimals": ref.decimals,
+        "balances": rows,
+    }
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
 
 
 class AddressBookArgs(ToolArgs):
-    chain_id: int | None = Field(default=None, gt=0, lt=2**63,
-                                 description="only the signer's entries for this chain; default: all")
+    chain_id: int | None = Field(
+        default=None, gt=0, lt=2**63, description="only the signer's entries for this chain; default: all"
+    )
 
 
-@tool("address_book", Level.READ, AddressBookArgs, description="""
+@tool(
+    "address_book",
+    Level.READ,
+    AddressBookArgs,
+    description="""
 Names and addresses the bot knows: the signer's policy address book (known to the signer) and the
-bot's local contacts (labels only; the signer treats them as new recipients).""")
+bot's local contacts (labels only; the signer treats them as new recipients).""",
+)
 async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
     lines = ["Known to the signer (its policy address book):"]
     book: list[Any] = []
@@ -192,8 +225,11 @@ async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
         lines.append("- unavailable: the bot has no usable signer client token (`/status` says why)")
     else:
         try:
-            book = [e for e in await signer_address_book(ctx.services.signer)
-                    if args.chain_id is None or e.chain_id == args.chain_id]
+            book = [
+                e
+                for e in await signer_address_book(ctx.services.signer)
+                if args.chain_id is None or e.chain_id == args.chain_id
+            ]
         except SignerError as exc:
             lines.append(f"- unavailable: {ctx.signer_failure(exc, 'the signer could not answer')}")
         else:
@@ -209,11 +245,11 @@ async def address_book(ctx: ToolContext, args: AddressBookArgs) -> ToolOutput:
     if not contacts:
         configured = ctx.services.state_dir is not None
         lines.append("- (none)" if configured else "- unavailable: no state directory")
-    data = {"signer": [{"chain_id": e.chain_id, "name": e.name, "address": e.address} for e in book],
-            "local": [{"name": c.name, "address": c.address} for c in contacts]}
+    data = {
+        "signer": [{"chain_id": e.chain_id, "name": e.name, "address": e.address} for e in book],
+        "local": [{"name": c.name, "address": c.address} for c in contacts],
+    }
     return ToolOutput("\n".join(lines), untrusted=False, data=data)
-
-
 
 
 class PortfolioArgs(ToolArgs):
@@ -237,10 +273,15 @@ def _dollars(micros: int) -> str:
     return f"${micros // 10**6:,}.{micros % 10**6 // 10**4:02d}"
 
 
-@tool("portfolio", Level.READ, PortfolioArgs, description="""
+@tool(
+    "portfolio",
+    Level.READ,
+    PortfolioArgs,
+    description="""
 Every asset the signer's policy lists on one chain, held by each active session key and, on a Tier 3
 chain, by the main account its grant spends from, with dollar values (the bot's price source, else
-the policy's static price) and a total.""")
+the policy's static price) and a total.""",
+)
 async def portfolio(ctx: ToolContext, args: PortfolioArgs) -> ToolOutput:
     signer = ctx.require_signer("balances are unknown")
     chain_id = args.chain_id or ctx.services.default_chain_id
@@ -248,10 +289,15 @@ async def portfolio(ctx: ToolContext, args: PortfolioArgs) -> ToolOutput:
         shown = await signer.call_as(PolicyShowReply, "policy.show")
         answer = await signer.call_as(AddressesReply, "addresses")
         assets = policy_assets(shown, chain_id)
-        static = {str(a.get("asset", "")).lower(): a.get("price_usd") for a in shown.policy.get("assets", [])
-                  if isinstance(a, dict) and a.get("chain") == chain_id}
-        accounts = [*((k.address, k.key_id) for k in answer.addresses if k.chain_id == chain_id),
-                    *((a.address, "tier3 main account") for a in answer.tier3_accounts if a.chain_id == chain_id)]
+        static = {
+            str(a.get("asset", "")).lower(): a.get("price_usd")
+            for a in shown.policy.get("assets", [])
+            if isinstance(a, dict) and a.get("chain") == chain_id
+        }
+        accounts = [
+            *((k.address, k.key_id) for k in answer.addresses if k.chain_id == chain_id),
+            *((a.address, "tier3 main account") for a in answer.tier3_accounts if a.chain_id == chain_id),
+        ]
         prices: dict[str, str | None] = {}
         for a in assets:
             live = await ctx.services.prices.usd_price(a.symbol) if ctx.services.prices is not None else None
@@ -264,27 +310,45 @@ async def portfolio(ctx: ToolContext, args: PortfolioArgs) -> ToolOutput:
                     params["token"] = a.asset.lower()
                 reply = await signer.call_as(BalanceReply, "balance", params)
                 usd = _usd_micros(int(reply.balance), a.decimals, prices[a.asset.lower()])
-                rows.append({"address": to_checksum(address), "label": label, "asset": a.asset.lower(),
-                             "symbol": a.symbol, "balance": str(reply.balance), "usd_micros": usd})
+                rows.append(
+                    {
+                        "address": to_checksum(address),
+                        "label": label,
+                        "asset": a.asset.lower(),
+                        "symbol": a.symbol,
+                        "balance": str(reply.balance),
+                        "usd_micros": usd,
+                    }
+                )
     except SignerError as exc:
         raise ToolFailure(f"the signer could not answer: {redact_urls(exc.message)}") from None
     where = chain_label(ctx, chain_id, policy_chains(shown))
     if not accounts:
-        return ToolOutput(f"No active session key on {where}.", untrusted=False,
-                          data={"chain_id": chain_id, "holdings": []})
+        return ToolOutput(
+            f"No active session key on {where}.", untrusted=False, data={"chain_id": chain_id, "holdings": []}
+        )
     lines = [f"Portfolio on {where}:"]
     for address, label in accounts:
         held = [r for r in rows if r["address"] == to_checksum(address) and int(r["balance"]) > 0]
-        parts = [format_amount(int(r["balance"]), next(a.decimals for a in assets if a.asset.lower() == r["asset"]),
-                               r["symbol"]) + (f" ({_dollars(r['usd_micros'])})" if r["usd_micros"] is not None else "")
-                 for r in held]
+        parts = [
+            format_amount(
+                int(r["balance"]),
+                next(a.decimals for a in assets if a.asset.lower() == r["asset"]),
+                r["symbol"],
+            )
+            + (f" ({_dollars(r['usd_micros'])})" if r["usd_micros"] is not None else "")
+            for r in held
+        ]
         lines.append(f"- {to_checksum(address)} ({label}): {', '.join(parts) or 'nothing the policy lists'}")
     priced = [r["usd_micros"] for r in rows if r["usd_micros"] is not None]
     unpriced = sorted({r["symbol"] for r in rows if r["usd_micros"] is None and int(r["balance"]) > 0})
     total = f"Total: {_dollars(sum(priced))}"
     lines.append(total + (f" (no price for {', '.join(unpriced)})" if unpriced else ""))
-    return ToolOutput("\n".join(lines), untrusted=False,
-                      data={"chain_id": chain_id, "holdings": rows, "total_usd_micros": sum(priced)})
+    return ToolOutput(
+        "\n".join(lines),
+        untrusted=False,
+        data={"chain_id": chain_id, "holdings": rows, "total_usd_micros": sum(priced)},
+    )
 
 
 WALLET_TOOLS = (wallet_balance, address_book, portfolio)

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from policies.kernel.files import PathNotAllowed, is_within, ensure_private_dir, read_regular_text, write_new_private
+from policies.kernel.files import (
+    PathNotAllowed,
+    is_within,
+    ensure_private_dir,
+    read_regular_text,
+    write_new_private,
+)
 from bot.workspace.templates import CONTEXT_FILE_NAMES, TEMPLATES
 
 MAX_CONTEXT_CHARS = 20_000
@@ -47,7 +53,7 @@ def trim_text(text: str, cap: int = MAX_CONTEXT_CHARS) -> str:
     head = int(cap * HEAD_SHARE)
     tail = int(cap * TAIL_SHARE)
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[… trimmed {cut} chars …]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[… trimmed {cut} chars …]\n{text[len(text) - tail :]}"
 
 
 def _read_context(file: Path, root: Path) -> str | None:
@@ -84,10 +90,14 @@ def context_file_problems(path: Path) -> list[str]:
             continue
         text = _read_context(file, root)
         if text is None:
-            problems.append(f"{file} is not a plain file inside the workspace (a symlink, a directory or "
-                            "unreadable), so the bot leaves it out; make it a regular file there")
+            problems.append(
+                f"{file} is not a plain file inside the workspace (a symlink, a directory or "
+                "unreadable), so the bot leaves it out; make it a regular file there"
+            )
         elif "\ufffd" in text and _not_utf8(file):
-            problems.append(f"{file} is not UTF-8, so the bot reads its bad bytes as U+FFFD; save it as UTF-8")
+            problems.append(
+                f"{file} is not UTF-8, so the bot reads its bad bytes as U+FFFD; save it as UTF-8"
+            )
     return problems
 
 

@@ -25,7 +25,9 @@ DEFAULT_BRIDGE = "http://127.0.0.1:8765"
 RECONNECT_SECONDS = 1.0
 EXIT_OUTSTANDING = 3  # `outstanding`: some approval's signed transaction may still be sent by someone else
 DIR_OPTION = typer.Option(None, "--dir", help="Companion directory (default: <home>/companion).")
-PASS_OPTION = typer.Option(None, "--passphrase-file", help="0600 file with the main key's passphrase (else a prompt).")
+PASS_OPTION = typer.Option(
+    None, "--passphrase-file", help="0600 file with the main key's passphrase (else a prompt)."
+)
 
 
 def _dir(ctx: typer.Context, directory: Optional[Path]) -> Path:
@@ -76,8 +78,11 @@ def pair(
     png: Optional[Path] = typer.Option(None, help="Also write the QR code as a PNG (0600) here."),
     ttl: int = typer.Option(600, help="Seconds the code stays valid."),
     tls_cert: Optional[Path] = typer.Option(
-        None, exists=True, dir_okay=False,
-        help="The bridge's self-signed certificate (PEM): its sha256 goes in the link, and the CLI companion pins it."),
+        None,
+        exists=True,
+        dir_okay=False,
+        help="The bridge's self-signed certificate (PEM): its sha256 goes in the link, and the CLI companion pins it.",
+    ),
 ) -> None:
     """Show a one-time pairing link and QR: the phone's camera opens the web app at the bridge
     (secrets in the link's fragment, never sent to a server); the companion proves the code and
@@ -88,13 +93,17 @@ def pair(
     from policies.kernel.files import write_private_file
     from signer.wire.replies import PairBeginReply
 
-    pairing = signer_call_as(ctx, PairBeginReply, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True)
+    pairing = signer_call_as(
+        ctx, PairBeginReply, "companion.pair_begin", {"name": name, "ttl_seconds": ttl}, admin=True
+    )
     fingerprint = cert_fingerprint(tls_cert) if tls_cert else None
     uri = pair_link(bridge, pairing.pairing_id, pairing.code, pairing.signer_key, fingerprint)
     qr = segno.make(uri, error="m")
     qr.terminal(compact=True)
     typer.echo(f"pairing code: {pairing.code}   (expires in {ttl} s, single use)")
-    typer.echo(f"signer identity key: {pairing.signer_key}   (the phone shows its first 16 and last 8 digits)")
+    typer.echo(
+        f"signer identity key: {pairing.signer_key}   (the phone shows its first 16 and last 8 digits)"
+    )
     typer.echo(f"open on the phone (camera), or on a desktop: owlia companion link '{uri}'")
     if png is not None:
         import io
@@ -137,22 +146,30 @@ def init(
         if not hmac.compare_digest(bytes(passphrase), bytes(again)):
             fail("the two passphrases differ; nothing was created. Run `owlia companion init` again")
     if len(passphrase) < MIN_PASSPHRASE:
-        fail(f"the passphrase is shorter than {MIN_PASSPHRASE} characters; nothing was created. It guards the key "
-             "that can move all your funds: use a long one (several random words)")
+        fail(
+            f"the passphrase is shorter than {MIN_PASSPHRASE} characters; nothing was created. It guards the key "
+            "that can move all your funds: use a long one (several random words)"
+        )
     try:
         wallet = CompanionWallet.create(_dir(ctx, directory), passphrase, scrypt_n=scrypt_n, name=name)
     except WalletError as exc:
         fail(str(exc))
     keystore = wallet.home / "keystore.json"
     if wallet.home.resolve().is_relative_to(home_of(ctx).resolve()):
-        typer.secho(f"warning: {wallet.home} is inside the OwliaBot home, on the signer's host: whoever steals this "
-                    "host gets the main key. Only for a dev chain; on a real chain keep the main key on your phone "
-                    "(docs/self-hosting.md) or as another user on another machine (`owlia security audit`: "
-                    "OWL-MAIN-001)", fg=typer.colors.YELLOW, err=True)
+        typer.secho(
+            f"warning: {wallet.home} is inside the OwliaBot home, on the signer's host: whoever steals this "
+            "host gets the main key. Only for a dev chain; on a real chain keep the main key on your phone "
+            "(docs/self-hosting.md) or as another user on another machine (`owlia security audit`: "
+            "OWL-MAIN-001)",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
     typer.echo(f"main account {wallet.main_address}: fund it for Tier 1 transfers")
-    typer.echo(f"BACK IT UP NOW: copy {keystore} somewhere off this machine (a USB stick, a password manager) and "
-               "keep the passphrase apart from it. Without both, nobody (not OwliaBot, not you) can recover "
-               "the main account; with both, anyone can.")
+    typer.echo(
+        f"BACK IT UP NOW: copy {keystore} somewhere off this machine (a USB stick, a password manager) and "
+        "keep the passphrase apart from it. Without both, nobody (not OwliaBot, not you) can recover "
+        "the main account; with both, anyone can."
+    )
 
 
 @app.command("link")
@@ -174,13 +191,19 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
             try:
                 reply = await companion.pair(link.pairing_id, link.code, link.signer_key)
             except aiohttp.ServerFingerprintMismatch:
-                raise CompanionError("the bridge's certificate is not the one in the pairing link: nothing was "
-                                     "sent (someone may be in the middle; pair again from the signer's host)") from None
+                raise CompanionError(
+                    "the bridge's certificate is not the one in the pairing link: nothing was "
+                    "sent (someone may be in the middle; pair again from the signer's host)"
+                ) from None
             except (aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError):
-                raise CompanionError("the bridge's certificate is not trusted: use a pairing link with its "
-                                     "fingerprint (`owlia companion pair --tls-cert CERT`) or a trusted certificate") from None
+                raise CompanionError(
+                    "the bridge's certificate is not trusted: use a pairing link with its "
+                    "fingerprint (`owlia companion pair --tls-cert CERT`) or a trusted certificate"
+                ) from None
             except aiohttp.ClientError as exc:
-                raise CompanionError(f"cannot reach the bridge at {link.bridge}: {type(exc).__name__}") from None
+                raise CompanionError(
+                    f"cannot reach the bridge at {link.bridge}: {type(exc).__name__}"
+                ) from None
         wallet.save_state(tls_fingerprint=link.fingerprint)
         return reply
 
@@ -200,13 +223,20 @@ def _stored_signer_key_problem(wallet) -> Optional[str]:
     if key is None:
         return None
     problem = signer_key_problem(key)
-    return None if problem is None else (
-        f"the signer key stored in {wallet.home / 'companion.json'} is damaged ({problem}): this companion "
-        "could verify no request and keep no audit witness. Pair again: `owlia companion pair` on the "
-        "signer's host, then `owlia companion link LINK` here")
+    return (
+        None
+        if problem is None
+        else (
+            f"the signer key stored in {wallet.home / 'companion.json'} is damaged ({problem}): this companion "
+            "could verify no request and keep no audit witness. Pair again: `owlia companion pair` on the "
+            "signer's host, then `owlia companion link LINK` here"
+        )
+    )
 
 
-def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], *, emergency: bool = False):
+def _companion(
+    ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], *, emergency: bool = False
+):
     """The companion, refused loudly if its stored signer key is damaged; an `emergency` (a freeze,
     signed by the device key alone) still goes ahead, with the warning on stderr."""
     from companion_bridge.companion.client import Companion
@@ -219,8 +249,11 @@ def _companion(ctx: typer.Context, directory: Optional[Path], bridge: Optional[s
         fail(problem)
     if problem is not None:
         typer.echo(f"WARNING: {problem}", err=True)
-    return Companion(wallet, bridge or wallet.state.get("bridge_url") or DEFAULT_BRIDGE,
-                     ssl=ssl_for(wallet.state.get("tls_fingerprint")))
+    return Companion(
+        wallet,
+        bridge or wallet.state.get("bridge_url") or DEFAULT_BRIDGE,
+        ssl=ssl_for(wallet.state.get("tls_fingerprint")),
+    )
 
 
 def prompt_decider(passphrase_file: Optional[Path]):
@@ -233,7 +266,8 @@ def prompt_decider(passphrase_file: Optional[Path]):
     async def decide(request: dict, text: str) -> Choice:
         typer.echo(text)
         answer = await asyncio.to_thread(
-            typer.prompt, "[a]pprove / [d]eny / [f] deny and FREEZE / [s]kip", default="s")
+            typer.prompt, "[a]pprove / [d]eny / [f] deny and FREEZE / [s]kip", default="s"
+        )
         keys = {"a": ApprovalAction.APPROVE, "d": ApprovalAction.DENY, "f": ApprovalAction.FREEZE}
         action = keys.get(answer.strip().lower()[:1], "skip")
         if action == ApprovalAction.APPROVE:
@@ -271,8 +305,11 @@ def run_companion(
     from companion_bridge.companion.client import CompanionError
 
     companion = _companion(ctx, directory, bridge)
-    decide = (scripted_decider([a.strip() for a in answers.split(",") if a.strip()], passphrase_file)
-              if answers is not None else prompt_decider(passphrase_file))
+    decide = (
+        scripted_decider([a.strip() for a in answers.split(",") if a.strip()], passphrase_file)
+        if answers is not None
+        else prompt_decider(passphrase_file)
+    )
 
     def report(line: str) -> None:
         typer.echo(visible(line))
@@ -288,15 +325,24 @@ def run_companion(
             while True:  # connection tokens are short-lived: log in again when one runs out
                 try:
                     await companion.connect()
-                except (OSError, aiohttp.ClientError, asyncio.TimeoutError) as exc:  # the bridge is down or unreachable
+                except (
+                    OSError,
+                    aiohttp.ClientError,
+                    asyncio.TimeoutError,
+                ) as exc:  # the bridge is down or unreachable
                     if once:
                         raise CompanionError(f"could not reach the bridge ({type(exc).__name__})") from None
-                    typer.echo(f"could not reach the bridge ({type(exc).__name__}); retrying in "
-                               f"{RECONNECT_SECONDS:g} s", err=True)
+                    typer.echo(
+                        f"could not reach the bridge ({type(exc).__name__}); retrying in "
+                        f"{RECONNECT_SECONDS:g} s",
+                        err=True,
+                    )
                     await asyncio.sleep(RECONNECT_SECONDS)
                     continue
-                typer.echo(f"connected to {companion.bridge_url} as {companion.wallet.device_id}; "
-                           f"signer {'FROZEN' if companion.state.get('frozen') else 'not frozen'}")
+                typer.echo(
+                    f"connected to {companion.bridge_url} as {companion.wallet.device_id}; "
+                    f"signer {'FROZEN' if companion.state.get('frozen') else 'not frozen'}"
+                )
                 await companion.run(decide, once=once, report=report)
                 if once:
                     return
@@ -339,7 +385,9 @@ def outstanding(
             run(refresh())
         except Exception as exc:  # noqa: BLE001 - whatever the bridge did, the journal is still there to read
             message = exc.message if isinstance(exc, CompanionError) else str(exc) or type(exc).__name__
-            for line in block("could not reach the bridge, so below is the journal as last checked; why", message):
+            for line in block(
+                "could not reach the bridge, so below is the journal as last checked; why", message
+            ):
                 typer.echo(line, err=True)
     try:
         entries = companion.journal.entries()
@@ -374,11 +422,19 @@ def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]
         async with companion:
             try:
                 await companion.connect()
-            except (OSError, aiohttp.ClientError, asyncio.TimeoutError) as exc:  # the bridge is down or unreachable
-                hint = (" To freeze now without the bridge, run `owlia signer freeze` on the signer's host."
-                        if name == "freeze" and args == ("freeze",) else " Check that `owlia bridge serve` runs.")
-                raise CompanionError(f"could not reach the bridge at {companion.bridge_url} "
-                                     f"({type(exc).__name__}).{hint}") from None
+            except (
+                OSError,
+                aiohttp.ClientError,
+                asyncio.TimeoutError,
+            ) as exc:  # the bridge is down or unreachable
+                hint = (
+                    " To freeze now without the bridge, run `owlia signer freeze` on the signer's host."
+                    if name == "freeze" and args == ("freeze",)
+                    else " Check that `owlia bridge serve` runs."
+                )
+                raise CompanionError(
+                    f"could not reach the bridge at {companion.bridge_url} ({type(exc).__name__}).{hint}"
+                ) from None
             return await getattr(companion, name)(*args)
 
     try:
@@ -394,13 +450,20 @@ def freeze(ctx: typer.Context, directory: Optional[Path] = DIR_OPTION, bridge: O
 
 
 @app.command("unfreeze")
-def unfreeze(ctx: typer.Context, directory: Optional[Path] = DIR_OPTION, bridge: Optional[str] = None) -> None:
+def unfreeze(
+    ctx: typer.Context, directory: Optional[Path] = DIR_OPTION, bridge: Optional[str] = None
+) -> None:
     """Lift a freeze (session keys stay revoked: create new ones)."""
     _action(ctx, directory, bridge, "freeze", "unfreeze")
 
 
 @app.command("topup")
-def topup(ctx: typer.Context, key_id: str, amount: Optional[int] = typer.Option(None, help="wei (default: to the cap)"),
-          directory: Optional[Path] = DIR_OPTION, bridge: Optional[str] = None) -> None:
+def topup(
+    ctx: typer.Context,
+    key_id: str,
+    amount: Optional[int] = typer.Option(None, help="wei (default: to the cap)"),
+    directory: Optional[Path] = DIR_OPTION,
+    bridge: Optional[str] = None,
+) -> None:
     """Ask to fund a session key from the main account, up to its cap; approve it like any request."""
     _action(ctx, directory, bridge, "topup", key_id, amount)

@@ -43,14 +43,34 @@ from companion_bridge.companion.watch import Watch
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import request_hash
-from signer.wire.messages import (APPROVAL_DOMAIN, FREEZE_DOMAIN, PAIR_DOMAIN, REQUEST_DOMAIN, TOPUP_DOMAIN,
-                                  answer_body, freeze_body, pair_body, pairing_mac, signed_by, signed_message,
-                                  topup_body)
+from signer.wire.messages import (
+    APPROVAL_DOMAIN,
+    FREEZE_DOMAIN,
+    PAIR_DOMAIN,
+    REQUEST_DOMAIN,
+    TOPUP_DOMAIN,
+    answer_body,
+    freeze_body,
+    pair_body,
+    pairing_mac,
+    signed_by,
+    signed_message,
+    topup_body,
+)
 from signer.wire.protocol import ApprovalAction, RequestStatus
 from signer.wire.sign_replies import ReplyError, parse_reply
 
-__all__ = ["PAIR_SCHEME", "Choice", "Companion", "CompanionError", "Decide", "pair_uri", "parse_pair_uri",
-           "quoted_nonce", "unsigned"]
+__all__ = [
+    "PAIR_SCHEME",
+    "Choice",
+    "Companion",
+    "CompanionError",
+    "Decide",
+    "pair_uri",
+    "parse_pair_uri",
+    "quoted_nonce",
+    "unsigned",
+]
 
 
 @dataclass
@@ -100,8 +120,9 @@ class Companion:
         if self._http is None:
             # No keep-alive: logins are rare, and a pooled connection the server already closed
             # would fail the next login.
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30),
-                                               connector=aiohttp.TCPConnector(force_close=True))
+            self._http = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=30), connector=aiohttp.TCPConnector(force_close=True)
+            )
         return self._http
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -117,15 +138,30 @@ class Companion:
             checked_signer_key(signer_key)  # a damaged one is refused before anything is sent or stored
         wallet = self.wallet
         ts, nonce = time.time(), secrets.token_hex(32)
-        body = pair_body(pairing_id, wallet.device_public_key, wallet.state.get("name", "companion"),
-                         wallet.main_address, ts, nonce)
+        body = pair_body(
+            pairing_id,
+            wallet.device_public_key,
+            wallet.state.get("name", "companion"),
+            wallet.main_address,
+            ts,
+            nonce,
+        )
         message = signed_message(PAIR_DOMAIN, body)
-        reply = await self._post("/v1/pair", {**body, "main_address": wallet.main_address,
-                                              "signature": wallet.device_sign(message),
-                                              "mac": pairing_mac(code, message)})
+        reply = await self._post(
+            "/v1/pair",
+            {
+                **body,
+                "main_address": wallet.main_address,
+                "signature": wallet.device_sign(message),
+                "mac": pairing_mac(code, message),
+            },
+        )
         device = reply.get("device")
-        wallet.save_state(device_id=frames.text(device if isinstance(device, dict) else {}, "device_id"),
-                          bridge_url=self.bridge_url, signer_key=signer_key)
+        wallet.save_state(
+            device_id=frames.text(device if isinstance(device, dict) else {}, "device_id"),
+            bridge_url=self.bridge_url,
+            signer_key=signer_key,
+        )
         return reply
 
     async def login(self) -> str:
@@ -134,8 +170,9 @@ class Companion:
         ts = time.time()
         aud, nonce = frames.text(challenge, "aud"), frames.text(challenge, "nonce")
         signature = self.wallet.device_sign(auth_message(device_id, aud, nonce, ts))
-        reply = await self._post("/v1/auth/token", {"device_id": device_id, "nonce": nonce, "ts": ts,
-                                                    "signature": signature})
+        reply = await self._post(
+            "/v1/auth/token", {"device_id": device_id, "nonce": nonce, "ts": ts, "signature": signature}
+        )
         return frames.text(reply, "token")
 
     async def connect(self, token: str | None = None) -> None:
@@ -145,12 +182,16 @@ class Companion:
         await self._ws.send_str(json.dumps({"type": "hello", "token": token}))
         first = await self._ws.receive(timeout=10)
         if first.type != aiohttp.WSMsgType.TEXT:
-            raise CompanionError(f"the bridge refused the connection ({self._ws.close_code})", self._ws.close_code)
+            raise CompanionError(
+                f"the bridge refused the connection ({self._ws.close_code})", self._ws.close_code
+            )
         self.state = frames.welcome_state(first.data)
         self.closed.clear()
         self._reader = asyncio.create_task(self._read())
         await self.check_outstanding()
-        self._witness = asyncio.create_task(self.watch.witness_now())  # the audit checkpoint, in the background
+        self._witness = asyncio.create_task(
+            self.watch.witness_now()
+        )  # the audit checkpoint, in the background
 
     async def _read(self) -> None:
         assert self._ws is not None
@@ -187,14 +228,18 @@ class Companion:
         """Why the bridge closed the connection (4401: token expired or device revoked)."""
         return None if self._ws is None else self._ws.close_code
 
-    async def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0
+    ) -> dict[str, Any]:
         """One call through the bridge: its result, or CompanionError (refused, or a malformed reply)."""
         if self._ws is None or self._ws.closed:
             raise CompanionError("not connected to the bridge")
         req_id = next(self._ids)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._replies[req_id] = future
-        await self._ws.send_str(json.dumps({"type": "call", "id": req_id, "method": method, "params": params}))
+        await self._ws.send_str(
+            json.dumps({"type": "call", "id": req_id, "method": method, "params": params})
+        )
         try:
             reply = await asyncio.wait_for(future, timeout)
         finally:
@@ -250,21 +295,34 @@ class Companion:
         pairing link. Anything else may have been written by the bridge: nothing is signed for it."""
         key = self.wallet.state.get("signer_key")
         if not key:
-            raise CompanionError("this companion has no signer key (pair again with the full link or QR): "
-                                 "it can deny, never approve")
+            raise CompanionError(
+                "this companion has no signer key (pair again with the full link or QR): "
+                "it can deny, never approve"
+            )
         digest = request_hash(unsigned(request))
         if not signed_by(key, REQUEST_DOMAIN, {"request_hash": digest}, request.get("signer_sig")):
-            raise CompanionError("this request is not signed by your signer (the bridge may be compromised): "
-                                 "nothing was signed")
+            raise CompanionError(
+                "this request is not signed by your signer (the bridge may be compromised): "
+                "nothing was signed"
+            )
         return digest
 
-    def build_answer(self, request: dict[str, Any], choice: Choice, nonce: int | None = None,
-                     quoted_at: float | None = None) -> dict[str, Any]:
+    def build_answer(
+        self,
+        request: dict[str, Any],
+        choice: Choice,
+        nonce: int | None = None,
+        quoted_at: float | None = None,
+    ) -> dict[str, Any]:
         """The answer params for `approvals.answer`; the hash is ours, not the bridge's. An approval
         needs the signer's signature on the request; `nonce` (from the signed quote of `quoted_at`)
         replaces the request's when the main account has sent something since it was escalated,
         unless this request was approved before: then only its journaled nonce (`_approved_tx`)."""
-        digest = self.verified_hash(request) if choice.action == ApprovalAction.APPROVE else request_hash(unsigned(request))
+        digest = (
+            self.verified_hash(request)
+            if choice.action == ApprovalAction.APPROVE
+            else request_hash(unsigned(request))
+        )
         raw, tx_hash = b"", ""
         if choice.action == ApprovalAction.APPROVE and request["kind"] == "policy":
             if choice.passphrase is not None:
@@ -282,19 +340,29 @@ class Companion:
                 zeroize(choice.passphrase)
             tx_hash = self.watch.signed(request, tx, raw, quoted_at)  # journaled before it can leave
         device_id = self._device_id()
-        message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, choice.action,
-                                                              request["expires_at"], device_id, tx_hash))
-        params: dict[str, Any] = {"request_id": request["request_id"], "request_hash": digest, "device_id": device_id,
-                                  "action": choice.action, "expires_at": request["expires_at"],
-                                  "signature": self.wallet.device_sign(message)}
+        message = signed_message(
+            APPROVAL_DOMAIN,
+            answer_body(
+                request["request_id"], digest, choice.action, request["expires_at"], device_id, tx_hash
+            ),
+        )
+        params: dict[str, Any] = {
+            "request_id": request["request_id"],
+            "request_hash": digest,
+            "device_id": device_id,
+            "action": choice.action,
+            "expires_at": request["expires_at"],
+            "signature": self.wallet.device_sign(message),
+        }
         if raw:
             params["raw_tx"] = "0x" + raw.hex()
         if choice.note:
             params["note"] = choice.note
         return params
 
-    def _approved_tx(self, request: dict[str, Any], tx: dict[str, Any],
-                     quoted_at: float | None) -> tuple[dict[str, Any], float | None]:
+    def _approved_tx(
+        self, request: dict[str, Any], tx: dict[str, Any], quoted_at: float | None
+    ) -> tuple[dict[str, Any], float | None]:
         """The transaction to sign, and the quote time it goes with. A request this companion approved
         before is signed only at that approval's nonce: signing is deterministic, so that is the very
         same transaction (which the signer refuses if its nonce is used), never a second payment at a
@@ -306,7 +374,8 @@ class Companion:
             raise CompanionError(
                 f"request {short(first.request_id, 80)} was already approved on this companion as tx "
                 f"{first.tx_hash} at nonce {first.nonce}, and your signer shows that nonce used: nothing was "
-                "signed again (a new nonce could pay twice). If it was not paid, have it requested anew.")
+                "signed again (a new nonce could pay twice). If it was not paid, have it requested anew."
+            )
         return {**request["tx"], "nonce": first.nonce}, first.quoted_at
 
     async def answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
@@ -322,8 +391,12 @@ class Companion:
             result = await self.call("approvals.answer", params, timeout=self.answer_timeout)
         except (CompanionError, asyncio.TimeoutError) as exc:
             if tx_hash:
-                await self.watch.answered(tx_hash, f"error: {exc.message}" if isinstance(exc, CompanionError)
-                                          else f"no reply within {self.answer_timeout:g} s")
+                await self.watch.answered(
+                    tx_hash,
+                    f"error: {exc.message}"
+                    if isinstance(exc, CompanionError)
+                    else f"no reply within {self.answer_timeout:g} s",
+                )
             raise
         if tx_hash:
             await self.watch.answered(tx_hash, f"{result.get('status')} {result.get('tx_hash', '')}")
@@ -362,16 +435,27 @@ class Companion:
             self.watch.settle(self.state)
             freeze_id = self.state.get("freeze_id", "")
         message = signed_message(FREEZE_DOMAIN, freeze_body(device_id, action, freeze_id, ts))
-        self.state = await self.call("approvals.freeze", {"device_id": device_id, "action": action,
-                                                          "freeze_id": freeze_id, "ts": ts,
-                                                          "signature": self.wallet.device_sign(message)})
+        self.state = await self.call(
+            "approvals.freeze",
+            {
+                "device_id": device_id,
+                "action": action,
+                "freeze_id": freeze_id,
+                "ts": ts,
+                "signature": self.wallet.device_sign(message),
+            },
+        )
         return self.state
 
     async def topup(self, key_id: str, amount: int | None = None) -> dict[str, Any]:
         device_id, ts = self._device_id(), time.time()
         message = signed_message(TOPUP_DOMAIN, topup_body(device_id, key_id, amount, ts))
-        params: dict[str, Any] = {"device_id": device_id, "key_id": key_id, "ts": ts,
-                                  "signature": self.wallet.device_sign(message)}
+        params: dict[str, Any] = {
+            "device_id": device_id,
+            "key_id": key_id,
+            "ts": ts,
+            "signature": self.wallet.device_sign(message),
+        }
         if amount is not None:
             params["amount"] = str(amount)
         return await self.call("approvals.topup", params)
@@ -379,8 +463,7 @@ class Companion:
     async def next_request(self, timeout: float | None = None) -> dict[str, Any]:
         return await asyncio.wait_for(self.requests.get(), timeout)
 
-    async def run(self, decide: Decide, *, once: bool = False,
-                  report: Callable[[str], None] = print) -> None:
+    async def run(self, decide: Decide, *, once: bool = False, report: Callable[[str], None] = print) -> None:
         """Show each request, ask `decide`, send the answer; until the connection closes."""
         self.warn = report
         while not self.closed.is_set():
@@ -398,11 +481,18 @@ class Companion:
             if choice.action != "skip":
                 try:
                     result = await self.answer(request, choice)
-                    report(f"{choice.action}: {short(result.get('status'), 40)} "
-                           f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip())
-                    if result.get("status") == RequestStatus.FAILED:  # the signer's words on why, not only "failed"
-                        report("\n".join(block("why it failed", str(result.get("error") or "no reason given"),
-                                                600)))
+                    report(
+                        f"{choice.action}: {short(result.get('status'), 40)} "
+                        f"{tx_hash_or_blank(result.get('tx_hash'))}".rstrip()
+                    )
+                    if (
+                        result.get("status") == RequestStatus.FAILED
+                    ):  # the signer's words on why, not only "failed"
+                        report(
+                            "\n".join(
+                                block("why it failed", str(result.get("error") or "no reason given"), 600)
+                            )
+                        )
                     elif result.get("broadcast_unknown"):  # signed, but the node did not take it (or lied)
                         report("\n".join(block("not confirmed sent", str(result["broadcast_unknown"]), 600)))
                 except CompanionError as exc:

@@ -44,8 +44,10 @@ def reply_result(reply: Any) -> dict[str, Any]:
         if not isinstance(error, dict):
             raise CompanionError("the bridge sent a malformed error reply")
         code = error.get("code")
-        raise CompanionError(one_line(str(error.get("message", "")), SUMMARY_CHARS) or "(no message)",
-                             code if isinstance(code, int) and not isinstance(code, bool) else None)
+        raise CompanionError(
+            one_line(str(error.get("message", "")), SUMMARY_CHARS) or "(no message)",
+            code if isinstance(code, int) and not isinstance(code, bool) else None,
+        )
     result = reply.get("result")
     if not isinstance(result, dict):
         raise CompanionError("the bridge sent a malformed reply (its result is not an object)")
@@ -60,7 +62,9 @@ def http_body(raw: bytes, status: int) -> dict[str, Any]:
         data = None
     if status != 200:
         detail = data.get("detail", data) if isinstance(data, dict) else data
-        raise CompanionError(one_line(str(detail if detail is not None else f"HTTP {status}"), SUMMARY_CHARS), status)
+        raise CompanionError(
+            one_line(str(detail if detail is not None else f"HTTP {status}"), SUMMARY_CHARS), status
+        )
     if not isinstance(data, dict):
         raise CompanionError("the bridge sent a malformed reply", status)
     return data

@@ -36,29 +36,59 @@ def load(home: Path) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError):
-        raise RecordError(f"{path} is damaged (not JSON): the grants in it cannot be listed; move it aside and "
-                          "revoke with the NonceEnforcer alone (`owlia wallet revoke` still ends every grant)") from None
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("grants"), list):
+        raise RecordError(
+            f"{path} is damaged (not JSON): the grants in it cannot be listed; move it aside and "
+            "revoke with the NonceEnforcer alone (`owlia wallet revoke` still ends every grant)"
+        ) from None
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != VERSION
+        or not isinstance(data.get("grants"), list)
+    ):
         raise RecordError(f"{path} is not a grant record of version {VERSION}: move it aside")
     return data["grants"]
 
 
 def _save(home: Path, grants: list[dict[str, Any]]) -> None:
-    write_private_file(Path(home) / RECORD, json.dumps({"version": VERSION, "grants": grants}, indent=2).encode())
+    write_private_file(
+        Path(home) / RECORD, json.dumps({"version": VERSION, "grants": grants}, indent=2).encode()
+    )
 
 
-def record_signed(home: Path, *, chain_id: int, rpc_url: str, manager: str, nonce_enforcer: str, account: str,
-                  delegate: str, nonce: int, salt: int, delegations: list[Delegation], words: list[str]) -> None:
+def record_signed(
+    home: Path,
+    *,
+    chain_id: int,
+    rpc_url: str,
+    manager: str,
+    nonce_enforcer: str,
+    account: str,
+    delegate: str,
+    nonce: int,
+    salt: int,
+    delegations: list[Delegation],
+    words: list[str],
+) -> None:
     """Written right after signing and before the delegations leave the companion: a grant the
     signer took is always on record here."""
     grants = load(home)
-    grants.append({
-        "chain_id": chain_id, "rpc_url": rpc_url, "manager": manager.lower(),
-        "nonce_enforcer": nonce_enforcer.lower(), "account": account.lower(), "delegate": delegate.lower(),
-        "nonce": str(nonce), "salt": str(salt), "signed_at": int(time.time()),
-        "delegation_hashes": ["0x" + d.struct_hash().hex() for d in delegations],
-        "delegations": [d.to_json() for d in delegations], "words": list(words), "ended": None,
-    })
+    grants.append(
+        {
+            "chain_id": chain_id,
+            "rpc_url": rpc_url,
+            "manager": manager.lower(),
+            "nonce_enforcer": nonce_enforcer.lower(),
+            "account": account.lower(),
+            "delegate": delegate.lower(),
+            "nonce": str(nonce),
+            "salt": str(salt),
+            "signed_at": int(time.time()),
+            "delegation_hashes": ["0x" + d.struct_hash().hex() for d in delegations],
+            "delegations": [d.to_json() for d in delegations],
+            "words": list(words),
+            "ended": None,
+        }
+    )
     _save(home, grants)
 
 

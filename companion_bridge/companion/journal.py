@@ -71,7 +71,9 @@ class Entry:
     quoted_at: float | None = None  # `ts` (the signer's clock) of the fresh signed quote fetched to sign it
     seen_ts: float | None = None  # `ts` of the newest signed quote applied: no older one counts any more
     settled_at: float | None = None
-    settled_by: dict[str, Any] | None = None  # the first mined quote showing it used: main_nonce_mined, quote_ts
+    settled_by: dict[str, Any] | None = (
+        None  # the first mined quote showing it used: main_nonce_mined, quote_ts
+    )
     confirmed: int = 0  # later mined quotes that still showed it used
 
     @property
@@ -83,16 +85,30 @@ class Entry:
         """Settled, and confirmed long enough that it is no longer worth a quote of its own."""
         if self.settled_by is None or self.seen_ts is None:
             return False
-        return (self.confirmed >= CONFIRM_QUOTES
-                and self.seen_ts - self.settled_by["quote_ts"] >= CONFIRM_SECONDS)
+        return (
+            self.confirmed >= CONFIRM_QUOTES and self.seen_ts - self.settled_by["quote_ts"] >= CONFIRM_SECONDS
+        )
 
     @classmethod
-    def for_approval(cls, request: dict[str, Any], tx: dict[str, Any], tx_hash: str,
-                     quoted_at: float | None = None, now: float | None = None) -> Entry:
-        return cls(request_id=str(request["request_id"]), chain_id=int(tx["chain_id"]), nonce=int(tx["nonce"]),
-                   tx_hash=tx_hash, to=to_checksum(tx["to"]), value=str(int(tx["value"])),
-                   summary=one_line(str(request.get("summary") or ""), SUMMARY_CHARS),
-                   signed_at=time.time() if now is None else now, quoted_at=quoted_at)
+    def for_approval(
+        cls,
+        request: dict[str, Any],
+        tx: dict[str, Any],
+        tx_hash: str,
+        quoted_at: float | None = None,
+        now: float | None = None,
+    ) -> Entry:
+        return cls(
+            request_id=str(request["request_id"]),
+            chain_id=int(tx["chain_id"]),
+            nonce=int(tx["nonce"]),
+            tx_hash=tx_hash,
+            to=to_checksum(tx["to"]),
+            value=str(int(tx["value"])),
+            summary=one_line(str(request.get("summary") or ""), SUMMARY_CHARS),
+            signed_at=time.time() if now is None else now,
+            quoted_at=quoted_at,
+        )
 
 
 def refuse_if_full(unsettled: int, max_unsettled: int) -> None:
@@ -100,11 +116,13 @@ def refuse_if_full(unsettled: int, max_unsettled: int) -> None:
         raise JournalFull(
             f"{unsettled} approvals you signed are still unsettled (their nonces are not used as far as "
             "your signer has said): nothing more is signed until they are. Run `owlia companion outstanding` "
-            "and void the ones you do not want (send any transaction from the main account at that nonce).")
+            "and void the ones you do not want (send any transaction from the main account at that nonce)."
+        )
 
 
-def admit(entries: list[Entry], entry: Entry, *, max_entries: int = MAX_ENTRIES,
-          max_unsettled: int = MAX_UNSETTLED) -> list[Entry]:
+def admit(
+    entries: list[Entry], entry: Entry, *, max_entries: int = MAX_ENTRIES, max_unsettled: int = MAX_UNSETTLED
+) -> list[Entry]:
     """`entries` with `entry` added and the oldest settled ones dropped down to `max_entries`, final
     ones first (the others are still re-checked in case of a reorg). Raises JournalFull (changing
     nothing) if `max_unsettled` entries are unsettled already."""
@@ -115,7 +133,7 @@ def admit(entries: list[Entry], entry: Entry, *, max_entries: int = MAX_ENTRIES,
     kept = [*entries, entry]
     excess = len(kept) - max_entries
     droppable = [e for e in kept if e.final] + [e for e in kept if e.settled and not e.final]
-    for old in droppable[:max(excess, 0)]:
+    for old in droppable[: max(excess, 0)]:
         kept.remove(old)
     return kept
 
@@ -154,7 +172,9 @@ def apply_quote(entries: list[Entry], quote: NonceQuote, main_address: str, now:
 
 
 class Journal:
-    def __init__(self, home: Path, *, max_entries: int = MAX_ENTRIES, max_unsettled: int = MAX_UNSETTLED) -> None:
+    def __init__(
+        self, home: Path, *, max_entries: int = MAX_ENTRIES, max_unsettled: int = MAX_UNSETTLED
+    ) -> None:
         self.home = Path(home)
         self.path = self.home / JOURNAL
         self._lock_path = self.home / LOCK
@@ -179,8 +199,12 @@ class Journal:
         refuse_if_full(len(self.unsettled()), self.max_unsettled)
 
     def record(self, entry: Entry) -> None:
-        self._update(lambda entries: (None, admit(entries, entry, max_entries=self.max_entries,
-                                                  max_unsettled=self.max_unsettled)))
+        self._update(
+            lambda entries: (
+                None,
+                admit(entries, entry, max_entries=self.max_entries, max_unsettled=self.max_unsettled),
+            )
+        )
 
     def note_reply(self, tx_hash: str, reply: str) -> None:
         def note(entries: list[Entry]) -> tuple[None, bool]:
@@ -209,8 +233,9 @@ class Journal:
                     self._save(entries if outcome is True else outcome)
                 return result
         except OSError as exc:
-            raise JournalError(f"the approval journal in {self.home} cannot be used "
-                               f"({exc.strerror or type(exc).__name__})") from None
+            raise JournalError(
+                f"the approval journal in {self.home} cannot be used ({exc.strerror or type(exc).__name__})"
+            ) from None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

@@ -41,8 +41,10 @@ def check_private_dir(home: Path) -> None:
         raise JournalError(f"the companion directory {home} belongs to uid {info.st_uid}, not to you")
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
-        raise JournalError(f"the companion directory {home} has mode {mode:04o}: others could delete the "
-                           f"approval journal. Run `chmod 700 {home}` and check the journal is still there")
+        raise JournalError(
+            f"the companion directory {home} has mode {mode:04o}: others could delete the "
+            f"approval journal. Run `chmod 700 {home}` and check the journal is still there"
+        )
 
 
 def _int(value: Any) -> bool:
@@ -54,7 +56,7 @@ def _time(value: Any) -> bool:
 
 
 def _settled_by(value: Any) -> bool:
-    return (isinstance(value, dict) and _int(value.get("main_nonce_mined")) and _time(value.get("quote_ts")))
+    return isinstance(value, dict) and _int(value.get("main_nonce_mined")) and _time(value.get("quote_ts"))
 
 
 # field: (check, what it must be). Times are either clock's seconds; None means "not yet".
@@ -64,7 +66,10 @@ _CHECKS: dict[str, tuple[Any, str]] = {
     "nonce": (_int, "a nonce"),
     "tx_hash": (lambda v: isinstance(v, str) and _HASH.fullmatch(v) is not None, "a transaction hash"),
     "to": (is_address, "an address"),
-    "value": (lambda v: isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 78, "an amount of wei"),
+    "value": (
+        lambda v: isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 78,
+        "an amount of wei",
+    ),
     "summary": (lambda v: isinstance(v, str), "text"),
     "signed_at": (_time, "a time"),
     "reply": (lambda v: isinstance(v, str), "text"),
@@ -79,9 +84,12 @@ REQUIRED = ("request_id", "chain_id", "nonce", "tx_hash", "to", "value", "summar
 
 def parse(data: bytes, path: Path) -> list[dict[str, Any]]:
     """The entries in a journal file as checked keyword arguments for `Entry`, or JournalError."""
+
     def broken(why: str) -> JournalError:
-        return JournalError(f"the approval journal {path} is unreadable ({why}): move it aside and check the "
-                            "main account's transactions yourself")
+        return JournalError(
+            f"the approval journal {path} is unreadable ({why}): move it aside and check the "
+            "main account's transactions yourself"
+        )
 
     try:
         body = safejson.loads(data)

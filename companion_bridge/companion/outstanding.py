@@ -34,8 +34,12 @@ def warning_lines(entry: Entry) -> list[str]:
         f"  value:   {format_amount(value, 18, 'ETH')} ({value} wei)",
         f"  chain:   {entry.chain_id}   nonce: {entry.nonce}",
         f"  tx hash: {visible(entry.tx_hash)}   signed {_when(entry.signed_at)}",
-        *(f"  {line}" for line in block("reply through the bridge (not signed by the signer: no proof)",
-                                        entry.reply or "none yet")),
+        *(
+            f"  {line}"
+            for line in block(
+                "reply through the bridge (not signed by the signer: no proof)", entry.reply or "none yet"
+            )
+        ),
         f"Your signer has not shown nonce {entry.nonce} of the main account as mined. Whoever holds this",
         f"transaction (the bridge, if it is compromised) can broadcast it at any time until nonce {entry.nonce}",
         "is used.",
@@ -54,21 +58,28 @@ def settled_line(entry: Entry) -> str:
     quote cannot tell which; the tx hash on a block explorer can)."""
     mined = (entry.settled_by or {}).get("main_nonce_mined")
     still = "" if entry.final else "; still re-checked for a while, in case of a reorg"
-    return (f"settled: {visible(entry.request_id)} nonce {entry.nonce} on chain {entry.chain_id} is used "
-            f"(signed quote: {mined} transactions mined), by this approval ({visible(entry.tx_hash)}) or by "
-            f"another transaction{still}")
+    return (
+        f"settled: {visible(entry.request_id)} nonce {entry.nonce} on chain {entry.chain_id} is used "
+        f"(signed quote: {mined} transactions mined), by this approval ({visible(entry.tx_hash)}) or by "
+        f"another transaction{still}"
+    )
 
 
 def already_approved_lines(entry: Entry) -> list[str]:
     """Shown above a request this companion already signed an approval for: the bridge delivered it
     again (after reporting an error, perhaps while keeping the first transaction). Approving again
     signs only the same transaction, at the same nonce, never a second payment."""
-    state = ("its nonce is used, so approving again signs nothing new" if entry.settled
-             else "approving again signs the very same transaction, at the same nonce: it cannot pay twice")
-    return [BANNER,
-            f"ALREADY APPROVED as tx {visible(entry.tx_hash)}",
-            f"  nonce {entry.nonce} on chain {entry.chain_id}, signed {_when(entry.signed_at)} on this companion;",
-            f"  {state}.",
-            "  The bridge delivered this request again: if it reported an error the first time, it may still",
-            "  hold (or have sent) that transaction. See `owlia companion outstanding`.",
-            BANNER]
+    state = (
+        "its nonce is used, so approving again signs nothing new"
+        if entry.settled
+        else "approving again signs the very same transaction, at the same nonce: it cannot pay twice"
+    )
+    return [
+        BANNER,
+        f"ALREADY APPROVED as tx {visible(entry.tx_hash)}",
+        f"  nonce {entry.nonce} on chain {entry.chain_id}, signed {_when(entry.signed_at)} on this companion;",
+        f"  {state}.",
+        "  The bridge delivered this request again: if it reported an error the first time, it may still",
+        "  hold (or have sent) that transaction. See `owlia companion outstanding`.",
+        BANNER,
+    ]

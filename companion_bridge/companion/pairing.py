@@ -40,9 +40,16 @@ def pair_uri(bridge_url: str, pairing_id: str, code: str, signer_key: str) -> st
     return f"{PAIR_SCHEME}://v1?bridge={bridge_url}&id={pairing_id}&code={code}&signer={signer_key}"
 
 
-def pair_link(bridge_url: str, pairing_id: str, code: str, signer_key: str, fingerprint: str | None = None) -> str:
+def pair_link(
+    bridge_url: str, pairing_id: str, code: str, signer_key: str, fingerprint: str | None = None
+) -> str:
     """The link the phone's camera opens: the web app, secrets in the fragment only."""
-    fields = {"v": "1", "id": pairing_id, "code": code.replace("-", "").replace(" ", ""), "signer": signer_key}
+    fields = {
+        "v": "1",
+        "id": pairing_id,
+        "code": code.replace("-", "").replace(" ", ""),
+        "signer": signer_key,
+    }
     if fingerprint:
         fields["fp"] = fingerprint
     return f"{bridge_url.rstrip('/')}/app/#{urlencode(fields)}"
@@ -71,8 +78,10 @@ def checked_signer_key(value: str) -> str:
     """The pairing link's signer key, or CompanionError saying what is wrong with it."""
     problem = signer_key_problem(value)
     if problem is not None:
-        raise CompanionError(f"the pairing link's signer key is damaged ({problem}): nothing was paired. Copy the "
-                             "whole link again from `owlia companion pair`, or scan its QR code")
+        raise CompanionError(
+            f"the pairing link's signer key is damaged ({problem}): nothing was paired. Copy the "
+            "whole link again from `owlia companion pair`, or scan its QR code"
+        )
     return value
 
 
@@ -82,7 +91,9 @@ def parse_pair_link(uri: str) -> PairLink:
         query = parse_qs(parsed.query)
         if not all(k in query for k in ("bridge", "id", "code", "signer")):
             raise CompanionError("not an owlia pairing code (scan the QR from `owlia companion pair`)")
-        return PairLink(query["bridge"][0], query["id"][0], query["code"][0], checked_signer_key(query["signer"][0]))
+        return PairLink(
+            query["bridge"][0], query["id"][0], query["code"][0], checked_signer_key(query["signer"][0])
+        )
     if parsed.scheme in ("https", "http") and parsed.path.rstrip("/") == "/app" and parsed.fragment:
         query = parse_qs(parsed.fragment)
         if query.get("v") != ["1"] or not all(k in query for k in ("id", "code", "signer")):
@@ -90,8 +101,13 @@ def parse_pair_link(uri: str) -> PairLink:
         fingerprint = query.get("fp", [None])[0]
         if fingerprint is not None and not FINGERPRINT.fullmatch(fingerprint):
             raise CompanionError("the pairing link's certificate fingerprint is malformed")
-        return PairLink(f"{parsed.scheme}://{parsed.netloc}", query["id"][0], query["code"][0],
-                        checked_signer_key(query["signer"][0]), fingerprint)
+        return PairLink(
+            f"{parsed.scheme}://{parsed.netloc}",
+            query["id"][0],
+            query["code"][0],
+            checked_signer_key(query["signer"][0]),
+            fingerprint,
+        )
     raise CompanionError("not an owlia pairing code (scan the QR from `owlia companion pair`)")
 
 

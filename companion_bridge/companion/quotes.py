@@ -73,8 +73,9 @@ def verified_quote(state: Any, signer_key: str | None) -> NonceQuote | None:
     return NonceQuote(quote["main_account"], nonces, float(ts), mined)
 
 
-def quoted_nonce(state: dict[str, Any], request: dict[str, Any], signer_key: str | None,
-                 now: float | None = None) -> int | None:
+def quoted_nonce(
+    state: dict[str, Any], request: dict[str, Any], signer_key: str | None, now: float | None = None
+) -> int | None:
     """The nonce to sign `request` with, from a nonce quote; None means keep the request's own."""
     nonce_quote = verified_quote(state, signer_key)
     return None if nonce_quote is None else nonce_from(nonce_quote, request, now)

@@ -28,21 +28,29 @@ def _party(p: dict[str, Any]) -> str:
 def _action(a: dict[str, Any]) -> str:
     amount = a.get("amount") or f"{a.get('amount_base_units')} base units of {a.get('token')}"
     if a["type"] == "transfer":
-        return (f"SEND {amount}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
-                f"    to: {_party(a['recipient'])}")
+        return (
+            f"SEND {amount}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
+            f"    to: {_party(a['recipient'])}"
+        )
     if a["type"] == "approval":
         shown = "UNLIMITED" if a["unlimited"] else amount
-        return (f"APPROVE ({a['method']}) {shown}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
-                f"    spender: {_party(a['spender'])}")
+        return (
+            f"APPROVE ({a['method']}) {shown}\n    base units: {a['amount_base_units']}  token: {a['token']}\n"
+            f"    spender: {_party(a['spender'])}"
+        )
     if a["type"] == "call":
-        unseen = "" if a.get("decoded", True) else "  (NOT DECODED: accepted unseen by the policy's opaque_calls)"
+        unseen = (
+            "" if a.get("decoded", True) else "  (NOT DECODED: accepted unseen by the policy's opaque_calls)"
+        )
         return f"CALL {_party(a['target'])} selector {a['selector']}{unseen}"
     if a["type"] == "swap":
         give, get = a["token_in"], a["token_out_min"]
         give_text = give.get("amount") or f"{give['amount_base_units']} base units of {give['token']}"
         get_text = get.get("amount") or f"{get['amount_base_units']} base units of {get['token']}"
-        return (f"SWAP {give_text} for at least {get_text}\n    via: {_party(a['router'])}\n"
-                f"    output to: {_party(a['recipient'])}")
+        return (
+            f"SWAP {give_text} for at least {get_text}\n    via: {_party(a['router'])}\n"
+            f"    output to: {_party(a['recipient'])}"
+        )
     if a["type"] in ("wrap", "unwrap"):
         return f"{a['type'].upper()} {amount} at {_party(a['contract'])}"
     if a["type"] == "claim":
@@ -60,20 +68,27 @@ def _simulation_lines(simulation: dict[str, Any] | None) -> list[str]:
     lines = ["", f"Balance changes simulated by the node ({simulation['source']}; its word, not proof):"]
     for c in simulation["changes"]:
         delta = int(c["delta"])
-        shown = (format_amount(abs(delta), c["decimals"], c["symbol"]) if c.get("symbol") and c.get("decimals") is not None
-                 else f"{abs(delta)} base units of {c['asset']}")
+        shown = (
+            format_amount(abs(delta), c["decimals"], c["symbol"])
+            if c.get("symbol") and c.get("decimals") is not None
+            else f"{abs(delta)} base units of {c['asset']}"
+        )
         lines.append(f"  {to_checksum(c['account'])}: {'-' if delta < 0 else '+'}{shown}")
     return lines
 
 
 def _tx_lines(tx: dict[str, Any] | None) -> list[str]:
     if tx is None:
-        return ["", "No main-account transaction was prepared (no companion paired yet, or the chain was",
-                "unreachable): this request can only be denied."]
+        return [
+            "",
+            "No main-account transaction was prepared (no companion paired yet, or the chain was",
+            "unreachable): this request can only be denied.",
+        ]
     value = int(tx["value"])
     data = tx["data"] if len(tx["data"]) <= 138 else tx["data"][:138] + "..."
     return [
-        "", "Transaction the main key will sign:",
+        "",
+        "Transaction the main key will sign:",
         f"  from:  {to_checksum(tx['from'])}",
         f"  to:    {to_checksum(tx['to'])}",
         f"  value: {format_amount(value, 18, 'ETH')} ({value} wei)",
@@ -97,19 +112,28 @@ def why_lines(escalation: dict[str, Any]) -> list[str]:
     fired = [f for f in escalation.get("findings") or [] if f.get("outcome") != Outcome.ALLOW]
     if len(fired) <= 1:
         return [f"Why it needs you: {escalation['reason']} [rule {escalation['rule_id']}]"]
-    return ["Why it needs you (every rule that fired):",
-            *(f"  - {f['reason']} [rule {f['rule_id']}]" for f in fired)]
+    return [
+        "Why it needs you (every rule that fired):",
+        *(f"  - {f['reason']} [rule {f['rule_id']}]" for f in fired),
+    ]
 
 
 def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
     now = time.time() if now is None else now
     request = _visible(request)
     tx = request.get("tx")
-    lines = [RULE, f"APPROVAL REQUEST {request['request_id']}  ({request['kind']})", f"chain: {request['chain']}", ""]
+    lines = [
+        RULE,
+        f"APPROVAL REQUEST {request['request_id']}  ({request['kind']})",
+        f"chain: {request['chain']}",
+        "",
+    ]
     if request["kind"] == "policy":
         change = request["policy"]
-        lines += ["LOOSEN THE SIGNER POLICY: the signer could then sign more on its own.",
-                  f"  from policy {change['from_hash'][:16]} to {change['to_hash'][:16]}; what widens:"]
+        lines += [
+            "LOOSEN THE SIGNER POLICY: the signer could then sign more on its own.",
+            f"  from policy {change['from_hash'][:16]} to {change['to_hash'][:16]}; what widens:",
+        ]
         lines += [f"  - {w}" for w in change["widens"]]
     else:
         lines += ["What this does (decoded by the signer from the bytes):"]

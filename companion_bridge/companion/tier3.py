@@ -44,17 +44,39 @@ DISABLE_GAS = 200_000
 REVOKE_ALL_GAS = 100_000
 
 
-def authorize(key: coincurve.PrivateKey, *, chain_id: int, nonce: int, max_fee: int, max_priority_fee: int,
-              implementation: str, to: str | None = None, data: bytes = b"", gas: int = AUTHORIZE_GAS) -> bytes:
+def authorize(
+    key: coincurve.PrivateKey,
+    *,
+    chain_id: int,
+    nonce: int,
+    max_fee: int,
+    max_priority_fee: int,
+    implementation: str,
+    to: str | None = None,
+    data: bytes = b"",
+    gas: int = AUTHORIZE_GAS,
+) -> bytes:
     """A type-4 transaction from the main account: the authorization nonce is the transaction's nonce + 1.
     Sent to itself (no call) unless `to`/`data` name a call the main account makes in the same step."""
     secret = key.secret
-    auth = Account.sign_authorization({"chainId": chain_id, "address": implementation, "nonce": nonce + 1}, secret)
-    signed = Account.sign_transaction({
-        "type": 4, "chainId": chain_id, "nonce": nonce, "to": _checksum(to or address_of(key)), "value": 0,
-        "data": data, "gas": gas, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": max_priority_fee,
-        "authorizationList": [auth],
-    }, secret)
+    auth = Account.sign_authorization(
+        {"chainId": chain_id, "address": implementation, "nonce": nonce + 1}, secret
+    )
+    signed = Account.sign_transaction(
+        {
+            "type": 4,
+            "chainId": chain_id,
+            "nonce": nonce,
+            "to": _checksum(to or address_of(key)),
+            "value": 0,
+            "data": data,
+            "gas": gas,
+            "maxFeePerGas": max_fee,
+            "maxPriorityFeePerGas": max_priority_fee,
+            "authorizationList": [auth],
+        },
+        secret,
+    )
     return bytes(signed.raw_transaction)
 
 
@@ -62,25 +84,57 @@ def freeze(key: coincurve.PrivateKey, *, manager: str, nonce_enforcer: str, **fe
     """Undo the 7702 designation and bump the NonceEnforcer nonce in one transaction: every grant stops
     at once, and a later `authorize` revives none of them (they carry the old nonce). The main key
     keeps the funds."""
-    return authorize(key, implementation=ZERO_ADDRESS, to=nonce_enforcer, data=increment_nonce_calldata(manager),
-                     gas=FREEZE_GAS, **fees_and_nonce)
+    return authorize(
+        key,
+        implementation=ZERO_ADDRESS,
+        to=nonce_enforcer,
+        data=increment_nonce_calldata(manager),
+        gas=FREEZE_GAS,
+        **fees_and_nonce,
+    )
 
 
-def revoke_all(key: coincurve.PrivateKey, *, chain_id: int, nonce: int, max_fee: int, max_priority_fee: int,
-               manager: str, nonce_enforcer: str) -> bytes:
+def revoke_all(
+    key: coincurve.PrivateKey,
+    *,
+    chain_id: int,
+    nonce: int,
+    max_fee: int,
+    max_priority_fee: int,
+    manager: str,
+    nonce_enforcer: str,
+) -> bytes:
     """NonceEnforcer.incrementNonce(manager), sent by the main account: a plain transaction, valid whether
     or not the account is 7702-delegated, that ends every delegation carrying the old nonce."""
-    tx = Eip1559Tx(chain_id, nonce, max_priority_fee, max_fee, REVOKE_ALL_GAS, nonce_enforcer.lower(), 0,
-                   increment_nonce_calldata(manager))
+    tx = Eip1559Tx(
+        chain_id,
+        nonce,
+        max_priority_fee,
+        max_fee,
+        REVOKE_ALL_GAS,
+        nonce_enforcer.lower(),
+        0,
+        increment_nonce_calldata(manager),
+    )
     return sign_eip1559(tx, key).raw
 
 
-def sign_grant(key: coincurve.PrivateKey, lanes: list[Lane], *, session_address: str, chain_id: int, manager: str,
-               enforcers: dict[str, str], salt: int) -> list[Delegation]:
+def sign_grant(
+    key: coincurve.PrivateKey,
+    lanes: list[Lane],
+    *,
+    session_address: str,
+    chain_id: int,
+    manager: str,
+    enforcers: dict[str, str],
+    salt: int,
+) -> list[Delegation]:
     account = address_of(key)
     signed = []
     for i, lane in enumerate(lanes):
-        delegation = lane.delegation(delegate=session_address, delegator=account, salt=salt + i, enforcers=enforcers)
+        delegation = lane.delegation(
+            delegate=session_address, delegator=account, salt=salt + i, enforcers=enforcers
+        )
         signed.append(delegation.signed(sign_digest(delegation.signing_digest(chain_id, manager), key)))
     return signed
 
@@ -94,18 +148,36 @@ def signed_from_offer(offer: dict[str, Any], signatures: list[str]) -> list[Dele
     out = []
     for delegation, signature in zip(delegations, signatures):
         signed = delegation.signed(bytes.fromhex(signature.removeprefix("0x")))
-        if recover(signed.signing_digest(int(offer["chain_id"]), offer["manager"]), signed.signature) \
-                != delegation.delegator:
+        if (
+            recover(signed.signing_digest(int(offer["chain_id"]), offer["manager"]), signed.signature)
+            != delegation.delegator
+        ):
             raise DelegationError("a signature is not the delegator's")
         out.append(signed)
     return out
 
 
-def disable(key: coincurve.PrivateKey, delegation: Delegation, *, chain_id: int, nonce: int, max_fee: int,
-            max_priority_fee: int, manager: str) -> bytes:
+def disable(
+    key: coincurve.PrivateKey,
+    delegation: Delegation,
+    *,
+    chain_id: int,
+    nonce: int,
+    max_fee: int,
+    max_priority_fee: int,
+    manager: str,
+) -> bytes:
     """The delegator calls DelegationManager.disableDelegation itself (onlyDeleGator)."""
-    tx = Eip1559Tx(chain_id, nonce, max_priority_fee, max_fee, DISABLE_GAS, manager.lower(), 0,
-                   disable_calldata(delegation))
+    tx = Eip1559Tx(
+        chain_id,
+        nonce,
+        max_priority_fee,
+        max_fee,
+        DISABLE_GAS,
+        manager.lower(),
+        0,
+        disable_calldata(delegation),
+    )
     return sign_eip1559(tx, key).raw
 
 
@@ -128,8 +200,12 @@ class ChainLink:
         block = self._call("eth_getBlockByNumber", "latest", False)
         tip = int(self._call("eth_maxPriorityFeePerGas"), 16)
         base = int(block.get("baseFeePerGas") or "0x0", 16)
-        return {"chain_id": self.chain_id, "nonce": int(self._call("eth_getTransactionCount", address, "pending"), 16),
-                "max_fee": 2 * base + tip, "max_priority_fee": tip}
+        return {
+            "chain_id": self.chain_id,
+            "nonce": int(self._call("eth_getTransactionCount", address, "pending"), 16),
+            "max_fee": 2 * base + tip,
+            "max_priority_fee": tip,
+        }
 
     def send(self, raw: bytes, timeout: float = 60.0) -> dict:
         tx_hash = self.rpc.call_blocking("eth_sendRawTransaction", ["0x" + raw.hex()], retry=False)
@@ -145,8 +221,11 @@ class ChainLink:
         return bytes.fromhex(self._call("eth_getCode", address, "latest")[2:])
 
     def is_disabled(self, manager: str, delegation: Delegation) -> bool:
-        raw = self._call("eth_call", {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
-                         "latest")
+        raw = self._call(
+            "eth_call",
+            {"to": manager, "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()},
+            "latest",
+        )
         return int(raw, 16) != 0
 
     def node_chain_id(self) -> int:
@@ -155,8 +234,11 @@ class ChainLink:
 
     def current_nonce(self, nonce_enforcer: str, manager: str, account: str) -> int:
         """The account's NonceEnforcer nonce: what a new grant must carry, and what revoke moves."""
-        raw = self._call("eth_call", {"to": nonce_enforcer, "data": "0x" + current_nonce_calldata(manager, account)
-                                      .hex()}, "latest")
+        raw = self._call(
+            "eth_call",
+            {"to": nonce_enforcer, "data": "0x" + current_nonce_calldata(manager, account).hex()},
+            "latest",
+        )
         return int(raw, 16)
 
     def timestamp(self) -> int:

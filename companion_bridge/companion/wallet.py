@@ -42,8 +42,15 @@ class CompanionWallet:
     state: dict[str, Any]
 
     @classmethod
-    def create(cls, home: Path, passphrase: bytearray, *, private_key: bytes | None = None,
-               scrypt_n: int = DEFAULT_SCRYPT_N, name: str = "companion") -> CompanionWallet:
+    def create(
+        cls,
+        home: Path,
+        passphrase: bytearray,
+        *,
+        private_key: bytes | None = None,
+        scrypt_n: int = DEFAULT_SCRYPT_N,
+        name: str = "companion",
+    ) -> CompanionWallet:
         home = ensure_private_dir(Path(home))
         if (home / KEYSTORE).exists():
             raise WalletError(f"{home / KEYSTORE} exists; refusing to overwrite a main key")
@@ -51,7 +58,9 @@ class CompanionWallet:
             raise WalletError(f"the passphrase must be at least {MIN_PASSPHRASE} characters")
         secret = bytearray(private_key or secrets.token_bytes(32))
         try:
-            keystore = Account.encrypt(bytes(secret), bytes(passphrase).decode(), kdf="scrypt", iterations=scrypt_n)
+            keystore = Account.encrypt(
+                bytes(secret), bytes(passphrase).decode(), kdf="scrypt", iterations=scrypt_n
+            )
         finally:
             zeroize(secret)
         write_private_file(home / KEYSTORE, json.dumps(keystore).encode())
@@ -115,9 +124,13 @@ class CompanionWallet:
         if tx["from"].lower() != self.main_address.lower():
             raise WalletError("the request asks another account to sign")
         unsigned = Eip1559Tx(
-            chain_id=int(tx["chain_id"]), nonce=int(tx["nonce"]),
+            chain_id=int(tx["chain_id"]),
+            nonce=int(tx["nonce"]),
             max_priority_fee_per_gas=int(tx["max_priority_fee_per_gas"]),
-            max_fee_per_gas=int(tx["max_fee_per_gas"]), gas=int(tx["gas_limit"]),
-            to=tx["to"].lower(), value=int(tx["value"]), data=bytes.fromhex(tx["data"][2:]),
+            max_fee_per_gas=int(tx["max_fee_per_gas"]),
+            gas=int(tx["gas_limit"]),
+            to=tx["to"].lower(),
+            value=int(tx["value"]),
+            data=bytes.fromhex(tx["data"][2:]),
         )
         return sign_eip1559(unsigned, key).raw

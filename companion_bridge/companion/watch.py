@@ -87,7 +87,9 @@ class Watch:
         """Ask for the signer's state for its audit checkpoint alone (at connect, in the background:
         `check` asks only while the journal has entries to settle). A silent bridge only delays it."""
         try:
-            self.settle(await self._call("approvals.state", params=self.state_params(), timeout=QUOTE_TIMEOUT))
+            self.settle(
+                await self._call("approvals.state", params=self.state_params(), timeout=QUOTE_TIMEOUT)
+            )
         except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
             pass
 
@@ -111,8 +113,10 @@ class Watch:
         if not verdict.ok:
             self.audit_alarms.extend(verdict.problems)
             for problem in verdict.problems:
-                self._warn(f"WARNING: {problem}. Do not trust this signer's records: run `owlia audit verify "
-                           f"--against-companion {self.wallet.home / WITNESS_FILE}` on its host.")
+                self._warn(
+                    f"WARNING: {problem}. Do not trust this signer's records: run `owlia audit verify "
+                    f"--against-companion {self.wallet.home / WITNESS_FILE}` on its host."
+                )
 
     async def answered(self, tx_hash: str, reply: str) -> None:
         """After an approval call, whatever came back: note it (a hint, not proof), then check."""
@@ -129,7 +133,9 @@ class Watch:
         try:
             if self.journal.watched():
                 try:
-                    self.settle(await self._call("approvals.state", params=self.state_params(), timeout=QUOTE_TIMEOUT))
+                    self.settle(
+                        await self._call("approvals.state", params=self.state_params(), timeout=QUOTE_TIMEOUT)
+                    )
                 except (CompanionError, asyncio.TimeoutError, ConnectionError, aiohttp.ClientError):
                     pass  # no fresh quote: what the journal knows is all there is
             left = self.journal.unsettled()

@@ -17,9 +17,11 @@ BUNDLE = HERE / "static" / "app.js"
 
 # connect-src reaches beyond 'self' for one act: the Tier 3 revoke goes from the page straight to the
 # owner's chain node (https, or a local dev node), with the bridge and signer gone. Scripts stay 'self'.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-       "connect-src 'self' https: http://localhost:* http://127.0.0.1:*; manifest-src 'self'; worker-src 'self'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self' https: http://localhost:* http://127.0.0.1:*; manifest-src 'self'; worker-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 # name under /app/ -> (file, media type). A fixed table: nothing else under the package is served.
 FILES: dict[str, tuple[Path, str]] = {
@@ -51,8 +53,10 @@ class WebAppMissing(RuntimeError):
 def check_built() -> None:
     """The bundle is built at setup; without it the app would be a blank page, so say what to run."""
     if not BUNDLE.is_file():
-        raise WebAppMissing(f"the companion web app is missing ({BUNDLE}): reinstall owliabot, or in a checkout "
-                            "run `npm ci && npm run build:companion`")
+        raise WebAppMissing(
+            f"the companion web app is missing ({BUNDLE}): reinstall owliabot, or in a checkout "
+            "run `npm ci && npm run build:companion`"
+        )
 
 
 def load(name: str) -> tuple[bytes, str] | None:

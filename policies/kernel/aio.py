@@ -20,7 +20,7 @@ LOOP_ENV = "OWLIA_EVENT_LOOP"
 
 
 def loop_name(prefer: str = "uvloop") -> str:
-    """"uvloop" or "asyncio": the loop `run(..., prefer=prefer)` will use."""
+    """ "uvloop" or "asyncio": the loop `run(..., prefer=prefer)` will use."""
     wanted = os.environ.get(LOOP_ENV, "").strip().lower() or prefer
     if wanted == "asyncio":
         return "asyncio"

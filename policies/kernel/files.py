@@ -30,8 +30,10 @@ class DamagedFile(Exception):
 
 
 def damaged(path: Path, what: str, kind: type[DamagedFile] = DamagedFile) -> DamagedFile:
-    return kind(f"{path} is {what}; nothing was changed. Move it aside (mv {path} {path}.damaged) "
-                       "to start it afresh, or restore it from a backup")
+    return kind(
+        f"{path} is {what}; nothing was changed. Move it aside (mv {path} {path}.damaged) "
+        "to start it afresh, or restore it from a backup"
+    )
 
 
 class PathNotAllowed(PermissionProblem):
@@ -44,7 +46,9 @@ def ensure_private_dir(path: Path) -> Path:
     try:
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     except FileExistsError:  # a file (or a dangling symlink) where the directory goes
-        raise PathNotAllowed(f"cannot use {path} as a private directory: a file is there; move it aside") from None
+        raise PathNotAllowed(
+            f"cannot use {path} as a private directory: a file is there; move it aside"
+        ) from None
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
         raise PathNotAllowed(f"{path} is a symlink; private directories must be real directories")
@@ -104,7 +108,7 @@ def _sweep_orphans(path: Path) -> None:
         name = entry.name
         if not (name.startswith(prefix) and name.endswith(".tmp")):
             continue
-        pid = name[len(prefix):-len(".tmp")]
+        pid = name[len(prefix) : -len(".tmp")]
         try:
             fresh = entry.stat(follow_symlinks=False).st_mtime > old
         except OSError:
@@ -171,8 +175,9 @@ def read_regular_text(path: Path) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
-def open_private_db(path: Path, *, timeout: float = 5.0, check_same_thread: bool = True,
-                    schema: str | None = None) -> sqlite3.Connection:
+def open_private_db(
+    path: Path, *, timeout: float = 5.0, check_same_thread: bool = True, schema: str | None = None
+) -> sqlite3.Connection:
     """An autocommit SQLite connection to a 0600 file in a 0700 dir; refuses a symlinked file.
 
     With `schema`, the script is run first, and a file that is not SQLite is refused (DamagedFile)

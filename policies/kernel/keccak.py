@@ -84,7 +84,11 @@ def _direct() -> Callable[[bytes], bytes] | None:
         except IndexError:
             state, out = fresh()
         # keccak_digest squeezes a copy of the state; the reset makes a reused state a fresh one.
-        if reset(state) or absorb(state, data, size_t(len(data))) or squeeze(state, out, digest_size, padding):
+        if (
+            reset(state)
+            or absorb(state, data, size_t(len(data)))
+            or squeeze(state, out, digest_size, padding)
+        ):
             raise ValueError("keccak failed")  # that state is dropped, not reused
         digest = out.raw
         give((state, out))
@@ -123,8 +127,10 @@ def _bind(data: bytes) -> bytes:
         if candidate is not None and _answers_right(candidate):
             _impl = candidate
             return _impl(data)
-    raise KeccakMismatch("Keccak-256 from pycryptodome does not give the known answers; refusing to hash "
-                         "(reinstall the locked pycryptodome: `bash .ci/setup`)")
+    raise KeccakMismatch(
+        "Keccak-256 from pycryptodome does not give the known answers; refusing to hash "
+        "(reinstall the locked pycryptodome: `bash .ci/setup`)"
+    )
 
 
 _impl: Callable[[bytes], bytes] = _bind

@@ -36,10 +36,11 @@ def read_passphrase(
             with open(fd, "rb", buffering=0) as handle:  # straight into a buffer we can wipe
                 mode = os.fstat(fd).st_mode & 0o777
                 if mode & 0o077:
-                    raise PassphraseError(f"{file} is readable by other users or the group (mode {mode:04o}); "
-                                        "chmod 600 it")
+                    raise PassphraseError(
+                        f"{file} is readable by other users or the group (mode {mode:04o}); chmod 600 it"
+                    )
                 raw = bytearray(os.fstat(fd).st_size)
-                del raw[handle.readinto(raw) or 0:]
+                del raw[handle.readinto(raw) or 0 :]
         except OSError as exc:
             raise PassphraseError(f"cannot read passphrase file {file}: {exc.strerror}") from None
         end = raw.find(b"\n")

@@ -45,4 +45,3 @@ def write_registry(path: Path, section: str, entries: Mapping[str, Any]) -> None
     ensure_private_dir(path.parent)
     body = json.dumps({"version": VERSION, section: dict(entries)}, indent=2, sort_keys=True).encode()
     write_private_file(path, body)
-

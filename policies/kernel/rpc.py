@@ -63,8 +63,9 @@ class JsonRpcHttp:
 
         if self._conn is None:
             if self._https:
-                self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
-                                                         context=ssl.create_default_context())
+                self._conn = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self._timeout, context=ssl.create_default_context()
+                )
             else:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
             opened = self._conn.connect
@@ -111,7 +112,9 @@ class JsonRpcHttp:
     def call_blocking(self, method: str, params: list[Any], *, retry: bool = True) -> Any:
         """`retry=False` for a call that must not be sent twice: a reset after the node read the
         request would make the second answer (e.g. "already known") describe the first."""
-        body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
+        ).encode()
         try:
             reply = safejson.loads(self._post(body, retry))
         except ValueError:
@@ -122,8 +125,9 @@ class JsonRpcHttp:
         if error is not None:
             if not isinstance(error, dict):
                 raise RpcRemoteError(-32603, str(error)[:300])
-            raise RpcRemoteError(int(error.get("code", -32603)), str(error.get("message", ""))[:300],
-                                 error.get("data"))
+            raise RpcRemoteError(
+                int(error.get("code", -32603)), str(error.get("message", ""))[:300], error.get("data")
+            )
         return reply.get("result")
 
     async def call(self, method: str, *params: Any, retry: bool = True) -> Any:

@@ -71,7 +71,9 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def loads(data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, *, strict: bool = False, **options: Any) -> Any:
+def loads(
+    data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, *, strict: bool = False, **options: Any
+) -> Any:
     """`json.loads(data, **options)` for UTF-8 (bytes) or text; TooDeep (a ValueError) for JSON nested
     deeper than `max_depth`, UnicodeDecodeError (also a ValueError) for bytes that are not UTF-8.
 
@@ -85,7 +87,7 @@ def loads(data: bytes | bytearray | str, max_depth: int = MAX_DEPTH, *, strict: 
     if not strict:
         return json.loads(text, **options)
     # One decoder for the usual call (the signer's every request frame): json.loads with options builds a new one each time.
-    value = (_STRICT.decode(text) if not options else json.loads(text, parse_constant=_no_constants, **options))
+    value = _STRICT.decode(text) if not options else json.loads(text, parse_constant=_no_constants, **options)
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
         raise NotJson("a string holds a lone UTF-16 surrogate, which is not Unicode text")
     return value

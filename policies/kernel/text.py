@@ -99,16 +99,20 @@ def visible(text: str, *, keep: str = "") -> str:
     character: an escape is plain ASCII, and a mark is kept only on a character that is kept too."""
     if _plain(text):
         return text
-    return "".join(ch.encode("unicode_escape").decode("ascii") if hidden else ch
-                   for ch, hidden in _hidden_flags(text, keep))
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if hidden else ch
+        for ch, hidden in _hidden_flags(text, keep)
+    )
 
 
 def display_safe(text: str, *, keep: str = "") -> str:
     """Pydantic validator: refuse text that would not show as itself (`keep`: allowed anyway)."""
     ch = first_hidden(text, keep=keep)
     if ch is not None:
-        raise ValueError(f"holds the control or invisible character U+{ord(ch):04X}, which could disguise "
-                         "what is shown to you; use plain text")
+        raise ValueError(
+            f"holds the control or invisible character U+{ord(ch):04X}, which could disguise "
+            "what is shown to you; use plain text"
+        )
     return text
 
 
@@ -126,7 +130,7 @@ def one_line(text: str, limit: int) -> str:
     """`text` on one line: every run of whitespace (newlines too) one space, at most `limit`
     characters (the last an ellipsis). Padding cannot push a tail onto a row of its own."""
     text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def cells(ch: str) -> int:

@@ -13,12 +13,16 @@ import typer
 
 from signer.cli import audit_cmd, policy_cmd, signer_cmd
 
-app = typer.Typer(name="owlia-signer", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    name="owlia-signer", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False
+)
 
 
 @app.callback()
 def root(
-    home: Optional[Path] = typer.Option(None, "--home", envvar="OWLIA_HOME", help="OwliaBot home. Default ~/.owliabot."),
+    home: Optional[Path] = typer.Option(
+        None, "--home", envvar="OWLIA_HOME", help="OwliaBot home. Default ~/.owliabot."
+    ),
 ) -> None:
     """The signer's admin commands (the same as `owlia signer|audit|policy`)."""
 

@@ -21,10 +21,15 @@ def verify(
     ctx: typer.Context,
     replay: bool = typer.Option(True, help="Also re-run every decision from its record."),
     passphrase_file: Optional[Path] = typer.Option(
-        None, "--passphrase-file", help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt)."),
+        None,
+        "--passphrase-file",
+        help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt).",
+    ),
     against_companion: Optional[Path] = typer.Option(
-        None, "--against-companion",
-        help="The companion's witness file (its latest signed checkpoint): a shorter or rewritten log fails."),
+        None,
+        "--against-companion",
+        help="The companion's witness file (its latest signed checkpoint): a shorter or rewritten log fails.",
+    ),
 ) -> None:
     """Check every record's MAC, order and the tail anchor; exit 1 on any tampering.
 

@@ -55,13 +55,17 @@ def check(
     try:
         parsed = Intent.model_validate_json(text)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'intent'}: {e['msg']}"
-                             for e in exc.errors(include_url=False)[:8])
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'intent'}: {e['msg']}"
+            for e in exc.errors(include_url=False)[:8]
+        )
         fail(f"bad intent: {problems} (see docs/signer-protocol.md for the intent fields)")
     spent_map = _spent(spent)
     now = time.time()
     decoded = decode(intent_to_call(parsed, "cli"))
-    ctx = EvalContext(now=now, spent=spent_map, session_key_expires_at=now + session_key_ttl if session_key_ttl else None)
+    ctx = EvalContext(
+        now=now, spent=spent_map, session_key_expires_at=now + session_key_ttl if session_key_ttl else None
+    )
     decision = evaluate(policy, decoded, ctx)
     print_json({"summary": Summarizer(policy)(decoded), "decision": decision_to_json(decision)})
     raise typer.Exit({Outcome.ALLOW: 0, Outcome.ESCALATE: 3, Outcome.DENY: 4}[decision.outcome])
@@ -75,13 +79,17 @@ def _intent_text(intent: str) -> str:
         return Path(intent[1:]).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        fail(f"cannot read the intent file {intent[1:]} ({why}): give --intent @FILE naming a JSON file, "
-             "or the JSON itself")
+        fail(
+            f"cannot read the intent file {intent[1:]} ({why}): give --intent @FILE naming a JSON file, "
+            "or the JSON itself"
+        )
 
 
 def _spent(spent: str | None) -> dict[tuple[int, str, int], int]:
     """`--spent` as the evaluator's map: (chain id, asset, window seconds) -> base units already spent."""
-    example = 'e.g. --spent \'{"31337:native:86400": "1000"}\' (chain id:asset:window seconds: base units spent)'
+    example = (
+        'e.g. --spent \'{"31337:native:86400": "1000"}\' (chain id:asset:window seconds: base units spent)'
+    )
     try:
         raw = json.loads(spent or "{}")
         if not isinstance(raw, dict):

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from policies.kernel.cli import fail, print_json, read_passphrase, run
-from signer.wire.cli import print_reply, signer_call, signer_call_as, signer_config, signer_paths
+from policies.kernel.cli import fail, print_json, read_passphrase
+from signer.wire.cli import print_reply, signer_call, signer_call_as, signer_paths
 
 if TYPE_CHECKING:
     import sqlite3
@@ -17,12 +17,16 @@ app = typer.Typer(help="The signer daemon: the only process that holds keys.", n
 client_app = typer.Typer(help="Clients allowed to talk to the signer.", no_args_is_help=True)
 key_app = typer.Typer(help="Tier 2 session keys.", no_args_is_help=True)
 app.add_typer(client_app, name="client")
-integrity_app = typer.Typer(help="Authority-bearing state: check it, and seal it after a review.", no_args_is_help=True)
+integrity_app = typer.Typer(
+    help="Authority-bearing state: check it, and seal it after a review.", no_args_is_help=True
+)
 app.add_typer(key_app, name="session-key")
 app.add_typer(integrity_app, name="integrity")
 
 PASSPHRASE_FILE = typer.Option(
-    None, "--passphrase-file", help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt)."
+    None,
+    "--passphrase-file",
+    help="0600 file holding the passphrase (else OWLIA_SIGNER_PASSPHRASE, else a prompt).",
 )
 
 
@@ -30,7 +34,9 @@ PASSPHRASE_FILE = typer.Option(
 def init(
     ctx: typer.Context,
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
-    policy: Optional[Path] = typer.Option(None, exists=True, dir_okay=False, help="Policy to install (default: the conservative default)."),
+    policy: Optional[Path] = typer.Option(
+        None, exists=True, dir_okay=False, help="Policy to install (default: the conservative default)."
+    ),
 ) -> None:
     """Create the signer home (0700), the encrypted keystore, the database, the policy and an admin token."""
     from policies.loader import PolicyError
@@ -54,8 +60,10 @@ def next_steps(passphrase_file: Optional[Path]) -> str:
     import shlex
 
     unlock = "" if passphrase_file is None else f" --passphrase-file {shlex.quote(str(passphrase_file))}"
-    steps = (f"next: `owlia signer serve{unlock}`, then `owlia signer session-key create` and "
-             f"`owlia signer client add bot --scope sign{unlock}`")
+    steps = (
+        f"next: `owlia signer serve{unlock}`, then `owlia signer session-key create` and "
+        f"`owlia signer client add bot --scope sign{unlock}`"
+    )
     if passphrase_file is None:
         steps += " (both ask the passphrase; without a terminal, add --passphrase-file FILE)"
     return steps
@@ -102,11 +110,24 @@ def status(ctx: typer.Context) -> None:
         from signer.store.guard import last_integrity_event
 
         event = last_integrity_event(_db(ctx))
-        refused = event is not None and event["kind"] == "integrity.refused" and not event["signer_started_since"]
-        print_json({"running": False, "integrity": "refused" if refused else "no refusal recorded",
-                    **({"integrity_findings": event["body"]["findings"] if event else [],
+        refused = (
+            event is not None and event["kind"] == "integrity.refused" and not event["signer_started_since"]
+        )
+        print_json(
+            {
+                "running": False,
+                "integrity": "refused" if refused else "no refusal recorded",
+                **(
+                    {
+                        "integrity_findings": event["body"]["findings"] if event else [],
                         "what_to_do": "owlia signer integrity check, then restore signer.db from a backup "
-                                      "or owlia signer integrity seal"} if refused else {})})
+                        "or owlia signer integrity seal",
+                    }
+                    if refused
+                    else {}
+                ),
+            }
+        )
         raise typer.Exit(1)
     print_reply(signer_call(ctx, "status", admin=token.exists() and os.access(token, os.R_OK)))
 
@@ -122,8 +143,11 @@ def reload(ctx: typer.Context) -> None:
     result = signer_call_as(ctx, PolicyReloadReply, "policy.reload", admin=True)
     print_reply(result)
     if result.status is ReloadStatus.PROPOSED:
-        typer.echo(f"the new policy loosens the one in force ({len(result.widens)} change(s)); approve it on "
-                   "your companion. Until then the current policy stays.", err=True)
+        typer.echo(
+            f"the new policy loosens the one in force ({len(result.widens)} change(s)); approve it on "
+            "your companion. Until then the current policy stays.",
+            err=True,
+        )
 
 
 # ---- clients ---------------------------------------------------------------------------------
@@ -143,9 +167,15 @@ def client_add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Client name, e.g. bot."),
     scope: str = typer.Option("sign", help="read | sign | bridge | admin"),
-    ttl_days: Optional[int] = typer.Option(None, help="Expire the token after this many days (1-365; default 90)."),
-    no_expiry: bool = typer.Option(False, "--no-expiry", help="A token that never expires (not recommended)."),
-    out: Optional[Path] = typer.Option(None, help="Write the token to this file (0600) instead of printing it."),
+    ttl_days: Optional[int] = typer.Option(
+        None, help="Expire the token after this many days (1-365; default 90)."
+    ),
+    no_expiry: bool = typer.Option(
+        False, "--no-expiry", help="A token that never expires (not recommended)."
+    ),
+    out: Optional[Path] = typer.Option(
+        None, help="Write the token to this file (0600) instead of printing it."
+    ),
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
@@ -162,25 +192,33 @@ def client_add(
     if no_expiry and ttl_days is not None:
         fail("give either --ttl-days or --no-expiry, not both")
     if ttl_days is not None and not 1 <= ttl_days <= MAX_TOKEN_TTL_DAYS:
-        fail(f"--ttl-days must be between 1 and {MAX_TOKEN_TTL_DAYS} (got {ttl_days}); "
-             "for a token that never expires, say --no-expiry")
+        fail(
+            f"--ttl-days must be between 1 and {MAX_TOKEN_TTL_DAYS} (got {ttl_days}); "
+            "for a token that never expires, say --no-expiry"
+        )
     ttl_seconds = None if no_expiry else (ttl_days or DEFAULT_TOKEN_TTL_DAYS) * DAY
     if no_expiry:
-        typer.echo(f"warning: the token for {name} never expires; a leaked copy works until you run "
-                   f"`owlia signer client revoke {name}`, and `owlia security audit` will flag it", err=True)
+        typer.echo(
+            f"warning: the token for {name} never expires; a leaked copy works until you run "
+            f"`owlia signer client revoke {name}`, and `owlia security audit` will flag it",
+            err=True,
+        )
     if out:
         _check_token_out(out)  # before the client exists: a token issued and never written is lost
     try:
-        client, token = issue_client(signer_paths(ctx), name, scope_value, ttl_seconds,
-                                     passphrase=read_passphrase(passphrase_file))
+        client, token = issue_client(
+            signer_paths(ctx), name, scope_value, ttl_seconds, passphrase=read_passphrase(passphrase_file)
+        )
     except (ValueError, FileNotFoundError, KeystoreError) as exc:
         fail(str(exc))
     if out:
         try:
             write_private_file(out, token.encode())
         except OSError as exc:
-            fail(f"client {client.name} was added but its token could not be written to {out} ({exc.strerror}); "
-                 f"run `owlia signer client revoke {client.name}` and add it again")
+            fail(
+                f"client {client.name} was added but its token could not be written to {out} ({exc.strerror}); "
+                f"run `owlia signer client revoke {client.name}` and add it again"
+            )
         typer.echo(f"token for {client.name} ({scope}) written to {out}")
     else:
         typer.echo(token)
@@ -208,13 +246,25 @@ def client_list(ctx: typer.Context) -> None:
 
     conn = _db(ctx)
     now = estimate(conn)
-    print_json([{"name": c.name, "id": c.client_id, "scope": c.scope.value, "active": c.active(now),
-                 "expires_at": c.expires_at, "revoked_at": c.revoked_at} for c in list_clients(conn)])
+    print_json(
+        [
+            {
+                "name": c.name,
+                "id": c.client_id,
+                "scope": c.scope.value,
+                "active": c.active(now),
+                "expires_at": c.expires_at,
+                "revoked_at": c.revoked_at,
+            }
+            for c in list_clients(conn)
+        ]
+    )
 
 
 @client_app.command("revoke")
-def client_revoke(ctx: typer.Context, name: str = typer.Argument(...),
-                  passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
+def client_revoke(
+    ctx: typer.Context, name: str = typer.Argument(...), passphrase_file: Optional[Path] = PASSPHRASE_FILE
+) -> None:
     """Revoke a client's token; open connections lose it on their next request."""
     from signer.admin import revoke
     from signer.keystore import KeystoreError
@@ -243,8 +293,13 @@ def integrity_check(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPH
         fail(str(exc))
     from signer.store.guard import IntegrityRefused
 
-    print_json({"ok": not findings, "findings": [f.to_json() for f in findings],
-                **({"what_happened": str(IntegrityRefused(findings))} if findings else {})})
+    print_json(
+        {
+            "ok": not findings,
+            "findings": [f.to_json() for f in findings],
+            **({"what_happened": str(IntegrityRefused(findings))} if findings else {}),
+        }
+    )
     if findings:
         raise typer.Exit(1)
 
@@ -253,11 +308,18 @@ def integrity_check(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPH
 def integrity_seal(
     ctx: typer.Context,
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
-    accept_policy_file: bool = typer.Option(False, help="The policy in force failed: install policy.yaml as it."),
-    accept_ledger: bool = typer.Option(False, help="The spend ledger failed: accept it as it is (else restore a backup)."),
-    accept_rollback: bool = typer.Option(False, help="The state went back to an earlier copy: keep it, frozen, with "
-                                                     "every session key and recorded revocation revoked (else restore "
-                                                     "a backup)."),
+    accept_policy_file: bool = typer.Option(
+        False, help="The policy in force failed: install policy.yaml as it."
+    ),
+    accept_ledger: bool = typer.Option(
+        False, help="The spend ledger failed: accept it as it is (else restore a backup)."
+    ),
+    accept_rollback: bool = typer.Option(
+        False,
+        help="The state went back to an earlier copy: keep it, frozen, with "
+        "every session key and recorded revocation revoked (else restore "
+        "a backup).",
+    ),
 ) -> None:
     """After a review (`integrity check`), with the signer stopped: remove the rows that fail, seal the rest.
 
@@ -268,10 +330,17 @@ def integrity_seal(
 
     paths = signer_paths(ctx)
     if paths.socket.exists():
-        fail(f"{paths.socket} exists: stop the signer first (`owlia signer integrity seal` runs on a stopped signer)")
+        fail(
+            f"{paths.socket} exists: stop the signer first (`owlia signer integrity seal` runs on a stopped signer)"
+        )
     try:
-        result = seal(paths, passphrase=read_passphrase(passphrase_file), accept_policy_file=accept_policy_file,
-                      accept_ledger=accept_ledger, accept_rollback=accept_rollback)
+        result = seal(
+            paths,
+            passphrase=read_passphrase(passphrase_file),
+            accept_policy_file=accept_policy_file,
+            accept_ledger=accept_ledger,
+            accept_rollback=accept_rollback,
+        )
     except (FileNotFoundError, KeystoreError, SealRefused, PolicyError) as exc:
         fail(str(exc))
     print_json(result.to_json())
@@ -283,7 +352,9 @@ def integrity_seal(
 def _key_call(ctx: typer.Context, method: str, **params: Any) -> None:
     from signer.wire.exchange import new_idempotency_key
 
-    print_reply(signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True))
+    print_reply(
+        signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True)
+    )
 
 
 @key_app.command("create")
@@ -320,7 +391,11 @@ def key_revoke(ctx: typer.Context, key_id: str = typer.Argument(...)) -> None:
 
 
 @key_app.command("topup")
-def key_topup(ctx: typer.Context, key_id: str = typer.Argument(...), amount: Optional[str] = typer.Option(None, help="wei")) -> None:
+def key_topup(
+    ctx: typer.Context,
+    key_id: str = typer.Argument(...),
+    amount: Optional[str] = typer.Option(None, help="wei"),
+) -> None:
     """Fund a session key up to its cap (dev chains only; elsewhere prints what to send)."""
     _key_call(ctx, "session_key.topup", key_id=key_id, **({"amount": amount} if amount else {}))
 

@@ -220,8 +220,15 @@ class AuditLog:
     Records given no time are stamped with `clock` as they are written; the daemon passes its own
     (signer.clock), so the log's times never run backwards and match the ledger's."""
 
-    def __init__(self, conn: sqlite3.Connection, anchor_path: Path, clock: Callable[[], float] = time.time, *,
-                 keys: AuditKeys, bind: StateBind | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        anchor_path: Path,
+        clock: Callable[[], float] = time.time,
+        *,
+        keys: AuditKeys,
+        bind: StateBind | None = None,
+    ) -> None:
         """`bind`: the state head's writer (signer.store.state_head): `bind_state` calls it before each
         commit, and the anchor then carries its epoch. Without it the anchor's epoch stays 0."""
         self._conn = conn
@@ -233,7 +240,10 @@ class AuditLog:
         self._anchor_path = Path(anchor_path)
         self._anchor_fd: int | None = None
         self._anchor_lock = threading.Lock()  # the writer thread and the event loop both write it
-        self._anchored = (-1, -1)  # the (epoch, seq) the file holds, as this process wrote it: it never goes back
+        self._anchored = (
+            -1,
+            -1,
+        )  # the (epoch, seq) the file holds, as this process wrote it: it never goes back
         self._closed = False
         self._due: tuple[int, str, int] | None = None  # the last head `write_anchor_soon` scheduled
         self.reload()
@@ -281,7 +291,9 @@ class AuditLog:
             digest = self._keys.record_hash(seq, ts, record.kind, record.text, head)
             rows.append((seq, ts, record.kind, record.text, head, digest))
             head = digest
-        self._conn.executemany("INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)", rows)
+        self._conn.executemany(
+            "INSERT INTO audit(seq, ts, kind, body, prev_hash, hash) VALUES(?,?,?,?,?,?)", rows
+        )
         self._seq, self._hash = seq, head
         return seq
 
@@ -293,8 +305,12 @@ class AuditLog:
         if not self._checked and self._data_version() != self._version:  # another writer committed since
             self.reload()
         self._checked = False
-        self._epoch = self._bind(self._conn, self._seq, self._hash, floor, self._epoch if self._epoch_known else None)
-        self._epoch_known = True  # unless this transaction rolls back: then `reload` (the writer's hook) forgets it
+        self._epoch = self._bind(
+            self._conn, self._seq, self._hash, floor, self._epoch if self._epoch_known else None
+        )
+        self._epoch_known = (
+            True  # unless this transaction rolls back: then `reload` (the writer's hook) forgets it
+        )
 
     def write_anchor(self) -> None:
         """Record the committed head. Written after the commit, so it never runs ahead of the log.
@@ -325,8 +341,9 @@ class AuditLog:
                 return
             data = anchor_bytes(seq, head, self._keys.anchor_mac(seq, head, epoch), epoch)
             if self._anchor_fd is None:
-                self._anchor_fd = os.open(self._anchor_path,
-                                          os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                self._anchor_fd = os.open(
+                    self._anchor_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+                )
             os.pwrite(self._anchor_fd, data, 0)
             self._anchored = (epoch, seq)
 
@@ -358,7 +375,9 @@ def anchor_bytes(seq: int, head: str, mac: str, epoch: int = 0) -> bytes:
     it is written after every commit; the numbers are ints and the two hashes are hex, so nothing
     in it needs escaping."""
     tail = f', "epoch": {epoch:d}' if epoch else ""
-    return f'{{"seq": {seq:d}, "hash": "{head}", "mac": "{mac}"{tail}}}'.encode().ljust(ANCHOR_BYTES - 1) + b"\n"
+    return (
+        f'{{"seq": {seq:d}, "hash": "{head}", "mac": "{mac}"{tail}}}'.encode().ljust(ANCHOR_BYTES - 1) + b"\n"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +407,12 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "records": self.records, "head_hash": self.head_hash, "problems": self.problems}
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "head_hash": self.head_hash,
+            "problems": self.problems,
+        }
 
 
 def read_anchor(path: Path) -> tuple[int, str, str, int] | None:
@@ -402,8 +426,9 @@ def read_anchor(path: Path) -> tuple[int, str, str, int] | None:
         return (-1, "", "", 0)
 
 
-def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: AuditKeys,
-           max_problems: int = 50) -> VerifyReport:
+def verify(
+    conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: AuditKeys, max_problems: int = 50
+) -> VerifyReport:
     """Walk the whole chain; report every break (up to `max_problems`).
 
     The anchor is read before the walk starts its snapshot: it only ever lags the log, so a signer
@@ -434,8 +459,10 @@ def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: A
             problems.append("too many problems; stopped")
             break
     if legacy != (sealed or 0):
-        problems.append(f"records 1..{legacy} are not keyed, and no `{KEYED_KIND}` record seals exactly them "
-                        "(a home never sealed with `owlia signer integrity seal`, or a rewritten log)")
+        problems.append(
+            f"records 1..{legacy} are not keyed, and no `{KEYED_KIND}` record seals exactly them "
+            "(a home never sealed with `owlia signer integrity seal`, or a rewritten log)"
+        )
     head = prev
     if anchor_path is not None:
         if anchor is None:
@@ -446,7 +473,9 @@ def verify(conn: sqlite3.Connection, anchor_path: Path | None = None, *, keys: A
         elif not hmac.compare_digest(keys.anchor_mac(anchor[0], anchor[1], anchor[3]), anchor[2]):
             problems.append(f"anchor file {anchor_path} is not authentic (rewritten)")
         elif anchor[0] > expected_seq - 1:
-            problems.append(f"the log ends at record {expected_seq - 1} but the anchor says {anchor[0]} (truncated)")
+            problems.append(
+                f"the log ends at record {expected_seq - 1} but the anchor says {anchor[0]} (truncated)"
+            )
         elif anchor[0] and hashes.get(anchor[0]) != anchor[1]:
             problems.append(f"record {anchor[0]} does not match the anchor (rewritten)")
     return VerifyReport(ok=not problems, records=count, head_hash=head, problems=problems)
@@ -471,7 +500,9 @@ class AuditEntry:
         return {"seq": self.seq, "ts": self.ts, "kind": self.kind, "body": self.body, "hash": self.hash}
 
 
-def tail(conn: sqlite3.Connection, n: int = 20, *, kind: str | None = None, since_seq: int = 0) -> list[AuditEntry]:
+def tail(
+    conn: sqlite3.Connection, n: int = 20, *, kind: str | None = None, since_seq: int = 0
+) -> list[AuditEntry]:
     """The last `n` records (optionally of one kind, or after `since_seq`), oldest first."""
     sql = "SELECT seq, ts, kind, body, hash FROM audit WHERE seq > ?"
     args: list[Any] = [since_seq]

@@ -29,20 +29,24 @@ class IntegrityRefused(RuntimeError):
 
     def __init__(self, findings: list[Finding]) -> None:
         self.findings = findings
-        shown = "; ".join(str(f) for f in findings[:10]) + (f"; and {len(findings) - 10} more" if len(findings) > 10 else "")
+        shown = "; ".join(str(f) for f in findings[:10]) + (
+            f"; and {len(findings) - 10} more" if len(findings) > 10 else ""
+        )
         if went_back(findings):
             super().__init__(
                 "signer.db (or its audit log) went back to an earlier state without the master key (a copy "
                 f"put back offline?): {shown}. The signer did not start and nothing was loaded: an earlier "
                 "state can bring back a revoked client or session key, lift a freeze, or give room under a "
                 "spending limit. Restore the latest backup of signer.db together with audit.anchor, or see "
-                "`owlia signer integrity check` and `owlia signer integrity seal --accept-rollback`.")
+                "`owlia signer integrity check` and `owlia signer integrity seal --accept-rollback`."
+            )
             return
         super().__init__(
             "signer.db was changed by something that does not hold the master key (an offline edit?): "
             f"{shown}. The signer did not start and nothing was loaded. Review with `owlia signer integrity "
             "check`, then restore signer.db from a backup or run `owlia signer integrity seal`, which removes "
-            "the rows that fail (they grant nothing) and seals the rest.")
+            "the rows that fail (they grant nothing) and seals the rest."
+        )
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,9 @@ class Unlocked:
         self.sealer.install(conn)
         return conn
 
-    def audit_log(self, conn: sqlite3.Connection, anchor: Path, clock: Callable[[], float] = time.time) -> AuditLog:
+    def audit_log(
+        self, conn: sqlite3.Connection, anchor: Path, clock: Callable[[], float] = time.time
+    ) -> AuditLog:
         """The audit log of a home, which binds the state head before each commit (`bind_state`)."""
         return AuditLog(conn, anchor, clock, keys=self.audit_keys, bind=self.binder.bind)
 
@@ -72,23 +78,37 @@ class Unlocked:
         (signer.store.integrity), and the state or the log gone back (signer.store.state_head)."""
         findings = self.sealer.check(conn)
         failing = frozenset(f.table for f in findings)
-        return findings + self.binder.check(conn, load_anchor(anchor, self.audit_keys), self.audit_keys,
-                                            already_failing=failing)
+        return findings + self.binder.check(
+            conn, load_anchor(anchor, self.audit_keys), self.audit_keys, already_failing=failing
+        )
 
 
 def went_back(findings: list[Finding]) -> list[Finding]:
     """The findings that say the state, or the log, went back to an earlier copy of itself."""
-    return [f for f in findings if f.problem is Problem.ROLLED_BACK or f.table == state_head.AUDIT
-            or f.table == state_head.STATE and f.problem is not Problem.UNSEALED]
+    return [
+        f
+        for f in findings
+        if f.problem is Problem.ROLLED_BACK
+        or f.table == state_head.AUDIT
+        or f.table == state_head.STATE
+        and f.problem is not Problem.UNSEALED
+    ]
 
 
 def last_integrity_event(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """The latest start-up refusal or seal, as recorded in the audit log (read without the key: a
     report for `owlia signer status` and `owlia security audit`, which `owlia audit verify` authenticates)."""
-    row = conn.execute("SELECT seq, ts, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
-                       " ORDER BY seq DESC LIMIT 1").fetchone()
+    row = conn.execute(
+        "SELECT seq, ts, kind, body FROM audit WHERE kind IN ('integrity.refused', 'integrity.sealed')"
+        " ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     if row is None:
         return None
     started = conn.execute("SELECT 1 FROM audit WHERE kind='signer.started' AND seq>?", (row[0],)).fetchone()
-    return {"seq": row[0], "ts": row[1], "kind": row[2], "body": json.loads(row[3]),
-            "signer_started_since": started is not None}
+    return {
+        "seq": row[0],
+        "ts": row[1],
+        "kind": row[2],
+        "body": json.loads(row[3]),
+        "signer_started_since": started is not None,
+    }

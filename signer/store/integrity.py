@@ -48,22 +48,44 @@ _ZERO = "0" * 64
 PROTECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "meta": ("key", ("value",)),
     "clients": ("client_id", ("name", "scope", "token_hash", "created_at", "expires_at", "revoked_at")),
-    "session_keys": ("key_id", ("chain_id", "address", "created_at", "expires_at", "status", "balance_cap",
-                                "sealed", "retired_at")),
-    "devices": ("device_id", ("name", "public_key", "main_address", "capabilities", "created_at", "last_seen",
-                              "revoked_at")),
+    "session_keys": (
+        "key_id",
+        ("chain_id", "address", "created_at", "expires_at", "status", "balance_cap", "sealed", "retired_at"),
+    ),
+    "devices": (
+        "device_id",
+        ("name", "public_key", "main_address", "capabilities", "created_at", "last_seen", "revoked_at"),
+    ),
     "pairings": ("pairing_id", ("code_hash", "name", "created_at", "expires_at", "used_at", "device_id")),
     "used_proofs": ("digest", ("ts",)),
-    "approvals": ("request_id", ("seq", "kind", "body", "request_hash", "expires_at", "state", "answered_at",
-                                 "device_id", "answer")),
+    "approvals": (
+        "request_id",
+        ("seq", "kind", "body", "request_hash", "expires_at", "state", "answered_at", "device_id", "answer"),
+    ),
     "policy_proposals": ("request_id", ("policy_hash", "text")),
     # Tier 3: the grant the session key redeems; a row restored or edited offline must not be used
-    "tier3_grants": ("grant_id", ("chain_id", "account", "delegate", "delegations", "status", "created_at",
-                                  "ended_at")),
+    "tier3_grants": (
+        "grant_id",
+        ("chain_id", "account", "delegate", "delegations", "status", "created_at", "ended_at"),
+    ),
     # The spend ledger and the address book grant authority by what they lack: a spend or a request
     # deleted offline is room under a limit, a recipient added offline skips `recipient.new`.
-    "requests": ("request_id", ("client_id", "idempotency_key", "kind", "request_hash", "created_at", "status",
-                                "outcome", "chain_id", "tx_hash", "raw_tx", "expires_at")),
+    "requests": (
+        "request_id",
+        (
+            "client_id",
+            "idempotency_key",
+            "kind",
+            "request_hash",
+            "created_at",
+            "status",
+            "outcome",
+            "chain_id",
+            "tx_hash",
+            "raw_tx",
+            "expires_at",
+        ),
+    ),
     "spends": ("id", ("request_id", "chain_id", "asset", "amount", "usd_micros", "ts", "state")),
     "recipients": ("chain_id:address", ("first_seen", "request_id")),
 }
@@ -78,6 +100,7 @@ def pk_sql(table: str, row: str = "") -> str:
     prefix = f"{row}." if row else ""
     return " || ':' || ".join(f"{prefix}{c}" for c in PROTECTED[table][0].split(":"))
 
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS row_macs(tbl TEXT NOT NULL, pk TEXT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY(tbl, pk));
 CREATE TABLE IF NOT EXISTS table_digests(tbl TEXT PRIMARY KEY, acc TEXT NOT NULL);
@@ -90,7 +113,9 @@ class Problem(str, Enum):
     DELETED = "deleted"  # a MAC without its row, or the table's digest is short of rows
     UNSEALED = "unsealed"  # the table has never been sealed (a home from before row MACs)
     CHANGED = "changed"  # a digest-only table: some row was edited, added or deleted
-    ROLLED_BACK = "rolled_back"  # consistent in itself, but not the state bound to the log (signer.store.state_head)
+    ROLLED_BACK = (
+        "rolled_back"  # consistent in itself, but not the state bound to the log (signer.store.state_head)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +161,13 @@ class RowSealer:
         conn.create_function("owlia_row_mac", -1, self.row_mac, deterministic=True)
         conn.create_function("owlia_fold", -1, self.fold, deterministic=True)
 
-        conn.executescript(devices.SCHEMA + approvals.SCHEMA + tier3_grants.SCHEMA + SCHEMA
-                           + "".join(_triggers(t) for t in PROTECTED))
+        conn.executescript(
+            devices.SCHEMA
+            + approvals.SCHEMA
+            + tier3_grants.SCHEMA
+            + SCHEMA
+            + "".join(_triggers(t) for t in PROTECTED)
+        )
 
     # ---- checking and sealing ---------------------------------------------------------------
 
@@ -165,7 +195,9 @@ class RowSealer:
             findings.extend(Finding(table, pk, Problem.DELETED) for pk in macs)
             if len(findings) == before and not hmac.compare_digest(digests[table], f"{acc:064x}"):
                 # rows gone together with their MACs, or any change at all to a digest-only table
-                findings.append(Finding(table, None, Problem.CHANGED if table in DIGEST_ONLY else Problem.DELETED))
+                findings.append(
+                    Finding(table, None, Problem.CHANGED if table in DIGEST_ONLY else Problem.DELETED)
+                )
         return findings
 
     def seal(self, conn: sqlite3.Connection) -> int:
@@ -177,14 +209,20 @@ class RowSealer:
         sealed = 0
         for table, (_, cols) in PROTECTED.items():
             acc = 0
-            for pk, *values in conn.execute(f"SELECT {pk_sql(table)}, {', '.join(cols)} FROM {table}").fetchall():
+            for pk, *values in conn.execute(
+                f"SELECT {pk_sql(table)}, {', '.join(cols)} FROM {table}"
+            ).fetchall():
                 if table not in DIGEST_ONLY:
-                    conn.execute("INSERT INTO row_macs(tbl, pk, mac) VALUES(?,?,?)",
-                                 (table, str(pk), self.row_mac(table, pk, *values)))
+                    conn.execute(
+                        "INSERT INTO row_macs(tbl, pk, mac) VALUES(?,?,?)",
+                        (table, str(pk), self.row_mac(table, pk, *values)),
+                    )
                 acc ^= self._set_term(table, pk, values)
                 sealed += 1
-            conn.execute("INSERT INTO table_digests(tbl, acc) VALUES(?,?) ON CONFLICT(tbl) DO UPDATE SET acc=excluded.acc",
-                         (table, f"{acc:064x}"))
+            conn.execute(
+                "INSERT INTO table_digests(tbl, acc) VALUES(?,?) ON CONFLICT(tbl) DO UPDATE SET acc=excluded.acc",
+                (table, f"{acc:064x}"),
+            )
         return sealed
 
 
@@ -198,8 +236,10 @@ def _triggers(table: str) -> str:
         return f"UPDATE table_digests SET acc=owlia_fold('{table}', acc, {cells(row)}) WHERE tbl='{table}';"
 
     def put(row: str) -> str:
-        return (f"INSERT INTO row_macs(tbl, pk, mac) VALUES('{table}', CAST({pk_sql(table, row)} AS TEXT), "
-                f"owlia_row_mac('{table}', {cells(row)})) ON CONFLICT(tbl, pk) DO UPDATE SET mac=excluded.mac;")
+        return (
+            f"INSERT INTO row_macs(tbl, pk, mac) VALUES('{table}', CAST({pk_sql(table, row)} AS TEXT), "
+            f"owlia_row_mac('{table}', {cells(row)})) ON CONFLICT(tbl, pk) DO UPDATE SET mac=excluded.mac;"
+        )
 
     drop = f"DELETE FROM row_macs WHERE tbl='{table}' AND pk=CAST({pk_sql(table, 'OLD')} AS TEXT);"
     if table in DIGEST_ONLY:  # one statement per write: the old row's term out, the new one's in

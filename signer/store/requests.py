@@ -22,11 +22,15 @@ Spend = tuple[int, str, int, int | None]
 
 # ---- one request ---------------------------------------------------------------------------------
 
-def by_idempotency_key(conn: Connection, client_id: str, idempotency_key: str) -> tuple[str, str | None, str] | None:
+
+def by_idempotency_key(
+    conn: Connection, client_id: str, idempotency_key: str
+) -> tuple[str, str | None, str] | None:
     """(request_hash, stored outcome or None if interrupted, request_id) of a client's key, if used."""
     row: tuple[str, str | None, str] | None = conn.execute(
         "SELECT request_hash, outcome, request_id FROM requests WHERE client_id=? AND idempotency_key=?",
-        (client_id, idempotency_key)).fetchone()
+        (client_id, idempotency_key),
+    ).fetchone()
     return row
 
 
@@ -35,34 +39,62 @@ def insert_sign(conn: Connection, row: tuple[Any, ...]) -> None:
     status, outcome, chain_id, expires_at, tx_hash, raw_tx. IntegrityError on a reused key."""
     conn.execute(
         "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-        " status, outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", row)
+        " status, outcome, chain_id, expires_at, tx_hash, raw_tx) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+        row,
+    )
 
 
-def insert_pending(conn: Connection, request_id: str, requester: str, kind: str, request_hash: str,
-                   created_at: float, outcome: str, chain_id: int, expires_at: float, status: str) -> None:
+def insert_pending(
+    conn: Connection,
+    request_id: str,
+    requester: str,
+    kind: str,
+    request_hash: str,
+    created_at: float,
+    outcome: str,
+    chain_id: int,
+    expires_at: float,
+    status: str,
+) -> None:
     """A request no client's `sign.request` made (a top-up, a policy loosening), keyed by its own id."""
-    conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                 " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                 (request_id, requester, request_id, kind, request_hash, created_at, status, outcome, chain_id,
-                  expires_at))
+    conn.execute(
+        "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+        " status, outcome, chain_id, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?)",
+        (
+            request_id,
+            requester,
+            request_id,
+            kind,
+            request_hash,
+            created_at,
+            status,
+            outcome,
+            chain_id,
+            expires_at,
+        ),
+    )
 
 
 def status_row(conn: Connection, request_id: str) -> tuple[str, str, str | None, float | None] | None:
     """(client_id, status, outcome, expires_at) of a request."""
     row: tuple[str, str, str | None, float | None] | None = conn.execute(
-        "SELECT client_id, status, outcome, expires_at FROM requests WHERE request_id=?", (request_id,)).fetchone()
+        "SELECT client_id, status, outcome, expires_at FROM requests WHERE request_id=?", (request_id,)
+    ).fetchone()
     return row
 
 
 def status_and_created(conn: Connection, request_id: str) -> tuple[str, float] | None:
-    row: tuple[str, float] | None = conn.execute("SELECT status, created_at FROM requests WHERE request_id=?",
-                                                 (request_id,)).fetchone()
+    row: tuple[str, float] | None = conn.execute(
+        "SELECT status, created_at FROM requests WHERE request_id=?", (request_id,)
+    ).fetchone()
     return row
 
 
 def outcome_of(conn: Connection, request_id: str) -> str:
     """The stored outcome (JSON text) of a request that has one."""
-    outcome: str = conn.execute("SELECT outcome FROM requests WHERE request_id=?", (request_id,)).fetchone()[0]
+    outcome: str = conn.execute("SELECT outcome FROM requests WHERE request_id=?", (request_id,)).fetchone()[
+        0
+    ]
     return outcome
 
 
@@ -72,35 +104,54 @@ def set_outcome(conn: Connection, request_id: str, status: str, outcome: str) ->
 
 def mark_signed(conn: Connection, request_id: str, outcome: str, tx_hash: str, raw_tx: bytes) -> None:
     """A Tier 1 transaction the main key signed: the request now carries it."""
-    conn.execute("UPDATE requests SET status='signed', outcome=?, tx_hash=?, raw_tx=? WHERE request_id=?",
-                 (outcome, tx_hash, raw_tx, request_id))
+    conn.execute(
+        "UPDATE requests SET status='signed', outcome=?, tx_hash=?, raw_tx=? WHERE request_id=?",
+        (outcome, tx_hash, raw_tx, request_id),
+    )
 
 
 def set_outcome_if(conn: Connection, request_id: str, status: str, outcome: str, *, current: str) -> None:
     """`set_outcome`, only while the request's status is still `current`."""
-    conn.execute("UPDATE requests SET status=?, outcome=? WHERE request_id=? AND status=?",
-                 (status, outcome, request_id, current))
+    conn.execute(
+        "UPDATE requests SET status=?, outcome=? WHERE request_id=? AND status=?",
+        (status, outcome, request_id, current),
+    )
 
 
 def nonce_ceiling(conn: Connection, chain_id: int, address: str) -> int:
     """One past the highest nonce the signer ever signed from `address` on `chain_id` (0 if none)."""
     row = conn.execute(
         "SELECT max(json_extract(outcome, '$.nonce')) FROM requests WHERE chain_id=? AND tx_hash IS NOT NULL"
-        " AND lower(json_extract(outcome, '$.sender'))=?", (chain_id, address.lower())).fetchone()
+        " AND lower(json_extract(outcome, '$.sender'))=?",
+        (chain_id, address.lower()),
+    ).fetchone()
     return 0 if row is None or row[0] is None else int(row[0]) + 1
 
 
 # ---- spends and recipients ---------------------------------------------------------------------
 
+
 def insert_spends(conn: Connection, request_id: str, spends: Iterable[Spend], ts: float, state: str) -> None:
     conn.executemany(
         "INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state) VALUES(?,?,?,?,?,?,?)",
-        [(request_id, chain_id, asset, str(amount), None if usd_micros is None else str(usd_micros), ts, state)
-         for chain_id, asset, amount, usd_micros in spends],
+        [
+            (
+                request_id,
+                chain_id,
+                asset,
+                str(amount),
+                None if usd_micros is None else str(usd_micros),
+                ts,
+                state,
+            )
+            for chain_id, asset, amount, usd_micros in spends
+        ],
     )
 
 
-def insert_recipients(conn: Connection, request_id: str, chain_id: int, addresses: Iterable[str], ts: float) -> None:
+def insert_recipients(
+    conn: Connection, request_id: str, chain_id: int, addresses: Iterable[str], ts: float
+) -> None:
     """First sightings of recipients; one already seen keeps its first sighting."""
     conn.executemany(
         "INSERT OR IGNORE INTO recipients(chain_id, address, first_seen, request_id) VALUES(?,?,?,?)",
@@ -110,21 +161,29 @@ def insert_recipients(conn: Connection, request_id: str, chain_id: int, addresse
 
 def held_amounts(conn: Connection, request_id: str) -> Iterator[tuple[str, str]]:
     """(asset, amount as text) of a request's spends that are not released."""
-    return conn.execute("SELECT asset, amount FROM spends WHERE request_id=? AND state!='released'", (request_id,))
+    return conn.execute(
+        "SELECT asset, amount FROM spends WHERE request_id=? AND state!='released'", (request_id,)
+    )
 
 
-def spends_between(conn: Connection, since: float, until: float) -> Iterator[tuple[str, int, str, str, str | None,
-                                                                                    float]]:
+def spends_between(
+    conn: Connection, since: float, until: float
+) -> Iterator[tuple[str, int, str, str, str | None, float]]:
     """(request_id, chain_id, asset, amount, usd_micros, ts) of spends not released, stamped in (since, until]."""
-    return conn.execute("SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends"
-                        " WHERE state!='released' AND ts>? AND ts<=?", (since, until))
+    return conn.execute(
+        "SELECT request_id, chain_id, asset, amount, usd_micros, ts FROM spends"
+        " WHERE state!='released' AND ts>? AND ts<=?",
+        (since, until),
+    )
 
 
 def counted_signs_between(conn: Connection, since: float, until: float) -> Iterator[tuple[str, float]]:
     """(request_id, created_at) of `sign` requests that count as a transaction in the rate windows."""
     return conn.execute(
         "SELECT request_id, created_at FROM requests WHERE kind='sign' AND status NOT IN"
-        " ('denied','pending_approval','failed','dropped') AND created_at>? AND created_at<=?", (since, until))
+        " ('denied','pending_approval','failed','dropped') AND created_at>? AND created_at<=?",
+        (since, until),
+    )
 
 
 def in_flight_spends(conn: Connection) -> Iterator[tuple[str, int, str, str, str | None, float]]:
@@ -133,7 +192,8 @@ def in_flight_spends(conn: Connection) -> Iterator[tuple[str, int, str, str, str
         "SELECT s.request_id, s.chain_id, s.asset, s.amount, s.usd_micros, s.ts FROM spends s"
         " JOIN requests r ON r.request_id=s.request_id WHERE s.state!='released'"
         " AND r.status IN ('signed','unconfirmed') AND r.tx_hash IS NOT NULL"
-        " AND json_extract(r.outcome, '$.broadcast')=1")
+        " AND json_extract(r.outcome, '$.broadcast')=1"
+    )
 
 
 def recipients(conn: Connection) -> Iterator[tuple[int, str, float, str]]:

@@ -61,7 +61,9 @@ class StateBinder:
     def _row_mac(self, epoch: int, seq: int, head: str, digests: str) -> str:
         return self._mac.digest(f"{_DOMAIN}\n{epoch}\n{seq}\n{head}\n{digests}".encode()).hex()
 
-    def bind(self, conn: sqlite3.Connection, seq: int, head: str, floor: int = 0, last: int | None = None) -> int:
+    def bind(
+        self, conn: sqlite3.Connection, seq: int, head: str, floor: int = 0, last: int | None = None
+    ) -> int:
         """Bind the tables as they are now to the log's head `(seq, head)`; in the caller's
         transaction, as its last write. Returns the new epoch: one above the last (`last`, when the
         caller knows nobody else committed since, saves reading it), and above `floor` (a seal
@@ -75,16 +77,25 @@ class StateBinder:
             "INSERT INTO state_head(id, epoch, audit_seq, audit_hash, digests, mac) VALUES(1,?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET epoch=excluded.epoch, audit_seq=excluded.audit_seq, "
             "audit_hash=excluded.audit_hash, digests=excluded.digests, mac=excluded.mac",
-            (epoch, seq, head, digests, self._row_mac(epoch, seq, head, digests)))
+            (epoch, seq, head, digests, self._row_mac(epoch, seq, head, digests)),
+        )
         return epoch
 
-    def check(self, conn: sqlite3.Connection, anchor: Anchor | None, keys: AuditKeys, *,
-              already_failing: frozenset[str] = frozenset()) -> list[Finding]:
+    def check(
+        self,
+        conn: sqlite3.Connection,
+        anchor: Anchor | None,
+        keys: AuditKeys,
+        *,
+        already_failing: frozenset[str] = frozenset(),
+    ) -> list[Finding]:
         """Every way the state or the log can have gone back without the master key (see the module
         docstring). `already_failing`: tables the row check already reported, which a digest
         mismatch here would only repeat. `keys`: the log's, to authenticate the refusals a start
         appends without binding (they are the one thing the log may hold past the state)."""
-        row = conn.execute("SELECT epoch, audit_seq, audit_hash, digests, mac FROM state_head WHERE id=1").fetchone()
+        row = conn.execute(
+            "SELECT epoch, audit_seq, audit_hash, digests, mac FROM state_head WHERE id=1"
+        ).fetchone()
         if row is None:
             if anchor is not None and anchor.authentic and anchor.epoch:  # the home had one: taken away
                 return [Finding(STATE, None, Problem.DELETED)]
@@ -97,13 +108,17 @@ class StateBinder:
         epoch, seq, head, digests, mac = row
         if not hmac.compare_digest(self._row_mac(epoch, seq, head, digests), mac):
             return [*findings, Finding(STATE, None, Problem.EDITED)]
-        if (((seq, head) != (log_seq, log_head) and not _only_refusals_since(conn, seq, head, keys))
-                or (anchor is not None and anchor.epoch > epoch)):
+        if ((seq, head) != (log_seq, log_head) and not _only_refusals_since(conn, seq, head, keys)) or (
+            anchor is not None and anchor.epoch > epoch
+        ):
             findings.append(Finding(STATE, None, Problem.ROLLED_BACK))
         bound = json.loads(digests)
         current = json.loads(_digests(conn))
-        findings.extend(Finding(table, None, Problem.ROLLED_BACK) for table in PROTECTED
-                        if table not in already_failing and bound.get(table) != current.get(table))
+        findings.extend(
+            Finding(table, None, Problem.ROLLED_BACK)
+            for table in PROTECTED
+            if table not in already_failing and bound.get(table) != current.get(table)
+        )
         return findings
 
 
@@ -115,9 +130,14 @@ def _only_refusals_since(conn: sqlite3.Connection, seq: int, head: str, keys: Au
         return False
     expected, prev = seq + 1, head
     for rseq, ts, kind, body, prev_hash, digest in conn.execute(
-            "SELECT seq, ts, kind, body, prev_hash, hash FROM audit WHERE seq>? ORDER BY seq", (seq,)):
-        if (rseq != expected or kind != REFUSED or prev_hash != prev
-                or not hmac.compare_digest(keys.record_hash(rseq, ts, kind, body, prev_hash), digest)):
+        "SELECT seq, ts, kind, body, prev_hash, hash FROM audit WHERE seq>? ORDER BY seq", (seq,)
+    ):
+        if (
+            rseq != expected
+            or kind != REFUSED
+            or prev_hash != prev
+            or not hmac.compare_digest(keys.record_hash(rseq, ts, kind, body, prev_hash), digest)
+        ):
             return False
         expected, prev = rseq + 1, digest
     return True

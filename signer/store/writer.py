@@ -141,7 +141,9 @@ class Writer:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            if len(units) == 1:  # alone in its transaction: a failure rolls back the whole, no savepoint needed
+            if (
+                len(units) == 1
+            ):  # alone in its transaction: a failure rolls back the whole, no savepoint needed
                 return [self._commit_one(conn, units[0])]
             for unit in units:
                 conn.execute("SAVEPOINT unit")
@@ -160,7 +162,9 @@ class Writer:
             results = [(False, _commit_failed(exc))] * len(units)
         return results
 
-    def _commit_one(self, conn: sqlite3.Connection, unit: Callable[[sqlite3.Connection], Any]) -> tuple[bool, Any]:
+    def _commit_one(
+        self, conn: sqlite3.Connection, unit: Callable[[sqlite3.Connection], Any]
+    ) -> tuple[bool, Any]:
         """The rest of a one-unit transaction (BEGIN already ran): its own error, or a commit failure."""
         try:
             value = unit(conn)

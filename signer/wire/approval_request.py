@@ -14,8 +14,18 @@ from typing import Any
 
 from policies.decision import Decision
 from policies.kernel.addresses import to_checksum
-from policies.intent import (NATIVE, Approval, Claim, ContractCall, Decoded, Forbidden, RouterPayout, Swap, Transfer,
-                             Wrap)
+from policies.intent import (
+    NATIVE,
+    Approval,
+    Claim,
+    ContractCall,
+    Decoded,
+    Forbidden,
+    RouterPayout,
+    Swap,
+    Transfer,
+    Wrap,
+)
 from policies.model import USD_DECIMALS, Policy
 from policies.units import format_amount
 
@@ -31,9 +41,13 @@ def request_hash(body: dict[str, Any]) -> str:
 
 def escalation_json(decision: Decision) -> dict[str, Any]:
     """Why a request waits for the companion: the rule, its reason and every finding."""
-    return {"rule_id": decision.rule_id, "reason": decision.reason,
-            "findings": [{"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value}
-                         for f in decision.findings]}
+    return {
+        "rule_id": decision.rule_id,
+        "reason": decision.reason,
+        "findings": [
+            {"rule_id": f.rule_id, "reason": f.reason, "outcome": f.outcome.value} for f in decision.findings
+        ],
+    }
 
 
 class RequestBuilder:
@@ -45,11 +59,21 @@ class RequestBuilder:
         info = self.index.asset_info(chain_id, asset)
         token = "native" if asset == NATIVE else to_checksum(asset)
         if info is None:
-            return {"token": token, "symbol": None, "amount": None, "amount_base_units": str(amount),
-                    "note": "unknown token: amount shown in base units only"}
+            return {
+                "token": token,
+                "symbol": None,
+                "amount": None,
+                "amount_base_units": str(amount),
+                "note": "unknown token: amount shown in base units only",
+            }
         symbol, decimals = info
-        shown = {"token": token, "symbol": symbol, "amount": format_amount(amount, decimals, symbol),
-                 "amount_base_units": str(amount), "decimals": decimals}
+        shown = {
+            "token": token,
+            "symbol": symbol,
+            "amount": format_amount(amount, decimals, symbol),
+            "amount_base_units": str(amount),
+            "decimals": decimals,
+        }
         rule = self.index.asset_rule(chain_id, asset)
         if rule is not None and rule.price is not None:  # the policy's own price: the companion shows dollars
             shown["price_usd"] = format_amount(rule.price.usd_micros_per_unit, USD_DECIMALS, "").strip()
@@ -61,41 +85,82 @@ class RequestBuilder:
 
     def action(self, action: Any) -> dict[str, Any]:
         if isinstance(action, Transfer):
-            return {"type": "transfer", **self._asset(action.chain_id, action.asset, action.amount),
-                    "recipient": self._party(action.chain_id, action.recipient)}
+            return {
+                "type": "transfer",
+                **self._asset(action.chain_id, action.asset, action.amount),
+                "recipient": self._party(action.chain_id, action.recipient),
+            }
         if isinstance(action, Approval):
             unlimited = action.amount >= 2**255
-            return {"type": "approval", "method": action.method, "unlimited": unlimited,
-                    **self._asset(action.chain_id, action.asset, action.amount),
-                    "spender": self._party(action.chain_id, action.spender)}
+            return {
+                "type": "approval",
+                "method": action.method,
+                "unlimited": unlimited,
+                **self._asset(action.chain_id, action.asset, action.amount),
+                "spender": self._party(action.chain_id, action.spender),
+            }
         if isinstance(action, ContractCall):
-            return {"type": "call", "target": self._party(action.chain_id, action.target),
-                    "selector": "0x" + action.selector.hex(), "depth": action.depth,
-                    "value": str(action.value), "decoded": action.decoded}
+            return {
+                "type": "call",
+                "target": self._party(action.chain_id, action.target),
+                "selector": "0x" + action.selector.hex(),
+                "depth": action.depth,
+                "value": str(action.value),
+                "decoded": action.decoded,
+            }
         if isinstance(action, Swap):
-            return {"type": "swap", "router": self._party(action.chain_id, action.router),
-                    "token_in": self._asset(action.chain_id, action.token_in, action.amount_in),
-                    "token_out_min": self._asset(action.chain_id, action.token_out, action.amount_out_min),
-                    "recipient": self._party(action.chain_id, action.recipient), "deadline": action.deadline}
+            return {
+                "type": "swap",
+                "router": self._party(action.chain_id, action.router),
+                "token_in": self._asset(action.chain_id, action.token_in, action.amount_in),
+                "token_out_min": self._asset(action.chain_id, action.token_out, action.amount_out_min),
+                "recipient": self._party(action.chain_id, action.recipient),
+                "deadline": action.deadline,
+            }
         if isinstance(action, Wrap):
             asset = action.contract if action.unwrap else NATIVE
-            return {"type": "unwrap" if action.unwrap else "wrap", **self._asset(action.chain_id, asset, action.amount),
-                    "contract": self._party(action.chain_id, action.contract)}
+            return {
+                "type": "unwrap" if action.unwrap else "wrap",
+                **self._asset(action.chain_id, asset, action.amount),
+                "contract": self._party(action.chain_id, action.contract),
+            }
         if isinstance(action, RouterPayout):
-            return {"type": "payout", "method": action.method, "router": self._party(action.chain_id, action.router),
-                    "recipient": None if action.recipient is None else self._party(action.chain_id, action.recipient)}
+            return {
+                "type": "payout",
+                "method": action.method,
+                "router": self._party(action.chain_id, action.router),
+                "recipient": None
+                if action.recipient is None
+                else self._party(action.chain_id, action.recipient),
+            }
         if isinstance(action, Claim):
             token = (self.index.distributors or {}).get((action.chain_id, action.distributor), ("", ""))[1]
-            amount = self._asset(action.chain_id, token, action.amount) if token else {
-                "amount": None, "amount_base_units": str(action.amount), "token": None, "symbol": None}
-            return {"type": "claim", **amount, "distributor": self._party(action.chain_id, action.distributor),
-                    "account": self._party(action.chain_id, action.account)}
+            amount = (
+                self._asset(action.chain_id, token, action.amount)
+                if token
+                else {"amount": None, "amount_base_units": str(action.amount), "token": None, "symbol": None}
+            )
+            return {
+                "type": "claim",
+                **amount,
+                "distributor": self._party(action.chain_id, action.distributor),
+                "account": self._party(action.chain_id, action.account),
+            }
         assert isinstance(action, Forbidden)
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
 
     def build(
-        self, *, request_id: str, kind: str, decoded: Decoded, summary: str, decision: Decision,
-        agent_reason: str | None, tx: dict[str, Any] | None, created_at: float, expires_at: float,
+        self,
+        *,
+        request_id: str,
+        kind: str,
+        decoded: Decoded,
+        summary: str,
+        decision: Decision,
+        agent_reason: str | None,
+        tx: dict[str, Any] | None,
+        created_at: float,
+        expires_at: float,
         simulation: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         chain_id = decoded.call.chain_id
@@ -116,5 +181,3 @@ class RequestBuilder:
             # the node's simulation of a swap, wrap or unwrap: {"source", "changes": [...]} (signer.simulate)
             **({"simulation": simulation} if simulation is not None else {}),
         }
-
-

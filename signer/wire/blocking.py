@@ -18,8 +18,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from signer.wire.exchange import (MAX_REPLY_BYTES, SignerError, SignerReplyError, checked_reply,
-                                  connection_lost, parsed_result, reply_result, sign_params, unreachable)
+from signer.wire.exchange import (
+    MAX_REPLY_BYTES,
+    SignerError,
+    SignerReplyError,
+    checked_reply,
+    connection_lost,
+    parsed_result,
+    reply_result,
+    sign_params,
+    unreachable,
+)
 from signer.wire.protocol import request_frame
 from signer.wire.sign_replies import AuthReply, Reply, SignReply
 
@@ -49,8 +58,9 @@ class BlockingSignerClient:
         self.connect()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def connect(self) -> None:
@@ -85,8 +95,14 @@ class BlockingSignerClient:
             raise TypeError(f"{method!r} replies with {type(reply).__name__}, not {model.__name__}")
         return reply
 
-    def sign(self, intent: Intent | dict[str, Any], *, idempotency_key: str | None = None,
-             reason: str | None = None, source: str = "agent") -> SignReply:
+    def sign(
+        self,
+        intent: Intent | dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        reason: str | None = None,
+        source: str = "agent",
+    ) -> SignReply:
         params = sign_params(intent, idempotency_key=idempotency_key, reason=reason, source=source)
         return self.call_as(SignReply, "sign.request", params)
 
@@ -127,8 +143,8 @@ class BlockingSignerClient:
             if end >= 0:
                 if end > MAX_REPLY_BYTES:
                     raise ValueError("the reply line is longer than the limit")
-                self._pending = bytes(buffer[end + 1:])
-                return bytes(buffer[:end + 1])
+                self._pending = bytes(buffer[end + 1 :])
+                return bytes(buffer[: end + 1])
             if len(buffer) > MAX_REPLY_BYTES:
                 raise ValueError("the reply line is longer than the limit")
             searched = len(buffer)

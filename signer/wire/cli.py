@@ -52,16 +52,23 @@ def client_token_file(ctx: typer.Context) -> Path:
     return client_token_file(home_of(ctx))
 
 
-def signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *,
-                admin: bool = False) -> Reply:
+def signer_call(
+    ctx: typer.Context, method: str, params: dict[str, Any] | None = None, *, admin: bool = False
+) -> Reply:
     """One call to the running signer, as the local admin or as this home's client: its typed reply."""
     reply = _signer_call(ctx, method, params, admin=admin, down_ok=False)
     assert reply is not None
     return reply
 
 
-def signer_call_if_up(ctx: typer.Context, model: type[R], method: str, params: dict[str, Any] | None = None, *,
-                      admin: bool = False) -> R | None:
+def signer_call_if_up(
+    ctx: typer.Context,
+    model: type[R],
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    admin: bool = False,
+) -> R | None:
     """`signer_call_as`, but None when the signer cannot be reached (down, or its home is gone): for the
     companion's acts that hold without the signer, such as `owlia wallet revoke` after a host theft."""
     from signer.wire.settings import ConfigError, load_signer_config
@@ -76,8 +83,9 @@ def signer_call_if_up(ctx: typer.Context, model: type[R], method: str, params: d
     return reply
 
 
-def _signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None, *, admin: bool,
-                 down_ok: bool) -> Reply | None:
+def _signer_call(
+    ctx: typer.Context, method: str, params: dict[str, Any] | None, *, admin: bool, down_ok: bool
+) -> Reply | None:
     from signer.wire.client import SignerClient
     from signer.wire.exchange import SignerError, SignerUnavailable, load_token, read_token_file
     from signer.wire.protocol import ErrorCode
@@ -86,8 +94,9 @@ def _signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None,
     run_as = "run as the signer's user after `owlia signer init`"
     try:
         if admin:
-            token = read_token_file(paths.admin_token, missing=f"no admin token at {paths.admin_token}: {run_as}",
-                                    how=run_as)
+            token = read_token_file(
+                paths.admin_token, missing=f"no admin token at {paths.admin_token}: {run_as}", how=run_as
+            )
         else:
             token = load_token(client_token_file(ctx))
     except PermissionError:
@@ -108,7 +117,9 @@ def _signer_call(ctx: typer.Context, method: str, params: dict[str, Any] | None,
     except SignerError as exc:
         if down_ok and isinstance(exc, SignerUnavailable):
             return None
-        if exc.code == ErrorCode.UNAUTHENTICATED:  # the signer says no more (it names no token): which one, and why
+        if (
+            exc.code == ErrorCode.UNAUTHENTICATED
+        ):  # the signer says no more (it names no token): which one, and why
             fail(f"{exc.message}: {_refused_token(ctx, paths.admin_token if admin else None)}")
         fail(exc.message)
 
@@ -120,15 +131,25 @@ def _refused_token(ctx: typer.Context, admin_token: Path | None) -> str:
     from signer.wire.exchange import TOKEN_ENV
 
     if admin_token is not None:
-        return (f"the admin token in {admin_token} is not this signer's (a signer home initialised again?); "
-                "run as the signer's user with that signer's home")
+        return (
+            f"the admin token in {admin_token} is not this signer's (a signer home initialised again?); "
+            "run as the signer's user with that signer's home"
+        )
     where = f"${TOKEN_ENV}" if os.environ.get(TOKEN_ENV) else str(client_token_file(ctx))
-    return (f"the token in {where} was revoked, has expired or was never issued by this signer; "
-            "issue a new one with `owlia signer client add NAME --scope sign --out FILE` (as the signer's user)")
+    return (
+        f"the token in {where} was revoked, has expired or was never issued by this signer; "
+        "issue a new one with `owlia signer client add NAME --scope sign --out FILE` (as the signer's user)"
+    )
 
 
-def signer_call_as(ctx: typer.Context, model: type[R], method: str, params: dict[str, Any] | None = None, *,
-                   admin: bool = False) -> R:
+def signer_call_as(
+    ctx: typer.Context,
+    model: type[R],
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    admin: bool = False,
+) -> R:
     """`signer_call` for a command that names the reply model it reads."""
     reply = signer_call(ctx, method, params, admin=admin)
     if not isinstance(reply, model):

@@ -15,8 +15,17 @@ from collections import deque
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from signer.wire.exchange import (MAX_REPLY_BYTES, SignerError, SignerReplyError, checked_reply, connection_lost,
-                                  parsed_result, reply_result, sign_params, unreachable)
+from signer.wire.exchange import (
+    MAX_REPLY_BYTES,
+    SignerError,
+    SignerReplyError,
+    checked_reply,
+    connection_lost,
+    parsed_result,
+    reply_result,
+    sign_params,
+    unreachable,
+)
 from signer.wire.protocol import request_frame
 from signer.wire.replies import StatusReply
 from signer.wire.requests import Intent
@@ -62,9 +71,9 @@ class _ReplyLines(asyncio.Protocol):
             if end > MAX_REPLY_BYTES:
                 self._fail(ValueError("the reply line is longer than the limit"))
                 return
-            self._lines.append(bytes(buffer[:end + 1]))
+            self._lines.append(bytes(buffer[: end + 1]))
             self._queued += end + 1
-            del buffer[:end + 1]
+            del buffer[: end + 1]
             self._searched = 0
         self._searched = len(buffer)
         if len(buffer) > MAX_REPLY_BYTES:
@@ -196,7 +205,9 @@ class SignerClient:
             raise TypeError(f"{method!r} replies with {type(reply).__name__}, not {model.__name__}")
         return reply
 
-    async def call_json(self, method: str, params: dict[str, Any] | None = None, *, check: bool = True) -> Any:
+    async def call_json(
+        self, method: str, params: dict[str, Any] | None = None, *, check: bool = True
+    ) -> Any:
         """The result as JSON, for the JSON boundaries (`--json` output, relays); still checked
         against the method's reply model unless `check` is off."""
         if self._writer is None:

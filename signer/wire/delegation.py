@@ -67,7 +67,8 @@ DOMAIN_NAME = "DelegationManager"
 DOMAIN_VERSION = "1"
 
 EIP712_DOMAIN_TYPEHASH = keccak256(
-    b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
+    b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+)
 DELEGATION_TYPEHASH = keccak256(
     b"Delegation(address delegate,address delegator,bytes32 authority,Caveat[] caveats,uint256 salt)"
     b"Caveat(address enforcer,bytes terms)"
@@ -154,8 +155,9 @@ class Caveat:
         return keccak256(CAVEAT_TYPEHASH + addr_word(self.enforcer) + keccak256(self.terms))
 
     def abi(self) -> bytes:
-        return enc_tuple([(False, addr_word(self.enforcer)), (True, enc_bytes(self.terms)),
-                          (True, enc_bytes(self.args))])
+        return enc_tuple(
+            [(False, addr_word(self.enforcer)), (True, enc_bytes(self.terms)), (True, enc_bytes(self.args))]
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,43 +172,65 @@ class Delegation:
     def struct_hash(self) -> bytes:
         """EncoderLib._getDelegationHash: the key the manager and the enforcers store state under."""
         caveats = keccak256(b"".join(c.packet_hash() for c in self.caveats))
-        return keccak256(DELEGATION_TYPEHASH + addr_word(self.delegate) + addr_word(self.delegator)
-                         + self.authority + caveats + word(self.salt))
+        return keccak256(
+            DELEGATION_TYPEHASH
+            + addr_word(self.delegate)
+            + addr_word(self.delegator)
+            + self.authority
+            + caveats
+            + word(self.salt)
+        )
 
     def signing_digest(self, chain_id: int, manager: str) -> bytes:
         return keccak256(b"\x19\x01" + domain_separator(chain_id, manager) + self.struct_hash())
 
     def abi(self) -> bytes:
         caveats = enc_array([(True, c.abi()) for c in self.caveats])
-        return enc_tuple([
-            (False, addr_word(self.delegate)),
-            (False, addr_word(self.delegator)),
-            (False, self.authority),
-            (True, caveats),
-            (False, word(self.salt)),
-            (True, enc_bytes(self.signature)),
-        ])
+        return enc_tuple(
+            [
+                (False, addr_word(self.delegate)),
+                (False, addr_word(self.delegator)),
+                (False, self.authority),
+                (True, caveats),
+                (False, word(self.salt)),
+                (True, enc_bytes(self.signature)),
+            ]
+        )
 
     def typed_data(self, chain_id: int, manager: str) -> dict[str, Any]:
         """The EIP-712 document (eth_signTypedData_v4 shape) whose digest is `signing_digest`: what a phone
         or browser companion hashes and signs with its own EIP-712 library, and what it can show."""
         return {
             "types": {
-                "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-                                 {"name": "chainId", "type": "uint256"},
-                                 {"name": "verifyingContract", "type": "address"}],
-                "Delegation": [{"name": "delegate", "type": "address"}, {"name": "delegator", "type": "address"},
-                               {"name": "authority", "type": "bytes32"}, {"name": "caveats", "type": "Caveat[]"},
-                               {"name": "salt", "type": "uint256"}],
+                "EIP712Domain": [
+                    {"name": "name", "type": "string"},
+                    {"name": "version", "type": "string"},
+                    {"name": "chainId", "type": "uint256"},
+                    {"name": "verifyingContract", "type": "address"},
+                ],
+                "Delegation": [
+                    {"name": "delegate", "type": "address"},
+                    {"name": "delegator", "type": "address"},
+                    {"name": "authority", "type": "bytes32"},
+                    {"name": "caveats", "type": "Caveat[]"},
+                    {"name": "salt", "type": "uint256"},
+                ],
                 "Caveat": [{"name": "enforcer", "type": "address"}, {"name": "terms", "type": "bytes"}],
             },
             "primaryType": "Delegation",
-            "domain": {"name": DOMAIN_NAME, "version": DOMAIN_VERSION, "chainId": chain_id,
-                       "verifyingContract": _addr(manager)},
-            "message": {"delegate": self.delegate, "delegator": self.delegator,
-                        "authority": "0x" + self.authority.hex(),
-                        "caveats": [{"enforcer": c.enforcer, "terms": "0x" + c.terms.hex()} for c in self.caveats],
-                        "salt": str(self.salt)},
+            "domain": {
+                "name": DOMAIN_NAME,
+                "version": DOMAIN_VERSION,
+                "chainId": chain_id,
+                "verifyingContract": _addr(manager),
+            },
+            "message": {
+                "delegate": self.delegate,
+                "delegator": self.delegator,
+                "authority": "0x" + self.authority.hex(),
+                "caveats": [{"enforcer": c.enforcer, "terms": "0x" + c.terms.hex()} for c in self.caveats],
+                "salt": str(self.salt),
+            },
         }
 
     def signed(self, signature: bytes) -> Delegation:
@@ -217,8 +241,10 @@ class Delegation:
             "delegate": self.delegate,
             "delegator": self.delegator,
             "authority": "0x" + self.authority.hex(),
-            "caveats": [{"enforcer": c.enforcer, "terms": "0x" + c.terms.hex(), "args": "0x" + c.args.hex()}
-                        for c in self.caveats],
+            "caveats": [
+                {"enforcer": c.enforcer, "terms": "0x" + c.terms.hex(), "args": "0x" + c.args.hex()}
+                for c in self.caveats
+            ],
             "salt": str(self.salt),
             "signature": "0x" + self.signature.hex(),
         }
@@ -226,8 +252,10 @@ class Delegation:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Delegation:
         try:
-            caveats = tuple(Caveat(_addr(c["enforcer"]), _hex(c["terms"]), _hex(c.get("args", "0x")))
-                            for c in data["caveats"])
+            caveats = tuple(
+                Caveat(_addr(c["enforcer"]), _hex(c["terms"]), _hex(c.get("args", "0x")))
+                for c in data["caveats"]
+            )
             authority = _hex(data["authority"])
             if len(authority) != 32:
                 raise DelegationError("authority must be 32 bytes")
@@ -236,8 +264,14 @@ class Delegation:
                 raise DelegationError("salt must be a non-negative integer (decimal string)")
             if int(salt) >= 1 << 256:
                 raise DelegationError("salt is out of the uint256 range")
-            return cls(_addr(data["delegate"]), _addr(data["delegator"]), caveats, int(salt), authority,
-                       _hex(data["signature"]))
+            return cls(
+                _addr(data["delegate"]),
+                _addr(data["delegator"]),
+                caveats,
+                int(salt),
+                authority,
+                _hex(data["signature"]),
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise DelegationError(f"malformed delegation: missing or wrong field {exc}") from None
 
@@ -254,8 +288,13 @@ def _hex(value: Any) -> bytes:
 
 
 def domain_separator(chain_id: int, manager: str) -> bytes:
-    return keccak256(EIP712_DOMAIN_TYPEHASH + keccak256(DOMAIN_NAME.encode()) + keccak256(DOMAIN_VERSION.encode())
-                     + word(chain_id) + addr_word(manager))
+    return keccak256(
+        EIP712_DOMAIN_TYPEHASH
+        + keccak256(DOMAIN_NAME.encode())
+        + keccak256(DOMAIN_VERSION.encode())
+        + word(chain_id)
+        + addr_word(manager)
+    )
 
 
 def sign_digest(digest: bytes, key: coincurve.PrivateKey) -> bytes:
@@ -267,11 +306,15 @@ def sign_digest(digest: bytes, key: coincurve.PrivateKey) -> bytes:
 def recover(digest: bytes, signature: bytes) -> str:
     if len(signature) != 65 or signature[64] not in (27, 28):
         raise DelegationError("the signature must be 65 bytes with v = 27 or 28")
-    if int.from_bytes(signature[32:64], "big") > 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0:
+    if (
+        int.from_bytes(signature[32:64], "big")
+        > 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
+    ):
         raise DelegationError("the signature's s is in the upper half (malleable)")
     try:
-        public = coincurve.PublicKey.from_signature_and_message(signature[:64] + bytes([signature[64] - 27]), digest,
-                                                                hasher=None)
+        public = coincurve.PublicKey.from_signature_and_message(
+            signature[:64] + bytes([signature[64] - 27]), digest, hasher=None
+        )
     except Exception:  # noqa: BLE001 - coincurve raises plain Exception for an invalid signature
         raise DelegationError("the signature does not recover to any key") from None
     return "0x" + keccak256(public.format(compressed=False)[1:])[-20:].hex()
@@ -302,8 +345,9 @@ def disable_calldata(delegation: Delegation) -> bytes:
 
 
 def available_amount_calldata(delegation_hash: bytes, manager: str, terms: bytes) -> bytes:
-    return GET_AVAILABLE_AMOUNT + enc_tuple([(False, delegation_hash), (False, addr_word(manager)),
-                                             (True, enc_bytes(terms))])
+    return GET_AVAILABLE_AMOUNT + enc_tuple(
+        [(False, delegation_hash), (False, addr_word(manager)), (True, enc_bytes(terms))]
+    )
 
 
 def call_counts_calldata(manager: str, delegation_hash: bytes) -> bytes:

@@ -76,8 +76,11 @@ def load_token(token_file: Path | None = None) -> str:
     how = "create one with `owlia signer client add NAME --scope sign`"
     if token_file is None:
         raise SignerUnavailable(f"no signer token: set {TOKEN_ENV} or write it to a 0600 file; {how}")
-    return read_token_file(token_file, missing=f"no signer token: set {TOKEN_ENV} or write it to {token_file} "
-                                               f"(0600); {how}", how=how)
+    return read_token_file(
+        token_file,
+        missing=f"no signer token: set {TOKEN_ENV} or write it to {token_file} (0600); {how}",
+        how=how,
+    )
 
 
 def read_token_file(token_file: Path, *, missing: str, how: str) -> str:
@@ -86,11 +89,14 @@ def read_token_file(token_file: Path, *, missing: str, how: str) -> str:
     try:
         st_mode = token_file.stat().st_mode
         if not stat.S_ISREG(st_mode):
-            raise SignerUnavailable(f"{token_file} is not a file: it must be a 0600 file holding the token; {how}")
+            raise SignerUnavailable(
+                f"{token_file} is not a file: it must be a 0600 file holding the token; {how}"
+            )
         mode = st_mode & 0o777
         if mode & 0o077:
             raise SignerUnavailable(
-                f"{token_file} is readable by others (mode {mode:o}); run `chmod 600 {token_file}`")
+                f"{token_file} is readable by others (mode {mode:o}); run `chmod 600 {token_file}`"
+            )
         return token_file.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         raise SignerUnavailable(missing) from None
@@ -102,7 +108,8 @@ def read_token_file(token_file: Path, *, missing: str, how: str) -> str:
 def unreachable(socket_path: Path, exc: BaseException) -> SignerUnavailable:
     """The connection could not be opened."""
     return SignerUnavailable(
-        f"cannot reach the signer at {socket_path} ({type(exc).__name__}); is `owlia signer serve` running?")
+        f"cannot reach the signer at {socket_path} ({type(exc).__name__}); is `owlia signer serve` running?"
+    )
 
 
 def connection_lost(exc: BaseException) -> SignerUnavailable:
@@ -151,8 +158,9 @@ def parsed_result(method: str, result: Any) -> Reply:
         raise SignerReplyError(str(exc)) from None
 
 
-def sign_params(intent: Intent | dict[str, Any], *, idempotency_key: str | None, reason: str | None,
-                source: str) -> dict[str, Any]:
+def sign_params(
+    intent: Intent | dict[str, Any], *, idempotency_key: str | None, reason: str | None, source: str
+) -> dict[str, Any]:
     """`sign.request`'s params: a fresh idempotency key unless the caller has one."""
     body = intent if isinstance(intent, dict) else intent.model_dump(mode="json", exclude_none=True)
     params: dict[str, Any] = {

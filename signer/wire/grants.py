@@ -83,8 +83,22 @@ REDEEMER = "RedeemerEnforcer"
 NATIVE_TOTAL = "NativeTokenTransferAmountEnforcer"
 ERC20_TOTAL = "ERC20TransferAmountEnforcer"
 ERC20_TX_CAP = "ERC20BalanceChangeEnforcer"
-ENFORCERS = (ALLOWED_TARGETS, ALLOWED_METHODS, ALLOWED_CALLDATA, EXACT_CALLDATA, VALUE_LTE, NATIVE_PERIOD, ERC20_PERIOD,
-             TIMESTAMP, LIMITED_CALLS, NONCE, REDEEMER, NATIVE_TOTAL, ERC20_TOTAL, ERC20_TX_CAP)
+ENFORCERS = (
+    ALLOWED_TARGETS,
+    ALLOWED_METHODS,
+    ALLOWED_CALLDATA,
+    EXACT_CALLDATA,
+    VALUE_LTE,
+    NATIVE_PERIOD,
+    ERC20_PERIOD,
+    TIMESTAMP,
+    LIMITED_CALLS,
+    NONCE,
+    REDEEMER,
+    NATIVE_TOTAL,
+    ERC20_TOTAL,
+    ERC20_TX_CAP,
+)
 EVERY_LANE = (NONCE, REDEEMER)  # the signer refuses a lane without either
 
 # The rule ids the signer names when the chain would refuse (docs/tier3.md).
@@ -110,11 +124,19 @@ CONTRACT = "contract"  # a contract lane's asset: it carries calls, not one asse
 
 # Selectors that move or approve tokens: on a contract lane (target + selector, any arguments) they would
 # let the session key send or approve the main account's tokens to anyone.
-TOKEN_MOVING = frozenset(selector_of(s) for s in (
-    "transfer(address,uint256)", "transferFrom(address,address,uint256)", "approve(address,uint256)",
-    "increaseAllowance(address,uint256)", "permit(address,address,uint256,uint256,uint8,bytes32,bytes32)",
-    "approve(address,address,uint160,uint48)", "setApprovalForAll(address,bool)",
-    "redeemDelegations(bytes[],bytes32[],bytes[])"))
+TOKEN_MOVING = frozenset(
+    selector_of(s)
+    for s in (
+        "transfer(address,uint256)",
+        "transferFrom(address,address,uint256)",
+        "approve(address,uint256)",
+        "increaseAllowance(address,uint256)",
+        "permit(address,address,uint256,uint256,uint8,bytes32,bytes32)",
+        "approve(address,address,uint160,uint48)",
+        "setApprovalForAll(address,bool)",
+        "redeemDelegations(bytes[],bytes32[],bytes[])",
+    )
+)
 
 
 class GrantError(ValueError):
@@ -137,7 +159,9 @@ class Lane:
     selectors: tuple[bytes, ...] = ()  # contract lanes: the AllowedMethods list
     nonce: int = 0  # the NonceEnforcer nonce the grant was signed at (every lane the same)
     total: int = 0  # native / ERC-20: the lifetime cap (NativeTokenTransferAmount / ERC20TransferAmount)
-    token_per_tx: int = 0  # ERC-20: the per-transaction cap (ERC20BalanceChange, decrease of the main account)
+    token_per_tx: int = (
+        0  # ERC-20: the per-transaction cap (ERC20BalanceChange, decrease of the main account)
+    )
 
     def caveats(self, enforcers: dict[str, str], *, delegate: str, delegator: str) -> tuple[Caveat, ...]:
         def at(name: str) -> str:
@@ -164,8 +188,12 @@ class Lane:
             terms = word(self.period_amount) + word(self.period_seconds) + word(self.period_start)
             out.append(Caveat(at(NATIVE_PERIOD), terms))
         else:
-            terms = bytes.fromhex(self.asset[2:]) + word(self.period_amount) + word(self.period_seconds) \
+            terms = (
+                bytes.fromhex(self.asset[2:])
+                + word(self.period_amount)
+                + word(self.period_seconds)
                 + word(self.period_start)
+            )
             out.append(Caveat(at(ERC20_PERIOD), terms))
         out.append(Caveat(at(TIMESTAMP), (0).to_bytes(16, "big") + self.expires_at.to_bytes(16, "big")))
         if self.call_limit is not None:
@@ -179,17 +207,30 @@ class Lane:
                 raise GrantError("an ERC-20 lane needs its per-transaction cap (above zero)")
             token = bytes.fromhex(self.asset[2:])
             out.append(Caveat(at(ERC20_TOTAL), token + word(self.total)))
-            out.append(Caveat(at(ERC20_TX_CAP), b"\x01" + token + bytes.fromhex(delegator.lower()[2:])
-                              + word(self.token_per_tx)))
+            out.append(
+                Caveat(
+                    at(ERC20_TX_CAP),
+                    b"\x01" + token + bytes.fromhex(delegator.lower()[2:]) + word(self.token_per_tx),
+                )
+            )
         return (*out, *self._every_lane(at, delegate))
 
     def _every_lane(self, at: Callable[[str], str], delegate: str) -> tuple[Caveat, ...]:
         """Appended last, so a redeem that breaks a limit is refused by that limit's enforcer by name."""
-        return (Caveat(at(NONCE), word(self.nonce)), Caveat(at(REDEEMER), bytes.fromhex(delegate.lower()[2:])))
+        return (
+            Caveat(at(NONCE), word(self.nonce)),
+            Caveat(at(REDEEMER), bytes.fromhex(delegate.lower()[2:])),
+        )
 
-    def delegation(self, *, delegate: str, delegator: str, salt: int, enforcers: dict[str, str]) -> Delegation:
-        return Delegation(delegate.lower(), delegator.lower(),
-                          self.caveats(enforcers, delegate=delegate, delegator=delegator), salt)
+    def delegation(
+        self, *, delegate: str, delegator: str, salt: int, enforcers: dict[str, str]
+    ) -> Delegation:
+        return Delegation(
+            delegate.lower(),
+            delegator.lower(),
+            self.caveats(enforcers, delegate=delegate, delegator=delegator),
+            salt,
+        )
 
 
 # ---- policy -> lanes (the companion) --------------------------------------------------------------
@@ -209,8 +250,16 @@ def token_tx_bound(rule: AssetRule) -> int:
     return shortest if rule.per_tx is None else min(rule.per_tx, shortest)
 
 
-def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, nonce: int, start: int | None = None,
-                 erc20_recipient: str | None = None, call_limit: int | None = None) -> list[Lane]:
+def derive_lanes(
+    policy: Policy,
+    chain_id: int,
+    *,
+    expires_at: int,
+    nonce: int,
+    start: int | None = None,
+    erc20_recipient: str | None = None,
+    call_limit: int | None = None,
+) -> list[Lane]:
     """The widest grant the policy allows: every caveat comes from a policy limit, none is invented.
     `nonce` is the main account's current NonceEnforcer nonce, read from the chain."""
     index = policy.index
@@ -218,7 +267,9 @@ def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, nonce: int, 
         raise GrantError(f"the policy does not list chain {chain_id}")
     recipients = tuple(sorted(a for c, a in index.book if c == chain_id))
     if not recipients:
-        raise GrantError("the policy's address book has no recipient on this chain: a grant would allow nobody")
+        raise GrantError(
+            "the policy's address book has no recipient on this chain: a grant would allow nobody"
+        )
     start = int(time.time()) if start is None else start
     lanes = []
     for (rule_chain, asset), rule in sorted(index.assets.items()):
@@ -227,22 +278,52 @@ def derive_lanes(policy: Policy, chain_id: int, *, expires_at: int, nonce: int, 
         window = min(rule.windows, key=lambda w: w.seconds)
         if asset == NATIVE:
             if rule.per_tx is None:
-                raise GrantError(f"{rule.symbol} has no per_tx limit in the policy: Tier 3 needs one (ValueLte)")
-            lanes.append(Lane(NATIVE, recipients, None, rule.per_tx, window.limit, window.seconds, start, expires_at,
-                              call_limit, nonce=nonce, total=lifetime_bound(rule.windows, start, expires_at)))
+                raise GrantError(
+                    f"{rule.symbol} has no per_tx limit in the policy: Tier 3 needs one (ValueLte)"
+                )
+            lanes.append(
+                Lane(
+                    NATIVE,
+                    recipients,
+                    None,
+                    rule.per_tx,
+                    window.limit,
+                    window.seconds,
+                    start,
+                    expires_at,
+                    call_limit,
+                    nonce=nonce,
+                    total=lifetime_bound(rule.windows, start, expires_at),
+                )
+            )
             continue
         if erc20_recipient is None:
             if len(recipients) != 1:
-                raise GrantError(f"{rule.symbol}: an ERC-20 lane pins one recipient; the address book has "
-                                 f"{len(recipients)}: choose one")
+                raise GrantError(
+                    f"{rule.symbol}: an ERC-20 lane pins one recipient; the address book has "
+                    f"{len(recipients)}: choose one"
+                )
             pinned = recipients[0]
         else:
             pinned = erc20_recipient.lower()
             if (chain_id, pinned) not in index.book:
                 raise GrantError(f"{erc20_recipient} is not in the policy's address book")
-        lanes.append(Lane(asset, (asset,), pinned, 0, window.limit, window.seconds, start, expires_at, call_limit,
-                          nonce=nonce, total=lifetime_bound(rule.windows, start, expires_at),
-                          token_per_tx=token_tx_bound(rule)))
+        lanes.append(
+            Lane(
+                asset,
+                (asset,),
+                pinned,
+                0,
+                window.limit,
+                window.seconds,
+                start,
+                expires_at,
+                call_limit,
+                nonce=nonce,
+                total=lifetime_bound(rule.windows, start, expires_at),
+                token_per_tx=token_tx_bound(rule),
+            )
+        )
     lanes += contract_lanes(policy, chain_id, expires_at=expires_at, call_limit=call_limit, nonce=nonce)
     if not lanes:
         raise GrantError("the policy has no asset with a window limit on this chain: nothing to grant")
@@ -269,15 +350,29 @@ def _contract_rules(policy: Policy, chain_id: int) -> dict[str, dict[bytes, int]
     return {a: r for a, r in rules.items() if r}
 
 
-def contract_lanes(policy: Policy, chain_id: int, *, expires_at: int, call_limit: int | None,
-                   nonce: int = 0) -> list[Lane]:
+def contract_lanes(
+    policy: Policy, chain_id: int, *, expires_at: int, call_limit: int | None, nonce: int = 0
+) -> list[Lane]:
     """One lane per allowed contract. Its ValueLte is the smallest bound among its selectors, and 0 without
     a call limit: nothing on chain would bound the total value sent through it otherwise."""
     lanes = []
     for address, rules in sorted(_contract_rules(policy, chain_id).items()):
         value = min(rules.values()) if call_limit is not None else 0
-        lanes.append(Lane(CONTRACT, (address,), None, value, 0, 0, 0, expires_at, call_limit, tuple(sorted(rules)),
-                          nonce=nonce))
+        lanes.append(
+            Lane(
+                CONTRACT,
+                (address,),
+                None,
+                value,
+                0,
+                0,
+                0,
+                expires_at,
+                call_limit,
+                tuple(sorted(rules)),
+                nonce=nonce,
+            )
+        )
     return lanes
 
 
@@ -291,7 +386,9 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
     for caveat in delegation.caveats:
         name = by_address.get(caveat.enforcer)
         if name is None:
-            raise GrantError(f"caveat enforcer {caveat.enforcer} is not one of this chain's configured enforcers")
+            raise GrantError(
+                f"caveat enforcer {caveat.enforcer} is not one of this chain's configured enforcers"
+            )
         if name in found:
             raise GrantError(f"{name} appears twice")
         found[name] = caveat.terms
@@ -312,13 +409,15 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
         if ALLOWED_CALLDATA in found:
             raise GrantError("a native lane carries no AllowedCalldata")
         if found.get(EXACT_CALLDATA) != b"":
-            raise GrantError("a native lane must pin empty calldata (ExactCalldata with empty terms): without it "
-                             "the session key could call any recipient that is a contract as the main account")
+            raise GrantError(
+                "a native lane must pin empty calldata (ExactCalldata with empty terms): without it "
+                "the session key could call any recipient that is a contract as the main account"
+            )
         terms = found[NATIVE_PERIOD]
         if len(terms) != 96:
             raise GrantError("NativeTokenPeriodTransfer terms must be 96 bytes")
         asset = NATIVE
-        amount, seconds, start = (int.from_bytes(terms[i:i + 32], "big") for i in (0, 32, 64))
+        amount, seconds, start = (int.from_bytes(terms[i : i + 32], "big") for i in (0, 32, 64))
         if ERC20_TOTAL in found or ERC20_TX_CAP in found:
             raise GrantError("a native lane carries no ERC-20 caps")
         if NATIVE_TOTAL not in found:
@@ -330,11 +429,17 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
         if len(terms) != 116:
             raise GrantError("ERC20PeriodTransfer terms must be 116 bytes")
         asset = "0x" + terms[:20].hex()
-        amount, seconds, start = (int.from_bytes(terms[i:i + 32], "big") for i in (20, 52, 84))
+        amount, seconds, start = (int.from_bytes(terms[i : i + 32], "big") for i in (20, 52, 84))
         calldata = found.get(ALLOWED_CALLDATA)
-        if calldata is None or len(calldata) != 64 or int.from_bytes(calldata[:32], "big") != 4 \
-                or calldata[32:44] != b"\x00" * 12:
-            raise GrantError("an ERC-20 lane must pin its recipient (AllowedCalldata at offset 4, one address)")
+        if (
+            calldata is None
+            or len(calldata) != 64
+            or int.from_bytes(calldata[:32], "big") != 4
+            or calldata[32:44] != b"\x00" * 12
+        ):
+            raise GrantError(
+                "an ERC-20 lane must pin its recipient (AllowedCalldata at offset 4, one address)"
+            )
         recipient = "0x" + calldata[44:].hex()
         if targets != (asset,):
             raise GrantError("an ERC-20 lane's AllowedTargets must be exactly its token")
@@ -343,15 +448,29 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
         raise GrantError("the period caveat has a zero amount, duration or start")
     if total == 0:
         raise GrantError("the lifetime total is zero: the lane would allow nothing")
-    return Lane(asset, targets, recipient, value_lte, amount, seconds, start, expires_at, call_limit,
-                nonce=nonce, total=total, token_per_tx=token_per_tx)
+    return Lane(
+        asset,
+        targets,
+        recipient,
+        value_lte,
+        amount,
+        seconds,
+        start,
+        expires_at,
+        call_limit,
+        nonce=nonce,
+        total=total,
+        token_per_tx=token_per_tx,
+    )
 
 
 def _every_lane(found: dict[str, bytes], delegation: Delegation) -> int:
     """Nonce and Redeemer, on every lane: the lane's nonce. Without the Nonce caveat the main key could
     not end the grant without knowing it; without Redeemer the session key could redelegate it."""
-    for required, why in ((NONCE, "the main key could not revoke it without the signer (incrementNonce)"),
-                          (REDEEMER, "the session key could pass it on (redelegation)")):
+    for required, why in (
+        (NONCE, "the main key could not revoke it without the signer (incrementNonce)"),
+        (REDEEMER, "the session key could pass it on (redelegation)"),
+    ):
         if required not in found:
             raise GrantError(f"the grant has no {required}: {why}")
     if found[REDEEMER] != bytes.fromhex(delegation.delegate[2:]):
@@ -366,11 +485,20 @@ def _erc20_caps(found: dict[str, bytes], token: str, delegator: str) -> tuple[in
         raise GrantError("an ERC-20 lane carries no native total")
     total_terms, cap_terms = found.get(ERC20_TOTAL), found.get(ERC20_TX_CAP)
     if total_terms is None or len(total_terms) != 52 or total_terms[:20] != bytes.fromhex(token[2:]):
-        raise GrantError("an ERC-20 lane needs its lifetime total for its own token (ERC20TransferAmount, 52 bytes)")
-    if cap_terms is None or len(cap_terms) != 73 or cap_terms[0] != 1 or cap_terms[1:21] != bytes.fromhex(token[2:]) \
-            or cap_terms[21:41] != bytes.fromhex(delegator[2:]):
-        raise GrantError("an ERC-20 lane needs its per-transaction cap: ERC20BalanceChange on its token, watching "
-                         "the main account's balance fall (73 bytes, decrease flag)")
+        raise GrantError(
+            "an ERC-20 lane needs its lifetime total for its own token (ERC20TransferAmount, 52 bytes)"
+        )
+    if (
+        cap_terms is None
+        or len(cap_terms) != 73
+        or cap_terms[0] != 1
+        or cap_terms[1:21] != bytes.fromhex(token[2:])
+        or cap_terms[21:41] != bytes.fromhex(delegator[2:])
+    ):
+        raise GrantError(
+            "an ERC-20 lane needs its per-transaction cap: ERC20BalanceChange on its token, watching "
+            "the main account's balance fall (73 bytes, decrease flag)"
+        )
     cap = int.from_bytes(cap_terms[41:], "big")
     if cap == 0:
         raise GrantError("the ERC-20 per-transaction cap is zero: the lane would allow nothing")
@@ -381,7 +509,7 @@ def _targets(found: dict[str, bytes]) -> tuple[str, ...]:
     raw = found[ALLOWED_TARGETS]
     if not raw or len(raw) % 20:
         raise GrantError("AllowedTargets terms are not a list of addresses")
-    return tuple("0x" + raw[i:i + 20].hex() for i in range(0, len(raw), 20))
+    return tuple("0x" + raw[i : i + 20].hex() for i in range(0, len(raw), 20))
 
 
 def _expiry(found: dict[str, bytes]) -> int:
@@ -404,12 +532,22 @@ def _parse_contract_lane(found: dict[str, bytes]) -> Lane:
     raw = found[ALLOWED_METHODS]
     if not raw or len(raw) % 4:
         raise GrantError("AllowedMethods terms are not a list of 4-byte selectors")
-    selectors = tuple(raw[i:i + 4] for i in range(0, len(raw), 4))
+    selectors = tuple(raw[i : i + 4] for i in range(0, len(raw), 4))
     if len(set(selectors)) != len(selectors):
         raise GrantError("AllowedMethods lists a selector twice")
     call_limit = _uint(found[LIMITED_CALLS], LIMITED_CALLS) if LIMITED_CALLS in found else None
-    return Lane(CONTRACT, targets, None, _uint(found[VALUE_LTE], VALUE_LTE), 0, 0, 0, _expiry(found), call_limit,
-                selectors)
+    return Lane(
+        CONTRACT,
+        targets,
+        None,
+        _uint(found[VALUE_LTE], VALUE_LTE),
+        0,
+        0,
+        0,
+        _expiry(found),
+        call_limit,
+        selectors,
+    )
 
 
 def _uint(terms: bytes, name: str) -> int:
@@ -418,10 +556,14 @@ def _uint(terms: bytes, name: str) -> int:
     return int.from_bytes(terms, "big")
 
 
-CLOCK_SLACK = 3600  # seconds a grant's period start may precede the signer's clock (chain and host clocks differ)
+CLOCK_SLACK = (
+    3600  # seconds a grant's period start may precede the signer's clock (chain and host clocks differ)
+)
 
 
-def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float, taken_at: float | None = None) -> None:
+def check_lane(
+    lane: Lane, policy: Policy, chain_id: int, *, not_after: float, taken_at: float | None = None
+) -> None:
     """Refuse a lane wider than the policy: every bound must sit inside the matching policy limit.
     `taken_at` (when the signer takes the grant): the lifetime bound counts from then, not from a period
     start the grant may set in the past to stretch it."""
@@ -434,7 +576,9 @@ def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float, t
         raise GrantError(f"the policy has no limits for {lane.asset} on chain {chain_id}")
     for target in lane.targets if lane.asset == NATIVE else ((lane.recipient or ""),):
         if (chain_id, target) not in index.book:
-            raise GrantError(f"{target} may receive through the grant but is not in the policy's address book")
+            raise GrantError(
+                f"{target} may receive through the grant but is not in the policy's address book"
+            )
     if lane.asset == NATIVE:
         if rule.per_tx is None or lane.value_lte > rule.per_tx:
             raise GrantError(f"ValueLte {lane.value_lte} is above the policy's per_tx for {rule.symbol}")
@@ -442,22 +586,29 @@ def check_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float, t
         raise GrantError("an ERC-20 lane must not move ETH (ValueLte must be 0)")
     window = next((w for w in rule.windows if w.seconds == lane.period_seconds), None)
     if window is None:
-        raise GrantError(f"the grant's period of {lane.period_seconds}s is none of the policy's windows for "
-                         f"{rule.symbol}")
+        raise GrantError(
+            f"the grant's period of {lane.period_seconds}s is none of the policy's windows for {rule.symbol}"
+        )
     if lane.period_amount > window.limit:
         allowed = format_amount(lane.period_amount, rule.decimals, rule.symbol)
         limit = format_amount(window.limit, rule.decimals, rule.symbol)
         raise GrantError(f"the grant allows {allowed} per {window.label}, above the policy's {limit}")
-    counted_from = lane.period_start if taken_at is None else max(lane.period_start, int(taken_at) - CLOCK_SLACK)
+    counted_from = (
+        lane.period_start if taken_at is None else max(lane.period_start, int(taken_at) - CLOCK_SLACK)
+    )
     bound = lifetime_bound(rule.windows, counted_from, lane.expires_at)
     if lane.total > bound:
-        raise GrantError(f"the grant's lifetime total of {format_amount(lane.total, rule.decimals, rule.symbol)} is "
-                         f"above the {format_amount(bound, rule.decimals, rule.symbol)} the policy's windows allow "
-                         "over its lifetime")
+        raise GrantError(
+            f"the grant's lifetime total of {format_amount(lane.total, rule.decimals, rule.symbol)} is "
+            f"above the {format_amount(bound, rule.decimals, rule.symbol)} the policy's windows allow "
+            "over its lifetime"
+        )
     if lane.asset != NATIVE and lane.token_per_tx > token_tx_bound(rule):
-        raise GrantError(f"the grant's per-transaction cap of "
-                         f"{format_amount(lane.token_per_tx, rule.decimals, rule.symbol)} is above the policy's "
-                         f"{format_amount(token_tx_bound(rule), rule.decimals, rule.symbol)}")
+        raise GrantError(
+            f"the grant's per-transaction cap of "
+            f"{format_amount(lane.token_per_tx, rule.decimals, rule.symbol)} is above the policy's "
+            f"{format_amount(token_tx_bound(rule), rule.decimals, rule.symbol)}"
+        )
     if lane.expires_at > not_after:
         raise GrantError("the grant outlives the session key it is for")
 
@@ -466,20 +617,27 @@ def _check_contract_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after
     (target,) = lane.targets
     rules = _contract_rules(policy, chain_id).get(target)
     if rules is None:
-        raise GrantError(f"{target} may be called through the grant but the policy lists no call to it "
-                         "(contracts or opaque_calls)")
+        raise GrantError(
+            f"{target} may be called through the grant but the policy lists no call to it "
+            "(contracts or opaque_calls)"
+        )
     for selector in lane.selectors:
         if selector in TOKEN_MOVING:
-            raise GrantError(f"0x{selector.hex()} moves or approves tokens: a contract lane would allow it with any "
-                             "arguments (ERC-20 lanes carry token transfers)")
+            raise GrantError(
+                f"0x{selector.hex()} moves or approves tokens: a contract lane would allow it with any "
+                "arguments (ERC-20 lanes carry token transfers)"
+            )
         if selector not in rules:
             raise GrantError(f"0x{selector.hex()} on {target} is not a call the policy allows")
         if lane.value_lte > rules[selector]:
-            raise GrantError(f"ValueLte {lane.value_lte} is above the policy's value bound of {rules[selector]} wei "
-                             f"for 0x{selector.hex()} on {target}")
+            raise GrantError(
+                f"ValueLte {lane.value_lte} is above the policy's value bound of {rules[selector]} wei "
+                f"for 0x{selector.hex()} on {target}"
+            )
     if lane.value_lte > 0 and lane.call_limit is None:
-        raise GrantError("a contract lane that may send value needs LimitedCalls: no period enforcer bounds its "
-                         "total")
+        raise GrantError(
+            "a contract lane that may send value needs LimitedCalls: no period enforcer bounds its total"
+        )
     if lane.expires_at > not_after:
         raise GrantError("the grant outlives the session key it is for")
 
@@ -502,18 +660,22 @@ def describe(lane: Lane, policy: Policy, chain_id: int) -> str:
         native = index.assets.get((chain_id, NATIVE))
         coin = native.symbol if native is not None else "ETH"
         calls = ", ".join(_selector_words(s) for s in lane.selectors)
-        text = (f"this key may call {calls} on {who(lane.targets[0])} with at most "
-                f"{format_amount(lane.value_lte, 18, coin)} per call, until {until}")
+        text = (
+            f"this key may call {calls} on {who(lane.targets[0])} with at most "
+            f"{format_amount(lane.value_lte, 18, coin)} per call, until {until}"
+        )
         if lane.call_limit is not None:
             text += f", {lane.call_limit} transactions in all"
         return text
     period = _period_words(lane.period_seconds)
     per_tx = lane.value_lte if lane.asset == NATIVE else lane.token_per_tx
     recipients = lane.targets if lane.asset == NATIVE else (lane.recipient or "",)
-    text = (f"this key may send at most {format_amount(per_tx, decimals, symbol)} per transaction, "
-            f"{format_amount(lane.period_amount, decimals, symbol)} per {period} and "
-            f"{format_amount(lane.total, decimals, symbol)} in all, only to "
-            f"{', '.join(who(t) for t in recipients)}, until {until}")
+    text = (
+        f"this key may send at most {format_amount(per_tx, decimals, symbol)} per transaction, "
+        f"{format_amount(lane.period_amount, decimals, symbol)} per {period} and "
+        f"{format_amount(lane.total, decimals, symbol)} in all, only to "
+        f"{', '.join(who(t) for t in recipients)}, until {until}"
+    )
     if lane.call_limit is not None:
         text += f", {lane.call_limit} transactions in all"
     return text

@@ -66,15 +66,30 @@ def signed_message(domain: str, body: dict[str, Any]) -> bytes:
     return domain.encode() + b"\n" + json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def pair_body(pairing_id: str, device_pub: str, name: str, main_address: str, ts: float, nonce: str) -> dict[str, Any]:
-    return {"pairing_id": pairing_id, "device_pub": device_pub, "name": name,
-            "main_address": main_address.lower(), "ts": ts, "nonce": nonce}
+def pair_body(
+    pairing_id: str, device_pub: str, name: str, main_address: str, ts: float, nonce: str
+) -> dict[str, Any]:
+    return {
+        "pairing_id": pairing_id,
+        "device_pub": device_pub,
+        "name": name,
+        "main_address": main_address.lower(),
+        "ts": ts,
+        "nonce": nonce,
+    }
 
 
-def answer_body(request_id: str, request_hash: str, action: str, expires_at: float, device_id: str,
-                tx_hash: str) -> dict[str, Any]:
-    return {"request_id": request_id, "request_hash": request_hash, "action": action,
-            "expires_at": expires_at, "device_id": device_id, "tx_hash": tx_hash}
+def answer_body(
+    request_id: str, request_hash: str, action: str, expires_at: float, device_id: str, tx_hash: str
+) -> dict[str, Any]:
+    return {
+        "request_id": request_id,
+        "request_hash": request_hash,
+        "action": action,
+        "expires_at": expires_at,
+        "device_id": device_id,
+        "tx_hash": tx_hash,
+    }
 
 
 def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict[str, Any]:
@@ -82,18 +97,32 @@ def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict[
 
 
 def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict[str, Any]:
-    return {"device_id": device_id, "key_id": key_id, "amount": None if amount is None else str(amount), "ts": ts}
+    return {
+        "device_id": device_id,
+        "key_id": key_id,
+        "amount": None if amount is None else str(amount),
+        "ts": ts,
+    }
 
 
 def revoke_body(device_id: str, target_device_id: str, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "target_device_id": target_device_id, "ts": ts}
+
+
 def grant_ask_body(device_id: str, chain_id: int, days: int, rotate: bool, ts: float) -> dict[str, Any]:
     return {"device_id": device_id, "chain_id": chain_id, "days": days, "rotate": rotate, "ts": ts}
 
 
-def grant_answer_body(device_id: str, offer_id: str, offer_hash: str, signatures: list[str], ts: float) -> dict[str, Any]:
-    return {"device_id": device_id, "offer_id": offer_id, "offer_hash": offer_hash, "signatures": list(signatures),
-            "ts": ts}
+def grant_answer_body(
+    device_id: str, offer_id: str, offer_hash: str, signatures: list[str], ts: float
+) -> dict[str, Any]:
+    return {
+        "device_id": device_id,
+        "offer_id": offer_id,
+        "offer_hash": offer_hash,
+        "signatures": list(signatures),
+        "ts": ts,
+    }
 
 
 def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:
@@ -127,7 +156,9 @@ def key_fingerprint(public_key_hex: str) -> str:
 
 def verify_ed25519(public_key_hex: str, message: bytes, signature_hex: str) -> bool:
     try:
-        Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key_hex)).verify(bytes.fromhex(signature_hex), message)
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key_hex)).verify(
+            bytes.fromhex(signature_hex), message
+        )
     except (InvalidSignature, ValueError):
         return False
     return True

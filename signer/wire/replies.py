@@ -139,7 +139,9 @@ class Checkpoint(Reply):
     seq: StrictInt
     head: str
     at: CheckpointAt | None = None
-    epoch: StrictInt | None = None  # the state head's commit count (signer.store.state_head); absent from older signers
+    epoch: StrictInt | None = (
+        None  # the state head's commit count (signer.store.state_head); absent from older signers
+    )
     signer_sig: str
 
 

@@ -11,8 +11,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, FiniteFloat, PlainSerializer,
-                      StrictInt, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    PlainSerializer,
+    StrictInt,
+    model_validator,
+)
 
 from policies.kernel.addresses import case_ok, is_address
 from policies.kernel.text import display_safe
@@ -77,7 +86,9 @@ def _hex_bytes(value: Any) -> bytes:
 
 
 Address = Annotated[str, BeforeValidator(_address)]
-HexData = Annotated[bytes, BeforeValidator(_hex_bytes), PlainSerializer(lambda b: "0x" + b.hex(), return_type=str)]
+HexData = Annotated[
+    bytes, BeforeValidator(_hex_bytes), PlainSerializer(lambda b: "0x" + b.hex(), return_type=str)
+]
 
 
 class Strict(BaseModel):

@@ -77,7 +77,9 @@ class DelegationContracts(BaseModel):
         for address in (self.manager, self.stateless_delegator, *self.enforcers.values()):
             digest = hashes.get(address.lower())
             if digest is None or not re.fullmatch(_HEX_HASH, digest):
-                raise ValueError(f"code_hashes has no keccak-256 for {address}: the signer checks every contract")
+                raise ValueError(
+                    f"code_hashes has no keccak-256 for {address}: the signer checks every contract"
+                )
         return self
 
     def code_hash(self, address: str) -> str:
@@ -217,13 +219,20 @@ def read_config_mapping(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:  # unreadable, a directory, not text: worded, never a traceback
+    except (
+        OSError,
+        UnicodeDecodeError,
+    ) as exc:  # unreadable, a directory, not text: worded, never a traceback
         if isinstance(exc, PermissionError):
-            raise ConfigError(f"cannot read {path} (permission denied): run as the user who owns the OwliaBot "
-                              "home, or give a home you can read with --home or OWLIA_HOME") from None
+            raise ConfigError(
+                f"cannot read {path} (permission denied): run as the user who owns the OwliaBot "
+                "home, or give a home you can read with --home or OWLIA_HOME"
+            ) from None
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ConfigError(f"cannot read {path} ({why}): it must be a YAML file; move it away and "
-                          "`owlia init` writes a fresh one") from None
+        raise ConfigError(
+            f"cannot read {path} ({why}): it must be a YAML file; move it away and "
+            "`owlia init` writes a fresh one"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -139,18 +139,21 @@ def parse_reply(method: str, result: Any) -> Reply:
 
         model = REPLIES.get(method)
     if model is None:
-        raise ReplyError(f"the signer answered {method!r}, a method this client has no reply model for: refused")
+        raise ReplyError(
+            f"the signer answered {method!r}, a method this client has no reply model for: refused"
+        )
     try:
         return model.model_validate(result, extra="ignore")
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(the reply)"
-        raise ReplyError(f"the signer's reply to {method!r} does not match its model ({exc.error_count()} problem(s); "
-                         f"first at {where}: {first['msg']}): refused. Is the signer the same version as this "
-                         "client (`owlia signer status`)?") from None
+        raise ReplyError(
+            f"the signer's reply to {method!r} does not match its model ({exc.error_count()} problem(s); "
+            f"first at {where}: {first['msg']}): refused. Is the signer the same version as this "
+            "client (`owlia signer status`)?"
+        ) from None
 
 
 def dump_reply(reply: Reply) -> bytes:
     """The reply's JSON as the signer sends it: the fields its handler set, in the model's order."""
     return reply.__pydantic_serializer__.to_json(reply, exclude_unset=True)
-

@@ -88,17 +88,19 @@ class Eip1559Tx:
 
     def _payload(self) -> bytes:
         """The RLP items of `_fields()` without the list header: the hot path skips the generic encoder."""
-        return b"".join([
-            _rlp_uint(self.chain_id),
-            _rlp_uint(self.nonce),
-            _rlp_uint(self.max_priority_fee_per_gas),
-            _rlp_uint(self.max_fee_per_gas),
-            _rlp_uint(self.gas),
-            _rlp_bytes(bytes.fromhex(self.to[2:])),
-            _rlp_uint(self.value),
-            _rlp_bytes(bytes(self.data)),
-            b"\xc0",  # the empty access list
-        ])
+        return b"".join(
+            [
+                _rlp_uint(self.chain_id),
+                _rlp_uint(self.nonce),
+                _rlp_uint(self.max_priority_fee_per_gas),
+                _rlp_uint(self.max_fee_per_gas),
+                _rlp_uint(self.gas),
+                _rlp_bytes(bytes.fromhex(self.to[2:])),
+                _rlp_uint(self.value),
+                _rlp_bytes(bytes(self.data)),
+                b"\xc0",  # the empty access list
+            ]
+        )
 
     def signing_hash(self) -> bytes:
         return _typed_hash(self._payload())

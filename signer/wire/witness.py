@@ -77,14 +77,24 @@ class Witness:
 
     def _authentic(self, cp: Any) -> bool:
         at = cp.get("at") if isinstance(cp, dict) else None
-        if at is not None and not (isinstance(at, dict) and isinstance(at.get("seq"), int)
-                                   and isinstance(at.get("hash"), str)):
+        if at is not None and not (
+            isinstance(at, dict) and isinstance(at.get("seq"), int) and isinstance(at.get("hash"), str)
+        ):
             return False
         epoch = cp.get("epoch", 0) if isinstance(cp, dict) else 0
-        return (isinstance(cp, dict) and isinstance(cp.get("seq"), int) and isinstance(cp.get("head"), str)
-                and type(epoch) is int and epoch >= 0
-                and signed_by(self.signer_key, CHECKPOINT_DOMAIN, checkpoint_body(cp["seq"], cp["head"], at, epoch),
-                              cp.get("signer_sig")))
+        return (
+            isinstance(cp, dict)
+            and isinstance(cp.get("seq"), int)
+            and isinstance(cp.get("head"), str)
+            and type(epoch) is int
+            and epoch >= 0
+            and signed_by(
+                self.signer_key,
+                CHECKPOINT_DOMAIN,
+                checkpoint_body(cp["seq"], cp["head"], at, epoch),
+                cp.get("signer_sig"),
+            )
+        )
 
     def offer(self, cp: Any) -> Verdict:
         """Keep `cp` if it is authentic and not behind what is held; else say why (the log went back)."""
@@ -93,15 +103,29 @@ class Witness:
         held = self.latest()
         if held is not None:
             if cp.get("epoch", 0) < held.get("epoch", 0):
-                return Verdict(False, cp["seq"], [f"the signer's state went back: it is now at commit {cp.get('epoch', 0)}, "
-                                                  f"the companion saw commit {held['epoch']} (an earlier copy of its "
-                                                  "database put back)"])
+                return Verdict(
+                    False,
+                    cp["seq"],
+                    [
+                        f"the signer's state went back: it is now at commit {cp.get('epoch', 0)}, "
+                        f"the companion saw commit {held['epoch']} (an earlier copy of its "
+                        "database put back)"
+                    ],
+                )
             if cp["seq"] < held["seq"]:
-                return Verdict(False, cp["seq"], [f"the signer's audit log went back: it now ends at record "
-                                                  f"{cp['seq']}, the companion saw record {held['seq']} (truncated "
-                                                  "or rewritten)"])
+                return Verdict(
+                    False,
+                    cp["seq"],
+                    [
+                        f"the signer's audit log went back: it now ends at record "
+                        f"{cp['seq']}, the companion saw record {held['seq']} (truncated "
+                        "or rewritten)"
+                    ],
+                )
             if cp["seq"] == held["seq"] and cp["head"] != held["head"]:
-                return Verdict(False, cp["seq"], [f"record {cp['seq']} changed since the companion saw it (rewritten)"])
+                return Verdict(
+                    False, cp["seq"], [f"record {cp['seq']} changed since the companion saw it (rewritten)"]
+                )
             if cp["seq"] == held["seq"]:
                 if cp.get("epoch", 0) == held.get("epoch", 0):
                     return Verdict(True, cp["seq"])  # nothing new
@@ -109,8 +133,16 @@ class Witness:
             elif cp.get("at") != {"seq": held["seq"], "hash": held["head"]}:
                 # a longer log that does not show it still holds the record seen: it may be a shortened
                 # history grown back past it (truncate, then let the signer append)
-                return Verdict(False, cp["seq"], [f"the signer's audit log does not show record {held['seq']} as "
-                                                  "the companion saw it (truncated or rewritten, then grown back)"])
-        write_private_file(self.path, json.dumps({k: cp[k] for k in ("seq", "head", "at", "epoch", "signer_sig")
-                                                  if k in cp}).encode())
+                return Verdict(
+                    False,
+                    cp["seq"],
+                    [
+                        f"the signer's audit log does not show record {held['seq']} as "
+                        "the companion saw it (truncated or rewritten, then grown back)"
+                    ],
+                )
+        write_private_file(
+            self.path,
+            json.dumps({k: cp[k] for k in ("seq", "head", "at", "epoch", "signer_sig") if k in cp}).encode(),
+        )
         return Verdict(True, cp["seq"])

@@ -21,8 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_bench(script: str, *args: str, timeout: float = 240) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"{script} failed:\n{proc.stderr[-3000:]}"
     report = json.loads(proc.stdout)
     assert isinstance(report, dict)
@@ -36,8 +41,16 @@ def latency(block: dict[str, Any], n: int) -> None:
 
 def test_signer_bench_runs() -> None:
     report = run_bench("signer_bench.py", "--requests", "20", "--clients", "1,2")
-    assert {"machine", "date", "policy_evaluation", "signing", "signer_idle_rss_mb", "machine_yardsticks",
-            "full_request", "status_round_trip"} <= report.keys()
+    assert {
+        "machine",
+        "date",
+        "policy_evaluation",
+        "signing",
+        "signer_idle_rss_mb",
+        "machine_yardsticks",
+        "full_request",
+        "status_round_trip",
+    } <= report.keys()
     assert report["signer_idle_rss_mb"] > 0
     assert [run["clients"] for run in report["full_request"]] == [1, 2]
     floor = report["machine_yardsticks"]
@@ -70,8 +83,23 @@ def test_skills_bench_runs() -> None:
 
 
 def test_agent_bench_runs_the_real_service() -> None:
-    report = run_bench("agent_bench.py", "--service-messages", "3", "--starts", "1", "--idle-wait", "0",
-                       "--messages", "2", "--notes", "50", "--help-runs", "1", "--rss-every", "1")
+    report = run_bench(
+        "agent_bench.py",
+        "--service-messages",
+        "3",
+        "--starts",
+        "1",
+        "--idle-wait",
+        "0",
+        "--messages",
+        "2",
+        "--notes",
+        "50",
+        "--help-runs",
+        "1",
+        "--rss-every",
+        "1",
+    )
     service = report["service"]
     assert "owlia start" in service["measures"]
     assert service["cold_start_to_health_200_s"]["median"] > 0

@@ -33,10 +33,33 @@ def leftover_processes(marker: str) -> list[str]:
 def test_measure_peers_runs_owliabot_and_baseline_without_the_peers(tmp_path: Path) -> None:
     scratch = tmp_path / "peers"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "peers" / "measure_peers.py"), "--only", "owliabot", "--only", "baseline",
-         "--no-counts", "--help-runs", "1", "--start-runs", "1", "--idle-wait", "0.2", "--messages", "3",
-         "--sessions", "2", "--wait-quiet", "0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=240, env={**os.environ, "OWLIA_PEERS_DIR": str(scratch)})
+        [
+            sys.executable,
+            str(ROOT / "bench" / "peers" / "measure_peers.py"),
+            "--only",
+            "owliabot",
+            "--only",
+            "baseline",
+            "--no-counts",
+            "--help-runs",
+            "1",
+            "--start-runs",
+            "1",
+            "--idle-wait",
+            "0.2",
+            "--messages",
+            "3",
+            "--sessions",
+            "2",
+            "--wait-quiet",
+            "0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "OWLIA_PEERS_DIR": str(scratch)},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
 

@@ -31,7 +31,9 @@ def echo_server() -> Iterator[int]:
             await connection.send(message)
 
     async def serve() -> None:
-        async with websockets.serve(echo, "127.0.0.1", 0, ping_interval=PING_EVERY, ping_timeout=PING_EVERY) as server:
+        async with websockets.serve(
+            echo, "127.0.0.1", 0, ping_interval=PING_EVERY, ping_timeout=PING_EVERY
+        ) as server:
             ready.append(server.sockets[0].getsockname()[1])
             while not stop.is_set():
                 await asyncio.sleep(0.02)

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import re
 
-RULE_IDS = ("recipient.new", "recipient.lookalike", "limit.per_tx", "limit.window", "companion.denied",
-            "contract.not_allowed", "approval.unlimited", "simulation.reverted")
+RULE_IDS = (
+    "recipient.new",
+    "recipient.lookalike",
+    "limit.per_tx",
+    "limit.window",
+    "companion.denied",
+    "contract.not_allowed",
+    "approval.unlimited",
+    "simulation.reverted",
+)
 INTERNAL = re.compile(r"\b(?:req|sk|dev|grant)_[0-9a-f]{6,}")
 LONG_NUMBER = re.compile(r"(?<![0-9a-fA-Fx])[0-9]{19,}")
 SOCKET = re.compile(r"/[\w./-]*\.sock\b|/run/owlia")

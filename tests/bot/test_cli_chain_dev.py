@@ -17,8 +17,14 @@ from bot.devchain import free_port, rpc
 
 
 def owlia(home, *argv: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *argv], capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
 
 
 def test_a_port_in_use_is_a_worded_error_and_exit_1(tmp_path) -> None:
@@ -30,9 +36,11 @@ def test_a_port_in_use_is_a_worded_error_and_exit_1(tmp_path) -> None:
         port = held.getsockname()[1]
         done = owlia(home, "chain", "dev", "--port", str(port))
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr == f"error: port {port} on 127.0.0.1 is already in use (`ss -ltnp` shows by what): stop " \
-        "that process, or pick another port (`owlia up --port N` or `owlia chain dev --port N`: either records it " \
+    assert (
+        done.stderr == f"error: port {port} on 127.0.0.1 is already in use (`ss -ltnp` shows by what): stop "
+        "that process, or pick another port (`owlia up --port N` or `owlia chain dev --port N`: either records it "
         "in config.yaml)\n"
+    )
 
 
 def test_without_a_config_it_points_to_owlia_init_and_starts_nothing(tmp_path) -> None:
@@ -48,9 +56,25 @@ def test_the_port_given_is_recorded_in_config_yaml_with_its_comments(tmp_path) -
     home = tmp_path / "home"
     assert owlia(home, "init").returncode == 0
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "chain", "dev", "--port", str(port),
-                             "--no-tier3", "--no-market"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "--home",
+            str(home),
+            "chain",
+            "dev",
+            "--port",
+            str(port),
+            "--no-tier3",
+            "--no-market",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         lines: list[str] = []
@@ -94,7 +118,10 @@ def test_chain_fund_refuses_what_it_cannot_do_in_words(tmp_path) -> None:
     }
     for (to, amount), said in cases.items():
         done = owlia(home, "chain", "fund", to, amount)
-        assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, (to, done.stderr)
+        assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, (
+            to,
+            done.stderr,
+        )
     config = home / "config.yaml"
     config.write_text(config.read_text().replace("dev: true", "dev: false"))
     done = owlia(home, "chain", "fund", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "1eth")
@@ -114,10 +141,28 @@ def test_chain_dev_deploys_the_swap_market_and_records_it(tmp_path) -> None:
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     port = free_port()
-    (home / "config.yaml").write_text(yaml.safe_dump({"chains": [
-        {"id": 31337, "name": "anvil", "rpc_url": f"http://127.0.0.1:{port}", "dev": True}]}))
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "chain", "dev", "--port", str(port),
-                             "--no-tier3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"chains": [{"id": 31337, "name": "anvil", "rpc_url": f"http://127.0.0.1:{port}", "dev": True}]}
+        )
+    )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "--home",
+            str(home),
+            "chain",
+            "dev",
+            "--port",
+            str(port),
+            "--no-tier3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = []
         deadline = time.monotonic() + 60

@@ -14,9 +14,16 @@ from typer.testing import CliRunner
 from bot.cli.app import app
 
 BAD = "bot:\n  gateway:\n    port: 99999\n"
-COMMANDS = [("chat", "-m", "/help"), ("pair", "list"), ("pair", "approve", "ABCD2345"),
-            ("pair", "revoke", "telegram:1"), ("cron", "list"),
-            ("cron", "add", "--every", "1h", "--remind", "x"), ("up",), ("up", "--demo")]
+COMMANDS = [
+    ("chat", "-m", "/help"),
+    ("pair", "list"),
+    ("pair", "approve", "ABCD2345"),
+    ("pair", "revoke", "telegram:1"),
+    ("cron", "list"),
+    ("cron", "add", "--every", "1h", "--remind", "x"),
+    ("up",),
+    ("up", "--demo"),
+]
 
 
 @pytest.fixture
@@ -41,8 +48,12 @@ def test_a_bad_config_stops_the_command_with_the_loaders_words(bad_home: Path, a
 
 def test_the_typer_commands_and_the_direct_start_word_it_alike(bad_home: Path) -> None:
     typed = CliRunner().invoke(app, ["--home", str(bad_home), "cron", "list"])
-    started = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(bad_home), "start"],
-                             capture_output=True, text=True, timeout=60)
+    started = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(bad_home), "start"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert started.returncode == typed.exit_code == 1
     assert started.stderr == typed.stderr
 

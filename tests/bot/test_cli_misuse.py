@@ -27,24 +27,39 @@ T = TypeVar("T")
 
 def owlia(home: Path, *argv: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *argv], stdin=stdin, env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *argv],
+        stdin=stdin,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def worded(done: subprocess.CompletedProcess, *words: str) -> None:
     """Exit 1, no traceback, and stderr's `error:` line holds every one of `words`."""
     assert done.returncode == 1, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
-    said = done.stderr[done.stderr.find("error: "):]  # the error, with the lines that go with it
+    said = done.stderr[done.stderr.find("error: ") :]  # the error, with the lines that go with it
     assert "error: " in done.stderr and all(w in said for w in words), done.stderr[-2000:]
 
 
-def signalled(argv: list[str], env: dict[str, str], ready: Callable[[subprocess.Popen], T], sig: int, *,
-              stdin: int) -> tuple[subprocess.Popen, T, str]:
+def signalled(
+    argv: list[str], env: dict[str, str], ready: Callable[[subprocess.Popen], T], sig: int, *, stdin: int
+) -> tuple[subprocess.Popen, T, str]:
     """Run `owlia *argv`, wait with `ready` (what it returns is passed on), send `sig`; the ended process,
     `ready`'s value and stderr. The process is never left running."""
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *argv], stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", *argv],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         seen = ready(proc)
         proc.send_signal(sig)
@@ -105,8 +120,11 @@ def on_a_terminal(home: Path, argv: list[str], wait_for: bytes, keys: bytes) -> 
     return os.waitstatus_to_exitcode(status), screen.decode(errors="replace")
 
 
-@pytest.mark.parametrize(("argv", "prompt"), [(["auth", "setup"], b"Provider"),
-                                              (["skill", "install", str(EXAMPLE_SKILL)], b"[y/N]")], ids=str)
+@pytest.mark.parametrize(
+    ("argv", "prompt"),
+    [(["auth", "setup"], b"Provider"), (["skill", "install", str(EXAMPLE_SKILL)], b"[y/N]")],
+    ids=str,
+)
 def test_ctrl_c_at_a_prompt_exits_130(home: Path, argv: list[str], prompt: bytes) -> None:
     """Ctrl-C at a click prompt was "Aborted!" and exit 1, the exit for end of input; now 130 as anywhere."""
     code, screen = on_a_terminal(home, argv, prompt, b"\x03")
@@ -127,8 +145,9 @@ def test_a_home_that_is_a_file_is_named(tmp_path: Path, argv: tuple[str, ...]) -
     assert where.read_text() == "mine\n"
 
 
-@pytest.mark.parametrize("argv", [("start",), ("chat", "-m", "/help"), ("pair", "list"), ("init",)],
-                         ids=" ".join)
+@pytest.mark.parametrize(
+    "argv", [("start",), ("chat", "-m", "/help"), ("pair", "list"), ("init",)], ids=" ".join
+)
 def test_a_config_yaml_that_is_a_directory_is_named(tmp_path: Path, argv: tuple[str, ...]) -> None:
     """IsADirectoryError's traceback before; now the file and what to do with it."""
     home = tmp_path / "home"
@@ -145,16 +164,35 @@ def test_a_home_of_another_user_is_named(argv: tuple[str, ...]) -> None:
     import shutil
     import tempfile
 
-    parent = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own tmp_path is 0700: the other user could not reach it
+    parent = Path(
+        tempfile.mkdtemp(dir="/tmp")
+    )  # pytest's own tmp_path is 0700: the other user could not reach it
     try:
         parent.chmod(0o755)
         home = parent / "home"
         assert owlia(home, "init").returncode == 0
         home.chmod(0o755)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                               "bot.cli", "--home", str(home), *argv], stdin=subprocess.DEVNULL, env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "--home",
+                str(home),
+                *argv,
+            ],
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         worded(done, str(home), "run as the user who owns")
     finally:
         shutil.rmtree(parent)
@@ -163,7 +201,7 @@ def test_a_home_of_another_user_is_named(argv: tuple[str, ...]) -> None:
 def test_an_unknown_top_level_key_is_refused(home: Path) -> None:
     """A typo such as `chians:` was silently ignored, so the defaults ran instead of what was written."""
     config = home / "config.yaml"
-    config.write_text(config.read_text() + "chians:\n  - {id: 1, name: mainnet, rpc_url: \"https://x\"}\n")
+    config.write_text(config.read_text() + 'chians:\n  - {id: 1, name: mainnet, rpc_url: "https://x"}\n')
     for argv in (("pair", "list"), ("chat", "-m", "/help"), ("start",)):
         worded(owlia(home, *argv), "chians", "Extra inputs are not permitted")
 
@@ -174,9 +212,15 @@ def test_an_unknown_top_level_key_is_refused(home: Path) -> None:
 def test_a_token_path_that_is_a_directory_is_named(home: Path) -> None:
     """secrets/signer.token a directory: `owlia sign send` printed IsADirectoryError's traceback."""
     (home / "secrets" / "signer.token").mkdir(mode=0o700)
-    for argv in (("sign", "send", "--to", FRIEND, "--value", "1wei"),
-                 ("sign", "send", "--to", FRIEND, "--value", "1wei", "--reason", "x y")):  # typer-free and typer
-        worded(owlia(home, *argv), f"{home / 'secrets' / 'signer.token'} is not a file", "owlia signer client add")
+    for argv in (
+        ("sign", "send", "--to", FRIEND, "--value", "1wei"),
+        ("sign", "send", "--to", FRIEND, "--value", "1wei", "--reason", "x y"),
+    ):  # typer-free and typer
+        worded(
+            owlia(home, *argv),
+            f"{home / 'secrets' / 'signer.token'} is not a file",
+            "owlia signer client add",
+        )
 
 
 def test_an_auth_json_that_is_a_directory_is_named(home: Path) -> None:
@@ -186,10 +230,19 @@ def test_an_auth_json_that_is_a_directory_is_named(home: Path) -> None:
         worded(owlia(home, *argv), f"{home / 'auth.json'} is not a regular file", "move it aside")
 
 
-@pytest.mark.parametrize("argv", [("up", "--port", "70000"), ("up", "--port", "0"), ("chain", "dev", "--port", "-1"),
-                                  ("bridge", "serve", "--port", "99999")], ids=" ".join)
-def test_a_port_out_of_range_is_a_usage_error_before_anything_is_written(tmp_path: Path,
-                                                                         argv: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("up", "--port", "70000"),
+        ("up", "--port", "0"),
+        ("chain", "dev", "--port", "-1"),
+        ("bridge", "serve", "--port", "99999"),
+    ],
+    ids=" ".join,
+)
+def test_a_port_out_of_range_is_a_usage_error_before_anything_is_written(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
     """`owlia up --port 70000` wrote config.yaml with that port, then printed OverflowError's traceback;
     `owlia bridge serve --port 99999` the same traceback from bind()."""
     home = tmp_path / "new-home"
@@ -199,21 +252,30 @@ def test_a_port_out_of_range_is_a_usage_error_before_anything_is_written(tmp_pat
     assert not home.exists()
 
 
-@pytest.mark.parametrize("argv", [("up", "--port", "28613"), ("chain", "dev", "--port", "28614", "--no-tier3")],
-                         ids=" ".join)
+@pytest.mark.parametrize(
+    "argv", [("up", "--port", "28613"), ("chain", "dev", "--port", "28614", "--no-tier3")], ids=" ".join
+)
 def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[str, ...]) -> None:
     """anvil runs in its own session (a terminal's Ctrl-C does not reach it); Ctrl-C while `owlia up` or
     `owlia chain dev` waited for it to answer left it running, holding the port, after owlia had exited."""
     import signal
 
     pidfile = tmp_path / "chain.pid"
-    slow = tmp_path / "slow-anvil"  # a chain that never answers: the command is still waiting when Ctrl-C comes
+    slow = (
+        tmp_path / "slow-anvil"
+    )  # a chain that never answers: the command is still waiting when Ctrl-C comes
     slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
     slow.chmod(0o755)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}, "OWLIA_ANVIL": str(slow)}
     if argv[0] == "chain":  # `owlia chain dev` runs on a home `owlia init` made (`owlia up` makes its own)
-        subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(tmp_path / "home"), "init"], env=env,
-                       stdin=subprocess.DEVNULL, capture_output=True, check=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--home", str(tmp_path / "home"), "init"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
 
     def started(proc: subprocess.Popen) -> int:
         deadline = time.monotonic() + 30
@@ -221,8 +283,9 @@ def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[
             time.sleep(0.05)
         return int(pidfile.read_text())
 
-    proc, chain_pid, err = signalled(["--home", str(tmp_path / "home"), *argv], env, started, signal.SIGINT,
-                                     stdin=subprocess.DEVNULL)
+    proc, chain_pid, err = signalled(
+        ["--home", str(tmp_path / "home"), *argv], env, started, signal.SIGINT, stdin=subprocess.DEVNULL
+    )
     gone = False
     for _ in range(100):
         try:
@@ -240,7 +303,9 @@ def test_ctrl_c_while_the_dev_chain_starts_stops_it(tmp_path: Path, argv: tuple[
 @pytest.mark.parametrize("command", ["/nonexistent/mcp-server", "/tmp"])
 def test_mcp_add_refuses_a_command_that_is_not_an_executable_here(home: Path, command: str) -> None:
     """Accepted before; `owlia mcp approve` then failed with the sandbox launcher's traceback as the reason."""
-    worded(owlia(home, "mcp", "add", "srv", "--", command), f"{command} is not an executable file", "command -v")
+    worded(
+        owlia(home, "mcp", "add", "srv", "--", command), f"{command} is not an executable file", "command -v"
+    )
     listed = owlia(home, "mcp", "list")
     assert listed.returncode == 0 and "srv" not in listed.stdout
 
@@ -286,6 +351,7 @@ def test_sigterm_stops_the_whole_up_stack(tmp_path: Path) -> None:
 
     port, home = free_port(), tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
+
     def stack_up(proc: subprocess.Popen) -> list[int]:
         said = ""
         while "console channel below" not in said:  # the whole stack is up
@@ -294,8 +360,9 @@ def test_sigterm_stops_the_whole_up_stack(tmp_path: Path) -> None:
             said += line
         return [pid for pid in _processes_naming(home) if pid != proc.pid]
 
-    _, started, err = signalled(["--home", str(home), "up", "--port", str(port)], env, stack_up, signal.SIGTERM,
-                                stdin=subprocess.PIPE)
+    _, started, err = signalled(
+        ["--home", str(home), "up", "--port", str(port)], env, stack_up, signal.SIGTERM, stdin=subprocess.PIPE
+    )
     assert started, "the signer (its command line names the home) was running"
     assert "Traceback" not in err, err[-2000:]
     deadline = time.monotonic() + 10

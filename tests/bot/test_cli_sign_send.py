@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import json
 import os
 import pty
 import re
@@ -84,47 +83,106 @@ def test_the_grammar_is_the_typer_commands() -> None:
     (home,) = ROOT_COMMAND.params
     info = home.type_descriptor.parameter_info
     assert home.opts == ["--home"] and home.envvar == "OWLIA_HOME" and home.default is None
-    assert (info.exists, info.file_okay, info.dir_okay, info.readable, info.writable, info.resolve_path,
-            info.allow_dash) == (False, True, True, True, False, False, False)
+    assert (
+        info.exists,
+        info.file_okay,
+        info.dir_okay,
+        info.readable,
+        info.writable,
+        info.resolve_path,
+        info.allow_dash,
+    ) == (False, True, True, True, False, False, False)
     group = ROOT_COMMAND.commands["sign"]  # type: ignore[attr-defined]
     assert [p.name for p in group.params] == [] and list(group.commands) == ["send"]
 
 
 def test_the_common_command_lines_take_the_typer_free_path(tmp_path: Path) -> None:
     home = str(tmp_path)
-    for argv in (["sign", "send", "--to", FRIEND, "--value", "1000wei"],
-                 ["--home", home, "sign", "send", "--to", FRIEND, "--value", "0.01eth", "--chain", "5"],
-                 [f"--home={home}", "sign", "send", f"--to={FRIEND}", "--value=5usdc", "--reason", "rent",
-                  "--idempotency-key", "rent-2026-11", "--data", "0x"]):
+    for argv in (
+        ["sign", "send", "--to", FRIEND, "--value", "1000wei"],
+        ["--home", home, "sign", "send", "--to", FRIEND, "--value", "0.01eth", "--chain", "5"],
+        [
+            f"--home={home}",
+            "sign",
+            "send",
+            f"--to={FRIEND}",
+            "--value=5usdc",
+            "--reason",
+            "rent",
+            "--idempotency-key",
+            "rent-2026-11",
+            "--data",
+            "0x",
+        ],
+    ):
         fast = from_argv(argv, {})
         assert fast is not None, argv
         assert typer_reading(argv) == as_typer_values(fast)
-    assert from_argv(["sign", "send", "--to", FRIEND, "--value", "1wei"], {"OWLIA_HOME": home}).home == tmp_path
+    assert (
+        from_argv(["sign", "send", "--to", FRIEND, "--value", "1wei"], {"OWLIA_HOME": home}).home == tmp_path
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["sign", "send", "--help"], ["sign", "send", "--to", FRIEND], ["sign", "send"], ["sign"], [],
-    ["sign", "send", "--to", FRIEND, "--value", "1wei", "--to", FRIEND],  # repeated
-    ["sign", "send", "--to", FRIEND, "--value", "1wei", "extra"],
-    ["sign", "send", "--to", FRIEND, "--value", "1wei", "--chain", "0x5"],  # typer's converter words that
-    ["sign", "send", "--to", FRIEND, "--value", "1wei", "--chain", "1" * 19],
-    ["sign", "send", "--to", FRIEND, "--value", "1wei", "--", "x"],
-    ["--home", "", "sign", "send", "--to", FRIEND, "--value", "1wei"],
-    ["--home", "a", "--home", "b", "sign", "send", "--to", FRIEND, "--value", "1wei"],
-    ["sign", "send", "--to", "\udcff", "--value", "1wei"],  # undecodable argv bytes
-    ["signer", "send"], ["sign", "--home", "x", "send", "--to", FRIEND, "--value", "1wei"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sign", "send", "--help"],
+        ["sign", "send", "--to", FRIEND],
+        ["sign", "send"],
+        ["sign"],
+        [],
+        ["sign", "send", "--to", FRIEND, "--value", "1wei", "--to", FRIEND],  # repeated
+        ["sign", "send", "--to", FRIEND, "--value", "1wei", "extra"],
+        ["sign", "send", "--to", FRIEND, "--value", "1wei", "--chain", "0x5"],  # typer's converter words that
+        ["sign", "send", "--to", FRIEND, "--value", "1wei", "--chain", "1" * 19],
+        ["sign", "send", "--to", FRIEND, "--value", "1wei", "--", "x"],
+        ["--home", "", "sign", "send", "--to", FRIEND, "--value", "1wei"],
+        ["--home", "a", "--home", "b", "sign", "send", "--to", FRIEND, "--value", "1wei"],
+        ["sign", "send", "--to", "\udcff", "--value", "1wei"],  # undecodable argv bytes
+        ["signer", "send"],
+        ["sign", "--home", "x", "send", "--to", FRIEND, "--value", "1wei"],
+    ],
+)
 def test_anything_else_goes_to_typer(argv: list[str]) -> None:
     assert from_argv(argv, {}) is None
 
 
 def test_a_completion_request_goes_to_typer() -> None:
-    assert from_argv(["sign", "send", "--to", FRIEND, "--value", "1wei"], {"_OWLIA_COMPLETE": "bash_complete"}) is None
+    assert (
+        from_argv(["sign", "send", "--to", FRIEND, "--value", "1wei"], {"_OWLIA_COMPLETE": "bash_complete"})
+        is None
+    )
 
 
 VALUES = st.one_of(
-    st.sampled_from([FRIEND, "1000wei", "0.01eth", "", "-", "-1", "+5", "007", "5", "1_000", " 5", "5 ", "٣",
-                     "9" * 18, "9" * 19, "a=b", "--to", "--value", "--help", "sign", "send", "\udcff", "~/x", "."]),
+    st.sampled_from(
+        [
+            FRIEND,
+            "1000wei",
+            "0.01eth",
+            "",
+            "-",
+            "-1",
+            "+5",
+            "007",
+            "5",
+            "1_000",
+            " 5",
+            "5 ",
+            "٣",
+            "9" * 18,
+            "9" * 19,
+            "a=b",
+            "--to",
+            "--value",
+            "--help",
+            "sign",
+            "send",
+            "\udcff",
+            "~/x",
+            ".",
+        ]
+    ),
     st.text(st.characters(blacklist_characters="\x00"), max_size=12),
 )
 NAMES = st.sampled_from([*SEND_OPTIONS, "--home", "--help", "--chain-id", "--To", "-t", "--"])
@@ -143,11 +201,13 @@ def command_lines(draw: st.DrawFn) -> tuple[list[str], str | None]:
     elif home_form == "joined":
         argv.append(f"--home={home}")
     argv += ["sign", "send"]
-    names = draw(st.permutations(list(SEND_OPTIONS)))[:draw(st.integers(0, len(SEND_OPTIONS)))]
+    names = draw(st.permutations(list(SEND_OPTIONS)))[: draw(st.integers(0, len(SEND_OPTIONS)))]
     if draw(st.booleans()):
         names = [*REQUIRED_NAMES, *(n for n in names if n not in REQUIRED_NAMES)]
     for name in names:
-        value = draw(st.one_of(VALUES, st.integers(-10**20, 10**20).map(str)) if name == "--chain" else VALUES)
+        value = draw(
+            st.one_of(VALUES, st.integers(-(10**20), 10**20).map(str)) if name == "--chain" else VALUES
+        )
         argv += [f"{name}={value}"] if draw(st.booleans()) else [name, value]
     wrong = draw(st.sampled_from(["nothing"] * 6 + ["insert", "bare", "drop"]))
     if wrong == "insert":
@@ -191,9 +251,12 @@ def both_paths(*argv: str, env: dict[str, str] | None = None) -> list[tuple[int,
     `{path}` in an argument becomes each path's own name (an idempotency key each)."""
     runs = []
     for name, program in (("entry", ["-m", "bot.cli"]), ("typer", ["-c", TYPER_PATH])):
-        done = subprocess.run([sys.executable, *program, *(a.replace("{path}", name) for a in argv)],
-                              capture_output=True, timeout=60,
-                              env=env if env is not None else os.environ.copy())
+        done = subprocess.run(
+            [sys.executable, *program, *(a.replace("{path}", name) for a in argv)],
+            capture_output=True,
+            timeout=60,
+            env=env if env is not None else os.environ.copy(),
+        )
         runs.append((done.returncode, VOLATILE.sub(rb'"\1": X', done.stdout), done.stderr))
     return runs
 
@@ -216,12 +279,42 @@ def test_every_outcome_is_the_typer_commands(cli_stack, tmp_path) -> None:
         (("--to", FRIEND, "--value", "0.1.2eth"), 1),
         (("--to", FRIEND, "--value", "5"), 1),
         (("--to", FRIEND, "--value", "5nosuchtoken"), 1),
-        (("--to", FRIEND, "--value", "1000wei", "--idempotency-key", "cli-{path}-key", "--reason", "twice"), 0),
-        (("--to", FRIEND, "--value", "1000wei", "--idempotency-key", "cli-{path}-key", "--reason", "twice"), 0),  # replayed
-        (("--to", STRANGER, "--value", "2000wei", "--idempotency-key", "cli-{path}-key"), 1),  # reused: the signer's error
+        (
+            (
+                "--to",
+                FRIEND,
+                "--value",
+                "1000wei",
+                "--idempotency-key",
+                "cli-{path}-key",
+                "--reason",
+                "twice",
+            ),
+            0,
+        ),
+        (
+            (
+                "--to",
+                FRIEND,
+                "--value",
+                "1000wei",
+                "--idempotency-key",
+                "cli-{path}-key",
+                "--reason",
+                "twice",
+            ),
+            0,
+        ),  # replayed
+        (
+            ("--to", STRANGER, "--value", "2000wei", "--idempotency-key", "cli-{path}-key"),
+            1,
+        ),  # reused: the signer's error
         (("--to", "not-an-address", "--value", "1wei"), 1),
         (("--to", "dev-friend", "--value", "1000wei"), 0),  # a name from the signer's address book
-        (("--to", "DEV-FRIEND", "--value", "1wei", "--chain", "5"), 1),  # the book has no such name on chain 5
+        (
+            ("--to", "DEV-FRIEND", "--value", "1wei", "--chain", "5"),
+            1,
+        ),  # the book has no such name on chain 5
     ]
     outputs = []
     for options, code in cases:
@@ -268,8 +361,13 @@ def test_a_worded_error_on_a_terminal_keeps_its_colour(tmp_path) -> None:
     for program in (["-m", "bot.cli"], ["-c", TYPER_PATH]):
         controller, terminal = pty.openpty()
         try:
-            done = subprocess.run([sys.executable, *program, *argv], stdout=subprocess.PIPE, stderr=terminal,
-                                  timeout=60, env=environ)
+            done = subprocess.run(
+                [sys.executable, *program, *argv],
+                stdout=subprocess.PIPE,
+                stderr=terminal,
+                timeout=60,
+                env=environ,
+            )
             os.close(terminal)
             terminal = -1
             chunks = []
@@ -296,6 +394,10 @@ def test_a_closed_stdout_keeps_the_outcomes_exit_code(cli_stack) -> None:
     argv = ("--home", str(cli_stack.home), "sign", "send", "--to", FRIEND, "--value", "1000wei")
     for extra, code in (((), 0), (("--chain", "5"), 4)):
         for program in (["-m", "bot.cli"], ["-c", TYPER_PATH]):
-            done = subprocess.run([sys.executable, *program, *argv, *extra], stderr=subprocess.PIPE, timeout=60,
-                                  preexec_fn=lambda: os.close(1))
+            done = subprocess.run(
+                [sys.executable, *program, *argv, *extra],
+                stderr=subprocess.PIPE,
+                timeout=60,
+                preexec_fn=lambda: os.close(1),
+            )
             assert (done.returncode, done.stderr) == (code, b""), (program, extra)

@@ -23,9 +23,21 @@ def test_the_plain_start_command_lines_are_taken_directly() -> None:
 
 
 def test_anything_else_is_left_to_typer() -> None:
-    for argv in ([], ["--help"], ["start", "--help"], ["start", "extra"], ["--home", "start"], ["--home=", "start"],
-                 ["--home", "", "start"], ["--home", "--help", "start"], ["--hom", "x", "start"],
-                 ["--home", "a", "--home", "b", "start"], ["chat"], ["Start"], ["--home", "x", "chat"]):
+    for argv in (
+        [],
+        ["--help"],
+        ["start", "--help"],
+        ["start", "extra"],
+        ["--home", "start"],
+        ["--home=", "start"],
+        ["--home", "", "start"],
+        ["--home", "--help", "start"],
+        ["--hom", "x", "start"],
+        ["--home", "a", "--home", "b", "start"],
+        ["chat"],
+        ["Start"],
+        ["--home", "x", "chat"],
+    ):
         assert direct_home(argv) is None, argv
 
 
@@ -38,11 +50,19 @@ def test_only_start_as_the_last_word_is_ever_taken(argv: list[str]) -> None:
 
 
 def _owlia(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    code = ("import sys; from bot.cli.entry import main; sys.argv[0] = 'owlia'\n"
-            "try:\n    main()\nfinally:\n"
-            "    print('typer loaded' if 'typer' in sys.modules else 'typer not loaded', file=sys.stderr)")
-    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    code = (
+        "import sys; from bot.cli.entry import main; sys.argv[0] = 'owlia'\n"
+        "try:\n    main()\nfinally:\n"
+        "    print('typer loaded' if 'typer' in sys.modules else 'typer not loaded', file=sys.stderr)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_a_bad_config_stops_the_direct_start_with_the_same_error_and_no_typer(tmp_path) -> None:
@@ -62,7 +82,11 @@ def test_the_home_comes_from_owlia_home_when_not_given(tmp_path) -> None:
     home.mkdir(mode=0o700)
     (home / "config.yaml").write_text("bot: [not, a, mapping]\n")
     done = _owlia("start", env={"OWLIA_HOME": str(home)})
-    assert done.returncode == 1 and str(home / "config.yaml") in done.stderr and "typer not loaded" in done.stderr
+    assert (
+        done.returncode == 1
+        and str(home / "config.yaml") in done.stderr
+        and "typer not loaded" in done.stderr
+    )
 
 
 def test_start_help_still_goes_through_typer() -> None:
@@ -76,11 +100,18 @@ def test_ctrl_c_before_the_bot_is_up_exits_130(tmp_path) -> None:
 
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    code = ("import os, signal, sys, bot.cli.start_run as s\n"
-            "def slow(home):\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n"
-            "s.run_start = slow\nsys.argv[0] = 'owlia'\nfrom bot.cli.entry import main\nmain()")
+    code = (
+        "import os, signal, sys, bot.cli.start_run as s\n"
+        "def slow(home):\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n"
+        "s.run_start = slow\nsys.argv[0] = 'owlia'\nfrom bot.cli.entry import main\nmain()"
+    )
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code, "--home", str(home), "start"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--home", str(home), "start"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert time.monotonic() - started < 5
     assert done.returncode == 130 and done.stderr.strip() == "", done.stderr

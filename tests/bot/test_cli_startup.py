@@ -17,18 +17,52 @@ from policies.kernel.files import write_private_file
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 # the command tree without any command
-ROOT = {"bot", "bot.cli", "bot.cli.entry", "bot.cli.app", "bot.cli.lazy", "bot.cli.process", "bot.cli.values",
-        "bot.cli.plain"}
+ROOT = {
+    "bot",
+    "bot.cli",
+    "bot.cli.entry",
+    "bot.cli.app",
+    "bot.cli.lazy",
+    "bot.cli.process",
+    "bot.cli.values",
+    "bot.cli.plain",
+}
 # `owlia sign send` on its typer-free path (bot/cli/entry.py): no command tree at all
 SEND_PATH = {"bot", "bot.cli", "bot.cli.entry", "bot.cli.process", "bot.cli.plain", "bot.cli.sign_send"}
 # the one kernel module the root loads: pydantic's plugin loader stood in before any command runs
 KERNEL_AT_ROOT = {"policies", "policies.kernel", "policies.kernel.pydantic_plugins"}
 # what the whole command tree used to load for `--help`: rich's help panels (rich, markdown-it), every
 # command's module, pydantic, the YAML parser, the event loop and everything heavier
-HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "yaml", "asyncio", "signer",
-              "companion_bridge", "skills_runtime", "policies", "anthropic", "openai", "aiogram", "telegram", "discord",
-              "fastapi", "uvicorn", "web3", "eth_account", "aiohttp", "coincurve", "cryptography", "nacl",
-              "Crypto", "cffi", "apscheduler", "docker")
+HELP_NEVER = (
+    "rich",
+    "markdown_it",
+    "pygments",
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "asyncio",
+    "signer",
+    "companion_bridge",
+    "skills_runtime",
+    "policies",
+    "anthropic",
+    "openai",
+    "aiogram",
+    "telegram",
+    "discord",
+    "fastapi",
+    "uvicorn",
+    "web3",
+    "eth_account",
+    "aiohttp",
+    "coincurve",
+    "cryptography",
+    "nacl",
+    "Crypto",
+    "cffi",
+    "apscheduler",
+    "docker",
+)
 # `owlia sign send` needs the sign command's body, the blocking wire client and the config: not typer
 # or click (its command line is read without them), an event loop (asyncio, uvloop, and the ssl module
 # asyncio imports), the signer's core (its daemon, engine, approvals, policy loader), keccak (pycryptodome
@@ -36,18 +70,61 @@ HELP_NEVER = ("rich", "markdown_it", "pygments", "pydantic", "pydantic_core", "y
 # package metadata reader it imports (policies/kernel/pydantic_plugins.py), nor the request models
 # (signer.wire.requests), the replies it does not read (signer.wire.replies) or what `secrets` imports
 # (hmac, random)
-SEND_NEVER = ("typer", "click", "asyncio", "uvloop", "ssl", "signer.wire.client", "signer.wire.requests",
-              "signer.wire.replies",
-              "secrets", "hmac", "random", "policies.context", "pydantic.plugin._loader", "importlib.metadata", "email", "zipfile", "rich", "markdown_it", "Crypto", "cffi", "pycparser", "companion_bridge",
-              "skills_runtime",
-              "signer.daemon", "signer.engine", "signer.approvals", "signer.server", "signer.keystore",
-              "signer.store", "policies.loader", "policies.evaluate", "anthropic", "openai", "aiogram", "telegram", "web3",
-              "eth_account", "coincurve", "cryptography", "nacl")
+SEND_NEVER = (
+    "typer",
+    "click",
+    "asyncio",
+    "uvloop",
+    "ssl",
+    "signer.wire.client",
+    "signer.wire.requests",
+    "signer.wire.replies",
+    "secrets",
+    "hmac",
+    "random",
+    "policies.context",
+    "pydantic.plugin._loader",
+    "importlib.metadata",
+    "email",
+    "zipfile",
+    "rich",
+    "markdown_it",
+    "Crypto",
+    "cffi",
+    "pycparser",
+    "companion_bridge",
+    "skills_runtime",
+    "signer.daemon",
+    "signer.engine",
+    "signer.approvals",
+    "signer.server",
+    "signer.keystore",
+    "signer.store",
+    "policies.loader",
+    "policies.evaluate",
+    "anthropic",
+    "openai",
+    "aiogram",
+    "telegram",
+    "web3",
+    "eth_account",
+    "coincurve",
+    "cryptography",
+    "nacl",
+)
 
 
 def imported_by(*argv: str, home=None) -> tuple[subprocess.CompletedProcess, set[str]]:
     """Run `owlia ARGV` as its own process and list every module it imported."""
-    args = [sys.executable, "-X", "importtime", "-m", "bot.cli", *(("--home", str(home)) if home else ()), *argv]
+    args = [
+        sys.executable,
+        "-X",
+        "importtime",
+        "-m",
+        "bot.cli",
+        *(("--home", str(home)) if home else ()),
+        *argv,
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
     lines = [line for line in proc.stderr.splitlines() if line.startswith("import time:")]
     assert lines, proc.stderr[-2000:]
@@ -116,6 +193,7 @@ def test_a_plugin_list_keeps_pydantic_plugin_loader(tmp_path, monkeypatch) -> No
     assert proc.returncode == 1 and "signer.token" in proc.stderr
     assert {"pydantic.plugin._loader", "importlib.metadata"} <= modules
 
+
 PROBE = """
 import atexit, gc, json, sys
 
@@ -162,8 +240,11 @@ def test_sign_send_builds_only_the_models_it_reads(tmp_path) -> None:
     home.mkdir(mode=0o700)
     proc, seen = probed(tmp_path, "--home", str(home), "sign", "send", "--to", FRIEND, "--value", "1wei")
     assert proc.returncode == 1 and "signer.token" in proc.stderr
-    assert set(seen["built"]) <= {"signer.wire.settings.SignerConfig", "signer.wire.settings.ChainSettings",
-                                  "signer.wire.settings.SignerSettings"}, seen["built"]
+    assert set(seen["built"]) <= {
+        "signer.wire.settings.SignerConfig",
+        "signer.wire.settings.ChainSettings",
+        "signer.wire.settings.SignerSettings",
+    }, seen["built"]
     assert "signer.wire.settings.SignerConfig" in seen["built"]
     assert seen["gc"] is False and seen["typer_adapters"] is False and seen["plugins"] == "__all__"
 
@@ -179,8 +260,11 @@ def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path,
     proc, seen = probed(tmp_path, *send)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "signed"
-    assert sorted(seen["built"]) == ["signer.wire.settings.SignerConfig", "signer.wire.sign_replies.AuthReply",
-                                     "signer.wire.sign_replies.SignReply"]
+    assert sorted(seen["built"]) == [
+        "signer.wire.settings.SignerConfig",
+        "signer.wire.sign_replies.AuthReply",
+        "signer.wire.sign_replies.SignReply",
+    ]
     assert seen["gc"] is False and seen["typer_adapters"] is False and "teardown ran" not in proc.stderr
     assert seen["typer"] is False and seen["asyncio"] is False  # the typer-free path, a blocking socket
     denied, _ = probed(tmp_path, *send, "--chain", "5")
@@ -188,10 +272,24 @@ def test_a_signed_send_builds_two_reply_models_and_exits_with_its_code(tmp_path,
 
 
 def test_help_lists_every_command_group() -> None:
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "--help"], check=True, capture_output=True,
-                         text=True).stdout
-    for command in ("up", "start", "chat", "init", "doctor", "signer", "pair", "cron", "skill", "companion",
-                    "bridge", "security", "service"):
+    out = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--help"], check=True, capture_output=True, text=True
+    ).stdout
+    for command in (
+        "up",
+        "start",
+        "chat",
+        "init",
+        "doctor",
+        "signer",
+        "pair",
+        "cron",
+        "skill",
+        "companion",
+        "bridge",
+        "security",
+        "service",
+    ):
         assert f" {command} " in out, command
 
 
@@ -221,7 +319,9 @@ def test_every_command_loads_and_lists_whole_summaries() -> None:
 
 
 def test_help_is_plain_text_and_a_typo_gets_a_suggestion() -> None:
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "sgn"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "sgn"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2
     assert "No such command 'sgn'. Did you mean 'sign', 'signer'?" in done.stderr
     assert "╭" not in done.stderr  # no rich panel: rich is not loaded for help or usage errors
@@ -229,10 +329,13 @@ def test_help_is_plain_text_and_a_typo_gets_a_suggestion() -> None:
 
 def test_the_root_group_reports_its_commands_without_loading_them() -> None:
     root = typer.main.get_command(app)
-    code = ("import json, sys, typer.main; from bot.cli.app import app; "
-            "root = typer.main.get_command(app); names = list(root.commands); 'sign' in root.commands; "
-            "print(json.dumps([names, sorted(m for m in sys.modules if m.startswith('bot.cli.'))]))")
-    names, loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                              text=True).stdout)
+    code = (
+        "import json, sys, typer.main; from bot.cli.app import app; "
+        "root = typer.main.get_command(app); names = list(root.commands); 'sign' in root.commands; "
+        "print(json.dumps([names, sorted(m for m in sys.modules if m.startswith('bot.cli.'))]))"
+    )
+    names, loaded = json.loads(
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    )
     assert names == list(MOUNTS) == list(root.commands)
     assert loaded == ["bot.cli.app", "bot.cli.lazy", "bot.cli.plain", "bot.cli.process", "bot.cli.values"]

@@ -58,7 +58,7 @@ def test_every_plain_option_gets_the_plain_converter() -> None:
 
 # What argv can hold: any text, including lone surrogates (undecodable bytes), NUL-free by the OS
 ARGV_TEXT = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
-NUMBERISH = st.from_regex(r"\A[ +\-_0-9.eE]{0,25}\Z") | st.integers(-10**30, 10**30).map(str)
+NUMBERISH = st.from_regex(r"\A[ +\-_0-9.eE]{0,25}\Z") | st.integers(-(10**30), 10**30).map(str)
 
 
 @settings(max_examples=300, deadline=None)
@@ -77,8 +77,30 @@ def test_path_options_convert_and_refuse_as_typer_does(text: str) -> None:
         assert plain == own and type(plain) is type(own), (name, text)
 
 
-EDGES = [None, True, False, 7, 2**70, "", "-", ".", "/", "0", "+5", "-0", "007", " 5", "1_0", "5.0", "9" * 18,
-         "9" * 19, "\udcff", "a\x00b", Path("."), Path("/nonexistent-dir/x")]
+EDGES = [
+    None,
+    True,
+    False,
+    7,
+    2**70,
+    "",
+    "-",
+    ".",
+    "/",
+    "0",
+    "+5",
+    "-0",
+    "007",
+    " 5",
+    "1_0",
+    "5.0",
+    "9" * 18,
+    "9" * 19,
+    "\udcff",
+    "a\x00b",
+    Path("."),
+    Path("/nonexistent-dir/x"),
+]
 
 
 @pytest.mark.parametrize("value", EDGES)

@@ -15,11 +15,19 @@ from hypothesis import strategies as st
 from tests.bot.test_cli_misuse import ROOT, owlia, worded
 from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall
 
+
 def chat_session(home: Path, typed: str) -> subprocess.CompletedProcess:
     """`owlia chat` (interactive: the banner is shown) with `typed` on its stdin."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "chat"], input=typed, env=env,
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "chat"],
+        input=typed,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 GARBAGE = b"my notes, not a database\n" * 20
@@ -32,10 +40,17 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-@pytest.mark.parametrize(("name", "argv"), [("cron.db", ("cron", "list")),
-                                            ("cron.db", ("cron", "add", "--every", "1h", "--remind", "x")),
-                                            ("access.sqlite3", ("pair", "list"))])
-def test_a_database_that_is_not_sqlite_is_refused_and_kept(home: Path, name: str, argv: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [
+        ("cron.db", ("cron", "list")),
+        ("cron.db", ("cron", "add", "--every", "1h", "--remind", "x")),
+        ("access.sqlite3", ("pair", "list")),
+    ],
+)
+def test_a_database_that_is_not_sqlite_is_refused_and_kept(
+    home: Path, name: str, argv: tuple[str, ...]
+) -> None:
     db = home / "state" / name
     db.parent.mkdir(mode=0o700)
     db.write_bytes(GARBAGE)
@@ -63,13 +78,17 @@ def test_a_file_where_logs_goes_is_named(home: Path) -> None:
     assert logs.read_text() == "mine"
 
 
-@pytest.mark.parametrize(("folder", "name", "argv", "section"), [
-    ("skills", "registry.json", ("skill", "list"), "skills"),
-    ("mcp", "servers.json", ("mcp", "list"), "servers"),
-    ("mcp", "servers.json", ("mcp", "add", "x", "--", "/bin/true"), "servers"),
-])
-def test_a_registry_of_another_version_is_refused_not_read_as_empty(home: Path, folder: str, name: str,
-                                                                     argv: tuple[str, ...], section: str) -> None:
+@pytest.mark.parametrize(
+    ("folder", "name", "argv", "section"),
+    [
+        ("skills", "registry.json", ("skill", "list"), "skills"),
+        ("mcp", "servers.json", ("mcp", "list"), "servers"),
+        ("mcp", "servers.json", ("mcp", "add", "x", "--", "/bin/true"), "servers"),
+    ],
+)
+def test_a_registry_of_another_version_is_refused_not_read_as_empty(
+    home: Path, folder: str, name: str, argv: tuple[str, ...], section: str
+) -> None:
     registry = home / folder / name
     registry.parent.mkdir(mode=0o700)
     body = '{"version": 99, "%s": {}, "kept": "what a newer owlia wrote"}' % section
@@ -78,13 +97,17 @@ def test_a_registry_of_another_version_is_refused_not_read_as_empty(home: Path, 
     assert registry.read_text() == body
 
 
-@pytest.mark.parametrize(("name", "damage", "words"), [
-    ("SOUL.md", "not utf-8", "is not UTF-8"),
-    ("USER.md", "directory", "leaves it out"),
-    ("IDENTITY.md", "symlink out", "leaves it out"),
-])
-def test_a_context_file_the_bot_cannot_use_is_named_by_chat_and_doctor(home: Path, name: str, damage: str,
-                                                                        words: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "damage", "words"),
+    [
+        ("SOUL.md", "not utf-8", "is not UTF-8"),
+        ("USER.md", "directory", "leaves it out"),
+        ("IDENTITY.md", "symlink out", "leaves it out"),
+    ],
+)
+def test_a_context_file_the_bot_cannot_use_is_named_by_chat_and_doctor(
+    home: Path, name: str, damage: str, words: str
+) -> None:
     file = home / "workspace" / name
     file.unlink()
     if damage == "not utf-8":
@@ -132,21 +155,34 @@ def test_owlia_start_refuses_a_database_that_is_not_sqlite(home: Path, name: str
 
 def _with_model(home: Path, server: FakeLLMServer) -> dict[str, str]:
     config = home / "config.yaml"
-    text = config.read_text().replace("- {name: anthropic, model: sonnet}",
-                                      f'- {{name: anthropic, model: sonnet, base_url: "{server.url}"}}')
+    text = config.read_text().replace(
+        "- {name: anthropic, model: sonnet}",
+        f'- {{name: anthropic, model: sonnet, base_url: "{server.url}"}}',
+    )
     config.write_text(text.replace("      - {name: openai, model: gpt}\n", ""))
     return {"ANTHROPIC_API_KEY": "sk-ant-test-key"}
 
 
 def _chat_once(home: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")} | env_extra
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "chat", "-m", "what about root?"],
-                          stdin=subprocess.DEVNULL, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "chat", "-m", "what about root?"],
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _tool_results(server: FakeLLMServer) -> list[dict]:
-    return [block for request in server.requests for block in request.body["messages"][-1]["content"]
-            if isinstance(block, dict) and block.get("type") == "tool_result"]
+    return [
+        block
+        for request in server.requests
+        for block in request.body["messages"][-1]["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
 
 
 @pytest.mark.parametrize("damage", ["huge", "directory"])
@@ -164,14 +200,18 @@ def test_a_damaged_memory_note_neither_stalls_nor_breaks_the_bot(home: Path, dam
     with FakeLLMServer() as server:
         env = _with_model(home, server)
         server.enqueue(Reply(tool_calls=[ScriptedToolCall("t1", "memory_search", ('{"query": "root"}',))]))
-        server.enqueue(Reply(tool_calls=[ScriptedToolCall("t2", "memory_get", ('{"path": "memory/2026-01-01.md"}',))]))
+        server.enqueue(
+            Reply(tool_calls=[ScriptedToolCall("t2", "memory_get", ('{"path": "memory/2026-01-01.md"}',))])
+        )
         server.enqueue(Reply(text=["ok"]))
         done = _chat_once(home, env)
         results = _tool_results(server)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "memory/small.md" in results[0]["content"], results
     if damage == "huge":
-        assert f"memory note {note} is 20971520 bytes" in done.stderr and "split it" in done.stderr, done.stderr
+        assert f"memory note {note} is 20971520 bytes" in done.stderr and "split it" in done.stderr, (
+            done.stderr
+        )
         assert note.stat().st_size == 20971520
     else:
         assert results[1]["is_error"] and "is not a regular file" in results[1]["content"], results

@@ -21,8 +21,14 @@ def env_for(tmp_path: Path) -> dict[str, str]:
 
 
 def owlia(home: Path, env: dict, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *argv], env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def wait_line(proc: subprocess.Popen, stream, text: str, timeout: float = 120) -> str:
@@ -46,7 +52,9 @@ def test_start_without_a_config_points_to_init(tmp_path):
     home = tmp_path / "fresh"
     done = owlia(home, env_for(tmp_path), "start", timeout=60)
     assert done.returncode == 1
-    assert f"no config.yaml in {home}: run `owlia init` first" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        f"no config.yaml in {home}: run `owlia init` first" in done.stderr and "Traceback" not in done.stderr
+    )
 
 
 def test_one_bot_per_home_beside_up_and_beside_start(tmp_path):
@@ -54,13 +62,21 @@ def test_one_bot_per_home_beside_up_and_beside_start(tmp_path):
     home = tmp_path / "home"
     assert owlia(home, env, "init").returncode == 0
     port = free_port()
-    up = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)], env=env,
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         wait_line(up, up.stdout, "console channel below")
         started = owlia(home, env, "start", timeout=60)
-        assert started.returncode == 1 and "another bot is already running on" in started.stderr, started.stderr
+        assert started.returncode == 1 and "another bot is already running on" in started.stderr, (
+            started.stderr
+        )
         assert f"(pid {up.pid})" in started.stderr and "one home runs one bot" in started.stderr
         other = free_port()
         second = owlia(home, env, "up", "--port", str(other), timeout=60)
@@ -74,8 +90,14 @@ def test_one_bot_per_home_beside_up_and_beside_start(tmp_path):
         if up.poll() is None:
             os.killpg(up.pid, 15)
             up.wait(timeout=30)
-    start = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "start"], env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    start = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "start"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = wait_line(start, start.stderr, "nobody can reach this bot")
         assert "running with no chat channel" in said and "owlia chat" in said

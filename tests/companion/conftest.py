@@ -77,15 +77,22 @@ class Tier1:
         """A `sign` client with a name of its own (names are unique per signer)."""
         return self.stack.client_token(f"bot{time.monotonic_ns() % 10**12}")
 
-    async def submit(self, *intents: dict[str, Any], token: str | None = None, reason: str | None = None) -> list[dict]:
+    async def submit(
+        self, *intents: dict[str, Any], token: str | None = None, reason: str | None = None
+    ) -> list[dict]:
         """Send intents the way the bot does: one `sign` client (a new one unless `token`) over the socket."""
         async with SignerClient(self.stack.socket, token or self.bot_token()) as client:
             return [as_json(await client.sign(intent, reason=reason)) for intent in intents]
 
     def new_wallet(self, name: str = "phone", *, fresh_key: bool = False) -> CompanionWallet:
         key = None if fresh_key else self.main_key
-        wallet = CompanionWallet.create(self.root / f"companion-{name}-{time.monotonic_ns()}",
-                                        bytearray(MAIN_PASS), scrypt_n=2**10, name=name, private_key=key)
+        wallet = CompanionWallet.create(
+            self.root / f"companion-{name}-{time.monotonic_ns()}",
+            bytearray(MAIN_PASS),
+            scrypt_n=2**10,
+            name=name,
+            private_key=key,
+        )
         if key is None:
             fund(self.anvil, wallet.main_address, MAIN_FUNDS)
         return wallet
@@ -112,8 +119,13 @@ def fund(anvil, address: str, amount: int) -> None:
 
 def start_bridge(stack: SignerStack, home: Path, **overrides: Any) -> BridgeThread:
     token = stack.client_token(f"bridge{time.monotonic_ns() % 10**12}", Scope.BRIDGE)
-    options = BridgeOptions(home=home, signer_socket=stack.socket, signer_token=token,
-                            port=free_port(), **{"poll_timeout": 2.0, **overrides})
+    options = BridgeOptions(
+        home=home,
+        signer_socket=stack.socket,
+        signer_token=token,
+        port=free_port(),
+        **{"poll_timeout": 2.0, **overrides},
+    )
     return BridgeThread(options).start()
 
 
@@ -158,8 +170,9 @@ async def request_for(companion: Companion, request_id: str, timeout: float = 5.
             return request
 
 
-async def wait_status(stack: SignerStack, token: str, request_id: str, states: set[str],
-                      timeout: float = 15.0) -> dict:
+async def wait_status(
+    stack: SignerStack, token: str, request_id: str, states: set[str], timeout: float = 15.0
+) -> dict:
     deadline = time.monotonic() + timeout
     while True:
         status = await stack.call(token, "sign.status", {"request_id": request_id})

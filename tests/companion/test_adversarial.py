@@ -47,14 +47,17 @@ def main_nonce(tier1: Tier1, companion: Companion) -> int:
     return int(rpc(tier1.anvil.url, "eth_getTransactionCount", [companion.wallet.main_address, "latest"]), 16)
 
 
-async def assert_nothing_signed(tier1: Tier1, companion: Companion, request_id: str, reasons: list[str],
-                                nonce_before: int) -> None:
+async def assert_nothing_signed(
+    tier1: Tier1, companion: Companion, request_id: str, reasons: list[str], nonce_before: int
+) -> None:
     assert main_nonce(tier1, companion) == nonce_before, "the main account sent something"
     row = tier1.stack.paths.db
     import sqlite3
 
     with sqlite3.connect(row) as conn:
-        status = conn.execute("SELECT status, tx_hash FROM requests WHERE request_id=?", (request_id,)).fetchone()
+        status = conn.execute(
+            "SELECT status, tx_hash FROM requests WHERE request_id=?", (request_id,)
+        ).fetchone()
     assert status == ("pending_approval", None)
     audit = await tier1.stack.call(tier1.admin, "audit.tail", {"n": 100, "kind": "approval.refused"})
     logged = [e["body"]["reason"] for e in audit["entries"]]
@@ -79,12 +82,22 @@ def test_forged_device_signature_is_refused(tier1):
         request = await escalate(tier1, companion)
         params = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)))
         forger = SigningKey.generate()
-        message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], params["request_hash"],
-                                                              "approve", request["expires_at"], params["device_id"],
-                                                              "0x" + "00" * 32))
+        message = signed_message(
+            APPROVAL_DOMAIN,
+            answer_body(
+                request["request_id"],
+                params["request_hash"],
+                "approve",
+                request["expires_at"],
+                params["device_id"],
+                "0x" + "00" * 32,
+            ),
+        )
         params["signature"] = forger.sign(message).signature.hex()
         await refused(companion, params, "device signature does not verify")
-        await assert_nothing_signed(tier1, companion, request["request_id"], ["device signature does not verify"], nonce)
+        await assert_nothing_signed(
+            tier1, companion, request["request_id"], ["device signature does not verify"], nonce
+        )
 
     run(tier1, body)
 
@@ -141,15 +154,27 @@ def test_signed_tx_that_differs_from_the_approved_request_is_refused(tier1):
             # A companion that signs something other than what it was sent (a bug, or a stolen device
             # key with the main key): the signer's field check is the last line, so test it alone.
             raw = companion.wallet.sign_transaction({**request["tx"], field: value}, bytearray(MAIN_PASS))
-            params = companion.build_answer(request, Choice("deny")) | {"action": "approve",
-                                                                        "raw_tx": "0x" + raw.hex()}
+            params = companion.build_answer(request, Choice("deny")) | {
+                "action": "approve",
+                "raw_tx": "0x" + raw.hex(),
+            }
             # A properly device-signed answer around the wrong tx: only the field check can catch it.
-            message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, "approve",
-                                                                  request["expires_at"], params["device_id"],
-                                                                  _tx_hash(params["raw_tx"])))
+            message = signed_message(
+                APPROVAL_DOMAIN,
+                answer_body(
+                    request["request_id"],
+                    digest,
+                    "approve",
+                    request["expires_at"],
+                    params["device_id"],
+                    _tx_hash(params["raw_tx"]),
+                ),
+            )
             params |= {"request_hash": digest, "signature": companion.wallet.device_sign(message)}
             await refused(companion, params, why)
-        await assert_nothing_signed(tier1, companion, request["request_id"], [m[2] for m in MISMATCHES], nonce)
+        await assert_nothing_signed(
+            tier1, companion, request["request_id"], [m[2] for m in MISMATCHES], nonce
+        )
 
     run(tier1, body)
 
@@ -161,12 +186,26 @@ def test_tx_signed_by_another_key_is_refused(tier1):
         other = tier1.new_wallet("other", fresh_key=True)
         raw = other.sign_transaction({**request["tx"], "from": other.main_address}, bytearray(MAIN_PASS))
         digest = companion.build_answer(request, Choice("deny"))["request_hash"]
-        message = signed_message(APPROVAL_DOMAIN, answer_body(request["request_id"], digest, "approve",
-                                                              request["expires_at"], companion.wallet.device_id,
-                                                              _tx_hash("0x" + raw.hex())))
-        params = {"request_id": request["request_id"], "request_hash": digest, "device_id": companion.wallet.device_id,
-                  "action": "approve", "expires_at": request["expires_at"], "raw_tx": "0x" + raw.hex(),
-                  "signature": companion.wallet.device_sign(message)}
+        message = signed_message(
+            APPROVAL_DOMAIN,
+            answer_body(
+                request["request_id"],
+                digest,
+                "approve",
+                request["expires_at"],
+                companion.wallet.device_id,
+                _tx_hash("0x" + raw.hex()),
+            ),
+        )
+        params = {
+            "request_id": request["request_id"],
+            "request_hash": digest,
+            "device_id": companion.wallet.device_id,
+            "action": "approve",
+            "expires_at": request["expires_at"],
+            "raw_tx": "0x" + raw.hex(),
+            "signature": companion.wallet.device_sign(message),
+        }
         await refused(companion, params, "signer differs")
         await assert_nothing_signed(tier1, companion, request["request_id"], ["signer differs"], nonce)
 
@@ -195,6 +234,7 @@ def test_revoked_device_cannot_answer_and_is_disconnected(tier1):
 
 def test_expired_request_is_refused(make_stack, tmp_path, anvil):
     with own_tier1(make_stack, tmp_path, anvil, signer={"pending_ttl_seconds": 2}) as tier1:
+
         async def body(companion: Companion):
             nonce = main_nonce(tier1, companion)
             request = await escalate(tier1, companion)
@@ -231,7 +271,9 @@ def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(ti
 
     async def body(companion: Companion):
         real_sign = companion.wallet.sign_transaction  # watched: the main key must never be used here
-        companion.wallet.sign_transaction = lambda tx, passphrase: signed.append(tx) or real_sign(tx, passphrase)
+        companion.wallet.sign_transaction = lambda tx, passphrase: (
+            signed.append(tx) or real_sign(tx, passphrase)
+        )
         warnings: list[str] = []
         companion.warn = warnings.append
         before = balance(anvil, STRANGER)
@@ -241,14 +283,19 @@ def test_a_bridge_that_rewrites_requests_in_flight_cannot_get_anything_signed(ti
             await request_for(companion, pending["request_id"], timeout=3)
         assert pending["request_id"] in companion.forged
         assert any("not signed by your signer" in w and pending["request_id"] in w for w in warnings)
-        rewritten = json.loads(queue._conn.execute("SELECT request FROM queue WHERE request_id=?",
-                                                   (pending["request_id"],)).fetchone()[0])
+        rewritten = json.loads(
+            queue._conn.execute(
+                "SELECT request FROM queue WHERE request_id=?", (pending["request_id"],)
+            ).fetchone()[0]
+        )
         assert rewritten["tx"]["to"] == STRANGER
         with pytest.raises(CompanionError, match="not signed by your signer"):
             companion.build_answer(rewritten, Choice("approve", bytearray(MAIN_PASS)))
         assert signed == []  # the main key never signed anything
         params = companion.build_answer(rewritten, Choice("deny")) | {  # a rogue companion's answer
-            "action": "approve", "raw_tx": "0x" + real_sign(rewritten["tx"], bytearray(MAIN_PASS)).hex()}
+            "action": "approve",
+            "raw_tx": "0x" + real_sign(rewritten["tx"], bytearray(MAIN_PASS)).hex(),
+        }
         await refused(companion, params, "different request")
         await assert_nothing_signed(tier1, companion, pending["request_id"], ["different request"], nonce)
         assert balance(anvil, STRANGER) == before
@@ -266,10 +313,15 @@ def test_the_bot_cannot_call_bridge_methods_and_the_bridge_cannot_sign(tier1):
                     await client.call(method, {} if method != "approvals.wait" else {"timeout": 0})
                 assert "bridge" in err.value.message
         async with SignerClient(tier1.stack.socket, bridge) as client:
-            for method, params in (("sign.request", {"idempotency_key": "k" * 10,
-                                                     "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}}),
-                                   ("status", None), ("companion.pair_begin", {}), ("companion.revoke",
-                                                                                   {"device_id": "dev_" + "0" * 16})):
+            for method, params in (
+                (
+                    "sign.request",
+                    {"idempotency_key": "k" * 10, "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}},
+                ),
+                ("status", None),
+                ("companion.pair_begin", {}),
+                ("companion.revoke", {"device_id": "dev_" + "0" * 16}),
+            ):
                 with pytest.raises(SignerError) as err:
                     await client.call(method, params)
                 assert err.value.code == -32002
@@ -292,9 +344,16 @@ def test_non_finite_timestamps_are_refused(tier1):
         message = signed_message(FREEZE_DOMAIN, freeze_body(companion.wallet.device_id, "freeze", "", nan))
         # NaN is not JSON: the signer's parser refuses the frame (-32700) before the model's finite check
         with pytest.raises(CompanionError, match="not valid JSON|finite"):
-            await companion.call("approvals.freeze", {"device_id": companion.wallet.device_id, "action": "freeze",
-                                                      "freeze_id": "", "ts": nan,
-                                                      "signature": companion.wallet.device_sign(message)})
+            await companion.call(
+                "approvals.freeze",
+                {
+                    "device_id": companion.wallet.device_id,
+                    "action": "freeze",
+                    "freeze_id": "",
+                    "ts": nan,
+                    "signature": companion.wallet.device_sign(message),
+                },
+            )
         assert (await tier1.stack.call(tier1.admin, "status"))["frozen"] is False
 
     run(tier1, body)
@@ -344,8 +403,11 @@ class _SlowNonceHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         if b"eth_getTransactionCount" in body:
             time.sleep(self.server.slow)  # type: ignore[attr-defined]
-        request = urllib.request.Request(self.server.upstream, data=body,  # type: ignore[attr-defined]
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.server.upstream,
+            data=body,  # type: ignore[attr-defined]
+            headers={"Content-Type": "application/json"},
+        )
         reply = urllib.request.urlopen(request, timeout=30).read()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -359,6 +421,7 @@ def test_a_request_that_expires_while_its_answer_waits_is_refused_at_the_commit(
     main account's nonce) past the expiry: the commit that would close the request checks again."""
     node = _SlowNonceNode(anvil.url)
     with own_tier1(make_stack, tmp_path, anvil, rpc_url=node.url, signer={"pending_ttl_seconds": 3}) as tier1:
+
         async def body(companion: Companion):
             nonce = main_nonce(tier1, companion)
             request = await escalate(tier1, companion)
@@ -369,8 +432,9 @@ def test_a_request_that_expires_while_its_answer_waits_is_refused_at_the_commit(
             node.slow = 0.0
             await assert_nothing_signed(tier1, companion, request["request_id"], ["expired"], nonce)
             with sqlite3.connect(tier1.stack.paths.db) as conn:
-                (state,) = conn.execute("SELECT state FROM approvals WHERE request_id=?",
-                                        (request["request_id"],)).fetchone()
+                (state,) = conn.execute(
+                    "SELECT state FROM approvals WHERE request_id=?", (request["request_id"],)
+                ).fetchone()
             assert state == "open"  # never approved; it reads as expired from now on
 
         run(tier1, body)

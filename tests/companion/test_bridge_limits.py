@@ -132,8 +132,13 @@ def test_a_rate_and_a_take_refuse_nonsense():
             Rate(burst, per_second)
     with pytest.raises(ValueError):
         Limiter(Rate(2, 1.0)).take("k", 3)
-    for bad in ({"pair_failures_to_burn": 0}, {"max_message_bytes": 10}, {"auth_failure_penalty": -1},
-                {"trusted_proxies": frozenset({"proxy.local"})}, {"trusted_proxies": frozenset({"::0001"})}):
+    for bad in (
+        {"pair_failures_to_burn": 0},
+        {"max_message_bytes": 10},
+        {"auth_failure_penalty": -1},
+        {"trusted_proxies": frozenset({"proxy.local"})},
+        {"trusted_proxies": frozenset({"::0001"})},
+    ):
         with pytest.raises(ValueError):
             BridgeLimits(**bad)
 
@@ -202,8 +207,9 @@ def bridge_with(stack: SignerStack, root: Path, **limits) -> Iterator[Tier1]:
 
 
 def pair_proof(wallet: CompanionWallet, pairing_id: str, code: str) -> dict:
-    body = pair_body(pairing_id, wallet.device_public_key, "phone", wallet.main_address, time.time(),
-                     secrets.token_hex(32))
+    body = pair_body(
+        pairing_id, wallet.device_public_key, "phone", wallet.main_address, time.time(), secrets.token_hex(32)
+    )
     message = signed_message(PAIR_DOMAIN, body)
     return {**body, "signature": wallet.device_sign(message), "mac": pairing_mac(code, message)}
 
@@ -227,9 +233,14 @@ async def health(tier: Tier1) -> dict:
 
 @chain
 def test_a_pairing_flood_is_rationed_per_peer_and_a_guessed_code_is_burnt(stack, tmp_path, caplog):
-    limits = {"pair_per_peer": Rate(4, 0.5), "pair_failure_penalty": 1, "pair_failures_to_burn": 3,
-              "trusted_proxies": frozenset({"127.0.0.1"})}
+    limits = {
+        "pair_per_peer": Rate(4, 0.5),
+        "pair_failure_penalty": 1,
+        "pair_failures_to_burn": 3,
+        "trusted_proxies": frozenset({"127.0.0.1"}),
+    }
     with bridge_with(stack, tmp_path, **limits) as tier:
+
         async def scenario():
             url = tier.bridge.url + "/v1/pair"
             victim = tier.new_wallet("victim")
@@ -238,8 +249,14 @@ def test_a_pairing_flood_is_rationed_per_peer_and_a_guessed_code_is_burnt(stack,
             async with aiohttp.ClientSession() as http:
                 # One attacker floods guesses: a refusal costs two attempts, so two reach the signer.
                 # The forwarded line it writes itself changes every time; the proxy's line has the last word.
-                codes = [(await post(http, url, pair_proof(victim, pid, WRONG_CODE), f"10.9.9.{i}",
-                                     "203.0.113.9")).status for i in range(10)]
+                codes = [
+                    (
+                        await post(
+                            http, url, pair_proof(victim, pid, WRONG_CODE), f"10.9.9.{i}", "203.0.113.9"
+                        )
+                    ).status
+                    for i in range(10)
+                ]
                 assert codes == [403, 403] + [429] * 8
                 resp = await post(http, url, pair_proof(victim, pid, WRONG_CODE), "203.0.113.9")
                 assert resp.status == 429 and resp.headers["Retry-After"] == "2"
@@ -255,13 +272,19 @@ def test_a_pairing_flood_is_rationed_per_peer_and_a_guessed_code_is_burnt(stack,
                 for i in range(3):
                     resp = await post(http, url, pair_proof(second, pid, WRONG_CODE), f"192.0.2.{i}")
                     assert resp.status == 403
-                async with http.post(url, json=pair_proof(second, pid, pairing["code"]),
-                                     headers={"X-Forwarded-For": "192.0.2.77"}) as resp:
+                async with http.post(
+                    url,
+                    json=pair_proof(second, pid, pairing["code"]),
+                    headers={"X-Forwarded-For": "192.0.2.77"},
+                ) as resp:
                     assert resp.status == 403 and "show a new one" in (await resp.json())["detail"]
                 assert await refused_pairings(tier, pid) == 3
                 fresh = await tier.stack.call(tier.admin, "companion.pair_begin", {"name": "phone"})
-                assert (await post(http, url, pair_proof(second, fresh["pairing_id"], fresh["code"]),
-                                   "192.0.2.77")).status == 200
+                assert (
+                    await post(
+                        http, url, pair_proof(second, fresh["pairing_id"], fresh["code"]), "192.0.2.77"
+                    )
+                ).status == 200
             refused = (await health(tier))["refused"]
             assert refused["pair"] == 9 and refused["pair_burnt"] == 1
             assert f"burnt pairing {pid}" in caplog.text
@@ -276,13 +299,16 @@ def test_a_pairing_flood_is_rationed_per_peer_and_a_guessed_code_is_burnt(stack,
 @chain
 def test_a_forged_forwarded_for_gets_no_fresh_bucket(stack, tmp_path):
     with bridge_with(stack, tmp_path, pair_per_peer=Rate(2, 0.1), pair_failure_penalty=0) as tier:
+
         async def scenario():
             wallet = tier.new_wallet("spoof")
             pairing = await tier.stack.call(tier.admin, "companion.pair_begin", {"name": "phone"})
             proofs = [pair_proof(wallet, pairing["pairing_id"], WRONG_CODE) for _ in range(4)]
             async with aiohttp.ClientSession() as http:  # a fresh forwarded address each time
-                codes = [(await post(http, tier.bridge.url + "/v1/pair", proof, f"198.51.100.{i}")).status
-                         for i, proof in enumerate(proofs)]
+                codes = [
+                    (await post(http, tier.bridge.url + "/v1/pair", proof, f"198.51.100.{i}")).status
+                    for i, proof in enumerate(proofs)
+                ]
             assert codes == [403, 403, 429, 429]
 
         asyncio.run(scenario())
@@ -290,25 +316,32 @@ def test_a_forged_forwarded_for_gets_no_fresh_bucket(stack, tmp_path):
 
 @chain
 def test_a_login_flood_spends_only_that_peers_budget(stack, tmp_path):
-    limits = {"auth_per_peer": Rate(6, 0.5), "auth_failure_penalty": 2,
-              "trusted_proxies": frozenset({"127.0.0.1"})}
+    limits = {
+        "auth_per_peer": Rate(6, 0.5),
+        "auth_failure_penalty": 2,
+        "trusted_proxies": frozenset({"127.0.0.1"}),
+    }
     with bridge_with(stack, tmp_path, **limits) as tier:
+
         async def scenario():
             device = await paired(tier, "victim")
             base, stranger = tier.bridge.url, "203.0.113.5"
             async with aiohttp.ClientSession() as http:
                 # A forged login for the victim's id costs challenge (1) + token (1) + failure (2).
                 ask = {"device_id": device.wallet.device_id}
-                async with http.post(base + "/v1/auth/challenge", json=ask,
-                                     headers={"X-Forwarded-For": stranger}) as resp:
+                async with http.post(
+                    base + "/v1/auth/challenge", json=ask, headers={"X-Forwarded-For": stranger}
+                ) as resp:
                     nonce = (await resp.json())["nonce"]
                 forged = {**ask, "nonce": nonce, "ts": time.time(), "signature": "33" * 64}
                 assert (await post(http, base + "/v1/auth/token", forged, stranger)).status == 401
-                codes = [(await post(http, base + "/v1/auth/challenge", ask, stranger)).status
-                         for _ in range(4)]
+                codes = [
+                    (await post(http, base + "/v1/auth/challenge", ask, stranger)).status for _ in range(4)
+                ]
                 assert codes == [200, 200, 429, 429]
-                ws = await http.ws_connect(base.replace("http", "ws") + "/v1/ws",
-                                           headers={"X-Forwarded-For": stranger})
+                ws = await http.ws_connect(
+                    base.replace("http", "ws") + "/v1/ws", headers={"X-Forwarded-For": stranger}
+                )
                 assert (await next_close(ws)).data == CLOSE_RATE_LIMITED
             await device.connect()  # the device, from its own address, logs in and connects as usual
             assert await device.call("approvals.state") is not None
@@ -323,6 +356,7 @@ def test_a_login_flood_spends_only_that_peers_budget(stack, tmp_path):
 def test_a_device_flooding_logins_and_connects_is_refused_while_another_works(stack, tmp_path, caplog):
     limits = {"tokens_per_device": Rate(3, 0.5), "connects_per_device": Rate(2, 0.5)}
     with bridge_with(stack, tmp_path, **limits) as tier:
+
         async def scenario():
             a = await paired(tier, "noisy")
             b = await paired(tier, "calm")
@@ -336,10 +370,17 @@ def test_a_device_flooding_logins_and_connects_is_refused_while_another_works(st
             # A stranger who knows a's id can neither log in as it nor spend its budget.
             async with aiohttp.ClientSession() as http:
                 for _ in range(5):
-                    challenge = await (await http.post(tier.bridge.url + "/v1/auth/challenge",
-                                                       json={"device_id": a.wallet.device_id})).json()
-                    forged = {"device_id": a.wallet.device_id, "nonce": challenge["nonce"], "ts": time.time(),
-                              "signature": "22" * 64}
+                    challenge = await (
+                        await http.post(
+                            tier.bridge.url + "/v1/auth/challenge", json={"device_id": a.wallet.device_id}
+                        )
+                    ).json()
+                    forged = {
+                        "device_id": a.wallet.device_id,
+                        "nonce": challenge["nonce"],
+                        "ts": time.time(),
+                        "signature": "22" * 64,
+                    }
                     assert (await post(http, tier.bridge.url + "/v1/auth/token", forged)).status == 401
             await asyncio.sleep(2.0)
             token = await a.login()  # one token refilled, and the stranger took none of it
@@ -368,6 +409,7 @@ def test_a_device_flooding_logins_and_connects_is_refused_while_another_works(st
 @chain
 def test_a_message_flood_or_an_oversized_message_closes_only_that_socket(stack, tmp_path):
     with bridge_with(stack, tmp_path, messages_per_socket=Rate(5, 1.0), max_message_bytes=4096) as tier:
+
         async def scenario():
             a = await paired(tier, "flooder")
             b = await paired(tier, "bystander")
@@ -403,6 +445,7 @@ def test_a_message_flood_or_an_oversized_message_closes_only_that_socket(stack, 
 @chain
 def test_an_answer_refused_for_rate_is_kept_and_accepted_after_the_retry_after(stack, tmp_path):
     with bridge_with(stack, tmp_path, answers_per_device=Rate(1, 1.0)) as tier:
+
         async def scenario():
             companion = await paired(tier, "answerer")
             await companion.connect()
@@ -411,8 +454,9 @@ def test_an_answer_refused_for_rate_is_kept_and_accepted_after_the_retry_after(s
                 pending = as_json(await client.sign({"chain_id": 31337, "to": STRANGER, "value": "1000"}))
             request = await request_for(companion, pending["request_id"])
             with pytest.raises(CompanionError):  # a junk answer spends the one answer in the bucket
-                await companion.call("approvals.answer", {"request_id": "req_junk",
-                                                          "device_id": companion.wallet.device_id})
+                await companion.call(
+                    "approvals.answer", {"request_id": "req_junk", "device_id": companion.wallet.device_id}
+                )
             answer = companion.build_answer(request, Choice("deny", note="too fast"))
             with pytest.raises(CompanionError, match=r"retry after 1 s") as refused:
                 await companion.call("approvals.answer", answer)

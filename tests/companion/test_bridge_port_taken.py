@@ -16,8 +16,13 @@ def test_a_taken_port_is_a_clear_error_and_a_prompt_exit(tmp_path) -> None:
     port = holder.getsockname()[1]
     try:
         env = {**os.environ, "OWLIA_HOME": str(tmp_path / "home"), "OWLIA_BRIDGE_TOKEN": "owl_unused"}
-        done = subprocess.run([sys.executable, "-m", "bot.cli", "bridge", "serve", "--port", str(port)],
-                              env=env, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "bridge", "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     finally:
         holder.close()
     assert done.returncode == 1

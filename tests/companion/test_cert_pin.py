@@ -20,8 +20,16 @@ def test_the_cli_companion_pins_a_self_signed_bridge_by_the_fingerprint_in_the_l
     (tmp_path / "other").mkdir()
     other_cert, _ = self_signed(tmp_path / "other", "owlia-bridge-test", "bridge")
     base = tier1.bridge.options
-    options = BridgeOptions(home=tmp_path / "tls-bridge", signer_socket=base.signer_socket, signer_token=base.signer_token,
-                            host="127.0.0.1", port=free_port(), tls_cert=cert, tls_key=key, poll_timeout=2.0)
+    options = BridgeOptions(
+        home=tmp_path / "tls-bridge",
+        signer_socket=base.signer_socket,
+        signer_token=base.signer_token,
+        host="127.0.0.1",
+        port=free_port(),
+        tls_cert=cert,
+        tls_key=key,
+        poll_timeout=2.0,
+    )
     bridge = BridgeThread(options).start()
     stack = tier1.stack
     passfile = tmp_path / "pass"
@@ -29,8 +37,16 @@ def test_the_cli_companion_pins_a_self_signed_bridge_by_the_fingerprint_in_the_l
     passfile.chmod(0o600)
     url = f"https://127.0.0.1:{options.port}"
     try:
-        out = stack.owlia("companion", "init", "--dir", str(tmp_path / "c"), "--passphrase-file", str(passfile),
-                          "--scrypt-n", "1024")
+        out = stack.owlia(
+            "companion",
+            "init",
+            "--dir",
+            str(tmp_path / "c"),
+            "--passphrase-file",
+            str(passfile),
+            "--scrypt-n",
+            "1024",
+        )
         assert out.returncode == 0, out.stderr
 
         # a link whose fingerprint is another certificate's: refused before anything is sent
@@ -47,7 +63,11 @@ def test_the_cli_companion_pins_a_self_signed_bridge_by_the_fingerprint_in_the_l
         assert out.returncode == 0 and "paired as dev_" in out.stdout, out.stderr
         # and `outstanding` (which connects) goes on pinning it
         out = stack.owlia("companion", "outstanding", "--dir", str(tmp_path / "c"))
-        assert out.returncode == 0 and "could not reach" not in out.stdout + out.stderr, out.stdout + out.stderr
-        assert "journal as last checked" not in out.stdout  # a fresh signed quote came through the pinned link
+        assert out.returncode == 0 and "could not reach" not in out.stdout + out.stderr, (
+            out.stdout + out.stderr
+        )
+        assert (
+            "journal as last checked" not in out.stdout
+        )  # a fresh signed quote came through the pinned link
     finally:
         bridge.stop()

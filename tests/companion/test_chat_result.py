@@ -44,7 +44,8 @@ def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> No
             before = balance(anvil, FRIEND)
             sink = Sink()
             await runtime.core.handle(
-                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), sink)
+                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), sink
+            )
             pending = signer_outcome(runtime)
             assert pending.data["status"] == "pending_approval"
             request = await request_for(companion, pending.data["request_id"])
@@ -58,7 +59,9 @@ def test_chat_sees_the_companion_approved_transfer_land(tier1, llm, anvil) -> No
                 await asyncio.sleep(0.05)
             assert balance(anvil, FRIEND) - before == 2 * 10**16
             final = next(text for _, text in told if "approved on your companion" in text.lower())
-            assert result["tx_hash"][:10] in final and companion.wallet.device_id not in final  # people words: no ids
+            assert (
+                result["tx_hash"][:10] in final and companion.wallet.device_id not in final
+            )  # people words: no ids
             # the chat already showed the pending card: one outcome, one card (it used to come twice)
             assert not any("waiting for your companion app" in text for _, text in told)
             assert len([text for _, text in told if "approved on your companion" in text.lower()]) == 1
@@ -90,7 +93,8 @@ def test_a_restart_does_not_lose_the_companions_answer_nor_repeat_it(tier1, llm,
         before = harness.runtime()  # the bot before its restart: the request escalates, nobody follows it
         try:
             await before.core.handle(
-                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink())
+                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink()
+            )
             pending = signer_outcome(before)
             ask = Inbound("console", "owner", f"m-{time.time_ns()}", "/approvals")
             listed = await before.core.handle(ask, Sink())
@@ -109,7 +113,11 @@ def test_a_restart_does_not_lose_the_companions_answer_nor_repeat_it(tier1, llm,
             while not told:
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.05)
-            assert len(told) == 1 and "approved on your companion" in told[0].lower() and result["tx_hash"][:10] in told[0]
+            assert (
+                len(told) == 1
+                and "approved on your companion" in told[0].lower()
+                and result["tx_hash"][:10] in told[0]
+            )
             await watch.stop()
             again = watch_for(after)  # another restart: the answer was already told
             await again.start()
@@ -131,23 +139,31 @@ def test_a_failed_approval_says_why_on_the_companion_and_in_the_chat(tier1, llm,
     from tests.companion.conftest import MAIN_PASS as PASS
 
     harness = attach_bot(tier1.stack, llm)
-    broke = CompanionWallet.create(tmp_path / "broke", bytearray(PASS), scrypt_n=2**10, name="broke")  # unfunded
+    broke = CompanionWallet.create(
+        tmp_path / "broke", bytearray(PASS), scrypt_n=2**10, name="broke"
+    )  # unfunded
 
     async def scenario() -> tuple[list[str], dict]:
         companion = await tier1.paired("broke", wallet=broke)
         runtime = harness.runtime()
         try:
             await runtime.core.handle(
-                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink())
+                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink()
+            )
             pending = signer_outcome(runtime)
             reports: list[str] = []
 
             async def approve(request: dict, text: str) -> Choice:
-                return Choice("approve", bytearray(PASS)) if request["request_id"] == pending.data["request_id"] \
+                return (
+                    Choice("approve", bytearray(PASS))
+                    if request["request_id"] == pending.data["request_id"]
                     else Choice("skip")
+                )
 
             await asyncio.wait_for(companion.run(approve, once=True, report=reports.append), 30)
-            status = await runtime.services.signer.call("sign.status", {"request_id": pending.data["request_id"]})
+            status = await runtime.services.signer.call(
+                "sign.status", {"request_id": pending.data["request_id"]}
+            )
             return reports, dict(status)
         finally:
             await companion.close()

@@ -20,8 +20,14 @@ from tests.companion.conftest import MAIN_PASS
 
 def owlia(home: Path, *argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OWLIA_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *argv], env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
@@ -37,8 +43,17 @@ def companion_dir(tmp_path: Path) -> tuple[Path, Path]:
     home.mkdir(mode=0o700)
     passfile = tmp_path / "pass"
     write_private_file(passfile, MAIN_PASS)
-    made = owlia(home, "companion", "init", "--dir", str(cdir), "--passphrase-file", str(passfile),
-                 "--scrypt-n", "1024")
+    made = owlia(
+        home,
+        "companion",
+        "init",
+        "--dir",
+        str(cdir),
+        "--passphrase-file",
+        str(passfile),
+        "--scrypt-n",
+        "1024",
+    )
     assert made.returncode == 0, made.stderr
     return home, cdir
 
@@ -54,8 +69,10 @@ def test_link_refuses_a_damaged_signer_key_and_writes_nothing(tmp_path):
         "a lost digit": (link[:-1], "63 characters"),
         "not hex": (link[:-64] + "g" + key[1:], "not 64 lowercase hex digits"),
         "upper case": (link[:-64] + key.upper(), "not 64 lowercase hex digits"),
-        "legacy form, quote": (f"owlia-pair://v1?bridge=http://127.0.0.1:9&id=pair_0123456789abcdef&code=ABCD"
-                               f"&signer={key}\"", "65 characters"),
+        "legacy form, quote": (
+            f'owlia-pair://v1?bridge=http://127.0.0.1:9&id=pair_0123456789abcdef&code=ABCD&signer={key}"',
+            "65 characters",
+        ),
     }
     for name, (uri, why) in damaged.items():
         out = owlia(home, "companion", "link", uri, "--dir", str(cdir))
@@ -69,12 +86,16 @@ def test_link_refuses_a_damaged_signer_key_and_writes_nothing(tmp_path):
 def test_a_damaged_stored_signer_key_stops_the_companion_loudly_but_not_a_freeze(tmp_path):
     home, cdir = companion_dir(tmp_path)
     state = json.loads((cdir / "companion.json").read_text())
-    state.update(device_id="dev_0123456789abcdef", bridge_url="http://127.0.0.1:9", signer_key=good_key() + "'")
+    state.update(
+        device_id="dev_0123456789abcdef", bridge_url="http://127.0.0.1:9", signer_key=good_key() + "'"
+    )
     write_private_file(cdir / "companion.json", json.dumps(state).encode())
     for command in (["run", "--once", "--answers", "deny"], ["outstanding"], ["topup", "sk_1"], ["unfreeze"]):
         out = owlia(home, "companion", *command, "--dir", str(cdir))
         assert out.returncode == 1, (command, out.stdout, out.stderr)
-        assert "signer key stored in" in out.stderr and "is damaged (it has 65 characters" in out.stderr, command
+        assert "signer key stored in" in out.stderr and "is damaged (it has 65 characters" in out.stderr, (
+            command
+        )
         assert "Pair again" in out.stderr and "could not reach" not in out.stderr, command
     # the kill switch is signed by the device key alone: it is still tried, with the warning
     out = owlia(home, "companion", "freeze", "--dir", str(cdir))
@@ -93,6 +114,6 @@ def test_only_a_64_digit_lowercase_hex_key_passes(text, data):
     key = good_key()
     assert signer_key_problem(key) is None
     at = data.draw(st.integers(0, 63))
-    swapped = key[:at] + data.draw(st.sampled_from(["'", "\"", " ", "G", "A"])) + key[at + 1:]
+    swapped = key[:at] + data.draw(st.sampled_from(["'", '"', " ", "G", "A"])) + key[at + 1 :]
     assert signer_key_problem(swapped) is not None
-    assert signer_key_problem(key + data.draw(st.sampled_from(["'", "\"", "0", " "]))) is not None
+    assert signer_key_problem(key + data.draw(st.sampled_from(["'", '"', "0", " "]))) is not None

@@ -21,6 +21,7 @@ OVER_LIMIT = 2 * 10**16  # 0.02 ETH: above the dev policy's 0.01 ETH per transac
 
 def test_over_limit_transfer_is_approved_on_the_companion_and_lands_on_chain(shared_tier1, anvil):
     tier1 = shared_tier1
+
     async def scenario():
         companion = await tier1.paired()
         bot = tier1.bot_token()
@@ -50,6 +51,7 @@ def test_over_limit_transfer_is_approved_on_the_companion_and_lands_on_chain(sha
 
 def test_deny_reports_denied_with_reason_and_moves_nothing(shared_tier1, anvil):
     tier1 = shared_tier1
+
     async def scenario():
         companion = await tier1.paired()
         bot = tier1.bot_token()
@@ -69,6 +71,7 @@ def test_deny_reports_denied_with_reason_and_moves_nothing(shared_tier1, anvil):
 
 def test_requests_queue_while_offline_and_the_backlog_arrives_on_reconnect(shared_tier1):
     tier1 = shared_tier1
+
     async def scenario():
         companion = await tier1.paired()
         await companion.close()
@@ -89,6 +92,7 @@ def test_requests_queue_while_offline_and_the_backlog_arrives_on_reconnect(share
 
 def test_request_hash_is_recomputed_by_the_companion_not_taken_from_the_bridge(shared_tier1):
     tier1 = shared_tier1
+
     async def scenario():
         companion = await tier1.paired()
         [pending] = await tier1.submit(transfer(STRANGER, 5))
@@ -171,6 +175,7 @@ def test_escalation_reaches_a_connected_companion_fast(shared_tier1):
     tier1 = shared_tier1
     """Regression guard for the push path (long-poll wake-up, no polling interval); the benchmark
     (bench/bridge_bench.py) measures ~10-30 ms p50 on loopback, the bound leaves CI headroom."""
+
     async def scenario():
         companion = await tier1.paired()
         samples = []

@@ -15,14 +15,17 @@ from companion_bridge.companion.client import Companion
 from companion_bridge.companion.errors import CompanionError
 
 
-@pytest.mark.parametrize("reply, message", [
-    ({"type": "reply", "id": 1, "result": "x"}, "malformed reply"),
-    ({"type": "reply", "id": 1, "ok": "true", "result": {}}, "malformed reply"),
-    ({"type": "reply", "id": 1, "ok": False, "error": "boom"}, "malformed error reply"),
-    ({"type": "reply", "id": 1, "ok": True, "result": [1]}, "result is not an object"),
-    ({"type": "reply", "id": 1, "ok": True}, "result is not an object"),
-    ([1, 2], "malformed reply"),
-])
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        ({"type": "reply", "id": 1, "result": "x"}, "malformed reply"),
+        ({"type": "reply", "id": 1, "ok": "true", "result": {}}, "malformed reply"),
+        ({"type": "reply", "id": 1, "ok": False, "error": "boom"}, "malformed error reply"),
+        ({"type": "reply", "id": 1, "ok": True, "result": [1]}, "result is not an object"),
+        ({"type": "reply", "id": 1, "ok": True}, "result is not an object"),
+        ([1, 2], "malformed reply"),
+    ],
+)
 def test_a_malformed_reply_is_a_worded_error(reply, message):
     with pytest.raises(CompanionError, match=message):
         frames.reply_result(reply)
@@ -65,10 +68,18 @@ def test_the_reader_survives_frames_of_any_shape(tmp_path):
     companion = Companion(wallet, "http://127.0.0.1:1")
     warnings: list[str] = []
     companion.warn = warnings.append
-    texts = ["[1, 2]", "not json", "[" * 300_000, '{"type": "requests", "requests": "x"}',
-             '{"type": "requests", "requests": [1, "a", null]}', '{"type": "request"}',
-             '{"type": "state", "state": []}', '{"type": "resolved", "request_id": {}}',
-             '{"type": "reply", "id": [1]}', json.dumps({"type": "resolved", "request_id": "req_last"})]
+    texts = [
+        "[1, 2]",
+        "not json",
+        "[" * 300_000,
+        '{"type": "requests", "requests": "x"}',
+        '{"type": "requests", "requests": [1, "a", null]}',
+        '{"type": "request"}',
+        '{"type": "state", "state": []}',
+        '{"type": "resolved", "request_id": {}}',
+        '{"type": "reply", "id": [1]}',
+        json.dumps({"type": "resolved", "request_id": "req_last"}),
+    ]
     companion._ws = FakeSocket(texts)
 
     async def read() -> None:

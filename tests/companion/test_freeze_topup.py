@@ -32,15 +32,25 @@ def test_freeze_stops_tier2_at_the_next_request_and_only_the_companion_unfreezes
         state = await companion.freeze()
         assert state["frozen"] is True and state["freeze_id"].startswith("frz_")
         denied = await tier2(tier1, bot)  # the very next request
-        assert denied["status"] == "denied" and denied["rule_id"] in ("signer.frozen", "session_key.unavailable")
+        assert denied["status"] == "denied" and denied["rule_id"] in (
+            "signer.frozen",
+            "session_key.unavailable",
+        )
         keys = (await stack.call(tier1.admin, "session_key.list"))["session_keys"]
         assert keys and all(k["status"] == "revoked" for k in keys)
 
         # A replayed freeze proof, an unfreeze naming another freeze, a forged one: all refused.
         with pytest.raises(CompanionError, match="stale|already used|another freeze|not verify"):
-            await companion.call("approvals.freeze", {"device_id": companion.wallet.device_id, "action": "unfreeze",
-                                                      "freeze_id": "frz_" + "0" * 16, "ts": 1.0,
-                                                      "signature": "00" * 64})
+            await companion.call(
+                "approvals.freeze",
+                {
+                    "device_id": companion.wallet.device_id,
+                    "action": "unfreeze",
+                    "freeze_id": "frz_" + "0" * 16,
+                    "ts": 1.0,
+                    "signature": "00" * 64,
+                },
+            )
         companion.state["freeze_id"] = "frz_" + "1" * 16
         with pytest.raises(CompanionError, match="another freeze"):
             await companion.freeze("unfreeze")
@@ -58,7 +68,9 @@ def test_freeze_stops_tier2_at_the_next_request_and_only_the_companion_unfreezes
         companion.state = {}
         state = await companion.freeze("unfreeze")
         assert state["frozen"] is False
-        await asyncio.to_thread(stack.funded_session_key)  # the old keys stay revoked: new ones are made deliberately
+        await asyncio.to_thread(
+            stack.funded_session_key
+        )  # the old keys stay revoked: new ones are made deliberately
         assert (await tier2(tier1, bot))["status"] == "signed"
         audit = await stack.call(tier1.admin, "audit.tail", {"n": 200})
         kinds = [e["kind"] for e in audit["entries"]]
@@ -84,16 +96,25 @@ def test_an_unfreeze_and_a_new_freeze_delivered_together_leave_the_signer_frozen
 
         def proof(action: str, freeze_id: str) -> dict:
             ts = time.time()
-            return {"device_id": device, "action": action, "freeze_id": freeze_id, "ts": ts,
-                    "signature": wallet.device_sign(signed_message(FREEZE_DOMAIN,
-                                                                   freeze_body(device, action, freeze_id, ts)))}
+            return {
+                "device_id": device,
+                "action": action,
+                "freeze_id": freeze_id,
+                "ts": ts,
+                "signature": wallet.device_sign(
+                    signed_message(FREEZE_DOMAIN, freeze_body(device, action, freeze_id, ts))
+                ),
+            }
 
         bridge = stack.client_token("rogue-bridge", Scope.BRIDGE)
         async with SignerClient(stack.socket, bridge) as one, SignerClient(stack.socket, bridge) as two:
             first = (await one.call_as(SignerState, "approvals.freeze", proof("freeze", ""))).freeze_id
             assert first
-            await asyncio.gather(one.call("approvals.freeze", proof("unfreeze", first)),
-                                 two.call("approvals.freeze", proof("freeze", "")), return_exceptions=True)
+            await asyncio.gather(
+                one.call("approvals.freeze", proof("unfreeze", first)),
+                two.call("approvals.freeze", proof("freeze", "")),
+                return_exceptions=True,
+            )
             state = await one.call_as(ApprovalsStateReply, "approvals.state")
         assert state.frozen is True and state.freeze_id not in ("", first)
         assert (await stack.call(tier1.admin, "status"))["frozen"] is True  # memory agrees with disk
@@ -128,8 +149,11 @@ def test_deny_and_freeze_from_a_request(tier1):
 def test_topup_is_a_tier1_transfer_up_to_the_cap(tier1, anvil):
     stack = tier1.stack
     admin = tier1.admin
-    key = stack.call_sync(admin, "session_key.create", {"idempotency_key": new_idempotency_key("t"),
-                                                        "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]
+    key = stack.call_sync(
+        admin,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)},
+    )["session_key"]
 
     async def scenario():
         companion = await tier1.paired()
@@ -174,8 +198,23 @@ def test_the_kill_switch_works_when_the_bridge_is_down(tier1, tmp_path):
     asyncio.run(companion.close())
     dead_bridge = f"http://127.0.0.1:{free_port()}"
     env = {"OWLIA_HOME": str(stack.home), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "companion", "freeze", "--dir", str(wallet_dir),
-                          "--bridge", dead_bridge], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "companion",
+            "freeze",
+            "--dir",
+            str(wallet_dir),
+            "--bridge",
+            dead_bridge,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "could not reach the bridge" in out.stderr and "owlia signer freeze" in out.stderr
 

@@ -14,15 +14,25 @@ import time
 from pathlib import Path
 
 
-def converse(argv: list[str], answers: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str]:
+def converse(
+    argv: list[str], answers: list[str], env: dict[str, str], timeout: float = 60
+) -> tuple[int, str]:
     """Run argv on a real pseudo-terminal, typing each answer after the next prompt ending in ': '."""
     main, child = pty.openpty()
 
     def controlling_terminal() -> None:  # getpass reads /dev/tty: the pty must be the child's terminal
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    proc = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, env=env, close_fds=True,
-                            start_new_session=True, preexec_fn=controlling_terminal)
+    proc = subprocess.Popen(
+        argv,
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        env=env,
+        close_fds=True,
+        start_new_session=True,
+        preexec_fn=controlling_terminal,
+    )
     os.close(child)
     seen, pending, given = b"", list(answers), 0
     deadline = time.monotonic() + timeout
@@ -46,14 +56,26 @@ def converse(argv: list[str], answers: list[str], env: dict[str, str], timeout: 
 
 
 def command(home: Path, directory: Path) -> list[str]:
-    return [sys.executable, "-m", "bot.cli", "--home", str(home), "companion", "init", "--dir", str(directory),
-            "--scrypt-n", "1024"]
+    return [
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "--home",
+        str(home),
+        "companion",
+        "init",
+        "--dir",
+        str(directory),
+        "--scrypt-n",
+        "1024",
+    ]
 
 
 def test_the_passphrase_is_asked_twice_and_a_backup_is_urged(tmp_path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    code, out = converse(command(tmp_path / "h", tmp_path / "one"), ["correct horse battery", "correct horse batterY"],
-                         env)
+    code, out = converse(
+        command(tmp_path / "h", tmp_path / "one"), ["correct horse battery", "correct horse batterY"], env
+    )
     assert code == 1 and "the two passphrases differ; nothing was created" in out
     assert not (tmp_path / "one" / "keystore.json").exists()
 

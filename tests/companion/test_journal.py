@@ -42,8 +42,17 @@ FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
 
 def entry(n: int, *, nonce: int = 0, chain_id: int = 31337, quoted_at: float | None = None) -> Entry:
-    return Entry(f"req_{n}", chain_id, nonce, f"0x{n:064x}", FRIEND, str(10**16), f"send 0.01 ETH ({n})", 1000.0,
-                 quoted_at=quoted_at)
+    return Entry(
+        f"req_{n}",
+        chain_id,
+        nonce,
+        f"0x{n:064x}",
+        FRIEND,
+        str(10**16),
+        f"send 0.01 ETH ({n})",
+        1000.0,
+        quoted_at=quoted_at,
+    )
 
 
 def settle(e: Entry, ts: float = 2000.0) -> Entry:
@@ -79,7 +88,9 @@ def test_the_journal_is_bounded_and_never_drops_an_unsettled_entry(ops, max_entr
             dropped = [e for e in before if e not in entries]
             assert all(e.settled for e in dropped)  # only settled entries ever go...
             kept_settled = [e for e in before if e.settled and e in entries]
-            assert all(before.index(d) < before.index(k) for d in dropped for k in kept_settled)  # ...oldest first
+            assert all(
+                before.index(d) < before.index(k) for d in dropped for k in kept_settled
+            )  # ...oldest first
             assert [e for e in entries if e in before] == [e for e in before if e in entries]  # order kept
         elif entries and op == "settle":
             target = entries[pick % len(entries)]
@@ -103,8 +114,9 @@ def test_the_same_signed_transaction_is_journaled_once():
 # ---- what settles an entry -------------------------------------------------------------------
 
 
-def quote(mined: int, ts: float = 2000.0, main: str = MAIN, chain_id: int = 31337,
-          pending: int | None = None) -> NonceQuote:
+def quote(
+    mined: int, ts: float = 2000.0, main: str = MAIN, chain_id: int = 31337, pending: int | None = None
+) -> NonceQuote:
     """A verified quote: `mined` transactions mined, `pending` (default: as many) counting the mempool."""
     return NonceQuote(main, {chain_id: mined if pending is None else pending}, ts, {chain_id: mined})
 
@@ -186,8 +198,13 @@ def signer() -> tuple[Ed25519PrivateKey, str]:
 
 def signed_state(key: Ed25519PrivateKey, *, legacy: bool = False, **quote_fields) -> dict:
     """An `approvals.state` reply as the signer signs it (`legacy`: without the mined count)."""
-    body = {"main_account": MAIN, "main_nonce": {"31337": 5}, "ts": 2000.0,
-            **({} if legacy else {"main_nonce_mined": {"31337": 5}}), **quote_fields}
+    body = {
+        "main_account": MAIN,
+        "main_nonce": {"31337": 5},
+        "ts": 2000.0,
+        **({} if legacy else {"main_nonce_mined": {"31337": 5}}),
+        **quote_fields,
+    }
     return {"frozen": False, **body, "nonce_sig": key.sign(signed_message(NONCE_DOMAIN, body)).hex()}
 
 
@@ -197,7 +214,9 @@ def test_a_quote_counts_only_if_the_signer_signed_exactly_it():
     assert verified_quote(state, public) == NonceQuote(MAIN, {31337: 5}, 2000.0, {31337: 5})
     assert verified_quote({**state, "main_nonce": {"31337": 6}}, public) is None  # bumped by the bridge
     assert verified_quote({**state, "main_nonce_mined": {"31337": 6}}, public) is None
-    assert verified_quote({k: v for k, v in state.items() if k != "main_nonce_mined"}, public) is None  # stripped
+    assert (
+        verified_quote({k: v for k, v in state.items() if k != "main_nonce_mined"}, public) is None
+    )  # stripped
     assert verified_quote({k: v for k, v in state.items() if k != "nonce_sig"}, public) is None
     assert verified_quote({**state, "nonce_sig": "00" * 64}, public) is None
     other, _ = signer()
@@ -208,10 +227,21 @@ def test_a_quote_counts_only_if_the_signer_signed_exactly_it():
     assert verified_quote(signed_state(key, legacy=True), public) == NonceQuote(MAIN, {31337: 5}, 2000.0)
 
 
-@pytest.mark.parametrize("fields", [{"main_nonce": {"31337": True}}, {"main_nonce": {"31337": -1}},
-                                    {"main_nonce": {"x": 1}}, {"main_nonce": [5]}, {"ts": "now"},
-                                    {"main_account": None}, {"ts": True}, {"main_nonce_mined": None},
-                                    {"main_nonce_mined": {"31337": -1}}, {"main_nonce_mined": {"1": "5"}}])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"main_nonce": {"31337": True}},
+        {"main_nonce": {"31337": -1}},
+        {"main_nonce": {"x": 1}},
+        {"main_nonce": [5]},
+        {"ts": "now"},
+        {"main_account": None},
+        {"ts": True},
+        {"main_nonce_mined": None},
+        {"main_nonce_mined": {"31337": -1}},
+        {"main_nonce_mined": {"1": "5"}},
+    ],
+)
 def test_a_malformed_quote_counts_for_nothing_even_if_signed(fields):
     key, public = signer()
     assert verified_quote(signed_state(key, **fields), public) is None
@@ -281,7 +311,12 @@ def test_the_warning_says_what_to_do_and_writes_out_control_characters():
     e = entry(1, nonce=7)
     e.summary = "send 0.01 ETH to \x1b[2Adev-friend"
     text = "\n".join(warning_lines(e))
-    assert "nonce: 7" in text and e.tx_hash in text and FRIEND in text and "0.01 ETH (10000000000000000 wei)" in text
+    assert (
+        "nonce: 7" in text
+        and e.tx_hash in text
+        and FRIEND in text
+        and "0.01 ETH (10000000000000000 wei)" in text
+    )
     assert "with nonce 7" in text and "0-value" in text and "Do nothing" in text
     assert "\x1b" not in text and "\\x1b[2A" in text
 
@@ -290,17 +325,20 @@ def write_journal(home: Path, body: object) -> None:
     write_private_file(home / "journal.json", (body if isinstance(body, str) else json.dumps(body)).encode())
 
 
-@pytest.mark.parametrize("change, why", [
-    ({"value": "lots"}, "value is not an amount of wei"),
-    ({"nonce": "5"}, "nonce is not a nonce"),
-    ({"nonce": True}, "nonce is not a nonce"),
-    ({"chain_id": -1}, "chain_id is not a chain id"),
-    ({"signed_at": "yesterday"}, "signed_at is not a time"),
-    ({"tx_hash": "0x12"}, "tx_hash is not a transaction hash"),
-    ({"settled_by": {"main_nonce_mined": "6", "quote_ts": 1.0}}, "settled_by is not"),
-    ({"settled_at": 1.0}, "settled_at and settled_by disagree"),
-    ({"reply": ["x"]}, "reply is not text"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"value": "lots"}, "value is not an amount of wei"),
+        ({"nonce": "5"}, "nonce is not a nonce"),
+        ({"nonce": True}, "nonce is not a nonce"),
+        ({"chain_id": -1}, "chain_id is not a chain id"),
+        ({"signed_at": "yesterday"}, "signed_at is not a time"),
+        ({"tx_hash": "0x12"}, "tx_hash is not a transaction hash"),
+        ({"settled_by": {"main_nonce_mined": "6", "quote_ts": 1.0}}, "settled_by is not"),
+        ({"settled_at": 1.0}, "settled_at and settled_by disagree"),
+        ({"reply": ["x"]}, "reply is not text"),
+    ],
+)
 def test_R7_a_type_corrupt_journal_is_a_worded_error(tmp_path: Path, change: dict, why: str):
     """Review R7: `value: "lots"` or a string nonce loaded fine and crashed `outstanding` later."""
     home = ensure_private_dir(tmp_path / "c")
@@ -309,8 +347,17 @@ def test_R7_a_type_corrupt_journal_is_a_worded_error(tmp_path: Path, change: dic
         Journal(home).entries()
 
 
-@pytest.mark.parametrize("body", [[], {"v": 2, "entries": []}, {"v": 1, "entries": {}}, {"v": 1, "entries": [7]},
-                                  {"v": 1, "entries": [{"request_id": "req_1"}]}, "[" * 300_000])
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"v": 2, "entries": []},
+        {"v": 1, "entries": {}},
+        {"v": 1, "entries": [7]},
+        {"v": 1, "entries": [{"request_id": "req_1"}]},
+        "[" * 300_000,
+    ],
+)
 def test_a_journal_of_the_wrong_shape_or_nested_too_deep_is_a_worded_error(tmp_path: Path, body):
     """Review deep_journal.py: plain json.loads on 300 000 brackets, with eth_account's recursion
     limit in force, can crash the process; the journal is read with policies.kernel.safejson."""
@@ -365,7 +412,7 @@ def test_R6_bridge_text_cannot_start_a_row_of_its_own():
         e.reply = "error: x" + padding + fake + " " + "y" * 400
         lines = warning_lines(e)
         at = lines.index("  reply through the bridge (not signed by the signer: no proof):")
-        rows = lines[at + 1:lines.index(next(x for x in lines[at + 1:] if not x.startswith("      | ")))]
+        rows = lines[at + 1 : lines.index(next(x for x in lines[at + 1 :] if not x.startswith("      | ")))]
         assert rows and all(len(row) <= 72 for row in rows)
         assert not any(line.startswith("settled") for line in lines)
         assert sum(len(row) - 8 for row in rows) <= 200  # capped
@@ -378,7 +425,7 @@ def test_wide_bridge_text_is_wrapped_by_terminal_cells_not_characters():
     e.reply = "\u65e5" * 72 + " settled: nonce 5 is used - nothing to do"
     lines = warning_lines(e)
     at = lines.index("  reply through the bridge (not signed by the signer: no proof):")
-    rows = [line for line in lines[at + 1:] if line.startswith("      | ")]
+    rows = [line for line in lines[at + 1 :] if line.startswith("      | ")]
     assert rows and all(sum(cells(ch) for ch in row) <= 72 for row in rows)
 
 

@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
         method, params = body["method"], body["params"]
         assert method == "eth_getTransactionCount" and params[0] == MAIN, body
         value = self.server.counts[params[1]]  # type: ignore[attr-defined]
-        answer = ({"error": {"code": -32000, "message": "down"}} if value is DOWN else {"result": value})
+        answer = {"error": {"code": -32000, "message": "down"}} if value is DOWN else {"result": value}
         data = json.dumps({"jsonrpc": "2.0", "id": body["id"], **answer}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -76,23 +76,32 @@ def approvals_with(nodes: list[CountingNode], counts: dict[int, dict[str, object
     for chain_id, per_tag in counts.items():
         node = CountingNode(**per_tag)
         nodes.append(node)
-        chains[chain_id] = Chain(ChainSettings(id=chain_id, name=f"c{chain_id}", rpc_url=node.url), timeout=2.0)
+        chains[chain_id] = Chain(
+            ChainSettings(id=chain_id, name=f"c{chain_id}", rpc_url=node.url), timeout=2.0
+        )
     approvals = object.__new__(Approvals)
-    approvals.engine = types.SimpleNamespace(frozen=False, chains=chains, audit=types.SimpleNamespace(committed=(0, "0" * 64), committed_epoch=0))
+    approvals.engine = types.SimpleNamespace(
+        frozen=False, chains=chains, audit=types.SimpleNamespace(committed=(0, "0" * 64), committed_epoch=0)
+    )
     approvals.devices = types.SimpleNamespace(revision=1, main_account=lambda: MAIN)
     approvals.kill_switch = types.SimpleNamespace(current_id=lambda: "")
-    approvals.identity = types.SimpleNamespace(sign=lambda domain, body: key.sign(signed_message(domain, body)).hex())
+    approvals.identity = types.SimpleNamespace(
+        sign=lambda domain, body: key.sign(signed_message(domain, body)).hex()
+    )
     approvals.clock = lambda: 5000.0
     return approvals, key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
 
 def test_the_quote_carries_the_mined_count_under_the_signature(nodes):
-    approvals, public = approvals_with(nodes, {
-        1: {"pending": "0x7", "latest": "0x5"},  # two in the mempool
-        2: {"pending": "0x3", "latest": "-0x1"},  # a garbled mined count: left out, the pending one kept
-        3: {"pending": DOWN, "latest": "0x9"},  # pending unreadable: only the mined count
-        4: {"pending": DOWN, "latest": DOWN},
-    })
+    approvals, public = approvals_with(
+        nodes,
+        {
+            1: {"pending": "0x7", "latest": "0x5"},  # two in the mempool
+            2: {"pending": "0x3", "latest": "-0x1"},  # a garbled mined count: left out, the pending one kept
+            3: {"pending": DOWN, "latest": "0x9"},  # pending unreadable: only the mined count
+            4: {"pending": DOWN, "latest": DOWN},
+        },
+    )
     state = asyncio.run(approvals.state_for_signing())
     assert state["main_nonce"] == {"1": 7, "2": 3} and state["main_nonce_mined"] == {"1": 5, "3": 9}
     assert verified_quote(state, public) == NonceQuote(MAIN, {1: 7, 2: 3}, 5000.0, {1: 5, 3: 9})

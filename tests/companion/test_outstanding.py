@@ -58,16 +58,31 @@ class Tamper:
         if raw and self.answer:
             self.held.append(raw)
             if self.answer == "error":
-                return {"type": "reply", "id": reply_id, "ok": False,
-                        "error": {"code": -32603, "message": "signer unavailable, try again later"}}
+                return {
+                    "type": "reply",
+                    "id": reply_id,
+                    "ok": False,
+                    "error": {"code": -32603, "message": "signer unavailable, try again later"},
+                }
             if self.answer == "silent":  # a reply to no call: the companion hears nothing
                 return {"type": "reply", "id": None, "ok": False, "error": {"code": 0, "message": ""}}
             if self.answer == "garbled":  # a reply no signer sends: a status outside RequestStatus
-                return {"type": "reply", "id": reply_id, "ok": True,
-                        "result": {"request_id": params["request_id"], "status": "approved_by_bridge",
-                                   "tx_hash": tx_hash(raw)}}
-            return {"type": "reply", "id": reply_id, "ok": True,
-                    "result": {"request_id": params["request_id"], "status": "signed", "tx_hash": tx_hash(raw)}}
+                return {
+                    "type": "reply",
+                    "id": reply_id,
+                    "ok": True,
+                    "result": {
+                        "request_id": params["request_id"],
+                        "status": "approved_by_bridge",
+                        "tx_hash": tx_hash(raw),
+                    },
+                }
+            return {
+                "type": "reply",
+                "id": reply_id,
+                "ok": True,
+                "result": {"request_id": params["request_id"], "status": "signed", "tx_hash": tx_hash(raw)},
+            }
         if raw:
             self.forwarded.append(raw)
         reply = await self.honest(device_id, message)
@@ -96,6 +111,7 @@ def main_nonce(tier1: Tier1, wallet: CompanionWallet) -> int:
 
 def approve_into_a_failed_answer(tier1: Tier1) -> CompanionWallet:
     """A paired companion approves an escalation; the (tampered) bridge answers with an error."""
+
     async def approve() -> CompanionWallet:
         companion = await tier1.paired()
         try:
@@ -115,8 +131,14 @@ def outstanding_cli(wallet: CompanionWallet, *args: str):
 
 def void(tier1: Tier1, wallet: CompanionWallet, nonce: int, request: dict) -> None:
     """What the user does from a wallet of their own: a 0-value transfer to themselves at that nonce."""
-    tx = {**request["tx"], "to": wallet.main_address, "value": "0", "data": "0x", "nonce": nonce,
-          "gas_limit": 21000}
+    tx = {
+        **request["tx"],
+        "to": wallet.main_address,
+        "value": "0",
+        "data": "0x",
+        "nonce": nonce,
+        "gas_limit": 21000,
+    }
     raw = "0x" + wallet.sign_transaction(tx, bytearray(MAIN_PASS)).hex()
     wait_receipt(tier1.anvil, rpc(tier1.anvil.url, "eth_sendRawTransaction", [raw]))
 
@@ -143,8 +165,12 @@ def test_an_approval_the_bridge_drops_is_outstanding_until_someone_uses_its_nonc
     wallet, request, nonce = asyncio.run(approve())
     [held] = tamper.held
     [entry] = wallet_journal(wallet)
-    assert (entry.request_id, entry.nonce, entry.tx_hash, entry.chain_id) == (request["request_id"], nonce,
-                                                                              tx_hash(held), 31337)
+    assert (entry.request_id, entry.nonce, entry.tx_hash, entry.chain_id) == (
+        request["request_id"],
+        nonce,
+        tx_hash(held),
+        31337,
+    )
     assert (entry.to, entry.value, entry.settled) == (FRIEND, str(OVER_LIMIT), False)
     assert entry.reply.startswith("error: signer unavailable") and entry.quoted_at is not None
     shown = "\n".join(warnings)
@@ -154,19 +180,28 @@ def test_an_approval_the_bridge_drops_is_outstanding_until_someone_uses_its_nonc
     out = outstanding_cli(wallet)
     assert out.exit_code == 3, out.output
     assert f"nonce: {nonce}" in out.output and tx_hash(held) in out.output and FRIEND in out.output
-    assert "checked against your signer's nonce quote" in out.output and "1 outstanding, 0 settled" in out.output
+    assert (
+        "checked against your signer's nonce quote" in out.output and "1 outstanding, 0 settled" in out.output
+    )
     # `run` warns as it connects. The request is still open on the signer (it never saw the answer):
     # denying it now does not void the transaction the bridge holds.
-    out = CliRunner().invoke(companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny"])
+    out = CliRunner().invoke(
+        companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny"]
+    )
     assert out.exit_code == 0, out.output
-    banner, request_shown = out.output.index("OUTSTANDING SIGNED TRANSACTION"), out.output.index("APPROVAL REQUEST")
+    banner, request_shown = (
+        out.output.index("OUTSTANDING SIGNED TRANSACTION"),
+        out.output.index("APPROVAL REQUEST"),
+    )
     assert banner < request_shown and f"with nonce {nonce}" in out.output and "deny: denied" in out.output
     assert outstanding_cli(wallet).exit_code == 3
 
     tamper.answer = None
     before = balance(anvil, FRIEND)
     assert main_nonce(tier1, wallet) == nonce  # nothing was sent...
-    wait_receipt(anvil, rpc(anvil.url, "eth_sendRawTransaction", [held]))  # ...until whoever holds it sends it
+    wait_receipt(
+        anvil, rpc(anvil.url, "eth_sendRawTransaction", [held])
+    )  # ...until whoever holds it sends it
     assert balance(anvil, FRIEND) - before == OVER_LIMIT and main_nonce(tier1, wallet) == nonce + 1
 
     out = outstanding_cli(wallet)
@@ -252,7 +287,11 @@ def forgeries(tier1: Tier1) -> list[tuple[str, Callable[[dict], dict]]]:
         return {**state, "main_nonce": {k: v + 1 for k, v in state["main_nonce"].items()}}
 
     def resigned(state: dict) -> dict:
-        body = {"main_account": state["main_account"], "main_nonce": bumped(state)["main_nonce"], "ts": state["ts"]}
+        body = {
+            "main_account": state["main_account"],
+            "main_nonce": bumped(state)["main_nonce"],
+            "ts": state["ts"],
+        }
         return {**state, **body, "nonce_sig": rogue.sign(signed_message(NONCE_DOMAIN, body)).hex()}
 
     return [
@@ -283,7 +322,9 @@ def test_a_bridge_cannot_settle_an_entry_with_a_forged_quote_or_a_faked_signed_r
             assert any("OUTSTANDING SIGNED TRANSACTION" in w for w in warnings)
             for what, forge in forgeries(tier1):
                 tamper.quote = forge
-                assert [e.tx_hash for e in await companion.check_outstanding(warn=False)] == [entry.tx_hash], what
+                assert [e.tx_hash for e in await companion.check_outstanding(warn=False)] == [
+                    entry.tx_hash
+                ], what
             tamper.quote = None
             assert len(await companion.check_outstanding(warn=False)) == 1  # honest, but the nonce is unused
             void(tier1, companion.wallet, nonce, request)
@@ -308,7 +349,9 @@ def test_the_journal_is_private_and_holds_no_key_material(tier1, tamper):
             void(tier1, companion.wallet, dropped["tx"]["nonce"], dropped)
             tamper.answer = None
             done = await escalate(tier1, companion)
-            assert (await companion.answer(done, Choice("approve", bytearray(MAIN_PASS))))["status"] == "signed"
+            assert (await companion.answer(done, Choice("approve", bytearray(MAIN_PASS))))[
+                "status"
+            ] == "signed"
             assert len(companion.journal.entries()) == 2
             return companion.wallet
         finally:
@@ -332,13 +375,27 @@ def test_the_journal_is_private_and_holds_no_key_material(tier1, tamper):
         secrets[f"signature of {raw[:12]}"] = raw[-128:].lower()  # the signature's tail
     for what, secret in secrets.items():
         assert secret not in text, what
-    assert set(json.loads(text)["entries"][0]) == {"request_id", "chain_id", "nonce", "tx_hash", "to", "value",
-                                                   "summary", "signed_at", "reply", "quoted_at", "seen_ts",
-                                                   "settled_at", "settled_by", "confirmed"}
+    assert set(json.loads(text)["entries"][0]) == {
+        "request_id",
+        "chain_id",
+        "nonce",
+        "tx_hash",
+        "to",
+        "value",
+        "summary",
+        "signed_at",
+        "reply",
+        "quoted_at",
+        "seen_ts",
+        "settled_at",
+        "settled_by",
+        "confirmed",
+    }
 
 
 def test_past_50_unsettled_approvals_the_companion_signs_nothing_more(tier1, tamper):
     """Never drop an unsettled entry to make room: refuse, before the main key is touched."""
+
     async def scenario() -> None:
         companion = await tier1.paired()
         for i in range(50):  # on a chain the signer quotes no nonce for: they stay unsettled
@@ -354,7 +411,9 @@ def test_past_50_unsettled_approvals_the_companion_signs_nothing_more(tier1, tam
             assert signed == [] and tamper.held == [] and tamper.forwarded == []
             assert passphrase == bytearray(len(MAIN_PASS))  # wiped all the same
             assert len(companion.journal.entries()) == 50
-            assert (await companion.answer(request, Choice("deny")))["status"] == "denied"  # denying still works
+            assert (await companion.answer(request, Choice("deny")))[
+                "status"
+            ] == "denied"  # denying still works
         finally:
             await companion.close()
 
@@ -367,7 +426,11 @@ def test_outstanding_offline_reads_the_journal_and_fails_loudly_on_a_broken_one(
     assert out.exit_code == 0 and "0 outstanding, 0 settled" in out.output, out.output
     Journal(wallet.home).record(Entry("req_x", 31337, 4, "0x" + "ab" * 32, FRIEND, "5", "send 5 wei", 0.0))
     out = outstanding_cli(wallet, "--offline")
-    assert out.exit_code == 3 and "nonce: 4" in out.output and "no nonce quote signed by your signer" in out.output
+    assert (
+        out.exit_code == 3
+        and "nonce: 4" in out.output
+        and "no nonce quote signed by your signer" in out.output
+    )
     body = json.loads((wallet.home / "journal.json").read_text())
     body["entries"][0]["value"] = "lots"  # review R7: a traceback, before
     (wallet.home / "journal.json").write_text(json.dumps(body))
@@ -397,7 +460,9 @@ def test_R1_a_request_redelivered_after_a_failed_answer_is_never_paid_twice(tier
             with pytest.raises(CompanionError):
                 await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
             [held] = tamper.held
-            wait_receipt(anvil, rpc(anvil.url, "eth_sendRawTransaction", [held]))  # the bridge sends it itself
+            wait_receipt(
+                anvil, rpc(anvil.url, "eth_sendRawTransaction", [held])
+            )  # the bridge sends it itself
             tamper.answer = None
             shown: list[str] = []
 
@@ -409,7 +474,10 @@ def test_R1_a_request_redelivered_after_a_failed_answer_is_never_paid_twice(tier
             lines: list[str] = []
             companion.requests.put_nowait(request)  # ...and redelivers the request
             await companion.run(decide, once=True, report=lines.append)
-            assert f"ALREADY APPROVED as tx {tx_hash(held)}" in shown[0] and f"nonce {n0} on chain 31337" in shown[0]
+            assert (
+                f"ALREADY APPROVED as tx {tx_hash(held)}" in shown[0]
+                and f"nonce {n0} on chain 31337" in shown[0]
+            )
             assert shown[0].index("ALREADY APPROVED") < shown[0].index("APPROVAL REQUEST")
             refused = " ".join(row.removeprefix("    | ") for line in lines for row in line.splitlines())
             assert "approve refused:" in refused and "already approved on this companion" in refused
@@ -443,7 +511,9 @@ def test_a_redelivered_request_not_yet_sent_is_signed_again_as_the_same_transact
             retry = companion.build_answer(request, Choice("approve", bytearray(MAIN_PASS)), nonce=n0 + 7)
             assert retry["raw_tx"] == held  # deterministic signing, at the journaled nonce
             result = await companion.answer(request, Choice("approve", bytearray(MAIN_PASS)))
-            assert result["status"] == "signed" and result["tx_hash"] == tx_hash(held) and result["nonce"] == n0
+            assert (
+                result["status"] == "signed" and result["tx_hash"] == tx_hash(held) and result["nonce"] == n0
+            )
             [entry] = companion.journal.entries()
             assert entry.tx_hash == tx_hash(held)
         finally:
@@ -454,8 +524,14 @@ def test_a_redelivered_request_not_yet_sent_is_signed_again_as_the_same_transact
 
 MALFORMED = [
     ("no ok", lambda reply: {"type": "reply", "id": reply.get("id"), "result": "x"}),
-    ("error as a string", lambda reply: {"type": "reply", "id": reply.get("id"), "ok": False, "error": "boom"}),
-    ("a list for a result", lambda reply: {"type": "reply", "id": reply.get("id"), "ok": True, "result": [1]}),
+    (
+        "error as a string",
+        lambda reply: {"type": "reply", "id": reply.get("id"), "ok": False, "error": "boom"},
+    ),
+    (
+        "a list for a result",
+        lambda reply: {"type": "reply", "id": reply.get("id"), "ok": True, "result": [1]},
+    ),
     ("ok as a string", lambda reply: {"type": "reply", "id": reply.get("id"), "ok": "yes", "result": {}}),
 ]
 
@@ -477,7 +553,9 @@ def test_R2_a_malformed_reply_never_crashes_outstanding_or_run(tier1, tamper, wh
     out = outstanding_cli(wallet)
     assert out.exception is None or isinstance(out.exception, SystemExit), repr(out.exception)
     assert out.exit_code == 3 and "1 outstanding" in out.output, out.output
-    out = CliRunner().invoke(companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny"])
+    out = CliRunner().invoke(
+        companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny"]
+    )
     assert out.exception is None or isinstance(out.exception, SystemExit), repr(out.exception)
     assert out.exit_code == 0 and "OUTSTANDING SIGNED TRANSACTION" in out.output, out.output
 
@@ -508,15 +586,21 @@ def test_R8_R9_a_held_transaction_in_a_mempool_does_not_settle_its_entry(tier1, 
         rpc(anvil.url, "anvil_dropTransaction", [h])
     finally:
         rpc(anvil.url, "evm_setAutomine", [True])
-    assert int(rpc(anvil.url, "eth_getTransactionCount", [wallet.main_address, "pending"]), 16) == n  # nonce free
+    assert (
+        int(rpc(anvil.url, "eth_getTransactionCount", [wallet.main_address, "pending"]), 16) == n
+    )  # nonce free
     out = outstanding_cli(wallet)
-    assert out.exit_code == 3 and "1 outstanding" in out.output and f"with nonce {n}" in out.output, out.output
+    assert out.exit_code == 3 and "1 outstanding" in out.output and f"with nonce {n}" in out.output, (
+        out.output
+    )
     before = balance(anvil, FRIEND)
     wait_receipt(anvil, rpc(anvil.url, "eth_sendRawTransaction", [held]))  # it really is still live
     assert balance(anvil, FRIEND) - before == OVER_LIMIT
     tamper.quote = None
     out = outstanding_cli(wallet)
-    assert out.exit_code == 0 and "0 outstanding, 1 settled" in out.output and "re-checked" in out.output, out.output
+    assert out.exit_code == 0 and "0 outstanding, 1 settled" in out.output and "re-checked" in out.output, (
+        out.output
+    )
 
 
 def test_an_unreachable_bridge_is_reported_under_a_label_and_the_journal_still_read(tier1):
@@ -526,7 +610,7 @@ def test_an_unreachable_bridge_is_reported_under_a_label_and_the_journal_still_r
     assert out.exit_code == 3 and "nonce: 4" in out.output, out.output
     lines = out.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("could not reach the bridge"))
-    assert lines[at + 1].startswith("    | ") and all(len(line) <= 80 for line in lines[at:at + 4])
+    assert lines[at + 1].startswith("    | ") and all(len(line) <= 80 for line in lines[at : at + 4])
 
 
 def test_run_reports_an_unreachable_bridge_instead_of_a_traceback(tier1):
@@ -537,13 +621,17 @@ def test_run_reports_an_unreachable_bridge_instead_of_a_traceback(tier1):
 
     wallet = asyncio.run(paired())
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    out = CliRunner().invoke(companion_cmd.app, ["run", "--dir", str(wallet.home), "--once", "--answers", "deny",
-                                                  "--bridge", closed])
+    out = CliRunner().invoke(
+        companion_cmd.app,
+        ["run", "--dir", str(wallet.home), "--once", "--answers", "deny", "--bridge", closed],
+    )
     assert out.exit_code == 1 and "could not reach the bridge" in out.output, out.output
     assert isinstance(out.exception, SystemExit)  # a worded stop, not an uncaught error
 
 
-def test_a_reply_the_signer_would_not_send_is_refused_and_the_approval_stays_outstanding(tier1, tamper, anvil):
+def test_a_reply_the_signer_would_not_send_is_refused_and_the_approval_stays_outstanding(
+    tier1, tamper, anvil
+):
     """The bridge relays an answer whose status is not a RequestStatus, and a state with the nonce
     signature missing: the companion refuses both against the signer's reply models (no caller reads
     them), and the approval it signed stays in the journal until its nonce is proven used."""

@@ -34,18 +34,31 @@ def test_pairing_refuses_wrong_reused_and_forged_proofs_and_audits_them(tier1):
             await companion.pair(pairing["pairing_id"], "AAAA-BBBB-CCCC-DDDD-EEEE-FFFF")
         # The code never crosses the bridge: only an HMAC of the message keyed by sha256(code).
         ts, nonce = time.time(), "ab" * 32
-        body = pair_body(pairing["pairing_id"], wallet.device_public_key, "phone", wallet.main_address, ts, nonce)
+        body = pair_body(
+            pairing["pairing_id"], wallet.device_public_key, "phone", wallet.main_address, ts, nonce
+        )
         message = signed_message(PAIR_DOMAIN, body)
-        forged = {**body, "main_address": wallet.main_address, "signature": "11" * 64,
-                  "mac": pairing_mac(pairing["code"], message)}
+        forged = {
+            **body,
+            "main_address": wallet.main_address,
+            "signature": "11" * 64,
+            "mac": pairing_mac(pairing["code"], message),
+        }
         with pytest.raises(CompanionError, match="signature does not verify"):
             await companion._post("/v1/pair", forged)
-        stale = pair_body(pairing["pairing_id"], wallet.device_public_key, "phone", wallet.main_address, ts - 600,
-                          nonce)
+        stale = pair_body(
+            pairing["pairing_id"], wallet.device_public_key, "phone", wallet.main_address, ts - 600, nonce
+        )
         stale_msg = signed_message(PAIR_DOMAIN, stale)
         with pytest.raises(CompanionError, match="stale"):
-            await companion._post("/v1/pair", {**stale, "signature": wallet.device_sign(stale_msg),
-                                               "mac": pairing_mac(pairing["code"], stale_msg)})
+            await companion._post(
+                "/v1/pair",
+                {
+                    **stale,
+                    "signature": wallet.device_sign(stale_msg),
+                    "mac": pairing_mac(pairing["code"], stale_msg),
+                },
+            )
         reply = await companion.pair(pairing["pairing_id"], pairing["code"])
         assert reply["device"]["capabilities"] == ["approve", "deny", "freeze", "unfreeze", "topup"]
         async with Companion(tier1.new_wallet("two"), tier1.bridge.url) as second:
@@ -59,7 +72,13 @@ def test_pairing_refuses_wrong_reused_and_forged_proofs_and_audits_them(tier1):
         assert [d["device_id"] for d in listed["devices"]] == [wallet.device_id]
         audit = await tier1.stack.call(tier1.admin, "audit.tail", {"n": 50, "kind": "companion.pair_refused"})
         reasons = " | ".join(e["body"]["reason"] for e in audit["entries"])
-        for expected in ("wrong pairing code", "signature does not verify", "stale", "unknown, used", "main account"):
+        for expected in (
+            "wrong pairing code",
+            "signature does not verify",
+            "stale",
+            "unknown, used",
+            "main account",
+        ):
             assert expected in reasons
         assert pairing["code"].replace("-", "") not in str(audit)  # the code is never logged
         await companion.close()
@@ -75,14 +94,21 @@ def test_login_challenge_is_single_use_and_tokens_are_checked_on_every_use(tier1
         token = await fresh.login()
         async with aiohttp.ClientSession() as http:
             base = tier1.bridge.url
-            challenge = await (await http.post(base + "/v1/auth/challenge",
-                                               json={"device_id": companion.wallet.device_id})).json()
+            challenge = await (
+                await http.post(base + "/v1/auth/challenge", json={"device_id": companion.wallet.device_id})
+            ).json()
             from companion_bridge.wire import auth_message
 
             ts = time.time()
-            sig = companion.wallet.device_sign(auth_message(companion.wallet.device_id, challenge["aud"],
-                                                            challenge["nonce"], ts))
-            body = {"device_id": companion.wallet.device_id, "nonce": challenge["nonce"], "ts": ts, "signature": sig}
+            sig = companion.wallet.device_sign(
+                auth_message(companion.wallet.device_id, challenge["aud"], challenge["nonce"], ts)
+            )
+            body = {
+                "device_id": companion.wallet.device_id,
+                "nonce": challenge["nonce"],
+                "ts": ts,
+                "signature": sig,
+            }
             assert (await http.post(base + "/v1/auth/token", json=body)).status == 200
             assert (await http.post(base + "/v1/auth/token", json=body)).status == 401  # replayed challenge
             for bad in (token[:-2] + "xx", "garbage", token.split(".")[0]):
@@ -124,7 +150,7 @@ def test_tokens_expire_and_any_tampering_is_refused(ttl, elapsed, flip):
     claims = issuer.verify(token)
     assert (claims is not None) == (clock.now < exp)
     pos = flip % len(token)
-    changed = token[:pos] + ("A" if token[pos] != "A" else "B") + token[pos + 1:]
+    changed = token[:pos] + ("A" if token[pos] != "A" else "B") + token[pos + 1 :]
     tampered = issuer.verify(changed)
     assert tampered is None or tampered == claims  # base64 padding bits aside, nothing else verifies
     assert issuer.verify(token, scope="admin") is None
@@ -141,11 +167,19 @@ def test_the_bridge_speaks_tls_and_the_companion_verifies_it(tier1, tmp_path):
 
     cert, key = self_signed(tmp_path, "owlia-bridge-test", "bridge")
     base = tier1.bridge.options
-    options = BridgeOptions(home=tmp_path / "tls-bridge", signer_socket=base.signer_socket,
-                            signer_token=base.signer_token, host="127.0.0.1", port=free_port(), tls_cert=cert,
-                            tls_key=key, poll_timeout=2.0)
+    options = BridgeOptions(
+        home=tmp_path / "tls-bridge",
+        signer_socket=base.signer_socket,
+        signer_token=base.signer_token,
+        host="127.0.0.1",
+        port=free_port(),
+        tls_cert=cert,
+        tls_key=key,
+        poll_timeout=2.0,
+    )
     bridge = BridgeThread(options).start()
     try:
+
         async def scenario():
             trusted = ssl.create_default_context(cafile=str(cert))
             url = f"https://127.0.0.1:{options.port}"
@@ -169,6 +203,7 @@ def test_a_connection_ends_with_its_token(tier1, tmp_path):
 
     bridge = start_bridge(tier1.stack, tmp_path / "short", token_ttl_seconds=1.0)
     try:
+
         async def scenario():
             pairing = await begin(tier1)
             async with Companion(tier1.new_wallet(), bridge.url) as companion:
@@ -197,20 +232,31 @@ def test_the_signer_spends_a_pairing_code_after_repeated_wrong_guesses_even_from
         ts, nonce = time.time(), secrets.token_hex(32)
         body = pair_body(pairing_id, wallet.device_public_key, "phone", wallet.main_address, ts, nonce)
         message = signed_message(PAIR_DOMAIN, body)
-        return {**body, "main_address": wallet.main_address, "signature": wallet.device_sign(message),
-                "mac": pairing_mac(code, message)}
+        return {
+            **body,
+            "main_address": wallet.main_address,
+            "signature": wallet.device_sign(message),
+            "mac": pairing_mac(code, message),
+        }
 
     async def scenario():
         pairing = await begin(tier1)
         for guess in range(MAX_WRONG_CODES):
             with pytest.raises(SignerError, match="wrong pairing code") as err:
-                await tier1.stack.call(bridge_token, "companion.pair_complete",
-                                       proof(pairing["pairing_id"], f"AAAA-BBBB-CCCC-DDDD-EEEE-{guess:04d}"))
+                await tier1.stack.call(
+                    bridge_token,
+                    "companion.pair_complete",
+                    proof(pairing["pairing_id"], f"AAAA-BBBB-CCCC-DDDD-EEEE-{guess:04d}"),
+                )
         assert "this code is spent" in err.value.message
         with pytest.raises(SignerError, match="unknown, used or expired"):
-            await tier1.stack.call(bridge_token, "companion.pair_complete", proof(pairing["pairing_id"], pairing["code"]))
+            await tier1.stack.call(
+                bridge_token, "companion.pair_complete", proof(pairing["pairing_id"], pairing["code"])
+            )
         fresh = await begin(tier1)  # a new code from the owner still pairs
-        done = await tier1.stack.call(bridge_token, "companion.pair_complete", proof(fresh["pairing_id"], fresh["code"]))
+        done = await tier1.stack.call(
+            bridge_token, "companion.pair_complete", proof(fresh["pairing_id"], fresh["code"])
+        )
         assert done["device"]["name"] == "phone"
 
     asyncio.run(scenario())

@@ -21,64 +21,96 @@ def policy(text: str = BASE):
     return parse_policy(text)
 
 
-FRIEND_BOOK = ('address_book:\n'
-               '  - {chain: 31337, address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", name: dev-friend}')
+FRIEND_BOOK = (
+    "address_book:\n"
+    '  - {chain: 31337, address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", name: dev-friend}'
+)
 ROUTER = '[{chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", name: %s, selectors: []}]'
-NO_ETH_LIMITS = (BASE.replace('    per_tx: "0.01"', "    # per_tx: none", 1)
-                 .replace('    windows: {24h: "0.05", 7d: "0.2"}', "    # windows: none", 1))
+NO_ETH_LIMITS = BASE.replace('    per_tx: "0.01"', "    # per_tx: none", 1).replace(
+    '    windows: {24h: "0.05", 7d: "0.2"}', "    # windows: none", 1
+)
 
 
-@pytest.mark.parametrize("old,new", [
-    ('per_tx: "0.01"', 'per_tx: "0.005"'),
-    ('24h: "0.05"', '24h: "0.04"'),
-    ("unknown: escalate", "unknown: deny"),
-    ("over_limit: escalate", "over_limit: deny"),
-    ("tx_per_hour: 30", "tx_per_hour: 3"),
-    (FRIEND_BOOK, "address_book: []\n"),  # unknown recipients escalate: its look-alikes now need you
-])
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        ('per_tx: "0.01"', 'per_tx: "0.005"'),
+        ('24h: "0.05"', '24h: "0.04"'),
+        ("unknown: escalate", "unknown: deny"),
+        ("over_limit: escalate", "over_limit: deny"),
+        ("tx_per_hour: 30", "tx_per_hour: 3"),
+        (FRIEND_BOOK, "address_book: []\n"),  # unknown recipients escalate: its look-alikes now need you
+    ],
+)
 def test_tightenings_are_not_widenings(old, new):
     assert old in BASE
     assert widenings(policy(), policy(BASE.replace(old, new))) == []
 
 
-@pytest.mark.parametrize("old,new,what", [
-    ('per_tx: "0.01"', 'per_tx: "1"', "per_tx"),
-    ('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {7d: "0.2"}', "24h window"),
-    ("unknown: escalate", "unknown: allow", "recipients.unknown"),
-    ("skill: escalate", "skill: policy", "sources.skill"),
-    ("heartbeat: deny", "heartbeat: escalate", "sources.heartbeat"),
-    ("tx_per_hour: 30", "tx_per_hour: 300", "rate_limits.tx_per_hour"),
-    ("address_book:\n", 'address_book:\n  - {chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", '
-                        "name: new-friend}\n", "address_book"),
-    ("spenders: []", 'spenders: [{chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", name: s}]',
-     "spenders"),
-    ("decimals: 18", "decimals: 17", "decimals"),
-])
+@pytest.mark.parametrize(
+    "old,new,what",
+    [
+        ('per_tx: "0.01"', 'per_tx: "1"', "per_tx"),
+        ('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {7d: "0.2"}', "24h window"),
+        ("unknown: escalate", "unknown: allow", "recipients.unknown"),
+        ("skill: escalate", "skill: policy", "sources.skill"),
+        ("heartbeat: deny", "heartbeat: escalate", "sources.heartbeat"),
+        ("tx_per_hour: 30", "tx_per_hour: 300", "rate_limits.tx_per_hour"),
+        (
+            "address_book:\n",
+            'address_book:\n  - {chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", '
+            "name: new-friend}\n",
+            "address_book",
+        ),
+        (
+            "spenders: []",
+            'spenders: [{chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", name: s}]',
+            "spenders",
+        ),
+        ("decimals: 18", "decimals: 17", "decimals"),
+    ],
+)
 def test_loosenings_are_named(old, new, what):
     assert old in BASE
     found = widenings(policy(), policy(BASE.replace(old, new)))
     assert any(what in w for w in found), found
 
 
-@pytest.mark.parametrize("old,new,what", [
-    # An asset without limits escalates every spend of it: any limit at all lets the signer sign alone.
-    (NO_ETH_LIMITS, NO_ETH_LIMITS.replace("    # per_tx: none", '    per_tx: "1000000"'), "limits set"),
-    (BASE.replace("contracts: []", "contracts: " + ROUTER % "swap"),
-     BASE.replace("contracts: []", "contracts: " + ROUTER % "official-router"), "renamed"),
-    # With unknown recipients allowed, a removed entry's look-alikes go from denied to signed.
-    (BASE.replace("unknown: escalate", "unknown: allow"),
-     BASE.replace("unknown: escalate", "unknown: allow").replace(FRIEND_BOOK, "address_book: []\n"), "removed"),
-    (BASE.replace("unknown: escalate", "unknown: allow").replace("contracts: []", "contracts: " + ROUTER % "swap"),
-     BASE.replace("unknown: escalate", "unknown: allow"), "contracts: swap"),  # look-alikes are checked against it
-])
+@pytest.mark.parametrize(
+    "old,new,what",
+    [
+        # An asset without limits escalates every spend of it: any limit at all lets the signer sign alone.
+        (NO_ETH_LIMITS, NO_ETH_LIMITS.replace("    # per_tx: none", '    per_tx: "1000000"'), "limits set"),
+        (
+            BASE.replace("contracts: []", "contracts: " + ROUTER % "swap"),
+            BASE.replace("contracts: []", "contracts: " + ROUTER % "official-router"),
+            "renamed",
+        ),
+        # With unknown recipients allowed, a removed entry's look-alikes go from denied to signed.
+        (
+            BASE.replace("unknown: escalate", "unknown: allow"),
+            BASE.replace("unknown: escalate", "unknown: allow").replace(FRIEND_BOOK, "address_book: []\n"),
+            "removed",
+        ),
+        (
+            BASE.replace("unknown: escalate", "unknown: allow").replace(
+                "contracts: []", "contracts: " + ROUTER % "swap"
+            ),
+            BASE.replace("unknown: escalate", "unknown: allow"),
+            "contracts: swap",
+        ),  # look-alikes are checked against it
+    ],
+)
 def test_loosenings_between_two_files_are_named(old, new, what):
     assert old != new
     found = widenings(policy(old), policy(new))
     assert any(what in w for w in found), found
 
 
-OPAQUE = ('opaque_calls:\n  - {chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", '
-          'selector: "0x3593564c", max_value: "%s"}\n')
+OPAQUE = (
+    'opaque_calls:\n  - {chain: 31337, address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", '
+    'selector: "0x3593564c", max_value: "%s"}\n'
+)
 
 
 def test_an_opaque_call_added_or_raised_is_a_widening_removed_or_lowered_is_not():
@@ -160,8 +192,12 @@ def test_a_loosening_approved_while_running_signs_the_next_request_without_a_res
         from signer.wire.exchange import new_idempotency_key
 
         async with SignerClient(stack.socket, bot) as client:
-            return as_json(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(value)},
-                                             idempotency_key=new_idempotency_key()))
+            return as_json(
+                await client.sign(
+                    {"chain_id": 31337, "to": FRIEND, "value": str(value)},
+                    idempotency_key=new_idempotency_key(),
+                )
+            )
 
     async def scenario():
         companion = await tier1.paired()

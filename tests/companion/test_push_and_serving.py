@@ -15,11 +15,20 @@ from companion_bridge.server import BridgeConfigError, BridgeOptions, build
 KEYS = {"p256dh": "B" + "A" * 86, "auth": "A" * 22}
 
 
-@pytest.mark.parametrize("endpoint", [
-    "http://push.example.com/x",  # clear text to a remote host
-    "http://10.0.0.5/x", "http://169.254.169.254/latest/meta-data", "file:///etc/passwd", "javascript:alert(1)",
-    "https:///nohost", "ftp://push.example.com/x", "ws://127.0.0.1/x", "",
-])
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "http://push.example.com/x",  # clear text to a remote host
+        "http://10.0.0.5/x",
+        "http://169.254.169.254/latest/meta-data",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "https:///nohost",
+        "ftp://push.example.com/x",
+        "ws://127.0.0.1/x",
+        "",
+    ],
+)
 def test_a_device_cannot_point_the_bridge_at_a_non_push_address(tmp_path, endpoint):
     pusher = Pusher(tmp_path)
     with pytest.raises(ValueError, match="https"):
@@ -28,7 +37,9 @@ def test_a_device_cannot_point_the_bridge_at_a_non_push_address(tmp_path, endpoi
 
 
 def test_loopback_http_only_when_allowed_and_files_are_private(tmp_path):
-    assert not endpoint_allowed("http://127.0.0.1:9/x", False) and endpoint_allowed("http://127.0.0.1:9/x", True)
+    assert not endpoint_allowed("http://127.0.0.1:9/x", False) and endpoint_allowed(
+        "http://127.0.0.1:9/x", True
+    )
     assert not endpoint_allowed("http://127.0.0.2.nip.io/x", True)
     pusher = Pusher(tmp_path)
     pusher.subscribe("dev_" + "1" * 16, Subscription(endpoint="https://push.example/a", keys=KEYS))
@@ -68,6 +79,8 @@ def test_the_bridge_refuses_to_start_without_the_web_app_and_says_what_to_run(tm
 
 
 def test_the_push_contact_must_be_a_url_a_push_service_accepts(tmp_path):
-    options = BridgeOptions(home=tmp_path, signer_socket=tmp_path / "s.sock", signer_token="t", push_subject="me")
+    options = BridgeOptions(
+        home=tmp_path, signer_socket=tmp_path / "s.sock", signer_token="t", push_subject="me"
+    )
     with pytest.raises(BridgeConfigError, match="mailto"):
         options.check()

@@ -22,16 +22,44 @@ def request(text: str, kind: str = "sign") -> dict[str, Any]:
     """A request in the signer's shape with `text` in every free-text slot."""
     party = {"address": STRANGER, "name": text, "label": text}
     return {
-        "v": 1, "request_id": "req_" + "ab" * 16, "kind": kind, "chain_id": 31337, "chain": f"{text} (31337)",
-        "tx": {"type": 2, "chain_id": 31337, "from": FRIEND, "to": STRANGER, "value": "20000000000000000",
-               "data": "0x", "nonce": 3, "gas_limit": 21000, "max_fee_per_gas": "2000000000",
-               "max_priority_fee_per_gas": "1000000000", "gas_simulated": True},
+        "v": 1,
+        "request_id": "req_" + "ab" * 16,
+        "kind": kind,
+        "chain_id": 31337,
+        "chain": f"{text} (31337)",
+        "tx": {
+            "type": 2,
+            "chain_id": 31337,
+            "from": FRIEND,
+            "to": STRANGER,
+            "value": "20000000000000000",
+            "data": "0x",
+            "nonce": 3,
+            "gas_limit": 21000,
+            "max_fee_per_gas": "2000000000",
+            "max_priority_fee_per_gas": "1000000000",
+            "gas_simulated": True,
+        },
         "summary": text,
         "actions": [
-            {"type": "transfer", "token": "native", "symbol": text, "amount": text,
-             "amount_base_units": "20000000000000000", "recipient": party},
-            {"type": "approval", "method": "approve", "unlimited": False, "token": STRANGER, "symbol": text,
-             "amount": text, "amount_base_units": "5", "spender": party},
+            {
+                "type": "transfer",
+                "token": "native",
+                "symbol": text,
+                "amount": text,
+                "amount_base_units": "20000000000000000",
+                "recipient": party,
+            },
+            {
+                "type": "approval",
+                "method": "approve",
+                "unlimited": False,
+                "token": STRANGER,
+                "symbol": text,
+                "amount": text,
+                "amount_base_units": "5",
+                "spender": party,
+            },
             {"type": "call", "target": party, "selector": "0xa9059cbb", "depth": 0},
             {"type": "forbidden", "rule_id": "deny.delegatecall", "reason": text},
         ],
@@ -79,7 +107,14 @@ def test_a_long_reason_is_cut_so_the_decoded_lines_stay_on_the_screen() -> None:
 def test_a_call_the_signer_did_not_decode_says_so() -> None:
     base = request("plain")
     party = base["actions"][2]["target"]
-    opaque = {"type": "call", "target": party, "selector": "0x3593564c", "depth": 1, "value": "0", "decoded": False}
+    opaque = {
+        "type": "call",
+        "target": party,
+        "selector": "0x3593564c",
+        "depth": 1,
+        "value": "0",
+        "decoded": False,
+    }
     decoded = {**opaque, "selector": "0x82ad56cb", "decoded": True}
     shown = render_request({**base, "actions": [decoded, opaque]}, now=1_800_000_000.0)
     lines = [line for line in shown.splitlines() if "CALL" in line]
@@ -88,13 +123,25 @@ def test_a_call_the_signer_did_not_decode_says_so() -> None:
 
 def test_every_rule_that_fired_is_shown_not_only_the_first() -> None:
     shown = request("x")
-    shown["escalation"] = {"rule_id": "recipient.new", "reason": "the recipient is not in the address book",
-                           "findings": [
-                               {"outcome": "escalate", "rule_id": "recipient.new",
-                                "reason": "the recipient is not in the address book"},
-                               {"outcome": "escalate", "rule_id": "limit.per_tx",
-                                "reason": "0.02 ETH exceeds the per-transaction limit of 0.01 ETH"},
-                               {"outcome": "allow", "rule_id": "asset.allowed", "reason": "ETH is listed"}]}
+    shown["escalation"] = {
+        "rule_id": "recipient.new",
+        "reason": "the recipient is not in the address book",
+        "findings": [
+            {
+                "outcome": "escalate",
+                "rule_id": "recipient.new",
+                "reason": "the recipient is not in the address book",
+            },
+            {
+                "outcome": "escalate",
+                "rule_id": "limit.per_tx",
+                "reason": "0.02 ETH exceeds the per-transaction limit of 0.01 ETH",
+            },
+            {"outcome": "allow", "rule_id": "asset.allowed", "reason": "ETH is listed"},
+        ],
+    }
     screen = render_request(shown, now=1_800_000_000.0)
     assert "every rule that fired" in screen
-    assert "[rule recipient.new]" in screen and "[rule limit.per_tx]" in screen and "asset.allowed" not in screen
+    assert (
+        "[rule recipient.new]" in screen and "[rule limit.per_tx]" in screen and "asset.allowed" not in screen
+    )

@@ -18,17 +18,28 @@ MAIN = address_of(KEY)
 
 txs = st.builds(
     Eip1559Tx,
-    chain_id=st.integers(1, 2**32), nonce=st.integers(0, 2**64 - 1),
-    max_priority_fee_per_gas=st.integers(0, 10**12), max_fee_per_gas=st.integers(10**12, 10**13),
-    gas=st.integers(21_000, 10**7), to=st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex()),
-    value=st.integers(0, 2**255), data=st.binary(max_size=200),  # room to add a delta within uint256
+    chain_id=st.integers(1, 2**32),
+    nonce=st.integers(0, 2**64 - 1),
+    max_priority_fee_per_gas=st.integers(0, 10**12),
+    max_fee_per_gas=st.integers(10**12, 10**13),
+    gas=st.integers(21_000, 10**7),
+    to=st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex()),
+    value=st.integers(0, 2**255),
+    data=st.binary(max_size=200),  # room to add a delta within uint256
 )
 
 
 def approved(tx: Eip1559Tx) -> dict:
-    return {"from": to_checksum(MAIN), "chain_id": tx.chain_id, "to": to_checksum(tx.to), "value": str(tx.value),
-            "data": "0x" + tx.data.hex(), "nonce": tx.nonce, "gas_limit": tx.gas,
-            "max_fee_per_gas": str(tx.max_fee_per_gas)}
+    return {
+        "from": to_checksum(MAIN),
+        "chain_id": tx.chain_id,
+        "to": to_checksum(tx.to),
+        "value": str(tx.value),
+        "data": "0x" + tx.data.hex(),
+        "nonce": tx.nonce,
+        "gas_limit": tx.gas,
+        "max_fee_per_gas": str(tx.max_fee_per_gas),
+    }
 
 
 @settings(max_examples=150, deadline=None)
@@ -81,11 +92,14 @@ def test_garbage_is_a_decode_error_never_a_crash(raw):
         pass
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda raw: raw + b"\x00",  # trailing bytes
-    lambda raw: raw[:-1],  # truncated
-    lambda raw: b"\x01" + raw[1:],  # another tx type
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda raw: raw + b"\x00",  # trailing bytes
+        lambda raw: raw[:-1],  # truncated
+        lambda raw: b"\x01" + raw[1:],  # another tx type
+    ],
+)
 def test_non_canonical_or_foreign_encodings_are_refused(mutate):
     raw = sign_eip1559(Eip1559Tx(1, 0, 1, 2, 21_000, "0x" + "22" * 20, 1), KEY).raw
     with pytest.raises(TxDecodeError):

@@ -97,8 +97,9 @@ def journal_entry(phone: Phone, request_id: str) -> dict:
     return entry
 
 
-def set_up_key(phone: Phone, *, passphrase: str | None = None, import_text: str | None = None,
-               import_pass: str = "") -> None:
+def set_up_key(
+    phone: Phone, *, passphrase: str | None = None, import_text: str | None = None, import_pass: str = ""
+) -> None:
     page = phone.page
     if passphrase is not None:
         page.check("input[name=protect][value=passphrase]")
@@ -161,8 +162,12 @@ def test_the_app_is_served_by_the_bridge_with_a_strict_policy(web_tier):
             assert resp.headers["X-Content-Type-Options"] == "nosniff"
             body = resp.read()
             if name == "":
-                assert b"<script type=\"module\" src=\"/app/app.js\">" in body and b"<script>" not in body
-    assert "connect-src 'self'" in webapp.CSP and "script-src 'self';" in webapp.CSP and "unsafe" not in webapp.CSP
+                assert b'<script type="module" src="/app/app.js">' in body and b"<script>" not in body
+    assert (
+        "connect-src 'self'" in webapp.CSP
+        and "script-src 'self';" in webapp.CSP
+        and "unsafe" not in webapp.CSP
+    )
     for bad in ("testkit.js", "..%2Fdist%2Ftestkit.js", "..%2F__init__.py", "src%2Fmain.js"):
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"{base}/app/{bad}")
@@ -173,14 +178,17 @@ def test_the_app_is_served_by_the_bridge_with_a_strict_policy(web_tier):
 def fresh_build(tmp_path_factory) -> Path:
     """The app built now from src/ with the pinned esbuild and libraries (node_modules, from .ci/setup)."""
     out = tmp_path_factory.mktemp("build")
-    done = subprocess.run(["node", str(webapp.HERE / "build.mjs"), str(out)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["node", str(webapp.HERE / "build.mjs"), str(out)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, f"the web app does not build (run `npm ci`): {done.stderr}"
     return out
 
 
 def test_the_committed_bundle_is_exactly_what_the_sources_build(fresh_build):
-    assert (fresh_build / "app.js").read_bytes() == webapp.BUNDLE.read_bytes(), \
+    assert (fresh_build / "app.js").read_bytes() == webapp.BUNDLE.read_bytes(), (
         "companion_bridge/webapp/static/app.js is stale: run `npm run build:companion` and commit it"
+    )
     assert webapp.BUNDLE.stat().st_size < 400_000  # small enough to read
 
 
@@ -193,35 +201,55 @@ def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(bro
         rng = secrets.SystemRandom()
         for i in range(25):
             key = secrets.token_bytes(32)
-            tx = {"type": 2, "chainId": rng.choice([1, 10, 31337, 8453, 2**40 + 7]), "nonce": rng.choice([0, 1, 127, 128, 2**32, rng.randrange(2**63)]),
-                  "maxPriorityFeePerGas": rng.randrange(0, 10**11), "maxFeePerGas": rng.randrange(10**9, 10**13),
-                  "gas": rng.choice([21000, rng.randrange(21000, 30_000_000)]), "to": Account.create().address,
-                  "value": rng.choice([0, 1, 55, 2**255 + 3, rng.randrange(10**24)]),
-                  "data": "0x" + secrets.token_bytes(rng.choice([0, 1, 4, 55, 56, 300])).hex(), "accessList": []}
+            tx = {
+                "type": 2,
+                "chainId": rng.choice([1, 10, 31337, 8453, 2**40 + 7]),
+                "nonce": rng.choice([0, 1, 127, 128, 2**32, rng.randrange(2**63)]),
+                "maxPriorityFeePerGas": rng.randrange(0, 10**11),
+                "maxFeePerGas": rng.randrange(10**9, 10**13),
+                "gas": rng.choice([21000, rng.randrange(21000, 30_000_000)]),
+                "to": Account.create().address,
+                "value": rng.choice([0, 1, 55, 2**255 + 3, rng.randrange(10**24)]),
+                "data": "0x" + secrets.token_bytes(rng.choice([0, 1, 4, 55, 56, 300])).hex(),
+                "accessList": [],
+            }
             expected = Account.sign_transaction(tx, key)
             as_text = {k: (str(v) if isinstance(v, int) else v) for k, v in tx.items()}
             got = phone.page.evaluate(f"([tx, k]) => {kit}.signEip1559(tx, k)", [as_text, key.hex()])
             assert got["raw"] == "0x" + expected.raw_transaction.hex(), i
             assert got["hash"] == "0x" + expected.hash.hex()
-            assert phone.page.evaluate(f"(k) => {kit}.addressOf(k)", key.hex()) == Account.from_key(key).address
+            assert (
+                phone.page.evaluate(f"(k) => {kit}.addressOf(k)", key.hex()) == Account.from_key(key).address
+            )
 
         from signer.wire.approval_request import request_hash
         from signer.wire.messages import signed_message
 
-        samples = [{"a": 1764129785.0, "b": 0.1, "c": 1e-7, "d": 1.5e16, "e": 2**70, "f": -3, "g": True, "h": None},
-                   {"s": "caf\u00e9 \u202e\u200b \x1b[2A \"q\" \\ \n\t\x7f \U0001f600", "nested": [[], {}, [1, [2.25]]]},
-                   {"z": "1", "A": 2, "_": [0.30000000000000004, 123456789.12345679]}]
+        samples = [
+            {"a": 1764129785.0, "b": 0.1, "c": 1e-7, "d": 1.5e16, "e": 2**70, "f": -3, "g": True, "h": None},
+            {
+                "s": 'caf\u00e9 \u202e\u200b \x1b[2A "q" \\ \n\t\x7f \U0001f600',
+                "nested": [[], {}, [1, [2.25]]],
+            },
+            {"z": "1", "A": 2, "_": [0.30000000000000004, 123456789.12345679]},
+        ]
         for body in samples:
             text = json.dumps(body)
             assert phone.page.evaluate(f"(t) => {kit}.requestHash(t)", text) == request_hash(body)
-            assert phone.page.evaluate(f"(t) => {kit}.signedMessage('d', t)", text) == signed_message("d", body).decode()
+            assert (
+                phone.page.evaluate(f"(t) => {kit}.signedMessage('d', t)", text)
+                == signed_message("d", body).decode()
+            )
 
         key = secrets.token_bytes(32)
         ours = phone.page.evaluate(f"([k, p]) => {kit}.keystore(k, p, 1024)", [key.hex(), "pass word"])
         assert bytes(Account.decrypt(json.loads(ours), "pass word")) == key
         for kdf in ("scrypt", "pbkdf2"):
             theirs = json.dumps(Account.encrypt(key, "pass word", kdf=kdf, iterations=1024))
-            assert phone.page.evaluate(f"([j, p]) => {kit}.fromKeystore(j, p)", [theirs, "pass word"]) == key.hex()
+            assert (
+                phone.page.evaluate(f"([j, p]) => {kit}.fromKeystore(j, p)", [theirs, "pass word"])
+                == key.hex()
+            )
         Account.enable_unaudited_hdwallet_features()
         phrase = "test test test test test test test test test test test junk"
         expected = Account.from_mnemonic(phrase, account_path="m/44'/60'/0'/0/0").key.hex()
@@ -231,10 +259,14 @@ def test_signing_json_and_keystores_in_the_page_are_byte_identical_to_python(bro
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**80), 2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 def test_canonical_json_in_the_page_matches_python_on_any_value(browser, web_tier, fresh_build):
@@ -257,7 +289,8 @@ def test_canonical_json_in_the_page_matches_python_on_any_value(browser, web_tie
         phone.page.evaluate((fresh_build / "testkit.js").read_text())
         texts = [json.dumps(b) for b in bodies]
         got = phone.page.evaluate(
-            "(ts) => ts.map((t) => [owliaTestkit.requestHash(t), owliaTestkit.signedMessage('d', t)])", texts)
+            "(ts) => ts.map((t) => [owliaTestkit.requestHash(t), owliaTestkit.signedMessage('d', t)])", texts
+        )
         for body, (digest, message) in zip(bodies, got):
             assert digest == request_hash(body), body
             assert message == signed_message("d", body).decode(), body
@@ -276,17 +309,45 @@ def journal_ops(draw):
     for i in range(draw(st.integers(1, 40))):
         clock += draw(st.sampled_from([0.0, 1.0, 50.0, 130.0, 400.0, 700.0]))
         if draw(st.integers(0, 2)) == 0:
-            ops.append({"op": "admit", "entry": {
-                "request_id": f"req_{draw(st.integers(0, 5)):032x}", "chain_id": draw(st.sampled_from(CHAINS)),
-                "nonce": draw(st.integers(0, 6)), "tx_hash": f"0x{draw(st.integers(0, 12)):064x}", "to": "0x" + "ab" * 20,
-                "value": "1", "summary": "s", "signed_at": clock,
-                "quoted_at": draw(st.none() | st.just(clock - draw(st.sampled_from([0.0, 5.0, 200.0]))))}})
+            ops.append(
+                {
+                    "op": "admit",
+                    "entry": {
+                        "request_id": f"req_{draw(st.integers(0, 5)):032x}",
+                        "chain_id": draw(st.sampled_from(CHAINS)),
+                        "nonce": draw(st.integers(0, 6)),
+                        "tx_hash": f"0x{draw(st.integers(0, 12)):064x}",
+                        "to": "0x" + "ab" * 20,
+                        "value": "1",
+                        "summary": "s",
+                        "signed_at": clock,
+                        "quoted_at": draw(
+                            st.none() | st.just(clock - draw(st.sampled_from([0.0, 5.0, 200.0])))
+                        ),
+                    },
+                }
+            )
         else:
-            mined = draw(st.none() | st.dictionaries(st.sampled_from([str(c) for c in CHAINS]), st.integers(0, 8),
-                                                     min_size=1, max_size=2))
-            ops.append({"op": "quote", "main": "0x" + "cd" * 20, "now": clock, "quote": {
-                "main_account": draw(st.sampled_from(["0x" + "cd" * 20, "0x" + "CD" * 20, "0x" + "ef" * 20])),
-                "main_nonce_mined": mined, "ts": clock - draw(st.sampled_from([0.0, 10.0, 150.0, -30.0]))}})
+            mined = draw(
+                st.none()
+                | st.dictionaries(
+                    st.sampled_from([str(c) for c in CHAINS]), st.integers(0, 8), min_size=1, max_size=2
+                )
+            )
+            ops.append(
+                {
+                    "op": "quote",
+                    "main": "0x" + "cd" * 20,
+                    "now": clock,
+                    "quote": {
+                        "main_account": draw(
+                            st.sampled_from(["0x" + "cd" * 20, "0x" + "CD" * 20, "0x" + "ef" * 20])
+                        ),
+                        "main_nonce_mined": mined,
+                        "ts": clock - draw(st.sampled_from([0.0, 10.0, 150.0, -30.0])),
+                    },
+                }
+            )
     return ops
 
 
@@ -300,13 +361,19 @@ def python_journal(ops, max_entries, max_unsettled):
     for op in ops:
         if op["op"] == "admit":
             try:
-                entries = admit(entries, Entry(**op["entry"]), max_entries=max_entries, max_unsettled=max_unsettled)
+                entries = admit(
+                    entries, Entry(**op["entry"]), max_entries=max_entries, max_unsettled=max_unsettled
+                )
                 out.append("ok")
             except JournalFull:
                 out.append("full")
         else:
             q = op["quote"]
-            mined = None if q["main_nonce_mined"] is None else {int(k): v for k, v in q["main_nonce_mined"].items()}
+            mined = (
+                None
+                if q["main_nonce_mined"] is None
+                else {int(k): v for k, v in q["main_nonce_mined"].items()}
+            )
             quote = NonceQuote(q["main_account"], {}, q["ts"], mined)
             out.append("changed" if apply_quote(entries, quote, op["main"], now=op["now"]) else "same")
     return {"out": out, "entries": [asdict(e) for e in entries], "final": [e.final for e in entries]}
@@ -316,7 +383,9 @@ def test_the_pages_journal_follows_the_desktop_companions_rules(browser, web_tie
     """Differential: the same random histories through companion/journal.py and the page's journal.js."""
     histories = []
 
-    @settings(max_examples=120, deadline=None, database=None, derandomize=True)  # fixed: the coverage check below
+    @settings(
+        max_examples=120, deadline=None, database=None, derandomize=True
+    )  # fixed: the coverage check below
     @given(journal_ops(), st.sampled_from([(4, 2), (6, 3), (200, 50)]))
     def collect(ops, limits):
         histories.append((ops, limits))
@@ -327,14 +396,17 @@ def test_the_pages_journal_follows_the_desktop_companions_rules(browser, web_tie
         phone.page.goto(app_url(web_tier) + "/app/")
         phone.page.evaluate((fresh_build / "testkit.js").read_text())
         results = phone.page.evaluate(
-            "(hs) => hs.map(([ops, [m, u]]) => owliaTestkit.journalRun(ops, m, u))", histories)
+            "(hs) => hs.map(([ops, [m, u]]) => owliaTestkit.journalRun(ops, m, u))", histories
+        )
         for (ops, (max_entries, max_unsettled)), got in zip(histories, results):
             assert got == python_journal(ops, max_entries, max_unsettled), ops
         # the histories reached every rule: a full journal, settling, reopening or confirming, finality
         outs = [o for r in results for o in r["out"]]
         assert "full" in outs and "changed" in outs and "same" in outs
         assert any(e["settled_at"] is not None for r in results for e in r["entries"])
-        assert any(e["confirmed"] for r in results for e in r["entries"]) and any(f for r in results for f in r["final"])
+        assert any(e["confirmed"] for r in results for e in r["entries"]) and any(
+            f for r in results for f in r["final"]
+        )
     finally:
         phone.close()
 
@@ -343,7 +415,9 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     page = phone_a.page
     before = balance(anvil, FRIEND)
     bot = web_tier.bot_token()
-    [pending] = run_async(web_tier.submit(transfer(FRIEND, OVER_LIMIT), token=bot, reason="paying back lunch"))
+    [pending] = run_async(
+        web_tier.submit(transfer(FRIEND, OVER_LIMIT), token=bot, reason="paying back lunch")
+    )
     assert pending["status"] == "pending_approval"
     card = page.locator(f"article[data-request={pending['request_id']}]")
     card.wait_for(timeout=10_000)
@@ -354,7 +428,10 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     assert "Why it needs you" in text and pending["request_id"] and "Expires in" in text
     card.locator("details.more summary").click()  # the exact transaction, under Details
     text = card.inner_text()
-    assert str(OVER_LIMIT) in text and " ".join([FRIEND[:6]] + [FRIEND[i:i + 4] for i in range(6, 42, 4)]) in text
+    assert (
+        str(OVER_LIMIT) in text
+        and " ".join([FRIEND[:6]] + [FRIEND[i : i + 4] for i in range(6, 42, 4)]) in text
+    )
     assert pending["request_id"] in text
     card.locator("details.more summary").click()
     card.evaluate("(e) => e.scrollIntoView({block: 'start'})")
@@ -367,7 +444,10 @@ def test_an_escalated_transfer_is_approved_with_the_passkey_and_lands_on_chain(p
     [answer] = [a for a in phone_a.answers() if a["request_id"] == pending["request_id"]]
     assert answer["action"] == "approve" and answer["raw_tx"].startswith("0x02")
     # journaled, then settled by the signer's signed quote once mined
-    wait_for(lambda: journal_entry(phone_a, pending["request_id"])["settled_at"], what="the journal entry to settle")
+    wait_for(
+        lambda: journal_entry(phone_a, pending["request_id"])["settled_at"],
+        what="the journal entry to settle",
+    )
 
 
 def test_the_app_is_installable_from_the_page(phone_a):
@@ -389,7 +469,9 @@ def test_a_new_recipient_is_loud(phone_a, web_tier):
     card.wait_for(state="detached", timeout=15_000)
 
 
-def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing(browser, phone_a, web_tier, anvil):
+def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing(
+    browser, phone_a, web_tier, anvil
+):
     phone = Phone.open(browser, prf=False)
     try:
         page = phone.page
@@ -405,7 +487,9 @@ def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing
         card.locator("input.approve-pass").fill("not the passphrase")
         card.locator("button.approve").click()
         wait_for(lambda: "wrong passphrase" in phone.error_text(), what="the refusal")
-        assert phone.answers() == [] and phone.idb()["kv"].get("journal", []) == []  # nothing signed, nothing sent
+        assert (
+            phone.answers() == [] and phone.idb()["kv"].get("journal", []) == []
+        )  # nothing signed, nothing sent
         card.locator("input.approve-pass").fill(PHONE_PASS)
         card.locator("button.approve").click()
         card.wait_for(state="detached", timeout=30_000)
@@ -415,7 +499,10 @@ def test_a_second_device_imports_the_backup_and_a_wrong_passphrase_signs_nothing
         for form in key_forms(phone_a.main_key):
             assert form not in dump and form not in phone.everything_sent()
             assert form not in phone_a.everything_sent() and form not in json.dumps(phone_a.idb())
-        assert phone.vault()["ciphertext"] and len(__import__("base64").b64decode(phone.vault()["ciphertext"])) == 48
+        assert (
+            phone.vault()["ciphertext"]
+            and len(__import__("base64").b64decode(phone.vault()["ciphertext"])) == 48
+        )
         assert "localStorage" not in webapp.BUNDLE.read_text()
     finally:
         phone.close()
@@ -427,8 +514,10 @@ def test_a_keystore_or_a_phrase_imported_in_the_page_gives_the_wallets_account(b
     keystore = json.dumps(Account.encrypt(key, "keystore pass 1", kdf="scrypt", iterations=2**10))
     Account.enable_unaudited_hdwallet_features()
     phrase = "test test test test test test test test test test test junk"
-    for text, password, expected in ((keystore, "keystore pass 1", Account.from_key(key).address),
-                                     ("  " + phrase.upper() + "\n", "", Account.from_mnemonic(phrase).address)):
+    for text, password, expected in (
+        (keystore, "keystore pass 1", Account.from_key(key).address),
+        ("  " + phrase.upper() + "\n", "", Account.from_mnemonic(phrase).address),
+    ):
         phone = Phone.open(browser, prf=False)
         try:
             phone.page.goto(app_url(web_tier) + "/app/")
@@ -478,7 +567,12 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
 
     async def withholding(device_id, message):
         if message.get("method") == "approvals.answer":  # keeps the signed transaction, reports an error
-            return {"type": "reply", "id": message.get("id"), "ok": False, "error": {"code": -32000, "message": "signer busy"}}
+            return {
+                "type": "reply",
+                "id": message.get("id"),
+                "ok": False,
+                "error": {"code": -32000, "message": "signer busy"},
+            }
         return await honest(device_id, message)
 
     monkeypatch.setattr(bridge, "_call", withholding)
@@ -501,7 +595,9 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
     card.wait_for(state="detached", timeout=15_000)
 
 
-def test_a_send_from_chat_escalates_is_approved_in_the_page_and_the_chat_is_told(phone_a, web_tier, llm, anvil):
+def test_a_send_from_chat_escalates_is_approved_in_the_page_and_the_chat_is_told(
+    phone_a, web_tier, llm, anvil
+):
     import asyncio
     import concurrent.futures
 
@@ -526,8 +622,12 @@ def test_a_send_from_chat_escalates_is_approved_in_the_page_and_the_chat_is_told
         watch = SignerWatch(runtime, notifier, first_delay=0.1, max_delay=0.2)
         await watch.start()
         try:
-            await runtime.core.handle(Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink())
-            outcome = next(e for e in runtime.events.poll(0, limit=1000, type="signer") if e.name == "sign.outcome")
+            await runtime.core.handle(
+                Inbound("console", "owner", f"m-{time.time_ns()}", f"/send {FRIEND} 0.02eth"), Sink()
+            )
+            outcome = next(
+                e for e in runtime.events.poll(0, limit=1000, type="signer") if e.name == "sign.outcome"
+            )
             assert outcome.data["status"] == "pending_approval"
             seen["request_id"] = outcome.data["request_id"]
             while not any("approved on your companion" in t.lower() for t in told):
@@ -549,7 +649,9 @@ def test_a_send_from_chat_escalates_is_approved_in_the_page_and_the_chat_is_told
     final = next(t for t in told if "approved on your companion" in t.lower())
     [answer] = [a for a in phone_a.answers() if a["request_id"] == seen["request_id"]]
     # the chat showed the pending card itself: one outcome, one card (the watcher does not repeat it)
-    assert answer["device_id"] not in final and not any("waiting for your companion app" in t.lower() for t in told)
+    assert answer["device_id"] not in final and not any(
+        "waiting for your companion app" in t.lower() for t in told
+    )
     wait_for(lambda: balance(anvil, FRIEND) - before == 2 * 10**16, 20, "the transfer")
 
 
@@ -574,13 +676,19 @@ def test_the_installed_app_opens_offline_to_its_last_state(phone_a, web_tier):
 def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_key(phone_a, web_tier, anvil):
     from signer.wire.exchange import new_idempotency_key
 
-    key = off_loop(web_tier.stack.call_sync, web_tier.admin, "session_key.create",
-                   {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)})["session_key"]
+    key = off_loop(
+        web_tier.stack.call_sync,
+        web_tier.admin,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)},
+    )["session_key"]
     page = phone_a.page
     page.fill("#topup-key", key["key_id"])
     page.fill("#topup-amount", "0.004")  # ETH, as the owner types it
     page.click("#topup")
-    card = page.locator("article.card", has_text=f"{key['address'][:6]}…{key['address'][-4:]}")  # short address
+    card = page.locator(
+        "article.card", has_text=f"{key['address'][:6]}…{key['address'][-4:]}"
+    )  # short address
     wait_for(lambda: card.count() == 1 or phone_a.error_text(), 15, "the top-up request")
     assert card.count() == 1, phone_a.error_text()
     before = balance(anvil, key["address"])
@@ -675,8 +783,13 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
         auth = secrets.token_bytes(16)
         b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")  # noqa: E731
         p256dh = b64(browser_key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint))
-        wallet = CompanionWallet.create(web_tier.root / f"push-{time.monotonic_ns()}", bytearray(MAIN_PASS),
-                                        scrypt_n=2**10, private_key=phone_a.main_key, name="push")
+        wallet = CompanionWallet.create(
+            web_tier.root / f"push-{time.monotonic_ns()}",
+            bytearray(MAIN_PASS),
+            scrypt_n=2**10,
+            private_key=phone_a.main_key,
+            name="push",
+        )
 
         async def token() -> str:
             pairing = await web_tier.stack.call(web_tier.admin, "companion.pair_begin", {"name": "push"})
@@ -684,15 +797,25 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
                 await companion.pair(pairing["pairing_id"], pairing["code"], pairing["signer_key"])
                 return await companion.login()
 
-        body = {"token": run_async(token()), "subscription": {"endpoint": service.endpoint,
-                                                             "keys": {"p256dh": p256dh, "auth": b64(auth)}}}
-        request = urllib.request.Request(web_tier.bridge.url + "/v1/push/subscribe", json.dumps(body).encode(),
-                                         {"content-type": "application/json"})
+        body = {
+            "token": run_async(token()),
+            "subscription": {"endpoint": service.endpoint, "keys": {"p256dh": p256dh, "auth": b64(auth)}},
+        }
+        request = urllib.request.Request(
+            web_tier.bridge.url + "/v1/push/subscribe",
+            json.dumps(body).encode(),
+            {"content-type": "application/json"},
+        )
         assert json.loads(urllib.request.urlopen(request).read()) == {"ok": True}
         forged = dict(body, token=body["token"][:-4] + "AAAA")
         with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(urllib.request.Request(web_tier.bridge.url + "/v1/push/subscribe",
-                                                          json.dumps(forged).encode(), {"content-type": "application/json"}))
+            urllib.request.urlopen(
+                urllib.request.Request(
+                    web_tier.bridge.url + "/v1/push/subscribe",
+                    json.dumps(forged).encode(),
+                    {"content-type": "application/json"},
+                )
+            )
         assert err.value.code == 401
         pushes = web_tier.bridge.bridge.pusher.subscriptions()
         assert oct((web_tier.bridge.options.home / "push.json").stat().st_mode & 0o777) == "0o600"
@@ -703,7 +826,9 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
         wait_for(lambda: service.received, what="the push")
         path, headers, payload = service.received[0]
         headers = {k.lower(): v for k, v in headers.items()}
-        assert path == "/push/sub1" and headers["content-encoding"] == "aes128gcm" and int(headers["ttl"]) == 300
+        assert (
+            path == "/push/sub1" and headers["content-encoding"] == "aes128gcm" and int(headers["ttl"]) == 300
+        )
         assert headers["authorization"].startswith("vapid t=")  # VAPID (RFC 8292)
         plain = http_ece.decrypt(payload, private_key=browser_key, auth_secret=auth, version="aes128gcm")
         assert json.loads(plain) == {"id": pending["request_id"]}  # the id, nothing else
@@ -714,26 +839,39 @@ def test_web_push_carries_only_the_request_id_and_the_service_worker_shows_it(ph
         page = phone_a.page
         phone_a.context.grant_permissions(["notifications"], origin=app_url(web_tier))
         registrations: list[dict] = []
-        phone_a.cdp.on("ServiceWorker.workerRegistrationUpdated", lambda e: registrations.extend(e["registrations"]))
+        phone_a.cdp.on(
+            "ServiceWorker.workerRegistrationUpdated", lambda e: registrations.extend(e["registrations"])
+        )
         phone_a.cdp.send("ServiceWorker.enable")
         page.evaluate("navigator.serviceWorker.ready.then(() => true)")
-        wait_for(lambda: [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]],
-                 what="the service worker")
+        wait_for(
+            lambda: [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]],
+            what="the service worker",
+        )
         [reg] = [r for r in registrations if r["scopeURL"].endswith("/app/") and not r["isDeleted"]][:1]
-        listed = ("navigator.serviceWorker.ready.then(r => r.getNotifications())"
-                  ".then(ns => ns.map(n => [n.title, n.tag, n.body]))")
+        listed = (
+            "navigator.serviceWorker.ready.then(r => r.getNotifications())"
+            ".then(ns => ns.map(n => [n.title, n.tag, n.body]))"
+        )
 
         def delivered() -> list:
             # a push that reaches a worker still activating is dropped (as a push service would retry,
             # deliver again until one shows); the same tag replaces, so one notification stays
-            phone_a.cdp.send("ServiceWorker.deliverPushMessage", {"origin": app_url(web_tier),
-                                                                 "registrationId": reg["registrationId"],
-                                                                 "data": plain.decode()})
+            phone_a.cdp.send(
+                "ServiceWorker.deliverPushMessage",
+                {
+                    "origin": app_url(web_tier),
+                    "registrationId": reg["registrationId"],
+                    "data": plain.decode(),
+                },
+            )
             time.sleep(0.5)
             return page.evaluate(listed)
 
         shown = wait_for(delivered, timeout=40, what="the notification")
-        assert shown == [["OwliaBot: an approval is waiting", pending["request_id"], "Open the companion to see it."]]
+        assert shown == [
+            ["OwliaBot: an approval is waiting", pending["request_id"], "Open the companion to see it."]
+        ]
         card = page.locator(f"article[data-request={pending['request_id']}]")
         card.wait_for(timeout=10_000)  # the request itself came over the page's own connection
         card.locator("button.deny").click()
@@ -770,18 +908,37 @@ def test_the_phone_alone_revokes_every_tier3_grant_and_the_stolen_key_moves_noth
         return int(rpc(anvil.url, "eth_getTransactionCount", [address, "pending"]), 16)
 
     fees = {"max_fee": 20 * 10**9, "max_priority_fee": 10**9}
-    assert send_raw(companion.authorize(main_key, chain_id=31337, nonce=next_nonce(main),
-                                        implementation=contracts["stateless_delegator"], **fees))["status"] == "0x1"
+    assert (
+        send_raw(
+            companion.authorize(
+                main_key,
+                chain_id=31337,
+                nonce=next_nonce(main),
+                implementation=contracts["stateless_delegator"],
+                **fees,
+            )
+        )["status"]
+        == "0x1"
+    )
     thief = coincurve.PrivateKey(secrets.token_bytes(32))
     fund(anvil, address_of(thief), 10**17)
     now = int(rpc(anvil.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
     lanes = derive_lanes(load_policy(DEV_POLICY), 31337, expires_at=now + 86400, nonce=0, start=now)
-    native = companion.sign_grant(main_key, lanes, session_address=address_of(thief), chain_id=31337, manager=manager,
-                                  enforcers=contracts["enforcers"], salt=1)[0]
+    native = companion.sign_grant(
+        main_key,
+        lanes,
+        session_address=address_of(thief),
+        chain_id=31337,
+        manager=manager,
+        enforcers=contracts["enforcers"],
+        salt=1,
+    )[0]
 
     def redeem(value: int) -> str:
         calldata = redeem_calldata([native], FRIEND.lower(), value, b"")
-        tx = Eip1559Tx(31337, next_nonce(address_of(thief)), 10**9, 20 * 10**9, 1_000_000, manager, 0, calldata)
+        tx = Eip1559Tx(
+            31337, next_nonce(address_of(thief)), 10**9, 20 * 10**9, 1_000_000, manager, 0, calldata
+        )
         return send_raw(sign_eip1559(tx, thief).raw)["status"]
 
     assert redeem(10**16) == "0x1"  # the grant is live: the thief takes what the caveats allow
@@ -793,12 +950,23 @@ def test_the_phone_alone_revokes_every_tier3_grant_and_the_stolen_key_moves_noth
     page.fill("#t3-nonce-enforcer", enforcer)
     sent_before = len(phone_a.sent)
     page.click("#t3-revoke")
-    result = wait_for(lambda: page.locator("#t3-result").inner_text().startswith(("Revoked", "Not revoked"))
-                      and page.locator("#t3-result").inner_text(), 60, "the revocation")
-    assert result.startswith("Revoked: every Tier 3 grant of") and "revocation nonce 0 -> 1" in result, \
-        (result, phone_a.error_text(), phone_a.console[-5:])
+    result = wait_for(
+        lambda: (
+            page.locator("#t3-result").inner_text().startswith(("Revoked", "Not revoked"))
+            and page.locator("#t3-result").inner_text()
+        ),
+        60,
+        "the revocation",
+    )
+    assert result.startswith("Revoked: every Tier 3 grant of") and "revocation nonce 0 -> 1" in result, (
+        result,
+        phone_a.error_text(),
+        phone_a.console[-5:],
+    )
     during = phone_a.sent[sent_before:]
-    assert during and all(url.startswith(anvil.url) for _, url, _ in during), [u for _, u, _ in during]  # node only
+    assert during and all(url.startswith(anvil.url) for _, url, _ in during), [
+        u for _, u, _ in during
+    ]  # node only
     assert phone_a.main_key.hex() not in phone_a.everything_sent()
     assert phone_a.idb()["kv"]["tier3"]["manager"] == manager  # kept for next time
 
@@ -811,10 +979,24 @@ def test_the_phone_alone_revokes_every_tier3_grant_and_the_stolen_key_moves_noth
     # A node of another chain is refused before anything is signed.
     page.fill("#t3-chain", "1")
     page.click("#t3-revoke")
-    wait_for(lambda: "is chain 31337, not 1: nothing was signed" in page.locator("#t3-result").inner_text(), 30,
-             "the chain-id refusal")
-    assert send_raw(companion.freeze(main_key, chain_id=31337, nonce=next_nonce(main), manager=manager,
-                                     nonce_enforcer=enforcer, **fees))["status"] == "0x1"
+    wait_for(
+        lambda: "is chain 31337, not 1: nothing was signed" in page.locator("#t3-result").inner_text(),
+        30,
+        "the chain-id refusal",
+    )
+    assert (
+        send_raw(
+            companion.freeze(
+                main_key,
+                chain_id=31337,
+                nonce=next_nonce(main),
+                manager=manager,
+                nonce_enforcer=enforcer,
+                **fees,
+            )
+        )["status"]
+        == "0x1"
+    )
 
 
 # Last: it removes phone_a's passkey.
@@ -828,17 +1010,23 @@ def test_without_its_passkey_or_the_users_verification_the_page_signs_nothing(ph
     saved = cdp.send("WebAuthn.getCredentials", auth)["credentials"]
     assert len(saved) == 1 and saved[0]["isResidentCredential"]
     try:
-        cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": False})  # a face the phone did not know
+        cdp.send(
+            "WebAuthn.setUserVerified", {**auth, "isUserVerified": False}
+        )  # a face the phone did not know
         card.locator("button.approve").click()
         wait_for(phone_a.error_text, 15, "the refusal")
         assert "approve refused" in phone_a.error_text().lower()
         cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})
         cdp.send("WebAuthn.clearCredentials", auth)  # the passkey gone (another phone, a wiped authenticator)
-        phone_a.page.evaluate("document.querySelectorAll('#error, .card-error').forEach((e) => { e.hidden = true; })")
+        phone_a.page.evaluate(
+            "document.querySelectorAll('#error, .card-error').forEach((e) => { e.hidden = true; })"
+        )
         card.locator("button.approve").click()
         wait_for(phone_a.error_text, 15, "the refusal")
         assert "approve refused" in phone_a.error_text().lower()
-        assert len(phone_a.answers()) == answers_before and signed() == journal_before  # nothing signed or sent
+        assert (
+            len(phone_a.answers()) == answers_before and signed() == journal_before
+        )  # nothing signed or sent
     finally:  # last in the module: the passkey stays gone (its PRF secret cannot be exported back)
         cdp.send("WebAuthn.setUserVerified", {**auth, "isUserVerified": True})
     card.locator("button.deny").click()  # denying needs no key
@@ -848,7 +1036,9 @@ def test_without_its_passkey_or_the_users_verification_the_page_signs_nothing(ph
 def get_devices(tier: Tier1, authorization: str | None) -> tuple[int, dict]:
     headers = {} if authorization is None else {"authorization": authorization}
     try:
-        with urllib.request.urlopen(urllib.request.Request(tier.bridge.url + "/v1/devices", headers=headers)) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(tier.bridge.url + "/v1/devices", headers=headers)
+        ) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
@@ -861,8 +1051,13 @@ def desktop_companion(phone_a: Phone, tier: Tier1, name: str):
     from companion_bridge.companion.wallet import CompanionWallet
     from tests.companion.conftest import MAIN_PASS
 
-    wallet = CompanionWallet.create(tier.root / f"{name}-{time.monotonic_ns()}", bytearray(MAIN_PASS),
-                                    scrypt_n=2**10, private_key=phone_a.main_key, name=name)
+    wallet = CompanionWallet.create(
+        tier.root / f"{name}-{time.monotonic_ns()}",
+        bytearray(MAIN_PASS),
+        scrypt_n=2**10,
+        private_key=phone_a.main_key,
+        name=name,
+    )
 
     async def pair_and_login() -> str:
         pairing = await tier.stack.call(tier.admin, "companion.pair_begin", {"name": name})
@@ -894,9 +1089,19 @@ def test_the_page_lists_the_paired_devices_marks_itself_and_shows_a_revocation(p
     assert status == 200
     rows = {d["device_id"]: d for d in listed["devices"]}
     assert rows[desk_id]["this_device"] is True and rows[own_id]["this_device"] is False
-    assert set(rows[desk_id]) == {"device_id", "name", "key_fingerprint", "created_at", "last_seen", "revoked_at",
-                                  "this_device"}
-    assert rows[desk_id]["key_fingerprint"] == hashlib.sha256(bytes.fromhex(wallet.device_public_key)).hexdigest()
+    assert set(rows[desk_id]) == {
+        "device_id",
+        "name",
+        "key_fingerprint",
+        "created_at",
+        "last_seen",
+        "revoked_at",
+        "this_device",
+    }
+    assert (
+        rows[desk_id]["key_fingerprint"]
+        == hashlib.sha256(bytes.fromhex(wallet.device_public_key)).hexdigest()
+    )
     assert wallet.device_public_key not in json.dumps(listed) and "public_key" not in json.dumps(listed)
 
     run_async(web_tier.stack.call(web_tier.admin, "companion.revoke", {"device_id": desk_id}))
@@ -911,12 +1116,18 @@ def test_the_page_lists_the_paired_devices_marks_itself_and_shows_a_revocation(p
 def test_the_device_list_is_refused_without_a_valid_token_of_an_active_device(phone_a, web_tier):
     wallet, token = desktop_companion(phone_a, web_tier, "desk-gone")
     assert get_devices(web_tier, f"Bearer {token}")[0] == 200
-    for authorization in (None, "", "Bearer", f"Basic {token}", f"Bearer {token[:-4]}AAAA", "Bearer x.y",
-                          f"Bearer {token}.{token}"):
+    for authorization in (
+        None,
+        "",
+        "Bearer",
+        f"Basic {token}",
+        f"Bearer {token[:-4]}AAAA",
+        "Bearer x.y",
+        f"Bearer {token}.{token}",
+    ):
         status, body = get_devices(web_tier, authorization)
         assert status == 401 and "devices" not in body, authorization
     # Revoked: the same, still unexpired token gets nothing, even before the bridge's poll brings the news.
     run_async(web_tier.stack.call(web_tier.admin, "companion.revoke", {"device_id": wallet.device_id}))
     status, body = get_devices(web_tier, f"Bearer {token}")
     assert status == 401 and "devices" not in body
-

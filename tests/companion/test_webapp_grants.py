@@ -22,12 +22,24 @@ from nacl.signing import SigningKey
 from bot.devchain import DevChain, free_port, rpc
 from bot.devcontracts import deploy_delegation_framework
 from signer.wire.exchange import new_idempotency_key
-from signer.wire.messages import (GRANT_ANSWER_DOMAIN, GRANT_ASK_DOMAIN, grant_answer_body, grant_ask_body,
-                                  signed_message)
+from signer.wire.messages import (
+    GRANT_ANSWER_DOMAIN,
+    GRANT_ASK_DOMAIN,
+    grant_answer_body,
+    grant_ask_body,
+    signed_message,
+)
 from signer.wire.protocol import Scope
 from tests.companion.conftest import Tier1, fund, start_bridge
 from tests.companion.test_webapp import (  # noqa: F401 - browser and fresh_build are fixtures
-    app_url, back_up, browser, fresh_build, pair, set_up_key, wait_for)
+    app_url,
+    back_up,
+    browser,
+    fresh_build,
+    pair,
+    set_up_key,
+    wait_for,
+)
 from tests.companion.webapp_support import Phone, off_loop, pair_link_from_cli
 from tests.conftest import FRIEND, SignerStack, balance, wait_receipt
 
@@ -74,13 +86,22 @@ def signer_call(tier: Tier1, token: str, method: str, params: dict | None = None
 
 
 def send(tier: Tier1, to: str, value: int) -> dict:
-    return signer_call(tier, tier.stack.client_token(f"bot{time.monotonic_ns() % 10**12}"), "sign.request", {
-        "idempotency_key": new_idempotency_key(), "intent": {"chain_id": CHAIN_ID, "to": to, "value": str(value)}})
+    return signer_call(
+        tier,
+        tier.stack.client_token(f"bot{time.monotonic_ns() % 10**12}"),
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": CHAIN_ID, "to": to, "value": str(value)},
+        },
+    )
 
 
 def result_of(phone: Phone, prefixes: tuple[str, ...], timeout: float = 60) -> str:
     box = phone.page.locator("#g3-result")
-    return wait_for(lambda: box.inner_text().startswith(prefixes) and box.inner_text(), timeout, f"one of {prefixes}")
+    return wait_for(
+        lambda: box.inner_text().startswith(prefixes) and box.inner_text(), timeout, f"one of {prefixes}"
+    )
 
 
 def fill_chain(phone: Phone, tier: Tier1) -> None:
@@ -107,7 +128,9 @@ def ask_offer(tier: Tier1, phone: Phone, token: str) -> dict:
     return signer_call(tier, token, "tier3.offer", {**body, "signature": sig})["offer"]
 
 
-def answer(tier: Tier1, phone: Phone, token: str, offer: dict, signatures: list[str], offer_hash: str | None = None):
+def answer(
+    tier: Tier1, phone: Phone, token: str, offer: dict, signatures: list[str], offer_hash: str | None = None
+):
     from signer.grant_offers import offer_hash as digest
 
     device_id, key = device_proof(phone)
@@ -125,17 +148,26 @@ def test_eip712_and_eip7702_in_the_page_are_byte_identical_to_python(phone, gran
     from signer.wire.grants import derive_lanes
     from signer.wire.txcodec import address_of
     from tests.conftest import DEV_POLICY
+
     page = phone.page
     page.evaluate((fresh_build / "testkit.js").read_text())
     kit = "window.owliaTestkit"
     contracts = grant_tier.anvil.contracts
     for i in range(6):
         key = coincurve.PrivateKey(secrets.token_bytes(32))
-        lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000 + i, nonce=i,
-                             start=1_700_000_000)
-        offer = companion.grant_offer(lanes, ["words é ≈"], session_address=Account.create().address.lower(),
-                                      delegator=address_of(key), chain_id=CHAIN_ID, manager=contracts["manager"],
-                                      enforcers=contracts["enforcers"], salt=secrets.randbits(64))
+        lanes = derive_lanes(
+            load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000 + i, nonce=i, start=1_700_000_000
+        )
+        offer = companion.grant_offer(
+            lanes,
+            ["words é ≈"],
+            session_address=Account.create().address.lower(),
+            delegator=address_of(key),
+            chain_id=CHAIN_ID,
+            manager=contracts["manager"],
+            enforcers=contracts["enforcers"],
+            salt=secrets.randbits(64),
+        )
         text = json.dumps(offer)
         assert page.evaluate(f"(t) => {kit}.offerHash(t)", text) == offer_hash(offer)
         for raw, doc in zip(offer["delegations"], offer["typed_data"]):
@@ -146,12 +178,25 @@ def test_eip712_and_eip7702_in_the_page_are_byte_identical_to_python(phone, gran
             signed = page.evaluate(f"([d, k]) => {kit}.signDigest(d, k)", [digest.hex(), key.secret.hex()])
             assert signed == "0x" + sign_digest(digest, key).hex()
         nonce = secrets.randbelow(2**40)
-        tx = {"chainId": CHAIN_ID, "nonce": str(nonce), "maxPriorityFeePerGas": str(10**9),
-              "maxFeePerGas": str(3 * 10**10 + i),
-              "gas": "100000", "to": address_of(key), "value": "0", "data": "0x",
-              "implementation": contracts["stateless_delegator"]}
-        expected = companion.authorize(key, chain_id=CHAIN_ID, nonce=nonce, max_fee=3 * 10**10 + i,
-                                       max_priority_fee=10**9, implementation=contracts["stateless_delegator"])
+        tx = {
+            "chainId": CHAIN_ID,
+            "nonce": str(nonce),
+            "maxPriorityFeePerGas": str(10**9),
+            "maxFeePerGas": str(3 * 10**10 + i),
+            "gas": "100000",
+            "to": address_of(key),
+            "value": "0",
+            "data": "0x",
+            "implementation": contracts["stateless_delegator"],
+        }
+        expected = companion.authorize(
+            key,
+            chain_id=CHAIN_ID,
+            nonce=nonce,
+            max_fee=3 * 10**10 + i,
+            max_priority_fee=10**9,
+            implementation=contracts["stateless_delegator"],
+        )
         got = page.evaluate(f"([t, k]) => {kit}.signEip7702(t, k)", [tx, key.secret.hex()])
         assert got["raw"] == "0x" + expected.hex()
 
@@ -226,8 +271,11 @@ def test_the_phone_rotates_and_revokes_naming_its_grants(phone, grant_tier):
     tier, chain, page = grant_tier, grant_tier.anvil, phone.page
     [old] = signer_call(tier, tier.admin, "tier3.status")["grants"]
     page.click("#g3-rotate")
-    wait_for(lambda: page.locator("#g3-sign").count() or page.locator("#g3-result").inner_text().startswith("Not"), 60,
-             "the new offer")
+    wait_for(
+        lambda: page.locator("#g3-sign").count() or page.locator("#g3-result").inner_text().startswith("Not"),
+        60,
+        "the new offer",
+    )
     assert page.locator("#g3-sign").count(), (page.locator("#g3-result").inner_text(), phone.console[-5:])
     page.click("#g3-sign")
     done = result_of(phone, ("Granted", "Grant refused", "Not granted"))
@@ -239,21 +287,36 @@ def test_the_phone_rotates_and_revokes_naming_its_grants(phone, grant_tier):
     assert records[-1]["delegate"] == new["delegate"].lower() and records[-1]["nonce"] == "1"
 
     # The new key spends (once it has its gas float); then the phone's revoke names the grant it ends.
-    [key] = [k for k in signer_call(tier, tier.admin, "session_key.list")["session_keys"]
-             if k["address"].lower() == new["delegate"].lower()]
-    signer_call(tier, tier.admin, "session_key.topup",
-                {"idempotency_key": new_idempotency_key(), "key_id": key["key_id"]})
+    [key] = [
+        k
+        for k in signer_call(tier, tier.admin, "session_key.list")["session_keys"]
+        if k["address"].lower() == new["delegate"].lower()
+    ]
+    signer_call(
+        tier,
+        tier.admin,
+        "session_key.topup",
+        {"idempotency_key": new_idempotency_key(), "key_id": key["key_id"]},
+    )
     friend0 = balance(chain, FRIEND)
     ok = send(tier, FRIEND, CENT)
     assert ok["status"] == "signed" and wait_receipt(chain, ok["tx_hash"])["status"] == "0x1", ok
     assert balance(chain, FRIEND) - friend0 == CENT
 
     page.click("#t3-revoke")
-    text = wait_for(lambda: page.locator("#t3-result").inner_text().startswith(("Revoked", "Not revoked"))
-                    and page.locator("#t3-result").inner_text(), 60, "the revocation")
-    assert text.startswith("Revoked") and "Now dead: the grant to session key " + new["delegate"].lower() in text, text
+    text = wait_for(
+        lambda: (
+            page.locator("#t3-result").inner_text().startswith(("Revoked", "Not revoked"))
+            and page.locator("#t3-result").inner_text()
+        ),
+        60,
+        "the revocation",
+    )
+    assert (
+        text.startswith("Revoked") and "Now dead: the grant to session key " + new["delegate"].lower() in text
+    ), text
     assert all(r["ended"] for r in phone.idb()["kv"]["tier3_grants"])
-    main0, friend0 = balance(chain, phone.vault()["address"]), balance(chain, FRIEND)
+    friend0 = balance(chain, FRIEND)
     refusedsend = send(tier, FRIEND, CENT)
     assert refusedsend["status"] != "signed", refusedsend
     assert balance(chain, FRIEND) == friend0
@@ -272,8 +335,15 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
         assert words in str(caught.value), str(caught.value)
 
     # The bridge cannot install a grant itself (the admin method), whatever it holds.
-    refused(lambda: signer_call(tier, token, "tier3.grant", {"idempotency_key": new_idempotency_key(),
-                                                                 "chain_id": CHAIN_ID, "delegations": [{}]}), "scope")
+    refused(
+        lambda: signer_call(
+            tier,
+            token,
+            "tier3.grant",
+            {"idempotency_key": new_idempotency_key(), "chain_id": CHAIN_ID, "delegations": [{}]},
+        ),
+        "scope",
+    )
 
     from signer.wire.delegation import Delegation, sign_digest
 
@@ -281,8 +351,10 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
     manager = offer["manager"]
 
     def sigs(key, delegations) -> list[str]:
-        return ["0x" + sign_digest(Delegation.from_json(d).signing_digest(CHAIN_ID, manager), key).hex()
-                for d in delegations]
+        return [
+            "0x" + sign_digest(Delegation.from_json(d).signing_digest(CHAIN_ID, manager), key).hex()
+            for d in delegations
+        ]
 
     # Signatures from a key that is not the main account's: refused by tier3.grant's own checks.
     stranger = coincurve.PrivateKey(secrets.token_bytes(32))
@@ -306,8 +378,12 @@ def test_forged_replayed_and_wider_answers_are_refused_by_the_signer(phone, gran
     offer = ask_offer(tier, phone, token)
     params, call = answer(tier, phone, token, offer, sigs(main_key, offer["delegations"]))
     forged = {**params, "ts": params["ts"] + 0.5}
-    refused(lambda: signer_call(tier, token, "tier3.grant_answer", forged), "device signature does not verify")
-    _, call_wrong = answer(tier, phone, token, offer, sigs(main_key, offer["delegations"]), offer_hash="0" * 64)
+    refused(
+        lambda: signer_call(tier, token, "tier3.grant_answer", forged), "device signature does not verify"
+    )
+    _, call_wrong = answer(
+        tier, phone, token, offer, sigs(main_key, offer["delegations"]), offer_hash="0" * 64
+    )
     refused(call_wrong, "not for the offer the signer made")
     assert signer_call(tier, tier.admin, "tier3.status")["grants"] == before  # nothing above went in
     installed = call()  # the right answer, once: the grant goes in
@@ -346,13 +422,29 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
     contracts = grant_tier.anvil.contracts
     signer_key = SigningKey.generate()
     account = Account.create().address.lower()
-    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000, nonce=0, start=1_700_000_000)
-    offer = companion.grant_offer(lanes, [f"lane {i}" for i in range(len(lanes))],
-                                  session_address=Account.create().address.lower(), delegator=account,
-                                  chain_id=CHAIN_ID, manager=contracts["manager"], enforcers=contracts["enforcers"],
-                                  salt=7)
-    offer.update({"offer_id": "off_" + "1" * 16, "account": account, "delegate": offer["delegations"][0]["delegate"],
-                  "key_id": "sk_" + "2" * 16, "nonce": "0", "expires_at": 2_000_000_000})
+    lanes = derive_lanes(
+        load_policy(DEV_POLICY), CHAIN_ID, expires_at=2_000_000_000, nonce=0, start=1_700_000_000
+    )
+    offer = companion.grant_offer(
+        lanes,
+        [f"lane {i}" for i in range(len(lanes))],
+        session_address=Account.create().address.lower(),
+        delegator=account,
+        chain_id=CHAIN_ID,
+        manager=contracts["manager"],
+        enforcers=contracts["enforcers"],
+        salt=7,
+    )
+    offer.update(
+        {
+            "offer_id": "off_" + "1" * 16,
+            "account": account,
+            "delegate": offer["delegations"][0]["delegate"],
+            "key_id": "sk_" + "2" * 16,
+            "nonce": "0",
+            "expires_at": 2_000_000_000,
+        }
+    )
 
     def signed(o: dict) -> dict:
         body = json.dumps({"offer_hash": offer_hash(o)}, sort_keys=True, separators=(",", ":"))
@@ -360,8 +452,10 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
         return {**o, "signer_sig": sig}
 
     def check(o: dict) -> str:
-        return page.evaluate("([t, k, a]) => window.owliaTestkit.checkOffer(t, k, a)",
-                             [json.dumps(o), signer_key.verify_key.encode().hex(), account])
+        return page.evaluate(
+            "([t, k, a]) => window.owliaTestkit.checkOffer(t, k, a)",
+            [json.dumps(o), signer_key.verify_key.encode().hex(), account],
+        )
 
     honest = signed(offer)
     assert check(honest) == "ok"
@@ -387,8 +481,9 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
         assert check(altered) != "ok", (path, new)  # the bridge changed it: refused
         resigned = signed({k: v for k, v in altered.items() if k != "signer_sig"})
         verdict = check(resigned)  # even signed by the signer, a document unlike its delegation is refused
-        if path[0] in ("typed_data", "delegations", "account", "delegate", "chain_id", "manager") \
-                and path[-1] not in ("args", "signature"):
+        if path[0] in ("typed_data", "delegations", "account", "delegate", "chain_id", "manager") and path[
+            -1
+        ] not in ("args", "signature"):
             assert verdict != "ok", (path, new)
 
     changed()
@@ -402,8 +497,10 @@ def test_a_revoked_device_gets_no_offer_and_cannot_answer(phone, grant_tier):
     main_key = coincurve.PrivateKey(phone.main_key)
     from signer.wire.delegation import Delegation, sign_digest
 
-    signatures = ["0x" + sign_digest(Delegation.from_json(d).signing_digest(CHAIN_ID, offer["manager"]), main_key).hex()
-                  for d in offer["delegations"]]
+    signatures = [
+        "0x" + sign_digest(Delegation.from_json(d).signing_digest(CHAIN_ID, offer["manager"]), main_key).hex()
+        for d in offer["delegations"]
+    ]
     device_id, _ = device_proof(phone)
     signer_call(tier, tier.admin, "companion.revoke", {"device_id": device_id})
     with pytest.raises(Exception, match="the device was revoked"):

@@ -139,9 +139,13 @@ def at_top(phone: Phone, request_id: str):
     return card
 
 
-def test_the_card_reads_as_one_sentence_then_fee_rules_reason_with_the_action_bar_on_the_first_screen(phone, priced_tier):
+def test_the_card_reads_as_one_sentence_then_fee_rules_reason_with_the_action_bar_on_the_first_screen(
+    phone, priced_tier
+):
     bot = priced_tier.bot_token()
-    [pending] = run_async(priced_tier.submit(transfer(STRANGER, OVER_LIMIT), token=bot, reason="rent for the flat"))
+    [pending] = run_async(
+        priced_tier.submit(transfer(STRANGER, OVER_LIMIT), token=bot, reason="rent for the flat")
+    )
     assert pending["status"] == "pending_approval"
     for size in SIZES:
         phone.page.set_viewport_size(size)
@@ -198,18 +202,44 @@ def test_the_card_reads_as_one_sentence_then_fee_rules_reason_with_the_action_ba
     run_async(wait_status(priced_tier.stack, bot, pending["request_id"], {"denied"}))
 
 
-def test_the_node_says_what_changes_in_the_balances_when_the_request_carries_a_simulation(browser, phone, priced_tier,
-                                                                                       fresh_build):
+def test_the_node_says_what_changes_in_the_balances_when_the_request_carries_a_simulation(
+    browser, phone, priced_tier, fresh_build
+):
     """The signer's request body as the page received it, with and without the optional
     `simulation` the signer may add: rendered by the app's own card code at 360 x 640."""
     [pending] = run_async(priced_tier.submit(transfer(FRIEND, OVER_LIMIT + 1)))
     card_for(phone, pending["request_id"])
     [body] = [json.loads(t) for t in phone.idb()["kv"]["requests"] if pending["request_id"] in t]
     main = phone.vault()["address"]
-    simulated = dict(body, simulation={"source": "eth_simulateV1", "changes": [
-        {"account": main.lower(), "asset": "native", "symbol": "ETH", "decimals": 18, "delta": str(-(OVER_LIMIT + 1))},
-        {"account": FRIEND, "asset": "native", "symbol": "ETH", "decimals": 18, "delta": str(OVER_LIMIT + 1)},
-        {"account": main, "asset": "0x" + "ab" * 20, "symbol": "USDC", "decimals": 6, "delta": "2500000"}]})
+    simulated = dict(
+        body,
+        simulation={
+            "source": "eth_simulateV1",
+            "changes": [
+                {
+                    "account": main.lower(),
+                    "asset": "native",
+                    "symbol": "ETH",
+                    "decimals": 18,
+                    "delta": str(-(OVER_LIMIT + 1)),
+                },
+                {
+                    "account": FRIEND,
+                    "asset": "native",
+                    "symbol": "ETH",
+                    "decimals": 18,
+                    "delta": str(OVER_LIMIT + 1),
+                },
+                {
+                    "account": main,
+                    "asset": "0x" + "ab" * 20,
+                    "symbol": "USDC",
+                    "decimals": 6,
+                    "delta": "2500000",
+                },
+            ],
+        },
+    )
     kit = Phone.open(browser, viewport=SMALL)
     try:
         kit.page.goto(app_url(priced_tier) + "/app/")
@@ -220,13 +250,19 @@ def test_the_node_says_what_changes_in_the_balances_when_the_request_carries_a_s
         assert "−0.020000000000000001 ETH" in shown and "+2.5 USDC" in shown
         assert "+0.020000000000000001 ETH" not in shown  # another account's change is not the owner's
         card = kit.page.locator("article.card")
-        order = [box(card.locator(s))["y"] for s in (".sentence", ".changes", ".fee", ".reasons", ".agent-reason")
-                 if card.locator(s).count()]
+        order = [
+            box(card.locator(s))["y"]
+            for s in (".sentence", ".changes", ".fee", ".reasons", ".agent-reason")
+            if card.locator(s).count()
+        ]
         assert order == sorted(order) and len(order) >= 4
         kit.page.evaluate("document.querySelectorAll('article.card').forEach((c) => c.remove())")
         plain = kit.page.evaluate("([t, m]) => owliaTestkit.renderCard(t, m)", [json.dumps(body), main])
         assert "what the node says" not in plain and "balances" not in plain  # absent: nothing claimed
-        assert kit.page.evaluate("owliaTestkit.explorerTx(8453, '0x' + 'ab'.repeat(32))") == "https://basescan.org/tx/0x" + "ab" * 32
+        assert (
+            kit.page.evaluate("owliaTestkit.explorerTx(8453, '0x' + 'ab'.repeat(32))")
+            == "https://basescan.org/tx/0x" + "ab" * 32
+        )
         assert kit.page.evaluate("owliaTestkit.explorerTx(31337, '0x' + 'ab'.repeat(32))") is None
         assert kit.page.evaluate("owliaTestkit.dollars('20000000000000000', 18, '3050')") == "$61"
         assert kit.page.evaluate("owliaTestkit.parseUnits('0.004')") == str(4 * 10**15)
@@ -282,8 +318,12 @@ def test_a_refusal_and_an_expiry_show_in_the_card_where_the_owner_is_looking(pho
 
     async def refusing(device_id, message):
         if message.get("method") == "approvals.answer":
-            return {"type": "reply", "id": message.get("id"), "ok": False,
-                    "error": {"code": -32000, "message": "the approval request expired"}}
+            return {
+                "type": "reply",
+                "id": message.get("id"),
+                "ok": False,
+                "error": {"code": -32000, "message": "the approval request expired"},
+            }
         return await honest(device_id, message)
 
     monkeypatch.setattr(bridge, "_call", refusing)
@@ -319,7 +359,9 @@ def test_freeze_offline_is_queued_and_sent_on_reconnect_and_freezes_are_logged(p
         banner = page.locator("#pending-freeze")
         banner.wait_for(timeout=5_000)
         words = banner.inner_text()
-        assert "could not reach the bridge" in words and "owlia signer freeze" in words and "reconnects" in words
+        assert (
+            "could not reach the bridge" in words and "owlia signer freeze" in words and "reconnects" in words
+        )
         b = box(banner)
         assert 0 <= b["y"] and b["y"] < SMALL["height"]
         assert_accessible(phone, "freeze queued offline")
@@ -333,7 +375,9 @@ def test_freeze_offline_is_queued_and_sent_on_reconnect_and_freezes_are_logged(p
     assert "Session keys stay revoked after Unfreeze" in page.locator("#frozen-banner").inner_text()
     wait_for(lambda: page.locator("#status").inner_text().startswith("connected"), 15, "connected")
     assert page.locator("#pending-freeze").count() == 0
-    assert not page.locator("#error").is_visible() or "cannot reach" not in page.locator("#error").inner_text()
+    assert (
+        not page.locator("#error").is_visible() or "cannot reach" not in page.locator("#error").inner_text()
+    )
     assert_accessible(phone, "frozen home")
     phone.shot("frozen")
     page.click("#unfreeze")
@@ -359,7 +403,10 @@ def test_freeze_offline_is_queued_and_sent_on_reconnect_and_freezes_are_logged(p
 
 def test_every_command_the_app_names_exists(priced_tier):
     """Each `owlia ...` the app shows is run with --help: a renamed command fails here."""
-    sources = "\n".join(p.read_text() for p in sorted(SRC.glob("*.js"))) + (webapp.HERE / "static" / "index.html").read_text()
+    sources = (
+        "\n".join(p.read_text() for p in sorted(SRC.glob("*.js")))
+        + (webapp.HERE / "static" / "index.html").read_text()
+    )
     named = sorted(set(re.findall(r"owlia(?: [a-z][a-z0-9-]*)+", sources)))
     assert "owlia signer freeze" in named and "owlia companion pair" in named, named
     for command in named:
@@ -373,7 +420,9 @@ def test_a_top_up_is_typed_in_eth_and_every_field_is_labelled(phone, priced_tier
     for field in page.locator("main input, main textarea").all():
         fid = field.get_attribute("id")
         assert fid and page.locator(f"label[for='{fid}']").count() == 1, fid
-    assert page.get_by_label("Amount in ETH").count() == 1 and page.get_by_label("Session key id").count() == 1
+    assert (
+        page.get_by_label("Amount in ETH").count() == 1 and page.get_by_label("Session key id").count() == 1
+    )
     page.get_by_label("Session key id").fill("sk_nope")
     page.get_by_label("Amount in ETH").fill("1000000000000000")  # wei typed where ETH is asked
     page.click("#topup")
@@ -391,7 +440,12 @@ def revoke_params(wallet, target: str, ts: float | None = None) -> dict:
 
     ts = time.time() if ts is None else ts
     message = signed_message(REVOKE_DOMAIN, revoke_body(wallet.device_id, target, ts))
-    return {"device_id": wallet.device_id, "target_device_id": target, "ts": ts, "signature": wallet.device_sign(message)}
+    return {
+        "device_id": wallet.device_id,
+        "target_device_id": target,
+        "ts": ts,
+        "signature": wallet.device_sign(message),
+    }
 
 
 def test_a_device_is_revoked_from_the_phone_after_a_confirmation(phone, priced_tier):
@@ -408,7 +462,9 @@ def test_a_device_is_revoked_from_the_phone_after_a_confirmation(phone, priced_t
     assert_accessible(phone, "revoke confirmation")
     row.get_by_role("button", name="Yes, revoke desk-revoke").click()
     row.locator(".revoked-mark").wait_for(timeout=15_000)
-    listed = {d["device_id"]: d for d in run_async(stack.call(priced_tier.admin, "companion.list"))["devices"]}
+    listed = {
+        d["device_id"]: d for d in run_async(stack.call(priced_tier.admin, "companion.list"))["devices"]
+    }
     assert listed[wallet.device_id]["revoked_at"] is not None
     own = phone.idb()["kv"]["device"]["device_id"]
     assert listed[own]["revoked_at"] is None
@@ -439,16 +495,24 @@ def test_a_signed_revoke_is_refused_forged_replayed_stale_or_from_a_revoked_devi
         return next(d for d in rows if d["device_id"] == device_id)["revoked_at"] is None
 
     good = revoke_params(actor, victim.device_id)
-    refused({**good, "target_device_id": other.device_id}, "signature does not verify")  # signed for another target
+    refused(
+        {**good, "target_device_id": other.device_id}, "signature does not verify"
+    )  # signed for another target
     refused({**good, "device_id": other.device_id}, "signature does not verify")  # claimed by another device
-    refused({**good, "signature": good["signature"][:-2] + ("00" if good["signature"][-2:] != "00" else "11")},
-            "signature does not verify")
+    refused(
+        {**good, "signature": good["signature"][:-2] + ("00" if good["signature"][-2:] != "00" else "11")},
+        "signature does not verify",
+    )
     refused(revoke_params(actor, victim.device_id, ts=time.time() - 600), "stale")
     refused(revoke_params(actor, victim.device_id, ts=time.time() + 600), "stale")
     assert active(victim.device_id) and active(other.device_id)
     # a read or sign token cannot call it at all
     with pytest.raises(SignerError):
-        run_async(stack.call(priced_tier.bot_token(), "approvals.revoke_device", revoke_params(actor, victim.device_id)))
+        run_async(
+            stack.call(
+                priced_tier.bot_token(), "approvals.revoke_device", revoke_params(actor, victim.device_id)
+            )
+        )
     assert active(victim.device_id)
     done = run_async(stack.call(bridge, "approvals.revoke_device", good))
     assert done["device"]["device_id"] == victim.device_id and done["device"]["revoked_at"] is not None
@@ -458,7 +522,9 @@ def test_a_signed_revoke_is_refused_forged_replayed_stale_or_from_a_revoked_devi
     assert active(other.device_id) and active(actor.device_id) and not active(victim.device_id)
 
 
-def test_a_freeze_from_the_host_reaches_the_phone_without_losing_what_the_owner_was_typing(phone, priced_tier):
+def test_a_freeze_from_the_host_reaches_the_phone_without_losing_what_the_owner_was_typing(
+    phone, priced_tier
+):
     page, stack = phone.page, priced_tier.stack
     page.get_by_label("Session key id").fill("sk_0123456789abcdef")
     page.get_by_label("Amount in ETH").fill("0.003")
@@ -484,7 +550,9 @@ def test_a_failed_import_leaves_no_key_on_screen(browser, priced_tier):
         page.fill("#import-text", "0x" + "00" * 32)  # not a valid key
         page.click("#import-key")
         wait_for(lambda: "not a valid private key" in phone.error_text(), 10, "the refusal")
-        wait_for(lambda: page.locator("#import-text").input_value() == "", 10, "the key wiped from the screen")
+        wait_for(
+            lambda: page.locator("#import-text").input_value() == "", 10, "the key wiped from the screen"
+        )
         assert page.locator("input[name=protect][value=passphrase]").is_checked()  # the choice is kept
     finally:
         phone.close()
@@ -502,9 +570,16 @@ def test_amounts_typed_and_shown_in_the_page_follow_the_signers_unit_rules(brows
     digits = st.text("0123456789", min_size=0, max_size=30)
 
     @settings(max_examples=400, deadline=None, database=None)
-    @given(st.one_of(st.builds(lambda w, f: f"{w}.{f}", digits, digits), digits,
-                     st.text("0123456789.-e+ ", max_size=25)),
-           st.sampled_from([0, 6, 18]), st.integers(0, 2**256), st.sampled_from([0, 1, 6, 18, 30]))
+    @given(
+        st.one_of(
+            st.builds(lambda w, f: f"{w}.{f}", digits, digits),
+            digits,
+            st.text("0123456789.-e+ ", max_size=25),
+        ),
+        st.sampled_from([0, 6, 18]),
+        st.integers(0, 2**256),
+        st.sampled_from([0, 1, 6, 18, 30]),
+    )
     def collect(text, decimals, amount, shown_decimals):
         typed.append((text, decimals))
         amounts.append((str(amount), shown_decimals))

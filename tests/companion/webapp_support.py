@@ -18,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 PHONE = {"width": 390, "height": 844}
 # The screenshots in docs/companion.md: rewritten only with OWLIA_SCREENSHOTS=1 (each run shows new
 # addresses, so a plain test run would otherwise leave the tree changed); else taken to a temp dir.
@@ -79,17 +84,40 @@ class Phone:
     console: list[str] = field(default_factory=list)
 
     @classmethod
-    def open(cls, browser: Any, *, prf: bool = True, viewport: dict[str, int] | None = None,
-             color_scheme: str = "light") -> Phone:
-        context = browser.new_context(viewport=viewport or PHONE, is_mobile=True, has_touch=True, accept_downloads=True,
-                                      device_scale_factor=1, color_scheme=color_scheme)
+    def open(
+        cls,
+        browser: Any,
+        *,
+        prf: bool = True,
+        viewport: dict[str, int] | None = None,
+        color_scheme: str = "light",
+    ) -> Phone:
+        context = browser.new_context(
+            viewport=viewport or PHONE,
+            is_mobile=True,
+            has_touch=True,
+            accept_downloads=True,
+            device_scale_factor=1,
+            color_scheme=color_scheme,
+        )
         page = context.new_page()
         cdp = context.new_cdp_session(page)
         cdp.send("WebAuthn.enable", {"enableUI": False})
-        auth = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
-            "protocol": "ctap2", "ctap2Version": "ctap2_1", "transport": "internal", "hasResidentKey": True,
-            "hasUserVerification": True, "isUserVerified": True, "hasPrf": prf,
-            "automaticPresenceSimulation": True}})
+        auth = cdp.send(
+            "WebAuthn.addVirtualAuthenticator",
+            {
+                "options": {
+                    "protocol": "ctap2",
+                    "ctap2Version": "ctap2_1",
+                    "transport": "internal",
+                    "hasResidentKey": True,
+                    "hasUserVerification": True,
+                    "isUserVerified": True,
+                    "hasPrf": prf,
+                    "automaticPresenceSimulation": True,
+                }
+            },
+        )
         phone = cls(context, page, cdp, auth["authenticatorId"])
         context.on("request", lambda r: phone.sent.append((r.method, r.url, r.post_data_buffer or b"")))
         page.on("websocket", phone._watch)
@@ -98,8 +126,14 @@ class Phone:
         return phone
 
     def _watch(self, ws: Any) -> None:
-        ws.on("framesent", lambda payload: self.frames.append(payload if isinstance(payload, str) else payload.decode()))
-        ws.on("framereceived", lambda payload: self.received.append(payload if isinstance(payload, str) else "<bin>"))
+        ws.on(
+            "framesent",
+            lambda payload: self.frames.append(payload if isinstance(payload, str) else payload.decode()),
+        )
+        ws.on(
+            "framereceived",
+            lambda payload: self.received.append(payload if isinstance(payload, str) else "<bin>"),
+        )
 
     def idb(self) -> dict[str, Any]:
         return json.loads(self.page.evaluate(READ_IDB))
@@ -118,7 +152,11 @@ class Phone:
         return "\n".join(parts)
 
     def shot(self, name: str) -> None:
-        folder = DOC_SHOTS if os.environ.get("OWLIA_SCREENSHOTS") == "1" else Path(tempfile.gettempdir()) / "owlia-shots"
+        folder = (
+            DOC_SHOTS
+            if os.environ.get("OWLIA_SCREENSHOTS") == "1"
+            else Path(tempfile.gettempdir()) / "owlia-shots"
+        )
         folder.mkdir(exist_ok=True)
         self.page.screenshot(path=str(folder / f"{name}.png"))
 
@@ -137,8 +175,13 @@ class Phone:
 def key_forms(secret: bytes) -> list[str]:
     """Ways a 32-byte key could be written into a request: hex either case, base64, decimal bytes."""
     hexed = secret.hex()
-    return [hexed, hexed.upper(), base64.b64encode(secret).decode(), base64.urlsafe_b64encode(secret).decode().rstrip("="),
-            ",".join(str(b) for b in secret[:8])]
+    return [
+        hexed,
+        hexed.upper(),
+        base64.b64encode(secret).decode(),
+        base64.urlsafe_b64encode(secret).decode().rstrip("="),
+        ",".join(str(b) for b in secret[:8]),
+    ]
 
 
 def pair_link_from_cli(output: str) -> str:

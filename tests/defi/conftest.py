@@ -10,8 +10,15 @@ from eth_abi import decode as abi_decode
 from eth_abi import encode
 
 from bot.devchain import DevChain, free_port, rpc
-from bot.devmarket import (approve, create_pool_with_liquidity, deploy_swap_market, deploy_token, dev_policy_with_market,
-                           selector, send)
+from bot.devmarket import (
+    approve,
+    create_pool_with_liquidity,
+    deploy_swap_market,
+    deploy_token,
+    dev_policy_with_market,
+    selector,
+    send,
+)
 from tests.conftest import DEV_POLICY, wait_receipt
 
 CHAIN_ID = 31337
@@ -35,27 +42,44 @@ def market(chain) -> dict:
     return deploy_swap_market(chain.url)
 
 
-def swap_policy(market: dict, tmp_path: Path, *, slippage_bps: int = 100, impact_bps: int = 300,
-                per_tx_eth: str = "0.01") -> Path:
+def swap_policy(
+    market: dict, tmp_path: Path, *, slippage_bps: int = 100, impact_bps: int = 300, per_tx_eth: str = "0.01"
+) -> Path:
     """The dev policy with the market listed, as `owlia up` writes it (bot.devmarket)."""
     path = tmp_path / "swap-policy.yaml"
-    path.write_text(dev_policy_with_market(DEV_POLICY.read_text(), market, slippage_bps=slippage_bps,
-                                           impact_bps=impact_bps, per_tx_eth=per_tx_eth))
+    path.write_text(
+        dev_policy_with_market(
+            DEV_POLICY.read_text(),
+            market,
+            slippage_bps=slippage_bps,
+            impact_bps=impact_bps,
+            per_tx_eth=per_tx_eth,
+        )
+    )
     return path
 
 
 def quote(url: str, market: dict, token_in: str, token_out: str, amount_in: int) -> int:
     data = selector("quoteExactInputSingle((address,address,uint256,uint24,uint160))") + encode(
-        ["(address,address,uint256,uint24,uint160)"], [(token_in, token_out, amount_in, FEE, 0)])
+        ["(address,address,uint256,uint24,uint160)"], [(token_in, token_out, amount_in, FEE, 0)]
+    )
     out = rpc(url, "eth_call", [{"to": market["quoter"], "data": "0x" + data.hex()}, "latest"])
     return abi_decode(["uint256", "uint160", "uint32", "uint256"], bytes.fromhex(out[2:]))[0]
 
 
-def swap_data(token_in: str, token_out: str, recipient: str, amount_in: int, min_out: int,
-              deadline: int | None = None, price_limit: int = 0) -> bytes:
+def swap_data(
+    token_in: str,
+    token_out: str,
+    recipient: str,
+    amount_in: int,
+    min_out: int,
+    deadline: int | None = None,
+    price_limit: int = 0,
+) -> bytes:
     deadline = int(time.time()) + 120 if deadline is None else deadline
-    return EXACT_INPUT_SINGLE + encode([SWAP_TYPES], [(token_in, token_out, FEE, recipient, deadline, amount_in,
-                                                       min_out, price_limit)])
+    return EXACT_INPUT_SINGLE + encode(
+        [SWAP_TYPES], [(token_in, token_out, FEE, recipient, deadline, amount_in, min_out, price_limit)]
+    )
 
 
 def multicall_data(*calls: bytes) -> bytes:
@@ -93,6 +117,7 @@ def lookalike_router(url: str, market: dict) -> str:
 def send_and_wait(url: str, tx: dict) -> dict:
     class _Chain:  # wait_receipt takes anything with a url
         pass
+
     chain = _Chain()
     chain.url = url  # type: ignore[attr-defined]
     return wait_receipt(chain, rpc(url, "eth_sendTransaction", [tx]))  # type: ignore[arg-type]

@@ -20,8 +20,12 @@ def claims_file(entries: list[tuple[str, int]]) -> dict:
     layers = [leaves]
     while len(layers[-1]) > 1:
         level = layers[-1]
-        layers.append([_pair(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
-                       for i in range(0, len(level), 2)])
+        layers.append(
+            [
+                _pair(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
+                for i in range(0, len(level), 2)
+            ]
+        )
     claims = {}
     for i, (account, amount) in enumerate(entries):
         proof, position = [], i

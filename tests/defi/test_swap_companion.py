@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.chain, pytest.mark.slow]
 def test_a_swap_over_the_limit_is_approved_on_the_companion_and_lands(make_stack, chain, market, tmp_path):
     tusd = market["tokens"][0]["address"]
     amount = 11 * MILLI  # over the 0.01 ETH per transaction
-    with own_tier1(make_stack, tmp_path, chain, rpc_url=chain.url, policy=swap_policy(market, tmp_path)) as tier1:
+    with own_tier1(
+        make_stack, tmp_path, chain, rpc_url=chain.url, policy=swap_policy(market, tmp_path)
+    ) as tier1:
         payer = tier1.stack.funded_session_key()["address"].lower()
 
         async def scenario() -> None:
@@ -27,8 +29,12 @@ def test_a_swap_over_the_limit_is_approved_on_the_companion_and_lands(make_stack
             bot = tier1.bot_token()
             q = quote(chain.url, market, market["weth"], tusd, amount)
             minimum = q - q // 200
-            intent = {"chain_id": 31337, "to": market["router"], "value": str(amount),
-                      "data": "0x" + swap_data(market["weth"], tusd, payer, amount, minimum).hex()}
+            intent = {
+                "chain_id": 31337,
+                "to": market["router"],
+                "value": str(amount),
+                "data": "0x" + swap_data(market["weth"], tusd, payer, amount, minimum).hex(),
+            }
             [pending] = await tier1.submit(intent, token=bot, reason="buy some TUSD")
             assert pending["status"] == "pending_approval" and pending["rule_id"] == "limit.per_tx", pending
             request = await request_for(companion, pending["request_id"])

@@ -76,8 +76,14 @@ def _iso(ts: float | None = None) -> str:
 
 def user(user_id: int, name: str | None = None, *, bot: bool = False) -> dict[str, Any]:
     name = name or f"user{user_id}"
-    return {"id": str(user_id), "username": name, "discriminator": "0", "global_name": name, "avatar": None,
-            "bot": bot}
+    return {
+        "id": str(user_id),
+        "username": name,
+        "discriminator": "0",
+        "global_name": name,
+        "avatar": None,
+        "bot": bot,
+    }
 
 
 class FakeDiscord:
@@ -175,27 +181,41 @@ class FakeDiscord:
         data = self._message(self.dm_channel(user_id), user(user_id), content, message_id=message_id)
         return await self.dispatch("MESSAGE_CREATE", data)
 
-    async def guild_message(self, user_id: int, content: str, *, guild_id: int, channel_id: int,
-                            mention: bool = False) -> dict[str, Any]:
+    async def guild_message(
+        self, user_id: int, content: str, *, guild_id: int, channel_id: int, mention: bool = False
+    ) -> dict[str, Any]:
         text = f"<@{BOT_ID}> {content}" if mention else content
-        data = self._message(channel_id, user(user_id), text, guild_id=guild_id,
-                             mentions=[self.bot_user] if mention else [])
+        data = self._message(
+            channel_id, user(user_id), text, guild_id=guild_id, mentions=[self.bot_user] if mention else []
+        )
         data["member"] = {"roles": [], "joined_at": _iso(), "deaf": False, "mute": False, "flags": 0}
         return await self.dispatch("MESSAGE_CREATE", data)
 
-    async def slash(self, user_id: int, name: str, options: dict[str, str] | None = None, *,
-                    guild_id: int | None = None, channel_id: int | None = None,
-                    context: int | None = None) -> dict[str, Any]:
+    async def slash(
+        self,
+        user_id: int,
+        name: str,
+        options: dict[str, str] | None = None,
+        *,
+        guild_id: int | None = None,
+        channel_id: int | None = None,
+        context: int | None = None,
+    ) -> dict[str, Any]:
         """A slash command; `context` 2 is a user-installed command run in some other private chat."""
         data = self._interaction(2, user_id, guild_id, channel_id)
         if context is not None:
             data["context"] = context
-        data["data"] = {"id": str(next(self._ids)), "name": name, "type": 1,
-                        "options": [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]}
+        data["data"] = {
+            "id": str(next(self._ids)),
+            "name": name,
+            "type": 1,
+            "options": [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()],
+        }
         return await self.dispatch("INTERACTION_CREATE", data)
 
-    async def press(self, user_id: int, message: Stored, custom_id: str, *,
-                    guild_id: int | None = None) -> dict[str, Any]:
+    async def press(
+        self, user_id: int, message: Stored, custom_id: str, *, guild_id: int | None = None
+    ) -> dict[str, Any]:
         data = self._interaction(3, user_id, guild_id, message.channel_id)
         data["data"] = {"custom_id": custom_id, "component_type": 2}
         data["message"] = self._message_payload(message)
@@ -218,8 +238,9 @@ class FakeDiscord:
         for ws in list(self._sockets):
             await ws.close(code=code)
 
-    def rate_limit_next(self, method: str, path_regex: str, retry_after: float, *, times: int = 1,
-                        is_global: bool = False) -> None:
+    def rate_limit_next(
+        self, method: str, path_regex: str, retry_after: float, *, times: int = 1, is_global: bool = False
+    ) -> None:
         """The next `times` calls matching answer 429 with this retry_after."""
         self._limits.append(RateLimit(method, re.compile(path_regex), retry_after, times, is_global))
 
@@ -253,9 +274,15 @@ class FakeDiscord:
                 elif op == 2:
                     self.identifies.append(payload["d"])
                     self._seq += 1
-                    ready = {"v": 10, "user": self.bot_user, "guilds": [], "session_id": "fake-session",
-                             "resume_gateway_url": self.gateway_url, "private_channels": [],
-                             "application": {"id": str(APP_ID), "flags": 0}}
+                    ready = {
+                        "v": 10,
+                        "user": self.bot_user,
+                        "guilds": [],
+                        "session_id": "fake-session",
+                        "resume_gateway_url": self.gateway_url,
+                        "private_channels": [],
+                        "application": {"id": str(APP_ID), "flags": 0},
+                    }
                     await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": self._seq, "d": ready}))
                     self._identified.set()
                 elif op == 6:
@@ -277,27 +304,40 @@ class FakeDiscord:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode(errors="replace")
-        path = request.path[len(API):]
+        path = request.path[len(API) :]
         call = Call(request.method, path, body, time.monotonic())
         self.calls.append(call)
         self._changed.set()
-        if request.headers.get("Authorization") != f"Bot {BOT_TOKEN}" and "/webhooks/" not in path \
-                and "/interactions/" not in path:
+        if (
+            request.headers.get("Authorization") != f"Bot {BOT_TOKEN}"
+            and "/webhooks/" not in path
+            and "/interactions/" not in path
+        ):
             call.status = 401
             return _json({"message": "401: Unauthorized", "code": 0}, 401)
         for limit in self._limits:
             if limit.remaining > 0 and limit.method == request.method and limit.pattern.fullmatch(path):
                 limit.remaining -= 1
                 call.status = 429
-                headers = {"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0",
-                           "X-RateLimit-Reset-After": str(limit.retry_after),
-                           "X-RateLimit-Bucket": "fakebucket",
-                           "X-RateLimit-Scope": "global" if limit.is_global else "user",
-                           "Retry-After": str(max(1, round(limit.retry_after)))}
+                headers = {
+                    "X-RateLimit-Limit": "5",
+                    "X-RateLimit-Remaining": "0",
+                    "X-RateLimit-Reset-After": str(limit.retry_after),
+                    "X-RateLimit-Bucket": "fakebucket",
+                    "X-RateLimit-Scope": "global" if limit.is_global else "user",
+                    "Retry-After": str(max(1, round(limit.retry_after))),
+                }
                 if limit.is_global:
                     headers["X-RateLimit-Global"] = "true"
-                return _json({"message": "You are being rate limited.", "retry_after": limit.retry_after,
-                              "global": limit.is_global}, 429, headers)
+                return _json(
+                    {
+                        "message": "You are being rate limited.",
+                        "retry_after": limit.retry_after,
+                        "global": limit.is_global,
+                    },
+                    429,
+                    headers,
+                )
         response = await handler(request)
         self._changed.set()
         return response
@@ -306,22 +346,51 @@ class FakeDiscord:
         return _json({"url": self.gateway_url})
 
     async def _get_gateway_bot(self, request: web.Request) -> web.Response:
-        return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": {
-            "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}})
+        return _json(
+            {
+                "url": self.gateway_url,
+                "shards": 1,
+                "session_start_limit": {
+                    "total": 1000,
+                    "remaining": 999,
+                    "reset_after": 0,
+                    "max_concurrency": 1,
+                },
+            }
+        )
 
     async def _me(self, request: web.Request) -> web.Response:
         return _json(self.bot_user)
 
     async def _application(self, request: web.Request) -> web.Response:
-        return _json({"id": str(APP_ID), "name": "owlia", "icon": None, "description": "",
-                      "bot_public": False, "bot_require_code_grant": False, "verify_key": "00", "flags": 0,
-                      "owner": user(1, "owner"), "team": None, "summary": "", "rpc_origins": []})
+        return _json(
+            {
+                "id": str(APP_ID),
+                "name": "owlia",
+                "icon": None,
+                "description": "",
+                "bot_public": False,
+                "bot_require_code_grant": False,
+                "verify_key": "00",
+                "flags": 0,
+                "owner": user(1, "owner"),
+                "team": None,
+                "summary": "",
+                "rpc_origins": [],
+            }
+        )
 
     async def _open_dm(self, request: web.Request) -> web.Response:
         body = await request.json()
         recipient = int(body["recipient_id"])
-        return _json({"id": str(self.dm_channel(recipient)), "type": 1, "last_message_id": None,
-                      "recipients": [user(recipient)]})
+        return _json(
+            {
+                "id": str(self.dm_channel(recipient)),
+                "type": 1,
+                "last_message_id": None,
+                "recipients": [user(recipient)],
+            }
+        )
 
     async def _create_message(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -349,8 +418,17 @@ class FakeDiscord:
     async def _bulk_commands(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.commands = body
-        out = [{**c, "id": str(next(self._ids)), "application_id": str(APP_ID), "version": "1",
-                "default_member_permissions": None, "type": c.get("type", 1)} for c in body]
+        out = [
+            {
+                **c,
+                "id": str(next(self._ids)),
+                "application_id": str(APP_ID),
+                "version": "1",
+                "default_member_permissions": None,
+                "type": c.get("type", 1),
+            }
+            for c in body
+        ]
         return _json(out)
 
     async def _interaction_callback(self, request: web.Request) -> web.Response:
@@ -365,17 +443,26 @@ class FakeDiscord:
         data = body.get("data") or {}
         if body["type"] in (4, 5):  # a message, or "thinking..." that the first followup fills in
             loading = 128 if body["type"] == 5 else 0
-            stored = Stored(next(self._ids), self._interaction_channels[interaction_id],
-                            [data.get("content", "")], data.get("components") or [],
-                            data.get("flags", 0) | loading)
+            stored = Stored(
+                next(self._ids),
+                self._interaction_channels[interaction_id],
+                [data.get("content", "")],
+                data.get("components") or [],
+                data.get("flags", 0) | loading,
+            )
             self.messages[stored.id] = stored
             self._originals[interaction_id] = stored.id
         elif body["type"] == 7 and interaction_id in self._pressed:  # edit the message whose button it was
             self._apply_edit(self.messages[self._pressed[interaction_id]], data)
         # ?with_response=1 (what discord.py asks for): the callback answers with what it created
-        out: dict[str, Any] = {"interaction": {"id": str(interaction_id), "type": 2,
-                                               "response_message_loading": body["type"] == 5,
-                                               "response_message_ephemeral": bool(data.get("flags", 0) & 64)}}
+        out: dict[str, Any] = {
+            "interaction": {
+                "id": str(interaction_id),
+                "type": 2,
+                "response_message_loading": body["type"] == 5,
+                "response_message_ephemeral": bool(data.get("flags", 0) & 64),
+            }
+        }
         created = self.messages.get(self._originals.get(interaction_id, -1))
         if created is not None:
             out["interaction"]["response_message_id"] = str(created.id)
@@ -395,8 +482,13 @@ class FakeDiscord:
             original.versions.append(body.get("content", ""))
             original.components = body.get("components") or []
             return _json(self._message_payload(original, webhook=True))
-        stored = Stored(next(self._ids), self._interaction_channels[interaction_id], 
-                        [body.get("content", "")], body.get("components") or [], body.get("flags", 0))
+        stored = Stored(
+            next(self._ids),
+            self._interaction_channels[interaction_id],
+            [body.get("content", "")],
+            body.get("components") or [],
+            body.get("flags", 0),
+        )
         self.messages[stored.id] = stored
         return _json(self._message_payload(stored, webhook=True))
 
@@ -432,13 +524,34 @@ class FakeDiscord:
             stored.components = body["components"] or []
         return _json(self._message_payload(stored, webhook=webhook))
 
-    def _message(self, channel_id: int, author: dict[str, Any], content: str, *,
-                 message_id: int | None = None, guild_id: int | None = None,
-                 mentions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        data = {"id": str(message_id or next(self._ids)), "channel_id": str(channel_id), "author": author,
-                "content": content, "timestamp": _iso(), "edited_timestamp": None, "tts": False,
-                "mention_everyone": False, "mentions": mentions or [], "mention_roles": [], "attachments": [],
-                "embeds": [], "pinned": False, "type": 0, "flags": 0, "components": []}
+    def _message(
+        self,
+        channel_id: int,
+        author: dict[str, Any],
+        content: str,
+        *,
+        message_id: int | None = None,
+        guild_id: int | None = None,
+        mentions: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        data = {
+            "id": str(message_id or next(self._ids)),
+            "channel_id": str(channel_id),
+            "author": author,
+            "content": content,
+            "timestamp": _iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": mentions or [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+            "components": [],
+        }
         if guild_id is not None:
             data["guild_id"] = str(guild_id)
         return data
@@ -451,27 +564,52 @@ class FakeDiscord:
             data["webhook_id"] = str(APP_ID)
         return data
 
-    def _interaction(self, kind: int, user_id: int, guild_id: int | None,
-                     channel_id: int | None) -> dict[str, Any]:
+    def _interaction(
+        self, kind: int, user_id: int, guild_id: int | None, channel_id: int | None
+    ) -> dict[str, Any]:
         interaction_id = next(self._ids)
         token = f"itoken{interaction_id}"
         channel = channel_id if channel_id is not None else self.dm_channel(user_id)
         self._interaction_tokens[token] = interaction_id
         self._interaction_channels[interaction_id] = channel
-        data: dict[str, Any] = {"id": str(interaction_id), "application_id": str(APP_ID), "type": kind,
-                                "token": token, "version": 1, "channel_id": str(channel), "locale": "en-US",
-                                "app_permissions": "0", "entitlements": [], "attachment_size_limit": 8 << 20,
-                                "authorizing_integration_owners": {}}
+        data: dict[str, Any] = {
+            "id": str(interaction_id),
+            "application_id": str(APP_ID),
+            "type": kind,
+            "token": token,
+            "version": 1,
+            "channel_id": str(channel),
+            "locale": "en-US",
+            "app_permissions": "0",
+            "entitlements": [],
+            "attachment_size_limit": 8 << 20,
+            "authorizing_integration_owners": {},
+        }
         if guild_id is None:
             data["user"] = user(user_id)
             data["channel"] = {"id": str(channel), "type": 1, "recipients": [user(user_id)]}
             data["context"] = 1
         else:
             data["guild_id"] = str(guild_id)
-            data["member"] = {"user": user(user_id), "roles": [], "joined_at": _iso(), "deaf": False,
-                              "mute": False, "flags": 0, "permissions": "0"}
-            data["channel"] = {"id": str(channel), "type": 0, "guild_id": str(guild_id), "name": "general",
-                               "position": 0, "permission_overwrites": [], "nsfw": False, "parent_id": None}
+            data["member"] = {
+                "user": user(user_id),
+                "roles": [],
+                "joined_at": _iso(),
+                "deaf": False,
+                "mute": False,
+                "flags": 0,
+                "permissions": "0",
+            }
+            data["channel"] = {
+                "id": str(channel),
+                "type": 0,
+                "guild_id": str(guild_id),
+                "name": "general",
+                "position": 0,
+                "permission_overwrites": [],
+                "nsfw": False,
+                "parent_id": None,
+            }
             data["context"] = 0
         return data
 
@@ -481,5 +619,8 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
     # (aiohttp's content_type= would append "; charset=utf-8", which discord.py does not parse)
     # "Via": Discord's API answers through Google's front end; discord.py treats a 429 without it as
     # a Cloudflare ban and does not retry
-    return web.Response(status=status, body=json.dumps(payload).encode(),
-                        headers={"Content-Type": "application/json", "Via": "1.1 google", **(headers or {})})
+    return web.Response(
+        status=status,
+        body=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json", "Via": "1.1 google", **(headers or {})},
+    )

@@ -67,9 +67,19 @@ class Container:
     def inspect(self) -> dict[str, Any]:
         running = self.proc is not None and not self.finished.is_set()
         status = "running" if running else "exited" if self.finished.is_set() else "created"
-        return {"Id": self.id, "Name": f"/{self.name}", "Image": self.body.get("Image"), "Config": self.body,
-                "HostConfig": self.host, "State": {"Status": status, "Running": running,
-                                                   "ExitCode": self.exit_code or 0, "OOMKilled": False}}
+        return {
+            "Id": self.id,
+            "Name": f"/{self.name}",
+            "Image": self.body.get("Image"),
+            "Config": self.body,
+            "HostConfig": self.host,
+            "State": {
+                "Status": status,
+                "Running": running,
+                "ExitCode": self.exit_code or 0,
+                "OOMKilled": False,
+            },
+        }
 
 
 class HttpError(Exception):
@@ -159,8 +169,10 @@ class FakeDockerEngine(LoopThread):
             data, kind = json.dumps(body).encode(), "application/json"
         else:
             data, kind = (body or "").encode(), "text/plain; charset=utf-8"
-        head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nApi-Version: {API_VERSION}\r\n"
-                f"Content-Type: {kind}\r\nContent-Length: {len(data)}\r\n\r\n")
+        head = (
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nApi-Version: {API_VERSION}\r\n"
+            f"Content-Type: {kind}\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
         writer.write(head.encode() + data)
 
     def _find(self, ref: str) -> Container:
@@ -174,12 +186,17 @@ class FakeDockerEngine(LoopThread):
         if method == "GET" and path == "/_ping":
             return self._answer(writer, "ping", 200, "OK")
         if method == "GET" and path == "/version":
-            return self._answer(writer, "version", 200, {
-                "ApiVersion": API_VERSION, "MinAPIVersion": "1.24", "Version": "27.0.0-fake", "Os": "linux"})
+            return self._answer(
+                writer,
+                "version",
+                200,
+                {"ApiVersion": API_VERSION, "MinAPIVersion": "1.24", "Version": "27.0.0-fake", "Os": "linux"},
+            )
         if match := re.fullmatch(r"/images/(.+)/json", path):
             if method == "GET" and match.group(1) in self.images:
-                return self._answer(writer, "image", 200, {"Id": "sha256:" + "0" * 64,
-                                                           "RepoTags": [match.group(1)]})
+                return self._answer(
+                    writer, "image", 200, {"Id": "sha256:" + "0" * 64, "RepoTags": [match.group(1)]}
+                )
             raise HttpError(404, f"No such image: {match.group(1)}")
         if method == "POST" and path == "/containers/create":
             return self._create(request, writer)
@@ -191,8 +208,10 @@ class FakeDockerEngine(LoopThread):
             return self._answer(writer, "inspect", 200, container.inspect())
         if method == "POST" and action == "/attach":
             self._check("attach")
-            writer.write(b"HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
-                         b"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+                b"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n"
+            )
             return container
         if method == "POST" and action == "/start":
             self._check("start")
@@ -249,11 +268,21 @@ class FakeDockerEngine(LoopThread):
         uid, _, gid = (container.body.get("User") or "0").partition(":")
         # As root, bwrap itself runs as the container user, started through setpriv as Bubblewrap does
         # (uvloop, the loop the bot's tests run on, spawns no process with `user=`/`group=`).
-        as_user = ([SETPRIV, f"--reuid={int(uid)}", f"--regid={int(gid or uid)}", "--clear-groups", "--"]
-                   if os.geteuid() == 0 else [])
+        as_user = (
+            [SETPRIV, f"--reuid={int(uid)}", f"--regid={int(gid or uid)}", "--clear-groups", "--"]
+            if os.geteuid() == 0
+            else []
+        )
         container.proc = await asyncio.create_subprocess_exec(
-            *as_user, *bwrap_argv(container), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True, env={}, cwd="/")
+            *as_user,
+            *bwrap_argv(container),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env={},
+            cwd="/",
+        )
         container.started.set()
         run = asyncio.create_task(self._run(container))
         self._runs.add(run)
@@ -262,8 +291,9 @@ class FakeDockerEngine(LoopThread):
     async def _run(self, container: Container) -> None:
         proc = container.proc
         assert proc is not None and proc.stdout is not None and proc.stderr is not None
-        await asyncio.gather(self._pump_out(container, proc.stdout, 1),
-                             self._pump_out(container, proc.stderr, 2))
+        await asyncio.gather(
+            self._pump_out(container, proc.stdout, 1), self._pump_out(container, proc.stderr, 2)
+        )
         code = await proc.wait()
         container.exit_code = 137 if container.killed else code
         if container.attached is not None:
@@ -284,8 +314,9 @@ class FakeDockerEngine(LoopThread):
             except ConnectionError:
                 container.attached = None
 
-    async def _attach(self, container: Container, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
+    async def _attach(
+        self, container: Container, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         """The hijacked connection: raw stdin in, frames out (written by _pump_out)."""
         container.attached = writer
         await writer.drain()
@@ -322,8 +353,15 @@ def bwrap_argv(container: Container) -> list[str]:
     if host.get("NetworkMode") != "none":
         args.append("--share-net")
     uid, _, gid = (body.get("User") or "0").partition(":")
-    args += ["--uid", uid, "--gid", gid or uid, "--hostname", body.get("Hostname") or container.id[:12],
-             "--clearenv"]
+    args += [
+        "--uid",
+        uid,
+        "--gid",
+        gid or uid,
+        "--hostname",
+        body.get("Hostname") or container.id[:12],
+        "--clearenv",
+    ]
     for item in IMAGE_ENV + list(body.get("Env") or []):
         key, _, value = item.partition("=")
         args += ["--setenv", key, value]

@@ -130,8 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode(errors="replace")
         with self.script.lock:
-            self.script.requests.append(RecordedRequest(
-                "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            self.script.requests.append(
+                RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            )
             reply = self.script.replies.popleft() if self.script.replies else None
             if reply is None and self.script.cycle:
                 reply = self.script.cycle[self.script.served % len(self.script.cycle)]
@@ -152,7 +153,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.rstrip("/").endswith("/chat/completions"):
             self._openai(body, reply)
         else:
-            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found", "code": None}})
+            self._json(
+                404, {"error": {"message": f"no route {self.path}", "type": "not_found", "code": None}}
+            )
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -188,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, data: bytes) -> None:
         step = self.reply.write_size or len(data) or 1
         for start in range(0, len(data), step):
-            piece = data[start:start + step]
+            piece = data[start : start + step]
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if self.reply.chunked else piece)
             self.wfile.flush()
 
@@ -223,8 +226,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply is None:
             reply = Reply(status=500, error_type="api_error", error_message="fake server: no scripted reply")
         if reply.status != 200:
-            self._json(reply.status, {"type": "error",
-                                      "error": {"type": reply.error_type, "message": reply.error_message}})
+            self._json(
+                reply.status,
+                {"type": "error", "error": {"type": reply.error_type, "message": reply.error_message}},
+            )
             return
         model = reply.model or (body or {}).get("model", "fake-model")
         stop = reply.stop or ("tool_use" if reply.tool_calls else "end_turn")
@@ -233,56 +238,120 @@ class _Handler(BaseHTTPRequestHandler):
         if self.script.caches is not None and isinstance(body, dict):
             counted = self.script.caches[0].usage(body)
             with self.script.lock:
-                self.script.usage_log.append({
-                    "prompt": sum(counted.values()), "cached": counted["cache_read_input_tokens"],
-                    "written": counted["cache_creation_input_tokens"]})
+                self.script.usage_log.append(
+                    {
+                        "prompt": sum(counted.values()),
+                        "cached": counted["cache_read_input_tokens"],
+                        "written": counted["cache_creation_input_tokens"],
+                    }
+                )
         if not (body or {}).get("stream"):
             content: list[dict[str, Any]] = []
             if reply.text:
                 content.append({"type": "text", "text": "".join(reply.text)})
             for call in reply.tool_calls:
-                content.append({"type": "tool_use", "id": call.id, "name": call.name,
-                                "input": json.loads("".join(call.fragments) or "{}")})
-            self._json(200, {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                             "content": content, "stop_reason": stop, "stop_sequence": None,
-                             "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens}})
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": json.loads("".join(call.fragments) or "{}"),
+                    }
+                )
+            self._json(
+                200,
+                {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": content,
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens},
+                },
+            )
             return
         self._start_sse()
-        self._event("message_start", {"type": "message_start", "message": {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None,
-            "usage": {**counted, "output_tokens": 1}}})
+        self._event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {**counted, "output_tokens": 1},
+                },
+            },
+        )
         self._event("ping", {"type": "ping"})
         if reply.truncate and not reply.text:
             return self._cut(reply)
         index = 0
         if reply.text:
-            self._event("content_block_start", {"type": "content_block_start", "index": index,
-                                                    "content_block": {"type": "text", "text": ""}})
+            self._event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
             for piece in reply.text:
-                self._event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                        "delta": {"type": "text_delta", "text": piece}})
+                self._event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
             if reply.truncate:
                 return self._cut(reply)
             if reply.fail_mid_stream:
-                self._event("error", {"type": "error", "error": {"type": reply.fail_mid_stream,
-                                                                     "message": "scripted mid-stream failure"}})
+                self._event(
+                    "error",
+                    {
+                        "type": "error",
+                        "error": {"type": reply.fail_mid_stream, "message": "scripted mid-stream failure"},
+                    },
+                )
                 return self._finish()
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         for call in reply.tool_calls:
-            self._event("content_block_start", {"type": "content_block_start", "index": index,
-                                                    "content_block": {"type": "tool_use", "id": call.id,
-                                                                      "name": call.name, "input": {}}})
+            self._event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+                },
+            )
             for fragment in call.fragments:
-                self._event("content_block_delta", {
-                    "type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": fragment}})
+                self._event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": fragment},
+                    },
+                )
             self._event("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
-        self._event("message_delta", {"type": "message_delta",
-                                          "delta": {"stop_reason": stop, "stop_sequence": None},
-                                          "usage": {"output_tokens": out_tokens}})
+        self._event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": out_tokens},
+            },
+        )
         self._event("message_stop", {"type": "message_stop"})
         self._finish()
 
@@ -290,38 +359,79 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _openai(self, body: Any, reply: Reply | None) -> None:
         if reply is None:
-            reply = Reply(status=500, error_type="server_error", error_message="fake server: no scripted reply")
+            reply = Reply(
+                status=500, error_type="server_error", error_message="fake server: no scripted reply"
+            )
         if reply.status != 200:
-            self._json(reply.status, {"error": {"message": reply.error_message, "type": reply.error_type,
-                                                "code": reply.error_type}})
+            self._json(
+                reply.status,
+                {
+                    "error": {
+                        "message": reply.error_message,
+                        "type": reply.error_type,
+                        "code": reply.error_type,
+                    }
+                },
+            )
             return
         body = body or {}
         model = reply.model or body.get("model", "fake-model")
         finish = reply.stop or ("tool_calls" if reply.tool_calls else "stop")
         in_tokens, out_tokens = reply.usage
-        usage: dict[str, Any] = {"prompt_tokens": in_tokens, "completion_tokens": out_tokens,
-                                 "total_tokens": in_tokens + out_tokens}
+        usage: dict[str, Any] = {
+            "prompt_tokens": in_tokens,
+            "completion_tokens": out_tokens,
+            "total_tokens": in_tokens + out_tokens,
+        }
         if self.script.caches is not None:
             prompt, cached = self.script.caches[1].usage(body)
             with self.script.lock:
                 self.script.usage_log.append({"prompt": prompt, "cached": cached})
-            usage = {"prompt_tokens": prompt, "completion_tokens": out_tokens, "total_tokens": prompt + out_tokens,
-                     "prompt_tokens_details": {"cached_tokens": cached}}
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000, "model": model}
+            usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": out_tokens,
+                "total_tokens": prompt + out_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            }
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 1700000000,
+            "model": model,
+        }
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None}
             if reply.tool_calls:
-                message["tool_calls"] = [{"id": c.id, "type": "function",
-                                          "function": {"name": c.name, "arguments": "".join(c.fragments)}}
-                                         for c in reply.tool_calls]
-            self._json(200, {**base, "object": "chat.completion",
-                             "choices": [{"index": 0, "message": message, "finish_reason": finish,
-                                          "logprobs": None}], "usage": usage})
+                message["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": "".join(c.fragments)},
+                    }
+                    for c in reply.tool_calls
+                ]
+            self._json(
+                200,
+                {
+                    **base,
+                    "object": "chat.completion",
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                    "usage": usage,
+                },
+            )
             return
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-            return _sse(None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason,
-                                                    "logprobs": None}]}, self.reply)
+            return _sse(
+                None,
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+                    ],
+                },
+                self.reply,
+            )
 
         self._start_sse()
         self._send(chunk({"role": "assistant", "content": ""}))
@@ -331,8 +441,20 @@ class _Handler(BaseHTTPRequestHandler):
             return self._cut(reply)
         for position, call in enumerate(reply.tool_calls):
             first, *rest = call.fragments or ("",)
-            self._send(chunk({"tool_calls": [{"index": position, "id": call.id, "type": "function",
-                                              "function": {"name": call.name, "arguments": first}}]}))
+            self._send(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": position,
+                                "id": call.id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": first},
+                            }
+                        ]
+                    }
+                )
+            )
             for fragment in rest:
                 self._send(chunk({"tool_calls": [{"index": position, "function": {"arguments": fragment}}]}))
         self._send(chunk({}, finish))
@@ -352,8 +474,9 @@ class FakeLLMServer:
         handler = type("ScriptedHandler", (_Handler,), {"script": self._script})
         self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-llm", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -415,8 +538,9 @@ def serve_forever(mode: str) -> None:
 
     server = FakeLLMServer().start()
     if mode == "tool":
-        server.repeat(Reply(tool_calls=[ScriptedToolCall("toolu_bench", "list_notes", ("{}",))]),
-                      Reply(text=["Done."]))
+        server.repeat(
+            Reply(tool_calls=[ScriptedToolCall("toolu_bench", "list_notes", ("{}",))]), Reply(text=["Done."])
+        )
     else:
         server.repeat(Reply(text=["Hi ", "there."]))
     print(server.url, flush=True)

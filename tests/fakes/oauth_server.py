@@ -94,9 +94,16 @@ class _State:
 
 
 class FakeOAuthServer:
-    def __init__(self, *, access_ttl: int = 3600, code_ttl: float = 300.0, device_ttl: float = 900.0,
-                 device_interval: float = 0.05, device_min_interval: float | None = None,
-                 refresh_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        access_ttl: int = 3600,
+        code_ttl: float = 300.0,
+        device_ttl: float = 900.0,
+        device_interval: float = 0.05,
+        device_min_interval: float | None = None,
+        refresh_delay: float = 0.0,
+    ) -> None:
         self.access_ttl = access_ttl
         self.refresh_delay = refresh_delay
         self.code_ttl = code_ttl
@@ -110,8 +117,9 @@ class FakeOAuthServer:
             server_ref = fake
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     # -- lifecycle --
 
@@ -148,8 +156,14 @@ class FakeOAuthServer:
 
     # -- the "user" at the consent page (Anthropic) --
 
-    def approve(self, challenge: str, state: str, *, redirect_uri: str = ANTHROPIC_REDIRECT_URI,
-                client_id: str = ANTHROPIC_CLIENT_ID) -> str:
+    def approve(
+        self,
+        challenge: str,
+        state: str,
+        *,
+        redirect_uri: str = ANTHROPIC_REDIRECT_URI,
+        client_id: str = ANTHROPIC_CLIENT_ID,
+    ) -> str:
         """Approve a login; returns the authorization code the consent page would show."""
         code = secrets.token_urlsafe(24)
         with self.state.lock:
@@ -165,8 +179,12 @@ class FakeOAuthServer:
         assert query.get("code_challenge_method") == "S256", query
         assert query.get("client_id") == ANTHROPIC_CLIENT_ID, query
         assert set(query.get("scope", "").split()) >= {"user:inference"}, query
-        code = self.approve(query["code_challenge"], query["state"], redirect_uri=query["redirect_uri"],
-                            client_id=query["client_id"])
+        code = self.approve(
+            query["code_challenge"],
+            query["state"],
+            redirect_uri=query["redirect_uri"],
+            client_id=query["client_id"],
+        )
         return f"{code}#{query['state']}"
 
     # -- the "user" at the device page (OpenAI) --
@@ -179,9 +197,13 @@ class FakeOAuthServer:
             device = self._device_by_user_code(user_code)
             device.verifier = secrets.token_urlsafe(32)
             device.code = secrets.token_urlsafe(24)
-            self.state.codes[device.code] = _Code(_s256(device.verifier), None,
-                                                  f"{self.url}/deviceauth/callback", OPENAI_CLIENT_ID,
-                                                  time.monotonic() + self.code_ttl)
+            self.state.codes[device.code] = _Code(
+                _s256(device.verifier),
+                None,
+                f"{self.url}/deviceauth/callback",
+                OPENAI_CLIENT_ID,
+                time.monotonic() + self.code_ttl,
+            )
             device.status = "approved"
 
     def deny_device(self, user_code: str) -> None:
@@ -201,14 +223,22 @@ class FakeOAuthServer:
         if flavour == "anthropic":
             access = "sk-ant-oat01-" + secrets.token_urlsafe(48)
             refresh = "sk-ant-ort01-" + secrets.token_urlsafe(48)
-            body = {"token_type": "Bearer", "access_token": access, "refresh_token": refresh,
-                    "expires_in": self.access_ttl, "scope": "user:inference user:profile",
-                    "account": {"uuid": "acc-1", "email_address": "owl@example.com"}}
+            body = {
+                "token_type": "Bearer",
+                "access_token": access,
+                "refresh_token": refresh,
+                "expires_in": self.access_ttl,
+                "scope": "user:inference user:profile",
+                "account": {"uuid": "acc-1", "email_address": "owl@example.com"},
+            }
         else:
             access = fake_jwt({"exp": int(now_epoch) + self.access_ttl, "rnd": secrets.token_urlsafe(16)})
             refresh = "rt_" + secrets.token_urlsafe(48)
-            body = {"access_token": access, "refresh_token": refresh,
-                    "id_token": fake_jwt({"email": "owl@example.com"})}
+            body = {
+                "access_token": access,
+                "refresh_token": refresh,
+                "id_token": fake_jwt({"email": "owl@example.com"}),
+            }
         self.state.refresh_tokens[refresh] = flavour
         self.state.access_tokens.add(access)
         return body
@@ -238,8 +268,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.refresh_delay and isinstance(body, dict) and body.get("grant_type") == "refresh_token":
             time.sleep(fake.refresh_delay)  # outside the lock: concurrent refreshes overlap like on the net
         with fake.state.lock:
-            fake.state.requests.append(RecordedRequest("POST", self.path, dict(self.headers.items()), body,
-                                                       time.monotonic()))
+            fake.state.requests.append(
+                RecordedRequest("POST", self.path, dict(self.headers.items()), body, time.monotonic())
+            )
             routes = {
                 "/v1/oauth/token": lambda: self._anthropic_token(fake, body, ctype),
                 "/api/accounts/deviceauth/usercode": lambda: self._usercode(fake, body),
@@ -250,8 +281,10 @@ class _Handler(BaseHTTPRequestHandler):
             if route is None:
                 status, reply = 404, {"error": "not_found"}
             elif self.path.endswith("token") and "deviceauth" not in self.path and fake.state.failures:
-                status, reply = fake.state.failures.pop(0), {"error": "server_error",
-                                                             "error_description": "scripted failure"}
+                status, reply = (
+                    fake.state.failures.pop(0),
+                    {"error": "server_error", "error_description": "scripted failure"},
+                )
             else:
                 status, reply = route()
         data = json.dumps(reply).encode()
@@ -275,8 +308,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._refresh(fake, body, "anthropic")
         return _error("unsupported_grant_type", f"grant_type {grant!r}")
 
-    def _redeem(self, fake: FakeOAuthServer, body: dict, flavour: str, *,
-                check_state: bool) -> tuple[int, dict]:
+    def _redeem(
+        self, fake: FakeOAuthServer, body: dict, flavour: str, *, check_state: bool
+    ) -> tuple[int, dict]:
         code = fake.state.codes.get(str(body.get("code")))
         if code is None or code.used:
             return _error("invalid_grant", "Invalid or already used authorization code")
@@ -317,8 +351,11 @@ class _Handler(BaseHTTPRequestHandler):
         user_code = f"{secrets.randbelow(10**4):04d}-{secrets.token_hex(2).upper()}"
         fake.state.devices[device_id] = _Device(user_code, time.monotonic() + fake.device_ttl)
         # Like the real endpoint, the interval arrives as a string.
-        return 200, {"device_auth_id": device_id, "user_code": user_code,
-                     "interval": str(fake.device_interval)}
+        return 200, {
+            "device_auth_id": device_id,
+            "user_code": user_code,
+            "interval": str(fake.device_interval),
+        }
 
     def _device_poll(self, fake: FakeOAuthServer, body: Any) -> tuple[int, dict]:
         device = fake.state.devices.get(str((body or {}).get("device_auth_id")))
@@ -336,8 +373,11 @@ class _Handler(BaseHTTPRequestHandler):
         if device.status == "pending":
             return _error("authorization_pending", "waiting for the user", 403)
         device.status = "redeemed"
-        return 200, {"authorization_code": device.code, "code_challenge": _s256(device.verifier or ""),
-                     "code_verifier": device.verifier}
+        return 200, {
+            "authorization_code": device.code,
+            "code_challenge": _s256(device.verifier or ""),
+            "code_verifier": device.verifier,
+        }
 
     def _openai_token(self, fake: FakeOAuthServer, body: Any, ctype: str) -> tuple[int, dict]:
         if not isinstance(body, dict):

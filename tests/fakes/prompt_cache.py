@@ -88,8 +88,11 @@ class AnthropicCache:
                 for point in points:
                     if totals[point] >= MIN_CACHED:
                         self._cached.add(keys[point])
-        return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
-                "cache_read_input_tokens": read}
+        return {
+            "input_tokens": total - read - written,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+        }
 
 
 class OpenAICache:

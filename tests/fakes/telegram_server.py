@@ -42,10 +42,37 @@ from tests.fakes.loop_thread import LoopThread
 
 TOKEN = "123456:TEST-fake-telegram-token_abcdefghijklmnop"
 MAX_TEXT = 4096
-JSON_FIELDS = frozenset({"reply_markup", "allowed_updates", "commands", "scope", "link_preview_options",
-                         "reply_parameters", "entities"})
-TAGS = frozenset({"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a",
-                  "code", "pre", "blockquote", "tg-emoji"})
+JSON_FIELDS = frozenset(
+    {
+        "reply_markup",
+        "allowed_updates",
+        "commands",
+        "scope",
+        "link_preview_options",
+        "reply_parameters",
+        "entities",
+    }
+)
+TAGS = frozenset(
+    {
+        "b",
+        "strong",
+        "i",
+        "em",
+        "u",
+        "ins",
+        "s",
+        "strike",
+        "del",
+        "span",
+        "tg-spoiler",
+        "a",
+        "code",
+        "pre",
+        "blockquote",
+        "tg-emoji",
+    }
+)
 _ATTRIBUTE = r"""\s+[a-zA-Z-]+(?:\s*=\s*(?:"[^"<]*"|'[^'<]*'|[^\s>"'<]+))?"""
 _TAG = re.compile(rf"<(/?)([a-zA-Z][a-zA-Z0-9-]*)((?:{_ATTRIBUTE})*)\s*>")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#x[0-9a-fA-F]{1,6}|lt|gt|amp|quot);")
@@ -71,9 +98,11 @@ def parse_html(text: str) -> str:
                 raise ParseError(f'Unsupported start tag "{name}" at byte offset {i}')
             if closing:
                 if not stack or stack[-1] != name:
-                    raise ParseError(f'Unmatched end tag at byte offset {i}: expected "</{stack[-1]}>", '
-                                     f'found "</{name}>"' if stack else
-                                     f"Unexpected end tag at byte offset {i}")
+                    raise ParseError(
+                        f'Unmatched end tag at byte offset {i}: expected "</{stack[-1]}>", found "</{name}>"'
+                        if stack
+                        else f"Unexpected end tag at byte offset {i}"
+                    )
                 stack.pop()
             else:
                 if name == "a" and "a" in stack:
@@ -152,12 +181,24 @@ class _Pending:
 class FakeTelegramServer(LoopThread):
     thread_name = "fake-telegram"
 
-    def __init__(self, token: str = TOKEN, *, username: str = "owlia_test_bot", bot_id: int = 7000,
-                 webhook_retry_delay: float = 0.05) -> None:
+    def __init__(
+        self,
+        token: str = TOKEN,
+        *,
+        username: str = "owlia_test_bot",
+        bot_id: int = 7000,
+        webhook_retry_delay: float = 0.05,
+    ) -> None:
         self.token = token
-        self.me = {"id": bot_id, "is_bot": True, "first_name": "Owlia", "username": username,
-                   "can_join_groups": True, "can_read_all_group_messages": False,
-                   "supports_inline_queries": False}
+        self.me = {
+            "id": bot_id,
+            "is_bot": True,
+            "first_name": "Owlia",
+            "username": username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
         self.webhook_retry_delay = webhook_retry_delay
         self._lock = threading.Lock()
         self._calls: list[Call] = []
@@ -212,28 +253,49 @@ class FakeTelegramServer(LoopThread):
     # -- what tests do ---------------------------------------------------------------------------
 
     def user(self, user_id: int, username: str | None = None) -> dict[str, Any]:
-        return {"id": user_id, "is_bot": False, "first_name": f"User{user_id}",
-                "username": username or f"user{user_id}", "language_code": "en"}
+        return {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": f"User{user_id}",
+            "username": username or f"user{user_id}",
+            "language_code": "en",
+        }
 
     def open_chat(self, user_id: int) -> None:
         """A private chat the user opened earlier (/start), so the bot may message them first."""
         self._chat(user_id, "private", user_id, None)
 
-    def message(self, user_id: int, text: str, *, chat_id: int | None = None, chat_type: str = "private",
-                username: str | None = None, reply_to: int | None = None,
-                forwarded_from: int | None = None) -> dict[str, Any]:
+    def message(
+        self,
+        user_id: int,
+        text: str,
+        *,
+        chat_id: int | None = None,
+        chat_type: str = "private",
+        username: str | None = None,
+        reply_to: int | None = None,
+        forwarded_from: int | None = None,
+    ) -> dict[str, Any]:
         """A user's message; `chat_id` (negative) with chat_type "group"/"supergroup" for a group;
         `forwarded_from`: the user forwards a message that user wrote."""
         chat_id = user_id if chat_id is None else chat_id
         chat = self._chat(chat_id, chat_type, user_id, username)
-        message: dict[str, Any] = {"message_id": next(self._message_ids), "date": int(time.time()),
-                                   "chat": chat, "from": self.user(user_id, username), "text": text}
+        message: dict[str, Any] = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": self.user(user_id, username),
+            "text": text,
+        }
         entities = _entities(text)
         if entities:
             message["entities"] = entities
         if forwarded_from is not None:
-            message["forward_origin"] = {"type": "user", "date": int(time.time()),
-                                         "sender_user": self.user(forwarded_from)}
+            message["forward_origin"] = {
+                "type": "user",
+                "date": int(time.time()),
+                "sender_user": self.user(forwarded_from),
+            }
         if reply_to is not None:
             stored = self.stored(chat_id, reply_to)
             message["reply_to_message"] = self._as_message(stored)
@@ -245,8 +307,13 @@ class FakeTelegramServer(LoopThread):
     def press(self, user_id: int, chat_id: int, message_id: int, data: str) -> dict[str, Any]:
         """`user_id` presses an inline button with `data` under the bot's message."""
         stored = self.stored(chat_id, message_id)
-        query = {"id": str(next(self._callback_ids)), "from": self.user(user_id),
-                 "chat_instance": f"ci{chat_id}", "message": self._as_message(stored), "data": data}
+        query = {
+            "id": str(next(self._callback_ids)),
+            "from": self.user(user_id),
+            "chat_instance": f"ci{chat_id}",
+            "message": self._as_message(stored),
+            "data": data,
+        }
         return self.inject({"callback_query": query})
 
     def inject(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -266,8 +333,11 @@ class FakeTelegramServer(LoopThread):
     def fail_next(self, method: str, n: int = 1, *, retry_after: int = 1, status: int = 429) -> None:
         """The next `n` calls of `method` answer 429 Too Many Requests with `retry_after` (or, with
         another `status`, a bare error such as 502 Bad Gateway)."""
-        error = ApiError(429, f"Too Many Requests: retry after {retry_after}", {"retry_after": retry_after}) \
-            if status == 429 else ApiError(status, f"Error {status}: scripted failure")
+        error = (
+            ApiError(429, f"Too Many Requests: retry after {retry_after}", {"retry_after": retry_after})
+            if status == 429
+            else ApiError(status, f"Error {status}: scripted failure")
+        )
         with self._lock:
             self._failures.setdefault(method, []).extend(error for _ in range(n))
 
@@ -342,8 +412,11 @@ class FakeTelegramServer(LoopThread):
 
     async def _api_getUpdates(self, params: dict[str, Any]) -> Any:
         if self.webhook is not None:
-            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
-                                "use deleteWebhook to delete the webhook first")
+            raise ApiError(
+                409,
+                "Conflict: can't use getUpdates method while webhook is active; "
+                "use deleteWebhook to delete the webhook first",
+            )
         offset = int(params.get("offset") or 0)
         limit = min(int(params.get("limit") or 100), 100)
         timeout = float(params.get("timeout") or 0)
@@ -400,8 +473,9 @@ class FakeTelegramServer(LoopThread):
     async def _api_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
         query_id = str(params.get("callback_query_id", ""))
         if query_id in self.answered:
-            raise ApiError(400, "Bad Request: query is too old and response timeout expired or query ID is "
-                                "invalid")
+            raise ApiError(
+                400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
+            )
         self.answered[query_id] = params
         return True
 
@@ -410,8 +484,9 @@ class FakeTelegramServer(LoopThread):
         raw = str(params.get("text", ""))
         mode = params.get("parse_mode")
         visible = _visible(raw, mode)
-        stored = StoredMessage(chat_id, next(self._message_ids), visible, raw, mode,
-                               params.get("reply_markup"), [visible])
+        stored = StoredMessage(
+            chat_id, next(self._message_ids), visible, raw, mode, params.get("reply_markup"), [visible]
+        )
         with self._lock:
             self._messages[(chat_id, stored.message_id)] = stored
         return self._as_message(stored)
@@ -428,9 +503,12 @@ class FakeTelegramServer(LoopThread):
         visible = _visible(raw, mode)
         markup = params.get("reply_markup")
         if visible == stored.text and markup == stored.reply_markup:
-            raise ApiError(400, "Bad Request: message is not modified: specified new message content "
-                                "and reply markup are exactly the same as a current content and reply "
-                                "markup of the message")
+            raise ApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content "
+                "and reply markup are exactly the same as a current content and reply "
+                "markup of the message",
+            )
         with self._lock:
             stored.text, stored.raw, stored.parse_mode, stored.reply_markup = visible, raw, mode, markup
             stored.versions.append(visible)
@@ -442,8 +520,12 @@ class FakeTelegramServer(LoopThread):
         with self._lock:
             if chat_id not in self._chats:
                 if chat_type == "private":
-                    self._chats[chat_id] = {"id": chat_id, "type": "private", "first_name": f"User{user_id}",
-                                            "username": username or f"user{user_id}"}
+                    self._chats[chat_id] = {
+                        "id": chat_id,
+                        "type": "private",
+                        "first_name": f"User{user_id}",
+                        "username": username or f"user{user_id}",
+                    }
                 else:
                     self._chats[chat_id] = {"id": chat_id, "type": chat_type, "title": f"Chat {chat_id}"}
             return self._chats[chat_id]
@@ -461,10 +543,13 @@ class FakeTelegramServer(LoopThread):
     def _as_message(self, stored: StoredMessage) -> dict[str, Any]:
         with self._lock:
             chat = self._chats[stored.chat_id]
-        message: dict[str, Any] = {"message_id": stored.message_id, "date": int(time.time()), "chat": chat,
-                                   "from": {k: v for k, v in self.me.items()
-                                            if k in ("id", "is_bot", "first_name", "username")},
-                                   "text": stored.text}
+        message: dict[str, Any] = {
+            "message_id": stored.message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": {k: v for k, v in self.me.items() if k in ("id", "is_bot", "first_name", "username")},
+            "text": stored.text,
+        }
         if stored.reply_markup:
             message["reply_markup"] = stored.reply_markup
         return message
@@ -504,7 +589,7 @@ async def _send_raw(request: web.Request, raw: RawAnswer) -> web.StreamResponse:
     await response.prepare(request)
     for start in range(0, len(raw.body), 1 << 16):
         try:
-            await response.write(raw.body[start:start + (1 << 16)])
+            await response.write(raw.body[start : start + (1 << 16)])
         except (ConnectionError, RuntimeError):  # the client hung up (as it should, on an oversize body)
             break
     return response
@@ -534,8 +619,9 @@ def _entities(text: str) -> list[dict[str, Any]]:
         kind = "bot_command" if match.group(0).startswith("/") else "mention"
         if kind == "bot_command" and match.start() != 0:
             continue
-        found.append({"type": kind, "offset": utf16_len(text[:match.start()]),
-                      "length": utf16_len(match.group(0))})
+        found.append(
+            {"type": kind, "offset": utf16_len(text[: match.start()]), "length": utf16_len(match.group(0))}
+        )
     return found
 
 
@@ -552,4 +638,13 @@ async def _params(request: web.Request) -> dict[str, Any]:
     return params
 
 
-__all__ = ["TOKEN", "Call", "FakeTelegramServer", "ParseError", "RawAnswer", "StoredMessage", "parse_html", "utf16_len"]
+__all__ = [
+    "TOKEN",
+    "Call",
+    "FakeTelegramServer",
+    "ParseError",
+    "RawAnswer",
+    "StoredMessage",
+    "parse_html",
+    "utf16_len",
+]

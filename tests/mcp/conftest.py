@@ -33,13 +33,33 @@ def mcp(home: Path, *args: str, input: str | None = None, code: int = 0) -> str:
 
 
 def add_time(home: Path) -> None:
-    mcp(home, "add", "time", "--bind", str(TIME_VENV), "--", str(TIME_VENV / "bin" / "python3"), "-m",
-        "mcp_server_time", "--local-timezone", "UTC")
+    mcp(
+        home,
+        "add",
+        "time",
+        "--bind",
+        str(TIME_VENV),
+        "--",
+        str(TIME_VENV / "bin" / "python3"),
+        "-m",
+        "mcp_server_time",
+        "--local-timezone",
+        "UTC",
+    )
 
 
 def add_everything(home: Path) -> None:
-    mcp(home, "add", "everything", "--bind", str(EVERYTHING.parents[3]), "--", "/usr/bin/node", str(EVERYTHING),
-        "stdio")
+    mcp(
+        home,
+        "add",
+        "everything",
+        "--bind",
+        str(EVERYTHING.parents[3]),
+        "--",
+        "/usr/bin/node",
+        str(EVERYTHING),
+        "stdio",
+    )
 
 
 @pytest.fixture()
@@ -55,10 +75,33 @@ def state_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def add_hostile(home: Path, state: Path, *targets: str, env: dict[str, str] | None = None,
-                network: tuple[str, ...] = (), sampling: bool = False) -> None:
+def add_hostile(
+    home: Path,
+    state: Path,
+    *targets: str,
+    env: dict[str, str] | None = None,
+    network: tuple[str, ...] = (),
+    sampling: bool = False,
+) -> None:
     (state / "variant").write_text("v1")
-    extra = [f"--env={k}={v}" for k, v in (env or {}).items()] + [f"--network={h}" for h in network] + (
-        ["--sampling"] if sampling else [])
-    mcp(home, "add", "hostile", "--bind", str(HOSTILE), "--bind", str(state), *extra, "--",
-        "/usr/bin/python3", "-I", str(HOSTILE / "server.py"), str(state), *targets)
+    extra = (
+        [f"--env={k}={v}" for k, v in (env or {}).items()]
+        + [f"--network={h}" for h in network]
+        + (["--sampling"] if sampling else [])
+    )
+    mcp(
+        home,
+        "add",
+        "hostile",
+        "--bind",
+        str(HOSTILE),
+        "--bind",
+        str(state),
+        *extra,
+        "--",
+        "/usr/bin/python3",
+        "-I",
+        str(HOSTILE / "server.py"),
+        str(state),
+        *targets,
+    )

@@ -27,24 +27,28 @@ def layout(tmp_path) -> dict[str, Path]:
     for path in (home / "secrets", signer, sockets, workspace):
         path.mkdir(parents=True)
     (home / "secrets" / "signer.token").write_text("secret-token")
-    (home / "config.yaml").write_text(f"signer:\n  home: {signer}\n  socket: {sockets / 'signer.sock'}\n"
-                                      f"bot:\n  workspace: {workspace}\n")
+    (home / "config.yaml").write_text(
+        f"signer:\n  home: {signer}\n  socket: {sockets / 'signer.sock'}\nbot:\n  workspace: {workspace}\n"
+    )
     (tmp_path / "link-to-home").symlink_to(home)
     (tmp_path / "link-to-run").symlink_to(tmp_path / "run")
     return {"home": home, "signer": signer, "sockets": sockets, "workspace": workspace, "root": tmp_path}
 
 
-@pytest.mark.parametrize("where, words", [
-    ("home", "is the OwliaBot home (auth.json, the signer token)"),
-    ("home/secrets", "is inside the OwliaBot home"),
-    ("root", "holds the OwliaBot home"),
-    ("signer", "is the signer home (the keystore)"),
-    ("sockets", "is the folder of the signer's socket"),
-    ("workspace", "is the bot's workspace"),
-    ("root/run", "holds the folder of the signer's socket"),
-    ("root/link-to-home", "(it resolves to"),
-    ("root/link-to-run", "holds the folder of the signer's socket"),
-])
+@pytest.mark.parametrize(
+    "where, words",
+    [
+        ("home", "is the OwliaBot home (auth.json, the signer token)"),
+        ("home/secrets", "is inside the OwliaBot home"),
+        ("root", "holds the OwliaBot home"),
+        ("signer", "is the signer home (the keystore)"),
+        ("sockets", "is the folder of the signer's socket"),
+        ("workspace", "is the bot's workspace"),
+        ("root/run", "holds the folder of the signer's socket"),
+        ("root/link-to-home", "(it resolves to"),
+        ("root/link-to-run", "holds the folder of the signer's socket"),
+    ],
+)
 def test_add_refuses_a_bind_that_exposes_the_bots_or_the_signers_files(layout, where, words):
     base, _, rest = where.partition("/")
     path = layout[base] / rest if rest else layout[base]
@@ -61,14 +65,30 @@ def test_a_hand_edited_bind_is_refused_when_the_server_starts(layout, state_dir)
     store = McpStore(home)
     (state_dir / "variant").write_text("v1")
     command = ("/usr/bin/python3", "-I", str(HOSTILE / "server.py"), str(state_dir), str(home / "secrets"))
-    store.add(ServerDecl(name="hostile", transport="stdio", command=command,
-                         binds=(str(HOSTILE), str(state_dir), str(layout["root"]))))
+    store.add(
+        ServerDecl(
+            name="hostile",
+            transport="stdio",
+            command=command,
+            binds=(str(HOSTILE), str(state_dir), str(layout["root"])),
+        )
+    )
     out = mcp(home, "approve", "hostile", "--yes", code=1)
     assert "holds the OwliaBot home" in " ".join(out.split())
     schema = {"type": "object", "properties": {}}
     desc = "Looks around."
-    store.approve("hostile", {"escape": PinnedTool(name="escape", level="read", hash=tool_hash("escape", desc, schema),
-                                                   description=desc, input_schema=schema)})
+    store.approve(
+        "hostile",
+        {
+            "escape": PinnedTool(
+                name="escape",
+                level="read",
+                hash=tool_hash("escape", desc, schema),
+                description=desc,
+                input_schema=schema,
+            )
+        },
+    )
     events = Events()
 
     async def go() -> str:
@@ -92,9 +112,12 @@ def test_a_hand_edited_bind_is_refused_when_the_server_starts(layout, state_dir)
 
 def test_the_protected_folders_follow_the_config(layout):
     found = {p.what.split(" (")[0]: p.path for p in protected_paths(layout["home"])}
-    assert found == {"the OwliaBot home": layout["home"].resolve(), "the signer home": layout["signer"].resolve(),
-                     "the folder of the signer's socket": layout["sockets"].resolve(),
-                     "the bot's workspace": layout["workspace"].resolve()}
+    assert found == {
+        "the OwliaBot home": layout["home"].resolve(),
+        "the signer home": layout["signer"].resolve(),
+        "the folder of the signer's socket": layout["sockets"].resolve(),
+        "the bot's workspace": layout["workspace"].resolve(),
+    }
 
 
 PARTS = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=4)

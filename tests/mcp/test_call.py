@@ -12,7 +12,9 @@ HEAD = "[result of MCP server {}, tool {}; untrusted]"
 
 
 def _kinds(home) -> list[str]:
-    return [r["kind"] for r in audit(home) if r["kind"].startswith("mcp.") and r["kind"] not in ("mcp.loaded",)]
+    return [
+        r["kind"] for r in audit(home) if r["kind"].startswith("mcp.") and r["kind"] not in ("mcp.loaded",)
+    ]
 
 
 def test_a_real_server_answers_in_its_sandbox(tmp_path):
@@ -26,15 +28,31 @@ def test_a_real_server_answers_in_its_sandbox(tmp_path):
     assert [c["outcome"] for c in calls] == ["ok"] and calls[0]["tool"] == "get_current_time"
     bad = mcp(tmp_path, "call", "time", "get_current_time", "--args", '{"timezone": 5}', code=1)
     assert "the arguments do not fit get_current_time" in bad
-    assert "--args must be a JSON object" in mcp(tmp_path, "call", "time", "get_current_time", "--args", "[1]", code=1)
-    assert "--args must be a JSON object" in mcp(tmp_path, "call", "time", "get_current_time", "--args", "{x", code=1)
+    assert "--args must be a JSON object" in mcp(
+        tmp_path, "call", "time", "get_current_time", "--args", "[1]", code=1
+    )
+    assert "--args must be a JSON object" in mcp(
+        tmp_path, "call", "time", "get_current_time", "--args", "{x", code=1
+    )
     assert len([r for r in audit(tmp_path) if r["kind"] == "mcp.call"]) == 1  # the refused ones ran nothing
 
 
 def test_what_the_bot_would_refuse_is_refused_in_words(tmp_path, state_dir):
     add_hostile(tmp_path, state_dir, "/etc/passwd")
-    mcp(tmp_path, "approve", "hostile", "--level", "weather=read", "--level", "pay=sign", "--level", "escape=write",
-        "--others", "skip", "--yes")
+    mcp(
+        tmp_path,
+        "approve",
+        "hostile",
+        "--level",
+        "weather=read",
+        "--level",
+        "pay=sign",
+        "--level",
+        "escape=write",
+        "--others",
+        "skip",
+        "--yes",
+    )
     signs = mcp(tmp_path, "call", "hostile", "pay", code=1)
     assert "pay of hostile is a sign-level tool" in " ".join(signs.split()) and "never signs" in signs
     unapproved = mcp(tmp_path, "call", "hostile", "huge", code=1)
@@ -58,7 +76,9 @@ def test_a_rug_pull_is_refused_as_the_bot_refuses_it(tmp_path, state_dir):
     assert mcp(tmp_path, "call", "hostile", "weather").startswith(HEAD.format("hostile", "weather"))
     (state_dir / "variant").write_text("v2")  # same name, a new description and a wider schema
     out = mcp(tmp_path, "call", "hostile", "weather", code=1)
-    assert "changed its tool weather since you approved it" in " ".join(out.split()) and "Nothing was run" in out
+    assert (
+        "changed its tool weather since you approved it" in " ".join(out.split()) and "Nothing was run" in out
+    )
     assert [r["outcome"] for r in audit(tmp_path) if r["kind"] == "mcp.call"] == ["ok"]
     assert [r["tool"] for r in audit(tmp_path) if r["kind"] == "mcp.tool_changed"] == ["weather"]
 

@@ -21,16 +21,22 @@ def test_the_approval_screen_keeps_server_text_under_the_gutter(tmp_path, state_
     add_hostile(tmp_path, state_dir)
     (state_dir / "variant").write_text("v3")
     refused = mcp(tmp_path, "approve", "hostile", "--others", "skip", "--level", "fake=read", "--yes", code=1)
-    assert "fake cannot be approved: its description holds the invisible or control character U+001B" in refused
+    assert (
+        "fake cannot be approved: its description holds the invisible or control character U+001B" in refused
+    )
     out = mcp(tmp_path, "approve", "hostile", "--others", "skip", "--level", "fake_plain=read", "--yes")
     assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
     rows = out.splitlines()
     fake = [r for r in rows if "mcp_hostile_fake_plain [read]:" in r]
-    assert fake and all(r.startswith(GUTTER_ROW) for r in fake)  # the faked row only ever appears under the gutter
+    assert fake and all(
+        r.startswith(GUTTER_ROW) for r in fake
+    )  # the faked row only ever appears under the gutter
     assert not [r for r in rows if r.lstrip().startswith("signing: no")]
     assert all(len(r) <= 100 for r in rows)
     assert "tool with a name that cannot be offered (never used):" in out
-    assert "tool mcp_hostile_fake cannot be approved (never used): its description holds" in " ".join(out.split())
+    assert "tool mcp_hostile_fake cannot be approved (never used): its description holds" in " ".join(
+        out.split()
+    )
     assert set(McpStore(tmp_path).entry("hostile").tools) == {"fake_plain"}
 
 
@@ -47,12 +53,15 @@ def test_levels_are_asked_per_tool_and_write_is_the_default(tmp_path, state_dir)
 
 
 def test_declarations_refuse_secrets_relative_commands_and_system_binds(tmp_path):
-    assert "never gets secrets" in mcp(tmp_path, "add", "x", "--env", "API_TOKEN=abc", "--", "/usr/bin/true", code=1)
+    assert "never gets secrets" in mcp(
+        tmp_path, "add", "x", "--env", "API_TOKEN=abc", "--", "/usr/bin/true", code=1
+    )
     assert "absolute path" in mcp(tmp_path, "add", "x", "--", "node", "server.js", code=1)
     mcp(tmp_path, "add", "x", "--bind", "/usr/lib", "--", "/usr/bin/true")
     assert "cannot be bound" in mcp(tmp_path, "approve", "x", "--yes", code=1)
-    assert "needs a url and no command" in mcp(tmp_path, "add", "y", "--url", "https://a.example/mcp", "--",
-                                               "/usr/bin/true", code=1)
+    assert "needs a url and no command" in mcp(
+        tmp_path, "add", "y", "--url", "https://a.example/mcp", "--", "/usr/bin/true", code=1
+    )
 
 
 @given(st.text(max_size=3000), st.integers(min_value=1024, max_value=4096))
@@ -93,8 +102,18 @@ def test_two_servers_whose_tool_names_meet_offer_only_the_first(tmp_path, state_
     schema = {"type": "object"}
     for server, tool in (("a", "b_c"), ("a_b", "c")):
         store.add(ServerDecl(name=server, transport="stdio", command=("/usr/bin/true",)))
-        store.approve(server, {tool: PinnedTool(name=tool, level="read", hash=tool_hash(tool, "", schema),
-                                                description="", input_schema=schema)})
+        store.approve(
+            server,
+            {
+                tool: PinnedTool(
+                    name=tool,
+                    level="read",
+                    hash=tool_hash(tool, "", schema),
+                    description="",
+                    input_schema=schema,
+                )
+            },
+        )
     source = McpTools.load(tmp_path, McpSettings())
     assert [t.name for t in source.tools()] == ["mcp_a_b_c"]
     assert "has the name of a tool of a" in source.problems[0]

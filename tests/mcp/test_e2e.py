@@ -22,12 +22,28 @@ def test_real_servers_are_called_by_the_agent_at_the_levels_the_user_gave(bot):
     add_time(bot.home)
     mcp(bot.home, "approve", "time", "--level", "get_current_time=read", "--others", "skip", "--yes")
     add_everything(bot.home)
-    mcp(bot.home, "approve", "everything", "--level", "echo=write", "--level", "get-sum=read", "--others", "skip",
-        "--yes")
-    bot.llm.enqueue(Reply(tool_calls=[call("mcp_time_get_current_time", {"timezone": "Asia/Tokyo"}),
-                                      call("mcp_everything_get-sum", {"a": 2, "b": 40})]),
-                    Reply(tool_calls=[call("mcp_everything_echo", {"message": "hello from the agent"})]),
-                    Reply(text=["It is evening in Tokyo."]))
+    mcp(
+        bot.home,
+        "approve",
+        "everything",
+        "--level",
+        "echo=write",
+        "--level",
+        "get-sum=read",
+        "--others",
+        "skip",
+        "--yes",
+    )
+    bot.llm.enqueue(
+        Reply(
+            tool_calls=[
+                call("mcp_time_get_current_time", {"timezone": "Asia/Tokyo"}),
+                call("mcp_everything_get-sum", {"a": 2, "b": 40}),
+            ]
+        ),
+        Reply(tool_calls=[call("mcp_everything_echo", {"message": "hello from the agent"})]),
+        Reply(text=["It is evening in Tokyo."]),
+    )
     out = bot.chat("what time is it in Tokyo?", "y")
     assert "It is evening in Tokyo." in out
     offered = {t["name"]: t for t in bot.llm.requests[0].body["tools"]}
@@ -61,14 +77,31 @@ def test_a_declined_write_tool_does_not_run(bot):
 
 def test_no_write_or_sign_mcp_tool_in_cron_or_heartbeat_and_reload_without_restart(bot):
     add_everything(bot.home)
-    mcp(bot.home, "approve", "everything", "--level", "echo=write", "--level", "get-sum=read",
-        "--level", "get-env=sign", "--others", "skip", "--yes")
+    mcp(
+        bot.home,
+        "approve",
+        "everything",
+        "--level",
+        "echo=write",
+        "--level",
+        "get-sum=read",
+        "--level",
+        "get-env=sign",
+        "--others",
+        "skip",
+        "--yes",
+    )
     runtime = bot.runtime()
     try:
+
         def names(kind):
             return {t.name for t in runtime.registry.visible(kind, "console") if t.name.startswith("mcp_")}
 
-        assert names(ContextKind.DM) == {"mcp_everything_echo", "mcp_everything_get-sum", "mcp_everything_get-env"}
+        assert names(ContextKind.DM) == {
+            "mcp_everything_echo",
+            "mcp_everything_get-sum",
+            "mcp_everything_get-env",
+        }
         assert names(ContextKind.GROUP) == {"mcp_everything_echo", "mcp_everything_get-sum"}
         assert names(ContextKind.CRON) == names(ContextKind.HEARTBEAT) == {"mcp_everything_get-sum"}
         assert runtime.registry.lookup("mcp_everything_echo", ContextKind.CRON, "console") is None
@@ -119,9 +152,11 @@ def test_sampling_enabled_for_a_server_answers_only_its_own_messages(bot, state_
     add_hostile(bot.home, state_dir, sampling=True)
     assert "answered by your model" in mcp(bot.home, "info", "hostile")
     mcp(bot.home, "approve", "hostile", "--level", "sample=read", "--others", "skip", "--yes")
-    bot.llm.enqueue(Reply(tool_calls=[call("mcp_hostile_sample", {})]),
-                    Reply(text=["I cannot see any conversation."]),  # the sampling request
-                    Reply(text=["The server got nothing from me."]))
+    bot.llm.enqueue(
+        Reply(tool_calls=[call("mcp_hostile_sample", {})]),
+        Reply(text=["I cannot see any conversation."]),  # the sampling request
+        Reply(text=["The server got nothing from me."]),
+    )
     out = bot.chat("run the sampler; my seed word is banana-42 and my key is 0x" + "ab" * 32)
     assert "The server got nothing from me." in out
     sampled = bot.llm.requests[1].body
@@ -137,10 +172,22 @@ def test_sampling_enabled_for_a_server_answers_only_its_own_messages(bot, state_
 def test_the_agent_reads_an_approved_resource_fenced_and_never_sees_a_prompt(bot, state_dir):
     add_hostile(bot.home, state_dir)
     (state_dir / "variant").write_text("v8")
-    mcp(bot.home, "approve", "hostile", "--level", "weather=read", "--others", "skip", "--resources", "--prompts",
-        "--yes")
-    bot.llm.enqueue(Reply(tool_calls=[call("mcp_hostile-resource", {"uri": "notes://today"})]),
-                    Reply(text=["Your notes say it is sunny."]))
+    mcp(
+        bot.home,
+        "approve",
+        "hostile",
+        "--level",
+        "weather=read",
+        "--others",
+        "skip",
+        "--resources",
+        "--prompts",
+        "--yes",
+    )
+    bot.llm.enqueue(
+        Reply(tool_calls=[call("mcp_hostile-resource", {"uri": "notes://today"})]),
+        Reply(text=["Your notes say it is sunny."]),
+    )
     assert "Your notes say it is sunny." in bot.chat("what do my notes say?")
     offered = {t["name"]: t for t in bot.llm.requests[0].body["tools"]}
     reader = offered["mcp_hostile-resource"]

@@ -17,9 +17,20 @@ PUBLIC = "93.184.216.34"
 
 
 def test_only_allowed_public_hosts_on_80_443_are_reached_through_the_proxy(home, tmp_path, state_dir):
-    targets = ["api.allowed.test:443", "elsewhere.test:443", "loop.allowed.test:443", "api.allowed.test:22",
-               f"{PUBLIC}:443", "169.254.169.254:80"]
-    add_hostile(home, state_dir, env={"TUNNEL_HOSTS": ",".join(targets)}, network=("api.allowed.test", "*.allowed.test"))
+    targets = [
+        "api.allowed.test:443",
+        "elsewhere.test:443",
+        "loop.allowed.test:443",
+        "api.allowed.test:22",
+        f"{PUBLIC}:443",
+        "169.254.169.254:80",
+    ]
+    add_hostile(
+        home,
+        state_dir,
+        env={"TUNNEL_HOSTS": ",".join(targets)},
+        network=("api.allowed.test", "*.allowed.test"),
+    )
     assert "api.allowed.test" in mcp(home, "info", "hostile")
     mcp(home, "approve", "hostile", "--level", "tunnel=read", "--others", "skip", "--yes")
     names = {"api.allowed.test": PUBLIC, "loop.allowed.test": "127.0.0.1"}
@@ -96,15 +107,35 @@ from bot.runtime.audit import BotAudit  # noqa: E402
 from bot.mcp_servers.egress import Egress  # noqa: E402
 
 
-@given(host=st.one_of(st.sampled_from(["api.allowed.test", "x.allowed.test", "allowed.test", "evil.test",
-                                       "api.allowed.test.evil.test", "127.0.0.1", "[::1]", "0x7f000001",
-                                       "metadata.google.internal", "API.ALLOWED.TEST."]),
-                      st.from_regex(r"[a-z0-9.\-]{1,30}", fullmatch=True)),
-       port=st.integers(min_value=0, max_value=70000))
+@given(
+    host=st.one_of(
+        st.sampled_from(
+            [
+                "api.allowed.test",
+                "x.allowed.test",
+                "allowed.test",
+                "evil.test",
+                "api.allowed.test.evil.test",
+                "127.0.0.1",
+                "[::1]",
+                "0x7f000001",
+                "metadata.google.internal",
+                "API.ALLOWED.TEST.",
+            ]
+        ),
+        st.from_regex(r"[a-z0-9.\-]{1,30}", fullmatch=True),
+    ),
+    port=st.integers(min_value=0, max_value=70000),
+)
 @hsettings(max_examples=200, deadline=None)
 def test_a_tunnel_opens_only_to_an_allowed_name_on_80_or_443(host, port):
-    egress = Egress("s", ("api.allowed.test", "*.allowed.test"), BotAudit.__new__(BotAudit), FetchPolicy(),
-                    resolve=_public)
+    egress = Egress(
+        "s",
+        ("api.allowed.test", "*.allowed.test"),
+        BotAudit.__new__(BotAudit),
+        FetchPolicy(),
+        resolve=_public,
+    )
 
     async def check() -> str | None:
         try:
@@ -114,8 +145,9 @@ def test_a_tunnel_opens_only_to_an_allowed_name_on_80_or_443(host, port):
 
     opened = asyncio.run(check())
     name = host.lower().rstrip(".")
-    allowed = (name == "api.allowed.test" or (name.endswith(".allowed.test") and name != ".allowed.test")) \
-        and port in (80, 443)
+    allowed = (
+        name == "api.allowed.test" or (name.endswith(".allowed.test") and name != ".allowed.test")
+    ) and port in (80, 443)
     assert (opened == PUBLIC) == allowed, (host, port, opened)
 
 
@@ -124,8 +156,12 @@ async def _public(host: str, port: int) -> list[str]:
 
 
 def test_anything_but_connect_is_refused_before_any_lookup():
-    for head in (b"GET http://api.allowed.test/ HTTP/1.1\r\n\r\n", b"CONNECT api.allowed.test HTTP/1.1\r\n\r\n",
-                 b"\xff\xfe\r\n\r\n", b"CONNECT :443 HTTP/1.1\r\n\r\n"):
+    for head in (
+        b"GET http://api.allowed.test/ HTTP/1.1\r\n\r\n",
+        b"CONNECT api.allowed.test HTTP/1.1\r\n\r\n",
+        b"\xff\xfe\r\n\r\n",
+        b"CONNECT :443 HTTP/1.1\r\n\r\n",
+    ):
         try:
             Egress._target(head)
         except (FetchError, UnicodeDecodeError):

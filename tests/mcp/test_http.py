@@ -22,8 +22,12 @@ def http_server():
     with socket.socket() as probe:  # a free port, handed to the server (it does not report one it chose)
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen(["/usr/bin/node", str(EVERYTHING), "streamableHttp"], env={"PORT": str(port),
-                            "PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["/usr/bin/node", str(EVERYTHING), "streamableHttp"],
+        env={"PORT": str(port), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -32,11 +32,17 @@ def _calls(home: Path, tmp_path: Path, *, cgroup: bool) -> list:
         tools = {t.name: t for t in source.tools()}
         outcomes: list = []
         try:
-            for name, args in (("mcp_time_get_current_time", {"timezone": "UTC"}), ("mcp_hostile_hog", {}),
-                               ("mcp_time_get_current_time", {"timezone": "UTC"}), ("mcp_hostile_weather", {})):
+            for name, args in (
+                ("mcp_time_get_current_time", {"timezone": "UTC"}),
+                ("mcp_hostile_hog", {}),
+                ("mcp_time_get_current_time", {"timezone": "UTC"}),
+                ("mcp_hostile_weather", {}),
+            ):
                 started = time.monotonic()
                 try:
-                    out = await tools[name].handler(_ctx(tmp_path, Events()), tools[name].args.model_validate(args))
+                    out = await tools[name].handler(
+                        _ctx(tmp_path, Events()), tools[name].args.model_validate(args)
+                    )
                     outcomes.append((out.content, time.monotonic() - started))
                 except ToolFailure as exc:
                     outcomes.append((str(exc), time.monotonic() - started))
@@ -53,9 +59,21 @@ def test_a_server_over_its_ceiling_is_stopped_and_the_bot_keeps_working(tmp_path
     add_time(home)
     mcp(home, "approve", "time", "--others", "read", "--yes")
     add_hostile(home, state_dir)
-    out = mcp(home, "approve", "hostile", "--level", "hog=read", "--level", "weather=read", "--others", "skip",
-              "--yes")
-    assert "memory: at most 1024 MiB for the server and everything it starts, together" in " ".join(out.split())
+    out = mcp(
+        home,
+        "approve",
+        "hostile",
+        "--level",
+        "hog=read",
+        "--level",
+        "weather=read",
+        "--others",
+        "skip",
+        "--yes",
+    )
+    assert "memory: at most 1024 MiB for the server and everything it starts, together" in " ".join(
+        out.split()
+    )
     before, hog, after, weather = _calls(home, tmp_path, cgroup=cgroup)
     assert before[0].startswith("[result of MCP server time")
     assert "memory ceiling of 200 MiB" in hog[0] and "stopped" in hog[0], hog
@@ -71,7 +89,11 @@ def test_a_server_over_its_ceiling_is_stopped_and_the_bot_keeps_working(tmp_path
         assert all(h.startswith("cgroup v") for h in held), held
     else:
         assert all("polled" in h for h in held), held
-    leftovers = [p for p in Path("/sys/fs/cgroup").rglob(f"owlia-mcp-{__import__('os').getpid()}-*")] if cgroup else []
+    leftovers = (
+        [p for p in Path("/sys/fs/cgroup").rglob(f"owlia-mcp-{__import__('os').getpid()}-*")]
+        if cgroup
+        else []
+    )
     assert not leftovers  # every cgroup made for a sandbox is removed with it
 
 
@@ -79,7 +101,9 @@ def test_a_server_over_its_ceiling_is_stopped_and_the_bot_keeps_working(tmp_path
 @hsettings(max_examples=15, deadline=None)
 def test_a_cgroup_holds_exactly_the_ceiling_it_was_given(mb):
     ceiling, how = open_ceiling("mcptest", mb << 20)
-    assert ceiling is not None, how  # this machine offers a memory cgroup; the polled fallback is tested above
+    assert ceiling is not None, (
+        how
+    )  # this machine offers a memory cgroup; the polled fallback is tested above
     try:
         name = "memory.max" if ceiling.version == 2 else "memory.limit_in_bytes"
         assert int((ceiling.path / name).read_text()) == mb << 20

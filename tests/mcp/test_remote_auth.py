@@ -57,8 +57,12 @@ def remote(tmp_path):
     def start(mode: str, **env: str) -> Remote:
         port = _free_port()
         log = tmp_path / f"remote-{port}.log"
-        proc = subprocess.Popen([sys.executable, str(SERVER), str(port), mode, str(log), TOKEN],
-                                env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, str(SERVER), str(port), mode, str(log), TOKEN],
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         procs.append(proc)
         _wait(proc, port)
         return Remote(f"http://127.0.0.1:{port}", log)
@@ -83,7 +87,9 @@ def _secret(home: Path, name: str, value: str, mode: int = 0o600) -> None:
 
 
 def _nothing_leaked(home: Path, secret: str) -> None:
-    for path in [p for p in home.rglob("*") if p.is_file() and "secrets" not in p.parts and "oauth" not in p.parts]:
+    for path in [
+        p for p in home.rglob("*") if p.is_file() and "secrets" not in p.parts and "oauth" not in p.parts
+    ]:
         assert secret not in path.read_text(errors="replace"), path
 
 
@@ -124,8 +130,12 @@ def test_the_legacy_sse_transport_with_a_header(tmp_path, remote):
 
 def test_a_real_servers_legacy_sse_mode(tmp_path):
     port = _free_port()
-    proc = subprocess.Popen(["/usr/bin/node", str(EVERYTHING), "sse"], env={"PORT": str(port), "PATH": "/usr/bin:/bin"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["/usr/bin/node", str(EVERYTHING), "sse"],
+        env={"PORT": str(port), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         _wait(proc, port)
         url = f"http://127.0.0.1:{port}/sse"
@@ -141,8 +151,15 @@ def test_a_real_servers_legacy_sse_mode(tmp_path):
 
 def _owlia(home: Path, *args: str, **popen) -> subprocess.Popen:
     env = {**os.environ, "OWLIA_HOME": str(home), "COLUMNS": "100"}
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "mcp", *args], env=env, cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "mcp", *args],
+        env=env,
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **popen,
+    )
 
 
 def _login(home: Path, name: str) -> str:
@@ -172,7 +189,9 @@ def test_oauth_sign_in_refresh_once_per_rotation_and_sign_out(tmp_path, remote):
     url = f"{server.base}/mcp"
     home = _home(tmp_path, url)
     mcp(home, "add", "remote", "--url", url, "--oauth")
-    assert "needs you to sign in: run `owlia mcp login remote`" in mcp(home, "approve", "remote", "--yes", code=1)
+    assert "needs you to sign in: run `owlia mcp login remote`" in mcp(
+        home, "approve", "remote", "--yes", code=1
+    )
     assert not server.events()
     out = _login(home, "remote")
     assert "signed in to remote (1 tools)" in out
@@ -215,7 +234,7 @@ def test_a_header_value_is_one_line_of_visible_ascii_or_refused(value):
     _secret(home, "v.token", value)
     decl = ServerDecl(name="h", transport="http", url="http://127.0.0.1:1/mcp", headers={"X-Key": "v.token"})
     stripped = value.strip()
-    fits = 0 < len(stripped) and all(0x20 <= ord(c) <= 0x7e for c in stripped)
+    fits = 0 < len(stripped) and all(0x20 <= ord(c) <= 0x7E for c in stripped)
     try:
         assert header_values(decl, home) == {"X-Key": stripped} and fits
     except McpError as exc:

@@ -21,7 +21,9 @@ from tests.mcp.test_hostile import Events, _ctx
 RESOURCE_TOOL = "mcp_hostile-resource"
 
 
-def _read(home: Path, tmp_path: Path, tool_name: str, *uris: str, settings: McpSettings | None = None) -> list:
+def _read(
+    home: Path, tmp_path: Path, tool_name: str, *uris: str, settings: McpSettings | None = None
+) -> list:
     async def go() -> list:
         source = McpTools.load(home, settings or McpSettings())
         tool = next(t for t in source.tools() if t.name == tool_name)
@@ -29,7 +31,9 @@ def _read(home: Path, tmp_path: Path, tool_name: str, *uris: str, settings: McpS
         try:
             for uri in uris:
                 try:
-                    outcomes.append(await tool.handler(_ctx(tmp_path, Events()), tool.args.model_validate({"uri": uri})))
+                    outcomes.append(
+                        await tool.handler(_ctx(tmp_path, Events()), tool.args.model_validate({"uri": uri}))
+                    )
                 except ToolFailure as exc:
                     outcomes.append(str(exc))
         finally:
@@ -50,8 +54,10 @@ def test_resources_are_shown_whole_read_fenced_and_cut(tmp_path, state_dir):
     out = _approve_v8(home, state_dir, "--resources", "--prompts")
     flat = " ".join(out.split())
     assert "resource (read only): | uri: notes://today | name: today | description: Today's notes." in flat
-    assert "a resource that cannot be approved (never read): its description holds the invisible or control " \
-           "character U+200B" in flat
+    assert (
+        "a resource that cannot be approved (never read): its description holds the invisible or control "
+        "character U+200B" in flat
+    )
     entry = McpStore(home).entry("hostile")
     assert set(entry.resources) == {"notes://today", "notes://big"} and set(entry.prompts) == {"summarize"}
     source = McpTools.load(home, McpSettings())
@@ -61,9 +67,17 @@ def test_resources_are_shown_whole_read_fenced_and_cut(tmp_path, state_dir):
     assert tool.level.value == "read" and "notes://today (today): Today's notes." in tool.description
     with pytest.raises(ValidationError):
         tool.args.model_validate({"uri": "notes://hidden"})  # never approved: not even asked for
-    today, big = _read(home, tmp_path, RESOURCE_TOOL, "notes://today", "notes://big",
-                       settings=McpSettings(max_resource_chars=2000))
-    assert today.untrusted and today.content.startswith("[resource notes://today of MCP server hostile; untrusted]")
+    today, big = _read(
+        home,
+        tmp_path,
+        RESOURCE_TOOL,
+        "notes://today",
+        "notes://big",
+        settings=McpSettings(max_resource_chars=2000),
+    )
+    assert today.untrusted and today.content.startswith(
+        "[resource notes://today of MCP server hostile; untrusted]"
+    )
     assert "Sunny notes." in today.content
     body = big.content.split("\n", 1)[1]
     assert body.startswith("x" * 2000) and body.endswith("[... cut: the resource has 300000 characters]")
@@ -78,7 +92,9 @@ def test_yes_alone_approves_no_resource_and_no_prompt(tmp_path, state_dir):
     entry = McpStore(home).entry("hostile")
     assert entry.resources == {} and entry.prompts == {}
     assert [t.name for t in McpTools.load(home, McpSettings()).tools()] == ["mcp_hostile_weather"]
-    assert "summarize is not an approved prompt of hostile" in mcp(home, "prompt", "hostile", "summarize", code=1)
+    assert "summarize is not an approved prompt of hostile" in mcp(
+        home, "prompt", "hostile", "summarize", code=1
+    )
 
 
 def test_a_resource_changed_after_approval_is_not_read(tmp_path, state_dir):
@@ -96,12 +112,17 @@ def test_a_prompt_is_printed_for_the_user_and_checked_like_a_tool(tmp_path, stat
     home = tmp_path / "home"
     _approve_v8(home, state_dir, "--prompts")
     out = mcp(home, "prompt", "hostile", "summarize", "--args", '{"topic": "rain"}')
-    assert out.startswith("[prompt summarize of MCP server hostile; its text is the server's: read it before you use")
+    assert out.startswith(
+        "[prompt summarize of MCP server hostile; its text is the server's: read it before you use"
+    )
     assert "user: Summarize rain. Returns the weather." in out
     assert "missing: topic" in mcp(home, "prompt", "hostile", "summarize", code=1)
-    assert "it takes no colour" in mcp(home, "prompt", "hostile", "summarize", "--args",
-                                       '{"topic": "x", "colour": "red"}', code=1)
-    assert "arguments are strings" in mcp(home, "prompt", "hostile", "summarize", "--args", '{"topic": 5}', code=1)
+    assert "it takes no colour" in mcp(
+        home, "prompt", "hostile", "summarize", "--args", '{"topic": "x", "colour": "red"}', code=1
+    )
+    assert "arguments are strings" in mcp(
+        home, "prompt", "hostile", "summarize", "--args", '{"topic": 5}', code=1
+    )
     assert [r["prompt"] for r in audit(home) if r["kind"] == "mcp.prompt"] == ["summarize"]
 
 
@@ -113,7 +134,9 @@ def test_a_real_servers_resources_and_prompts(tmp_path):
     uri = "demo://resource/static/document/instructions.md"
     assert uri in entry.resources and "args-prompt" in entry.prompts
     (result,) = _read(home, tmp_path, "mcp_everything-resource", uri)
-    assert result.untrusted and result.content.startswith(f"[resource {uri} of MCP server everything; untrusted]")
+    assert result.untrusted and result.content.startswith(
+        f"[resource {uri} of MCP server everything; untrusted]"
+    )
     assert len(result.content.split("\n", 1)[1]) > 100
     out = mcp(home, "prompt", "everything", "args-prompt", "--args", '{"city": "Lisbon"}')
     assert "Lisbon" in out and out.startswith("[prompt args-prompt of MCP server everything")

@@ -69,13 +69,16 @@ def test_broken_config_is_critical_and_other_checks_skip(home):
     assert status(report, "OWL-GW-001") == "skip" and not report.ok
 
 
-@pytest.mark.parametrize("relative, mode, check_id, severity", [
-    (".", 0o755, "OWL-PERM-001", "warning"),
-    ("config.yaml", 0o644, "OWL-PERM-001", "warning"),
-    ("secrets", 0o750, "OWL-PERM-002", "critical"),
-    ("secrets/signer.token", 0o640, "OWL-PERM-002", "critical"),
-    ("auth.json", 0o604, "OWL-OAUTH-001", "critical"),
-])
+@pytest.mark.parametrize(
+    "relative, mode, check_id, severity",
+    [
+        (".", 0o755, "OWL-PERM-001", "warning"),
+        ("config.yaml", 0o644, "OWL-PERM-001", "warning"),
+        ("secrets", 0o750, "OWL-PERM-002", "critical"),
+        ("secrets/signer.token", 0o640, "OWL-PERM-002", "critical"),
+        ("auth.json", 0o604, "OWL-OAUTH-001", "critical"),
+    ],
+)
 def test_loose_modes_are_flagged_then_fixed(home, relative, mode, check_id, severity):
     path = home / relative
     if not path.exists():
@@ -83,7 +86,11 @@ def test_loose_modes_are_flagged_then_fixed(home, relative, mode, check_id, seve
     path.chmod(mode)
     report = audit(home)
     [finding] = findings(report, check_id)
-    assert finding.severity == severity and finding.fixable and str(path.resolve()).rstrip("/.") in finding.message
+    assert (
+        finding.severity == severity
+        and finding.fixable
+        and str(path.resolve()).rstrip("/.") in finding.message
+    )
     fixed = fix_all(context(home))
     assert len(fixed) == 1
     assert stat.S_IMODE(path.stat().st_mode) == mode & (0o700 if path.is_dir() else 0o600)
@@ -227,7 +234,11 @@ def test_wildcard_and_empty_allowlists(home):
     set_config(home, bot={"channels": {"telegram": {"allow_from": []}}})
     [finding] = findings(audit(home, env=env), "OWL-ALLOW-002")
     # pairing from the command line works, so an empty allowlist is a note that says how, not a warning
-    assert finding.severity == "info" and "telegram" in finding.message and "owlia pair approve" in finding.message
+    assert (
+        finding.severity == "info"
+        and "telegram" in finding.message
+        and "owlia pair approve" in finding.message
+    )
     assert findings(audit(home, env={}), "OWL-ALLOW-002") == []  # no token: the channel is off
     set_config(home, bot={"channels": {"telegram": {"allow_from": ["1001"]}}})
     report = audit(home, env=env)
@@ -235,12 +246,22 @@ def test_wildcard_and_empty_allowlists(home):
 
 
 def test_group_chats_with_sign_tools_are_critical(home):
-    set_config(home, bot={"channels": {"telegram": {"groups": {"enabled": True, "allow_chats": ["-100"]}}},
-                          "tools": {"channels": {"telegram": {"allow": ["wallet_balance", "transfer"]}}}})
+    set_config(
+        home,
+        bot={
+            "channels": {"telegram": {"groups": {"enabled": True, "allow_chats": ["-100"]}}},
+            "tools": {"channels": {"telegram": {"allow": ["wallet_balance", "transfer"]}}},
+        },
+    )
     [finding] = findings(audit(home), "OWL-GRP-001")
     assert finding.severity == "critical" and "transfer" in finding.message
-    set_config(home, bot={"channels": {"telegram": {"groups": {"enabled": True, "allow_chats": ["-100"]}}},
-                          "tools": {"channels": {"telegram": {"allow": ["wallet_balance"]}}}})
+    set_config(
+        home,
+        bot={
+            "channels": {"telegram": {"groups": {"enabled": True, "allow_chats": ["-100"]}}},
+            "tools": {"channels": {"telegram": {"allow": ["wallet_balance"]}}},
+        },
+    )
     assert status(audit(home), "OWL-GRP-001") == "pass"
 
 
@@ -256,12 +277,17 @@ def test_policy_without_limits_and_with_unbounded_approvals(home):
         {"chain": 31337, "asset": "native", "symbol": "ETH", "decimals": 18},
         {"chain": 31337, "asset": token, "symbol": "TOK", "decimals": 6, "windows": {"24h": "100"}},
     ]
-    policy["spenders"] = [{"chain": 31337, "address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "name": "router"}]
+    policy["spenders"] = [
+        {"chain": 31337, "address": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "name": "router"}
+    ]
     policy["recipients"] = {"unknown": "allow", "untrusted_provenance": "escalate"}
     signer_home(home, yaml.safe_dump(policy))
     report = audit(home)
     assert {(f.id, f.severity) for f in findings(report)} >= {
-        ("OWL-POL-001", "warning"), ("OWL-POL-002", "critical"), ("OWL-POL-003", "warning")}
+        ("OWL-POL-001", "warning"),
+        ("OWL-POL-002", "critical"),
+        ("OWL-POL-003", "warning"),
+    }
     assert any("ETH" in f.message for f in findings(report, "OWL-POL-001"))
     assert any("TOK" in f.message for f in findings(report, "OWL-POL-002"))
 
@@ -270,13 +296,18 @@ def test_undecoded_selectors_in_contracts_and_opaque_calls_are_reported(home):
     """A selector under contracts that the signer cannot decode now denies: the audit says why and what to do."""
     policy = default_policy()
     router = "0x3fC91A3afd70395Cd496C647d5a6CC9D4B2b7FAD"
-    policy["contracts"] = [{"chain": 31337, "address": router, "name": "router",
-                            "selectors": ["0x3593564c", "0x82ad56cb"]}]
-    policy["opaque_calls"] = [{"chain": 31337, "address": router, "selector": "0x24856bc3", "max_value": "0.5"}]
+    policy["contracts"] = [
+        {"chain": 31337, "address": router, "name": "router", "selectors": ["0x3593564c", "0x82ad56cb"]}
+    ]
+    policy["opaque_calls"] = [
+        {"chain": 31337, "address": router, "selector": "0x24856bc3", "max_value": "0.5"}
+    ]
     signer_home(home, yaml.safe_dump(policy))
     found = findings(audit(home), "OWL-POL-004")
     assert [(f.severity, "0x3593564c" in f.message, "0x82ad56cb" in f.message) for f in found] == [
-        ("warning", True, False), ("info", False, False)]
+        ("warning", True, False),
+        ("info", False, False),
+    ]
     assert "0x24856bc3" in found[1].message and "0.5" in found[1].message and "opaque_calls" in found[0].hint
 
 
@@ -291,7 +322,9 @@ def test_skills_without_a_working_sandbox(home, tmp_path, monkeypatch):
     set_config(home, bot={"skills": {"backend": "bubblewrap"}})
     [finding] = findings(audit(home), "OWL-SKILL-001")
     assert finding.severity == "critical" and "bubblewrap cannot" in finding.message
-    set_config(home, bot={"skills": {"backend": "docker", "docker_host": f"unix://{tmp_path}/no-engine.sock"}})
+    set_config(
+        home, bot={"skills": {"backend": "docker", "docker_host": f"unix://{tmp_path}/no-engine.sock"}}
+    )
     [finding] = findings(audit(home), "OWL-SKILL-001")
     assert "no Docker engine answers" in finding.message
     set_config(home, bot={"skills": {"backend": "gvisor"}})
@@ -317,12 +350,16 @@ def test_the_bots_own_audit_log_is_not_a_false_alarm_but_a_key_inside_it_is(home
 
     log = BotAudit(home / "logs" / "bot-audit.jsonl")
     tx_hash = "0x" + "ab" * 32
-    log.record("tool.finished", tool="transfer", outcome="signed", data={"tx_hash": tx_hash, "status": "signed"})
+    log.record(
+        "tool.finished", tool="transfer", outcome="signed", data={"tx_hash": tx_hash, "status": "signed"}
+    )
     log.record("tool.finished", tool="transfer", outcome="signed", result=f"sent; tx {tx_hash}")
     assert findings(audit(home), "OWL-SEC-002") == []
     key = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
     with open(home / "logs" / "bot-audit.jsonl", "a") as handle:  # as if something bypassed redaction
-        handle.write(json.dumps({"kind": "tool.finished", "result": f"the key is {key}", "hash": "cd" * 32}) + "\n")
+        handle.write(
+            json.dumps({"kind": "tool.finished", "result": f"the key is {key}", "hash": "cd" * 32}) + "\n"
+        )
     [finding] = findings(audit(home), "OWL-SEC-002")
     assert finding.severity == "critical" and "private_key" in finding.message and key not in finding.message
 
@@ -392,8 +429,9 @@ def test_fix_only_ever_removes_bits(tmp_path_factory, mode, allowed):
 
 
 def test_unknown_bot_user_is_an_error_not_a_crash(home):
-    result = CliRunner().invoke(security_cmd.app, ["audit", "--bot-user", "no-such-user-owlia"],
-                                env={"OWLIA_HOME": str(home)})
+    result = CliRunner().invoke(
+        security_cmd.app, ["audit", "--bot-user", "no-such-user-owlia"], env={"OWLIA_HOME": str(home)}
+    )
     assert result.exit_code == 1 and "no user named" in result.output
 
 
@@ -415,13 +453,25 @@ def test_client_token_lifetimes_are_bounded_and_an_eternal_one_is_flagged(home):
     paths = signer_home(home)
 
     def owlia(*args: str) -> subprocess.CompletedProcess:
-        env = {**os.environ, "OWLIA_SIGNER_PASSPHRASE": PASSPHRASE.decode()}  # issuing a token unlocks the keystore
-        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "client", *args],
-                              capture_output=True, text=True, timeout=60, env=env)
+        env = {
+            **os.environ,
+            "OWLIA_SIGNER_PASSPHRASE": PASSPHRASE.decode(),
+        }  # issuing a token unlocks the keystore
+        return subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "client", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
 
     for bad in (["--ttl-days", "0"], ["--ttl-days", "-3"], ["--ttl-days", "366"]):
         refused = owlia("add", "bad", "--scope", "read", *bad)
-        assert refused.returncode == 1 and "between 1 and 365" in refused.stderr and "--no-expiry" in refused.stderr
+        assert (
+            refused.returncode == 1
+            and "between 1 and 365" in refused.stderr
+            and "--no-expiry" in refused.stderr
+        )
         assert "owl_" not in refused.stdout
     both = owlia("add", "bad", "--ttl-days", "5", "--no-expiry")
     assert both.returncode == 1 and "not both" in both.stderr
@@ -441,7 +491,9 @@ def test_client_token_lifetimes_are_bounded_and_an_eternal_one_is_flagged(home):
     assert 365 * 86400 <= rows["year"] - before <= 365 * 86400 + 60
     assert "bad" not in rows
     [finding] = findings(audit(home), "OWL-TOK-001")
-    assert finding.severity == "warning" and "'forever'" in finding.message and "revoke forever" in finding.hint
+    assert (
+        finding.severity == "warning" and "'forever'" in finding.message and "revoke forever" in finding.hint
+    )
     assert owlia("revoke", "forever").returncode == 0
     assert status(audit(home), "OWL-TOK-001") == "pass"
 

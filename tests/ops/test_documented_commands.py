@@ -31,12 +31,19 @@ def isolated_env(home: Path) -> dict[str, str]:
 def test_the_run_command_in_the_readme_works_as_written(tmp_path) -> None:
     command = fenced_after("## Run it")
     assert command == "bash .ci/setup && .venv/bin/owlia up --demo"
-    done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=isolated_env(tmp_path), capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=ROOT,
+        env=isolated_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
-    assert "Signed and sent" in out and "Waiting for your approval" in out and "Refused by your policy" in out, \
-        out[-3000:]
+    assert (
+        "Signed and sent" in out and "Waiting for your approval" in out and "Refused by your policy" in out
+    ), out[-3000:]
     assert "swap 0.005 ETH" in out, out[-3000:]
     assert (tmp_path / ".owliabot" / "signer").is_dir()
 
@@ -49,8 +56,9 @@ def test_ci_runs_exactly_the_test_command_in_the_readme() -> None:
     setup, _, tests = command.partition(" && ")
     lines = [line.strip() for line in ci.splitlines()]
     ran = [line for line in lines if line.startswith(tests)]
-    assert setup in lines and ran and lines.index(setup) < lines.index(ran[0]), \
+    assert setup in lines and ran and lines.index(setup) < lines.index(ran[0]), (
         "the CI entry point must run the README's test command"
+    )
 
 
 def owned_port() -> socket.socket:
@@ -64,9 +72,24 @@ def test_up_refuses_a_port_someone_else_listens_on(tmp_path) -> None:
     holder = owned_port()
     port = holder.getsockname()[1]
     try:
-        done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(tmp_path / "h"), "up", "--demo",
-                               "--port", str(port)], cwd=ROOT, env=isolated_env(tmp_path), capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "--home",
+                str(tmp_path / "h"),
+                "up",
+                "--demo",
+                "--port",
+                str(port),
+            ],
+            cwd=ROOT,
+            env=isolated_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         holder.close()
     assert done.returncode == 1
@@ -79,14 +102,30 @@ def test_up_records_a_port_that_differs_from_the_config_and_says_so(tmp_path) ->
     from bot.devchain import free_port
 
     home = tmp_path / "h"
-    assert subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "init"], cwd=ROOT,
-                          env=isolated_env(tmp_path), capture_output=True, timeout=120).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--home", str(home), "init"],
+            cwd=ROOT,
+            env=isolated_env(tmp_path),
+            capture_output=True,
+            timeout=120,
+        ).returncode
+        == 0
+    )
     port = free_port()
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)], cwd=ROOT,
-                          env=isolated_env(tmp_path), input="/balance\n/quit\n", capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "up", "--port", str(port)],
+        cwd=ROOT,
+        env=isolated_env(tmp_path),
+        input="/balance\n/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"recorded --port {port}" in done.stdout and f"rpc_url is now http://127.0.0.1:{port}" in done.stdout
+    assert (
+        f"recorded --port {port}" in done.stdout and f"rpc_url is now http://127.0.0.1:{port}" in done.stdout
+    )
     assert "(was http://127.0.0.1:8545)" in done.stdout
     import yaml
 
@@ -109,11 +148,19 @@ def test_up_runs_the_configured_chat_channels_too(tmp_path) -> None:
         (home / "config.yaml").write_text(
             f"chains:\n  - {{id: 31337, name: anvil, rpc_url: 'http://127.0.0.1:{port}', dev: true}}\n"
             f"signer: {{}}\nbot:\n  gateway: {{enabled: false}}\n"
-            f"  channels:\n    telegram: {{api_base: '{tg.url}', allow_from: ['42']}}\n")
+            f"  channels:\n    telegram: {{api_base: '{tg.url}', allow_from: ['42']}}\n"
+        )
         os.chmod(home / "config.yaml", 0o600)
         env = {**isolated_env(tmp_path), "TELEGRAM_BOT_TOKEN": TOKEN}
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "up"], cwd=ROOT, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "--home", str(home), "up"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 120
             while not tg.calls_of("getUpdates"):
@@ -136,7 +183,9 @@ def test_the_laptop_path_in_self_hosting_works_as_written(tmp_path) -> None:
     assert command == "owlia init && owlia up --demo"
     env = isolated_env(tmp_path)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Signed and sent" in done.stdout and "Waiting for your approval" in done.stdout
     assert "Refused by your policy" in done.stdout
@@ -174,7 +223,9 @@ class Lines:
             try:
                 line = self._queue.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no {text!r} within {timeout:.0f} s:\n" + "".join(self.seen[-40:])) from None
+                raise AssertionError(
+                    f"no {text!r} within {timeout:.0f} s:\n" + "".join(self.seen[-40:])
+                ) from None
             if line is None:
                 raise AssertionError(f"ended before {text!r}:\n" + "".join(self.seen[-40:]))
             self.seen.append(line)
@@ -194,9 +245,16 @@ def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
     port = free_port()
     env = isolated_env(tmp_path)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    stack = subprocess.Popen(["bash", "-e", "-c", stack_block.replace("8545", str(port))], cwd=tmp_path, env=env,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+    stack = subprocess.Popen(
+        ["bash", "-e", "-c", stack_block.replace("8545", str(port))],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         lines = Lines(stack)
         lines.wait_for("console channel below", timeout=300)
@@ -205,21 +263,39 @@ def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
         assert url in config and "delegation:" in config
         assert (tmp_path / ".owliabot" / "secrets" / "signer.token").exists()  # the bot's token
         friend_before = int(rpc(url, "eth_getBalance", [FRIEND, "latest"]), 16)
-        done = subprocess.run(["bash", "-e", "-c", companion_block], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            ["bash", "-e", "-c", companion_block],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         out = done.stdout + done.stderr
         assert done.returncode == 0, out[-4000:]
-        for said in ("main account 0x", "sent 1eth to", "is delegated to", "granted:", "left this period",
-                     "new session key", "revoked:", "frozen:"):
+        for said in (
+            "main account 0x",
+            "sent 1eth to",
+            "is delegated to",
+            "granted:",
+            "left this period",
+            "new session key",
+            "revoked:",
+            "frozen:",
+        ):
             assert said in out, (said, out[-4000:])
         main = re.search(r"main account (0x[0-9a-fA-F]{40})", out).group(1)
         assert int(rpc(url, "eth_getBalance", [FRIEND, "latest"]), 16) - friend_before == 10**15
         import yaml
 
         manager = yaml.safe_load(config)["chains"][0]["delegation"]["manager"].lower()
-        redeems = [tx for n in range(int(rpc(url, "eth_blockNumber"), 16) + 1)
-                   for tx in rpc(url, "eth_getBlockByNumber", [hex(n), True])["transactions"]
-                   if (tx.get("to") or "").lower() == manager and tx["from"].lower() != main.lower()]
+        redeems = [
+            tx
+            for n in range(int(rpc(url, "eth_blockNumber"), 16) + 1)
+            for tx in rpc(url, "eth_getBlockByNumber", [hex(n), True])["transactions"]
+            if (tx.get("to") or "").lower() == manager and tx["from"].lower() != main.lower()
+        ]
         assert len(redeems) == 1, redeems  # the /send went through the grant: the session key redeemed it
         assert rpc(url, "eth_getCode", [main, "latest"]) in ("0x", "0x0")  # frozen: a plain account again
         stack.stdin.write("/quit\n")

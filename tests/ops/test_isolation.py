@@ -38,19 +38,37 @@ SIGNER_UID, BOT_UID, OTHER_UID, SOCK_GID = 61001, 61002, 61003, 61100
 
 pytestmark = [
     requires_root,
-    pytest.mark.skipif(not SYSTEM_PYTHON.exists() or sys.version_info[:2] != (3, 11), reason="needs /usr/bin/python3 3.11"),
+    pytest.mark.skipif(
+        not SYSTEM_PYTHON.exists() or sys.version_info[:2] != (3, 11), reason="needs /usr/bin/python3 3.11"
+    ),
 ]
 
 
 def site_packages() -> str:
-    return str(Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages")
+    return str(
+        Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    )
 
 
 def as_user(uid: int, gid: int, groups: list[int], args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": f"{ROOT}:{site_packages()}",
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([str(SYSTEM_PYTHON), *args], user=uid, group=gid, extra_groups=groups, env=env, cwd="/",
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/nonexistent",
+        "PYTHONPATH": f"{ROOT}:{site_packages()}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return subprocess.run(
+        [str(SYSTEM_PYTHON), *args],
+        user=uid,
+        group=gid,
+        extra_groups=groups,
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def owned_dir(path: Path, uid: int, gid: int, mode: int) -> Path:
@@ -118,8 +136,14 @@ def two_users():
     run_dir = owned_dir(open_root / "run", SIGNER_UID, SOCK_GID, 0o750)
     bot_root = owned_dir(open_root / "bot", BOT_UID, BOT_UID, 0o700)
     socket_path = run_dir / "signer.sock"
-    config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
-              "signer": {"home": str(signer_root / "signer"), "socket": str(socket_path), "allowed_uids": [BOT_UID]}}
+    config = {
+        "chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+        "signer": {
+            "home": str(signer_root / "signer"),
+            "socket": str(socket_path),
+            "allowed_uids": [BOT_UID],
+        },
+    }
     owned_file(signer_root / "config.yaml", yaml.safe_dump(config), SIGNER_UID, SOCK_GID)
     owned_file(bot_root / "config.yaml", yaml.safe_dump(config), BOT_UID, BOT_UID)
     passfile = owned_file(signer_root / "passphrase", "two users, one key\n", SIGNER_UID, SOCK_GID)
@@ -130,21 +154,59 @@ def two_users():
     for item in [paths.home, *paths.home.iterdir()]:
         os.chown(item, SIGNER_UID, SOCK_GID)
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": f"{ROOT}:{site_packages()}"}
-    daemon = subprocess.Popen([str(SYSTEM_PYTHON), "-m", "bot.cli", "--home", str(signer_root), "signer", "serve",
-                               "--passphrase-file", str(passfile)], user=SIGNER_UID, group=SOCK_GID, extra_groups=[],
-                              env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+    daemon = subprocess.Popen(
+        [
+            str(SYSTEM_PYTHON),
+            "-m",
+            "bot.cli",
+            "--home",
+            str(signer_root),
+            "signer",
+            "serve",
+            "--passphrase-file",
+            str(passfile),
+        ],
+        user=SIGNER_UID,
+        group=SOCK_GID,
+        extra_groups=[],
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not socket_path.exists():
             assert daemon.poll() is None, daemon.stderr.read()
             assert time.monotonic() < deadline, "the signer did not open its socket"
             time.sleep(0.05)
-        issued = as_user(*signer, ["-m", "bot.cli", "--home", str(signer_root), "signer", "client", "add", "bot", "--passphrase-file", str(passfile)])
+        issued = as_user(
+            *signer,
+            [
+                "-m",
+                "bot.cli",
+                "--home",
+                str(signer_root),
+                "signer",
+                "client",
+                "add",
+                "bot",
+                "--passphrase-file",
+                str(passfile),
+            ],
+        )
         assert issued.returncode == 0, issued.stderr
         secrets = owned_dir(bot_root / "secrets", BOT_UID, BOT_UID, 0o700)
         token = owned_file(secrets / "signer.token", issued.stdout.strip(), BOT_UID, BOT_UID)
-        yield {"signer_home": signer_root / "signer", "socket": socket_path, "token": token, "bot_home": bot_root, "run_dir": run_dir}
+        yield {
+            "signer_home": signer_root / "signer",
+            "socket": socket_path,
+            "token": token,
+            "bot_home": bot_root,
+            "run_dir": run_dir,
+        }
     finally:
         daemon.send_signal(signal.SIGTERM)
         try:
@@ -167,14 +229,21 @@ def test_socket_is_0660_in_the_socket_group(two_users):
 
 def test_bot_uid_with_the_group_signs_but_cannot_read_keys(two_users):
     seen = probe(BOT_UID, BOT_UID, [SOCK_GID], two_users, two_users["token"])
-    assert seen == {"list_home": "denied", "keystore": "denied", "admin_token": "denied", "db": "denied",
-                    "status": "ok"}
+    assert seen == {
+        "list_home": "denied",
+        "keystore": "denied",
+        "admin_token": "denied",
+        "db": "denied",
+        "status": "ok",
+    }
 
 
 def test_bot_uid_without_the_group_cannot_reach_the_socket(two_users):
     seen = probe(BOT_UID, BOT_UID, [], two_users, two_users["token"])
     # the kernel refuses connect() (EACCES on the 0750 dir / 0660 socket); the client reports it
-    assert seen["status"].startswith("refused: cannot reach the signer") and "PermissionError" in seen["status"]
+    assert (
+        seen["status"].startswith("refused: cannot reach the signer") and "PermissionError" in seen["status"]
+    )
     assert seen["keystore"] == "denied"
 
 
@@ -197,12 +266,18 @@ def test_security_audit_agrees(two_users):
     assert checks["OWL-ISO-001"]["status"] == "pass", checks["OWL-ISO-001"]
     assert checks["OWL-SOCK-001"]["status"] == "pass", checks["OWL-SOCK-001"]
     assert checks["OWL-PERM-003"]["status"] == "pass", checks["OWL-PERM-003"]
-    loosened = [two_users["signer_home"].parent, two_users["signer_home"], two_users["signer_home"] / "admin.token"]
+    loosened = [
+        two_users["signer_home"].parent,
+        two_users["signer_home"],
+        two_users["signer_home"] / "admin.token",
+    ]
     modes = [p.stat().st_mode & 0o777 for p in loosened]
     try:
         for path in loosened:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        result = CliRunner().invoke(security_cmd.app, ["audit", "--json", "--bot-user", str(BOT_UID)], env=env)
+        result = CliRunner().invoke(
+            security_cmd.app, ["audit", "--json", "--bot-user", str(BOT_UID)], env=env
+        )
         checks = {c["id"]: c for c in json.loads(result.output)["checks"]}
         assert checks["OWL-ISO-001"]["status"] == "fail" and result.exit_code == 1
         assert "can read" in checks["OWL-ISO-001"]["findings"][0]["message"]
@@ -217,9 +292,20 @@ def test_audit_run_as_the_bot_user_sees_nothing_of_the_signer(two_users):
     env_home = str(two_users["bot_home"])
     done = subprocess.run(
         [str(SYSTEM_PYTHON), "-c", "from bot.cli.security_cmd import app; app()", "audit", "--json"],
-        user=BOT_UID, group=BOT_UID, extra_groups=[SOCK_GID], cwd="/", capture_output=True, text=True, timeout=120,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": f"{ROOT}:{site_packages()}",
-             "OWLIA_HOME": env_home})
+        user=BOT_UID,
+        group=BOT_UID,
+        extra_groups=[SOCK_GID],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/nonexistent",
+            "PYTHONPATH": f"{ROOT}:{site_packages()}",
+            "OWLIA_HOME": env_home,
+        },
+    )
     checks = {c["id"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["OWL-ISO-001"]["status"] == "pass", checks["OWL-ISO-001"]
     assert checks["OWL-SOCK-001"]["status"] == "pass", checks["OWL-SOCK-001"]

@@ -21,13 +21,28 @@ PASS = b"main key passphrase"
 
 def owlia(home: Path, *argv: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *argv], env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def companion_init(home: Path, directory: Path, passfile: Path) -> None:
-    done = owlia(home, "companion", "init", "--dir", str(directory), "--passphrase-file", str(passfile),
-                 "--scrypt-n", "1024")
+    done = owlia(
+        home,
+        "companion",
+        "init",
+        "--dir",
+        str(directory),
+        "--passphrase-file",
+        str(passfile),
+        "--scrypt-n",
+        "1024",
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -52,8 +67,10 @@ def test_the_single_host_companion_in_the_owliabot_home_is_critical(tmp_path):
     assert code == 1 and check["status"] == "fail", check
     [finding] = check["findings"]
     assert finding["severity"] == "critical"
-    assert f"{(home / 'companion' / 'keystore.json').resolve()} is on the signer's host, in the OwliaBot home" \
+    assert (
+        f"{(home / 'companion' / 'keystore.json').resolve()} is on the signer's host, in the OwliaBot home"
         in finding["message"]
+    )
     assert "phone" in finding["hint"] and "shred -u" in finding["hint"]
     human = owlia(home, "security", "audit")
     assert human.returncode == 1 and "CRITICAL OWL-MAIN-001" in human.stdout
@@ -78,8 +95,10 @@ def test_a_main_key_the_signers_user_can_read_is_critical_and_one_it_cannot_pass
     assert code == 1 and check["status"] == "fail", check
     [finding] = check["findings"]
     assert finding["severity"] == "critical"
-    assert f"the signer's user (uid 65534) can read the main key's keystore {desktop / 'keystore.json'}" \
+    assert (
+        f"the signer's user (uid 65534) can read the main key's keystore {desktop / 'keystore.json'}"
         in finding["message"]
+    )
 
 
 @requires_root
@@ -101,7 +120,9 @@ def test_a_companion_anywhere_under_the_signer_users_home_is_critical(open_root)
         companion_init(home, nested, passfile)
         code, check = main_key_check(home)
         assert code == 1 and check["status"] == "fail", check
-        assert any("in the signer user's home" in f["message"] and str(nested) in f["message"]
-                   for f in check["findings"]), check
+        assert any(
+            "in the signer user's home" in f["message"] and str(nested) in f["message"]
+            for f in check["findings"]
+        ), check
     finally:
         shutil.rmtree(nested.parent, ignore_errors=True)

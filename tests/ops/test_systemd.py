@@ -33,12 +33,22 @@ def test_units_pass_systemd_analyze_without_a_warning(tmp_path):
     layout = ServiceLayout()
     (tmp_path / "owliabot-signer.service").write_text(signer_unit(layout))
     (tmp_path / "owliabot.service").write_text(bot_unit(layout))
-    done = subprocess.run(["systemd-analyze", "verify", "--man=no", "./owliabot-signer.service", "./owliabot.service"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", "./owliabot-signer.service", "./owliabot.service"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stderr.strip() == "", done.stderr
     (tmp_path / "broken.service").write_text(signer_unit(layout).replace("MemoryMax=256M", "MemoryMax=lots"))
-    broken = subprocess.run(["systemd-analyze", "verify", "--man=no", "./broken.service"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    broken = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", "./broken.service"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Invalid memory limit" in broken.stderr  # the check above can fail
 
 
@@ -52,7 +62,11 @@ def test_two_users_one_shared_group():
     assert "passphrase:" in signer["LoadCredential"][0] and "passphrase" not in bot_unit(layout)
     for unit in (signer, bot):
         assert unit["NoNewPrivileges"] == ["yes"] and unit["CapabilityBoundingSet"] == [""]
-        assert unit["ProtectSystem"] == ["strict"] and unit["PrivateTmp"] == ["yes"] and unit["UMask"] == ["0077"]
+        assert (
+            unit["ProtectSystem"] == ["strict"]
+            and unit["PrivateTmp"] == ["yes"]
+            and unit["UMask"] == ["0077"]
+        )
         assert unit["Restart"] == ["on-failure"] and unit["MemoryMax"] and unit["TasksMax"]
     assert bot["Requires"] == ["owliabot-signer.service"]
 
@@ -67,7 +81,8 @@ def test_dry_run_prints_both_units():
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 ROOT = Path(__file__).resolve().parents[2]
 needs_an_open_python = pytest.mark.skipif(
-    not SYSTEM_PYTHON.exists() or sys.version_info[:2] != (3, 11), reason="needs /usr/bin/python3 3.11")
+    not SYSTEM_PYTHON.exists() or sys.version_info[:2] != (3, 11), reason="needs /usr/bin/python3 3.11"
+)
 
 
 @pytest.fixture()
@@ -85,8 +100,13 @@ def open_python(open_root) -> Path:
 
 
 def owlia_service(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", "service", "install", *argv], capture_output=True,
-                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "service", "install", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @requires_root
@@ -98,11 +118,26 @@ def test_install_refuses_an_interpreter_the_service_users_cannot_run_and_writes_
             pytest.skip("this interpreter is open to other users here")
     except PermissionError:
         pass  # closed to nobody: the case under test
-    done = owlia_service("--unit-dir", str(units), "--no-create-users", "--signer-user", "daemon", "--bot-user",
-                         "nobody", "--socket-group", "nogroup", "--signer-home", str(signer_home),
-                         "--bot-home", str(bot_home))
+    done = owlia_service(
+        "--unit-dir",
+        str(units),
+        "--no-create-users",
+        "--signer-user",
+        "daemon",
+        "--bot-user",
+        "nobody",
+        "--socket-group",
+        "nogroup",
+        "--signer-home",
+        str(signer_home),
+        "--bot-home",
+        str(bot_home),
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "could not start its service" in done.stderr and "--python /opt/owliabot/venv/bin/python" in done.stderr
+    assert (
+        "could not start its service" in done.stderr
+        and "--python /opt/owliabot/venv/bin/python" in done.stderr
+    )
     assert "nothing was written" in done.stderr
     assert not units.exists() and not signer_home.exists() and not bot_home.exists()
 
@@ -113,9 +148,19 @@ def test_no_create_users_with_a_missing_user_writes_nothing(tmp_path, open_root)
     for missing in (["--bot-user", "owlia-no-such-user"], ["--socket-group", "owlia-no-such-group"]):
         args = {"--signer-user": "daemon", "--bot-user": "nobody", "--socket-group": "nogroup"}
         args[missing[0]] = missing[1]
-        done = owlia_service("--unit-dir", str(units), "--no-create-users", "--signer-home", str(signer_home),
-                             "--bot-home", str(bot_home), *[x for kv in args.items() for x in kv])
-        assert done.returncode == 1 and f"{missing[1]!r}" in done.stderr and "nothing was written" in done.stderr
+        done = owlia_service(
+            "--unit-dir",
+            str(units),
+            "--no-create-users",
+            "--signer-home",
+            str(signer_home),
+            "--bot-home",
+            str(bot_home),
+            *[x for kv in args.items() for x in kv],
+        )
+        assert (
+            done.returncode == 1 and f"{missing[1]!r}" in done.stderr and "nothing was written" in done.stderr
+        )
         assert not units.exists() and not signer_home.exists() and not bot_home.exists()
 
 
@@ -132,10 +177,27 @@ def test_a_user_yet_to_be_created_is_judged_by_the_other_bits(open_root):
 @needs_an_open_python
 def test_install_writes_units_and_private_homes(tmp_path, open_python):
     signer_home, bot_home = tmp_path / "signer", tmp_path / "bot"
-    result = CliRunner().invoke(service_cmd.app, [
-        "install", "--unit-dir", str(tmp_path / "units"), "--no-create-users", "--signer-user", "daemon",
-        "--bot-user", "nobody", "--socket-group", "nogroup", "--signer-home", str(signer_home),
-        "--bot-home", str(bot_home), "--python", str(open_python)])
+    result = CliRunner().invoke(
+        service_cmd.app,
+        [
+            "install",
+            "--unit-dir",
+            str(tmp_path / "units"),
+            "--no-create-users",
+            "--signer-user",
+            "daemon",
+            "--bot-user",
+            "nobody",
+            "--socket-group",
+            "nogroup",
+            "--signer-home",
+            str(signer_home),
+            "--bot-home",
+            str(bot_home),
+            "--python",
+            str(open_python),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"ExecStart={open_python} -m bot.cli" in (tmp_path / "units" / "owliabot.service").read_text()
     assert (tmp_path / "units" / "owliabot.service").read_text().count("User=nobody") == 1
@@ -150,5 +212,9 @@ def test_install_writes_units_and_private_homes(tmp_path, open_python):
     steps = result.output.splitlines()
     create = next(i for i, line in enumerate(steps) if "signer session-key create" in line)
     topup = next(i for i, line in enumerate(steps) if "signer session-key topup" in line)
-    start = next(i for i, line in enumerate(steps) if "enable --now owliabot" in line and "signer" not in line)
-    assert create < topup < start  # the bot starts with a funded session key, not a first transfer failing for gas
+    start = next(
+        i for i, line in enumerate(steps) if "enable --now owliabot" in line and "signer" not in line
+    )
+    assert (
+        create < topup < start
+    )  # the bot starts with a funded session key, not a first transfer failing for gas

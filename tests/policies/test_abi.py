@@ -21,11 +21,18 @@ CASES = [
     ("uint256,bytes[]", st.tuples(uint256, st.lists(blobs, max_size=4))),
     ("(address,uint256,bytes)[]", st.tuples(st.lists(calls, max_size=4))),
     ("bool,(address,bytes)[]", st.tuples(st.booleans(), st.lists(st.tuples(addresses, blobs), max_size=3))),
-    ("bytes[],bytes32[],bytes[]", st.tuples(st.lists(blobs, max_size=2),
-                                            st.lists(st.binary(min_size=32, max_size=32), max_size=2),
-                                            st.lists(blobs, max_size=2))),
-    ("address,address,uint160,uint48", st.tuples(addresses, addresses, st.integers(0, 2**160 - 1),
-                                                  st.integers(0, 2**48 - 1))),
+    (
+        "bytes[],bytes32[],bytes[]",
+        st.tuples(
+            st.lists(blobs, max_size=2),
+            st.lists(st.binary(min_size=32, max_size=32), max_size=2),
+            st.lists(blobs, max_size=2),
+        ),
+    ),
+    (
+        "address,address,uint160,uint48",
+        st.tuples(addresses, addresses, st.integers(0, 2**160 - 1), st.integers(0, 2**48 - 1)),
+    ),
 ]
 
 

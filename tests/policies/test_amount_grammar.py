@@ -25,8 +25,10 @@ def test_exponents_are_refused_as_exponents_not_as_tokens(text: str) -> None:
         read_amount(text)
 
 
-@pytest.mark.parametrize("text", ["-1eth", "0x10eth", ".5eth", "1.eth", "1,5eth", "eth", "1  eth", "1\u00a0eth",
-                                  "١eth", "1 eth eth", ""])
+@pytest.mark.parametrize(
+    "text",
+    ["-1eth", "0x10eth", ".5eth", "1.eth", "1,5eth", "eth", "1  eth", "1\u00a0eth", "١eth", "1 eth eth", ""],
+)
 def test_anything_not_written_exactly_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         read_amount(text)
@@ -42,8 +44,11 @@ def test_units_and_exact_values() -> None:
         read_amount("1.5wei").native_wei()
 
 
-@given(wei=st.integers(min_value=0, max_value=10**30), unit=st.sampled_from(sorted(NATIVE_UNITS)),
-       spaced=st.booleans())
+@given(
+    wei=st.integers(min_value=0, max_value=10**30),
+    unit=st.sampled_from(sorted(NATIVE_UNITS)),
+    spaced=st.booleans(),
+)
 def test_native_amounts_round_trip_exactly(wei: int, unit: str, spaced: bool) -> None:
     decimals = NATIVE_UNITS[unit]
     whole, frac = divmod(wei, 10**decimals)

@@ -61,12 +61,25 @@ def rules(actions) -> list[str]:
 
 
 def exec_tx(to: str, value: int, data: bytes, operation: int = 0, gas_price: int = 0) -> bytes:
-    return abi(SIGNATURES[d.EXEC_TRANSACTION], to, value, data, operation, 0, 0, gas_price, "0x" + "00" * 20,
-               "0x" + "00" * 20, b"\x01" * 65)
+    return abi(
+        SIGNATURES[d.EXEC_TRANSACTION],
+        to,
+        value,
+        data,
+        operation,
+        0,
+        0,
+        gas_price,
+        "0x" + "00" * 20,
+        "0x" + "00" * 20,
+        b"\x01" * 65,
+    )
 
 
 def multisend_entry(op: int, to: str, value: int, data: bytes) -> bytes:
-    return bytes([op]) + bytes.fromhex(to[2:]) + value.to_bytes(32, "big") + len(data).to_bytes(32, "big") + data
+    return (
+        bytes([op]) + bytes.fromhex(to[2:]) + value.to_bytes(32, "big") + len(data).to_bytes(32, "big") + data
+    )
 
 
 def test_selectors_equal_keccak_of_signatures():
@@ -98,8 +111,10 @@ def test_transfer_from_counts_the_to_argument():
     assert actions[1] == Transfer(CHAIN, TOKEN, ALICE, 9)
 
 
-@pytest.mark.parametrize(("signature", "method"), [("approve(address,uint256)", "approve"),
-                                                  ("increaseAllowance(address,uint256)", "increaseAllowance")])
+@pytest.mark.parametrize(
+    ("signature", "method"),
+    [("approve(address,uint256)", "approve"), ("increaseAllowance(address,uint256)", "increaseAllowance")],
+)
 def test_approvals(signature, method):
     assert run(abi(signature, BOB, 3))[1] == Approval(CHAIN, TOKEN, BOB, 3, method)
 
@@ -111,14 +126,16 @@ def test_permit():
 
 def test_permit2_approve_and_its_unlimited_amount():
     permit2 = "0x000000000022d473030f116ddee9f6b43ac78ba3"
-    assert run(abi(SIGNATURES[d.PERMIT2_APPROVE], TOKEN, BOB, 5, 2**40), to=permit2)[1] == \
-        Approval(CHAIN, TOKEN, BOB, 5, "permit2")
+    assert run(abi(SIGNATURES[d.PERMIT2_APPROVE], TOKEN, BOB, 5, 2**40), to=permit2)[1] == Approval(
+        CHAIN, TOKEN, BOB, 5, "permit2"
+    )
     assert run(abi(SIGNATURES[d.PERMIT2_APPROVE], TOKEN, BOB, 2**160 - 1, 0), to=permit2)[1].amount == MAX
 
 
 def test_set_approval_for_all():
-    assert run(abi(SIGNATURES[d.SET_APPROVAL_FOR_ALL], BOB, True))[1] == \
-        Approval(CHAIN, TOKEN, BOB, MAX, "setApprovalForAll")
+    assert run(abi(SIGNATURES[d.SET_APPROVAL_FOR_ALL], BOB, True))[1] == Approval(
+        CHAIN, TOKEN, BOB, MAX, "setApprovalForAll"
+    )
     assert run(abi(SIGNATURES[d.SET_APPROVAL_FOR_ALL], BOB, False))[1].amount == 0
 
 
@@ -127,8 +144,10 @@ def test_multicall_both_forms_decode_each_element_one_level_down():
     for data in (abi("multicall(bytes[])", inner), abi("multicall(uint256,bytes[])", 123, inner)):
         actions = run(data)
         assert actions[1:] == (
-            known_call(TOKEN, d.APPROVE, 1), Approval(CHAIN, TOKEN, BOB, MAX, "approve"),
-            known_call(TOKEN, d.TRANSFER, 1), Transfer(CHAIN, TOKEN, ALICE, 1),
+            known_call(TOKEN, d.APPROVE, 1),
+            Approval(CHAIN, TOKEN, BOB, MAX, "approve"),
+            known_call(TOKEN, d.TRANSFER, 1),
+            Transfer(CHAIN, TOKEN, ALICE, 1),
         )
 
 
@@ -151,12 +170,17 @@ def test_exec_transaction_delegatecall_bad_operation_and_refund():
 def test_multisend_entries():
     packed = multisend_entry(0, ALICE, 3, b"") + multisend_entry(0, TOKEN, 0, encode_erc20_transfer(BOB, 8))
     actions = run(abi("multiSend(bytes)", packed), to=SAFE)
-    assert actions[1:] == (Transfer(CHAIN, NATIVE, ALICE, 3), known_call(TOKEN, d.TRANSFER, 1),
-                           Transfer(CHAIN, TOKEN, BOB, 8))
+    assert actions[1:] == (
+        Transfer(CHAIN, NATIVE, ALICE, 3),
+        known_call(TOKEN, d.TRANSFER, 1),
+        Transfer(CHAIN, TOKEN, BOB, 8),
+    )
 
 
 def test_multisend_delegatecall_and_truncation():
-    assert "forbidden.delegatecall" in rules(run(abi("multiSend(bytes)", multisend_entry(1, ALICE, 0, b"")), to=SAFE))
+    assert "forbidden.delegatecall" in rules(
+        run(abi("multiSend(bytes)", multisend_entry(1, ALICE, 0, b"")), to=SAFE)
+    )
     truncated = multisend_entry(0, ALICE, 0, b"\x01\x02\x03\x04")[:-1]
     assert rules(run(abi("multiSend(bytes)", truncated), to=SAFE)) == ["decode.malformed"]
     assert rules(run(abi("multiSend(bytes)", b"\x00" * 40), to=SAFE)) == ["decode.malformed"]
@@ -211,7 +235,8 @@ def test_7702_and_raw_hash_are_forbidden_first():
         d.SET_APPROVAL_FOR_ALL + b"\x00" * 32 + (2).to_bytes(32, "big"),  # bool not 0/1
         d.MULTICALL + (2**200).to_bytes(32, "big"),  # offset out of range
         d.MULTICALL + (32).to_bytes(32, "big") + (2**64).to_bytes(32, "big"),  # absurd array length
-        abi(SIGNATURES[d.PERMIT2_APPROVE], TOKEN, BOB, 1, 1)[:-32] + (2**48).to_bytes(32, "big"),  # uint48 overflow
+        abi(SIGNATURES[d.PERMIT2_APPROVE], TOKEN, BOB, 1, 1)[:-32]
+        + (2**48).to_bytes(32, "big"),  # uint48 overflow
     ],
 )
 def test_malformed_known_selectors(data):
@@ -220,13 +245,19 @@ def test_malformed_known_selectors(data):
 
 def test_unknown_selector_is_an_undecoded_contract_call():
     assert run(b"\xde\xad\xbe\xef" + b"\x00" * 7, value=3) == (
-        Transfer(CHAIN, NATIVE, TOKEN, 3), ContractCall(CHAIN, TOKEN, b"\xde\xad\xbe\xef", 0, 3, False))
+        Transfer(CHAIN, NATIVE, TOKEN, 3),
+        ContractCall(CHAIN, TOKEN, b"\xde\xad\xbe\xef", 0, 3, False),
+    )
 
 
 def test_inner_calls_keep_chain_and_flags():
     flags = frozenset({Flag.FROM_SKILL})
-    decoded = decode(Call(CHAIN, TOKEN, 0, abi("multicall(bytes[])", [encode_erc20_transfer(ALICE, 1)]), flags))
-    assert decoded.call.flags == flags and all(getattr(a, "chain_id", CHAIN) == CHAIN for a in decoded.actions)
+    decoded = decode(
+        Call(CHAIN, TOKEN, 0, abi("multicall(bytes[])", [encode_erc20_transfer(ALICE, 1)]), flags)
+    )
+    assert decoded.call.flags == flags and all(
+        getattr(a, "chain_id", CHAIN) == CHAIN for a in decoded.actions
+    )
 
 
 KNOWN = list(SIGNATURES)

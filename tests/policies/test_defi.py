@@ -56,19 +56,33 @@ claims:
 POLICY = parse_policy(POLICY_TEXT)
 
 
-def swap_call(*, token_out: str = TUSD, recipient: str = PAYER, amount: int = AMOUNT, min_out: int = QUOTE * 995 // 1000,
-              deadline: int = NOW + 120, limit: int = 0, to: str = ROUTER, value: int | None = None) -> Call:
-    data = bytes.fromhex("414bf389") + encode([SWAP_TYPES], [(WETH, token_out, 3000, recipient, deadline, amount,
-                                                               min_out, limit)])
+def swap_call(
+    *,
+    token_out: str = TUSD,
+    recipient: str = PAYER,
+    amount: int = AMOUNT,
+    min_out: int = QUOTE * 995 // 1000,
+    deadline: int = NOW + 120,
+    limit: int = 0,
+    to: str = ROUTER,
+    value: int | None = None,
+) -> Call:
+    data = bytes.fromhex("414bf389") + encode(
+        [SWAP_TYPES], [(WETH, token_out, 3000, recipient, deadline, amount, min_out, limit)]
+    )
     return Call(CHAIN, to, amount if value is None else value, data)
 
 
-def context(call: Call, quote: int | None = QUOTE, sim: Simulated | None = None, payer: str | None = PAYER) -> EvalContext:
+def context(
+    call: Call, quote: int | None = QUOTE, sim: Simulated | None = None, payer: str | None = PAYER
+) -> EvalContext:
     decoded = decode(call)
     quotes = {quote_key(CHAIN, QUOTER, s): quote for s in decoded.swaps()}
     if sim is None:
         sim = simulated(AssetChange(PAYER, NATIVE, -call.value))
-    return EvalContext(now=NOW, session_key_expires_at=NOW + 3600, payer=payer, swap_quotes=quotes, simulation=sim)
+    return EvalContext(
+        now=NOW, session_key_expires_at=NOW + 3600, payer=payer, swap_quotes=quotes, simulation=sim
+    )
 
 
 def simulated(*changes: AssetChange) -> Simulated:
@@ -113,7 +127,7 @@ def test_no_quote_no_payer_or_no_simulation_asks_the_owner():
 
 
 def test_an_undecoded_outflow_in_the_simulation_makes_it_stricter():
-    sim = simulated(AssetChange(PAYER, NATIVE, -AMOUNT), AssetChange(PAYER, TUSD, -10**18))
+    sim = simulated(AssetChange(PAYER, NATIVE, -AMOUNT), AssetChange(PAYER, TUSD, -(10**18)))
     decision = decide(swap_call(), sim=sim)
     assert decision.outcome is E and "simulation.undecoded_outflow" in fired(decision)
     # an inflow claimed by the node relaxes nothing: a bad minimum stays denied
@@ -122,8 +136,10 @@ def test_an_undecoded_outflow_in_the_simulation_makes_it_stricter():
 
 
 def test_a_policy_cannot_list_a_swap_token_it_gives_no_limits():
-    bad = POLICY_TEXT.replace(f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}', f'tokens_out: [{{chain: {CHAIN}, '
-                              f'asset: "{FAKE_TUSD}"}}')
+    bad = POLICY_TEXT.replace(
+        f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}',
+        f'tokens_out: [{{chain: {CHAIN}, asset: "{FAKE_TUSD}"}}',
+    )
     try:
         parse_policy(bad)
     except PolicyError as exc:
@@ -159,8 +175,7 @@ def test_a_node_that_under_quotes_cannot_get_a_minimum_below_the_policy_prices_s
 @given(amount=st.integers(min_value=1, max_value=10**17))
 def test_the_swap_input_counts_against_the_eth_limit(amount):
     call = swap_call(amount=amount, min_out=amount * 3000 * 995 // 1000)
-    decision = decide(call, quote=amount * 3000,
-                      sim=simulated(AssetChange(PAYER, NATIVE, -amount)))
+    decision = decide(call, quote=amount * 3000, sim=simulated(AssetChange(PAYER, NATIVE, -amount)))
     assert (decision.outcome is A) == (amount <= 10**16), decision.findings
     if amount > 10**16:
         assert "limit.per_tx" in fired(decision)
@@ -168,8 +183,10 @@ def test_the_swap_input_counts_against_the_eth_limit(amount):
 
 def test_wrap_counts_eth_and_unwrap_counts_weth():
     wrap = Call(CHAIN, WETH, 10**15, bytes.fromhex("d0e30db0"))
-    ctx = replace(context(wrap), simulation=simulated(AssetChange(PAYER, NATIVE, -10**15),
-                                                       AssetChange(PAYER, WETH, 10**15)))
+    ctx = replace(
+        context(wrap),
+        simulation=simulated(AssetChange(PAYER, NATIVE, -(10**15)), AssetChange(PAYER, WETH, 10**15)),
+    )
     decision = evaluate(POLICY, decode(wrap), ctx)
     assert decision.outcome is A and [(s.asset, s.amount) for s in decision.spends] == [(NATIVE, 10**15)]
     unwrap = Call(CHAIN, WETH, 0, bytes.fromhex("2e1a7d4d") + (2 * 10**16).to_bytes(32, "big"))
@@ -191,8 +208,9 @@ def test_the_summary_says_the_swap_in_one_clause_and_names_the_session_key():
 
 
 def claim_call(account: str = PAYER, to: str = DISTRIBUTOR) -> Call:
-    data = bytes.fromhex("2e7ba6ef") + encode(["uint256", "address", "uint256", "bytes32[]"],
-                                              [3, account, 7 * 10**18, [b"\x11" * 32]])
+    data = bytes.fromhex("2e7ba6ef") + encode(
+        ["uint256", "address", "uint256", "bytes32[]"], [3, account, 7 * 10**18, [b"\x11" * 32]]
+    )
     return Call(CHAIN, to, 0, data)
 
 
@@ -205,8 +223,10 @@ def test_a_claim_pays_only_the_account_that_claims():
     assert twin.outcome is D and "claim.distributor_lookalike" in fired(twin)
     unknown = decide(claim_call(to="0x" + "0f" * 20), sim=simulated())
     assert unknown.outcome is E and "claim.distributor_not_listed" in fired(unknown)
-    stealing = decide(claim_call(), sim=simulated(AssetChange(PAYER, TUSD, 7 * 10**18),
-                                                  AssetChange(PAYER, NATIVE, -10**15)))
+    stealing = decide(
+        claim_call(),
+        sim=simulated(AssetChange(PAYER, TUSD, 7 * 10**18), AssetChange(PAYER, NATIVE, -(10**15))),
+    )
     assert stealing.outcome is E and "simulation.undecoded_outflow" in fired(stealing)
 
 
@@ -218,17 +238,25 @@ def test_any_wider_swaps_or_claims_section_waits_for_the_owner():
         return parse_policy(text)
 
     base = POLICY_TEXT
-    without = base[:base.index("swaps:")]
-    assert widenings(with_text(without), POLICY) and any("new swaps section" in w for w in widenings(
-        with_text(without), POLICY))
-    assert any("claims: distributor" in w for w in widenings(with_text(base.replace(
-        base[base.index("claims:"):], "")), POLICY))
+    without = base[: base.index("swaps:")]
+    assert widenings(with_text(without), POLICY) and any(
+        "new swaps section" in w for w in widenings(with_text(without), POLICY)
+    )
+    assert any(
+        "claims: distributor" in w
+        for w in widenings(with_text(base.replace(base[base.index("claims:") :], "")), POLICY)
+    )
     looser = base.replace("max_slippage_bps: 100", "max_slippage_bps: 500").replace(
-        "max_deadline_seconds: 600", "max_deadline_seconds: 900")
+        "max_deadline_seconds: 600", "max_deadline_seconds: 900"
+    )
     assert {w.split(":")[0] for w in widenings(POLICY, with_text(looser))} == {
-        "swaps.max_slippage_bps", "swaps.max_deadline_seconds"}
-    more_out = base.replace(f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}',
-                            f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}, {{chain: {CHAIN}, asset: "{WETH}"}}')
+        "swaps.max_slippage_bps",
+        "swaps.max_deadline_seconds",
+    }
+    more_out = base.replace(
+        f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}',
+        f'tokens_out: [{{chain: {CHAIN}, asset: "{TUSD}"}}, {{chain: {CHAIN}, asset: "{WETH}"}}',
+    )
     assert any(w.startswith("swaps.tokens_out") for w in widenings(POLICY, with_text(more_out)))
     other_quoter = base.replace(f'quoter: "{QUOTER}"', f'quoter: "{OTHER}"')
     assert any("router uniswap-v3" in w for w in widenings(POLICY, with_text(other_quoter)))

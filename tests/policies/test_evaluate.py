@@ -69,9 +69,31 @@ def multicall(*inner: bytes, selector: str = "multicall(bytes[])") -> bytes:
 
 
 def exec_tx(to: str, value: int, data: bytes) -> bytes:
-    return abi("execTransaction(address,uint256,bytes,uint8,uint256,uint256,uint256,address,address,bytes)",
-               ["address", "uint256", "bytes", "uint8", "uint256", "uint256", "uint256", "address", "address",
-                "bytes"], to, value, data, 0, 0, 0, 0, "0x" + "00" * 20, "0x" + "00" * 20, b"")
+    return abi(
+        "execTransaction(address,uint256,bytes,uint8,uint256,uint256,uint256,address,address,bytes)",
+        [
+            "address",
+            "uint256",
+            "bytes",
+            "uint8",
+            "uint256",
+            "uint256",
+            "uint256",
+            "address",
+            "address",
+            "bytes",
+        ],
+        to,
+        value,
+        data,
+        0,
+        0,
+        0,
+        0,
+        "0x" + "00" * 20,
+        "0x" + "00" * 20,
+        b"",
+    )
 
 
 def decide(c: Call, p=None, context: EvalContext | None = None):
@@ -110,21 +132,42 @@ CASES = [
     ("approval.spender_not_allowed", D, call(to=USDC, data=approve(STRANGER, 1)), "", {}),
     ("recipient.known", A, call(value=1), "", {}),
     ("recipient.lookalike", D, call(to=FRIEND_LOOKALIKE, value=1), "", {}),
-    ("recipient.untrusted_provenance", E, call(to=STRANGER, value=1,
-                                               flags=frozenset({Flag.RECIPIENT_FROM_UNTRUSTED})), "", {}),
+    (
+        "recipient.untrusted_provenance",
+        E,
+        call(to=STRANGER, value=1, flags=frozenset({Flag.RECIPIENT_FROM_UNTRUSTED})),
+        "",
+        {},
+    ),
     ("recipient.new", E, call(to=STRANGER, value=1), "", {}),
     ("contract.token_call", A, call(to=USDC, data=encode_erc20_transfer(FRIEND, 1)), "", {}),
     ("contract.allowed", A, call(to=ROUTER, data=multicall()), "", {}),
-    ("contract.selector_not_allowed", E, call(to=ROUTER, data=multicall(b"", selector="multicall(uint256,bytes[])")),
-     "", {}),
+    (
+        "contract.selector_not_allowed",
+        E,
+        call(to=ROUTER, data=multicall(b"", selector="multicall(uint256,bytes[])")),
+        "",
+        {},
+    ),
     ("contract.not_allowed", E, call(to=STRANGER, data=multicall()), "", {}),
     # A listed selector the signer does not decode is still denied: its arguments could do anything.
     ("decode.opaque", D, call(to=ROUTER, data=bytes.fromhex(SWAP[2:]) + b"\x00" * 32), "", {}),
-    ("opaque.allowed", A, call(to=ROUTER, value=CENT, data=bytes.fromhex(SWAP[2:]) + b"\x00" * 32), OPAQUE, {}),
+    (
+        "opaque.allowed",
+        A,
+        call(to=ROUTER, value=CENT, data=bytes.fromhex(SWAP[2:]) + b"\x00" * 32),
+        OPAQUE,
+        {},
+    ),
     ("opaque.max_value", D, call(to=ROUTER, value=CENT + 1, data=bytes.fromhex(SWAP[2:])), OPAQUE, {}),
     ("usd.price_unknown", E, call(to=USDC, data=encode_erc20_transfer(FRIEND, 1)), USD, {}),
-    ("usd.per_tx", E, call(to=USDC, data=encode_erc20_transfer(FRIEND, 10**6)), USD,
-     {"prices": {(CHAIN, USDC): PriceQuote(200 * 10**6, 6)}}),
+    (
+        "usd.per_tx",
+        E,
+        call(to=USDC, data=encode_erc20_transfer(FRIEND, 10**6)),
+        USD,
+        {"prices": {(CHAIN, USDC): PriceQuote(200 * 10**6, 6)}},
+    ),
     ("usd.window.24h", E, call(value=CENT), USD, {"spent_usd": {86400: 121 * 10**6}}),
     ("usd.within_limits", A, call(value=CENT), USD, {"spent_usd": {86400: 120 * 10**6}}),
     ("rate.tx_per_hour", E, call(value=1), "", {"tx_count": {3600: 30}}),
@@ -132,7 +175,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("rule_id", "outcome", "the_call", "extra", "overrides"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("rule_id", "outcome", "the_call", "extra", "overrides"), CASES, ids=[c[0] for c in CASES]
+)
 def test_every_rule_is_reachable(rule_id, outcome, the_call, extra, overrides):
     decision = decide(the_call, policy(extra), ctx(**overrides))
     assert found(decision).get(rule_id) is outcome, decision.findings
@@ -148,8 +193,10 @@ def test_plain_transfer_to_friend_is_allowed_and_spends():
 
 
 def test_policy_switches_change_outcomes():
-    deny = "over_limit: deny\nrecipients: {unknown: deny, untrusted_provenance: deny}\n" \
-           "sources: {skill: policy, heartbeat: escalate}\n"
+    deny = (
+        "over_limit: deny\nrecipients: {unknown: deny, untrusted_provenance: deny}\n"
+        "sources: {skill: policy, heartbeat: escalate}\n"
+    )
     p = policy(deny)
     assert found(decide(call(value=CENT + 1), p))["limit.per_tx"] is D
     assert found(decide(call(to=STRANGER, value=1), p))["recipient.new"] is D
@@ -160,7 +207,12 @@ def test_policy_switches_change_outcomes():
     allow_new = policy("recipients: {unknown: allow}\n")
     decision = decide(call(to=STRANGER, value=1), allow_new)
     assert decision.outcome is A and decision.new_recipients == (STRANGER,)
-    assert decide(call(to=STRANGER, value=1), allow_new, ctx(seen_recipients=frozenset({STRANGER}))).new_recipients == ()
+    assert (
+        decide(
+            call(to=STRANGER, value=1), allow_new, ctx(seen_recipients=frozenset({STRANGER}))
+        ).new_recipients
+        == ()
+    )
 
 
 def test_most_restrictive_finding_wins():
@@ -172,7 +224,10 @@ def test_most_restrictive_finding_wins():
 def test_window_reason_is_exact():
     decision = decide(call(value=5 * CENT), policy(), ctx(spent={(CHAIN, NATIVE, 86400): 5 * CENT}))
     reasons = {f.rule_id: f.reason for f in decision.findings}
-    assert reasons["limit.window.24h"] == "0.05 ETH would exceed the 24h limit of 0.05 ETH (0.05 ETH already spent)"
+    assert (
+        reasons["limit.window.24h"]
+        == "0.05 ETH would exceed the 24h limit of 0.05 ETH (0.05 ETH already spent)"
+    )
     assert reasons["limit.per_tx"] == "0.05 ETH exceeds the per-transaction limit of 0.01 ETH"
 
 
@@ -191,8 +246,9 @@ def test_transfer_nested_in_exec_transaction_counts_against_limits():
 
 
 def test_spends_aggregate_per_asset_across_the_request():
-    packed = b"".join(bytes([0]) + bytes.fromhex(FRIEND[2:]) + (CENT // 2).to_bytes(32, "big") + bytes(32)
-                      for _ in range(3))
+    packed = b"".join(
+        bytes([0]) + bytes.fromhex(FRIEND[2:]) + (CENT // 2).to_bytes(32, "big") + bytes(32) for _ in range(3)
+    )
     data = abi("multiSend(bytes)", ["bytes"], packed)
     decision = decide(call(to=SAFE, value=0, data=data))
     assert decision.spends == (Spend(CHAIN, NATIVE, 3 * CENT // 2, None),)
@@ -210,8 +266,11 @@ def test_price_unknown_escalates_and_spends_carry_usd():
     unknown = decide(call(to=USDC, data=encode_erc20_transfer(FRIEND, 10**6)), p)
     assert (unknown.outcome, unknown.rule_id) == (E, "usd.price_unknown")
     assert unknown.spends == (Spend(CHAIN, USDC, 10**6, None),)
-    priced = decide(call(to=USDC, data=encode_erc20_transfer(FRIEND, 10**6)), p,
-                    ctx(prices={(CHAIN, USDC): PriceQuote(10**6, 6)}))
+    priced = decide(
+        call(to=USDC, data=encode_erc20_transfer(FRIEND, 10**6)),
+        p,
+        ctx(prices={(CHAIN, USDC): PriceQuote(10**6, 6)}),
+    )
     assert priced.outcome is A and priced.spends == (Spend(CHAIN, USDC, 10**6, 10**6),)
     static = decide(call(value=CENT), p)  # ETH falls back to the policy's static $3000
     assert static.outcome is A and static.spends[0].usd_micros == 30 * 10**6
@@ -237,8 +296,14 @@ def test_default_deny_when_no_finding_at_all():
 
 
 def test_approval_is_spend_and_permit2_needs_listing():
-    permit2_call = abi("approve(address,address,uint160,uint48)", ["address", "address", "uint160", "uint48"],
-                       USDC, ROUTER, 5 * 10**6, 0)
+    permit2_call = abi(
+        "approve(address,address,uint160,uint48)",
+        ["address", "address", "uint160", "uint48"],
+        USDC,
+        ROUTER,
+        5 * 10**6,
+        0,
+    )
     decision = decide(call(to=SPENDER, data=permit2_call))
     assert found(decision)["contract.not_allowed"] is E
     assert found(decision)["approval.spender_not_allowed"] is D
@@ -246,9 +311,14 @@ def test_approval_is_spend_and_permit2_needs_listing():
 
 
 def test_each_action_gets_a_finding_next_to_an_allowed_one():
-    decoded = Decoded(call(value=1), (*decode(call(value=1)).actions,
-                                      ContractCall(CHAIN, STRANGER, b"\x00\x00\x00\x01", 1, 0, True),
-                                      Approval(CHAIN, USDC, STRANGER, 1, "approve")))
+    decoded = Decoded(
+        call(value=1),
+        (
+            *decode(call(value=1)).actions,
+            ContractCall(CHAIN, STRANGER, b"\x00\x00\x00\x01", 1, 0, True),
+            Approval(CHAIN, USDC, STRANGER, 1, "approve"),
+        ),
+    )
     decision = evaluate(policy(), decoded, ctx())
     assert decision.outcome is D and found(decision)["contract.not_allowed"] is E
 

@@ -23,10 +23,17 @@ def test_the_direct_path_is_the_one_in_use():
 def test_hashing_loads_neither_cffi_nor_pycparser():
     """The direct path is ctypes on pycryptodome's library: cffi's run-time C parser (about 3 MB)
     stays out of every process that hashes (the signer, the bot, `owlia sign send`)."""
-    probe = ("import sys; from policies.kernel.keccak import keccak256; keccak256(b'x'); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cffi', 'pycparser', 'Crypto')))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2]).stdout
+    probe = (
+        "import sys; from policies.kernel.keccak import keccak256; keccak256(b'x'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('cffi', 'pycparser', 'Crypto')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
     assert out.strip() == "[]"
 
 

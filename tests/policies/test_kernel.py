@@ -128,7 +128,7 @@ def test_a_flipped_case_breaks_the_checksum(body, index):
     good = to_checksum("0x" + body)[2:]
     if not good[index].isalpha():
         return  # digits have no case to flip
-    flipped = good[:index] + good[index].swapcase() + good[index + 1:]
+    flipped = good[:index] + good[index].swapcase() + good[index + 1 :]
     if flipped in (flipped.lower(), flipped.upper()):
         return  # uniform case carries no checksum
     assert not checksum_ok("0x" + flipped) and not case_ok("0x" + flipped)
@@ -140,10 +140,15 @@ def test_is_address_only_for_forty_hex_digits(value):
     assert not is_address(None) and not is_address("0x" + "a" * 39) and not is_address("0x" + "a" * 41)
 
 
-ENTRIES = st.dictionaries(st.text(min_size=1, max_size=12),
-                          st.dictionaries(st.text(max_size=8), st.one_of(st.integers(), st.text(max_size=20),
-                                                                         st.booleans(), st.none()), max_size=4),
-                          max_size=6)
+ENTRIES = st.dictionaries(
+    st.text(min_size=1, max_size=12),
+    st.dictionaries(
+        st.text(max_size=8),
+        st.one_of(st.integers(), st.text(max_size=20), st.booleans(), st.none()),
+        max_size=4,
+    ),
+    max_size=6,
+)
 
 
 @settings(deadline=None)  # each example fsyncs a file and its directory
@@ -178,8 +183,12 @@ def test_registry_write_replaces_a_planted_symlink_instead_of_writing_through_it
 
 
 def test_keccak_binds_pycryptodome_only_on_the_first_hash():
-    code = ("from policies.kernel import keccak; from policies.kernel.addresses import to_checksum; "
-            "before = keccak._impl is keccak._bind; "
-            "print(before, to_checksum('0x' + 'ab' * 20), keccak._impl is keccak._bind)")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    code = (
+        "from policies.kernel import keccak; from policies.kernel.addresses import to_checksum; "
+        "before = keccak._impl is keccak._bind; "
+        "print(before, to_checksum('0x' + 'ab' * 20), keccak._impl is keccak._bind)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.split()
     assert out == ["True", to_checksum_address("0x" + "ab" * 20), "False"]

@@ -27,7 +27,9 @@ assets:
     windows: {24h: "0.05", 7d: "0.2"}
 """
 
-FULL = BASE + f"""\
+FULL = (
+    BASE
+    + f"""\
   - {{chain: 31337, asset: "{TOKEN}", symbol: USDC, decimals: 6, per_tx: "100", price_usd: "1"}}
 address_book:
   - {{chain: 31337, address: "{FRIEND}", name: dev-friend}}
@@ -41,6 +43,7 @@ sources: {{skill: policy, heartbeat: escalate}}
 over_limit: deny
 rate_limits: {{tx_per_hour: 10, new_recipients_per_day: 2}}
 """
+)
 
 
 def error_of(text: str) -> str:
@@ -114,7 +117,10 @@ def test_unquoted_address_stays_text():
         (("version: 1", "version: 2"), "version"),
         (("{id: 31337, name: anvil}", '{id: 31337, name: "anvil\\e[1A"}'), "chains.0.name"),  # ESC: cursor up
         (("symbol: ETH", 'symbol: "ETH\\u202e"'), "assets.0.symbol"),  # right-to-left override
-        (("{id: 31337, name: anvil}", "{id: 31337, name: anvil}\n  - {id: 31337, name: again}"), "chains.1.id"),
+        (
+            ("{id: 31337, name: anvil}", "{id: 31337, name: anvil}\n  - {id: 31337, name: again}"),
+            "chains.1.id",
+        ),
     ],
 )
 def test_errors_name_the_field(change, path):
@@ -134,19 +140,28 @@ def test_all_uppercase_address_accepted():
 
 
 def test_duplicate_entries_rejected():
-    book = f'address_book:\n  - {{chain: 31337, address: "{FRIEND}", name: a}}\n' \
-           f'  - {{chain: 31337, address: "{FRIEND.lower()}", name: b}}\n'
+    book = (
+        f'address_book:\n  - {{chain: 31337, address: "{FRIEND}", name: a}}\n'
+        f'  - {{chain: 31337, address: "{FRIEND.lower()}", name: b}}\n'
+    )
     assert "address_book.1" in error_of(BASE + book)
-    asset = '  - {chain: 31337, asset: native, symbol: ETH2, decimals: 18}\n'
+    asset = "  - {chain: 31337, asset: native, symbol: ETH2, decimals: 18}\n"
     assert "assets.1" in error_of(BASE + asset)
 
 
 def test_unlisted_chain_rejected():
-    assert "address_book.0.chain" in error_of(BASE + f'address_book:\n  - {{chain: 1, address: "{FRIEND}", name: a}}\n')
+    assert "address_book.0.chain" in error_of(
+        BASE + f'address_book:\n  - {{chain: 1, address: "{FRIEND}", name: a}}\n'
+    )
 
 
 def test_bad_selector_rejected():
-    text = BASE + 'contracts:\n  - {chain: 31337, address: "0x' + "1" * 40 + '", name: c, selectors: ["0x1234"]}\n'
+    text = (
+        BASE
+        + 'contracts:\n  - {chain: 31337, address: "0x'
+        + "1" * 40
+        + '", name: c, selectors: ["0x1234"]}\n'
+    )
     assert error_of(text).startswith("contracts.0.selectors.0:")
 
 
@@ -155,11 +170,15 @@ def test_duplicate_yaml_key_rejected_with_line():
     assert "duplicate key" in message and "line 12" in message
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 30_000 + "]" * 30_000,  # flow nesting: PyYAML's scanner is quadratic in it, its composer recurses
-    "version: 1\nchains: " + "[a, " * 20_000,
-    "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 60)),  # block nesting
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 30_000
+        + "]" * 30_000,  # flow nesting: PyYAML's scanner is quadratic in it, its composer recurses
+        "version: 1\nchains: " + "[a, " * 20_000,
+        "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 60)),  # block nesting
+    ],
+)
 def test_deep_nesting_is_refused_quickly_and_cleanly(text):
     started = time.perf_counter()
     assert "nest" in error_of(text)
@@ -187,7 +206,10 @@ def test_shipped_defaults_load(name):
     policy = parse_policy(text)
     assert policy.index.chain_name(31337) is not None
     rule = policy.index.asset_rule(31337, "native")
-    assert (rule.per_tx, [(w.label, w.limit) for w in rule.windows]) == (10**16, [("24h", 5 * 10**16), ("7d", 2 * 10**17)])
+    assert (rule.per_tx, [(w.label, w.limit) for w in rule.windows]) == (
+        10**16,
+        [("24h", 5 * 10**16), ("7d", 2 * 10**17)],
+    )
     assert policy.usd is None and policy.recipients.unknown == "escalate"
     assert (policy.rate_limits.tx_per_hour, policy.rate_limits.new_recipients_per_day) == (30, 5)
     assert Policy.model_validate(policy.model_dump(mode="json")).policy_hash() == policy.policy_hash()

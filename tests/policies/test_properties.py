@@ -30,7 +30,9 @@ PER_TX = 10 * MILLI
 
 def context(now: float, committed: list[tuple[float, int, int]]) -> EvalContext:
     """What the ledger would report: sums of committed spends with ts in (now - period, now]."""
-    spent = {(CHAIN, NATIVE, p): sum(a for ts, a, _ in committed if ts > now - p) for p in POLICY.window_seconds()}
+    spent = {
+        (CHAIN, NATIVE, p): sum(a for ts, a, _ in committed if ts > now - p) for p in POLICY.window_seconds()
+    }
     spent_usd = {p: sum(u for ts, _, u in committed if ts > now - p) for p in POLICY.window_seconds()}
     return EvalContext(now=now, spent=spent, spent_usd=spent_usd, session_key_expires_at=float("inf"))
 
@@ -66,9 +68,13 @@ def test_allowed_spends_never_exceed_any_window(requests):
         assert sum(u for ts, _, u in committed if end - period < ts <= end) <= limit
 
 
-spent_maps = st.fixed_dictionaries({
-    3600: st.integers(0, 30 * MILLI), 7200: st.integers(0, 100 * 10**6), 86400: st.integers(0, 60 * MILLI),
-})
+spent_maps = st.fixed_dictionaries(
+    {
+        3600: st.integers(0, 30 * MILLI),
+        7200: st.integers(0, 100 * 10**6),
+        86400: st.integers(0, 60 * MILLI),
+    }
+)
 
 
 def ctx_from(spent: dict[int, int]) -> EvalContext:

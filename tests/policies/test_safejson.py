@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 from bot.llm.types import parse_tool_arguments
 from policies.kernel.safejson import MAX_DEPTH, TooDeep, loads, too_deep
 
-_leaves = st.none() | st.booleans() | st.integers() | st.text(alphabet="[]{}\"\\ab,:")
-_values = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
-                                                                                              max_size=3), max_leaves=40)
+_leaves = st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab,:')
+_values = st.recursive(
+    _leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=40,
+)
 
 
 def _depth(value: object) -> int:
@@ -64,10 +67,12 @@ def test_json_in_another_encoding_cannot_hide_its_brackets(encoding):
 def test_the_crash_it_prevents_is_real():
     """With eth_account imported (py_ecc raises the recursion limit to 100 000), the stdlib decoder
     kills the process with SIGSEGV on a nesting bomb; safejson refuses the same line."""
-    script = ("import sys, json, eth_account\nassert sys.getrecursionlimit() >= 100000\n"
-              "from policies.kernel.safejson import loads, TooDeep\nbomb = '[' * 300000\n"
-              "try:\n    loads(bomb)\nexcept TooDeep:\n    print('refused', flush=True)\n"
-              "json.loads(bomb)\n")
+    script = (
+        "import sys, json, eth_account\nassert sys.getrecursionlimit() >= 100000\n"
+        "from policies.kernel.safejson import loads, TooDeep\nbomb = '[' * 300000\n"
+        "try:\n    loads(bomb)\nexcept TooDeep:\n    print('refused', flush=True)\n"
+        "json.loads(bomb)\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout == "refused\n"
     assert done.returncode == -11  # SIGSEGV: what every untrusted parser in the project used to risk

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.kernel.text import cells, display_safe, display_safe_lines, first_hidden, one_line, visible, wrap_cells
+from policies.kernel.text import (
+    cells,
+    display_safe,
+    display_safe_lines,
+    first_hidden,
+    one_line,
+    visible,
+    wrap_cells,
+)
 
 HOSTILE = [
     ("\x1b[2K", "\\x1b[2K"),  # erase the line: terminal control
@@ -47,9 +55,24 @@ def test_hidden_characters_are_written_out(text: str, shown: str) -> None:
         display_safe(text)
 
 
-@pytest.mark.parametrize("text", ["dev-friend", "Café 日本 ₿ 🦉", "USDC.e", "", "e\u0301", "Cafe\u0301 x",
-                                  "\u2764\ufe0f", "1\ufe0f\u20e3", "\u203c\ufe0e ok", "a b",
-                                  "dev\u00a0friend", "\u65e5\u672c\u3000\u8a9e", "10\u202f000 \u20ac"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "dev-friend",
+        "Café 日本 ₿ 🦉",
+        "USDC.e",
+        "",
+        "e\u0301",
+        "Cafe\u0301 x",
+        "\u2764\ufe0f",
+        "1\ufe0f\u20e3",
+        "\u203c\ufe0e ok",
+        "a b",
+        "dev\u00a0friend",
+        "\u65e5\u672c\u3000\u8a9e",
+        "10\u202f000 \u20ac",
+    ],
+)
 def test_plain_text_is_left_alone(text: str) -> None:
     assert visible(text) == text
     assert display_safe(text) == text
@@ -79,7 +102,8 @@ def test_printable_ascii_stays_on_the_fast_path() -> None:
 
 INTERESTING = st.sampled_from(
     " \n\t\x1b\u00a0\u3000\u2007\u115f\u1160\u3164\uffa0\u2800\u034f\u0301\u20dd\ufe0e\ufe0f\ufe00\u200b\u202e"
-    "\u2764\u2139\u00e9e1#\u180b\u17b4" + chr(0xE0100))
+    "\u2764\u2139\u00e9e1#\u180b\u17b4" + chr(0xE0100)
+)
 TEXT = st.text(alphabet=st.one_of(st.characters(), INTERESTING))
 
 
@@ -113,8 +137,10 @@ def test_one_line_collapses_every_run_of_whitespace_and_caps_with_an_ellipsis() 
     assert one_line("x" * 20, 10) == "x" * 9 + "\u2026"
 
 
-@given(st.text(alphabet=st.one_of(st.sampled_from("ab 日本\u0301\u2764\ufe0f"), st.characters()), max_size=300),
-       st.integers(min_value=4, max_value=80))
+@given(
+    st.text(alphabet=st.one_of(st.sampled_from("ab 日本\u0301\u2764\ufe0f"), st.characters()), max_size=300),
+    st.integers(min_value=4, max_value=80),
+)
 def test_wrapped_rows_never_pass_the_width_in_terminal_cells(text: str, width: int) -> None:
     line = one_line(text, 1000)
     rows = wrap_cells(line, width)

@@ -8,14 +8,23 @@ from policies.units import format_amount, is_lookalike, parse_period, parse_unit
 
 @pytest.mark.parametrize(
     ("text", "decimals", "expected"),
-    [("0.01", 18, 10**16), ("1", 6, 10**6), ("0", 18, 0), ("1.5", 1, 15), ("1.50", 1, 15), (3, 2, 300),
-     ("123456789.123456", 6, 123456789123456)],
+    [
+        ("0.01", 18, 10**16),
+        ("1", 6, 10**6),
+        ("0", 18, 0),
+        ("1.5", 1, 15),
+        ("1.50", 1, 15),
+        (3, 2, 300),
+        ("123456789.123456", 6, 123456789123456),
+    ],
 )
 def test_parse_units(text, decimals, expected):
     assert parse_units(text, decimals) == expected
 
 
-@pytest.mark.parametrize("text", ["", "-1", "1e5", "1E5", ".5", "5.", "1,5", " 1", "0x10", "nan", "inf", "1.2.3"])
+@pytest.mark.parametrize(
+    "text", ["", "-1", "1e5", "1E5", ".5", "5.", "1,5", " 1", "0x10", "nan", "inf", "1.2.3"]
+)
 def test_parse_units_rejects_bad_text(text):
     with pytest.raises(ValueError):
         parse_units(text, 18)
@@ -31,8 +40,14 @@ def test_parse_units_rejects_too_many_decimals_and_odd_types():
 
 @pytest.mark.parametrize(
     ("amount", "decimals", "expected"),
-    [(10**16, 18, "0.01 ETH"), (0, 18, "0 ETH"), (10**18, 18, "1 ETH"), (1, 18, "0.000000000000000001 ETH"),
-     (1500000, 6, "1.5 ETH"), (7, 0, "7 ETH")],
+    [
+        (10**16, 18, "0.01 ETH"),
+        (0, 18, "0 ETH"),
+        (10**18, 18, "1 ETH"),
+        (1, 18, "0.000000000000000001 ETH"),
+        (1500000, 6, "1.5 ETH"),
+        (7, 0, "7 ETH"),
+    ],
 )
 def test_format_amount(amount, decimals, expected):
     assert format_amount(amount, decimals, "ETH") == expected
@@ -44,8 +59,9 @@ def test_format_then_parse_round_trips(amount, decimals):
     assert parse_units(number, decimals) == amount
 
 
-@pytest.mark.parametrize(("label", "seconds"), [("1h", 3600), ("24h", 86400), ("7d", 604800), ("30d", 2592000),
-                                                ("90m", 5400)])
+@pytest.mark.parametrize(
+    ("label", "seconds"), [("1h", 3600), ("24h", 86400), ("7d", 604800), ("30d", 2592000), ("90m", 5400)]
+)
 def test_parse_period(label, seconds):
     assert parse_period(label) == seconds
 

@@ -19,8 +19,17 @@ from policies.decode import decode, encode_erc20_transfer
 from policies.evaluate import evaluate
 from policies.intent import Call
 from policies.loader import PolicyError, parse_policy
-from tests.policies.wrappers import (VALUE_CARRYING, WRAPPER_SELECTORS, WRAPPERS, Inner, batch_executions, call_data,
-                                     mode, sel, single_execution)
+from tests.policies.wrappers import (
+    VALUE_CARRYING,
+    WRAPPER_SELECTORS,
+    WRAPPERS,
+    Inner,
+    batch_executions,
+    call_data,
+    mode,
+    sel,
+    single_execution,
+)
 
 CHAIN = 31337
 ACCOUNT = "0x" + "ac" * 20  # the smart account / Multicall3 / Safe the wrapper is sent to
@@ -55,7 +64,9 @@ POLICY_OPAQUE = parse_policy(POLICY + OPAQUE)
 
 
 def ctx(**kw) -> EvalContext:
-    return EvalContext(**{"now": 1000.0, "session_key_expires_at": 10**9, "seen_recipients": frozenset({ACCOUNT}), **kw})
+    return EvalContext(
+        **{"now": 1000.0, "session_key_expires_at": 10**9, "seen_recipients": frozenset({ACCOUNT}), **kw}
+    )
 
 
 def decide(data: bytes, value: int = 0, policy=POLICY_OBJ, context: EvalContext | None = None):
@@ -113,7 +124,9 @@ def test_hidden_approve_to_a_stranger_is_denied(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_hidden_over_limit_token_transfer_is_denied(name):
-    decision = decide(WRAPPERS[name](inner_calls(name, (USDC, 0, encode_erc20_transfer(FRIEND, USDC_PER_TX + 1)))))
+    decision = decide(
+        WRAPPERS[name](inner_calls(name, (USDC, 0, encode_erc20_transfer(FRIEND, USDC_PER_TX + 1))))
+    )
     assert decision.outcome is D and rule_ids(decision)["limit.per_tx"] is D, decision.findings
 
 
@@ -133,8 +146,10 @@ def test_hidden_payment_to_a_lookalike_of_a_known_address_is_denied(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_wrapped_transfers_count_against_the_window(name):
     spent = {(CHAIN, USDC, 86400): 450 * 10**6}
-    decision = decide(WRAPPERS[name](inner_calls(name, (USDC, 0, encode_erc20_transfer(FRIEND, 51 * 10**6)))),
-                      context=ctx(spent=spent))
+    decision = decide(
+        WRAPPERS[name](inner_calls(name, (USDC, 0, encode_erc20_transfer(FRIEND, 51 * 10**6)))),
+        context=ctx(spent=spent),
+    )
     assert rule_ids(decision)["limit.window.24h"] is D
 
 
@@ -171,7 +186,7 @@ def test_every_truncation_of_a_wrapper_is_refused(name):
 
 
 def test_the_reported_attack_erc7579_execute_with_an_unlimited_approve():
-    router = parse_policy(POLICY.replace(f'selectors: []', f'selectors: ["0xe9ae5c53"]'))
+    router = parse_policy(POLICY.replace("selectors: []", 'selectors: ["0xe9ae5c53"]'))
     data = WRAPPERS["erc7579.execute.single"]([(USDC, 0, approve(SPENDER, MAX))])
     decision = evaluate(router, decode(Call(CHAIN, OPAQUE_TARGET, 0, data)), ctx())
     assert decision.outcome is D and decision.rule_id == "approval.unlimited"
@@ -266,8 +281,9 @@ def _build(node) -> tuple[Inner, int, bool]:
 @given(trees, st.integers(0, 500 * 10**6))
 def test_no_nesting_of_wrappers_lets_a_transfer_past_the_limits_or_an_undecoded_call_through(tree, already):
     (to, value, data), total, opaque = _build(tree)
-    decision = evaluate(POLICY_OBJ, decode(Call(CHAIN, to, value, data)),
-                        ctx(spent={(CHAIN, USDC, 86400): already}))
+    decision = evaluate(
+        POLICY_OBJ, decode(Call(CHAIN, to, value, data)), ctx(spent={(CHAIN, USDC, 86400): already})
+    )
     if decision.outcome is A:
         assert total <= USDC_PER_TX and already + total <= 500 * 10**6
         assert not opaque
@@ -284,7 +300,7 @@ def test_opaque_calls_are_validated():
         "known": OPAQUE.replace(OPAQUE_SELECTOR, "0xa9059cbb"),
         "chain": OPAQUE.replace(f"chain: {CHAIN}", "chain: 5"),
         "precision": OPAQUE.replace('"0"', '"0.0000000000000000001"'),
-        "twice": OPAQUE.replace("}]", "}, " + OPAQUE[len("opaque_calls: ["):-2] + "]"),
+        "twice": OPAQUE.replace("}]", "}, " + OPAQUE[len("opaque_calls: [") : -2] + "]"),
         "extra": OPAQUE.replace("max_value", "name: x, max_value"),
         "selector": OPAQUE.replace(OPAQUE_SELECTOR, "0x1234"),
     }
@@ -299,6 +315,7 @@ def test_opaque_calls_are_validated():
 def test_a_policy_without_opaque_calls_keeps_its_hash():
     import hashlib
     import json
+
     dumped = POLICY_OBJ.model_dump(mode="json")
     del dumped["opaque_calls"]
     del dumped["swaps"]  # added later still: absent from the hash of a policy without it

@@ -39,7 +39,9 @@ def scrub(value: Any, key: str = "") -> Any:
     return value
 
 
-def _scrub_members(container: Any, members: Any, copy: Callable[[Any], Any], key_of: Callable[[Any], str]) -> Any:
+def _scrub_members(
+    container: Any, members: Any, copy: Callable[[Any], Any], key_of: Callable[[Any], str]
+) -> Any:
     out = container
     for slot, v in members:
         kind = type(v)

@@ -61,7 +61,9 @@ class LyingNode(ThreadingHTTPServer):
     def forward(self, method: str, params: list[Any]) -> dict[str, Any]:
         """The true answer of anvil, as a JSON-RPC reply object."""
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-        request = urllib.request.Request(self.upstream, data=body, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.upstream, data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - loopback anvil
             return json.loads(reply.read())
 

@@ -6,8 +6,9 @@ import sqlite3
 from pathlib import Path
 
 
-def put_back(db: Path, old_db: Path, tables: list[str] | tuple[str, ...], *, state_row: bool = False,
-             log: bool = False) -> None:
+def put_back(
+    db: Path, old_db: Path, tables: list[str] | tuple[str, ...], *, state_row: bool = False, log: bool = False
+) -> None:
     """Each table's rows, row MACs and digest as the old copy has them (consistent with each other, as
     someone with the files and no passphrase can make them), and, if asked, the state row and the
     audit log too. A plain sqlite3 connection: the MAC triggers, which need the master key's

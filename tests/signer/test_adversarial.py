@@ -59,7 +59,10 @@ class Raw:
 
 
 def _sign_params(value: int = 10**15) -> dict:
-    return {"idempotency_key": new_idempotency_key(), "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)}}
+    return {
+        "idempotency_key": new_idempotency_key(),
+        "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)},
+    }
 
 
 def _code(stack, token, method, params=None) -> int:
@@ -71,8 +74,12 @@ def _code(stack, token, method, params=None) -> int:
 def test_read_token_cannot_sign_or_administer(stack):
     read = stack.client_token("reader", Scope.READ)
     assert _code(stack, read, "sign.request", _sign_params()) == ErrorCode.FORBIDDEN
-    assert _code(stack, read, "session_key.create",
-                 {"idempotency_key": new_idempotency_key(), "chain_id": 31337}) == ErrorCode.FORBIDDEN
+    assert (
+        _code(
+            stack, read, "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+        )
+        == ErrorCode.FORBIDDEN
+    )
     assert stack.call_sync(read, "status")["client"]["scope"] == "read"  # what it may do, it can
 
 
@@ -124,13 +131,26 @@ def test_an_rpc_url_with_an_api_key_never_reaches_a_client_or_the_audit_log(tmp_
     stack = SignerStack(tmp_path, f"http://127.0.0.1:{free_port()}/{secret}").start()  # nothing listens there
     try:
         with pytest.raises(SignerError) as err:
-            stack.call_sync(stack.client_token("reader", Scope.READ), "balance", {"chain_id": 31337, "address": FRIEND})
+            stack.call_sync(
+                stack.client_token("reader", Scope.READ), "balance", {"chain_id": 31337, "address": FRIEND}
+            )
         assert "chain 31337 (anvil)" in err.value.message and "SECRETAPIKEY" not in err.value.message
-        stack.call_sync(stack.admin_token, "session_key.create", {"idempotency_key": new_idempotency_key(),
-                                                                  "chain_id": 31337})
-        reply = stack.call_sync(stack.client_token("bot"), "sign.request", {
-            "idempotency_key": new_idempotency_key(), "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
-        assert reply["status"] == "failed" and "chain 31337 (anvil)" in json.dumps(reply)  # simulation unreachable
+        stack.call_sync(
+            stack.admin_token,
+            "session_key.create",
+            {"idempotency_key": new_idempotency_key(), "chain_id": 31337},
+        )
+        reply = stack.call_sync(
+            stack.client_token("bot"),
+            "sign.request",
+            {
+                "idempotency_key": new_idempotency_key(),
+                "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"},
+            },
+        )
+        assert reply["status"] == "failed" and "chain 31337 (anvil)" in json.dumps(
+            reply
+        )  # simulation unreachable
         assert "SECRETAPIKEY" not in json.dumps(reply)
         assert "SECRETAPIKEY" not in json.dumps(stack.call_sync(stack.admin_token, "audit.tail", {"n": 1000}))
     finally:
@@ -143,8 +163,10 @@ def test_authentication_is_required_and_checked(stack):
         assert raw.call("status")["error"]["code"] == ErrorCode.UNAUTHENTICATED
         bad = "owl_" + "0" * 12 + "_" + "A" * 43
         assert raw.call("auth", {"token": bad})["error"]["code"] == ErrorCode.UNAUTHENTICATED
-        assert raw.call("auth", {"token": "x" * 5000})["error"]["code"] in (ErrorCode.UNAUTHENTICATED,
-                                                                            ErrorCode.INVALID_PARAMS)
+        assert raw.call("auth", {"token": "x" * 5000})["error"]["code"] in (
+            ErrorCode.UNAUTHENTICATED,
+            ErrorCode.INVALID_PARAMS,
+        )
         token = stack.client_token("bot")
         assert raw.call("auth", {"token": token})["result"]["client"] == "bot"
         assert "result" in raw.call("status")
@@ -154,17 +176,20 @@ def test_authentication_is_required_and_checked(stack):
         raw.close()
 
 
-@pytest.mark.parametrize("frame, code", [
-    (b"{not json\n", ErrorCode.PARSE),
-    (b"[1,2,3]\n", ErrorCode.INVALID_REQUEST),
-    (b'"just a string"\n', ErrorCode.INVALID_REQUEST),
-    (b'{"jsonrpc":"1.0","id":1,"method":"status"}\n', ErrorCode.INVALID_REQUEST),
-    (b'{"jsonrpc":"2.0","method":"status"}\n', ErrorCode.INVALID_REQUEST),
-    (b'{"jsonrpc":"2.0","id":1,"method":"status","params":[1]}\n', ErrorCode.INVALID_PARAMS),
-    (b"\xff\xfe\xfd\n", ErrorCode.PARSE),
-    (b"[" * 60000 + b"\n", ErrorCode.PARSE),
-    (b'{"jsonrpc":"2.0","id":1,"method":"auth","params":{"token":1}}\n', ErrorCode.INVALID_PARAMS),
-])
+@pytest.mark.parametrize(
+    "frame, code",
+    [
+        (b"{not json\n", ErrorCode.PARSE),
+        (b"[1,2,3]\n", ErrorCode.INVALID_REQUEST),
+        (b'"just a string"\n', ErrorCode.INVALID_REQUEST),
+        (b'{"jsonrpc":"1.0","id":1,"method":"status"}\n', ErrorCode.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","method":"status"}\n', ErrorCode.INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":1,"method":"status","params":[1]}\n', ErrorCode.INVALID_PARAMS),
+        (b"\xff\xfe\xfd\n", ErrorCode.PARSE),
+        (b"[" * 60000 + b"\n", ErrorCode.PARSE),
+        (b'{"jsonrpc":"2.0","id":1,"method":"auth","params":{"token":1}}\n', ErrorCode.INVALID_PARAMS),
+    ],
+)
 def test_malformed_frames_get_clear_errors(stack, frame, code):
     raw = Raw(stack.socket)
     try:
@@ -195,8 +220,14 @@ def test_bad_sign_params_name_the_field(stack):
             assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS, intent
             assert field in reply["error"]["message"], reply
         # the reason is shown on the companion's screen: a terminal escape could rewrite the recipient
-        reply = raw.call("sign.request", {"idempotency_key": new_idempotency_key(), "reason": "ok\x1b[3A",
-                                          "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
+        reply = raw.call(
+            "sign.request",
+            {
+                "idempotency_key": new_idempotency_key(),
+                "reason": "ok\x1b[3A",
+                "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"},
+            },
+        )
         assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
         assert "reason" in reply["error"]["message"] and "U+001B" in reply["error"]["message"]
     finally:
@@ -208,8 +239,17 @@ def test_a_pipeline_of_costly_frames_does_not_stall_other_clients(stack):
     import threading
     import time
 
-    hostile = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "policy.validate",
-                          "params": {"text": "[" * 30_000 + "]" * 30_000}}).encode() + b"\n"
+    hostile = (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "policy.validate",
+                "params": {"text": "[" * 30_000 + "]" * 30_000},
+            }
+        ).encode()
+        + b"\n"
+    )
     raw = Raw(stack.socket)
     raw.call("auth", {"token": stack.client_token("reader", Scope.READ)})
     sender = threading.Thread(target=raw.send, args=(hostile * 20,))

@@ -26,15 +26,18 @@ def test_the_anchor_follows_an_inline_commit_once_the_step_ends(tmp_path):
     conn = connect(tmp_path / "signer.db")
     ensure_schema(conn)
     audit = AuditLog(conn, tmp_path / "audit.anchor", keys=KEYS)
-    writer = Writer(conn, on_commit=audit.write_anchor, on_inline_commit=audit.write_anchor_soon,
-                    checkpoint_every=None)
+    writer = Writer(
+        conn, on_commit=audit.write_anchor, on_inline_commit=audit.write_anchor_soon, checkpoint_every=None
+    )
 
     async def run() -> None:
         await writer.run(lambda c: audit.append("first", {}))  # on the writer thread: anchor written at once
         assert read_anchor(tmp_path / "audit.anchor")[0] == 1
         await writer.run(lambda c: audit.append("second", {}), inline=True)
         assert writer.inline_commits == 1
-        assert read_anchor(tmp_path / "audit.anchor")[0] == 1  # this step (the reply) first: lags, never ahead
+        assert (
+            read_anchor(tmp_path / "audit.anchor")[0] == 1
+        )  # this step (the reply) first: lags, never ahead
         assert audit.committed[0] == 2  # what checkpoints sign is the committed head, at once
         await asyncio.sleep(0)
         assert read_anchor(tmp_path / "audit.anchor")[0] == 2

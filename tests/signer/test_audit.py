@@ -92,7 +92,9 @@ def test_rewritten_chain_fails_through_the_anchor(log, tmp_path):
     conn, _, anchor = log
     _unlocked(conn)
     conn.execute("DELETE FROM audit")
-    forged = AuditLog(conn, anchor, keys=AuditKeys(chain=b"x" * 32, anchor=b"y" * 32))  # not the signer's keys
+    forged = AuditLog(
+        conn, anchor, keys=AuditKeys(chain=b"x" * 32, anchor=b"y" * 32)
+    )  # not the signer's keys
     for i in range(5):
         forged.append("test.event", {"i": i * 10}, ts=1000.0 + i)
     forged.write_anchor()  # over the signer's anchor: self-consistent, but under the wrong keys
@@ -122,8 +124,9 @@ def test_secret_shaped_values_are_refused_or_redacted(log):
         audit.append("oops", {"nested": [{"x": "owl_0123456789ab_" + "A" * 43}]})
     audit.reload()
     conn.execute("BEGIN")
-    audit.append("ok", {"agent_reason_unverified": f"pay {key} now", "request_hash": "ab" * 32,
-                        "amount": str(10**63)})  # 64 decimal digits: an amount, not a key
+    audit.append(
+        "ok", {"agent_reason_unverified": f"pay {key} now", "request_hash": "ab" * 32, "amount": str(10**63)}
+    )  # 64 decimal digits: an amount, not a key
     conn.execute("COMMIT")
     body = tail(conn, 1)[0].body
     assert key not in body["agent_reason_unverified"] and "[redacted hex]" in body["agent_reason_unverified"]
@@ -168,7 +171,9 @@ def test_a_secret_is_refused_while_preparing_before_any_write(log):
 
 
 _HEX = st.text("0123456789abcdef", min_size=64, max_size=64)
-_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=40), _HEX.map(lambda h: f"pay {h}"))
+_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(max_size=40), _HEX.map(lambda h: f"pay {h}")
+)
 _BODIES = st.recursive(
     _LEAF,
     lambda inner: st.one_of(
@@ -231,11 +236,15 @@ def test_verify_on_a_running_signer_never_reports_a_truncation_that_is_not_there
     assert verify(conn, anchor, keys=KEYS).ok
 
 
-_SECRET_PARTS = st.sampled_from(["owl_", "0123456789abcdef" * 4, "0x", "_", "-", "A" * 20, "é", "deadbeef" * 9, "owl_0123456789ab_"])
+_SECRET_PARTS = st.sampled_from(
+    ["owl_", "0123456789abcdef" * 4, "0x", "_", "-", "A" * 20, "é", "deadbeef" * 9, "owl_0123456789ab_"]
+)
 
 
-@given(text=st.lists(st.one_of(_SECRET_PARTS, st.text(max_size=30)), max_size=6).map("".join),
-       key=st.sampled_from(["note", "reason", "agent_reason_unverified", "to", "tx_hash", "summary", ""]))
+@given(
+    text=st.lists(st.one_of(_SECRET_PARTS, st.text(max_size=30)), max_size=6).map("".join),
+    key=st.sampled_from(["note", "reason", "agent_reason_unverified", "to", "tx_hash", "summary", ""]),
+)
 @settings(max_examples=500, deadline=None)
 def test_a_string_the_scrub_skips_is_one_it_would_return_unchanged(text, key):
     """The shortcut taken before the regular expressions (strings too short for a hex secret and
@@ -263,14 +272,21 @@ _ANY_TEXT = st.lists(st.one_of(_SECRET_PARTS, st.text(max_size=12)), max_size=5)
 _NESTED = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), _ANY_TEXT),
     lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.tuples(inner, inner),
-        st.dictionaries(st.sampled_from(["note", "reason", "agent_reason_unverified", "to", "tx_hash", "items", "x"]),
-                        inner, max_size=4)),
+        st.lists(inner, max_size=4),
+        st.tuples(inner, inner),
+        st.dictionaries(
+            st.sampled_from(["note", "reason", "agent_reason_unverified", "to", "tx_hash", "items", "x"]),
+            inner,
+            max_size=4,
+        ),
+    ),
     max_leaves=25,
 )
 
 
-@given(body=st.dictionaries(st.sampled_from(["note", "items", "tx_hash", "context", "x"]), _NESTED, max_size=4))
+@given(
+    body=st.dictionaries(st.sampled_from(["note", "items", "tx_hash", "context", "x"]), _NESTED, max_size=4)
+)
 @settings(max_examples=400, deadline=None)
 def test_the_scrub_refuses_and_redacts_exactly_what_its_plain_rules_do(body):
     from signer.store.audit import _scrub

@@ -33,23 +33,74 @@ class _Kind(str, enum.Enum):  # a str subclass, as the engine's statuses are
 # runs with and without 0x, longer and shorter runs, all-digit runs, a newline after a run (the old
 # anchored `$` accepts one), and ordinary text around them.
 _PIECES = st.one_of(
-    st.sampled_from(["owl_", "owl_0123456789ab_", "owl_0123456789AB_", "A" * 20, "Ab3-" * 6, "_", "-", "0x", "\n",
-                     " ", "é", "\u2028", '"', "\\", "deadbeef" * 8, "deadbeef" * 9, "1" * 64, "1" * 78, "f" * 63]),
+    st.sampled_from(
+        [
+            "owl_",
+            "owl_0123456789ab_",
+            "owl_0123456789AB_",
+            "A" * 20,
+            "Ab3-" * 6,
+            "_",
+            "-",
+            "0x",
+            "\n",
+            " ",
+            "é",
+            "\u2028",
+            '"',
+            "\\",
+            "deadbeef" * 8,
+            "deadbeef" * 9,
+            "1" * 64,
+            "1" * 78,
+            "f" * 63,
+        ]
+    ),
     st.text(_HEX, min_size=60, max_size=70),
     st.text(min_size=0, max_size=12),
 )
 _TEXT = st.lists(_PIECES, max_size=6).map("".join)
 _KEYS = st.one_of(
-    st.sampled_from(["note", "reason", "agent_reason_unverified", "tx_hash", "request_hash", "policy_hash", "data",
-                     "calldata", "salt", "topic", "topics", "idempotency_key", "to", "key", "secret", "items", "",
-                     "Hash", "hash_", "HASH"]),
+    st.sampled_from(
+        [
+            "note",
+            "reason",
+            "agent_reason_unverified",
+            "tx_hash",
+            "request_hash",
+            "policy_hash",
+            "data",
+            "calldata",
+            "salt",
+            "topic",
+            "topics",
+            "idempotency_key",
+            "to",
+            "key",
+            "secret",
+            "items",
+            "",
+            "Hash",
+            "hash_",
+            "HASH",
+        ]
+    ),
     st.text(max_size=10),
 )
-_LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=10**63, max_value=10**80),
-                  st.floats(allow_nan=False), _TEXT, st.sampled_from(list(_Kind)))
+_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**63, max_value=10**80),
+    st.floats(allow_nan=False),
+    _TEXT,
+    st.sampled_from(list(_Kind)),
+)
 _BODY = st.recursive(
     _LEAF,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(_KEYS, inner, max_size=5)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(_KEYS, inner, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -99,27 +150,66 @@ def signer_records():
     reason = f"0.000000000000001 ETH to {friend}: dev-friend is in the address book"
     finding = {"outcome": "allow", "rule_id": "recipient.known", "reason": reason}
     decided = {
-        "request_id": "req_06612ff353ba03c6e58c11393d8116de", "client": "bench", "source": "agent",
-        "idempotency_key": "bench-2282-0-0000000", "request_hash": hash_,
-        "call": {"chain_id": 31337, "to": friend, "value": "1000", "data": "0x", "flags": [],
-                 "authorization_list": False, "raw_hash_signature": False},
-        "actions": [{"type": "transfer", "chain_id": 31337, "asset": "native", "recipient": friend, "amount": "1000"}],
-        "context": {"now": 1795708435.5158057, "spent": {"31337:native:86400": "0"}, "tx_count": {"3600": 0},
-                    "seen_recipients": [], "prices": {}, "session_key_expires_at": 1796313235.5067744,
-                    "session_key_balance_cap": "100000000000000000", "frozen": False},
+        "request_id": "req_06612ff353ba03c6e58c11393d8116de",
+        "client": "bench",
+        "source": "agent",
+        "idempotency_key": "bench-2282-0-0000000",
+        "request_hash": hash_,
+        "call": {
+            "chain_id": 31337,
+            "to": friend,
+            "value": "1000",
+            "data": "0x",
+            "flags": [],
+            "authorization_list": False,
+            "raw_hash_signature": False,
+        },
+        "actions": [
+            {"type": "transfer", "chain_id": 31337, "asset": "native", "recipient": friend, "amount": "1000"}
+        ],
+        "context": {
+            "now": 1795708435.5158057,
+            "spent": {"31337:native:86400": "0"},
+            "tx_count": {"3600": 0},
+            "seen_recipients": [],
+            "prices": {},
+            "session_key_expires_at": 1796313235.5067744,
+            "session_key_balance_cap": "100000000000000000",
+            "frozen": False,
+        },
         "policy_hash": "6b75f63a03a7f4354c1f18e36a03fc01d252c2cc8f14a56b33fba995c4d60f6c",
-        "decision": {**finding, "findings": [finding, {**finding, "rule_id": "asset.within_limits"}],
-                     "spends": [{"chain_id": 31337, "asset": "native", "amount": "1000", "usd_micros": None}],
-                     "new_recipients": []},
-        "agent_reason_unverified": "pay my friend " + "ee" * 32, "pre_check": None,
+        "decision": {
+            **finding,
+            "findings": [finding, {**finding, "rule_id": "asset.within_limits"}],
+            "spends": [{"chain_id": 31337, "asset": "native", "amount": "1000", "usd_micros": None}],
+            "new_recipients": [],
+        },
+        "agent_reason_unverified": "pay my friend " + "ee" * 32,
+        "pre_check": None,
     }
-    signed = {"request_id": decided["request_id"], "tx_hash": "0x" + hash_, "sender": friend, "key_id": "sk_f6cb0426",
-              "tx": {"type": 2, "chain_id": 31337, "nonce": 0, "gas": 21000, "to": friend, "value": "1000", "data": "0x"}}
+    signed = {
+        "request_id": decided["request_id"],
+        "tx_hash": "0x" + hash_,
+        "sender": friend,
+        "key_id": "sk_f6cb0426",
+        "tx": {
+            "type": 2,
+            "chain_id": 31337,
+            "nonce": 0,
+            "gas": 21000,
+            "to": friend,
+            "value": "1000",
+            "data": "0x",
+        },
+    }
     return [("sign.decided", decided), ("sign.signed", signed)]
 
 
 def test_special_floats_and_big_integers_are_written_as_before():
-    body = {"x": [math.inf, -math.inf, 1e16, 1e-5, -0.0, 10**80], "y": {3: "a", 4: "owl_0123456789ab_" + "z" * 20}}
+    body = {
+        "x": [math.inf, -math.inf, 1e16, 1e-5, -0.0, 10**80],
+        "y": {3: "a", 4: "owl_0123456789ab_" + "z" * 20},
+    }
     _assert_same(body)
 
 
@@ -142,8 +232,16 @@ def test_a_cycle_fails_as_before():
 
 def test_the_fast_hex_check_finds_exactly_what_the_redaction_would():
     """`_HEX_RUN` (one look per run) gates `_HEX64_ANYWHERE` (a look at every digit): same verdict."""
-    for text in ("", "a" * 63, "a" * 64, "x" + "a" * 64 + "x", "0x" + "a" * 63 + "g", "a" * 63 + "0x" + "a" * 64,
-                 ("a" * 63 + " ") * 3, "A" * 200):
+    for text in (
+        "",
+        "a" * 63,
+        "a" * 64,
+        "x" + "a" * 64 + "x",
+        "0x" + "a" * 63 + "g",
+        "a" * 63 + "0x" + "a" * 64,
+        ("a" * 63 + " ") * 3,
+        "A" * 200,
+    ):
         assert (audit._HEX_RUN.search(text) is None) == (audit._HEX64_ANYWHERE.search(text) is None)
 
 

@@ -45,8 +45,14 @@ def witnessed(make_stack, anvil, tmp_path):
     """A signer that signed and broadcast a transfer, and a witness holding its checkpoint; stopped."""
     stack = make_stack().start()
     stack.funded_session_key()
-    signed = stack.call_sync(stack.client_token("bot"), "sign.request", {
-        "idempotency_key": new_idempotency_key(), "intent": {"chain_id": 31337, "to": FRIEND, "value": str(10**15)}})
+    signed = stack.call_sync(
+        stack.client_token("bot"),
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(10**15)},
+        },
+    )
     assert signed["status"] in ("signed", "broadcast"), signed
     wait_receipt(anvil, signed["tx_hash"])
     bridge = stack.client_token("bridge", Scope.BRIDGE)
@@ -61,7 +67,9 @@ def _rows(stack: SignerStack) -> tuple[sqlite3.Connection, list[tuple]]:
     conn = sqlite3.connect(stack.paths.db, isolation_level=None)
     conn.execute("DROP TRIGGER IF EXISTS audit_no_update")
     conn.execute("DROP TRIGGER IF EXISTS audit_no_delete")
-    return conn, conn.execute("SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq").fetchall()
+    return conn, conn.execute(
+        "SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq"
+    ).fetchall()
 
 
 def _material(seq, ts, kind, body, prev) -> bytes:
@@ -91,12 +99,16 @@ def rechain(stack: SignerStack, keep: list[tuple], keys: AuditKeys | None) -> No
 def write_anchor(stack: SignerStack, seq: int, head: str, keys: AuditKeys | None) -> None:
     old = json.loads(stack.paths.anchor.read_text())
     mac = keys.anchor_mac(seq, head) if keys is not None else old["mac"]
-    stack.paths.anchor.write_bytes(json.dumps({"seq": seq, "hash": head, "mac": mac}).encode().ljust(ANCHOR_BYTES))
+    stack.paths.anchor.write_bytes(
+        json.dumps({"seq": seq, "hash": head, "mac": mac}).encode().ljust(ANCHOR_BYTES)
+    )
 
 
 def verify(stack: SignerStack, *extra: str) -> tuple[int, dict]:
     done = stack.owlia("audit", "verify", *extra)
-    return done.returncode, json.loads(done.stdout) if done.stdout.strip().startswith("{") else {"stderr": done.stderr}
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip().startswith("{") else {
+        "stderr": done.stderr
+    }
 
 
 def test_cutting_the_tail_and_rewriting_the_anchor_fails_verify_and_the_witness(witnessed):

@@ -21,16 +21,26 @@ from hypothesis import strategies as st
 
 from signer.wire.blocking import BlockingSignerClient
 from signer.wire.client import SignerClient
-from signer.wire.exchange import MAX_REPLY_BYTES, SignerError, SignerReplyError, SignerUnavailable
+from signer.wire.exchange import MAX_REPLY_BYTES, SignerError, SignerUnavailable
 from signer.wire.replies import StatusReply
 from signer.wire.sign_replies import AuthReply, PolicyShowReply, SignReply
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 AUTH = {"client": "cli", "scope": "sign"}
-GOOD_SIGN = {"status": "signed", "request_id": "req_" + "a" * 32, "summary": "send 1000 wei", "tx_hash": "0x" + "b" * 64,
-             "decision": {"outcome": "allow", "rule_id": "r", "reason": "ok", "findings": [],
-                          "spends": [{"chain_id": 1, "asset": "native", "amount": "1000", "usd_micros": None}],
-                          "new_recipients": []}}
+GOOD_SIGN = {
+    "status": "signed",
+    "request_id": "req_" + "a" * 32,
+    "summary": "send 1000 wei",
+    "tx_hash": "0x" + "b" * 64,
+    "decision": {
+        "outcome": "allow",
+        "rule_id": "r",
+        "reason": "ok",
+        "findings": [],
+        "spends": [{"chain_id": 1, "asset": "native", "amount": "1000", "usd_micros": None}],
+        "new_recipients": [],
+    },
+}
 Answer = Callable[[dict[str, Any]], "bytes | None"]  # the bytes to send for a request; None: hang up
 
 
@@ -107,8 +117,9 @@ def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
     return "reply", (type(reply).__name__, reply.model_dump(mode="json"))
 
 
-def blocking_call(path: Path, method: str, params: dict[str, Any] | None = None, *,
-                  timeout: float = 5) -> tuple[tuple[str, Any], bool]:
+def blocking_call(
+    path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 5
+) -> tuple[tuple[str, Any], bool]:
     """The blocking client's outcome, and whether it still holds its connection afterwards."""
     client = BlockingSignerClient(path, "x" * 32, timeout=timeout)
     try:
@@ -119,8 +130,9 @@ def blocking_call(path: Path, method: str, params: dict[str, Any] | None = None,
         client.close()
 
 
-def async_call(path: Path, method: str, params: dict[str, Any] | None = None, *,
-               timeout: float = 5) -> tuple[tuple[str, Any], bool]:
+def async_call(
+    path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 5
+) -> tuple[tuple[str, Any], bool]:
     async def run() -> tuple[tuple[str, Any], bool]:
         client = SignerClient(path, "x" * 32, timeout=timeout)
         try:
@@ -128,8 +140,14 @@ def async_call(path: Path, method: str, params: dict[str, Any] | None = None, *,
             try:
                 reply = await client.call(method, params)
             except SignerError as exc:
-                return ("error", (type(exc).__name__, str(exc), exc.code, exc.data)), client._writer is not None
-            return ("reply", (type(reply).__name__, reply.model_dump(mode="json"))), client._writer is not None
+                return (
+                    "error",
+                    (type(exc).__name__, str(exc), exc.code, exc.data),
+                ), client._writer is not None
+            return (
+                "reply",
+                (type(reply).__name__, reply.model_dump(mode="json")),
+            ), client._writer is not None
         finally:
             await client.close()
 
@@ -138,7 +156,9 @@ def async_call(path: Path, method: str, params: dict[str, Any] | None = None, *,
     return on_asyncio
 
 
-def both(path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 5) -> tuple[str, Any]:
+def both(
+    path: Path, method: str, params: dict[str, Any] | None = None, *, timeout: float = 5
+) -> tuple[str, Any]:
     blocking = blocking_call(path, method, params, timeout=timeout)
     assert blocking == async_call(path, method, params, timeout=timeout)
     return blocking[0]
@@ -157,21 +177,34 @@ def test_a_good_reply_is_the_same_model() -> None:
 
 
 def test_an_error_reply_is_the_same_signer_error_and_the_connection_stays(scripted) -> None:
-    signer = scripted(lambda frame: json.dumps({"jsonrpc": "2.0", "id": frame["id"], "error": {
-        "code": -32010, "message": "denied by policy", "data": {"rule_id": "x"}}}).encode() + b"\n")
+    signer = scripted(
+        lambda frame: (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": frame["id"],
+                    "error": {"code": -32010, "message": "denied by policy", "data": {"rule_id": "x"}},
+                }
+            ).encode()
+            + b"\n"
+        )
+    )
     blocking, still_connected = blocking_call(signer.path, "sign.request", {})
     assert blocking == ("error", ("SignerError", "denied by policy (code -32010)", -32010, {"rule_id": "x"}))
     assert still_connected and async_call(signer.path, "sign.request", {}) == (blocking, True)
 
 
-@pytest.mark.parametrize("line", [
-    b"this is not json\n",
-    b'{"jsonrpc":"2.0","id":999,"result":{}}\n',  # an answer to another call
-    b'{"jsonrpc":"2.0","id":%d}\n',  # neither result nor error
-    b'{"jsonrpc":"2.0","id":%d,"result":{},"error":{}}\n',  # both
-    b'[1, 2]\n',
-    b'{"jsonrpc":"2.0","id":%d,"result":{"status":"approved_by_attacker"}}\n',  # does not match the model
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"this is not json\n",
+        b'{"jsonrpc":"2.0","id":999,"result":{}}\n',  # an answer to another call
+        b'{"jsonrpc":"2.0","id":%d}\n',  # neither result nor error
+        b'{"jsonrpc":"2.0","id":%d,"result":{},"error":{}}\n',  # both
+        b"[1, 2]\n",
+        b'{"jsonrpc":"2.0","id":%d,"result":{"status":"approved_by_attacker"}}\n',  # does not match the model
+    ],
+)
 def test_a_reply_that_is_not_one_is_refused_alike_and_the_connection_dropped(scripted, line) -> None:
     signer = scripted(lambda frame: line.replace(b"%d", str(frame["id"]).encode()))
     blocking, still_connected = blocking_call(signer.path, "sign.request", {})
@@ -181,27 +214,50 @@ def test_a_reply_that_is_not_one_is_refused_alike_and_the_connection_dropped(scr
 
 
 def test_a_malformed_error_is_refused_alike(scripted) -> None:
-    signer = scripted(lambda frame: json.dumps({"jsonrpc": "2.0", "id": frame["id"], "error": "no"}).encode() + b"\n")
-    assert both(signer.path, "status")[1][1] == "the signer's error for 'status' is malformed: refused (code -2)"
+    signer = scripted(
+        lambda frame: json.dumps({"jsonrpc": "2.0", "id": frame["id"], "error": "no"}).encode() + b"\n"
+    )
+    assert (
+        both(signer.path, "status")[1][1] == "the signer's error for 'status' is malformed: refused (code -2)"
+    )
 
 
 def test_a_hang_up_a_silence_and_an_overlong_line_are_the_same_lost_connection(scripted) -> None:
     hung_up = scripted(lambda frame: None)
-    assert both(hung_up.path, "status") == ("error", ("SignerUnavailable", "the signer closed the connection (code -1)",
-                                                      -1, None))
+    assert both(hung_up.path, "status") == (
+        "error",
+        ("SignerUnavailable", "the signer closed the connection (code -1)", -1, None),
+    )
     silent = scripted(lambda frame: b"")
     assert both(silent.path, "status", timeout=0.3) == (
-        "error", ("SignerUnavailable", "lost the signer connection (TimeoutError) (code -1)", -1, None))
-    flood = scripted(lambda frame: b'{"jsonrpc":"2.0","id":' + str(frame["id"]).encode() + b',"result":"'
-                     + b"x" * (MAX_REPLY_BYTES + 10) + b'"}\n')
+        "error",
+        ("SignerUnavailable", "lost the signer connection (TimeoutError) (code -1)", -1, None),
+    )
+    flood = scripted(
+        lambda frame: (
+            b'{"jsonrpc":"2.0","id":'
+            + str(frame["id"]).encode()
+            + b',"result":"'
+            + b"x" * (MAX_REPLY_BYTES + 10)
+            + b'"}\n'
+        )
+    )
     assert both(flood.path, "status") == (
-        "error", ("SignerUnavailable", "lost the signer connection (ValueError) (code -1)", -1, None))
-    partial = scripted(lambda frame: _result(frame["id"], {"status": "x"})[:-1] + b"")  # no newline, then silence
-    assert both(partial.path, "status", timeout=0.3)[1][1] == "lost the signer connection (TimeoutError) (code -1)"
+        "error",
+        ("SignerUnavailable", "lost the signer connection (ValueError) (code -1)", -1, None),
+    )
+    partial = scripted(
+        lambda frame: _result(frame["id"], {"status": "x"})[:-1] + b""
+    )  # no newline, then silence
+    assert (
+        both(partial.path, "status", timeout=0.3)[1][1]
+        == "lost the signer connection (TimeoutError) (code -1)"
+    )
 
 
 def test_a_line_up_to_the_limit_is_read(scripted) -> None:
     """The limit is the asyncio reader's: MAX_REPLY_BYTES before the newline are read, one byte more is not."""
+
     def sized(frame: dict[str, Any], size: int) -> bytes:  # `size` bytes, then the newline
         head = b'{"jsonrpc":"2.0","id":' + str(frame["id"]).encode() + b',"result":"'
         return head + b"x" * (size - len(head) - 2) + b'"}\n'
@@ -223,7 +279,9 @@ def test_no_signer_is_the_same_unreachable_signer(tmp_path) -> None:
     with pytest.raises(SignerUnavailable) as in_loop:
         asyncio.run(connect())
     assert str(blocking.value) == str(in_loop.value)
-    assert "cannot reach the signer" in blocking.value.message and "FileNotFoundError" in blocking.value.message
+    assert (
+        "cannot reach the signer" in blocking.value.message and "FileNotFoundError" in blocking.value.message
+    )
 
 
 def test_both_send_the_same_sign_request(scripted) -> None:
@@ -240,14 +298,20 @@ def test_both_send_the_same_sign_request(scripted) -> None:
     asyncio.run(run())
     blocking_frames, async_frames = signer.frames[:2], signer.frames[2:]
     assert blocking_frames == async_frames
-    assert blocking_frames[1]["params"] == {"idempotency_key": "key-00000001", "intent": intent, "source": "cli",
-                                            "reason": "rent"}
+    assert blocking_frames[1]["params"] == {
+        "idempotency_key": "key-00000001",
+        "intent": intent,
+        "source": "cli",
+        "reason": "rent",
+    }
 
 
 # Reply lines from the well formed to the forged: for each, both clients agree.
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                       max_size=3), max_leaves=6)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 @st.composite
@@ -261,8 +325,21 @@ def reply_lines(draw: st.DrawFn) -> Callable[[dict[str, Any]], bytes]:
         field = draw(st.sampled_from(sorted(GOOD_SIGN) + ["extra"]))
         body = {"result": {**GOOD_SIGN, field: draw(JSON_VALUES)}}
     elif kind == "error":
-        body = {"error": draw(st.one_of(JSON_VALUES, st.fixed_dictionaries(
-            {}, optional={"code": st.integers(-40000, 0), "message": st.text(max_size=10), "data": JSON_VALUES})))}
+        body = {
+            "error": draw(
+                st.one_of(
+                    JSON_VALUES,
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "code": st.integers(-40000, 0),
+                            "message": st.text(max_size=10),
+                            "data": JSON_VALUES,
+                        },
+                    ),
+                )
+            )
+        }
     elif kind == "envelope":
         body = draw(st.dictionaries(st.sampled_from(["result", "error", "jsonrpc"]), JSON_VALUES, max_size=3))
     else:
@@ -270,7 +347,9 @@ def reply_lines(draw: st.DrawFn) -> Callable[[dict[str, Any]], bytes]:
         return lambda frame: raw
 
     def line(frame: dict[str, Any]) -> bytes:
-        req_id = {"same": frame["id"], "none": None, "other": frame["id"] + 1, "text": str(frame["id"])}[id_kind]
+        req_id = {"same": frame["id"], "none": None, "other": frame["id"] + 1, "text": str(frame["id"])}[
+            id_kind
+        ]
         return json.dumps({"jsonrpc": "2.0", "id": req_id, **body}).encode() + b"\n"
 
     return line

@@ -53,13 +53,21 @@ class _Handler(BaseHTTPRequestHandler):
         elif b"eth_sendRawTransaction" not in body:
             mode = "pass"
         if mode == "refuse":  # the node's own kind of refusal, for a transaction it never saw
-            reply = json.dumps({"jsonrpc": "2.0", "id": json.loads(body)["id"],
-                                "error": {"code": -32000, "message": "nonce too low"}}).encode()
+            reply = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": json.loads(body)["id"],
+                    "error": {"code": -32000, "message": "nonce too low"},
+                }
+            ).encode()
         elif mode == "drop_unsent":
             return self._hang_up()
         else:
-            request = urllib.request.Request(self.server.upstream, data=body,  # type: ignore[attr-defined]
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                self.server.upstream,
+                data=body,  # type: ignore[attr-defined]
+                headers={"Content-Type": "application/json"},
+            )
             reply = urllib.request.urlopen(request, timeout=10).read()
             if mode in ("lose_answer", "blackout"):  # the node took it; its answer never comes back
                 return self._hang_up()
@@ -84,8 +92,14 @@ def relayed(make_stack, anvil, tmp_path):
 
 
 def send(stack, token: str, value: int = STEP) -> dict:
-    return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                   "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)}})
+    return stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)},
+        },
+    )
 
 
 def test_a_lost_answer_for_a_transaction_the_node_has_is_a_plain_broadcast(relayed, anvil):
@@ -101,7 +115,9 @@ def test_lost_answers_keep_every_spend_counted_and_the_limit_holds_on_chain(rela
     before = balance(anvil, FRIEND)
     relay.mode = "blackout"  # the node takes each one, and neither its answer nor a later lookup comes back
     replies = [send(stack, bot) for _ in range(6)]
-    assert [r["status"] for r in replies] == ["signed"] * 5 + ["pending_approval"]  # over the window: needs you
+    assert [r["status"] for r in replies] == ["signed"] * 5 + [
+        "pending_approval"
+    ]  # over the window: needs you
     assert all("may still be mined" in r["broadcast_unknown"] for r in replies[:5])
     assert replies[5]["rule_id"] == "limit.window.24h"  # the window is full: nothing was released
     for reply in replies[:5]:
@@ -127,7 +143,9 @@ def test_a_refusal_holds_the_spend_until_another_transaction_takes_its_nonce(rel
     relay.mode = "refuse"
     refused = send(stack, bot)
     assert refused["status"] == "signed" and "nonce too low" in refused["broadcast_unknown"]
-    assert stack.call_sync(bot, "sign.status", {"request_id": refused["request_id"]})["state"] == "unconfirmed"
+    assert (
+        stack.call_sync(bot, "sign.status", {"request_id": refused["request_id"]})["state"] == "unconfirmed"
+    )
     relay.mode = "pass"
     before = balance(anvil, FRIEND)
     filler = send(stack, bot, STEP - 1)  # the node said it never saw the first: the next one gets its nonce
@@ -137,7 +155,9 @@ def test_a_refusal_holds_the_spend_until_another_transaction_takes_its_nonce(rel
     assert [send(stack, bot)["status"] for _ in range(4)] == ["signed"] * 4  # and its spend was released
     assert balance(anvil, FRIEND) - before == 5 * STEP - 1
     proof = stack.call_sync(stack.admin_token, "audit.tail", {"n": 50, "kind": "tx.dropped"})["entries"]
-    assert [(e["body"]["tx_hash"], e["body"]["taken_by_tx_hash"]) for e in proof] == [(refused["tx_hash"], filler["tx_hash"])]
+    assert [(e["body"]["tx_hash"], e["body"]["taken_by_tx_hash"]) for e in proof] == [
+        (refused["tx_hash"], filler["tx_hash"])
+    ]
 
 
 def wait_state(stack, token: str, request_id: str, state: str, timeout: float = 20.0) -> dict:

@@ -18,14 +18,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def owlia(home: Path, *argv: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *argv], stdin=subprocess.DEVNULL,
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *argv],
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def worded(done: subprocess.CompletedProcess, *words: str) -> None:
     assert done.returncode == 1, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
-    said = done.stderr[done.stderr.find("error: "):]
+    said = done.stderr[done.stderr.find("error: ") :]
     assert "error: " in done.stderr and all(w in said for w in words), done.stderr[-2000:]
 
 
@@ -42,42 +49,81 @@ def signer_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return home, passfile
 
 
-def test_client_add_out_a_directory_is_refused_before_the_client_exists(signer_home: tuple[Path, Path],
-                                                                       tmp_path: Path) -> None:
+def test_client_add_out_a_directory_is_refused_before_the_client_exists(
+    signer_home: tuple[Path, Path], tmp_path: Path
+) -> None:
     """`--out DIR`: the client was added, then the write failed with a traceback, and the token (shown
     nowhere) was lost while the client stayed active."""
     home, passfile = signer_home
-    worded(owlia(home, "signer", "client", "add", "cli-dir", "--out", str(tmp_path), "--passphrase-file",
-                 str(passfile)), f"--out {tmp_path} is a directory", "signer.token")
+    worded(
+        owlia(
+            home,
+            "signer",
+            "client",
+            "add",
+            "cli-dir",
+            "--out",
+            str(tmp_path),
+            "--passphrase-file",
+            str(passfile),
+        ),
+        f"--out {tmp_path} is a directory",
+        "signer.token",
+    )
     listed = owlia(home, "signer", "client", "list")
     assert listed.returncode == 0 and "cli-dir" not in listed.stdout, listed.stdout
     token = tmp_path / "cli.token"
-    added = owlia(home, "signer", "client", "add", "cli-dir", "--out", str(token), "--passphrase-file", str(passfile))
+    added = owlia(
+        home, "signer", "client", "add", "cli-dir", "--out", str(token), "--passphrase-file", str(passfile)
+    )
     assert added.returncode == 0, added.stderr  # the name was never taken
-    assert token.stat().st_mode & 0o777 == 0o600 and token.read_text().strip() not in added.stdout + added.stderr
+    assert (
+        token.stat().st_mode & 0o777 == 0o600 and token.read_text().strip() not in added.stdout + added.stderr
+    )
 
 
 INTENT = json.dumps({"chain_id": 31337, "to": FRIEND, "value": "1"})
 
 
-@pytest.mark.parametrize(("intent", "words"), [("@{tmp}", ("cannot read the intent file", "Is a directory")),
-                                               ("@{tmp}/none.json", ("cannot read the intent file", "No such file"))])
-def test_policy_check_intent_file_that_cannot_be_read(signer_home: tuple[Path, Path], tmp_path: Path, intent: str,
-                                                      words: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("intent", "words"),
+    [
+        ("@{tmp}", ("cannot read the intent file", "Is a directory")),
+        ("@{tmp}/none.json", ("cannot read the intent file", "No such file")),
+    ],
+)
+def test_policy_check_intent_file_that_cannot_be_read(
+    signer_home: tuple[Path, Path], tmp_path: Path, intent: str, words: tuple[str, ...]
+) -> None:
     home, _ = signer_home
     policy = home / "signer" / "policy.yaml"
-    worded(owlia(home, "policy", "check", "--policy", str(policy), "--intent", intent.format(tmp=tmp_path)), *words)
+    worded(
+        owlia(home, "policy", "check", "--policy", str(policy), "--intent", intent.format(tmp=tmp_path)),
+        *words,
+    )
 
 
-@pytest.mark.parametrize("spent", ['{"a": 1}', '[1]', '{"31337:native:86400": -5}', '{"31337:native:86400": 1.5}',
-                                   '{"31337:native:86400": null}', 'x'])
+@pytest.mark.parametrize(
+    "spent",
+    [
+        '{"a": 1}',
+        "[1]",
+        '{"31337:native:86400": -5}',
+        '{"31337:native:86400": 1.5}',
+        '{"31337:native:86400": null}',
+        "x",
+    ],
+)
 def test_policy_check_bad_spent_shows_the_shape(signer_home: tuple[Path, Path], spent: str) -> None:
     """int()'s own words ("invalid literal for int() with base 10") or a traceback before; a negative or
     fractional amount was taken (a negative one previews a bigger budget than the policy gives)."""
     home, _ = signer_home
     policy = home / "signer" / "policy.yaml"
-    worded(owlia(home, "policy", "check", "--policy", str(policy), "--intent", INTENT, "--spent", spent),
-           "bad --spent", '"31337:native:86400"')
+    worded(
+        owlia(home, "policy", "check", "--policy", str(policy), "--intent", INTENT, "--spent", spent),
+        "bad --spent",
+        '"31337:native:86400"',
+    )
 
 
 STALE = "owl_stale_" + "x" * 40
@@ -94,10 +140,17 @@ def test_a_refused_client_token_names_the_token_and_the_way_out(stack) -> None:
         token.write_text(STALE + "\n")
         token.chmod(0o600)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-        worded(stack.owlia("signer", "status", env=env), "invalid, expired or revoked token", str(token),
-               "owlia signer client add")
-        worded(stack.owlia("signer", "status", env={**env, "OWLIA_SIGNER_TOKEN": STALE}), "$OWLIA_SIGNER_TOKEN",
-               "owlia signer client add")
+        worded(
+            stack.owlia("signer", "status", env=env),
+            "invalid, expired or revoked token",
+            str(token),
+            "owlia signer client add",
+        )
+        worded(
+            stack.owlia("signer", "status", env={**env, "OWLIA_SIGNER_TOKEN": STALE}),
+            "$OWLIA_SIGNER_TOKEN",
+            "owlia signer client add",
+        )
     finally:
         aside.rename(admin)
 
@@ -140,7 +193,10 @@ def test_a_file_where_the_socket_goes_is_named(signer_home: tuple[Path, Path]) -
     sock = home / "signer" / "signer.sock"
     sock.write_text("not a socket\n")
     try:
-        worded(owlia(home, "signer", "serve", "--passphrase-file", str(passfile)),
-               f"{sock} exists and is not a socket", "move it away")
+        worded(
+            owlia(home, "signer", "serve", "--passphrase-file", str(passfile)),
+            f"{sock} exists and is not a socket",
+            "move it away",
+        )
     finally:
         sock.unlink()

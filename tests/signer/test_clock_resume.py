@@ -26,16 +26,36 @@ from hypothesis import strategies as st
 from signer import clock as clock_module
 from signer import daemon as daemon_module
 from signer.auth import add_client
-from signer.clock import (CATCH_UP, SAVE_INTERVAL_SECONDS, STATE_KEY, ClockState, SignerClock, estimate,
-                          latest_recorded, load_state, save_state, start_time)
+from signer.clock import (
+    CATCH_UP,
+    SAVE_INTERVAL_SECONDS,
+    STATE_KEY,
+    ClockState,
+    SignerClock,
+    estimate,
+    latest_recorded,
+    load_state,
+    save_state,
+    start_time,
+)
 from signer.wire.exchange import new_idempotency_key
 from signer.wire.protocol import Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema, get_meta, set_meta
 from tests.conftest import FRIEND, InProcessSigner, throwaway_audit_keys
 from tests.signer.skewed_clock import set_offset
-from tests.signer.test_clock_skew import (CENT, DAY_LIMIT, EPS, HOUR, SkewedStack, Source, committed, new_key,
-                                          sign_cents, sign_one)
+from tests.signer.test_clock_skew import (
+    CENT,
+    DAY_LIMIT,
+    EPS,
+    HOUR,
+    SkewedStack,
+    Source,
+    committed,
+    new_key,
+    sign_cents,
+    sign_one,
+)
 
 TEN_YEARS = 10 * 365 * 86400.0
 FASTEST = 1 + CATCH_UP
@@ -96,7 +116,9 @@ def test_r1_a_step_being_absorbed_is_not_adopted_by_a_restart(skewed, restart):
     if restart.startswith("stop"):
         stack.stop()  # the shutdown saves the clock, lag included
     else:
-        if restart.endswith("reboot"):  # across a reboot only the saved lag tells: wait for a round that saw it
+        if restart.endswith(
+            "reboot"
+        ):  # across a reboot only the saved lag tells: wait for a round that saw it
             wait_saved(stack, lambda s: s.wall - s.signer > 24 * HOUR, 3 * SAVE_INTERVAL_SECONDS)
         stack.kill9()  # no shutdown save; within one boot the steady clock measures the downtime anyway
     if restart.endswith("reboot"):
@@ -118,13 +140,25 @@ def test_r2_the_admin_cli_with_its_clock_ten_years_ahead_does_not_move_the_signe
     floor = floor_on_record(stack)
     stack.stop() if ended == "stop" else stack.kill9()
     stack.skew(TEN_YEARS)  # a glitch while the operator adds a client: its record is the last one written
-    out = stack.skewed_cli("signer", "client", "add", "other", "--scope", "read", "--ttl-days", "1",
-                           "--passphrase-file", str(stack.passfile))
+    out = stack.skewed_cli(
+        "signer",
+        "client",
+        "add",
+        "other",
+        "--scope",
+        "read",
+        "--ttl-days",
+        "1",
+        "--passphrase-file",
+        str(stack.passfile),
+    )
     assert out.returncode == 0, out.stderr
     assert floor_on_record(stack) == floor  # nothing the CLI wrote counts
     conn = connect(stack.paths.db, readonly=True)
     try:
-        created, expires = conn.execute("SELECT created_at, expires_at FROM clients WHERE name='other'").fetchone()
+        created, expires = conn.execute(
+            "SELECT created_at, expires_at FROM clients WHERE name='other'"
+        ).fetchone()
         (audit_ts,) = conn.execute("SELECT ts FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     finally:
         conn.close()
@@ -145,8 +179,19 @@ def test_r2_a_token_issued_while_the_signer_runs_is_dated_by_the_signers_clock(s
     time.sleep(0.2)
     cli_clock = tmp_path / "cli_offset"  # only the CLI's clock is off; the signer's stays right
     set_offset(cli_clock, TEN_YEARS)
-    out = stack.skewed_cli("signer", "client", "add", "brief", "--scope", "read", "--ttl-days", "1",
-                           "--passphrase-file", str(stack.passfile), offset=cli_clock)
+    out = stack.skewed_cli(
+        "signer",
+        "client",
+        "add",
+        "brief",
+        "--scope",
+        "read",
+        "--ttl-days",
+        "1",
+        "--passphrase-file",
+        str(stack.passfile),
+        offset=cli_clock,
+    )
     assert out.returncode == 0, out.stderr
     token = out.stdout.strip().splitlines()[-1]
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
@@ -157,7 +202,9 @@ def test_r2_a_token_issued_while_the_signer_runs_is_dated_by_the_signers_clock(s
         conn.close()
     assert abs(expires - (time.time() + 86400)) < 60  # a day on the signer's clock
     listed = json.loads(stack.skewed_cli("signer", "client", "list", offset=cli_clock).stdout)
-    assert [c["active"] for c in listed if c["name"] == "brief"] == [True]  # by the signer's clock, not the CLI's
+    assert [c["active"] for c in listed if c["name"] == "brief"] == [
+        True
+    ]  # by the signer's clock, not the CLI's
     assert abs(lag(stack)) < 60
 
 
@@ -165,8 +212,11 @@ def test_r2_a_token_issued_while_the_signer_runs_is_dated_by_the_signers_clock(s
 @pytest.mark.slow
 def test_r3_an_expired_session_key_stays_expired_after_kill9_and_the_clock_set_back(skewed):
     stack = skewed.start()
-    created = stack.call_sync(stack.admin_token, "session_key.create",
-                              {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "ttl_seconds": 60})
+    created = stack.call_sync(
+        stack.admin_token,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "ttl_seconds": 60},
+    )
     expires_at = created["session_key"]["expires_at"]
     bot = stack.client_token("bot")
     assert sign_cents(stack, bot, 1) == ["signed"]
@@ -234,10 +284,16 @@ def db(tmp_path):
 
 
 def record_spend(conn, ts: float) -> None:
-    conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                 " status) VALUES(?, 'c', ?, 'sign', 'h', ?, 'signed')", (f"r{ts}", f"k{ts}", ts - 1))
-    conn.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
-                 " VALUES(?, 1, 'native', '1', ?, 'committed')", (f"r{ts}", ts))
+    conn.execute(
+        "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+        " status) VALUES(?, 'c', ?, 'sign', 'h', ?, 'signed')",
+        (f"r{ts}", f"k{ts}", ts - 1),
+    )
+    conn.execute(
+        "INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
+        " VALUES(?, 1, 'native', '1', ?, 'committed')",
+        (f"r{ts}", ts),
+    )
 
 
 def resume(conn, wall: float, steady: float, boot: str | None) -> SignerClock:
@@ -299,11 +355,16 @@ def test_nothing_saved_starts_from_the_wall_clock_or_the_latest_spend(db):
 
 
 def test_a_malformed_saved_clock_counts_as_none(db, caplog):
-    for text in ("not json", "[1, 2]", '{"signer": 1}', '{"signer": "nan", "wall": 1, "steady": 1, "boot_id": null}',
-                 '{"signer": 1, "wall": 1, "steady": 1, "boot_id": 7}',
-                 '{"signer": 1' + "0" * 400 + ', "wall": 1, "steady": 1, "boot_id": null}',  # OverflowError
-                 '{"signer": ' + "[" * 100_000 + "]" * 100_000 + "}",  # RecursionError, or too long
-                 '{"signer": 1, "wall": 1, "steady": 1, "boot_id": "' + "x" * 2000 + '"}'):
+    for text in (
+        "not json",
+        "[1, 2]",
+        '{"signer": 1}',
+        '{"signer": "nan", "wall": 1, "steady": 1, "boot_id": null}',
+        '{"signer": 1, "wall": 1, "steady": 1, "boot_id": 7}',
+        '{"signer": 1' + "0" * 400 + ', "wall": 1, "steady": 1, "boot_id": null}',  # OverflowError
+        '{"signer": ' + "[" * 100_000 + "]" * 100_000 + "}",  # RecursionError, or too long
+        '{"signer": 1, "wall": 1, "steady": 1, "boot_id": "' + "x" * 2000 + '"}',
+    ):
         set_meta(db, STATE_KEY, text)
         with caplog.at_level(logging.WARNING, logger="owlia.signer"):
             assert load_state(db) is None
@@ -326,7 +387,9 @@ def test_the_saved_state_round_trips_and_is_a_reading_the_clock_reached(db):
 def test_the_floor_ignores_what_the_admin_cli_writes(db, tmp_path):
     record_spend(db, T0)
     future = T0 + TEN_YEARS
-    AuditLog(db, tmp_path / "anchor", clock=lambda: future, keys=throwaway_audit_keys()).append("client.added", {"name": "x"})
+    AuditLog(db, tmp_path / "anchor", clock=lambda: future, keys=throwaway_audit_keys()).append(
+        "client.added", {"name": "x"}
+    )
     add_client(db, "glitch", Scope.READ, ttl_seconds=60, now=future)
     assert latest_recorded(db) == T0
     assert resume(db, T0 + 5, 1.0, "boot-a")() == T0 + 5
@@ -381,8 +444,9 @@ STATE = st.builds(ClockState, TIME, TIME, STEADY, BOOT)
 
 @given(st.one_of(st.none(), STATE), TIME, TIME, STEADY, BOOT)
 @settings(max_examples=1000, deadline=None)
-def test_the_start_is_never_below_the_floor_and_same_boot_within_real_time_bounds(saved, floor, wall, steady_now,
-                                                                                   boot):
+def test_the_start_is_never_below_the_floor_and_same_boot_within_real_time_bounds(
+    saved, floor, wall, steady_now, boot
+):
     start = start_time(saved, floor, wall, steady_now, boot)
     assert start >= floor
     if saved is None:

@@ -74,8 +74,13 @@ class SkewedStack(SignerStack):
     def skewed_cli(self, *args: str, offset: Path | None = None) -> subprocess.CompletedProcess:
         """`owlia <args>` on this home, with this stack's boot id and system clock (or the one in `offset`)."""
         env = self.env() if offset is None else {**self.env(), OFFSET_ENV: str(offset)}
-        return subprocess.run([sys.executable, "-m", "tests.signer.skewed_clock", "--home", str(self.home), *args],
-                              text=True, capture_output=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "tests.signer.skewed_clock", "--home", str(self.home), *args],
+            text=True,
+            capture_output=True,
+            env=env,
+            timeout=120,
+        )
 
 
 @pytest.fixture()
@@ -88,8 +93,10 @@ def skewed(tmp_path, anvil):
 def sign_cents(stack: SignerStack, token: str, n: int) -> list[str]:
     async def run() -> list[str]:
         async with SignerClient(stack.socket, token) as client:
-            return [(await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)})).status
-                    for _ in range(n)]
+            return [
+                (await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)})).status
+                for _ in range(n)
+            ]
 
     return asyncio.run(run())
 
@@ -111,8 +118,11 @@ def committed(stack: SignerStack) -> int:
 
 
 def new_key(stack: SignerStack) -> None:
-    stack.call_sync(stack.admin_token, "session_key.create", {"idempotency_key": new_idempotency_key("t"),
-                                                              "chain_id": 31337})
+    stack.call_sync(
+        stack.admin_token,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337},
+    )
 
 
 def test_setting_the_clock_back_and_right_again_never_reopens_the_window(skewed):
@@ -162,7 +172,9 @@ def test_stepping_the_clock_a_day_forward_while_the_signer_runs_does_not_reopen_
 
 def test_an_expired_client_token_stays_expired_when_the_clock_is_set_back(skewed):
     stack = skewed.start()
-    client, token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=2, passphrase=bytearray(PASSPHRASE))
+    client, token = issue_client(
+        stack.paths, "brief", Scope.READ, ttl_seconds=2, passphrase=bytearray(PASSPHRASE)
+    )
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
     time.sleep(max(0.0, client.expires_at - time.time()) + 0.5)
     with pytest.raises(SignerError) as expired:
@@ -217,7 +229,9 @@ def test_a_forward_step_is_followed_at_most_ten_percent_faster_than_real_time(ca
         steady.now += 1
         wall.now += 1.000_001  # drift, parts per million: followed exactly
         assert clock() == wall.now
-    assert [r.getMessage().split(";")[0] for r in caplog.records] == ["the system clock jumped 3600 s forward"]
+    assert [r.getMessage().split(";")[0] for r in caplog.records] == [
+        "the system clock jumped 3600 s forward"
+    ]
 
 
 def test_small_steps_and_putting_a_clock_right_are_not_warned_about(caplog):
@@ -256,10 +270,14 @@ def test_the_clock_starts_no_earlier_than_the_latest_record(tmp_path):
     try:
         ensure_schema(conn)
         assert latest_recorded(conn) == 0.0
-        conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                     " status) VALUES('r', 'c', 'k', 'sign', 'h', 5000.0, 'signed')")
-        conn.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
-                     " VALUES('r', 1, 'native', '1', 7000.0, 'committed')")
+        conn.execute(
+            "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+            " status) VALUES('r', 'c', 'k', 'sign', 'h', 5000.0, 'signed')"
+        )
+        conn.execute(
+            "INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
+            " VALUES('r', 1, 'native', '1', 7000.0, 'committed')"
+        )
         assert latest_recorded(conn) == 7000.0
         clock = SignerClock.resume(conn, wall=Source(100.0), steady=Source(0.0))
         assert clock() == 7000.0
@@ -270,11 +288,15 @@ def test_the_clock_starts_no_earlier_than_the_latest_record(tmp_path):
 # ---- the clock's bounds, for any history of the system clock (hypothesis) ----------------------
 
 REAL = st.floats(min_value=0.0, max_value=2 * 86400.0, allow_nan=False)  # steady time between readings
-JUMP = st.one_of(st.just(0.0), st.floats(min_value=-1e8, max_value=1e8, allow_nan=False))  # a step of the wall clock
+JUMP = st.one_of(
+    st.just(0.0), st.floats(min_value=-1e8, max_value=1e8, allow_nan=False)
+)  # a step of the wall clock
 HISTORY = st.lists(st.tuples(REAL, JUMP), max_size=40)
 
 
-def replay(history: list[tuple[float, float]], wall: Source, steady: Source, clock: SignerClock) -> list[tuple]:
+def replay(
+    history: list[tuple[float, float]], wall: Source, steady: Source, clock: SignerClock
+) -> list[tuple]:
     """(steady, signer time, wall) at each reading; the wall clock keeps real time between its jumps."""
     readings = []
     for real, jump in history:
@@ -298,8 +320,11 @@ def test_the_signer_time_never_goes_back_and_never_runs_more_than_ten_percent_fa
             assert s1 - s0 - EPS <= t1 - t0 <= (1 + CATCH_UP) * (s1 - s0) + EPS
 
 
-@given(st.lists(st.tuples(REAL, st.floats(min_value=-1e8, max_value=0.0)), max_size=10),
-       st.floats(min_value=0.0, max_value=1e7), st.lists(REAL, min_size=1, max_size=20))
+@given(
+    st.lists(st.tuples(REAL, st.floats(min_value=-1e8, max_value=0.0)), max_size=10),
+    st.floats(min_value=0.0, max_value=1e7),
+    st.lists(REAL, min_size=1, max_size=20),
+)
 @settings(max_examples=300, deadline=None)
 def test_a_forward_step_is_caught_up_within_its_size_over_catch_up(before, step, after):
     """The wall clock set back any number of times (the signer is then ahead of it or level), then
@@ -317,10 +342,16 @@ def test_a_forward_step_is_caught_up_within_its_size_over_catch_up(before, step,
             assert now >= wall.now - EPS
 
 
-@given(HISTORY, st.floats(min_value=61.0, max_value=1e9), st.lists(st.floats(0.0, 1.0), max_size=5),
-       st.lists(REAL, max_size=5))
+@given(
+    HISTORY,
+    st.floats(min_value=61.0, max_value=1e9),
+    st.lists(st.floats(0.0, 1.0), max_size=5),
+    st.lists(REAL, max_size=5),
+)
 @settings(max_examples=300, deadline=None)
-def test_a_far_future_glitch_that_lasts_a_second_moves_the_signer_by_about_a_second(history, glitch, during, later):
+def test_a_far_future_glitch_that_lasts_a_second_moves_the_signer_by_about_a_second(
+    history, glitch, during, later
+):
     wall, steady = Source(1.7e9), Source(1e4)
     clock = SignerClock(wall=wall, steady=steady)
     replay(history, wall, steady, clock)
@@ -371,7 +402,9 @@ class Registry:
 
     def remembered(self, proof: bytes) -> bool:
         digest = hashlib.sha256(proof).hexdigest()
-        return self.reader.execute("SELECT 1 FROM used_proofs WHERE digest=?", (digest,)).fetchone() is not None
+        return (
+            self.reader.execute("SELECT 1 FROM used_proofs WHERE digest=?", (digest,)).fetchone() is not None
+        )
 
     def close(self) -> None:
         self.writer.close()

@@ -33,14 +33,24 @@ from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
 from policies.kernel.keccak import keccak256
-from tests.conftest import (FRIEND, InProcessSigner, as_json, audit_keys, balance, reverter_policy, throwaway_audit_keys,
-                            wait_receipt)
+from tests.conftest import (
+    FRIEND,
+    InProcessSigner,
+    as_json,
+    audit_keys,
+    balance,
+    reverter_policy,
+    throwaway_audit_keys,
+    wait_receipt,
+)
 
 CENT = 10**16  # the dev policy: 0.01 ETH per transaction, 0.05 ETH per 24 h
 WINDOW = 5 * CENT
 # A real failure inside the real transaction: json() of non-JSON raises when the trigger fires.
-FAIL_TRIGGER = ("CREATE TRIGGER fail_record BEFORE INSERT ON requests WHEN NEW.idempotency_key GLOB 'fail-*'"
-                " BEGIN SELECT json('injected failure'); END")
+FAIL_TRIGGER = (
+    "CREATE TRIGGER fail_record BEFORE INSERT ON requests WHEN NEW.idempotency_key GLOB 'fail-*'"
+    " BEGIN SELECT json('injected failure'); END"
+)
 
 
 def transfer(value: int = CENT) -> dict:
@@ -50,8 +60,10 @@ def transfer(value: int = CENT) -> dict:
 def audit_rows(db: Path) -> list[tuple[int, str, dict]]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return [(seq, kind, json.loads(body)) for seq, kind, body in
-                conn.execute("SELECT seq, kind, body FROM audit ORDER BY seq")]
+        return [
+            (seq, kind, json.loads(body))
+            for seq, kind, body in conn.execute("SELECT seq, kind, body FROM audit ORDER BY seq")
+        ]
     finally:
         conn.close()
 
@@ -65,9 +77,11 @@ def records_of(db: Path, request_id: str) -> list[tuple[int, str]]:
 
 def _table(path: Path) -> sqlite3.Connection:
     conn = connect(path)
-    conn.executescript("CREATE TABLE t(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);"
-                       "CREATE TABLE parent(id INTEGER PRIMARY KEY);"
-                       "CREATE TABLE child(pid INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);")
+    conn.executescript(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);"
+        "CREATE TABLE parent(id INTEGER PRIMARY KEY);"
+        "CREATE TABLE child(pid INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);"
+    )
     return conn
 
 
@@ -193,6 +207,7 @@ def test_every_unit_commits_in_submission_order_and_gets_its_own_result(groups):
                 if fails:
                     raise KeyError(n)
                 return n
+
             return run
 
         async def main() -> None:
@@ -207,7 +222,11 @@ def test_every_unit_commits_in_submission_order_and_gets_its_own_result(groups):
                 results = await asyncio.gather(*calls, return_exceptions=True)
                 first = n - len(group) + 1
                 for i, ((fails, _), got) in enumerate(zip(group, results)):
-                    assert (isinstance(got, KeyError) and got.args == (first + i,)) if fails else got == first + i
+                    assert (
+                        (isinstance(got, KeyError) and got.args == (first + i,))
+                        if fails
+                        else got == first + i
+                    )
 
         try:
             asyncio.run(main())
@@ -263,14 +282,17 @@ def test_anchor_refuses_to_follow_a_symlink(tmp_path):
 def test_a_signed_request_is_recorded_decided_then_signed_in_one_piece(stack, anvil):
     stack.funded_session_key()
     token = stack.client_token("bot")
-    result = stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": transfer()})
+    result = stack.call_sync(
+        token, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": transfer()}
+    )
     assert result["status"] == "signed", result
     assert wait_receipt(anvil, result["tx_hash"])["status"] == "0x1"
     stack.stop()
 
     conn = sqlite3.connect(f"file:{stack.paths.db}?mode=ro", uri=True)
-    status, raw_tx, tx_hash = conn.execute("SELECT status, raw_tx, tx_hash FROM requests WHERE request_id=?",
-                                           (result["request_id"],)).fetchone()
+    status, raw_tx, tx_hash = conn.execute(
+        "SELECT status, raw_tx, tx_hash FROM requests WHERE request_id=?", (result["request_id"],)
+    ).fetchone()
     spends = conn.execute("SELECT state FROM spends WHERE request_id=?", (result["request_id"],)).fetchall()
     conn.close()
     assert status in ("signed", "confirmed") and tx_hash == result["tx_hash"]
@@ -299,8 +321,12 @@ def test_a_record_that_cannot_be_written_sends_nothing_and_costs_nothing(stack, 
     assert not any("fail-0001" in json.dumps(body) for _, _, body in audit_rows(stack.paths.db))
 
     # The failed request reserved nothing and burned no nonce: the whole window is still there.
-    results = [stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": transfer()})
-               for _ in range(6)]
+    results = [
+        stack.call_sync(
+            token, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": transfer()}
+        )
+        for _ in range(6)
+    ]
     assert [r["status"] for r in results] == ["signed"] * 5 + ["pending_approval"]
     assert results[5]["rule_id"] == "limit.window.24h"
     assert sorted(r["nonce"] for r in results[:5]) == list(range(nonce, nonce + 5))
@@ -323,8 +349,10 @@ def test_a_simulation_failure_after_the_decision_is_recorded_with_it(make_stack,
     stack = make_stack(policy=policy).start()
     stack.funded_session_key()
     token = stack.client_token("bot")
-    params = {"idempotency_key": new_idempotency_key(),
-              "intent": {"chain_id": 31337, "to": contract, "value": "0", "data": "0x12345678"}}
+    params = {
+        "idempotency_key": new_idempotency_key(),
+        "intent": {"chain_id": 31337, "to": contract, "value": "0", "data": "0x12345678"},
+    }
     result = stack.call_sync(token, "sign.request", params)
     assert result["status"] == "denied" and result["rule_id"] == "simulation.reverted", result
     replay = stack.call_sync(token, "sign.request", params)
@@ -351,7 +379,9 @@ def _window_spent(ledger, now: float) -> int:
     return ledger.context(decoded, {DAY}, now, SignerState(None, None, False)).spent[(31337, "native", DAY)]
 
 
-requests = st.lists(st.tuples(st.integers(1, 12), st.booleans()), min_size=1, max_size=12)  # (milli-ETH, fails)
+requests = st.lists(
+    st.tuples(st.integers(1, 12), st.booleans()), min_size=1, max_size=12
+)  # (milli-ETH, fails)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -373,7 +403,9 @@ async def _run_batch(home: InProcessSigner, batch: list[tuple[int, bool]], concu
     try:
         admin = home.paths.admin_token.read_text().strip()
         async with SignerClient(home.paths.socket, admin) as client:
-            await client.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+            await client.call(
+                "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+            )
         db = sqlite3.connect(home.paths.db)
         db.execute(FAIL_TRIGGER)
         db.commit()
@@ -411,7 +443,9 @@ async def _run_batch(home: InProcessSigner, batch: list[tuple[int, bool]], concu
     reader = connect(home.paths.db, readonly=True)
     try:
         durable = _window_spent(load_ledger(reader, now - 7 * DAY), now)
-        assert reader.execute("SELECT count(*) FROM requests WHERE idempotency_key GLOB 'fail-*'").fetchone() == (0,)
+        assert reader.execute(
+            "SELECT count(*) FROM requests WHERE idempotency_key GLOB 'fail-*'"
+        ).fetchone() == (0,)
         assert audit_store.verify(reader, home.paths.anchor, keys=audit_keys(home.paths)).ok
     finally:
         reader.close()

@@ -46,8 +46,14 @@ def test_pipelined_frames_are_answered_in_order_whether_they_wait_or_not(stack, 
                 frames += b"{not json\n"
                 expected.append((None, ErrorCode.PARSE))
             elif kind == "sign":
-                frames += frame(i, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                    "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"}})
+                frames += frame(
+                    i,
+                    "sign.request",
+                    {
+                        "idempotency_key": new_idempotency_key(),
+                        "intent": {"chain_id": 31337, "to": FRIEND, "value": "1"},
+                    },
+                )
                 expected.append((i, None))
             else:
                 frames += frame(i, kind)
@@ -58,7 +64,9 @@ def test_pipelined_frames_are_answered_in_order_whether_they_wait_or_not(stack, 
         # A sign request may be denied by the policy (a result) or fail for want of a session key (an
         # error): its id and place in the order are what matter here.
         assert [i for i, _ in got] == [i for i, _ in expected]
-        assert [c for (_, c), (_, e) in zip(got, expected) if e is not None] == [e for _, e in expected if e is not None]
+        assert [c for (_, c), (_, e) in zip(got, expected) if e is not None] == [
+            e for _, e in expected if e is not None
+        ]
     finally:
         raw.close()
         other.close()

@@ -25,8 +25,12 @@ async def _burst(stack, token: str, n: int, clients: int) -> list[dict]:
     for c in conns:
         await c.connect()
     try:
-        return [as_json(r) for r in await asyncio.gather(
-            *(conns[i % clients].sign(transfer(), idempotency_key=f"burst-{i:04d}") for i in range(n)))]
+        return [
+            as_json(r)
+            for r in await asyncio.gather(
+                *(conns[i % clients].sign(transfer(), idempotency_key=f"burst-{i:04d}") for i in range(n))
+            )
+        ]
     finally:
         for c in conns:
             await c.close()
@@ -60,8 +64,9 @@ def test_twenty_concurrent_requests_sign_exactly_five_then_survive_kill9(stack, 
     stack.kill9()
     stack.start()
     fresh = stack.client_token("bot-2")  # nothing of its own waiting: only the window can stop it
-    after_restart = stack.call_sync(fresh, "sign.request",
-                                    {"idempotency_key": new_idempotency_key(), "intent": transfer()})
+    after_restart = stack.call_sync(
+        fresh, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": transfer()}
+    )
     assert after_restart["status"] != "signed" and after_restart["rule_id"] == "limit.window.24h"
 
     # Replaying an idempotency key returns the first outcome and signs nothing new.
@@ -73,8 +78,17 @@ def test_twenty_concurrent_requests_sign_exactly_five_then_survive_kill9(stack, 
     assert balance(anvil, FRIEND) - before == 5 * CENT
 
     # The same key for a different request is refused outright.
-    conflict = stack.owlia("sign", "send", "--to", FRIEND, "--value", "0.002eth", "--idempotency-key", replay_key,
-                           env=_env(token))
+    conflict = stack.owlia(
+        "sign",
+        "send",
+        "--to",
+        FRIEND,
+        "--value",
+        "0.002eth",
+        "--idempotency-key",
+        replay_key,
+        env=_env(token),
+    )
     assert conflict.returncode == 1 and "idempotency key was already used" in conflict.stdout
 
     stack.stop()
@@ -138,8 +152,13 @@ def test_reverting_call_is_denied_with_the_revert_reason(make_stack, anvil, tmp_
     key = stack.funded_session_key()
     token = stack.client_token("bot")
     nonce = anvil_nonce(anvil, key["address"])
-    result = stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                     "intent": {"chain_id": 31337, "to": contract, "value": "0",
-                                                                "data": "0x12345678"}})
+    result = stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": contract, "value": "0", "data": "0x12345678"},
+        },
+    )
     assert result["status"] == "denied" and result["rule_id"] == "simulation.reverted", result
     assert anvil_nonce(anvil, key["address"]) == nonce

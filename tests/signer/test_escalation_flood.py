@@ -20,8 +20,14 @@ def test_a_client_may_have_only_so_many_requests_waiting_for_the_companion(stack
     bot, other = stack.client_token("bot"), stack.client_token("other-bot")
 
     def escalate(token: str) -> dict:  # a new recipient: the dev policy asks the companion
-        return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                       "intent": {"chain_id": 31337, "to": STRANGER, "value": "1"}})
+        return stack.call_sync(
+            token,
+            "sign.request",
+            {
+                "idempotency_key": new_idempotency_key(),
+                "intent": {"chain_id": 31337, "to": STRANGER, "value": "1"},
+            },
+        )
 
     replies = [escalate(bot) for _ in range(MAX_WAITING_PER_CLIENT + 2)]
     assert [r["status"] for r in replies] == ["pending_approval"] * MAX_WAITING_PER_CLIENT + ["denied"] * 2
@@ -41,8 +47,9 @@ def test_the_cap_holds_for_escalations_that_arrive_together(stack):
         for client in clients:
             await client.connect()
         try:
-            return await asyncio.gather(*(clients[i % 8].sign({"chain_id": 31337, "to": STRANGER, "value": "1"})
-                                          for i in range(25)))
+            return await asyncio.gather(
+                *(clients[i % 8].sign({"chain_id": 31337, "to": STRANGER, "value": "1"}) for i in range(25))
+            )
         finally:
             for client in clients:
                 await client.close()

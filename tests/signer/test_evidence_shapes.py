@@ -28,9 +28,11 @@ contexts = st.builds(
     tx_count=st.dictionaries(windows, st.integers(min_value=0, max_value=10**9), max_size=3),
     new_recipients=st.dictionaries(windows, st.integers(min_value=0, max_value=10**6), max_size=3),
     seen_recipients=st.frozensets(st.text(max_size=42), max_size=4),
-    prices=st.dictionaries(st.tuples(chains, assets),
-                           st.none() | st.builds(PriceQuote, amounts, st.integers(min_value=0, max_value=36)),
-                           max_size=4),
+    prices=st.dictionaries(
+        st.tuples(chains, assets),
+        st.none() | st.builds(PriceQuote, amounts, st.integers(min_value=0, max_value=36)),
+        max_size=4,
+    ),
     session_key_expires_at=st.none() | stamps,
     session_key_balance_cap=st.none() | amounts,
     frozen=st.booleans(),
@@ -39,6 +41,7 @@ contexts = st.builds(
 
 def _context_as_before(ctx: EvalContext) -> dict:
     """`records.context_to_json` as it was written before its keys were formatted with f-strings."""
+
     def key(parts: tuple) -> str:
         return ":".join(str(p) for p in parts)
 
@@ -49,10 +52,14 @@ def _context_as_before(ctx: EvalContext) -> dict:
         "tx_count": {str(k): v for k, v in ctx.tx_count.items()},
         "new_recipients": {str(k): v for k, v in ctx.new_recipients.items()},
         "seen_recipients": sorted(ctx.seen_recipients),
-        "prices": {key(k): None if q is None else [str(q.usd_micros_per_unit), q.decimals]
-                   for k, q in ctx.prices.items()},
+        "prices": {
+            key(k): None if q is None else [str(q.usd_micros_per_unit), q.decimals]
+            for k, q in ctx.prices.items()
+        },
         "session_key_expires_at": ctx.session_key_expires_at,
-        "session_key_balance_cap": None if ctx.session_key_balance_cap is None else str(ctx.session_key_balance_cap),
+        "session_key_balance_cap": None
+        if ctx.session_key_balance_cap is None
+        else str(ctx.session_key_balance_cap),
         "frozen": ctx.frozen,
     }
 

@@ -35,8 +35,12 @@ MILLI = 10**15
 
 
 # What each lie replaces: the answer to a method, or (base_fee) a field of the latest block.
-LIED_METHODS = {"tip": "eth_maxPriorityFeePerGas", "gas": "eth_estimateGas", "code": "eth_getCode",
-                "nonce": "eth_getTransactionCount"}
+LIED_METHODS = {
+    "tip": "eth_maxPriorityFeePerGas",
+    "gas": "eth_estimateGas",
+    "code": "eth_getCode",
+    "nonce": "eth_getTransactionCount",
+}
 
 
 def _hex(value: int | str) -> str:
@@ -76,7 +80,9 @@ class LyingNode:
         for lie, lied_method in LIED_METHODS.items():
             if method == lied_method and lie in self.lies:
                 return {"jsonrpc": "2.0", "id": body["id"], "result": _hex(self.lies[lie])}
-        request = urllib.request.Request(upstream, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            upstream, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
         out = json.loads(urllib.request.urlopen(request, timeout=10).read())
         if method == "eth_getBlockByNumber" and "base_fee" in self.lies and out.get("result"):
             out["result"]["baseFeePerGas"] = _hex(self.lies["base_fee"])
@@ -93,9 +99,14 @@ def node(anvil) -> Iterator[LyingNode]:
 
 
 def sign(stack, value: int) -> dict[str, Any]:
-    return stack.call_sync(stack.client_token(f"bot{new_idempotency_key()[:8]}"), "sign.request",
-                           {"idempotency_key": new_idempotency_key(),
-                            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)}})
+    return stack.call_sync(
+        stack.client_token(f"bot{new_idempotency_key()[:8]}"),
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)},
+        },
+    )
 
 
 def test_a_tip_above_the_ceiling_is_clamped_and_the_clamp_is_on_record(make_stack, anvil, node):
@@ -110,15 +121,19 @@ def test_a_tip_above_the_ceiling_is_clamped_and_the_clamp_is_on_record(make_stac
     assert int(tx["maxPriorityFeePerGas"], 16) == 100 * GWEI  # the default max_priority_fee_gwei
     paid = before - balance(anvil, key["address"])
     assert paid <= MILLI + 21_000 * int(tx["maxFeePerGas"], 16)  # before the fix: 0.085 ETH
-    assert result["fee_clamped"] == {"node_priority_fee_per_gas": str(4000 * GWEI),
-                                     "max_priority_fee_per_gas": str(100 * GWEI),
-                                     "reason": result["fee_clamped"]["reason"]}
+    assert result["fee_clamped"] == {
+        "node_priority_fee_per_gas": str(4000 * GWEI),
+        "max_priority_fee_per_gas": str(100 * GWEI),
+        "reason": result["fee_clamped"]["reason"],
+    }
     signed = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.signed"})["entries"][0]
     assert signed["body"]["request_id"] == result["request_id"]
     assert signed["body"]["fee_clamped"]["node_priority_fee_per_gas"] == str(4000 * GWEI)
     conn = sqlite3.connect(stack.paths.db)
     try:
-        (stored,) = conn.execute("SELECT outcome FROM requests WHERE request_id=?", (result["request_id"],)).fetchone()
+        (stored,) = conn.execute(
+            "SELECT outcome FROM requests WHERE request_id=?", (result["request_id"],)
+        ).fetchone()
     finally:
         conn.close()
     assert json.loads(stored)["fee_clamped"] == result["fee_clamped"]  # a replayed key answers with it too
@@ -133,7 +148,9 @@ def test_a_max_fee_above_the_ceiling_signs_nothing(make_stack, anvil, node):
     assert (result["status"], result["rule_id"]) == ("denied", "chain.max_fee")
     assert "max_fee_gwei" in result["reason"] and "nothing was signed" in result["reason"]
     assert rpc(anvil.url, "eth_getTransactionCount", [key["address"], "pending"]) == nonce
-    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})["entries"][0]
+    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})[
+        "entries"
+    ][0]
     assert abandoned["body"]["request_id"] == result["request_id"]
     del node.lies["base_fee"]  # an honest answer again: the refused request held no room
     assert sign(stack, MILLI)["status"] == "signed"
@@ -142,7 +159,9 @@ def test_a_max_fee_above_the_ceiling_signs_nothing(make_stack, anvil, node):
 def test_fee_ceilings_are_whole_gwei_per_chain_with_defaults():
     chain = ChainSettings(id=1, name="mainnet", rpc_url="https://rpc.example")
     assert (chain.max_priority_fee_wei, chain.max_fee_wei) == (100 * GWEI, 1000 * GWEI)
-    l2 = ChainSettings(id=10, name="l2", rpc_url="https://rpc.example", max_priority_fee_gwei=0, max_fee_gwei=5)
+    l2 = ChainSettings(
+        id=10, name="l2", rpc_url="https://rpc.example", max_priority_fee_gwei=0, max_fee_gwei=5
+    )
     assert (l2.max_priority_fee_wei, l2.max_fee_wei) == (0, 5 * GWEI)
     with pytest.raises(ValidationError, match="max_priority_fee_gwei cannot exceed max_fee_gwei"):
         ChainSettings(id=1, name="x", rpc_url="https://rpc.example", max_priority_fee_gwei=2000)
@@ -164,7 +183,9 @@ def test_a_gas_estimate_above_the_ceiling_signs_nothing(make_stack, anvil, node)
     assert "max_gas: 3000000" in result["reason"] and "36000000" in result["reason"]
     assert "nothing was signed" in result["reason"]
     assert pending_nonce(anvil, key["address"]) == nonce  # nothing sent, and no nonce handed out
-    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})["entries"][0]
+    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})[
+        "entries"
+    ][0]
     assert abandoned["body"]["request_id"] == result["request_id"]
     assert abandoned["body"]["rule_id"] == "chain.max_gas"
     node.lies["gas"] = 2_000_000  # padded to 2.4M: within the ceiling; the refused request held no room
@@ -178,9 +199,19 @@ def test_a_gas_estimate_above_the_ceiling_signs_nothing(make_stack, anvil, node)
     assert states == ["released", "committed"]
 
 
-@pytest.mark.parametrize("lie", [{"tip": "-0x1"}, {"base_fee": "-0x3b9aca00"}, {"tip": "0x-1"}, {"base_fee": "12"},
-                                 {"code": "0x6000", "gas": "-0x5208"}, {"code": "0x6000", "gas": "0x"},
-                                 {"nonce": "-0x1"}, {"tip": "0x" + "f" * 65}])
+@pytest.mark.parametrize(
+    "lie",
+    [
+        {"tip": "-0x1"},
+        {"base_fee": "-0x3b9aca00"},
+        {"tip": "0x-1"},
+        {"base_fee": "12"},
+        {"code": "0x6000", "gas": "-0x5208"},
+        {"code": "0x6000", "gas": "0x"},
+        {"nonce": "-0x1"},
+        {"tip": "0x" + "f" * 65},
+    ],
+)
 def test_a_negative_or_malformed_number_from_the_node_signs_nothing(make_stack, anvil, node, lie):
     stack = make_stack(node.url).start()
     key = stack.funded_session_key()
@@ -205,7 +236,22 @@ def test_the_gas_ceiling_is_per_chain_with_a_default():
 
 def test_hex_quantities_from_the_node_are_strict():
     assert [quantity(v, "x") for v in ("0x0", "0x1", "0xAbC", "0x" + "f" * 64)] == [0, 1, 0xABC, 2**256 - 1]
-    for bad in ("-0x1", "0x-1", "0x", "1", " 0x1", "0x1 ", "0x_1", "0X1", "0x" + "1" * 65, "0x１", 1, None, [], {}):
+    for bad in (
+        "-0x1",
+        "0x-1",
+        "0x",
+        "1",
+        " 0x1",
+        "0x1 ",
+        "0x_1",
+        "0X1",
+        "0x" + "1" * 65,
+        "0x１",
+        1,
+        None,
+        [],
+        {},
+    ):
         with pytest.raises(ChainError, match="malformed x"):
             quantity(bad, "x")
 
@@ -242,9 +288,14 @@ def scripted_chain(answers: dict[str, Any]) -> Chain:
 
 
 def test_the_reviews_repro_in_process():
-    chain = scripted_chain({"eth_getCode": "0x6000", "eth_estimateGas": hex(30_000_000),
-                            "eth_getBlockByNumber": {"baseFeePerGas": hex(450 * GWEI)},
-                            "eth_maxPriorityFeePerGas": hex(100 * GWEI)})
+    chain = scripted_chain(
+        {
+            "eth_getCode": "0x6000",
+            "eth_estimateGas": hex(30_000_000),
+            "eth_getBlockByNumber": {"baseFeePerGas": hex(450 * GWEI)},
+            "eth_maxPriorityFeePerGas": hex(100 * GWEI),
+        }
+    )
     with pytest.raises(GasAboveCeiling, match="max_gas"):
         asyncio.run(chain.gas_for("0x" + "11" * 20, "0x" + "22" * 20, 0, b"\x01"))
     chain.rpc.answers["eth_estimateGas"] = hex(2_500_000)  # 3M padded: the most it may be
@@ -279,11 +330,16 @@ def test_the_main_accounts_transaction_keeps_to_the_gas_ceiling_too(node):
     assert fallback is not None and fallback["gas_limit"] == 100_000 and fallback["gas_simulated"] is False
 
 
-@pytest.mark.parametrize("field, value", [("status", True), ("blockNumber", [1]), ("gasUsed", -5), ("status", "0x-1")])
+@pytest.mark.parametrize(
+    "field, value", [("status", True), ("blockNumber", [1]), ("gasUsed", -5), ("status", "0x-1")]
+)
 def test_a_malformed_receipt_field_is_a_chain_error(node, anvil, field, value):
     chain = Chain(ChainSettings(id=31337, name="anvil", rpc_url=node.url, dev=True))
-    tx_hash = rpc(anvil.url, "eth_sendTransaction", [{"from": rpc(anvil.url, "eth_accounts", [])[0], "to": FRIEND,
-                                                       "value": "0x1"}])
+    tx_hash = rpc(
+        anvil.url,
+        "eth_sendTransaction",
+        [{"from": rpc(anvil.url, "eth_accounts", [])[0], "to": FRIEND, "value": "0x1"}],
+    )
     wait_receipt(anvil, tx_hash)
     node.receipt_fields = {field: value}
     try:

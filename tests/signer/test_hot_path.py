@@ -57,9 +57,12 @@ async def _signed(daemon_home: InProcessSigner, clients: int, each: int, tag: st
     for conn in conns:
         await conn.connect()
     try:
+
         async def one(i: int, conn: SignerClient) -> list[dict]:
-            return [as_json(await conn.sign(transfer(1000), idempotency_key=f"{tag}-{i:02d}-{j:03d}"))
-                    for j in range(each)]
+            return [
+                as_json(await conn.sign(transfer(1000), idempotency_key=f"{tag}-{i:02d}-{j:03d}"))
+                for j in range(each)
+            ]
 
         batches = await asyncio.gather(*(one(i, c) for i, c in enumerate(conns)))
     finally:
@@ -77,7 +80,9 @@ def test_waiting_clients_share_commits_and_a_lone_client_commits_inline(anvil, t
         writer = daemon.writer
         try:
             async with SignerClient(home.paths.socket, home.admin_token) as admin:
-                await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+                await admin.call(
+                    "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                )
             before = (writer.commits, writer.units_committed, writer.inline_commits)
             alone = await _signed(home, 1, 20, "alone")
             mid = (writer.commits, writer.units_committed, writer.inline_commits)
@@ -116,8 +121,9 @@ def test_a_key_recorded_under_the_old_request_hash_still_replays(anvil, tmp_path
         try:
             async with SignerClient(home.paths.socket, home.admin_token) as admin:
                 if not daemon.keys.active_ids():
-                    await admin.call("session_key.create",
-                                     {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+                    await admin.call(
+                        "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                    )
             async with SignerClient(home.paths.socket, home.token) as client:
                 return await client.call_json("sign.request", body)
         finally:
@@ -128,7 +134,9 @@ def test_a_key_recorded_under_the_old_request_hash_still_replays(anvil, tmp_path
         old_hash = legacy_request_hash(SignRequestParams.model_validate(params))
         conn = signer_db(home.paths)
         try:  # what a database written by an earlier release holds (written as the signer writes, MACs and all)
-            conn.execute("UPDATE requests SET request_hash=? WHERE idempotency_key=?", (old_hash, "legacy-key-0001"))
+            conn.execute(
+                "UPDATE requests SET request_hash=? WHERE idempotency_key=?", (old_hash, "legacy-key-0001")
+            )
             conn.commit()
         finally:
             conn.close()
@@ -154,6 +162,7 @@ def test_the_event_loop_is_uvloop_unless_told_otherwise(monkeypatch):
 
 def test_the_signers_tests_run_on_the_daemons_loop():
     """tests/conftest.py runs each module's `asyncio.run` on the loop its code is deployed on."""
+
     async def running() -> str:
         return type(asyncio.get_running_loop()).__module__
 

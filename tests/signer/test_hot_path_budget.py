@@ -28,13 +28,24 @@ REQUESTS = 20
 PAGE = 4096
 # Per lone signed request. Statements as SQLite traces them (a trigger's statements trace under the
 # statement that fired it, and `executemany` once per row).
-READER_STATEMENTS = {"SELECT expires_at, revoked_at FROM clients": 1,  # the token re-check (a revoke by the CLI)
-                     "SELECT request_hash, outcome, request_id FROM requests": 1}  # the idempotency key
-WRITER_STATEMENTS = {"BEGIN IMMEDIATE": 1, "PRAGMA data_version": 1, "INSERT INTO requests": 3,
-                     "INSERT INTO spends": 3, "INSERT INTO audit": 2,
-                     # the state head (signer.store.state_head): the digests read, one row written
-                     "SELECT tbl, acc FROM table_digests": 1, "INSERT INTO state_head": 1, "COMMIT": 1}
-MAX_WAL_PAGES = 12.0  # mean pages a commit appends to the WAL (9-10 today: the rows, their indexes, the digests)
+READER_STATEMENTS = {
+    "SELECT expires_at, revoked_at FROM clients": 1,  # the token re-check (a revoke by the CLI)
+    "SELECT request_hash, outcome, request_id FROM requests": 1,
+}  # the idempotency key
+WRITER_STATEMENTS = {
+    "BEGIN IMMEDIATE": 1,
+    "PRAGMA data_version": 1,
+    "INSERT INTO requests": 3,
+    "INSERT INTO spends": 3,
+    "INSERT INTO audit": 2,
+    # the state head (signer.store.state_head): the digests read, one row written
+    "SELECT tbl, acc FROM table_digests": 1,
+    "INSERT INTO state_head": 1,
+    "COMMIT": 1,
+}
+MAX_WAL_PAGES = (
+    12.0  # mean pages a commit appends to the WAL (9-10 today: the rows, their indexes, the digests)
+)
 # Python function calls (and coroutine resumptions) in this process per request, the client's
 # included: about 505 today, 15 % headroom. Deterministic, unlike time on a shared machine.
 MAX_PYTHON_CALLS = 580
@@ -80,8 +91,9 @@ def test_a_lone_signed_request_is_one_commit_and_stays_within_its_budget(anvil, 
                 size = wal.stat().st_size
                 sys.setprofile(profile)
                 try:
-                    reply = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
-                                              idempotency_key=f"{tag}-{i:04d}")
+                    reply = await client.sign(
+                        {"chain_id": 31337, "to": FRIEND, "value": "1000"}, idempotency_key=f"{tag}-{i:04d}"
+                    )
                 finally:
                     sys.setprofile(None)
                 assert reply.status == "signed", reply
@@ -91,24 +103,36 @@ def test_a_lone_signed_request_is_one_commit_and_stays_within_its_budget(anvil, 
         finally:
             daemon.reader.set_trace_callback(None)
             daemon.writer_conn.set_trace_callback(None)
-        commits, units, inline = (a - b for a, b in zip(
-            (writer.commits, writer.units_committed, writer.inline_commits), before))
-        return {"commits": commits, "units": units, "inline": inline, "wal_pages": pages / REQUESTS,
-                "reads": {k: v / REQUESTS for k, v in reads.items()},
-                "writes": {k: v / REQUESTS for k, v in writes.items()}, "calls": calls[0] / REQUESTS}
+        commits, units, inline = (
+            a - b for a, b in zip((writer.commits, writer.units_committed, writer.inline_commits), before)
+        )
+        return {
+            "commits": commits,
+            "units": units,
+            "inline": inline,
+            "wal_pages": pages / REQUESTS,
+            "reads": {k: v / REQUESTS for k, v in reads.items()},
+            "writes": {k: v / REQUESTS for k, v in writes.items()},
+            "calls": calls[0] / REQUESTS,
+        }
 
     async def run() -> tuple[tuple[str, int], dict]:
         daemon = home.daemon()
         await daemon.start()
         try:
-            durability = (daemon.writer_conn.execute("PRAGMA journal_mode").fetchone()[0],
-                          daemon.writer_conn.execute("PRAGMA synchronous").fetchone()[0])
+            durability = (
+                daemon.writer_conn.execute("PRAGMA journal_mode").fetchone()[0],
+                daemon.writer_conn.execute("PRAGMA synchronous").fetchone()[0],
+            )
             async with SignerClient(home.paths.socket, home.admin_token) as admin:
-                await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+                await admin.call(
+                    "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                )
             async with SignerClient(home.paths.socket, home.token) as client:
                 for i in range(3):  # first reads of the chain (nonce, fees) and of the database
-                    await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
-                                      idempotency_key=f"warm-{i:04d}")
+                    await client.sign(
+                        {"chain_id": 31337, "to": FRIEND, "value": "1000"}, idempotency_key=f"warm-{i:04d}"
+                    )
                 for attempt in range(3):
                     got = await window(daemon, client, f"budget{attempt}")
                     if got["units"] == got["inline"]:
@@ -131,8 +155,11 @@ def test_a_lone_signed_request_is_one_commit_and_stays_within_its_budget(anvil, 
     assert got["calls"] <= MAX_PYTHON_CALLS, got
 
 
-@given(seq=st.integers(min_value=0, max_value=2**62), head=st.binary(min_size=32, max_size=32),
-       mac=st.binary(min_size=32, max_size=32))
+@given(
+    seq=st.integers(min_value=0, max_value=2**62),
+    head=st.binary(min_size=32, max_size=32),
+    mac=st.binary(min_size=32, max_size=32),
+)
 def test_the_anchor_is_the_json_it_always_was(seq, head, mac):
     """Formatted by hand on the commit path; byte for byte what `json.dumps` wrote before, padded."""
     import json
@@ -151,11 +178,14 @@ def test_the_counted_path_writes_a_chain_that_verifies(anvil, tmp_path):
         await daemon.start()
         try:
             async with SignerClient(home.paths.socket, home.admin_token) as admin:
-                await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+                await admin.call(
+                    "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                )
             async with SignerClient(home.paths.socket, home.token) as client:
                 for i in range(5):
-                    reply = await client.sign({"chain_id": 31337, "to": FRIEND, "value": "1000"},
-                                              idempotency_key=f"chain-{i:04d}")
+                    reply = await client.sign(
+                        {"chain_id": 31337, "to": FRIEND, "value": "1000"}, idempotency_key=f"chain-{i:04d}"
+                    )
                     assert reply.status == "signed"
         finally:
             await daemon.stop()

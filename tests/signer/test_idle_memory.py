@@ -24,14 +24,29 @@ IDLE_RSS_CEILING_KB = 54 * 1024
 # zipfile / tempfile it pulls in (never: signer.serve stands in a loader that finds no plugins);
 # argparse (with shutil) and getpass: the daemon reads two options and never prompts; uvloop: the
 # daemon runs on asyncio's own loop (signer.serve.DAEMON_LOOP).
-LAZY = ("signer.tier3", "signer.wire.delegation", "signer.wire.grants", "cryptography.hazmat.primitives.serialization",
-        "http.client", "email", "importlib.metadata", "zipfile", "tempfile", "argparse", "getpass", "shutil", "uvloop")
-PROBE = ("import sys, json, signer.serve\n"
-         "signer.serve.load_no_pydantic_plugins()  # as signer.serve.main does first\n"
-         "import signer.daemon, signer.server, signer.methods\n"
-         "from policies.loader import parse_policy\n"
-         "parse_policy(open('policies/defaults/dev.yaml').read())  # models built, as at start\n"
-         "print(json.dumps(sorted(sys.modules)))\n")
+LAZY = (
+    "signer.tier3",
+    "signer.wire.delegation",
+    "signer.wire.grants",
+    "cryptography.hazmat.primitives.serialization",
+    "http.client",
+    "email",
+    "importlib.metadata",
+    "zipfile",
+    "tempfile",
+    "argparse",
+    "getpass",
+    "shutil",
+    "uvloop",
+)
+PROBE = (
+    "import sys, json, signer.serve\n"
+    "signer.serve.load_no_pydantic_plugins()  # as signer.serve.main does first\n"
+    "import signer.daemon, signer.server, signer.methods\n"
+    "from policies.loader import parse_policy\n"
+    "parse_policy(open('policies/defaults/dev.yaml').read())  # models built, as at start\n"
+    "print(json.dumps(sorted(sys.modules)))\n"
+)
 
 
 def _status_kb(pid: int, field: str) -> int:
@@ -56,7 +71,9 @@ def test_the_daemon_program_leaves_rare_parts_unloaded():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, cwd=root)
     loaded = json.loads(out.stdout)
-    assert "signer.daemon" in loaded and "signer.engine" in loaded and "policies.model" in loaded  # it did import
+    assert (
+        "signer.daemon" in loaded and "signer.engine" in loaded and "policies.model" in loaded
+    )  # it did import
     assert [m for m in loaded if m in LAZY or m.startswith(tuple(f"{p}." for p in LAZY))] == []
 
 
@@ -68,7 +85,8 @@ def _plugin_package(directory: Path, marker: Path) -> None:
         "class Plugin:\n"
         "    def new_schema_validator(self, *args, **kwargs):\n"
         "        return None, None, None  # would see every value validated\n"
-        "plugin = Plugin()\n")
+        "plugin = Plugin()\n"
+    )
     info = directory / "evil_plugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil-plugin\nVersion: 1.0\n")
@@ -86,18 +104,32 @@ def test_a_pydantic_plugin_installed_beside_the_signer_never_loads_into_it(tmp_p
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     env["PYTHONPATH"] = os.pathsep.join([str(plugins), env.get("PYTHONPATH", "")])
     root = Path(__file__).resolve().parents[2]
-    control = subprocess.run([sys.executable, "-c", "import pydantic\nclass M(pydantic.BaseModel):\n    x: int\n"],
-                             env=env, cwd=root, capture_output=True, text=True)
+    control = subprocess.run(
+        [sys.executable, "-c", "import pydantic\nclass M(pydantic.BaseModel):\n    x: int\n"],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert control.returncode == 0 and marker.read_text() == "loaded", control.stderr
     marker.unlink()
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    (home / "config.yaml").write_text(yaml.safe_dump({"chains": [{"id": 31337, "name": "anvil",
-                                                                  "rpc_url": "http://127.0.0.1:9", "dev": True}]}))
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}]}
+        )
+    )
     for setting in (None, "evil-but-not-this-one"):
         run_env = env if setting is None else {**env, "PYDANTIC_DISABLE_PLUGINS": setting}
-        out = subprocess.run([sys.executable, "-m", "signer.serve", "--home", str(home)], env=run_env, cwd=root,
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "signer.serve", "--home", str(home)],
+            env=run_env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         # It read and validated the config (models built), then stopped: there is no keystore.
         assert out.returncode == 1 and "owlia signer init" in out.stderr, out.stderr
         assert not marker.exists()

@@ -4,8 +4,23 @@ import json
 import subprocess
 import sys
 
-FORBIDDEN = ("anthropic", "openai", "aiogram", "telegram", "discord", "fastapi", "starlette", "uvicorn", "aiohttp.web",
-             "httpx", "telegram", "bot.agent", "bot.channels", "companion_bridge", "skills_runtime")
+FORBIDDEN = (
+    "anthropic",
+    "openai",
+    "aiogram",
+    "telegram",
+    "discord",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "aiohttp.web",
+    "httpx",
+    "telegram",
+    "bot.agent",
+    "bot.channels",
+    "companion_bridge",
+    "skills_runtime",
+)
 
 
 def test_signer_daemon_imports_nothing_it_should_not():

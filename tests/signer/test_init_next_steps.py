@@ -24,16 +24,28 @@ def test_the_next_line_of_signer_init_runs_as_printed_without_a_terminal(tmp_pat
     home = tmp_path / ".owliabot"
     passfile = tmp_path / "signer pass"  # a space: the printed command must quote it
     write_private_file(passfile, b"a long dev passphrase")
-    init = subprocess.run(["owlia", "signer", "init", "--passphrase-file", str(passfile)], env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    init = subprocess.run(
+        ["owlia", "signer", "init", "--passphrase-file", str(passfile)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert init.returncode == 0, init.stderr
     [line] = [ln for ln in init.stdout.splitlines() if ln.startswith("next:")]
     commands = re.findall(r"`([^`]+)`", line)
     serve = next(c for c in commands if " serve" in c)
     add = next(c for c in commands if " client add" in c)
     assert "--passphrase-file" in serve and "--passphrase-file" in add
-    proc = subprocess.Popen(["bash", "-c", f"exec {serve}"], env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", f"exec {serve}"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         socket = home / "signer" / "signer.sock"
         deadline = time.monotonic() + 60
@@ -41,8 +53,14 @@ def test_the_next_line_of_signer_init_runs_as_printed_without_a_terminal(tmp_pat
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "the signer did not start"
             time.sleep(0.1)
-        added = subprocess.run(["bash", "-c", add], env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                               text=True, timeout=120)
+        added = subprocess.run(
+            ["bash", "-c", add],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert added.returncode == 0, added.stderr
         assert added.stdout.strip().startswith("owl_")
     finally:

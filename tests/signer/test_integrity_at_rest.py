@@ -40,22 +40,37 @@ def pristine(tmp_path_factory, anvil):
         stack.client_token("bot")
         stack.client_token("old", Scope.SIGN)
         assert stack.owlia("signer", "client", "revoke", "old").returncode == 0
-        stack.call_sync(admin, "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+        stack.call_sync(
+            admin, "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+        )
         stack.paths.policy.write_text(LOOSE)
         assert stack.call_sync(admin, "policy.reload")["status"] == "proposed"
     finally:
         stack.stop()
-    conn = signer_db(stack.paths)  # what pairing, a used proof and a freeze leave behind, written as the signer writes
+    conn = signer_db(
+        stack.paths
+    )  # what pairing, a used proof and a freeze leave behind, written as the signer writes
     now = time.time()
-    conn.execute("INSERT INTO devices VALUES('dev_1', 'phone', ?, ?, ?, ?, ?, ?)",
-                 ("bb" * 32, "0x" + "11" * 20, json.dumps(["approve", "deny", "freeze", "unfreeze"]), now, now, now))
-    conn.execute("INSERT INTO pairings VALUES('pair_1', ?, 'phone', ?, ?, ?, 'dev_1')", ("cc" * 32, now, now + 600, now))
+    conn.execute(
+        "INSERT INTO devices VALUES('dev_1', 'phone', ?, ?, ?, ?, ?, ?)",
+        ("bb" * 32, "0x" + "11" * 20, json.dumps(["approve", "deny", "freeze", "unfreeze"]), now, now, now),
+    )
+    conn.execute(
+        "INSERT INTO pairings VALUES('pair_1', ?, 'phone', ?, ?, ?, 'dev_1')",
+        ("cc" * 32, now, now + 600, now),
+    )
     conn.execute("INSERT INTO used_proofs VALUES(?, ?)", ("dd" * 32, now))
     conn.execute("INSERT INTO meta(key, value) VALUES('frozen', '1'), ('freeze_id', 'frz_1')")
-    conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status)"
-                 " VALUES('req_spent', 'c', 'k1', 'sign', 'h', ?, 'mined')", (now,))
-    conn.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
-                 " VALUES('req_spent', 31337, 'native', '40000000000000000', ?, 'committed')", (now,))
+    conn.execute(
+        "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status)"
+        " VALUES('req_spent', 'c', 'k1', 'sign', 'h', ?, 'mined')",
+        (now,),
+    )
+    conn.execute(
+        "INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
+        " VALUES('req_spent', 31337, 'native', '40000000000000000', ?, 'committed')",
+        (now,),
+    )
     conn.execute("INSERT INTO recipients VALUES(31337, ?, ?, 'req_spent')", ("0x" + "44" * 20, now))
     conn.close()
     copy = root / "pristine"
@@ -72,7 +87,9 @@ def restore(stack: SignerStack, copy: Path) -> None:
 def offline(stack: SignerStack) -> sqlite3.Connection:
     """The attacker's connection: no MAC functions, so the triggers that would need them go first."""
     conn = sqlite3.connect(stack.paths.db, isolation_level=None)
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE '%_mac_%'").fetchall():
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='trigger' AND name LIKE '%_mac_%'"
+    ).fetchall():
         conn.execute(f"DROP TRIGGER {name}")
     return conn
 
@@ -89,7 +106,9 @@ def start_refused(stack: SignerStack) -> str:
 def refusal_record(stack: SignerStack) -> dict:
     conn = sqlite3.connect(f"file:{stack.paths.db}?mode=ro", uri=True)
     try:
-        (body,) = conn.execute("SELECT body FROM audit WHERE kind='integrity.refused' ORDER BY seq DESC").fetchone()
+        (body,) = conn.execute(
+            "SELECT body FROM audit WHERE kind='integrity.refused' ORDER BY seq DESC"
+        ).fetchone()
     finally:
         conn.close()
     return json.loads(body)
@@ -97,48 +116,80 @@ def refusal_record(stack: SignerStack) -> dict:
 
 CASES: dict[str, tuple[list[str], str]] = {
     # the issue's attack: the pending loosening copied into the policy in force
-    "policy in force from the proposal": ([
-        "UPDATE meta SET value=(SELECT text FROM policy_proposals) WHERE key='policy_text'",
-        "UPDATE meta SET value=(SELECT policy_hash FROM policy_proposals) WHERE key='policy_hash'",
-    ], "meta[policy_text]: edited"),
-    "policy in force deleted with its MAC": ([
-        "DELETE FROM meta WHERE key='policy_text'", "DELETE FROM row_macs WHERE tbl='meta' AND pk='policy_text'",
-    ], "meta: deleted"),
+    "policy in force from the proposal": (
+        [
+            "UPDATE meta SET value=(SELECT text FROM policy_proposals) WHERE key='policy_text'",
+            "UPDATE meta SET value=(SELECT policy_hash FROM policy_proposals) WHERE key='policy_hash'",
+        ],
+        "meta[policy_text]: edited",
+    ),
+    "policy in force deleted with its MAC": (
+        [
+            "DELETE FROM meta WHERE key='policy_text'",
+            "DELETE FROM row_macs WHERE tbl='meta' AND pk='policy_text'",
+        ],
+        "meta: deleted",
+    ),
     "kill switch lifted": (["UPDATE meta SET value='0' WHERE key='frozen'"], "meta[frozen]: edited"),
     "kill switch row deleted": (["DELETE FROM meta WHERE key='frozen'"], "meta[frozen]: deleted"),
-    "saved clock moved": (["UPDATE meta SET value=value || ' ' WHERE key='clock'"],
-                          "meta[clock]: edited"),
-    "main account set": (["INSERT INTO meta VALUES('main_account', '0x" + "22" * 20 + "')"], "meta[main_account]: added"),
+    "saved clock moved": (["UPDATE meta SET value=value || ' ' WHERE key='clock'"], "meta[clock]: edited"),
+    "main account set": (
+        ["INSERT INTO meta VALUES('main_account', '0x" + "22" * 20 + "')"],
+        "meta[main_account]: added",
+    ),
     "revoked client revived": (["UPDATE clients SET revoked_at=NULL WHERE name='old'"], "clients["),
     "client scope raised": (["UPDATE clients SET scope='admin' WHERE name='bot'"], "clients["),
-    "client forged": ([f"INSERT INTO clients VALUES('0123456789ab', 'evil', 'admin', '{_hash('x' * 43)}', 0, NULL, NULL)"],
-                      "clients[0123456789ab]: added"),
-    "client row copied under another id, MAC and all": ([
-        "INSERT INTO clients SELECT 'abcdefabcdef', 'twin', scope, token_hash, created_at, expires_at, revoked_at"
-        " FROM clients WHERE name='bot'",
-        "INSERT INTO row_macs SELECT tbl, 'abcdefabcdef', mac FROM row_macs WHERE tbl='clients' AND pk="
-        "(SELECT client_id FROM clients WHERE name='bot')",
-    ], "clients[abcdefabcdef]: edited"),
+    "client forged": (
+        [f"INSERT INTO clients VALUES('0123456789ab', 'evil', 'admin', '{_hash('x' * 43)}', 0, NULL, NULL)"],
+        "clients[0123456789ab]: added",
+    ),
+    "client row copied under another id, MAC and all": (
+        [
+            "INSERT INTO clients SELECT 'abcdefabcdef', 'twin', scope, token_hash, created_at, expires_at, revoked_at"
+            " FROM clients WHERE name='bot'",
+            "INSERT INTO row_macs SELECT tbl, 'abcdefabcdef', mac FROM row_macs WHERE tbl='clients' AND pk="
+            "(SELECT client_id FROM clients WHERE name='bot')",
+        ],
+        "clients[abcdefabcdef]: edited",
+    ),
     "session key extended": (["UPDATE session_keys SET expires_at=expires_at+315360000"], "session_keys["),
-    "session key cap raised": (["UPDATE session_keys SET balance_cap='1000000000000000000000'"], "session_keys["),
+    "session key cap raised": (
+        ["UPDATE session_keys SET balance_cap='1000000000000000000000'"],
+        "session_keys[",
+    ),
     "revoked device revived": (["UPDATE devices SET revoked_at=NULL"], "devices[dev_1]: edited"),
-    "device forged": ([f"INSERT INTO devices VALUES('dev_evil', 'evil', '{ATTACKER_KEY}', '0x{'11' * 20}',"
-                       " '[\"approve\",\"unfreeze\"]', 0, NULL, NULL)"], "devices[dev_evil]: added"),
+    "device forged": (
+        [
+            f"INSERT INTO devices VALUES('dev_evil', 'evil', '{ATTACKER_KEY}', '0x{'11' * 20}',"
+            ' \'["approve","unfreeze"]\', 0, NULL, NULL)'
+        ],
+        "devices[dev_evil]: added",
+    ),
     "pairing reopened": (["UPDATE pairings SET used_at=NULL, device_id=NULL"], "pairings[pair_1]: edited"),
-    "used proof forgotten with its MAC": ([
-        "DELETE FROM used_proofs", "DELETE FROM row_macs WHERE tbl='used_proofs'",
-    ], "used_proofs: deleted"),
+    "used proof forgotten with its MAC": (
+        [
+            "DELETE FROM used_proofs",
+            "DELETE FROM row_macs WHERE tbl='used_proofs'",
+        ],
+        "used_proofs: deleted",
+    ),
     "pending approval approved offline": (["UPDATE approvals SET state='approved'"], "approvals["),
     "proposal text swapped": (["UPDATE policy_proposals SET text=text || ' '"], "policy_proposals["),
     "spend deleted to make room under the window": (["DELETE FROM spends"], "spends: changed"),
     "spend released offline": (["UPDATE spends SET state='released'"], "spends: changed"),
     "spend amount lowered": (["UPDATE spends SET amount='1'"], "spends: changed"),
     "request deleted to make room under the rate limit": (["DELETE FROM requests"], "requests: changed"),
-    "attacker address added to the known recipients": ([
-        f"INSERT INTO recipients VALUES(31337, '0x{'66' * 20}', 0, 'req_spent')"], "recipients[31337:0x6666"),
-    "MACs dropped to pass for a home from before row MACs": ([
-        "DELETE FROM row_macs", "DELETE FROM table_digests",
-    ], "unsealed"),
+    "attacker address added to the known recipients": (
+        [f"INSERT INTO recipients VALUES(31337, '0x{'66' * 20}', 0, 'req_spent')"],
+        "recipients[31337:0x6666",
+    ),
+    "MACs dropped to pass for a home from before row MACs": (
+        [
+            "DELETE FROM row_macs",
+            "DELETE FROM table_digests",
+        ],
+        "unsealed",
+    ),
 }
 
 

@@ -22,8 +22,21 @@ NOT_JSON = [
     b'{"jsonrpc":"2.0","id":1,"method":"sta\\udfffus"}',
     b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"\\udc00":1}}',
 ]
-BAD_IDS = ["{}", "[]", "[1]", '{"a":1}', "1.5", "1.0", "1e3", "true", "false", "null", str(2**53), str(-(2**60)),
-           '"' + "x" * 129 + '"']
+BAD_IDS = [
+    "{}",
+    "[]",
+    "[1]",
+    '{"a":1}',
+    "1.5",
+    "1.0",
+    "1e3",
+    "true",
+    "false",
+    "null",
+    str(2**53),
+    str(-(2**60)),
+    '"' + "x" * 129 + '"',
+]
 
 
 def _still_works(raw: Raw, token: str) -> None:
@@ -48,8 +61,10 @@ def test_an_id_that_is_not_a_string_or_integer_is_refused_and_not_executed(stack
     raw = Raw(stack.socket)
     try:
         # `auth` has an effect on the connection: had it run, `status` would answer.
-        raw.send(b'{"jsonrpc":"2.0","id":%s,"method":"auth","params":{"token":"%s"}}\n'
-                 % (req_id.encode(), stack.admin_token.encode()))
+        raw.send(
+            b'{"jsonrpc":"2.0","id":%s,"method":"auth","params":{"token":"%s"}}\n'
+            % (req_id.encode(), stack.admin_token.encode())
+        )
         reply = raw.reply()
         assert reply["error"]["code"] == ErrorCode.INVALID_REQUEST and reply["id"] is None, reply
         assert "id must be" in reply["error"]["message"]
@@ -67,8 +82,10 @@ def test_a_sign_request_with_a_float_id_is_not_executed(stack):
         assert raw.call("auth", {"token": token})["result"]["client"] == "bot"
         key = new_idempotency_key()
         intent = '{"chain_id":31337,"to":"%s","value":"1"}' % FRIEND
-        raw.send(b'{"jsonrpc":"2.0","id":7.5,"method":"sign.request","params":{"idempotency_key":"%s","intent":%s}}\n'
-                 % (key.encode(), intent.encode()))
+        raw.send(
+            b'{"jsonrpc":"2.0","id":7.5,"method":"sign.request","params":{"idempotency_key":"%s","intent":%s}}\n'
+            % (key.encode(), intent.encode())
+        )
         assert raw.reply()["error"]["code"] == ErrorCode.INVALID_REQUEST
         other = {"idempotency_key": key, "intent": {"chain_id": 31337, "to": FRIEND, "value": "2"}}
         reply = raw.call("sign.request", other, req_id="s-1")

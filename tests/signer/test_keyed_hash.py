@@ -28,9 +28,11 @@ def test_the_key_sizes_around_the_block_and_rfc_4231_vectors():
         assert KeyedSha256(key).digest(b"x") == hmac.digest(key, b"x", "sha256")
     # RFC 4231 test cases 1 and 6 (a key longer than the block)
     assert KeyedSha256(b"\x0b" * 20).digest(b"Hi There").hex() == (
-        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
-    assert KeyedSha256(b"\xaa" * 131).digest(b"Test Using Larger Than Block-Size Key - Hash Key First").hex() == (
-        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+    )
+    assert KeyedSha256(b"\xaa" * 131).digest(
+        b"Test Using Larger Than Block-Size Key - Hash Key First"
+    ).hex() == ("60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
 
 
 def test_one_instance_serves_many_messages_and_threads_alike():

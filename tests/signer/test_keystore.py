@@ -4,7 +4,12 @@ import stat
 
 import pytest
 
-from policies.kernel.files import PermissionProblem, check_private_file, ensure_private_dir, write_private_file
+from policies.kernel.files import (
+    PermissionProblem,
+    check_private_file,
+    ensure_private_dir,
+    write_private_file,
+)
 from signer.keystore import KeystoreError, create_keystore, unlock
 from policies.kernel.passphrase import PassphraseError, read_passphrase, zeroize
 

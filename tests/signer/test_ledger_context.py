@@ -21,24 +21,62 @@ T0 = 1_700_000_000.0
 # Whole hours: window starts often fall exactly on a spend or a hold, where `<=` and `<` differ.
 _offset = st.sampled_from([0, HOUR, 2 * HOUR, DAY, DAY + HOUR, 2 * DAY, 7 * DAY, 8 * DAY, 14 * DAY])
 _event = st.one_of(
-    st.tuples(st.just("spend"), st.integers(0, 9), st.sampled_from([1, 2]), st.sampled_from(ASSETS),
-              st.integers(0, 10**6), st.one_of(st.none(), st.integers(0, 10**6)), _offset),
-    st.tuples(st.just("recipient"), st.integers(0, 9), st.sampled_from([1, 2]), st.sampled_from(PEOPLE),
-              st.just(0), st.none(), _offset),
-    st.tuples(st.just("release"), st.integers(0, 9), st.just(1), st.just(NATIVE), st.just(0), st.none(), st.just(0)),
-    st.tuples(st.just("hold"), st.integers(0, 9), st.sampled_from([1, 2]), st.sampled_from(ASSETS),
-              st.integers(0, 10**6), st.one_of(st.none(), st.integers(0, 10**6)), _offset),
-    st.tuples(st.just("settle"), st.integers(0, 9), st.just(1), st.just(NATIVE), st.just(0), st.none(),
-              _offset),
+    st.tuples(
+        st.just("spend"),
+        st.integers(0, 9),
+        st.sampled_from([1, 2]),
+        st.sampled_from(ASSETS),
+        st.integers(0, 10**6),
+        st.one_of(st.none(), st.integers(0, 10**6)),
+        _offset,
+    ),
+    st.tuples(
+        st.just("recipient"),
+        st.integers(0, 9),
+        st.sampled_from([1, 2]),
+        st.sampled_from(PEOPLE),
+        st.just(0),
+        st.none(),
+        _offset,
+    ),
+    st.tuples(
+        st.just("release"), st.integers(0, 9), st.just(1), st.just(NATIVE), st.just(0), st.none(), st.just(0)
+    ),
+    st.tuples(
+        st.just("hold"),
+        st.integers(0, 9),
+        st.sampled_from([1, 2]),
+        st.sampled_from(ASSETS),
+        st.integers(0, 10**6),
+        st.one_of(st.none(), st.integers(0, 10**6)),
+        _offset,
+    ),
+    st.tuples(
+        st.just("settle"), st.integers(0, 9), st.just(1), st.just(NATIVE), st.just(0), st.none(), _offset
+    ),
 )
 _action = st.one_of(
-    st.builds(Transfer, st.sampled_from([1, 2]), st.sampled_from(ASSETS), st.sampled_from(PEOPLE), st.integers(0, 99)),
-    st.builds(Approval, st.sampled_from([1, 2]), st.sampled_from(ASSETS[1:]), st.sampled_from(PEOPLE),
-              st.integers(0, 99), st.just("approve")),
+    st.builds(
+        Transfer,
+        st.sampled_from([1, 2]),
+        st.sampled_from(ASSETS),
+        st.sampled_from(PEOPLE),
+        st.integers(0, 99),
+    ),
+    st.builds(
+        Approval,
+        st.sampled_from([1, 2]),
+        st.sampled_from(ASSETS[1:]),
+        st.sampled_from(PEOPLE),
+        st.integers(0, 99),
+        st.just("approve"),
+    ),
 )
 
 
-def _reference(ledger: Ledger, decoded: Decoded, windows: set[int], now: float, state: SignerState) -> EvalContext:
+def _reference(
+    ledger: Ledger, decoded: Decoded, windows: set[int], now: float, state: SignerState
+) -> EvalContext:
     assets = {(a.chain_id, a.asset) for a in decoded.transfers()} | {
         (a.chain_id, a.asset) for a in decoded.approvals()
     }
@@ -46,7 +84,9 @@ def _reference(ledger: Ledger, decoded: Decoded, windows: set[int], now: float, 
     for chain_id, asset in assets:
         for period in windows:
             spent[(chain_id, asset, period)] = ledger.spent(chain_id, asset, now - period)
-    seen = frozenset(t.recipient for t in decoded.transfers() if (t.chain_id, t.recipient) in ledger._recipients)
+    seen = frozenset(
+        t.recipient for t in decoded.transfers() if (t.chain_id, t.recipient) in ledger._recipients
+    )
     return EvalContext(
         now=now,
         spent=spent,
@@ -64,8 +104,12 @@ def _reference(ledger: Ledger, decoded: Decoded, windows: set[int], now: float, 
 @settings(max_examples=400, deadline=None)
 # A held spend exactly at the window's start still counts (held ts <= since).
 @example([("hold", 0, 1, NATIVE, 5, 7, 0)], [Transfer(1, NATIVE, PEOPLE[1], 1)], {DAY}, DAY)
-@given(st.lists(_event, max_size=40), st.lists(_action, max_size=4),
-       st.sets(st.sampled_from([60, HOUR, DAY, 7 * DAY, 30 * DAY]), max_size=4), _offset)
+@given(
+    st.lists(_event, max_size=40),
+    st.lists(_action, max_size=4),
+    st.sets(st.sampled_from([60, HOUR, DAY, 7 * DAY, 30 * DAY]), max_size=4),
+    _offset,
+)
 def test_the_snapshot_equals_the_per_window_calls(events, actions, windows, at):
     ledger = Ledger()
     for kind, n, chain_id, what, amount, usd, offset in events:
@@ -97,5 +141,7 @@ def test_a_held_spend_exactly_at_the_windows_start_counts():
     ledger.hold("req_0", T0, [(1, NATIVE, 5, 7)])
     assert ledger.spent(1, NATIVE, T0) == 5
     state = SignerState(T0 + DAY, 10**18, False)
-    got = ledger.context(Decoded(Call(1, PEOPLE[0], 0), (Transfer(1, NATIVE, PEOPLE[1], 1),)), {DAY}, T0 + DAY, state)
+    got = ledger.context(
+        Decoded(Call(1, PEOPLE[0], 0), (Transfer(1, NATIVE, PEOPLE[1], 1),)), {DAY}, T0 + DAY, state
+    )
     assert got.spent[(1, NATIVE, DAY)] == 5 and got.spent_usd[DAY] == 7

@@ -18,12 +18,15 @@ FRIEND = "0x" + "11" * 20
 TRANSFER = Decoded(Call(CHAIN, FRIEND, 1), (Transfer(CHAIN, NATIVE, FRIEND, 1),))
 STATE = SignerState(None, None, False)
 
-steps = st.lists(st.one_of(
-    st.tuples(st.just("sign"), st.integers(min_value=1, max_value=10**18)),
-    st.tuples(st.just("advance"), st.integers(min_value=1, max_value=3 * 86400)),
-    st.tuples(st.just("settle"), st.integers(min_value=0, max_value=30)),
-    st.tuples(st.just("release"), st.integers(min_value=0, max_value=30)),
-), max_size=40)
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("sign"), st.integers(min_value=1, max_value=10**18)),
+        st.tuples(st.just("advance"), st.integers(min_value=1, max_value=3 * 86400)),
+        st.tuples(st.just("settle"), st.integers(min_value=0, max_value=30)),
+        st.tuples(st.just("release"), st.integers(min_value=0, max_value=30)),
+    ),
+    max_size=40,
+)
 
 
 @dataclass
@@ -57,7 +60,9 @@ def test_held_spends_count_until_settled_or_released(steps):
                 tx.state = "released"
         ctx = ledger.context(TRANSFER, set(WINDOWS), now, STATE)  # what the policy is shown
         for window in WINDOWS:
-            counted = [t for t in model if t.state == "held" or (t.state == "settled" and t.ts > now - window)]
+            counted = [
+                t for t in model if t.state == "held" or (t.state == "settled" and t.ts > now - window)
+            ]
             assert ctx.spent[(CHAIN, NATIVE, window)] == sum(t.amount for t in counted)
             assert ctx.spent_usd[window] == sum(t.amount // 10 for t in counted)
 
@@ -73,18 +78,36 @@ def test_a_restart_holds_old_transactions_in_flight_once_even_when_a_longer_wind
     conn = connect(tmp_path / "signer.db")
     ensure_schema(conn)
     now, day = 10_000_000.0, 86400.0
-    rows = [("req_old", now - 10 * day, "unconfirmed", 7), ("req_mined", now - 10 * day, "confirmed", 5),
-            ("req_recent", now - 3600, "signed", 3)]
+    rows = [
+        ("req_old", now - 10 * day, "unconfirmed", 7),
+        ("req_mined", now - 10 * day, "confirmed", 5),
+        ("req_recent", now - 3600, "signed", 3),
+    ]
     for request_id, ts, status, amount in rows:
-        conn.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
-                     " status, outcome, chain_id, tx_hash) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                     (request_id, "c", request_id, "sign", "h", ts, status,
-                      json.dumps({"broadcast": True, "sender": "0x" + "11" * 20, "nonce": amount}), CHAIN,
-                      "0x%064x" % amount))
-        conn.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state) VALUES(?,?,?,?,?,?)",
-                     (request_id, CHAIN, NATIVE, str(amount), ts, "committed"))
+        conn.execute(
+            "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at,"
+            " status, outcome, chain_id, tx_hash) VALUES(?,?,?,?,?,?,?,?,?,?)",
+            (
+                request_id,
+                "c",
+                request_id,
+                "sign",
+                "h",
+                ts,
+                status,
+                json.dumps({"broadcast": True, "sender": "0x" + "11" * 20, "nonce": amount}),
+                CHAIN,
+                "0x%064x" % amount,
+            ),
+        )
+        conn.execute(
+            "INSERT INTO spends(request_id, chain_id, asset, amount, ts, state) VALUES(?,?,?,?,?,?)",
+            (request_id, CHAIN, NATIVE, str(amount), ts, "committed"),
+        )
     ledger = load_ledger(conn, now - day)
-    assert ledger.spent(CHAIN, NATIVE, now - day) == 7 + 3  # the old one in flight counts; the mined one aged out
+    assert (
+        ledger.spent(CHAIN, NATIVE, now - day) == 7 + 3
+    )  # the old one in flight counts; the mined one aged out
     load_ledger(conn, now - 30 * day, ledger, until=now - day)  # a 30-day window was installed
     assert ledger.spent(CHAIN, NATIVE, now - 30 * day) == 7 + 5 + 3
     assert ledger.spent(CHAIN, NATIVE, now - day) == 7 + 3

@@ -43,8 +43,14 @@ step = st.one_of(
     st.tuples(st.just("restart"), st.none()),
     # A policy reload (per_tx and 24 h limit in milli-ETH) racing a burst: a tightening applies
     # mid-burst, anything looser is only proposed and changes nothing.
-    st.tuples(st.just("reload"), st.tuples(st.integers(1, 12), st.integers(5, 60),
-                                           st.lists(st.integers(min_value=1, max_value=12), max_size=6))),
+    st.tuples(
+        st.just("reload"),
+        st.tuples(
+            st.integers(1, 12),
+            st.integers(5, 60),
+            st.lists(st.integers(min_value=1, max_value=12), max_size=6),
+        ),
+    ),
 )
 
 
@@ -65,10 +71,14 @@ class Clock:
 async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
     home = root / "home"
     home.mkdir(mode=0o700)
-    (home / "config.yaml").write_text(yaml.safe_dump({
-        "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
-        "signer": {"socket": str(root / "s.sock"), "broadcast": False},
-    }))
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "chains": [{"id": 31337, "name": "anvil", "rpc_url": rpc_url, "dev": True}],
+                "signer": {"socket": str(root / "s.sock"), "broadcast": False},
+            }
+        )
+    )
     config = load_signer_config(home)
     paths = SignerPaths.from_config(home, config)
     init_home(paths, bytearray(PASSPHRASE), policy_file=DEV_POLICY, scrypt_n=2**10)
@@ -85,8 +95,12 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
     async def send(burst: list[int]) -> None:
         clients = [SignerClient(paths.socket, token) for _ in burst]
         try:
-            await asyncio.gather(*(c.sign({"chain_id": 31337, "to": FRIEND, "value": str(milli * MILLI)})
-                                   for c, milli in zip(clients, burst)))
+            await asyncio.gather(
+                *(
+                    c.sign({"chain_id": 31337, "to": FRIEND, "value": str(milli * MILLI)})
+                    for c, milli in zip(clients, burst)
+                )
+            )
         finally:
             for c in clients:
                 await c.close()
@@ -95,8 +109,10 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
     daemon = await boot()
     try:
         async with SignerClient(paths.socket, admin) as c:
-            await c.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337,
-                                                "ttl_seconds": 60 * 86400})
+            await c.call(
+                "session_key.create",
+                {"idempotency_key": new_idempotency_key(), "chain_id": 31337, "ttl_seconds": 60 * 86400},
+            )
         for kind, arg in steps:
             if kind == "advance":
                 clock.now += arg
@@ -119,8 +135,9 @@ async def _scenario(root: Path, rpc_url: str, steps: list) -> None:
 
     conn = sqlite3.connect(paths.db)
     limits = deciding_limits(conn)
-    spends = conn.execute("SELECT ts, CAST(amount AS INTEGER), request_id FROM spends WHERE state!='released'"
-                          " ORDER BY ts").fetchall()
+    spends = conn.execute(
+        "SELECT ts, CAST(amount AS INTEGER), request_id FROM spends WHERE state!='released' ORDER BY ts"
+    ).fetchall()
     for ts, amount, request_id in spends:
         per_tx, windows = limits[request_id]  # the policy that allowed this spend
         assert amount <= per_tx
@@ -136,8 +153,9 @@ def deciding_limits(conn: sqlite3.Connection) -> dict[str, tuple[int, dict[int, 
     """request_id -> (per_tx, {window seconds: limit}) of the policy its `sign.decided` record names."""
     policies: dict[str, tuple[int, dict[int, int]]] = {}
     out = {}
-    for kind, body in conn.execute("SELECT kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided')"
-                                   " ORDER BY seq"):
+    for kind, body in conn.execute(
+        "SELECT kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided') ORDER BY seq"
+    ):
         body = json.loads(body)
         if kind == "policy.loaded":
             policy = Policy.model_validate(body["policy"])
@@ -148,8 +166,11 @@ def deciding_limits(conn: sqlite3.Connection) -> dict[str, tuple[int, dict[int, 
     return out
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(step, min_size=1, max_size=12))
 def test_committed_spend_never_exceeds_any_window(anvil, steps):
     root = Path(tempfile.mkdtemp(prefix="owp"))

@@ -18,8 +18,14 @@ pytestmark = pytest.mark.chain
 
 
 def _sign(stack, token, value=10**15):
-    return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                   "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)}})
+    return stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)},
+        },
+    )
 
 
 def test_cli_init_creates_a_private_home_and_refuses_a_second_init(tmp_path):
@@ -30,7 +36,17 @@ def test_cli_init_creates_a_private_home_and_refuses_a_second_init(tmp_path):
     passfile = tmp_path / "pass"
     passfile.write_bytes(PASSPHRASE)
     passfile.chmod(0o600)
-    cmd = [sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "init", "--passphrase-file", str(passfile)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "--home",
+        str(home),
+        "signer",
+        "init",
+        "--passphrase-file",
+        str(passfile),
+    ]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     signer_home = home / "signer"
@@ -48,9 +64,15 @@ def test_config_errors_name_the_field(tmp_path):
 
     home = tmp_path / "h"
     home.mkdir()
-    (home / "config.yaml").write_text("chains:\n  - {id: 1, name: main, rpc_url: ftp://x}\nsigner: {max_connections: 0}\n")
-    out = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "status"],
-                         capture_output=True, text=True, timeout=60)
+    (home / "config.yaml").write_text(
+        "chains:\n  - {id: 1, name: main, rpc_url: ftp://x}\nsigner: {max_connections: 0}\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "signer", "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1
     assert "chains[0].rpc_url" in out.stderr and "signer.max_connections" in out.stderr
 
@@ -71,14 +93,19 @@ def test_revoked_and_rotated_session_keys_lose_signing_power(stack, anvil):
     token = stack.client_token("bot")
     assert _sign(stack, token)["status"] == "signed"
     admin = stack.admin_token
-    rotated = stack.call_sync(admin, "session_key.rotate", {"idempotency_key": new_idempotency_key(),
-                                                            "key_id": key["key_id"]})
+    rotated = stack.call_sync(
+        admin, "session_key.rotate", {"idempotency_key": new_idempotency_key(), "key_id": key["key_id"]}
+    )
     fresh = rotated["session_key"]
     assert fresh["address"] != key["address"] and rotated["retired"]["status"] == "retired"
-    stack.call_sync(admin, "session_key.topup", {"idempotency_key": new_idempotency_key(), "key_id": fresh["key_id"]})
+    stack.call_sync(
+        admin, "session_key.topup", {"idempotency_key": new_idempotency_key(), "key_id": fresh["key_id"]}
+    )
     after_rotation = _sign(stack, token)
     assert after_rotation["status"] == "signed" and after_rotation["sender"] == fresh["address"]
-    stack.call_sync(admin, "session_key.revoke", {"idempotency_key": new_idempotency_key(), "key_id": fresh["key_id"]})
+    stack.call_sync(
+        admin, "session_key.revoke", {"idempotency_key": new_idempotency_key(), "key_id": fresh["key_id"]}
+    )
     refused = _sign(stack, token)
     assert refused["status"] != "signed" and refused["rule_id"] == "session_key.missing"
     # A restart does not resurrect a revoked key.
@@ -89,8 +116,11 @@ def test_revoked_and_rotated_session_keys_lose_signing_power(stack, anvil):
 
 def test_expired_session_key_does_not_auto_sign(stack):
     admin = stack.admin_token
-    stack.call_sync(admin, "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337,
-                                                  "ttl_seconds": 60})
+    stack.call_sync(
+        admin,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key(), "chain_id": 31337, "ttl_seconds": 60},
+    )
     stack.stop()
     conn = signer_db(stack.paths)  # as if the time had passed: the signer's own write, MAC and all
     conn.execute("UPDATE session_keys SET expires_at=?", (time.time() - 1,))
@@ -135,17 +165,47 @@ def test_policy_check_cli_previews_without_signing(tmp_path):
     from tests.conftest import DEV_POLICY
 
     def check(intent: dict, *extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(tmp_path), "policy", "check", "--policy",
-                               str(DEV_POLICY), "--intent", json.dumps(intent), *extra],
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "--home",
+                str(tmp_path),
+                "policy",
+                "check",
+                "--policy",
+                str(DEV_POLICY),
+                "--intent",
+                json.dumps(intent),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     ok = check({"chain_id": 31337, "to": FRIEND, "value": str(10**16)})
     assert ok.returncode == 0 and json.loads(ok.stdout)["decision"]["outcome"] == "allow"
-    full = check({"chain_id": 31337, "to": FRIEND, "value": str(10**16)}, "--spent", '{"31337:native:86400": "50000000000000000"}')
+    full = check(
+        {"chain_id": 31337, "to": FRIEND, "value": str(10**16)},
+        "--spent",
+        '{"31337:native:86400": "50000000000000000"}',
+    )
     assert full.returncode == 3 and json.loads(full.stdout)["decision"]["rule_id"] == "limit.window.24h"
-    unlimited = check({"chain_id": 31337, "to": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "value": "0",
-                       "data": "0x095ea7b3" + FRIEND[2:].lower().rjust(64, "0") + "f" * 64})
+    unlimited = check(
+        {
+            "chain_id": 31337,
+            "to": "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+            "value": "0",
+            "data": "0x095ea7b3" + FRIEND[2:].lower().rjust(64, "0") + "f" * 64,
+        }
+    )
     assert unlimited.returncode == 4 and json.loads(unlimited.stdout)["decision"]["outcome"] == "deny"
-    valid = subprocess.run([sys.executable, "-m", "bot.cli", "policy", "validate", str(DEV_POLICY)],
-                           capture_output=True, text=True, timeout=60)
+    valid = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "policy", "validate", str(DEV_POLICY)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert valid.returncode == 0 and json.loads(valid.stdout)["valid"] is True

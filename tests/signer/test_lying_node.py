@@ -59,8 +59,14 @@ def lying(make_stack, chain):
 
 
 def send(stack, token: str, value: int = STEP) -> dict:
-    return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                   "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)}})
+    return stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(value)},
+        },
+    )
 
 
 def state(stack, token: str, request_id: str) -> str:
@@ -79,7 +85,10 @@ def in_flight(stack) -> dict:
 
 
 def audit(stack, kind: str) -> list[dict]:
-    return [e["body"] for e in stack.call_sync(stack.admin_token, "audit.tail", {"n": 200, "kind": kind})["entries"]]
+    return [
+        e["body"]
+        for e in stack.call_sync(stack.admin_token, "audit.tail", {"n": 200, "kind": kind})["entries"]
+    ]
 
 
 def test_eight_refused_then_hidden_transfers_move_at_most_the_limit(lying, chain):
@@ -144,7 +153,9 @@ def test_held_and_reordered_transactions_move_at_most_the_limit(lying, chain):
     moved = balance(chain, FRIEND) - before
     assert 0 < moved <= LIMIT
     time.sleep(0.5)
-    assert {state(stack, bot, r["request_id"]) for r in replies[:5]} == {"unconfirmed"}  # all hidden: all held
+    assert {state(stack, bot, r["request_id"]) for r in replies[:5]} == {
+        "unconfirmed"
+    }  # all hidden: all held
 
     node.honest()
     eventually(lambda: in_flight(stack)["count"] == 0)
@@ -156,8 +167,15 @@ def test_held_and_reordered_transactions_move_at_most_the_limit(lying, chain):
 
 
 def _fake_receipt(asked: str, sender: str, status: str) -> dict:
-    return {"transactionHash": asked, "from": sender, "status": status, "blockNumber": "0x1",
-            "blockHash": "0x" + "ab" * 32, "gasUsed": "0x5208", "logs": []}
+    return {
+        "transactionHash": asked,
+        "from": sender,
+        "status": status,
+        "blockNumber": "0x1",
+        "blockHash": "0x" + "ab" * 32,
+        "gasUsed": "0x5208",
+        "logs": [],
+    }
 
 
 def test_receipts_for_another_transaction_or_sender_are_rejected(lying, chain):
@@ -204,7 +222,9 @@ def test_a_forged_receipt_for_the_nonce_taker_is_caught_by_the_check_endpoint(ly
     relayed = send(stack, bot)  # mined on anvil, hidden by the node
     decoy = send(stack, bot, STEP - 1)  # same nonce: can never be mined
     assert decoy["nonce"] == relayed["nonce"] == frozen
-    node.receipt_lie = lambda asked, truth: _fake_receipt(asked, address, "0x1") if asked == decoy["tx_hash"] else None
+    node.receipt_lie = lambda asked, truth: (
+        _fake_receipt(asked, address, "0x1") if asked == decoy["tx_hash"] else None
+    )
     time.sleep(1.5)
     assert state(stack, bot, relayed["request_id"]) == "unconfirmed"  # not released on the forged proof
     assert state(stack, bot, decoy["request_id"]) == "unconfirmed"
@@ -308,4 +328,8 @@ def test_a_nonce_above_any_the_signer_signed_is_refused(lying, chain):
     assert balance(chain, FRIEND) == before
     node.nonce_lie = None
     after = send(stack, bot)
-    assert after["status"] == "signed" and after["nonce"] == hidden["nonce"] + 1 and "broadcast_unknown" not in after
+    assert (
+        after["status"] == "signed"
+        and after["nonce"] == hidden["nonce"] + 1
+        and "broadcast_unknown" not in after
+    )

@@ -108,8 +108,11 @@ def test_background_checkpoints_restart_the_wal_without_sqlites_own(tmp_path):
 
     try:
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
-        asyncio.run(_commit_until(
-            writer, lambda: restarted_by_sqlite() >= 2 and checkpointer.restarts >= 2, most=500, gap=0.001))
+        asyncio.run(
+            _commit_until(
+                writer, lambda: restarted_by_sqlite() >= 2 and checkpointer.restarts >= 2, most=500, gap=0.001
+            )
+        )
         by_sqlite = restarted_by_sqlite()
     finally:
         writer.close()
@@ -151,8 +154,10 @@ def test_no_checkpoint_thread_for_a_database_without_a_wal(tmp_path):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batches=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=8),
-       every=st.integers(min_value=1, max_value=5))
+@given(
+    batches=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=8),
+    every=st.integers(min_value=1, max_value=5),
+)
 def test_every_committed_row_survives_background_checkpoints(tmp_path_factory, batches, every):
     """Concurrent batches (grouped by the writer thread) and inline commits, with checkpoints
     running meanwhile: after the writer closes, a fresh connection sees every committed row and
@@ -214,10 +219,14 @@ def test_a_daemon_under_background_checkpoints_keeps_every_record_and_an_intact_
         await daemon.start()
         try:
             async with SignerClient(home.paths.socket, home.admin_token) as admin:
-                await admin.call("session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337})
+                await admin.call(
+                    "session_key.create", {"idempotency_key": new_idempotency_key(), "chain_id": 31337}
+                )
             async with SignerClient(home.paths.socket, home.token) as client:
-                results = [as_json(await client.sign(transfer(1000), idempotency_key=f"ckpt-{i:04d}"))
-                           for i in range(n)]
+                results = [
+                    as_json(await client.sign(transfer(1000), idempotency_key=f"ckpt-{i:04d}"))
+                    for i in range(n)
+                ]
             checkpointer = daemon.writer._checkpointer
             assert checkpointer is not None
             _settle(checkpointer)
@@ -240,13 +249,19 @@ def test_a_daemon_under_background_checkpoints_keeps_every_record_and_an_intact_
     finally:
         shutil.rmtree(home.sockdir, ignore_errors=True)
     assert passes >= 3
-    assert {r["status"] for r in results} <= {"signed", "pending_approval", "denied"}  # escalated past the limit
+    assert {r["status"] for r in results} <= {
+        "signed",
+        "pending_approval",
+        "denied",
+    }  # escalated past the limit
     assert results[0]["status"] == "signed"
     assert again["replayed"] is True and again["request_id"] == results[0]["request_id"]
     conn = connect(home.paths.db, readonly=True)
     try:
         report = audit_store.verify(conn, home.paths.anchor, keys=audit_keys(home.paths))
-        stored = conn.execute("SELECT count(*) FROM requests WHERE idempotency_key GLOB 'ckpt-*'").fetchone()[0]
+        stored = conn.execute("SELECT count(*) FROM requests WHERE idempotency_key GLOB 'ckpt-*'").fetchone()[
+            0
+        ]
         decided = conn.execute("SELECT count(*) FROM audit WHERE kind='sign.decided'").fetchone()[0]
     finally:
         conn.close()

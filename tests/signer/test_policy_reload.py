@@ -72,7 +72,10 @@ def audit_kinds(db: Path) -> list[tuple[str, dict]]:
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return [(kind, json.loads(body)) for kind, body in conn.execute("SELECT kind, body FROM audit ORDER BY seq")]
+        return [
+            (kind, json.loads(body))
+            for kind, body in conn.execute("SELECT kind, body FROM audit ORDER BY seq")
+        ]
     finally:
         conn.close()
 
@@ -118,7 +121,9 @@ def test_a_loosening_while_running_keeps_the_old_policy_and_asks_once(signer):
             assert first["status"] == "proposed" and first["policy_hash"] == old_hash
             assert any("per_tx 0.01 -> 0.02" in w for w in first["widens"])
             again = await run.admin("policy.reload")
-            assert again["request_id"] == first["request_id"]  # one open proposal per policy, not one per reload
+            assert (
+                again["request_id"] == first["request_id"]
+            )  # one open proposal per policy, not one per reload
             assert (await run.admin("status"))["policy_hash"] == old_hash
             assert (await run.sign(CENT * 3 // 2))["status"] == "pending_approval"
 
@@ -157,8 +162,11 @@ def test_a_new_longer_window_counts_spends_older_than_any_window_loaded_so_far(s
     with_week = BASE.replace('windows: {24h: "0.05", 7d: "0.2"}', 'windows: {24h: "0.05", 7d: "0.16"}')
     signer.paths.policy.write_text(day_only)
     db = signer_db(signer.paths)  # a spend from before any window loaded so far, as the signer wrote it
-    db.execute("INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state)"
-               " VALUES('req_old', 31337, 'native', ?, NULL, ?, 'committed')", (str(15 * CENT), time.time() - 3 * 86400))
+    db.execute(
+        "INSERT INTO spends(request_id, chain_id, asset, amount, usd_micros, ts, state)"
+        " VALUES('req_old', 31337, 'native', ?, NULL, ?, 'committed')",
+        (str(15 * CENT), time.time() - 3 * 86400),
+    )
     db.commit()
     db.close()
 

@@ -53,7 +53,9 @@ def test_idempotency_key_shape():
             SignRequestParams(idempotency_key=bad, intent={"chain_id": 1, "to": ALICE})
 
 
-WIRE_MODULES = sorted(path.stem for path in (Path(signer.wire.__file__).parent).glob("*.py") if path.stem != "__init__")
+WIRE_MODULES = sorted(
+    path.stem for path in (Path(signer.wire.__file__).parent).glob("*.py") if path.stem != "__init__"
+)
 
 
 @pytest.mark.parametrize("name", WIRE_MODULES)
@@ -67,8 +69,13 @@ def test_each_wire_module_exports_what_it_defines_and_nothing_it_imports(name: s
         value = getattr(module, attr)
         if isinstance(value, type) or inspect.isfunction(value):
             assert value.__module__ == module.__name__, f"{name}.{attr} is {value.__module__}'s"
-    defined = {attr for attr, value in vars(module).items() if not attr.startswith("_")
-               and (isinstance(value, type) or inspect.isfunction(value)) and value.__module__ == module.__name__}
+    defined = {
+        attr
+        for attr, value in vars(module).items()
+        if not attr.startswith("_")
+        and (isinstance(value, type) or inspect.isfunction(value))
+        and value.__module__ == module.__name__
+    }
     assert defined <= exported, f"defined in {name} but not in __all__: {sorted(defined - exported)}"
 
 
@@ -88,8 +95,10 @@ def test_a_client_that_sends_requests_loads_no_request_model() -> None:
     import subprocess
     import sys
 
-    probe = ("import sys; import signer.wire.blocking, signer.wire.replies; "
-             "print('signer.wire.requests' in sys.modules, 'policies.kernel.addresses' in sys.modules)")
+    probe = (
+        "import sys; import signer.wire.blocking, signer.wire.replies; "
+        "print('signer.wire.requests' in sys.modules, 'policies.kernel.addresses' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -105,7 +114,9 @@ def test_a_signing_client_defines_only_the_replies_it_reads() -> None:
 
     for method, model in sign_replies.SIGN_REPLIES.items():
         assert replies.REPLIES[method] is model
-    probe = ("import sys; import signer.wire.blocking; "
-             "print('signer.wire.replies' in sys.modules, 'signer.wire.sign_replies' in sys.modules)")
+    probe = (
+        "import sys; import signer.wire.blocking; "
+        "print('signer.wire.replies' in sys.modules, 'signer.wire.sign_replies' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True"]

@@ -16,8 +16,11 @@ from signer.wire.protocol import Scope
 from signer.refusals import RECORDED_PER_WINDOW, RefusalBudget
 
 
-@given(st.lists(st.tuples(st.sampled_from(["approval.refused", "freeze.refused"]), st.floats(0, 5.0)),
-                max_size=300))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["approval.refused", "freeze.refused"]), st.floats(0, 5.0)), max_size=300
+    )
+)
 def test_every_refusal_is_recorded_or_counted_and_no_window_records_more_than_its_budget(events):
     budget, now = RefusalBudget(per_window=5, window=10.0), 0.0
     recorded: dict[str, list[float]] = {}
@@ -53,10 +56,19 @@ def test_a_bridge_flooding_forged_pairings_cannot_flood_the_audit_log(stack):
         async with SignerClient(stack.socket, bridge) as client:
             for _ in range(forged):
                 with pytest.raises(SignerError):
-                    await client.call("companion.pair_complete", {
-                        "pairing_id": "pair_" + secrets.token_hex(8), "device_pub": "00" * 32, "name": "x",
-                        "main_address": "0x" + "11" * 20, "ts": time.time(), "nonce": "00" * 32,
-                        "signature": "00" * 64, "mac": "00" * 32})
+                    await client.call(
+                        "companion.pair_complete",
+                        {
+                            "pairing_id": "pair_" + secrets.token_hex(8),
+                            "device_pub": "00" * 32,
+                            "name": "x",
+                            "main_address": "0x" + "11" * 20,
+                            "ts": time.time(),
+                            "nonce": "00" * 32,
+                            "signature": "00" * 64,
+                            "mac": "00" * 32,
+                        },
+                    )
                 refused += 1
         return refused
 

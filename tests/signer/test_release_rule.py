@@ -33,7 +33,15 @@ from signer.store.writer import Writer
 SENDER = "0x" + "5e" * 20
 CHAIN_ID = 31337
 VALID = ("success", "revert")  # the answers that are a receipt of the transaction asked about
-ANSWERS = VALID + ("null", "other_hash", "other_sender", "bad_status", "bad_block_hash", "not_an_object", "error")
+ANSWERS = VALID + (
+    "null",
+    "other_hash",
+    "other_sender",
+    "bad_status",
+    "bad_block_hash",
+    "not_an_object",
+    "error",
+)
 
 
 class ScriptedNode(ThreadingHTTPServer):
@@ -53,8 +61,14 @@ class ScriptedNode(ThreadingHTTPServer):
             return {"result": "0x10"}
         asked = params[0]
         kind = self.answers.get(asked, "null")
-        receipt = {"transactionHash": asked, "from": SENDER, "status": "0x1", "blockNumber": "0x10",
-                   "blockHash": "0x" + "cd" * 32, "gasUsed": "0x5208"}
+        receipt = {
+            "transactionHash": asked,
+            "from": SENDER,
+            "status": "0x1",
+            "blockNumber": "0x10",
+            "blockHash": "0x" + "cd" * 32,
+            "gasUsed": "0x5208",
+        }
         return {
             "success": {"result": receipt},
             "revert": {"result": {**receipt, "status": "0x0"}},
@@ -77,8 +91,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         node: ScriptedNode = self.server  # type: ignore[assignment]
-        data = json.dumps({"jsonrpc": "2.0", "id": request["id"], **node.reply(request["method"],
-                                                                             request["params"])}).encode()
+        data = json.dumps(
+            {"jsonrpc": "2.0", "id": request["id"], **node.reply(request["method"], request["params"])}
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -94,8 +109,15 @@ def node():
     server.server_close()
 
 
-transactions = st.lists(st.tuples(st.integers(min_value=0, max_value=2), st.integers(min_value=1, max_value=10**18),
-                                  st.sampled_from(ANSWERS)), min_size=1, max_size=6)
+transactions = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=2),
+        st.integers(min_value=1, max_value=10**18),
+        st.sampled_from(ANSWERS),
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -122,12 +144,27 @@ async def _example(node: ScriptedNode, tmp: Path, txs: list[tuple[int, int, str]
             ledger.add_spend(tx.request_id, CHAIN_ID, NATIVE, amount, None, 0.0)
 
             def insert(c, tx=tx, amount=amount):
-                c.execute("INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash,"
-                          " created_at, status, outcome, chain_id, tx_hash) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                          (tx.request_id, "c", tx.request_id, "sign", "h", 0.0, records.UNCONFIRMED,
-                           json.dumps({"sender": SENDER, "nonce": tx.nonce}), CHAIN_ID, tx.tx_hash))
-                c.execute("INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
-                          " VALUES(?,?,?,?,?,'committed')", (tx.request_id, CHAIN_ID, NATIVE, str(amount), 0.0))
+                c.execute(
+                    "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash,"
+                    " created_at, status, outcome, chain_id, tx_hash) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        tx.request_id,
+                        "c",
+                        tx.request_id,
+                        "sign",
+                        "h",
+                        0.0,
+                        records.UNCONFIRMED,
+                        json.dumps({"sender": SENDER, "nonce": tx.nonce}),
+                        CHAIN_ID,
+                        tx.tx_hash,
+                    ),
+                )
+                c.execute(
+                    "INSERT INTO spends(request_id, chain_id, asset, amount, ts, state)"
+                    " VALUES(?,?,?,?,?,'committed')",
+                    (tx.request_id, CHAIN_ID, NATIVE, str(amount), 0.0),
+                )
 
             await writer.run(insert)
             watcher.know(tx)
@@ -136,10 +173,16 @@ async def _example(node: ScriptedNode, tmp: Path, txs: list[tuple[int, int, str]
 
         counted = 0
         for (tx, amount, answer), done in zip(flights, settled):
-            taken = any(other.nonce == tx.nonce and other.tx_hash != tx.tx_hash and a in VALID
-                        for other, _, a in flights)
-            status, = reader.execute("SELECT status FROM requests WHERE request_id=?", (tx.request_id,)).fetchone()
-            states = {s for (s,) in reader.execute("SELECT state FROM spends WHERE request_id=?", (tx.request_id,))}
+            taken = any(
+                other.nonce == tx.nonce and other.tx_hash != tx.tx_hash and a in VALID
+                for other, _, a in flights
+            )
+            (status,) = reader.execute(
+                "SELECT status FROM requests WHERE request_id=?", (tx.request_id,)
+            ).fetchone()
+            states = {
+                s for (s,) in reader.execute("SELECT state FROM spends WHERE request_id=?", (tx.request_id,))
+            }
             if answer in VALID:  # its own receipt checks out: mined, and it stays counted
                 assert done and status == (records.CONFIRMED if answer == "success" else records.REVERTED)
                 assert states == {"committed"}

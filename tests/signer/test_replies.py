@@ -23,9 +23,17 @@ from policies.decision import Outcome
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerReplyError, new_idempotency_key
 from signer.wire.protocol import KeyStatus, RequestStatus, Scope
-from signer.wire.replies import (REPLIES, ApprovalsStateReply, ApprovalsWaitReply, PolicyCheckReply,
-                                 SessionKeyCreateReply, SessionKeyRetireReply, SignerState, StatusReply,
-                                 TopUpReply)
+from signer.wire.replies import (
+    REPLIES,
+    ApprovalsStateReply,
+    ApprovalsWaitReply,
+    PolicyCheckReply,
+    SessionKeyCreateReply,
+    SessionKeyRetireReply,
+    SignerState,
+    StatusReply,
+    TopUpReply,
+)
 from signer.wire.sign_replies import AuthReply, SignReply, dump_reply, parse_reply
 from tests.conftest import FRIEND, InProcessSigner
 
@@ -63,8 +71,11 @@ def test_the_daemons_replies_match_their_models(stack):
     seen: dict[str, Any] = {}
 
     async def run() -> None:
-        async with SignerClient(stack.socket, admin) as a, SignerClient(stack.socket, sign) as s, \
-                SignerClient(stack.socket, bridge) as b:
+        async with (
+            SignerClient(stack.socket, admin) as a,
+            SignerClient(stack.socket, sign) as s,
+            SignerClient(stack.socket, bridge) as b,
+        ):
             assert isinstance(a.identity, AuthReply) and a.identity.scope is Scope.ADMIN
 
             async def both(client: SignerClient, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -73,11 +84,17 @@ def test_the_daemons_replies_match_their_models(stack):
                 seen[method] = parse_reply(method, raw)
                 return seen[method]
 
-            created = await both(a, "session_key.create", {"idempotency_key": new_idempotency_key("t"),
-                                                           "chain_id": 31337})
-            assert isinstance(created, SessionKeyCreateReply) and created.session_key.status is KeyStatus.ACTIVE
-            topped = await both(a, "session_key.topup", {"idempotency_key": new_idempotency_key("t"),
-                                                         "key_id": created.session_key.key_id})
+            created = await both(
+                a, "session_key.create", {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337}
+            )
+            assert (
+                isinstance(created, SessionKeyCreateReply) and created.session_key.status is KeyStatus.ACTIVE
+            )
+            topped = await both(
+                a,
+                "session_key.topup",
+                {"idempotency_key": new_idempotency_key("t"), "key_id": created.session_key.key_id},
+            )
             assert isinstance(topped, TopUpReply) and topped.funded and topped.amount and topped.amount > 0
             await both(a, "session_key.list")
             await both(s, "addresses")
@@ -91,13 +108,21 @@ def test_the_daemons_replies_match_their_models(stack):
             assert type(signed) is SignReply and signed.status is RequestStatus.SIGNED and signed.tx_hash
             assert signed.decision is not None and signed.decision.outcome is Outcome.ALLOW
             replay_key = new_idempotency_key("t")
-            body = {"idempotency_key": replay_key, "intent": {"chain_id": 31337, "to": FRIEND, "value": "1000"}}
+            body = {
+                "idempotency_key": replay_key,
+                "intent": {"chain_id": 31337, "to": FRIEND, "value": "1000"},
+            }
             first = await both(s, "sign.request", body)
             again = await s.call_as(SignReply, "sign.request", body)
             assert again.replayed and not first.replayed and again.tx_hash == first.tx_hash
-            escalated = await both(s, "sign.request", {"idempotency_key": new_idempotency_key("t"),
-                                                       "intent": {"chain_id": 31337, "to": FRIEND,
-                                                                  "value": str(10**22)}})
+            escalated = await both(
+                s,
+                "sign.request",
+                {
+                    "idempotency_key": new_idempotency_key("t"),
+                    "intent": {"chain_id": 31337, "to": FRIEND, "value": str(10**22)},
+                },
+            )
             assert escalated.status in (RequestStatus.PENDING, RequestStatus.DENIED)
             assert escalated.decision.outcome in (Outcome.ESCALATE, Outcome.DENY)
             await both(s, "sign.status", {"request_id": escalated.request_id})
@@ -115,8 +140,11 @@ def test_the_daemons_replies_match_their_models(stack):
             await both(a, "audit.tail", {"n": 50})
             await both(a, "audit.verify")
             await both(a, "status")  # the admin's: with the transactions in flight
-            rotated = await both(a, "session_key.rotate", {"idempotency_key": new_idempotency_key("t"),
-                                                           "key_id": created.session_key.key_id})
+            rotated = await both(
+                a,
+                "session_key.rotate",
+                {"idempotency_key": new_idempotency_key("t"), "key_id": created.session_key.key_id},
+            )
             assert isinstance(rotated, SessionKeyRetireReply) and rotated.retired.status is KeyStatus.RETIRED
             assert rotated.session_key is not None and rotated.sweep_hint
             frozen = await both(a, "signer.freeze")
@@ -141,8 +169,12 @@ class ForgingSigner:
         while line := await reader.readline():
             frame = json.loads(line)
             if frame["method"] == "auth":
-                writer.write(json.dumps({"jsonrpc": "2.0", "id": frame["id"],
-                                         "result": {"client": "bot", "scope": "sign"}}).encode() + b"\n")
+                writer.write(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": frame["id"], "result": {"client": "bot", "scope": "sign"}}
+                    ).encode()
+                    + b"\n"
+                )
             else:
                 writer.write(self.forge(frame["method"], frame["id"]))
             await writer.drain()
@@ -166,17 +198,32 @@ def _result(req_id: Any, result: Any) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": req_id, "result": result}).encode() + b"\n"
 
 
-GOOD_SIGN = {"status": "signed", "request_id": "req_" + "a" * 32, "summary": "send 1000 wei", "tx_hash": "0x" + "b" * 64,
-             "decision": {"outcome": "allow", "rule_id": "r", "reason": "ok", "findings": [],
-                          "spends": [{"chain_id": 1, "asset": "native", "amount": "1000", "usd_micros": None}],
-                          "new_recipients": []}}
+GOOD_SIGN = {
+    "status": "signed",
+    "request_id": "req_" + "a" * 32,
+    "summary": "send 1000 wei",
+    "tx_hash": "0x" + "b" * 64,
+    "decision": {
+        "outcome": "allow",
+        "rule_id": "r",
+        "reason": "ok",
+        "findings": [],
+        "spends": [{"chain_id": 1, "asset": "native", "amount": "1000", "usd_micros": None}],
+        "new_recipients": [],
+    },
+}
 
 FORGERIES = {
     "an unknown status": {**GOOD_SIGN, "status": "approved_by_attacker"},
     "no request id": {k: v for k, v in GOOD_SIGN.items() if k != "request_id"},
     "an outcome that is not one": {**GOOD_SIGN, "decision": {**GOOD_SIGN["decision"], "outcome": "sure"}},
-    "a float amount": {**GOOD_SIGN, "decision": {**GOOD_SIGN["decision"], "spends": [
-        {"chain_id": 1, "asset": "native", "amount": 1000.5, "usd_micros": None}]}},
+    "a float amount": {
+        **GOOD_SIGN,
+        "decision": {
+            **GOOD_SIGN["decision"],
+            "spends": [{"chain_id": 1, "asset": "native", "amount": 1000.5, "usd_micros": None}],
+        },
+    },
     "a list for an object": [GOOD_SIGN],
     "a string for a bool": {**GOOD_SIGN, "replayed": "yes"},
 }
@@ -199,11 +246,14 @@ def test_a_good_reply_with_fields_from_a_newer_signer_is_read_and_the_extras_dro
     assert "gas_used" not in reply.model_dump() and "score" not in reply.decision.model_dump()
 
 
-@pytest.mark.parametrize("frame", [
-    b"this is not json\n",
-    b'{"jsonrpc":"2.0","id":999,"result":{}}\n',  # an answer to some other call
-    b'{"jsonrpc":"2.0","id":%d}\n',  # neither result nor error
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"this is not json\n",
+        b'{"jsonrpc":"2.0","id":999,"result":{}}\n',  # an answer to some other call
+        b'{"jsonrpc":"2.0","id":%d}\n',  # neither result nor error
+    ],
+)
 def test_a_reply_that_is_not_json_rpc_to_this_call_is_refused(frame):
     signer = ForgingSigner(lambda method, req_id: frame.replace(b"%d", str(req_id).encode()))
     with pytest.raises(SignerReplyError, match="refused"):
@@ -220,9 +270,16 @@ _REQUIRED = [k for k, f in SignReply.model_fields.items() if f.is_required()]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(field=st.sampled_from(sorted(GOOD_SIGN)), junk=st.one_of(
-    st.none(), st.booleans(), st.floats(allow_nan=True), st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
+@given(
+    field=st.sampled_from(sorted(GOOD_SIGN)),
+    junk=st.one_of(
+        st.none(),
+        st.booleans(),
+        st.floats(allow_nan=True),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    ),
+)
 def test_any_field_of_the_wrong_type_is_refused_never_coerced_into_meaning(field, junk):
     """A signed reply with one field replaced by junk of another JSON type is refused, or (for an optional
     field set to null) read as absent: never a SignReply that says something the signer did not."""
@@ -232,4 +289,7 @@ def test_any_field_of_the_wrong_type_is_refused_never_coerced_into_meaning(field
     except ValueError:
         return
     # accepted: only an optional field cleared, or the same value again
-    assert field not in _REQUIRED and (junk is None or getattr(reply, field) == GOOD_SIGN[field]), (field, junk)
+    assert field not in _REQUIRED and (junk is None or getattr(reply, field) == GOOD_SIGN[field]), (
+        field,
+        junk,
+    )

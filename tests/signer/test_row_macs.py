@@ -13,28 +13,99 @@ from signer.store.integrity import DIGEST_ONLY, PROTECTED, Problem, RowSealer
 
 ROW: dict[str, dict] = {  # one plausible row per table, every column set
     "meta": {"key": "policy_text", "value": "version: 1\nassets: []\n"},
-    "clients": {"client_id": "0123456789ab", "name": "bot", "scope": "sign", "token_hash": "ab" * 32,
-                "created_at": 1000.5, "expires_at": 2000.25, "revoked_at": None},
-    "session_keys": {"key_id": "sk_1", "chain_id": 31337, "address": "0x" + "12" * 20, "created_at": 1000.0,
-                     "expires_at": 9000.0, "status": "active", "balance_cap": "100000", "sealed": b"\x01\x02sealed",
-                     "retired_at": None},
-    "devices": {"device_id": "dev_1", "name": "phone", "public_key": "bb" * 32, "main_address": "0x" + "11" * 20,
-                "capabilities": '["approve"]', "created_at": 1000.0, "last_seen": 1001.0, "revoked_at": None},
-    "pairings": {"pairing_id": "pair_1", "code_hash": "cc" * 32, "name": "phone", "created_at": 1000.0,
-                 "expires_at": 1600.0, "used_at": None, "device_id": None},
+    "clients": {
+        "client_id": "0123456789ab",
+        "name": "bot",
+        "scope": "sign",
+        "token_hash": "ab" * 32,
+        "created_at": 1000.5,
+        "expires_at": 2000.25,
+        "revoked_at": None,
+    },
+    "session_keys": {
+        "key_id": "sk_1",
+        "chain_id": 31337,
+        "address": "0x" + "12" * 20,
+        "created_at": 1000.0,
+        "expires_at": 9000.0,
+        "status": "active",
+        "balance_cap": "100000",
+        "sealed": b"\x01\x02sealed",
+        "retired_at": None,
+    },
+    "devices": {
+        "device_id": "dev_1",
+        "name": "phone",
+        "public_key": "bb" * 32,
+        "main_address": "0x" + "11" * 20,
+        "capabilities": '["approve"]',
+        "created_at": 1000.0,
+        "last_seen": 1001.0,
+        "revoked_at": None,
+    },
+    "pairings": {
+        "pairing_id": "pair_1",
+        "code_hash": "cc" * 32,
+        "name": "phone",
+        "created_at": 1000.0,
+        "expires_at": 1600.0,
+        "used_at": None,
+        "device_id": None,
+    },
     "used_proofs": {"digest": "dd" * 32, "ts": 1000.0},
-    "approvals": {"seq": 1, "request_id": "req_1", "kind": "sign", "body": '{"tx": 1}', "request_hash": "ee" * 32,
-                  "expires_at": 2000.0, "state": "open", "answered_at": None, "device_id": None, "answer": None},
+    "approvals": {
+        "seq": 1,
+        "request_id": "req_1",
+        "kind": "sign",
+        "body": '{"tx": 1}',
+        "request_hash": "ee" * 32,
+        "expires_at": 2000.0,
+        "state": "open",
+        "answered_at": None,
+        "device_id": None,
+        "answer": None,
+    },
     "policy_proposals": {"request_id": "req_2", "policy_hash": "ff" * 32, "text": "version: 1\n"},
-    "requests": {"request_id": "req_1", "client_id": "0123456789ab", "idempotency_key": "k1", "kind": "sign",
-                 "request_hash": "ab" * 32, "created_at": 1000.0, "status": "signed", "outcome": "{}",
-                 "chain_id": 31337, "tx_hash": "0x" + "cd" * 32, "raw_tx": b"\x02raw", "expires_at": None},
-    "spends": {"id": 1, "request_id": "req_1", "chain_id": 31337, "asset": "native", "amount": "10000",
-               "usd_micros": None, "ts": 1000.0, "state": "committed"},
-    "recipients": {"chain_id": 31337, "address": "0x" + "33" * 20, "first_seen": 1000.0, "request_id": "req_1"},
-    "tier3_grants": {"grant_id": "grant_1", "chain_id": 31337, "account": "0x" + "44" * 20,
-                     "delegate": "0x" + "55" * 20, "delegations": '[{"caveats": []}]', "status": "live",
-                     "created_at": 1000.0, "ended_at": None},
+    "requests": {
+        "request_id": "req_1",
+        "client_id": "0123456789ab",
+        "idempotency_key": "k1",
+        "kind": "sign",
+        "request_hash": "ab" * 32,
+        "created_at": 1000.0,
+        "status": "signed",
+        "outcome": "{}",
+        "chain_id": 31337,
+        "tx_hash": "0x" + "cd" * 32,
+        "raw_tx": b"\x02raw",
+        "expires_at": None,
+    },
+    "spends": {
+        "id": 1,
+        "request_id": "req_1",
+        "chain_id": 31337,
+        "asset": "native",
+        "amount": "10000",
+        "usd_micros": None,
+        "ts": 1000.0,
+        "state": "committed",
+    },
+    "recipients": {
+        "chain_id": 31337,
+        "address": "0x" + "33" * 20,
+        "first_seen": 1000.0,
+        "request_id": "req_1",
+    },
+    "tier3_grants": {
+        "grant_id": "grant_1",
+        "chain_id": 31337,
+        "account": "0x" + "44" * 20,
+        "delegate": "0x" + "55" * 20,
+        "delegations": '[{"caveats": []}]',
+        "status": "live",
+        "created_at": 1000.0,
+        "ended_at": None,
+    },
 }
 COLUMNS = [(t, c) for t, row in ROW.items() for c in row]
 
@@ -46,7 +117,9 @@ def sealed_store(key: bytes = bytes(32)) -> tuple[sqlite3.Connection, RowSealer]
     sealer.install(conn)
     sealer.seal(conn)
     for table, row in ROW.items():
-        conn.execute(f"INSERT INTO {table}({', '.join(row)}) VALUES({', '.join('?' * len(row))})", tuple(row.values()))
+        conn.execute(
+            f"INSERT INTO {table}({', '.join(row)}) VALUES({', '.join('?' * len(row))})", tuple(row.values())
+        )
     return conn, sealer
 
 

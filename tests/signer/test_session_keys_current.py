@@ -14,7 +14,9 @@ from signer.session_keys import ACTIVE, REVOKED, SessionKeyInfo, SessionKeys
 
 KEY = coincurve.PrivateKey(b"\x11" * 32)
 
-_install = st.tuples(st.just("install"), st.integers(0, 5), st.integers(1, 3), st.sampled_from([0.0, 1.0, 2.0, 2.0]))
+_install = st.tuples(
+    st.just("install"), st.integers(0, 5), st.integers(1, 3), st.sampled_from([0.0, 1.0, 2.0, 2.0])
+)
 _disarm = st.tuples(st.just("disarm"), st.integers(0, 5), st.just(0), st.just(0.0))
 _close = st.tuples(st.just("close"), st.just(0), st.just(0), st.just(0.0))
 

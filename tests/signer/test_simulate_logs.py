@@ -17,11 +17,22 @@ def topic(address: str) -> str:
 
 
 def transfer_log(token: str, src: str, dst: str, amount: int) -> dict:
-    return {"address": token, "topics": [TRANSFER, topic(src), topic(dst)], "data": "0x" + amount.to_bytes(32, "big").hex()}
+    return {
+        "address": token,
+        "topics": [TRANSFER, topic(src), topic(dst)],
+        "data": "0x" + amount.to_bytes(32, "big").hex(),
+    }
 
 
-moves = st.lists(st.tuples(st.sampled_from(TOKENS), st.sampled_from(ACCOUNTS), st.sampled_from(ACCOUNTS),
-                           st.integers(min_value=0, max_value=2**128)), max_size=20)
+moves = st.lists(
+    st.tuples(
+        st.sampled_from(TOKENS),
+        st.sampled_from(ACCOUNTS),
+        st.sampled_from(ACCOUNTS),
+        st.integers(min_value=0, max_value=2**128),
+    ),
+    max_size=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -40,8 +51,12 @@ def test_gross_outflows_are_every_amount_sent_and_net_is_in_minus_out(entries):
 def test_weth_deposit_and_withdrawal_move_weth_without_a_transfer_log():
     weth, me = "0x" + "e7" * 20, ACCOUNTS[0]
     word = "0x" + (5).to_bytes(32, "big").hex()
-    net, out = changes_from_logs([{"address": weth, "topics": [DEPOSIT, topic(me)], "data": word},
-                                  {"address": weth, "topics": [WITHDRAWAL, topic(me)], "data": word}])
+    net, out = changes_from_logs(
+        [
+            {"address": weth, "topics": [DEPOSIT, topic(me)], "data": word},
+            {"address": weth, "topics": [WITHDRAWAL, topic(me)], "data": word},
+        ]
+    )
     assert net == {} and out == {(me, weth): -5}
 
 
@@ -49,4 +64,6 @@ def test_a_malformed_log_is_refused_not_guessed():
     import pytest
 
     with pytest.raises(ValueError):
-        changes_from_logs([{"address": TOKENS[1], "topics": [TRANSFER, "0x12", topic(ACCOUNTS[0])], "data": "0x00"}])
+        changes_from_logs(
+            [{"address": TOKENS[1], "topics": [TRANSFER, "0x12", topic(ACCOUNTS[0])], "data": "0x00"}]
+        )

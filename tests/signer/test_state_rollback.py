@@ -47,7 +47,9 @@ def refused_start(stack: SignerStack) -> str:
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0, "the signer started over a state that went back"
     assert not stack.socket.exists()
-    assert "went back to an earlier state" in done.stderr and "did not start" in done.stderr, done.stderr[-2000:]
+    assert "went back to an earlier state" in done.stderr and "did not start" in done.stderr, done.stderr[
+        -2000:
+    ]
     assert "Traceback" not in done.stderr
     return done.stderr
 
@@ -67,7 +69,9 @@ def test_a_revoked_client_put_back_is_refused_and_stays_revoked(make_stack):
     assert stack.owlia("signer", "client", "revoke", "bot").returncode == 0
     put_back_tables(stack, old, "clients")
     conn = sqlite3.connect(stack.paths.db)
-    assert conn.execute("SELECT revoked_at FROM clients WHERE name='bot'").fetchone() == (None,)  # the attack as seen
+    assert conn.execute("SELECT revoked_at FROM clients WHERE name='bot'").fetchone() == (
+        None,
+    )  # the attack as seen
     conn.close()
 
     stderr = refused_start(stack)
@@ -77,7 +81,11 @@ def test_a_revoked_client_put_back_is_refused_and_stays_revoked(make_stack):
     assert json.loads(status.stdout)["integrity"] == "refused"
 
     refused = stack.owlia("signer", "integrity", "seal")
-    assert refused.returncode == 1 and "--accept-rollback" in refused.stderr and "nothing was changed" in refused.stderr
+    assert (
+        refused.returncode == 1
+        and "--accept-rollback" in refused.stderr
+        and "nothing was changed" in refused.stderr
+    )
     refused_start(stack)  # the refused seal changed nothing
 
     kept = stack.owlia("signer", "integrity", "seal", "--accept-rollback")
@@ -105,7 +113,9 @@ def test_a_freeze_lifted_and_its_revoked_session_keys_put_back_are_refused(make_
     put_back_tables(stack, old, "meta", "session_keys")
     conn = sqlite3.connect(stack.paths.db)
     assert conn.execute("SELECT value FROM meta WHERE key='frozen'").fetchone() in (None, ("0",))
-    assert conn.execute("SELECT status FROM session_keys WHERE key_id=?", (key["key_id"],)).fetchone() == ("active",)
+    assert conn.execute("SELECT status FROM session_keys WHERE key_id=?", (key["key_id"],)).fetchone() == (
+        "active",
+    )
     conn.close()
 
     refused_start(stack)
@@ -125,8 +135,10 @@ def test_a_full_spending_window_put_back_to_empty_is_refused(make_stack, anvil):
         async with SignerClient(stack.socket, token) as client:
             hashes = []
             for _ in range(5):
-                reply = await client.sign({"chain_id": 31337, "to": FRIEND, "value": str(CENT)},
-                                          idempotency_key=new_idempotency_key("t"))
+                reply = await client.sign(
+                    {"chain_id": 31337, "to": FRIEND, "value": str(CENT)},
+                    idempotency_key=new_idempotency_key("t"),
+                )
                 assert reply.status == "signed", reply
                 hashes.append(reply.tx_hash)
             return hashes

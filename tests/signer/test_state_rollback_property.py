@@ -55,8 +55,10 @@ def _write(conn: sqlite3.Connection, table: str, action: str, n: int) -> None:
     where = " AND ".join(f"{c}=?" for c in key)
     args = tuple(row[c] for c in key)
     if action == "insert":
-        conn.execute(f"INSERT OR IGNORE INTO {table}({', '.join(row)}) VALUES({', '.join('?' * len(row))})",
-                     tuple(row.values()))
+        conn.execute(
+            f"INSERT OR IGNORE INTO {table}({', '.join(row)}) VALUES({', '.join('?' * len(row))})",
+            tuple(row.values()),
+        )
     elif action == "update":
         column = PROTECTED[table][1][-1]
         conn.execute(f"UPDATE {table} SET {column}=? WHERE {where}", (f"changed-{n}", *args))
@@ -91,17 +93,26 @@ def _content(home: Path) -> tuple:
     """Everything in the database the start-up check reads, as plain values."""
     conn = sqlite3.connect(home / "signer.db")
     try:
-        return tuple(tuple(sorted(map(repr, conn.execute(f"SELECT * FROM {t}")))) for t in
-                     [*TABLES, "row_macs", "table_digests", "state_head", "audit"])
+        return tuple(
+            tuple(sorted(map(repr, conn.execute(f"SELECT * FROM {t}"))))
+            for t in [*TABLES, "row_macs", "table_digests", "state_head", "audit"]
+        )
     finally:
         conn.close()
 
 
 @settings(max_examples=150, deadline=None)
-@given(history=st.lists(COMMIT, min_size=1, max_size=6), back=st.integers(0, 5),
-       tables=st.lists(st.sampled_from(TABLES), min_size=0, max_size=4, unique=True),
-       state_row=st.booleans(), log=st.booleans(), anchor=st.booleans())
-def test_any_part_of_the_state_put_back_is_seen(tmp_path_factory, history, back, tables, state_row, log, anchor):
+@given(
+    history=st.lists(COMMIT, min_size=1, max_size=6),
+    back=st.integers(0, 5),
+    tables=st.lists(st.sampled_from(TABLES), min_size=0, max_size=4, unique=True),
+    state_row=st.booleans(),
+    log=st.booleans(),
+    anchor=st.booleans(),
+)
+def test_any_part_of_the_state_put_back_is_seen(
+    tmp_path_factory, history, back, tables, state_row, log, anchor
+):
     root = tmp_path_factory.mktemp("rollback")
     home = root / "home"
     home.mkdir()

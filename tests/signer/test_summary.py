@@ -24,27 +24,50 @@ def test_a_token_transfer_is_one_line_not_a_transfer_and_a_call():
 
 def test_a_value_moving_call_beside_a_small_transfer_is_shown():
     """transferAndCall(stranger, 10**12) next to a 1-unit transfer on the same token: not hidden."""
-    hidden = abi("transferAndCall(address,uint256,bytes)", ["address", "uint256", "bytes"], STRANGER, 10**12, b"")
+    hidden = abi(
+        "transferAndCall(address,uint256,bytes)", ["address", "uint256", "bytes"], STRANGER, 10**12, b""
+    )
     text = summary(multicall(encode_erc20_transfer(FRIEND, 1), hidden))
     assert "send 0.000001 USDC" in text and "selector 0x4000aea0 (not decoded)" in text
 
 
 def test_each_token_call_explains_at_most_one_action():
     text = summary(multicall(encode_erc20_transfer(FRIEND, 1), approve(STRANGER, 5), approve(STRANGER, 7)))
-    assert text.count("approve: let") == 2 and "selector 0x095ea7b3" not in text and "selector 0xa9059cbb" not in text
+    assert (
+        text.count("approve: let") == 2
+        and "selector 0x095ea7b3" not in text
+        and "selector 0xa9059cbb" not in text
+    )
 
 
 # ---- the summary counts explained token calls lazily: same text as counting them up front ----
 
 _TOKENS = [USDC, "0x" + "ee" * 20]
 _action = st.one_of(
-    st.builds(Transfer, st.just(31337), st.sampled_from([NATIVE, *_TOKENS]), st.sampled_from([FRIEND, STRANGER]),
-              st.integers(0, 10**20)),
-    st.builds(Approval, st.just(31337), st.sampled_from(_TOKENS), st.sampled_from([FRIEND, STRANGER]),
-              st.sampled_from([0, 5, 2**255, 2**256 - 1]), st.sampled_from(["approve", "permit"])),
-    st.builds(ContractCall, st.just(31337), st.sampled_from([*_TOKENS, STRANGER]),
-              st.sampled_from([TRANSFER, APPROVE, bytes.fromhex("4000aea0")]), st.integers(0, 2), st.just(0),
-              st.booleans()),
+    st.builds(
+        Transfer,
+        st.just(31337),
+        st.sampled_from([NATIVE, *_TOKENS]),
+        st.sampled_from([FRIEND, STRANGER]),
+        st.integers(0, 10**20),
+    ),
+    st.builds(
+        Approval,
+        st.just(31337),
+        st.sampled_from(_TOKENS),
+        st.sampled_from([FRIEND, STRANGER]),
+        st.sampled_from([0, 5, 2**255, 2**256 - 1]),
+        st.sampled_from(["approve", "permit"]),
+    ),
+    st.builds(
+        ContractCall,
+        st.just(31337),
+        st.sampled_from([*_TOKENS, STRANGER]),
+        st.sampled_from([TRANSFER, APPROVE, bytes.fromhex("4000aea0")]),
+        st.integers(0, 2),
+        st.just(0),
+        st.booleans(),
+    ),
     st.builds(Forbidden, st.just("decode.malformed"), st.just("bad bytes")),
 )
 
@@ -55,18 +78,27 @@ def _counted_up_front(summarizer: Summarizer, decoded: Decoded) -> str:
     explained = Counter(a.asset for a in decoded.actions if isinstance(a, (Transfer, Approval)))
     for action in decoded.actions:
         if isinstance(action, Transfer):
-            parts.append(f"send {summarizer._amount(action.chain_id, action.asset, action.amount)} "
-                         f"to {summarizer._who(action.chain_id, action.recipient)}")
+            parts.append(
+                f"send {summarizer._amount(action.chain_id, action.asset, action.amount)} "
+                f"to {summarizer._who(action.chain_id, action.recipient)}"
+            )
         elif isinstance(action, Approval):
-            amount = ("UNLIMITED" if action.amount >= 2**255
-                      else summarizer._amount(action.chain_id, action.asset, action.amount))
-            parts.append(f"{action.method}: let {summarizer._who(action.chain_id, action.spender)} spend {amount}")
+            amount = (
+                "UNLIMITED"
+                if action.amount >= 2**255
+                else summarizer._amount(action.chain_id, action.asset, action.amount)
+            )
+            parts.append(
+                f"{action.method}: let {summarizer._who(action.chain_id, action.spender)} spend {amount}"
+            )
         elif isinstance(action, ContractCall):
             if action.selector in TOKEN_SELECTORS and explained[action.target] > 0:
                 explained[action.target] -= 1
                 continue
-            parts.append(f"call {summarizer._who(action.chain_id, action.target)} "
-                         f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)"))
+            parts.append(
+                f"call {summarizer._who(action.chain_id, action.target)} "
+                f"selector 0x{action.selector.hex()}" + ("" if action.decoded else " (not decoded)")
+            )
         elif isinstance(action, Forbidden):
             parts.append(f"FORBIDDEN: {action.reason}")
     if not parts:

@@ -25,8 +25,11 @@ tier1 = tier1_fixtures.tier1  # a fresh signer process and bridge per test
 
 
 def new_key(stack, cap: int = CAP) -> dict:
-    return stack.call_sync(stack.admin_token, "session_key.create", {
-        "idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(cap)})["session_key"]
+    return stack.call_sync(
+        stack.admin_token,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(cap)},
+    )["session_key"]
 
 
 async def settle(anvil, address: str, expected: int) -> int:
@@ -48,9 +51,13 @@ def test_a_key_has_one_top_up_waiting_at_a_time(tier1, anvil):
                 await companion.topup(key["key_id"], CAP)
             request = await companion.next_request(timeout=5)
             assert request["request_id"] == first["request_id"]
-            assert (await companion.answer(request, Choice("approve", bytearray(MAIN_PASS))))["status"] == "signed"
+            assert (await companion.answer(request, Choice("approve", bytearray(MAIN_PASS))))[
+                "status"
+            ] == "signed"
             assert await settle(anvil, key["address"], CAP) == CAP
-            with pytest.raises(CompanionError, match="room under the cap"):  # answered: the cap is what stops it now
+            with pytest.raises(
+                CompanionError, match="room under the cap"
+            ):  # answered: the cap is what stops it now
                 await companion.topup(key["key_id"], 1)
         finally:
             await companion.close()
@@ -66,7 +73,9 @@ def test_a_top_up_sent_but_not_mined_counts_against_the_room_even_across_a_resta
         pending = await companion.topup(key["key_id"], amount)
         request = await companion.next_request(timeout=5)
         assert request["request_id"] == pending["request_id"]
-        assert (await companion.answer(request, Choice("approve", bytearray(MAIN_PASS))))["status"] == "signed"
+        assert (await companion.answer(request, Choice("approve", bytearray(MAIN_PASS))))[
+            "status"
+        ] == "signed"
 
     async def scenario():
         companion = await tier1.paired()  # funds its main account: before automining is switched off
@@ -92,8 +101,16 @@ def test_concurrent_dev_top_ups_fund_a_key_to_its_cap_once(stack, anvil):
     key = new_key(stack)
 
     async def topups():
-        return await asyncio.gather(*(stack.call(stack.admin_token, "session_key.topup", {
-            "idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]}) for _ in range(3)))
+        return await asyncio.gather(
+            *(
+                stack.call(
+                    stack.admin_token,
+                    "session_key.topup",
+                    {"idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]},
+                )
+                for _ in range(3)
+            )
+        )
 
     results = asyncio.run(topups())
     assert sum(int(r["amount"]) for r in results) == CAP  # the first funds the room, the others find none

@@ -14,15 +14,33 @@ u64 = st.integers(min_value=0, max_value=2**64 - 1)
 
 
 @settings(max_examples=150, deadline=None)
-@given(key=keys, to=addresses, nonce=u64, gas=st.integers(21000, 30_000_000), value=st.integers(0, 2**256 - 1),
-       tip=u64, fee=u64, data=st.binary(max_size=300), chain_id=st.integers(1, 2**32))
+@given(
+    key=keys,
+    to=addresses,
+    nonce=u64,
+    gas=st.integers(21000, 30_000_000),
+    value=st.integers(0, 2**256 - 1),
+    tip=u64,
+    fee=u64,
+    data=st.binary(max_size=300),
+    chain_id=st.integers(1, 2**32),
+)
 def test_matches_eth_account_byte_for_byte(key, to, nonce, gas, value, tip, fee, data, chain_id):
     tx = Eip1559Tx(chain_id, nonce, tip, fee, gas, to, value, data)
     ours = sign_eip1559(tx, coincurve.PrivateKey(key))
     theirs = Account.sign_transaction(
-        {"type": 2, "chainId": chain_id, "nonce": nonce, "maxPriorityFeePerGas": tip, "maxFeePerGas": fee,
-         "gas": gas, "to": to_checksum_address(to), "value": value, "data": data,
-         "accessList": []},
+        {
+            "type": 2,
+            "chainId": chain_id,
+            "nonce": nonce,
+            "maxPriorityFeePerGas": tip,
+            "maxFeePerGas": fee,
+            "gas": gas,
+            "to": to_checksum_address(to),
+            "value": value,
+            "data": data,
+            "accessList": [],
+        },
         key,
     )
     assert ours.raw == bytes(theirs.raw_transaction)

@@ -23,7 +23,12 @@ from signer.wire.exchange import MAX_REPLY_BYTES, SignerReplyError
 from signer.wire.protocol import MAX_UINT256, _uint256
 from signer.wire.sign_replies import SignReply
 
-GOOD_SIGN = {"status": "signed", "request_id": "req_" + "a" * 32, "summary": "send 1000 wei", "tx_hash": "0x" + "b" * 64}
+GOOD_SIGN = {
+    "status": "signed",
+    "request_id": "req_" + "a" * 32,
+    "summary": "send 1000 wei",
+    "tx_hash": "0x" + "b" * 64,
+}
 
 _DECIMAL = re.compile(r"[0-9]{1,78}")
 
@@ -58,8 +63,25 @@ amounts = st.one_of(
     st.text(alphabet=_DIGITS + _TRICKY, max_size=82),
     st.text(max_size=20),
     st.integers(min_value=-(2**260), max_value=2**260),
-    st.sampled_from([MAX_UINT256, MAX_UINT256 + 1, str(MAX_UINT256), str(MAX_UINT256 + 1), "9" * 78, "0" * 78,
-                     "0" * 79, "", True, False, 1.0, float("nan"), None, b"1", [1]]),
+    st.sampled_from(
+        [
+            MAX_UINT256,
+            MAX_UINT256 + 1,
+            str(MAX_UINT256),
+            str(MAX_UINT256 + 1),
+            "9" * 78,
+            "0" * 78,
+            "0" * 79,
+            "",
+            True,
+            False,
+            1.0,
+            float("nan"),
+            None,
+            b"1",
+            [1],
+        ]
+    ),
     st.floats(),
 )
 
@@ -79,8 +101,11 @@ def test_uint256_refuses_strings_that_only_look_decimal(value: str) -> None:
 # ---- the clients' reply parser ---------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**300), max_value=2**300)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**300), max_value=2**300)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=25,
 )
@@ -98,10 +123,15 @@ def _same(a: Any, b: Any) -> bool:
 
 
 @settings(max_examples=1500, deadline=None)
-@given(result=json_values, req_id=st.integers(min_value=0, max_value=2**53), ascii_only=st.booleans(),
-       spaced=st.booleans())
-def test_a_reply_line_reads_as_the_same_values_json_loads_gives(result: Any, req_id: int, ascii_only: bool,
-                                                                spaced: bool) -> None:
+@given(
+    result=json_values,
+    req_id=st.integers(min_value=0, max_value=2**53),
+    ascii_only=st.booleans(),
+    spaced=st.booleans(),
+)
+def test_a_reply_line_reads_as_the_same_values_json_loads_gives(
+    result: Any, req_id: int, ascii_only: bool, spaced: bool
+) -> None:
     """checked_reply parses with pydantic-core: for any JSON a signer can write (compact or spaced,
     escaped or raw UTF-8, big integers, any float), the same values as the standard library's parser."""
     import json
@@ -114,14 +144,17 @@ def test_a_reply_line_reads_as_the_same_values_json_loads_gives(result: Any, req
     assert _same(checked_reply("status", req_id, line), json.loads(line))
 
 
-@pytest.mark.parametrize("line", [
-    b'{"jsonrpc":"2.0","id":1,"result":"\\ud800"}\n',  # a lone surrogate: no signer writes one
-    b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"result":1}\n',  # a BOM
-    '{"jsonrpc":"2.0","id":1,"result":1}\n'.encode("utf-16"),
-    b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 5000 + b"]" * 5000 + b"}\n",  # a nesting bomb
-    b'{"jsonrpc":"2.0","id":1,"result":1} x\n',
-    b'{"jsonrpc":"2.0","id":1,"result":\xff}\n',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":1,"result":"\\ud800"}\n',  # a lone surrogate: no signer writes one
+        b"\xef\xbb\xbf" + b'{"jsonrpc":"2.0","id":1,"result":1}\n',  # a BOM
+        '{"jsonrpc":"2.0","id":1,"result":1}\n'.encode("utf-16"),
+        b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 5000 + b"]" * 5000 + b"}\n",  # a nesting bomb
+        b'{"jsonrpc":"2.0","id":1,"result":1} x\n',
+        b'{"jsonrpc":"2.0","id":1,"result":\xff}\n',
+    ],
+)
 def test_a_reply_line_that_is_not_plain_utf8_json_is_refused_not_crashed_on(line: bytes) -> None:
     from signer.wire.exchange import SignerReplyError, checked_reply
 
@@ -130,6 +163,7 @@ def test_a_reply_line_that_is_not_plain_utf8_json_is_refused_not_crashed_on(line
 
 
 # ---- the async client's reading: bounded whatever the signer sends ------------------------------------
+
 
 def _flooding_signer(path: str, sent: list[int]) -> socket.socket:
     """Answers `auth`, then answers the next request and floods unasked-for lines until its writes block."""
@@ -143,7 +177,9 @@ def _flooding_signer(path: str, sent: list[int]) -> socket.socket:
             for line in lines:
                 frame = json.loads(line)
                 result: Any = {"client": "cli", "scope": "sign"} if frame["method"] == "auth" else GOOD_SIGN
-                conn.sendall(json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": result}).encode() + b"\n")
+                conn.sendall(
+                    json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": result}).encode() + b"\n"
+                )
                 if frame["method"] != "auth":
                     break
             conn.settimeout(2.0)

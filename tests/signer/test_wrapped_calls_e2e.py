@@ -21,19 +21,26 @@ CENT = 10**16  # the dev policy's per-transaction limit
 
 def test_hidden_approvals_transfers_and_undecoded_calls_are_not_signed(make_stack, anvil, tmp_path):
     policy = tmp_path / "policy.yaml"
-    policy.write_text(DEV_POLICY.read_text().replace(
-        "contracts: []",
-        f'contracts:\n  - {{chain: 31337, address: "{ROUTER}", name: router, selectors: ["0xe9ae5c53", "0x82ad56cb"]}}',
-    ))
+    policy.write_text(
+        DEV_POLICY.read_text().replace(
+            "contracts: []",
+            f'contracts:\n  - {{chain: 31337, address: "{ROUTER}", name: router, selectors: ["0xe9ae5c53", "0x82ad56cb"]}}',
+        )
+    )
     stack = make_stack(policy=policy).start()
     key = stack.funded_session_key()
     token = stack.client_token("bot")
     nonce = rpc(anvil.url, "eth_getTransactionCount", [key["address"], "latest"])
 
     def sign(data: bytes) -> dict:
-        return stack.call_sync(token, "sign.request", {
-            "idempotency_key": new_idempotency_key(),
-            "intent": {"chain_id": 31337, "to": ROUTER, "value": "0", "data": "0x" + data.hex()}})
+        return stack.call_sync(
+            token,
+            "sign.request",
+            {
+                "idempotency_key": new_idempotency_key(),
+                "intent": {"chain_id": 31337, "to": ROUTER, "value": "0", "data": "0x" + data.hex()},
+            },
+        )
 
     unlimited = call_data("approve(address,uint256)", ["address", "uint256"], SPENDER, 2**256 - 1)
     for wrapper in ("erc7579.execute.single", "erc7579.execute.batch", "multicall3.aggregate3"):
@@ -43,8 +50,10 @@ def test_hidden_approvals_transfers_and_undecoded_calls_are_not_signed(make_stac
     over = sign(WRAPPERS["erc7579.execute.batch"]([(FRIEND, CENT, b""), (FRIEND, 1, b"")]))
     assert over["status"] != "signed" and over["rule_id"] == "limit.per_tx", over
 
-    for data in (bytes.fromhex("3593564c") + bytes(32),  # undecoded, though the router is allow-listed
-                 WRAPPERS["multicall3.aggregate3"]([(ROUTER, 0, bytes.fromhex("3593564c"))])):
+    for data in (
+        bytes.fromhex("3593564c") + bytes(32),  # undecoded, though the router is allow-listed
+        WRAPPERS["multicall3.aggregate3"]([(ROUTER, 0, bytes.fromhex("3593564c"))]),
+    ):
         result = sign(data)
         assert result["status"] == "denied" and result["rule_id"] == "decode.opaque", result
 

@@ -32,8 +32,14 @@ def node(chain):
 
 
 def send(stack, token: str) -> dict:
-    return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                   "intent": {"chain_id": 31337, "to": FRIEND, "value": str(STEP)}})
+    return stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": 31337, "to": FRIEND, "value": str(STEP)},
+        },
+    )
 
 
 def refused_for_wrong_chain(stack, chain, node, token: str, key: str, told: int) -> None:
@@ -42,10 +48,14 @@ def refused_for_wrong_chain(stack, chain, node, token: str, key: str, told: int)
     result = send(stack, token)
     assert (result["status"], result["rule_id"]) == ("denied", "chain.wrong_id"), result
     assert f"answers for chain {told}" in result["reason"] and "nothing was signed" in result["reason"]
-    assert "config.yaml" in result["reason"] and node.url not in result["reason"]  # a URL may carry an API key
+    assert (
+        "config.yaml" in result["reason"] and node.url not in result["reason"]
+    )  # a URL may carry an API key
     assert node.sent == sent_before and rpc(chain.url, "eth_getTransactionCount", [key, "pending"]) == nonce
     assert balance(chain, FRIEND) == friend_before
-    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})["entries"][0]
+    abandoned = stack.call_sync(stack.admin_token, "audit.tail", {"n": 1, "kind": "sign.abandoned"})[
+        "entries"
+    ][0]
     assert abandoned["body"]["request_id"] == result["request_id"]
     assert abandoned["body"]["rule_id"] == "chain.wrong_id"
 
@@ -56,7 +66,9 @@ def test_a_node_of_another_chain_gets_nothing_signed(make_stack, chain, node):
     token = stack.client_token("bot")
     node.chain_id_lie = 1  # a mainnet node behind the dev chain's URL
     refused_for_wrong_chain(stack, chain, node, token, key, 1)
-    refused_for_wrong_chain(stack, chain, node, token, key, 1)  # asked again: the refusal did not stick a verdict
+    refused_for_wrong_chain(
+        stack, chain, node, token, key, 1
+    )  # asked again: the refusal did not stick a verdict
     node.chain_id_lie = None  # the right node again: the held room was released, signing resumes
     before = balance(chain, FRIEND)
     result = send(stack, token)

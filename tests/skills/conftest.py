@@ -25,15 +25,21 @@ from skills_runtime.store import SkillStore
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile"
 EXAMPLES = Path(__file__).parents[2] / "skills_runtime" / "examples"
-FAST = SkillSettings(call_timeout=1.0, memory_mb=256, cpu_seconds=5, max_processes=16, max_result_bytes=1_000_000)
+FAST = SkillSettings(
+    call_timeout=1.0, memory_mb=256, cpu_seconds=5, max_processes=16, max_result_bytes=1_000_000
+)
+
 
 @pytest.fixture()
 def bwrap_available() -> None:
     """The sandbox is part of the product: without it these tests fail (never skip), saying how to fix it."""
     why = Bubblewrap().unavailable()
     if why is not None:
-        pytest.fail(f"the bubblewrap sandbox is unavailable ({why}): run `bash .ci/setup` as root, or "
-                    "`apt-get install bubblewrap libseccomp2`", pytrace=False)
+        pytest.fail(
+            f"the bubblewrap sandbox is unavailable ({why}): run `bash .ci/setup` as root, or "
+            "`apt-get install bubblewrap libseccomp2`",
+            pytrace=False,
+        )
 
 
 needs_bwrap = pytest.mark.usefixtures("bwrap_available")
@@ -47,8 +53,15 @@ def install(home: Path, folder: Path) -> str:
 def make_ctx(tmp: Path, kind: ContextKind = ContextKind.DM, **services: Any) -> ToolContext:
     workspace = tmp / "workspace"
     workspace.mkdir(exist_ok=True)
-    return ToolContext(session_key="console:tester", channel="console", peer="tester", kind=kind,
-                       services=Services(workspace=workspace, **services), run_id="run1", call_id="call1")
+    return ToolContext(
+        session_key="console:tester",
+        channel="console",
+        peer="tester",
+        kind=kind,
+        services=Services(workspace=workspace, **services),
+        run_id="run1",
+        call_id="call1",
+    )
 
 
 @dataclass
@@ -64,7 +77,9 @@ class Loaded:
     async def call(self, skill: str, name: str, **args: Any) -> ToolOutput:
         found = self.tool(skill, name)
         self.calls += 1  # like the executor: every call has its own id
-        return await found.handler(replace(self.ctx, call_id=f"call{self.calls}"), found.args.model_validate(args))
+        return await found.handler(
+            replace(self.ctx, call_id=f"call{self.calls}"), found.args.model_validate(args)
+        )
 
     async def result(self, skill: str, name: str, **args: Any) -> Any:
         """The skill's JSON result (after the untrusted header line)."""
@@ -92,11 +107,20 @@ def run_skills(home: Path, tmp_path: Path):
     """run_skills(scenario, *folders, settings=..., policy=..., resolve=..., **services): install the
     folders, load them as build_runtime does and run the async scenario; the host is always closed."""
 
-    def run(scenario: Scenario, *folders: Path, settings: SkillSettings = FAST, policy: FetchPolicy | None = None,
-            resolve: Any = None, kind: ContextKind = ContextKind.DM, **services: Any) -> Any:
+    def run(
+        scenario: Scenario,
+        *folders: Path,
+        settings: SkillSettings = FAST,
+        policy: FetchPolicy | None = None,
+        resolve: Any = None,
+        kind: ContextKind = ContextKind.DM,
+        **services: Any,
+    ) -> Any:
         for folder in folders:
             install(home, folder)
-        loaded = Loaded(load_skill_tools(home, settings, policy, resolve=resolve), make_ctx(tmp_path, kind, **services))
+        loaded = Loaded(
+            load_skill_tools(home, settings, policy, resolve=resolve), make_ctx(tmp_path, kind, **services)
+        )
         assert not loaded.skills.problems, loaded.skills.problems
 
         async def go() -> Any:

@@ -60,15 +60,20 @@ def test_names_tiers_and_confirmation_follow_the_manifest():
     assert [made[n].level for n in sorted(made)] == [Level.WRITE, Level.READ, Level.SIGN]
     keep = made["skill_notes_keep"]
     assert "third-party skill notes" in keep.confirmation_text(keep.args.model_validate({}))
-    assert made["skill_notes_look"].description == "[third-party skill, untrusted: notes v0.1.0] read something"
+    assert (
+        made["skill_notes_look"].description == "[third-party skill, untrusted: notes v0.1.0] read something"
+    )
 
 
-@pytest.mark.parametrize("kind, visible", [
-    (ContextKind.DM, {"skill_notes_look", "skill_notes_keep", "skill_notes_pay"}),
-    (ContextKind.GROUP, {"skill_notes_look", "skill_notes_keep"}),
-    (ContextKind.CRON, {"skill_notes_look"}),
-    (ContextKind.SKILL, set()),
-])
+@pytest.mark.parametrize(
+    "kind, visible",
+    [
+        (ContextKind.DM, {"skill_notes_look", "skill_notes_keep", "skill_notes_pay"}),
+        (ContextKind.GROUP, {"skill_notes_look", "skill_notes_keep"}),
+        (ContextKind.CRON, {"skill_notes_look"}),
+        (ContextKind.SKILL, set()),
+    ],
+)
 def test_the_registry_context_rules_apply_to_skill_tools(kind, visible):
     registry = ToolRegistry(tools().values(), ToolSettings())
     assert {t.name for t in registry.visible(kind, "console")} == visible
@@ -80,16 +85,31 @@ def test_the_schema_the_model_sees_is_the_declared_one():
     assert schema["properties"]["count"]["maximum"] == 10
 
 
-@given(st.dictionaries(st.sampled_from(["count", "mode", "tag", "extra"]),
-                       st.one_of(st.integers(-5, 20), st.text(max_size=12), st.booleans(), st.none())))
+@given(
+    st.dictionaries(
+        st.sampled_from(["count", "mode", "tag", "extra"]),
+        st.one_of(st.integers(-5, 20), st.text(max_size=12), st.booleans(), st.none()),
+    )
+)
 def test_arguments_pass_only_if_they_fit_the_declared_schema(arguments):
     model = args_model("notes", skill().manifest.tools[0])
-    fits = ("extra" not in arguments and isinstance(arguments.get("count"), int)
-            and not isinstance(arguments.get("count"), bool) and 1 <= arguments["count"] <= 10
-            and arguments.get("mode") in (None, "fast", "slow")
-            and (arguments.get("tag") is None or (isinstance(arguments["tag"], str) and 0 < len(arguments["tag"]) <= 8
-                                                  and arguments["tag"].isascii() and arguments["tag"].isalpha()
-                                                  and arguments["tag"].islower())))
+    fits = (
+        "extra" not in arguments
+        and isinstance(arguments.get("count"), int)
+        and not isinstance(arguments.get("count"), bool)
+        and 1 <= arguments["count"] <= 10
+        and arguments.get("mode") in (None, "fast", "slow")
+        and (
+            arguments.get("tag") is None
+            or (
+                isinstance(arguments["tag"], str)
+                and 0 < len(arguments["tag"]) <= 8
+                and arguments["tag"].isascii()
+                and arguments["tag"].isalpha()
+                and arguments["tag"].islower()
+            )
+        )
+    )
     try:
         model.model_validate(arguments)
         accepted = True
@@ -105,4 +125,8 @@ def test_the_docker_spec_has_the_equivalent_lockdown(tmp_path):
     assert spec["security_opt"] == ["no-new-privileges:true"] and spec["user"] == "65534:65534"
     assert spec["pids_limit"] == 16 and spec["mem_limit"] == 128 << 20 == spec["memswap_limit"]
     assert all(v["mode"] == "ro" for v in spec["volumes"].values())
-    assert "noexec" in spec["tmpfs"]["/tmp"] and "environment" in spec and "OWLIA_HOME" not in spec["environment"]
+    assert (
+        "noexec" in spec["tmpfs"]["/tmp"]
+        and "environment" in spec
+        and "OWLIA_HOME" not in spec["environment"]
+    )

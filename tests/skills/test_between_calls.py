@@ -27,16 +27,20 @@ async def _gone(seconds: float) -> bool:
     return not sandbox_processes()
 
 
-@pytest.mark.parametrize("tool, why", [
-    ("relay", "left running after the call"),     # CPU burners that each stay under RLIMIT_CPU
-    ("sleeper", "left running after the call"),   # memory held by a child, per-process limits only
-    ("thread", "threads"),                        # a thread in the SDK process itself
-    ("flicker", ""),                              # members live a moment: a scan or init's counters
-    ("timer", "ran code between calls"),          # a signal handler in the SDK: only counters show it
-    ("after", ""),                                # children burn right after the answer, reaped at once
-])
-def test_work_left_behind_by_a_call_kills_the_sandbox_and_the_next_call_starts_fresh(run_skills, home,
-                                                                                     tool, why):
+@pytest.mark.parametrize(
+    "tool, why",
+    [
+        ("relay", "left running after the call"),  # CPU burners that each stay under RLIMIT_CPU
+        ("sleeper", "left running after the call"),  # memory held by a child, per-process limits only
+        ("thread", "threads"),  # a thread in the SDK process itself
+        ("flicker", ""),  # members live a moment: a scan or init's counters
+        ("timer", "ran code between calls"),  # a signal handler in the SDK: only counters show it
+        ("after", ""),  # children burn right after the answer, reaped at once
+    ],
+)
+def test_work_left_behind_by_a_call_kills_the_sandbox_and_the_next_call_starts_fresh(
+    run_skills, home, tool, why
+):
     async def scenario(loaded):
         first = await loaded.call("linger", tool)
         gone = await _gone(3)
@@ -55,7 +59,7 @@ def test_a_quiet_skill_stays_warm_across_idle_checks(run_skills, home):
     async def scenario(loaded):
         await loaded.call("linger", "quiet")
         await loaded.call("linger", "child")  # a child it waited for is fine
-        await asyncio.sleep(1.2)              # several looks at the idle sandbox
+        await asyncio.sleep(1.2)  # several looks at the idle sandbox
         return await loaded.call("linger", "quiet")
 
     assert run_skills(scenario, LINGER).content.endswith("\nok")
@@ -105,6 +109,7 @@ def test_deeply_nested_json_on_the_rpc_pipe_kills_the_sandbox(run_skills):
 
 def test_a_sandbox_being_killed_is_never_handed_the_next_call(run_skills, home):
     """SIGKILL sent but not reaped yet (a kill the watcher began and a new call cancelled)."""
+
     async def scenario(loaded):
         await loaded.call("linger", "quiet")
         process = loaded.skills.host._slots["linger"].process

@@ -31,15 +31,19 @@ def test_a_skill_runs_on_the_bots_loop_as_the_sandbox_user(run_skills):
 
     async def scenario(loaded):
         answer = await loaded.call("linger", "quiet")
-        return answer, [(_ids(pid, "Uid"), _ids(pid, "Gid"), _ids(pid, "Groups") if os.geteuid() == 0 else set())
-                        for pid in sandbox_processes()]
+        return answer, [
+            (_ids(pid, "Uid"), _ids(pid, "Gid"), _ids(pid, "Groups") if os.geteuid() == 0 else set())
+            for pid in sandbox_processes()
+        ]
 
     answer, sandboxes = run_skills(scenario, HOSTILE / "linger")
     assert answer.content.endswith("\nok")
     assert sandboxes  # warm: still running when looked at
     if os.geteuid() == 0:  # real, effective, saved and filesystem ids all dropped; no extra groups
-        assert all(uids == {SANDBOX_UID} and gids == {SANDBOX_UID} and groups == set()
-                   for uids, gids, groups in sandboxes), sandboxes
+        assert all(
+            uids == {SANDBOX_UID} and gids == {SANDBOX_UID} and groups == set()
+            for uids, gids, groups in sandboxes
+        ), sandboxes
     else:
         assert all(uids == {os.geteuid()} for uids, _, _ in sandboxes)
 
@@ -57,6 +61,7 @@ def test_a_root_bot_without_setpriv_reports_the_sandbox_unavailable(monkeypatch,
 def test_the_bots_tests_run_on_the_bots_loop():
     """tests/conftest.py runs each module's `asyncio.run` on the loop its code is deployed on: a plain
     `asyncio.run` in a bot-side test is on uvloop too, not only the harnesses that ask for it."""
+
     async def running() -> str:
         return type(asyncio.get_running_loop()).__module__
 

@@ -27,16 +27,22 @@ def resolver(mapping: dict[str, str]):
     return resolve
 
 
-def test_core_fetch_reaches_only_declared_hosts_and_never_the_bots_private_networks_or_ports(run_skills, home):
+def test_core_fetch_reaches_only_declared_hosts_and_never_the_bots_private_networks_or_ports(
+    run_skills, home
+):
     async def scenario(loaded):
         async with local_server() as server:
             port = server.port
             found = {
-                "opened_port": await loaded.result("evil", "fetch", url=f"http://api.allowed.test:{port}/json"),
+                "opened_port": await loaded.result(
+                    "evil", "fetch", url=f"http://api.allowed.test:{port}/json"
+                ),
                 "opened_network": await loaded.result("evil", "fetch", url="http://api.allowed.test/json"),
                 "literal": await loaded.result("evil", "fetch", url=f"http://127.0.0.1:{port}/json"),
                 "undeclared": await loaded.result("evil", "fetch", url="http://elsewhere.test/json"),
-                "metadata": await loaded.result("evil", "fetch", url="http://169.254.169.254/latest/meta-data/"),
+                "metadata": await loaded.result(
+                    "evil", "fetch", url="http://169.254.169.254/latest/meta-data/"
+                ),
                 "leak": await loaded.result("evil", "fetch", url=f"http://api.allowed.test/?k={'ab' * 32}"),
             }
             return found, server.seen
@@ -57,8 +63,14 @@ def test_core_fetch_reaches_only_declared_hosts_and_never_the_bots_private_netwo
 
 
 def test_a_skills_fetch_policy_keeps_the_bots_limits_and_drops_what_it_opened():
-    bot = FetchPolicy(allow_domains=("*.example.org",), deny_domains=("bad.example.com",), max_bytes=1234,
-                      timeout=3.0, allow_private=("10.0.0.0/8",), allowed_ports=(80, 443, 8545))
+    bot = FetchPolicy(
+        allow_domains=("*.example.org",),
+        deny_domains=("bad.example.com",),
+        max_bytes=1234,
+        timeout=3.0,
+        allow_private=("10.0.0.0/8",),
+        allowed_ports=(80, 443, 8545),
+    )
     policy = skill_fetch_policy(bot, ("api.example.com",))
     assert policy.allow_domains == ("api.example.com",) and policy.deny_domains == ("bad.example.com",)
     assert policy.allow_private == () and policy.private_networks == () and policy.allowed_ports == (80, 443)
@@ -69,7 +81,9 @@ def test_a_declared_name_that_resolves_to_loopback_is_blocked(run_skills):
     async def scenario(loaded):
         return await loaded.result("evil", "fetch", url="http://api.allowed.test/json")
 
-    found = run_skills(scenario, EVIL, policy=FetchPolicy(), resolve=resolver({"api.allowed.test": "127.0.0.1"}))
+    found = run_skills(
+        scenario, EVIL, policy=FetchPolicy(), resolve=resolver({"api.allowed.test": "127.0.0.1"})
+    )
     assert "resolves to a loopback address" in found["refused"]
 
 
@@ -136,4 +150,3 @@ def test_core_sign_goes_to_the_signer_marked_as_from_the_skill_and_is_capped(run
     assert balance(anvil, FRIEND) == before
     signs = [r for r in audit_records(home) if r["kind"] == "skill.callback" and r["method"] == "core.sign"]
     assert [r["outcome"] for r in signs].count("ok") == 3
-

@@ -37,12 +37,20 @@ def test_each_decision_is_on_record_in_the_chained_audit(tmp_path):
         assert _run(home, *args).exit_code == 0
 
     records = audit_records(home)
-    assert [r["kind"] for r in records] == ["skill.installed", "skill.approved", "skill.disabled", "skill.enabled",
-                                            "skill.removed"]
+    assert [r["kind"] for r in records] == [
+        "skill.installed",
+        "skill.approved",
+        "skill.disabled",
+        "skill.enabled",
+        "skill.removed",
+    ]
     assert {r["skill"] for r in records} == {"gas_tracker"}
     first, again = records[0], records[1]
     assert (first["tree_hash"], first["permissions"], first["version"]) == (
-        pinned["tree_hash"], pinned["permissions"], pinned["version"])
+        pinned["tree_hash"],
+        pinned["permissions"],
+        pinned["version"],
+    )
     assert first["enabled"] is True and first["replaced"] is None
     assert again["tree_hash"] == repinned["tree_hash"]
     assert again["replaced"] == {"version": pinned["version"], "tree_hash": pinned["tree_hash"]}

@@ -29,8 +29,17 @@ from skills_runtime.sandbox import Bubblewrap, Limits, SandboxUnavailable, Stage
 from skills_runtime.store import SkillStore
 from skills_runtime.tree import tree_hash
 from tests.fakes.docker_engine import FakeDockerEngine
-from tests.skills.conftest import (EXAMPLES, FAST, HOSTILE, Loaded, audit_records, install, make_ctx,
-                                   needs_bwrap, sandbox_processes)
+from tests.skills.conftest import (
+    EXAMPLES,
+    FAST,
+    HOSTILE,
+    Loaded,
+    audit_records,
+    install,
+    make_ctx,
+    needs_bwrap,
+    sandbox_processes,
+)
 
 EVIL = HOSTILE / "evil"
 GAS = EXAMPLES / "gas_tracker"
@@ -115,8 +124,12 @@ def test_the_example_skill_answers_through_the_sdk_and_its_container_is_removed(
         process = SkillProcess(Docker(engine.url, IMAGE), staged, "main.py", Limits(), max_message=1 << 20)
         await process.start(10)
         listed = await process.request("tools/list", {}, timeout=5, on_callback=None)
-        result = await process.request("tools/call", {"name": "gas_price", "arguments": {"gas_units": 50000}},
-                                       timeout=5, on_callback=chain)
+        result = await process.request(
+            "tools/call",
+            {"name": "gas_price", "arguments": {"gas_units": 50000}},
+            timeout=5,
+            on_callback=chain,
+        )
         await process.shutdown()
         assert process.proc is not None
         return process.exported, listed, result, process.proc.returncode
@@ -129,12 +142,18 @@ def test_the_example_skill_answers_through_the_sdk_and_its_container_is_removed(
     wait_gone(engine)
     assert engine.containers == {} and sandbox_processes() == []
     assert len(engine.removed) == 1 and engine.removed[0].startswith("owlia-skill-")
-    order = [(r.method, r.path.rsplit("/", 1)[-1]) for r in engine.requests
-             if r.path.startswith("/containers/")]
+    order = [
+        (r.method, r.path.rsplit("/", 1)[-1]) for r in engine.requests if r.path.startswith("/containers/")
+    ]
     assert order[:4] == [("POST", "create"), ("GET", "json"), ("POST", "attach"), ("POST", "start")]
     attach = engine.requests_to("POST", r"/containers/[^/]+/attach")[0]
-    assert attach.query == {"stdin": "1", "stdout": "1", "stderr": "1", "stream": "1",
-                            "detachKeys": "ctrl-p,ctrl-q"}
+    assert attach.query == {
+        "stdin": "1",
+        "stdout": "1",
+        "stderr": "1",
+        "stream": "1",
+        "detachKeys": "ctrl-p,ctrl-q",
+    }
     assert not engine.requests_to("POST", r"/images/.*")  # never a pull
 
 
@@ -179,8 +198,9 @@ def test_an_engine_that_dies_under_a_warm_skill_fails_the_call_without_hanging(s
     engine = FakeDockerEngine(sockets / "docker.sock", images=(IMAGE,)).start()
 
     async def go() -> tuple[str, float]:
-        process = SkillProcess(Docker(engine.url, IMAGE, timeout=1), staged, "main.py", Limits(),
-                               max_message=1 << 20)
+        process = SkillProcess(
+            Docker(engine.url, IMAGE, timeout=1), staged, "main.py", Limits(), max_message=1 << 20
+        )
         await process.start(10)
         engine.stop()  # kills its containers and drops every connection
         started = time.monotonic()
@@ -198,8 +218,9 @@ def test_an_engine_that_dies_under_a_warm_skill_fails_the_call_without_hanging(s
 
 
 @needs_bwrap
-def test_the_create_body_carries_every_isolation_field_and_nothing_of_the_bot(engine, home, monkeypatch,
-                                                                              tmp_path, staged_copy):
+def test_the_create_body_carries_every_isolation_field_and_nothing_of_the_bot(
+    engine, home, monkeypatch, tmp_path, staged_copy
+):
     """Also with DOCKER_HOST pointing elsewhere, OWLIA_HOME and a secret in the bot's environment and
     proxies in the user's docker config: none of them may reach the container."""
     config = tmp_path / "docker-config"
@@ -232,7 +253,10 @@ def test_the_create_body_carries_every_isolation_field_and_nothing_of_the_bot(en
     assert host["PidsLimit"] == 16 and host["Memory"] == host["MemorySwap"] == 128 << 20
     assert host["NanoCpus"] == 1_000_000_000 and host["IpcMode"] == "none" and host["AutoRemove"] is True
     assert {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]} == {
-        "nofile": (64, 64), "fsize": (16 << 20, 16 << 20), "core": (0, 0)}
+        "nofile": (64, 64),
+        "fsize": (16 << 20, 16 << 20),
+        "core": (0, 0),
+    }
     assert host["LogConfig"] == {"Type": "none", "Config": {}}
     assert body["User"] == "65534:65534" and not body["User"].startswith("0")
     assert host["Tmpfs"] == {"/tmp": f"rw,noexec,nosuid,nodev,size={16 << 20}"}
@@ -251,12 +275,18 @@ def test_the_create_body_carries_every_isolation_field_and_nothing_of_the_bot(en
 
 
 @settings(max_examples=60, deadline=None)
-@given(memory_mb=st.integers(16, 8192), cpu=st.integers(1, 3600), processes=st.integers(1, 4096),
-       files=st.integers(1, 1 << 30), tmpfs=st.integers(1 << 20, 1 << 30))
+@given(
+    memory_mb=st.integers(16, 8192),
+    cpu=st.integers(1, 3600),
+    processes=st.integers(1, 4096),
+    files=st.integers(1, 1 << 30),
+    tmpfs=st.integers(1 << 20, 1 << 30),
+)
 def test_docker_spec_limits_are_exactly_the_limits_and_no_swap(memory_mb, cpu, processes, files, tmpfs):
     root = Path("/nonexistent-stage")
-    limits = Limits(memory_mb=memory_mb, cpu_seconds=cpu, max_processes=processes, file_bytes=files,
-                    tmpfs_bytes=tmpfs)
+    limits = Limits(
+        memory_mb=memory_mb, cpu_seconds=cpu, max_processes=processes, file_bytes=files, tmpfs_bytes=tmpfs
+    )
     spec = docker_spec(IMAGE, Staged(root, root / "skill", root / "sdk.py"), "main.py", limits)
     assert spec["mem_limit"] == spec["memswap_limit"] == memory_mb << 20 and spec["pids_limit"] == processes
     assert all(u["soft"] == u["hard"] for u in spec["ulimits"])
@@ -291,8 +321,9 @@ def test_a_missing_image_is_refused_and_never_pulled(sockets, staged_copy):
 
 @needs_bwrap
 @pytest.mark.parametrize("route", ["create", "attach", "start"])
-def test_an_engine_error_while_launching_runs_nothing_and_leaves_no_container(docker_skills, engine, home,
-                                                                              route):
+def test_an_engine_error_while_launching_runs_nothing_and_leaves_no_container(
+    docker_skills, engine, home, route
+):
     engine.fail[route] = 500
 
     async def scenario(loaded):
@@ -378,7 +409,8 @@ def test_no_network_in_the_container(docker_skills):
     assert not any(value.startswith("OK") for value in found.values()), found
 
 
-LATE_FLOOD = """---
+LATE_FLOOD = (
+    """---
 name: late_flood
 version: 1.0.0
 description: answers, then floods the RPC channel while nobody is reading
@@ -386,7 +418,8 @@ entrypoint: main.py
 tools:
   - {name: answer, level: read, description: answer and keep writing}
 ---
-""", """import threading
+""",
+    """import threading
 import time
 import owlia_skill
 from owlia_skill import tool
@@ -402,7 +435,8 @@ def flood():
 def answer(args):
     threading.Thread(target=flood, daemon=True).start()
     return "ok"
-"""
+""",
+)
 
 
 def _rss() -> int:
@@ -411,7 +445,9 @@ def _rss() -> int:
 
 
 @needs_bwrap
-def test_output_nobody_reads_stays_in_the_container_and_a_kill_still_ends_it_at_once(engine, tmp_path, staged_copy):
+def test_output_nobody_reads_stays_in_the_container_and_a_kill_still_ends_it_at_once(
+    engine, tmp_path, staged_copy
+):
     folder = tmp_path / "late_flood"
     folder.mkdir()
     (folder / "SKILL.md").write_text(LATE_FLOOD[0])
@@ -446,8 +482,9 @@ async def _through_frames(frames: list[tuple[int, bytes]], limit: int) -> tuple[
     does and drain stderr. Its engine is unreachable, so reaping fails quietly, as it should."""
     ours, theirs = socket.socketpair()
     reader, writer = await asyncio.open_unix_connection(sock=ours, limit=65536)
-    proc = ContainerProcess(Docker("unix:///nonexistent/engine.sock", IMAGE, timeout=0.2), "c", ours, reader,
-                            writer, limit)
+    proc = ContainerProcess(
+        Docker("unix:///nonexistent/engine.sock", IMAGE, timeout=0.2), "c", ours, reader, writer, limit
+    )
     theirs.sendall(b"".join(FRAME.pack(stream, len(data)) + data for stream, data in frames))
     theirs.close()
     lines: list[bytes | str] = []
@@ -485,9 +522,13 @@ def _pipe_lines(data: bytes, limit: int) -> list[bytes | str]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sizes=st.lists(st.integers(0, 600), max_size=8), fill=st.binary(min_size=1, max_size=8),
-       cuts=st.lists(st.integers(1, 97), min_size=1, max_size=6),
-       noise=st.binary(max_size=200), limit=st.integers(64, 400))
+@given(
+    sizes=st.lists(st.integers(0, 600), max_size=8),
+    fill=st.binary(min_size=1, max_size=8),
+    cuts=st.lists(st.integers(1, 97), min_size=1, max_size=6),
+    noise=st.binary(max_size=200),
+    limit=st.integers(64, 400),
+)
 @example(sizes=[63, 64, 65], fill=b"x", cuts=[1000], noise=b"", limit=64)  # around the limit itself
 def test_demultiplexed_stdout_keeps_the_line_limit_exactly_like_a_pipe(sizes, fill, cuts, noise, limit):
     pattern = fill.replace(b"\n", b"") or b"x"
@@ -496,7 +537,7 @@ def test_demultiplexed_stdout_keeps_the_line_limit_exactly_like_a_pipe(sizes, fi
     at, turn = 0, 0
     while at < len(data):  # cut stdout into frames of varying sizes, stderr frames in between
         size = cuts[turn % len(cuts)]
-        frames += [(1, data[at:at + size]), (2, noise[turn % 7:turn % 7 + 3])]
+        frames += [(1, data[at : at + size]), (2, noise[turn % 7 : turn % 7 + 3])]
         at, turn = at + size, turn + 1
     got, err = asyncio.run(_through_frames(frames, limit))
     assert got == _pipe_lines(data, limit)

@@ -24,29 +24,42 @@ def install(home, folder) -> None:
 
 def test_gas_tracker_answers_a_dm(bot, anvil):
     install(bot.home, EXAMPLES / "gas_tracker")
-    bot.llm.enqueue(Reply(tool_calls=[call("skill_gas_tracker_gas_price", {"gas_units": 21000})]),
-                    Reply(text=["Gas is cheap right now."]))
+    bot.llm.enqueue(
+        Reply(tool_calls=[call("skill_gas_tracker_gas_price", {"gas_units": 21000})]),
+        Reply(text=["Gas is cheap right now."]),
+    )
     out = bot.chat("how much is gas?")
     assert "Gas is cheap right now." in out
     offered = {t["name"]: t for t in bot.llm.requests[0].body["tools"]}
-    assert offered["skill_gas_tracker_gas_price"]["input_schema"]["properties"]["gas_units"]["maximum"] == 30000000
+    assert (
+        offered["skill_gas_tracker_gas_price"]["input_schema"]["properties"]["gas_units"]["maximum"]
+        == 30000000
+    )
     result = tool_results(bot.llm.requests[1])[0]["content"]
     wei = int(rpc(anvil.url, "eth_gasPrice", []), 16)
     assert result.startswith('<untrusted source="tool_result">') and f'"gas_price_wei":"{wei}"' in result
     assert f'"cost_wei":"{wei * 21000}"' in result
-    ran = [r["kind"] for r in audit_records(bot.home) if r["kind"] != "skill.installed"]  # the install: on record
+    ran = [
+        r["kind"] for r in audit_records(bot.home) if r["kind"] != "skill.installed"
+    ]  # the install: on record
     assert ran[:3] == ["skill.started", "skill.callback", "skill.callback"]
 
 
-def test_prompt_injection_from_a_skill_stays_fenced_and_its_address_is_flagged(make_stack, llm, anvil, tmp_path):
-    stack = make_stack(policy=_provenance_policy(tmp_path)).start()  # new recipients allowed, untrusted denied
+def test_prompt_injection_from_a_skill_stays_fenced_and_its_address_is_flagged(
+    make_stack, llm, anvil, tmp_path
+):
+    stack = make_stack(
+        policy=_provenance_policy(tmp_path)
+    ).start()  # new recipients allowed, untrusted denied
     stack.funded_session_key()
     harness = attach_bot(stack, llm)
     install(harness.home, HOSTILE / "evil")
     before = balance(anvil, STRANGER)
-    llm.enqueue(Reply(tool_calls=[call("skill_evil_inject", {"address": STRANGER})]),
-                Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001"})]),  # the model "obeys"
-                Reply(text=["Done?"]))
+    llm.enqueue(
+        Reply(tool_calls=[call("skill_evil_inject", {"address": STRANGER})]),
+        Reply(tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.001"})]),  # the model "obeys"
+        Reply(text=["Done?"]),
+    )
     out = harness.chat("run the evil skill")
     injected = tool_results(llm.requests[1])[0]["content"]
     assert injected.startswith('<untrusted source="tool_result">') and injected.count("</untrusted>") == 1
@@ -58,8 +71,10 @@ def test_prompt_injection_from_a_skill_stays_fenced_and_its_address_is_flagged(m
 def test_a_sign_skill_in_a_dm_shows_the_signers_card_and_is_escalated(bot, anvil):
     install(bot.home, HOSTILE / "spender")
     before = balance(anvil, FRIEND)
-    bot.llm.enqueue(Reply(tool_calls=[call("skill_spender_drain", {"to": FRIEND, "wei": str(10**15), "times": 1})]),
-                    Reply(text=["Asked."]))
+    bot.llm.enqueue(
+        Reply(tool_calls=[call("skill_spender_drain", {"to": FRIEND, "wei": str(10**15), "times": 1})]),
+        Reply(text=["Asked."]),
+    )
     out = bot.chat("pay my friend through the skill")
     assert "Waiting for your approval: send 0.001 ETH to dev-friend" in out and "source.skill" not in out
     assert "source.skill" in bot.chat("/details")

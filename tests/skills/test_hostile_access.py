@@ -20,8 +20,16 @@ def test_cannot_read_the_owliabot_home_the_signer_or_the_environment(run_skills,
     (signer_home / "keystore.json").write_text(secret)
     monkeypatch.setenv("OWLIA_HOME", str(home))
     monkeypatch.setenv("OWLIA_SIGNER_TOKEN", secret)
-    paths = ",".join([str(home / "secrets" / "signer.token"), str(signer_home / "keystore.json"), "/etc/shadow",
-                      "/etc/passwd", "/root/.owliabot/config.yaml", f"/proc/{os.getppid()}/environ"])
+    paths = ",".join(
+        [
+            str(home / "secrets" / "signer.token"),
+            str(signer_home / "keystore.json"),
+            "/etc/shadow",
+            "/etc/passwd",
+            "/root/.owliabot/config.yaml",
+            f"/proc/{os.getppid()}/environ",
+        ]
+    )
 
     async def scenario(loaded):
         return await loaded.result("evil", "read_secrets", paths=paths)

@@ -106,4 +106,3 @@ def test_a_call_cancelled_by_the_executor_kills_the_sandbox(run_skills):
         return slot.process.alive
 
     assert run_skills(scenario, EVIL) is False
-

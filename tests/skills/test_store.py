@@ -36,13 +36,20 @@ def tar_with(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
 
 
 def good_members() -> list[tuple[tarfile.TarInfo, bytes]]:
-    return [(tarfile.TarInfo("gas/SKILL.md"), MANIFEST.encode()),
-            (tarfile.TarInfo("gas/main.py"), (GAS / "main.py").read_bytes())]
+    return [
+        (tarfile.TarInfo("gas/SKILL.md"), MANIFEST.encode()),
+        (tarfile.TarInfo("gas/main.py"), (GAS / "main.py").read_bytes()),
+    ]
 
 
 def test_a_tar_archive_installs_and_pins_the_same_hash_as_the_folder(home, tmp_path):
-    archive = tar_with(tmp_path / "gas.tar.gz", [(tarfile.TarInfo("SKILL.md"), MANIFEST.encode()),
-                                                 (tarfile.TarInfo("main.py"), (GAS / "main.py").read_bytes())])
+    archive = tar_with(
+        tmp_path / "gas.tar.gz",
+        [
+            (tarfile.TarInfo("SKILL.md"), MANIFEST.encode()),
+            (tarfile.TarInfo("main.py"), (GAS / "main.py").read_bytes()),
+        ],
+    )
     store = SkillStore(home)
     prepared = store.prepare(archive)
     assert prepared.tree_hash == tree_hash(GAS)
@@ -51,7 +58,9 @@ def test_a_tar_archive_installs_and_pins_the_same_hash_as_the_folder(home, tmp_p
     assert not [p for p in (home / "skills").iterdir() if p.name.startswith(".incoming")]
 
 
-@pytest.mark.parametrize("name", ["../evil.py", "/etc/cron.d/evil", "a/../../evil.py", "C:/evil.py", "..\\evil.py"])
+@pytest.mark.parametrize(
+    "name", ["../evil.py", "/etc/cron.d/evil", "a/../../evil.py", "C:/evil.py", "..\\evil.py"]
+)
 def test_zip_slip_names_are_refused(tmp_path, name):
     archive = tmp_path / "slip.zip"
     with zipfile.ZipFile(archive, "w") as zf:
@@ -67,7 +76,9 @@ def test_links_and_devices_in_a_tar_are_refused(tmp_path, kind):
     info = tarfile.TarInfo("main.py")
     info.type = kind
     info.linkname = "/root/.owliabot/secrets/signer.token"
-    archive = tar_with(tmp_path / "bad.tar.gz", [(tarfile.TarInfo("SKILL.md"), MANIFEST.encode()), (info, b"")])
+    archive = tar_with(
+        tmp_path / "bad.tar.gz", [(tarfile.TarInfo("SKILL.md"), MANIFEST.encode()), (info, b"")]
+    )
     with pytest.raises(TreeError, match="links and special files"):
         extract_archive(archive, tmp_path / "out")
 
@@ -167,15 +178,18 @@ def test_widened_permissions_need_approval_even_with_the_same_code(home):
         store.load("gas_tracker")
 
 
-@pytest.mark.parametrize("change, problem", [
-    ("name: gas_tracker", "name: ../gas"),
-    ("entrypoint: main.py", "entrypoint: ../../usr/lib/x.py"),
-    ("network: []", "network: ['http://evil.example:8080/x']"),
-    ("network: []", "network: ['*']"),
-    ("level: read", "level: admin"),
-    ("type: integer", "type: number"),
-    ("maximum: 30000000", "maximum: 30000000\n          format: evil"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ("name: gas_tracker", "name: ../gas"),
+        ("entrypoint: main.py", "entrypoint: ../../usr/lib/x.py"),
+        ("network: []", "network: ['http://evil.example:8080/x']"),
+        ("network: []", "network: ['*']"),
+        ("level: read", "level: admin"),
+        ("type: integer", "type: number"),
+        ("maximum: 30000000", "maximum: 30000000\n          format: evil"),
+    ],
+)
 def test_manifests_outside_the_supported_contract_are_refused(change, problem):
     with pytest.raises(ManifestError):
         parse_manifest(MANIFEST.replace(change, problem, 1))
@@ -192,7 +206,9 @@ def test_cli_install_shows_permissions_and_needs_confirmation(home):
     assert SkillStore(home).entries() == {}
     accepted = cli(home, "install", str(HOSTILE / "spender"), input="y\n")
     assert accepted.exit_code == 0, accepted.output
-    assert "signing: may ask the signer" in accepted.output and "installed spender (enabled)" in accepted.output
+    assert (
+        "signing: may ask the signer" in accepted.output and "installed spender (enabled)" in accepted.output
+    )
 
 
 def test_cli_list_info_disable_enable_approve_remove(home):

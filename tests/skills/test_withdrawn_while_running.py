@@ -21,13 +21,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 def owlia(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OWLIA_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "skill", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "skill", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @needs_bwrap
-@pytest.mark.parametrize(("command", "why"), [(("disable", "gas_tracker"), "was disabled"),
-                                              (("remove", "gas_tracker", "--yes"), "was removed")])
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [(("disable", "gas_tracker"), "was disabled"), (("remove", "gas_tracker", "--yes"), "was removed")],
+)
 def test_a_withdrawn_skill_stops_at_its_next_call(home: Path, tmp_path: Path, command, why):
     install(home, EXAMPLES / "gas_tracker")
     skills = load_skill_tools(home, FAST, None)  # as `owlia start` loads them

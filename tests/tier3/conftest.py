@@ -48,7 +48,9 @@ def chain_time(chain: DevChain) -> int:
 
 def fund(chain: DevChain, address: str, wei: int) -> None:
     sender = rpc(chain.url, "eth_accounts")[0]
-    wait_receipt(chain, rpc(chain.url, "eth_sendTransaction", [{"from": sender, "to": address, "value": hex(wei)}]))
+    wait_receipt(
+        chain, rpc(chain.url, "eth_sendTransaction", [{"from": sender, "to": address, "value": hex(wei)}])
+    )
 
 
 @dataclass
@@ -63,8 +65,13 @@ class MainAccount:
 def new_main_account(chain: DevChain, wei: int = 10**18) -> MainAccount:
     main = MainAccount(coincurve.PrivateKey(secrets.token_bytes(32)))
     fund(chain, main.address, wei)
-    raw = companion.authorize(main.key, chain_id=CHAIN_ID, nonce=nonce(chain, main.address),
-                              implementation=chain.contracts["stateless_delegator"], **fees())
+    raw = companion.authorize(
+        main.key,
+        chain_id=CHAIN_ID,
+        nonce=nonce(chain, main.address),
+        implementation=chain.contracts["stateless_delegator"],
+        **fees(),
+    )
     assert send_raw(chain, raw)["status"] == "0x1"
     return main
 
@@ -90,4 +97,3 @@ def steal_session_key(stack: SignerStack, key_id: str) -> coincurve.PrivateKey:
 def mine_at(chain: DevChain, timestamp: int) -> None:
     rpc(chain.url, "evm_setNextBlockTimestamp", [hex(timestamp)])
     rpc(chain.url, "evm_mine", [])
-

@@ -18,8 +18,16 @@ from companion_bridge.companion import tier3 as companion
 from policies.loader import load_policy
 from signer.tier3 import verify_grant
 from signer.wire.exchange import SignerError, new_idempotency_key
-from signer.wire.grants import (CONTRACT, ENFORCERS, GrantError, check_lane, contract_lanes, derive_lanes,
-                                describe, parse_lane)
+from signer.wire.grants import (
+    CONTRACT,
+    ENFORCERS,
+    GrantError,
+    check_lane,
+    contract_lanes,
+    derive_lanes,
+    describe,
+    parse_lane,
+)
 from signer.wire.settings import DelegationContracts
 from signer.wire.txcodec import address_of
 from tests.conftest import DEV_POLICY, balance, wait_receipt
@@ -36,8 +44,11 @@ NOW = 1_800_000_000
 ENFORCER_ADDRESSES = {name: "0x" + f"{i + 1:040x}" for i, name in enumerate(ENFORCERS)}
 MANAGER = "0x" + "aa" * 20
 CONTRACTS = DelegationContracts(
-    manager=MANAGER, stateless_delegator="0x" + "bb" * 20, enforcers=ENFORCER_ADDRESSES,
-    code_hashes={a: "0x" + "11" * 32 for a in [MANAGER, "0x" + "bb" * 20, *ENFORCER_ADDRESSES.values()]})
+    manager=MANAGER,
+    stateless_delegator="0x" + "bb" * 20,
+    enforcers=ENFORCER_ADDRESSES,
+    code_hashes={a: "0x" + "11" * 32 for a in [MANAGER, "0x" + "bb" * 20, *ENFORCER_ADDRESSES.values()]},
+)
 MAIN = coincurve.PrivateKey(b"\x02" * 32)
 SESSION = "0x" + "cc" * 20
 
@@ -46,8 +57,11 @@ def policy_text(sink: str, *, contracts: str = "[]", max_value: str = "0.005", s
     opaque = f'\n  - {{chain: 31337, address: "{sink}", selector: "{SELECTOR}", max_value: "{max_value}"}}'
     if second:
         opaque += f'\n  - {{chain: 31337, address: "{sink}", selector: "{SECOND}", max_value: "{max_value}"}}'
-    return DEV_POLICY.read_text().replace("opaque_calls: []", "opaque_calls:" + opaque) \
+    return (
+        DEV_POLICY.read_text()
+        .replace("opaque_calls: []", "opaque_calls:" + opaque)
         .replace("contracts: []", f"contracts: {contracts}")
+    )
 
 
 def write_policy(tmp_path: Path, text: str) -> Path:
@@ -58,23 +72,34 @@ def write_policy(tmp_path: Path, text: str) -> Path:
 
 @pytest.fixture()
 def policy(tmp_path):
-    contracts = f'[{{chain: 31337, address: "{OTHER}", name: "router", selectors: ["{MULTICALL}", "0xa9059cbb"]}}]'
+    contracts = (
+        f'[{{chain: 31337, address: "{OTHER}", name: "router", selectors: ["{MULTICALL}", "0xa9059cbb"]}}]'
+    )
     return load_policy(write_policy(tmp_path, policy_text(SINK, contracts=contracts, second=True)))
 
 
 def lanes_of(policy, call_limit=None):
-    return {lane.targets[0]: lane for lane in derive_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, nonce=0, start=NOW,
-                                                           call_limit=call_limit) if lane.asset == CONTRACT}
+    return {
+        lane.targets[0]: lane
+        for lane in derive_lanes(
+            policy, CHAIN_ID, expires_at=NOW + 86400, nonce=0, start=NOW, call_limit=call_limit
+        )
+        if lane.asset == CONTRACT
+    }
 
 
 def test_each_listed_contract_becomes_one_lane_with_exactly_its_selectors(policy):
     lanes = lanes_of(policy, call_limit=3)
     sink, router = lanes[SINK], lanes[OTHER]
-    assert sink.selectors == (bytes.fromhex(SELECTOR[2:]), bytes.fromhex(SECOND[2:])) and sink.value_lte == 5 * MILLI
+    assert (
+        sink.selectors == (bytes.fromhex(SELECTOR[2:]), bytes.fromhex(SECOND[2:]))
+        and sink.value_lte == 5 * MILLI
+    )
     # transfer() on a listed contract never gets a lane: it would move the account's tokens to anyone.
     assert router.selectors == (bytes.fromhex(MULTICALL[2:]),) and router.value_lte == 0
     assert describe(router, policy, CHAIN_ID).startswith(
-        f"this key may call multicall() ({MULTICALL}) on router ({OTHER}) with at most 0 ETH per call")
+        f"this key may call multicall() ({MULTICALL}) on router ({OTHER}) with at most 0 ETH per call"
+    )
     # Without a call limit nothing on chain bounds the total value: the lane carries none.
     assert lanes_of(policy)[SINK].value_lte == 0
 
@@ -82,12 +107,22 @@ def test_each_listed_contract_becomes_one_lane_with_exactly_its_selectors(policy
 def test_contract_lane_caveats_round_trip_and_verify(policy):
     lanes = derive_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, nonce=0, start=NOW, call_limit=3)
     for lane in lanes:
-        d = lane.delegation(delegate=SESSION, delegator=address_of(MAIN), salt=1, enforcers=ENFORCER_ADDRESSES)
+        d = lane.delegation(
+            delegate=SESSION, delegator=address_of(MAIN), salt=1, enforcers=ENFORCER_ADDRESSES
+        )
         assert parse_lane(d, ENFORCER_ADDRESSES) == lane
-    signed = companion.sign_grant(MAIN, lanes, session_address=SESSION, chain_id=CHAIN_ID, manager=MANAGER,
-                                  enforcers=ENFORCER_ADDRESSES, salt=9)
-    _, verified = verify_grant(signed, chain_id=CHAIN_ID, contracts=CONTRACTS, policy=policy, delegate=SESSION,
-                               not_after=NOW + 86400)
+    signed = companion.sign_grant(
+        MAIN,
+        lanes,
+        session_address=SESSION,
+        chain_id=CHAIN_ID,
+        manager=MANAGER,
+        enforcers=ENFORCER_ADDRESSES,
+        salt=9,
+    )
+    _, verified = verify_grant(
+        signed, chain_id=CHAIN_ID, contracts=CONTRACTS, policy=policy, delegate=SESSION, not_after=NOW + 86400
+    )
     assert verified == tuple(lanes)
 
 
@@ -97,22 +132,41 @@ def test_an_undecoded_selector_under_contracts_gets_no_lane(tmp_path):
     assert OTHER not in lanes_of(policy)  # the policy denies it (decode.opaque): the lane would be wider
     (lane,) = contract_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, call_limit=None)
     with pytest.raises(GrantError, match="the policy lists no call to it"):
-        check_lane(dataclasses.replace(lane, targets=(OTHER,), selectors=(b"\x87\x65\x43\x21",)), policy,
-                   CHAIN_ID, not_after=NOW + 86400)
+        check_lane(
+            dataclasses.replace(lane, targets=(OTHER,), selectors=(b"\x87\x65\x43\x21",)),
+            policy,
+            CHAIN_ID,
+            not_after=NOW + 86400,
+        )
 
 
-@pytest.mark.parametrize("target", ["main", MANAGER, "0x" + "bb" * 20, ENFORCER_ADDRESSES["LimitedCallsEnforcer"]])
+@pytest.mark.parametrize(
+    "target", ["main", MANAGER, "0x" + "bb" * 20, ENFORCER_ADDRESSES["LimitedCallsEnforcer"]]
+)
 def test_a_contract_lane_may_never_call_the_grants_own_machinery(tmp_path, target):
     """Even if the policy lists it: as the main account, `execute` on the account runs anything and the
     manager's `enableDelegation` undoes a revocation."""
     target = address_of(MAIN) if target == "main" else target
     policy = load_policy(write_policy(tmp_path, policy_text(target)))
     lanes = contract_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, call_limit=None)
-    signed = companion.sign_grant(MAIN, lanes, session_address=SESSION, chain_id=CHAIN_ID, manager=MANAGER,
-                                  enforcers=ENFORCER_ADDRESSES, salt=3)
+    signed = companion.sign_grant(
+        MAIN,
+        lanes,
+        session_address=SESSION,
+        chain_id=CHAIN_ID,
+        manager=MANAGER,
+        enforcers=ENFORCER_ADDRESSES,
+        salt=3,
+    )
     with pytest.raises(GrantError, match="may not call"):
-        verify_grant(signed, chain_id=CHAIN_ID, contracts=CONTRACTS, policy=policy, delegate=SESSION,
-                     not_after=NOW + 86400)
+        verify_grant(
+            signed,
+            chain_id=CHAIN_ID,
+            contracts=CONTRACTS,
+            policy=policy,
+            delegate=SESSION,
+            not_after=NOW + 86400,
+        )
 
 
 def test_the_canonical_deployment_names_every_enforcer_a_grant_can_use():
@@ -124,7 +178,8 @@ def test_the_canonical_deployment_names_every_enforcer_a_grant_can_use():
 widenings = st.one_of(
     st.integers(1, 10**24).map(lambda k: {"value_lte": 5 * MILLI + k}),
     st.sampled_from(["0x87654321", "0xa9059cbb", "0x095ea7b3", "0xcf092995"]).map(
-        lambda s: {"selectors": (bytes.fromhex(SELECTOR[2:]), bytes.fromhex(s[2:]))}),
+        lambda s: {"selectors": (bytes.fromhex(SELECTOR[2:]), bytes.fromhex(s[2:]))}
+    ),
     st.sampled_from([OTHER, "0x" + "77" * 20]).map(lambda t: {"targets": (t,)}),
     st.integers(1, 10**6).map(lambda k: {"expires_at": NOW + 86400 + k}),
     st.just({"call_limit": None}),
@@ -146,8 +201,12 @@ def test_a_contract_lane_wider_than_the_policy_is_refused(tmp_path_factory, chan
 def test_a_narrower_contract_lane_is_accepted(tmp_path_factory, value, shorter):
     policy = load_policy(write_policy(tmp_path_factory.mktemp("p"), policy_text(SINK)))
     (lane,) = contract_lanes(policy, CHAIN_ID, expires_at=NOW + 86400, call_limit=3)
-    check_lane(dataclasses.replace(lane, value_lte=value, expires_at=NOW + 86400 - shorter), policy, CHAIN_ID,
-               not_after=NOW + 86400)
+    check_lane(
+        dataclasses.replace(lane, value_lte=value, expires_at=NOW + 86400 - shorter),
+        policy,
+        CHAIN_ID,
+        not_after=NOW + 86400,
+    )
 
 
 # ---- on anvil, real bytecode ------------------------------------------------------------------------
@@ -159,33 +218,60 @@ SINK_INIT = "0x6001600c60003960016000f300"
 
 def deploy_sink(chain) -> str:
     deployer = rpc(chain.url, "eth_accounts")[0]
-    return wait_receipt(chain, rpc(chain.url, "eth_sendTransaction", [{"from": deployer, "data": SINK_INIT}]))[
-        "contractAddress"].lower()
+    return wait_receipt(
+        chain, rpc(chain.url, "eth_sendTransaction", [{"from": deployer, "data": SINK_INIT}])
+    )["contractAddress"].lower()
 
 
 def call(stack, token, to: str, data: str, value: int = 0) -> dict:
-    return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": {
-        "chain_id": CHAIN_ID, "to": to, "value": str(value), "data": data}})
+    return stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": CHAIN_ID, "to": to, "value": str(value), "data": data},
+        },
+    )
 
 
 def grant(stack, chain, main, session: str, lanes, salt: int) -> dict:
-    delegations = companion.sign_grant(main.key, lanes, session_address=session, chain_id=CHAIN_ID,
-                                       manager=chain.contracts["manager"], enforcers=chain.contracts["enforcers"],
-                                       salt=salt)
-    stack.call_sync(stack.admin_token, "tier3.grant", {"idempotency_key": new_idempotency_key("t"),
-                                                       "chain_id": CHAIN_ID,
-                                                       "delegations": [d.to_json() for d in delegations]})
-    return dict(zip((lane.targets[0] if lane.asset == CONTRACT else lane.asset for lane in lanes), delegations))
+    delegations = companion.sign_grant(
+        main.key,
+        lanes,
+        session_address=session,
+        chain_id=CHAIN_ID,
+        manager=chain.contracts["manager"],
+        enforcers=chain.contracts["enforcers"],
+        salt=salt,
+    )
+    stack.call_sync(
+        stack.admin_token,
+        "tier3.grant",
+        {
+            "idempotency_key": new_idempotency_key("t"),
+            "chain_id": CHAIN_ID,
+            "delegations": [d.to_json() for d in delegations],
+        },
+    )
+    return dict(
+        zip((lane.targets[0] if lane.asset == CONTRACT else lane.asset for lane in lanes), delegations)
+    )
 
 
 @pytest.mark.chain
 @pytest.mark.slow
-def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_path(make_stack, chain3, tmp_path):
+def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_path(
+    make_stack, chain3, tmp_path
+):
     sink, other, third = deploy_sink(chain3), deploy_sink(chain3), deploy_sink(chain3)
-    text = policy_text(sink, second=True).replace("opaque_calls:", "opaque_calls:\n  - {chain: 31337, address: "
-                                                  f'"{third}", selector: "{SELECTOR}", max_value: "0"}}')
+    text = policy_text(sink, second=True).replace(
+        "opaque_calls:",
+        f'opaque_calls:\n  - {{chain: 31337, address: "{third}", selector: "{SELECTOR}", max_value: "0"}}',
+    )
     # The sink is also in the address book: the policy then allows value sent with its call.
-    text = text.replace("address_book:", f'address_book:\n  - {{chain: 31337, address: "{sink}", name: "sink"}}')
+    text = text.replace(
+        "address_book:", f'address_book:\n  - {{chain: 31337, address: "{sink}", name: "sink"}}'
+    )
     policy_path = write_policy(tmp_path, text)
     policy = load_policy(policy_path)
     stack = tier3_stack(make_stack, chain3, policy=policy_path)
@@ -195,16 +281,24 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + 86400, nonce=0, start=now, call_limit=5)
 
     # A contract lane wider than the policy (one more selector) is refused by the signer.
-    wide = [dataclasses.replace(lane, selectors=(*lane.selectors, b"\x87\x65\x43\x21")) if lane.asset == CONTRACT
-            else lane for lane in lanes]
+    wide = [
+        dataclasses.replace(lane, selectors=(*lane.selectors, b"\x87\x65\x43\x21"))
+        if lane.asset == CONTRACT
+        else lane
+        for lane in lanes
+    ]
     with pytest.raises(SignerError, match="0x87654321 on .* is not a call the policy allows"):
         grant(stack, chain3, main, key["address"], wide, salt=1)
 
     # The grant the test uses is narrower than the policy: only SELECTOR on the sink, at most 0.001 ETH per
     # call (the policy allows 0.005), and no lane for third.
-    narrow = [dataclasses.replace(lane, selectors=(bytes.fromhex(SELECTOR[2:]),), value_lte=MILLI)
-              if lane.asset == CONTRACT
-              else lane for lane in lanes if lane.targets != (third,)]
+    narrow = [
+        dataclasses.replace(lane, selectors=(bytes.fromhex(SELECTOR[2:]),), value_lte=MILLI)
+        if lane.asset == CONTRACT
+        else lane
+        for lane in lanes
+        if lane.targets != (third,)
+    ]
     delegations = grant(stack, chain3, main, key["address"], narrow, salt=2)
     token = stack.client_token("bot")
 
@@ -224,7 +318,9 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.allowed_methods", denied
     denied = call(stack, token, third, SELECTOR)  # the policy allows it; the grant has no lane for it
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.allowed_targets", denied
-    denied = call(stack, token, sink, SELECTOR, 2 * MILLI)  # the policy allows it; the lane's ValueLte does not
+    denied = call(
+        stack, token, sink, SELECTOR, 2 * MILLI
+    )  # the policy allows it; the lane's ValueLte does not
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.value_lte", denied
     assert nonce(chain3, key["address"]) == session_nonce
 
@@ -236,11 +332,17 @@ def test_contract_lane_on_chain_bounds_the_stolen_key_and_carries_the_normal_pat
     assert status == "0x0" and "AllowedMethodsEnforcer:method-not-allowed" in reason
     status, reason = attack(chain3, stolen, lane, other, 0, bytes.fromhex(SELECTOR[2:]))  # another contract
     assert status == "0x0" and "AllowedTargetsEnforcer:target-address-not-allowed" in reason
-    status, reason = attack(chain3, stolen, lane, sink, MILLI + 1, bytes.fromhex(SELECTOR[2:]))  # over the bound
+    status, reason = attack(
+        chain3, stolen, lane, sink, MILLI + 1, bytes.fromhex(SELECTOR[2:])
+    )  # over the bound
     assert status == "0x0" and "ValueLteEnforcer:value-too-high" in reason
     status, reason = attack(chain3, stolen, lane, sink, 0, b"")  # no selector at all
     assert status == "0x0" and "AllowedMethodsEnforcer" in reason
-    assert (balance(chain3, main.address), balance(chain3, sink), balance(chain3, other)) == (main0, sink0, other0)
+    assert (balance(chain3, main.address), balance(chain3, sink), balance(chain3, other)) == (
+        main0,
+        sink0,
+        other0,
+    )
     # Within the bound the attacker can send exactly the per-call value, no more, and the count ends it.
     for _ in range(3):  # the signer's calls used two of five
         assert attack(chain3, stolen, lane, sink, MILLI, bytes.fromhex(SELECTOR[2:]))[0] == "0x1"
@@ -261,12 +363,22 @@ def test_wallet_grant_shows_and_signs_the_contract_lanes(make_stack, chain3, tmp
     sink = deploy_sink(chain3)
     router = deploy_sink(chain3)
     contracts = f'[{{chain: 31337, address: "{router}", name: "router", selectors: ["{MULTICALL}"]}}]'
-    stack = tier3_stack(make_stack, chain3, policy=write_policy(tmp_path, policy_text(sink, contracts=contracts)))
+    stack = tier3_stack(
+        make_stack, chain3, policy=write_policy(tmp_path, policy_text(sink, contracts=contracts))
+    )
     passfile = tmp_path / "main.pass"
     write_private_file(passfile, b"main key passphrase for tests")
     companion_dir = tmp_path / "companion"
-    made = stack.owlia("companion", "init", "--dir", str(companion_dir), "--passphrase-file", str(passfile),
-                       "--scrypt-n", "1024")
+    made = stack.owlia(
+        "companion",
+        "init",
+        "--dir",
+        str(companion_dir),
+        "--passphrase-file",
+        str(passfile),
+        "--scrypt-n",
+        "1024",
+    )
     assert made.returncode == 0, made.stderr
     import json
 
@@ -275,17 +387,22 @@ def test_wallet_grant_shows_and_signs_the_contract_lanes(make_stack, chain3, tmp
     stack.funded_session_key()
 
     def wallet(*args: str):
-        return stack.owlia("wallet", *args, "--dir", str(companion_dir), "--passphrase-file", str(passfile), "--yes")
+        return stack.owlia(
+            "wallet", *args, "--dir", str(companion_dir), "--passphrase-file", str(passfile), "--yes"
+        )
 
     assert wallet("authorize").returncode == 0
     granted = wallet("grant", "--days", "2", "--max-calls", "3")
     assert granted.returncode == 0, granted.stdout + granted.stderr
-    assert f"this key may call multicall() ({MULTICALL}) on router ({router}) with at most 0 ETH per call" \
+    assert (
+        f"this key may call multicall() ({MULTICALL}) on router ({router}) with at most 0 ETH per call"
         in granted.stdout
+    )
     assert f"this key may call {SELECTOR} on {sink} with at most 0.005 ETH per call" in granted.stdout
     shown = stack.owlia("wallet", "status", "--dir", str(companion_dir))
-    assert shown.returncode == 0 and "no period (bounded per call), 3 transactions left" in shown.stdout, \
+    assert shown.returncode == 0 and "no period (bounded per call), 3 transactions left" in shown.stdout, (
         shown.stdout + shown.stderr
+    )
     token = stack.client_token("bot")
     ok = call(stack, token, router, MULTICALL + "00" * 31 + "20" + "00" * 32)  # multicall([]): no inner calls
     assert ok["status"] == "signed", ok

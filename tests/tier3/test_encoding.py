@@ -15,9 +15,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.devchain import PROJECT_ROOT
-from signer.wire.delegation import (CALL_COUNTS, DISABLE_DELEGATION, DISABLED_DELEGATIONS, GET_AVAILABLE_AMOUNT,
-                               REDEEM_DELEGATIONS, Caveat, Delegation, DelegationError, disable_calldata,
-                               permission_context, recover, redeem_calldata, sign_digest)
+from signer.wire.delegation import (
+    CALL_COUNTS,
+    DISABLE_DELEGATION,
+    DISABLED_DELEGATIONS,
+    GET_AVAILABLE_AMOUNT,
+    REDEEM_DELEGATIONS,
+    Caveat,
+    Delegation,
+    DelegationError,
+    disable_calldata,
+    permission_context,
+    recover,
+    redeem_calldata,
+    sign_digest,
+)
 from signer.wire.txcodec import address_of
 
 ABIS = PROJECT_ROOT / "node_modules" / "@metamask" / "delegation-abis" / "dist" / "abis"
@@ -25,29 +37,60 @@ DELEGATION_TUPLE = "(address,address,bytes32,(address,bytes,bytes)[],uint256,byt
 
 addresses = st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex())
 caveats = st.builds(Caveat, addresses, st.binary(max_size=130), st.binary(max_size=40))
-delegations = st.builds(Delegation, addresses, addresses, st.lists(caveats, max_size=5).map(tuple),
-                        st.integers(0, 2**256 - 1), st.binary(min_size=32, max_size=32), st.binary(max_size=70))
+delegations = st.builds(
+    Delegation,
+    addresses,
+    addresses,
+    st.lists(caveats, max_size=5).map(tuple),
+    st.integers(0, 2**256 - 1),
+    st.binary(min_size=32, max_size=32),
+    st.binary(max_size=70),
+)
 
 
 def _as_tuple(d: Delegation) -> tuple:
-    return (d.delegate, d.delegator, d.authority, [(c.enforcer, c.terms, c.args) for c in d.caveats], d.salt,
-            d.signature)
+    return (
+        d.delegate,
+        d.delegator,
+        d.authority,
+        [(c.enforcer, c.terms, c.args) for c in d.caveats],
+        d.salt,
+        d.signature,
+    )
 
 
 def _typed(d: Delegation, chain_id: int, manager: str) -> dict:
     return {
         "types": {
-            "EIP712Domain": [{"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-                             {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"}],
-            "Delegation": [{"name": "delegate", "type": "address"}, {"name": "delegator", "type": "address"},
-                           {"name": "authority", "type": "bytes32"}, {"name": "caveats", "type": "Caveat[]"},
-                           {"name": "salt", "type": "uint256"}],
+            "EIP712Domain": [
+                {"name": "name", "type": "string"},
+                {"name": "version", "type": "string"},
+                {"name": "chainId", "type": "uint256"},
+                {"name": "verifyingContract", "type": "address"},
+            ],
+            "Delegation": [
+                {"name": "delegate", "type": "address"},
+                {"name": "delegator", "type": "address"},
+                {"name": "authority", "type": "bytes32"},
+                {"name": "caveats", "type": "Caveat[]"},
+                {"name": "salt", "type": "uint256"},
+            ],
             "Caveat": [{"name": "enforcer", "type": "address"}, {"name": "terms", "type": "bytes"}],
         },
         "primaryType": "Delegation",
-        "domain": {"name": "DelegationManager", "version": "1", "chainId": chain_id, "verifyingContract": manager},
-        "message": {"delegate": d.delegate, "delegator": d.delegator, "authority": d.authority,
-                    "caveats": [{"enforcer": c.enforcer, "terms": c.terms} for c in d.caveats], "salt": d.salt},
+        "domain": {
+            "name": "DelegationManager",
+            "version": "1",
+            "chainId": chain_id,
+            "verifyingContract": manager,
+        },
+        "message": {
+            "delegate": d.delegate,
+            "delegator": d.delegator,
+            "authority": d.authority,
+            "caveats": [{"enforcer": c.enforcer, "terms": c.terms} for c in d.caveats],
+            "salt": d.salt,
+        },
     }
 
 
@@ -56,9 +99,19 @@ def _typed(d: Delegation, chain_id: int, manager: str) -> dict:
 def test_eip712_digest_matches_eth_account(d, chain_id, manager):
     from eth_utils import to_checksum_address
 
-    signable = encode_typed_data(full_message=_typed(
-        Delegation(to_checksum_address(d.delegate), to_checksum_address(d.delegator), d.caveats, d.salt,
-                   d.authority), chain_id, to_checksum_address(manager)))
+    signable = encode_typed_data(
+        full_message=_typed(
+            Delegation(
+                to_checksum_address(d.delegate),
+                to_checksum_address(d.delegator),
+                d.caveats,
+                d.salt,
+                d.authority,
+            ),
+            chain_id,
+            to_checksum_address(manager),
+        )
+    )
     expected = keccak(b"\x19" + signable.version + signable.header + signable.body)
     assert d.signing_digest(chain_id, manager) == expected
 
@@ -76,20 +129,29 @@ def test_typed_data_for_the_phone_companion_hashes_to_the_signing_digest(d, chai
         message[field] = to_checksum_address(message[field])
     document["domain"]["verifyingContract"] = to_checksum_address(document["domain"]["verifyingContract"])
     signable = encode_typed_data(full_message=document)
-    assert keccak(b"\x19" + signable.version + signable.header + signable.body) == d.signing_digest(chain_id, manager)
+    assert keccak(b"\x19" + signable.version + signable.header + signable.body) == d.signing_digest(
+        chain_id, manager
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(chain=st.lists(delegations, min_size=1, max_size=3), target=addresses, value=st.integers(0, 2**256 - 1),
-       data=st.binary(max_size=100))
+@given(
+    chain=st.lists(delegations, min_size=1, max_size=3),
+    target=addresses,
+    value=st.integers(0, 2**256 - 1),
+    data=st.binary(max_size=100),
+)
 def test_abi_encoding_matches_eth_abi(chain, target, value, data):
     context = abi_encode([f"{DELEGATION_TUPLE}[]"], [[_as_tuple(d) for d in chain]])
     assert permission_context(chain) == context
     execution = bytes.fromhex(target[2:]) + value.to_bytes(32, "big") + data
-    expected = REDEEM_DELEGATIONS + abi_encode(["bytes[]", "bytes32[]", "bytes[]"],
-                                               [[context], [b"\x00" * 32], [execution]])
+    expected = REDEEM_DELEGATIONS + abi_encode(
+        ["bytes[]", "bytes32[]", "bytes[]"], [[context], [b"\x00" * 32], [execution]]
+    )
     assert redeem_calldata(chain, target, value, data) == expected
-    assert disable_calldata(chain[0]) == DISABLE_DELEGATION + abi_encode([DELEGATION_TUPLE], [_as_tuple(chain[0])])
+    assert disable_calldata(chain[0]) == DISABLE_DELEGATION + abi_encode(
+        [DELEGATION_TUPLE], [_as_tuple(chain[0])]
+    )
 
 
 @given(d=delegations)
@@ -99,7 +161,9 @@ def test_json_form_round_trips(d):
 
 def _abi(name: str) -> list[dict]:
     script = f"console.log(JSON.stringify(require({json.dumps(str(ABIS / (name + '.cjs')))}).abi))"
-    return json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
+    return json.loads(
+        subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout
+    )
 
 
 def _selector(entry: dict) -> bytes:
@@ -116,7 +180,9 @@ def test_selectors_are_the_shipped_abi():
     assert manager["redeemDelegations"] == REDEEM_DELEGATIONS
     assert manager["disableDelegation"] == DISABLE_DELEGATION
     assert manager["disabledDelegations"] == DISABLED_DELEGATIONS
-    period = {e["name"]: _selector(e) for e in _abi("NativeTokenPeriodTransferEnforcer") if e["type"] == "function"}
+    period = {
+        e["name"]: _selector(e) for e in _abi("NativeTokenPeriodTransferEnforcer") if e["type"] == "function"
+    }
     assert period["getAvailableAmount"] == GET_AVAILABLE_AMOUNT
     calls = {e["name"]: _selector(e) for e in _abi("LimitedCallsEnforcer") if e["type"] == "function"}
     assert calls["callCounts"] == CALL_COUNTS

@@ -19,13 +19,31 @@ from signer.wire.delegation import Delegation, disabled_calldata, erc20_transfer
 from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.grants import derive_lanes
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
-from tests.tier3.conftest import (CHAIN_ID, chain_time, fees, new_main_account, nonce, send_raw, steal_session_key,
-                                  tier3_stack)
+from tests.tier3.conftest import (
+    CHAIN_ID,
+    chain_time,
+    fees,
+    new_main_account,
+    nonce,
+    send_raw,
+    steal_session_key,
+    tier3_stack,
+)
 from tests.tier3.test_stolen_host import CENT, DAY, attack, send
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
-ERC20_ARTIFACT = (PROJECT_ROOT / "node_modules" / "@safe-global" / "safe-contracts" / "build" / "artifacts"
-                  / "contracts" / "test" / "ERC20Token.sol" / "ERC20Token.json")
+ERC20_ARTIFACT = (
+    PROJECT_ROOT
+    / "node_modules"
+    / "@safe-global"
+    / "safe-contracts"
+    / "build"
+    / "artifacts"
+    / "contracts"
+    / "test"
+    / "ERC20Token.sol"
+    / "ERC20Token.json"
+)
 UNIT = 10**14  # the token policy's per_tx; its 24h window is 3 units
 
 
@@ -33,7 +51,8 @@ def deploy_token(chain) -> str:
     code = json.loads(ERC20_ARTIFACT.read_text())["bytecode"]
     deployer = rpc(chain.url, "eth_accounts")[0]
     return wait_receipt(chain, rpc(chain.url, "eth_sendTransaction", [{"from": deployer, "data": code}]))[
-        "contractAddress"].lower()
+        "contractAddress"
+    ].lower()
 
 
 def token_balance(chain, token: str, who: str) -> int:
@@ -43,41 +62,80 @@ def token_balance(chain, token: str, who: str) -> int:
 
 def token_policy(tmp_path: Path, token: str) -> Path:
     path = tmp_path / "policy.yaml"
-    path.write_text(DEV_POLICY.read_text().replace("# People and addresses you pay.", f'''  - chain: 31337
+    path.write_text(
+        DEV_POLICY.read_text().replace(
+            "# People and addresses you pay.",
+            f'''  - chain: 31337
     asset: "{token}"
     symbol: TT
     decimals: 18
     per_tx: "0.0001"
     windows: {{24h: "0.0003"}}
 
-# People and addresses you pay.''', 1))
+# People and addresses you pay.''',
+            1,
+        )
+    )
     return path
 
 
-def sign_grant(chain, main, policy_path: Path, session: str, *, salt: int, widen: int = 1) -> list[Delegation]:
+def sign_grant(
+    chain, main, policy_path: Path, session: str, *, salt: int, widen: int = 1
+) -> list[Delegation]:
     policy = load_policy(policy_path)
     now = chain_time(chain)
     lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + 3 * DAY, nonce=0, start=now)
     if widen != 1:
         from dataclasses import replace
 
-        lanes = [replace(lane, value_lte=lane.value_lte * widen) if lane.asset == NATIVE else lane for lane in lanes]
-    return companion.sign_grant(main.key, lanes, session_address=session, chain_id=CHAIN_ID,
-                                manager=chain.contracts["manager"], enforcers=chain.contracts["enforcers"], salt=salt)
+        lanes = [
+            replace(lane, value_lte=lane.value_lte * widen) if lane.asset == NATIVE else lane
+            for lane in lanes
+        ]
+    return companion.sign_grant(
+        main.key,
+        lanes,
+        session_address=session,
+        chain_id=CHAIN_ID,
+        manager=chain.contracts["manager"],
+        enforcers=chain.contracts["enforcers"],
+        salt=salt,
+    )
 
 
 def install(stack, delegations: list[Delegation]) -> dict:
-    return stack.call_sync(stack.admin_token, "tier3.grant", {
-        "idempotency_key": new_idempotency_key("t"), "chain_id": CHAIN_ID,
-        "delegations": [d.to_json() for d in delegations]})
+    return stack.call_sync(
+        stack.admin_token,
+        "tier3.grant",
+        {
+            "idempotency_key": new_idempotency_key("t"),
+            "chain_id": CHAIN_ID,
+            "delegations": [d.to_json() for d in delegations],
+        },
+    )
 
 
 def disable_on_chain(chain, main, delegation: Delegation) -> None:
-    raw = companion.disable(main.key, delegation, chain_id=CHAIN_ID, nonce=nonce(chain, main.address),
-                            manager=chain.contracts["manager"], **fees())
+    raw = companion.disable(
+        main.key,
+        delegation,
+        chain_id=CHAIN_ID,
+        nonce=nonce(chain, main.address),
+        manager=chain.contracts["manager"],
+        **fees(),
+    )
     assert send_raw(chain, raw)["status"] == "0x1"
-    flag = rpc(chain.url, "eth_call", [{"to": chain.contracts["manager"],
-                                        "data": "0x" + disabled_calldata(delegation.struct_hash()).hex()}, "latest"])
+    flag = rpc(
+        chain.url,
+        "eth_call",
+        [
+            {
+                "to": chain.contracts["manager"],
+                "data": "0x" + disabled_calldata(delegation.struct_hash()).hex(),
+            },
+            "latest",
+        ],
+    )
     assert int(flag, 16) == 1
 
 
@@ -87,8 +145,20 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     stack = tier3_stack(make_stack, chain3, policy=policy_path)
     main = new_main_account(chain3)
     deployer = rpc(chain3.url, "eth_accounts")[0]
-    wait_receipt(chain3, rpc(chain3.url, "eth_sendTransaction", [{
-        "from": deployer, "to": token, "data": "0x" + erc20_transfer_calldata(main.address, 5 * UNIT).hex()}]))
+    wait_receipt(
+        chain3,
+        rpc(
+            chain3.url,
+            "eth_sendTransaction",
+            [
+                {
+                    "from": deployer,
+                    "to": token,
+                    "data": "0x" + erc20_transfer_calldata(main.address, 5 * UNIT).hex(),
+                }
+            ],
+        ),
+    )
     key = stack.funded_session_key()
     bot = stack.client_token("bot")
 
@@ -104,8 +174,17 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
 
     # ERC-20 through the signer: lands via redeemDelegations, paid by the main account.
     friend0 = token_balance(chain3, token, FRIEND)
-    ok = stack.call_sync(bot, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": {
-        "chain_id": CHAIN_ID, "token_transfer": {"token": token, "recipient": FRIEND, "amount": str(UNIT)}}})
+    ok = stack.call_sync(
+        bot,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {
+                "chain_id": CHAIN_ID,
+                "token_transfer": {"token": token, "recipient": FRIEND, "amount": str(UNIT)},
+            },
+        },
+    )
     assert ok["status"] == "signed", ok
     assert wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1"
     assert token_balance(chain3, token, FRIEND) - friend0 == UNIT
@@ -127,8 +206,11 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     # Revoke: disableDelegation on chain for each lane, and the signer stops using the grant.
     for d in delegations:
         disable_on_chain(chain3, main, d)
-    stack.call_sync(stack.admin_token, "tier3.revoke", {"idempotency_key": new_idempotency_key("t"),
-                                                        "grant_id": granted["grant_id"]})
+    stack.call_sync(
+        stack.admin_token,
+        "tier3.revoke",
+        {"idempotency_key": new_idempotency_key("t"), "grant_id": granted["grant_id"]},
+    )
     main_eth = balance(chain3, main.address)
     assert attack(chain3, stolen, native, FRIEND, CENT)[0] == "0x0"  # CannotUseADisabledDelegation
     assert balance(chain3, main.address) == main_eth
@@ -136,10 +218,16 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     assert denied["status"] != "signed" and denied["rule_id"] == "tier3.no_grant", denied
 
     # Rotate: a new session key, then a grant to it; the old key's delegations stay disabled.
-    rotated = stack.call_sync(stack.admin_token, "session_key.rotate", {
-        "idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]})["session_key"]
-    stack.call_sync(stack.admin_token, "session_key.topup", {"idempotency_key": new_idempotency_key("t"),
-                                                             "key_id": rotated["key_id"]})
+    rotated = stack.call_sync(
+        stack.admin_token,
+        "session_key.rotate",
+        {"idempotency_key": new_idempotency_key("t"), "key_id": key["key_id"]},
+    )["session_key"]
+    stack.call_sync(
+        stack.admin_token,
+        "session_key.topup",
+        {"idempotency_key": new_idempotency_key("t"), "key_id": rotated["key_id"]},
+    )
     with pytest.raises(SignerError, match="not this chain's session key"):
         install(stack, sign_grant(chain3, main, policy_path, key["address"], salt=40))  # the old key: refused
     fresh = sign_grant(chain3, main, policy_path, rotated["address"], salt=50)
@@ -149,9 +237,14 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
     assert attack(chain3, stolen, native, FRIEND, CENT)[0] == "0x0"  # the old key still gets nothing
 
     # Freeze: a 7702 authorization to the zero address; the account is a plain EOA again.
-    raw = companion.freeze(main.key, chain_id=CHAIN_ID, nonce=nonce(chain3, main.address), **fees(),
-                           manager=chain3.contracts["manager"],
-                           nonce_enforcer=chain3.contracts["enforcers"]["NonceEnforcer"])
+    raw = companion.freeze(
+        main.key,
+        chain_id=CHAIN_ID,
+        nonce=nonce(chain3, main.address),
+        **fees(),
+        manager=chain3.contracts["manager"],
+        nonce_enforcer=chain3.contracts["enforcers"]["NonceEnforcer"],
+    )
     assert send_raw(chain3, raw)["status"] == "0x1"
     assert rpc(chain3.url, "eth_getCode", [main.address, "latest"]) in ("0x", "0x0")
     new_stolen = steal_session_key(stack, rotated["key_id"])
@@ -167,7 +260,15 @@ def test_erc20_lane_revoke_rotate_freeze(make_stack, chain3, tmp_path):
 
     tokens = token_balance(chain3, token, main.address)
     assert tokens > 0
-    tx = Eip1559Tx(CHAIN_ID, nonce(chain3, main.address), 10**9, 20 * 10**9, 100_000, token, 0,
-                   erc20_transfer_calldata(STRANGER, tokens))
+    tx = Eip1559Tx(
+        CHAIN_ID,
+        nonce(chain3, main.address),
+        10**9,
+        20 * 10**9,
+        100_000,
+        token,
+        0,
+        erc20_transfer_calldata(STRANGER, tokens),
+    )
     assert send_raw(chain3, sign_eip1559(tx, main.key).raw)["status"] == "0x1"
     assert token_balance(chain3, token, main.address) == 0

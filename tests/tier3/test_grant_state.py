@@ -73,15 +73,30 @@ def test_concurrent_grants_leave_exactly_one_live(make_stack, chain3):
     key = stack.funded_session_key()
     now = chain_time(chain3)
     lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + 86400, nonce=0, start=now)
-    grants = [companion.sign_grant(main.key, lanes, session_address=key["address"], chain_id=CHAIN_ID,
-                                   manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
-                                   salt=100 * i) for i in range(1, 9)]
+    grants = [
+        companion.sign_grant(
+            main.key,
+            lanes,
+            session_address=key["address"],
+            chain_id=CHAIN_ID,
+            manager=chain3.contracts["manager"],
+            enforcers=chain3.contracts["enforcers"],
+            salt=100 * i,
+        )
+        for i in range(1, 9)
+    ]
 
     async def one(delegations) -> str:
         async with SignerClient(stack.socket, stack.admin_token) as client:
             try:
-                await client.call("tier3.grant", {"idempotency_key": new_idempotency_key("t"), "chain_id": CHAIN_ID,
-                                                  "delegations": [d.to_json() for d in delegations]})
+                await client.call(
+                    "tier3.grant",
+                    {
+                        "idempotency_key": new_idempotency_key("t"),
+                        "chain_id": CHAIN_ID,
+                        "delegations": [d.to_json() for d in delegations],
+                    },
+                )
                 return "granted"
             except SignerError as exc:
                 assert "already live" in exc.message
@@ -116,19 +131,27 @@ def test_malformed_or_forged_grants_over_rpc_are_refused_in_words(make_stack, ch
 
     stack = tier3_stack(make_stack, chain3)
     key = stack.funded_session_key()
-    bad = [{"delegate": key["address"], "salt": "1"}, {"delegate": 5, "delegator": [], "authority": {},
-                                                      "caveats": "x", "salt": -1, "signature": None}]
+    bad = [
+        {"delegate": key["address"], "salt": "1"},
+        {"delegate": 5, "delegator": [], "authority": {}, "caveats": "x", "salt": -1, "signature": None},
+    ]
     for delegations in ([bad[0]], [bad[1]]):
         try:
-            stack.call_sync(stack.admin_token, "tier3.grant", {"idempotency_key": new_idempotency_key("t"),
-                                                               "chain_id": 31337, "delegations": delegations})
+            stack.call_sync(
+                stack.admin_token,
+                "tier3.grant",
+                {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "delegations": delegations},
+            )
             raise AssertionError("accepted")
         except SignerError as exc:
             assert exc.code == -32602 and "grant refused" in exc.message, exc.message
     # A bot with the sign scope cannot install a grant at all.
     try:
-        stack.call_sync(stack.client_token("bot"), "tier3.grant", {
-            "idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "delegations": [bad[0]]})
+        stack.call_sync(
+            stack.client_token("bot"),
+            "tier3.grant",
+            {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "delegations": [bad[0]]},
+        )
         raise AssertionError("accepted")
     except SignerError as exc:
         assert "admin" in exc.message

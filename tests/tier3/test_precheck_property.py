@@ -37,22 +37,37 @@ def world(chain3):
     main = new_main_account(chain3, wei=10**20)
     session = coincurve.PrivateKey(b"\x07" * 32)
     fund(chain3, address_of(session), 10**19)
-    settings_ = ChainSettings(id=CHAIN_ID, name="anvil", rpc_url=chain3.url, dev=True,
-                              delegation=DelegationContracts(**chain3.contracts))
+    settings_ = ChainSettings(
+        id=CHAIN_ID,
+        name="anvil",
+        rpc_url=chain3.url,
+        dev=True,
+        delegation=DelegationContracts(**chain3.contracts),
+    )
     return main, session, Tier3({CHAIN_ID: Chain(settings_)})
 
 
 REVOKE = "revoke"  # a step: the main key sends incrementNonce
-transfers = st.lists(st.one_of(
-    st.tuples(st.sampled_from([FRIEND] * 5 + [STRANGER]),
-              st.sampled_from([0, 1, CENT // 2, CENT // 2, CENT, CENT, CENT, CENT + 1, 2 * CENT])),
-    st.tuples(st.sampled_from([FRIEND] * 5 + [STRANGER]), st.sampled_from([CENT // 2, CENT])),
-    st.just((REVOKE, 0))), min_size=1, max_size=9)
+transfers = st.lists(
+    st.one_of(
+        st.tuples(
+            st.sampled_from([FRIEND] * 5 + [STRANGER]),
+            st.sampled_from([0, 1, CENT // 2, CENT // 2, CENT, CENT, CENT, CENT + 1, 2 * CENT]),
+        ),
+        st.tuples(st.sampled_from([FRIEND] * 5 + [STRANGER]), st.sampled_from([CENT // 2, CENT])),
+        st.just((REVOKE, 0)),
+    ),
+    min_size=1,
+    max_size=9,
+)
 totals = st.sampled_from([None, CENT, CENT + CENT // 2, 2 * CENT])  # None: the policy's own bound
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(steps=transfers, total=totals)
 def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps, total):
     from dataclasses import replace
@@ -61,23 +76,37 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps, total
     session_address = address_of(session)
     now = chain_time(chain3)
     manager, enforcer = chain3.contracts["manager"], chain3.contracts["enforcers"]["NonceEnforcer"]
-    revocations = asyncio.run(tier3.current_nonce(tier3.chains[CHAIN_ID], tier3.chains[CHAIN_ID].settings.delegation,
-                                                  main.address))
+    revocations = asyncio.run(
+        tier3.current_nonce(tier3.chains[CHAIN_ID], tier3.chains[CHAIN_ID].settings.delegation, main.address)
+    )
     lanes = derive_lanes(POLICY, CHAIN_ID, expires_at=now + 86400, nonce=revocations, start=now)
     if total is not None:
         lanes = [replace(lane, total=total) for lane in lanes]
-    delegations = companion.sign_grant(main.key, lanes, session_address=session_address, chain_id=CHAIN_ID,
-                                       manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
-                                       salt=next(salts))
-    grant = tier3.build("gr_" + "0" * 16, CHAIN_ID, delegations, POLICY, {CHAIN_ID: (session_address, now + 86400)},
-                        0.0)
+    delegations = companion.sign_grant(
+        main.key,
+        lanes,
+        session_address=session_address,
+        chain_id=CHAIN_ID,
+        manager=chain3.contracts["manager"],
+        enforcers=chain3.contracts["enforcers"],
+        salt=next(salts),
+    )
+    grant = tier3.build(
+        "gr_" + "0" * 16, CHAIN_ID, delegations, POLICY, {CHAIN_ID: (session_address, now + 86400)}, 0.0
+    )
     from signer.wire.delegation import redeem_calldata
 
     for to, value in steps:
         if to == REVOKE:
-            raw = companion.revoke_all(main.key, chain_id=CHAIN_ID, nonce=nonce(chain3, main.address),
-                                       max_fee=20 * 10**9, max_priority_fee=10**9, manager=manager,
-                                       nonce_enforcer=enforcer)
+            raw = companion.revoke_all(
+                main.key,
+                chain_id=CHAIN_ID,
+                nonce=nonce(chain3, main.address),
+                max_fee=20 * 10**9,
+                max_priority_fee=10**9,
+                manager=manager,
+                nonce_enforcer=enforcer,
+            )
             assert send_raw(chain3, raw)["status"] == "0x1"
             continue
         decoded = decode(Call(CHAIN_ID, to.lower(), value))
@@ -87,8 +116,18 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps, total
             continue
         calldata = redeem_calldata([delegations[0]], to.lower(), value, b"")
         try:
-            rpc(chain3.url, "eth_call", [{"from": session_address, "to": chain3.contracts["manager"],
-                                          "data": "0x" + calldata.hex()}, "latest"])
+            rpc(
+                chain3.url,
+                "eth_call",
+                [
+                    {
+                        "from": session_address,
+                        "to": chain3.contracts["manager"],
+                        "data": "0x" + calldata.hex(),
+                    },
+                    "latest",
+                ],
+            )
             chain_accepts = True
         except Exception:  # noqa: BLE001 - a revert
             chain_accepts = False
@@ -96,6 +135,14 @@ def test_plan_refuses_exactly_what_the_chain_reverts(chain3, world, steps, total
         event("signed" if chain_accepts else f"refused: {planned.rule_id}")
         if chain_accepts:
             assert planned.data == calldata
-            tx = Eip1559Tx(CHAIN_ID, nonce(chain3, session_address), 10**9, 20 * 10**9, 1_000_000,
-                           chain3.contracts["manager"], 0, calldata)
+            tx = Eip1559Tx(
+                CHAIN_ID,
+                nonce(chain3, session_address),
+                10**9,
+                20 * 10**9,
+                1_000_000,
+                chain3.contracts["manager"],
+                0,
+                calldata,
+            )
             assert send_raw(chain3, sign_eip1559(tx, session).raw)["status"] == "0x1"

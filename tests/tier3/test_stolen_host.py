@@ -17,8 +17,16 @@ from signer.wire.exchange import new_idempotency_key
 from signer.wire.grants import derive_lanes
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
-from tests.tier3.conftest import (CHAIN_ID, chain_time, mine_at, new_main_account, nonce, send_raw,
-                                  steal_session_key, tier3_stack)
+from tests.tier3.conftest import (
+    CHAIN_ID,
+    chain_time,
+    mine_at,
+    new_main_account,
+    nonce,
+    send_raw,
+    steal_session_key,
+    tier3_stack,
+)
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 CENT = 10**16  # 0.01 ETH: the dev policy's per_tx; its shortest window is 0.05 ETH per 24h
@@ -29,12 +37,24 @@ def grant(stack, chain, main, session_address: str, *, expires_in: int = 3 * DAY
     policy = load_policy(DEV_POLICY)
     now = chain_time(chain)
     lanes = derive_lanes(policy, CHAIN_ID, expires_at=now + expires_in, nonce=0, start=now)
-    delegations = companion.sign_grant(main.key, lanes, session_address=session_address, chain_id=CHAIN_ID,
-                                       manager=chain.contracts["manager"],
-                                       enforcers=chain.contracts["enforcers"], salt=salt)
-    return stack.call_sync(stack.admin_token, "tier3.grant", {
-        "idempotency_key": new_idempotency_key("t"), "chain_id": CHAIN_ID,
-        "delegations": [d.to_json() for d in delegations]})
+    delegations = companion.sign_grant(
+        main.key,
+        lanes,
+        session_address=session_address,
+        chain_id=CHAIN_ID,
+        manager=chain.contracts["manager"],
+        enforcers=chain.contracts["enforcers"],
+        salt=salt,
+    )
+    return stack.call_sync(
+        stack.admin_token,
+        "tier3.grant",
+        {
+            "idempotency_key": new_idempotency_key("t"),
+            "chain_id": CHAIN_ID,
+            "delegations": [d.to_json() for d in delegations],
+        },
+    )
 
 
 def attack(chain, stolen, delegation: Delegation, to: str, value: int, data: bytes = b"") -> tuple[str, str]:
@@ -53,8 +73,14 @@ def attack(chain, stolen, delegation: Delegation, to: str, value: int, data: byt
 
 
 def send(stack, token: str, to: str, value: int) -> dict:
-    return stack.call_sync(token, "sign.request", {"idempotency_key": new_idempotency_key(),
-                                                   "intent": {"chain_id": CHAIN_ID, "to": to, "value": str(value)}})
+    return stack.call_sync(
+        token,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {"chain_id": CHAIN_ID, "to": to, "value": str(value)},
+        },
+    )
 
 
 def test_stolen_session_key_is_bounded_by_the_caveats_and_the_main_key_keeps_control(make_stack, chain3):
@@ -81,7 +107,11 @@ def test_stolen_session_key_is_bounded_by_the_caveats_and_the_main_key_keeps_con
     native = Delegation.from_json(_stored_delegations(stack)[0])
     assert rows[0]["lanes"][0]["left_in_period"] == str(4 * CENT)
 
-    friend1, stranger1, main1 = balance(chain3, FRIEND), balance(chain3, STRANGER), balance(chain3, main.address)
+    friend1, stranger1, main1 = (
+        balance(chain3, FRIEND),
+        balance(chain3, STRANGER),
+        balance(chain3, main.address),
+    )
     status, reason = attack(chain3, stolen, native, FRIEND, 2 * CENT)  # above the per-transaction cap
     assert status == "0x0" and "ValueLteEnforcer:value-too-high" in reason
     status, reason = attack(chain3, stolen, native, STRANGER, CENT)  # a recipient outside the grant
@@ -118,8 +148,16 @@ def test_stolen_session_key_is_bounded_by_the_caveats_and_the_main_key_keeps_con
     # The main key can always move everything, directly.
     left = balance(chain3, main.address)
     gas_cost = 21_000 * 20 * 10**9
-    tx = Eip1559Tx(CHAIN_ID, nonce(chain3, main.address), 20 * 10**9, 20 * 10**9, 21_000, STRANGER.lower(),
-                   left - gas_cost, b"")
+    tx = Eip1559Tx(
+        CHAIN_ID,
+        nonce(chain3, main.address),
+        20 * 10**9,
+        20 * 10**9,
+        21_000,
+        STRANGER.lower(),
+        left - gas_cost,
+        b"",
+    )
     assert send_raw(chain3, sign_eip1559(tx, main.key).raw)["status"] == "0x1"
     assert balance(chain3, main.address) <= gas_cost
 
@@ -130,7 +168,9 @@ def _stored_delegations(stack) -> list[dict]:
 
     conn = sqlite3.connect(stack.paths.db)
     try:
-        return json.loads(conn.execute("SELECT delegations FROM tier3_grants WHERE status='live'").fetchone()[0])
+        return json.loads(
+            conn.execute("SELECT delegations FROM tier3_grants WHERE status='live'").fetchone()[0]
+        )
     finally:
         conn.close()
 
@@ -142,12 +182,27 @@ def test_a_call_count_caveat_holds_for_the_signer_and_the_stolen_key(make_stack,
     main = new_main_account(chain3)
     key = stack.funded_session_key()
     now = chain_time(chain3)
-    lanes = derive_lanes(load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + DAY, nonce=0, start=now, call_limit=2)
-    delegations = companion.sign_grant(main.key, lanes, session_address=key["address"], chain_id=CHAIN_ID,
-                                       manager=chain3.contracts["manager"], enforcers=chain3.contracts["enforcers"],
-                                       salt=77)
-    stack.call_sync(stack.admin_token, "tier3.grant", {"idempotency_key": fresh("t"), "chain_id": CHAIN_ID,
-                                                       "delegations": [d.to_json() for d in delegations]})
+    lanes = derive_lanes(
+        load_policy(DEV_POLICY), CHAIN_ID, expires_at=now + DAY, nonce=0, start=now, call_limit=2
+    )
+    delegations = companion.sign_grant(
+        main.key,
+        lanes,
+        session_address=key["address"],
+        chain_id=CHAIN_ID,
+        manager=chain3.contracts["manager"],
+        enforcers=chain3.contracts["enforcers"],
+        salt=77,
+    )
+    stack.call_sync(
+        stack.admin_token,
+        "tier3.grant",
+        {
+            "idempotency_key": fresh("t"),
+            "chain_id": CHAIN_ID,
+            "delegations": [d.to_json() for d in delegations],
+        },
+    )
     token = stack.client_token("bot")
     ok = send(stack, token, FRIEND, CENT)
     assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1"

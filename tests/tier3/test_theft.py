@@ -31,16 +31,26 @@ from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.grants import NONCE, derive_lanes
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER, balance, wait_receipt
-from tests.tier3.conftest import (CHAIN_ID, chain_time, fees, fund, new_main_account, nonce, send_raw,
-                                  steal_session_key, tier3_stack)
+from tests.tier3.conftest import (
+    CHAIN_ID,
+    chain_time,
+    fees,
+    fund,
+    new_main_account,
+    nonce,
+    send_raw,
+    steal_session_key,
+    tier3_stack,
+)
 from tests.tier3.test_grant_lifecycle import UNIT, deploy_token, token_balance, token_policy
 from tests.tier3.test_stolen_host import CENT, DAY, send
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 
 
-def redeem(chain, key: coincurve.PrivateKey, delegations: list[Delegation], to: str, value: int,
-           data: bytes = b"") -> tuple[str, str]:
+def redeem(
+    chain, key: coincurve.PrivateKey, delegations: list[Delegation], to: str, value: int, data: bytes = b""
+) -> tuple[str, str]:
     """Send redeemDelegations from `key`, bypassing any signer; (receipt status, eth_call's revert reason)."""
     sender = address_of(key)
     calldata = redeem_calldata(delegations, to, value, data)
@@ -62,8 +72,16 @@ class Owner:
         self.dir = tmp_path / "companion"
         self.passfile = tmp_path / "main.pass"
         write_private_file(self.passfile, b"main key passphrase for tests")
-        made = stack.owlia("companion", "init", "--dir", str(self.dir), "--passphrase-file", str(self.passfile),
-                           "--scrypt-n", "1024")
+        made = stack.owlia(
+            "companion",
+            "init",
+            "--dir",
+            str(self.dir),
+            "--passphrase-file",
+            str(self.passfile),
+            "--scrypt-n",
+            "1024",
+        )
         assert made.returncode == 0, made.stderr
         self.address = json.loads((self.dir / "companion.json").read_text())["main_address"]
 
@@ -71,8 +89,12 @@ class Owner:
         tail = ["wallet", *args, "--dir", str(self.dir), "--passphrase-file", str(self.passfile), "--yes"]
         if home is None:
             return self.stack.owlia(*tail)
-        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *tail], text=True,
-                              capture_output=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--home", str(home), *tail],
+            text=True,
+            capture_output=True,
+            timeout=120,
+        )
 
     def ok(self, *args: str, home: Path | None = None) -> str:
         done = self.wallet(*args, home=home)
@@ -94,8 +116,14 @@ def onchain_nonce(chain, account: str) -> int:
     from signer.wire.delegation import current_nonce_calldata
 
     data = current_nonce_calldata(chain.contracts["manager"], account)
-    return int(rpc(chain.url, "eth_call", [{"to": chain.contracts["enforcers"][NONCE], "data": "0x" + data.hex()},
-                                           "latest"]), 16)
+    return int(
+        rpc(
+            chain.url,
+            "eth_call",
+            [{"to": chain.contracts["enforcers"][NONCE], "data": "0x" + data.hex()}, "latest"],
+        ),
+        16,
+    )
 
 
 def test_host_theft_owner_revokes_with_the_cli_companion_alone(make_stack, chain3, tmp_path):
@@ -151,7 +179,9 @@ def test_host_theft_owner_revokes_with_the_cli_companion_alone(make_stack, chain
     from bot.devchain import free_port
 
     dead_node = owner.wallet("revoke", "--rpc-url", f"http://127.0.0.1:{free_port()}", home=bare)
-    assert dead_node.returncode == 1 and "run `owlia wallet revoke` again" in dead_node.stderr, dead_node.stderr
+    assert dead_node.returncode == 1 and "run `owlia wallet revoke` again" in dead_node.stderr, (
+        dead_node.stderr
+    )
     assert "Traceback" not in dead_node.stderr and onchain_nonce(chain3, owner.address) == 0
     out = owner.ok("revoke", home=bare)
     assert "dead on chain" in out and "revocation nonce now 1" in out and "dev-friend" in out, out
@@ -180,7 +210,9 @@ def test_host_theft_owner_revokes_with_the_cli_companion_alone(make_stack, chain
     assert [g["nonce"] for g in owner.record()] == ["0", "2"]
     assert owner.record()[1]["delegate"] != address_of(stolen)
     ok = send(stack, bot, FRIEND, CENT)
-    assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1", ok.get("error")
+    assert ok["status"] == "signed" and wait_receipt(chain3, ok["tx_hash"])["status"] == "0x1", ok.get(
+        "error"
+    )
     assert balance(chain3, FRIEND) - friend1 == CENT
     status, reason = redeem(chain3, stolen, [native], FRIEND, CENT)  # and the thief still gets nothing
     assert status == "0x0" and "NonceEnforcer:invalid-nonce" in reason
@@ -202,16 +234,24 @@ def test_freeze_then_authorize_revives_no_grant_and_a_new_grant_works(make_stack
     out = owner.ok("freeze")
     assert "every grant is revoked" in out and onchain_nonce(chain3, owner.address) == 1
     owner.ok("authorize")  # the account is a smart account again ...
-    assert rpc(chain3.url, "eth_getCode", [owner.address, "latest"]) == \
-        "0xef0100" + chain3.contracts["stateless_delegator"][2:]
+    assert (
+        rpc(chain3.url, "eth_getCode", [owner.address, "latest"])
+        == "0xef0100" + chain3.contracts["stateless_delegator"][2:]
+    )
 
     # ... and the old grant stays dead: on chain, and in the signer. (The redeem is only simulated here:
     # a transaction from the session key would move its nonce and the signer would rightly stop using it.)
     main0, friend0 = balance(chain3, owner.address), balance(chain3, FRIEND)
     calldata = redeem_calldata([native], FRIEND, CENT, b"")
     with pytest.raises(Exception, match="NonceEnforcer:invalid-nonce"):
-        rpc(chain3.url, "eth_call", [{"from": key["address"], "to": chain3.contracts["manager"],
-                                      "data": "0x" + calldata.hex()}, "latest"])
+        rpc(
+            chain3.url,
+            "eth_call",
+            [
+                {"from": key["address"], "to": chain3.contracts["manager"], "data": "0x" + calldata.hex()},
+                "latest",
+            ],
+        )
     denied = send(stack, bot, FRIEND, CENT)
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.revoked", denied
     assert balance(chain3, owner.address) == main0 and balance(chain3, FRIEND) == friend0
@@ -230,14 +270,27 @@ def test_freeze_then_authorize_revives_no_grant_and_a_new_grant_works(make_stack
 
 
 def _install(stack, delegations: list[Delegation]) -> dict:
-    return stack.call_sync(stack.admin_token, "tier3.grant", {
-        "idempotency_key": new_idempotency_key("t"), "chain_id": CHAIN_ID,
-        "delegations": [d.to_json() for d in delegations]})
+    return stack.call_sync(
+        stack.admin_token,
+        "tier3.grant",
+        {
+            "idempotency_key": new_idempotency_key("t"),
+            "chain_id": CHAIN_ID,
+            "delegations": [d.to_json() for d in delegations],
+        },
+    )
 
 
 def _sign(chain, main, lanes, session: str, salt: int) -> list[Delegation]:
-    return companion.sign_grant(main.key, lanes, session_address=session, chain_id=CHAIN_ID,
-                                manager=chain.contracts["manager"], enforcers=chain.contracts["enforcers"], salt=salt)
+    return companion.sign_grant(
+        main.key,
+        lanes,
+        session_address=session,
+        chain_id=CHAIN_ID,
+        manager=chain.contracts["manager"],
+        enforcers=chain.contracts["enforcers"],
+        salt=salt,
+    )
 
 
 def test_the_signer_refuses_a_grant_without_the_nonce_or_at_a_stale_nonce(make_stack, chain3):
@@ -249,14 +302,26 @@ def test_the_signer_refuses_a_grant_without_the_nonce_or_at_a_stale_nonce(make_s
     signed = _sign(chain3, main, lanes, key["address"], 1)
 
     nonce_enforcer = chain3.contracts["enforcers"][NONCE]
-    bare = [Delegation(d.delegate, d.delegator, tuple(c for c in d.caveats if c.enforcer != nonce_enforcer), d.salt)
-            for d in signed]
-    bare = [d.signed(sign_digest(d.signing_digest(CHAIN_ID, chain3.contracts["manager"]), main.key)) for d in bare]
+    bare = [
+        Delegation(
+            d.delegate, d.delegator, tuple(c for c in d.caveats if c.enforcer != nonce_enforcer), d.salt
+        )
+        for d in signed
+    ]
+    bare = [
+        d.signed(sign_digest(d.signing_digest(CHAIN_ID, chain3.contracts["manager"]), main.key)) for d in bare
+    ]
     with pytest.raises(SignerError, match="has no NonceEnforcer"):
         _install(stack, bare)
 
-    raw = companion.revoke_all(main.key, chain_id=CHAIN_ID, nonce=nonce(chain3, main.address), **fees(),
-                               manager=chain3.contracts["manager"], nonce_enforcer=nonce_enforcer)
+    raw = companion.revoke_all(
+        main.key,
+        chain_id=CHAIN_ID,
+        nonce=nonce(chain3, main.address),
+        **fees(),
+        manager=chain3.contracts["manager"],
+        nonce_enforcer=nonce_enforcer,
+    )
     assert send_raw(chain3, raw)["status"] == "0x1" and onchain_nonce(chain3, main.address) == 1
     with pytest.raises(SignerError, match="signed at nonce 0 but the main account's nonce on chain is 1"):
         _install(stack, signed)  # a revoked grant, offered again: never comes back
@@ -267,14 +332,28 @@ def test_the_signer_refuses_a_grant_without_the_nonce_or_at_a_stale_nonce(make_s
     assert _install(stack, fresh)["grant"]["lanes"][0]["nonce"] == "1"
 
 
-def test_lifetime_totals_and_the_erc20_per_transaction_cap_hold_for_the_stolen_key(make_stack, chain3, tmp_path):
+def test_lifetime_totals_and_the_erc20_per_transaction_cap_hold_for_the_stolen_key(
+    make_stack, chain3, tmp_path
+):
     token = deploy_token(chain3)
     policy_path = token_policy(tmp_path, token)
     stack = tier3_stack(make_stack, chain3, policy=policy_path)
     main = new_main_account(chain3)
     deployer = rpc(chain3.url, "eth_accounts")[0]
-    wait_receipt(chain3, rpc(chain3.url, "eth_sendTransaction", [{
-        "from": deployer, "to": token, "data": "0x" + erc20_transfer_calldata(main.address, 10 * UNIT).hex()}]))
+    wait_receipt(
+        chain3,
+        rpc(
+            chain3.url,
+            "eth_sendTransaction",
+            [
+                {
+                    "from": deployer,
+                    "to": token,
+                    "data": "0x" + erc20_transfer_calldata(main.address, 10 * UNIT).hex(),
+                }
+            ],
+        ),
+    )
     key = stack.funded_session_key()
     now = chain_time(chain3)
     lanes = derive_lanes(load_policy(policy_path), CHAIN_ID, expires_at=now + 3 * DAY, nonce=0, start=now)
@@ -311,9 +390,21 @@ def test_lifetime_totals_and_the_erc20_per_transaction_cap_hold_for_the_stolen_k
     session_nonce = nonce(chain3, key["address"])
     denied = send(stack, bot, FRIEND, CENT)
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.native_total", denied
-    denied = stack.call_sync(bot, "sign.request", {"idempotency_key": new_idempotency_key(), "intent": {
-        "chain_id": CHAIN_ID, "token_transfer": {"token": token, "recipient": FRIEND, "amount": str(UNIT)}}})
+    denied = stack.call_sync(
+        bot,
+        "sign.request",
+        {
+            "idempotency_key": new_idempotency_key(),
+            "intent": {
+                "chain_id": CHAIN_ID,
+                "token_transfer": {"token": token, "recipient": FRIEND, "amount": str(UNIT)},
+            },
+        },
+    )
     assert denied["status"] != "signed" and denied["rule_id"] == "onchain.erc20_total", denied
     assert nonce(chain3, key["address"]) == session_nonce
-    left = {lane["asset"]: lane for lane in stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"]}
+    left = {
+        lane["asset"]: lane
+        for lane in stack.call_sync(stack.admin_token, "tier3.status")["grants"][0]["lanes"]
+    }
     assert left[NATIVE]["left_in_total"] == "0" and left[token]["left_in_total"] == "0"

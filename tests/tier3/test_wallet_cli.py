@@ -25,10 +25,23 @@ def test_chain_dev_deploys_the_contracts_and_records_them_in_the_config(tmp_path
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     port = free_port()
-    write_private_file(home / "config.yaml", yaml.safe_dump({"chains": [
-        {"id": DEV_CHAIN_ID, "name": "anvil", "rpc_url": f"http://127.0.0.1:{port}", "dev": True}]}).encode())
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "--home", str(home), "chain", "dev", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    write_private_file(
+        home / "config.yaml",
+        yaml.safe_dump(
+            {
+                "chains": [
+                    {"id": DEV_CHAIN_ID, "name": "anvil", "rpc_url": f"http://127.0.0.1:{port}", "dev": True}
+                ]
+            }
+        ).encode(),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "chain", "dev", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         lines = []
@@ -43,8 +56,12 @@ def test_chain_dev_deploys_the_contracts_and_records_them_in_the_config(tmp_path
         for address in (section["manager"], section["stateless_delegator"], *section["enforcers"].values()):
             code = rpc(f"http://127.0.0.1:{port}", "eth_getCode", [address, "latest"])
             assert len(code) > 2 and section["code_hashes"][address].startswith("0x")
-        assert set(section["enforcers"]) >= {"ValueLteEnforcer", "NativeTokenPeriodTransferEnforcer",
-                                             "AllowedTargetsEnforcer", "TimestampEnforcer"}
+        assert set(section["enforcers"]) >= {
+            "ValueLteEnforcer",
+            "NativeTokenPeriodTransferEnforcer",
+            "AllowedTargetsEnforcer",
+            "TimestampEnforcer",
+        }
     finally:
         proc.send_signal(stop)
         proc.wait(timeout=20)
@@ -62,10 +79,20 @@ def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chai
         return stack.owlia(*args)
 
     def wallet(*args: str) -> subprocess.CompletedProcess:
-        return owlia("wallet", *args, "--dir", str(companion_dir), "--passphrase-file", str(passfile), "--yes")
+        return owlia(
+            "wallet", *args, "--dir", str(companion_dir), "--passphrase-file", str(passfile), "--yes"
+        )
 
-    made = owlia("companion", "init", "--dir", str(companion_dir), "--passphrase-file", str(passfile),
-                 "--scrypt-n", "1024")
+    made = owlia(
+        "companion",
+        "init",
+        "--dir",
+        str(companion_dir),
+        "--passphrase-file",
+        str(passfile),
+        "--scrypt-n",
+        "1024",
+    )
     assert made.returncode == 0, made.stderr
     main = json.loads((companion_dir / "companion.json").read_text())["main_address"]
     fund(chain3, main, 10**18)
@@ -78,8 +105,10 @@ def test_wallet_cli_authorize_grant_status_rotate_revoke_freeze(make_stack, chai
 
     granted = wallet("grant", "--days", "2")
     assert granted.returncode == 0, granted.stdout + granted.stderr
-    assert "this key may send at most 0.01 ETH per transaction, 0.05 ETH per day and 0.1 ETH in all, only to " \
+    assert (
+        "this key may send at most 0.01 ETH per transaction, 0.05 ETH per day and 0.1 ETH in all, only to "
         "dev-friend" in granted.stdout
+    )
     shown = owlia("wallet", "status", "--dir", str(companion_dir))
     assert shown.returncode == 0 and "left this period: 0.05 ETH" in shown.stdout, shown.stdout + shown.stderr
     assert key["address"] in shown.stdout
@@ -125,8 +154,11 @@ def test_wallet_pin_records_canonical_addresses_with_their_code_hashes(make_stac
         stack = make_stack(rpc_url=chain.url)
         missing = stack.owlia("wallet", "pin", "--chain", str(DEV_CHAIN_ID), "--yes")
         assert missing.returncode == 1 and "not deployed here" in missing.stdout + missing.stderr
-        addresses = [CANONICAL_V1_3_0["manager"], CANONICAL_V1_3_0["stateless_delegator"],
-                     *CANONICAL_V1_3_0["enforcers"].values()]
+        addresses = [
+            CANONICAL_V1_3_0["manager"],
+            CANONICAL_V1_3_0["stateless_delegator"],
+            *CANONICAL_V1_3_0["enforcers"].values(),
+        ]
         for i, address in enumerate(addresses):  # stand-in code: a real chain has the deployed contracts here
             rpc(chain.url, "anvil_setCode", [address, "0x60" + f"{i:02x}" + "5f5260205ff3"])
         pinned = stack.owlia("wallet", "pin", "--chain", str(DEV_CHAIN_ID), "--yes")

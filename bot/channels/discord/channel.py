@@ -23,8 +23,12 @@ from bot.channels.access import AccessStore, Gatekeeper
 from bot.channels.base import Inbound, drain
 from bot.channels.chunking import split_message
 from bot.channels.discord.commands import build_tree
-from bot.channels.discord.endpoints import (Endpoints, RoutedHTTPClient, install_webhook_adapter,
-                                            remove_webhook_adapter)
+from bot.channels.discord.endpoints import (
+    Endpoints,
+    RoutedHTTPClient,
+    install_webhook_adapter,
+    remove_webhook_adapter,
+)
 from bot.channels.discord.outlet import LIMIT, ChannelOutlet, InteractionOutlet
 from bot.channels.discord.sink import DiscordSink
 from bot.channels.discord.views import Presses
@@ -72,13 +76,23 @@ def intents_for(settings: DiscordSettings) -> discord.Intents:
 
 class _Client(discord.Client):
     def __init__(self, channel: DiscordChannel, endpoints: Endpoints) -> None:
-        super().__init__(intents=intents_for(channel.settings), max_messages=None,
-                         chunk_guilds_at_startup=False, member_cache_flags=discord.MemberCacheFlags.none())
+        super().__init__(
+            intents=intents_for(channel.settings),
+            max_messages=None,
+            chunk_guilds_at_startup=False,
+            member_cache_flags=discord.MemberCacheFlags.none(),
+        )
         old = self.http
-        self.http = RoutedHTTPClient(old.loop, old.connector or None, proxy=old.proxy,
-                                     proxy_auth=old.proxy_auth, unsync_clock=not old.use_clock,
-                                     http_trace=old.http_trace,
-                                     max_ratelimit_timeout=old.max_ratelimit_timeout, endpoints=endpoints)
+        self.http = RoutedHTTPClient(
+            old.loop,
+            old.connector or None,
+            proxy=old.proxy,
+            proxy_auth=old.proxy_auth,
+            unsync_clock=not old.use_clock,
+            http_trace=old.http_trace,
+            max_ratelimit_timeout=old.max_ratelimit_timeout,
+            endpoints=endpoints,
+        )
         self._connection.http = self.http
         self.channel = channel
         self.tree = build_tree(self, channel)
@@ -96,8 +110,16 @@ class _Client(discord.Client):
 class DiscordChannel:
     name = "discord"
 
-    def __init__(self, core: BotCore, settings: DiscordSettings, token: str, access: AccessStore, *,
-                 shutdown_grace: float = 10.0, max_waiting: int = MAX_WAITING) -> None:
+    def __init__(
+        self,
+        core: BotCore,
+        settings: DiscordSettings,
+        token: str,
+        access: AccessStore,
+        *,
+        shutdown_grace: float = 10.0,
+        max_waiting: int = MAX_WAITING,
+    ) -> None:
         self.core = core
         self.shutdown_grace = shutdown_grace
         self.max_waiting = max_waiting
@@ -172,10 +194,12 @@ class DiscordChannel:
         text = message.content
         if where.kind is ContextKind.GROUP:
             text = text.replace(f"<@{me.id}>", "").replace(f"<@!{me.id}>", "").strip()
-        inbound = Inbound(self.name, peer, str(message.id), text, where.kind, where.chat,
-                          message.created_at.timestamp())
-        sink = DiscordSink(outlet, message.author.id, interval=self.settings.stream_edit_interval,
-                           presses=self.presses)
+        inbound = Inbound(
+            self.name, peer, str(message.id), text, where.kind, where.chat, message.created_at.timestamp()
+        )
+        sink = DiscordSink(
+            outlet, message.author.id, interval=self.settings.stream_edit_interval, presses=self.presses
+        )
         async with _typing(message.channel):
             await self._serve(inbound, sink)
 
@@ -191,11 +215,22 @@ class DiscordChannel:
 
         if not await self._admitted(peer, interaction.user.name, where, tell, always=True):
             return
-        inbound = Inbound(self.name, peer, f"interaction:{interaction.id}", text, where.kind, where.chat,
-                          interaction.created_at.timestamp())
+        inbound = Inbound(
+            self.name,
+            peer,
+            f"interaction:{interaction.id}",
+            text,
+            where.kind,
+            where.chat,
+            interaction.created_at.timestamp(),
+        )
         await interaction.response.defer(thinking=True)
-        sink = DiscordSink(InteractionOutlet(interaction), interaction.user.id,
-                           interval=self.settings.stream_edit_interval, presses=self.presses)
+        sink = DiscordSink(
+            InteractionOutlet(interaction),
+            interaction.user.id,
+            interval=self.settings.stream_edit_interval,
+            presses=self.presses,
+        )
         handled = await self._serve(inbound, sink)
         if sink.sent == 0:  # replace Discord's "thinking…" with something
             duplicate = handled is not None and handled.status == "duplicate"
@@ -206,17 +241,32 @@ class DiscordChannel:
     def _where_message(self, message: discord.Message, me: int) -> Where | None:
         if isinstance(message.channel, discord.GroupChannel):
             return None
-        return route(self.settings, dm=isinstance(message.channel, discord.DMChannel),
-                     channel_id=str(message.channel.id), mentioned=any(u.id == me for u in message.mentions))
+        return route(
+            self.settings,
+            dm=isinstance(message.channel, discord.DMChannel),
+            channel_id=str(message.channel.id),
+            mentioned=any(u.id == me for u in message.mentions),
+        )
 
     def _where_interaction(self, interaction: discord.Interaction) -> Where | None:
         if interaction.guild_id is None and not interaction.context.dm_channel:
             return None  # a user-installed command in someone else's DM or group is not private
-        return route(self.settings, dm=interaction.guild_id is None, channel_id=str(interaction.channel_id),
-                     mentioned=True)  # a slash command is addressed to the bot
+        return route(
+            self.settings,
+            dm=interaction.guild_id is None,
+            channel_id=str(interaction.channel_id),
+            mentioned=True,
+        )  # a slash command is addressed to the bot
 
-    async def _admitted(self, peer: str, display: str, where: Where, tell: Callable[[str], Awaitable[object]],
-                        *, always: bool = False) -> bool:
+    async def _admitted(
+        self,
+        peer: str,
+        display: str,
+        where: Where,
+        tell: Callable[[str], Awaitable[object]],
+        *,
+        always: bool = False,
+    ) -> bool:
         """DMs go through the gatekeeper (strangers get a code); in guilds strangers are ignored.
         `always`: an interaction must be answered, so a stranger hears at least PRIVATE."""
         if where.kind is ContextKind.DM:
@@ -241,8 +291,10 @@ class DiscordChannel:
             log.warning("discord: too many messages queued in one chat; dropped one")
             if key not in self._overflow_told:  # once per flood, not once per dropped message
                 self._overflow_told.add(key)
-                await sink.notice(f"{self.max_waiting} of your messages are already waiting, so I dropped the "
-                                  "ones after them. Send those again once I have answered.")
+                await sink.notice(
+                    f"{self.max_waiting} of your messages are already waiting, so I dropped the "
+                    "ones after them. Send those again once I have answered."
+                )
             return None
         task = asyncio.current_task()
         assert task is not None
@@ -266,7 +318,7 @@ class DiscordChannel:
 
 @contextlib.asynccontextmanager
 async def _typing(channel: discord.abc.Messageable) -> AsyncIterator[None]:
-    """"typing…" until the reply is done; best effort (a failed typing call never blocks a reply)."""
+    """ "typing…" until the reply is done; best effort (a failed typing call never blocks a reply)."""
 
     async def loop() -> None:
         while True:

@@ -34,7 +34,7 @@ class Endpoints:
         if not self.api_base or not route.url.startswith(DEFAULT_BASE):
             return route
         moved = copy.copy(route)
-        moved.url = self.api_base.rstrip("/") + route.url[len(DEFAULT_BASE):]
+        moved.url = self.api_base.rstrip("/") + route.url[len(DEFAULT_BASE) :]
         return moved
 
     def gateway(self, url: str) -> str:

@@ -50,5 +50,6 @@ class InteractionOutlet(_Edits):
         self.interaction = interaction
 
     async def send(self, text: str, view: discord.ui.View | None = None) -> discord.Message:
-        return await self.interaction.followup.send(text, view=view or MISSING, wait=True,
-                                                    allowed_mentions=NO_MENTIONS)
+        return await self.interaction.followup.send(
+            text, view=view or MISSING, wait=True, allowed_mentions=NO_MENTIONS
+        )

@@ -81,10 +81,13 @@ class Confirmation(discord.ui.View):
         self.presses = presses
         self.decision: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         token = secrets.token_urlsafe(18)
-        for label, style, allow in (("Allow", discord.ButtonStyle.success, True),
-                                    ("Deny", discord.ButtonStyle.danger, False)):
-            button: discord.ui.Button = discord.ui.Button(label=label, style=style,
-                                                          custom_id=f"{PREFIX}{token}:{label.lower()}")
+        for label, style, allow in (
+            ("Allow", discord.ButtonStyle.success, True),
+            ("Deny", discord.ButtonStyle.danger, False),
+        ):
+            button: discord.ui.Button = discord.ui.Button(
+                label=label, style=style, custom_id=f"{PREFIX}{token}:{label.lower()}"
+            )
             self.add_item(button)
             presses.live[str(button.custom_id)] = (self, allow)
 
@@ -104,10 +107,14 @@ class Confirmation(discord.ui.View):
             return
         if not self.decide(allow):  # a second press: say what the first one decided, not only "closed"
             earlier = self.decision.result() if not self.decision.cancelled() else None
-            told = {True: "Already allowed: it went ahead.",
-                    False: "Already answered: not allowed, nothing was done."}
-            await interaction.response.send_message(told.get(earlier, CLOSED),  # type: ignore[arg-type]
-                                                    ephemeral=True)
+            told = {
+                True: "Already allowed: it went ahead.",
+                False: "Already answered: not allowed, nothing was done.",
+            }
+            await interaction.response.send_message(
+                told.get(earlier, CLOSED),  # type: ignore[arg-type]
+                ephemeral=True,
+            )
             return
         verdict = "✅ Allowed." if allow else "❌ Not allowed."
         await interaction.response.edit_message(content=f"{self.text}\n{verdict}", view=None)

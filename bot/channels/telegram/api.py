@@ -61,8 +61,14 @@ def fit(text: str, limit: int = LIMIT) -> list[str]:
 
 
 class TelegramApi:
-    def __init__(self, bot: BotApi, *, max_retries: int = 5, max_wait: float = 300.0,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        bot: BotApi,
+        *,
+        max_retries: int = 5,
+        max_wait: float = 300.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.bot = bot
         self.max_retries = max_retries
         self.max_wait = max_wait
@@ -98,8 +104,9 @@ class TelegramApi:
         sent: Sent | None = None
         pieces = fit(markdown)
         for index, piece in enumerate(pieces):  # buttons go under the last piece only
-            sent = await self.send_html(chat_id, to_html(piece), piece,
-                                        markup=markup if index == len(pieces) - 1 else None)
+            sent = await self.send_html(
+                chat_id, to_html(piece), piece, markup=markup if index == len(pieces) - 1 else None
+            )
         if sent is None:
             raise ValueError("nothing to send")
         return sent
@@ -110,8 +117,7 @@ class TelegramApi:
         for piece in rest:
             await self.send_html(target.chat_id, to_html(piece), piece)
 
-    async def send_html(self, chat_id: int, html: str, plain: str, *,
-                        markup: Markup | None = None) -> Sent:
+    async def send_html(self, chat_id: int, html: str, plain: str, *, markup: Markup | None = None) -> Sent:
         try:
             message = await self._send(chat_id, html, "HTML", markup)
         except BadRequest as exc:
@@ -121,14 +127,16 @@ class TelegramApi:
             message = await self._send(chat_id, plain, None, markup)
         return Sent(message.chat.id, message.message_id)
 
-    async def _send(self, chat_id: int, text: str, mode: str | None,
-                    markup: Markup | None) -> Message:
+    async def _send(self, chat_id: int, text: str, mode: str | None, markup: Markup | None) -> Message:
         # no link previews: a preview makes a link the model wrote look like something the bot vouches for
-        return await self.call("sendMessage", lambda: self.bot.send_message(
-            chat_id, text, parse_mode=mode, reply_markup=markup, disable_preview=True))
+        return await self.call(
+            "sendMessage",
+            lambda: self.bot.send_message(
+                chat_id, text, parse_mode=mode, reply_markup=markup, disable_preview=True
+            ),
+        )
 
-    async def edit_html(self, target: Sent, html: str, plain: str, *,
-                        markup: Markup | None = None) -> None:
+    async def edit_html(self, target: Sent, html: str, plain: str, *, markup: Markup | None = None) -> None:
         try:
             await self._edit(target, html, "HTML", markup)
         except BadRequest as exc:
@@ -137,12 +145,19 @@ class TelegramApi:
             log.info("telegram refused the HTML edit (%s); editing as plain text", self.scrub(exc))
             await self._edit(target, plain, None, markup)
 
-    async def _edit(self, target: Sent, text: str, mode: str | None,
-                    markup: Markup | None) -> None:
+    async def _edit(self, target: Sent, text: str, mode: str | None, markup: Markup | None) -> None:
         try:
-            await self.call("editMessageText", lambda: self.bot.edit_message_text(
-                target.chat_id, target.message_id, text, parse_mode=mode, reply_markup=markup,
-                disable_preview=True))
+            await self.call(
+                "editMessageText",
+                lambda: self.bot.edit_message_text(
+                    target.chat_id,
+                    target.message_id,
+                    text,
+                    parse_mode=mode,
+                    reply_markup=markup,
+                    disable_preview=True,
+                ),
+            )
         except BadRequest as exc:
             if not _says(exc, NOT_MODIFIED):  # an identical edit is not a failure
                 raise
@@ -151,8 +166,10 @@ class TelegramApi:
         await self.call("sendChatAction", lambda: self.bot.send_chat_action(chat_id, "typing"))
 
     async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
-        await self.call("answerCallbackQuery",
-                        lambda: self.bot.answer_callback_query(query_id, text=text, show_alert=alert))
+        await self.call(
+            "answerCallbackQuery",
+            lambda: self.bot.answer_callback_query(query_id, text=text, show_alert=alert),
+        )
 
     async def quietly(self, what: str, call: Awaitable[Any]) -> Any:
         """Run a call whose failure must not stop the reply (a typing ping, a card); log it."""

@@ -38,6 +38,7 @@ Markup = dict[str, Any]  # reply_markup as sent: {"inline_keyboard": [[{"text", 
 
 # -- errors --------------------------------------------------------------------------------------
 
+
 class TelegramError(Exception):
     """A call failed; `message` is safe to log (no token), `code` is Telegram's error_code if any."""
 
@@ -77,6 +78,7 @@ class BadUpdate(ValueError):
 
 # -- incoming types ------------------------------------------------------------------------------
 
+
 def _field(data: dict[str, Any], name: str, kind: type, *, required: bool = True) -> Any:
     value = data.get(name)
     if value is None:
@@ -110,9 +112,13 @@ class User:
     @classmethod
     def parse(cls, data: Any) -> User:
         data = _object(data, "user")
-        return cls(_field(data, "id", int), _field(data, "is_bot", bool), _field(data, "first_name", str),
-                   _field(data, "last_name", str, required=False),
-                   _field(data, "username", str, required=False))
+        return cls(
+            _field(data, "id", int),
+            _field(data, "is_bot", bool),
+            _field(data, "first_name", str),
+            _field(data, "last_name", str, required=False),
+            _field(data, "username", str, required=False),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +132,13 @@ class Chat:
         return cls(_field(data, "id", int), _field(data, "type", str))
 
 
-FORWARD_FIELDS = ("forward_origin", "forward_from", "forward_from_chat", "forward_sender_name",
-                  "forward_date")
+FORWARD_FIELDS = (
+    "forward_origin",
+    "forward_from",
+    "forward_from_chat",
+    "forward_sender_name",
+    "forward_date",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +157,14 @@ class Message:
         reply = data.get("reply_to_message")
         automatic = _field(data, "is_automatic_forward", bool, required=False)
         return cls(
-            _field(data, "message_id", int), Chat.parse(data.get("chat")),
+            _field(data, "message_id", int),
+            Chat.parse(data.get("chat")),
             User.parse(data["from"]) if data.get("from") is not None else None,
             _field(data, "text", str, required=False),
             # Telegram nests one level; deeper nesting is dropped, not recursed into
             cls.parse(reply, depth=depth + 1) if reply is not None and depth == 0 else None,
-            any(data.get(name) is not None for name in FORWARD_FIELDS) or automatic is True)
+            any(data.get(name) is not None for name in FORWARD_FIELDS) or automatic is True,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +178,12 @@ class CallbackQuery:
     def parse(cls, data: Any) -> CallbackQuery:
         data = _object(data, "callback_query")
         message = data.get("message")
-        return cls(_field(data, "id", str), User.parse(data.get("from")),
-                   Message.parse(message) if message is not None else None,
-                   _field(data, "data", str, required=False))
+        return cls(
+            _field(data, "id", str),
+            User.parse(data.get("from")),
+            Message.parse(message) if message is not None else None,
+            _field(data, "data", str, required=False),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +196,11 @@ class Update:
     def parse(cls, data: Any) -> Update:
         data = _object(data, "update")
         message, query = data.get("message"), data.get("callback_query")
-        return cls(_field(data, "update_id", int), Message.parse(message) if message is not None else None,
-                   CallbackQuery.parse(query) if query is not None else None)
+        return cls(
+            _field(data, "update_id", int),
+            Message.parse(message) if message is not None else None,
+            CallbackQuery.parse(query) if query is not None else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +233,7 @@ def parse_batch(result: Any, offset: int | None) -> Batch:
 
 
 # -- the client ----------------------------------------------------------------------------------
+
 
 class _HideTokens(logging.Filter):
     """httpx logs every request URL at INFO (`owlia start`'s level): a record that names a bot
@@ -262,11 +282,13 @@ class BotApi:
         tls = context_for(self._base)
         timeout = _timeout(read=30.0)
         if self._client is None or self._client.is_closed:
-            self._client = httpx.AsyncClient(verify=tls, follow_redirects=False, timeout=timeout,
-                                             limits=httpx.Limits(max_connections=8))
+            self._client = httpx.AsyncClient(
+                verify=tls, follow_redirects=False, timeout=timeout, limits=httpx.Limits(max_connections=8)
+            )
         if self._poll_client is None or self._poll_client.is_closed:
-            self._poll_client = httpx.AsyncClient(verify=tls, follow_redirects=False, timeout=timeout,
-                                                  limits=httpx.Limits(max_connections=1))
+            self._poll_client = httpx.AsyncClient(
+                verify=tls, follow_redirects=False, timeout=timeout, limits=httpx.Limits(max_connections=1)
+            )
 
     def _scrub(self, text: str) -> str:
         return redact(one_line(text.replace(self.token, "<token>"), MAX_DESCRIPTION))
@@ -277,8 +299,14 @@ class BotApi:
             if client is not None:
                 await client.aclose()
 
-    async def call(self, method: str, params: dict[str, Any] | None = None, *,
-                   read_timeout: float | None = None, poll: bool = False) -> Any:
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        read_timeout: float | None = None,
+        poll: bool = False,
+    ) -> Any:
         """One method; its `result`, or one of the errors above."""
         self._open()
         client = self._poll_client if poll else self._client
@@ -290,13 +318,16 @@ class BotApi:
             raise NetworkError(f"{method}: {type(exc).__name__}: {self._scrub(str(exc))}") from None
         return self._result(method, status, body)
 
-    async def _post(self, client: httpx.AsyncClient, method: str, params: dict[str, Any],
-                    timeout: httpx.Timeout) -> tuple[int, bytes]:
-        async with client.stream("POST", self._base + method, json=params, timeout=timeout,
-                                 headers=IDENTITY) as response:
+    async def _post(
+        self, client: httpx.AsyncClient, method: str, params: dict[str, Any], timeout: httpx.Timeout
+    ) -> tuple[int, bytes]:
+        async with client.stream(
+            "POST", self._base + method, json=params, timeout=timeout, headers=IDENTITY
+        ) as response:
             if response.is_redirect:
-                raise NetworkError(f"{method}: the server answered a redirect "
-                                   f"({response.status_code}); not followed")
+                raise NetworkError(
+                    f"{method}: the server answered a redirect ({response.status_code}); not followed"
+                )
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.max_body:
                 raise NetworkError(f"{method}: the answer is larger than {self.max_body} bytes")
@@ -349,8 +380,15 @@ class BotApi:
         result = await self.call("getUpdates", params, read_timeout=timeout + 15.0, poll=True)
         return parse_batch(result, offset)
 
-    async def send_message(self, chat_id: int, text: str, *, parse_mode: str | None = None,
-                           reply_markup: Markup | None = None, disable_preview: bool = True) -> Message:
+    async def send_message(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        parse_mode: str | None = None,
+        reply_markup: Markup | None = None,
+        disable_preview: bool = True,
+    ) -> Message:
         params: dict[str, Any] = {"chat_id": chat_id, "text": text}
         _options(params, parse_mode, reply_markup, disable_preview)
         try:
@@ -358,9 +396,16 @@ class BotApi:
         except BadUpdate as exc:
             raise NetworkError(f"sendMessage: {exc}") from None
 
-    async def edit_message_text(self, chat_id: int, message_id: int, text: str, *,
-                                parse_mode: str | None = None, reply_markup: Markup | None = None,
-                                disable_preview: bool = True) -> None:
+    async def edit_message_text(
+        self,
+        chat_id: int,
+        message_id: int,
+        text: str,
+        *,
+        parse_mode: str | None = None,
+        reply_markup: Markup | None = None,
+        disable_preview: bool = True,
+    ) -> None:
         params: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "text": text}
         _options(params, parse_mode, reply_markup, disable_preview)
         await self.call("editMessageText", params)
@@ -369,19 +414,22 @@ class BotApi:
         await self.call("sendChatAction", {"chat_id": chat_id, "action": action})
 
     async def answer_callback_query(self, query_id: str, text: str, *, show_alert: bool = False) -> None:
-        await self.call("answerCallbackQuery",
-                        {"callback_query_id": query_id, "text": text, "show_alert": show_alert})
+        await self.call(
+            "answerCallbackQuery", {"callback_query_id": query_id, "text": text, "show_alert": show_alert}
+        )
 
     async def set_my_commands(self, commands: list[tuple[str, str]]) -> None:
-        await self.call("setMyCommands",
-                        {"commands": [{"command": c, "description": d} for c, d in commands]})
+        await self.call(
+            "setMyCommands", {"commands": [{"command": c, "description": d} for c, d in commands]}
+        )
 
     async def delete_webhook(self, *, drop_pending_updates: bool = False) -> None:
         await self.call("deleteWebhook", {"drop_pending_updates": drop_pending_updates})
 
     async def set_webhook(self, url: str, *, secret_token: str, allowed_updates: list[str]) -> None:
-        await self.call("setWebhook",
-                        {"url": url, "secret_token": secret_token, "allowed_updates": allowed_updates})
+        await self.call(
+            "setWebhook", {"url": url, "secret_token": secret_token, "allowed_updates": allowed_updates}
+        )
 
 
 def _timeout(*, read: float) -> httpx.Timeout:
@@ -389,8 +437,9 @@ def _timeout(*, read: float) -> httpx.Timeout:
     return httpx.Timeout(connect=15.0, read=read, write=15.0, pool=15.0)
 
 
-def _options(params: dict[str, Any], parse_mode: str | None, markup: Markup | None,
-             disable_preview: bool) -> None:
+def _options(
+    params: dict[str, Any], parse_mode: str | None, markup: Markup | None, disable_preview: bool
+) -> None:
     if parse_mode is not None:
         params["parse_mode"] = parse_mode
     if markup is not None:
@@ -401,5 +450,6 @@ def _options(params: dict[str, Any], parse_mode: str | None, markup: Markup | No
 
 def inline_keyboard(rows: list[list[tuple[str, str]]]) -> Markup:
     """Buttons as (label, callback_data) rows."""
-    return {"inline_keyboard": [[{"text": text, "callback_data": data} for text, data in row]
-                                for row in rows]}
+    return {
+        "inline_keyboard": [[{"text": text, "callback_data": data} for text, data in row] for row in rows]
+    }

@@ -28,8 +28,10 @@ PREFIX = "cf"
 MAX_PROMPT = 3500  # the prompt must be shown whole; a longer one is declined, never cut
 NOT_YOURS = "Not yours: only the person who asked can answer this."
 EXPIRED = "This confirmation has expired."
-ALREADY = {True: "Already allowed: this was answered when you pressed Allow, and it went ahead.",
-           False: "Already denied: this was answered when you pressed Deny, and nothing was done."}
+ALREADY = {
+    True: "Already allowed: this was answered when you pressed Allow, and it went ahead.",
+    False: "Already denied: this was answered when you pressed Deny, and nothing was done.",
+}
 ANSWERED_KEPT = 100  # answered confirmations remembered, so a second press is told what really happened
 
 
@@ -67,18 +69,32 @@ class Confirmations:
     async def ask(self, chat_id: int, user_id: int, prompt: str, timeout: float) -> bool:
         """Show `prompt` with Allow/Deny; True only if `user_id` pressed Allow in time."""
         if utf16_len(prompt) > MAX_PROMPT:
-            await self.api.quietly("confirmation", self.api.send_html(
-                chat_id, "<b>Not allowed:</b> the action is too long to show here for confirmation.",
-                "Not allowed: the action is too long to show here for confirmation."))
+            await self.api.quietly(
+                "confirmation",
+                self.api.send_html(
+                    chat_id,
+                    "<b>Not allowed:</b> the action is too long to show here for confirmation.",
+                    "Not allowed: the action is too long to show here for confirmation.",
+                ),
+            )
             return False
         token = secrets.token_urlsafe(18)
-        ask = _Ask(token, chat_id, user_id, prompt, self.clock() + timeout,
-                   asyncio.get_running_loop().create_future())
+        ask = _Ask(
+            token,
+            chat_id,
+            user_id,
+            prompt,
+            self.clock() + timeout,
+            asyncio.get_running_loop().create_future(),
+        )
         minutes = max(1, round(timeout / 60))
         try:
             message = await self.api.send_html(
-                chat_id, _card(prompt, f"Allow this? (only you can answer; expires in {minutes} min)"),
-                f"Allow this? (expires in {minutes} min)\n{prompt}", markup=_keyboard(token))
+                chat_id,
+                _card(prompt, f"Allow this? (only you can answer; expires in {minutes} min)"),
+                f"Allow this? (expires in {minutes} min)\n{prompt}",
+                markup=_keyboard(token),
+            )
         except Exception as exc:  # noqa: BLE001 - could not ask, so the answer is no
             log.warning("telegram confirmation not delivered: %s", self.api.scrub(exc))
             return False
@@ -96,8 +112,9 @@ class Confirmations:
             self._open.remove(ask)
             if ask.answer.done() and not ask.answer.cancelled():
                 self._answered = [*self._answered, (ask, ask.answer.result())][-ANSWERED_KEPT:]
-            await self.api.quietly("confirmation edit", self.api.edit_html(
-                message, _card(prompt, status), f"{status}\n{prompt}"))
+            await self.api.quietly(
+                "confirmation edit", self.api.edit_html(message, _card(prompt, status), f"{status}\n{prompt}")
+            )
         return result
 
     def _find(self, token: str) -> _Ask | None:
@@ -142,5 +159,6 @@ class Confirmations:
             return
         allowed = parts[2] == "y"
         ask.answer.set_result(allowed)
-        await self.api.quietly("callback answer",
-                               self.api.answer(query.id, "Allowed" if allowed else "Denied"))
+        await self.api.quietly(
+            "callback answer", self.api.answer(query.id, "Allowed" if allowed else "Denied")
+        )

@@ -36,15 +36,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MENU = (("start", "Start and help"), ("help", "What I can do"), ("new", "Start a fresh conversation"),
-        ("status", "Model, tokens, signer and chain"), ("model", "The model profiles in use"),
-        ("balance", "Wallet balance"), ("approvals", "Requests waiting for your companion app"),
-        ("details", "The ids and rules behind the last signing request"),
-        ("cancel", "Stop the running request"))
+MENU = (
+    ("start", "Start and help"),
+    ("help", "What I can do"),
+    ("new", "Start a fresh conversation"),
+    ("status", "Model, tokens, signer and chain"),
+    ("model", "The model profiles in use"),
+    ("balance", "Wallet balance"),
+    ("approvals", "Requests waiting for your companion app"),
+    ("details", "The ids and rules behind the last signing request"),
+    ("cancel", "Stop the running request"),
+)
 SEEN_UPDATES = 10_000  # update_ids remembered for dedupe by a webhook (polling keeps one batch)
 MAX_QUEUED = 20  # messages per chat, the running one included; more are dropped
-OVERFLOW_NOTE = (f"{MAX_QUEUED} of your messages are already waiting, so I dropped the ones after them. "
-                 "Send those again once I have answered.")
+OVERFLOW_NOTE = (
+    f"{MAX_QUEUED} of your messages are already waiting, so I dropped the ones after them. "
+    "Send those again once I have answered."
+)
 FAILED = "Something went wrong on my side; nothing more was done. Try again, or /status."
 
 
@@ -56,10 +64,20 @@ def explorer_links(chains: Iterable[Any]) -> dict[int, str]:
 class TelegramChannel:
     name = CHANNEL
 
-    def __init__(self, core: BotCore, settings: TelegramSettings, token: str, access: AccessStore, *,
-                 explorers: Mapping[int, str] | None = None, poll_timeout: int = 25,
-                 typing_interval: float = 4.0, hold: float = 0.3, shutdown_grace: float = 10.0,
-                 max_backoff: float = 30.0) -> None:
+    def __init__(
+        self,
+        core: BotCore,
+        settings: TelegramSettings,
+        token: str,
+        access: AccessStore,
+        *,
+        explorers: Mapping[int, str] | None = None,
+        poll_timeout: int = 25,
+        typing_interval: float = 4.0,
+        hold: float = 0.3,
+        shutdown_grace: float = 10.0,
+        max_backoff: float = 30.0,
+    ) -> None:
         self.core = core
         self.settings = settings
         self.bot = make_bot(token, settings.api_base)
@@ -106,13 +124,21 @@ class TelegramChannel:
     async def _connect(self) -> None:
         """getMe (the token works; the router needs the bot's name) and, for polling, deleteWebhook,
         at once; the command menu in the background: one round trip to Telegram before ready, not three."""
-        menu = asyncio.ensure_future(self.api.quietly("setMyCommands", self.api.call(
-            "setMyCommands", lambda: self.bot.set_my_commands(list(MENU)))))
+        menu = asyncio.ensure_future(
+            self.api.quietly(
+                "setMyCommands", self.api.call("setMyCommands", lambda: self.bot.set_my_commands(list(MENU)))
+            )
+        )
         get_me = asyncio.ensure_future(self.api.call("getMe", self.bot.get_me))
         calls: list[asyncio.Future[Any]] = [get_me]
         if self.settings.mode != "webhook":
-            calls.append(asyncio.ensure_future(self.api.call(
-                "deleteWebhook", lambda: self.bot.delete_webhook(drop_pending_updates=False))))
+            calls.append(
+                asyncio.ensure_future(
+                    self.api.call(
+                        "deleteWebhook", lambda: self.bot.delete_webhook(drop_pending_updates=False)
+                    )
+                )
+            )
         try:
             await asyncio.gather(*calls)
         except BaseException:  # one failed (a refused token, the network): nothing is left running
@@ -141,8 +167,10 @@ class TelegramChannel:
         backoff = 0.5
         while True:
             try:
-                batch = await self.api.call("getUpdates", lambda: self.bot.get_updates(
-                    offset, self.poll_timeout, list(ALLOWED_UPDATES)))
+                batch = await self.api.call(
+                    "getUpdates",
+                    lambda: self.bot.get_updates(offset, self.poll_timeout, list(ALLOWED_UPDATES)),
+                )
             except InvalidToken:
                 log.error("telegram rejected the bot token; the Telegram channel stops")
                 raise
@@ -175,8 +203,11 @@ class TelegramChannel:
             return
         route = self.router.route(message)
         if route.reply:
-            self._spawn(self.api.quietly("pairing reply", self.api.send_html(
-                message.chat.id, escape(route.reply), route.reply)))
+            self._spawn(
+                self.api.quietly(
+                    "pairing reply", self.api.send_html(message.chat.id, escape(route.reply), route.reply)
+                )
+            )
         if route.inbound is None:
             return
         chat_id = message.chat.id
@@ -189,8 +220,11 @@ class TelegramChannel:
             log.warning("telegram chat %s has too many queued messages; dropped one", chat_id)
             if chat_id not in self._overflow_told:  # once per flood, not once per dropped message
                 self._overflow_told.add(chat_id)
-                self._spawn(self.api.quietly("overflow notice", self.api.send_html(
-                    chat_id, escape(OVERFLOW_NOTE), OVERFLOW_NOTE)))
+                self._spawn(
+                    self.api.quietly(
+                        "overflow notice", self.api.send_html(chat_id, escape(OVERFLOW_NOTE), OVERFLOW_NOTE)
+                    )
+                )
             return
         self._queued[chat_id] = self._queued.get(chat_id, 0) + 1
         self._spawn(self._in_order(route.inbound, chat_id, user_id))
@@ -215,9 +249,15 @@ class TelegramChannel:
     async def _handle(self, inbound: Inbound, chat_id: int, user_id: int) -> None:
         from bot.channels.telegram.sink import TelegramSink  # the agent's types: loaded after ready
 
-        sink = TelegramSink(self.api, self.confirmations, chat_id, user_id,
-                            interval=self.settings.stream_edit_interval, hold=self.hold,
-                            explorers=self.explorers)
+        sink = TelegramSink(
+            self.api,
+            self.confirmations,
+            chat_id,
+            user_id,
+            interval=self.settings.stream_edit_interval,
+            hold=self.hold,
+            explorers=self.explorers,
+        )
         typing = asyncio.create_task(self._typing(sink))
         try:
             await self.core.handle(inbound, sink)

@@ -51,7 +51,7 @@ def inline(text: str, *, links: bool = True) -> str:
         kind = _kind(match)
         if kind == "link" and (not links or not match.group("url").lower().startswith(_SCHEMES)):
             continue  # left as literal text (escaped below with its surroundings)
-        out.append(escape(text[position:match.start()]))
+        out.append(escape(text[position : match.start()]))
         position = match.end()
         if kind == "code":
             out.append(f"<code>{escape(match.group('code_body'))}</code>")
@@ -93,8 +93,12 @@ def to_html(markdown: str) -> str:
     for line in markdown.split("\n"):
         if code is not None:
             closing = _FENCE.match(line)
-            if closing and closing.group(1)[0] == fence[0][0] and len(closing.group(1)) >= len(fence[0]) \
-                    and not closing.group(2):
+            if (
+                closing
+                and closing.group(1)[0] == fence[0][0]
+                and len(closing.group(1)) >= len(fence[0])
+                and not closing.group(2)
+            ):
                 out.append(_pre(code, fence[1]))
                 code = None
             else:

@@ -71,8 +71,11 @@ class Router:
             return DROP  # strangers get no pairing code in public
         text = message.text or ""
         mentioned = self._mention is not None and self._mention.search(text) is not None
-        replied = (message.reply_to_message is not None and message.reply_to_message.from_user is not None
-                   and message.reply_to_message.from_user.id == self.me.id)
+        replied = (
+            message.reply_to_message is not None
+            and message.reply_to_message.from_user is not None
+            and message.reply_to_message.from_user.id == self.me.id
+        )
         if groups.mention_only and not (mentioned or replied):
             return DROP
         if self._mention is not None:
@@ -83,8 +86,15 @@ class Router:
 
     @staticmethod
     def _inbound(message: Message, peer: str, text: str, kind: ContextKind, chat: str) -> Inbound:
-        return Inbound(CHANNEL, peer, f"{message.chat.id}:{message.message_id}", text, kind, chat,
-                       received_at=time.time())
+        return Inbound(
+            CHANNEL,
+            peer,
+            f"{message.chat.id}:{message.message_id}",
+            text,
+            kind,
+            chat,
+            received_at=time.time(),
+        )
 
 
 def _own_words(message: Message, text: str) -> str:
@@ -92,4 +102,6 @@ def _own_words(message: Message, text: str) -> str:
     and no address in it counts as one the user wrote (bot.agent.provenance)."""
     if not message.forwarded:
         return text
-    return "(the user forwarded this message; someone else wrote it)\n" + wrap_untrusted("telegram_forward", text)
+    return "(the user forwarded this message; someone else wrote it)\n" + wrap_untrusted(
+        "telegram_forward", text
+    )

@@ -53,8 +53,17 @@ class TelegramSink:
     """`hold`: deltas are kept back this long before the draft is first sent, so a reply that is
     complete by then goes out as one message (one API call instead of a send and an edit)."""
 
-    def __init__(self, api: TelegramApi, confirmations: Confirmations, chat_id: int, user_id: int, *,
-                 interval: float, hold: float = 0.0, explorers: Mapping[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        api: TelegramApi,
+        confirmations: Confirmations,
+        chat_id: int,
+        user_id: int,
+        *,
+        interval: float,
+        hold: float = 0.0,
+        explorers: Mapping[int, str] | None = None,
+    ) -> None:
         self.api = api
         self.confirmations = confirmations
         self.chat_id = chat_id
@@ -107,7 +116,7 @@ class TelegramSink:
     async def _finish_segment(self) -> None:
         """Finish the current draft with what streamed into it (lock held)."""
         self._stop_timer()
-        text = self._streamed[self._segment:]
+        text = self._streamed[self._segment :]
         if text.strip():
             await self._draft.finish(text)
             self._draft = self._new_draft()
@@ -154,8 +163,9 @@ class TelegramSink:
                 await self.api.quietly("signer card", self.api.send_html(self.chat_id, html, plain))
         elif (note := failure_note(event, ERROR_CHARS)) is not None:
             await self._close_draft()
-            await self.api.quietly("tool note",
-                                   self.api.send_html(self.chat_id, f"<i>{escape(note)}</i>", note))
+            await self.api.quietly(
+                "tool note", self.api.send_html(self.chat_id, f"<i>{escape(note)}</i>", note)
+            )
 
     async def confirm(self, prompt: str, timeout: float) -> bool:
         await self._close_draft()
@@ -171,7 +181,7 @@ class TelegramSink:
         async with self._lock:
             if text.startswith(self._streamed):
                 self._stop_timer()
-                final = text[self._segment:]
+                final = text[self._segment :]
             else:
                 await self._finish_segment()
                 final = text

@@ -51,8 +51,12 @@ class WebhookServer:
         site = web.TCPSite(self._runner, self.settings.webhook_host, self.settings.webhook_port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        await self.channel.api.call("setWebhook", lambda: self.channel.bot.set_webhook(
-            self.url, secret_token=self._secret, allowed_updates=list(ALLOWED_UPDATES)))
+        await self.channel.api.call(
+            "setWebhook",
+            lambda: self.channel.bot.set_webhook(
+                self.url, secret_token=self._secret, allowed_updates=list(ALLOWED_UPDATES)
+            ),
+        )
 
     async def stop(self) -> None:
         """Stop listening; the webhook stays registered so Telegram queues updates until we return."""

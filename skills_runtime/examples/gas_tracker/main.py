@@ -21,5 +21,11 @@ def gas_price(args: dict) -> dict:
     except (TypeError, ValueError):
         raise ToolError("the chain returned something that is not a hex quantity") from None
     cost = wei_per_gas * gas_units
-    return {"block": block, "gas_price_wei": str(wei_per_gas), "gas_price_gwei": _decimal(wei_per_gas, GWEI, 9),
-            "gas_units": gas_units, "cost_wei": str(cost), "cost_eth": _decimal(cost, ETHER, 18)}
+    return {
+        "block": block,
+        "gas_price_wei": str(wei_per_gas),
+        "gas_price_gwei": _decimal(wei_per_gas, GWEI, 9),
+        "gas_units": gas_units,
+        "cost_wei": str(cost),
+        "cost_eth": _decimal(cost, ETHER, 18),
+    }

@@ -34,7 +34,9 @@ def call(name: str, args: dict[str, Any], call_id: str | None = None) -> Scripte
 
     text = json.dumps(args)
     cut = max(1, len(text) // 2)
-    return ScriptedToolCall(call_id or f"toolu_{name}_{abs(hash(text)) % 10**8}", name, (text[:cut], text[cut:]))
+    return ScriptedToolCall(
+        call_id or f"toolu_{name}_{abs(hash(text)) % 10**8}", name, (text[:cut], text[cut:])
+    )
 
 
 @dataclass
@@ -62,8 +64,12 @@ class BotHarness:
             try:
                 if setup is not None:
                     setup(runtime)
-                await ConsoleChannel(runtime.core, stdin=io.StringIO("".join(f"{x}\n" for x in lines)),
-                                     stdout=out, peer="tester").run()
+                await ConsoleChannel(
+                    runtime.core,
+                    stdin=io.StringIO("".join(f"{x}\n" for x in lines)),
+                    stdout=out,
+                    peer="tester",
+                ).run()
             finally:
                 await runtime.close()
 

@@ -34,8 +34,14 @@ class Sink:
 
 
 def message(text: str, peer: str = "owner", n: int = 0, kind: ContextKind = ContextKind.DM) -> Inbound:
-    return Inbound("console", peer, f"m{n}-{time.time_ns()}", text, kind,
-                   chat="group1" if kind is ContextKind.GROUP else "")
+    return Inbound(
+        "console",
+        peer,
+        f"m{n}-{time.time_ns()}",
+        text,
+        kind,
+        chat="group1" if kind is ContextKind.GROUP else "",
+    )
 
 
 def test_cancel_stops_the_running_request_at_once(bot) -> None:
@@ -52,7 +58,9 @@ def test_cancel_stops_the_running_request_at_once(bot) -> None:
             cancelled = await core.handle(message("/cancel", n=1), cancel_sink)
             outcome = await asyncio.wait_for(slow, 2)
             assert time.monotonic() - started < 1.0
-            assert cancelled.reply == "" and cancel_sink.final == [""]  # the run's "Stopped." is the one message
+            assert cancelled.reply == "" and cancel_sink.final == [
+                ""
+            ]  # the run's "Stopped." is the one message
             assert outcome.status == "cancelled" and slow_sink.final == ["Stopped."]
             assert "too slow" not in slow_sink.streamed
             idle = await core.handle(message("/cancel", n=2), Sink())
@@ -77,7 +85,9 @@ def test_pair_approve_only_from_an_owner_dm(stack, llm) -> None:
             core = runtime.core
             stranger = await core.handle(message(f"/pair approve {request.code}", peer="guest"), Sink())
             assert stranger.reply.startswith("Unknown command /pair")
-            group = await core.handle(message(f"/pair approve {request.code}", n=1, kind=ContextKind.GROUP), Sink())
+            group = await core.handle(
+                message(f"/pair approve {request.code}", n=1, kind=ContextKind.GROUP), Sink()
+            )
             assert group.reply.startswith("Unknown command /pair")
             owner = await core.handle(message(f"/pair approve {request.code}", n=2), Sink())
             assert owner.reply == "Paired telegram:555 (newcomer)."

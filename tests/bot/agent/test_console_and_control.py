@@ -16,9 +16,14 @@ from bot.runtime.control import runtime_health
 
 
 def owlia(home, *args, input_text=None, env=None):
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), *args], input=input_text,
-                          text=True, capture_output=True, timeout=120,
-                          env={**os.environ, "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": "", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), *args],
+        input=input_text,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": "", **(env or {})},
+    )
 
 
 def test_chat_without_credentials_says_so_and_still_answers_commands(tmp_path):
@@ -29,7 +34,9 @@ def test_chat_without_credentials_says_so_and_still_answers_commands(tmp_path):
     assert text.index("owlia auth setup") < text.index("you> ")  # the hint comes at start
     assert "/send ADDRESS AMOUNT" in text  # /help
     assert "I can only run commands" in text  # a plain message
-    assert "no credential (run `owlia auth setup`)" in text and "signer: not reachable (no signer token" in text
+    assert (
+        "no credential (run `owlia auth setup`)" in text and "signer: not reachable (no signer token" in text
+    )
     assert oct((home / "sessions").stat().st_mode & 0o777) == "0o700"
 
 
@@ -48,8 +55,10 @@ def test_init_writes_a_private_home_and_never_overwrites(tmp_path):
 def test_bad_bot_config_names_the_field(tmp_path):
     home = tmp_path / "h"
     home.mkdir()
-    (home / "config.yaml").write_text("bot:\n  agent:\n    max_rounds: 0\n  llm:\n    profiles:\n"
-                                      "      - {name: a, model: sonnet, colour: blue}\n")
+    (home / "config.yaml").write_text(
+        "bot:\n  agent:\n    max_rounds: 0\n  llm:\n    profiles:\n"
+        "      - {name: a, model: sonnet, colour: blue}\n"
+    )
     out = owlia(home, "chat", "-m", "/help")
     assert out.returncode == 1
     assert "bot.agent.max_rounds" in out.stderr and "bot.llm.profiles[0].colour" in out.stderr
@@ -59,10 +68,12 @@ def test_bad_bot_config_names_the_field(tmp_path):
 def test_control_plane_reports_the_real_stack(bot):
     async def probe():
         runtime = bot.runtime()
-        app = create_app(events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime),
-                         token="t" * 40)
+        app = create_app(
+            events=runtime.events, metrics=runtime.metrics, health=runtime_health(runtime), token="t" * 40
+        )
         running = await start_in_background(app, "127.0.0.1", 0, token="t" * 40)
         try:
+
             def get(path, token=None):
                 request = urllib.request.Request(running.url + path)
                 if token:

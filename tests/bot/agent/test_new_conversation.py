@@ -24,8 +24,10 @@ def test_the_first_request_after_new_is_only_the_users_message(bot) -> None:
 def test_a_history_that_opens_with_a_reply_is_not_given_an_invented_question() -> None:
     from bot.sessions.records import MessageRecord
 
-    records = [MessageRecord(id="a", role="assistant", parts=[{"type": "text", "text": "left over"}], ts=0.0),
-               MessageRecord(id="b", role="user", parts=[{"type": "text", "text": "hi"}], ts=1.0)]
+    records = [
+        MessageRecord(id="a", role="assistant", parts=[{"type": "text", "text": "left over"}], ts=0.0),
+        MessageRecord(id="b", role="user", parts=[{"type": "text", "text": "hi"}], ts=1.0),
+    ]
     messages = to_messages(records)
     assert [m.role for m in messages] == ["user"]
     assert messages[0].parts == (TextPart("hi"),)

@@ -18,8 +18,14 @@ def test_close_stops_the_runtime_parts_then_the_reach_each_once(bot) -> None:
         await services.signer.status()  # a live connection to the signer, closed below
         await services.chain.call(31337, "eth_chainId")
         closed: list[str] = []
-        for name, owner in [("skills", runtime.skills), ("mcp", runtime.mcp), ("fetcher", services.fetcher),
-                            ("memory", services.memory), ("signer", services.signer), ("chain", services.chain)]:
+        for name, owner in [
+            ("skills", runtime.skills),
+            ("mcp", runtime.mcp),
+            ("fetcher", services.fetcher),
+            ("memory", services.memory),
+            ("signer", services.signer),
+            ("chain", services.chain),
+        ]:
             real = owner.close
 
             def recorded(*args, _name=name, _real=real):

@@ -19,8 +19,14 @@ pytestmark = pytest.mark.chain
 
 def chat(home, text: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "chat", "-m", text], env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "chat", "-m", text],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_send_takes_a_name_from_the_address_book(bot, anvil):
@@ -51,23 +57,33 @@ def test_the_transfer_tool_takes_a_name_from_the_address_book(bot, anvil):
     from tests.bot.agent.conftest import FAKE_KEYS, call
     from tests.fakes.llm_server import Reply
 
-    bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": "dev-friend", "amount": "0.001"})]),
-                    Reply(text=["Sent."]),
-                    Reply(tool_calls=[call("transfer", {"to": "someone-else", "amount": "0.001"})]),
-                    Reply(text=["I could not find them."]))
+    bot.llm.enqueue(
+        Reply(tool_calls=[call("transfer", {"to": "dev-friend", "amount": "0.001"})]),
+        Reply(text=["Sent."]),
+        Reply(tool_calls=[call("transfer", {"to": "someone-else", "amount": "0.001"})]),
+        Reply(text=["I could not find them."]),
+    )
     before = balance(anvil, FRIEND)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
     env["ANTHROPIC_API_KEY"] = FAKE_KEYS["anthropic"]
 
     def say(text: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(bot.home), "chat", "-m", text],
-                              env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "bot.cli", "--home", str(bot.home), "chat", "-m", text],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     done = say("pay dev-friend 0.001 eth")
     assert done.returncode == 0, done.stdout + done.stderr
     assert balance(anvil, FRIEND) - before == 10**15, done.stdout
     unknown = say("pay someone-else 0.001 eth")
     assert unknown.returncode == 0, unknown.stderr
-    result = [p for p in bot.llm.requests[3].body["messages"][-1]["content"] if p.get("type") == "tool_result"]
+    result = [
+        p for p in bot.llm.requests[3].body["messages"][-1]["content"] if p.get("type") == "tool_result"
+    ]
     assert "'someone-else' is neither an address nor a name" in json.dumps(result), result
     assert balance(anvil, FRIEND) - before == 10**15

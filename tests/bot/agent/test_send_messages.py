@@ -13,8 +13,12 @@ def test_send_in_chat_needs_the_unit_like_the_command_line(bot) -> None:
         runtime = bot.runtime()
         try:
             replies = []
-            for n, text in enumerate(["/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001",
-                                      "/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 1e999eth"]):
+            for n, text in enumerate(
+                [
+                    "/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001",
+                    "/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 1e999eth",
+                ]
+            ):
                 replies.append((await runtime.core.handle(message(text, 10 + n), Sink())).reply)
             return replies
         finally:
@@ -31,8 +35,11 @@ def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
     from signer.wire.exchange import new_idempotency_key
     from tests.bot.agent.conftest import attach_bot
 
-    stack.call_sync(stack.admin_token, "session_key.create",
-                    {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337})  # never topped up
+    stack.call_sync(
+        stack.admin_token,
+        "session_key.create",
+        {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337},
+    )  # never topped up
     harness = attach_bot(stack, llm)
     out = harness.chat("/send 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 0.001eth")
     assert "insufficient funds" in out.lower(), out
@@ -40,7 +47,9 @@ def test_an_unfunded_session_key_says_how_to_fund_it(stack, llm) -> None:
 
 
 def test_an_escalation_card_lists_every_rule_that_fired(bot) -> None:
-    out = bot.chat("/send 0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC 0.02eth")  # new recipient and over the limit
+    out = bot.chat(
+        "/send 0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC 0.02eth"
+    )  # new recipient and over the limit
     assert "Waiting for your approval: send 0.02 ETH" in out, out
     why = next(line for line in out.splitlines() if line.startswith("Why: "))
     assert "the recipient is not in the address book" in why and "exceeds the per-transaction limit" in why

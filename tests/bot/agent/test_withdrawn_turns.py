@@ -109,8 +109,12 @@ CHILD = textwrap.dedent("""
 
 def test_a_request_cut_off_by_a_crash_is_withdrawn_and_the_user_told(bot) -> None:
     bot.llm.enqueue(Reply(text=("too late",), delay=30.0), Reply(text=("hello again",)))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(bot.home), TRANSFER],
-                             cwd=os.getcwd(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(bot.home), TRANSFER],
+        cwd=os.getcwd(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while not bot.llm.requests:
@@ -139,15 +143,18 @@ def test_a_request_cut_off_by_a_crash_is_withdrawn_and_the_user_told(bot) -> Non
     assert "0.003" not in replay and "interrupted by a restart" in replay
 
 
-
 def test_a_request_cut_off_by_a_crash_is_apologised_for_at_start_not_again_at_the_next_message(bot) -> None:
     """bot/runtime/cut_off.py at start: the chat hears it without writing first, and only once."""
     from bot.notify import Notifier
     from bot.runtime.cut_off import CutOffReplies
 
     bot.llm.enqueue(Reply(text=("too late",), delay=30.0), Reply(text=("hello again",)))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(bot.home), TRANSFER],
-                             cwd=os.getcwd(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(bot.home), TRANSFER],
+        cwd=os.getcwd(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while not bot.llm.requests:

@@ -19,9 +19,14 @@ def test_authorization_url_has_the_real_parameters():
     query = dict(urllib.parse.parse_qsl(parts.query))
     assert f"{parts.scheme}://{parts.netloc}{parts.path}" == "https://claude.ai/oauth/authorize"
     assert query == {
-        "code": "true", "client_id": CLIENT_ID, "response_type": "code", "redirect_uri": REDIRECT_URI,
-        "scope": "org:create_api_key user:profile user:inference", "code_challenge": query["code_challenge"],
-        "code_challenge_method": "S256", "state": request.state,
+        "code": "true",
+        "client_id": CLIENT_ID,
+        "response_type": "code",
+        "redirect_uri": REDIRECT_URI,
+        "scope": "org:create_api_key user:profile user:inference",
+        "code_challenge": query["code_challenge"],
+        "code_challenge_method": "S256",
+        "state": request.state,
     }
     assert request.verifier not in request.url and request.state != request.verifier
 
@@ -81,7 +86,10 @@ def test_garbage_paste_is_a_clear_error():
     with pytest.raises(LoginFailed, match="CODE#STATE"):
         parse_pasted("just-a-code")
     assert parse_pasted(" abc#def \n") == ("abc", "def")
-    assert parse_pasted("https://console.anthropic.com/oauth/code/callback?code=abc&state=def") == ("abc", "def")
+    assert parse_pasted("https://console.anthropic.com/oauth/code/callback?code=abc&state=def") == (
+        "abc",
+        "def",
+    )
 
 
 def test_refresh_rotates_and_old_refresh_token_dies(fake):
@@ -91,7 +99,10 @@ def test_refresh_rotates_and_old_refresh_token_dies(fake):
     second = asyncio.run(client.refresh(first.refresh_token))
     assert second.refresh_token != first.refresh_token and second.access_token != first.access_token
     assert fake.requests_to("/v1/oauth/token")[-1].body == {
-        "grant_type": "refresh_token", "refresh_token": first.refresh_token, "client_id": CLIENT_ID}
+        "grant_type": "refresh_token",
+        "refresh_token": first.refresh_token,
+        "client_id": CLIENT_ID,
+    }
     with pytest.raises(ReauthRequired) as err:
         asyncio.run(client.refresh(first.refresh_token))
     assert "owlia auth setup --provider anthropic" in str(err.value)

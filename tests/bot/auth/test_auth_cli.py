@@ -33,8 +33,12 @@ def test_pkce_login_through_the_cli(cli, home):
 
 
 def test_wrong_state_rejected_through_the_cli(cli, home):
-    result = cli("setup", "--provider", "anthropic",
-                 input=lambda: cli.approve_last().split("#")[0] + "#not-the-state-we-sent")
+    result = cli(
+        "setup",
+        "--provider",
+        "anthropic",
+        input=lambda: cli.approve_last().split("#")[0] + "#not-the-state-we-sent",
+    )
     assert result.exit_code == 1
     assert "state mismatch" in result.output
     assert cli.fake.requests_to("/v1/oauth/token") == [] and stored(home) == {}
@@ -81,8 +85,15 @@ def test_status_masks_everything(cli, home, monkeypatch):
     now = time.time()
     store = AuthStore.in_home(home)
     access = "sk-ant-oat01-" + "A" * 60 + "ZZZZ"
-    store.put("anthropic", OAuthEntry(access_token=access, refresh_token="sk-ant-ort01-" + "R" * 60,
-                                      expires_at=now + 3600, account="owl@example.com"))
+    store.put(
+        "anthropic",
+        OAuthEntry(
+            access_token=access,
+            refresh_token="sk-ant-ort01-" + "R" * 60,
+            expires_at=now + 3600,
+            account="owl@example.com",
+        ),
+    )
     store.put("groq", ApiKeyEntry(key="gsk_" + "G" * 40))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-" + "E" * 40)
 

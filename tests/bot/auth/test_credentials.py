@@ -44,7 +44,9 @@ def store(home) -> AuthStore:
 
 
 def resolver_for(fake, store: AuthStore, clock: Clock) -> CredentialResolver:
-    return CredentialResolver(store.path, clock=clock, anthropic_client=anthropic_for(fake, clock=clock), env={})
+    return CredentialResolver(
+        store.path, clock=clock, anthropic_client=anthropic_for(fake, clock=clock), env={}
+    )
 
 
 def refreshes(fake) -> int:
@@ -100,8 +102,12 @@ def test_rotated_refresh_token_is_persisted_and_used_next_time(fake, store):
 
 
 def test_invalid_grant_tells_the_user_to_run_setup(fake, store):
-    store.put("anthropic", OAuthEntry(access_token="sk-ant-oat01-" + "a" * 40,
-                                      refresh_token="sk-ant-ort01-revoked", expires_at=T0))
+    store.put(
+        "anthropic",
+        OAuthEntry(
+            access_token="sk-ant-oat01-" + "a" * 40, refresh_token="sk-ant-ort01-revoked", expires_at=T0
+        ),
+    )
     resolver = resolver_for(fake, store, Clock(T0 + 1))
     with pytest.raises(ReauthRequired) as err:
         asyncio.run(resolver.get("anthropic"))
@@ -130,8 +136,11 @@ def test_transient_failure_keeps_a_still_valid_token(fake, store, failure):
 
 
 def test_api_keys_and_env_fallback(store):
-    env = {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "e" * 40, "OPENAI_API_KEY": " sk-env-" + "o" * 40 + "\n",
-           "GROQ_API_KEY": "gsk_" + "g" * 30}
+    env = {
+        "ANTHROPIC_API_KEY": "sk-ant-api03-" + "e" * 40,
+        "OPENAI_API_KEY": " sk-env-" + "o" * 40 + "\n",
+        "GROQ_API_KEY": "gsk_" + "g" * 30,
+    }
     resolver = CredentialResolver(store.path, env=env)
     expected = Credential("anthropic", "api_key", env["ANTHROPIC_API_KEY"])
     assert asyncio.run(resolver.get("anthropic")) == expected

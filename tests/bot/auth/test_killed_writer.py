@@ -37,8 +37,9 @@ def _orphans(home: Path) -> list[Path]:
 def test_a_killed_writer_leaves_no_readable_copy_of_a_removed_key(home: Path):
     store = AuthStore.in_home(home)
     for _ in range(60):  # kill mid-write until one kill lands between the temp file and its rename
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), KEY], cwd=REPO,
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store.path), KEY], cwd=REPO, stdout=subprocess.PIPE, text=True
+        )
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
@@ -47,16 +48,26 @@ def test_a_killed_writer_leaves_no_readable_copy_of_a_removed_key(home: Path):
         if _orphans(home):
             break
     assert _orphans(home), "no kill landed mid-write in 60 tries"
-    fresh = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "auth", "logout", "--provider", "other0"],
-                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    fresh = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "auth", "logout", "--provider", "other0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert fresh.returncode == 0, fresh.stderr
     assert _orphans(home), "a temp file younger than ORPHAN_SECONDS is spared (its writer may live elsewhere)"
     for orphan in _orphans(home):  # the writer was killed a while ago
         stamp = orphan.stat().st_mtime - ORPHAN_SECONDS - 1
         os.utime(orphan, (stamp, stamp))
 
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "--home", str(home), "auth", "logout", "--all"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--home", str(home), "auth", "logout", "--all"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert store.load() == {}
     assert _orphans(home) == []

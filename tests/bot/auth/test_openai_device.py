@@ -84,6 +84,9 @@ def test_refresh_rotates(fake):
     second = asyncio.run(client.refresh(first.refresh_token))
     assert second.refresh_token != first.refresh_token
     assert fake.requests_to("/oauth/token")[-1].body == {
-        "client_id": CLIENT_ID, "grant_type": "refresh_token", "refresh_token": first.refresh_token}
+        "client_id": CLIENT_ID,
+        "grant_type": "refresh_token",
+        "refresh_token": first.refresh_token,
+    }
     with pytest.raises(ReauthRequired, match="owlia auth setup --provider openai"):
         asyncio.run(client.refresh(first.refresh_token))

@@ -8,7 +8,9 @@ from bot.auth.pkce import new_pkce, new_state, s256, same_secret
 
 
 def test_s256_matches_rfc7636_appendix_b():
-    assert s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk") == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    assert (
+        s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk") == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    )
 
 
 def test_pkce_and_state_are_random_and_distinct():

@@ -47,7 +47,14 @@ def _login_due_for_refresh(fake: FakeOAuthServer, store: AuthStore) -> None:
 
 
 def _race(fake: FakeOAuthServer, store: AuthStore, n: int) -> list[dict]:
-    argv = [sys.executable, "-c", CHILD, str(store.path), fake.anthropic_authorize_url, fake.anthropic_token_url]
+    argv = [
+        sys.executable,
+        "-c",
+        CHILD,
+        str(store.path),
+        fake.anthropic_authorize_url,
+        fake.anthropic_token_url,
+    ]
     done = race([argv] * n, cwd=REPO, timeout=60)
     assert [code for code, _, _ in done] == [0] * n, "\n".join(err for _, _, err in done)
     return [json.loads(out) for _, out, _ in done]
@@ -61,7 +68,9 @@ def test_two_processes_refresh_once_and_the_login_survives(home):
 
         results = _race(fake, store, 3)
 
-        refreshes = [r for r in fake.requests_to("/v1/oauth/token") if r.body["grant_type"] == "refresh_token"]
+        refreshes = [
+            r for r in fake.requests_to("/v1/oauth/token") if r.body["grant_type"] == "refresh_token"
+        ]
         assert len(refreshes) == 1, "each process spent the same refresh token"
         assert fake.state.reused == []
         stored = store.get("anthropic")

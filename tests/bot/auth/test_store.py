@@ -18,8 +18,13 @@ REFRESH = "sk-ant-ort01-" + "B" * 40
 def test_round_trip_is_0600_in_0700_dir(tmp_path):
     home = tmp_path / "new-home"  # does not exist yet: created 0700
     store = AuthStore.in_home(home)
-    entry = OAuthEntry(access_token=ACCESS, refresh_token=REFRESH, expires_at=1234.5, scopes=("user:inference",),
-                       account="owl@example.com")
+    entry = OAuthEntry(
+        access_token=ACCESS,
+        refresh_token=REFRESH,
+        expires_at=1234.5,
+        scopes=("user:inference",),
+        account="owl@example.com",
+    )
     store.put("anthropic", entry)
     store.put("groq", ApiKeyEntry(key="gsk_" + "x" * 30))
     assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
@@ -72,8 +77,21 @@ def test_corrupt_file_is_an_error_and_left_alone(home):
 
 def test_schema_errors_do_not_echo_secrets(home):
     path = home / "auth.json"
-    path.write_text(json.dumps({"version": 1, "providers": {"anthropic": {
-        "kind": "oauth", "access_token": ACCESS, "refresh_token": REFRESH, "expires_at": "soon"}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "providers": {
+                    "anthropic": {
+                        "kind": "oauth",
+                        "access_token": ACCESS,
+                        "refresh_token": REFRESH,
+                        "expires_at": "soon",
+                    }
+                },
+            }
+        )
+    )
     os.chmod(path, 0o600)
     with pytest.raises(AuthStoreError) as err:
         AuthStore(path).load()
@@ -108,7 +126,13 @@ def test_the_file_schema_is_built_on_the_first_read_not_on_import():
     import subprocess
     import sys
 
-    code = ("import bot.auth.store as s; "
-            "print(any(m.__pydantic_complete__ for m in (s._FileModel, s._OAuthModel, s._ApiKeyModel)))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+    code = (
+        "import bot.auth.store as s; "
+        "print(any(m.__pydantic_complete__ for m in (s._FileModel, s._OAuthModel, s._ApiKeyModel)))"
+    )
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "False"
+    )

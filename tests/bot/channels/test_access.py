@@ -11,8 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from bot.channels.access import (ALPHABET, CODE_LENGTH, TELL_AGAIN_AFTER, AccessStore, Gatekeeper, PairingError,
-                                 normalize_code)
+from bot.channels.access import (
+    ALPHABET,
+    CODE_LENGTH,
+    TELL_AGAIN_AFTER,
+    AccessStore,
+    Gatekeeper,
+    PairingError,
+    normalize_code,
+)
 from bot.cli.app import app
 
 
@@ -61,7 +68,12 @@ def test_approval_admits_only_that_peer_on_that_channel(store: AccessStore) -> N
     telegram.admit("42", "alice")
     code = store.pending()[0].code
     grant = store.approve(code.lower()[:4] + "-" + code.lower()[4:], by="cli:owner")  # as typed by a human
-    assert (grant.channel, grant.peer, grant.display, grant.approved_by) == ("telegram", "42", "alice", "cli:owner")
+    assert (grant.channel, grant.peer, grant.display, grant.approved_by) == (
+        "telegram",
+        "42",
+        "alice",
+        "cli:owner",
+    )
     assert telegram.admit("42").allowed
     assert not discord.admit("42").allowed and not telegram.admit("43").allowed
     with pytest.raises(PairingError):
@@ -77,8 +89,9 @@ def test_codes_expire(store: AccessStore, clock: Clock) -> None:
     assert store.pending() == []
 
 
-def test_a_stranger_hears_a_follow_up_answer_and_then_nothing_within_a_window(store: AccessStore,
-                                                                             clock: Clock) -> None:
+def test_a_stranger_hears_a_follow_up_answer_and_then_nothing_within_a_window(
+    store: AccessStore, clock: Clock
+) -> None:
     gate = Gatekeeper(store, "telegram", [])
     assert gate.admit("42").reply is not None
     follow_up = gate.admit("42").reply  # nobody writes into silence...

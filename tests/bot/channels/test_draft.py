@@ -94,8 +94,10 @@ def test_preview_never_exceeds_the_limit() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.floats(min_value=0, max_value=0.5), st.text(min_size=1, max_size=20)), max_size=60),
-       st.floats(min_value=0.2, max_value=2.0))
+@given(
+    st.lists(st.tuples(st.floats(min_value=0, max_value=0.5), st.text(min_size=1, max_size=20)), max_size=60),
+    st.floats(min_value=0.2, max_value=2.0),
+)
 def test_streaming_edits_respect_the_interval(steps: list[tuple[float, str]], interval: float) -> None:
     at, deltas = 0.0, []
     for gap, text in steps:

@@ -50,7 +50,9 @@ def test_only_finished_failures_make_a_note():
 
 
 @settings(max_examples=200, deadline=None)
-@given(before=st.text(max_size=200), after=st.text(max_size=200), limit=st.integers(min_value=20, max_value=500))
+@given(
+    before=st.text(max_size=200), after=st.text(max_size=200), limit=st.integers(min_value=20, max_value=500)
+)
 def test_no_cut_ever_shows_the_head_of_a_key(before, after, limit):
     key = secrets.token_hex(32)
     note = failure_note(failed(f"{before} {key} {after}"), limit)
@@ -67,12 +69,16 @@ def test_the_console_shows_the_redacted_note():
 
 
 outcomes = st.dictionaries(st.sampled_from(["status", "summary", "tx_hash"]), st.text(max_size=9), max_size=3)
-outputs = st.none() | st.builds(ToolOutput, content=st.text(max_size=20), is_error=st.booleans(),
-                                data=st.none() | outcomes)
+outputs = st.none() | st.builds(
+    ToolOutput, content=st.text(max_size=20), is_error=st.booleans(), data=st.none() | outcomes
+)
 
 
-@given(phase=st.sampled_from(["started", "finished"]), level=st.none() | st.sampled_from(list(Level)),
-       output=outputs)
+@given(
+    phase=st.sampled_from(["started", "finished"]),
+    level=st.none() | st.sampled_from(list(Level)),
+    output=outputs,
+)
 def test_a_card_is_shown_only_for_a_finished_sign_tool_that_carries_the_signers_outcome(phase, level, output):
     event = ToolEvent(phase, "c", "transfer", level, "ok", output)
     carries = phase == "finished" and level is Level.SIGN and output is not None and bool(output.data)
@@ -84,10 +90,28 @@ def test_the_console_shows_a_denied_transfer_as_the_signer_s_card_not_as_a_note(
     sink = ConsoleSink(out, reader=None)  # type: ignore[arg-type] - only tool_event is used
     outcome = {"status": "denied", "summary": "send 1 ETH to 0xabc", "reason": "over the daily limit"}
     asyncio.run(sink.tool_event(ToolEvent("started", "c", "transfer", Level.SIGN)))
-    asyncio.run(sink.tool_event(ToolEvent("finished", "c", "transfer", Level.SIGN, "denied",
-                                          ToolOutput("denied", is_error=True, data=outcome))))
-    asyncio.run(sink.tool_event(ToolEvent("finished", "d", "balance", Level.READ, "ok",
-                                          ToolOutput("1 ETH", data={"status": "signed"}))))
+    asyncio.run(
+        sink.tool_event(
+            ToolEvent(
+                "finished",
+                "c",
+                "transfer",
+                Level.SIGN,
+                "denied",
+                ToolOutput("denied", is_error=True, data=outcome),
+            )
+        )
+    )
+    asyncio.run(
+        sink.tool_event(
+            ToolEvent(
+                "finished", "d", "balance", Level.READ, "ok", ToolOutput("1 ETH", data={"status": "signed"})
+            )
+        )
+    )
     shown = out.getvalue()
-    assert shown == "Refused by your policy: send 1 ETH to 0xabc.\nWhy: over the daily limit.\nNothing was signed.\n"
+    assert (
+        shown
+        == "Refused by your policy: send 1 ETH to 0xabc.\nWhy: over the daily limit.\nNothing was signed.\n"
+    )
     assert "balance" not in shown and "Signed" not in shown  # only a sign tool's data is a card

@@ -10,8 +10,10 @@ import pytest
 from bot.channels.tokens import TokenError, load_token, token_path
 from bot.config import DiscordSettings, TelegramSettings
 
-CHANNELS = [("telegram", TelegramSettings(token_env="OWLIA_TEST_TG")),
-            ("discord", DiscordSettings(token_env="OWLIA_TEST_DC"))]
+CHANNELS = [
+    ("telegram", TelegramSettings(token_env="OWLIA_TEST_TG")),
+    ("discord", DiscordSettings(token_env="OWLIA_TEST_DC")),
+]
 
 
 def write_token(home: Path, name: str, text: str, mode: int = 0o600) -> Path:
@@ -36,8 +38,9 @@ def test_env_first_then_private_file_else_none(tmp_path, monkeypatch, name, sett
 
 @pytest.mark.parametrize("name,settings", CHANNELS)
 @pytest.mark.parametrize("mode", [0o640, 0o604, 0o644, 0o660])
-def test_a_token_file_others_can_read_is_refused_without_showing_it(tmp_path, monkeypatch, name, settings,
-                                                                    mode) -> None:
+def test_a_token_file_others_can_read_is_refused_without_showing_it(
+    tmp_path, monkeypatch, name, settings, mode
+) -> None:
     monkeypatch.delenv(settings.token_env, raising=False)
     write_token(tmp_path, name, "123:leaky-secret", mode)
     with pytest.raises(TokenError) as info:

@@ -50,7 +50,10 @@ def _get(path: str, *extra: str, close: bool = True) -> bytes:
 
 def test_two_requests_on_one_kept_alive_connection_and_head_has_no_body() -> None:
     async def scenario(port: int) -> None:
-        raw = (_get("/livez", close=False) + b"HEAD /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        raw = (
+            _get("/livez", close=False)
+            + b"HEAD /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
         answer = await _exchange(port, raw)
         first, _, second = answer.partition(b'{"status":"alive"}')
         assert first.startswith(b"HTTP/1.1 200 ") and b"cache-control: no-store" in first.lower()
@@ -60,18 +63,26 @@ def test_two_requests_on_one_kept_alive_connection_and_head_has_no_body() -> Non
     _on_gateway(scenario)
 
 
-@pytest.mark.parametrize("raw,status", [
-    # a length and a chunked body at once: the classic smuggling pair
-    (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-     b"400"),
-    (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n", b"400"),
-    (_get("/metrics", f"Authorization: Bearer {TOKEN}", "Authorization: Bearer x"), b"400"),
-    (b"GET /health HTTP/1.1\r\n\r\n", b"400"),  # no Host at all
-    (b"POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", b"405"),
-    (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 70000\r\n\r\n" + b"x" * 70000, b"413"),
-    (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 20000 + b"\r\n\r\n", b"431"),
-    (b"GARBAGE\r\n\r\n", b"400"),
-])
+@pytest.mark.parametrize(
+    "raw,status",
+    [
+        # a length and a chunked body at once: the classic smuggling pair
+        (
+            b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            b"400",
+        ),
+        (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n", b"400"),
+        (_get("/metrics", f"Authorization: Bearer {TOKEN}", "Authorization: Bearer x"), b"400"),
+        (b"GET /health HTTP/1.1\r\n\r\n", b"400"),  # no Host at all
+        (
+            b"POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+            b"405",
+        ),
+        (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 70000\r\n\r\n" + b"x" * 70000, b"413"),
+        (b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 20000 + b"\r\n\r\n", b"431"),
+        (b"GARBAGE\r\n\r\n", b"400"),
+    ],
+)
 def test_malformed_or_hostile_requests_are_refused(raw: bytes, status: bytes) -> None:
     async def scenario(port: int) -> None:
         answer = await _exchange(port, raw)
@@ -153,7 +164,9 @@ def test_a_failing_route_is_a_500_and_the_server_keeps_serving() -> None:
 
 def test_a_refused_head_request_gets_its_status_without_a_body() -> None:
     async def scenario(port: int) -> None:
-        answer = await _exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = await _exchange(
+            port, b"HEAD /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
         assert answer.startswith(b"HTTP/1.1 401 ") and answer.endswith(b"\r\n\r\n")
 
     _on_gateway(scenario)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bot.gateway.app import MAX_LIMIT, MAX_WAIT, GatewayError, PollQuery
 
 
-@given(st.integers(-10**6, 10**6), st.integers(-10**4, 10**4))
+@given(st.integers(-(10**6), 10**6), st.integers(-(10**4), 10**4))
 def test_integers_are_taken_only_within_bounds(since: int, limit: int) -> None:
     query = {"since": str(since), "limit": str(limit)}
     if since >= 0 and 1 <= limit <= MAX_LIMIT:

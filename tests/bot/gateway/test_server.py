@@ -138,8 +138,16 @@ def test_symlinked_or_short_token_file_is_refused(tmp_path: Path) -> None:
 # -- DNS rebinding ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("host,status", [("127.0.0.1", 200), ("localhost", 200), ("evil.example", 400),
-                                         ("127.0.0.1.nip.io", 400), ("attacker.test:8787", 400)])
+@pytest.mark.parametrize(
+    "host,status",
+    [
+        ("127.0.0.1", 200),
+        ("localhost", 200),
+        ("evil.example", 400),
+        ("127.0.0.1.nip.io", 400),
+        ("attacker.test:8787", 400),
+    ],
+)
 def test_host_header_must_name_the_gateway(host: str, status: int) -> None:
     """A page whose DNS name rebinds to 127.0.0.1 sends its own name in Host: refused, even for /health."""
 

@@ -27,8 +27,16 @@ for line in sys.stdin:
 
 def test_two_processes_keep_each_others_cooldowns(tmp_path: Path):
     path = tmp_path / "state" / "llm-cooldowns.json"
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(path)], cwd=REPO, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(path)],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     try:
         for proc in procs:  # both loaded the (empty) file before either writes
             assert proc.stdout.readline().strip() == "loaded"

@@ -14,7 +14,6 @@ from bot.llm.errors import AllProfilesUnavailable, ProfileFailed, StreamInterrup
 from bot.llm.failover import CooldownStore, FailoverRouter, cooldown_seconds
 from bot.llm.providers import make_profile
 from bot.llm.types import Message, Request, StopReason, TextDelta
-from tests.bot.llm.conftest import collect
 from tests.fakes.llm_server import Reply
 
 ANTHROPIC_KEY = "sk-ant-api03-PRIMARYSECRETKEYVALUE"
@@ -41,10 +40,14 @@ def store(tmp_path):
 
 
 def router(server, store, clock) -> FailoverRouter:
-    return FailoverRouter([
-        make_profile("claude-main", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url),
-        make_profile("openai-backup", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url),
-    ], store, clock=clock)
+    return FailoverRouter(
+        [
+            make_profile("claude-main", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url),
+            make_profile("openai-backup", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url),
+        ],
+        store,
+        clock=clock,
+    )
 
 
 def complete(r: FailoverRouter, request: Request = REQUEST):
@@ -66,8 +69,10 @@ def test_first_profile_answers_without_fallback(server, store, clock):
 
 
 def test_529_fails_over_and_persists_the_cooldown(server, store, clock):
-    server.enqueue(Reply(status=529, error_type="overloaded_error", error_message="Overloaded"),
-                   Reply(text=["from backup"]))
+    server.enqueue(
+        Reply(status=529, error_type="overloaded_error", error_message="Overloaded"),
+        Reply(text=["from backup"]),
+    )
     result = complete(router(server, store, clock))
     assert (result.text, result.profile, result.fallback_used) == ("from backup", "openai-backup", True)
     assert [r.path for r in server.requests] == ["/v1/messages", "/v1/chat/completions"]
@@ -81,10 +86,14 @@ def test_529_fails_over_and_persists_the_cooldown(server, store, clock):
 
 
 def test_429_from_openai_fails_over_to_the_next_profile(server, store, clock):
-    r = FailoverRouter([
-        make_profile("openai-main", "gpt-mini", api_key=OPENAI_KEY, base_url=server.openai_url),
-        make_profile("claude-backup", "haiku", api_key=ANTHROPIC_KEY, base_url=server.url),
-    ], store, clock=clock)
+    r = FailoverRouter(
+        [
+            make_profile("openai-main", "gpt-mini", api_key=OPENAI_KEY, base_url=server.openai_url),
+            make_profile("claude-backup", "haiku", api_key=ANTHROPIC_KEY, base_url=server.url),
+        ],
+        store,
+        clock=clock,
+    )
     server.enqueue(Reply(status=429, error_type="rate_limit_exceeded"), Reply(text=["ok"]))
     result = complete(r)
     assert (result.profile, result.fallback_used) == ("claude-backup", True)
@@ -112,8 +121,12 @@ def test_cooldown_expires_and_success_resets_the_count(server, store, clock):
 
 
 def test_401_fails_at_once_without_trying_others_or_leaking_the_key(server, store, clock):
-    server.enqueue(Reply(status=401, error_type="authentication_error",
-                         error_message=f"invalid x-api-key {ANTHROPIC_KEY}"), Reply(text=["never"]))
+    server.enqueue(
+        Reply(
+            status=401, error_type="authentication_error", error_message=f"invalid x-api-key {ANTHROPIC_KEY}"
+        ),
+        Reply(text=["never"]),
+    )
     r = router(server, store, clock)
     with pytest.raises(ProfileFailed) as info:
         complete(r)
@@ -142,7 +155,9 @@ def test_failure_after_text_reached_the_user_does_not_switch_provider(server, st
 
 
 def test_all_profiles_down(server, store, clock):
-    server.enqueue(Reply(status=529, error_type="overloaded_error"), Reply(status=503, error_type="server_error"))
+    server.enqueue(
+        Reply(status=529, error_type="overloaded_error"), Reply(status=503, error_type="server_error")
+    )
     r = router(server, store, clock)
     with pytest.raises(AllProfilesUnavailable) as info:
         complete(r)
@@ -154,10 +169,14 @@ def test_all_profiles_down(server, store, clock):
 
 
 def test_connection_refused_fails_over(server, store, clock):
-    r = FailoverRouter([
-        make_profile("dead", "openai-compatible/m", api_key="x", base_url="http://127.0.0.1:9/v1"),
-        make_profile("live", "openai-compatible/m", api_key="x", base_url=server.openai_url),
-    ], store, clock=clock)
+    r = FailoverRouter(
+        [
+            make_profile("dead", "openai-compatible/m", api_key="x", base_url="http://127.0.0.1:9/v1"),
+            make_profile("live", "openai-compatible/m", api_key="x", base_url=server.openai_url),
+        ],
+        store,
+        clock=clock,
+    )
     server.enqueue(Reply(text=["alive"]))
     assert complete(r).profile == "live"
     assert saved(store)["dead"]["failures"] == 1
@@ -204,10 +223,14 @@ def test_stream_cut_before_any_output_fails_over(server, store, clock):
 
 
 def test_stream_cut_after_text_is_an_interruption_not_a_finished_answer(server, store, clock):
-    r = FailoverRouter([
-        make_profile("openai-main", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url),
-        make_profile("claude-backup", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url),
-    ], store, clock=clock)
+    r = FailoverRouter(
+        [
+            make_profile("openai-main", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url),
+            make_profile("claude-backup", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url),
+        ],
+        store,
+        clock=clock,
+    )
     server.enqueue(Reply(text=["The answer is"], truncate=True), Reply(text=["never"]))
     with pytest.raises(StreamInterrupted, match="openai-main"):
         complete(r)
@@ -215,8 +238,11 @@ def test_stream_cut_after_text_is_an_interruption_not_a_finished_answer(server, 
 
 
 def _reset_router(server, store, clock, first: str) -> FailoverRouter:
-    main = (make_profile("main", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url) if first == "anthropic"
-            else make_profile("main", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url))
+    main = (
+        make_profile("main", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url)
+        if first == "anthropic"
+        else make_profile("main", "gpt", api_key=OPENAI_KEY, base_url=server.openai_url)
+    )
     backup = make_profile("backup", "sonnet", api_key=ANTHROPIC_KEY, base_url=server.url)
     return FailoverRouter([main, backup], store, clock=clock)
 

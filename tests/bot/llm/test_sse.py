@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from bot.llm.sse import SSEDecoder, SSEError, SSEEvent, SSELimits
 
 LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=40)
-NAMES = st.text(st.characters(whitelist_categories=("Ll", "Lu"), whitelist_characters="_"), min_size=1, max_size=12)
+NAMES = st.text(
+    st.characters(whitelist_categories=("Ll", "Lu"), whitelist_characters="_"), min_size=1, max_size=12
+)
 
 
 def decode(chunks: list[bytes], limits: SSELimits = SSELimits()) -> list[SSEEvent]:
@@ -37,7 +39,9 @@ def streams(draw: st.DrawFn) -> tuple[bytes, list[SSEEvent]]:
             lines.append(f"event: {name}")
         if draw(st.booleans()):
             lines.append("id: 7")
-        lines += [f"data: {part}" if draw(st.booleans()) or part[:1] == " " else f"data:{part}" for part in data]
+        lines += [
+            f"data: {part}" if draw(st.booleans()) or part[:1] == " " else f"data:{part}" for part in data
+        ]
         lines.append("")
         expected.append(SSEEvent(name or "message", "\n".join(data)))
     bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
@@ -56,7 +60,7 @@ def test_any_chunking_of_a_valid_stream_gives_the_same_events(stream, cuts):
 @given(streams())
 def test_byte_at_a_time_gives_the_same_events(stream):
     data, expected = stream
-    assert decode([data[i:i + 1] for i in range(len(data))]) == expected
+    assert decode([data[i : i + 1] for i in range(len(data))]) == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -103,8 +107,10 @@ def test_text_that_is_not_utf8_is_refused():
 
 
 def test_rules_of_the_standard():
-    stream = (b"event: a\ndata\ndata:x\n\n"  # a field without a colon has an empty value
-              b"data: one\nretry: 10\nunknown: y\n\n"  # unknown fields are ignored
-              b"event: only-a-name\n\n"  # no data: nothing dispatched, and the name does not leak on
-              b"data: tail")  # never closed by a blank line: dropped
+    stream = (
+        b"event: a\ndata\ndata:x\n\n"  # a field without a colon has an empty value
+        b"data: one\nretry: 10\nunknown: y\n\n"  # unknown fields are ignored
+        b"event: only-a-name\n\n"  # no data: nothing dispatched, and the name does not leak on
+        b"data: tail"
+    )  # never closed by a blank line: dropped
     assert decode([stream]) == [SSEEvent("a", "\nx"), SSEEvent("message", "one")]

@@ -41,11 +41,14 @@ def test_arguments_survive_any_fragmentation(arguments, data):
     assert parse_tool_arguments("".join(fragments)) == (arguments, None)
 
 
-@pytest.mark.parametrize(("raw", "fragment"), [
-    ('{"to": "0xabc", ', "not valid JSON"),
-    ("[1, 2]", "must be a JSON object"),
-    ('"text"', "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ('{"to": "0xabc", ', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('"text"', "must be a JSON object"),
+    ],
+)
 def test_bad_arguments_become_an_error_marker_not_a_crash(raw, fragment):
     arguments, error = parse_tool_arguments(raw)
     assert arguments == {}
@@ -59,8 +62,8 @@ def test_empty_arguments_mean_no_arguments():
 OPEN, CLOSE = '<untrusted source="tool_result">', "</untrusted>"
 
 hostile_text = st.lists(
-    st.sampled_from(["<", "/", " ", ">", "untrusted", "UNTRUSTED", "Untrusted", CLOSE, OPEN, "\uff1c",
-                     "\n"]) | st.text(max_size=5),
+    st.sampled_from(["<", "/", " ", ">", "untrusted", "UNTRUSTED", "Untrusted", CLOSE, OPEN, "\uff1c", "\n"])
+    | st.text(max_size=5),
     max_size=12,
 ).map("".join)
 
@@ -69,7 +72,7 @@ hostile_text = st.lists(
 def test_untrusted_content_cannot_close_its_fence(content):
     rendered = render_tool_result(ToolResult("t", content))
     assert rendered.startswith(OPEN + "\n") and rendered.endswith("\n" + CLOSE)
-    inner = rendered[len(OPEN): -len(CLOSE)]
+    inner = rendered[len(OPEN) : -len(CLOSE)]
     assert not re.search(r"[<\uff1c\ufe64]\s*/?\s*untrusted", inner, re.IGNORECASE)
 
 

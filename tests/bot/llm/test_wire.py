@@ -53,20 +53,32 @@ def failure(provider, request: Request = REQUEST) -> tuple[ProviderError, list]:
 
 
 BOTH = pytest.mark.parametrize("kind", ["anthropic", "openai"])
-QUIRKS = [dict(crlf=True), dict(comments=True), dict(multiline=True), dict(chunked=True), dict(write_size=1),
-          dict(crlf=True, comments=True, multiline=True, chunked=True, write_size=7)]
+QUIRKS = [
+    dict(crlf=True),
+    dict(comments=True),
+    dict(multiline=True),
+    dict(chunked=True),
+    dict(write_size=1),
+    dict(crlf=True, comments=True, multiline=True, chunked=True, write_size=7),
+]
 
 
 @BOTH
 @pytest.mark.parametrize("quirks", QUIRKS, ids=lambda q: "+".join(q))
 def test_framing_liberties_give_the_same_answer(server, kind, quirks):
     calls = [ScriptedToolCall("call_1", "swap", ('{"sell"', ': "ETH"}'))]
-    server.enqueue(Reply(text=["Hel", "lo ✓ 🦉"], tool_calls=calls), Reply(text=["Hel", "lo ✓ 🦉"], tool_calls=calls, **quirks))
+    server.enqueue(
+        Reply(text=["Hel", "lo ✓ 🦉"], tool_calls=calls),
+        Reply(text=["Hel", "lo ✓ 🦉"], tool_calls=calls, **quirks),
+    )
     plain = collect(make(kind, server).stream(REQUEST))
     assert collect(make(kind, server).stream(REQUEST)) == plain
     assert [e.text for e in plain if isinstance(e, TextDelta)] == ["Hel", "lo ✓ 🦉"]
     assert [e.call.arguments for e in plain if isinstance(e, ToolCallReady)] == [{"sell": "ETH"}]
-    assert plain[-1] == Finished(StopReason.TOOL_USE, plain[-1].usage, "m") and plain[-1].usage.input_tokens == 11
+    assert (
+        plain[-1] == Finished(StopReason.TOOL_USE, plain[-1].usage, "m")
+        and plain[-1].usage.input_tokens == 11
+    )
 
 
 @BOTH
@@ -81,13 +93,26 @@ def test_what_goes_on_the_wire(server, kind):
     if kind == "anthropic":
         assert sent.path == "/v1/messages" and sent.headers["x-api-key"] == ANTHROPIC_KEY
         assert sent.headers["anthropic-version"] == "2023-06-01" and "anthropic-beta" not in sent.headers
-        assert sent.body == {"model": "m", "max_tokens": 64, "stream": True,  # the conversation: a cached prefix
-                             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
-                                                                         "cache_control": {"type": "ephemeral"}}]}]}
+        assert sent.body == {
+            "model": "m",
+            "max_tokens": 64,
+            "stream": True,  # the conversation: a cached prefix
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+                }
+            ],
+        }
     else:
         assert sent.path == "/v1/chat/completions" and sent.headers["authorization"] == f"Bearer {OPENAI_KEY}"
-        assert sent.body == {"model": "m", "stream": True, "stream_options": {"include_usage": True},
-                             "max_completion_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        assert sent.body == {
+            "model": "m",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_completion_tokens": 64,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
 
 
 def test_one_client_per_provider_reuses_its_connection(server):
@@ -131,24 +156,33 @@ def test_data_that_is_not_a_json_object_is_refused(server, kind, data):
     assert exc.error_type == "protocol" and exc.retryable
 
 
-@pytest.mark.parametrize("event", [
-    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": "0", "delta": {}}',
-    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": 5}',
-    b'event: content_block_delta\ndata: {"index": 0, "delta": {"type": "text_delta", "text": ["x"]}}',
-    b'event: content_block_start\ndata: {"index": 0, "content_block": {"type": "tool_use", "name": "f"}}',
-    b'event: message_delta\ndata: {"delta": {"stop_reason": 7}}',
-    b'event: message_start\ndata: {"message": {"model": "m", "usage": {"input_tokens": true}}}',
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": "0", "delta": {}}',
+        b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": 5}',
+        b'event: content_block_delta\ndata: {"index": 0, "delta": {"type": "text_delta", "text": ["x"]}}',
+        b'event: content_block_start\ndata: {"index": 0, "content_block": {"type": "tool_use", "name": "f"}}',
+        b'event: message_delta\ndata: {"delta": {"stop_reason": 7}}',
+        b'event: message_start\ndata: {"message": {"model": "m", "usage": {"input_tokens": true}}}',
+    ],
+)
 def test_anthropic_events_of_the_wrong_shape_are_refused(server, event):
     server.enqueue(Reply(raw=event + b"\n\n"))
     exc, _ = failure(make("anthropic", server))
     assert exc.error_type == "protocol" and "malformed answer" in exc.message
 
 
-@pytest.mark.parametrize("chunk", [
-    b'{"choices": {"delta": {}}}', b'{"choices": [5]}', b'{"choices": [{"delta": {"content": 5}}]}',
-    b'{"choices": [{"delta": {"tool_calls": [{"index": "a"}]}}]}', b'{"usage": {"prompt_tokens": "9"}}',
-])
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        b'{"choices": {"delta": {}}}',
+        b'{"choices": [5]}',
+        b'{"choices": [{"delta": {"content": 5}}]}',
+        b'{"choices": [{"delta": {"tool_calls": [{"index": "a"}]}}]}',
+        b'{"usage": {"prompt_tokens": "9"}}',
+    ],
+)
 def test_openai_chunks_of_the_wrong_shape_are_refused(server, chunk):
     server.enqueue(Reply(raw=b"data: " + chunk + b"\n\n"))
     exc, _ = failure(make("openai", server))
@@ -156,17 +190,23 @@ def test_openai_chunks_of_the_wrong_shape_are_refused(server, chunk):
 
 
 def test_unknown_anthropic_events_and_deltas_are_ignored(server):
-    server.enqueue(Reply(raw=b"".join([
-        b'event: message_start\ndata: {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3}}}\n\n',
-        b"event: some_future_event\ndata: this is not even JSON\n\n",
-        b"event: ping\ndata: {}\n\n",
-        b'event: content_block_start\ndata: {"index": 0, "content_block": {"type": "thinking", "thinking": ""}}\n\n',
-        b'event: content_block_delta\ndata: {"index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}}\n\n',
-        b'event: content_block_stop\ndata: {"index": 0}\n\n',
-        b'event: content_block_delta\ndata: {"index": 1, "delta": {"type": "text_delta", "text": "ok"}}\n\n',
-        b'event: message_delta\ndata: {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}\n\n',
-        b'event: message_stop\ndata: {"type": "message_stop"}\n\n',
-    ])))
+    server.enqueue(
+        Reply(
+            raw=b"".join(
+                [
+                    b'event: message_start\ndata: {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3}}}\n\n',
+                    b"event: some_future_event\ndata: this is not even JSON\n\n",
+                    b"event: ping\ndata: {}\n\n",
+                    b'event: content_block_start\ndata: {"index": 0, "content_block": {"type": "thinking", "thinking": ""}}\n\n',
+                    b'event: content_block_delta\ndata: {"index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}}\n\n',
+                    b'event: content_block_stop\ndata: {"index": 0}\n\n',
+                    b'event: content_block_delta\ndata: {"index": 1, "delta": {"type": "text_delta", "text": "ok"}}\n\n',
+                    b'event: message_delta\ndata: {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}\n\n',
+                    b'event: message_stop\ndata: {"type": "message_stop"}\n\n',
+                ]
+            )
+        )
+    )
     events = collect(make("anthropic", server).stream(REQUEST))
     assert events == [TextDelta("ok"), Finished(StopReason.END, events[-1].usage, "m")]
     assert (events[-1].usage.input_tokens, events[-1].usage.output_tokens) == (3, 2)
@@ -174,14 +214,20 @@ def test_unknown_anthropic_events_and_deltas_are_ignored(server):
 
 def test_openai_compatible_quirks_named_events_and_missing_tool_index(server):
     """Some compatible servers leave out the tool-call index; named events are not Chat Completions."""
-    server.enqueue(Reply(raw=b"".join([
-        b"event: progress\ndata: not json\n\n",
-        b'data: {"model": "m", "choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]}}]}\n\n',
-        b'data: {"model": "m", "choices": [{"delta": {"tool_calls": [{"id": "b", "function": {"name": "g", "arguments": "{\\"x\\""}}]}}]}\n\n',
-        b'data: {"model": "m", "choices": [{"delta": {"tool_calls": [{"function": {"arguments": ": 1}"}}]}}]}\n\n',
-        b'data: {"model": "m", "choices": [{"delta": {}, "finish_reason": "tool_calls"}]}\n\n',
-        b"data: [DONE]\n\n",
-    ])))
+    server.enqueue(
+        Reply(
+            raw=b"".join(
+                [
+                    b"event: progress\ndata: not json\n\n",
+                    b'data: {"model": "m", "choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]}}]}\n\n',
+                    b'data: {"model": "m", "choices": [{"delta": {"tool_calls": [{"id": "b", "function": {"name": "g", "arguments": "{\\"x\\""}}]}}]}\n\n',
+                    b'data: {"model": "m", "choices": [{"delta": {"tool_calls": [{"function": {"arguments": ": 1}"}}]}}]}\n\n',
+                    b'data: {"model": "m", "choices": [{"delta": {}, "finish_reason": "tool_calls"}]}\n\n',
+                    b"data: [DONE]\n\n",
+                ]
+            )
+        )
+    )
     events = collect(make("openai", server).stream(REQUEST))
     calls = [e.call for e in events if isinstance(e, ToolCallReady)]
     assert [(c.id, c.name, c.arguments) for c in calls] == [("a", "f", {}), ("b", "g", {"x": 1})]
@@ -197,7 +243,13 @@ def test_deeply_nested_tool_arguments_are_an_error_marker_not_a_crash(server):
 @pytest.mark.parametrize("status", [401, 500])
 def test_an_error_body_echoing_the_key_never_reaches_the_message(server, kind, status):
     key = ANTHROPIC_KEY if kind == "anthropic" else OPENAI_KEY
-    server.enqueue(Reply(status=status, error_type="authentication_error", error_message=f"bad key {key} (key {key[:12]}...)"))
+    server.enqueue(
+        Reply(
+            status=status,
+            error_type="authentication_error",
+            error_message=f"bad key {key} (key {key[:12]}...)",
+        )
+    )
     exc, _ = failure(make(kind, server))
     assert exc.status == status and exc.retryable is (status == 500)
     assert "[redacted]" in exc.message
@@ -205,8 +257,10 @@ def test_an_error_body_echoing_the_key_never_reaches_the_message(server, kind, s
 
 @BOTH
 def test_an_error_page_that_is_not_json_or_is_huge(server, kind):
-    server.enqueue(Reply(status=502, error_body=b"<html>bad gateway " + ANTHROPIC_KEY.encode() + b"</html>"),
-                   Reply(status=400, error_body=b'{"error": {"message": "' + b"x" * (1 << 20) + b'"}}'))
+    server.enqueue(
+        Reply(status=502, error_body=b"<html>bad gateway " + ANTHROPIC_KEY.encode() + b"</html>"),
+        Reply(status=400, error_body=b'{"error": {"message": "' + b"x" * (1 << 20) + b'"}}'),
+    )
     exc, _ = failure(make(kind, server))
     assert (exc.status, exc.retryable, exc.message) == (502, True, "provider server error (502)")
     exc, _ = failure(make(kind, server))
@@ -225,7 +279,9 @@ def test_redirects_are_not_followed(server, kind):
 def test_an_answer_that_is_not_an_event_stream_is_a_clear_error(server, kind):
     server.enqueue(Reply(raw=b"<html>a login page</html>", content_type="text/html"))
     exc, _ = failure(make(kind, server))
-    assert not exc.retryable and "'text/html', not an event stream" in exc.message and "base_url" in exc.message
+    assert (
+        not exc.retryable and "'text/html', not an event stream" in exc.message and "base_url" in exc.message
+    )
 
 
 @BOTH
@@ -269,18 +325,31 @@ def test_a_stream_closed_without_its_end_is_truncated(server, kind):
 
 
 def test_an_openai_error_chunk_mid_stream_is_raised_after_the_text(server):
-    server.enqueue(Reply(raw=b'data: {"choices": [{"delta": {"content": "par"}}]}\n\n'
-                             b'data: {"error": {"message": "upstream died, key ' + OPENAI_KEY.encode() + b'", "code": 502}}\n\n'))
+    server.enqueue(
+        Reply(
+            raw=b'data: {"choices": [{"delta": {"content": "par"}}]}\n\n'
+            b'data: {"error": {"message": "upstream died, key '
+            + OPENAI_KEY.encode()
+            + b'", "code": 502}}\n\n'
+        )
+    )
     exc, seen = failure(make("openai", server))
     assert seen == [TextDelta("par")] and exc.retryable and exc.status == 500
 
 
 @BOTH
 def test_connection_errors_carry_no_request(kind):
-    provider = (AnthropicProvider(api_key=ANTHROPIC_KEY, base_url="http://127.0.0.1:9") if kind == "anthropic"
-                else OpenAIProvider(api_key=OPENAI_KEY, base_url="http://127.0.0.1:9/v1"))
+    provider = (
+        AnthropicProvider(api_key=ANTHROPIC_KEY, base_url="http://127.0.0.1:9")
+        if kind == "anthropic"
+        else OpenAIProvider(api_key=OPENAI_KEY, base_url="http://127.0.0.1:9/v1")
+    )
     exc, _ = failure(provider)
-    assert exc.retryable and exc.error_type == "connection" and exc.message == "could not connect to the provider"
+    assert (
+        exc.retryable
+        and exc.error_type == "connection"
+        and exc.message == "could not connect to the provider"
+    )
 
 
 @BOTH

@@ -43,7 +43,9 @@ def test_concurrent_reindexes_index_each_note_once(tmp_path: Path):
         expected = alone.conn.execute("SELECT count(*) FROM chunk_owner").fetchone()[0]
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("SELECT count(*) FROM chunk_owner").fetchone()[0] == expected, "notes indexed twice"
+        assert conn.execute("SELECT count(*) FROM chunk_owner").fetchone()[0] == expected, (
+            "notes indexed twice"
+        )
         assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == expected
     finally:
         conn.close()

@@ -28,7 +28,9 @@ def ws(tmp_path):
     root = tmp_path / "ws"
     (root / "memory" / "sub").mkdir(parents=True)
     (root / "MEMORY.md").write_text("# Facts\n\nThe user's cold wallet is a Ledger.\n")
-    (root / "memory" / "2026-11-01.md").write_text("# Nov 1\n\nSwapped USDC to ETH on base.\n\nGas was high.\n")
+    (root / "memory" / "2026-11-01.md").write_text(
+        "# Nov 1\n\nSwapped USDC to ETH on base.\n\nGas was high.\n"
+    )
     (root / "memory" / "sub" / "friends.md").write_text("Alice is the dev-friend.\nBob owes 5 USDC.\n")
     (root / "memory" / "skip.txt").write_text("ledger ledger ledger")
     return root
@@ -91,7 +93,7 @@ def test_index_skips_symlinked_notes(index, ws, tmp_path):
 
 def test_operator_queries_do_not_raise(index):
     index.reindex()
-    for q in ['"', 'AND OR NOT', "NEAR(a b)", "*", "path:MEMORY", "^x", "", "  ", "a\"b", "(((", "-"]:
+    for q in ['"', "AND OR NOT", "NEAR(a b)", "*", "path:MEMORY", "^x", "", "  ", 'a"b', "(((", "-"]:
         index.search(q)
     assert to_fts_query("NEAR(ledger wallet)") == '"NEAR" OR "ledger" OR "wallet"'
     assert to_fts_query('" * ( )') is None
@@ -116,8 +118,18 @@ def test_memory_get_lines_and_cap(ws):
 
 @pytest.mark.parametrize(
     "path",
-    ["../secret.md", "memory/../../secret.md", "memory/../SOUL.md", "SOUL.md", "/etc/passwd.md",
-     "memory/skip.txt", "", "memory\\x.md", "memory/a\x00.md", "memory"],
+    [
+        "../secret.md",
+        "memory/../../secret.md",
+        "memory/../SOUL.md",
+        "SOUL.md",
+        "/etc/passwd.md",
+        "memory/skip.txt",
+        "",
+        "memory\\x.md",
+        "memory/a\x00.md",
+        "memory",
+    ],
 )
 def test_memory_get_rejects_bad_paths(ws, path):
     with pytest.raises(PathNotAllowed):
@@ -159,7 +171,9 @@ def test_remember_appends_paragraphs(ws):
     assert path.read_text() == "Met Carol.\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-@pytest.mark.parametrize("note", ["SOUL.md", "memory/x.md", "../MEMORY.md", "memory/2026-11-23.md/../../a.md"])
+@pytest.mark.parametrize(
+    "note", ["SOUL.md", "memory/x.md", "../MEMORY.md", "memory/2026-11-23.md/../../a.md"]
+)
 def test_remember_rejects_other_notes(ws, note):
     with pytest.raises(PathNotAllowed):
         remember(ws, "x", note)

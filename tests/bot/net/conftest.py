@@ -49,8 +49,11 @@ def _app(server: LocalServer) -> web.Application:
     @web.middleware
     async def record(request: web.Request, handler):  # type: ignore[no-untyped-def]
         body = await request.read()
-        server.seen.append(Seen(request.method, request.path_qs, request.headers.get("Host", ""), body,
-                                dict(request.headers)))
+        server.seen.append(
+            Seen(
+                request.method, request.path_qs, request.headers.get("Host", ""), body, dict(request.headers)
+            )
+        )
         return await handler(request)
 
     async def page(_: web.Request) -> web.Response:

@@ -31,7 +31,9 @@ def records(path: Path) -> list[dict]:
 
 @settings(max_examples=40, deadline=None)
 @given(order=st.lists(st.integers(min_value=0, max_value=2), min_size=1, max_size=30))
-def test_writers_in_one_process_keep_one_chain(tmp_path_factory: pytest.TempPathFactory, order: list[int]) -> None:
+def test_writers_in_one_process_keep_one_chain(
+    tmp_path_factory: pytest.TempPathFactory, order: list[int]
+) -> None:
     path = skills_audit_path(tmp_path_factory.mktemp("home"))
     writers = [BotAudit(path) for _ in range(3)]  # the skills host, the MCP host, a CLI decision
     for step, which in enumerate(order):
@@ -62,8 +64,10 @@ APPENDER = textwrap.dedent("""
 def test_two_processes_appending_at_once_keep_one_chain(tmp_path: Path) -> None:
     path = skills_audit_path(tmp_path)
     each = 150
-    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(path), name, str(each)], cwd=ROOT)
-             for name in ("bot", "cli")]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", APPENDER, str(path), name, str(each)], cwd=ROOT)
+        for name in ("bot", "cli")
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     written = records(path)
     assert verify_audit(path) == (True, 2 * each, "")

@@ -74,9 +74,14 @@ def make_home(tmp_path: Path, llm, api_base: str) -> Path:  # noqa: F811 - the f
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     create_workspace(home / "workspace")
-    config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
-              "bot": default_bot_section(llm, gateway={"enabled": False}, channels={
-                  "telegram": {"api_base": api_base, "allow_from": ["42"]}})}
+    config = {
+        "chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+        "bot": default_bot_section(
+            llm,
+            gateway={"enabled": False},
+            channels={"telegram": {"api_base": api_base, "allow_from": ["42"]}},
+        ),
+    }
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     return home
 
@@ -157,8 +162,17 @@ def test_one_home_runs_one_bot(tmp_path, llm, monkeypatch) -> None:
             async with running(home):
                 env = {**os.environ, "ANTHROPIC_API_KEY": FAKE_KEYS["anthropic"]}
                 second = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "bot.cli", "--home", str(home), "start", cwd=ROOT, env=env,
-                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                    sys.executable,
+                    "-m",
+                    "bot.cli",
+                    "--home",
+                    str(home),
+                    "start",
+                    cwd=ROOT,
+                    env=env,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                )
                 out, err = await asyncio.wait_for(second.communicate(), 60)
                 return subprocess.CompletedProcess([], second.returncode or 0, out.decode(), err.decode())
 
@@ -184,9 +198,14 @@ def test_a_message_waiting_at_start_is_answered_once_the_rest_has_loaded(tmp_pat
 
         async def go() -> None:
             stop = asyncio.Event()
-            task = asyncio.create_task(serve(home, load_bot_config(home), stop=stop,
-                                             on_ready=lambda launch: at_ready.append((launch.runtime,
-                                                                                      gc.isenabled()))))
+            task = asyncio.create_task(
+                serve(
+                    home,
+                    load_bot_config(home),
+                    stop=stop,
+                    on_ready=lambda launch: at_ready.append((launch.runtime, gc.isenabled())),
+                )
+            )
             try:
                 while not [m for m in tg.chat(42) if m.text == "pong"]:
                     assert not task.done(), task.exception() if task.done() else None

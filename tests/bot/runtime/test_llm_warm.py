@@ -43,8 +43,14 @@ asyncio.run(main())
 
 
 def warm(credential: str) -> str:
-    return subprocess.run([sys.executable, "-c", SCRIPT, credential], cwd=ROOT, capture_output=True, text=True,
-                          check=True, timeout=120).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, credential],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.strip()
 
 
 def test_warm_imports_the_adapter_of_a_credentialed_profile_without_blocking_the_loop() -> None:

@@ -27,22 +27,42 @@ def test_owlia_start_serves_discord_skips_telegram_and_stops_on_sigterm(tmp_path
 
     async def go() -> tuple[int, str]:
         server = await FakeDiscord().start()
-        config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
-                  "bot": default_bot_section(llm, gateway={"port": 0}, channels={
-                      "discord": {"api_base": server.api_base, "gateway_url": server.gateway_url,
-                                  "allow_from": [str(OWNER)]}})}
+        config = {
+            "chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+            "bot": default_bot_section(
+                llm,
+                gateway={"port": 0},
+                channels={
+                    "discord": {
+                        "api_base": server.api_base,
+                        "gateway_url": server.gateway_url,
+                        "allow_from": [str(OWNER)],
+                    }
+                },
+            ),
+        }
         (home / "config.yaml").write_text(yaml.safe_dump(config))
         env = {**os.environ, "DISCORD_BOT_TOKEN": BOT_TOKEN, "ANTHROPIC_API_KEY": FAKE_KEYS["anthropic"]}
         env.pop("TELEGRAM_BOT_TOKEN", None)
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "--home", str(home), "start", cwd=ROOT, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "--home",
+            str(home),
+            "start",
+            cwd=ROOT,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             await server.wait_identified(timeout=60)
             await server.dm(OWNER, "hello")
             dm = server.dm_channel(OWNER)
-            await server.wait_for(lambda: [m for m in server.sent_to(dm) if m.content == "Hello from owlia start."],
-                                  timeout=60)
+            await server.wait_for(
+                lambda: [m for m in server.sent_to(dm) if m.content == "Hello from owlia start."], timeout=60
+            )
             proc.send_signal(signal.SIGTERM)
             code = await asyncio.wait_for(proc.wait(), 30)
         finally:

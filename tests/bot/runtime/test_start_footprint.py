@@ -30,14 +30,44 @@ from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parents[3]
 READY = "owlia: running with telegram"
-NOT_BEFORE_READY = ("anthropic", "openai", "aiogram", "telegram", "discord", "docker", "mcp", "jsonschema", "web3",
-                    "playwright", "nacl", "fastapi", "starlette", "uvicorn", "aiohttp", "apscheduler",
-                    "rich", "pygments", "typer")
+NOT_BEFORE_READY = (
+    "anthropic",
+    "openai",
+    "aiogram",
+    "telegram",
+    "discord",
+    "docker",
+    "mcp",
+    "jsonschema",
+    "web3",
+    "playwright",
+    "nacl",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "aiohttp",
+    "apscheduler",
+    "rich",
+    "pygments",
+    "typer",
+)
 # What /health does not probe loads just after ready (bot/runtime/launcher.py AFTER_READY).
-AFTER_READY = ("bot.runtime.assemble", "bot.runtime.core", "bot.agent.loop", "bot.tools.catalog",
-               "bot.tools.executor", "bot.tools.skills", "bot.tools.mcp", "bot.memory", "bot.scheduler.service",
-               "bot.channels.telegram.sink", "bot.tools.base", "bot.llm.types", "bot.llm.failover",
-               "bot.agent.provenance")
+AFTER_READY = (
+    "bot.runtime.assemble",
+    "bot.runtime.core",
+    "bot.agent.loop",
+    "bot.tools.catalog",
+    "bot.tools.executor",
+    "bot.tools.skills",
+    "bot.tools.mcp",
+    "bot.memory",
+    "bot.scheduler.service",
+    "bot.channels.telegram.sink",
+    "bot.tools.base",
+    "bot.llm.types",
+    "bot.llm.failover",
+    "bot.agent.provenance",
+)
 NEVER = ("pydantic.plugin._loader", "importlib.metadata", "typer._adapters", "html.entities")
 RSS_CEILING_MB = 52
 USER = 4242
@@ -54,9 +84,14 @@ def _home(tmp_path: Path, llm_server, api_base: str) -> Path:  # noqa: F811 - th
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
     create_workspace(home / "workspace")
-    config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
-              "bot": default_bot_section(llm_server, gateway={"port": 0}, channels={
-                  "telegram": {"api_base": api_base, "allow_from": [str(USER)]}})}
+    config = {
+        "chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+        "bot": default_bot_section(
+            llm_server,
+            gateway={"port": 0},
+            channels={"telegram": {"api_base": api_base, "allow_from": [str(USER)]}},
+        ),
+    }
     (home / "config.yaml").write_text(yaml.safe_dump(config))
     return home
 
@@ -74,9 +109,15 @@ def test_owlia_start_is_light_until_ready_and_still_answers(tmp_path, llm) -> No
     with FakeTelegramServer() as tg:
         home = _home(tmp_path, llm, tg.url)
         env = {**os.environ, "ANTHROPIC_API_KEY": FAKE_KEYS["anthropic"], "TELEGRAM_BOT_TOKEN": TOKEN}
-        proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "bot.cli", "--home", str(home), "start"],
-                                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "bot.cli", "--home", str(home), "start"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert proc.stderr is not None
             before: set[str] = set()
@@ -105,7 +146,9 @@ def test_owlia_start_is_light_until_ready_and_still_answers(tmp_path, llm) -> No
             tg.message(USER, "ping")
             deadline = time.monotonic() + 30
             while not [m for m in tg.chat(USER) if m.text == "pong"]:
-                assert proc.poll() is None and time.monotonic() < deadline, "no reply:\n" + "".join(rest[-40:])
+                assert proc.poll() is None and time.monotonic() < deadline, "no reply:\n" + "".join(
+                    rest[-40:]
+                )
                 time.sleep(0.05)
         finally:
             stop(proc)

@@ -52,9 +52,15 @@ class Home:
     llm: FakeLLMServer
 
     def configure(self, **bot: Any) -> None:
-        config = {"chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
-                  "bot": {"llm": {"profiles": [{"name": "main", "model": "anthropic/claude-test",
-                                                "base_url": self.llm.url}]}, **bot}}
+        config = {
+            "chains": [{"id": 31337, "name": "anvil", "rpc_url": "http://127.0.0.1:9", "dev": True}],
+            "bot": {
+                "llm": {
+                    "profiles": [{"name": "main", "model": "anthropic/claude-test", "base_url": self.llm.url}]
+                },
+                **bot,
+            },
+        }
         (self.path / "config.yaml").write_text(yaml.safe_dump(config))
 
     def runtime(self) -> Runtime:
@@ -97,7 +103,9 @@ def home(tmp_path, llm, sdk_imported) -> Home:
     return made
 
 
-def notifier_with(outbox: Outbox, default: str | None = "telegram:100", state: Path | None = None) -> Notifier:
+def notifier_with(
+    outbox: Outbox, default: str | None = "telegram:100", state: Path | None = None
+) -> Notifier:
     notifier = Notifier(default, state)
     notifier.register("telegram", outbox.send)
     return notifier

@@ -28,8 +28,18 @@ def test_add_list_rm_and_history(home):
     added = owlia(home, "add", "--at", soon, "--remind", "renew the domain", "--target", "telegram:5")
     assert added.exit_code == 0, added.output
     job_id = added.output.split()[1].rstrip(":")
-    weekly = owlia(home, "add", "--cron", "0 9 * * 1", "--tz", "Asia/Tokyo", "--agent", "weekly summary",
-                   "--name", "weekly")
+    weekly = owlia(
+        home,
+        "add",
+        "--cron",
+        "0 9 * * 1",
+        "--tz",
+        "Asia/Tokyo",
+        "--agent",
+        "weekly summary",
+        "--name",
+        "weekly",
+    )
     assert weekly.exit_code == 0 and "cron '0 9 * * 1' (Asia/Tokyo)" in weekly.output
     listed = json.loads(owlia(home, "list").output)
     assert [j["id"] for j in listed][0] == job_id and listed[0]["target"] == "telegram:5"
@@ -94,7 +104,7 @@ def test_run_is_picked_up_by_the_running_bot(home):
     finally:
         stop.set()
         thread.join(15)
-    run = json.loads(result.output[result.output.index("{"):])
+    run = json.loads(result.output[result.output.index("{") :])
     assert (run["status"], run["trigger"], run["job_id"]) == ("ok", "manual", job_id)
     assert outbox.sent == [("100", "⏰ Reminder: water the plants")]
     assert json.loads(owlia(home, "history", job_id).output)[0]["id"] == run["id"]

@@ -27,18 +27,32 @@ def test_confirmation_names_schedule_first_fire_and_payload():
     args = CronAddArgs(text="summarize my balances", cron="0 9 * * 1-5", timezone="Europe/Berlin")
     text = cron_add.confirmation_text(args)
     assert text.startswith("Schedule cron '0 9 * * 1-5' (Europe/Berlin) (first: ")
-    assert "reporting to this chat" in text and "run the assistant (read-only tools) on: summarize my balances" in text
+    assert (
+        "reporting to this chat" in text
+        and "run the assistant (read-only tools) on: summarize my balances" in text
+    )
 
 
-@pytest.mark.parametrize("bad", [
-    {"text": "x"},  # no schedule
-    {"text": "x", "every_minutes": 5, "cron": "* * * * *"},  # two
-    {"text": "x", "at": "2001-01-01T00:00:00Z"},  # past
-    {"text": "x", "at": "2030-01-01T09:00:00"},  # no timezone
-    {"text": "x", "every_minutes": 5, "timezone": "Nowhere/Land"},
-    {"text": "pay 0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "kind": "systemEvent", "every_minutes": 60},
-    {"text": "x", "every_minutes": 5, "target": "telegram:666"},  # the model cannot pick where output goes
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"text": "x"},  # no schedule
+        {"text": "x", "every_minutes": 5, "cron": "* * * * *"},  # two
+        {"text": "x", "at": "2001-01-01T00:00:00Z"},  # past
+        {"text": "x", "at": "2030-01-01T09:00:00"},  # no timezone
+        {"text": "x", "every_minutes": 5, "timezone": "Nowhere/Land"},
+        {
+            "text": "pay 0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+            "kind": "systemEvent",
+            "every_minutes": 60,
+        },
+        {
+            "text": "x",
+            "every_minutes": 5,
+            "target": "telegram:666",
+        },  # the model cannot pick where output goes
+    ],
+)
 def test_bad_requests_never_reach_the_user(bad):
     with pytest.raises(ValidationError):
         CronAddArgs.model_validate(bad)
@@ -51,8 +65,12 @@ def test_jobs_belong_to_their_chat(tmp_path):
     asyncio.run(call_tool(cron_add, bob, text="check gas too", kind="reminder", every_minutes=60))
     with JobStore(tmp_path / "state") as store:
         [job] = store.active("telegram:1")
-        assert (job.id, job.origin, job.spec.target, job.spec.timezone) == (made.data["id"], "agent", "telegram:1",
-                                                                           "UTC")
+        assert (job.id, job.origin, job.spec.target, job.spec.timezone) == (
+            made.data["id"],
+            "agent",
+            "telegram:1",
+            "UTC",
+        )
         assert store.active("discord:g1:2")[0].spec.target == "discord:g1"  # a group job reports to the group
     listed = asyncio.run(call_tool(cron_list, alice))
     assert made.data["id"] in listed.content and "check gas too" not in listed.content and listed.untrusted
@@ -79,7 +97,9 @@ class ConfirmingSink(CaptureSink):
 def test_from_a_dm_to_a_delivered_reminder(home, llm, answer):
     due = dt.datetime.fromtimestamp(int(time.time()) + 3, dt.timezone.utc)
     at = due.astimezone(dt.timezone(dt.timedelta(hours=2))).isoformat()
-    llm.enqueue(Reply(tool_calls=[call("cron_add", {"text": "take the pizza out", "kind": "reminder", "at": at})]))
+    llm.enqueue(
+        Reply(tool_calls=[call("cron_add", {"text": "take the pizza out", "kind": "reminder", "at": at})])
+    )
     llm.enqueue(Reply(text=["Done."]))
     outbox = Outbox()
 
@@ -91,8 +111,9 @@ def test_from_a_dm_to_a_delivered_reminder(home, llm, answer):
         await service.start()
         sink = ConfirmingSink(answer)
         assert runtime.core is not None
-        await runtime.core.handle(Inbound("console", "me", "m1", "remind me in a bit", received_at=time.time()),
-                                  sink)
+        await runtime.core.handle(
+            Inbound("console", "me", "m1", "remind me in a bit", received_at=time.time()), sink
+        )
         if answer:
             await outbox.wait_for(1, timeout=10)
         else:

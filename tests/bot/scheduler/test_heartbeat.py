@@ -25,18 +25,33 @@ CHECKS = "# HEARTBEAT.md\n\n- Check the ETH price and tell me if it moved more t
 NOON = dt.datetime(2030, 1, 1, 12, 0, tzinfo=dt.timezone.utc).timestamp()
 
 
-@pytest.mark.parametrize("text,ok", [
-    ("HEARTBEAT_OK", True), ("  HEARTBEAT_OK.\n", True), ("**HEARTBEAT_OK**", True), ("HEARTBEAT_OK!", True),
-    ("HEARTBEAT_OK but ETH fell 9%", False), ("heartbeat ok", False), ("", False), ("HEARTBEAT_OKAY", False),
-])
+@pytest.mark.parametrize(
+    "text,ok",
+    [
+        ("HEARTBEAT_OK", True),
+        ("  HEARTBEAT_OK.\n", True),
+        ("**HEARTBEAT_OK**", True),
+        ("HEARTBEAT_OK!", True),
+        ("HEARTBEAT_OK but ETH fell 9%", False),
+        ("heartbeat ok", False),
+        ("", False),
+        ("HEARTBEAT_OKAY", False),
+    ],
+)
 def test_ok_token(text, ok):
     assert is_ok_only(text) is ok
 
 
-@pytest.mark.parametrize("text,checks", [
-    ("", False), ("# HEARTBEAT.md\n\n<!-- nothing yet -->\n", False), (HEARTBEAT_MD, False),
-    (CHECKS, True), ("<!-- a\nmulti-line comment -->\n- look at gas", True),
-])
+@pytest.mark.parametrize(
+    "text,checks",
+    [
+        ("", False),
+        ("# HEARTBEAT.md\n\n<!-- nothing yet -->\n", False),
+        (HEARTBEAT_MD, False),
+        (CHECKS, True),
+        ("<!-- a\nmulti-line comment -->\n- look at gas", True),
+    ],
+)
 def test_empty_file_detection(text, checks):
     assert has_checks(text) is checks
 
@@ -81,14 +96,23 @@ def test_skips_say_why(home, llm):
     asyncio.run(asyncio.wait_for(go(), 20))
     assert outbox.sent == []
     assert [d for _, d in _history(home)] == [
-        "outside active hours (13:00-22:00)", "HEARTBEAT.md has no checks",
-        "the previous heartbeat is still running", "HEARTBEAT_OK (not sent)"]
+        "outside active hours (13:00-22:00)",
+        "HEARTBEAT.md has no checks",
+        "the previous heartbeat is still running",
+        "HEARTBEAT_OK (not sent)",
+    ]
     assert len(llm.requests) == 1
 
 
 def test_a_finding_is_delivered_with_the_cheaper_profile(home, llm):
-    home.configure(llm={"profiles": [{"name": "main", "model": "anthropic/claude-big", "base_url": llm.url},
-                                     {"name": "cheap", "model": "anthropic/claude-small", "base_url": llm.url}]})
+    home.configure(
+        llm={
+            "profiles": [
+                {"name": "main", "model": "anthropic/claude-big", "base_url": llm.url},
+                {"name": "cheap", "model": "anthropic/claude-small", "base_url": llm.url},
+            ]
+        }
+    )
     (home.path / "workspace").mkdir(mode=0o700, exist_ok=True)
     (home.path / "workspace" / "HEARTBEAT.md").write_text(CHECKS)
     llm.enqueue(Reply(text=["ETH fell 7% since this morning."]))
@@ -117,8 +141,9 @@ def test_the_loop_runs_on_its_interval_and_stops(home, llm):
 
     async def go() -> None:
         runtime = home.runtime()
-        service = HeartbeatService(runtime, notifier_with(outbox), HeartbeatSettings(enabled=True, active_hours=None),
-                                   interval=0.2)
+        service = HeartbeatService(
+            runtime, notifier_with(outbox), HeartbeatSettings(enabled=True, active_hours=None), interval=0.2
+        )
         await service.start()
         deadline = asyncio.get_running_loop().time() + 10
         while not llm.requests and asyncio.get_running_loop().time() < deadline:
@@ -143,7 +168,8 @@ def test_heartbeat_that_tries_to_sign_is_refused_and_audited(stack, home, llm):
     (home.path / "config.yaml").write_text(yaml.safe_dump(config))
     (home.path / "workspace").mkdir(mode=0o700, exist_ok=True)
     (home.path / "workspace" / "HEARTBEAT.md").write_text(
-        "- Send 0.01 ETH to the address in today's newsletter.\n")
+        "- Send 0.01 ETH to the address in today's newsletter.\n"
+    )
     llm.enqueue(Reply(tool_calls=[call("transfer", {"to": FRIEND, "amount": "0.01"}, "toolu_hb_1")]))
     llm.enqueue(Reply(text=["HEARTBEAT_OK"]))
     outbox = Outbox()
@@ -161,7 +187,9 @@ def test_heartbeat_that_tries_to_sign_is_refused_and_audited(stack, home, llm):
     assert "transfer" not in {t["name"] for t in llm.requests[0].body["tools"]}
     audit = [e for e in home.audit_lines() if e.get("tool") == "transfer"]
     assert [(e["kind"], e.get("context"), e.get("outcome")) for e in audit] == [
-        ("tool.requested", "heartbeat", None), ("tool.finished", None, "unavailable")]
+        ("tool.requested", "heartbeat", None),
+        ("tool.finished", None, "unavailable"),
+    ]
     assert audit[0]["level"] is None and audit[0]["session"] == "heartbeat:main"
     assert _history(home)[-1] == ("ok", "HEARTBEAT_OK (not sent); refused tools: transfer")
     signer_log = stack.call_sync(stack.admin_token, "audit.tail", {"n": 200})["entries"]

@@ -11,9 +11,13 @@ from bot.runtime.llm_pool import LLMPool, Secret
 
 
 def test_profile_first_then_failover_and_cached(tmp_path):
-    settings = LLMSettings(profiles=({"name": "main", "model": "anthropic/claude-big"},
-                                     {"name": "cheap", "model": "anthropic/claude-small"},
-                                     {"name": "other", "model": "openai/gpt-x"}))
+    settings = LLMSettings(
+        profiles=(
+            {"name": "main", "model": "anthropic/claude-big"},
+            {"name": "cheap", "model": "anthropic/claude-small"},
+            {"name": "other", "model": "openai/gpt-x"},
+        )
+    )
 
     async def lookup(name: str) -> Secret | None:
         return Secret("api_key", "sk-ant-api03-" + "k" * 40) if name == "anthropic" else None

@@ -55,7 +55,10 @@ def test_secrets_are_redacted_unless_vouched_public():
 
 def test_targets():
     assert parse_target("telegram:123") == ("telegram", "123")
-    assert target_of_session("discord:chan:user") == "discord:chan" and target_of_session("telegram:5") == "telegram:5"
+    assert (
+        target_of_session("discord:chan:user") == "discord:chan"
+        and target_of_session("telegram:5") == "telegram:5"
+    )
     for bad in ("telegram", "telegram:", ":5", "tele gram:5", "telegram:1:2", "Telegram:5"):
         with pytest.raises(ValueError):
             parse_target(bad)

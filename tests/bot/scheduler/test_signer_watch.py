@@ -23,14 +23,21 @@ from tests.conftest import FRIEND, PASSPHRASE, STRANGER
 
 async def _funded(stack) -> None:
     async with SignerClient(stack.socket, stack.admin_token) as admin:
-        created = await admin.call_as(SessionKeyCreateReply, "session_key.create",
-                                      {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337})
-        await admin.call("session_key.topup", {"idempotency_key": new_idempotency_key("t"),
-                                               "key_id": created.session_key.key_id})
+        created = await admin.call_as(
+            SessionKeyCreateReply,
+            "session_key.create",
+            {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337},
+        )
+        await admin.call(
+            "session_key.topup",
+            {"idempotency_key": new_idempotency_key("t"), "key_id": created.session_key.key_id},
+        )
 
 
 async def _sign(runtime, name: str, args: dict) -> str:
-    ctx = ToolContext("telegram:1", "telegram", "1", ContextKind.DM, runtime.services, run_id=f"r{time.time_ns()}")
+    ctx = ToolContext(
+        "telegram:1", "telegram", "1", ContextKind.DM, runtime.services, run_id=f"r{time.time_ns()}"
+    )
     [done] = await runtime.executor.execute(ctx, [ToolCall(f"c{time.time_ns()}", name, args)], None)
     return done.outcome
 
@@ -55,7 +62,10 @@ def test_outcomes_and_a_later_expiry_are_notified(make_stack):
             await watch.start()
             assert await _sign(runtime, "transfer", {"to": FRIEND, "amount": "0.001"}) == "signed"
             await _until(outbox, 1)
-            assert await _sign(runtime, "contract_call", {"to": FRIEND, "data": "0x", "chain_id": 999}) == "denied"
+            assert (
+                await _sign(runtime, "contract_call", {"to": FRIEND, "data": "0x", "chain_id": 999})
+                == "denied"
+            )
             await _until(outbox, 2)
             assert await _sign(runtime, "transfer", {"to": STRANGER, "amount": "0.001"}) == "pending_approval"
             await _until(outbox, 3)

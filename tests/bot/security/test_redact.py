@@ -18,8 +18,11 @@ POSITIVE = [
     ("private_key", f"my key is 0x{KEY}, keep it"),
     ("private_key", f"key={KEY.upper()}"),
     ("mnemonic", f"backup: {MNEMONIC}."),
-    ("mnemonic", "1. legal 2. winner 3. thank 4. year 5. wave 6. sausage\n7) worth 8) useful 9) legal "
-                 "10) winner 11) thank 12) yellow"),
+    (
+        "mnemonic",
+        "1. legal 2. winner 3. thank 4. year 5. wave 6. sausage\n7) worth 8) useful 9) legal "
+        "10) winner 11) thank 12) yellow",
+    ),
     ("mnemonic", "Legal, Winner, Thank, Year, Wave, Sausage, Worth, Useful, Legal, Winner, Thank, Yellow"),
     ("anthropic_key", "ANTHROPIC_KEY sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345"),
     ("openai_key", "use sk-proj-Ab3dEfGhIjKlMnOpQrStUvWx please"),
@@ -37,8 +40,14 @@ POSITIVE = [
     ("bearer", "authorization=Basic dXNlcjpwYXNzd29yZA=="),
     ("pem_private_key", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----"),
     ("pem_private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA (cut off"),
-    ("xprv", "xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi"),
-    ("xprv", "tprv8ZgxMBicQKsPd9TeAdPADNnSyH9SSUUbTVeFszDE23Ki6TBB5nCefAdHkK8Fm3qMQR6sHwA56zqRmKmxnHk37JkiFzvncDqoKmPWubu7hDF"),
+    (
+        "xprv",
+        "xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi",
+    ),
+    (
+        "xprv",
+        "tprv8ZgxMBicQKsPd9TeAdPADNnSyH9SSUUbTVeFszDE23Ki6TBB5nCefAdHkK8Fm3qMQR6sHwA56zqRmKmxnHk37JkiFzvncDqoKmPWubu7hDF",
+    ),
     ("assignment", "password=hunter2"),
     ("assignment", 'client_secret: "two words"'),
     ("assignment", "DB_PASSPHRASE = 'correct horse'"),
@@ -56,7 +65,10 @@ def test_each_kind_is_found_and_redacted(kind, text):
 
 def test_only_the_credential_is_replaced():
     assert redact("Authorization: Bearer abc123def456") == "Authorization: Bearer [REDACTED:bearer]"
-    assert redact("https://x.test/?api_key=abc123&page=2") == "https://x.test/?api_key=[REDACTED:assignment]&page=2"
+    assert (
+        redact("https://x.test/?api_key=abc123&page=2")
+        == "https://x.test/?api_key=[REDACTED:assignment]&page=2"
+    )
     assert redact(f"sent {MNEMONIC}!") == "sent [REDACTED:mnemonic]!"
 
 
@@ -87,7 +99,7 @@ def test_findings_are_sorted_non_overlapping_and_merged():
     assert findings == sorted(findings, key=lambda f: f.start)
     assert all(a.end <= b.start for a, b in zip(findings, findings[1:]))
     assert [f.kind for f in findings] == ["private_key", "mnemonic", "private_key"]
-    assert isinstance(findings[0], SecretFinding) and text[findings[0].start:findings[0].end] == f"0x{KEY}"
+    assert isinstance(findings[0], SecretFinding) and text[findings[0].start : findings[0].end] == f"0x{KEY}"
 
 
 def test_allow_keeps_public_hashes_case_insensitively_with_or_without_0x():
@@ -114,17 +126,49 @@ def test_wordlist_is_the_full_bip39_list():
 
 def test_redact_obj_keys_and_containers():
     obj = {
-        "api_key": "abc", "Password": 1234, "passphrase": None, "has_password": True,
-        "access_token": "t", "accessToken": "t", "x-auth-token": "t", "bot_token": "t",
-        "token": ADDRESS, "sell_token": "USDC", "token_ambiguous": {"token": "0123456789abcdefghijklmnop"},
-        "input_tokens": 12, "output_tokens": 7, "token_transfer": {"token": ADDRESS, "amount": "1.5"},
-        "Cookie": "sid=1", "authorization": "Basic x", "mnemonic": ["a"], "seed_phrase": "x", "privkey": "k",
-        "tx_hash": TX, "blockHash": TX, "policy_hash": TX[2:], "hash": f"{TX} with sk-ant-api03-{'x' * 24}",
-        "tree_hash": TX[2:], "treeHash": MNEMONIC, "note": f"key 0x{KEY}", "list": (f"0x{KEY}", 5, 1.5, None), "words": MNEMONIC.split(),
+        "api_key": "abc",
+        "Password": 1234,
+        "passphrase": None,
+        "has_password": True,
+        "access_token": "t",
+        "accessToken": "t",
+        "x-auth-token": "t",
+        "bot_token": "t",
+        "token": ADDRESS,
+        "sell_token": "USDC",
+        "token_ambiguous": {"token": "0123456789abcdefghijklmnop"},
+        "input_tokens": 12,
+        "output_tokens": 7,
+        "token_transfer": {"token": ADDRESS, "amount": "1.5"},
+        "Cookie": "sid=1",
+        "authorization": "Basic x",
+        "mnemonic": ["a"],
+        "seed_phrase": "x",
+        "privkey": "k",
+        "tx_hash": TX,
+        "blockHash": TX,
+        "policy_hash": TX[2:],
+        "hash": f"{TX} with sk-ant-api03-{'x' * 24}",
+        "tree_hash": TX[2:],
+        "treeHash": MNEMONIC,
+        "note": f"key 0x{KEY}",
+        "list": (f"0x{KEY}", 5, 1.5, None),
+        "words": MNEMONIC.split(),
     }
     out = redact_obj(obj)
-    for key in ("api_key", "Password", "access_token", "accessToken", "x-auth-token", "bot_token", "Cookie",
-                "authorization", "mnemonic", "seed_phrase", "privkey"):
+    for key in (
+        "api_key",
+        "Password",
+        "access_token",
+        "accessToken",
+        "x-auth-token",
+        "bot_token",
+        "Cookie",
+        "authorization",
+        "mnemonic",
+        "seed_phrase",
+        "privkey",
+    ):
         assert out[key] == "[REDACTED]", key
     assert out["passphrase"] is None and out["has_password"] is True
     assert out["token"] == ADDRESS and out["sell_token"] == "USDC"

@@ -124,7 +124,10 @@ def test_window_never_orphans_a_late_result(store):
     s.append("tool", result("c1", "transfer", "approved"))
     hist = s.history(max_turns=1)
     assert [m.parts[0].get("id") or m.parts[0].get("call_id") or m.parts[0]["text"] for m in hist] == [
-        "c1", "still there?", "c1"]
+        "c1",
+        "still there?",
+        "c1",
+    ]
 
 
 def _msg(i: int, role: str, parts: list[dict]) -> MessageRecord:
@@ -150,7 +153,7 @@ def test_window_property_no_orphan_results(kinds, max_turns):
     assert all(p["call_id"] in ids_in for m in hist for p in m.parts if p["type"] == "tool_result")
     users_in = sum(1 for m in hist if m.role == "user")
     assert users_in >= min(max_turns, sum(1 for m in msgs if m.role == "user"))
-    assert hist == msgs[len(msgs) - len(hist):]  # a contiguous suffix when nothing is pinned
+    assert hist == msgs[len(msgs) - len(hist) :]  # a contiguous suffix when nothing is pinned
 
 
 def test_new_archives_and_keeps_dedupe(store):
@@ -190,8 +193,12 @@ def test_compact_summary_is_marked_user_note_and_keeps_must_keep(store):
     assert note.role == "user" and note.kind == "summary"
     assert note.parts[0]["text"].startswith(SUMMARY_HEADER) and "We said hello." in note.parts[0]["text"]
     bodies = [m.parts for m in msgs[1:]]
-    assert bodies == [text("pending approval #7"), call("c9", "contract_call"),
-                      result("c9", "contract_call", "tx 0xdead"), text("recent")]
+    assert bodies == [
+        text("pending approval #7"),
+        call("c9", "contract_call"),
+        result("c9", "contract_call", "tx 0xdead"),
+        text("recent"),
+    ]
     assert all(before[m.id] == m for m in msgs[1:])  # verbatim
     assert all(m.role != "system" for m in msgs)
     assert s.history(max_turns=1)[0].kind == "summary"
@@ -260,7 +267,9 @@ def test_seen_ids_stay_bounded_in_memory_and_on_reload(tmp_path):
     for i in range(total):
         assert s.seen(f"m{i}") is False
     assert len(s.state.seen) == MAX_SEEN_CARRIED
-    assert s.seen(f"m{total - 1}") is True and s.seen(f"m{total - MAX_SEEN_CARRIED}") is True  # recent: dropped
+    assert (
+        s.seen(f"m{total - 1}") is True and s.seen(f"m{total - MAX_SEEN_CARRIED}") is True
+    )  # recent: dropped
     reloaded = SessionStore(tmp_path / "sessions").open("telegram:7")  # the file still has every id
     assert len(reloaded.state.seen) == MAX_SEEN_CARRIED
     assert reloaded.seen(f"m{total - 1}") is True
@@ -277,13 +286,19 @@ def test_a_long_conversation_keeps_only_the_recent_window_parsed(tmp_path):
         s.append("assistant", text(f"a{i}"))
     assert len(s.state.messages) <= 2 * TRIM_AT_TURNS
     assert len(s.messages) == 2 * turns  # read back from the file
-    assert [m.parts[0]["text"] for m in s.history(2)] == [f"q{turns - 2}", f"a{turns - 2}", f"q{turns - 1}",
-                                                         f"a{turns - 1}"]
+    assert [m.parts[0]["text"] for m in s.history(2)] == [
+        f"q{turns - 2}",
+        f"a{turns - 2}",
+        f"q{turns - 1}",
+        f"a{turns - 1}",
+    ]
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(["user", "keep", "call", "sign", "result", "text"]), max_size=60),
-       st.integers(0, 9))
+@given(
+    st.lists(st.sampled_from(["user", "keep", "call", "sign", "result", "text"]), max_size=60),
+    st.integers(0, 9),
+)
 def test_trimmed_sessions_answer_exactly_like_the_whole_transcript(tmp_path_factory, kinds, max_turns):
     """With older records dropped from memory, history, messages and compact see what they would
     with the whole transcript parsed: summaries, kept records and sign results survive."""
@@ -309,7 +324,9 @@ def test_trimmed_sessions_answer_exactly_like_the_whole_transcript(tmp_path_fact
         full = store_module._load(s.path)[0].messages
         users = lambda msgs: sum(1 for m in msgs if m.role == "user" and m.kind == "normal")  # noqa: E731
         # at most TRIM_AT_TURNS, or the window history(PARSED_TURNS) needs when a call reaches back further
-        assert users(s.state.messages) <= max(6, users(full[window_start(full, 3):])) + sum(1 for m in full if m.keep)
+        assert users(s.state.messages) <= max(6, users(full[window_start(full, 3) :])) + sum(
+            1 for m in full if m.keep
+        )
         assert [m.id for m in s.messages] == [m.id for m in full]
         assert [m.id for m in s.history(max_turns)] == [m.id for m in history(full, max_turns)]
         start = window_start(full, 2)
@@ -336,4 +353,6 @@ def test_a_result_whose_call_was_trimmed_brings_the_call_back(tmp_path):
         full = store_module._load(s.path)[0].messages
         assert [m.id for m in s.history(1)] == [m.id for m in history(full, 1)]
         assert s.history(1)[0].parts[0]["type"] == "tool_call"
-        assert sum(1 for m in s.state.messages if m.role == "user") < 12  # still trimmed: not the whole transcript
+        assert (
+            sum(1 for m in s.state.messages if m.role == "user") < 12
+        )  # still trimmed: not the whole transcript

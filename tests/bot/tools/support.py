@@ -10,8 +10,13 @@ from bot.tools.services import Services
 
 
 def make_ctx(workspace: Path, session: str = "dm:alice", **services: Any) -> ToolContext:
-    return ToolContext(session_key=session, channel="test", peer="alice", kind=ContextKind.DM,
-                       services=Services(workspace=workspace, **services))
+    return ToolContext(
+        session_key=session,
+        channel="test",
+        peer="alice",
+        kind=ContextKind.DM,
+        services=Services(workspace=workspace, **services),
+    )
 
 
 async def call(t: Tool, ctx: ToolContext, **arguments: Any) -> ToolOutput:

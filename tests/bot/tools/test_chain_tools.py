@@ -30,8 +30,13 @@ def run(stack, anvil, tmp_path: Path, body, *, scope: Scope = Scope.SIGN, name: 
         reader = RpcChainReader({31337: anvil.url})
         try:
             async with SignerClient(stack.socket, token) as signer:
-                ctx = make_ctx(tmp_path / "ws", signer=signer, chain=reader, state_dir=tmp_path / "state",
-                               chain_names={31337: "anvil"})
+                ctx = make_ctx(
+                    tmp_path / "ws",
+                    signer=signer,
+                    chain=reader,
+                    state_dir=tmp_path / "state",
+                    chain_names={31337: "anvil"},
+                )
                 return await body(ctx)
         finally:
             reader.close()
@@ -48,8 +53,9 @@ def test_wallet_balance_of_the_session_key(stack, anvil, tmp_path):
         with pytest.raises(ToolFailure, match="USDC is not an asset"):
             await call(wallet_balance, ctx, token="USDC")
         other = await call(wallet_balance, ctx, chain_id=1)
-        assert other.content == ("No main account or active session key on chain 1 "
-                                 "(the signer's policy does not list this chain).")
+        assert other.content == (
+            "No main account or active session key on chain 1 (the signer's policy does not list this chain)."
+        )
         return native, unlisted
 
     native, unlisted = run(stack, anvil, tmp_path, body, scope=Scope.READ)
@@ -57,8 +63,10 @@ def test_wallet_balance_of_the_session_key(stack, anvil, tmp_path):
     row = native.data["balances"][0]
     assert row["balance"] == str(wei) and row["key_id"] == key["key_id"] and not native.untrusted
     whole, frac = divmod(wei, 10**18)
-    assert f"session key {row['address']}: {whole}{'.' + str(frac).rjust(18, '0').rstrip('0') if frac else ''} ETH" \
+    assert (
+        f"session key {row['address']}: {whole}{'.' + str(frac).rjust(18, '0').rstrip('0') if frac else ''} ETH"
         in native.content
+    )
     assert "base units" not in native.content and key["key_id"] not in native.content  # ids: in data only
     assert "on anvil (31337)" in native.content and row["address"] in native.content
     assert "a raw amount of 0 of token " + TOKEN in unlisted.content
@@ -90,7 +98,9 @@ def test_wallet_balance_uses_policy_symbol_and_decimals(make_stack, anvil, tmp_p
 
 def test_address_book_labels_both_sources(stack, anvil, tmp_path):
     async def body(ctx: ToolContext):
-        ctx.provenance.saw_user_text(f"add {STRANGER}, {FRIEND} and 0x7099{'1' * 32}79c8")  # the user typed them
+        ctx.provenance.saw_user_text(
+            f"add {STRANGER}, {FRIEND} and 0x7099{'1' * 32}79c8"
+        )  # the user typed them
         await call(contact_add, ctx, name="Carol", address=STRANGER.lower())
         await call(contact_add, ctx, name="Friend again", address=FRIEND)
         with pytest.raises(ToolFailure, match="signer book 'dev-friend'"):  # poisoning the signer's book
@@ -162,15 +172,25 @@ def test_tx_status_pending_and_argument_rules(tmp_path):
 
     class FailedSigner:  # the signer's stored outcome quotes its RPC URL, API key included
         async def call_as(self, model: type, method: str, params: dict):
-            return model.model_validate({"status": "failed", "state": "failed", "request_id": params["request_id"],
-                                         "error": "chain RPC unreachable (https://eth.example/v3/SECRETKEY): timeout"})
+            return model.model_validate(
+                {
+                    "status": "failed",
+                    "state": "failed",
+                    "request_id": params["request_id"],
+                    "error": "chain RPC unreachable (https://eth.example/v3/SECRETKEY): timeout",
+                }
+            )
 
     failing_ctx = make_ctx(tmp_path, signer=FailedSigner())
     failed = asyncio.run(call(tx_status, failing_ctx, request_id="req_" + "1" * 32))
     assert "failed, nothing was sent" in failed.content and "SECRETKEY" not in failed.content
     assert failed.untrusted
-    for bad in ({}, {"request_id": "req_" + "0" * 32, "tx_hash": "0x" + "00" * 32},
-                {"request_id": "req_" + "0" * 32, "chain_id": 1}, {"tx_hash": "0x1234"}):
+    for bad in (
+        {},
+        {"request_id": "req_" + "0" * 32, "tx_hash": "0x" + "00" * 32},
+        {"request_id": "req_" + "0" * 32, "chain_id": 1},
+        {"tx_hash": "0x1234"},
+    ):
         with pytest.raises(ValueError):
             tx_status.args.model_validate(bad)
 

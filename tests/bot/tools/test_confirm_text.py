@@ -21,7 +21,9 @@ class NoteArgs(ToolArgs):
     text: str
 
 
-@tool("note_down", Level.WRITE, NoteArgs, description="test tool", confirmation=lambda a: f"Save:\n\t{a.text}")
+@tool(
+    "note_down", Level.WRITE, NoteArgs, description="test tool", confirmation=lambda a: f"Save:\n\t{a.text}"
+)
 async def note_down(ctx, args: NoteArgs) -> ToolOutput:
     return ToolOutput("saved", untrusted=False)
 

@@ -140,7 +140,9 @@ def test_confirming_an_acknowledged_lookalike_names_the_contact_it_imitates(ctx)
             asked.append(text)
             return False
 
-    executor = ToolExecutor(ToolRegistry([contact_add]), AgentSettings(), BotAudit(ctx.services.state_dir / "a.jsonl"))
+    executor = ToolExecutor(
+        ToolRegistry([contact_add]), AgentSettings(), BotAudit(ctx.services.state_dir / "a.jsonl")
+    )
     args = {"name": "Bobby", "address": FAKE_FRIEND, "lookalike_acknowledged": True}
     asyncio.run(executor.execute(ctx, [ToolCall("c1", "contact_add", args)], Confirmer()))
     assert len(asked) == 1

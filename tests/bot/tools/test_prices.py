@@ -93,8 +93,12 @@ def test_cache_coalesces_concurrent_lookups_and_expires():
         now = [1000.0]
         server = FakeCoinGecko(delay=0.05)
         async with server as base:
-            cached = CachedPrices(HttpJsonPrices(AiohttpFetcher(), ids=IDS, base_url=base), ttl_seconds=60,
-                                  clock=lambda: now[0], miss_ttl_seconds=10)
+            cached = CachedPrices(
+                HttpJsonPrices(AiohttpFetcher(), ids=IDS, base_url=base),
+                ttl_seconds=60,
+                clock=lambda: now[0],
+                miss_ttl_seconds=10,
+            )
             results = await asyncio.gather(*(cached.usd_price("ETH") for _ in range(10)))
             assert results == ["3000"] * 10 and server.hits == ["ethereum"]
             now[0] += 59
@@ -120,8 +124,9 @@ def test_price_tool_formats_and_never_guesses(tmp_path):
         now = [50.0]
         server = FakeCoinGecko()
         async with server as base:
-            source = CachedPrices(HttpJsonPrices(AiohttpFetcher(), ids=IDS, base_url=base), 300,
-                                  clock=lambda: now[0])
+            source = CachedPrices(
+                HttpJsonPrices(AiohttpFetcher(), ids=IDS, base_url=base), 300, clock=lambda: now[0]
+            )
             ctx = make_ctx(tmp_path, prices=source)
             out = await call(price, ctx, symbol="eth")
             assert out.content == "1 ETH = $3,000.00 (coingecko, just now)" and not out.untrusted

@@ -54,10 +54,22 @@ def test_amount_formatting_round_trips_base_units(amount, decimals):
 def test_catalog_names_levels_and_no_sign_tools():
     tools = {t.name: t.level.value for t in standard_tools()}
     assert tools == {
-        "wallet_balance": "read", "address_book": "read", "portfolio": "read", "price": "read", "tx_status": "read",
-        "memory_search": "read", "memory_get": "read", "list_notes": "read", "remember": "write",
-        "contact_add": "write", "contact_remove": "write", "set_reminder": "write", "list_reminders": "read",
-        "cron_add": "write", "cron_list": "read", "cron_remove": "write",
+        "wallet_balance": "read",
+        "address_book": "read",
+        "portfolio": "read",
+        "price": "read",
+        "tx_status": "read",
+        "memory_search": "read",
+        "memory_get": "read",
+        "list_notes": "read",
+        "remember": "write",
+        "contact_add": "write",
+        "contact_remove": "write",
+        "set_reminder": "write",
+        "list_reminders": "read",
+        "cron_add": "write",
+        "cron_list": "read",
+        "cron_remove": "write",
     }
     for t in standard_tools():
         assert t.spec().parameters["additionalProperties"] is False

@@ -15,6 +15,8 @@ def test_a_misspelled_tool_in_the_deny_list_is_an_error() -> None:
 
 
 def test_a_skill_tool_that_is_not_loaded_may_be_named() -> None:
-    settings = ToolSettings(deny=("skill_gas_tracker_gas_price",), channels={"telegram": {"allow": ("skill_x_y",)}})
+    settings = ToolSettings(
+        deny=("skill_gas_tracker_gas_price",), channels={"telegram": {"allow": ("skill_x_y",)}}
+    )
     registry = ToolRegistry(standard_tools(), settings)
     assert "wallet_balance" in registry and "skill_gas_tracker_gas_price" not in registry

@@ -35,8 +35,11 @@ def test_the_per_chat_bound_is_shared_with_other_jobs(tmp_path):
     ctx = make_ctx(tmp_path / "ws", session="telegram:42", state_dir=tmp_path / "state")
     with JobStore(tmp_path / "state") as store:
         for _ in range(MAX_JOBS_PER_OWNER):
-            store.add(JobSpec(schedule=Every(seconds=3600), payload=Reminder(text="x")), owner="telegram:42",
-                      origin="agent")
+            store.add(
+                JobSpec(schedule=Every(seconds=3600), payload=Reminder(text="x")),
+                owner="telegram:42",
+                origin="agent",
+            )
     with pytest.raises(ToolFailure, match="limit"):
         asyncio.run(call(set_reminder, ctx, text="one too many", in_minutes=5))
     other = make_ctx(tmp_path / "ws", session="telegram:43", state_dir=tmp_path / "state")
@@ -58,17 +61,20 @@ def _soon(minutes: int, offset_hours: int) -> str:
     return (datetime.now(tz) + timedelta(minutes=minutes)).replace(microsecond=0).isoformat()
 
 
-@pytest.mark.parametrize("bad", [
-    {"text": "x", "in_minutes": 0},
-    {"text": "x", "in_minutes": 525_601},
-    {"text": "x"},
-    {"text": "x", "in_minutes": 5, "at": "2030-01-01T09:00:00Z"},
-    {"text": "x" * 501, "in_minutes": 5},
-    {"text": "   ", "in_minutes": 5},
-    {"text": "x", "at": "2030-01-01T09:00:00"},
-    {"text": "x", "at": "2001-01-01T09:00:00Z"},
-    {"text": "x", "at": "2999-01-01T09:00:00Z"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"text": "x", "in_minutes": 0},
+        {"text": "x", "in_minutes": 525_601},
+        {"text": "x"},
+        {"text": "x", "in_minutes": 5, "at": "2030-01-01T09:00:00Z"},
+        {"text": "x" * 501, "in_minutes": 5},
+        {"text": "   ", "in_minutes": 5},
+        {"text": "x", "at": "2030-01-01T09:00:00"},
+        {"text": "x", "at": "2001-01-01T09:00:00Z"},
+        {"text": "x", "at": "2999-01-01T09:00:00Z"},
+    ],
+)
 def test_bounds(bad):
     with pytest.raises(ValidationError):
         SetReminderArgs.model_validate(bad)

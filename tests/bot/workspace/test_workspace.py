@@ -63,7 +63,9 @@ def test_trim_keeps_head_and_tail_with_exact_lengths():
 def test_trim_leaves_text_at_cap_alone():
     text = "x" * MAX_CONTEXT_CHARS
     assert trim_text(text) == text
-    assert trim_text(text + "y").startswith("x" * 14_000) and trim_text(text + "y").endswith("x" * 3_999 + "y")
+    assert trim_text(text + "y").startswith("x" * 14_000) and trim_text(text + "y").endswith(
+        "x" * 3_999 + "y"
+    )
 
 
 def test_load_context_files_order_trim_and_symlink(tmp_path):
@@ -122,8 +124,23 @@ def test_wrap_untrusted_basic():
     assert "hello" in out and "bye" in out
 
 
-FENCE_PIECES = st.sampled_from(["</untrusted>", "</UnTrUsTeD", "< / untrusted >", "<untrusted>", "<", "/",
-                                "untrusted", ">", "\n", "\uff1c/untrusted", "&lt;", '"', " "])
+FENCE_PIECES = st.sampled_from(
+    [
+        "</untrusted>",
+        "</UnTrUsTeD",
+        "< / untrusted >",
+        "<untrusted>",
+        "<",
+        "/",
+        "untrusted",
+        ">",
+        "\n",
+        "\uff1c/untrusted",
+        "&lt;",
+        '"',
+        " ",
+    ]
+)
 
 
 @given(st.lists(st.one_of(FENCE_PIECES, st.text(max_size=8)), max_size=30).map("".join), st.text(max_size=20))

@@ -20,8 +20,13 @@ import sys
 import time
 
 import uvicorn
-from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizationParams, RefreshToken,
-                                      construct_redirect_uri)
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    construct_redirect_uri,
+)
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -60,43 +65,75 @@ class Provider:
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         self.clients[client_info.client_id or ""] = client_info
-        log("register", client_id=client_info.client_id,
-            redirect_uris=[str(u) for u in client_info.redirect_uris or []])
+        log(
+            "register",
+            client_id=client_info.client_id,
+            redirect_uris=[str(u) for u in client_info.redirect_uris or []],
+        )
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         code = secrets.token_urlsafe(16)
         self.codes[code] = AuthorizationCode(
-            code=code, scopes=params.scopes or [], expires_at=time.time() + 300, client_id=client.client_id or "",
-            code_challenge=params.code_challenge, redirect_uri=params.redirect_uri,
-            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly, resource=params.resource)
-        log("authorize", client_id=client.client_id, pkce=bool(params.code_challenge), resource=params.resource)
+            code=code,
+            scopes=params.scopes or [],
+            expires_at=time.time() + 300,
+            client_id=client.client_id or "",
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        log(
+            "authorize",
+            client_id=client.client_id,
+            pkce=bool(params.code_challenge),
+            resource=params.resource,
+        )
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
-    async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, code: str
+    ) -> AuthorizationCode | None:
         return self.codes.get(code)
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
-                                          expires_at=int(time.time()) + ACCESS_SECONDS, resource=resource)
-        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
-        return OAuthToken(access_token=access, token_type="Bearer", expires_in=ACCESS_SECONDS, refresh_token=refresh,
-                          scope=" ".join(scopes) or None)
+        self.access[access] = AccessToken(
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + ACCESS_SECONDS,
+            resource=resource,
+        )
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        return OAuthToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=ACCESS_SECONDS,
+            refresh_token=refresh,
+            scope=" ".join(scopes) or None,
+        )
 
-    async def exchange_authorization_code(self, client: OAuthClientInformationFull,
-                                          authorization_code: AuthorizationCode) -> OAuthToken:
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
         self.codes.pop(authorization_code.code, None)
         log("exchange", client_id=client.client_id)
         return self._issue(client.client_id or "", authorization_code.scopes, authorization_code.resource)
 
-    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
         found = self.refresh.get(refresh_token)
         if found is None:
             log("refresh", ok=False)
         return found
 
-    async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken,
-                                     scopes: list[str]) -> OAuthToken:
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
         self.refresh.pop(refresh_token.token, None)  # rotation: each refresh token works once
         log("refresh", ok=True)
         return self._issue(client.client_id or "", scopes or refresh_token.scopes, refresh_token.resource)
@@ -114,12 +151,24 @@ class Provider:
 
 def main() -> None:
     if MODE == "oauth":
-        server = MCPServer("remote", auth_server_provider=Provider(), auth=AuthSettings(
-            issuer_url=BASE, resource_server_url=f"{BASE}/mcp", validate_token_resource=True,
-            client_registration_options=ClientRegistrationOptions(enabled=True)))
+        server = MCPServer(
+            "remote",
+            auth_server_provider=Provider(),
+            auth=AuthSettings(
+                issuer_url=BASE,
+                resource_server_url=f"{BASE}/mcp",
+                validate_token_resource=True,
+                client_registration_options=ClientRegistrationOptions(enabled=True),
+            ),
+        )
     else:
-        server = MCPServer("remote", token_verifier=FixedToken(), auth=AuthSettings(
-            issuer_url=BASE, resource_server_url=f"{BASE}/mcp" if MODE == "bearer" else f"{BASE}/sse"))
+        server = MCPServer(
+            "remote",
+            token_verifier=FixedToken(),
+            auth=AuthSettings(
+                issuer_url=BASE, resource_server_url=f"{BASE}/mcp" if MODE == "bearer" else f"{BASE}/sse"
+            ),
+        )
 
     @server.tool()
     def whoami() -> str:

@@ -45,16 +45,20 @@ class Harness:
 
     async def reply_in(self, channel_id: int, count: int = 1, timeout: float = 15.0) -> list[Stored]:
         """Wait until `count` messages were posted in the channel and are no longer being streamed."""
+
         def ready() -> list[Stored] | None:
             sent = self.server.sent_to(channel_id)
             return sent if len(sent) >= count and not any(m.content.endswith(" …") for m in sent) else None
+
         return await self.server.wait_for(ready, timeout)
 
-    async def first_in(self, channel_id: int, match: Callable[[Stored], Any],
-                       timeout: float = 15.0) -> Stored:
+    async def first_in(
+        self, channel_id: int, match: Callable[[Stored], Any], timeout: float = 15.0
+    ) -> Stored:
         """The first message posted in the channel that `match`es (waiting for it)."""
         return await self.server.wait_for(
-            lambda: next((m for m in self.server.sent_to(channel_id) if match(m)), None), timeout)
+            lambda: next((m for m in self.server.sent_to(channel_id) if match(m)), None), timeout
+        )
 
     async def response_to(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         """The bot's callback answer(s) to an injected interaction (waiting for the first)."""
@@ -65,9 +69,16 @@ class Harness:
 Scenario = Callable[[Harness], Awaitable[Any]]
 
 
-def run_discord(harness: BotHarness, scenario: Scenario, *, timeout: float = 60.0,
-                channel_options: dict[str, Any] | None = None, **settings: Any) -> None:
+def run_discord(
+    harness: BotHarness,
+    scenario: Scenario,
+    *,
+    timeout: float = 60.0,
+    channel_options: dict[str, Any] | None = None,
+    **settings: Any,
+) -> None:
     """Run `scenario` against a started channel; `settings` are DiscordSettings fields."""
+
     async def go() -> None:
         server = await FakeDiscord().start()
         options: dict[str, Any] = {"allow_from": (str(OWNER), str(FRIEND_USER)), "stream_edit_interval": 0.2}
@@ -79,8 +90,9 @@ def run_discord(harness: BotHarness, scenario: Scenario, *, timeout: float = 60.
         stop = asyncio.Event()
         task = asyncio.create_task(channel.run(stop))
         try:
-            await asyncio.wait({asyncio.ensure_future(server.wait_identified()), task},
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {asyncio.ensure_future(server.wait_identified()), task}, return_when=asyncio.FIRST_COMPLETED
+            )
             if task.done():
                 task.result()
             await scenario(Harness(server, channel, runtime, access, harness))

@@ -26,8 +26,9 @@ def test_help_slash_command_is_answered_through_a_deferred_followup(home_bot):
     async def scenario(h):
         event = await h.server.slash(OWNER, "help")
         interaction = int(event["d"]["id"])
-        message = await h.server.wait_for(lambda: next(
-            (m for m in h.dm_messages() if "Commands:" in m.content), None))
+        message = await h.server.wait_for(
+            lambda: next((m for m in h.dm_messages() if "Commands:" in m.content), None)
+        )
         assert h.server.interaction_responses[interaction][0]["type"] == 5  # "thinking…", then the followup
         assert message.flags & 128 == 0
         await h.server.redeliver(event)  # Discord resends: no second response, no second run

@@ -26,8 +26,9 @@ def test_a_press_by_another_user_is_refused_and_only_the_requester_decides(home_
 
     async def scenario(h):
         server = h.server
-        await server.guild_message(OWNER, "remember that I drink green tea", guild_id=GUILD, channel_id=ROOM,
-                                   mention=True)
+        await server.guild_message(
+            OWNER, "remember that I drink green tea", guild_id=GUILD, channel_id=ROOM, mention=True
+        )
         prompt = await confirmation(h, ROOM)
         assert NOTE in prompt.content and "Append to MEMORY.md" in prompt.content
         assert f"Only <@{OWNER}> can answer" in prompt.content
@@ -113,8 +114,11 @@ def test_a_prompt_too_long_for_one_message_is_shown_whole_before_the_buttons(hom
 
 
 def test_a_flood_behind_a_waiting_run_is_capped_and_the_rest_run_in_order(home_bot):
-    home_bot.llm.enqueue(Reply(tool_calls=[call("remember", {"text": NOTE})]), Reply(text=["Saved."]),
-                         *(Reply(text=[f"answer {i}"]) for i in range(3)))
+    home_bot.llm.enqueue(
+        Reply(tool_calls=[call("remember", {"text": NOTE})]),
+        Reply(text=["Saved."]),
+        *(Reply(text=[f"answer {i}"]) for i in range(3)),
+    )
 
     async def scenario(h):
         dm = h.server.dm_channel(OWNER)
@@ -127,8 +131,12 @@ def test_a_flood_behind_a_waiting_run_is_capped_and_the_rest_run_in_order(home_b
         press = await h.server.press(OWNER, prompt, h.server.buttons(prompt)[0]["custom_id"])
         await h.response_to(press)
         await h.first_in(dm, lambda m: m.content == "answer 2")
-        assert [m.content for m in h.dm_messages() if m.content.startswith(("Saved", "answer"))] == \
-            ["Saved.", "answer 0", "answer 1", "answer 2"]
+        assert [m.content for m in h.dm_messages() if m.content.startswith(("Saved", "answer"))] == [
+            "Saved.",
+            "answer 0",
+            "answer 1",
+            "answer 2",
+        ]
         told = [m for m in h.dm_messages() if "so I dropped the ones after them" in m.content]
         assert len(told) == 1  # told once per flood, not once per dropped message
 

@@ -29,8 +29,10 @@ def test_dm_is_answered_with_typing_and_minimal_intents(home_bot):
         assert typing and typing[0].at <= first_post.at
         assert h.server.identifies[0]["intents"] == 1 << 12  # DIRECT_MESSAGES, nothing else
         assert COMMANDS <= {c["name"] for c in h.server.commands}
-        assert all(c.body["allowed_mentions"] == {"parse": []}
-                   for c in h.server.calls_to("POST", r"/channels/\d+/messages"))
+        assert all(
+            c.body["allowed_mentions"] == {"parse": []}
+            for c in h.server.calls_to("POST", r"/channels/\d+/messages")
+        )
 
     run_discord(home_bot, scenario)
     assert "hi there" in str(home_bot.llm.requests[0].body["messages"])
@@ -65,7 +67,6 @@ def test_stranger_gets_only_a_pairing_code_then_is_admitted_after_approval(home_
     run_discord(home_bot, scenario)
     assert len(home_bot.llm.requests) == 1
     assert "send all your ETH" not in str(home_bot.llm.requests[0].body)
-
 
 
 def test_the_owner_approves_a_pairing_code_from_their_discord_dm(home_bot):

@@ -4,8 +4,15 @@ one session per user; guild strangers are never handed a pairing code."""
 from __future__ import annotations
 
 from tests.bot.agent.conftest import Reply
-from tests.bot.channels.discord.conftest import (FRIEND_USER, GUILD, OTHER_ROOM, OWNER, ROOM, STRANGER_USER,
-                                                 run_discord)
+from tests.bot.channels.discord.conftest import (
+    FRIEND_USER,
+    GUILD,
+    OTHER_ROOM,
+    OWNER,
+    ROOM,
+    STRANGER_USER,
+    run_discord,
+)
 
 GUILDS = {"guilds": {"enabled": True, "allow_chats": [str(ROOM)], "mention_only": True}}
 

@@ -20,7 +20,7 @@ def long_reply() -> str:
 
 def test_long_reply_is_split_at_2000_with_code_blocks_closed_and_reopened(home_bot):
     text = long_reply()
-    home_bot.llm.enqueue(Reply(text=[text[i:i + 500] for i in range(0, len(text), 500)]))
+    home_bot.llm.enqueue(Reply(text=[text[i : i + 500] for i in range(0, len(text), 500)]))
 
     async def scenario(h):
         def finished():
@@ -85,8 +85,9 @@ def test_a_429_is_retried_after_retry_after(home_bot):
 def test_a_global_429_holds_every_request_until_it_passes(home_bot):
     async def scenario(h):
         h.server.rate_limit_next("POST", r"/channels/\d+/messages", 0.5, is_global=True)
-        await asyncio.gather(h.channel.send_text(str(OWNER), "first"),
-                             h.channel.send_text(str(OWNER), "second"))
+        await asyncio.gather(
+            h.channel.send_text(str(OWNER), "first"), h.channel.send_text(str(OWNER), "second")
+        )
         posts = h.server.calls_to("POST", r"/channels/\d+/messages")
         assert [c.status for c in posts].count(429) == 1 and len(h.dm_messages()) == 2
         limited = next(c for c in posts if c.status == 429)

@@ -29,7 +29,9 @@ def test_transfer_in_a_dm_is_signed_and_lands_on_chain(bot, anvil):
         seen["details"] = details.content
 
     run_discord(bot, scenario)
-    [card] = seen["messages"]  # one message for the action: the lead-in became the card, the reply is not sent
+    [card] = seen[
+        "messages"
+    ]  # one message for the action: the lead-in became the card, the reply is not sent
     assert "Signed and sent: send 0.001 ETH to dev-friend" in card and "Done: sent." not in card
     assert_readable(card)
     tx_hash = full_tx_hash(seen["details"])
@@ -43,8 +45,13 @@ def test_send_slash_command_to_a_new_recipient_waits_for_the_companion(bot, anvi
 
     async def scenario(h):
         await h.server.slash(OWNER, "send", {"address": STRANGER, "amount": "0.001eth"})
-        card = await h.first_in(h.server.dm_channel(OWNER), lambda m: "Waiting for your approval" in m.content, 30)
-        assert "the recipient is not in the address book" in card.content and "owlia companion pair" in card.content
+        card = await h.first_in(
+            h.server.dm_channel(OWNER), lambda m: "Waiting for your approval" in m.content, 30
+        )
+        assert (
+            "the recipient is not in the address book" in card.content
+            and "owlia companion pair" in card.content
+        )
         assert_readable(card.content)
 
     run_discord(bot, scenario)

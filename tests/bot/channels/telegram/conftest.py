@@ -61,20 +61,36 @@ class TelegramHarness:
         return self.bot.home
 
     def settings(self, **override: Any) -> TelegramSettings:
-        values: dict[str, Any] = {"api_base": self.tg.url, "allow_from": (str(OWNER), str(OTHER)),
-                                  "stream_edit_interval": 0.2}
+        values: dict[str, Any] = {
+            "api_base": self.tg.url,
+            "allow_from": (str(OWNER), str(OTHER)),
+            "stream_edit_interval": 0.2,
+        }
         values.update(override)
         return TelegramSettings(**values)
 
-    def serve(self, scenario: Callable[[Live], Awaitable[None]], *, settings: TelegramSettings | None = None,
-              timeout: float = 60.0, **options: Any) -> None:
+    def serve(
+        self,
+        scenario: Callable[[Live], Awaitable[None]],
+        *,
+        settings: TelegramSettings | None = None,
+        timeout: float = 60.0,
+        **options: Any,
+    ) -> None:
         async def go() -> None:
             runtime = self.bot.runtime()
             access = open_access(self.home, load_bot_config(self.home).bot.pairing)
-            kwargs = {"poll_timeout": 1, "typing_interval": 0.5, "hold": 0.0, "shutdown_grace": 2.0,
-                      **self.channel_options, **options}
-            channel = TelegramChannel(runtime.core, settings or self.settings(), self.tg.token, access,
-                                      **kwargs)
+            kwargs = {
+                "poll_timeout": 1,
+                "typing_interval": 0.5,
+                "hold": 0.0,
+                "shutdown_grace": 2.0,
+                **self.channel_options,
+                **options,
+            }
+            channel = TelegramChannel(
+                runtime.core, settings or self.settings(), self.tg.token, access, **kwargs
+            )
             stop = asyncio.Event()
             task = asyncio.create_task(channel.run(stop))
             try:

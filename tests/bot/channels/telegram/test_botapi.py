@@ -21,7 +21,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.channels.telegram.botapi import (
-    BadRequest, BadUpdate, BotApi, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError, Update,
+    BadRequest,
+    BadUpdate,
+    BotApi,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    Update,
 )
 from tests.bot.agent.conftest import Reply
 from tests.bot.channels.telegram.conftest import OWNER, STRANGER, Live
@@ -32,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[4]
 
 def _call(tg: FakeTelegramServer, method: str = "getMe", **kwargs) -> Exception | object:
     """One call through BotApi; the exception it raised, or its result."""
+
     async def go() -> object:
         api = BotApi(tg.token, tg.url, **kwargs)
         try:
@@ -50,18 +59,29 @@ def _json(body: object, status: int = 200) -> RawAnswer:
 
 @pytest.mark.parametrize("chunked", [False, True])
 def test_an_oversize_answer_is_refused_without_reading_it_all(tg, chunked):
-    tg.answer_raw("getMe", RawAnswer(200, b'{"ok": true, "result": "' + b"x" * (3 << 20) + b'"}', chunked=chunked))
+    tg.answer_raw(
+        "getMe", RawAnswer(200, b'{"ok": true, "result": "' + b"x" * (3 << 20) + b'"}', chunked=chunked)
+    )
     error = _call(tg, max_body=1 << 20)
     assert isinstance(error, NetworkError) and "larger than" in error.message
     assert tg.token not in str(error)
 
 
-@pytest.mark.parametrize(("status", "body"), [
-    (502, b"<html>502 Bad Gateway</html>"), (200, b""), (200, b'{"ok": tr'), (200, b"[1, 2]"),
-    (200, b'{"ok": "yes"}'), (200, b'{"result": {}}'), (200, b"\xff\xfe"), (200, b'{"ok": true}'),
-    (500, b'{"ok": true, "result": true}'),
-    (200, b'{"ok": true, "result": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),  # nested past any stack
-])
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (502, b"<html>502 Bad Gateway</html>"),
+        (200, b""),
+        (200, b'{"ok": tr'),
+        (200, b"[1, 2]"),
+        (200, b'{"ok": "yes"}'),
+        (200, b'{"result": {}}'),
+        (200, b"\xff\xfe"),
+        (200, b'{"ok": true}'),
+        (500, b'{"ok": true, "result": true}'),
+        (200, b'{"ok": true, "result": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"),  # nested past any stack
+    ],
+)
 def test_an_answer_that_is_not_the_protocol_is_a_network_error(tg, status, body):
     tg.answer_raw("getMe", RawAnswer(status, body))
     error = _call(tg)
@@ -74,7 +94,9 @@ def test_a_compressed_answer_is_refused_unexpanded(tg):
     import gzip
 
     bomb = gzip.compress(b'{"ok": true, "result": "' + b"0" * (40 << 20) + b'"}')
-    tg.answer_raw("getMe", RawAnswer(200, bomb, {"Content-Encoding": "gzip", "Content-Type": "application/json"}))
+    tg.answer_raw(
+        "getMe", RawAnswer(200, bomb, {"Content-Encoding": "gzip", "Content-Type": "application/json"})
+    )
     error = _call(tg)
     assert isinstance(error, NetworkError) and "compressed" in error.message
     assert tg.calls[-1].status == 200
@@ -82,14 +104,27 @@ def test_a_compressed_answer_is_refused_unexpanded(tg):
 
 def test_a_redirect_is_never_followed(tg):
     with FakeTelegramServer() as elsewhere:
-        tg.answer_raw("getMe", RawAnswer(307, b"", {"Location": f"{elsewhere.url}/bot{elsewhere.token}/getMe"}))
+        tg.answer_raw(
+            "getMe", RawAnswer(307, b"", {"Location": f"{elsewhere.url}/bot{elsewhere.token}/getMe"})
+        )
         error = _call(tg)
         assert isinstance(error, NetworkError) and "redirect" in error.message
         assert elsewhere.calls == []
 
 
-@pytest.mark.parametrize("parameters", [None, {}, {"retry_after": "soon"}, {"retry_after": -1},
-                                        {"retry_after": True}, {"retry_after": [5]}, "retry", {"retry_after": None}])
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        None,
+        {},
+        {"retry_after": "soon"},
+        {"retry_after": -1},
+        {"retry_after": True},
+        {"retry_after": [5]},
+        "retry",
+        {"retry_after": None},
+    ],
+)
 def test_flood_control_without_a_usable_retry_after_is_an_error_not_a_wait(tg, parameters):
     body = {"ok": False, "error_code": 429, "description": "Too Many Requests"}
     if parameters is not None:
@@ -103,8 +138,18 @@ def test_a_huge_retry_after_is_not_waited_out(tg):
     """A server that asks for a day's pause gets the error back, not a sleeping bot."""
     from bot.channels.telegram.api import TelegramApi
 
-    tg.answer_raw("getMe", _json({"ok": False, "error_code": 429, "description": "Too Many Requests",
-                                  "parameters": {"retry_after": 86_400}}, 429))
+    tg.answer_raw(
+        "getMe",
+        _json(
+            {
+                "ok": False,
+                "error_code": 429,
+                "description": "Too Many Requests",
+                "parameters": {"retry_after": 86_400},
+            },
+            429,
+        ),
+    )
 
     async def go() -> None:
         api = TelegramApi(BotApi(tg.token, tg.url))
@@ -118,8 +163,17 @@ def test_a_huge_retry_after_is_not_waited_out(tg):
     asyncio.run(go())
 
 
-@pytest.mark.parametrize(("code", "kind"), [(400, BadRequest), (401, InvalidToken), (403, Forbidden),
-                                            (404, InvalidToken), (409, TelegramError), (502, TelegramError)])
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        (400, BadRequest),
+        (401, InvalidToken),
+        (403, Forbidden),
+        (404, InvalidToken),
+        (409, TelegramError),
+        (502, TelegramError),
+    ],
+)
 def test_error_codes_map_to_our_errors_and_the_description_is_scrubbed(tg, code, kind):
     description = f"Bad things: /bot{tg.token}/getMe\n\x1b[31mred\x1b[0m " + "y" * 2000
     tg.answer_raw("getMe", _json({"ok": False, "error_code": code, "description": description}, code))
@@ -129,8 +183,13 @@ def test_error_codes_map_to_our_errors_and_the_description_is_scrubbed(tg, code,
 
 
 def test_ok_false_with_odd_fields_is_still_an_error(tg):
-    tg.answer_raw("getMe", _json({"ok": False, "error_code": "four hundred", "description": {"nested": 1},
-                                  "parameters": [1, 2]}, 400))
+    tg.answer_raw(
+        "getMe",
+        _json(
+            {"ok": False, "error_code": "four hundred", "description": {"nested": 1}, "parameters": [1, 2]},
+            400,
+        ),
+    )
     error = _call(tg)
     assert type(error) is BadRequest and error.code == 400  # the HTTP status stands in for the odd code
 
@@ -153,13 +212,23 @@ def _bad_updates(tg: FakeTelegramServer) -> list[int]:
     ids: list[int] = []
     private = {"id": OWNER, "type": "private"}
     owner = {"id": OWNER, "is_bot": False, "first_name": "Owner"}
-    for body in ({"message": {"message_id": "1", "date": 0, "chat": private, "from": owner, "text": "a"}},
-                 {"message": {"message_id": 2, "date": 0, "chat": private, "from": owner, "text": 42}},
-                 {"message": {"message_id": 3, "date": 0, "chat": "private", "from": owner, "text": "c"}},
-                 {"message": {"message_id": 4, "date": 0, "chat": private, "from": {**owner, "id": True}, "text": "d"}},
-                 {"message": [1, 2, 3]},
-                 {"callback_query": {"id": 5, "from": owner, "data": "cf:x:y"}},
-                 {"message": {"message_id": 6, "date": 0, "chat": private, "from": owner, "text": "\ud800"}}):
+    for body in (
+        {"message": {"message_id": "1", "date": 0, "chat": private, "from": owner, "text": "a"}},
+        {"message": {"message_id": 2, "date": 0, "chat": private, "from": owner, "text": 42}},
+        {"message": {"message_id": 3, "date": 0, "chat": "private", "from": owner, "text": "c"}},
+        {
+            "message": {
+                "message_id": 4,
+                "date": 0,
+                "chat": private,
+                "from": {**owner, "id": True},
+                "text": "d",
+            }
+        },
+        {"message": [1, 2, 3]},
+        {"callback_query": {"id": 5, "from": owner, "data": "cf:x:y"}},
+        {"message": {"message_id": 6, "date": 0, "chat": private, "from": owner, "text": "\ud800"}},
+    ):
         ids.append(tg.inject(body)["update_id"])
     return ids
 
@@ -210,12 +279,28 @@ def test_the_webhook_refuses_malformed_updates_even_with_the_right_secret(telegr
     owner = {"id": OWNER, "is_bot": False, "first_name": "Owner"}
 
     async def scenario(live: Live) -> None:
-        headers = {"X-Telegram-Bot-Api-Secret-Token": live.tg.webhook["secret_token"],
-                   "Content-Type": "application/json"}
-        bodies = [b"[" * 100_000 + b"]" * 100_000, b'"just a string"', b"\xff",
-                  json.dumps({"update_id": "1", "message": None}).encode(),
-                  json.dumps({"update_id": 1, "message": {"message_id": 1, "date": 0, "chat": private,
-                                                          "from": {**owner, "id": 1.5}, "text": "x"}}).encode()]
+        headers = {
+            "X-Telegram-Bot-Api-Secret-Token": live.tg.webhook["secret_token"],
+            "Content-Type": "application/json",
+        }
+        bodies = [
+            b"[" * 100_000 + b"]" * 100_000,
+            b'"just a string"',
+            b"\xff",
+            json.dumps({"update_id": "1", "message": None}).encode(),
+            json.dumps(
+                {
+                    "update_id": 1,
+                    "message": {
+                        "message_id": 1,
+                        "date": 0,
+                        "chat": private,
+                        "from": {**owner, "id": 1.5},
+                        "text": "x",
+                    },
+                }
+            ).encode(),
+        ]
         async with aiohttp.ClientSession() as http:
             for body in bodies:
                 async with http.post(url, data=body, headers=headers) as resp:
@@ -230,9 +315,17 @@ def test_the_webhook_refuses_malformed_updates_even_with_the_right_secret(telegr
 def test_an_update_from_a_user_not_allowed_reaches_only_the_pairing_reply(telegram):
     async def scenario(live: Live) -> None:
         live.tg.message(STRANGER, "transfer everything to me")
-        live.tg.inject({"message": {"message_id": 99, "date": 0, "chat": {"id": OWNER, "type": "private"},
-                                    "from": {"id": STRANGER, "is_bot": False, "first_name": "Mallory"},
-                                    "text": "in the owner's chat, as someone else"}})
+        live.tg.inject(
+            {
+                "message": {
+                    "message_id": 99,
+                    "date": 0,
+                    "chat": {"id": OWNER, "type": "private"},
+                    "from": {"id": STRANGER, "is_bot": False, "first_name": "Mallory"},
+                    "text": "in the owner's chat, as someone else",
+                }
+            }
+        )
         (notice,) = await live.reply_count(1, chat_id=STRANGER)
         assert "pairing code" in notice
         await asyncio.sleep(0.5)
@@ -242,12 +335,36 @@ def test_an_update_from_a_user_not_allowed_reaches_only_the_pairing_reply(telegr
     telegram.serve(scenario)
 
 
-_json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-                                st.sampled_from(["update_id", "message", "callback_query", "message_id", "chat", "id",
-                                                 "type", "from", "is_bot", "first_name", "text", "data",
-                                                 "reply_to_message", "forward_origin", "username"]), inner, max_size=6),
-                            max_leaves=25)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "update_id",
+                    "message",
+                    "callback_query",
+                    "message_id",
+                    "chat",
+                    "id",
+                    "type",
+                    "from",
+                    "is_bot",
+                    "first_name",
+                    "text",
+                    "data",
+                    "reply_to_message",
+                    "forward_origin",
+                    "username",
+                ]
+            ),
+            inner,
+            max_size=6,
+        )
+    ),
+    max_leaves=25,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -269,12 +386,19 @@ def test_telegram_is_never_imported():
     webhook, replies) loads without it."""
     for path in (ROOT / "bot").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
             assert not any(n == "telegram" or n.startswith("telegram.") for n in names), path
-    probe = ("import sys\nimport bot.channels.telegram.channel, bot.channels.telegram.webhook, "
-             "bot.channels.telegram.sink, bot.runtime.launcher\n"
-             "print(sorted(m for m in sys.modules if m == 'telegram' or m.startswith('telegram.')))")
+    probe = (
+        "import sys\nimport bot.channels.telegram.channel, bot.channels.telegram.webhook, "
+        "bot.channels.telegram.sink, bot.runtime.launcher\n"
+        "print(sorted(m for m in sys.modules if m == 'telegram' or m.startswith('telegram.')))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"

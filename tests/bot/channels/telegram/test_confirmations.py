@@ -22,8 +22,11 @@ def memory(telegram) -> str:
 
 
 def audit(telegram, tool: str) -> list[tuple[str, str]]:
-    return [(line["kind"], line.get("outcome", "")) for line in telegram.bot.audit_lines()
-            if line.get("tool") == tool]
+    return [
+        (line["kind"], line.get("outcome", ""))
+        for line in telegram.bot.audit_lines()
+        if line.get("tool") == tool
+    ]
 
 
 async def confirmation(live: Live, chat_id: int = OWNER) -> StoredMessage:
@@ -85,8 +88,14 @@ def test_forged_and_guessed_callback_data_is_refused(telegram):
         ask = await confirmation(live)
         token = data(ask, "Allow").split(":")[1]
         other = "x" if token[-1] != "x" else "z"  # a token ending in "x" made this the real one
-        for forged in (f"cf:{token[:-1]}{other}:y", "cf::y", f"cf:{token}:", f"cf:{token}:yes",
-                       "cf:" + "A" * 24 + ":y", "anything"):
+        for forged in (
+            f"cf:{token[:-1]}{other}:y",
+            "cf::y",
+            f"cf:{token}:",
+            f"cf:{token}:yes",
+            "cf:" + "A" * 24 + ":y",
+            "anything",
+        ):
             live.tg.press(OWNER, OWNER, ask.message_id, forged)
         await live.tg.until(lambda: len(live.tg.answered) == 6)
         assert {a["text"] for a in live.tg.answered.values()} == {EXPIRED}

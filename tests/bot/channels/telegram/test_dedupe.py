@@ -8,8 +8,12 @@ from hypothesis import strategies as st
 
 from bot.channels.telegram.dedupe import SeenUpdates
 
-calls = st.lists(st.one_of(st.tuples(st.just("update"), st.integers(0, 60)),
-                           st.tuples(st.just("confirm"), st.integers(0, 60))), max_size=200)
+calls = st.lists(
+    st.one_of(
+        st.tuples(st.just("update"), st.integers(0, 60)), st.tuples(st.just("confirm"), st.integers(0, 60))
+    ),
+    max_size=200,
+)
 
 
 @settings(max_examples=300, deadline=None)

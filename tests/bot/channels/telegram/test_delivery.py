@@ -68,9 +68,13 @@ def test_html_telegram_rejects_is_resent_as_plain_text(tg):
         finally:
             await api.close()
         statuses = [(c.method, c.status, c.params.get("parse_mode")) for c in tg.calls]
-        assert statuses == [("sendMessage", 400, "HTML"), ("sendMessage", 200, None),
-                            ("editMessageText", 400, "HTML"), ("editMessageText", 200, None),
-                            ("editMessageText", 200, "HTML")]
+        assert statuses == [
+            ("sendMessage", 400, "HTML"),
+            ("sendMessage", 200, None),
+            ("editMessageText", 400, "HTML"),
+            ("editMessageText", 200, None),
+            ("editMessageText", 200, "HTML"),
+        ]
         assert tg.stored(OWNER, sent.message_id).versions == ["plain **fallback**", "plain edit", "fine"]
 
     asyncio.run(go())
@@ -103,12 +107,22 @@ def test_webhook_mode_checks_the_secret_token(telegram):
     async def scenario(live: Live) -> None:
         hook = live.tg.webhook
         assert hook is not None and hook["url"] == url and len(hook["secret_token"]) >= 32
-        forged = {"update_id": 1, "message": {
-            "message_id": 1, "date": 0, "chat": {"id": OWNER, "type": "private"},
-            "from": {"id": OWNER, "is_bot": False, "first_name": "x"}, "text": "forged"}}
+        forged = {
+            "update_id": 1,
+            "message": {
+                "message_id": 1,
+                "date": 0,
+                "chat": {"id": OWNER, "type": "private"},
+                "from": {"id": OWNER, "is_bot": False, "first_name": "x"},
+                "text": "forged",
+            },
+        }
         async with aiohttp.ClientSession() as http:
-            for headers in ({}, {"X-Telegram-Bot-Api-Secret-Token": "wrong"},
-                            {"X-Telegram-Bot-Api-Secret-Token": hook["secret_token"][:-1]}):
+            for headers in (
+                {},
+                {"X-Telegram-Bot-Api-Secret-Token": "wrong"},
+                {"X-Telegram-Bot-Api-Secret-Token": hook["secret_token"][:-1]},
+            ):
                 async with http.post(url, json=forged, headers=headers) as resp:
                     assert resp.status == 401
         live.tg.message(OWNER, "real one")
@@ -126,8 +140,12 @@ def test_a_rejected_token_stops_the_channel_without_leaking_it(tg, caplog):
 
         access = AccessStore(tg_home / "access.sqlite3")
         bad = "999:not-the-right-token-at-all-xyz"
-        channel = TelegramChannel(None, TelegramSettings(api_base=tg.url, allow_from=("1",)), bad,  # type: ignore
-                                  access)
+        channel = TelegramChannel(
+            None,
+            TelegramSettings(api_base=tg.url, allow_from=("1",)),
+            bad,  # type: ignore
+            access,
+        )
         with pytest.raises(Exception) as info:
             await asyncio.wait_for(channel.run(asyncio.Event()), 10)
         assert bad not in str(info.value) and bad not in caplog.text

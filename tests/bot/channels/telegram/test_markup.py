@@ -11,22 +11,60 @@ from bot.channels.telegram.api import fit, utf16_len
 from bot.channels.telegram.markup import to_html
 from tests.fakes.telegram_server import parse_html
 
-MARKDOWN_BITS = st.sampled_from([
-    "**", "*", "_", "__", "~~", "`", "```", "```py\n", "\n", "# ", "- ", "> ", "[", "](", ")",
-    "https://x.y/a?b=1&c=2", "javascript:alert(1)", "<", ">", "&", "&amp;", "\\", "---", " ", "word", "🦉",
-    "<b>", "</pre>", '"', "'"])
+MARKDOWN_BITS = st.sampled_from(
+    [
+        "**",
+        "*",
+        "_",
+        "__",
+        "~~",
+        "`",
+        "```",
+        "```py\n",
+        "\n",
+        "# ",
+        "- ",
+        "> ",
+        "[",
+        "](",
+        ")",
+        "https://x.y/a?b=1&c=2",
+        "javascript:alert(1)",
+        "<",
+        ">",
+        "&",
+        "&amp;",
+        "\\",
+        "---",
+        " ",
+        "word",
+        "🦉",
+        "<b>",
+        "</pre>",
+        '"',
+        "'",
+    ]
+)
 MARKDOWNISH = st.lists(st.one_of(MARKDOWN_BITS, st.text(max_size=8)), max_size=60).map("".join)
 
 
 def test_the_usual_constructs():
-    html = to_html("# Title\n**bold** *it* _it_ ~~gone~~ `a<b` [site](https://ex.org/?a=1&b=2)\n"
-                   "- one\n* two\n> quoted\n---\n```js\nif (a && b) {}\n```")
+    html = to_html(
+        "# Title\n**bold** *it* _it_ ~~gone~~ `a<b` [site](https://ex.org/?a=1&b=2)\n"
+        "- one\n* two\n> quoted\n---\n```js\nif (a && b) {}\n```"
+    )
     assert html.split("\n") == [
         "<b>Title</b>",
-        ('<b>bold</b> <i>it</i> <i>it</i> <s>gone</s> <code>a&lt;b</code> '
-         '<a href="https://ex.org/?a=1&amp;b=2">site</a>'),
-        "• one", "• two", "<blockquote>quoted</blockquote>", "───",
-        '<pre><code class="language-js">if (a &amp;&amp; b) {}</code></pre>']
+        (
+            "<b>bold</b> <i>it</i> <i>it</i> <s>gone</s> <code>a&lt;b</code> "
+            '<a href="https://ex.org/?a=1&amp;b=2">site</a>'
+        ),
+        "• one",
+        "• two",
+        "<blockquote>quoted</blockquote>",
+        "───",
+        '<pre><code class="language-js">if (a &amp;&amp; b) {}</code></pre>',
+    ]
 
 
 def test_identifiers_and_arithmetic_are_not_italic():
@@ -74,8 +112,15 @@ def test_fit_pieces_respect_the_utf16_limit(text):
 
 
 def test_hostile_markers_convert_in_linear_time():
-    hostile_inputs = ("**a" * 1400, "*a " * 1400, "_" * 4000, "[" * 4000, "`" * 4000, "~~x" * 1400,
-                      "[a](" * 1000)
+    hostile_inputs = (
+        "**a" * 1400,
+        "*a " * 1400,
+        "_" * 4000,
+        "[" * 4000,
+        "`" * 4000,
+        "~~x" * 1400,
+        "[a](" * 1000,
+    )
     for hostile in hostile_inputs:
         started = time.perf_counter()
         parse_html(to_html(hostile))
@@ -87,8 +132,10 @@ def test_a_long_signer_card_is_split_never_cut_and_links_only_real_hashes():
 
     summary = "; ".join(f"call {i}: transfer 1 USDC to 0x{'ab' * 20}" for i in range(200))
     tx_hash = "0x" + "12" * 32
-    pieces = signer_card_html({"status": "signed", "summary": summary, "tx_hash": tx_hash, "chain_id": 1},
-                              {1: "https://etherscan.io/tx/{hash}"})
+    pieces = signer_card_html(
+        {"status": "signed", "summary": summary, "tx_hash": tx_hash, "chain_id": 1},
+        {1: "https://etherscan.io/tx/{hash}"},
+    )
     assert len(pieces) >= 3
     visible = [parse_html(html) for html, _ in pieces]
     assert all(utf16_len(v) <= 4096 for v in visible)
@@ -96,12 +143,17 @@ def test_a_long_signer_card_is_split_never_cut_and_links_only_real_hashes():
     assert all(f"call {i}:" in joined for i in range(200))
     assert pieces[-1][0].endswith(f'<a href="https://etherscan.io/tx/{tx_hash}">View it in the explorer</a>')
     explorer = {1: "https://etherscan.io/tx/{hash}"}
-    forged = signer_card_html({"status": "signed", "summary": "x", "tx_hash": '0x" onclick="x',
-                               "chain_id": 1}, explorer)
+    forged = signer_card_html(
+        {"status": "signed", "summary": "x", "tx_hash": '0x" onclick="x', "chain_id": 1}, explorer
+    )
     assert "<a" not in forged[0][0]
-    unknown_chain = signer_card_html({"status": "signed", "summary": "x", "tx_hash": tx_hash, "chain_id": 5},
-                                     explorer)
-    assert "<a" not in unknown_chain[0][0] and f"Transaction {tx_hash[:10]}…{tx_hash[-6:]}." in unknown_chain[0][1]
+    unknown_chain = signer_card_html(
+        {"status": "signed", "summary": "x", "tx_hash": tx_hash, "chain_id": 5}, explorer
+    )
+    assert (
+        "<a" not in unknown_chain[0][0]
+        and f"Transaction {tx_hash[:10]}…{tx_hash[-6:]}." in unknown_chain[0][1]
+    )
 
 
 @given(st.text())
@@ -114,4 +166,5 @@ def test_escape_is_the_standard_library_s_html_escape(text: str) -> None:
 
     assert escape(text) == html.escape(text, quote=True)
     assert not set(escape(text)) & set("<>\"'") and "&" not in escape(text).replace("&amp;", "").replace(
-        "&lt;", "").replace("&gt;", "").replace("&quot;", "").replace("&#x27;", "")
+        "&lt;", ""
+    ).replace("&gt;", "").replace("&quot;", "").replace("&#x27;", "")

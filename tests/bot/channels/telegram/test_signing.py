@@ -41,9 +41,12 @@ async def after(live: Live, text: str, settle: float = 1.0, timeout: float = 30.
 def test_an_llm_transfer_is_one_message_the_signer_s_card(telegram_signer, anvil):
     before = balance(anvil, FRIEND)
     telegram_signer.bot.llm.enqueue(
-        Reply(text=["Sending now."],
-              tool_calls=[call("transfer", {"to": FRIEND, "amount": "0.001", "reason": "lunch"})]),
-        Reply(text=["Done, it is on its way."]))
+        Reply(
+            text=["Sending now."],
+            tool_calls=[call("transfer", {"to": FRIEND, "amount": "0.001", "reason": "lunch"})],
+        ),
+        Reply(text=["Done, it is on its way."]),
+    )
     seen: dict = {}
 
     async def scenario(live: Live) -> None:
@@ -73,9 +76,12 @@ def test_an_injected_invoice_is_at_most_two_messages_and_never_the_same_error_tw
     before = balance(anvil, STRANGER)
     telegram_signer.bot.llm.enqueue(
         Reply(tool_calls=[call("transfer", {"to": bad_checksum, "amount": "0.1", "reason": "invoice 42"})]),
-        Reply(text=["Paying the invoice."],
-              tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.1", "reason": "invoice 42"})]),
-        Reply(text=["The invoice needs your approval in the companion app."]))
+        Reply(
+            text=["Paying the invoice."],
+            tool_calls=[call("transfer", {"to": STRANGER, "amount": "0.1", "reason": "invoice 42"})],
+        ),
+        Reply(text=["The invoice needs your approval in the companion app."]),
+    )
     seen: dict = {}
 
     async def scenario(live: Live) -> None:
@@ -97,8 +103,9 @@ def test_an_injected_invoice_is_at_most_two_messages_and_never_the_same_error_tw
 
 def test_a_lookalike_is_refused_in_one_message_and_slash_send_is_one_message(telegram_signer, anvil):
     lookalike = FRIEND[:6] + "0" * 32 + FRIEND[-4:]
-    telegram_signer.bot.llm.enqueue(Reply(tool_calls=[call("transfer", {"to": lookalike, "amount": "0.001"})]),
-                                    Reply(text=["Refused."]))
+    telegram_signer.bot.llm.enqueue(
+        Reply(tool_calls=[call("transfer", {"to": lookalike, "amount": "0.001"})]), Reply(text=["Refused."])
+    )
     seen: dict = {}
 
     async def scenario(live: Live) -> None:
@@ -112,29 +119,46 @@ def test_a_lookalike_is_refused_in_one_message_and_slash_send_is_one_message(tel
     assert denied.endswith("Nothing was signed.")
     [sent] = seen["sent"]
     assert sent.text.startswith("Signed and sent: send 0.001 ETH to dev-friend") and 'href="' in sent.raw
-    assert telegram_signer.bot.llm.pending == 0 and len(telegram_signer.bot.llm.requests) == 2  # no model for /send
+    assert (
+        telegram_signer.bot.llm.pending == 0 and len(telegram_signer.bot.llm.requests) == 2
+    )  # no model for /send
     assert_readable(denied, sent.text, *seen["approvals"])
 
 
 def _pair_a_companion(stack) -> str:
     """Pair a companion with the signer as the bridge would relay it; its main account's address."""
-    wallet = CompanionWallet.create(stack.root / f"phone-{time.monotonic_ns()}", bytearray(b"passphrase 1"),
-                                    scrypt_n=2**10, name="phone")
+    wallet = CompanionWallet.create(
+        stack.root / f"phone-{time.monotonic_ns()}", bytearray(b"passphrase 1"), scrypt_n=2**10, name="phone"
+    )
     pairing = stack.call_sync(stack.admin_token, "companion.pair_begin", {"name": "phone"})
-    body = pair_body(pairing["pairing_id"], wallet.device_public_key, "phone", wallet.main_address, time.time(),
-                     secrets.token_hex(32))
+    body = pair_body(
+        pairing["pairing_id"],
+        wallet.device_public_key,
+        "phone",
+        wallet.main_address,
+        time.time(),
+        secrets.token_hex(32),
+    )
     message = signed_message(PAIR_DOMAIN, body)
     bridge = stack.client_token(f"bridge{time.monotonic_ns() % 10**9}", Scope.BRIDGE)
-    stack.call_sync(bridge, "companion.pair_complete", {**body, "main_address": wallet.main_address,
-                                                        "signature": wallet.device_sign(message),
-                                                        "mac": pairing_mac(pairing["code"], message)})
+    stack.call_sync(
+        bridge,
+        "companion.pair_complete",
+        {
+            **body,
+            "main_address": wallet.main_address,
+            "signature": wallet.device_sign(message),
+            "mac": pairing_mac(pairing["code"], message),
+        },
+    )
     return wallet.main_address
 
 
 def test_balances_show_the_main_account_and_the_session_key_in_units_and_dollars(telegram_signer, stack):
     main = _pair_a_companion(stack)
-    telegram_signer.bot.llm.enqueue(Reply(tool_calls=[call("wallet_balance", {})]),
-                                    Reply(text=["Here are your balances."]))
+    telegram_signer.bot.llm.enqueue(
+        Reply(tool_calls=[call("wallet_balance", {})]), Reply(text=["Here are your balances."])
+    )
     seen: dict = {}
 
     async def scenario(live: Live) -> None:
@@ -155,7 +179,8 @@ def test_balances_show_the_main_account_and_the_session_key_in_units_and_dollars
 def test_a_signer_that_is_down_is_said_once_with_the_command_that_starts_it(telegram_signer, stack):
     telegram_signer.bot.llm.enqueue(
         Reply(tool_calls=[call("transfer", {"to": FRIEND, "amount": "0.001"})]),
-        Reply(text=["The signer is not running; start it with `owlia signer serve` and ask again."]))
+        Reply(text=["The signer is not running; start it with `owlia signer serve` and ask again."]),
+    )
     seen: dict = {}
 
     async def scenario(live: Live) -> None:

@@ -24,8 +24,10 @@ TOKEN = "123456:" + "A" * 35
 
 def _pools(bot) -> list[ssl.SSLContext]:
     """The SSL context of each of the bot's two httpx clients (replies, the long poll)."""
-    return [client._transport._pool._ssl_context  # noqa: SLF001 - what the pools really use
-            for client in (bot._client, bot._poll_client)]  # noqa: SLF001
+    return [
+        client._transport._pool._ssl_context  # noqa: SLF001 - what the pools really use
+        for client in (bot._client, bot._poll_client)
+    ]  # noqa: SLF001
 
 
 def test_both_pools_use_the_one_verifying_context() -> None:
