@@ -129,9 +129,10 @@ def test_up_records_a_port_that_differs_from_the_config_and_says_so(tmp_path) ->
     assert "(was http://127.0.0.1:8545)" in done.stdout
     import yaml
 
-    [chain] = yaml.safe_load((home / "config.yaml").read_text())["chains"]
-    # the port went in (the swap market's record then rewrites the file: its comments go, docs/defi.md)
+    text = (home / "config.yaml").read_text()
+    [chain] = yaml.safe_load(text)["chains"]
     assert chain["rpc_url"] == f"http://127.0.0.1:{port}" and "swap_market" in chain
+    assert "# OwliaBot configuration" in text  # the market recorded in the chain's entry, the comments kept
 
 
 def test_up_runs_the_configured_chat_channels_too(tmp_path) -> None:
