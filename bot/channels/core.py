@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.loop import CANCEL_REASON, Agent, RunOutcome
-from bot.channels.base import Inbound, ReplySink
+from bot.agent.sink import ReplySink
+from bot.channels.base import Inbound
 from bot.channels.one_message import OneMessagePerAction
 from bot.observability.events import EventBus
 from bot.observability.metrics import best_effort

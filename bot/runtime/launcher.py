@@ -32,7 +32,7 @@ from bot.runtime.instance import single_instance
 from bot.runtime.reach import Reach, build_reach
 
 if TYPE_CHECKING:
-    from bot.channels.base import ReplySink
+    from bot.agent.sink import ReplySink
     from bot.channels.core import BotCore, Handled
     from bot.runtime.state import Runtime
 

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bot.tools.provenance import addresses_in
-from bot.notify import target_of_session
+from bot.sessions.keys import target_of_session
 from bot.scheduler.jobs import (
     MAX_PROMPT,
     AgentTurn,
