@@ -87,7 +87,8 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
 
 def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path: Path) -> None:
     """bot.cli.app may import the signer's and the bridge's commands; a bot module importing it
-    would reach them through it, and fails."""
+    would reach them through it, and fails (root-alone; the runtime reaching up into the commands
+    breaks the bot's layers too)."""
     copy = _project_copy(tmp_path)
     with (copy / "bot" / "runtime" / "launcher.py").open("a") as handle:
         handle.write(
@@ -100,6 +101,31 @@ def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path:
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
     assert "bot.runtime.launcher -> bot.cli.app" in out.stdout
+    assert "Nothing outside bot.cli imports the composition root" in out.stdout.split("Broken contracts")[1]
+    assert "bot.runtime is not allowed to import bot.cli" in out.stdout
+    assert "2 broken" in out.stdout
+
+
+def test_a_back_edge_inside_the_bot_breaks_its_layers(tmp_path: Path) -> None:
+    """bot's parts are layered (channel -> agent -> tools): the tool executor importing the agent
+    loop, lazily, would close the cycle the layers broke, and fails; so does a new part of bot that
+    the contract gives no layer (it could close one unseen)."""
+    copy = _project_copy(tmp_path)
+    with (copy / "bot" / "tools" / "executor.py").open("a") as handle:
+        handle.write(
+            textwrap.dedent("""
+
+            def _call_up():
+                from bot.agent import loop  # noqa: F401 - the probe: tools reaching back into the agent
+            """)
+        )
+    (copy / "bot" / "unplaced").mkdir()
+    (copy / "bot" / "unplaced" / "__init__.py").write_text('"""A part with no layer."""\n')
+    out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
+    assert out.returncode != 0
+    assert "bot.tools is not allowed to import bot.agent" in out.stdout
+    assert "bot.tools.executor -> bot.agent.loop" in out.stdout
+    assert "- bot.unplaced" in out.stdout
     assert "1 broken" in out.stdout
 
 

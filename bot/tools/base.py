@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.agent.provenance import Provenance
+from bot.tools.provenance import Provenance
 from bot.llm.types import ToolSpec
 from bot.tools.basics import ContextKind, ToolFailure  # re-exported: every tool module names them from here
 

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.config import SkillSettings
-from bot.runtime.audit import BotAudit, skills_audit_path
+from bot.observability.audit import BotAudit, skills_audit_path
 from bot.tools.chain_reader import RpcChainReader
-from bot.tools.skills import SkillTools, skill_tool
+from bot.skills.tools import SkillTools, skill_tool
 from bot.skills.capabilities import Capabilities
 from skills_runtime.docker_backend import FRAME, ContainerProcess, Docker, docker_spec
 from bot.skills.host import SkillHost

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from bot.cli.cron_cmd import app
 from bot.config import CronSettings
-from bot.scheduler.service import SchedulerService
+from bot.runtime.scheduler import SchedulerService
 from tests.bot.scheduler.conftest import Outbox, notifier_with
 
 runner = CliRunner()

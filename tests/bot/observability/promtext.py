@@ -1,6 +1,6 @@
 """A tiny, strict parser for the Prometheus text format, so tests read exposition back.
 
-Written independently of bot.runtime.metrics (character by character, no shared helpers) so a
+Written independently of bot.observability.metrics (character by character, no shared helpers) so a
 symmetric escaping bug in the renderer cannot hide behind the same bug in the test.
 """
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.loop import CANCEL_REASON, Agent, RunOutcome
-from bot.channels.base import Inbound, ReplySink
+from bot.agent.sink import ReplySink
+from bot.channels.base import Inbound
 from bot.channels.one_message import OneMessagePerAction
-from bot.runtime.events import EventBus
-from bot.runtime.metrics import best_effort
+from bot.observability.events import EventBus
+from bot.observability.metrics import best_effort
 from bot.security.redact import redact_message
 from bot.sessions import SessionStore, session_lock
 from bot.sessions.turns import preview

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.runtime.audit import BotAudit, skills_audit_path, verify_audit
+from bot.observability.audit import BotAudit, skills_audit_path, verify_audit
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -54,7 +54,7 @@ def test_a_writer_that_started_before_the_log_existed_links_to_what_another_wrot
 APPENDER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from bot.runtime.audit import BotAudit
+    from bot.observability.audit import BotAudit
     audit = BotAudit(Path(sys.argv[1]))
     for n in range(int(sys.argv[3])):
         audit.record("mcp.call", writer=sys.argv[2], n=n)

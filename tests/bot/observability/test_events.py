@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.runtime.events import DEFAULT_CAPACITY, EventBus
+from bot.observability.events import DEFAULT_CAPACITY, EventBus
 
 
 def test_emit_and_poll_filters_by_since_limit_and_type() -> None:

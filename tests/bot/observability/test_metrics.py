@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.runtime.metrics import DEFAULT_BUCKETS, MAX_SERIES_PER_METRIC, Metrics, default_metrics
-from tests.bot.runtime.promtext import parse
+from bot.observability.metrics import DEFAULT_BUCKETS, MAX_SERIES_PER_METRIC, Metrics, default_metrics
+from tests.bot.observability.promtext import parse
 
 
 def test_registration_is_idempotent_but_conflicts_are_errors() -> None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.agent.loop import RunOutcome
-from bot.notify import Notifier, parse_target, target_of_session
+from bot.notify import Notifier, parse_target
+from bot.sessions.keys import target_of_session
 from bot.scheduler.jobs import AgentTurn, Reminder, SystemEvent
 from bot.scheduler.store import Job
 from bot.sessions import session_lock

@@ -22,7 +22,7 @@ from bot.config import CronSettings
 from bot.notify import Notifier
 from bot.scheduler.jobs import make_trigger
 from bot.scheduler.plan import MAX_COUNT, counted, plan_fires
-from bot.scheduler.runners import Result, run_job
+from bot.runtime.unattended import Result, run_job
 from bot.scheduler.store import Job, JobStore
 
 if TYPE_CHECKING:

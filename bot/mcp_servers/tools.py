@@ -26,7 +26,7 @@ from pydantic import ConfigDict, ValidationError, model_validator
 
 from bot.config import McpSettings
 from bot.llm.types import ToolSpec
-from bot.runtime.audit import BotAudit, skills_audit_path
+from bot.observability.audit import BotAudit, skills_audit_path
 from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.mcp_servers.binds import Protected, protected_paths
 from bot.mcp_servers.store import (
