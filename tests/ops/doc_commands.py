@@ -78,6 +78,10 @@ class DocBlock:
         out: list[str] = []
         current: list[str] = []
         for raw in self.text.splitlines():
+            if self.lang == "console" and not current:  # a transcript: commands after "$ ", the rest output
+                if not raw.startswith("$ "):
+                    continue
+                raw = raw[2:]
             if not current and (not raw.strip() or raw.lstrip().startswith("#")):
                 continue
             current.append(raw)
@@ -98,9 +102,9 @@ class DocBlock:
         return f"{self.doc}:{self.line} (```{self.lang} block starting {self.first[:60]!r})"
 
 
-def doc_blocks(doc: str) -> list[DocBlock]:
-    """Every fenced block of a doc, in order."""
-    lines = (ROOT / doc).read_text(encoding="utf-8").splitlines()
+def doc_blocks(doc: str, text: str | None = None) -> list[DocBlock]:
+    """Every fenced block of a doc (its file, or `text` given for it), in order."""
+    lines = (text if text is not None else (ROOT / doc).read_text(encoding="utf-8")).splitlines()
     blocks: list[DocBlock] = []
     index = 0
     while index < len(lines):

@@ -325,14 +325,14 @@ WALKS: dict[str, Walk] = {
 }
 
 
-def runnable_blocks(doc: str) -> list[DocBlock]:
-    return [block for block in doc_blocks(doc) if block.is_shell and block.mark is None]
+def runnable_blocks(doc: str, text: str | None = None) -> list[DocBlock]:
+    return [block for block in doc_blocks(doc, text) if block.is_shell and block.mark is None]
 
 
-def walk_problems(doc: str) -> list[str]:
+def walk_problems(doc: str, text: str | None = None, walks: dict[str, Walk] = WALKS) -> list[str]:
     """Why the doc's unmarked shell blocks and its walk do not match, block for block (empty: they do)."""
-    blocks = runnable_blocks(doc)
-    steps = WALKS[doc].steps if doc in WALKS else ()
+    blocks = runnable_blocks(doc, text)
+    steps = walks[doc].steps if doc in walks else ()
     problems: list[str] = []
     for index, block in enumerate(blocks):
         step = steps[index] if index < len(steps) else None
@@ -341,6 +341,8 @@ def walk_problems(doc: str) -> list[str]:
             problems.append(f"{block.where()} is neither run nor marked ({expected}). {HOW_TO_MARK}")
             continue
         if isinstance(step, Here):
+            if not any(cmd.says for cmd in step.cmds):
+                problems.append(f"{block.where()}: the walk checks nothing it prints (give a command `says`)")
             commands = block.commands
             if len(commands) != len(step.cmds) or any(
                 not command.startswith(cmd.starts) for command, cmd in zip(commands, step.cmds)
@@ -375,6 +377,23 @@ def test_every_shell_block_is_run_or_marked() -> None:
         problems += walk_problems(doc)
     assert set(WALKS) <= set(documented_docs()), set(WALKS) - set(documented_docs())
     assert not problems, "\n\n".join(problems)
+
+
+def test_a_new_block_neither_run_nor_marked_fails_and_says_how_to_mark_it() -> None:
+    """The check itself, on a doc as another change might leave it: a walked block, a marked one, a new one."""
+    doc = "docs/new.md"
+    walks = {doc: Walk(steps=(Here((Cmd("owlia init", says=("wrote",)),)),))}
+    text = (
+        "# New\n\n```bash\nowlia init   # the home\n```\n\n*Example only, needs a real Telegram account.*\n\n"
+        "```bash\nowlia start\n```\n\n```console\n$ owlia up --port 8545\ndev chain 31337 at ...\n```\n"
+    )
+    [problem] = walk_problems(doc, text, walks)
+    assert problem.startswith("docs/new.md:13 (```console block starting 'owlia up --port 8545')")
+    assert "neither run nor marked" in problem and "*Example only, needs <what:" in problem
+    assert (
+        walk_problems(doc, text.replace("```console", "*Example only, needs a phone.*\n\n```console"), walks)
+        == []
+    )
 
 
 def test_a_mark_without_a_reason_is_refused() -> None:
