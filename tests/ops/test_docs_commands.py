@@ -18,8 +18,8 @@ A shell block is a fenced block labelled bash, sh, shell, console or zsh. Each o
 
   The reason after "needs" must not be empty.
 
-What a reader fills in, the test fills in too, from an earlier command's output (FILL: `sk_...`,
-`dev_...`, `j1a2b3c4`, the pairing link). The dev chain's and the bridge's ports, 8545 and 8765 as
+What a reader fills in, the test fills in too, from an earlier command's output (a walk's `fill`:
+`sk_...`, `dev_...`, `j1a2b3c4`, the pairing link); nothing else in a command is changed but the ports. The dev chain's and the bridge's ports, 8545 and 8765 as
 written, become free ports (other stacks run on this machine), which also proves the `--port` options
 reach the commands after them.
 
