@@ -59,7 +59,9 @@ def list_jobs(ctx: typer.Context) -> None:
 @app.command("add")
 def add(
     ctx: typer.Context,
-    at: Optional[str] = typer.Option(None, help="Once: ISO-8601 with offset, e.g. 2030-01-01T09:00+01:00."),
+    at: Optional[str] = typer.Option(
+        None, help="Once: ISO-8601 with offset, at most a year ahead, e.g. 2027-01-01T09:00+01:00."
+    ),
     every: Optional[str] = typer.Option(None, help="Repeat: 90s, 15m, 2h, 1d (at least 1 minute)."),
     cron: Optional[str] = typer.Option(None, help="5-field crontab, e.g. '0 9 * * 1-5'."),
     tz: Optional[str] = typer.Option(None, "--tz", help="IANA zone for --cron (default: bot.cron.timezone)."),

@@ -10,22 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.ops.doc_commands import ROOT, Lines, isolated_env, section_blocks
+from tests.ops.doc_commands import fenced_after as _fenced_after
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def fenced_after(heading: str, text: str = README) -> str:
-    """The first ```bash block after a heading, exactly as a reader copies it."""
-    section = text.split(heading, 1)[1]
-    return re.search(r"```bash\n(.*?)```", section, re.S).group(1).strip()
-
-
-def isolated_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OWLIA_", "TELEGRAM_", "DISCORD_"))}
-    env.update(HOME=str(home), PYTHONUNBUFFERED="1")
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.pop("OPENAI_API_KEY", None)
-    return env
+    return _fenced_after(heading, text)
 
 
 def test_the_run_command_in_the_readme_works_as_written(tmp_path) -> None:
@@ -190,46 +182,6 @@ def test_the_laptop_path_in_self_hosting_works_as_written(tmp_path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Signed and sent" in done.stdout and "Waiting for your approval" in done.stdout
     assert "Refused by your policy" in done.stdout
-
-
-def section_blocks(guide: str, heading: str) -> list[str]:
-    """Every ```bash block of one `## ` section, in order, exactly as a reader copies them."""
-    section = guide.split(heading, 1)[1].split("\n## ", 1)[0]
-    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S)]
-
-
-class Lines:
-    """A process's output lines, read by a thread, so a test can wait for one without hanging."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        import queue
-        import threading
-
-        self.seen: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            for line in proc.stdout:
-                self._queue.put(line)
-            self._queue.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-
-    def wait_for(self, text: str, timeout: float) -> None:
-        import queue
-        import time
-
-        deadline = time.monotonic() + timeout
-        while not any(text in line for line in self.seen):
-            try:
-                line = self._queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(
-                    f"no {text!r} within {timeout:.0f} s:\n" + "".join(self.seen[-40:])
-                ) from None
-            if line is None:
-                raise AssertionError(f"ended before {text!r}:\n" + "".join(self.seen[-40:]))
-            self.seen.append(line)
 
 
 def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
