@@ -249,12 +249,11 @@ class PolicyKeeper:
             new, text, record = judge(self.policy)
             await asyncio.to_thread(write_private_file, self.path, text.encode())
             engine, _ = self._wired()
-            await self._install(
-                text,
-                new,
-                "edited on the companion",
-                extra=lambda conn: engine.audit.append("policy.edited", record),
-            )
+
+            def audit(conn: Connection) -> None:
+                engine.audit.append("policy.edited", record)
+
+            await self._install(text, new, "edited on the companion", extra=audit)
             return record
 
     async def _install(
