@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import coincurve
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from policies.loader import parse_policy
@@ -96,21 +96,38 @@ def random_edits(draw):
 
 
 def truly_loosens(old, new) -> bool:
-    """Ground truth from the two documents: a higher or removed limit, or an entry added or renamed."""
+    """Ground truth from the two documents: a higher or removed limit, any limit on an asset that had
+    none, an entry added or renamed, or one removed while unknown recipients are allowed."""
     (a,), (b,) = old.assets, new.assets
-    raised = lambda was, now: was is not None and (now is None or Decimal(now) > Decimal(was))  # noqa: E731
-    limits = [(a.per_tx, b.per_tx)] + [(a.windows.get(k), b.windows.get(k)) for k in a.windows]
+    if a.per_tx is None and not a.windows:
+        limits_loosen = b.per_tx is not None or bool(b.windows)
+    else:
+        raised = lambda was, now: was is not None and (now is None or Decimal(now) > Decimal(was))  # noqa: E731
+        limits = [(a.per_tx, b.per_tx)] + [(a.windows.get(k), b.windows.get(k)) for k in a.windows]
+        limits_loosen = any(raised(was, now) for was, now in limits)
     was_book = {(e.chain, e.address): e.name for e in old.address_book}
-    book = any(was_book.get((e.chain, e.address)) != e.name for e in new.address_book)
-    return any(raised(was, now) for was, now in limits) or book
+    now_book = {(e.chain, e.address): e.name for e in new.address_book}
+    added_or_renamed = any(was_book.get(k) != name for k, name in now_book.items())
+    removed = old.recipients.unknown == "allow" and any(k not in now_book for k in was_book)
+    return limits_loosen or added_or_renamed or removed
+
+
+NO_LIMITS = PRICED.replace('    per_tx: "0.01"', "    # per_tx: none", 1).replace(
+    '    windows: {24h: "0.05", 7d: "0.2"}', "    # windows: none", 1
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(edits=random_edits())
-def test_the_signer_classifies_every_random_diff_and_never_calls_a_loosening_a_tightening(edits):
-    old = parse_policy(PRICED)
-    if not edits:
-        return
+@given(
+    edits=random_edits(),
+    base=st.sampled_from([PRICED, NO_LIMITS]),
+    unknown=st.sampled_from(["escalate", "deny", "allow"]),
+)
+def test_the_signer_classifies_every_random_diff_and_never_calls_a_loosening_a_tightening(
+    edits, base, unknown
+):
+    assume(edits)
+    old = parse_policy(base.replace("unknown: escalate", f"unknown: {unknown}", 1))
     new = apply_edits(old, typed(edits))
     found = widenings(old, new)
     assert bool(found) == truly_loosens(old, new), (edits, found)

@@ -7,11 +7,23 @@ sideways scrolling, and the screenshots in docs/companion.md."""
 from __future__ import annotations
 
 import json
+import secrets
 
+import coincurve
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from policies.kernel.keccak import keccak256
 from policies.loader import parse_policy
-from tests.companion.test_webapp import browser, fresh_build, wait_for  # noqa: F401 - fixtures
+from policies.model import Policy
+from signer.policy_change import widenings
+from signer.policy_edit import apply_edits, personal_digest
+from signer.wire.delegation import recover
+from signer.wire.messages import POLICY_EDIT_DOMAIN, policy_edit_body, signed_message
+from signer.wire.requests import PolicyEditParams
+from tests.companion.test_policy_edit import NO_LIMITS, PRICED
+from tests.companion.test_webapp import app_url, browser, fresh_build, wait_for  # noqa: F401 - fixtures
 from tests.companion.test_webapp_screens import (  # noqa: F401 - `phone` and `priced_tier` are fixtures
     assert_accessible,
     no_sideways_scroll,
@@ -172,3 +184,85 @@ def test_a_removal_is_tighter_and_an_edit_over_a_stale_policy_is_refused_in_word
     page.click("#policy-back")
     page.wait_for_selector("#policy-open")
     assert "Policy changed" in page.locator("#activity").inner_text()
+
+
+@st.composite
+def typed_changes(draw):
+    """What an owner might type on the screen: limits raised, lowered, emptied; entries renamed, removed, added."""
+    base = draw(st.sampled_from([PRICED, NO_LIMITS]))
+    unknown = draw(st.sampled_from(["escalate", "deny", "allow"]))
+    text = base.replace("unknown: escalate", f"unknown: {unknown}", 1)
+    labels = ["per_tx", "24h", "7d"] if base is PRICED else ["per_tx"]
+    amount = st.one_of(st.just(""), st.integers(1, 10**6).map(lambda n: f"0.{n:06d}"), st.just("0.0100"))
+    draft = {f"pe-0-{label.replace('_', '')}": draw(amount) for label in labels if draw(st.booleans())}
+    removed = [0] if draw(st.booleans()) else []
+    if not removed and draw(st.booleans()):
+        draft["pe-name-0"] = draw(st.sampled_from(["dev-friend", "best friend"]))
+    added = []
+    if draw(st.booleans()):
+        address = "0x" + draw(st.binary(min_size=20, max_size=20)).hex()
+        added.append({"chain": 31337, "address": address, "name": "new one"})
+    return text, draft, added, removed
+
+
+def test_the_pages_reading_of_a_change_matches_the_signers_and_its_signatures_verify(
+    browser, priced_tier, fresh_build
+):
+    """A differential test: for random typed changes, the page builds the edits the signer applies,
+    marks them looser exactly when the signer judges them so (so it asks for the passkey when it is
+    needed), and signs bytes the signer verifies (device message; the main key's EIP-191 signature)."""
+    cases: list = []
+
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True)
+    @given(typed_changes())
+    def collect(case):
+        cases.append(case)
+
+    collect()
+    phone = Phone.open(browser)
+    try:
+        phone.page.goto(app_url(priced_tier) + "/app/")
+        phone.page.evaluate((fresh_build / "testkit.js").read_text())
+        views = [json.dumps(parse_policy(t).model_dump(mode="json")) for t, *_ in cases]
+        got = phone.page.evaluate(
+            "(cs) => cs.map(([p, d, a, r]) => owliaTestkit.policyDiff(p, d, a, r))",
+            [[v, d, a, r] for v, (_, d, a, r) in zip(views, cases)],
+        )
+        judged = {"looser": 0, "tighter": 0}
+        for (text, draft, added, removed), page in zip(cases, got):
+            assert "error" not in page, (draft, page)
+            old: Policy = parse_policy(text)
+            if not page["edits"]:
+                continue
+            edits = PolicyEditParams.model_validate(
+                {
+                    "device_id": "dev_" + "0" * 16,
+                    "base_hash": "0" * 64,
+                    "edits": page["edits"],
+                    "ts": 1.5,
+                    "signature": "0" * 128,
+                }
+            ).edits
+            assert [e.model_dump(mode="json") for e in edits] == page[
+                "edits"
+            ]  # the bytes the signer re-derives
+            loosens = bool(widenings(old, apply_edits(old, edits)))
+            assert page["loosens"] == loosens, (draft, added, removed, page)
+            judged["looser" if loosens else "tighter"] += 1
+        assert judged["looser"] > 10 and judged["tighter"] > 10, judged
+        secret = secrets.token_bytes(32)
+        key = coincurve.PrivateKey(secret)
+        main = "0x" + keccak256(key.public_key.format(compressed=False)[1:])[-20:].hex()
+        edits = [{"op": "limit", "chain": 31337, "asset": "native", "limit": "24h", "amount": "0.02"}]
+        ts = 1764000000.123
+        signed = phone.page.evaluate(
+            "([e, t, s]) => owliaTestkit.policyEditSigned('dev_0123456789abcdef', 'ab'.repeat(32), e, t, s)",
+            [json.dumps(edits), ts, secret.hex()],
+        )
+        message = signed_message(
+            POLICY_EDIT_DOMAIN, policy_edit_body("dev_0123456789abcdef", "ab" * 32, edits, ts)
+        )
+        assert signed["message"].encode() == message
+        assert recover(personal_digest(message), bytes.fromhex(signed["main"][2:])) == main
+    finally:
+        phone.close()

@@ -275,6 +275,8 @@ async function apply(ui, v, passphrase) {
     await ui.recordOutcome({ action: 'policy', status: 'refused', detail: e.message || String(e) });
     // another policy is in force: the edits were made over the old one, so they are dropped with it
     if (/in force is now|not in force yet/.test(e.message || '')) { reset(); await load(ui); }
+    // the signer judged looser what this page read as tighter: its word counts, so offer the passkey
+    else if (/loosens your policy/.test(e.message || '') && !r.loosens) st.review = { ...r, loosens: true };
   }
   await ui.render();
   const box = document.getElementById('policy-outcome');

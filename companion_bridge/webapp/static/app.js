@@ -8571,7 +8571,7 @@ async function apply(ui, v, passphrase) {
     if (/in force is now|not in force yet/.test(e.message || "")) {
       reset();
       await load2(ui);
-    }
+    } else if (/loosens your policy/.test(e.message || "") && !r.loosens) st.review = { ...r, loosens: true };
   }
   await ui.render();
   const box = document.getElementById("policy-outcome");
