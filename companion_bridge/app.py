@@ -66,6 +66,8 @@ CALLABLE = frozenset(
         "approvals.revoke_device",
         "tier3.offer",
         "tier3.grant_answer",
+        "policy.view",
+        "policy.edit",
     }
 )
 HELLO_TIMEOUT = 10.0

@@ -24,6 +24,7 @@ from signer.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
 from signer.grant_offers import GrantOffers
+from signer.policy_edit import PhoneEdits
 from signer.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.requests import (
@@ -37,6 +38,7 @@ from signer.wire.requests import (
     PairBeginParams,
     PairCompleteParams,
     PolicyCheckParams,
+    PolicyEditParams,
     PolicyValidateParams,
     SessionKeyCreateParams,
     SessionKeyRefParams,
@@ -63,8 +65,10 @@ from signer.wire.replies import (
     DevicesReply,
     InFlight,
     PolicyCheckReply,
+    PolicyEditReply,
     PolicyReloadReply,
     PolicyValidateReply,
+    PolicyViewReply,
     SessionKeyCreateReply,
     SessionKeyJson,
     SessionKeyRetireReply,
@@ -130,7 +134,23 @@ class Methods:
             table |= self._tier1(self.approvals)
         if self.policies is not None:
             table["policy.reload"] = Method(Scope.ADMIN, None, self.policy_reload)
+        if self.policies is not None and self.approvals is not None:
+            table |= self._phone_policy(PhoneEdits(self.approvals, self.policies))
         return table
+
+    @staticmethod
+    def _phone_policy(edits: PhoneEdits) -> dict[str, Method]:
+        """Limits and the address book from the phone (signer.policy_edit)."""
+        return {
+            "policy.view": Method(
+                Scope.BRIDGE, None, bridge_only(lambda c, p: typed(PolicyViewReply, edits.view()))
+            ),
+            "policy.edit": Method(
+                Scope.BRIDGE,
+                PolicyEditParams,
+                bridge_only(lambda c, p: typed(PolicyEditReply, edits.edit(p))),
+            ),
+        }
 
     def _tier1(self, approvals: Approvals) -> dict[str, Method]:
         devices = approvals.devices

@@ -27,6 +27,10 @@ class StalePolicy(Exception):
     """An approved loosening no longer applies: the policy it was proposed over is gone."""
 
 
+class EditRefused(Exception):
+    """Edits from the phone that are not installed; the message says why, for the owner."""
+
+
 # Milder to the right: moving right widens.
 RULE_ORDER: dict[str, tuple[str, ...]] = {
     "recipients.unknown": ("deny", "escalate", "allow"),

@@ -30,7 +30,7 @@ from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
 from signer.wire.approval_request import escalation_json
-from policies.kernel.files import PermissionProblem, check_private_file
+from policies.kernel.files import PermissionProblem, check_private_file, write_private_file
 from signer.ledger import DAY, Ledger
 from signer.policy_change import StalePolicy
 from signer.store import approvals as approval_store
@@ -220,6 +220,41 @@ class PolicyKeeper:
                     "reload the signer's policy to propose it again"
                 )
             await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
+
+    async def install_edited(
+        self, base_hash: str, judge: Callable[[Policy], tuple[Policy, str, dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """Install edits made on the phone over the policy `base_hash` (signer.policy_edit): `judge`
+        builds the new policy, its file text and its audit record from the policy in force, or raises
+        EditRefused. Refused (StalePolicy) unless `base_hash` is in force and the file on disk is it
+        too (a change there waits for a reload or the companion: it is never overwritten). The file
+        is replaced atomically first: a crash before the commit leaves a file the next start judges
+        like any edit (a loosening waits for the companion)."""
+        async with self._changing:
+            current = self.policy.policy_hash()
+            if base_hash != current:
+                raise StalePolicy(
+                    f"your phone showed policy {base_hash[:12]}, but the policy in force is now "
+                    f"{current[:12]}: nothing was changed. Look at the limits again and redo the change."
+                )
+            try:
+                _, on_disk = read_policy_file(self.path)
+            except PolicyError as exc:
+                raise StalePolicy(f"the policy file cannot be read, nothing was changed: {exc}") from None
+            if on_disk.policy_hash() != current:
+                raise StalePolicy(
+                    "the policy file on the signer's machine has changes that are not in force yet "
+                    "(run owlia signer reload there, or answer the loosening it proposed): nothing was changed"
+                )
+            new, text, record = judge(self.policy)
+            await asyncio.to_thread(write_private_file, self.path, text.encode())
+            engine, _ = self._wired()
+
+            def audit(conn: Connection) -> None:
+                engine.audit.append("policy.edited", record)
+
+            await self._install(text, new, "edited on the companion", extra=audit)
+            return record
 
     async def _install(
         self, text: str, new: Policy, why: str, extra: Callable[[Connection], None] | None

@@ -29,7 +29,7 @@ evidence, one shape per record kind) and the decoded actions of `policy.check`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import StrictBool, StrictInt
 
@@ -38,6 +38,8 @@ from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
 from signer.wire.sign_replies import SIGN_REPLIES, DecisionJson, Reply, Seconds, SignReply
 
 __all__ = [
+    "PolicyEditReply",
+    "PolicyViewReply",
     "Tier3OfferReply",
     "REPLIES",
     "AddressJson",
@@ -387,6 +389,25 @@ class DeviceReply(Reply):
     device: DeviceJson
 
 
+class PolicyViewReply(Reply):
+    """The policy in force for the phone to edit: `signer_sig` is the identity key's over
+    `{policy_hash, policy}` (domain `owliabot-policy-view-v1`), so the bridge cannot show another."""
+
+    policy_hash: str
+    policy: dict[str, Any]
+    signer_sig: str
+
+
+class PolicyEditReply(Reply):
+    """A phone's edits, in force: `loosened` and `widens` are the signer's own judgement of the change."""
+
+    status: Literal["applied"]
+    from_hash: str
+    policy_hash: str
+    loosened: bool
+    widens: tuple[str, ...]
+
+
 # Every method's reply model: the signing client's (sign_replies.SIGN_REPLIES) and the others.
 REPLIES: dict[str, type[Reply]] = {
     **SIGN_REPLIES,
@@ -420,4 +441,6 @@ REPLIES: dict[str, type[Reply]] = {
     "companion.list": DevicesReply,
     "companion.revoke": DeviceReply,
     "approvals.revoke_device": DeviceReply,
+    "policy.view": PolicyViewReply,
+    "policy.edit": PolicyEditReply,
 }

@@ -10,6 +10,7 @@ import * as P from './present.js';
 import { renderCard, showCardError, summary } from './card.js';
 import { el, text, visible, labelled } from './dom.js';
 import * as grants from './grants.js';
+import * as policyEdit from './policy_edit.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
@@ -75,6 +76,7 @@ async function render() {
   if (!v) return renderSetup(pending);
   if (!v.backed_up) return renderBackup(v);
   if (!app.device || !app.device.device_id) return renderPair(v, pending);
+  if (policyEdit.isOpen()) return screen(...policyEdit.screen(policyUi(), v));
   return renderHome(v);
 }
 
@@ -198,6 +200,7 @@ function renderHome(v) {
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
+  children.push(policyEdit.section(policyUi()));
   children.push(grants.section({ el, app, v, visible, vault, store, showError, render }));
   children.push(tier3Section(v));
   children.push(activitySection());
@@ -310,7 +313,7 @@ function tier3Section(v) {
 
 const ACTION_WORDS = { approve: 'Approved', deny: 'Denied', freeze: 'Denied and froze', topup: 'Top-up requested',
   notifications: 'Notifications', 'freeze-all': 'Froze signing', unfreeze: 'Unfroze signing', 'freeze-queued': 'Freeze queued (offline)',
-  'freeze-cancelled': 'Queued freeze cancelled', revoke: 'Done' };
+  'freeze-cancelled': 'Queued freeze cancelled', revoke: 'Done', policy: 'Applied' };
 
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -320,7 +323,7 @@ function activitySection() {
       const failed = o.status === 'refused';
       const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : 'answer'} refused` : (ACTION_WORDS[o.action] || o.action);
       const link = o.tx_hash ? P.explorerTx(o.chain_id, o.tx_hash) : null;
-      const tone = failed ? ' refused' : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? ' done' : /freeze/.test(o.action) ? ' frozen' : '';
+      const tone = failed ? ' refused' : /^(approve|unfreeze|topup|notifications|policy)$/.test(o.action) ? ' done' : /freeze/.test(o.action) ? ' frozen' : '';
       return el('li', { class: 'activity-row' + tone, 'data-request': o.request_id || null },
         el('span', { class: 'what' }, o.what ? `${o.what}${o.to ? ' to ' + o.to : ''}` : verb),
         el('span', { class: 'status' }, o.what ? verb : ''),
@@ -394,6 +397,9 @@ async function refreshDevices(rev, always) {
   }
   await render();
 }
+
+// What the limits and address-book screen (policy_edit.js) may use of the app.
+const policyUi = () => ({ app, vault, showError, render, recordOutcome });
 
 // The countdowns; a card whose request expired says so in its own action bar and cannot be approved.
 function tick() {

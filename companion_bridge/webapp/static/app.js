@@ -253,8 +253,8 @@ async function asyncLoop(iters, tick2, cb, onReject) {
   let ts = Date.now();
   for (let i = 0; i < iters; i++) {
     cb(i);
-    const diff = Date.now() - ts;
-    if (diff >= 0 && diff < tick2)
+    const diff2 = Date.now() - ts;
+    if (diff2 >= 0 && diff2 < tick2)
       continue;
     await nextTick(onReject);
     ts = Date.now();
@@ -977,7 +977,7 @@ function createHmacDrbg(hashLen, qByteLen, hmacFn) {
   let v = u8n(hashLen);
   let k = u8n(hashLen);
   let i = 0;
-  const reset = () => {
+  const reset2 = () => {
     v.fill(1);
     k.fill(0);
     i = 0;
@@ -1005,12 +1005,12 @@ function createHmacDrbg(hashLen, qByteLen, hmacFn) {
     return concatBytes2(...out);
   };
   const genUntil = (seed, pred) => {
-    reset();
+    reset2();
     reseed(seed);
     let res = void 0;
     while ((res = pred(gen())) === void 0)
       reseed();
-    reset();
+    reset2();
     return res;
   };
   return genUntil;
@@ -1275,19 +1275,19 @@ var FIELD_FIELDS = [
   "mulN",
   "sqrN"
 ];
-function validateField(field) {
-  aobject2(field, "field");
-  if (typeof field.ORDER !== "bigint")
-    throw new TypeError('param "ORDER" is invalid: expected bigint, got ' + typeof field.ORDER);
-  asafenumber(field.BYTES, "BYTES");
-  asafenumber(field.BITS, "BITS");
+function validateField(field2) {
+  aobject2(field2, "field");
+  if (typeof field2.ORDER !== "bigint")
+    throw new TypeError('param "ORDER" is invalid: expected bigint, got ' + typeof field2.ORDER);
+  asafenumber(field2.BYTES, "BYTES");
+  asafenumber(field2.BITS, "BITS");
   for (const name of FIELD_FIELDS)
-    afunction(field[name], "field." + name);
-  if (field.BYTES < 1 || field.BITS < 1)
+    afunction(field2[name], "field." + name);
+  if (field2.BYTES < 1 || field2.BITS < 1)
     throw new Error("invalid field: expected BYTES/BITS > 0");
-  if (field.ORDER <= _1n2)
-    throw new Error("invalid field: expected ORDER > 1, got " + field.ORDER);
-  return field;
+  if (field2.ORDER <= _1n2)
+    throw new Error("invalid field: expected ORDER > 1, got " + field2.ORDER);
+  return field2;
 }
 function FpInvertBatch(Fp2, nums, passZero = false) {
   validateField(Fp2);
@@ -1556,11 +1556,11 @@ function validateMSMPoints(points, c) {
       throw new Error("invalid point at index " + i);
   });
 }
-function validateMSMScalars(scalars, field, maxScalar) {
+function validateMSMScalars(scalars, field2, maxScalar) {
   if (!Array.isArray(scalars))
     throw new Error("array of scalars expected");
   scalars.forEach((s, i) => {
-    const ok = maxScalar === void 0 ? field.isValid(s) : isPosBig(s) && s < maxScalar;
+    const ok = maxScalar === void 0 ? field2.isValid(s) : isPosBig(s) && s < maxScalar;
     if (!ok)
       throw new Error("invalid scalar at index " + i);
   });
@@ -1847,12 +1847,12 @@ function mulAddUnsafe(c, points, scalars, allowOversized = false) {
   const digits = scalars.map((n) => wnafDigits(n, 4));
   return wnafWalk(c.ZERO, tables, digits);
 }
-function createField(order, field, isLE2) {
-  if (field) {
-    if (field.ORDER !== order)
+function createField(order, field2, isLE2) {
+  if (field2) {
+    if (field2.ORDER !== order)
       throw new Error("Field.ORDER must match order: Fp == p, Fn == n");
-    validateField(field);
-    return field;
+    validateField(field2);
+    return field2;
   } else {
     return Field(order, { isLE: isLE2 });
   }
@@ -8262,6 +8262,368 @@ async function markEnded(app2, store, settings, account, done) {
   return named.length ? ` Now dead: ${named.join(" | ")}.` : "";
 }
 
+// src/policy_edit.js
+var DOMAINS3 = { view: "owliabot-policy-view-v1", edit: "owliabot-policy-edit-v1" };
+var WINDOW_WORDS = { "1h": "Hourly", "24h": "Daily", "1d": "Daily", "7d": "Weekly", "30d": "30-day" };
+var PER_WINDOW = { "1h": "an hour", "24h": "a day", "1d": "a day", "7d": "a week", "30d": "in 30 days" };
+var ADDRESS3 = /^0x[0-9a-fA-F]{40}$/;
+var st = { open: false, view: null, loading: false, draft: {}, added: [], removed: /* @__PURE__ */ new Set(), review: null, outcome: null };
+var isOpen = () => st.open;
+function checkView(view, signerKey) {
+  if (!signerKey) throw new Error("this phone has no signer key from pairing: it cannot check the policy it is shown");
+  if (!view || typeof view.policy_hash !== "string" || !/^[0-9a-f]{64}$/.test(view.policy_hash) || !view.policy || typeof view.policy !== "object") {
+    throw new Error("the bridge sent a malformed policy");
+  }
+  if (!signedBy(signerKey, DOMAINS3.view, { policy_hash: view.policy_hash, policy: view.policy }, view.signer_sig)) {
+    throw new Error("this policy is not signed by your signer (the bridge may be compromised): nothing is shown");
+  }
+  return { hash: view.policy_hash, policy: view.policy };
+}
+var limitName = (label) => label === "per_tx" ? "Per-transaction limit" : `${WINDOW_WORDS[label] || `${label} window`} limit`;
+var chainWords = (policy, chain2) => {
+  const c = (policy.chains || []).find((x) => text2(x.id) === text2(chain2));
+  return c ? visible(c.name) : `chain ${text2(chain2)}`;
+};
+function amountWords(asset, amount) {
+  if (amount === null || amount === void 0) return "no limit";
+  const decimals = Number(text2(asset.decimals));
+  const base = parseUnits(text2(amount), decimals);
+  const usd = asset.price_usd === void 0 ? null : dollars(base, decimals, asset.price_usd);
+  return `${formatUnits(base, decimals)} ${visible(asset.symbol)}${usd ? ` \u2248 ${usd}` : ""}`;
+}
+var hasLimits = (asset) => asset.per_tx !== null && asset.per_tx !== void 0 || Object.keys(asset.windows || {}).length > 0;
+function limitLoosens(asset, was, now) {
+  const decimals = Number(text2(asset.decimals));
+  if (was === null || was === void 0) return !hasLimits(asset);
+  if (now === null) return true;
+  return parseUnits(text2(now), decimals) > parseUnits(text2(was), decimals);
+}
+function assetLines(asset) {
+  const parts = [`${amountWords(asset, asset.per_tx)} a transaction`];
+  for (const [label, amount] of Object.entries(asset.windows || {})) parts.push(`${amountWords(asset, amount)} ${PER_WINDOW[label] || `in any ${label}`}`);
+  return hasLimits(asset) ? parts : ["no limits: every spend of it asks you"];
+}
+var fieldId = (i, label) => `pe-${i}-${label.replace(/[^a-z0-9]/gi, "")}`;
+function diff(policy, draft, added, removed) {
+  const edits = [], lines = [];
+  (policy.assets || []).forEach((asset, i) => {
+    const labels = ["per_tx", ...Object.keys(asset.windows || {})];
+    for (const label of labels) {
+      const id = fieldId(i, label);
+      if (!(id in draft)) continue;
+      const was = label === "per_tx" ? asset.per_tx : asset.windows[label];
+      const typed = draft[id].trim();
+      let now = null;
+      if (typed !== "") {
+        try {
+          now = formatUnits(parseUnits(typed, Number(text2(asset.decimals))), Number(text2(asset.decimals)));
+        } catch (e) {
+          throw new Error(`${limitName(label)} for ${visible(asset.symbol)}: type an amount in ${visible(asset.symbol)}, like 0.01 (${e.message})`);
+        }
+      }
+      const wasText = was === null || was === void 0 ? null : formatUnits(parseUnits(text2(was), Number(text2(asset.decimals))), Number(text2(asset.decimals)));
+      if (now === wasText) continue;
+      const looser = limitLoosens(asset, was, now);
+      edits.push({ op: "limit", chain: asset.chain, asset: text2(asset.asset), limit: label, amount: now });
+      lines.push({ looser, words: `${limitName(label)} for ${visible(asset.symbol)}: ${amountWords(asset, was)} \u2192 ${amountWords(asset, now)}` });
+    }
+  });
+  const unknownAllowed = policy.recipients && policy.recipients.unknown === "allow";
+  (policy.address_book || []).forEach((entry, i) => {
+    const where = `${groupedAddress(entry.address)} on ${chainWords(policy, entry.chain)}`;
+    if (removed.has(i)) {
+      edits.push({ op: "book_remove", chain: entry.chain, address: text2(entry.address).toLowerCase() });
+      lines.push({ looser: unknownAllowed, words: `Remove ${visible(entry.name)} (${where}) from the address book` });
+      return;
+    }
+    const id = `pe-name-${i}`;
+    if (!(id in draft) || draft[id].trim() === text2(entry.name)) return;
+    const name = draft[id].trim();
+    if (!name) throw new Error(`type a name for ${groupedAddress(entry.address)}, or remove it`);
+    edits.push({ op: "book_rename", chain: entry.chain, address: text2(entry.address).toLowerCase(), name });
+    lines.push({ looser: true, words: `Rename ${visible(entry.name)} \u2192 ${visible(name)} (${where})` });
+  });
+  for (const a of added) {
+    edits.push({ op: "book_add", chain: a.chain, address: a.address.toLowerCase(), name: a.name });
+    lines.push({ looser: true, words: `Add ${visible(a.name)} (${groupedAddress(a.address)} on ${chainWords(policy, a.chain)}) to the address book: the agent may pay it within your limits` });
+  }
+  return { edits, lines, loosens: lines.some((l) => l.looser) };
+}
+function editMessage(deviceId, baseHash, edits, ts) {
+  return signedMessage(DOMAINS3.edit, { device_id: deviceId, base_hash: baseHash, edits, ts });
+}
+function personalSign(message, secret) {
+  const prefix = utf8ToBytes(`Ethereum Signed Message:
+${message.length}`);
+  const digest = keccak_256(concatBytes(prefix, message));
+  const sig = secp256k1.Signature.fromBytes(secp256k1.sign(digest, secret, { prehash: false, lowS: true, format: "recovered", extraEntropy: false }), "recovered");
+  const word2 = (n) => n.toString(16).padStart(64, "0");
+  return "0x" + word2(sig.r) + word2(sig.s) + (27 + sig.recovery).toString(16);
+}
+async function send(session, device, baseHash, edits, loosens, withMainKey) {
+  const ts = nowTs();
+  const message = editMessage(device.device_id, baseHash, edits, ts);
+  const seed = hexToBytes(device.seed);
+  let signature;
+  try {
+    signature = deviceSign(seed, message);
+  } finally {
+    seed.fill(0);
+  }
+  const params = { device_id: device.device_id, base_hash: baseHash, edits, ts, signature };
+  if (loosens) params.main_signature = await withMainKey((secret) => personalSign(message, secret));
+  return session.call("policy.edit", params);
+}
+async function load2(ui) {
+  const { app: app2 } = ui;
+  st.loading = true;
+  try {
+    if (!app2.session || app2.status !== "connected") throw new Error("could not reach the bridge: try again when the phone is connected, or edit the policy file on the signer's machine and run owlia signer reload");
+    st.view = checkView(await app2.session.call("policy.view"), app2.device.signer_key);
+  } catch (e) {
+    st.outcome = { ok: false, words: `Could not show your limits: ${e.message || e}` };
+  } finally {
+    st.loading = false;
+  }
+}
+function reset() {
+  st.draft = {};
+  st.added = [];
+  st.removed = /* @__PURE__ */ new Set();
+  st.review = null;
+}
+function section2(ui) {
+  return el(
+    "section",
+    { id: "policy" },
+    el("h2", {}, "Limits & address book"),
+    el("p", { class: "note" }, "What the agent may spend on its own, and the people it may pay. Tightening applies at once; loosening asks for your passkey."),
+    el(
+      "button",
+      { id: "policy-open", onclick: async () => {
+        st.open = true;
+        st.outcome = null;
+        reset();
+        await ui.render();
+        await load2(ui);
+        await ui.render();
+        window.scrollTo(0, 0);
+      } },
+      "Review limits and address book"
+    )
+  );
+}
+function typedInput(id, value, attrs, ui) {
+  const input = el("input", { id, autocomplete: "off", spellcheck: "false", ...attrs });
+  input.value = id in st.draft ? st.draft[id] : value;
+  input.addEventListener("input", () => {
+    st.draft[id] = input.value;
+    st.review = null;
+  });
+  return input;
+}
+function field(labelText, input, hint) {
+  const hintNode = hint ? el("span", { class: "hint", id: `${input.id}-hint` }, hint) : null;
+  if (hintNode) input.setAttribute("aria-describedby", hintNode.id);
+  return el("div", { class: "field" }, el("label", { for: input.id }, labelText), input, hintNode);
+}
+function assetBlock(policy, asset, i, ui) {
+  const symbol = visible(asset.symbol);
+  const labels = ["per_tx", ...Object.keys(asset.windows || {})];
+  return el(
+    "div",
+    { class: "policy-asset", "data-asset": `${text2(asset.chain)}:${text2(asset.asset)}` },
+    el("h3", {}, `${symbol} on ${chainWords(policy, asset.chain)}`),
+    el("p", { class: "policy-words" }, `Now: ${assetLines(asset).join("; ")}.`),
+    ...labels.map((label) => {
+      const was = label === "per_tx" ? asset.per_tx : asset.windows[label];
+      return field(
+        `${limitName(label)} (${symbol})`,
+        typedInput(fieldId(i, label), was === null || was === void 0 ? "" : text2(was), { inputmode: "decimal" }, ui),
+        `now ${amountWords(asset, was)}; leave empty for no limit`
+      );
+    })
+  );
+}
+function bookBlock(policy, ui) {
+  const book = policy.address_book || [];
+  const chains = policy.chains || [];
+  const newName = typedInput("pe-new-name", "", {}, ui);
+  const newAddress = typedInput("pe-new-address", "", { autocapitalize: "off", inputmode: "text" }, ui);
+  const chainPick = el("select", { id: "pe-new-chain" }, chains.map((c) => el("option", { value: text2(c.id) }, `${visible(c.name)} (${text2(c.id)})`)));
+  return el(
+    "div",
+    { id: "policy-book" },
+    el("h2", {}, `Address book (${book.length})`),
+    book.length ? null : el("p", { class: "note" }, "No one yet: every payment to a new address asks you."),
+    el("ul", { class: "book" }, book.map((entry, i) => {
+      const gone = st.removed.has(i);
+      return el(
+        "li",
+        { class: "book-entry" + (gone ? " removed" : ""), "data-address": checksum2(entry.address) },
+        el("strong", { class: "book-name" }, visible(entry.name)),
+        gone ? el("span", { class: "removed-mark" }, "TO BE REMOVED") : null,
+        el("br"),
+        el("code", { class: "address" }, groupedAddress(entry.address)),
+        el("span", { class: "note" }, ` on ${chainWords(policy, entry.chain)}`),
+        gone ? null : field(`Name for ${shortAddress(entry.address)}`, typedInput(`pe-name-${i}`, text2(entry.name), {}, ui)),
+        el("button", {
+          class: gone ? "book-keep" : "book-remove danger",
+          "aria-label": `${gone ? "Keep" : "Remove"} ${visible(entry.name)}`,
+          onclick: async () => {
+            if (gone) st.removed.delete(i);
+            else st.removed.add(i);
+            st.review = null;
+            await ui.render();
+          }
+        }, gone ? "Keep" : "Remove")
+      );
+    })),
+    st.added.length ? el("ul", { class: "book added" }, st.added.map((a, k) => el(
+      "li",
+      { class: "book-entry new" },
+      el("strong", {}, visible(a.name)),
+      el("span", { class: "new-mark" }, "NEW"),
+      el("br"),
+      el("code", { class: "address" }, groupedAddress(a.address)),
+      el("button", { class: "book-undo", "aria-label": `Do not add ${visible(a.name)}`, onclick: async () => {
+        st.added.splice(k, 1);
+        st.review = null;
+        await ui.render();
+      } }, "Do not add")
+    ))) : null,
+    el("h3", {}, "Add someone"),
+    field("Name", newName),
+    field("Address (0x\u2026)", newAddress, "checksummed or all lowercase"),
+    chains.length > 1 ? field("Chain", chainPick) : null,
+    el("button", { id: "pe-add", onclick: async () => {
+      ui.showError("");
+      const name = newName.value.trim(), address = newAddress.value.trim();
+      const chain2 = chains.length > 1 ? chains.find((c) => text2(c.id) === chainPick.value).id : chains[0].id;
+      try {
+        if (!name) throw new Error("type a name for the new address");
+        if (!ADDRESS3.test(address)) throw new Error("the address is 0x followed by 40 hex digits");
+        if (address !== address.toLowerCase() && checksum2(address) !== address) throw new Error("that address has a bad checksum (a typo?): check it, or type it all lowercase");
+        const lower = address.toLowerCase();
+        if (book.some((e) => text2(e.address).toLowerCase() === lower && text2(e.chain) === text2(chain2)) || st.added.some((a) => a.address.toLowerCase() === lower && text2(a.chain) === text2(chain2))) {
+          throw new Error("that address is already in the address book");
+        }
+        st.added.push({ chain: chain2, address: checksum2(lower), name });
+        delete st.draft["pe-new-name"];
+        delete st.draft["pe-new-address"];
+        st.review = null;
+      } catch (e) {
+        ui.showError(e.message);
+      }
+      await ui.render();
+    } }, "Add to the list")
+  );
+}
+function reviewBlock(ui, v) {
+  const r = st.review;
+  const pass = el("input", { type: "password", id: "pe-pass", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
+  return el(
+    "section",
+    { id: "policy-review", "aria-labelledby": "policy-review-title", tabindex: "-1" },
+    el("h2", { id: "policy-review-title" }, r.loosens ? "Your change, in words (it loosens your policy)" : "Your change, in words"),
+    el("ul", { class: "policy-diff" }, r.lines.map((l) => el(
+      "li",
+      { class: l.looser ? "looser" : "tighter" },
+      `${l.words} `,
+      el("span", { class: "tone" }, l.looser ? "(looser)" : "(tighter)")
+    ))),
+    el("p", { class: "note" }, r.loosens ? "Loosening lets the agent do more without asking you: your signer takes it only with your passkey." : "Only tighter: your signer applies it at once."),
+    v.kind === "passphrase" && r.loosens ? el("label", { for: "pe-pass" }, "Key passphrase") : null,
+    r.loosens ? pass : null,
+    el(
+      "button",
+      { id: "pe-apply", class: "primary", onclick: () => apply(ui, v, pass.value) },
+      r.loosens ? "Approve with passkey and apply" : "Apply now"
+    ),
+    el("button", { id: "pe-keep-editing", onclick: async () => {
+      st.review = null;
+      await ui.render();
+    } }, "Keep editing")
+  );
+}
+async function apply(ui, v, passphrase) {
+  const { app: app2 } = ui;
+  const r = st.review;
+  ui.showError("");
+  try {
+    if (!app2.session || app2.status !== "connected") throw new Error("could not reach the bridge: nothing was sent. Try again when the phone is connected");
+    const reply = await send(
+      app2.session,
+      app2.device,
+      st.view.hash,
+      r.edits,
+      r.loosens,
+      (fn) => ui.vault.withSecret(passphrase, async (secret) => fn(secret))
+    );
+    const judged = reply.loosened === true ? "Your signer judged it a loosening and took it with your passkey." : "Your signer judged it tighter and applied it at once.";
+    st.outcome = { ok: true, words: `Policy changed: ${r.lines.map((l) => l.words).join("; ")}. ${judged}` };
+    await ui.recordOutcome({ action: "policy", what: `Policy changed (${r.lines.length} change${r.lines.length === 1 ? "" : "s"})`, to: "" });
+    reset();
+    await load2(ui);
+  } catch (e) {
+    st.outcome = { ok: false, words: `Not changed: ${e.message || e}` };
+    await ui.recordOutcome({ action: "policy", status: "refused", detail: e.message || String(e) });
+    if (/in force is now|not in force yet/.test(e.message || "")) {
+      reset();
+      await load2(ui);
+    } else if (/loosens your policy/.test(e.message || "") && !r.loosens) st.review = { ...r, loosens: true };
+  }
+  await ui.render();
+  const box = document.getElementById("policy-outcome");
+  if (box) {
+    box.focus({ preventScroll: true });
+    box.scrollIntoView({ block: "start" });
+  }
+}
+function screen(ui, v) {
+  const back = el("button", { id: "policy-back", onclick: async () => {
+    st.open = false;
+    reset();
+    st.outcome = null;
+    await ui.render();
+  } }, "Back to home");
+  const out = [el("h1", {}, "Limits & address book"), back];
+  if (st.outcome) {
+    out.push(el(
+      "div",
+      { id: "policy-outcome", class: `result ${st.outcome.ok ? "" : "denied"}`, role: st.outcome.ok ? "status" : "alert", tabindex: "-1" },
+      el("p", {}, st.outcome.words)
+    ));
+  }
+  if (!st.view) {
+    out.push(el("p", { class: "note" }, st.loading ? "Asking your signer for the policy in force\u2026" : "No policy shown yet."));
+    return out;
+  }
+  const policy = st.view.policy;
+  out.push(el("p", { class: "note", id: "policy-source" }, `The policy in force on your signer (version ${st.view.hash.slice(0, 12)}), checked with your signer's key.`));
+  if (st.review) {
+    out.push(reviewBlock(ui, v));
+    return out;
+  }
+  out.push(el("h2", {}, "Limits"));
+  (policy.assets || []).forEach((asset, i) => out.push(assetBlock(policy, asset, i, ui)));
+  out.push(bookBlock(policy, ui));
+  out.push(el("button", { id: "pe-review", class: "primary", onclick: async () => {
+    ui.showError("");
+    try {
+      const r = diff(policy, st.draft, st.added, st.removed);
+      if (!r.edits.length) throw new Error("nothing changed yet: edit a limit or the address book first");
+      st.review = r;
+      st.outcome = null;
+    } catch (e) {
+      ui.showError(e.message);
+    }
+    await ui.render();
+    window.scrollTo(0, 0);
+  } }, "Review the change"));
+  return out;
+}
+
 // src/main.js
 var app = {
   device: null,
@@ -8296,7 +8658,7 @@ async function saveDevice(changes) {
   app.device = { ...app.device || {}, ...changes };
   await put("kv", "device", app.device);
 }
-function screen(...children) {
+function screen2(...children) {
   const main = $("#main");
   const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
   const typed = /* @__PURE__ */ new Map();
@@ -8324,6 +8686,7 @@ async function render() {
   if (!v) return renderSetup(pending);
   if (!v.backed_up) return renderBackup(v);
   if (!app.device || !app.device.device_id) return renderPair(v, pending);
+  if (isOpen()) return screen2(...screen(policyUi(), v));
   return renderHome(v);
 }
 function protectionChoice() {
@@ -8357,7 +8720,7 @@ function renderSetup(pending) {
     }
     await render();
   };
-  screen(
+  screen2(
     el("h1", {}, "Your main key"),
     pending ? el("p", { class: "note" }, "Pairing link received. Set up the main key first; it never leaves this device.") : null,
     protectionChoice(),
@@ -8393,7 +8756,7 @@ function renderBackup(v) {
   const again = el("input", { id: "backup-pass2", type: "password", autocomplete: "new-password" });
   const unlock = el("input", { id: "unlock-pass", type: "password", autocomplete: "current-password" });
   const progress = el("p", { id: "backup-progress", class: "note", "aria-live": "polite" });
-  screen(
+  screen2(
     el("h1", {}, "Back up the key"),
     el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address)), ". Approvals are blocked until a backup exists: without one, a lost phone is a lost key."),
     el("p", { class: "note" }, `The backup is a standard V3 keystore file (scrypt). MetaMask, geth and this app's "Or import one" read it. Keep it off this phone.`),
@@ -8430,13 +8793,13 @@ function renderBackup(v) {
 }
 function renderPair(v, pending) {
   if (!pending) {
-    return screen(
+    return screen2(
       el("h1", {}, "Pair with your signer"),
       el("p", {}, "On the signer's machine run ", el("code", {}, "owlia companion pair"), " and open its QR code with this phone's camera.")
     );
   }
   const name = el("input", { id: "device-name", value: "phone", maxlength: 40, autocomplete: "off" });
-  screen(
+  screen2(
     el("h1", {}, "Pair with your signer"),
     el("p", {}, "Signer identity key (check it matches the one ", el("code", {}, "owlia companion pair"), " printed):"),
     el("code", { class: "fingerprint" }, pending.signer.slice(0, 16) + "\u2026" + pending.signer.slice(-8)),
@@ -8483,6 +8846,7 @@ function renderHome(v) {
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(outstandingSection());
   children.push(controls());
+  children.push(section2(policyUi()));
   children.push(section({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
   children.push(tier3Section(v));
   children.push(activitySection());
@@ -8495,7 +8859,7 @@ function renderHome(v) {
     el("p", { class: "note", id: "balances-note" }, "Balances are not shown here yet: your signer does not send them to the phone.")
   ));
   children.push(devicesSection());
-  screen(...children);
+  screen2(...children);
   tick();
   if (app.result && app.result.fresh) {
     app.result.fresh = false;
@@ -8644,7 +9008,8 @@ var ACTION_WORDS = {
   unfreeze: "Unfroze signing",
   "freeze-queued": "Freeze queued (offline)",
   "freeze-cancelled": "Queued freeze cancelled",
-  revoke: "Done"
+  revoke: "Done",
+  policy: "Applied"
 };
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -8657,7 +9022,7 @@ function activitySection() {
       const failed = o.status === "refused";
       const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : "answer"} refused` : ACTION_WORDS[o.action] || o.action;
       const link = o.tx_hash ? explorerTx(o.chain_id, o.tx_hash) : null;
-      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
+      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications|policy)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
       return el(
         "li",
         { class: "activity-row" + tone, "data-request": o.request_id || null },
@@ -8749,6 +9114,7 @@ async function refreshDevices(rev, always) {
   }
   await render();
 }
+var policyUi = () => ({ app, vault: vault_exports, showError, render, recordOutcome });
 function tick() {
   const now = Date.now() / 1e3;
   for (const c of document.querySelectorAll(".countdown")) {
