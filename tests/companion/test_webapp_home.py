@@ -1,0 +1,126 @@
+"""The phone's home screen reads money like a wallet: the main account's balance, each session key's
+balance against its cap, and what the agent spent in each of the policy's windows, in units and
+dollars at the policy's price. In real headless Chromium with a virtual passkey, against a real
+signer (signer/home.py behind `approvals.home`), bridge and anvil; the numbers are checked against
+the chain and the ledger. Also: only a bridge token may read it, and axe stays clean.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.kernel.addresses import to_checksum
+from policies.units import format_amount
+from signer.wire.exchange import SignerError
+from tests.companion.conftest import transfer, wait_status
+from tests.companion.test_webapp import (  # noqa: F401 - `browser` and `fresh_build` are fixtures
+    browser,
+    fresh_build,
+    wait_for,
+)
+from tests.companion.test_webapp_screens import (  # noqa: F401 - `phone` and `priced_tier` are fixtures
+    assert_accessible,
+    no_sideways_scroll,
+    phone,
+    priced_tier,
+)
+from tests.companion.webapp_support import off_loop, run_async
+from tests.conftest import FRIEND, balance
+
+pytestmark = [pytest.mark.chain]
+SPENT = 3 * 10**15  # 0.003 ETH: within the dev policy's limits, signed by the session key alone
+PRICE = 3050  # dollars per ETH in the priced policy
+
+
+def eth(wei: int) -> str:
+    return format_amount(wei, 18, "ETH")
+
+
+def usd(wei: int) -> str:
+    """The page's rounding (present.js dollars): cents below $100, whole dollars from $100."""
+    cents = wei * PRICE * 100 // 10**18
+    whole, rest = divmod(cents, 100)
+    return f"${whole:,}" if whole >= 100 or rest == 0 else f"${whole:,}.{rest:02d}"
+
+
+def connected_home(phone) -> None:
+    phone.page.reload()
+    wait_for(lambda: phone.page.evaluate("window.owlia.status()") == "connected", what="the connection")
+    phone.page.locator("#refresh-home").wait_for(timeout=15_000)
+
+
+def test_home_shows_balances_against_caps_and_what_the_agent_spent_today(phone, priced_tier):
+    page, stack = phone.page, priced_tier.stack
+    key = off_loop(stack.funded_session_key)
+    bot = priced_tier.bot_token()
+    [sent] = run_async(priced_tier.submit(transfer(FRIEND, SPENT), token=bot))
+    assert sent["status"] == "signed", sent
+    run_async(wait_status(stack, bot, sent["request_id"], {"confirmed"}))
+
+    connected_home(phone)
+    money = page.locator("#home-money")
+    main = phone.vault()["address"]
+    main_line = money.locator("li.balance.main").inner_text()
+    main_wei = balance(priced_tier.anvil, main)
+    assert main_line == f"Main account on anvil (local dev) {eth(main_wei)} ≈ {usd(main_wei)}", main_line
+
+    key_line = money.locator(f"li.balance.session-key[data-key={key['key_id']}]").inner_text()
+    key_wei, cap = balance(priced_tier.anvil, key["address"]), int(key["balance_cap"])
+    checksummed = to_checksum(key["address"].lower())
+    assert key_line.startswith(f"Session key {checksummed[:6]}…{checksummed[-4:]} on anvil (local dev) "), (
+        key_line
+    )
+    assert f"{eth(key_wei)} ≈ {usd(key_wei)} of its {eth(cap)} ≈ {usd(cap)} cap" in key_line, key_line
+
+    today = money.locator("li.spent[data-window='24h']").inner_text()
+    assert today == (
+        f"Spent today (the last 24 hours) on anvil (local dev): {eth(SPENT)} ≈ {usd(SPENT)} "
+        f"of 0.05 ETH ≈ {usd(5 * 10**16)}"
+    ), today
+    week = money.locator("li.spent[data-window='7d']").inner_text()
+    assert week.startswith(f"Spent this week (the last 7 days) on anvil (local dev): {eth(SPENT)}"), week
+    assert "Read by your signer at" in money.inner_text()
+    for jargon in ("wei", "base units", "sk_", "native"):
+        assert jargon not in money.inner_text(), (jargon, money.inner_text())
+
+    # "Top up" on the key's line fills the top-up form with that key; the amount is typed in ETH
+    money.locator(f"li[data-key={key['key_id']}] button.topup-this").click()
+    assert page.input_value("#topup-key") == key["key_id"]
+    assert page.evaluate("document.activeElement.id") == "topup-amount"
+    assert page.locator("label[for=topup-amount]").inner_text() == "Amount in ETH"
+
+    money.evaluate("(e) => e.scrollIntoView({block: 'start'})")
+    phone.shot("home")
+    assert_accessible(phone, "home balances")
+    no_sideways_scroll(phone, "home balances")
+
+    # Offline, the app opens to the last reading and says it is the last one.
+    phone.context.set_offline(True)
+    try:
+        page.reload()
+        page.locator("#home-money li.spent").first.wait_for(timeout=15_000)
+        assert "Last read by your signer at" in page.locator("#home-money").inner_text()
+        assert page.locator("#home-money li.spent[data-window='24h']").inner_text() == today
+    finally:
+        phone.context.set_offline(False)
+    wait_for(lambda: page.evaluate("window.owlia.status()") == "connected", 30, "the reconnect")
+
+
+def test_spending_the_phone_shows_moves_with_the_ledger(phone, priced_tier):
+    """A second spend shows at the next reading: the page words the ledger, it does not keep a count."""
+    bot = priced_tier.bot_token()
+    [sent] = run_async(priced_tier.submit(transfer(FRIEND, SPENT), token=bot))
+    assert sent["status"] == "signed", sent
+    phone.page.click("#refresh-home")
+    line = phone.page.locator("#home-money li.spent[data-window='24h']")
+    wait_for(lambda: f": {eth(2 * SPENT)} ≈" in line.inner_text(), 15, "the second spend")
+
+
+def test_an_agent_token_cannot_read_the_home_summary(priced_tier):
+    """The balances and spending are the owner's: a `sign` or `read` client (the agent) is refused."""
+    from signer.wire.protocol import Scope
+
+    stack = priced_tier.stack
+    for token in (priced_tier.bot_token(), stack.client_token("reader-home", Scope.READ)):
+        with pytest.raises(SignerError, match="needs the 'bridge' scope"):
+            off_loop(stack.call_sync, token, "approvals.home")
