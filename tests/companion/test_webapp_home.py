@@ -36,6 +36,18 @@ def eth(wei: int) -> str:
     return format_amount(wei, 18, "ETH")
 
 
+def short_units(amount: int, decimals: int, symbol: str) -> str:
+    """home.js roundUnits rounding down (what the owner holds, the least they get): exact up to 6
+    decimals; else 4 decimals from 1 unit up, 4 significant digits below it."""
+    exact = format_amount(amount, decimals, symbol)
+    fraction = exact.split(" ")[0].partition(".")[2]
+    if len(fraction) <= 6:
+        return exact
+    zeros = 0 if amount >= 10**decimals else len(fraction) - len(fraction.lstrip("0"))
+    step = 10 ** (decimals - min(decimals, zeros + 4))
+    return format_amount(amount // step * step, decimals, symbol)
+
+
 def usd(wei: int) -> str:
     """The page's rounding (present.js dollars): cents below $100, whole dollars from $100."""
     cents = wei * PRICE * 100 // 10**18
@@ -70,7 +82,9 @@ def test_home_shows_balances_against_caps_and_what_the_agent_spent_today(phone, 
     assert key_line.startswith(f"Session key {checksummed[:6]}…{checksummed[-4:]} on anvil (local dev) "), (
         key_line
     )
-    assert f"{eth(key_wei)} ≈ {usd(key_wei)} of its {eth(cap)} ≈ {usd(cap)} cap" in key_line, key_line
+    shown = short_units(key_wei, 18, "ETH")
+    assert shown != eth(key_wei)  # the gas it spent leaves a long amount: shortened
+    assert f"{shown} ≈ {usd(key_wei)} of its {eth(cap)} ≈ {usd(cap)} cap" in key_line, key_line
 
     today = money.locator("li.spent[data-window='24h']").inner_text()
     assert today == (

@@ -23,6 +23,7 @@ from tests.companion.test_webapp import (  # noqa: F401 - `browser` and `fresh_b
     set_up_key,
     wait_for,
 )
+from tests.companion.test_webapp_home import short_units
 from tests.companion.test_webapp_screens import SMALL, assert_accessible, box, no_sideways_scroll
 from tests.companion.webapp_support import Phone, off_loop, run_async
 from tests.conftest import SignerStack
@@ -98,7 +99,8 @@ def test_a_swap_reads_as_a_swap_with_its_slippage_bound_and_balance_changes(phon
 
     text = card_text(phone, pending["request_id"], "your session key")
     eth_price, tusd_price = int(market["eth_price_usd"]), int(tusd["price_usd"])
-    got = format_amount(minimum, tusd["decimals"], tusd["symbol"])
+    got = short_units(minimum, tusd["decimals"], tusd["symbol"])
+    assert got != format_amount(minimum, tusd["decimals"], tusd["symbol"])  # 18 decimals, shortened
     short = to_checksum(payer.lower())
     card = page.locator(f"article[data-request={pending['request_id']}]")
     sentence = card.locator(".sentence").inner_text()
@@ -165,3 +167,54 @@ def test_a_wrap_reads_as_a_wrap_into_the_listed_token_named_from_the_policy(phon
     assert_accessible(phone, "wrap card")
     card.locator("button.deny").click()
     gone(phone, card)
+
+
+def test_a_claim_reads_as_a_claim_from_the_named_distributor(browser, swap_tier, market, fresh_build):  # noqa: F811
+    """The card for a claim the signer built (signer.wire.approval_request from a decoded claim and a
+    policy that lists the distributor), rendered by the page's own card code."""
+    import json
+
+    from policies.decision import Decision, Outcome
+    from policies.intent import Call, Claim, Decoded
+    from policies.loader import parse_policy
+    from signer.wire.approval_request import RequestBuilder
+    from tests.companion.test_webapp import app_url
+
+    tusd = market["tokens"][0]
+    distributor = "0x" + "d1" * 20
+    text = swap_policy(market, swap_tier.root).read_text() + (
+        f'\nclaims:\n  distributors:\n    - {{chain: 31337, address: "{distributor}", '
+        f'token: "{tusd["address"].lower()}", name: test-airdrop}}\n'
+    )
+    main = "0x" + "a1" * 20
+    amount = 5 * 10 ** tusd["decimals"]
+    claim = Claim(31337, distributor, 0, main, amount)
+    decoded = Decoded(Call(31337, distributor, 0, b""), (claim,))
+    decision = Decision(Outcome.ESCALATE, "source.skill", "a skill asked for it", ())
+    body = RequestBuilder(parse_policy(text)).build(
+        request_id="req_claim",
+        kind="sign",
+        decoded=decoded,
+        summary="claim",
+        decision=decision,
+        agent_reason=None,
+        tx=None,
+        created_at=0.0,
+        expires_at=4102444800.0,
+    )
+    kit = Phone.open(browser, viewport=SMALL)
+    try:
+        kit.page.goto(app_url(swap_tier) + "/app/")
+        kit.page.evaluate((fresh_build / "testkit.js").read_text())
+        kit.page.evaluate("document.querySelector('main').remove()")
+        kit.page.evaluate("([t, m]) => owliaTestkit.renderCard(t, m)", [json.dumps(body), main])
+        sentence = kit.page.locator("article.card .sentence").inner_text()
+        short = to_checksum(distributor)
+        mine = to_checksum(main)
+        assert sentence == (
+            f"Claim 5 {tusd['symbol']} ≈ {usd(amount, tusd['decimals'], int(tusd['price_usd']))} from test-airdrop "
+            f"{short[:6]}…{short[-4:]} for your main account {mine[:6]}…{mine[-4:]} on anvil (local dev)"
+        ), sentence
+        assert_accessible(kit, "claim card")
+    finally:
+        kit.close()

@@ -14,6 +14,7 @@ import pytest
 from eth_utils import keccak
 
 from bot.devchain import rpc
+from policies.kernel.addresses import to_checksum
 from tests.companion.test_webapp import (  # noqa: F401 - `browser` and `fresh_build` are fixtures
     browser,
     fresh_build,
@@ -100,7 +101,12 @@ def test_freeze_tier3_from_the_phone_with_the_bridge_gone(phone, grant_tier):
     result.wait_for(timeout=60_000)
     assert result.locator("h2").inner_text() == "Tier 3 frozen", result.inner_text()
     words = result.inner_text()
-    assert "is a plain account again: no session key can spend from it through Tier 3" in words, words
+    checksummed = to_checksum(main.lower())
+    short = f"{checksummed[:6]}…{checksummed[-4:]}"
+    assert (
+        f"Your main account {short} on anvil (local dev) is a plain account again: no session key can "
+        "spend from it through Tier 3." in words
+    ), words
     assert f"revocation nonce {before} → {before + 1}" in words and "Your funds did not move" in words, words
     for jargon in ("7702", "incrementNonce", "wei"):
         assert jargon not in words, (jargon, words)

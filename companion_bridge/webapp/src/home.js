@@ -7,11 +7,30 @@ import { el, text, visible } from './dom.js';
 import * as P from './present.js';
 import { dumps, parse } from './canon.js';
 
+// `base` in units, short enough to read at a glance: exact up to 6 decimals; else 4 decimals from 1
+// unit up, 4 significant digits below it, rounded `down` (what you hold, the least you get) or `up`
+// (what you pay), so the words never claim more in your favour than the bytes do.
+export function roundUnits(base, decimals, direction = 'down') {
+  const exact = P.formatUnits(base, decimals);
+  const frac = exact.split('.')[1] || '';
+  if (frac.length <= 6) return exact;
+  const magnitude = base < 0n ? -base : base;
+  const one = 10n ** BigInt(decimals);
+  const leadingZeros = magnitude >= one ? 0 : frac.length - frac.replace(/^0+/, '').length;
+  const places = Math.min(decimals, (magnitude >= one ? 4 : leadingZeros + 4));
+  const step = 10n ** BigInt(decimals - places);
+  let kept = (magnitude / step) * step;
+  if (direction === 'up' && kept !== magnitude) kept += step;
+  return P.formatUnits(base < 0n ? -kept : kept, decimals);
+}
+
 // An amount the signer sent ({symbol, amount, amount_base_units, decimals, price_usd}) in words.
-export function amountText(a) {
+export function amountText(a, direction = 'down') {
   if (!a || typeof a !== 'object') return 'an unknown amount';
   const base = P.bigOf(a.amount_base_units), decimals = Number(text(a.decimals));
-  const units = a.amount ? visible(a.amount) : `${text(a.amount_base_units)} base units of an unlisted token`;
+  const listed = a.amount && a.symbol && base !== null && Number.isInteger(decimals) && decimals >= 0 && decimals <= 77;
+  const units = listed ? `${roundUnits(base, decimals, direction)} ${visible(a.symbol)}`
+    : a.amount ? visible(a.amount) : `${text(a.amount_base_units)} base units of an unlisted token`;
   const usd = base !== null && Number.isInteger(decimals) ? P.dollars(base, decimals, a.price_usd) : null;
   return usd ? `${units} ≈ ${usd}` : units;
 }

@@ -71,7 +71,7 @@ export function sentence(a, r, ctx) {
     const recipient = a.recipient && lower(a.recipient.address) !== lower(a.router && a.router.address) ? a.recipient : null;
     const where = venue ? ` on ${venue} (${visible(P.chainName(r))})` : null;
     return [
-      el('p', { class: 'sentence swap' }, `Swap ${amountText(a.pays || a.token_in)} for at least ${amountText(a.gets_at_least || a.token_out_min)}`,
+      el('p', { class: 'sentence swap' }, `Swap ${amountText(a.pays || a.token_in, 'up')} for at least ${amountText(a.gets_at_least || a.token_out_min)}`,
         where || [' through an unlisted router ', party(a.router, ctx), on],
         recipient ? [', paid to ', party(recipient, ctx)] : ''),
       slippageLine(a),
@@ -83,7 +83,7 @@ export function sentence(a, r, ctx) {
     // the contract is the policy's listed token (its symbol names it), else it is shown as new
     const symbol = a.type === 'wrap' ? a.becomes && a.becomes.symbol : a.symbol;
     const contract = { ...(a.contract || {}), name: (a.contract && a.contract.name) || (symbol ? `the ${visible(symbol)} contract` : null) };
-    return [el('p', { class: `sentence ${a.type}` }, `${verb} ${amountText(a)}${into} at `, party(contract, ctx), on)];
+    return [el('p', { class: `sentence ${a.type}` }, `${verb} ${amountText(a, 'up')}${into} at `, party(contract, ctx), on)];
   }
   if (a.type === 'claim') {
     return [el('p', { class: 'sentence claim' }, `Claim ${a.amount ? amountText(a) : `${visible(a.amount_base_units)} base units of a token this signer does not know`} from `,
@@ -97,7 +97,7 @@ export function sentence(a, r, ctx) {
 
 // Short words for the activity list.
 export function summary(a) {
-  if (a.type === 'swap') return { what: `Swap ${visible((a.pays || a.token_in || {}).amount || 'a token')} for ${visible((a.gets_at_least || a.token_out_min || {}).amount || 'a token')}`, to: a.venue ? venueName(a.venue) : P.shortAddress(a.router && a.router.address) };
+  if (a.type === 'swap') return { what: `Swap ${amountText(a.pays || a.token_in, 'up')} for ${amountText(a.gets_at_least || a.token_out_min)}`, to: a.venue ? venueName(a.venue) : P.shortAddress(a.router && a.router.address) };
   if (a.type === 'wrap' || a.type === 'unwrap') return { what: `${a.type === 'wrap' ? 'Wrap' : 'Unwrap'} ${visible(a.amount || 'a token')}`, to: '' };
   if (a.type === 'claim') return { what: `Claim ${visible(a.amount || 'a token')}`, to: '' };
   return null;

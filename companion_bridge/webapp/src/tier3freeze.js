@@ -7,6 +7,8 @@
 import * as eth from './eth.js';
 import * as tier3 from './tier3.js';
 import { signEip7702 } from './grants.js';
+import { shortAddress } from './present.js';
+import { text, visible } from './dom.js';
 
 export const ZERO_ADDRESS = '0x' + '00'.repeat(20);
 export const FREEZE_GAS = 150000n;  // as the CLI: the authorization and incrementNonce
@@ -42,7 +44,7 @@ export async function freeze(settings, account, signWith, step = () => {}) {
   const after = await tier3.currentNonce(settings, account);
   const code = String(await tier3.rpc(settings.rpc_url, 'eth_getCode', [account, 'latest'])).toLowerCase();
   if (receipt.status !== '0x1' || after <= before || (code !== '0x' && code !== '')) {
-    throw new Error(`the freeze did not take effect on chain (tx ${txHash}): freeze again, or run owlia wallet freeze on a computer with your main key`);
+    throw new Error(`the freeze did not take effect on chain (tx ${txHash}): freeze again (or, on a computer with your main key: owlia wallet freeze)`);
   }
   return { before, after, tx_hash: txHash };
 }
@@ -50,7 +52,7 @@ export async function freeze(settings, account, signWith, step = () => {}) {
 // The result screen's words (main.js shows them where the owner is looking).
 export function resultLines(account, chainName, done) {
   return [
-    `Your main account ${account} on ${chainName} is a plain account again: no session key can spend from it through Tier 3.`,
+    `Your main account ${shortAddress(account)} on ${chainName} is a plain account again: no session key can spend from it through Tier 3.`,
     `Every grant it gave is dead on chain for good (revocation nonce ${done.before} → ${done.after}); authorizing it again later revives none of them.`,
     'Your funds did not move: they stay with your main key.',
     'To use Tier 3 again: authorize the account, then grant again, in the Tier 3 section below.',
@@ -73,7 +75,8 @@ export function control(ui) {
       } catch (e) { return ui.showError(e.message); }
       app.tier3 = { ...(app.tier3 || {}), rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
       await ui.store.put('kv', 'tier3', app.tier3);
-      const chainName = `chain ${settings.chain_id}`;
+      const known = ((app.home && app.home.balances) || []).find((b) => b && text(b.chain_id) === settings.chain_id.toString());
+      const chainName = known && known.chain ? visible(known.chain) : `chain ${settings.chain_id}`;
       const pass = field('t3-pass') || '';
       const progress = document.getElementById('t3-result');
       try {

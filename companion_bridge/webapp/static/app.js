@@ -7731,10 +7731,24 @@ function labelled(labelText, input, hint) {
 }
 
 // src/home.js
-function amountText(a) {
+function roundUnits(base, decimals, direction = "down") {
+  const exact = formatUnits(base, decimals);
+  const frac = exact.split(".")[1] || "";
+  if (frac.length <= 6) return exact;
+  const magnitude = base < 0n ? -base : base;
+  const one = 10n ** BigInt(decimals);
+  const leadingZeros = magnitude >= one ? 0 : frac.length - frac.replace(/^0+/, "").length;
+  const places = Math.min(decimals, magnitude >= one ? 4 : leadingZeros + 4);
+  const step = 10n ** BigInt(decimals - places);
+  let kept = magnitude / step * step;
+  if (direction === "up" && kept !== magnitude) kept += step;
+  return formatUnits(base < 0n ? -kept : kept, decimals);
+}
+function amountText(a, direction = "down") {
   if (!a || typeof a !== "object") return "an unknown amount";
   const base = bigOf(a.amount_base_units), decimals = Number(text2(a.decimals));
-  const units = a.amount ? visible(a.amount) : `${text2(a.amount_base_units)} base units of an unlisted token`;
+  const listed = a.amount && a.symbol && base !== null && Number.isInteger(decimals) && decimals >= 0 && decimals <= 77;
+  const units = listed ? `${roundUnits(base, decimals, direction)} ${visible(a.symbol)}` : a.amount ? visible(a.amount) : `${text2(a.amount_base_units)} base units of an unlisted token`;
   const usd = base !== null && Number.isInteger(decimals) ? dollars(base, decimals, a.price_usd) : null;
   return usd ? `${units} \u2248 ${usd}` : units;
 }
@@ -7951,7 +7965,7 @@ function sentence(a, r, ctx) {
       el(
         "p",
         { class: "sentence swap" },
-        `Swap ${amountText(a.pays || a.token_in)} for at least ${amountText(a.gets_at_least || a.token_out_min)}`,
+        `Swap ${amountText(a.pays || a.token_in, "up")} for at least ${amountText(a.gets_at_least || a.token_out_min)}`,
         where || [" through an unlisted router ", party(a.router, ctx), on],
         recipient ? [", paid to ", party(recipient, ctx)] : ""
       ),
@@ -7963,7 +7977,7 @@ function sentence(a, r, ctx) {
     const into = a.becomes && a.becomes.amount ? ` into ${visible(a.becomes.amount)}` : "";
     const symbol = a.type === "wrap" ? a.becomes && a.becomes.symbol : a.symbol;
     const contract = { ...a.contract || {}, name: a.contract && a.contract.name || (symbol ? `the ${visible(symbol)} contract` : null) };
-    return [el("p", { class: `sentence ${a.type}` }, `${verb} ${amountText(a)}${into} at `, party(contract, ctx), on)];
+    return [el("p", { class: `sentence ${a.type}` }, `${verb} ${amountText(a, "up")}${into} at `, party(contract, ctx), on)];
   }
   if (a.type === "claim") {
     return [el(
@@ -7982,7 +7996,7 @@ function sentence(a, r, ctx) {
   return null;
 }
 function summary(a) {
-  if (a.type === "swap") return { what: `Swap ${visible((a.pays || a.token_in || {}).amount || "a token")} for ${visible((a.gets_at_least || a.token_out_min || {}).amount || "a token")}`, to: a.venue ? venueName(a.venue) : shortAddress(a.router && a.router.address) };
+  if (a.type === "swap") return { what: `Swap ${amountText(a.pays || a.token_in, "up")} for ${amountText(a.gets_at_least || a.token_out_min)}`, to: a.venue ? venueName(a.venue) : shortAddress(a.router && a.router.address) };
   if (a.type === "wrap" || a.type === "unwrap") return { what: `${a.type === "wrap" ? "Wrap" : "Unwrap"} ${visible(a.amount || "a token")}`, to: "" };
   if (a.type === "claim") return { what: `Claim ${visible(a.amount || "a token")}`, to: "" };
   return null;
@@ -8591,13 +8605,13 @@ async function freeze2(settings, account, signWith, step = () => {
   const after = await currentNonce(settings, account);
   const code = String(await rpc(settings.rpc_url, "eth_getCode", [account, "latest"])).toLowerCase();
   if (receipt.status !== "0x1" || after <= before || code !== "0x" && code !== "") {
-    throw new Error(`the freeze did not take effect on chain (tx ${txHash}): freeze again, or run owlia wallet freeze on a computer with your main key`);
+    throw new Error(`the freeze did not take effect on chain (tx ${txHash}): freeze again (or, on a computer with your main key: owlia wallet freeze)`);
   }
   return { before, after, tx_hash: txHash };
 }
 function resultLines(account, chainName2, done) {
   return [
-    `Your main account ${account} on ${chainName2} is a plain account again: no session key can spend from it through Tier 3.`,
+    `Your main account ${shortAddress(account)} on ${chainName2} is a plain account again: no session key can spend from it through Tier 3.`,
     `Every grant it gave is dead on chain for good (revocation nonce ${done.before} \u2192 ${done.after}); authorizing it again later revives none of them.`,
     "Your funds did not move: they stay with your main key.",
     "To use Tier 3 again: authorize the account, then grant again, in the Tier 3 section below."
@@ -8620,7 +8634,8 @@ function control(ui) {
       }
       app2.tier3 = { ...app2.tier3 || {}, rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
       await ui.store.put("kv", "tier3", app2.tier3);
-      const chainName2 = `chain ${settings.chain_id}`;
+      const known = (app2.home && app2.home.balances || []).find((b) => b && text2(b.chain_id) === settings.chain_id.toString());
+      const chainName2 = known && known.chain ? visible(known.chain) : `chain ${settings.chain_id}`;
       const pass = field("t3-pass") || "";
       const progress = document.getElementById("t3-result");
       try {
