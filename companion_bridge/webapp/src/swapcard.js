@@ -4,7 +4,7 @@
 // the router or WETH that the sentence already says are not repeated as "Call a contract".
 import { el, text, visible } from './dom.js';
 import * as P from './present.js';
-import { amountText } from './home.js';
+import { amountText, roundUnits } from './home.js';
 
 export const DEFI = new Set(['swap', 'wrap', 'unwrap', 'claim', 'payout']);
 const lower = (a) => text(a).toLowerCase();
@@ -58,9 +58,8 @@ export function explained(actions) {
 
 function slippageLine(a) {
   const bps = Number(text(a.max_slippage_bps));
-  const bound = Number.isFinite(bps) && text(a.max_slippage_bps) !== ''
-    ? ` Your policy lets a swap give up at most ${bps / 100}% to slippage; this one is held to that minimum.` : '';
-  return el('p', { class: 'slippage' }, `If the price moves, the swap fails rather than pay out less than ${amountText(a.gets_at_least || a.token_out_min)}.${bound}`);
+  const bound = Number.isFinite(bps) && text(a.max_slippage_bps) !== '' ? ` (your policy allows at most ${bps / 100}% slippage)` : '';
+  return el('p', { class: 'slippage' }, `If the price moves, the swap fails rather than pay out less${bound}.`);
 }
 
 // One or two paragraphs for a DeFi action (null for an action this module does not word).
@@ -121,7 +120,8 @@ export function otherChanges(r, ctx) {
     if (delta === null || !Number.isInteger(decimals) || decimals < 0 || decimals > 36) continue;
     const symbol = text(c.symbol) || (c.asset === 'native' ? 'ETH' : P.shortAddress(c.asset));
     const who = ownerLabel(c.account, ctx) || P.shortAddress(c.account);
-    rows.push({ delta, text: `${delta < 0n ? '−' : '+'}${P.formatUnits(delta < 0n ? -delta : delta, decimals)} ${symbol} (${who})` });
+    const shown = roundUnits(delta < 0n ? -delta : delta, decimals, delta < 0n ? 'up' : 'down');
+    rows.push({ delta, text: `${delta < 0n ? '−' : '+'}${shown} ${symbol} (${who})` });
   }
   return rows;
 }

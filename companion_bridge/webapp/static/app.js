@@ -7952,8 +7952,8 @@ function explained(actions) {
 }
 function slippageLine(a) {
   const bps = Number(text2(a.max_slippage_bps));
-  const bound = Number.isFinite(bps) && text2(a.max_slippage_bps) !== "" ? ` Your policy lets a swap give up at most ${bps / 100}% to slippage; this one is held to that minimum.` : "";
-  return el("p", { class: "slippage" }, `If the price moves, the swap fails rather than pay out less than ${amountText(a.gets_at_least || a.token_out_min)}.${bound}`);
+  const bound = Number.isFinite(bps) && text2(a.max_slippage_bps) !== "" ? ` (your policy allows at most ${bps / 100}% slippage)` : "";
+  return el("p", { class: "slippage" }, `If the price moves, the swap fails rather than pay out less${bound}.`);
 }
 function sentence(a, r, ctx) {
   const on = ` on ${visible(chainName(r))}`;
@@ -8017,7 +8017,8 @@ function otherChanges(r, ctx) {
     if (delta === null || !Number.isInteger(decimals) || decimals < 0 || decimals > 36) continue;
     const symbol = text2(c.symbol) || (c.asset === "native" ? "ETH" : shortAddress(c.asset));
     const who2 = ownerLabel(c.account, ctx) || shortAddress(c.account);
-    rows.push({ delta, text: `${delta < 0n ? "\u2212" : "+"}${formatUnits(delta < 0n ? -delta : delta, decimals)} ${symbol} (${who2})` });
+    const shown = roundUnits(delta < 0n ? -delta : delta, decimals, delta < 0n ? "up" : "down");
+    rows.push({ delta, text: `${delta < 0n ? "\u2212" : "+"}${shown} ${symbol} (${who2})` });
   }
   return rows;
 }
