@@ -138,3 +138,60 @@ def test_an_agent_token_cannot_read_the_home_summary(priced_tier):
     for token in (priced_tier.bot_token(), stack.client_token("reader-home", Scope.READ)):
         with pytest.raises(SignerError, match="needs the 'bridge' scope"):
             off_loop(stack.call_sync, token, "approvals.home")
+
+
+def test_shortened_amounts_never_favour_the_owner(browser, priced_tier, fresh_build):  # noqa: F811
+    """Property: what the page shows rounded down is at most the exact amount and rounded up at least
+    it, within one unit of the last shown digit, short (4 decimals from 1 unit up, 4 significant
+    digits below); amounts of 6 decimals or fewer exact."""
+    from decimal import Decimal, localcontext
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tests.companion.test_webapp import app_url
+    from tests.companion.webapp_support import Phone
+
+    kit = Phone.open(browser)
+    try:
+        kit.page.goto(app_url(priced_tier) + "/app/")
+        kit.page.evaluate((fresh_build / "testkit.js").read_text())
+
+        @settings(max_examples=40, deadline=None)
+        @given(
+            st.lists(
+                st.tuples(st.integers(0, 10**30), st.sampled_from([0, 2, 6, 8, 18])), min_size=1, max_size=40
+            )
+        )
+        def check(items):
+            shown = kit.page.evaluate(
+                "(xs) => owliaTestkit.roundMany(xs)",
+                [[str(a), d, way] for a, d in items for way in ("down", "up")],
+            )
+            with localcontext() as exact_enough:
+                exact_enough.prec = 100  # the default 28 digits would round 10**30
+                compare(items, shown)
+
+        def compare(items, shown):
+            for (amount, decimals), down, up in zip(items, shown[0::2], shown[1::2]):
+                exact = Decimal(amount) / (Decimal(10) ** decimals)
+                assert Decimal(down) <= exact <= Decimal(up), (amount, decimals, down, up)
+                for shown_text in (down, up):  # 4 decimals from 1 unit up, else 4 significant digits
+                    fraction = shown_text.partition(".")[2]
+                    assert len(fraction) <= 6 or len(fraction.lstrip("0")) <= 4, (
+                        amount,
+                        decimals,
+                        shown_text,
+                    )
+                    if exact >= 1 and len(fraction) > 6:
+                        raise AssertionError((amount, decimals, shown_text))
+                places = max(len(down.partition(".")[2]), len(up.partition(".")[2]))
+                assert Decimal(up) - Decimal(down) <= Decimal(1) / (
+                    Decimal(10) ** places
+                ) or exact == Decimal(down)
+                if len(format_amount(amount, decimals, "X").split(" ")[0].partition(".")[2]) <= 6:
+                    assert Decimal(down) == exact == Decimal(up)
+
+        check()
+    finally:
+        kit.close()

@@ -94,6 +94,19 @@ def test_freeze_tier3_from_the_phone_with_the_bridge_gone(phone, grant_tier):
 
     tier.bridge.stop()  # the signer's host is out of reach: the phone talks to the node alone
     wait_for(lambda: page.evaluate("window.owlia.status()") == "offline", 30, "the page to notice")
+    # a node on another chain than the one named: refused before anything is signed
+    fill_chain(phone, tier)
+    page.fill("#t3-chain", "8453")
+    sent_before = len(phone.sent)
+    page.click("#t3-freeze")
+    result = page.locator("#result")
+    result.wait_for(timeout=30_000)
+    assert result.locator("h2").inner_text() == "Tier 3 not frozen", result.inner_text()
+    assert "is chain 31337, not 8453: nothing was signed" in result.inner_text()
+    assert not any(b"eth_sendRawTransaction" in body for _, _, body in phone.sent[sent_before:])
+    assert revocation_nonce(tier, main) == before
+    page.click("#result-done")
+
     fill_chain(phone, tier)
     sent_before = len(phone.sent)
     page.click("#t3-freeze")
@@ -121,6 +134,11 @@ def test_freeze_tier3_from_the_phone_with_the_bridge_gone(phone, grant_tier):
     assert any(b'"eth_sendRawTransaction"' in body for body in to_node)
     assert phone.main_key.hex() not in phone.everything_sent()
     assert all(r["ended"] for r in phone.idb()["kv"]["tier3_grants"])
+    # the last reading's Tier 3 line (offline: not read again) no longer says what it still allows
+    tier3_line = page.locator("#home-money li.tier3-left").inner_text()
+    assert tier3_line.startswith("Tier 3 on anvil (local dev): ended on chain (frozen from this phone"), (
+        tier3_line
+    )
     activity = page.locator("#activity li", has_text="Froze Tier 3")
     assert activity.count() == 1 and "Tier 3 frozen" in activity.inner_text()
 

@@ -163,3 +163,11 @@ export function ownAccounts(home) {
   }
   return out;
 }
+
+// After this phone ended Tier 3 on a chain (a revoke or a freeze), the last reading's Tier 3 lines
+// there say so at once: an old "still allows" must not stand under "Tier 3 frozen" while offline.
+export async function markTier3Ended(app, store, chainId, words) {
+  if (!app.home || !Array.isArray(app.home.tier3)) return;
+  for (const g of app.home.tier3) if (g && text(g.chain_id) === String(chainId)) g.ended_on_chain = words;
+  await store.put('kv', 'home', dumps(app.home, false));
+}

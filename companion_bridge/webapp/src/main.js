@@ -299,6 +299,7 @@ function tier3Section(v) {
         app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain `
           + `(revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
         app.tier3.last += await grants.markEnded(app, store, settings, v.address, done);
+        await home.markTier3Ended(app, store, settings.chain_id, `revoked from this phone, revocation nonce ${done.before} → ${done.after}`);
       } catch (e) {
         app.tier3.last = `Not revoked: ${e.message || e}`;
         showError(app.tier3.last);

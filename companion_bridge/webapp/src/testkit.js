@@ -7,6 +7,7 @@ import * as journal from './journal.js';
 import * as present from './present.js';
 import { renderCard } from './card.js';
 import * as grants from './grants.js';
+import { roundUnits } from './home.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -65,4 +66,6 @@ globalThis.owliaTestkit = {
   parseMany: (texts, decimals) => texts.map((t) => { try { return present.parseUnits(t, decimals).toString(); } catch { return null; } }),
   formatMany: (pairs) => pairs.map(([amount, decimals]) => present.formatUnits(BigInt(amount), decimals)),
   feeText: (wei) => present.feeText(BigInt(wei), 'ETH'),
+  // [amount, decimals, 'up' | 'down'] -> the shortened amount the home screen and swap card show
+  roundMany: (items) => items.map(([amount, decimals, direction]) => roundUnits(BigInt(amount), decimals, direction)),
 };

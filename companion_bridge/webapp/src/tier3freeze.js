@@ -9,6 +9,7 @@ import * as tier3 from './tier3.js';
 import { signEip7702 } from './grants.js';
 import { shortAddress } from './present.js';
 import { text, visible } from './dom.js';
+import { markTier3Ended } from './home.js';
 
 export const ZERO_ADDRESS = '0x' + '00'.repeat(20);
 export const FREEZE_GAS = 150000n;  // as the CLI: the authorization and incrementNonce
@@ -83,6 +84,7 @@ export function control(ui) {
         const done = await freeze(settings, v.address, (fn) => ui.vault.withSecret(pass, async (secret) => fn(secret)),
           (what) => { if (progress) progress.textContent = `Freezing Tier 3: ${what}…`; });
         await ui.markEnded(app, ui.store, settings, v.address, done);
+        await markTier3Ended(app, ui.store, settings.chain_id, `frozen from this phone, revocation nonce ${done.before} → ${done.after}`);
         app.tier3.last = `Tier 3 frozen on ${chainName} (tx ${done.tx_hash}).`;
         app.result = { kind: 'frozen', title: 'Tier 3 frozen', lines: resultLines(v.address, chainName, done), fresh: true };
         await ui.recordOutcome({ action: 'tier3-freeze', what: 'Froze Tier 3', to: chainName, chain_id: settings.chain_id.toString(), tx_hash: done.tx_hash });

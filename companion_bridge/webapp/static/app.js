@@ -7903,6 +7903,11 @@ function ownAccounts(home) {
   }
   return out;
 }
+async function markTier3Ended(app2, store, chainId, words) {
+  if (!app2.home || !Array.isArray(app2.home.tier3)) return;
+  for (const g of app2.home.tier3) if (g && text2(g.chain_id) === String(chainId)) g.ended_on_chain = words;
+  await store.put("kv", "home", dumps(app2.home, false));
+}
 
 // src/swapcard.js
 var DEFI = /* @__PURE__ */ new Set(["swap", "wrap", "unwrap", "claim", "payout"]);
@@ -8649,6 +8654,7 @@ function control(ui) {
           }
         );
         await ui.markEnded(app2, ui.store, settings, v.address, done);
+        await markTier3Ended(app2, ui.store, settings.chain_id, `frozen from this phone, revocation nonce ${done.before} \u2192 ${done.after}`);
         app2.tier3.last = `Tier 3 frozen on ${chainName2} (tx ${done.tx_hash}).`;
         app2.result = { kind: "frozen", title: "Tier 3 frozen", lines: resultLines(v.address, chainName2, done), fresh: true };
         await ui.recordOutcome({ action: "tier3-freeze", what: "Froze Tier 3", to: chainName2, chain_id: settings.chain_id.toString(), tx_hash: done.tx_hash });
@@ -9028,6 +9034,7 @@ function tier3Section(v) {
         );
         app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain (revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
         app.tier3.last += await markEnded(app, store_exports, settings, v.address, done);
+        await markTier3Ended(app, store_exports, settings.chain_id, `revoked from this phone, revocation nonce ${done.before} \u2192 ${done.after}`);
       } catch (e) {
         app.tier3.last = `Not revoked: ${e.message || e}`;
         showError(app.tier3.last);
