@@ -16,6 +16,7 @@ from tests.companion.conftest import transfer, wait_status
 from tests.companion.test_webapp import (  # noqa: F401 - `browser` and `fresh_build` are fixtures
     browser,
     fresh_build,
+    gone,
     wait_for,
 )
 from tests.companion.test_webapp_screens import (  # noqa: F401 - `phone` and `priced_tier` are fixtures
@@ -102,6 +103,15 @@ def test_home_shows_balances_against_caps_and_what_the_agent_spent_today(phone, 
     assert page.input_value("#topup-key") == key["key_id"]
     assert page.evaluate("document.activeElement.id") == "topup-amount"
     assert page.locator("label[for=topup-amount]").inner_text() == "Amount in ETH"
+    page.fill("#topup-amount", "0.001")
+    page.click("#topup")
+    card = page.locator("article.card", has_text=f"{checksummed[:6]}…{checksummed[-4:]}")
+    card.wait_for(timeout=15_000)  # the top-up asks the phone, in ETH
+    assert "Send 0.001 ETH ≈ $3.05 to" in card.locator(".sentence").inner_text()
+    row = page.locator("#activity li", has_text="Top up 0.001 ETH").first.inner_text()
+    assert f"to session key {checksummed[:6]}…{checksummed[-4:]}" in row and "sk_" not in row, row
+    card.locator("button.deny").click()
+    gone(phone, card)
 
     money.evaluate("(e) => e.scrollIntoView({block: 'start'})")
     phone.shot("home")

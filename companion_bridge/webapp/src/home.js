@@ -171,3 +171,9 @@ export async function markTier3Ended(app, store, chainId, words) {
   for (const g of app.home.tier3) if (g && text(g.chain_id) === String(chainId)) g.ended_on_chain = words;
   await store.put('kv', 'home', dumps(app.home, false));
 }
+
+// A session key in words for the activity list: its short address when the last reading knows it.
+export function sessionKeyWords(home, keyId) {
+  const line = (home && Array.isArray(home.balances) ? home.balances : []).find((b) => b && b.key_id && text(b.key_id) === keyId);
+  return line ? `session key ${P.shortAddress(line.address)}` : 'a session key';
+}

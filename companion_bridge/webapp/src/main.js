@@ -630,7 +630,7 @@ async function topup(keyId, amount) {
     const result = await app.session.call('approvals.topup', params);
     for (const id of ['topup-key', 'topup-amount']) { const f = document.getElementById(id); if (f) f.value = ''; }
     refreshHome();
-    await recordOutcome({ request_id: text(result.request_id) || null, action: 'topup', what: `Top up ${amount || 'to its cap'}${amount ? ' ETH' : ''}`, to: keyId });
+    await recordOutcome({ request_id: text(result.request_id) || null, action: 'topup', what: `Top up ${amount || 'to its cap'}${amount ? ' ETH' : ''}`, to: home.sessionKeyWords(app.home, keyId) });
   } catch (e) { showError(`top-up refused: ${e.message}`); } finally { seed.fill(0); }
   await render();
 }

@@ -7908,6 +7908,10 @@ async function markTier3Ended(app2, store, chainId, words) {
   for (const g of app2.home.tier3) if (g && text2(g.chain_id) === String(chainId)) g.ended_on_chain = words;
   await store.put("kv", "home", dumps(app2.home, false));
 }
+function sessionKeyWords(home, keyId) {
+  const line = (home && Array.isArray(home.balances) ? home.balances : []).find((b) => b && b.key_id && text2(b.key_id) === keyId);
+  return line ? `session key ${shortAddress(line.address)}` : "a session key";
+}
 
 // src/swapcard.js
 var DEFI = /* @__PURE__ */ new Set(["swap", "wrap", "unwrap", "claim", "payout"]);
@@ -9412,7 +9416,7 @@ async function topup(keyId, amount) {
       if (f) f.value = "";
     }
     refreshHome();
-    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: keyId });
+    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: sessionKeyWords(app.home, keyId) });
   } catch (e) {
     showError(`top-up refused: ${e.message}`);
   } finally {
