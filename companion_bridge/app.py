@@ -63,6 +63,7 @@ CALLABLE = frozenset(
         "approvals.freeze",
         "approvals.topup",
         "approvals.state",
+        "approvals.home",
         "approvals.revoke_device",
         "tier3.offer",
         "tier3.grant_answer",

@@ -25,6 +25,7 @@ from signer.clock import SignerClock, steady
 from signer.engine import Engine
 from signer.grant_offers import GrantOffers
 from signer.policy_edit import PhoneEdits
+from signer.home import Home
 from signer.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.requests import (
@@ -63,6 +64,7 @@ from signer.wire.replies import (
     BalanceReply,
     DeviceReply,
     DevicesReply,
+    HomeReply,
     InFlight,
     PolicyCheckReply,
     PolicyEditReply,
@@ -187,6 +189,7 @@ class Methods:
                     lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq))
                 ),
             ),
+            "approvals.home": Method(Scope.BRIDGE, None, bridge_only(self._home)),
             # Tier 3 from the phone (signer.grant_offers): the signer offers, the main key signs on the phone.
             "tier3.offer": Method(Scope.BRIDGE, Tier3OfferParams, bridge_only(self._tier3_offer)),
             "tier3.grant_answer": Method(Scope.BRIDGE, Tier3AnswerParams, bridge_only(self._tier3_answer)),
@@ -306,6 +309,15 @@ class Methods:
                 **self._companion_reach(),
             }
         )
+
+    async def _home(self, client: Client, _: None) -> HomeReply:
+        """The phone's home screen: balances, what was spent per window, what Tier 3 still allows."""
+        assert self.approvals is not None
+        engine = self.engine
+        home = Home(
+            engine.policy, engine.chains, engine.keys, engine.ledger, engine.tier2.tier3, engine.clock
+        )
+        return HomeReply.model_validate(await home.summary(self.approvals.devices.main_account()))
 
     def _companion_reach(self) -> dict[str, Any]:
         """The main account and the number of live companions (no Tier 1 on this signer: none)."""

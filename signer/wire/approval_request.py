@@ -79,6 +79,10 @@ class RequestBuilder:
             shown["price_usd"] = format_amount(rule.price.usd_micros_per_unit, USD_DECIMALS, "").strip()
         return shown
 
+    def amount(self, chain_id: int, asset: str, amount: int) -> dict[str, Any]:
+        """An amount as the companion shows it: units, symbol, and the policy's price when it has one."""
+        return self._asset(chain_id, asset, amount)
+
     def _party(self, chain_id: int, address: str) -> dict[str, Any]:
         name = self.index.address_name(chain_id, address)
         return {"address": to_checksum(address), "name": name, "label": name or "new address"}
@@ -149,6 +153,40 @@ class RequestBuilder:
         assert isinstance(action, Forbidden)
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
 
+    def _with_context(self, decoded: Decoded, action: Any) -> dict[str, Any]:
+        """An action as `action` words it, and for a swap what the payer really gives and gets: ETH
+        when it pays the router in ETH (which wraps it) or has the output unwrapped, the venue's name
+        from the policy's `swaps:` list, and the policy's slippage bound."""
+        shown = self.action(action)
+        if isinstance(action, Wrap):  # the other side of a wrap, in the policy's symbol for the token
+            other = NATIVE if action.unwrap else action.contract
+            return {**shown, "becomes": self._asset(action.chain_id, other, action.amount)}
+        if not isinstance(action, Swap):
+            return shown
+        rules = self.index.swaps
+        router = rules.routers.get((action.chain_id, action.router)) if rules is not None else None
+        paid = any(
+            isinstance(a, Transfer) and a.asset == NATIVE and a.recipient == action.router and a.amount
+            for a in decoded.actions
+        )
+        unwraps = any(isinstance(a, RouterPayout) and a.method == "unwrapWETH9" for a in decoded.actions)
+        pays_eth = router is not None and action.token_in == router.weth and paid
+        gets_eth = (
+            router is not None
+            and action.recipient == action.router
+            and action.token_out == router.weth
+            and unwraps
+        )
+        return {
+            **shown,
+            "pays": self._asset(action.chain_id, NATIVE if pays_eth else action.token_in, action.amount_in),
+            "gets_at_least": self._asset(
+                action.chain_id, NATIVE if gets_eth else action.token_out, action.amount_out_min
+            ),
+            "venue": router.name if router is not None else None,
+            "max_slippage_bps": rules.max_slippage_bps if rules is not None else None,
+        }
+
     def build(
         self,
         *,
@@ -173,7 +211,7 @@ class RequestBuilder:
             "chain": f"{name} ({chain_id})" if name else f"unknown chain {chain_id}",
             "tx": tx,
             "summary": summary,
-            "actions": [self.action(a) for a in decoded.actions],
+            "actions": [self._with_context(decoded, a) for a in decoded.actions],
             "escalation": escalation_json(decision),
             "agent_reason_unverified": agent_reason,
             "created_at": created_at,

@@ -56,6 +56,7 @@ __all__ = [
     "DeviceJson",
     "DeviceReply",
     "DevicesReply",
+    "HomeReply",
     "InFlight",
     "InFlightTx",
     "PairBeginReply",
@@ -367,6 +368,18 @@ class ApprovalsStateReply(SignerState):
     audit_checkpoint: Checkpoint
 
 
+class HomeReply(Reply):
+    """`approvals.home`: what the phone's home screen shows (signer.home). Amounts in the approval
+    request's shape (`token`, `symbol`, `amount`, `amount_base_units`, `decimals`, `price_usd`)."""
+
+    main_account: str | None
+    ts: Seconds
+    balances: tuple[dict[str, Any], ...]
+    spent: tuple[dict[str, Any], ...]
+    spent_usd: tuple[dict[str, Any], ...]
+    tier3: tuple[dict[str, Any], ...]
+
+
 class DevicesReply(Reply):
     devices: tuple[DeviceJson, ...]
     devices_rev: str | None = None  # companion.devices (the bridge)
@@ -434,6 +447,7 @@ REPLIES: dict[str, type[Reply]] = {
     "approvals.freeze": SignerState,
     "approvals.topup": SignReply,
     "approvals.state": ApprovalsStateReply,
+    "approvals.home": HomeReply,
     "signer.freeze": SignerState,
     "companion.pair_begin": PairBeginReply,
     "companion.pair_complete": PairCompleteReply,

@@ -8,6 +8,7 @@ import * as present from './present.js';
 import { renderCard } from './card.js';
 import * as grants from './grants.js';
 import * as policyEdit from './policy_edit.js';
+import { roundUnits } from './home.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -78,4 +79,6 @@ globalThis.owliaTestkit = {
     const m = policyEdit.editMessage(deviceId, baseHash, canon.parse(editsText), ts);
     return { message: new TextDecoder().decode(m), main: policyEdit.personalSign(m, eth.hexToBytes(secretHex)) };
   },
+  // [amount, decimals, 'up' | 'down'] -> the shortened amount the home screen and swap card show
+  roundMany: (items) => items.map(([amount, decimals, direction]) => roundUnits(BigInt(amount), decimals, direction)),
 };

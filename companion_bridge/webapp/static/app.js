@@ -7730,15 +7730,317 @@ function labelled(labelText, input, hint) {
   return el("div", { class: "field" }, el("label", { for: input.id }, labelText), input, hintNode);
 }
 
-// src/card.js
-function party(p) {
-  const who = p && typeof p === "object" ? p : {};
+// src/home.js
+function roundUnits(base, decimals, direction = "down") {
+  const exact = formatUnits(base, decimals);
+  const frac = exact.split(".")[1] || "";
+  if (frac.length <= 6) return exact;
+  const magnitude = base < 0n ? -base : base;
+  const one = 10n ** BigInt(decimals);
+  const leadingZeros = magnitude >= one ? 0 : frac.length - frac.replace(/^0+/, "").length;
+  const places = Math.min(decimals, magnitude >= one ? 4 : leadingZeros + 4);
+  const step = 10n ** BigInt(decimals - places);
+  let kept = magnitude / step * step;
+  if (direction === "up" && kept !== magnitude) kept += step;
+  return formatUnits(base < 0n ? -kept : kept, decimals);
+}
+function amountText(a, direction = "down") {
+  if (!a || typeof a !== "object") return "an unknown amount";
+  const base = bigOf(a.amount_base_units), decimals = Number(text2(a.decimals));
+  const listed = a.amount && a.symbol && base !== null && Number.isInteger(decimals) && decimals >= 0 && decimals <= 77;
+  const units = listed ? `${roundUnits(base, decimals, direction)} ${visible(a.symbol)}` : a.amount ? visible(a.amount) : `${text2(a.amount_base_units)} base units of an unlisted token`;
+  const usd = base !== null && Number.isInteger(decimals) ? dollars(base, decimals, a.price_usd) : null;
+  return usd ? `${units} \u2248 ${usd}` : units;
+}
+function windowWords(seconds, label) {
+  const s = Number(text2(seconds));
+  if (s === 86400) return "today (the last 24 hours)";
+  if (s === 7 * 86400) return "this week (the last 7 days)";
+  if (s === 3600) return "this hour (the last 60 minutes)";
+  if (s % 86400 === 0) return `in the last ${s / 86400} days`;
+  if (s % 3600 === 0) return `in the last ${s / 3600} hours`;
+  return `in the window ${visible(label)}`;
+}
+var who = (line) => line.name ? visible(line.name) : shortAddress(line.address);
+var tokenLine = (line) => line.asset && line.asset.token !== "native";
+function balanceRows(home) {
+  const rows = [];
+  for (const b of Array.isArray(home.balances) ? home.balances : []) {
+    if (!b || typeof b !== "object") continue;
+    const on = ` on ${visible(b.chain)}`;
+    if (b.error) {
+      rows.push(el("li", { class: "balance error" }, `${b.holder === "main" ? "Main account" : `Session key ${who(b)}`}${on}: ${visible(b.error)}`));
+      continue;
+    }
+    if (b.holder === "main" && tokenLine(b) && bigOf(b.asset.amount_base_units) === 0n) continue;
+    if (b.holder === "main") {
+      rows.push(el(
+        "li",
+        { class: "balance main", "data-chain": text2(b.chain_id) },
+        el("span", { class: "label" }, `Main account${b.name ? ` (${visible(b.name)})` : ""}${on}`),
+        " ",
+        el("strong", {}, amountText(b.asset))
+      ));
+    } else {
+      rows.push(el(
+        "li",
+        { class: "balance session-key", "data-key": visible(b.key_id) },
+        el("span", { class: "label" }, `Session key ${who(b)}${on}`),
+        " ",
+        el("strong", {}, amountText(b.asset)),
+        ` of its ${amountText(b.cap)} cap `,
+        el("button", { class: "topup-this", "aria-label": `Top up session key ${shortAddress(b.address)}`, onclick: () => {
+          const key = document.getElementById("topup-key"), amount = document.getElementById("topup-amount");
+          if (key) key.value = text2(b.key_id);
+          if (amount) {
+            amount.focus();
+            amount.scrollIntoView({ block: "center" });
+          }
+        } }, "Top up")
+      ));
+    }
+  }
+  return rows;
+}
+function tier3Rows(home) {
+  const rows = [];
+  for (const g of Array.isArray(home.tier3) ? home.tier3 : []) {
+    if (!g || typeof g !== "object") continue;
+    if (g.error) {
+      rows.push(el("li", { class: "tier3-left error" }, `Tier 3: ${visible(g.error)}`));
+      continue;
+    }
+    if (g.ended_on_chain) {
+      rows.push(el("li", { class: "tier3-left ended" }, `Tier 3 on ${visible(g.chain)}: ended on chain (${visible(g.ended_on_chain)})`));
+      continue;
+    }
+    for (const lane of Array.isArray(g.lanes) ? g.lanes : []) {
+      if (!lane || typeof lane !== "object") continue;
+      const until = bigOf(lane.period_ends_at);
+      const left = lane.error ? `could not read what is left: ${visible(lane.error)}` : lane.disabled ? "disabled on chain" : lane.left_in_period ? `still allows ${amountText(lane.left_in_period)} this period` + (until !== null ? ` (until ${new Date(Number(until) * 1e3).toLocaleString()})` : "") : lane.calls_left !== null && lane.calls_left !== void 0 ? `${text2(lane.calls_left)} calls left` : "nothing left to read";
+      rows.push(el(
+        "li",
+        { class: "tier3-left" },
+        el("span", { class: "label" }, `Tier 3 on ${visible(g.chain)}: `),
+        left,
+        lane.words ? el("span", { class: "note" }, ` (${visible(lane.words)})`) : null
+      ));
+    }
+  }
+  return rows;
+}
+function spentRows(home) {
+  const rows = [];
+  for (const s of Array.isArray(home.spent) ? home.spent : []) {
+    if (!s || typeof s !== "object") continue;
+    rows.push(el(
+      "li",
+      { class: "spent", "data-window": visible(s.window) },
+      el("span", { class: "label" }, `Spent ${windowWords(s.seconds, s.window)}${s.chain ? ` on ${visible(s.chain)}` : ""}:`),
+      " ",
+      el("strong", {}, amountText(s.spent)),
+      ` of ${amountText(s.limit)}`
+    ));
+  }
+  for (const s of Array.isArray(home.spent_usd) ? home.spent_usd : []) {
+    if (!s || typeof s !== "object") continue;
+    rows.push(el(
+      "li",
+      { class: "spent usd", "data-window": visible(s.window) },
+      el("span", { class: "label" }, `Spent in dollars ${windowWords(s.seconds, s.window)}:`),
+      " ",
+      el("strong", {}, `$${visible(s.spent_usd)}`),
+      ` of $${visible(s.limit_usd)}`
+    ));
+  }
+  return rows;
+}
+function section(home, live, onRefresh) {
+  if (!home) {
+    return el(
+      "section",
+      { id: "home-money", "aria-labelledby": "home-money-title" },
+      el("h2", { id: "home-money-title" }, "Balances"),
+      el("p", { class: "note", id: "balances-note" }, "Balances show once this phone reaches your signer.")
+    );
+  }
+  const at = Number(text2(home.ts));
+  const balances = [...balanceRows(home), ...tier3Rows(home)];
+  const spent = spentRows(home);
+  return el(
+    "section",
+    { id: "home-money", "aria-labelledby": "home-money-title" },
+    el("h2", { id: "home-money-title" }, "Balances"),
+    el("ul", { class: "balances" }, balances.length ? balances : [el("li", {}, "No account to show yet.")]),
+    el("h3", {}, "What the agent spent"),
+    spent.length ? el("ul", { class: "spent-list" }, spent) : el("p", { class: "note" }, "Your policy sets no spending window."),
+    el("p", { class: "note", id: "balances-note" }, `${live ? "Read by your signer" : "Last read by your signer"} at ${Number.isFinite(at) ? new Date(at * 1e3).toLocaleString() : "an unknown time"}; balances from the chain, spending from its ledger.`),
+    onRefresh ? el("button", { id: "refresh-home", onclick: onRefresh }, "Read the balances again") : null
+  );
+}
+async function refresh(app2, store) {
+  if (!app2.session || app2.status !== "connected") return false;
+  const home = await app2.session.call("approvals.home");
+  if (!home || typeof home !== "object") return false;
+  app2.home = home;
+  app2.homeLive = true;
+  await store.put("kv", "home", dumps(home, false));
+  return true;
+}
+async function load2(app2, store) {
+  const saved = await store.get("kv", "home");
+  try {
+    app2.home = typeof saved === "string" ? parse(saved) : null;
+  } catch {
+    app2.home = null;
+  }
+  app2.homeLive = false;
+}
+function ownAccounts(home) {
+  const out = /* @__PURE__ */ new Map();
+  for (const b of home && Array.isArray(home.balances) ? home.balances : []) {
+    if (b && b.holder === "session_key" && b.address) out.set(text2(b.address).toLowerCase(), "your session key");
+  }
+  return out;
+}
+async function markTier3Ended(app2, store, chainId, words) {
+  if (!app2.home || !Array.isArray(app2.home.tier3)) return;
+  for (const g of app2.home.tier3) if (g && text2(g.chain_id) === String(chainId)) g.ended_on_chain = words;
+  await store.put("kv", "home", dumps(app2.home, false));
+}
+function sessionKeyWords(home, keyId) {
+  const line = (home && Array.isArray(home.balances) ? home.balances : []).find((b) => b && b.key_id && text2(b.key_id) === keyId);
+  return line ? `session key ${shortAddress(line.address)}` : "a session key";
+}
+
+// src/swapcard.js
+var DEFI = /* @__PURE__ */ new Set(["swap", "wrap", "unwrap", "claim", "payout"]);
+var lower = (a) => text2(a).toLowerCase();
+function venueName(name) {
+  const t = visible(name).trim();
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(t)) return t;
+  const words = t.split("-");
+  return [words[0].charAt(0).toUpperCase() + words[0].slice(1), ...words.slice(1)].join(" ");
+}
+function ownerLabel(address, ctx) {
+  const a = lower(address);
+  if (a && a === lower(ctx.mainAddress)) return "your main account";
+  const known = ctx.ownAccounts && ctx.ownAccounts.get(a);
+  return known || null;
+}
+function party(p, ctx) {
+  const who2 = p && typeof p === "object" ? p : {};
+  const mine = ownerLabel(who2.address, ctx);
   return el(
     "span",
     { class: "party" },
-    who.name ? el("span", { class: "name" }, visible(who.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
+    mine ? el("span", { class: "name" }, mine) : who2.name ? el("span", { class: "name" }, visible(who2.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
     " ",
-    el("span", { class: "short-address" }, shortAddress(who.address))
+    el("span", { class: "short-address" }, shortAddress(who2.address))
+  );
+}
+function explained(actions) {
+  const places = /* @__PURE__ */ new Set();
+  for (const a of actions) {
+    if (!a || typeof a !== "object") continue;
+    if (a.type === "swap" || a.type === "payout") places.add(lower(a.router && a.router.address));
+    if (a.type === "wrap" || a.type === "unwrap") places.add(lower(a.contract && a.contract.address));
+    if (a.type === "claim") places.add(lower(a.distributor && a.distributor.address));
+  }
+  places.delete("");
+  const hidden = /* @__PURE__ */ new Set();
+  if (!places.size) return hidden;
+  const swaps = actions.some((a) => a && a.type === "swap");
+  for (const a of actions) {
+    if (!a || typeof a !== "object") continue;
+    if (a.type === "call" && a.decoded && places.has(lower(a.target && a.target.address))) hidden.add(a);
+    if (a.type === "transfer" && a.token === "native" && places.has(lower(a.recipient && a.recipient.address))) hidden.add(a);
+    if (a.type === "payout" && swaps) hidden.add(a);
+  }
+  return hidden;
+}
+function slippageLine(a) {
+  const bps = Number(text2(a.max_slippage_bps));
+  const bound = Number.isFinite(bps) && text2(a.max_slippage_bps) !== "" ? ` (your policy allows at most ${bps / 100}% slippage)` : "";
+  return el("p", { class: "slippage" }, `If the price moves, the swap fails rather than pay out less${bound}.`);
+}
+function sentence(a, r, ctx) {
+  const on = ` on ${visible(chainName(r))}`;
+  if (a.type === "swap") {
+    const venue = a.venue ? venueName(a.venue) : null;
+    const recipient = a.recipient && lower(a.recipient.address) !== lower(a.router && a.router.address) ? a.recipient : null;
+    const where = venue ? ` on ${venue} (${visible(chainName(r))})` : null;
+    return [
+      el(
+        "p",
+        { class: "sentence swap" },
+        `Swap ${amountText(a.pays || a.token_in, "up")} for at least ${amountText(a.gets_at_least || a.token_out_min)}`,
+        where || [" through an unlisted router ", party(a.router, ctx), on],
+        recipient ? [", paid to ", party(recipient, ctx)] : ""
+      ),
+      slippageLine(a)
+    ];
+  }
+  if (a.type === "wrap" || a.type === "unwrap") {
+    const verb = a.type === "wrap" ? "Wrap" : "Unwrap";
+    const into = a.becomes && a.becomes.amount ? ` into ${visible(a.becomes.amount)}` : "";
+    const symbol = a.type === "wrap" ? a.becomes && a.becomes.symbol : a.symbol;
+    const contract = { ...a.contract || {}, name: a.contract && a.contract.name || (symbol ? `the ${visible(symbol)} contract` : null) };
+    return [el("p", { class: `sentence ${a.type}` }, `${verb} ${amountText(a, "up")}${into} at `, party(contract, ctx), on)];
+  }
+  if (a.type === "claim") {
+    return [el(
+      "p",
+      { class: "sentence claim" },
+      `Claim ${a.amount ? amountText(a) : `${visible(a.amount_base_units)} base units of a token this signer does not know`} from `,
+      party(a.distributor, ctx),
+      " for ",
+      party(a.account, ctx),
+      on
+    )];
+  }
+  if (a.type === "payout") {
+    return [el("p", { class: "sentence payout" }, "The router pays out what it holds to ", a.recipient ? party(a.recipient, ctx) : "the caller", on)];
+  }
+  return null;
+}
+function summary(a) {
+  if (a.type === "swap") return { what: `Swap ${amountText(a.pays || a.token_in, "up")} for ${amountText(a.gets_at_least || a.token_out_min)}`, to: a.venue ? venueName(a.venue) : shortAddress(a.router && a.router.address) };
+  if (a.type === "wrap" || a.type === "unwrap") return { what: `${a.type === "wrap" ? "Wrap" : "Unwrap"} ${visible(a.amount || "a token")}`, to: "" };
+  if (a.type === "claim") return { what: `Claim ${visible(a.amount || "a token")}`, to: "" };
+  return null;
+}
+function otherChanges(r, ctx) {
+  const simulation = r.simulation;
+  if (!simulation || !Array.isArray(simulation.changes)) return [];
+  const paid = /* @__PURE__ */ new Set();
+  for (const a of Array.isArray(r.actions) ? r.actions : []) {
+    if (a && a.type === "swap" && a.recipient) paid.add(lower(a.recipient.address));
+    if (a && a.type === "claim" && a.account) paid.add(lower(a.account.address));
+  }
+  const rows = [];
+  for (const c of simulation.changes) {
+    if (!c || typeof c !== "object" || lower(c.account) === lower(ctx.mainAddress)) continue;
+    if (!ownerLabel(c.account, ctx) && !paid.has(lower(c.account))) continue;
+    const delta = bigOf(c.delta), decimals = Number(text2(c.decimals));
+    if (delta === null || !Number.isInteger(decimals) || decimals < 0 || decimals > 36) continue;
+    const symbol = text2(c.symbol) || (c.asset === "native" ? "ETH" : shortAddress(c.asset));
+    const who2 = ownerLabel(c.account, ctx) || shortAddress(c.account);
+    const shown = roundUnits(delta < 0n ? -delta : delta, decimals, delta < 0n ? "up" : "down");
+    rows.push({ delta, text: `${delta < 0n ? "\u2212" : "+"}${shown} ${symbol} (${who2})` });
+  }
+  return rows;
+}
+
+// src/card.js
+function party2(p) {
+  const who2 = p && typeof p === "object" ? p : {};
+  return el(
+    "span",
+    { class: "party" },
+    who2.name ? el("span", { class: "name" }, visible(who2.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
+    " ",
+    el("span", { class: "short-address" }, shortAddress(who2.address))
   );
 }
 function amountOf(a) {
@@ -7752,19 +8054,23 @@ function priced(a) {
   const usd = dollars(base, decimals, a.price_usd);
   return usd ? ` \u2248 ${usd}` : "";
 }
-function sentences(r) {
+function sentences(r, ctx = {}) {
   const on = ` on ${visible(chainName(r))}`;
   const out = [];
-  for (const a of Array.isArray(r.actions) ? r.actions : []) {
-    if (!a || typeof a !== "object") continue;
-    if (a.type === "transfer") {
-      out.push(el("p", { class: "sentence" }, `Send ${amountOf(a)}${priced(a)} to `, party(a.recipient), on));
+  const actions = Array.isArray(r.actions) ? r.actions : [];
+  const said = explained(actions);
+  for (const a of actions) {
+    if (!a || typeof a !== "object" || said.has(a)) continue;
+    if (DEFI.has(a.type)) {
+      out.push(...sentence(a, r, ctx) || []);
+    } else if (a.type === "transfer") {
+      out.push(el("p", { class: "sentence" }, `Send ${amountOf(a)}${priced(a)} to `, party2(a.recipient), on));
     } else if (a.type === "approval") {
       out.push(el(
         "p",
         { class: "sentence" },
         a.unlimited ? "Allow " : "Allow ",
-        party(a.spender),
+        party2(a.spender),
         a.unlimited ? el("span", {}, " to spend ", el("strong", { class: "warn" }, "ALL"), ` your ${visible(a.symbol || "tokens")}`) : ` to spend up to ${amountOf(a)}${priced(a)}`,
         on
       ));
@@ -7774,7 +8080,7 @@ function sentences(r) {
         "p",
         { class: "sentence" },
         "Call a contract at ",
-        party(a.target),
+        party2(a.target),
         value ? ` sending ${formatUnits(value, 18)} ${nativeSymbol(r)}` : "",
         on
       ));
@@ -7784,25 +8090,32 @@ function sentences(r) {
   }
   return out;
 }
-function summary(r) {
-  for (const a of Array.isArray(r.actions) ? r.actions : []) {
-    if (!a || typeof a !== "object") continue;
-    const who = (p) => p && p.name ? visible(p.name) : shortAddress(p && p.address);
-    if (a.type === "transfer") return { what: `Send ${a.amount ? visible(a.amount) : "a token"}`, to: who(a.recipient) };
-    if (a.type === "approval") return { what: a.unlimited ? "Unlimited approval" : `Approve ${a.amount ? visible(a.amount) : "a token"}`, to: who(a.spender) };
-    if (a.type === "call") return { what: "Contract call", to: who(a.target) };
+function summary2(r) {
+  const actions = Array.isArray(r.actions) ? r.actions : [];
+  for (const a of actions) {
+    const said = a && typeof a === "object" && DEFI.has(a.type) ? summary(a) : null;
+    if (said) return said;
+  }
+  const hidden = explained(actions);
+  for (const a of actions) {
+    if (!a || typeof a !== "object" || hidden.has(a)) continue;
+    const who2 = (p) => p && p.name ? visible(p.name) : shortAddress(p && p.address);
+    if (a.type === "transfer") return { what: `Send ${a.amount ? visible(a.amount) : "a token"}`, to: who2(a.recipient) };
+    if (a.type === "approval") return { what: a.unlimited ? "Unlimited approval" : `Approve ${a.amount ? visible(a.amount) : "a token"}`, to: who2(a.spender) };
+    if (a.type === "call") return { what: "Contract call", to: who2(a.target) };
   }
   if (r.kind === "policy") return { what: "Policy change", to: "" };
   return { what: visible(r.summary).slice(0, 60) || "Request", to: "" };
 }
-function changesSection(r, mainAddress) {
-  const changes = balanceChanges(r.simulation, mainAddress);
+function changesSection(r, ctx) {
+  const changes = balanceChanges(r.simulation, ctx.mainAddress);
   if (!changes) return null;
+  const rows = [...changes.rows, ...otherChanges(r, ctx)];
   return el(
     "section",
     { class: "changes", "aria-label": "Balance changes, what the node says" },
     el("h3", {}, "Your balances change ", el("span", { class: "source" }, "(what the node says)")),
-    changes.rows.length ? el("ul", { class: "change-rows" }, changes.rows.map((c) => el("li", { class: c.delta < 0n ? "out" : "in" }, c.text))) : el("p", { class: "note" }, "No change to your balances.")
+    rows.length ? el("ul", { class: "change-rows" }, rows.map((c) => el("li", { class: c.delta < 0n ? "out" : "in" }, c.text))) : el("p", { class: "note" }, "No change to your balances.")
   );
 }
 function feeLine(r) {
@@ -7868,8 +8181,8 @@ function renderCard(r, ctx) {
     "article",
     { class: "card", "data-request": r.request_id, "aria-label": "Approval request" },
     j ? el("p", { class: "journaled" }, `You signed this already (tx ${visible(j.tx_hash).slice(0, 10)}\u2026, nonce ${j.nonce}); approving again sends that same signed transaction, never a second payment.`) : null,
-    ...r.kind === "policy" && r.policy ? policyHead(r) : sentences(r),
-    changesSection(r, ctx.mainAddress),
+    ...r.kind === "policy" && r.policy ? policyHead(r) : sentences(r, ctx),
+    changesSection(r, ctx),
     feeLine(r),
     el("h3", {}, "Why it needs you"),
     el("ul", { class: "reasons" }, (r.kind === "policy" ? [shortIn(r.escalation && r.escalation.reason)] : rules.words).map((w) => el("li", {}, visible(w)))),
@@ -8121,7 +8434,7 @@ async function signOffer(session, device, account, offer, signWith, record) {
     seed.fill(0);
   }
 }
-function section(ui) {
+function section2(ui) {
   const { el: el2, app: app2, v, visible: visible2 } = ui;
   const saved = app2.tier3 || {};
   const records = app2.tier3Grants || [];
@@ -8374,7 +8687,7 @@ async function send(session, device, baseHash, edits, loosens, withMainKey) {
   if (loosens) params.main_signature = await withMainKey((secret) => personalSign(message, secret));
   return session.call("policy.edit", params);
 }
-async function load2(ui) {
+async function load3(ui) {
   const { app: app2 } = ui;
   st.loading = true;
   try {
@@ -8392,7 +8705,7 @@ function reset() {
   st.removed = /* @__PURE__ */ new Set();
   st.review = null;
 }
-function section2(ui) {
+function section3(ui) {
   return el(
     "section",
     { id: "policy" },
@@ -8405,7 +8718,7 @@ function section2(ui) {
         st.outcome = null;
         reset();
         await ui.render();
-        await load2(ui);
+        await load3(ui);
         await ui.render();
         window.scrollTo(0, 0);
       } },
@@ -8504,11 +8817,11 @@ function bookBlock(policy, ui) {
         if (!name) throw new Error("type a name for the new address");
         if (!ADDRESS3.test(address)) throw new Error("the address is 0x followed by 40 hex digits");
         if (address !== address.toLowerCase() && checksum2(address) !== address) throw new Error("that address has a bad checksum (a typo?): check it, or type it all lowercase");
-        const lower = address.toLowerCase();
-        if (book.some((e) => text2(e.address).toLowerCase() === lower && text2(e.chain) === text2(chain2)) || st.added.some((a) => a.address.toLowerCase() === lower && text2(a.chain) === text2(chain2))) {
+        const lower2 = address.toLowerCase();
+        if (book.some((e) => text2(e.address).toLowerCase() === lower2 && text2(e.chain) === text2(chain2)) || st.added.some((a) => a.address.toLowerCase() === lower2 && text2(a.chain) === text2(chain2))) {
           throw new Error("that address is already in the address book");
         }
-        st.added.push({ chain: chain2, address: checksum2(lower), name });
+        st.added.push({ chain: chain2, address: checksum2(lower2), name });
         delete st.draft["pe-new-name"];
         delete st.draft["pe-new-address"];
         st.review = null;
@@ -8564,13 +8877,13 @@ async function apply(ui, v, passphrase) {
     st.outcome = { ok: true, words: `Policy changed: ${r.lines.map((l) => l.words).join("; ")}. ${judged}` };
     await ui.recordOutcome({ action: "policy", what: `Policy changed (${r.lines.length} change${r.lines.length === 1 ? "" : "s"})`, to: "" });
     reset();
-    await load2(ui);
+    await load3(ui);
   } catch (e) {
     st.outcome = { ok: false, words: `Not changed: ${e.message || e}` };
     await ui.recordOutcome({ action: "policy", status: "refused", detail: e.message || String(e) });
     if (/in force is now|not in force yet/.test(e.message || "")) {
       reset();
-      await load2(ui);
+      await load3(ui);
     } else if (/loosens your policy/.test(e.message || "") && !r.loosens) st.review = { ...r, loosens: true };
   }
   await ui.render();
@@ -8622,6 +8935,107 @@ function screen(ui, v) {
     window.scrollTo(0, 0);
   } }, "Review the change"));
   return out;
+}
+
+// src/tier3freeze.js
+var ZERO_ADDRESS = "0x" + "00".repeat(20);
+var FREEZE_GAS = 150000n;
+var receiptOf = async (url, txHash) => {
+  for (let i = 0; i < 300; i++) {
+    const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
+    if (receipt) return receipt;
+    await new Promise((ok) => setTimeout(ok, 400));
+  }
+  return null;
+};
+async function freeze2(settings, account, signWith, step = () => {
+}) {
+  step("asking the node");
+  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
+  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
+  const before = await currentNonce(settings, account);
+  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
+  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
+  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
+  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
+  step("signing");
+  const signed = await signWith((secret) => signEip7702({
+    chain_id: chainId,
+    nonce,
+    max_priority_fee_per_gas: tip,
+    max_fee_per_gas: 2n * base + tip,
+    gas_limit: FREEZE_GAS,
+    to: settings.nonce_enforcer,
+    value: 0n,
+    data: incrementNonceCalldata(settings.manager),
+    implementation: ZERO_ADDRESS
+  }, secret));
+  step("broadcasting");
+  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
+  const receipt = await receiptOf(settings.rpc_url, txHash);
+  if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or freeze again`);
+  const after = await currentNonce(settings, account);
+  const code = String(await rpc(settings.rpc_url, "eth_getCode", [account, "latest"])).toLowerCase();
+  if (receipt.status !== "0x1" || after <= before || code !== "0x" && code !== "") {
+    throw new Error(`the freeze did not take effect on chain (tx ${txHash}): freeze again (or, on a computer with your main key: owlia wallet freeze)`);
+  }
+  return { before, after, tx_hash: txHash };
+}
+function resultLines(account, chainName2, done) {
+  return [
+    `Your main account ${shortAddress(account)} on ${chainName2} is a plain account again: no session key can spend from it through Tier 3.`,
+    `Every grant it gave is dead on chain for good (revocation nonce ${done.before} \u2192 ${done.after}); authorizing it again later revives none of them.`,
+    "Your funds did not move: they stay with your main key.",
+    "To use Tier 3 again: authorize the account, then grant again, in the Tier 3 section below."
+  ];
+}
+function control(ui) {
+  const { el: el2, app: app2, v } = ui;
+  const field2 = (id) => (document.getElementById(id) || {}).value;
+  return el2(
+    "div",
+    { class: "tier3-freeze" },
+    el2("p", { class: "note" }, "Freeze Tier 3 makes your main account a plain account again and ends every grant on chain for good, in one transaction from this phone to the node above. No bridge and no signer are needed. Your funds stay put."),
+    el2("button", { id: "t3-freeze", class: "danger", onclick: async () => {
+      ui.showError("");
+      let settings;
+      try {
+        settings = checkSettings({ rpc_url: field2("t3-rpc"), chain_id: field2("t3-chain"), manager: field2("t3-manager"), nonce_enforcer: field2("t3-nonce-enforcer") });
+      } catch (e) {
+        return ui.showError(e.message);
+      }
+      app2.tier3 = { ...app2.tier3 || {}, rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
+      await ui.store.put("kv", "tier3", app2.tier3);
+      const known = (app2.home && app2.home.balances || []).find((b) => b && text2(b.chain_id) === settings.chain_id.toString());
+      const chainName2 = known && known.chain ? visible(known.chain) : `chain ${settings.chain_id}`;
+      const pass = field2("t3-pass") || "";
+      const progress = document.getElementById("t3-result");
+      try {
+        const done = await freeze2(
+          settings,
+          v.address,
+          (fn) => ui.vault.withSecret(pass, async (secret) => fn(secret)),
+          (what) => {
+            if (progress) progress.textContent = `Freezing Tier 3: ${what}\u2026`;
+          }
+        );
+        await ui.markEnded(app2, ui.store, settings, v.address, done);
+        await markTier3Ended(app2, ui.store, settings.chain_id, `frozen from this phone, revocation nonce ${done.before} \u2192 ${done.after}`);
+        app2.tier3.last = `Tier 3 frozen on ${chainName2} (tx ${done.tx_hash}).`;
+        app2.result = { kind: "frozen", title: "Tier 3 frozen", lines: resultLines(v.address, chainName2, done), fresh: true };
+        await ui.recordOutcome({ action: "tier3-freeze", what: "Froze Tier 3", to: chainName2, chain_id: settings.chain_id.toString(), tx_hash: done.tx_hash });
+      } catch (e) {
+        const message = e.message || String(e);
+        app2.tier3.last = `Tier 3 not frozen: ${message}`;
+        app2.result = { kind: "denied", title: "Tier 3 not frozen", lines: [message, "Nothing changed on chain unless a transaction is named above."], fresh: true };
+        await ui.recordOutcome({ action: "tier3-freeze", status: "refused", detail: message });
+      }
+      const box = document.getElementById("t3-pass");
+      if (box) box.value = "";
+      await ui.store.put("kv", "tier3", app2.tier3);
+      await ui.render();
+    } }, "Freeze Tier 3")
+  );
 }
 
 // src/main.js
@@ -8844,10 +9258,11 @@ function renderHome(v) {
   children.push(el("h1", {}, open2.length ? `${open2.length} waiting for you` : "Nothing to approve"));
   for (const r of open2) children.push(card(r, v));
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
+  children.push(section(app.home, app.homeLive, refreshHome));
   children.push(outstandingSection());
   children.push(controls());
-  children.push(section2(policyUi()));
-  children.push(section({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
+  children.push(section3(policyUi()));
+  children.push(section2({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
   children.push(tier3Section(v));
   children.push(activitySection());
   children.push(el(
@@ -8855,8 +9270,7 @@ function renderHome(v) {
     { id: "this-device" },
     el("h2", {}, "This device"),
     el("p", {}, `${app.device.name} (${app.device.device_id}); key protected by ${v.kind === "passkey" ? "a passkey" : "a passphrase"}`),
-    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address))),
-    el("p", { class: "note", id: "balances-note" }, "Balances are not shown here yet: your signer does not send them to the phone.")
+    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address)))
   ));
   children.push(devicesSection());
   screen2(...children);
@@ -8901,6 +9315,7 @@ function card(r, v) {
   const canApprove = !!(app.device.signer_key && v.backed_up && (r.tx || r.kind === "policy"));
   return renderCard(r, {
     mainAddress: v.address,
+    ownAccounts: ownAccounts(app.home),
     journaled,
     canApprove,
     needsPassphrase: v.kind === "passphrase",
@@ -8928,7 +9343,7 @@ function outstandingSection() {
 function controls() {
   const keyId = el("input", { id: "topup-key", autocomplete: "off", autocapitalize: "off", spellcheck: "false" });
   const amount = el("input", { id: "topup-amount", inputmode: "decimal", autocomplete: "off" });
-  const kill = app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze2("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze2("freeze"), disabled: !!app.pendingFreeze }, "Freeze now");
+  const kill = app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze3("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze3("freeze"), disabled: !!app.pendingFreeze }, "Freeze now");
   return el(
     "section",
     { id: "controls" },
@@ -8987,6 +9402,7 @@ function tier3Section(v) {
         );
         app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain (revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
         app.tier3.last += await markEnded(app, store_exports, settings, v.address, done);
+        await markTier3Ended(app, store_exports, settings.chain_id, `revoked from this phone, revocation nonce ${done.before} \u2192 ${done.after}`);
       } catch (e) {
         app.tier3.last = `Not revoked: ${e.message || e}`;
         showError(app.tier3.last);
@@ -8995,7 +9411,8 @@ function tier3Section(v) {
       await put("kv", "tier3", app.tier3);
       await render();
     } }, "Revoke every grant on chain"),
-    result
+    result,
+    control({ el, app, v, vault: vault_exports, store: store_exports, showError, render, recordOutcome, markEnded })
   );
 }
 var ACTION_WORDS = {
@@ -9009,7 +9426,8 @@ var ACTION_WORDS = {
   "freeze-queued": "Freeze queued (offline)",
   "freeze-cancelled": "Queued freeze cancelled",
   revoke: "Done",
-  policy: "Applied"
+  policy: "Applied",
+  "tier3-freeze": "Tier 3 frozen"
 };
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -9136,6 +9554,10 @@ async function loadJournal() {
   app.tier3 = await get("kv", "tier3") || null;
   app.pendingFreeze = await get("kv", "pending_freeze") || null;
   app.tier3Grants = await get("kv", "tier3_grants") || [];
+  await load2(app, store_exports);
+}
+function refreshHome() {
+  return refresh(app, store_exports).then((read) => read ? render() : null).catch((e) => console.error(`home: ${e.message || e}`));
 }
 var saveJournal = () => put("kv", "journal", app.journal);
 var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
@@ -9151,7 +9573,7 @@ async function recordOutcome(entry) {
   app.outcomes = app.outcomes.slice(-50);
   await put("kv", "outcomes", app.outcomes);
 }
-var describe = (request) => request && request.actions ? summary(request) : { what: "", to: "" };
+var describe = (request) => request && request.actions ? summary2(request) : { what: "", to: "" };
 function resultFor(request, action, result) {
   const { what, to } = describe(request);
   const about = what ? `${what}${to ? " to " + to : ""} on ${visible(chainName(request))}` : "";
@@ -9270,6 +9692,7 @@ async function answer(request, action, passphrase) {
     saveRequests();
     if (txHash) settle(await app.session.call("approvals.state")).catch(() => {
     });
+    refreshHome();
   } catch (e) {
     refusal = `${action === "approve" ? "Approve" : action === "deny" ? "Deny" : "Deny and freeze"} refused: ${e.message || e}`;
     console.error(e.stack || String(e));
@@ -9286,7 +9709,7 @@ async function noteReply(request, reply) {
   e.reply = reply;
   await saveJournal();
 }
-async function freeze2(action) {
+async function freeze3(action) {
   showError("");
   if (action === "freeze" && (!app.session || app.status !== "connected")) return queueFreeze();
   const device = app.device, seed = hexToBytes(device.seed);
@@ -9301,6 +9724,7 @@ async function freeze2(action) {
     const signature = deviceSign(seed, signedMessage(DOMAINS.freeze, body));
     app.state = await app.session.call("approvals.freeze", { ...body, signature });
     await recordOutcome({ action: action === "freeze" ? "freeze-all" : "unfreeze" });
+    refreshHome();
     if (action === "freeze") {
       app.result = { kind: "frozen", title: "Frozen", lines: ["No session key signs anything now. Session keys stay revoked after Unfreeze."], fresh: true };
     }
@@ -9334,7 +9758,7 @@ async function sendPendingFreeze() {
   if (!app.pendingFreeze || app.status !== "connected") return;
   app.pendingFreeze = null;
   await del("kv", "pending_freeze");
-  await freeze2("freeze");
+  await freeze3("freeze");
 }
 async function topup(keyId, amount) {
   showError("");
@@ -9357,7 +9781,8 @@ async function topup(keyId, amount) {
       const f = document.getElementById(id);
       if (f) f.value = "";
     }
-    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: keyId });
+    refreshHome();
+    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: sessionKeyWords(app.home, keyId) });
   } catch (e) {
     showError(`top-up refused: ${e.message}`);
   } finally {
@@ -9476,6 +9901,7 @@ async function connect() {
     sendPendingFreeze().catch((e) => console.error(`queued freeze: ${e.message}`));
     settle(await session.call("approvals.state")).then(render).catch(() => {
     });
+    refreshHome();
   } catch (e) {
     app.status = "offline";
     const why = /failed to fetch|networkerror|load failed/i.test(e.message || "") ? "no network" : e.message;
