@@ -201,7 +201,8 @@ function renderHome(v) {
   for (const r of open) children.push(card(r, v));
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(home.section(app.home, app.homeLive, refreshHome));
-  children.push(outstandingSection());
+  const outstanding = outstandingSection();
+  if (outstanding) children.push(outstanding);
   children.push(controls());
   children.push(policyEdit.section(policyUi()));
   children.push(grants.section({ el, app, v, visible, vault, store, showError, render }));
@@ -244,14 +245,18 @@ function card(r, v) {
     onAnswer: (action, passphrase) => answer(r, action, passphrase) });
 }
 
+// Approvals this phone signed that are not yet on chain (the bridge failed or went quiet after the
+// signature): shown only when there is one, since an empty heading under "1 waiting for you" reads
+// as a contradiction.
 function outstandingSection() {
   const entries = (app.journal || []).filter((e) => !journal.isSettled(e));
-  return el('section', { id: 'outstanding' }, el('h2', {}, entries.length ? `Outstanding approvals (${entries.length})` : 'No outstanding approvals'),
-    entries.length ? el('p', { class: 'note' }, 'Whoever holds one of these signed transactions can send it until its nonce is used. Nothing to do if you still want the payment; to void one, send any transaction from the main account with that nonce.') : null,
+  if (!entries.length) return null;
+  return el('section', { id: 'outstanding' }, el('h2', {}, `Signed, not yet on chain (${entries.length})`),
+    el('p', { class: 'note' }, 'You signed these, but the bridge did not confirm they were sent. Whoever holds one can send it until its nonce is used: nothing to do if you still want the payment; to void one, send any transaction from your main account with that nonce.'),
     ...entries.map((e) => el('div', { class: 'outstanding-entry' },
       el('strong', {}, `${formatWei(BigInt(e.value))} ETH to ${P.shortAddress(e.to)}`), el('br'),
-      `nonce ${e.nonce} on chain ${e.chain_id}, tx ${e.tx_hash}`, el('br'),
-      el('span', { class: 'note' }, `bridge said: ${visible(e.reply).slice(0, 200)}`))));
+      `nonce ${e.nonce} on ${P.chainName({ chain_id: e.chain_id })}, transaction ${text(e.tx_hash).slice(0, 10)}…${text(e.tx_hash).slice(-4)}`, el('br'),
+      el('span', { class: 'note' }, `The bridge said: ${visible(e.reply).slice(0, 200)}`))));
 }
 
 function controls() {

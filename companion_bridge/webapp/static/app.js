@@ -9259,7 +9259,8 @@ function renderHome(v) {
   for (const r of open2) children.push(card(r, v));
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
   children.push(section(app.home, app.homeLive, refreshHome));
-  children.push(outstandingSection());
+  const outstanding = outstandingSection();
+  if (outstanding) children.push(outstanding);
   children.push(controls());
   children.push(section3(policyUi()));
   children.push(section2({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
@@ -9324,19 +9325,20 @@ function card(r, v) {
 }
 function outstandingSection() {
   const entries = (app.journal || []).filter((e) => !isSettled(e));
+  if (!entries.length) return null;
   return el(
     "section",
     { id: "outstanding" },
-    el("h2", {}, entries.length ? `Outstanding approvals (${entries.length})` : "No outstanding approvals"),
-    entries.length ? el("p", { class: "note" }, "Whoever holds one of these signed transactions can send it until its nonce is used. Nothing to do if you still want the payment; to void one, send any transaction from the main account with that nonce.") : null,
+    el("h2", {}, `Signed, not yet on chain (${entries.length})`),
+    el("p", { class: "note" }, "You signed these, but the bridge did not confirm they were sent. Whoever holds one can send it until its nonce is used: nothing to do if you still want the payment; to void one, send any transaction from your main account with that nonce."),
     ...entries.map((e) => el(
       "div",
       { class: "outstanding-entry" },
       el("strong", {}, `${formatWei(BigInt(e.value))} ETH to ${shortAddress(e.to)}`),
       el("br"),
-      `nonce ${e.nonce} on chain ${e.chain_id}, tx ${e.tx_hash}`,
+      `nonce ${e.nonce} on ${chainName({ chain_id: e.chain_id })}, transaction ${text2(e.tx_hash).slice(0, 10)}\u2026${text2(e.tx_hash).slice(-4)}`,
       el("br"),
-      el("span", { class: "note" }, `bridge said: ${visible(e.reply).slice(0, 200)}`)
+      el("span", { class: "note" }, `The bridge said: ${visible(e.reply).slice(0, 200)}`)
     ))
   );
 }
