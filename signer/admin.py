@@ -24,13 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from signer import policy_change
+from signer.tier1 import policy_change
 from signer.auth import Client, add_client, revoke_client
 from signer.clock import estimate
 from policies.kernel.passphrase import zeroize
 from signer.keystore import unlock
-from signer.policy_live import read_policy_file
-from signer.session_keys import REVOKED
+from signer.tier1.policy_live import read_policy_file
+from signer.tier2.session_keys import REVOKED
 from signer.store.approvals import freeze
 from signer.store.audit import KEYED_KIND, AuditLog, load_anchor
 from signer.store.db import set_meta

@@ -288,7 +288,7 @@ class Chain:
         return quantity(raw, "token balance") if raw not in (None, "0x") else 0
 
     async def call(self, to: str, data: bytes, block: str = "latest") -> bytes:
-        """eth_call: Tier 3 reads enforcer state with it (signer.tier3)."""
+        """eth_call: Tier 3 reads enforcer state with it (signer.tier3.grants)."""
         raw = await self._call("eth_call", {"to": to, "data": "0x" + data.hex()}, block)
         if not isinstance(raw, str) or not raw.startswith("0x"):
             raise ChainError("the RPC node sent a malformed eth_call result")

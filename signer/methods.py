@@ -20,11 +20,11 @@ from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
 from signer.chain import ChainError
-from signer.approvals import Approvals
+from signer.tier1.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
-from signer.grant_offers import GrantOffers
-from signer.policy_live import PolicyKeeper
+from signer.tier3.grant_offers import GrantOffers
+from signer.tier1.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.requests import (
     ApprovalAnswerParams,
@@ -51,7 +51,7 @@ from signer.wire.requests import (
     TopUpRequestParams,
 )
 from signer.server import Handler, Method
-from signer.session_keys import RETIRED, REVOKED
+from signer.tier2.session_keys import RETIRED, REVOKED
 from signer.wire.replies import (
     AddressesReply,
     ApprovalsStateReply,
@@ -80,7 +80,7 @@ from signer.wire.replies import (
 from signer.wire.settings import SignerSettings
 from signer.wire.sign_replies import PolicyShowReply, Reply, SignReply, dump_reply
 from signer.store import audit as audit_store
-from signer.topup import request_topup, room_under_cap
+from signer.tier1.topup import request_topup, room_under_cap
 
 R = TypeVar("R", bound=Reply)
 STARTED = steady()  # uptime is real time elapsed, whatever is done to the system clock
@@ -167,7 +167,7 @@ class Methods:
                     lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq))
                 ),
             ),
-            # Tier 3 from the phone (signer.grant_offers): the signer offers, the main key signs on the phone.
+            # Tier 3 from the phone (signer.tier3.grant_offers): the signer offers, the main key signs on the phone.
             "tier3.offer": Method(Scope.BRIDGE, Tier3OfferParams, bridge_only(self._tier3_offer)),
             "tier3.grant_answer": Method(Scope.BRIDGE, Tier3AnswerParams, bridge_only(self._tier3_answer)),
             "companion.pair_complete": Method(
@@ -474,7 +474,7 @@ class Methods:
             client, params.idempotency_key, "session_key.topup", params, fund, TopUpReply
         )
 
-    # ---- Tier 3 (signer.tier3, docs/tier3.md) ------------------------------------------------
+    # ---- Tier 3 (signer.tier3.grants, docs/tier3.md) ------------------------------------------------
 
     def _tier3(self):
         tier3 = self.engine.tier2.tier3

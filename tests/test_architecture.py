@@ -59,10 +59,10 @@ def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None
 
 
 def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_path: Path) -> None:
-    """Tier 1 names the engine only through signer.tier1_port, and its SQL lives in signer.store:
+    """Tier 1 names the engine only through signer.tier1.port, and its SQL lives in signer.store:
     a lazy import of the engine from the kill switch, or of sqlite3 into the approvals, fails."""
     copy = _project_copy(tmp_path)
-    with (copy / "signer" / "kill_switch.py").open("a") as handle:
+    with (copy / "signer" / "tier1" / "kill_switch.py").open("a") as handle:
         handle.write(
             textwrap.dedent("""
 
@@ -70,7 +70,7 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
                 from signer import engine  # noqa: F401 - the probe: Tier 1 past its port
             """)
         )
-    with (copy / "signer" / "approvals.py").open("a") as handle:
+    with (copy / "signer" / "tier1" / "approvals.py").open("a") as handle:
         handle.write(
             textwrap.dedent("""
 
@@ -80,8 +80,8 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
         )
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
-    assert "signer.kill_switch -> signer.engine" in out.stdout
-    assert "signer.approvals -> sqlite3" in out.stdout
+    assert "signer.tier1.kill_switch -> signer.engine" in out.stdout
+    assert "signer.tier1.approvals -> sqlite3" in out.stdout
     assert "2 broken" in out.stdout
 
 

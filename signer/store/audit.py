@@ -10,7 +10,7 @@ the keys: `owlia audit verify` unlocks them with the passphrase.
 
 A key holder (root on the signer's host while it runs) can still put the log and its anchor back
 to an earlier state of their own. The companion catches that: it keeps the latest checkpoint the
-signer signed and refuses to go back (signer.audit_witness).
+signer signed and refuses to go back (signer.tier1.audit_witness).
 
 Homes created before the keyed chain keep their older records as they are (plain SHA-256): `owlia
 signer integrity seal` appends an `audit.keyed` record that names how many came before it, and

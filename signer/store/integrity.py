@@ -21,7 +21,7 @@ path) fails with "no such function" instead of writing an unauthenticated row.
 What this does not see: a table put back to an earlier copy of itself (its rows, MACs and digest
 consistent with each other). The state head binds every table's digest to the audit log's head at
 each commit and catches that (signer.store.state_head); the companion's checkpoints catch the whole
-home put back (signer.audit_witness).
+home put back (signer.tier1.audit_witness).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from signer import devices
+from signer.tier1 import devices
 from signer.keystore import MasterKey
 from signer.store import approvals, tier3_grants
 from signer.store.keyed_hash import KeyedSha256

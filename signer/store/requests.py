@@ -1,6 +1,6 @@
 """The `requests`, `spends` and `recipients` tables: every query the engine and Tier 1 make of them.
 
-The signer's decision code (signer.engine, signer.approvals, signer.policy_live, signer.topup_room)
+The signer's decision code (signer.engine, signer.tier1.approvals, signer.tier1.policy_live, signer.tier1.topup_room)
 holds no SQL: it calls these, on the reader connection or inside a writer unit's transaction.
 The schema is signer.store.db's; statuses are signer.records'.
 """

@@ -1,4 +1,4 @@
-"""The Tier 3 grants table, apart from signer.tier3: the integrity triggers name it in every signer,
+"""The Tier 3 grants table, apart from signer.tier3.grants: the integrity triggers name it in every signer,
 while the code that fills it (and its delegation parsing) loads only where a chain has Tier 3."""
 
 SCHEMA = """

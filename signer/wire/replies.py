@@ -237,7 +237,7 @@ class PolicyCheckReply(Reply):
 
 
 class ReloadStatus(StrEnum):
-    """What `policy.reload` did with the file (signer.policy_live)."""
+    """What `policy.reload` did with the file (signer.tier1.policy_live)."""
 
     UNCHANGED = "unchanged"
     APPLIED = "applied"  # no looser than the one in force: in force now
@@ -323,7 +323,7 @@ class Tier3RevokeReply(Reply):
 
 
 class Tier3OfferReply(Reply):
-    """A grant offer for the phone (signer.grant_offers): signed by the signer's identity key (`signer_sig`)."""
+    """A grant offer for the phone (signer.tier3.grant_offers): signed by the signer's identity key (`signer_sig`)."""
 
     offer: dict[str, Any]
 

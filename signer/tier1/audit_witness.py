@@ -4,7 +4,7 @@ The keyed chain stops anyone without the master key from rewriting the log; it c
 holder (root on the signer's host while it runs) from putting the log and its anchor back to an
 earlier state of their own, or re-keying a shortened history. Only a copy held elsewhere can tell.
 So the signer signs checkpoints (record count and head hash) with its companion identity key
-(signer.identity), and the witness, kept on the companion's side, stores the latest and refuses any
+(signer.tier1.identity), and the witness, kept on the companion's side, stores the latest and refuses any
 that goes back: fewer records, or another head at a count it already holds. `owlia audit verify
 --against-companion WITNESS` checks the log on disk against the witness the same way.
 """
@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from signer.identity import SignerIdentity
+from signer.tier1.identity import SignerIdentity
 from signer.store.state_head import epoch_of
 from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
 

@@ -23,7 +23,7 @@ from typing import Any
 from signer.wire.protocol import ErrorCode, RpcError
 from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
 from signer.wire.requests import PairCompleteParams
-from signer.refusals import RefusalBudget
+from signer.tier1.refusals import RefusalBudget
 from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta
 from signer.store.writer import Writer
@@ -137,7 +137,7 @@ class DeviceRegistry:
     # ---- refusals are audited, then raised --------------------------------------------------
 
     async def refuse(self, kind: str, body: dict[str, Any], message: str) -> RpcError:
-        """Audited within a budget per kind (signer.refusals): a flood of forgeries cannot fill the disk."""
+        """Audited within a budget per kind (signer.tier1.refusals): a flood of forgeries cannot fill the disk."""
         unrecorded = self._refusals.admit(kind, self.clock())
         if unrecorded is not None:
             record = {
