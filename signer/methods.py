@@ -10,7 +10,6 @@ import hashlib
 import inspect
 import json
 import secrets
-import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -80,6 +79,8 @@ from signer.wire.replies import (
 from signer.wire.settings import SignerSettings
 from signer.wire.sign_replies import PolicyShowReply, Reply, SignReply, dump_reply
 from signer.store import audit as audit_store
+from signer.store import requests as request_store
+from signer.store.db import Connection, IntegrityError
 from signer.tier1.topup import request_topup, room_under_cap
 
 R = TypeVar("R", bound=Reply)
@@ -369,7 +370,7 @@ class Methods:
         async def create() -> tuple[SessionKeyCreateReply, Any]:
             info, key, sealed = keys.prepare(params.chain_id, ttl, cap)
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 keys.insert(conn, info, sealed)
                 self.engine.audit.append("session_key.created", {**info.to_json(), "by": client.name})
 
@@ -403,7 +404,7 @@ class Methods:
                 else None
             )
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 keys.mark(conn, params.key_id, status)
                 self.engine.audit.append(
                     kind, {"key_id": params.key_id, "address": old.address, "by": client.name}
@@ -539,7 +540,7 @@ class Methods:
             if problem is not None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {problem}")
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 if old is not None:
                     tier3.mark_revoked(conn, old.grant_id, self.engine.clock())
                     self.engine.audit.append(
@@ -597,7 +598,7 @@ class Methods:
             if dropped is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"no live grant {params.grant_id}")
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 tier3.mark_revoked(conn, params.grant_id, self.engine.clock())
                 self.engine.audit.append("tier3.revoked", {"grant_id": params.grant_id, "by": client.name})
 
@@ -625,10 +626,7 @@ class Methods:
         digest = hashlib.sha256(
             json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()
         ).hexdigest()
-        row = self.engine.reader.execute(
-            "SELECT request_hash, outcome FROM requests WHERE client_id=? AND idempotency_key=?",
-            (client.client_id, key),
-        ).fetchone()
+        row = request_store.by_idempotency_key(self.engine.reader, client.client_id, key)
         if row is not None:
             if row[0] != digest or row[1] is None:
                 raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used")
@@ -637,17 +635,14 @@ class Methods:
         request_id = "req_" + hashlib.sha256(f"{client.client_id}:{key}".encode()).hexdigest()[:32]
         now = self.engine.clock()  # the signer's clock (signer.clock), read when it is decided
 
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
-                " outcome) VALUES(?,?,?,?,?,?,?,?)",
-                (request_id, client.client_id, key, kind, digest, now, "done", dump_reply(result).decode()),
-            )
+        def record(conn: Connection) -> None:
+            reply_text = dump_reply(result).decode()
+            request_store.insert_done(conn, request_id, client.client_id, key, kind, digest, now, reply_text)
             unit(conn)
 
         try:
             await self.engine.writer.run(record)
-        except sqlite3.IntegrityError:
+        except IntegrityError:
             raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used") from None
         install()
         return result

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signer.tier1 import devices as devices_store
+from signer.store import devices as devices_store
 from signer.admin import issue_client
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError, new_idempotency_key
