@@ -65,7 +65,7 @@ def _audited(
     paths: SignerPaths,
     passphrase: bytearray,
     kind: str,
-    body: dict | Callable[[T], dict],
+    body: dict[str, Any] | Callable[[T], dict[str, Any]],
     action: Callable[[Connection, float, Unlocked], T],
 ) -> T:
     """Run a change and its audit record in one transaction, then move the anchor.

@@ -57,7 +57,7 @@ def _active(expires_at: float | None, revoked_at: float | None, now: float) -> b
 def peer_uid(sock: socket.socket) -> int:
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid
+    return int(uid)
 
 
 def uid_allowed(uid: int, allowed: list[int]) -> bool:

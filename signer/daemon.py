@@ -169,7 +169,7 @@ class Daemon:
         )
         self.engine.more_waiting = self.server.backlog.waiting
         self.engine.sole_connection = self.server.sole_connection
-        self._clock_saver: asyncio.Task | None = None
+        self._clock_saver: asyncio.Task[None] | None = None
 
     def _check_integrity(self, unlocked: Unlocked) -> int:
         """Refuse to start over state something without the master key wrote: record why, then raise.
@@ -273,7 +273,7 @@ async def serve_forever(daemon: Daemon) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    reloads: set[asyncio.Task] = set()
+    reloads: set[asyncio.Task[None]] = set()
     loop.add_signal_handler(signal.SIGHUP, lambda: _spawn(reloads, _reload_on_signal(daemon)))
     try:
         await stop.wait()
@@ -281,7 +281,7 @@ async def serve_forever(daemon: Daemon) -> None:
         await daemon.stop()
 
 
-def _spawn(tasks: set[asyncio.Task], coro: Coroutine[Any, Any, None]) -> None:
+def _spawn(tasks: set[asyncio.Task[None]], coro: Coroutine[Any, Any, None]) -> None:
     task = asyncio.create_task(coro)
     tasks.add(task)
     task.add_done_callback(tasks.discard)

@@ -11,14 +11,14 @@ import inspect
 import json
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
-from signer.chain import ChainError
+from signer.chain import Chain, ChainError
 from signer.tier1.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
@@ -83,7 +83,16 @@ from signer.store import requests as request_store
 from signer.store.db import Connection, IntegrityError
 from signer.tier1.topup import request_topup, room_under_cap
 
+if TYPE_CHECKING:
+    from signer.tier3.grants import Tier3  # loaded only where a chain has Tier 3 (signer.daemon)
+
 R = TypeVar("R", bound=Reply)
+
+WriterUnit = Callable[[Connection], object]
+"""What an admin change writes, inside the writer's transaction, beside its request row (what it
+returns is not used)."""
+Change = tuple[WriterUnit, Callable[[], None]]
+"""An admin change: what it writes, and what it installs in memory once that is committed."""
 STARTED = steady()  # uptime is real time elapsed, whatever is done to the system clock
 
 
@@ -367,7 +376,7 @@ class Methods:
         cap = self.settings.session_key_balance_cap if params.balance_cap is None else params.balance_cap
         keys = self.engine.keys
 
-        async def create() -> tuple[SessionKeyCreateReply, Any]:
+        async def create() -> tuple[SessionKeyCreateReply, Change]:
             info, key, sealed = keys.prepare(params.chain_id, ttl, cap)
 
             def unit(conn: Connection) -> None:
@@ -396,7 +405,7 @@ class Methods:
             raise RpcError(ErrorCode.NOT_FOUND, f"no session key {params.key_id}")
         kind = "session_key.rotate" if rotate else "session_key.revoke"
 
-        async def retire() -> tuple[SessionKeyRetireReply, Any]:
+        async def retire() -> tuple[SessionKeyRetireReply, Change]:
             updated = keys.disarm(params.key_id, status)  # signing power goes first, in memory
             fresh = (
                 keys.prepare(old.chain_id, self.settings.session_key_ttl_seconds, old.balance_cap)
@@ -454,7 +463,7 @@ class Methods:
                 hint="send up to `room` wei to the address from your main wallet (Tier 1)",
             )
 
-        async def fund() -> tuple[TopUpReply, Any]:
+        async def fund() -> tuple[TopUpReply, Change]:
             try:
                 tx_hash = await chain.dev_fund(info.address, amount)
             except ChainError as exc:
@@ -477,7 +486,7 @@ class Methods:
 
     # ---- Tier 3 (signer.tier3.grants, docs/tier3.md) ------------------------------------------------
 
-    def _tier3(self):
+    def _tier3(self) -> Tier3:
         tier3 = self.engine.tier2.tier3
         if tier3 is None:
             raise RpcError(ErrorCode.NOT_FOUND, "Tier 3 is not set up: no chain has `delegation` contracts")
@@ -494,7 +503,7 @@ class Methods:
 
         claimed = False
 
-        async def grant() -> tuple[Tier3GrantReply, Any]:
+        async def grant() -> tuple[Tier3GrantReply, Change]:
             nonlocal claimed
             already = RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -593,7 +602,7 @@ class Methods:
         """Stop redeeming a grant here at once (the companion disables it on chain too)."""
         tier3 = self._tier3()
 
-        async def revoke() -> tuple[Tier3RevokeReply, Any]:
+        async def revoke() -> tuple[Tier3RevokeReply, Change]:
             dropped = tier3.drop(params.grant_id)  # signing power goes first, in memory
             if dropped is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"no live grant {params.grant_id}")
@@ -613,14 +622,20 @@ class Methods:
 
     # ---- helpers ----------------------------------------------------------------------------
 
-    def _chain(self, chain_id: int):
+    def _chain(self, chain_id: int) -> Chain:
         chain = self.engine.chains.get(chain_id)
         if chain is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"chain {chain_id} is not configured in the signer")
         return chain
 
     async def _idempotent(
-        self, client: Client, key: str, kind: str, params: Any, action, reply: type[R]
+        self,
+        client: Client,
+        key: str,
+        kind: str,
+        params: BaseModel,
+        action: Callable[[], Awaitable[tuple[R, Change]]],
+        reply: type[R],
     ) -> R:
         """Run an admin mutation once per idempotency key; replays return the first result."""
         digest = hashlib.sha256(

@@ -65,7 +65,7 @@ class ReceiptWatcher:
         self.audit = audit
         self.reader = reader
         self.ledger = ledger
-        self._background: set[asyncio.Task] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._following: dict[str, InFlight] = {}  # by request id: what `status` reports as in flight
         self._rejected: set[tuple[str, str]] = set()  # (request, reason) already on record
         # Every transaction that left the signer, by (chain, sender, nonce): where nonce-takers are found.

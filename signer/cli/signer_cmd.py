@@ -365,7 +365,7 @@ def key_create(
     cap: Optional[str] = typer.Option(None, help="Balance cap in wei (default from config)."),
 ) -> None:
     """Create a session key inside the signer; prints its id and address, never the key."""
-    params: dict = {"chain_id": chain_id}
+    params: dict[str, int | str] = {"chain_id": chain_id}
     if ttl_hours:
         params["ttl_seconds"] = int(ttl_hours * 3600)
     if cap:

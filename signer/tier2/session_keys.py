@@ -35,7 +35,7 @@ class SessionKeyInfo:
     status: KeyStatus
     balance_cap: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int | float]:
         return {
             "key_id": self.key_id,
             "chain_id": self.chain_id,
