@@ -2,7 +2,7 @@
 
 Tier 1 code never imports the engine, and the engine never imports Tier 1: each side names the
 other only through these Protocols, and the daemon wires the real objects together. The import
-contracts in pyproject.toml (`tier1-layers`, `tier1-no-sql`) keep it that way.
+contracts in pyproject.toml (`tier1-layers`, `sql-in-store`) keep it that way.
 
 - `SigningCore` is what Tier 1 may use of the engine: the services it was built with (chains,
   session keys, the writer, the audit log, the reader, the clock), the policy in force and the
