@@ -44,7 +44,7 @@ from signer.ledger import Ledger, SignerState
 from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
 from signer.wire.requests import Intent, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
-from signer.session_keys import SessionKeys
+from signer.tier2.session_keys import SessionKeys
 from signer.simulate import simulate
 from signer.swap_quotes import read_quotes
 from signer.store.audit import AuditLog
@@ -53,11 +53,11 @@ from signer.store import requests as request_store
 from signer.store.requests import Connection
 from signer.store.writer import Writer
 from signer.summary import Summarizer
-from signer.tier2 import Ending, SessionSigner
-from signer.topup_room import TopUps
+from signer.tier2.signing import Ending, SessionSigner
+from signer.tier1.topup_room import TopUps
 
 if TYPE_CHECKING:
-    from signer.tier1_port import Escalations
+    from signer.tier1.port import Escalations
 
 log = logging.getLogger("owlia.signer")
 
@@ -102,7 +102,7 @@ class Engine:
         self.sole_connection: Callable[[], bool] = lambda: False
 
     def install_policy(self, policy: Policy) -> None:
-        """Swap the policy in one synchronous step (see signer.policy_live)."""
+        """Swap the policy in one synchronous step (see signer.tier1.policy_live)."""
         self.policy = policy
         self.summarize = Summarizer(policy)
         self._windows = policy.window_seconds()

@@ -8,22 +8,20 @@ the same decision, or the log (or the evaluator) has been tampered with.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from policies.decode import decode
 from policies.evaluate import evaluate
 from policies.model import Policy
 from signer.records import call_from_json, context_from_json
+from signer.store.audit import records_of_kinds
+from signer.store.db import Connection
 
 
-def replay_decisions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def replay_decisions(conn: Connection) -> list[dict[str, Any]]:
     policies: dict[str, Policy] = {}
     mismatches: list[dict[str, Any]] = []
-    rows = conn.execute(
-        "SELECT seq, kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided') ORDER BY seq"
-    )
-    for seq, kind, body_text in rows:
+    for seq, kind, body_text in records_of_kinds(conn, ("policy.loaded", "sign.decided")):
         body = json.loads(body_text)
         if kind == "policy.loaded":
             policies[body["policy_hash"]] = Policy.model_validate(body["policy"])

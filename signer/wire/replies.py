@@ -240,7 +240,7 @@ class PolicyCheckReply(Reply):
 
 
 class ReloadStatus(StrEnum):
-    """What `policy.reload` did with the file (signer.policy_live)."""
+    """What `policy.reload` did with the file (signer.tier1.policy_live)."""
 
     UNCHANGED = "unchanged"
     APPLIED = "applied"  # no looser than the one in force: in force now
@@ -326,7 +326,7 @@ class Tier3RevokeReply(Reply):
 
 
 class Tier3OfferReply(Reply):
-    """A grant offer for the phone (signer.grant_offers): signed by the signer's identity key (`signer_sig`)."""
+    """A grant offer for the phone (signer.tier3.grant_offers): signed by the signer's identity key (`signer_sig`)."""
 
     offer: dict[str, Any]
 
@@ -369,7 +369,7 @@ class ApprovalsStateReply(SignerState):
 
 
 class HomeReply(Reply):
-    """`approvals.home`: what the phone's home screen shows (signer.home). Amounts in the approval
+    """`approvals.home`: what the phone's home screen shows (signer.tier1.home). Amounts in the approval
     request's shape (`token`, `symbol`, `amount`, `amount_base_units`, `decimals`, `price_usd`)."""
 
     main_account: str | None

@@ -303,7 +303,7 @@ class Tier3AnswerParams(Strict):
     signature: Signature
 
 
-# ---- policy edits from the phone (signer.policy_edit) ---------------------------------------------
+# ---- policy edits from the phone (signer.tier1.policy_edit) ---------------------------------------------
 
 LowerAddress = Annotated[str, Field(pattern=r"^0x[0-9a-f]{40}$")]  # as signed: one spelling only
 BookName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(display_safe)]

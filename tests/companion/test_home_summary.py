@@ -1,4 +1,4 @@
-"""`approvals.home` (signer/home.py) against a real signer: the spending it reports is the ledger's own
+"""`approvals.home` (signer/tier1/home.py) against a real signer: the spending it reports is the ledger's own
 sum, limits come from the policy, and a node that cannot be read leaves its lines saying so (never a
 false zero) while the rest is still answered."""
 

@@ -1,4 +1,4 @@
-"""Limits and the address book edited from a paired device (signer.policy_edit), against a real signer
+"""Limits and the address book edited from a paired device (signer.tier1.policy_edit), against a real signer
 daemon and bridge: tightening applies at once, loosening needs the main key's (passkey's) signature,
 and the signer judges which is which itself. The attacks a bridge or a stolen device could try are
 each refused with words, and change nothing."""
@@ -18,8 +18,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from policies.loader import parse_policy
-from signer.policy_change import EditRefused, widenings
-from signer.policy_edit import apply_edits, personal_digest, policy_yaml
+from signer.tier1.policy_change import EditRefused, widenings
+from signer.tier1.policy_edit import apply_edits, personal_digest, policy_yaml
 from signer.wire.client import SignerError
 from signer.wire.delegation import sign_digest
 from signer.wire.messages import (

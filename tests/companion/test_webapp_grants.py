@@ -131,7 +131,7 @@ def ask_offer(tier: Tier1, phone: Phone, token: str) -> dict:
 def answer(
     tier: Tier1, phone: Phone, token: str, offer: dict, signatures: list[str], offer_hash: str | None = None
 ):
-    from signer.grant_offers import offer_hash as digest
+    from signer.tier3.grant_offers import offer_hash as digest
 
     device_id, key = device_proof(phone)
     ts = time.time() + 0.001
@@ -143,7 +143,7 @@ def answer(
 def test_eip712_and_eip7702_in_the_page_are_byte_identical_to_python(phone, grant_tier, fresh_build):  # noqa: F811
     from companion_bridge.companion import tier3 as companion
     from policies.loader import load_policy
-    from signer.grant_offers import offer_hash
+    from signer.tier3.grant_offers import offer_hash
     from signer.wire.delegation import sign_digest
     from signer.wire.grants import derive_lanes
     from signer.wire.txcodec import address_of
@@ -412,7 +412,7 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
 
     from companion_bridge.companion import tier3 as companion
     from policies.loader import load_policy
-    from signer.grant_offers import offer_hash
+    from signer.tier3.grant_offers import offer_hash
     from signer.wire.grants import derive_lanes
     from signer.wire.messages import GRANT_OFFER_DOMAIN
     from tests.conftest import DEV_POLICY

@@ -1,7 +1,7 @@
 """The phone's home screen reads money like a wallet: the main account's balance, each session key's
 balance against its cap, and what the agent spent in each of the policy's windows, in units and
 dollars at the policy's price. In real headless Chromium with a virtual passkey, against a real
-signer (signer/home.py behind `approvals.home`), bridge and anvil; the numbers are checked against
+signer (signer/tier1/home.py behind `approvals.home`), bridge and anvil; the numbers are checked against
 the chain and the ledger. Also: only a bridge token may read it, and axe stays clean.
 """
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from policies.kernel.keccak import keccak256
 from policies.loader import parse_policy
 from policies.model import Policy
-from signer.policy_change import widenings
-from signer.policy_edit import apply_edits, personal_digest
+from signer.tier1.policy_change import widenings
+from signer.tier1.policy_edit import apply_edits, personal_digest
 from signer.wire.delegation import recover
 from signer.wire.messages import POLICY_EDIT_DOMAIN, policy_edit_body, signed_message
 from signer.wire.requests import PolicyEditParams

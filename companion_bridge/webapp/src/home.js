@@ -1,6 +1,6 @@
 // The home screen's money at a glance: the main account's balances, each session key against its cap,
 // what Tier 3 still allows this period, and what the agent spent in each of the policy's windows.
-// The signer reads them (`approvals.home`, signer/home.py); the page only words them: units, dollars
+// The signer reads them (`approvals.home`, signer/tier1/home.py); the page only words them: units, dollars
 // at the policy's price, names from the address book. Kept in IndexedDB so the app opens offline to
 // the last reading, marked with its time.
 import { el, text, visible } from './dom.js';

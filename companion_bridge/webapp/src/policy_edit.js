@@ -1,4 +1,4 @@
-// Limits and the address book, edited on the phone (signer/policy_edit.py, docs/policy.md):
+// Limits and the address book, edited on the phone (signer/tier1/policy_edit.py, docs/policy.md):
 //  - the page asks the signer for the policy in force (policy.view) and shows it only if the signer's
 //    identity key (from the pairing link) signed it: the bridge cannot show other limits;
 //  - the owner edits limits and address-book entries; the page shows the change in words, each line
@@ -126,7 +126,7 @@ export function editMessage(deviceId, baseHash, edits, ts) {
   return proto.signedMessage(DOMAINS.edit, { device_id: deviceId, base_hash: baseHash, edits, ts });
 }
 
-// EIP-191 (personal_sign) with the main key: 0x r || s || v (v = 27/28), as signer.policy_edit checks.
+// EIP-191 (personal_sign) with the main key: 0x r || s || v (v = 27/28), as signer.tier1.policy_edit checks.
 export function personalSign(message, secret) {
   const prefix = eth.utf8ToBytes(`\x19Ethereum Signed Message:\n${message.length}`);
   const digest = eth.keccak_256(eth.concatBytes(prefix, message));

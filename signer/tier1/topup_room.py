@@ -30,7 +30,7 @@ from signer.store.requests import Connection
 
 if TYPE_CHECKING:
     from signer.chain import Chain
-    from signer.session_keys import SessionKeyInfo
+    from signer.tier2.session_keys import SessionKeyInfo
 
 
 @dataclass(frozen=True, slots=True)

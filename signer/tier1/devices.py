@@ -14,7 +14,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,9 +22,11 @@ from typing import Any
 from signer.wire.protocol import ErrorCode, RpcError
 from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
 from signer.wire.requests import PairCompleteParams
-from signer.refusals import RefusalBudget
+from signer.tier1.refusals import RefusalBudget
 from signer.store.audit import AuditLog
-from signer.store.db import get_meta, set_meta
+from signer.store import devices as device_store
+from signer.store.db import Connection, IntegrityError, get_meta, set_meta
+from signer.store.devices import DeviceRow
 from signer.store.writer import Writer
 from signer.wire.messages import (
     PAIR_DOMAIN,
@@ -40,17 +41,6 @@ from signer.wire.messages import (
 
 CAPABILITIES = ("approve", "deny", "freeze", "unfreeze", "topup")
 MAX_WRONG_CODES = 5  # wrong pairing codes before the pairing is spent
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS devices(
-    device_id TEXT PRIMARY KEY, name TEXT NOT NULL, public_key TEXT NOT NULL UNIQUE,
-    main_address TEXT NOT NULL, capabilities TEXT NOT NULL, created_at REAL NOT NULL,
-    last_seen REAL, revoked_at REAL);
-CREATE TABLE IF NOT EXISTS pairings(
-    pairing_id TEXT PRIMARY KEY, code_hash TEXT NOT NULL, name TEXT NOT NULL,
-    created_at REAL NOT NULL, expires_at REAL NOT NULL, used_at REAL, device_id TEXT);
-CREATE TABLE IF NOT EXISTS used_proofs(digest TEXT PRIMARY KEY, ts REAL NOT NULL);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +72,7 @@ class Device:
         )
 
 
-_COLUMNS = "device_id, name, public_key, main_address, capabilities, created_at, last_seen, revoked_at"
-
-
-def _device(row: tuple) -> Device:
+def _device(row: DeviceRow) -> Device:
     return Device(row[0], row[1], row[2], row[3], tuple(json.loads(row[4])), row[5], row[6], row[7])
 
 
@@ -94,7 +81,7 @@ class DeviceRegistry:
 
     def __init__(
         self,
-        reader: sqlite3.Connection,
+        reader: Connection,
         writer: Writer,
         audit: AuditLog,
         clock: Callable[[], float] = time.time,
@@ -121,15 +108,11 @@ class DeviceRegistry:
     # ---- queries ----------------------------------------------------------------------------
 
     def get(self, device_id: str) -> Device | None:
-        row = self.reader.execute(
-            f"SELECT {_COLUMNS} FROM devices WHERE device_id=?", (device_id,)
-        ).fetchone()
+        row = device_store.device(self.reader, device_id)
         return _device(row) if row else None
 
     def all(self) -> list[Device]:
-        return [
-            _device(r) for r in self.reader.execute(f"SELECT {_COLUMNS} FROM devices ORDER BY created_at")
-        ]
+        return [_device(r) for r in device_store.all_devices(self.reader)]
 
     def main_account(self) -> str | None:
         return get_meta(self.reader, "main_account")
@@ -137,7 +120,7 @@ class DeviceRegistry:
     # ---- refusals are audited, then raised --------------------------------------------------
 
     async def refuse(self, kind: str, body: dict[str, Any], message: str) -> RpcError:
-        """Audited within a budget per kind (signer.refusals): a flood of forgeries cannot fill the disk."""
+        """Audited within a budget per kind (signer.tier1.refusals): a flood of forgeries cannot fill the disk."""
         unrecorded = self._refusals.admit(kind, self.clock())
         if unrecorded is not None:
             record = {
@@ -183,8 +166,8 @@ class DeviceRegistry:
             raise await self.refuse(audit_kind, evidence, "the proof is stale or from the future")
         digest = hashlib.sha256(message).hexdigest()
         try:
-            await self.writer.run(lambda conn: _remember_proof(conn, digest, ts))
-        except sqlite3.IntegrityError:
+            await self.writer.run(lambda conn: device_store.remember_proof(conn, digest, ts))
+        except IntegrityError:
             raise await self.refuse(audit_kind, evidence, "this proof was already used (replay)") from None
 
     # ---- pairing ----------------------------------------------------------------------------
@@ -196,11 +179,8 @@ class DeviceRegistry:
         code = base64.b32encode(secrets.token_bytes(15)).decode().rstrip("=")
         digest = hashlib.sha256(code.encode()).hexdigest()
 
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO pairings(pairing_id, code_hash, name, created_at, expires_at) VALUES(?,?,?,?,?)",
-                (pairing_id, digest, name, now, now + ttl_seconds),
-            )
+        def record(conn: Connection) -> None:
+            device_store.insert_pairing(conn, pairing_id, digest, name, now, now + ttl_seconds)
             self.audit.append(
                 "companion.pairing_started",
                 {"pairing_id": pairing_id, "name": name, "expires_at": now + ttl_seconds},
@@ -219,11 +199,7 @@ class DeviceRegistry:
         if wrong < MAX_WRONG_CODES:
             return await self.refuse("companion.pair_refused", evidence, "wrong pairing code")
         self._wrong_codes.pop(pairing_id, None)
-        await self.writer.run(
-            lambda conn: conn.execute(
-                "UPDATE pairings SET used_at=? WHERE pairing_id=? AND used_at IS NULL", (now, pairing_id)
-            )
-        )
+        await self.writer.run(lambda conn: device_store.spend_pairing(conn, pairing_id, now))
         return await self.refuse(
             "companion.pair_refused",
             evidence,
@@ -248,9 +224,7 @@ class DeviceRegistry:
             "name": params.name,
             "device_key_hash": key_fingerprint(params.device_pub),
         }
-        row = self.reader.execute(
-            "SELECT code_hash, expires_at, used_at FROM pairings WHERE pairing_id=?", (params.pairing_id,)
-        ).fetchone()
+        row = device_store.pairing(self.reader, params.pairing_id)
         if row is None or row[2] is not None or now >= row[1]:
             raise await self.refuse(
                 "companion.pair_refused", evidence, "unknown, used or expired pairing code"
@@ -283,15 +257,11 @@ class DeviceRegistry:
             None,
         )
 
-        def record(conn: sqlite3.Connection) -> None:
-            cur = conn.execute(
-                "UPDATE pairings SET used_at=?, device_id=? WHERE pairing_id=? AND used_at IS NULL",
-                (now, device.device_id, params.pairing_id),
-            )
-            if cur.rowcount != 1:
-                raise sqlite3.IntegrityError("pairing already used")
-            conn.execute(
-                f"INSERT INTO devices({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?)",
+        def record(conn: Connection) -> None:
+            if not device_store.spend_pairing(conn, params.pairing_id, now, device.device_id):
+                raise IntegrityError("pairing already used")
+            device_store.insert_device(
+                conn,
                 (
                     device.device_id,
                     device.name,
@@ -313,7 +283,7 @@ class DeviceRegistry:
 
         try:
             await self.writer.run(record)
-        except sqlite3.IntegrityError:
+        except IntegrityError:
             raise await self.refuse(
                 "companion.pair_refused",
                 evidence,
@@ -328,10 +298,8 @@ class DeviceRegistry:
             raise RpcError(ErrorCode.NOT_FOUND, f"no device {device_id}")
         now = self.clock()
 
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL", (now, device_id)
-            )
+        def record(conn: Connection) -> None:
+            device_store.revoke_device(conn, device_id, now)
             self.audit.append("companion.revoked", {"device_id": device_id, "by": by})
 
         if device.active:
@@ -352,11 +320,4 @@ class DeviceRegistry:
 
     async def touch(self, device_id: str) -> None:
         now = self.clock()
-        await self.writer.run(
-            lambda conn: conn.execute("UPDATE devices SET last_seen=? WHERE device_id=?", (now, device_id))
-        )
-
-
-def _remember_proof(conn: sqlite3.Connection, digest: str, ts: float) -> None:
-    """For good: no clock decides when a proof may be forgotten, since either may be set back."""
-    conn.execute("INSERT INTO used_proofs(digest, ts) VALUES(?,?)", (digest, ts))
+        await self.writer.run(lambda conn: device_store.touch_device(conn, device_id, now))

@@ -6,10 +6,10 @@ The bridge only carries bytes. An answer counts only if all of this holds, check
 - a paired, non-revoked device with that capability signed the domain-separated answer;
 - for an approval, the raw transaction decodes, was signed by the main account, and matches the
   approved request field by field (chain, to, value, data; gas and fees within the bounds), and
-  carries the main account's next nonce, read as it is checked (signer.main_tx); main-account
+  carries the main account's next nonce, read as it is checked (signer.tier1.main_tx); main-account
   approvals are checked and sent one at a time, so two escalated at the same nonce go out in turn.
-Every refusal is audited and signs nothing. A deny may also freeze the signer (signer.kill_switch);
-top-ups are escalated here like any request and checked against the key's cap (signer.topup).
+Every refusal is audited and signs nothing. A deny may also freeze the signer (signer.tier1.kill_switch);
+top-ups are escalated here like any request and checked against the key's cap (signer.tier1.topup).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from policies.intent import Decoded
 from signer import records
 from signer.wire.approval_request import RequestBuilder, request_hash
 from signer.chain import Sent
-from signer.audit_witness import make_checkpoint
+from signer.tier1.audit_witness import make_checkpoint
 from signer.store.audit import hash_at
-from signer.devices import DeviceRegistry
-from signer.identity import SignerIdentity
+from signer.tier1.devices import DeviceRegistry
+from signer.tier1.identity import SignerIdentity
 from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
-from signer.kill_switch import KillSwitch
-from signer.main_tx import main_account_tx, mismatch, next_nonce
-from signer.policy_change import StalePolicy
+from signer.tier1.kill_switch import KillSwitch
+from signer.tier1.main_tx import main_account_tx, mismatch, next_nonce
+from signer.tier1.policy_change import StalePolicy
 from signer.wire.protocol import ApprovalAction, RequestStatus, RpcError
 from signer.wire.requests import ApprovalAnswerParams, FreezeParams
 from signer.receipts import InFlight
@@ -43,13 +43,13 @@ from signer.store import requests as request_store
 from signer.store.approvals import APPROVED, DENIED, OPEN
 from signer.store.requests import Connection
 from signer.simulate import simulate, simulation_card
-from signer.topup import exceeds_cap
+from signer.tier1.topup import exceeds_cap
 from policies.kernel.keccak import keccak256
 from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
 
 if TYPE_CHECKING:
     from signer.chain import Chain
-    from signer.tier1_port import PolicyInstaller, SigningCore
+    from signer.tier1.port import PolicyInstaller, SigningCore
 NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main account's next nonce
 # Requests one client may have waiting on the companion at once: a hijacked bot must not bury the
 # user in prompts until one gets approved without being read.
@@ -464,7 +464,7 @@ class Approvals:
         except _Expired:
             raise await self._refuse(evidence, "the request has expired") from None
 
-    # ---- the kill switch (signer.kill_switch) ------------------------------------------------
+    # ---- the kill switch (signer.tier1.kill_switch) ------------------------------------------------
 
     async def freeze(self, params: FreezeParams) -> dict[str, Any]:
         await self.kill_switch.toggle(params)

@@ -2,7 +2,7 @@
 
 Tier 1 code never imports the engine, and the engine never imports Tier 1: each side names the
 other only through these Protocols, and the daemon wires the real objects together. The import
-contracts in pyproject.toml (`tier1-layers`, `tier1-no-sql`) keep it that way.
+contracts in pyproject.toml (`tier1-layers`, `sql-in-store`) keep it that way.
 
 - `SigningCore` is what Tier 1 may use of the engine: the services it was built with (chains,
   session keys, the writer, the audit log, the reader, the clock), the policy in force and the
@@ -25,20 +25,20 @@ from policies.decision import Decision
 from policies.intent import Decoded
 from policies.model import Policy
 from signer.chain import Broadcast, Chain
-from signer.devices import DeviceRegistry
+from signer.tier1.devices import DeviceRegistry
 from signer.receipts import InFlight
-from signer.session_keys import SessionKeys
+from signer.tier2.session_keys import SessionKeys
 from signer.store.audit import AuditLog
 from signer.store.requests import Connection
 from signer.store.writer import Writer
-from signer.topup_room import TopUps
+from signer.tier1.topup_room import TopUps
 
 
 class SigningCore(Protocol):
     """The signing engine (signer.engine.Engine) as Tier 1 sees it."""
 
     frozen: bool
-    """True from the instant a freeze begins: no Tier 2 signature while it is set (signer.kill_switch)."""
+    """True from the instant a freeze begins: no Tier 2 signature while it is set (signer.tier1.kill_switch)."""
 
     @property
     def policy(self) -> Policy:
@@ -96,7 +96,7 @@ class SigningCore(Protocol):
 
 
 class Escalations(Protocol):
-    """The approvals (signer.approvals.Approvals) as the engine, top-ups and policy changes see them."""
+    """The approvals (signer.tier1.approvals.Approvals) as the engine, top-ups and policy changes see them."""
 
     @property
     def engine(self) -> SigningCore: ...
@@ -145,7 +145,7 @@ class Escalations(Protocol):
 
 
 class PolicyInstaller(Protocol):
-    """The live policy (signer.policy_live.PolicyKeeper) as the approvals see it."""
+    """The live policy (signer.tier1.policy_live.PolicyKeeper) as the approvals see it."""
 
     async def install_approved(
         self, text: str, from_hash: str, commit_approval: Callable[[Connection], None]

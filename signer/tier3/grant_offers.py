@@ -37,7 +37,7 @@ from signer.wire.messages import (
 from signer.wire.protocol import ErrorCode, RpcError
 
 if TYPE_CHECKING:
-    from signer.approvals import Approvals
+    from signer.tier1.approvals import Approvals
     from signer.engine import Engine
     from signer.wire.requests import Tier3AnswerParams, Tier3OfferParams
 

@@ -4,7 +4,7 @@ The keyed chain stops anyone without the master key from rewriting the log; it c
 holder (root on the signer's host while it runs) from putting the log and its anchor back to an
 earlier state of their own, or re-keying a shortened history. Only a copy held elsewhere can tell.
 So the signer signs checkpoints (record count and head hash) with its companion identity key
-(signer.identity), and the witness, kept on the companion's side, stores the latest and refuses any
+(signer.tier1.identity), and the witness, kept on the companion's side, stores the latest and refuses any
 that goes back: fewer records, or another head at a count it already holds. `owlia audit verify
 --against-companion WITNESS` checks the log on disk against the witness the same way.
 """
@@ -12,11 +12,12 @@ that goes back: fewer records, or another head at a count it already holds. `owl
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from signer.identity import SignerIdentity
+from signer.tier1.identity import SignerIdentity
+from signer.store.audit import hash_at
+from signer.store.db import Connection
 from signer.store.state_head import epoch_of
 from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
 
@@ -28,7 +29,7 @@ def make_checkpoint(
     return {**body, "signer_sig": identity.sign(CHECKPOINT_DOMAIN, body)}
 
 
-def check_against(conn: sqlite3.Connection, witness_path: Path) -> Verdict:
+def check_against(conn: Connection, witness_path: Path) -> Verdict:
     """The log on disk still holds the record the companion last saw, with the same hash.
 
     The file is the companion's copy, which the companion only stored after checking the signer's
@@ -41,12 +42,12 @@ def check_against(conn: sqlite3.Connection, witness_path: Path) -> Verdict:
         raise WitnessError(f"no witness file at {witness_path}") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WitnessError(f"{witness_path}: unreadable witness file ({type(exc).__name__})") from None
-    row = conn.execute("SELECT hash FROM audit WHERE seq=?", (seq,)).fetchone()
-    if row is None:
+    recorded = hash_at(conn, seq)
+    if recorded is None:
         return Verdict(
             False, seq, [f"the companion saw record {seq}; the log no longer holds it (truncated)"]
         )
-    if row[0] != head:
+    if recorded != head:
         return Verdict(False, seq, [f"record {seq} is not the one the companion saw (rewritten)"])
     if epoch > epoch_of(conn):
         return Verdict(

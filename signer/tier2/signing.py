@@ -17,11 +17,11 @@ from policies.intent import Decoded
 from signer import records
 from signer.chain import Chain, ChainError, FeeAboveCeiling, GasAboveCeiling, SimulationReverted, WrongChain
 from signer.ledger import Ledger
-from signer.session_keys import SessionKeys
+from signer.tier2.session_keys import SessionKeys
 from signer.wire.txcodec import Eip1559Tx, sign_eip1559
 
 if TYPE_CHECKING:  # imported by the daemon only when a chain has Tier 3 contracts (idle memory)
-    from signer.tier3 import Tier3
+    from signer.tier3.grants import Tier3
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ class SessionSigner:
                 "this chain is a Tier 3 account and no grant is live: grant one from the companion",
             )
         if grant is not None and self.tier3 is not None:  # Tier 3: the caveats are the ceiling
-            from signer.tier3 import Redeem  # loaded already: a live grant means Tier 3 is
+            from signer.tier3.grants import Redeem  # loaded already: a live grant means Tier 3 is
             # configured (idle daemon, tests/signer/test_idle_memory.py: 0.5-2 MB per such cut)
 
             planned = await self.tier3.plan(decoded, grant, key.address)

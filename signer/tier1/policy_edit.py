@@ -6,7 +6,7 @@ one link to the signer is the untrusted bridge. So (docs/policy.md, "Editing on 
    bridge cannot show the owner other limits than the ones the signer enforces;
 2. `policy.edit` carries the device's edits over the policy it saw (`base_hash`), signed by the device
    key and used once. The signer applies the edits to the policy in force itself and judges the
-   result with `signer.policy_change.widenings`, never by a flag the phone or the bridge sets: a
+   result with `signer.tier1.policy_change.widenings`, never by a flag the phone or the bridge sets: a
    change that only tightens is installed at once; one that loosens needs the main key's EIP-191
    signature over the same bytes (on the phone that key opens only with the passkey, or the key's
    passphrase, as for approving a transaction), and is refused without it;
@@ -26,14 +26,14 @@ from policies.kernel.keccak import keccak256
 from policies.loader import parse_policy
 from policies.model import Policy
 from signer import policy_change
-from signer.policy_change import EditRefused, StalePolicy
+from signer.tier1.policy_change import EditRefused, StalePolicy
 from signer.wire.delegation import DelegationError, recover
 from signer.wire.messages import POLICY_EDIT_DOMAIN, POLICY_VIEW_DOMAIN, policy_edit_body, signed_message
 from signer.wire.requests import BookAdd, BookRemove, BookRename, LimitEdit, PolicyEdit, PolicyEditParams
 
 if TYPE_CHECKING:
-    from signer.approvals import Approvals
-    from signer.policy_live import PolicyKeeper
+    from signer.tier1.approvals import Approvals
+    from signer.tier1.policy_live import PolicyKeeper
 
 REFUSED = "policy.edit_refused"
 HEADER = (

@@ -20,11 +20,11 @@ from policies.model import USD_DECIMALS, Policy
 from policies.units import format_amount
 from signer.chain import Chain, ChainError
 from signer.ledger import Ledger
-from signer.session_keys import ACTIVE, SessionKeys
+from signer.tier2.session_keys import ACTIVE, SessionKeys
 from signer.wire.approval_request import RequestBuilder
 
 if TYPE_CHECKING:
-    from signer.tier3 import Tier3
+    from signer.tier3.grants import Tier3
 
 __all__ = ["READ_BUDGET", "Home"]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,8 @@ from policies.intent import NATIVE, Decoded, Transfer
 from policies.model import Policy
 from policies.units import format_amount
 from signer.chain import Chain, ChainError
+from signer.store import tier3_grants as grant_store
+from signer.store.db import Connection
 from signer.wire.delegation import (
     Delegation,
     DelegationError,
@@ -216,16 +217,12 @@ class Tier3:
     # ---- state ---------------------------------------------------------------------------------
 
     def load(
-        self, conn: sqlite3.Connection, policy: Policy, session_addresses: dict[int, tuple[str, float]]
+        self, conn: Connection, policy: Policy, session_addresses: dict[int, tuple[str, float]]
     ) -> list[str]:
         """Load live grants, re-verifying each; one that no longer verifies is skipped (and named)."""
         problems = []
-        self._tier3_chains |= {r[0] for r in conn.execute("SELECT DISTINCT chain_id FROM tier3_grants")}
-        rows = conn.execute(
-            "SELECT grant_id, chain_id, delegations, status, created_at FROM tier3_grants WHERE status=?",
-            (LIVE,),
-        ).fetchall()
-        for grant_id, chain_id, raw, status, created in rows:
+        self._tier3_chains |= grant_store.chains_with_grants(conn)
+        for grant_id, chain_id, raw, status, created in grant_store.grants_in_status(conn, LIVE):
             try:
                 grant = self.build(
                     grant_id,
@@ -272,26 +269,21 @@ class Tier3:
         return "gr_" + secrets.token_hex(8)
 
     @staticmethod
-    def insert(conn: sqlite3.Connection, grant: Grant) -> None:
-        conn.execute(
-            "INSERT INTO tier3_grants(grant_id, chain_id, account, delegate, delegations, status, created_at)"
-            " VALUES(?,?,?,?,?,?,?)",
-            (
-                grant.grant_id,
-                grant.chain_id,
-                grant.account,
-                grant.delegate,
-                json.dumps([d.to_json() for d in grant.delegations]),
-                LIVE,
-                grant.created_at,
-            ),
+    def insert(conn: Connection, grant: Grant) -> None:
+        grant_store.insert_grant(
+            conn,
+            grant.grant_id,
+            grant.chain_id,
+            grant.account,
+            grant.delegate,
+            json.dumps([d.to_json() for d in grant.delegations]),
+            LIVE,
+            grant.created_at,
         )
 
     @staticmethod
-    def mark_revoked(conn: sqlite3.Connection, grant_id: str, now: float) -> None:
-        conn.execute(
-            "UPDATE tier3_grants SET status=?, ended_at=? WHERE grant_id=?", (REVOKED, now, grant_id)
-        )
+    def mark_revoked(conn: Connection, grant_id: str, now: float) -> None:
+        grant_store.end_grant(conn, grant_id, REVOKED, now)
 
     def install(self, grant: Grant) -> None:
         self._grants[grant.grant_id] = grant

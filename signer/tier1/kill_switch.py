@@ -15,16 +15,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from signer.devices import DeviceRegistry
+from signer.tier1.devices import DeviceRegistry
 from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
 from signer.wire.protocol import FreezeAction, RpcError
 from signer.wire.requests import FreezeParams
-from signer.session_keys import REVOKED
+from signer.tier2.session_keys import REVOKED
 from signer.store import approvals as freeze_store
 from signer.store.requests import Connection
 
 if TYPE_CHECKING:
-    from signer.tier1_port import SigningCore
+    from signer.tier1.port import SigningCore
 
 
 class KillSwitch:

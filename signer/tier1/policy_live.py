@@ -4,7 +4,7 @@
 file again. A change that only tightens is applied at once; one that could widen what the signer
 signs on its own keeps the policy in force and opens a Tier 1 request, and the companion's
 approval installs it at once (`install_approved`). Unknown kinds of change count as widening
-(`signer.policy_change`).
+(`signer.tier1.policy_change`).
 
 Installing is durable first, then in memory: the accepted text and a `policy.loaded` record with
 the whole policy (so every later decision can be replayed from the log) commit before the swap,
@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
-from signer import policy_change, records
+from signer import records
+from signer.tier1 import policy_change
 from signer.wire.approval_request import escalation_json
 from policies.kernel.files import PermissionProblem, check_private_file, write_private_file
 from signer.ledger import DAY, Ledger
-from signer.policy_change import StalePolicy
+from signer.tier1.policy_change import StalePolicy
 from signer.store import approvals as approval_store
 from signer.store import requests as request_store
 from signer.store.audit import AuditLog
@@ -40,7 +41,7 @@ from signer.store.db import get_meta, set_meta
 from signer.store.requests import Connection
 
 if TYPE_CHECKING:
-    from signer.tier1_port import Escalations, SigningCore
+    from signer.tier1.port import Escalations, SigningCore
 
 log = logging.getLogger("owlia.signer")
 
@@ -224,7 +225,7 @@ class PolicyKeeper:
     async def install_edited(
         self, base_hash: str, judge: Callable[[Policy], tuple[Policy, str, dict[str, Any]]]
     ) -> dict[str, Any]:
-        """Install edits made on the phone over the policy `base_hash` (signer.policy_edit): `judge`
+        """Install edits made on the phone over the policy `base_hash` (signer.tier1.policy_edit): `judge`
         builds the new policy, its file text and its audit record from the policy in force, or raises
         EditRefused. Refused (StalePolicy) unless `base_hash` is in force and the file on disk is it
         too (a change there waits for a reload or the companion: it is never overwritten). The file

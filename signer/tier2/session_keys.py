@@ -7,7 +7,6 @@ or revoked at once, and its secret never leaves this module except into a coincu
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,8 @@ from dataclasses import dataclass, field
 import coincurve
 
 from signer.keystore import MasterKey
+from signer.store import session_keys as key_store
+from signer.store.db import Connection
 from policies.kernel.passphrase import zeroize
 from signer.wire.protocol import KeyStatus
 from signer.wire.txcodec import SECP256K1_N, address_of
@@ -34,7 +35,7 @@ class SessionKeyInfo:
     status: KeyStatus
     balance_cap: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int | float]:
         return {
             "key_id": self.key_id,
             "chain_id": self.chain_id,
@@ -81,11 +82,10 @@ class SessionKeys:
 
     # ---- loading ----------------------------------------------------------------------------
 
-    def load(self, conn: sqlite3.Connection) -> None:
-        rows = conn.execute(
-            "SELECT key_id, chain_id, address, created_at, expires_at, status, balance_cap, sealed FROM session_keys"
-        ).fetchall()
-        for key_id, chain_id, address, created, expires, status, cap, sealed in rows:
+    def load(self, conn: Connection) -> None:
+        for key_id, chain_id, address, created, expires, status, cap, sealed in key_store.all_session_keys(
+            conn
+        ):
             info = SessionKeyInfo(key_id, chain_id, address, created, expires, KeyStatus(status), int(cap))
             self._infos[key_id] = info
             if info.status is ACTIVE:
@@ -147,10 +147,9 @@ class SessionKeys:
         return info, key, sealed
 
     @staticmethod
-    def insert(conn: sqlite3.Connection, info: SessionKeyInfo, sealed: bytes) -> None:
-        conn.execute(
-            "INSERT INTO session_keys(key_id, chain_id, address, created_at, expires_at, status, balance_cap, sealed)"
-            " VALUES(?,?,?,?,?,?,?,?)",
+    def insert(conn: Connection, info: SessionKeyInfo, sealed: bytes) -> None:
+        key_store.insert_session_key(
+            conn,
             (
                 info.key_id,
                 info.chain_id,
@@ -190,10 +189,8 @@ class SessionKeys:
     def active_ids(self) -> list[str]:
         return list(self._loaded)
 
-    def mark(self, conn: sqlite3.Connection, key_id: str, status: KeyStatus) -> None:
-        conn.execute(
-            "UPDATE session_keys SET status=?, retired_at=? WHERE key_id=?", (status, self._clock(), key_id)
-        )
+    def mark(self, conn: Connection, key_id: str, status: KeyStatus) -> None:
+        key_store.set_status(conn, key_id, status, self._clock())
 
     def close(self) -> None:
         """Drop every signing key. coincurve keeps its copy in C memory that Python cannot wipe."""

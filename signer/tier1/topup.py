@@ -3,7 +3,7 @@
 A paired companion asks (signed, single use); the request is escalated to it like any other, and
 the answer is checked against the cap again when it arrives, since the balance may have changed.
 Both checks count top-ups sent but not mined yet, a key has one top-up waiting at a time, and each
-key's checks run one at a time (signer.topup_room).
+key's checks run one at a time (signer.tier1.topup_room).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from signer.store.requests import Connection
 
 if TYPE_CHECKING:
     from signer.chain import Chain
-    from signer.session_keys import SessionKeyInfo
-    from signer.tier1_port import Escalations, SigningCore
+    from signer.tier2.session_keys import SessionKeyInfo
+    from signer.tier1.port import Escalations, SigningCore
 
 
 async def room_under_cap(engine: SigningCore, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:
