@@ -141,7 +141,10 @@ class Home:
         usd = self.policy.index.usd
         if usd is None:
             return []
-        dollars = lambda micros: format_amount(micros, USD_DECIMALS, "").strip()  # noqa: E731
+
+        def dollars(micros: int) -> str:
+            return format_amount(micros, USD_DECIMALS, "").strip()
+
         return [
             {
                 "window": w.label,

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from policies.kernel.keccak import keccak256
 from policies.loader import parse_policy
 from policies.model import Policy
-from signer import policy_change
+from signer.tier1 import policy_change
 from signer.tier1.policy_change import EditRefused, StalePolicy
 from signer.wire.delegation import DelegationError, recover
 from signer.wire.messages import POLICY_EDIT_DOMAIN, POLICY_VIEW_DOMAIN, policy_edit_body, signed_message
