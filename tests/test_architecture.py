@@ -229,3 +229,30 @@ def test_a_badly_formatted_file_is_caught(tmp_path: Path) -> None:
     (copy / "policies" / "probe.py").write_text("x = {  'a':1 }\n")
     out = _run([_tool("ruff"), "format", "--check", "--no-cache", "."], cwd=copy)
     assert out.returncode != 0 and "policies/probe.py" in out.stdout
+
+
+def _imports_inside_functions(path: Path) -> int:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sum(
+        isinstance(node, (ast.Import, ast.ImportFrom))
+        for func in ast.walk(tree)
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(func)
+    )
+
+
+def test_imports_inside_functions_stay_rare_outside_the_command_line() -> None:
+    """A lazy import hides what a module needs; outside the commands (whose start-up a user feels on
+    every `owlia ...`) one stays only where a bench shows its cost (docs/architecture.md). At most 3
+    per 1 000 lines, as in httpx (2.4) and llm (2.5)."""
+    modules = [
+        path
+        for package in ("bot", "signer", "policies", "companion_bridge", "skills_runtime")
+        for path in (ROOT / package).rglob("*.py")
+        if "cli" not in path.parent.parts and not path.name.endswith("cli.py")
+    ]
+    lines = sum(p.read_text(encoding="utf-8").count("\n") for p in modules)
+    lazy = {str(p.relative_to(ROOT)): n for p in modules if (n := _imports_inside_functions(p))}
+    density = sum(lazy.values()) * 1000 / lines
+    worst = sorted(lazy.items(), key=lambda kv: -kv[1])[:8]
+    assert density <= 3.0, f"{density:.2f} imports inside functions per 1 000 lines; most in {worst}"
