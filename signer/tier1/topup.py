@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from policies.decision import Decision, Finding, Outcome
 from policies.decode import decode
-from policies.intent import Call
+from policies.intent import NATIVE, Call
+from policies.units import format_amount
 from signer import records
 from signer.chain import ChainError
 from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
@@ -39,6 +40,23 @@ async def room_under_cap(engine: SigningCore, key_id: str) -> tuple[SessionKeyIn
     except ChainError as exc:
         raise RpcError(ErrorCode.UNAVAILABLE, str(exc)) from None
     return key, chain, balance, room
+
+
+def _out_of_room(engine: SigningCore, key: SessionKeyInfo, room: int) -> str:
+    """Why a top-up amount is refused, in the chain's own units (base units only for a chain whose
+    native asset the policy does not name)."""
+    info = engine.policy.index.asset_info(key.chain_id, NATIVE)
+    symbol, decimals = info if info is not None else ("wei", 0)
+    cap = format_amount(key.balance_cap, decimals, symbol)
+    if room <= 0:
+        return (
+            f"this session key already holds or has coming its whole cap of {cap} (top-ups not "
+            "mined yet count): there is nothing to top up until it spends"
+        )
+    return (
+        f"a top-up of this session key can be at most {format_amount(room, decimals, symbol)} (its cap "
+        f"is {cap}, and what it holds or has coming counts); leave the amount out to fill it to the cap"
+    )
 
 
 async def exceeds_cap(
@@ -91,11 +109,7 @@ async def _open_topup(
     key, _chain, _balance, room = await room_under_cap(engine, params.key_id)
     amount = room if params.amount is None else params.amount
     if amount <= 0 or amount > room:
-        raise await devices.refuse(
-            "topup.refused",
-            evidence,
-            f"a top-up must be 1..{room} wei (the room under the cap, counting top-ups not mined yet)",
-        )
+        raise await devices.refuse("topup.refused", evidence, _out_of_room(engine, key, room))
     now = approvals.clock()
     request_id = "req_" + secrets.token_hex(16)
     decoded = decode(Call(chain_id=key.chain_id, to=key.address, value=amount))
