@@ -284,6 +284,16 @@ def test_the_per_transaction_and_period_caps_hold_on_chain(granted, chain3, mark
         ),
     )
     assert "NativeTokenPeriodTransferEnforcer:transfer-amount-exceeded" in reason
+    # The signer reads what is left on chain and refuses before broadcasting, naming the rule.
+    q = quote(chain3.url, market, g.weth, g.tusd, PER_TX)
+    data = exact_input_single(
+        SwapCall(g.weth, g.tusd, 3000, g.main.address, int(time.time()) + 300, PER_TX, q - q // 200, 0)
+    )
+    sent = nonce(chain3, g.key["address"])
+    intent = {"chain_id": CHAIN_ID, "to": market["router"], "value": str(PER_TX), "data": "0x" + data.hex()}
+    refused = sign(g.stack, g.stack.client_token("bot"), intent)
+    assert refused["status"] != "signed" and refused["rule_id"] == "onchain.native_period", refused
+    assert nonce(chain3, g.key["address"]) == sent
 
 
 def test_eth_sent_beyond_the_input_comes_back_to_the_main_account_not_the_thief(granted, chain3, market):
