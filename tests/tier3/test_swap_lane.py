@@ -337,3 +337,36 @@ def test_an_old_weth_allowance_cannot_be_pulled_through_the_lane(granted, chain3
     assert "ERC20BalanceChangeEnforcer:exceeded-balance-decrease" in reason
     assert address_of(g.stolen) == g.key["address"].lower()
     assert rpc(chain3.url, "eth_getCode", [g.main.address, "latest"]).startswith("0xef0100")
+
+
+def test_swap_from_chat_on_a_tier3_chain_lands_in_the_main_account(granted, chain3, market):
+    """The bot's `swap` tool names the main account (the signer's `addresses` answer) as the recipient
+    on a chain with a live grant; the signer redeems it through the swap lane."""
+    from tests.bot.agent.conftest import attach_bot, call
+    from tests.fakes.llm_server import FakeLLMServer, Reply
+
+    g = granted
+    tusd0, key_tusd0 = (
+        token_balance(chain3.url, g.tusd, g.main.address),
+        token_balance(chain3.url, g.tusd, g.key["address"]),
+    )
+    expected = quote(chain3.url, market, g.weth, g.tusd, AMOUNT)
+    with FakeLLMServer() as server:
+        bot = attach_bot(g.stack, server)
+        server.enqueue(
+            Reply(tool_calls=[call("swap", {"amount": "0.005", "token_in": "ETH", "token_out": "TUSD"})]),
+            Reply(text=["Swapped."]),
+        )
+        out = bot.chat("swap 0.005 ETH to TUSD")
+        assert "Signed and sent" in out, out
+        details = bot.chat("/details")
+    tx_hash = next(
+        w.strip(".,;()")
+        for w in details.replace("\n", " ").split()
+        if w.startswith("0x") and len(w.strip(".,;()")) == 66
+    )
+    receipt = wait_receipt(chain3, tx_hash)
+    assert receipt["status"] == "0x1" and receipt["to"] == chain3.contracts["manager"]
+    got = token_balance(chain3.url, g.tusd, g.main.address) - tusd0
+    assert got >= expected - expected // 200, (got, expected)
+    assert token_balance(chain3.url, g.tusd, g.key["address"]) == key_tusd0
