@@ -85,8 +85,9 @@ def test_the_swap_lane_takes_half_the_eth_limits_and_the_native_lane_keeps_the_r
     assert plain[0].period_amount == 50 * MILLI
 
 
-def test_the_swap_lane_round_trips_and_a_signed_grant_verifies(policy):
-    derived = lanes(policy)
+@pytest.mark.parametrize("call_limit", [None, 3])
+def test_the_swap_lane_round_trips_and_a_signed_grant_verifies(policy, call_limit):
+    derived = lanes(policy, call_limit=call_limit)
     for lane in derived:
         delegation = lane.delegation(
             delegate=SESSION, delegator=ACCOUNT, salt=1, enforcers=ENFORCER_ADDRESSES
