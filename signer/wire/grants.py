@@ -79,6 +79,8 @@ __all__ = [
     "describe",
     "lifetime_bound",
     "parse_lane",
+    "split_native",
+    "swap_lane",
     "token_tx_bound",
 ]
 

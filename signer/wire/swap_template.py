@@ -21,10 +21,12 @@ __all__ = [
     "PIN_HEAD",
     "PIN_TAIL",
     "REFUND_ETH",
+    "SINGLE_LENGTH",
     "TEMPLATE_LENGTH",
     "VARIABLE",
     "SwapCall",
     "decode_exact_input_single",
+    "exact_input_single",
     "pinned_ranges",
     "swap_call",
 ]
