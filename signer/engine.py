@@ -189,7 +189,13 @@ class Engine:
         decoded = decode(call)
         chain = self.chains.get(call.chain_id)
         defi = await self._defi_inputs(decoded, chain, policy) if decoded.is_defi() else None
-        summary = self.summarize(decoded, defi[0] if defi is not None else None)
+        tier3 = self.tier2.tier3
+        on_tier3 = tier3 is not None and tier3.live(call.chain_id) is not None
+        summary = self.summarize(
+            decoded,
+            defi[0] if defi is not None else None,
+            "your main account" if on_tier3 else "the session key",
+        )
         ctx = self._context(decoded, now)  # after the last await: read and reserved in one synchronous step
         if defi is not None:
             ctx = replace(ctx, payer=defi[0], swap_quotes=defi[1], simulation=defi[2])
@@ -289,9 +295,13 @@ class Engine:
         if chain is None or key is None:
             return None, {}, None
         call = decoded.call
+        tier3 = self.tier2.tier3
+        grant = None if tier3 is None else tier3.live(call.chain_id)
+        # Tier 3: the main account pays and receives (the session key only redeems the grant)
+        payer = key.address if grant is None else grant.account
         quotes = await read_quotes(chain, decoded, policy.index)
-        simulated = await simulate(chain, key.address, call.to, call.value, call.data)
-        return key.address, quotes, simulated
+        simulated = await simulate(chain, payer, call.to, call.value, call.data)
+        return payer, quotes, simulated
 
     async def _conclude(
         self,

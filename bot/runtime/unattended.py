@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from bot.agent.loop import RunOutcome
 from bot.notify import Notifier, parse_target
 from bot.sessions.keys import target_of_session
-from bot.scheduler.jobs import AgentTurn, Reminder, SystemEvent
+from bot.scheduler.jobs import AgentTurn, ClaimJob, Reminder, SystemEvent
 from bot.scheduler.store import Job
 from bot.sessions import session_lock
 from bot.tools.base import ContextKind
@@ -120,11 +120,47 @@ async def _turn(
     return await deliver(notifier, run.text, target)
 
 
+async def run_claim(runtime: Runtime, notifier: Notifier, job: Job, payload: ClaimJob) -> Result:
+    """The `claim` tool with the job's stored arguments, through the tool executor (audited like any
+    call), in the SCHEDULED context where it is the only tool. No model reads or writes anything here.
+    Only the owner's jobs (`owlia cron add --claim`) run: a claim job in any other row is refused."""
+    import secrets
+
+    from bot.llm.types import ToolCall
+    from bot.tools.base import ToolContext
+
+    if job.origin != "cli":
+        why = "a claim job must be made by the owner (`owlia cron add --claim`)"
+        delivered = await deliver(
+            notifier, f"Scheduled claim {job.id} refused: {why}.", job_target(job, notifier)
+        )
+        return Result("error", f"refused: {why}; {delivered.detail}")
+    arguments: dict[str, object] = {"distributor": payload.distributor, "proof": payload.proof}
+    if payload.chain_id is not None:
+        arguments["chain_id"] = payload.chain_id
+    arguments["reason"] = f"scheduled claim, job {job.id}"
+    run_id = f"cron-{job.id}-{secrets.token_hex(4)}"
+    ctx = ToolContext(
+        f"cron:{job.id}", "cron", job.id, ContextKind.SCHEDULED, runtime.services, run_id=run_id
+    )
+    [done] = await runtime.executor.execute(ctx, [ToolCall(f"{run_id}-claim", "claim", arguments)], None)
+    status = str((done.data or {}).get("status") or done.outcome)
+    text = f"Scheduled claim ({job.spec.name or job.id}): {done.result.content}"
+    delivered = await deliver(notifier, text, job_target(job, notifier))
+    ok = status in ("signed", "pending")  # pending: waiting for your approval on the companion
+    tx = (done.data or {}).get("tx_hash")
+    short = f" (tx {str(tx)[:10]}…{str(tx)[-4:]})" if tx else ""  # whole hashes read as keys to the redactor
+    detail = f"claim {status}{short}; {delivered.detail}"
+    return Result("ok" if ok else "error", detail)
+
+
 async def run_job(runtime: Runtime, notifier: Notifier, job: Job) -> Result:
     payload = job.spec.payload
     target = job_target(job, notifier)
     if isinstance(payload, Reminder):
         return await deliver(notifier, f"⏰ Reminder: {payload.text}", target)
+    if isinstance(payload, ClaimJob):
+        return await run_claim(runtime, notifier, job, payload)
     if isinstance(payload, AgentTurn):
         text = task_text(job, payload.prompt, "Scheduled task")
         return await _turn(runtime, notifier, f"cron:{job.id}", text, "cron", job.id, target)

@@ -98,6 +98,7 @@ class ToolContext:
         return {
             ContextKind.HEARTBEAT: "heartbeat",
             ContextKind.CRON: "heartbeat",
+            ContextKind.SCHEDULED: "heartbeat",  # unattended: the policy's `sources.heartbeat` decides
             ContextKind.SKILL: "skill",
         }.get(self.kind, "agent")
 

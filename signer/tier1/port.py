@@ -76,7 +76,9 @@ class SigningCore(Protocol):
         """Seconds an escalated request waits for the companion."""
         ...
 
-    def summarize(self, decoded: Decoded, payer: str | None = None) -> str:
+    def summarize(
+        self, decoded: Decoded, payer: str | None = None, payer_name: str = "the session key"
+    ) -> str:
         """One line for a person, in the names and decimals of the policy in force."""
         ...
 

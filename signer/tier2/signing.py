@@ -76,18 +76,18 @@ class SessionSigner:
                 "chain.wrong_id" if isinstance(exc, WrongChain) else None,
                 str(exc),
             )
-        if (
-            payer is not None and key.address.lower() != payer
-        ):  # a swap's output goes to the key it was decided for
+        to, value, data, grant_id = call.to, call.value, call.data, None
+        grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
+        # a swap's output goes to the account it was decided for: the session key, or on Tier 3 the
+        # main account of the grant that was live when it was decided
+        if payer is not None and payer != (key.address.lower() if grant is None else grant.account):
             return self.abandoned(
                 request_id,
                 decision,
                 summary,
                 "session_key.changed",
-                "the session key changed while the swap was being checked; ask again",
+                "the paying account changed while the swap was being checked; ask again",
             )
-        to, value, data, grant_id = call.to, call.value, call.data, None
-        grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
         if grant is None and self.tier3 is not None and self.tier3.is_tier3(call.chain_id):
             return self.abandoned(
                 request_id,

@@ -129,7 +129,9 @@ class GrantOffers:
         expires_at = min(now + params.days * 86400, int(key.expires_at))
         policy = engine.policy
         try:
-            lanes = derive_lanes(policy, params.chain_id, expires_at=expires_at, start=now, nonce=nonce)
+            lanes = derive_lanes(
+                policy, params.chain_id, expires_at=expires_at, start=now, nonce=nonce, delegator=account
+            )
         except GrantError as exc:
             raise await devices.refuse(REFUSED, evidence, str(exc)) from None
         words = [describe(lane, policy, params.chain_id) for lane in lanes]

@@ -48,13 +48,16 @@ from signer.wire.grants import (
     NATIVE_PERIOD,
     NATIVE_TOTAL,
     NONCE,
+    SWAP,
     TOKEN_MOVING,
     GrantError,
     Lane,
     check_lane,
+    check_shared_native,
     describe,
     parse_lane,
 )
+from signer.wire.swap_template import decode_exact_input_single, swap_call
 from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
 from policies.kernel.keccak import keccak256
@@ -82,7 +85,13 @@ class Grant:
 
     def lane_for(self, asset: str) -> tuple[Delegation, Lane] | None:
         for delegation, lane in zip(self.delegations, self.lanes):
-            if lane.asset == asset and asset != CONTRACT:
+            if lane.asset == asset and asset not in (CONTRACT, SWAP):
+                return delegation, lane
+        return None
+
+    def swap_lane_for(self, router: str) -> tuple[Delegation, Lane] | None:
+        for delegation, lane in zip(self.delegations, self.lanes):
+            if lane.asset == SWAP and lane.targets == (router,):
                 return delegation, lane
         return None
 
@@ -120,6 +129,9 @@ def _lane_json(lane: Lane) -> dict[str, Any]:
         "nonce": str(lane.nonce),
         "total": str(lane.total),
         "token_per_tx": str(lane.token_per_tx),
+        "token_in": lane.token_in,
+        "token_out": lane.token_out,
+        "fee": lane.fee,
     }
 
 
@@ -173,13 +185,14 @@ def verify_grant(
         check_lane(lane, policy, chain_id, not_after=not_after, taken_at=taken_at)
         if lane.asset == CONTRACT:
             _check_contract_target(lane.targets[0], account, contracts)
-        key = lane.targets[0] if lane.asset == CONTRACT else lane.asset
+        key = lane.targets[0] if lane.asset in (CONTRACT, SWAP) else lane.asset
         if key in seen_assets:
             raise GrantError(f"two lanes for {key}: their limits would add up")
         seen_assets.add(key)
         lanes.append(lane)
     if len({lane.nonce for lane in lanes}) != 1:
         raise GrantError("the grant's lanes carry different NonceEnforcer nonces: one grant, one nonce")
+    check_shared_native(lanes, policy, chain_id, taken_at=taken_at)
     return account, tuple(lanes)
 
 
@@ -324,6 +337,8 @@ class Tier3:
                 "tier3.grant_mismatch", "the live grant is for another session key: grant the new key"
             )
         call = decoded.call
+        if grant.swap_lane_for(call.to) is not None:  # the router: only the swap lane's one call
+            return await self._plan_swap(call.to, call.value, call.data, grant)
         if len(call.data) >= 4 and call.data[:4] not in TOKEN_MOVING:  # a contract call: its own lane
             return await self._plan_contract_call(call.to, call.value, call.data, grant)
         transfers = [a for a in decoded.actions if isinstance(a, Transfer)]
@@ -360,6 +375,43 @@ class Tier3:
             if transfer.recipient != lane.recipient:
                 return Refusal("onchain.allowed_calldata", "the grant pins another recipient for this token")
         return await self._redeem(grant, delegation, lane, transfer.amount, target, value, data)
+
+    async def _plan_swap(self, router: str, value: int, data: bytes, grant: Grant) -> Redeem | Refusal:
+        """An allowed ETH-in exactInputSingle (the policy checked it as on Tier 2: quote, slippage, deadline,
+        listed tokens) carried as the swap lane's one call, multicall([it, refundETH()]). Anything the
+        lane's caveats would refuse on chain is refused here by name first."""
+        found = grant.swap_lane_for(router)
+        assert found is not None
+        delegation, lane = found
+        swap = decode_exact_input_single(data)
+        if swap is None:
+            return Refusal(
+                "onchain.allowed_methods",
+                "a Tier 3 swap lane carries one exactInputSingle with ETH in, nothing else on the router "
+                "(AllowedMethods, AllowedCalldata)",
+            )
+        if (swap.token_in, swap.token_out, swap.fee) != (lane.token_in, lane.token_out, lane.fee):
+            return Refusal(
+                "onchain.allowed_calldata",
+                f"the grant's swap lane buys {lane.token_out} with ETH in the {lane.fee / 10000:g}% pool only "
+                "(AllowedCalldata)",
+            )
+        if swap.recipient != grant.account:
+            return Refusal(
+                "onchain.allowed_calldata",
+                f"the swap lane pays only the main account {grant.account} (AllowedCalldata)",
+            )
+        if swap.price_limit != 0 or value != swap.amount_in:
+            return Refusal(
+                "onchain.allowed_calldata",
+                "a Tier 3 swap sends exactly its input as ETH and sets no price limit",
+            )
+        if value > lane.value_lte:
+            return Refusal(
+                "onchain.value_lte",
+                f"the swap sends {value} wei, above the grant's {lane.value_lte} wei per transaction (ValueLte)",
+            )
+        return await self._redeem(grant, delegation, lane, value, router, value, swap_call(swap))
 
     async def _plan_contract_call(self, to: str, value: int, data: bytes, grant: Grant) -> Redeem | Refusal:
         """An allowed contract call through its contract lane: AllowedTargets, AllowedMethods and ValueLte
@@ -507,25 +559,26 @@ class Tier3:
             return Refusal("onchain.expired", "the grant expired on chain (Timestamp)")
         if lane.call_limit is not None and state["calls_left"] == 0:
             return Refusal("onchain.limited_calls", "the grant's call count is used up (LimitedCalls)")
-        if lane.asset != CONTRACT and lane.asset != NATIVE and amount > lane.token_per_tx:
+        if lane.asset not in (CONTRACT, NATIVE, SWAP) and amount > lane.token_per_tx:
             return Refusal(
                 "onchain.erc20_tx_cap",
                 f"{amount} base units is above the grant's per-transaction cap of "
                 f"{lane.token_per_tx} (ERC20BalanceChange)",
             )
+        native = lane.asset in (NATIVE, SWAP)
         if lane.asset != CONTRACT and amount > state["available"]:
-            rule = "onchain.native_period" if lane.asset == NATIVE else "onchain.erc20_period"
+            rule = "onchain.native_period" if native else "onchain.erc20_period"
             return Refusal(
                 rule,
                 f"only {state['available']} base units are left in this on-chain period "
-                f"({'NativeTokenPeriodTransfer' if lane.asset == NATIVE else 'ERC20PeriodTransfer'})",
+                f"({'NativeTokenPeriodTransfer' if native else 'ERC20PeriodTransfer'})",
             )
         if lane.asset != CONTRACT and amount > state["left_in_total"]:
-            rule = "onchain.native_total" if lane.asset == NATIVE else "onchain.erc20_total"
+            rule = "onchain.native_total" if native else "onchain.erc20_total"
             return Refusal(
                 rule,
                 f"only {state['left_in_total']} base units are left of the grant's lifetime total "
-                f"({'NativeTokenTransferAmount' if lane.asset == NATIVE else 'ERC20TransferAmount'})",
+                f"({'NativeTokenTransferAmount' if native else 'ERC20TransferAmount'})",
             )
         return None
 
@@ -554,12 +607,13 @@ class Tier3:
                 "now": now,
                 "left_in_total": None,
             }
-        total_enforcer = enforcers[NATIVE_TOTAL if lane.asset == NATIVE else ERC20_TOTAL]
+        native = lane.asset in (NATIVE, SWAP)  # a swap lane spends ETH: the native enforcers count it
+        total_enforcer = enforcers[NATIVE_TOTAL if native else ERC20_TOTAL]
         spent_raw = await chain.call(total_enforcer, spent_calldata(manager, digest))
         if len(spent_raw) != 32:
             raise ChainError("the lifetime-total enforcer gave a malformed answer")
         left_in_total = max(lane.total - int.from_bytes(spent_raw, "big"), 0)
-        period_name = NATIVE_PERIOD if lane.asset == NATIVE else ERC20_PERIOD
+        period_name = NATIVE_PERIOD if native else ERC20_PERIOD
         period_caveat = next(c for c in delegation.caveats if c.enforcer == enforcers[period_name])
         answer = await chain.call(
             enforcers[period_name], available_amount_calldata(digest, manager, period_caveat.terms)
@@ -594,7 +648,9 @@ class Tier3:
                 try:
                     assert contracts is not None
                     state = await self.remaining(chain, contracts, delegation, lane)
-                    rule = policy.index.assets.get((grant.chain_id, lane.asset))
+                    rule = policy.index.assets.get(
+                        (grant.chain_id, NATIVE if lane.asset == SWAP else lane.asset)
+                    )
                     left = None if state["available"] is None else str(state["available"])
                     entry |= {
                         "left_in_period": left,

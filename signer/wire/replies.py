@@ -288,6 +288,9 @@ class Tier3LaneJson(Reply):
     nonce: Uint256 = 0  # the NonceEnforcer nonce the grant was signed at
     total: Uint256 = 0  # the lifetime cap (native / ERC-20 lanes)
     token_per_tx: Uint256 = 0  # ERC-20 lanes: the per-transaction cap
+    token_in: str | None = None  # swap lanes: the router's WETH (ETH in)
+    token_out: str | None = None  # swap lanes: the one token bought
+    fee: StrictInt = 0  # swap lanes: the pool's fee tier
     # tier3.status adds what the chain says is left, in the signer's words:
     words: str | None = None
     left_in_total: Uint256 | None = None

@@ -188,7 +188,8 @@ def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
     """docs/tier3.md "Setting it up (dev chain)": the first block in a terminal of its own (it runs until
     /quit), the second in another, as written with `owlia` on PATH and a fresh HOME. The one change: 8545
     becomes a free port (this machine runs other chains), which also proves `owlia up --port` reaches
-    config.yaml. Checked on chain: the transfer left the main account, not the session key."""
+    config.yaml. Checked on chain: the transfer left the main account, not the session key, and the swap's
+    tokens landed in the main account (the swap lane)."""
     from bot.devchain import free_port, rpc
     from tests.conftest import FRIEND
 
@@ -249,7 +250,17 @@ def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
             for tx in rpc(url, "eth_getBlockByNumber", [hex(n), True])["transactions"]
             if (tx.get("to") or "").lower() == manager and tx["from"].lower() != main.lower()
         ]
-        assert len(redeems) == 1, redeems  # the /send went through the grant: the session key redeemed it
+        # the /send and the /swap went through the grant: the session key redeemed both
+        assert len(redeems) == 2, redeems
+        tusd = next(
+            t["address"]
+            for t in yaml.safe_load(config)["chains"][0]["swap_market"]["tokens"]
+            if t["symbol"] == "TUSD"
+        )
+        held = rpc(
+            url, "eth_call", [{"to": tusd, "data": "0x70a08231" + "00" * 12 + main.lower()[2:]}, "latest"]
+        )
+        assert int(held, 16) > 14 * 10**18  # about 15 TUSD for 0.005 ETH, in the main account
         assert rpc(url, "eth_getCode", [main, "latest"]) in ("0x", "0x0")  # frozen: a plain account again
         stack.stdin.write("/quit\n")
         stack.stdin.flush()

@@ -8332,6 +8332,12 @@ var GRANT_TYPES = dumps({
   Caveat: [{ name: "enforcer", type: "address" }, { name: "terms", type: "bytes" }]
 }, false);
 var same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
+var hexWord = (n) => n.toString(16).padStart(64, "0");
+var SWAP_PIN_PREFIX = "0x" + [4, 32, 2, 64, 384, 260].map(hexWord).join("") + "414bf389";
+var SWAP_PIN_LENGTH = 2 + 2 * (32 + 292);
+function swapLanePayees(delegation) {
+  return (delegation.caveats || []).filter((c) => typeof c.terms === "string" && c.terms.length === SWAP_PIN_LENGTH && c.terms.toLowerCase().startsWith(SWAP_PIN_PREFIX)).map((c) => "0x" + c.terms.slice(-40).toLowerCase());
+}
 function checkOffer(offer, signerKey, account) {
   if (!offer || typeof offer !== "object" || offer.kind !== "tier3.grant_offer") throw new Error("the bridge sent something that is not a grant offer");
   const hash = offerHash(offer);
@@ -8347,9 +8353,13 @@ function checkOffer(offer, signerKey, account) {
     const doc = docs[i], m = doc && doc.message;
     const ok = doc && doc.primaryType === "Delegation" && doc.types && dumps(doc.types, false) === GRANT_TYPES && doc.domain && doc.domain.name === "DelegationManager" && doc.domain.version === "1" && lexeme(doc.domain.chainId) === lexeme(offer.chain_id) && same(doc.domain.verifyingContract, offer.manager) && m && same(m.delegator, account) && same(d.delegator, account) && same(m.delegate, d.delegate) && same(m.delegate, offer.delegate) && m.authority === d.authority && lexeme(m.salt) === lexeme(d.salt) && Array.isArray(m.caveats) && Array.isArray(d.caveats) && m.caveats.length === d.caveats.length && m.caveats.every((c, j) => same(c.enforcer, d.caveats[j].enforcer) && c.terms === d.caveats[j].terms);
     if (!ok) throw new Error("a document in the offer is not the delegation it names: nothing was signed");
+    for (const payee of swapLanePayees(d)) {
+      if (!same(payee, account)) throw new Error(`the grant's swap lane would pay its tokens to ${payee}, not your account ${account}: nothing was signed`);
+    }
     return typedDataDigest(doc);
   });
-  return { digests, hash };
+  const swapLanes = delegations.filter((d) => swapLanePayees(d).length).length;
+  return { digests, hash, swapLanes };
 }
 function askParams(deviceId, seed, chainId, days, rotate) {
   const body = { device_id: deviceId, chain_id: chainId, days, rotate, ts: nowTs() };
@@ -8488,6 +8498,7 @@ function section2(ui) {
     offerBox.replaceChildren(
       el2("h3", {}, `Grant to session key ${visible2(offer.delegate)} (${visible2(offer.key_id)}) from ${v.address} on chain ${visible2(String(offer.chain_id))}`),
       el2("ul", { class: "grant-words" }, offer.words.map((w) => el2("li", {}, visible2(w)))),
+      ...checked.swapLanes ? [el2("p", { class: "note" }, `Checked on this phone: the swap lane pays the tokens it buys only to this account (${v.address}).`)] : [],
       el2("p", { class: "note" }, "Only that key may use it. Periods are fixed on chain: around a period's end up to twice the period amount can go out. Revoke every grant below ends it on chain, even without the signer."),
       el2("button", { id: "g3-sign", class: "primary", onclick: async () => {
         ui.showError("");
