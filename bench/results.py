@@ -104,7 +104,7 @@ def record(
         "machine": here,
         "date": date or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": at_commit or commit(),
-        "command": command,
+        "command": command.strip(),
     }
     data = load(path)
     data.setdefault(bench, {})[role.value] = run
@@ -118,14 +118,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also merge the figures into bench/results.json (docs/benchmarks.md is generated from it)",
     )
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results file --record writes")
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The bench's command as run, less the recording options: what to type to measure again."""
+    script = Path(sys.argv[0]).resolve()
+    where = script.relative_to(ROOT) if script.is_relative_to(ROOT) else Path(script.name)
+    skip = {"--record", "--results", str(getattr(args, "results", RESULTS))}
+    return " ".join([str(where), *(a for a in sys.argv[1:] if a not in skip)])
 
 
 def emit(bench: str, report: dict[str, Any], args: argparse.Namespace) -> None:
     """Print the report, as every bench does; with `--record`, also keep it in bench/results.json."""
     print(json.dumps(report, indent=2))
     if getattr(args, "record", False):
-        argv = " ".join(a for a in sys.argv[1:] if a != "--record")
-        record(bench, report, command=f"bench/{Path(sys.argv[0]).name} {argv}".strip())
+        record(bench, report, command=command_line(args), path=getattr(args, "results", RESULTS))
 
 
 def main(argv: list[str] | None = None) -> None:
