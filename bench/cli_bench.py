@@ -109,6 +109,14 @@ def measure(
     return {label: {name: summary(s) for name, s in by_name.items()} for label, by_name in samples.items()}
 
 
+def _commit(tree: Path) -> str:
+    """The checkout's commit, so a paired run says what it was paired with."""
+    try:
+        return results.commit(tree)
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20, help="timed runs per command and tree")
@@ -130,6 +138,7 @@ def main() -> None:
         },
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "trees": {label: str(tree) for label, tree in trees.items()},
+        "commits": {label: _commit(tree) for label, tree in trees.items()},
         "load_average_before": os.getloadavg(),
     }
     chain = DevChain(port=free_port()).start()

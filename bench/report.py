@@ -40,6 +40,7 @@ class Side:
     role: str = "current"
     key: str = ""
     header: str = ""  # default: the run's commit
+    header_path: str = ""  # or a figure of the run naming it (a paired run's other commit)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,10 @@ def render(table: Table, results: Mapping[str, Any]) -> str:
     lines.append("")
     headers = ["measure"]
     for side, run in zip(table.sides, runs, strict=True):
-        if side.header:
+        if side.header_path and run is not None:
+            named = f"`{lookup(run['figures'], side.header_path)}`"
+            headers.append(named + (f" ({side.header})" if side.header else ""))
+        elif side.header:
             headers.append(side.header)
         elif run is not None:
             headers.append(f"`{run.get('commit', '?')}`" + (" (baseline)" if side.role == "baseline" else ""))
@@ -267,22 +271,26 @@ TABLES: dict[str, Table] = {
         "cli",
         "bench/cli_bench.py",
         (
-            Row("`python -c pass` (the floor), median", "this.python_pass.median_s", "ms", scale=1000),
-            Row("`owlia --help`, median", "this.owlia_help.median_s", "ms", "≤ 100 ms", 1000),
-            Row("`owlia --help`, CPU, median", "this.owlia_help.cpu_median_s", "ms", scale=1000),
+            Row("`python -c pass` (the floor), median", "{key}.python_pass.median_s", "ms", scale=1000),
+            Row("`owlia --help`, median", "{key}.owlia_help.median_s", "ms", "≤ 100 ms", 1000),
+            Row("`owlia --help`, CPU, median", "{key}.owlia_help.cpu_median_s", "ms", scale=1000),
             Row(
                 "`owlia sign send` (signed, exit 0), median",
-                "this.owlia_sign_send.median_s",
+                "{key}.owlia_sign_send.median_s",
                 "ms",
                 "≤ 200 ms",
                 1000,
             ),
             Row(
                 "`owlia sign send`, CPU of the command, median",
-                "this.owlia_sign_send.cpu_median_s",
+                "{key}.owlia_sign_send.cpu_median_s",
                 "ms",
                 scale=1000,
             ),
+        ),
+        sides=(
+            Side("current", "this", header_path="commits.this"),
+            Side("current", "against", "paired", "commits.against"),
         ),
     ),
     "peers": Table(
