@@ -87,14 +87,15 @@ def cell(value: Any, row: Row) -> str:
         return "—"
     if isinstance(value, int | float) and not isinstance(value, bool):
         return number(value * row.scale) + (f" {row.unit}" if row.unit else "")
-    return str(value)
+    return str(value) + (f" {row.unit}" if row.unit else "")  # e.g. several runs written as "95, 108"
 
 
 def ratio(a: Any, b: Any) -> str:
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
     if not numeric or not b:
         return "—"
-    return f"{a / b:.2f}"
+    r = a / b
+    return f"{r:.2f}" if abs(r) >= 0.1 else f"{r:.2g}"  # 1.15, 0.33, 0.042: never a bare 0.00
 
 
 def _load_text(load: Any) -> str:
