@@ -38,6 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import results  # noqa: E402
 from bench.skills_bench import percentiles  # noqa: E402
 from bot.channels.base import Inbound  # noqa: E402
 from bot.channels.console import ConsoleSink, LineReader  # noqa: E402
@@ -354,6 +355,7 @@ def main() -> None:
         action="store_true",
         help="only the `owlia start` part (for long RSS curves: --service-messages 3000)",
     )
+    results.add_arguments(parser)
     args = parser.parse_args()
     result: dict[str, object] = {
         "machine": {
@@ -376,7 +378,7 @@ def main() -> None:
             finally:
                 stack.close()
             if args.service_only:
-                print(json.dumps(result, indent=2))
+                results.emit("agent", result, args)
                 return
             write_home(Path(tmp) / "a", fake.url)
             result["overhead_text_reply"] = asyncio.run(overhead(Path(tmp) / "a", args.messages))
@@ -390,7 +392,7 @@ def main() -> None:
     result["owlia_help"] = help_time(args.help_runs)
     if args.dists:
         result["distributions"] = distributions()
-    print(json.dumps(result, indent=2))
+    results.emit("agent", result, args)
 
 
 if __name__ == "__main__":

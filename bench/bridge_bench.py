@@ -39,6 +39,7 @@ from policies.kernel.aio import loop_name  # noqa: E402
 from signer.wire.client import SignerClient  # noqa: E402
 from signer.wire.protocol import Scope  # noqa: E402
 from signer.tier1.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
+from bench import results  # noqa: E402
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 PASSPHRASE = b"benchmark passphrase"
@@ -252,6 +253,7 @@ def main() -> None:
     parser.add_argument("--arrivals", type=int, default=200, help="escalations timed (after 20 warm-up ones)")
     parser.add_argument("--devices", type=int, default=100, help="paired devices in the scale test")
     parser.add_argument("--queued", type=int, default=1000, help="requests queued in the scale test")
+    results.add_arguments(parser)
     args = parser.parse_args()
     stack = Stack()
     try:
@@ -272,7 +274,7 @@ def main() -> None:
         }
     finally:
         stack.close()
-    print(json.dumps(report, indent=2))
+    results.emit("bridge", report, args)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import platform
 import sys
 import tempfile
@@ -24,6 +23,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import results as recorded  # noqa: E402
 
 TURNS = 20
 STEP_SECONDS = 61.0
@@ -133,27 +134,25 @@ def summarize(provider: str, usage: list[dict]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=TURNS)
-    turns = parser.parse_args().turns
+    recorded.add_arguments(parser)
+    args = parser.parse_args()
+    turns = args.turns
     started = time.time()
     results = [conversation("anthropic", turns), conversation("openai", turns)]
-    print(
-        json.dumps(
-            {
-                "bench": "prompt_cache",
-                "turns": turns,
-                "seconds_per_turn": STEP_SECONDS,
-                "machine": {
-                    "python": platform.python_version(),
-                    "platform": platform.platform(),
-                    "cpu": platform.processor() or platform.machine(),
-                },
-                "date": time.strftime("%Y-%m-%d", time.gmtime()),
-                "results": results,
-                "wall_seconds": round(time.time() - started, 2),
-            },
-            indent=1,
-        )
-    )
+    report = {
+        "bench": "prompt_cache",
+        "turns": turns,
+        "seconds_per_turn": STEP_SECONDS,
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpu": platform.processor() or platform.machine(),
+        },
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "results": results,
+        "wall_seconds": round(time.time() - started, 2),
+    }
+    recorded.emit("cache", report, args)
 
 
 if __name__ == "__main__":

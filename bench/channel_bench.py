@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import json
 import statistics
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from bot.runtime.llm_pool import Secret  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
+from bench import results  # noqa: E402
 
 WARMUP = 20
 FINAL = "Hi there."  # what the fake LLM in "text" mode answers, streamed as "Hi " + "there."
@@ -178,6 +178,7 @@ if __name__ == "__main__":
         help="concurrent users in the throughput run (the fake LLM's listen backlog is 5)",
     )
     parser.add_argument("--rounds", type=int, default=15, help="bursts in the throughput run")
+    results.add_arguments(parser)
     args = parser.parse_args()
     report = run_loop(main(args.n, args.users, args.rounds))  # on the bot's loop, as `owlia start` runs it
-    print(json.dumps({**report, "event_loop": loop_name()}, indent=2))
+    results.emit("channel", {**report, "event_loop": loop_name()}, args)

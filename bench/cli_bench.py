@@ -22,7 +22,6 @@ own modules would be compiled from source on every run. The untimed first run of
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -37,6 +36,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import results  # noqa: E402
 
 DEV_POLICY = ROOT / "policies" / "defaults" / "dev.yaml"
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # in the dev policy's address book
@@ -108,10 +109,19 @@ def measure(
     return {label: {name: summary(s) for name, s in by_name.items()} for label, by_name in samples.items()}
 
 
+def _commit(tree: Path) -> str:
+    """The checkout's commit, so a paired run says what it was paired with."""
+    try:
+        return results.commit(tree)
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20, help="timed runs per command and tree")
     parser.add_argument("--against", type=Path, help="another checkout with its own .venv, run paired")
+    results.add_arguments(parser)
     args = parser.parse_args()
     from bot.devchain import DevChain, free_port
     from policies.kernel.files import write_private_file
@@ -128,6 +138,7 @@ def main() -> None:
         },
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "trees": {label: str(tree) for label, tree in trees.items()},
+        "commits": {label: _commit(tree) for label, tree in trees.items()},
         "load_average_before": os.getloadavg(),
     }
     chain = DevChain(port=free_port()).start()
@@ -156,7 +167,7 @@ def main() -> None:
             for name in figures["this"]
         }
     result["load_average_after"] = os.getloadavg()
-    print(json.dumps(result, indent=2))
+    results.emit("cli", result, args)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Target: a warm MCP call's p50 within 2x a warm skill call's p50.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ from bot.config import McpSettings, SkillSettings  # noqa: E402
 from bot.mcp_servers.tools import McpTools  # noqa: E402
 from bot.skills.tools import load_skill_tools  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
+from bench import results  # noqa: E402
 
 TIME_VENV = ROOT / ".mcp-servers" / "time"
 EVERYTHING = ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -104,6 +104,7 @@ async def measure(home: Path, rounds: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=200, help="warm calls per tool")
+    results.add_arguments(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -117,7 +118,7 @@ def main() -> None:
         "met": all(v <= 2 for v in report["ratio_p50"].values()),
     }
     report["machine"] = machine()
-    print(json.dumps(report, indent=2))
+    results.emit("mcp", report, args)
 
 
 if __name__ == "__main__":

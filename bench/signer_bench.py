@@ -47,6 +47,7 @@ from policies.loader import parse_policy  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
 from signer.serve import DAEMON_LOOP  # noqa: E402
+from bench import results  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()
@@ -494,6 +495,7 @@ def main() -> None:
     parser.add_argument("--full-only", action="store_true", help="skip the in-process micro-benchmarks")
     parser.add_argument("--profile", type=Path, help="run the daemon under cProfile, stats to this file")
     parser.add_argument("--clients", default="1,16", help="comma-separated concurrent client counts")
+    results.add_arguments(parser)
     args = parser.parse_args()
     report: dict = {
         "machine": {
@@ -513,7 +515,7 @@ def main() -> None:
     report.update(
         bench_full_requests(args.requests, args.runs, args.profile and args.profile.resolve(), clients)
     )
-    print(json.dumps(report, indent=2))
+    results.emit("signer", report, args)
 
 
 if __name__ == "__main__":

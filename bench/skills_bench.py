@@ -12,7 +12,6 @@ Every call goes through the same SkillTools/SkillHost path the runtime uses, aud
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -31,6 +30,7 @@ from bot.skills.tools import load_skill_tools  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
 from skills_runtime.store import SkillStore  # noqa: E402
+from bench import results  # noqa: E402
 
 SKILL_MD = """---
 name: bench
@@ -132,6 +132,7 @@ async def measure(home: Path, rounds: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=30, help="cold starts (each followed by 20 warm calls)")
+    results.add_arguments(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -143,7 +144,7 @@ def main() -> None:
         "met": report["cold"]["p50_ms"] <= 150 and report["warm"]["p50_ms"] <= 5,
     }
     report["machine"] = machine()
-    print(json.dumps(report, indent=2))
+    results.emit("skills", report, args)
 
 
 if __name__ == "__main__":

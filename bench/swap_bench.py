@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from policies.defi import quote_key  # noqa: E402
 from policies.evaluate import evaluate  # noqa: E402
 from policies.intent import NATIVE, Call  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
+from bench import results  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 PASSPHRASE = b"benchmark passphrase"
@@ -257,6 +257,7 @@ def main() -> None:
         "--requests", type=int, default=40, help="requests of each kind (swaps and transfers)"
     )
     parser.add_argument("--evaluations", type=int, default=5000)
+    results.add_arguments(parser)
     args = parser.parse_args()
 
     from signer.admin import issue_client
@@ -377,7 +378,7 @@ def main() -> None:
         report = asyncio.run(run())
         report["decode_and_evaluate"] = bench_evaluation(raw_policy, market, args.evaluations)
         report["requests"] = args.requests
-        print(json.dumps(report))
+        results.emit("swap", report, args)
     finally:
         if proc is not None:
             proc.terminate()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import secrets
 import statistics
 import subprocess
@@ -37,6 +36,7 @@ from bot.devcontracts import deploy_delegation_framework  # noqa: E402
 from companion_bridge.companion import tier3 as companion  # noqa: E402
 from policies.loader import parse_policy  # noqa: E402
 from signer.wire.txcodec import address_of  # noqa: E402
+from bench import results  # noqa: E402
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 PASSPHRASE = b"benchmark passphrase"
@@ -158,6 +158,7 @@ async def _transfers(signer: Signer, url: str, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=30)
+    results.add_arguments(parser)
     args = parser.parse_args()
     chain = DevChain(port=free_port()).start()
     signers: list[Signer] = []
@@ -229,7 +230,7 @@ def main() -> None:
         )
         receipt = _wait(chain.url, rpc(chain.url, "eth_sendRawTransaction", ["0x" + raw.hex()]))
         result["revoke_all_gas"] = int(receipt["gasUsed"], 16)
-        print(json.dumps(result, indent=2))
+        results.emit("tier3", result, args)
     finally:
         for signer in signers:
             signer.stop()

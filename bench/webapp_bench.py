@@ -11,7 +11,7 @@ screen holds one card at a time.
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import platform
 import sys
@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bridge_bench import FRIEND, MAIN_KEY, OVER_LIMIT, Stack, _ms  # noqa: E402
 
+from bench import results  # noqa: E402
 from companion_bridge.companion.pairing import pair_link  # noqa: E402
 from tests.companion.webapp_support import CHROMIUM_ARGS, Phone, chromium_path, off_loop, run_async  # noqa: E402
 
@@ -38,7 +39,7 @@ OBSERVE = """() => {
 }"""
 
 
-def main(n: int = 60, warmup: int = 10) -> None:
+def main(n: int = 60, warmup: int = 10, args: argparse.Namespace | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
     stack = run_async_stack()
@@ -86,15 +87,20 @@ def main(n: int = 60, warmup: int = 10) -> None:
         }
     finally:
         stack.close()
-    print(json.dumps(report, indent=2))
+    results.emit("webapp", report, args or argparse.Namespace())
 
 
 def deny(page, rid: str) -> None:
-    """Deny in the page; the bridge allows a device 10 answers, then one a second: retry after it."""
+    """Deny in the page; the bridge allows a device 10 answers, then one a second: retry after it.
+    A refusal shows in the card's own error line (or the page's, for one without a card)."""
     card = page.locator(f"article[data-request={rid}]")
+    refused = card.locator(".card-error")
     for _ in range(10):
         card.locator("button.deny").click()
-        if poll(lambda: card.count() == 0 or page.locator("#error").is_visible(), 10) and card.count() == 0:
+        if (
+            poll(lambda: card.count() == 0 or refused.is_visible() or page.locator("#error").is_visible(), 10)
+            and card.count() == 0
+        ):
             return
         time.sleep(1.1)
     raise RuntimeError("could not deny " + rid)
@@ -126,10 +132,9 @@ async def _sign(stack: Stack, token: str) -> dict:
 
 
 if __name__ == "__main__":
-    import argparse
-
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=60, help="cards timed")
     parser.add_argument("--warmup", type=int, default=10, help="cards before those, not timed")
+    results.add_arguments(parser)
     args = parser.parse_args()
-    main(args.n, args.warmup)
+    main(args.n, args.warmup, args)

@@ -72,6 +72,9 @@ from procs import (
 )
 from stats import quiet_subset, summary
 
+sys.path.insert(0, str(REPO))
+from bench import results as recorded  # noqa: E402  (the repo's bench/results.py: standard library only)
+
 SIDES = ("owliabot", "nanobot", "openclaw")  # the order every interleaved round takes them in
 CHANNELS = {
     "owliabot": "Telegram (against the local Bot API server, tests/fakes/telegram_server.py), plus the control "
@@ -398,6 +401,7 @@ def main() -> int:
         default=str(REPO / ".venv" / "bin" / "python"),
         help="python used for the baseline (default: the repo's .venv)",
     )
+    recorded.add_arguments(ap)
     args = ap.parse_args()
     if args.annotate:
         data = json.loads(Path(args.annotate).read_text())
@@ -504,6 +508,8 @@ def main() -> int:
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     failed = "error" in result or any("error" in result.get(name, {}) for name in SIDES)
+    if args.record and not failed:
+        recorded.record("peers", result, command=recorded.command_line(args), path=args.results)
     return 1 if failed else 0
 
 

@@ -90,6 +90,15 @@ def test_end_of_input_at_a_prompt_says_how_to_answer(home: Path, argv: tuple[str
     assert not (home / "skills" / "gas_tracker").exists()
 
 
+def _reading(pid: int) -> bool:
+    """The process is blocked in read(2) (x86-64 syscall 0), as a prompt waits for its answer: keys typed
+    earlier could be flushed by the prompt's own terminal setup."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0] == "0"
+    except (OSError, IndexError):
+        return False
+
+
 def on_a_terminal(home: Path, argv: list[str], wait_for: bytes, keys: bytes) -> tuple[int, str]:
     """Run `owlia ARGV` on a pseudo-terminal, type `keys` once `wait_for` is on the screen: (exit code, screen)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OWLIA_")}
@@ -109,9 +118,8 @@ def on_a_terminal(home: Path, argv: list[str], wait_for: bytes, keys: bytes) -> 
                 if not chunk:
                     break
                 screen += chunk
-            if not sent and wait_for in screen:
-                time.sleep(0.3)  # the prompt's text is out: let it reach the read
-                os.write(fd, keys)
+            if not sent and wait_for in screen and _reading(pid):
+                os.write(fd, keys)  # typed once the prompt is out and the command waits in read()
                 sent = True
         _, status = os.waitpid(pid, 0)
     finally:

@@ -382,7 +382,7 @@ def test_a_device_flooding_logins_and_connects_is_refused_while_another_works(st
                         "signature": "22" * 64,
                     }
                     assert (await post(http, tier.bridge.url + "/v1/auth/token", forged)).status == 401
-            await asyncio.sleep(2.0)
+            await asyncio.sleep(2.0)  # the login bucket refills with time: the clock advancing is under test
             token = await a.login()  # one token refilled, and the stranger took none of it
 
             # Connects: two sessions in the burst, the third is closed with 4429 and a retry-after.
@@ -465,7 +465,7 @@ def test_an_answer_refused_for_rate_is_kept_and_accepted_after_the_retry_after(s
             status = await tier.stack.call(bot, "sign.status", {"request_id": pending["request_id"]})
             assert status["status"] == "pending_approval"
             assert any(pending["request_id"] in t for t in tier.bridge.bridge.queue.backlog_json())
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0)  # the "retry after 1 s" it was told: waiting it out is what is tested
             result = await companion.call("approvals.answer", answer)  # the very same answer, on time
             assert result["status"] == "denied"
             assert (await health(tier))["refused"]["answer"] == 1

@@ -76,7 +76,12 @@ def test_requests_queue_while_offline_and_the_backlog_arrives_on_reconnect(share
         companion = await tier1.paired()
         await companion.close()
         ids = [p["request_id"] for p in await tier1.submit(*(transfer(STRANGER, i + 1) for i in range(3)))]
-        await asyncio.sleep(0.3)  # delivered to the bridge's queue, nobody connected
+        deadline = time.monotonic() + 20
+        while not all(  # delivered to the bridge's queue, nobody connected
+            any(i in text for text in tier1.bridge.bridge.queue.backlog_json()) for i in ids
+        ):
+            assert time.monotonic() < deadline, "the requests never reached the bridge's queue"
+            await asyncio.sleep(0.02)
         from companion_bridge.companion.client import Companion
 
         again = Companion(companion.wallet, tier1.bridge.url)

@@ -478,7 +478,8 @@ def test_pushed_state_frames_start_at_most_one_check_at_a_time(tmp_path: Path, m
             w.poke()
             await asyncio.sleep(0.001)
         span = time.monotonic() - start
-        await asyncio.sleep(0.5)
+        if w._pushed is not None:
+            await asyncio.wait_for(w._pushed, 20)  # the checks the pokes owed, the trailing one included
         w.stop()
         return span
 

@@ -394,6 +394,8 @@ def test_freeze_offline_is_queued_and_sent_on_reconnect_and_freezes_are_logged(p
     finally:
         phone.context.set_offline(False)
     wait_for(lambda: page.evaluate("window.owlia.status()") == "connected", 30, "the reconnect")
+    # Room for a cancelled freeze that was wrongly kept to go out after the reconnect. When the app is
+    # right nothing is sent, so there is no event to wait on; load only makes the check weaker.
     time.sleep(1.5)
     assert run_async(stack.call(priced_tier.admin, "status"))["frozen"] is False
     activity = page.locator("#activity").inner_text()

@@ -86,7 +86,7 @@ def test_a_warm_real_server_idling_is_left_alone(tmp_path):
             for _ in range(2):
                 out = await tool.handler(_ctx(tmp_path, Events()), tool.args.model_validate({"a": 1, "b": 2}))
                 assert "3" in out.content
-                await asyncio.sleep(2.5)
+                await asyncio.sleep(2.5)  # idle time passing is what is tested: the server must outlive it
         finally:
             await source.close()
 

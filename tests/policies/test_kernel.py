@@ -102,7 +102,7 @@ def test_file_lock_serializes_and_refuses_a_symlinked_lock(tmp_path):
     with file_lock(lock):
         thread = threading.Thread(target=second)
         thread.start()
-        time.sleep(0.2)
+        time.sleep(0.2)  # room for a lock that did not hold to let the other thread in: no event to wait on
         order.append("first")
     thread.join(5)
     assert order == ["first", "second"]

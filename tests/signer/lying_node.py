@@ -17,14 +17,19 @@ the signer:
 - `call_lie`: a function from (the eth_call's call object, true result) to the result told (a quote);
 - `simulate_lie`: a function from the true `eth_simulateV1` result to the one told;
 - `honest()`: every switch off again (hidden hashes become visible again).
+
+`asked` counts the questions about each transaction hash (`eth_getTransactionByHash` and
+`eth_getTransactionReceipt`), so a test can wait until the signer has asked again instead of sleeping.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -38,6 +43,7 @@ class LyingNode(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.honest()
         self.sent: list[str] = []  # hashes of every transaction handed to anvil through this node
+        self.asked: Counter[str] = Counter()  # questions about each (lowercase) hash, kept across honest()
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
 
@@ -66,6 +72,20 @@ class LyingNode(ThreadingHTTPServer):
         )
         with urllib.request.urlopen(request, timeout=10) as reply:  # noqa: S310 - loopback anvil
             return json.loads(reply.read())
+
+    def wait_asked_again(self, hashes: Iterable[str], times: int = 2, timeout: float = 20.0) -> None:
+        """Until the signer has asked about every one of `hashes` `times` more times than so far: it has
+        seen whatever this node now tells about them (its watcher polls; this waits for the polls)."""
+        with self.lock:
+            want = {h.lower(): self.asked[h.lower()] + times for h in hashes}
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                behind = {h: n - self.asked[h] for h, n in want.items() if self.asked[h] < n}
+            if not behind:
+                return
+            assert time.monotonic() < deadline, f"the signer did not ask about these again: {behind}"
+            time.sleep(0.02)
 
     def release_held(self, *, reverse: bool) -> list[dict[str, Any]]:
         """Hand the kept transactions to anvil now (newest first when `reverse`); they stay hidden."""
@@ -105,6 +125,8 @@ class LyingNode(ThreadingHTTPServer):
             result = None if asked in self.hidden else truth.get("result")
             if method == "eth_getTransactionReceipt" and self.receipt_lie is not None:
                 result = self.receipt_lie(asked, truth.get("result"))
+            with self.lock:  # counted once the answer is decided: a waiter then knows what was told
+                self.asked[asked] += 1
             return {"jsonrpc": "2.0", "id": 1, "result": result}
         if method == "eth_simulateV1" and self.simulate_lie is not None and "result" in truth:
             return {"jsonrpc": "2.0", "id": 1, "result": self.simulate_lie(truth["result"])}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import sqlite3
 
@@ -254,12 +255,12 @@ def test_a_pipeline_of_costly_frames_does_not_stall_other_clients(stack):
     raw.call("auth", {"token": stack.client_token("reader", Scope.READ)})
     sender = threading.Thread(target=raw.send, args=(hostile * 20,))
     sender.start()
-    time.sleep(0.2)  # the daemon is working through them
+    replies = [raw.reply()]  # the daemon has answered the first: it is working through the rest
     started = time.monotonic()
     stack.call_sync(stack.admin_token, "status")
     waited = time.monotonic() - started
     sender.join()
-    replies = [raw.reply() for _ in range(20)]
+    replies += [raw.reply() for _ in range(19)]
     raw.close()
     assert all(r["result"]["valid"] is False for r in replies)
     assert waited < 1.0, waited
@@ -330,7 +331,13 @@ def test_a_user_holding_every_connection_it_can_leaves_room_for_the_others(make_
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.connect(str(stack.socket))
                 opened.append(s)
-            time.sleep(1.0)  # every refusal has been written by now
+            # wait until the daemon has answered all it will refuse (a refusal makes its socket readable;
+            # one it admits stays silent), or the deadline: then the parent sees the count that came
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                readable, _, _ = select.select(opened, [], [], 0.1)
+                if len(readable) >= len(opened) - 4:  # it admits at most max_connections // 2 per user
+                    break
             for s in opened:
                 s.setblocking(False)
                 try:

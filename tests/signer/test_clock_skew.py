@@ -176,7 +176,7 @@ def test_an_expired_client_token_stays_expired_when_the_clock_is_set_back(skewed
         stack.paths, "brief", Scope.READ, ttl_seconds=2, passphrase=bytearray(PASSPHRASE)
     )
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
-    time.sleep(max(0.0, client.expires_at - time.time()) + 0.5)
+    time.sleep(max(0.0, client.expires_at - time.time()) + 0.5)  # the token's lifetime passing is under test
     with pytest.raises(SignerError) as expired:
         stack.call_sync(token, "status")
     assert expired.value.code == ErrorCode.UNAUTHENTICATED

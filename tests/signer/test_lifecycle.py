@@ -82,7 +82,7 @@ def test_expired_token_is_refused(stack):
 
     token = issue_client(stack.paths, "brief", Scope.READ, ttl_seconds=1, passphrase=bytearray(PASSPHRASE))[1]
     assert stack.call_sync(token, "status")["client"]["name"] == "brief"
-    time.sleep(1.2)
+    time.sleep(1.2)  # the token's 1 s lifetime runs out: the clock advancing is what is tested
     with pytest.raises(SignerError) as err:
         stack.call_sync(token, "status")
     assert err.value.code == ErrorCode.UNAUTHENTICATED

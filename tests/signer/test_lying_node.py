@@ -101,7 +101,7 @@ def test_eight_refused_then_hidden_transfers_move_at_most_the_limit(lying, chain
     assert all("transaction underpriced" in r["broadcast_unknown"] for r in replies[:5])
     assert all(r["rule_id"] == "limit.window.24h" for r in replies[5:])
     assert balance(chain, FRIEND) - before == LIMIT  # the node relayed all five: never more than the limit
-    time.sleep(1.0)  # the receipt watcher has asked several times, and was told null each time
+    node.wait_asked_again(r["tx_hash"] for r in replies[:5])  # the watcher asked again, told null each time
     assert {state(stack, bot, r["request_id"]) for r in replies[:5]} == {"unconfirmed"}
     held = in_flight(stack)
     assert held["count"] == held["unconfirmed"] == 5 and held["held"] == {HELD: str(LIMIT)}
@@ -152,7 +152,7 @@ def test_held_and_reordered_transactions_move_at_most_the_limit(lying, chain):
     node.release_held(reverse=True)
     moved = balance(chain, FRIEND) - before
     assert 0 < moved <= LIMIT
-    time.sleep(0.5)
+    node.wait_asked_again(r["tx_hash"] for r in replies[:5])  # mined, and still hidden when asked
     assert {state(stack, bot, r["request_id"]) for r in replies[:5]} == {
         "unconfirmed"
     }  # all hidden: all held
@@ -185,13 +185,15 @@ def test_receipts_for_another_transaction_or_sender_are_rejected(lying, chain):
     other = rpc(chain.url, "eth_getTransactionReceipt", [first["tx_hash"]])
     node.receipt_lie = lambda asked, truth: other  # a real receipt, of another of the key's transactions
     second = send(stack, bot)
-    time.sleep(1.0)
+
+    def rejected() -> list[str]:
+        return [r["error"] for r in audit(stack, "tx.receipt_rejected") if r["tx_hash"] == second["tx_hash"]]
+
+    eventually(lambda: any("another transaction" in e for e in rejected()))
     assert state(stack, bot, second["request_id"]) == "signed"
     node.receipt_lie = lambda asked, truth: truth and {**truth, "from": STRANGER.lower()}
-    time.sleep(1.0)
+    eventually(lambda: any("another sender" in e for e in rejected()))
     assert state(stack, bot, second["request_id"]) == "signed"
-    rejected = [r["error"] for r in audit(stack, "tx.receipt_rejected") if r["tx_hash"] == second["tx_hash"]]
-    assert any("another transaction" in e for e in rejected) and any("another sender" in e for e in rejected)
     node.honest()
     eventually(lambda: state(stack, bot, second["request_id"]) == "confirmed")
 
@@ -225,16 +227,15 @@ def test_a_forged_receipt_for_the_nonce_taker_is_caught_by_the_check_endpoint(ly
     node.receipt_lie = lambda asked, truth: (
         _fake_receipt(asked, address, "0x1") if asked == decoy["tx_hash"] else None
     )
-    time.sleep(1.5)
+    node.wait_asked_again([relayed["tx_hash"], decoy["tx_hash"]])  # the forged receipt was told
     assert state(stack, bot, relayed["request_id"]) == "unconfirmed"  # not released on the forged proof
     assert state(stack, bot, decoy["request_id"]) == "unconfirmed"
     assert not audit(stack, "tx.dropped")
     # and a receipt the two endpoints disagree about is rejected, not recorded
     node.honest()
     node.receipt_lie = lambda asked, truth: truth and {**truth, "status": "0x0"}
-    time.sleep(1.0)
+    eventually(lambda: any("disagree" in r["error"] for r in audit(stack, "tx.receipt_rejected")))
     assert state(stack, bot, relayed["request_id"]) == "unconfirmed"
-    assert any("disagree" in r["error"] for r in audit(stack, "tx.receipt_rejected"))
     node.honest()
     eventually(lambda: state(stack, bot, relayed["request_id"]) == "confirmed")
     eventually(lambda: state(stack, bot, decoy["request_id"]) == "dropped")
@@ -249,7 +250,7 @@ def test_a_nonce_taken_in_a_shallow_block_releases_nothing_until_it_is_buried(ly
     taker = send(stack, bot, STEP - 1)
     assert taker["nonce"] == refused["nonce"]
     eventually(lambda: state(stack, bot, taker["request_id"]) == "confirmed")
-    time.sleep(1.0)
+    node.wait_asked_again([refused["tx_hash"]])  # looked at again after the taker was mined
     assert state(stack, bot, refused["request_id"]) == "unconfirmed"  # one confirmation only
     rpc(chain.url, "anvil_mine", ["0x2"])
     eventually(lambda: state(stack, bot, refused["request_id"]) == "dropped")

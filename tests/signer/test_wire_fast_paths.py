@@ -10,6 +10,7 @@ import json
 import re
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +166,9 @@ def test_a_reply_line_that_is_not_plain_utf8_json_is_refused_not_crashed_on(line
 # ---- the async client's reading: bounded whatever the signer sends ------------------------------------
 
 
-def _flooding_signer(path: str, sent: list[int]) -> socket.socket:
-    """Answers `auth`, then answers the next request and floods unasked-for lines until its writes block."""
+def _flooding_signer(path: str, sent: list[int], stopped: threading.Event) -> socket.socket:
+    """Answers `auth`, then answers the next request and floods unasked-for lines until its writes block
+    (or it has sent far more than a client may keep); then sets `stopped`."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(1)
@@ -190,6 +192,7 @@ def _flooding_signer(path: str, sent: list[int]) -> socket.socket:
                     sent[0] += len(junk)
             except OSError:
                 pass  # blocked: the client stopped reading
+            stopped.set()
             lines.read(1)  # hold the connection until the client closes it
 
     threading.Thread(target=serve, daemon=True).start()
@@ -202,14 +205,18 @@ def test_lines_the_client_did_not_ask_for_pause_its_reading_instead_of_filling_m
     them, the sender blocks, and the next call reads the first stale line and refuses it."""
     sent = [0]
     path = str(tmp_path / "s.sock")
-    listener = _flooding_signer(path, sent)
+    stopped = threading.Event()
+    listener = _flooding_signer(path, sent, stopped)
 
     async def run() -> tuple[int, bool, str]:
         client = SignerClient(Path(path), "x" * 32, timeout=5)
         await client.connect()
         reply = await client.call("sign.request", {})
         assert isinstance(reply, SignReply)
-        await asyncio.sleep(3.0)  # the flood runs until the sender blocks (its 2 s timeout)
+        deadline = time.monotonic() + 30
+        while not stopped.is_set():  # the flood runs until the sender blocks (its 2 s timeout)
+            assert time.monotonic() < deadline, "the flooding signer never stopped"
+            await asyncio.sleep(0.02)
         replies = client._replies
         assert replies is not None
         queued, paused = replies._queued, replies._paused

@@ -86,7 +86,7 @@ def test_stderr_written_between_calls_is_bounded_and_kills_the_sandbox(run_skill
         await loaded.call("linger", "noise")
         before = os.times()
         gone = await _gone(3)
-        await asyncio.sleep(1)
+        await asyncio.sleep(1)  # a window of the bot's own CPU time: what is measured, not awaited
         after = os.times()
         return gone, (after.user - before.user) + (after.system - before.system)
 

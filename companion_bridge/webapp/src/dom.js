@@ -17,6 +17,7 @@ export const text = (v) => (v instanceof Num ? v.text : v === null || v === unde
 
 // Control, bidi and invisible characters written out, as the terminal companion does.
 export function visible(s) {
+  // eslint-disable-next-line no-control-regex -- finding control characters is this function's job
   return text(s).replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g,
     (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 }

@@ -677,7 +677,7 @@ function receive(requests) {
     try {
       if (!r || typeof r !== 'object' || typeof r.request_id !== 'string' || !(r.expires_at instanceof Num)) throw new Error('not a request');
       proto.verifiedHash(r, app.device.signer_key);
-    } catch (e) {
+    } catch {
       app.forged.push(String(r && r.request_id).replace(/[^A-Za-z0-9_-]/g, '?').slice(0, 40));
       continue;
     }

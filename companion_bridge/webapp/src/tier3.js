@@ -36,7 +36,7 @@ export async function rpc(url, method, params) {
       body: JSON.stringify({ jsonrpc: '2.0', id: ++rpcId, method, params }), credentials: 'omit', referrerPolicy: 'no-referrer' });
     reply = await resp.json();
   } catch (e) {
-    throw new Error(`cannot reach the node at ${url} (${e.message || e}); check the URL and that this phone is online`);
+    throw new Error(`cannot reach the node at ${url} (${e.message || e}); check the URL and that this phone is online`, { cause: e });
   }
   if (reply.error) throw new Error(`the node refused ${method}: ${String(reply.error.message || '').slice(0, 200)}`);
   return reply.result;

@@ -7536,7 +7536,7 @@ async function rpc(url, method, params) {
     });
     reply = await resp.json();
   } catch (e) {
-    throw new Error(`cannot reach the node at ${url} (${e.message || e}); check the URL and that this phone is online`);
+    throw new Error(`cannot reach the node at ${url} (${e.message || e}); check the URL and that this phone is online`, { cause: e });
   }
   if (reply.error) throw new Error(`the node refused ${method}: ${String(reply.error.message || "").slice(0, 200)}`);
   return reply.result;
@@ -9839,7 +9839,7 @@ function receive(requests) {
     try {
       if (!r || typeof r !== "object" || typeof r.request_id !== "string" || !(r.expires_at instanceof Num)) throw new Error("not a request");
       verifiedHash(r, app.device.signer_key);
-    } catch (e) {
+    } catch {
       app.forged.push(String(r && r.request_id).replace(/[^A-Za-z0-9_-]/g, "?").slice(0, 40));
       continue;
     }

@@ -53,7 +53,10 @@ def test_cancel_stops_the_running_request_at_once(bot) -> None:
             core = runtime.core
             slow_sink, cancel_sink = Sink(), Sink()
             slow = asyncio.create_task(core.handle(message("think hard"), slow_sink))
-            await asyncio.sleep(0.5)
+            deadline = time.monotonic() + 20
+            while not bot.requests():  # the slow request is with the model
+                assert time.monotonic() < deadline, "the request never reached the model"
+                await asyncio.sleep(0.02)
             started = time.monotonic()
             cancelled = await core.handle(message("/cancel", n=1), cancel_sink)
             outcome = await asyncio.wait_for(slow, 2)

@@ -117,7 +117,7 @@ def test_from_a_dm_to_a_delivered_reminder(home, llm, answer):
         if answer:
             await outbox.wait_for(1, timeout=10)
         else:
-            await asyncio.sleep(3.5)
+            await asyncio.sleep(3.5)  # past the time it would have been due: nothing may come, so no event
         await service.drain()
         await service.stop()
         await runtime.close()

@@ -146,9 +146,8 @@ def test_the_loop_runs_on_its_interval_and_stops(home, llm):
         )
         await service.start()
         deadline = asyncio.get_running_loop().time() + 10
-        while not llm.requests and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.3)
+        while not (llm.requests and _history(home)) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)  # the model was asked and the run's outcome is on record
         await service.stop()
         await runtime.close()
 

@@ -194,7 +194,7 @@ def test_removed_job_does_not_fire(home):
         await service.drain()
         with JobStore(home.state) as store:
             assert store.remove(job.id)
-        await asyncio.sleep(2.5)
+        await asyncio.sleep(2.5)  # the removed job's due time passes: that moment is what is tested
         await service.drain()
         await service.stop()
         await runtime.close()

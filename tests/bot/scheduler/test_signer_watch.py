@@ -3,6 +3,8 @@ request) and anvil: the sign tools' outcomes become notifications in the signer'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import asyncio
 import time
 
@@ -46,6 +48,13 @@ async def _until(outbox: Outbox, count: int, timeout: float = 10.0) -> list[str]
     return [text for _, text in await outbox.wait_for(count, timeout)]
 
 
+async def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
 def test_outcomes_and_a_later_expiry_are_notified(make_stack):
     stack = make_stack()
     secrets = ensure_private_dir(stack.home / "secrets")
@@ -72,12 +81,14 @@ def test_outcomes_and_a_later_expiry_are_notified(make_stack):
             assert len(watch.watching) == 1
             await _sign(runtime, "transfer", {"to": STRANGER, "amount": "0.002"})  # over the watch bound
             await _until(outbox, 5)
-            await asyncio.sleep(0.3)
-            assert outbox.sent[-1][1].startswith("1 requests are already being followed, so this one is not")
+            await _eventually(
+                lambda: outbox.sent[-1][1].startswith(
+                    "1 requests are already being followed, so this one is not"
+                )
+            )
             daemon.engine.clock = lambda: time.time() + 100_000  # the companion never answered
             await _until(outbox, 6)
-            await asyncio.sleep(0.3)
-            assert watch.watching == []
+            await _eventually(lambda: watch.watching == [])  # the expired request is no longer followed
         finally:
             await watch.stop()
             await runtime.close()

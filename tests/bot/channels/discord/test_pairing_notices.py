@@ -35,7 +35,10 @@ def test_with_no_owners_a_pairing_request_goes_to_the_log_not_to_the_last_user(h
             assert notifier.last_dm == f"discord:{FRIEND_USER}"
             await h.server.dm(STRANGER_USER, "let me in")
             await h.reply_in(h.server.dm_channel(STRANGER_USER))
-            await asyncio.sleep(0.5)  # several looks of the watch
+            deadline = asyncio.get_running_loop().time() + 20
+            while not any("pairing requested" in r.getMessage() for r in caplog.records):  # the watch's look
+                assert asyncio.get_running_loop().time() < deadline, "the watch never logged the request"
+                await asyncio.sleep(0.02)
             assert [m.content for m in h.server.sent_to(h.server.dm_channel(FRIEND_USER))] == ["Hi friend."]
             assert not h.server.sent_to(h.server.dm_channel(OWNER))
         finally:

@@ -327,7 +327,9 @@ def test_an_update_from_a_user_not_allowed_reaches_only_the_pairing_reply(telegr
         )
         (notice,) = await live.reply_count(1, chat_id=STRANGER)
         assert "pairing code" in notice
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(
+            0.5
+        )  # room for the stranger's message to reach the model: a negative, no event to wait on
         assert live.llm.requests == []
         assert all("pairing code" in text for text in live.replies(OWNER))
 

@@ -57,7 +57,7 @@ def test_group_messages_are_ignored_unless_configured(telegram):
         live.tg.message(OWNER, "a channel post", chat_id=-7007, chat_type="channel")
         live.tg.message(OWNER, "hello dm")
         await live.reply_count(1)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # room for a group message to be answered: a negative, no event to wait on
         assert live.tg.chat(GROUP) == [] and live.tg.chat(-7007) == []
         assert user_texts(live) == ["hello dm"]
 
@@ -98,7 +98,7 @@ def test_a_stranger_gets_only_a_pairing_code_and_is_admitted_after_approval(tele
         (_, still) = await live.reply_count(2, STRANGER)
         assert "approves the pairing code I sent you above" in still and code not in still
         live.tg.message(STRANGER, "hello???")  # a third in the same minute is not: a flood gets no echo
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(0.4)  # room for an echo of the flood: a negative, no event to wait on
         assert len(live.tg.chat(STRANGER)) == 2 and live.llm.requests == []
         live.access.approve(code.lower(), by="cli")  # what `owlia pair approve CODE` does
         live.tg.message(STRANGER, "now?")
@@ -158,14 +158,18 @@ def test_a_redelivered_update_is_handled_once_even_after_a_restart(telegram):
         live.tg.redeliver(first["update_id"])
         live.tg.message(OWNER, "next")
         await live.reply_count(2)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(
+            0.3
+        )  # room for a redelivered update to be handled again: a negative, no event to wait on
         assert user_texts(live) == ["hello", "next"]
 
     telegram.serve(before)
 
     async def after_restart(live: Live) -> None:  # a new process: only the session remembers
         live.tg.redeliver(first["update_id"])
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(
+            1.0
+        )  # room for the redelivered update to be handled again: a negative, no event to wait on
         assert len(live.llm.requests) == 2 and len(live.tg.chat(OWNER)) == 2
 
     telegram.serve(after_restart)
@@ -184,7 +188,9 @@ def test_polling_remembers_only_unconfirmed_update_ids_however_many_came(telegra
         await live.tg.until(lambda: live.replies() == ["still here"])
         assert len(live.channel._seen) == 0  # the batch is confirmed by the next poll's offset
         live.tg.redeliver(dm["update_id"])  # already confirmed: forced back, as after a restart
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(
+            0.5
+        )  # room for the confirmed update to be handled again: a negative, no event to wait on
         assert len(live.llm.requests) == 1  # dropped again by the session's inbound-id check
 
     telegram.serve(scenario)
@@ -212,7 +218,9 @@ def test_one_message_at_a_time_per_chat_and_cancel_goes_around_the_queue(telegra
         live.tg.message(OWNER, "think hard")
         live.tg.message(OWNER, "and then this")
         await live.tg.until(lambda: len(live.llm.requests) == 1)
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(
+            0.4
+        )  # room for the second message to start early: a negative, no event to wait on
         assert len(live.llm.requests) == 1  # the second waits for the first
         live.tg.message(OWNER, "/cancel")
         await live.tg.until(lambda: "Stopped." in live.replies(), 4)
@@ -248,7 +256,7 @@ def test_a_flood_from_one_chat_is_capped_while_a_reply_runs(telegram):
             live.tg.message(OWNER, "/help")
         await live.tg.until(lambda: "finally" in live.replies(), 10)
         await live.tg.until(lambda: len(live.replies()) >= MAX_QUEUED, 10)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.5)  # room for more flood replies than the cap: a negative, no event to wait on
         helps = [r for r in live.replies() if r.startswith("Commands:")]
         assert len(helps) == MAX_QUEUED - 1  # the running message counts against the cap
         dropped = [r for r in live.replies() if "so I dropped the ones after them" in r]

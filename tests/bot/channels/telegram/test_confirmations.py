@@ -69,7 +69,9 @@ def test_a_press_by_another_user_is_refused_and_changes_nothing(telegram):
         await live.tg.until(lambda: len(live.tg.answered) == 1)
         (answer,) = live.tg.answered.values()
         assert answer["text"] == NOT_YOURS and str(answer.get("show_alert")).lower() == "true"
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(
+            0.2
+        )  # room for the other user's press to change anything: a negative, no event to wait on
         assert live.tg.stored(OWNER, ask.message_id).buttons() and "user likes red" not in memory(telegram)
         live.tg.press(OWNER, OWNER, ask.message_id, data(ask, "Deny"))
         await live.tg.until(lambda: "ok" in live.replies())

@@ -41,7 +41,9 @@ def test_a_question_cut_off_by_a_stop_is_apologised_for_once_after_the_restart(t
     async def again(live: Live) -> None:
         before = len(live.tg.chat(OWNER))
         await _service(live).start()
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(
+            0.5
+        )  # room for a second apology after the restart: a negative, no event to wait on
         assert len(live.tg.chat(OWNER)) == before  # told once, across restarts
 
     telegram.serve(again)

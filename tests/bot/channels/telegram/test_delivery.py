@@ -165,7 +165,9 @@ def test_a_reply_ready_within_the_hold_goes_out_as_one_message_without_typing(te
     async def scenario(live: Live) -> None:
         live.tg.message(OWNER, "hi")
         await live.tg.until(lambda: live.replies() == ["quick answer"])
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(
+            0.6
+        )  # room for a wrong edit or typing action after the send: a negative, no event to wait on
         assert len(live.tg.calls_of("sendMessage")) == 1 and live.tg.calls_of("editMessageText") == []
         assert live.tg.calls_of("sendChatAction") == []
 
