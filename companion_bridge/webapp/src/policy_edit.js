@@ -88,7 +88,7 @@ export function diff(policy, draft, added, removed) {
       let now = null;
       if (typed !== '') {
         try { now = P.formatUnits(P.parseUnits(typed, Number(text(asset.decimals))), Number(text(asset.decimals))); } catch (e) {
-          throw new Error(`${limitName(label)} for ${visible(asset.symbol)}: type an amount in ${visible(asset.symbol)}, like 0.01 (${e.message})`);
+          throw new Error(`${limitName(label)} for ${visible(asset.symbol)}: type an amount in ${visible(asset.symbol)}, like 0.01 (${e.message})`, { cause: e });
         }
       }
       const wasText = was === null || was === undefined ? null : P.formatUnits(P.parseUnits(text(was), Number(text(asset.decimals))), Number(text(asset.decimals)));
@@ -170,7 +170,7 @@ export function section(ui) {
       'Review limits and address book'));
 }
 
-function typedInput(id, value, attrs, ui) {
+function typedInput(id, value, attrs) {
   const input = el('input', { id, autocomplete: 'off', spellcheck: 'false', ...attrs });
   input.value = id in st.draft ? st.draft[id] : value;
   input.addEventListener('input', () => { st.draft[id] = input.value; st.review = null; });
@@ -183,7 +183,7 @@ function field(labelText, input, hint) {
   return el('div', { class: 'field' }, el('label', { for: input.id }, labelText), input, hintNode);
 }
 
-function assetBlock(policy, asset, i, ui) {
+function assetBlock(policy, asset, i) {
   const symbol = visible(asset.symbol);
   const labels = ['per_tx', ...Object.keys(asset.windows || {})];
   return el('div', { class: 'policy-asset', 'data-asset': `${text(asset.chain)}:${text(asset.asset)}` },
@@ -192,7 +192,7 @@ function assetBlock(policy, asset, i, ui) {
     ...labels.map((label) => {
       const was = label === 'per_tx' ? asset.per_tx : asset.windows[label];
       return field(`${limitName(label)} (${symbol})`,
-        typedInput(fieldId(i, label), was === null || was === undefined ? '' : text(was), { inputmode: 'decimal' }, ui),
+        typedInput(fieldId(i, label), was === null || was === undefined ? '' : text(was), { inputmode: 'decimal' }),
         `now ${amountWords(asset, was)}; leave empty for no limit`);
     }));
 }
@@ -200,8 +200,8 @@ function assetBlock(policy, asset, i, ui) {
 function bookBlock(policy, ui) {
   const book = policy.address_book || [];
   const chains = policy.chains || [];
-  const newName = typedInput('pe-new-name', '', {}, ui);
-  const newAddress = typedInput('pe-new-address', '', { autocapitalize: 'off', inputmode: 'text' }, ui);
+  const newName = typedInput('pe-new-name', '', {});
+  const newAddress = typedInput('pe-new-address', '', { autocapitalize: 'off', inputmode: 'text' });
   const chainPick = el('select', { id: 'pe-new-chain' }, chains.map((c) => el('option', { value: text(c.id) }, `${visible(c.name)} (${text(c.id)})`)));
   return el('div', { id: 'policy-book' },
     el('h2', {}, `Address book (${book.length})`),
@@ -211,7 +211,7 @@ function bookBlock(policy, ui) {
       return el('li', { class: 'book-entry' + (gone ? ' removed' : ''), 'data-address': P.checksum(entry.address) },
         el('strong', { class: 'book-name' }, visible(entry.name)), gone ? el('span', { class: 'removed-mark' }, 'TO BE REMOVED') : null, el('br'),
         el('code', { class: 'address' }, P.groupedAddress(entry.address)), el('span', { class: 'note' }, ` on ${chainWords(policy, entry.chain)}`),
-        gone ? null : field(`Name for ${P.shortAddress(entry.address)}`, typedInput(`pe-name-${i}`, text(entry.name), {}, ui)),
+        gone ? null : field(`Name for ${P.shortAddress(entry.address)}`, typedInput(`pe-name-${i}`, text(entry.name), {})),
         el('button', { class: gone ? 'book-keep' : 'book-remove danger', 'aria-label': `${gone ? 'Keep' : 'Remove'} ${visible(entry.name)}`,
           onclick: async () => { if (gone) st.removed.delete(i); else st.removed.add(i); st.review = null; await ui.render(); } }, gone ? 'Keep' : 'Remove'));
     })),
@@ -302,7 +302,7 @@ export function screen(ui, v) {
     return out;
   }
   out.push(el('h2', {}, 'Limits'));
-  (policy.assets || []).forEach((asset, i) => out.push(assetBlock(policy, asset, i, ui)));
+  (policy.assets || []).forEach((asset, i) => out.push(assetBlock(policy, asset, i)));
   out.push(bookBlock(policy, ui));
   out.push(el('button', { id: 'pe-review', class: 'primary', onclick: async () => {
     ui.showError('');

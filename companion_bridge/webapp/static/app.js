@@ -8642,7 +8642,7 @@ function diff(policy, draft, added, removed) {
         try {
           now = formatUnits(parseUnits(typed, Number(text2(asset.decimals))), Number(text2(asset.decimals)));
         } catch (e) {
-          throw new Error(`${limitName(label)} for ${visible(asset.symbol)}: type an amount in ${visible(asset.symbol)}, like 0.01 (${e.message})`);
+          throw new Error(`${limitName(label)} for ${visible(asset.symbol)}: type an amount in ${visible(asset.symbol)}, like 0.01 (${e.message})`, { cause: e });
         }
       }
       const wasText = was === null || was === void 0 ? null : formatUnits(parseUnits(text2(was), Number(text2(asset.decimals))), Number(text2(asset.decimals)));
@@ -8737,7 +8737,7 @@ function section3(ui) {
     )
   );
 }
-function typedInput(id, value, attrs, ui) {
+function typedInput(id, value, attrs) {
   const input = el("input", { id, autocomplete: "off", spellcheck: "false", ...attrs });
   input.value = id in st.draft ? st.draft[id] : value;
   input.addEventListener("input", () => {
@@ -8751,7 +8751,7 @@ function field(labelText, input, hint) {
   if (hintNode) input.setAttribute("aria-describedby", hintNode.id);
   return el("div", { class: "field" }, el("label", { for: input.id }, labelText), input, hintNode);
 }
-function assetBlock(policy, asset, i, ui) {
+function assetBlock(policy, asset, i) {
   const symbol = visible(asset.symbol);
   const labels = ["per_tx", ...Object.keys(asset.windows || {})];
   return el(
@@ -8763,7 +8763,7 @@ function assetBlock(policy, asset, i, ui) {
       const was = label === "per_tx" ? asset.per_tx : asset.windows[label];
       return field(
         `${limitName(label)} (${symbol})`,
-        typedInput(fieldId(i, label), was === null || was === void 0 ? "" : text2(was), { inputmode: "decimal" }, ui),
+        typedInput(fieldId(i, label), was === null || was === void 0 ? "" : text2(was), { inputmode: "decimal" }),
         `now ${amountWords(asset, was)}; leave empty for no limit`
       );
     })
@@ -8772,8 +8772,8 @@ function assetBlock(policy, asset, i, ui) {
 function bookBlock(policy, ui) {
   const book = policy.address_book || [];
   const chains = policy.chains || [];
-  const newName = typedInput("pe-new-name", "", {}, ui);
-  const newAddress = typedInput("pe-new-address", "", { autocapitalize: "off", inputmode: "text" }, ui);
+  const newName = typedInput("pe-new-name", "", {});
+  const newAddress = typedInput("pe-new-address", "", { autocapitalize: "off", inputmode: "text" });
   const chainPick = el("select", { id: "pe-new-chain" }, chains.map((c) => el("option", { value: text2(c.id) }, `${visible(c.name)} (${text2(c.id)})`)));
   return el(
     "div",
@@ -8790,7 +8790,7 @@ function bookBlock(policy, ui) {
         el("br"),
         el("code", { class: "address" }, groupedAddress(entry.address)),
         el("span", { class: "note" }, ` on ${chainWords(policy, entry.chain)}`),
-        gone ? null : field(`Name for ${shortAddress(entry.address)}`, typedInput(`pe-name-${i}`, text2(entry.name), {}, ui)),
+        gone ? null : field(`Name for ${shortAddress(entry.address)}`, typedInput(`pe-name-${i}`, text2(entry.name), {})),
         el("button", {
           class: gone ? "book-keep" : "book-remove danger",
           "aria-label": `${gone ? "Keep" : "Remove"} ${visible(entry.name)}`,
@@ -8930,7 +8930,7 @@ function screen(ui, v) {
     return out;
   }
   out.push(el("h2", {}, "Limits"));
-  (policy.assets || []).forEach((asset, i) => out.push(assetBlock(policy, asset, i, ui)));
+  (policy.assets || []).forEach((asset, i) => out.push(assetBlock(policy, asset, i)));
   out.push(bookBlock(policy, ui));
   out.push(el("button", { id: "pe-review", class: "primary", onclick: async () => {
     ui.showError("");
