@@ -4,7 +4,7 @@ everything else through the typer app.
 - `owlia [--home PATH] start`, which a service manager runs, goes straight to its work
   (bot/cli/start_run.py): about 45 ms less on the way to the bot's first `/health` 200.
 - `owlia [--home H] sign send OPTIONS` is a request or two and an answer; typer, click and an event
-  loop were about a fifth of its instructions (docs/benchmarks.md, "Command line"); through typer it
+  loop were about a fifth of its instructions (docs/benchmarks.md, "Start-up"); through typer it
   takes 22 ms more (126 -> 148 ms wall median, 121 -> 142 ms CPU; bench/cli_bench.py, 20 pairs on a
   quiet machine; 23-26 ms more CPU in 2 runs of 15 under load). When
   `sign_send.from_argv` reads the command line exactly as typer would (every value plain), the
