@@ -14,16 +14,22 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from signer.identity import SignerIdentity
 from signer.store.state_head import epoch_of
-from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
+from signer.wire.witness import (
+    CHECKPOINT_DOMAIN,
+    Checkpoint,
+    CheckpointAt,
+    Verdict,
+    WitnessError,
+    checkpoint_body,
+)
 
 
 def make_checkpoint(
-    identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None, epoch: int = 0
-) -> dict[str, Any]:
+    identity: SignerIdentity, seq: int, head: str, at: CheckpointAt | None = None, epoch: int = 0
+) -> Checkpoint:
     body = checkpoint_body(seq, head, at, epoch)
     return {**body, "signer_sig": identity.sign(CHECKPOINT_DOMAIN, body)}
 

@@ -11,8 +11,8 @@ import inspect
 import json
 import secrets
 import sqlite3
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypedDict, TypeVar
 
 from pydantic import ValidationError
 
@@ -100,7 +100,7 @@ def bridge_only(handler: Handler) -> Handler:
     return check
 
 
-async def typed(model: type[R], built: Awaitable[dict[str, Any]] | dict[str, Any]) -> R:
+async def typed(model: type[R], built: Awaitable[Mapping[str, object]] | Mapping[str, object]) -> R:
     """A reply some module built as JSON, checked against its model where it leaves the signer."""
     return model.model_validate(await built if inspect.isawaitable(built) else built)
 
@@ -108,6 +108,11 @@ async def typed(model: type[R], built: Awaitable[dict[str, Any]] | dict[str, Any
 def clock_lag(clock: Callable[[], float]) -> float:
     """How far the system clock is ahead of the signer's (signer.clock); 0 for a plain clock (tests)."""
     return clock.lag() if isinstance(clock, SignerClock) else 0.0
+
+
+class CompanionReach(TypedDict):
+    main_account: str | None
+    companions: int  # live paired devices
 
 
 class Methods:
@@ -287,7 +292,7 @@ class Methods:
             }
         )
 
-    def _companion_reach(self) -> dict[str, Any]:
+    def _companion_reach(self) -> CompanionReach:
         """The main account and the number of live companions (no Tier 1 on this signer: none)."""
         if self.approvals is None:
             return {"main_account": None, "companions": 0}

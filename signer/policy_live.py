@@ -29,7 +29,7 @@ from policies.decision import Decision, Finding, Outcome
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import policy_change, records
-from signer.wire.approval_request import escalation_json
+from signer.wire.approval_request import ApprovalRequestBody, escalation_json
 from policies.kernel.files import PermissionProblem, check_private_file
 from signer.ledger import DAY, Ledger
 from signer.policy_change import StalePolicy
@@ -263,7 +263,7 @@ class PolicyKeeper:
         )
         expires_at = now + engine.pending_ttl
         summary = f"loosen the signer policy ({len(widens)} change(s)) to {policy_hash[:16]}"
-        body = {
+        body: ApprovalRequestBody = {
             "v": 1,
             "request_id": request_id,
             "kind": "policy",

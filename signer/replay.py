@@ -9,25 +9,36 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from policies.decode import decode
 from policies.evaluate import evaluate
 from policies.model import Policy
-from signer.records import call_from_json, context_from_json
+from signer.records import DecidedRecord, call_from_json, context_from_json
 
 
-def replay_decisions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+class Mismatch(TypedDict):
+    """A recorded decision the evaluator does not reproduce, or cannot (its policy is not in the log)."""
+
+    seq: int
+    problem: NotRequired[str]
+    request_id: NotRequired[str]
+    recorded: NotRequired[list[str]]  # outcome, rule id
+    replayed: NotRequired[list[str]]
+
+
+def replay_decisions(conn: sqlite3.Connection) -> list[Mismatch]:
     policies: dict[str, Policy] = {}
-    mismatches: list[dict[str, Any]] = []
+    mismatches: list[Mismatch] = []
     rows = conn.execute(
         "SELECT seq, kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided') ORDER BY seq"
     )
     for seq, kind, body_text in rows:
-        body = json.loads(body_text)
         if kind == "policy.loaded":
-            policies[body["policy_hash"]] = Policy.model_validate(body["policy"])
+            loaded = json.loads(body_text)
+            policies[loaded["policy_hash"]] = Policy.model_validate(loaded["policy"])
             continue
+        body: DecidedRecord = json.loads(body_text)  # as the engine wrote it, in the keyed log
         if body.get("pre_check"):
             continue  # decided before the policy ran (e.g. no RPC for the chain); nothing to replay
         policy = policies.get(body["policy_hash"])
