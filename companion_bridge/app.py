@@ -48,7 +48,7 @@ from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
 from companion_bridge.push import Pusher, SubscribeRequest
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
-from companion_bridge.signer_link import SignerLink
+from companion_bridge.signer_link import PublicState, SignerLink
 from companion_bridge.tokens import TokenIssuer
 from companion_bridge import webapp
 from companion_bridge.wire import auth_message
@@ -148,11 +148,11 @@ class Bridge:
         self.guard = guard or Guard(BridgeLimits())
         self.hub = Hub()
         self.challenges = Challenges()
-        self._last_state: dict[str, Any] | None = None
+        self._last_state: PublicState | None = None
         self._announced_rev: str | None = None
         self._frames: tuple[float, list[str]] | None = None
 
-    async def deliver(self, requests: list[dict[str, Any]], state: dict[str, Any]) -> None:
+    async def deliver(self, requests: list[dict[str, Any]], state: PublicState) -> None:
         for device_id in [d for d in self.hub.sockets if not self.link.device_active(d)]:
             await self.hub.drop(device_id)
         fresh = self.queue.put(requests)
@@ -337,7 +337,7 @@ class Bridge:
                     {
                         "type": "welcome",
                         "device_id": device_id,
-                        "state": self.link.state,
+                        "state": self.link.state or {},  # {}: not read from the signer yet
                         "devices_rev": self.link.devices_rev,
                     }
                 )
