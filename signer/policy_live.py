@@ -249,9 +249,8 @@ class PolicyKeeper:
         now = self.clock()
         current = engine.policy.policy_hash()
         for open_id, open_body in approval_store.open_proposals(engine.reader, policy_hash, now):
-            if (
-                json.loads(open_body)["policy"]["from_hash"] == current
-            ):  # one made over an older policy is stale
+            proposed: ApprovalRequestBody = json.loads(open_body)
+            if proposed["policy"]["from_hash"] == current:  # one made over an older policy is stale
                 return open_id
         request_id = "req_" + secrets.token_hex(16)
         reason = "the new policy file widens what the signer may sign on its own"

@@ -103,15 +103,15 @@ class TopUps:
             session_key, tx = body.get("session_key"), body["tx"]
             if session_key is None or session_key["key_id"] != key_id or tx is None:
                 continue
-            result = json.loads(outcome) if outcome else {}
+            result: records.SignOutcome | None = json.loads(outcome) if outcome else None
             found.append(
                 _TopUp(
                     request_id,
                     status,
                     int(tx["value"]),
                     tx_hash,
-                    result.get("sender"),
-                    result.get("nonce"),
+                    None if result is None else result.get("sender"),
+                    None if result is None else result.get("nonce"),
                 )
             )
         pending = {t.request_id for t in found if t.status == records.PENDING}
