@@ -89,6 +89,33 @@ class TokenRequest(ChallengeRequest):
     signature: str = Field(pattern=r"^[0-9a-f]{128}$")
 
 
+class ChallengeReply(BaseModel):
+    nonce: str
+    aud: str
+    expires_in: int | float  # seconds, as configured
+
+
+class TokenReply(BaseModel):
+    token: str
+    exp: int | float  # when it expires (the bridge's clock)
+    aud: str
+
+
+class HealthReply(BaseModel):
+    ok: bool
+    connections: int
+    queued: int
+    refused: dict[str, int]  # what was refused, by kind, since start
+
+
+class PushKeyReply(BaseModel):
+    public_key: str
+
+
+class Done(BaseModel):
+    ok: bool
+
+
 def too_many(what: str, verdict: Verdict) -> HTTPException:
     seconds = retry_seconds(verdict)
     return HTTPException(
@@ -223,17 +250,15 @@ class Bridge:
         await self.announce_devices()
         return result
 
-    def challenge(self, device_id: str, peer: str) -> dict[str, Any]:
+    def challenge(self, device_id: str, peer: str) -> ChallengeReply:
         verdict = self.guard.check("auth", self.guard.auth_peers, peer)
         if not verdict.allowed:
             raise too_many("login attempts", verdict)
-        return {
-            "nonce": self.challenges.issue(device_id),
-            "aud": self.tokens.audience,
-            "expires_in": self.challenges.ttl,
-        }
+        return ChallengeReply(
+            nonce=self.challenges.issue(device_id), aud=self.tokens.audience, expires_in=self.challenges.ttl
+        )
 
-    def token(self, req: TokenRequest, peer: str) -> dict[str, Any]:
+    def token(self, req: TokenRequest, peer: str) -> TokenReply:
         """A failed login is charged to the peer; a good one to the device, which proved itself."""
         verdict = self.guard.check("auth", self.guard.auth_peers, peer)
         if not verdict.allowed:
@@ -247,7 +272,7 @@ class Bridge:
         if not verdict.allowed:
             raise too_many("logins for this device", verdict)
         token, exp = self.tokens.issue(req.device_id)
-        return {"token": token, "exp": exp, "aud": self.tokens.audience}
+        return TokenReply(token=token, exp=exp, aud=self.tokens.audience)
 
     def _check_login(self, req: TokenRequest) -> None:
         if not self.challenges.usable(req.device_id, req.nonce):
@@ -427,24 +452,24 @@ def create_app(bridge: Bridge) -> FastAPI:
     )
 
     @app.get("/v1/health")
-    async def health() -> dict[str, Any]:
-        return {
-            "ok": True,
-            "connections": bridge.hub.count(),
-            "queued": bridge.queue.count(),
-            "refused": dict(bridge.guard.refused),
-        }
+    async def health() -> HealthReply:
+        return HealthReply(
+            ok=True,
+            connections=bridge.hub.count(),
+            queued=bridge.queue.count(),
+            refused=dict(bridge.guard.refused),
+        )
 
     @app.post("/v1/pair")
     async def pair(body: dict[str, Any], request: Request) -> dict[str, Any]:
         return await bridge.pair(body, peer_of(request, bridge.guard))
 
     @app.post("/v1/auth/challenge")
-    async def challenge(req: ChallengeRequest, request: Request) -> dict[str, Any]:
+    async def challenge(req: ChallengeRequest, request: Request) -> ChallengeReply:
         return bridge.challenge(req.device_id, peer_of(request, bridge.guard))
 
     @app.post("/v1/auth/token")
-    async def token(req: TokenRequest, request: Request) -> dict[str, Any]:
+    async def token(req: TokenRequest, request: Request) -> TokenReply:
         return bridge.token(req, peer_of(request, bridge.guard))
 
     @app.websocket("/v1/ws")
@@ -452,13 +477,13 @@ def create_app(bridge: Bridge) -> FastAPI:
         await bridge.session(websocket)
 
     @app.get("/v1/push/key")
-    async def push_key() -> dict[str, Any]:
+    async def push_key() -> PushKeyReply:
         if bridge.pusher is None:
             raise HTTPException(404, "push is not enabled on this bridge")
-        return {"public_key": bridge.pusher.public_key()}
+        return PushKeyReply(public_key=bridge.pusher.public_key())
 
     @app.post("/v1/push/subscribe")
-    async def push_subscribe(req: SubscribeRequest, request: Request) -> dict[str, Any]:
+    async def push_subscribe(req: SubscribeRequest, request: Request) -> Done:
         """A paired device (its connection token) registers where to be woken up."""
         device_id = bridge.authorized(req.token, peer_of(request, bridge.guard))
         if bridge.pusher is None:
@@ -467,7 +492,7 @@ def create_app(bridge: Bridge) -> FastAPI:
             bridge.pusher.subscribe(device_id, req.subscription)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
-        return {"ok": True}
+        return Done(ok=True)
 
     @app.get("/v1/devices")
     async def devices(request: Request, response: Response) -> DeviceList:

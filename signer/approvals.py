@@ -57,7 +57,7 @@ NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main acco
 MAX_WAITING_PER_CLIENT = 10
 
 
-class SignerState(TypedDict):
+class ApprovalsState(TypedDict):
     """What a bridge learns with every delivery: the freeze, the devices' revision, the main account."""
 
     frozen: bool
@@ -75,7 +75,7 @@ class NonceQuote(TypedDict):
     ts: float
 
 
-class SigningState(SignerState, NonceQuote):
+class StateForSigning(ApprovalsState, NonceQuote):
     """`approvals.state`: the state, the nonce quote and its signature, and the audit checkpoint."""
 
     nonce_sig: str
@@ -90,7 +90,7 @@ class Delivery(TypedDict):
     request_hash: str
 
 
-class WaitResult(SignerState):
+class WaitResult(ApprovalsState):
     """`approvals.wait`: the open requests after the cursor, the new cursor and the state."""
 
     requests: list[Delivery]
@@ -219,7 +219,7 @@ class Approvals:
         request["signer_sig"] = self.identity.sign(REQUEST_DOMAIN, {"request_hash": digest})
         return request
 
-    def state(self) -> SignerState:
+    def state(self) -> ApprovalsState:
         return {
             "frozen": self.engine.frozen,
             "freeze_id": self.kill_switch.current_id(),
@@ -227,7 +227,7 @@ class Approvals:
             "main_account": self.devices.main_account(),
         }
 
-    async def state_for_signing(self, witness_seq: int | None = None) -> SigningState:
+    async def state_for_signing(self, witness_seq: int | None = None) -> StateForSigning:
         """The state plus, per chain, the main account's next nonce (`main_nonce`, the mempool
         counted: a companion about to sign asks for it, so two requests escalated at the same nonce
         can both be approved in turn) and its mined transaction count (`main_nonce_mined`: only that
@@ -518,12 +518,12 @@ class Approvals:
 
     # ---- the kill switch (signer.kill_switch) ------------------------------------------------
 
-    async def freeze(self, params: FreezeParams) -> SignerState:
+    async def freeze(self, params: FreezeParams) -> ApprovalsState:
         await self.kill_switch.toggle(params)
         self.announce()
         return self.state()
 
-    async def freeze_on_host(self, client_name: str) -> SignerState:
+    async def freeze_on_host(self, client_name: str) -> ApprovalsState:
         await self.kill_switch.freeze_on_host(client_name)
         self.announce()
         return self.state()

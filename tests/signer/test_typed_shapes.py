@@ -210,6 +210,11 @@ decisions = st.builds(
 )
 
 
+def test_every_outcome_field_is_one_the_reply_model_reads() -> None:
+    """`sign.status` reads a stored outcome through SignReply, which forbids fields it does not have."""
+    assert set(get_type_hints(records.SignOutcome)) <= set(SignReply.model_fields)
+
+
 @given(decisions, st.sampled_from(["signed", "pending_approval", "denied", "failed"]), texts)
 def test_an_outcome_is_what_its_type_says_and_what_a_client_reads(
     decision: Decision, status: str, summary: str
