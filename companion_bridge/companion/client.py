@@ -20,9 +20,9 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import aiohttp
 
@@ -83,6 +83,29 @@ class Choice:
 
 
 Decide = Callable[[ApprovalRequestBody, str], Awaitable[Choice]]
+
+
+class AnswerParams(TypedDict):
+    """`approvals.answer`'s params as this companion sends them (signer.wire.requests.ApprovalAnswerParams)."""
+
+    request_id: str
+    request_hash: str
+    device_id: str
+    action: str
+    expires_at: float
+    signature: str
+    raw_tx: NotRequired[str]  # an approval of a transaction: the main key's signed bytes
+    note: NotRequired[str]
+
+
+class TopUpAsk(TypedDict):
+    """`approvals.topup`'s params (signer.wire.requests.TopUpRequestParams)."""
+
+    device_id: str
+    key_id: str
+    ts: float
+    signature: str
+    amount: NotRequired[str]  # wei; absent: up to the cap
 
 
 def unsigned(request: ApprovalRequestBody) -> ApprovalRequestBody:
@@ -231,7 +254,7 @@ class Companion:
         return None if self._ws is None else self._ws.close_code
 
     async def call(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0
+        self, method: str, params: Mapping[str, object] | None = None, timeout: float = 30.0
     ) -> dict[str, Any]:
         """One call through the bridge: its result, or CompanionError (refused, or a malformed reply)."""
         if self._ws is None or self._ws.closed:
@@ -315,7 +338,7 @@ class Companion:
         choice: Choice,
         nonce: int | None = None,
         quoted_at: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> AnswerParams:
         """The answer params for `approvals.answer`; the hash is ours, not the bridge's. An approval
         needs the signer's signature on the request; `nonce` (from the signed quote of `quoted_at`)
         replaces the request's when the main account has sent something since it was escalated,
@@ -349,7 +372,7 @@ class Companion:
                 request["request_id"], digest, choice.action, request["expires_at"], device_id, tx_hash
             ),
         )
-        params: dict[str, Any] = {
+        params: AnswerParams = {
             "request_id": request["request_id"],
             "request_hash": digest,
             "device_id": device_id,
@@ -453,7 +476,7 @@ class Companion:
     async def topup(self, key_id: str, amount: int | None = None) -> dict[str, Any]:
         device_id, ts = self._device_id(), time.time()
         message = signed_message(TOPUP_DOMAIN, topup_body(device_id, key_id, amount, ts))
-        params: dict[str, Any] = {
+        params: TopUpAsk = {
             "device_id": device_id,
             "key_id": key_id,
             "ts": ts,
