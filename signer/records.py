@@ -457,12 +457,17 @@ def outcome(
     **extra: Unpack[OutcomeExtras],
 ) -> SignOutcome:
     """The reply a client gets. `summary` is the signer's own reading of the bytes."""
-    body: SignOutcome = {"status": status, "request_id": request_id, "summary": summary}
-    if decision is not None:
-        body["rule_id"] = decision.rule_id
-        body["reason"] = decision.reason
-        body["decision"] = decision_to_json(decision)
-    return {**body, **extra}
+    if decision is None:
+        return {"status": status, "request_id": request_id, "summary": summary, **extra}
+    return {
+        "status": status,
+        "request_id": request_id,
+        "summary": summary,
+        "rule_id": decision.rule_id,
+        "reason": decision.reason,
+        "decision": decision_to_json(decision),
+        **extra,
+    }
 
 
 def deny(rule_id: str, reason: str, base: Decision | None = None) -> Decision:
