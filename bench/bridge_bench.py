@@ -38,7 +38,7 @@ from companion_bridge.companion.wallet import CompanionWallet  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from signer.wire.client import SignerClient  # noqa: E402
 from signer.wire.protocol import Scope  # noqa: E402
-from signer.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
+from signer.tier1.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 PASSPHRASE = b"benchmark passphrase"

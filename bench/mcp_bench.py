@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.skills_bench import bench_context, install_bench_skill, machine, percentiles  # noqa: E402
 from bot.config import McpSettings, SkillSettings  # noqa: E402
-from bot.tools.mcp import McpTools  # noqa: E402
-from bot.tools.skills import load_skill_tools  # noqa: E402
+from bot.mcp_servers.tools import McpTools  # noqa: E402
+from bot.skills.tools import load_skill_tools  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
 
 TIME_VENV = ROOT / ".mcp-servers" / "time"

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bot.config import SkillSettings  # noqa: E402
 from bot.tools.base import ContextKind, ToolContext  # noqa: E402
 from bot.tools.services import Services  # noqa: E402
-from bot.tools.skills import load_skill_tools  # noqa: E402
+from bot.skills.tools import load_skill_tools  # noqa: E402
 from policies.kernel.aio import loop_name  # noqa: E402
 from policies.kernel.aio import run as run_loop  # noqa: E402
 from skills_runtime.store import SkillStore  # noqa: E402

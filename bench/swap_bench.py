@@ -1,4 +1,4 @@
-"""A swap next to a transfer: the signer's decision time and the gas of a Tier 2 swap; prints one JSON object.
+"""A swap next to a transfer: the signer's decision time and the gas of a Tier 2 and a Tier 3 swap; one JSON object.
 
 Run: .venv/bin/python bench/swap_bench.py [--requests N]
 
@@ -9,6 +9,11 @@ costs the signer two more node round trips than a transfer (its own QuoterV2 quo
 `eth_simulateV1` of the exact transaction) on top of the gas estimate every call has. Also measured
 in process: decode + evaluate alone for each (the quote and simulation given), and `gasUsed` of
 each kind from the receipts.
+
+Then Tier 3 on the same signer and chain (the Delegation Framework deployed from npm bytecode, a fresh
+main account authorized by EIP-7702 and granted the policy's lanes, the swap lane among them): the same
+swap, paid by the main account and redeemed through the swap lane by the session key (`tier3_swap`:
+its round trip, the gas of the grant's first redeem and the mean of the later ones).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.devchain import DevChain, free_port, rpc  # noqa: E402
+from bot.devcontracts import deploy_delegation_framework  # noqa: E402
 from bot.devmarket import deploy_swap_market  # noqa: E402
 from policies.context import AssetChange, EvalContext, Simulated  # noqa: E402
 from policies.decode import decode  # noqa: E402
@@ -155,6 +161,96 @@ def bench_evaluation(policy_raw: dict, market: dict, n: int) -> dict:
     return out
 
 
+def _receipt(url: str, tx_hash: str) -> dict:
+    for _ in range(400):
+        receipt = rpc(url, "eth_getTransactionReceipt", [tx_hash])
+        if receipt:
+            assert receipt["status"] == "0x1", tx_hash
+            return receipt
+        time.sleep(0.025)
+    raise RuntimeError(f"no receipt for {tx_hash}")
+
+
+async def tier3_swaps(chain, market, contracts, paths, token, key, raw_policy, n) -> dict:
+    """Authorize a fresh main account, grant the policy's lanes (the swap lane among them), then swap
+    through it n + 1 times: the round trip and the gas of each redeem, the first one apart."""
+    import secrets
+
+    import coincurve
+
+    from companion_bridge.companion import tier3 as companion
+    from signer.wire.client import SignerClient
+    from signer.wire.exchange import new_idempotency_key
+    from signer.wire.grants import derive_lanes
+    from signer.wire.txcodec import address_of
+
+    main_key = coincurve.PrivateKey(secrets.token_bytes(32))
+    main = address_of(main_key)
+    funder = rpc(chain.url, "eth_accounts")[0]
+    _receipt(
+        chain.url, rpc(chain.url, "eth_sendTransaction", [{"from": funder, "to": main, "value": hex(10**18)}])
+    )
+    raw = companion.authorize(
+        main_key,
+        chain_id=31337,
+        nonce=int(rpc(chain.url, "eth_getTransactionCount", [main, "pending"]), 16),
+        implementation=contracts["stateless_delegator"],
+        max_fee=20 * 10**9,
+        max_priority_fee=10**9,
+    )
+    _receipt(chain.url, rpc(chain.url, "eth_sendRawTransaction", ["0x" + raw.hex()]))
+    now = int(rpc(chain.url, "eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
+    policy = parse_policy(yaml.safe_dump(raw_policy))
+    lanes = derive_lanes(
+        policy, 31337, expires_at=min(now + 86400, int(key["expires_at"])), nonce=0, start=now, delegator=main
+    )
+    delegations = companion.sign_grant(
+        main_key,
+        lanes,
+        session_address=key["address"],
+        chain_id=31337,
+        manager=contracts["manager"],
+        enforcers=contracts["enforcers"],
+        salt=1,
+    )
+    async with SignerClient(paths.socket, paths.admin_token.read_text().strip()) as admin:
+        await admin.call_json(
+            "tier3.grant",
+            {
+                "idempotency_key": new_idempotency_key(),
+                "chain_id": 31337,
+                "delegations": [d.to_json() for d in delegations],
+            },
+        )
+    tusd = market["tokens"][0]["address"]
+    times, used = [], []
+    async with SignerClient(paths.socket, token) as client:
+        for _ in range(n + 1):
+            q = quote(chain.url, market, tusd, SWAP_IN)
+            intent = {
+                "chain_id": 31337,
+                "to": market["router"],
+                "value": str(SWAP_IN),
+                "data": "0x" + swap_data(market, tusd, main, SWAP_IN, q - q // 200).hex(),
+            }
+            t0 = time.perf_counter()
+            reply = await client.sign(intent, idempotency_key=new_idempotency_key("b3"))
+            times.append(time.perf_counter() - t0)
+            if reply.status.value != "signed":
+                raise RuntimeError(
+                    f"the Tier 3 swap was {reply.status.value}: {reply.rule_id} {reply.reason}"
+                )
+            receipt = _receipt(chain.url, str(reply.tx_hash))
+            assert receipt["to"].lower() == contracts["manager"].lower()
+            used.append(int(receipt["gasUsed"], 16))
+    return {
+        "signer_round_trip": stats(times[1:]),
+        "gas_used_first": used[0],
+        "gas_used_mean": round(statistics.fmean(used[1:])),
+        "lanes": len(lanes),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -175,6 +271,7 @@ def main() -> None:
     proc = None
     try:
         market = deploy_swap_market(chain.url)
+        contracts = deploy_delegation_framework(chain.url)
         tusd = market["tokens"][0]["address"]
         raw_policy = policy_for(market)
         home = work / "home"
@@ -182,7 +279,15 @@ def main() -> None:
         (home / "config.yaml").write_text(
             yaml.safe_dump(
                 {
-                    "chains": [{"id": 31337, "name": "anvil", "rpc_url": chain.url, "dev": True}],
+                    "chains": [
+                        {
+                            "id": 31337,
+                            "name": "anvil",
+                            "rpc_url": chain.url,
+                            "dev": True,
+                            "delegation": contracts,
+                        }
+                    ],
                     "signer": {"socket": str(work / "s.sock"), "session_key_balance_cap": 10**18},
                 }
             )
@@ -262,7 +367,12 @@ def main() -> None:
                     assert receipt and receipt["status"] == "0x1", (kind, h)
                     used.append(int(receipt["gasUsed"], 16))
                 gas[kind] = round(statistics.fmean(used))
-            return {"signer_round_trip": {k: stats(v) for k, v in times.items()}, "gas_used_mean": gas}
+            tier3 = await tier3_swaps(chain, market, contracts, paths, token, key, raw_policy, args.requests)
+            return {
+                "signer_round_trip": {k: stats(v) for k, v in times.items()},
+                "gas_used_mean": gas,
+                "tier3_swap": tier3,
+            }
 
         report = asyncio.run(run())
         report["decode_and_evaluate"] = bench_evaluation(raw_policy, market, args.evaluations)

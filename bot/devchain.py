@@ -16,6 +16,10 @@ from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from policies.kernel.files import write_private_file
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 NPM_ANVIL = PROJECT_ROOT / "node_modules" / "@foundry-rs" / "anvil-linux-amd64" / "bin" / "anvil"
 DEV_CHAIN_ID = 31337
@@ -163,10 +167,6 @@ def record_dev_rpc_url(config_path: Path, chain_id: int, url: str) -> str | None
     leaves them talking to the old one. Returns the old rpc_url when it changed, None when it already
     was `url`. Only a `dev: true` chain on this machine is ever rewritten (DevChainError otherwise);
     the file keeps its comments (the one rpc_url string is replaced in place) and its 0600 mode."""
-    import yaml
-
-    from policies.kernel.files import write_private_file
-
     text = config_path.read_text()
     data = yaml.safe_load(text) or {}
     chains = data.get("chains") if isinstance(data, dict) else None

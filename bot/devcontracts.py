@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from bot.config_text import set_chain_key
 from bot.devchain import PROJECT_ROOT, DevChainError, rpc
 from policies.kernel.files import write_private_file
 from policies.kernel.keccak import keccak256
@@ -84,16 +85,21 @@ def deploy_delegation_framework(url: str) -> dict:
 
 def record_in_config(config_path: Path, chain_id: int, section: dict, key: str = "delegation") -> bool:
     """Write `section` as `key:` (`delegation:`, `swap_market:`) of the chain with this id in config.yaml;
-    False when the file or the chain is not there (the caller prints the section instead). The file stays 0600."""
+    False when the file or the chain is not there (the caller prints the section instead). Only that
+    chain's entry is edited, so the file's comments stay (bot.config_text); the file stays 0600."""
     if not config_path.exists():
         return False
-    data = yaml.safe_load(config_path.read_text()) or {}
-    chains = data.get("chains") if isinstance(data, dict) else None
-    entry = next((c for c in chains or [] if isinstance(c, dict) and c.get("id") == chain_id), None)
-    if entry is None:
-        return False
-    entry[key] = section
-    write_private_file(config_path, yaml.safe_dump(data, sort_keys=False).encode())
+    text = config_path.read_text()
+    edited = set_chain_key(text, chain_id, key, section)
+    if edited is None:
+        data = yaml.safe_load(text) or {}
+        chains = data.get("chains") if isinstance(data, dict) else None
+        entry = next((c for c in chains or [] if isinstance(c, dict) and c.get("id") == chain_id), None)
+        if entry is None:
+            return False
+        entry[key] = section
+        edited = yaml.safe_dump(data, sort_keys=False)
+    write_private_file(config_path, edited.encode())
     return True
 
 

@@ -35,12 +35,6 @@ def parse_target(target: str) -> tuple[str, str]:
     return match["channel"], match["chat"]
 
 
-def target_of_session(session_key: str) -> str:
-    """Where a session's replies go: `telegram:42` as is; a group's `discord:chan:user` -> `discord:chan`."""
-    channel, _, rest = session_key.partition(":")
-    return f"{channel}:{rest.split(':', 1)[0]}"
-
-
 class Notifier:
     def __init__(self, default_target: str | None = None, state_dir: Path | None = None) -> None:
         if default_target is not None:

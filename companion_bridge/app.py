@@ -63,9 +63,12 @@ CALLABLE = frozenset(
         "approvals.freeze",
         "approvals.topup",
         "approvals.state",
+        "approvals.home",
         "approvals.revoke_device",
         "tier3.offer",
         "tier3.grant_answer",
+        "policy.view",
+        "policy.edit",
     }
 )
 HELLO_TIMEOUT = 10.0

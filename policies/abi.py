@@ -142,12 +142,19 @@ def _encode(t: _Type, value: Any) -> bytes:
     if kind == "array":
         return len(value).to_bytes(WORD, "big") + _encode_tuple((t.items[0],) * len(value), value)
     if kind == "bytes":
-        return len(value).to_bytes(WORD, "big") + value + bytes(-len(value) % WORD)
+        data = _bytes_value(value, t)
+        return len(data).to_bytes(WORD, "big") + data + bytes(-len(data) % WORD)
     if kind == "address":
         return bytes(12) + bytes.fromhex(value[2:])
     if kind == "fixed":
-        return value + bytes(WORD - t.size)
+        return _bytes_value(value, t) + bytes(WORD - t.size)
     return int(value).to_bytes(WORD, "big")
+
+
+def _bytes_value(value: object, t: _Type) -> bytes:
+    if not isinstance(value, bytes):
+        raise AbiError(f"a {t.kind} argument must be bytes, not {type(value).__name__}")
+    return value
 
 
 def _encode_tuple(items: tuple[_Type, ...], values: Any) -> bytes:

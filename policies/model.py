@@ -71,8 +71,8 @@ def _selector(value: Any) -> str:
 
 
 def _period_label(value: Any) -> str:
-    parse_period(value)
-    return value
+    parse_period(value)  # refuses anything but a label such as "24h", a str
+    return str(value)
 
 
 Address = Annotated[str, BeforeValidator(_address)]

@@ -30,10 +30,11 @@ def parse_units(text: str | int, decimals: int) -> int:
         raise ValueError(f"decimals must be a non-negative integer, got {decimals!r}")
     if isinstance(text, bool):
         raise ValueError(f"amount must be a decimal string, got {text!r}")
+    scale: int = 10**decimals  # an int: decimals is not negative (mypy types int ** int as Any)
     if isinstance(text, int):
         if text < 0:
             raise ValueError(f"amount must not be negative, got {text}")
-        return text * 10**decimals
+        return text * scale
     if not isinstance(text, str):
         raise ValueError(f"amount must be a decimal string, got {type(text).__name__}")
     if len(text) > _MAX_DIGITS or not _DECIMAL.fullmatch(text):
@@ -42,7 +43,7 @@ def parse_units(text: str | int, decimals: int) -> int:
     frac = frac.rstrip("0")
     if len(frac) > decimals:
         raise ValueError(f"{text!r} has more decimals than the asset allows ({decimals})")
-    return int(whole) * 10**decimals + (int(frac.ljust(decimals, "0")) if frac else 0)
+    return int(whole) * scale + (int(frac.ljust(decimals, "0")) if frac else 0)
 
 
 def format_amount(amount: int, decimals: int, symbol: str) -> str:
@@ -64,7 +65,8 @@ def parse_period(label: str) -> int:
 
 def usd_micros(amount: int, quote: PriceQuote) -> int:
     """Value in micro-dollars, rounded up: a limit check must never under-count."""
-    return -(-amount * quote.usd_micros_per_unit // 10**quote.decimals)
+    scale: int = 10**quote.decimals  # an int: decimals is not negative (mypy types int ** int as Any)
+    return -(-amount * quote.usd_micros_per_unit // scale)
 
 
 def is_lookalike(a: str, b: str) -> bool:

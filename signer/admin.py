@@ -19,23 +19,31 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
-from signer import policy_change
+from signer.tier1 import policy_change
 from signer.auth import Client, add_client, revoke_client
 from signer.clock import estimate
 from policies.kernel.passphrase import zeroize
 from signer.keystore import unlock
-from signer.policy_live import read_policy_file
-from signer.session_keys import REVOKED
+from signer.tier1.policy_live import read_policy_file
+from signer.tier2.session_keys import REVOKED
 from signer.store.approvals import freeze
-from signer.store.audit import KEYED_KIND, AuditLog, load_anchor
-from signer.store.db import set_meta
+from signer.store.audit import (
+    KEYED_KIND,
+    AuditLog,
+    all_records,
+    has_record_of_kind,
+    load_anchor,
+    records_of_kinds,
+)
+from signer.store.db import Connection, delete_meta, set_meta, write_transaction
+from signer.store.devices import revoke_device
 from signer.store.guard import Unlocked, went_back
-from signer.store.integrity import DIGEST_ONLY, PROTECTED, Finding, FindingJson, Problem, pk_sql
+from signer.store.integrity import DIGEST_ONLY, PROTECTED, Finding, FindingJson, Problem, delete_row
+from signer.store.session_keys import ids_not_in_status
 from signer.store.state_head import AUDIT, STATE
 from signer.wire.protocol import Scope
 from signer.wire.settings import SignerPaths
@@ -57,8 +65,8 @@ def _audited(
     paths: SignerPaths,
     passphrase: bytearray,
     kind: str,
-    body: dict | Callable[[T], dict],
-    action: Callable[[sqlite3.Connection, float, Unlocked], T],
+    body: dict[str, Any] | Callable[[T], dict[str, Any]],
+    action: Callable[[Connection, float, Unlocked], T],
 ) -> T:
     """Run a change and its audit record in one transaction, then move the anchor.
 
@@ -67,8 +75,7 @@ def _audited(
     keys = _unlocked(paths, passphrase)
     conn = keys.connect(paths.db)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             now = estimate(conn)
             audit = keys.audit_log(conn, paths.anchor, clock=lambda: now)
             result = action(conn, now, keys)
@@ -76,10 +83,6 @@ def _audited(
             audit.append(kind, body(result) if callable(body) else body)
             anchor = load_anchor(paths.anchor, keys.audit_keys)  # the epoch never goes below the anchor's
             audit.bind_state(floor=anchor.epoch if anchor is not None and anchor.authentic else 0)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         audit.write_anchor()
         audit.close()
         return result
@@ -189,7 +192,7 @@ def seal(
     `audit.keyed` record seals its prefix."""
     text, policy = read_policy_file(paths.policy) if accept_policy_file else (None, None)
 
-    def action(conn: sqlite3.Connection, now: float, keys: Unlocked) -> SealResult:
+    def action(conn: Connection, now: float, keys: Unlocked) -> SealResult:
         result = SealResult(keys.check(conn, paths.anchor))
         back = went_back(result.findings)
         if back and not accept_rollback:
@@ -225,16 +228,14 @@ def seal(
                 continue
             if finding.table == "meta" and finding.pk in _KILL_SWITCH_KEYS:
                 continue  # rewritten below: frozen
-            conn.execute(
-                f"DELETE FROM {finding.table} WHERE CAST({pk_sql(finding.table)} AS TEXT)=?", (finding.pk,)
-            )
+            delete_row(conn, finding.table, finding.pk)
             result.removed.append(str(finding))
         if failing_meta & _KILL_SWITCH_KEYS or None in failing_meta:
             set_meta(conn, "frozen", "1")  # fail closed: the companion's unfreeze is the way back
         if accept_policy_file and (failing_meta & _POLICY_KEYS or None in failing_meta):
             assert text is not None and policy is not None
             set_meta(conn, policy_change.ACCEPTED, text)
-            conn.execute("DELETE FROM meta WHERE key='policy_hash'")  # the next start records a policy.loaded
+            delete_meta(conn, "policy_hash")  # the next start records a policy.loaded
             result.accepted_policy_hash = policy.policy_hash()
         if back:
             result.rollback_accepted = _accept_rollback(conn, now)
@@ -271,7 +272,7 @@ def _names(findings: list[Finding]) -> str:
     )
 
 
-def _accept_rollback(conn: sqlite3.Connection, now: float) -> RollbackAccepted:
+def _accept_rollback(conn: Connection, now: float) -> RollbackAccepted:
     """Keep a state that went back, taking away what an earlier state could have given back.
 
     Nobody can tell row by row what the earlier copy restored, so everything it could have restored
@@ -279,24 +280,14 @@ def _accept_rollback(conn: sqlite3.Connection, now: float) -> RollbackAccepted:
     lifts it), every session key is revoked, and every client and companion device the keyed audit
     log records as revoked is revoked again. Room under a spending limit cannot be withdrawn this
     way; while frozen nothing is signed, and the companion decides when to lift it."""
-    revoked_keys = [
-        r[0] for r in conn.execute("SELECT key_id FROM session_keys WHERE status != ?", (REVOKED.value,))
-    ]
+    revoked_keys = ids_not_in_status(conn, REVOKED.value)
     freeze(conn, "frz_" + secrets.token_hex(8), revoked_keys, now, REVOKED.value)
     clients, devices = [], []
-    for kind, body in conn.execute(
-        "SELECT kind, body FROM audit WHERE kind IN ('client.revoked', 'companion.revoked') ORDER BY seq"
-    ):
+    for _, kind, body in records_of_kinds(conn, ("client.revoked", "companion.revoked")):
         record = json.loads(body)
         if kind == "client.revoked" and revoke_client(conn, str(record.get("name")), now=now):
             clients.append(str(record.get("name")))
-        elif (
-            kind == "companion.revoked"
-            and conn.execute(
-                "UPDATE devices SET revoked_at=? WHERE device_id=? AND revoked_at IS NULL",
-                (now, str(record.get("device_id"))),
-            ).rowcount
-        ):
+        elif kind == "companion.revoked" and revoke_device(conn, str(record.get("device_id")), now):
             devices.append(str(record.get("device_id")))
     return {
         "frozen": True,
@@ -306,12 +297,12 @@ def _accept_rollback(conn: sqlite3.Connection, now: float) -> RollbackAccepted:
     }
 
 
-def _legacy_prefix(conn: sqlite3.Connection, keys: Unlocked) -> int:
+def _legacy_prefix(conn: Connection, keys: Unlocked) -> int:
     """How many unkeyed records open the log (a home from before the keyed chain), unless a seal names them."""
-    if conn.execute("SELECT 1 FROM audit WHERE kind=?", (KEYED_KIND,)).fetchone():
+    if has_record_of_kind(conn, KEYED_KIND):
         return 0
     count = 0
-    for row in conn.execute("SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq"):
+    for row in all_records(conn):
         if hmac.compare_digest(keys.audit_keys.record_hash(*row[:5]), row[5]):
             break
         count += 1

@@ -12,11 +12,13 @@ import os
 import re
 import secrets
 import socket
-import sqlite3
 import struct
 import time
 from dataclasses import dataclass
 
+from signer.store import clients as client_store
+from signer.store.clients import ClientRow
+from signer.store.db import Connection
 from signer.wire.protocol import SCOPE_RANK, ErrorCode, RpcError, Scope
 
 TOKEN_RE = re.compile(r"^owl_([0-9a-f]{12})_([A-Za-z0-9_\-]{43})$")
@@ -42,6 +44,11 @@ class Client:
     def allows(self, needed: Scope) -> bool:
         return SCOPE_RANK[self.scope] >= SCOPE_RANK[needed]
 
+    @classmethod
+    def from_row(cls, row: ClientRow) -> Client:
+        client_id, name, scope, created_at, expires_at, revoked_at = row
+        return cls(client_id, name, Scope(scope), created_at, expires_at, revoked_at)
+
 
 def _active(expires_at: float | None, revoked_at: float | None, now: float) -> bool:
     return revoked_at is None and (expires_at is None or now < expires_at)
@@ -50,7 +57,7 @@ def _active(expires_at: float | None, revoked_at: float | None, now: float) -> b
 def peer_uid(sock: socket.socket) -> int:
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid
+    return int(uid)
 
 
 def uid_allowed(uid: int, allowed: list[int]) -> bool:
@@ -62,7 +69,7 @@ def _hash(secret: str) -> str:
 
 
 def add_client(
-    conn: sqlite3.Connection,
+    conn: Connection,
     name: str,
     scope: Scope,
     *,
@@ -88,29 +95,17 @@ def add_client(
     client_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     expires = None if ttl_seconds is None else now + ttl_seconds
-    try:
-        conn.execute(
-            "INSERT INTO clients(client_id, name, scope, token_hash, created_at, expires_at) VALUES(?,?,?,?,?,?)",
-            (client_id, name, scope.value, _hash(secret), now, expires),
-        )
-    except sqlite3.IntegrityError:
-        raise ValueError(f"a client named {name!r} already exists; revoke it first") from None
+    if not client_store.insert_client(conn, client_id, name, scope.value, _hash(secret), now, expires):
+        raise ValueError(f"a client named {name!r} already exists; revoke it first")
     return Client(client_id, name, scope, now, expires, None), f"owl_{client_id}_{secret}"
 
 
-def revoke_client(conn: sqlite3.Connection, name: str, *, now: float | None = None) -> bool:
-    cur = conn.execute(
-        "UPDATE clients SET revoked_at=? WHERE name=? AND revoked_at IS NULL",
-        (time.time() if now is None else now, name),
-    )
-    return cur.rowcount == 1
+def revoke_client(conn: Connection, name: str, *, now: float | None = None) -> bool:
+    return client_store.revoke_by_name(conn, name, time.time() if now is None else now)
 
 
-def list_clients(conn: sqlite3.Connection) -> list[Client]:
-    rows = conn.execute(
-        "SELECT client_id, name, scope, created_at, expires_at, revoked_at FROM clients ORDER BY created_at"
-    ).fetchall()
-    return [Client(r[0], r[1], Scope(r[2]), r[3], r[4], r[5]) for r in rows]
+def list_clients(conn: Connection) -> list[Client]:
+    return [Client.from_row(row) for row in client_store.all_clients(conn)]
 
 
 class ClientRegistry:
@@ -118,18 +113,15 @@ class ClientRegistry:
 
     `now` is the daemon's clock (signer.clock): setting the system clock back revives no expired token."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
     def _load(self, client_id: str) -> tuple[Client, str] | None:
-        row = self._conn.execute(
-            "SELECT client_id, name, scope, created_at, expires_at, revoked_at, token_hash FROM clients "
-            "WHERE client_id=?",
-            (client_id,),
-        ).fetchone()
-        if row is None:
+        found = client_store.client_and_token_hash(self._conn, client_id)
+        if found is None:
             return None
-        return Client(row[0], row[1], Scope(row[2]), row[3], row[4], row[5]), row[6]
+        row, token_hash = found
+        return Client.from_row(row), token_hash
 
     def authenticate(self, token: str, now: float) -> Client:
         failure = RpcError(ErrorCode.UNAUTHENTICATED, "invalid, expired or revoked token")
@@ -148,7 +140,5 @@ class ClientRegistry:
 
     def still_active(self, client_id: str, now: float) -> bool:
         """Checked before every call: only the two columns that can change, on the hot path."""
-        row = self._conn.execute(
-            "SELECT expires_at, revoked_at FROM clients WHERE client_id=?", (client_id,)
-        ).fetchone()
+        row = client_store.expiry_and_revocation(self._conn, client_id)
         return row is not None and _active(row[0], row[1], now)

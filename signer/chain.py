@@ -72,7 +72,7 @@ class Receipt:
     block_hash: str
     gas_used: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int]:
         return {
             "tx_hash": self.tx_hash,
             "status": self.status,
@@ -288,7 +288,7 @@ class Chain:
         return quantity(raw, "token balance") if raw not in (None, "0x") else 0
 
     async def call(self, to: str, data: bytes, block: str = "latest") -> bytes:
-        """eth_call: Tier 3 reads enforcer state with it (signer.tier3)."""
+        """eth_call: Tier 3 reads enforcer state with it (signer.tier3.grants)."""
         raw = await self._call("eth_call", {"to": to, "data": "0x" + data.hex()}, block)
         if not isinstance(raw, str) or not raw.startswith("0x"):
             raise ChainError("the RPC node sent a malformed eth_call result")
@@ -372,7 +372,7 @@ class Chain:
             quantity(raw.get("gasUsed"), "gas used"),
         )
 
-    async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict:
+    async def receipt(self, tx_hash: str, timeout: float = 120.0) -> dict[str, object]:
         deadline = time.monotonic() + timeout
         while True:
             receipt = await self._call("eth_getTransactionReceipt", tx_hash)
@@ -395,6 +395,8 @@ class Chain:
         tx_hash = await self._call(
             "eth_sendTransaction", {"from": sender, "to": address, "value": hex(amount)}
         )
+        if not isinstance(tx_hash, str):
+            raise ChainError("the RPC node sent a malformed transaction hash")
         await self.receipt(tx_hash, timeout=30)
         return tx_hash
 

@@ -42,14 +42,14 @@ import functools
 import json
 import logging
 import math
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from signer.store.db import get_meta, set_meta
+from signer.store.db import Connection, get_meta, set_meta
+from signer.store.requests import latest_stamp
 
 log = logging.getLogger("owlia.signer")
 CATCH_UP = 0.1  # how much faster than real time the signer's time may run while the wall clock is ahead
@@ -124,7 +124,7 @@ class ClockState:
         return cls(signer, wall, steady_reading, boot_id or None)
 
 
-def load_state(conn: sqlite3.Connection) -> ClockState | None:
+def load_state(conn: Connection) -> ClockState | None:
     text = get_meta(conn, STATE_KEY)
     state = ClockState.from_json(text)
     if state is None and text is not None:
@@ -132,7 +132,7 @@ def load_state(conn: sqlite3.Connection) -> ClockState | None:
     return state
 
 
-def save_state(conn: sqlite3.Connection, state: ClockState) -> None:
+def save_state(conn: Connection, state: ClockState) -> None:
     """Inside the caller's transaction (the daemon's writer): one small row, overwritten in place."""
     set_meta(conn, STATE_KEY, state.to_json())
 
@@ -198,7 +198,7 @@ class SignerClock:
     @classmethod
     def resume(
         cls,
-        conn: sqlite3.Connection,
+        conn: Connection,
         *,
         wall: Callable[[], float] = time.time,
         steady: Callable[[], float] = steady,
@@ -235,7 +235,7 @@ def start_time(
 
 
 def estimate(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     wall: Callable[[], float] = time.time,
     steady: Callable[[], float] = steady,
@@ -279,13 +279,11 @@ def _warn_step(step: float, lag: float) -> None:
     )
 
 
-def latest_recorded(conn: sqlite3.Connection) -> float:
+def latest_recorded(conn: Connection) -> float:
     """The latest spend or request time on record (0 for a new home). Read once, at start.
 
     Only tables the daemon alone writes, stamped by its own clock: the audit log and the clients
     table are also written by the admin CLI, with whatever clock it ran with, so they are not trusted
     here (a CLI run with the clock years ahead must not move the signer's time)."""
-    row = conn.execute(
-        "SELECT MAX(t) FROM (SELECT MAX(created_at) AS t FROM requests UNION ALL SELECT MAX(ts) FROM spends)"
-    ).fetchone()
-    return float(row[0]) if row and row[0] is not None else 0.0
+    latest = latest_stamp(conn)
+    return 0.0 if latest is None else latest

@@ -18,32 +18,32 @@ import asyncio
 import dataclasses
 import logging
 import signal
-import sqlite3
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from policies.loader import PolicyError, parse_policy
-from signer import devices as devices_store
-from signer import policy_change
-from signer.approvals import Approvals
+from signer.tier1 import devices as devices_store
+from signer.tier1 import policy_change
+from signer.tier1.approvals import Approvals
 from signer.auth import ClientRegistry, add_client
 from signer.chain import Chain
 from signer.clock import SAVE_INTERVAL_SECONDS, SignerClock, estimate, save_state
 from signer.engine import Engine
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
-from signer.identity import SignerIdentity
+from signer.tier1.identity import SignerIdentity
 from signer.keystore import create_keystore, unlock
 from policies.kernel.passphrase import zeroize
 from signer.methods import Methods
-from signer.policy_live import PolicyKeeper, read_policy_file
+from signer.tier1.policy_live import PolicyKeeper, read_policy_file
 from signer.wire.protocol import Scope
 from signer.server import SignerServer
-from signer.session_keys import SessionKeys
+from signer.tier2.session_keys import SessionKeys
 from signer.wire.settings import KEYSTORE, SignerConfig, SignerPaths
 from signer.store import audit as audit_store
-from signer.store.db import connect, get_meta, set_meta
+from signer.store.db import Connection, DatabaseError, connect, get_meta, set_meta, write_transaction
 from signer.store.guard import IntegrityRefused, Unlocked
+from signer.store.integrity import sealed_row_count
 from signer.store.writer import Writer, WriterClosed
 
 log = logging.getLogger("owlia.signer")
@@ -71,17 +71,17 @@ def init_home(
         unlocked = Unlocked.from_master(master)
     conn = unlocked.connect(paths.db)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        unlocked.sealer.seal(conn)  # empty tables: from here on every authority-bearing row carries its MAC
-        set_meta(
-            conn, policy_change.ACCEPTED, policy_text
-        )  # the baseline, so a missing one is never "first start"
-        _, token = add_client(conn, "admin", Scope.ADMIN)
-        audit = unlocked.audit_log(conn, paths.anchor)
-        audit.append(audit_store.KEYED_KIND, {"legacy_records": 0})
-        audit.append("signer.initialized", {"home": str(paths.home)})
-        audit.bind_state()
-        conn.execute("COMMIT")
+        with write_transaction(conn):
+            unlocked.sealer.seal(
+                conn
+            )  # empty tables: from here on every authority-bearing row carries its MAC
+            # the baseline, so a missing one is never "first start"
+            set_meta(conn, policy_change.ACCEPTED, policy_text)
+            _, token = add_client(conn, "admin", Scope.ADMIN)
+            audit = unlocked.audit_log(conn, paths.anchor)
+            audit.append(audit_store.KEYED_KIND, {"legacy_records": 0})
+            audit.append("signer.initialized", {"home": str(paths.home)})
+            audit.bind_state()
         audit.write_anchor()
         audit.close()
     finally:
@@ -138,7 +138,7 @@ class Daemon:
         )
         if any(c.delegation is not None for c in config.chains):  # Tier 3 (signer.tier3), imported only then:
             # the idle daemon, tests/signer/test_idle_memory.py: 0.5-2 MB per such cut
-            from signer import tier3 as tier3_store
+            from signer.tier3 import grants as tier3_store
 
             tier3 = tier3_store.Tier3(self.chains)  # its table: made with every signer's (RowSealer.install)
             sessions = {}
@@ -169,7 +169,7 @@ class Daemon:
         )
         self.engine.more_waiting = self.server.backlog.waiting
         self.engine.sole_connection = self.server.sole_connection
-        self._clock_saver: asyncio.Task | None = None
+        self._clock_saver: asyncio.Task[None] | None = None
 
     def _check_integrity(self, unlocked: Unlocked) -> int:
         """Refuse to start over state something without the master key wrote: record why, then raise.
@@ -180,19 +180,21 @@ class Daemon:
         conn = self.writer_conn
         findings = unlocked.check(conn, self.paths.anchor)
         if not findings:
-            return sum(conn.execute("SELECT count(*) FROM row_macs").fetchone())
+            return sealed_row_count(conn)
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            now = estimate(conn)
-            audit = audit_store.AuditLog(conn, self.paths.anchor, clock=lambda: now, keys=unlocked.audit_keys)
-            audit.append(
-                "integrity.refused", {"findings": [str(f) for f in findings[:200]], "count": len(findings)}
-            )
-            # Neither bound to the state (no `bind_state`: what was refused must not pass the next start)
-            # nor anchored: the anchor keeps the epoch it holds, and may always lag the log.
-            conn.execute("COMMIT")
+            with write_transaction(conn):
+                now = estimate(conn)
+                audit = audit_store.AuditLog(
+                    conn, self.paths.anchor, clock=lambda: now, keys=unlocked.audit_keys
+                )
+                audit.append(
+                    "integrity.refused",
+                    {"findings": [str(f) for f in findings[:200]], "count": len(findings)},
+                )
+                # Neither bound to the state (no `bind_state`: what was refused must not pass the next
+                # start) nor anchored: the anchor keeps the epoch it holds, and may always lag the log.
             audit.close()
-        except sqlite3.Error:
+        except DatabaseError:
             log.exception("could not record the integrity refusal")
         finally:
             conn.close()
@@ -200,7 +202,7 @@ class Daemon:
         log.error("%s", IntegrityRefused(findings))
         raise IntegrityRefused(findings)
 
-    def save_clock(self, conn: sqlite3.Connection) -> None:
+    def save_clock(self, conn: Connection) -> None:
         """A writer unit: the clock's state now, so that a restart resumes from it (signer.clock)."""
         save_state(conn, self.clock.state())
 
@@ -217,7 +219,7 @@ class Daemon:
                 log.exception("could not save the signer's clock")
 
     async def start(self) -> None:
-        def started(conn: sqlite3.Connection) -> None:
+        def started(conn: Connection) -> None:
             self.save_clock(
                 conn
             )  # where this run resumed from, at once: a crash before the first round loses nothing
@@ -247,7 +249,7 @@ class Daemon:
             self._clock_saver.cancel()
             await asyncio.gather(self._clock_saver, return_exceptions=True)
 
-        def stopped(conn: sqlite3.Connection) -> None:
+        def stopped(conn: Connection) -> None:
             self.save_clock(conn)  # the last reading: a clean restart loses none of the signer's time
             self.audit.append("signer.stopped", {})
 
@@ -271,7 +273,7 @@ async def serve_forever(daemon: Daemon) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    reloads: set[asyncio.Task] = set()
+    reloads: set[asyncio.Task[None]] = set()
     loop.add_signal_handler(signal.SIGHUP, lambda: _spawn(reloads, _reload_on_signal(daemon)))
     try:
         await stop.wait()
@@ -279,7 +281,7 @@ async def serve_forever(daemon: Daemon) -> None:
         await daemon.stop()
 
 
-def _spawn(tasks: set[asyncio.Task], coro: Coroutine[Any, Any, None]) -> None:
+def _spawn(tasks: set[asyncio.Task[None]], coro: Coroutine[Any, Any, None]) -> None:
     task = asyncio.create_task(coro)
     tasks.add(task)
     task.add_done_callback(tasks.discard)

@@ -45,7 +45,7 @@ from signer.wire.approval_request import ApprovalRequestBody
 from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
 from signer.wire.requests import Intent, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
-from signer.session_keys import SessionKeys
+from signer.tier2.session_keys import SessionKeys
 from signer.simulate import simulate
 from signer.swap_quotes import read_quotes
 from signer.store.audit import AuditLog
@@ -54,11 +54,11 @@ from signer.store import requests as request_store
 from signer.store.requests import Connection
 from signer.store.writer import Writer
 from signer.summary import Summarizer
-from signer.tier2 import Ending, SessionSigner
-from signer.topup_room import TopUps
+from signer.tier2.signing import Ending, SessionSigner
+from signer.tier1.topup_room import TopUps
 
 if TYPE_CHECKING:
-    from signer.tier1_port import Escalations
+    from signer.tier1.port import Escalations
 
 log = logging.getLogger("owlia.signer")
 
@@ -130,7 +130,7 @@ class Engine:
         self.sole_connection: Callable[[], bool] = lambda: False
 
     def install_policy(self, policy: Policy) -> None:
-        """Swap the policy in one synchronous step (see signer.policy_live)."""
+        """Swap the policy in one synchronous step (see signer.tier1.policy_live)."""
         self.policy = policy
         self.summarize = Summarizer(policy)
         self._windows = policy.window_seconds()
@@ -218,7 +218,13 @@ class Engine:
         decoded = decode(call)
         chain = self.chains.get(call.chain_id)
         defi = await self._defi_inputs(decoded, chain, policy) if decoded.is_defi() else None
-        summary = self.summarize(decoded, defi[0] if defi is not None else None)
+        tier3 = self.tier2.tier3
+        on_tier3 = tier3 is not None and tier3.live(call.chain_id) is not None
+        summary = self.summarize(
+            decoded,
+            defi[0] if defi is not None else None,
+            "your main account" if on_tier3 else "the session key",
+        )
         ctx = self._context(decoded, now)  # after the last await: read and reserved in one synchronous step
         if defi is not None:
             ctx = replace(ctx, payer=defi[0], swap_quotes=defi[1], simulation=defi[2])
@@ -319,9 +325,13 @@ class Engine:
         if chain is None or key is None:
             return None, {}, None
         call = decoded.call
+        tier3 = self.tier2.tier3
+        grant = None if tier3 is None else tier3.live(call.chain_id)
+        # Tier 3: the main account pays and receives (the session key only redeems the grant)
+        payer = key.address if grant is None else grant.account
         quotes = await read_quotes(chain, decoded, policy.index)
-        simulated = await simulate(chain, key.address, call.to, call.value, call.data)
-        return key.address, quotes, simulated
+        simulated = await simulate(chain, payer, call.to, call.value, call.data)
+        return payer, quotes, simulated
 
     async def _conclude(
         self,

@@ -23,7 +23,7 @@ from signer.wire.settings import GWEI, ChainSettings
 
 if TYPE_CHECKING:
     from signer.chain import Chain
-    from signer.tier2 import Ending
+    from signer.tier2.signing import Ending
 
 log = logging.getLogger("owlia.signer")
 

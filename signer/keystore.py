@@ -98,7 +98,7 @@ def _kek(passphrase: bytearray, salt: bytes, n: int, r: int, p: int) -> bytearra
     return bytearray(Scrypt(salt=salt, length=32, n=n, r=r, p=p).derive(bytes(passphrase)))
 
 
-def _aad(params: dict) -> bytes:
+def _aad(params: dict[str, str | int]) -> bytes:
     return b"owliabot-keystore-v1:" + json.dumps(params, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -112,7 +112,7 @@ def create_keystore(home: Path, passphrase: bytearray, *, scrypt_n: int = DEFAUL
     if scrypt_n < _MIN_SCRYPT_N or scrypt_n & (scrypt_n - 1):
         raise KeystoreError(f"scrypt n must be a power of two >= {_MIN_SCRYPT_N}")
     salt = secrets.token_hex(16)
-    params = {"kdf": "scrypt", "n": scrypt_n, "r": 8, "p": 1, "salt": salt}
+    params: dict[str, str | int] = {"kdf": "scrypt", "n": scrypt_n, "r": 8, "p": 1, "salt": salt}
     master = bytearray(secrets.token_bytes(32))
     kek = _kek(passphrase, bytes.fromhex(salt), scrypt_n, 8, 1)
     try:

@@ -162,6 +162,10 @@ class Ledger:
         series = self._spend.get((chain_id, asset))
         return (series.sum_since(since) if series else 0) + self._aged((chain_id, asset), since)
 
+    def spent_usd(self, since: float) -> int:
+        """What counts against a USD window (micro-dollars), as `spent` for one asset."""
+        return self._usd.sum_since(since) + self._aged(None, since)
+
     def reserve(self, request_id: str, decision: Decision, decoded: Decoded, now: float) -> None:
         """Count an allowed request at once; the engine persists the same rows before it signs."""
         for spend in decision.spends:

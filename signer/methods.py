@@ -10,21 +10,22 @@ import hashlib
 import inspect
 import json
 import secrets
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from policies.loader import PolicyError, parse_policy
 from signer import __version__
 from signer.auth import Client
-from signer.chain import ChainError
-from signer.approvals import Approvals
+from signer.chain import Chain, ChainError
+from signer.tier1.approvals import Approvals
 from signer.clock import SignerClock, steady
 from signer.engine import Engine
-from signer.grant_offers import GrantOffers
-from signer.policy_live import PolicyKeeper
+from signer.tier3.grant_offers import GrantOffers
+from signer.tier1.policy_edit import PhoneEdits
+from signer.tier1.home import Home
+from signer.tier1.policy_live import PolicyKeeper
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.requests import (
     ApprovalAnswerParams,
@@ -37,6 +38,7 @@ from signer.wire.requests import (
     PairBeginParams,
     PairCompleteParams,
     PolicyCheckParams,
+    PolicyEditParams,
     PolicyValidateParams,
     SessionKeyCreateParams,
     SessionKeyRefParams,
@@ -51,7 +53,7 @@ from signer.wire.requests import (
     TopUpRequestParams,
 )
 from signer.server import Handler, Method
-from signer.session_keys import RETIRED, REVOKED
+from signer.tier2.session_keys import RETIRED, REVOKED
 from signer.wire.replies import (
     AddressesReply,
     ApprovalsStateReply,
@@ -61,10 +63,13 @@ from signer.wire.replies import (
     BalanceReply,
     DeviceReply,
     DevicesReply,
+    HomeReply,
     InFlight,
     PolicyCheckReply,
+    PolicyEditReply,
     PolicyReloadReply,
     PolicyValidateReply,
+    PolicyViewReply,
     SessionKeyCreateReply,
     SessionKeyJson,
     SessionKeyRetireReply,
@@ -80,9 +85,20 @@ from signer.wire.replies import (
 from signer.wire.settings import SignerSettings
 from signer.wire.sign_replies import PolicyShowReply, Reply, SignReply, dump_reply
 from signer.store import audit as audit_store
-from signer.topup import request_topup, room_under_cap
+from signer.store import requests as request_store
+from signer.store.db import Connection, IntegrityError
+from signer.tier1.topup import request_topup, room_under_cap
+
+if TYPE_CHECKING:
+    from signer.tier3.grants import Tier3  # loaded only where a chain has Tier 3 (signer.daemon)
 
 R = TypeVar("R", bound=Reply)
+
+WriterUnit = Callable[[Connection], object]
+"""What an admin change writes, inside the writer's transaction, beside its request row (what it
+returns is not used)."""
+Change = tuple[WriterUnit, Callable[[], None]]
+"""An admin change: what it writes, and what it installs in memory once that is committed."""
 STARTED = steady()  # uptime is real time elapsed, whatever is done to the system clock
 
 
@@ -135,7 +151,23 @@ class Methods:
             table |= self._tier1(self.approvals)
         if self.policies is not None:
             table["policy.reload"] = Method(Scope.ADMIN, None, self.policy_reload)
+        if self.policies is not None and self.approvals is not None:
+            table |= self._phone_policy(PhoneEdits(self.approvals, self.policies))
         return table
+
+    @staticmethod
+    def _phone_policy(edits: PhoneEdits) -> dict[str, Method]:
+        """Limits and the address book from the phone (signer.tier1.policy_edit)."""
+        return {
+            "policy.view": Method(
+                Scope.BRIDGE, None, bridge_only(lambda c, p: typed(PolicyViewReply, edits.view()))
+            ),
+            "policy.edit": Method(
+                Scope.BRIDGE,
+                PolicyEditParams,
+                bridge_only(lambda c, p: typed(PolicyEditReply, edits.edit(p))),
+            ),
+        }
 
     def _tier1(self, approvals: Approvals) -> dict[str, Method]:
         devices = approvals.devices
@@ -172,7 +204,8 @@ class Methods:
                     lambda c, p: typed(ApprovalsStateReply, approvals.state_for_signing(p.witness_seq))
                 ),
             ),
-            # Tier 3 from the phone (signer.grant_offers): the signer offers, the main key signs on the phone.
+            "approvals.home": Method(Scope.BRIDGE, None, bridge_only(self._home)),
+            # Tier 3 from the phone (signer.tier3.grant_offers): the signer offers, the main key signs on the phone.
             "tier3.offer": Method(Scope.BRIDGE, Tier3OfferParams, bridge_only(self._tier3_offer)),
             "tier3.grant_answer": Method(Scope.BRIDGE, Tier3AnswerParams, bridge_only(self._tier3_answer)),
             "companion.pair_complete": Method(
@@ -292,6 +325,15 @@ class Methods:
             }
         )
 
+    async def _home(self, client: Client, _: None) -> HomeReply:
+        """The phone's home screen: balances, what was spent per window, what Tier 3 still allows."""
+        assert self.approvals is not None
+        engine = self.engine
+        home = Home(
+            engine.policy, engine.chains, engine.keys, engine.ledger, engine.tier2.tier3, engine.clock
+        )
+        return HomeReply.model_validate(await home.summary(self.approvals.devices.main_account()))
+
     def _companion_reach(self) -> CompanionReach:
         """The main account and the number of live companions (no Tier 1 on this signer: none)."""
         if self.approvals is None:
@@ -371,10 +413,10 @@ class Methods:
         cap = self.settings.session_key_balance_cap if params.balance_cap is None else params.balance_cap
         keys = self.engine.keys
 
-        async def create() -> tuple[SessionKeyCreateReply, Any]:
+        async def create() -> tuple[SessionKeyCreateReply, Change]:
             info, key, sealed = keys.prepare(params.chain_id, ttl, cap)
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 keys.insert(conn, info, sealed)
                 self.engine.audit.append("session_key.created", {**info.to_json(), "by": client.name})
 
@@ -400,7 +442,7 @@ class Methods:
             raise RpcError(ErrorCode.NOT_FOUND, f"no session key {params.key_id}")
         kind = "session_key.rotate" if rotate else "session_key.revoke"
 
-        async def retire() -> tuple[SessionKeyRetireReply, Any]:
+        async def retire() -> tuple[SessionKeyRetireReply, Change]:
             updated = keys.disarm(params.key_id, status)  # signing power goes first, in memory
             fresh = (
                 keys.prepare(old.chain_id, self.settings.session_key_ttl_seconds, old.balance_cap)
@@ -408,7 +450,7 @@ class Methods:
                 else None
             )
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 keys.mark(conn, params.key_id, status)
                 self.engine.audit.append(
                     kind, {"key_id": params.key_id, "address": old.address, "by": client.name}
@@ -458,7 +500,7 @@ class Methods:
                 hint="send up to `room` wei to the address from your main wallet (Tier 1)",
             )
 
-        async def fund() -> tuple[TopUpReply, Any]:
+        async def fund() -> tuple[TopUpReply, Change]:
             try:
                 tx_hash = await chain.dev_fund(info.address, amount)
             except ChainError as exc:
@@ -479,9 +521,9 @@ class Methods:
             client, params.idempotency_key, "session_key.topup", params, fund, TopUpReply
         )
 
-    # ---- Tier 3 (signer.tier3, docs/tier3.md) ------------------------------------------------
+    # ---- Tier 3 (signer.tier3.grants, docs/tier3.md) ------------------------------------------------
 
-    def _tier3(self):
+    def _tier3(self) -> Tier3:
         tier3 = self.engine.tier2.tier3
         if tier3 is None:
             raise RpcError(ErrorCode.NOT_FOUND, "Tier 3 is not set up: no chain has `delegation` contracts")
@@ -498,7 +540,7 @@ class Methods:
 
         claimed = False
 
-        async def grant() -> tuple[Tier3GrantReply, Any]:
+        async def grant() -> tuple[Tier3GrantReply, Change]:
             nonlocal claimed
             already = RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -544,7 +586,7 @@ class Methods:
             if problem is not None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"grant refused: {problem}")
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 if old is not None:
                     tier3.mark_revoked(conn, old.grant_id, self.engine.clock())
                     self.engine.audit.append(
@@ -597,12 +639,12 @@ class Methods:
         """Stop redeeming a grant here at once (the companion disables it on chain too)."""
         tier3 = self._tier3()
 
-        async def revoke() -> tuple[Tier3RevokeReply, Any]:
+        async def revoke() -> tuple[Tier3RevokeReply, Change]:
             dropped = tier3.drop(params.grant_id)  # signing power goes first, in memory
             if dropped is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"no live grant {params.grant_id}")
 
-            def unit(conn: sqlite3.Connection) -> None:
+            def unit(conn: Connection) -> None:
                 tier3.mark_revoked(conn, params.grant_id, self.engine.clock())
                 self.engine.audit.append("tier3.revoked", {"grant_id": params.grant_id, "by": client.name})
 
@@ -617,23 +659,26 @@ class Methods:
 
     # ---- helpers ----------------------------------------------------------------------------
 
-    def _chain(self, chain_id: int):
+    def _chain(self, chain_id: int) -> Chain:
         chain = self.engine.chains.get(chain_id)
         if chain is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"chain {chain_id} is not configured in the signer")
         return chain
 
     async def _idempotent(
-        self, client: Client, key: str, kind: str, params: Any, action, reply: type[R]
+        self,
+        client: Client,
+        key: str,
+        kind: str,
+        params: BaseModel,
+        action: Callable[[], Awaitable[tuple[R, Change]]],
+        reply: type[R],
     ) -> R:
         """Run an admin mutation once per idempotency key; replays return the first result."""
         digest = hashlib.sha256(
             json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()
         ).hexdigest()
-        row = self.engine.reader.execute(
-            "SELECT request_hash, outcome FROM requests WHERE client_id=? AND idempotency_key=?",
-            (client.client_id, key),
-        ).fetchone()
+        row = request_store.by_idempotency_key(self.engine.reader, client.client_id, key)
         if row is not None:
             if row[0] != digest or row[1] is None:
                 raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used")
@@ -642,17 +687,14 @@ class Methods:
         request_id = "req_" + hashlib.sha256(f"{client.client_id}:{key}".encode()).hexdigest()[:32]
         now = self.engine.clock()  # the signer's clock (signer.clock), read when it is decided
 
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
-                " outcome) VALUES(?,?,?,?,?,?,?,?)",
-                (request_id, client.client_id, key, kind, digest, now, "done", dump_reply(result).decode()),
-            )
+        def record(conn: Connection) -> None:
+            reply_text = dump_reply(result).decode()
+            request_store.insert_done(conn, request_id, client.client_id, key, kind, digest, now, reply_text)
             unit(conn)
 
         try:
             await self.engine.writer.run(record)
-        except sqlite3.IntegrityError:
+        except IntegrityError:
             raise RpcError(ErrorCode.IDEMPOTENCY_CONFLICT, "this idempotency key was already used") from None
         install()
         return result

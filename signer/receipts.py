@@ -23,7 +23,6 @@ signer resumes following every row still in flight (`resume`).
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,9 @@ from dataclasses import dataclass
 from signer import records
 from signer.chain import Chain, ChainError, Receipt, ReceiptLie
 from signer.ledger import Ledger
+from signer.store import receipts as receipt_store
 from signer.store.audit import AuditLog
+from signer.store.db import Connection
 from signer.store.writer import Writer
 
 FAST_POLL_SECONDS = 0.25
@@ -55,7 +56,7 @@ class ReceiptWatcher:
         self,
         writer: Writer,
         audit: AuditLog,
-        reader: sqlite3.Connection,
+        reader: Connection,
         ledger: Ledger,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -64,7 +65,7 @@ class ReceiptWatcher:
         self.audit = audit
         self.reader = reader
         self.ledger = ledger
-        self._background: set[asyncio.Task] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._following: dict[str, InFlight] = {}  # by request id: what `status` reports as in flight
         self._rejected: set[tuple[str, str]] = set()  # (request, reason) already on record
         # Every transaction that left the signer, by (chain, sender, nonce): where nonce-takers are found.
@@ -87,12 +88,7 @@ class ReceiptWatcher:
     def resume(self, chains: dict[int, Chain], since: float) -> int:
         """At start-up: index every transaction recorded since `since` or still in flight (nonce-takers
         are among them) and follow again every one still in flight, however old. Returns how many."""
-        rows = self.reader.execute(
-            "SELECT request_id, status, chain_id, tx_hash, json_extract(outcome, '$.sender'),"
-            " json_extract(outcome, '$.nonce') FROM requests WHERE tx_hash IS NOT NULL AND (created_at > ?"
-            f" OR (status IN ({_in_flight()}) AND json_extract(outcome, '$.broadcast')=1))",
-            (since, *records.IN_FLIGHT),
-        ).fetchall()
+        rows = receipt_store.sent_since_or_in_flight(self.reader, since, records.IN_FLIGHT)
         found = [
             (status, InFlight(request_id, chain_id, tx_hash, sender, nonce))
             for request_id, status, chain_id, tx_hash, sender, nonce in rows
@@ -111,10 +107,7 @@ class ReceiptWatcher:
 
     def _broadcast(self, request_id: str) -> bool:
         """Did it leave the signer? With broadcasting off (benchmarks) nothing is ever sent."""
-        row = self.reader.execute(
-            "SELECT json_extract(outcome, '$.broadcast') FROM requests WHERE request_id=?", (request_id,)
-        ).fetchone()
-        return row is not None and row[0] == 1
+        return receipt_store.was_broadcast(self.reader, request_id)
 
     async def _follow(self, chain: Chain, tx: InFlight) -> None:
         fast_until = time.monotonic() + FAST_PHASE_SECONDS
@@ -185,18 +178,12 @@ class ReceiptWatcher:
 
         seen = self.clock()
 
-        def record(conn: sqlite3.Connection) -> bool:
-            changed = conn.execute(
-                f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
-                (status, tx.request_id, *records.IN_FLIGHT),
-            ).rowcount
-            if changed:  # it moved value at some moment up to now: it counts from now (Ledger.settle)
-                conn.execute(
-                    "UPDATE spends SET ts=max(ts, ?) WHERE request_id=? AND state!='released'",
-                    (seen, tx.request_id),
-                )
+        def record(conn: Connection) -> bool:
+            # it moved value at some moment up to now: it counts from now (Ledger.settle)
+            changed = receipt_store.settle_mined(conn, tx.request_id, status, seen, records.IN_FLIGHT)
+            if changed:
                 self.audit.append("tx.receipt", body)
-            return bool(changed)
+            return changed
 
         if await self.writer.run(record):
             self.ledger.settle(tx.request_id, seen)
@@ -213,14 +200,9 @@ class ReceiptWatcher:
             "block_hash": taken.block_hash,
         }
 
-        def record(conn: sqlite3.Connection) -> bool:
-            changed = conn.execute(
-                f"UPDATE requests SET status=? WHERE request_id=? AND status IN ({_in_flight()})",
-                (records.DROPPED, tx.request_id, *records.IN_FLIGHT),
-            ).rowcount
-            if not changed:
+        def record(conn: Connection) -> bool:
+            if not receipt_store.settle_dropped(conn, tx.request_id, records.DROPPED, records.IN_FLIGHT):
                 return False  # settled otherwise meanwhile: nothing to release
-            conn.execute("UPDATE spends SET state='released' WHERE request_id=?", (tx.request_id,))
             self.audit.append("tx.dropped", body)
             return True
 
@@ -233,7 +215,3 @@ class ReceiptWatcher:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-
-
-def _in_flight() -> str:
-    return ",".join("?" * len(records.IN_FLIGHT))

@@ -8,13 +8,14 @@ the same decision, or the log (or the evaluator) has been tampered with.
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import NotRequired, TypedDict
 
 from policies.decode import decode
 from policies.evaluate import evaluate
 from policies.model import Policy
 from signer.records import DecidedRecord, call_from_json, context_from_json
+from signer.store.audit import records_of_kinds
+from signer.store.db import Connection
 
 
 class Mismatch(TypedDict):
@@ -27,13 +28,10 @@ class Mismatch(TypedDict):
     replayed: NotRequired[list[str]]
 
 
-def replay_decisions(conn: sqlite3.Connection) -> list[Mismatch]:
+def replay_decisions(conn: Connection) -> list[Mismatch]:
     policies: dict[str, Policy] = {}
     mismatches: list[Mismatch] = []
-    rows = conn.execute(
-        "SELECT seq, kind, body FROM audit WHERE kind IN ('policy.loaded', 'sign.decided') ORDER BY seq"
-    )
-    for seq, kind, body_text in rows:
+    for seq, kind, body_text in records_of_kinds(conn, ("policy.loaded", "sign.decided")):
         if kind == "policy.loaded":
             loaded = json.loads(body_text)
             policies[loaded["policy_hash"]] = Policy.model_validate(loaded["policy"])

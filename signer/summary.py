@@ -28,6 +28,7 @@ class Summarizer:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self.index = policy.index
+        self._payer_name = "the session key"  # set by each call (synchronous: no other call interleaves)
 
     def _amount(self, chain_id: int, asset: str, amount: int) -> str:
         info = self.index.asset_info(chain_id, asset)
@@ -45,9 +46,12 @@ class Summarizer:
         name = self.index.chain_name(chain_id)
         return f"{name} ({chain_id})" if name else f"unknown chain {chain_id}"
 
-    def __call__(self, decoded: Decoded, payer: str | None = None) -> str:
-        """`payer`: the account that pays a swap, wrap or unwrap (named "the session key" when it
-        receives the output); None for every other request."""
+    def __call__(
+        self, decoded: Decoded, payer: str | None = None, payer_name: str = "the session key"
+    ) -> str:
+        """`payer`: the account that pays a swap, wrap or unwrap (named `payer_name` when it receives
+        the output: "your main account" on Tier 3); None for every other request."""
+        self._payer_name = payer_name
         parts: list[str] = []
         # A token call the decoder turned into a transfer or approval needs no second line; any other
         # call on that token (transferAndCall, a mint, an unknown selector) is shown, whatever it is.
@@ -135,7 +139,7 @@ class Summarizer:
         }
 
     def _payee(self, chain_id: int, address: str, payer: str | None) -> str:
-        return f"the session key ({address})" if address == payer else self._who(chain_id, address)
+        return f"{self._payer_name} ({address})" if address == payer else self._who(chain_id, address)
 
     def _swap(self, decoded: Decoded, s: Swap, payer: str | None) -> str:
         rules = self.index.swaps

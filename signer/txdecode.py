@@ -16,6 +16,9 @@ from policies.kernel.keccak import keccak256
 
 MAX_RAW_TX = 128 * 1024
 
+RlpItem = bytes | list["RlpItem"]
+"""An RLP item: a byte string, or a list of items."""
+
 
 class TxDecodeError(ValueError):
     """The bytes are not one canonical, signed EIP-1559 transaction."""
@@ -33,7 +36,7 @@ def _length(data: bytes, pos: int, size: int) -> int:
     return value
 
 
-def _item(data: bytes, pos: int) -> tuple[bytes | list, int]:
+def _item(data: bytes, pos: int) -> tuple[RlpItem, int]:
     if pos >= len(data):
         raise TxDecodeError("truncated item")
     first = data[pos]
@@ -55,7 +58,8 @@ def _item(data: bytes, pos: int) -> tuple[bytes | list, int]:
         end = start + length
         if end > len(data):
             raise TxDecodeError("truncated list")
-        items, cursor = [], start
+        items: list[RlpItem] = []
+        cursor = start
         while cursor < end:
             item, cursor = _item(data, cursor)
             items.append(item)
@@ -68,14 +72,14 @@ def _item(data: bytes, pos: int) -> tuple[bytes | list, int]:
     return data[start:end], end
 
 
-def rlp_decode(data: bytes) -> bytes | list:
+def rlp_decode(data: bytes) -> RlpItem:
     item, end = _item(data, 0)
     if end != len(data):
         raise TxDecodeError("trailing bytes after the RLP item")
     return item
 
 
-def _int(value: bytes | list, name: str) -> int:
+def _int(value: RlpItem, name: str) -> int:
     if not isinstance(value, bytes) or len(value) > 32 or (value and value[0] == 0):
         raise TxDecodeError(f"{name} is not a canonical integer")
     return int.from_bytes(value, "big")

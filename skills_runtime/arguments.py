@@ -26,7 +26,7 @@ AUTHOR_LABEL = "[skill author's text, untrusted] "
 class SkillArgs(BaseModel):
     """Strict: "5" is not 5 and 1 is not True; the skill gets exactly the declared types; unknown fields refused.
 
-    The bot builds its tool models on a subclass that is also its own ToolArgs (bot/tools/skills.py);
+    The bot builds its tool models on a subclass that is also its own ToolArgs (bot/skills/tools.py);
     this package stays free of the bot, and the manifest check builds exactly the same schema."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

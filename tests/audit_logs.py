@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.runtime.audit import skills_audit_path, verify_audit
+from bot.observability.audit import skills_audit_path, verify_audit
 
 
 def skills_audit_records(home: Path) -> list[dict]:

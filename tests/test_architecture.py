@@ -7,6 +7,8 @@ rerun checks only what changed.
 
 from __future__ import annotations
 
+import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -59,10 +61,10 @@ def test_a_lazy_import_past_a_boundary_breaks_a_contract(tmp_path: Path) -> None
 
 
 def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_path: Path) -> None:
-    """Tier 1 names the engine only through signer.tier1_port, and its SQL lives in signer.store:
+    """Tier 1 names the engine only through signer.tier1.port, and its SQL lives in signer.store:
     a lazy import of the engine from the kill switch, or of sqlite3 into the approvals, fails."""
     copy = _project_copy(tmp_path)
-    with (copy / "signer" / "kill_switch.py").open("a") as handle:
+    with (copy / "signer" / "tier1" / "kill_switch.py").open("a") as handle:
         handle.write(
             textwrap.dedent("""
 
@@ -70,7 +72,7 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
                 from signer import engine  # noqa: F401 - the probe: Tier 1 past its port
             """)
         )
-    with (copy / "signer" / "approvals.py").open("a") as handle:
+    with (copy / "signer" / "tier1" / "approvals.py").open("a") as handle:
         handle.write(
             textwrap.dedent("""
 
@@ -80,14 +82,92 @@ def test_tier1_reaching_into_the_engine_or_holding_sql_breaks_a_contract(tmp_pat
         )
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
-    assert "signer.kill_switch -> signer.engine" in out.stdout
-    assert "signer.approvals -> sqlite3" in out.stdout
+    assert "signer.tier1.kill_switch -> signer.engine" in out.stdout
+    assert "signer.tier1.approvals -> sqlite3" in out.stdout
     assert "2 broken" in out.stdout
+
+
+# A string that opens an SQL statement (as the store writes them: keywords in capitals).
+_SQL_OPENING = re.compile(
+    r"^\s*(SELECT\b|INSERT\s+(OR\s+\w+\s+)?INTO\b|UPDATE\s+\w+\s+SET\b|DELETE\s+FROM\b|REPLACE\s+INTO\b"
+    r"|CREATE\s+(TABLE|INDEX|TRIGGER|VIEW|UNIQUE)\b|DROP\s+\w+|ALTER\s+TABLE\b|PRAGMA\b"
+    r"|BEGIN(\s+(IMMEDIATE|EXCLUSIVE|DEFERRED))?\s*$|COMMIT\s*$|ROLLBACK\b|SAVEPOINT\b|WITH\s+\w+\s+AS\b)"
+)
+_QUERY_CALLS = {"execute", "executemany", "executescript"}
+
+
+def sql_outside_the_store(root: Path) -> list[str]:
+    """Where signer code outside signer/store runs a query or holds a statement: a call of
+    `execute`, `executemany` or `executescript`, or a string (f-strings too) that opens with SQL.
+
+    The `sql-in-store` import contract keeps sqlite3 out of those modules; this catches a query run
+    on a connection the store handed out."""
+    found = []
+    store = root / "signer" / "store"
+    for path in sorted((root / "signer").rglob("*.py")):
+        if store in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _QUERY_CALLS:
+                    found.append(f"{where}: .{node.func.attr}(...)")
+            elif isinstance(node, ast.JoinedStr) and node.values:
+                head = node.values[0]
+                if (
+                    isinstance(head, ast.Constant)
+                    and isinstance(head.value, str)
+                    and _SQL_OPENING.match(head.value)
+                ):
+                    found.append(f"{where}: {head.value[:40]!r}")
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _SQL_OPENING.match(node.value)
+            ):
+                found.append(f"{where}: {node.value[:40]!r}")
+    return found
+
+
+def test_the_signer_runs_sql_only_in_its_store() -> None:
+    assert sql_outside_the_store(ROOT) == []
+
+
+def test_sql_outside_the_store_is_caught(tmp_path: Path) -> None:
+    """sqlite3 imported by a Tier 3 module breaks `sql-in-store`; a query run through the store's
+    connection type from the chain module, or an SQL string in a command, is caught by the scan."""
+    copy = _project_copy(tmp_path)
+    with (copy / "signer" / "tier3" / "grants.py").open("a") as handle:
+        handle.write(
+            textwrap.dedent("""
+
+            def _query_on_the_side():
+                import sqlite3  # noqa: F401 - the probe: SQL outside the store
+            """)
+        )
+    with (copy / "signer" / "chain.py").open("a") as handle:
+        handle.write(
+            textwrap.dedent("""
+
+            def _count_requests(conn):
+                return conn.execute(f"SELECT count(*) FROM {'requests'}").fetchone()
+            """)
+        )
+    with (copy / "signer" / "cli" / "signer_cmd.py").open("a") as handle:
+        handle.write('\n_PROBE = "DELETE FROM session_keys"\n')
+    out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
+    assert out.returncode != 0
+    assert "signer.tier3.grants -> sqlite3" in out.stdout
+    assert "1 broken" in out.stdout
+    found = sql_outside_the_store(copy)
+    assert {f.split(":")[0] for f in found} == {"signer/chain.py", "signer/cli/signer_cmd.py"}
+    assert any(".execute(...)" in f for f in found) and any("DELETE FROM" in f for f in found)
 
 
 def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path: Path) -> None:
     """bot.cli.app may import the signer's and the bridge's commands; a bot module importing it
-    would reach them through it, and fails."""
+    would reach them through it, and fails (root-alone; the runtime reaching up into the commands
+    breaks the bot's layers too)."""
     copy = _project_copy(tmp_path)
     with (copy / "bot" / "runtime" / "launcher.py").open("a") as handle:
         handle.write(
@@ -100,6 +180,31 @@ def test_importing_the_composition_root_from_the_bot_breaks_a_contract(tmp_path:
     out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
     assert out.returncode != 0
     assert "bot.runtime.launcher -> bot.cli.app" in out.stdout
+    assert "Nothing outside bot.cli imports the composition root" in out.stdout.split("Broken contracts")[1]
+    assert "bot.runtime is not allowed to import bot.cli" in out.stdout
+    assert "2 broken" in out.stdout
+
+
+def test_a_back_edge_inside_the_bot_breaks_its_layers(tmp_path: Path) -> None:
+    """bot's parts are layered (channel -> agent -> tools): the tool executor importing the agent
+    loop, lazily, would close the cycle the layers broke, and fails; so does a new part of bot that
+    the contract gives no layer (it could close one unseen)."""
+    copy = _project_copy(tmp_path)
+    with (copy / "bot" / "tools" / "executor.py").open("a") as handle:
+        handle.write(
+            textwrap.dedent("""
+
+            def _call_up():
+                from bot.agent import loop  # noqa: F401 - the probe: tools reaching back into the agent
+            """)
+        )
+    (copy / "bot" / "unplaced").mkdir()
+    (copy / "bot" / "unplaced" / "__init__.py").write_text('"""A part with no layer."""\n')
+    out = _run([_tool("lint-imports"), "--no-cache"], cwd=copy)
+    assert out.returncode != 0
+    assert "bot.tools is not allowed to import bot.agent" in out.stdout
+    assert "bot.tools.executor -> bot.agent.loop" in out.stdout
+    assert "- bot.unplaced" in out.stdout
     assert "1 broken" in out.stdout
 
 
@@ -124,3 +229,30 @@ def test_a_badly_formatted_file_is_caught(tmp_path: Path) -> None:
     (copy / "policies" / "probe.py").write_text("x = {  'a':1 }\n")
     out = _run([_tool("ruff"), "format", "--check", "--no-cache", "."], cwd=copy)
     assert out.returncode != 0 and "policies/probe.py" in out.stdout
+
+
+def _imports_inside_functions(path: Path) -> int:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sum(
+        isinstance(node, (ast.Import, ast.ImportFrom))
+        for func in ast.walk(tree)
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(func)
+    )
+
+
+def test_imports_inside_functions_stay_rare_outside_the_command_line() -> None:
+    """A lazy import hides what a module needs; outside the commands (whose start-up a user feels on
+    every `owlia ...`) one stays only where a bench shows its cost (docs/architecture.md). At most 3
+    per 1 000 lines, as in httpx (2.4) and llm (2.5)."""
+    modules = [
+        path
+        for package in ("bot", "signer", "policies", "companion_bridge", "skills_runtime")
+        for path in (ROOT / package).rglob("*.py")
+        if "cli" not in path.parent.parts and not path.name.endswith("cli.py")
+    ]
+    lines = sum(p.read_text(encoding="utf-8").count("\n") for p in modules)
+    lazy = {str(p.relative_to(ROOT)): n for p in modules if (n := _imports_inside_functions(p))}
+    density = sum(lazy.values()) * 1000 / lines
+    worst = sorted(lazy.items(), key=lambda kv: -kv[1])[:8]
+    assert density <= 3.0, f"{density:.2f} imports inside functions per 1 000 lines; most in {worst}"

@@ -17,12 +17,12 @@ from typing import Any, Protocol
 
 from bot.agent.convert import call_part, result_part, to_messages, tool_result_data
 from bot.agent.guard import StreamGuard
-from bot.agent.provenance import Provenance
-from bot.channels.base import ReplySink
+from bot.tools.provenance import Provenance
+from bot.agent.sink import ReplySink
 from bot.config import AgentSettings
 from bot.llm.errors import AllProfilesUnavailable, LLMError, ProfileFailed, StreamInterrupted
 from bot.llm.types import Completion, Message, Request, StopReason, TextPart, ToolCall, ToolResult
-from bot.runtime.metrics import best_effort
+from bot.observability.metrics import best_effort
 from bot.security.redact import redact
 from bot.sessions.records import MessageRecord
 from bot.sessions.store import Session

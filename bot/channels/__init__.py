@@ -1,1 +1,2 @@
-"""Channels: where messages come from and replies go (console here; Telegram and Discord later)."""
+"""Channels: where messages come from and replies go (console, Telegram, Discord), and BotCore
+(core.py), the front door every channel hands its messages to."""

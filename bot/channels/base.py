@@ -1,21 +1,13 @@
-"""What every channel gives the runtime: inbound messages and a sink for one reply.
-
-The agent streams into a ReplySink and asks it for confirmations; it never knows whether the
-other end is a terminal, Telegram or Discord. A sink belongs to one inbound message, so a
-confirmation can only be answered by the user who sent it, in the chat it came from.
-"""
+"""What every channel gives the runtime: inbound messages (the reply goes to a sink each channel
+implements, bot.agent.sink.ReplySink)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
 from bot.tools.basics import ContextKind
-
-if TYPE_CHECKING:
-    from bot.tools.executor import ToolEvent  # the executor's closure stays off `owlia start`'s way to ready
 
 
 @dataclass(frozen=True)
@@ -35,23 +27,6 @@ class Inbound:
             if self.kind is not ContextKind.GROUP
             else f"{self.channel}:{self.chat}:{self.peer}"
         )
-
-
-class ReplySink(Protocol):
-    async def text(self, delta: str) -> None:
-        """Streamed reply text, already passed through the secret guard."""
-
-    async def notice(self, text: str) -> None:
-        """A note from the runtime (fallback model used, a stop reason, an error)."""
-
-    async def tool_event(self, event: ToolEvent) -> None:
-        """A tool started or finished; for sign tools `event.output.data` is the signer's outcome."""
-
-    async def confirm(self, prompt: str, timeout: float) -> bool:
-        """Ask the sender to confirm `prompt`; False on no, timeout or anything unclear."""
-
-    async def done(self, text: str) -> None:
-        """The run is over; `text` is the whole reply (channels that edit a draft finalize it)."""
 
 
 async def drain(tasks: Collection[asyncio.Task], grace: float) -> None:

@@ -20,7 +20,7 @@ from typing import TextIO
 
 from bot.channels.base import Inbound
 from bot.channels.notes import failure_note, signer_outcome
-from bot.runtime.core import BotCore
+from bot.channels.core import BotCore
 from bot.tools.executor import ToolEvent
 from policies.kernel.text import visible
 from bot.tools.signer_words import card_text

@@ -11,7 +11,7 @@ channel's reply goes through this (BotCore wraps the sink), so they all count me
 
 from __future__ import annotations
 
-from bot.channels.base import ReplySink
+from bot.agent.sink import ReplySink
 from bot.channels.notes import signer_outcome
 from bot.tools.executor import ToolEvent
 

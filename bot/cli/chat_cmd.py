@@ -61,7 +61,7 @@ async def _control_plane(runtime, stop: asyncio.Event) -> None:
 
 
 async def banner(runtime) -> str:
-    from bot.runtime.core import NO_LLM_HINT
+    from bot.channels.core import NO_LLM_HINT
 
     lines = ["OwliaBot console. /help for commands, /quit to leave."]
     if not await runtime.llm.configured():  # checks credentials without importing the provider adapters

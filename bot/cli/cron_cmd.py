@@ -59,21 +59,33 @@ def list_jobs(ctx: typer.Context) -> None:
 @app.command("add")
 def add(
     ctx: typer.Context,
-    at: Optional[str] = typer.Option(None, help="Once: ISO-8601 with offset, e.g. 2030-01-01T09:00+01:00."),
+    at: Optional[str] = typer.Option(
+        None, help="Once: ISO-8601 with offset, at most a year ahead, e.g. 2027-01-01T09:00+01:00."
+    ),
     every: Optional[str] = typer.Option(None, help="Repeat: 90s, 15m, 2h, 1d (at least 1 minute)."),
     cron: Optional[str] = typer.Option(None, help="5-field crontab, e.g. '0 9 * * 1-5'."),
     tz: Optional[str] = typer.Option(None, "--tz", help="IANA zone for --cron (default: bot.cron.timezone)."),
     remind: Optional[str] = typer.Option(None, help="Payload: send this text as a reminder."),
     event: Optional[str] = typer.Option(None, help="Payload: a system event in the main chat."),
     agent: Optional[str] = typer.Option(None, help="Payload: the assistant runs this task (read tools)."),
+    claim: Optional[str] = typer.Option(
+        None, help="Payload: claim from this distributor (its name or address in the signer's policy)."
+    ),
+    proof: Optional[str] = typer.Option(
+        None, help="With --claim: the claims file in the workspace, or an http(s) URL, holding the proof."
+    ),
+    chain_id: Optional[int] = typer.Option(
+        None, "--chain", help="With --claim: the chain (default: the bot's)."
+    ),
     target: Optional[str] = typer.Option(None, help="Where results go, e.g. telegram:123."),
     name: str = typer.Option("", help="A label."),
 ) -> None:
-    """Add a job: one schedule (--at/--every/--cron) and one payload (--remind/--event/--agent)."""
+    """Add a job: one schedule (--at/--every/--cron) and one payload (--remind/--event/--agent/--claim)."""
     from pydantic import ValidationError
 
     from bot.scheduler.jobs import (
         AgentTurn,
+        ClaimJob,
         JobSpec,
         Reminder,
         SystemEvent,
@@ -84,9 +96,11 @@ def add(
     )
 
     default_tz = _timezone(ctx)
-    payloads = [p for p in (remind, event, agent) if p is not None]
+    payloads = [p for p in (remind, event, agent, claim) if p is not None]
     if len(payloads) != 1:
-        fail("give exactly one payload: --remind, --event or --agent")
+        fail("give exactly one payload: --remind, --event, --agent or --claim")
+    if (claim is None) != (proof is None):
+        fail("--claim and --proof go together: the distributor and where its proof is")
     try:
         schedule = build_schedule(at, parse_duration(every) if every is not None else None, cron)
         payload = (
@@ -94,6 +108,8 @@ def add(
             if remind is not None
             else SystemEvent(text=event)
             if event is not None
+            else ClaimJob(distributor=claim, proof=proof or "", chain_id=chain_id)
+            if claim is not None
             else AgentTurn(prompt=agent or "")
         )
         spec = JobSpec(name=name, schedule=schedule, payload=payload, target=target, timezone=tz)

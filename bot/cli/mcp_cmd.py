@@ -66,7 +66,7 @@ def _settings(ctx: typer.Context):
 def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> Any:
     """Start the server the way the bot does (sandbox, limits) and list its tools; with `everything`,
     (tools, resources, prompts)."""
-    from bot.runtime.audit import BotAudit, skills_audit_path
+    from bot.observability.audit import BotAudit, skills_audit_path
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.sandbox import McpSandbox
     from skills_runtime.sandbox import SandboxUnavailable
@@ -570,7 +570,7 @@ def call(
     tool is refused; a write-level one asks first)."""
     from bot.config import load_bot_config
     from bot.tools.base import ContextKind, ToolContext, ToolFailure
-    from bot.tools.mcp import McpTools
+    from bot.mcp_servers.tools import McpTools
     from bot.tools.services import Services
     from bot.mcp_servers.store import tool_name
     from signer.wire.settings import ConfigError
@@ -649,7 +649,7 @@ def prompt(
 ) -> None:
     """Print an approved prompt of a server, filled in, for you to read and use. The model never runs a
     prompt on its own: prompts are yours, like a template you pick."""
-    from bot.runtime.audit import BotAudit, skills_audit_path
+    from bot.observability.audit import BotAudit, skills_audit_path
     from bot.mcp_servers.binds import protected_paths
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.sandbox import McpSandbox
@@ -742,7 +742,7 @@ def prompt(
 def login(ctx: typer.Context, name: str) -> None:
     """Sign in to a remote server that uses OAuth 2.1: open the address shown, approve, and the tokens
     are kept in <home>/mcp/oauth/NAME.json (0600). The bot refreshes them; it never signs in itself."""
-    from bot.runtime.audit import BotAudit, skills_audit_path
+    from bot.observability.audit import BotAudit, skills_audit_path
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.oauth import LOGIN_TIMEOUT, login_auth
     from bot.mcp_servers.store import McpError

@@ -24,8 +24,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from bot.gateway.auth import BearerAuth
 from bot.gateway.health import DEFAULT_TIMEOUT, HealthFn, evaluate
-from bot.runtime.events import EVENT_TYPES, EventBus
-from bot.runtime.metrics import Metrics
+from bot.observability.events import EVENT_TYPES, EventBus
+from bot.observability.metrics import Metrics
 
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MAX_LIMIT = 1000

@@ -45,7 +45,7 @@ from bot.mcp_servers.remote import header_values, http_client
 from bot.mcp_servers.sampling import SamplingGate
 from bot.mcp_servers.sandbox import McpSandbox
 from bot.mcp_servers.store import McpError, ServerDecl
-from bot.runtime.audit import BotAudit
+from bot.observability.audit import BotAudit
 from policies.kernel import safejson
 from skills_runtime import proctree
 from skills_runtime.memcg import Ceiling

@@ -29,7 +29,7 @@ from bot.net.ssrf import (
     _normalize_host,
     blocked_host_reason,
 )
-from bot.runtime.audit import BotAudit
+from bot.observability.audit import BotAudit
 from bot.skills.capabilities import skill_fetch_policy
 
 HEAD_LIMIT = 8192

@@ -17,7 +17,7 @@ from typing import Any
 import mcp_types as types
 
 from bot.llm.types import Message, Request, TextPart
-from bot.runtime.audit import BotAudit
+from bot.observability.audit import BotAudit
 from bot.security.redact import redact
 
 MAX_MESSAGES = 16

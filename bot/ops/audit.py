@@ -262,7 +262,7 @@ def check_audit_chains(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-LOG-001: the bot's audit logs are unbroken hash chains: no record removed, reordered or
     edited since it was written. (Whoever can write the file can also rewrite the whole chain; the
     signer's keyed audit is the record of what was signed.)"""
-    from bot.runtime.audit import bot_audit_path, skills_audit_path, verify_audit
+    from bot.observability.audit import bot_audit_path, skills_audit_path, verify_audit
 
     checked = 0
     for path in (bot_audit_path(ctx.home), skills_audit_path(ctx.home)):

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import BotConfig
-from bot.runtime.audit import BotAudit, bot_audit_path
+from bot.observability.audit import BotAudit, bot_audit_path
 from bot.runtime.commands import Commands
-from bot.runtime.core import BotCore
+from bot.channels.core import BotCore
 from bot.runtime.state import Runtime
 from bot.runtime.llm_pool import CredentialLookup
 from bot.runtime.reach import Reach, build_reach
@@ -115,10 +115,10 @@ def build_runtime(
         companion_app_url=config.bot.companion.app_url,
     )
     services.prices = _prices(config, fetcher)
-    from bot.tools.skills import load_skill_tools
+    from bot.skills.tools import load_skill_tools
 
     skills = load_skill_tools(home, config.bot.skills, fetcher.policy if fetcher is not None else None)
-    from bot.tools.mcp import McpTools
+    from bot.mcp_servers.tools import McpTools
 
     mcp = McpTools.load(
         home, config.bot.mcp, fetcher.policy if fetcher is not None else None, signer=config.signer

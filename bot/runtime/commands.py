@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from bot.agent.convert import OUTCOME_PART, to_messages, tool_result_data
 from bot.channels.access import PairingError, open_access
-from bot.channels.base import Inbound, ReplySink
+from bot.agent.sink import ReplySink
+from bot.channels.base import Inbound
 from bot.llm.types import Message, Request, ToolCall
 from bot.sessions import Session
 from bot.sessions.turns import process_owner

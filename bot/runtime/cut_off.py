@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from bot.notify import Notifier, target_of_session
+from bot.notify import Notifier
+from bot.sessions.keys import target_of_session
 from bot.sessions import session_lock
 from bot.sessions.records import MessageRecord
 from bot.sessions.turns import Withdrawn, preview, withdrawn_refs

@@ -32,8 +32,8 @@ from bot.runtime.instance import single_instance
 from bot.runtime.reach import Reach, build_reach
 
 if TYPE_CHECKING:
-    from bot.channels.base import ReplySink
-    from bot.runtime.core import BotCore, Handled
+    from bot.agent.sink import ReplySink
+    from bot.channels.core import BotCore, Handled
     from bot.runtime.state import Runtime
 
 log = logging.getLogger(__name__)
@@ -45,14 +45,14 @@ AFTER_READY = (
     "bot.net.ssrf",
     "bot.tools.catalog",
     "bot.tools.signing",
-    "bot.tools.skills",
-    "bot.tools.mcp",
+    "bot.skills.tools",
+    "bot.mcp_servers.tools",
     "bot.tools.prices",
     "bot.auth.credentials",
     "bot.runtime.pairing_watch",
     "bot.runtime.signer_watch",
-    "bot.scheduler.heartbeat",
-    "bot.scheduler.service",
+    "bot.runtime.heartbeat",
+    "bot.runtime.scheduler",
     "bot.channels.telegram.sink",
 )
 CONNECT_WAIT = 5.0  # seconds the rest waits for the channels to connect before loading anyway
@@ -260,8 +260,8 @@ def _services(runtime: Runtime, access: AccessStore, notifier: Notifier) -> list
     from bot.runtime.cut_off import CutOffReplies
     from bot.runtime.pairing_watch import PairingWatch
     from bot.runtime.signer_watch import SignerWatch
-    from bot.scheduler.heartbeat import HeartbeatService
-    from bot.scheduler.service import SchedulerService
+    from bot.runtime.heartbeat import HeartbeatService
+    from bot.runtime.scheduler import SchedulerService
 
     config = runtime.config
     return [

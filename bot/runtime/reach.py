@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from bot.auth.credentials import CredentialResolver
 from bot.config import BotConfig
-from bot.runtime.events import EventBus
+from bot.observability.events import EventBus
 from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
-from bot.runtime.metrics import default_metrics
+from bot.observability.metrics import default_metrics
 from policies.kernel.files import ensure_private_dir
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError, load_token

@@ -15,9 +15,9 @@ from typing import Any
 
 from bot.agent.loop import Agent
 from bot.config import BotConfig
-from bot.runtime.audit import BotAudit
-from bot.runtime.core import BotCore
-from bot.runtime.events import EventBus
+from bot.observability.audit import BotAudit
+from bot.channels.core import BotCore
+from bot.observability.events import EventBus
 from bot.runtime.llm_pool import LLMPool
 from bot.runtime.reach import Reach
 from bot.sessions import SessionStore

@@ -143,7 +143,25 @@ class AgentTurn(_Model):
     prompt: LongText
 
 
-Payload = Annotated[Union[Reminder, SystemEvent, AgentTurn], Field(discriminator="kind")]
+class ClaimJob(_Model):
+    """Run the `claim` tool with these stored arguments, no model involved (`owlia cron add --claim`,
+    the owner only). The signer decides as for any claim: it pays only the claiming account, and an
+    unattended request follows the policy's `sources.heartbeat`."""
+
+    kind: Literal["claim"] = "claim"
+    distributor: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9_.:\-]+$")
+    proof: str = Field(min_length=1, max_length=500, description="a file in the workspace, or an http(s) URL")
+    chain_id: int | None = Field(default=None, gt=0)
+
+    @field_validator("proof")
+    @classmethod
+    def _proof(cls, value: str) -> str:
+        if any(ord(c) < 32 or c.isspace() for c in value):
+            raise ValueError("the proof's file or URL has no spaces or control characters")
+        return value
+
+
+Payload = Annotated[Union[Reminder, SystemEvent, AgentTurn, ClaimJob], Field(discriminator="kind")]
 
 
 class JobSpec(_Model):
@@ -190,6 +208,11 @@ class JobSpec(_Model):
             return f"send the reminder: {payload.text}"
         if isinstance(payload, SystemEvent):
             return f"system event into the main chat: {payload.text}"
+        if isinstance(payload, ClaimJob):
+            return (
+                f"claim from {payload.distributor} with the proof in {payload.proof} (the signer decides; "
+                "the tokens go only to the claiming account)"
+            )
         return f"run the assistant (read-only tools) on: {payload.prompt}"
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.net.ssrf import FetchError, FetchPolicy
-from bot.runtime.audit import BotAudit
+from bot.observability.audit import BotAudit
 from bot.security.redact import redact
 from bot.tools.base import ContextKind, ToolContext, ToolFailure
 from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import SkillSettings
-from bot.runtime.audit import BotAudit
+from bot.observability.audit import BotAudit
 from bot.tools.base import ToolContext, ToolFailure, ToolOutput
 from bot.skills.capabilities import CallState, Capabilities
 from skills_runtime.manifest import ToolDecl

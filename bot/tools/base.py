@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.agent.provenance import Provenance
+from bot.tools.provenance import Provenance
 from bot.llm.types import ToolSpec
 from bot.tools.basics import ContextKind, ToolFailure  # re-exported: every tool module names them from here
+from bot.tools.chain_reader import redact_urls
+from bot.tools.signer_words import SIGNER_DOWN, humane
+from signer.wire.exchange import SignerUnavailable
 
 if TYPE_CHECKING:
     from bot.tools.services import Services
@@ -76,14 +79,8 @@ class ToolContext:
     def signer_failure(self, exc: Exception, doing: str) -> ToolFailure:
         """A signer error as the user and the model read it: a signer that is down is said in words
         with the command that starts it, never with the host's socket path."""
-        from bot.tools.signer_words import SIGNER_DOWN
-        from signer.wire.exchange import SignerUnavailable
-
         if isinstance(exc, SignerUnavailable):
             return ToolFailure(SIGNER_DOWN)
-        from bot.tools.chain_reader import redact_urls
-        from bot.tools.signer_words import humane
-
         return ToolFailure(f"{doing}: {humane(redact_urls(getattr(exc, 'message', str(exc))))}")
 
     def require_signer(self, consequence: str) -> SignerClient:
@@ -101,6 +98,7 @@ class ToolContext:
         return {
             ContextKind.HEARTBEAT: "heartbeat",
             ContextKind.CRON: "heartbeat",
+            ContextKind.SCHEDULED: "heartbeat",  # unattended: the policy's `sources.heartbeat` decides
             ContextKind.SKILL: "skill",
         }.get(self.kind, "agent")
 

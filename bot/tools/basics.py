@@ -16,6 +16,7 @@ class ContextKind(str, enum.Enum):
     HEARTBEAT = "heartbeat"
     CRON = "cron"
     SKILL = "skill"
+    SCHEDULED = "scheduled"  # a structured job the owner scheduled (a claim): no model, one named tool
 
 
 class ToolFailure(Exception):

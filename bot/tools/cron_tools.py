@@ -5,7 +5,7 @@ time) and payload first. A job made here always reports back to the chat it was 
 cannot route output elsewhere), always runs with read tools only (CRON context), stores an explicit
 timezone, and counts against the chat's bound on active jobs. Its text is untrusted when it runs.
 A system event made here may not contain an address: it is injected into the main chat, where an
-address would later count as typed by the user (see bot.agent.provenance).
+address would later count as typed by the user (see bot.tools.provenance).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from bot.agent.provenance import addresses_in
-from bot.notify import target_of_session
+from bot.tools.provenance import addresses_in
+from bot.sessions.keys import target_of_session
 from bot.scheduler.jobs import (
     MAX_PROMPT,
     AgentTurn,

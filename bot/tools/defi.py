@@ -4,8 +4,9 @@ Like `transfer`, they build calldata and hand it to the signer, which decodes it
 from the chain and decides (docs/defi.md). The bot's quote only chooses the minimum it asks for:
 half the slippage the policy allows, so the signer's own quote (a block later, perhaps) still
 accepts it. The router, its quoter and WETH come from the signer's policy, never from the model;
-tokens are resolved by the policy's symbols and addresses. The output goes to the session key
-that pays, which is the account the signer signs with.
+tokens are resolved by the policy's symbols and addresses. The output goes to the account that
+pays: the session key the signer signs with, or on a Tier 3 chain the main account its grant spends
+from (the swap lane, docs/tier3.md).
 """
 
 from __future__ import annotations
@@ -122,11 +123,13 @@ async def market(ctx: ToolContext, chain_id: int) -> Market:
             f"no active session key on chain {chain_id}: create one with "
             "`owlia signer session-key create` and top it up"
         )
+    # On a Tier 3 chain the main account pays and receives; the session key only redeems the grant.
+    tier3 = [a for a in keys.tier3_accounts if a.chain_id == chain_id]
     return Market(
         router,
         swaps.max_slippage_bps,
         min(DEADLINE_SECONDS, swaps.max_deadline_seconds // 2),
-        mine[-1].address.lower(),
+        (tier3[0].address if tier3 else mine[-1].address).lower(),
     )
 
 

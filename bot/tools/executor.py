@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from bot.config import AgentSettings
 from bot.llm.types import ToolCall, ToolResult
-from bot.runtime.audit import BotAudit
-from bot.runtime.metrics import best_effort
+from bot.observability.audit import BotAudit
+from bot.observability.metrics import best_effort
 from bot.security.redact import find_secrets, redact_obj
 from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry

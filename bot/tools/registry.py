@@ -19,8 +19,14 @@ LEVELS_BY_CONTEXT: dict[ContextKind, frozenset[Level]] = {
     ContextKind.CRON: frozenset({Level.READ}),
     ContextKind.HEARTBEAT: frozenset({Level.READ}),
     ContextKind.SKILL: frozenset(),
+    ContextKind.SCHEDULED: frozenset({Level.SIGN}),
 }
-"""Sign tools exist only in a private DM with the owner; unattended runs may only read."""
+"""Sign tools exist only in a private DM with the owner; unattended runs may only read. The one
+exception is a scheduled job the owner made at the terminal (`owlia cron add --claim`): no model
+runs in it, and only the tools below may, with the job's own stored arguments."""
+ONLY_TOOLS: dict[ContextKind, frozenset[str]] = {
+    ContextKind.SCHEDULED: frozenset({"claim"}),  # a claim pays only the claiming account (the signer)
+}
 
 
 class ToolRegistry:
@@ -69,8 +75,10 @@ class ToolRegistry:
 
     def _allowed(self, tool: Tool, kind: ContextKind, channel: str) -> bool:
         channel_allow = self.settings.channels.get(channel)
+        only = ONLY_TOOLS.get(kind)
         return (
             tool.level in LEVELS_BY_CONTEXT[kind]
+            and (only is None or tool.name in only)
             and tool.name not in self.settings.deny
             and (channel_allow is None or channel_allow.allow is None or tool.name in channel_allow.allow)
         )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.runtime.events import EventBus
+from bot.observability.events import EventBus
 
 if TYPE_CHECKING:
     from bot.memory.index import MemoryIndex

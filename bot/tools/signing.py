@@ -180,7 +180,7 @@ def remedy(error: str) -> str | None:
 
 def _provenance_flags(ctx: ToolContext, to: str) -> list[str]:
     """Tell the signer when the user did not write the recipient in this conversation
-    (bot.agent.provenance). A local contact is not enough: anyone paired in a shared chat can add
+    (bot.tools.provenance). A local contact is not enough: anyone paired in a shared chat can add
     one; only the signer's address book makes an address known."""
     return [] if ctx.provenance.user_wrote(to) else ["recipient_from_untrusted_content"]
 

@@ -22,7 +22,7 @@ from companion_bridge.companion.errors import CompanionError
 
 PAIR_SCHEME = "owlia-pair"
 FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
-SIGNER_KEY = re.compile(r"[0-9a-f]{64}")  # the signer's raw Ed25519 public key, hex (signer.identity)
+SIGNER_KEY = re.compile(r"[0-9a-f]{64}")  # the signer's raw Ed25519 public key, hex (signer.tier1.identity)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ def _action(a: ActionCard) -> str:
         )
         return f"CALL {_party(a['target'])} selector {a['selector']}{unseen}"
     if a["type"] == "swap":
-        give, get = a["token_in"], a["token_out_min"]
+        give, get = a.get("pays") or a["token_in"], a.get("gets_at_least") or a["token_out_min"]
         give_text = give.get("amount") or f"{give['amount_base_units']} base units of {give['token']}"
         get_text = get.get("amount") or f"{get['amount_base_units']} base units of {get['token']}"
         return (

@@ -127,12 +127,17 @@ def grant(
     days: int = typer.Option(7, min=1, help="Expiry in days (never past the session key's own expiry)."),
     max_calls: Optional[int] = typer.Option(None, min=1, help="At most this many transactions in all."),
     erc20_recipient: Optional[str] = typer.Option(None, help="The one recipient of ERC-20 lanes."),
+    swap_to: Optional[str] = typer.Option(
+        None, help="The token (address) the swap lane buys with ETH; default: the policy's first one."
+    ),
     directory: Optional[Path] = DIR_OPTION,
     passphrase_file: Optional[Path] = PASS_OPTION,
     yes: bool = YES_OPTION,
 ) -> None:
     """Grant the signer's session key what the policy allows, as on-chain caveats."""
-    _grant(ctx, _chain(ctx, chain_id), days, max_calls, erc20_recipient, directory, passphrase_file, yes)
+    _grant(
+        ctx, _chain(ctx, chain_id), days, max_calls, erc20_recipient, directory, passphrase_file, yes, swap_to
+    )
 
 
 def _nonce_contracts(chain) -> tuple[str, str]:
@@ -147,7 +152,9 @@ def _nonce_contracts(chain) -> tuple[str, str]:
     return chain.delegation.manager.lower(), enforcer
 
 
-def _grant(ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_file, yes) -> Tier3GrantReply:
+def _grant(
+    ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_file, yes, swap_to=None
+) -> Tier3GrantReply:
     from companion_bridge.companion import grant_record, tier3
     from policies.model import Policy
     from signer.wire.exchange import new_idempotency_key
@@ -179,6 +186,8 @@ def _grant(ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_f
             erc20_recipient=erc20_recipient,
             call_limit=max_calls,
             nonce=nonce,
+            delegator=wallet.main_address,
+            swap_to=swap_to,
         )
     except GrantError as exc:
         fail(str(exc))

@@ -62,7 +62,8 @@ def verify(
         report = verify_log(conn, paths.anchor, keys=keys).to_json()
     result = {"ok": report["ok"], "records": report["records"], "problems": report["problems"]}
     if against_companion is not None:
-        from signer.audit_witness import WitnessError, check_against
+        from signer.tier1.audit_witness import check_against
+        from signer.wire.witness import WitnessError
 
         try:
             behind = check_against(conn, against_companion)

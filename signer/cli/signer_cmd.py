@@ -11,7 +11,7 @@ from policies.kernel.cli import fail, print_json, read_passphrase
 from signer.wire.cli import print_reply, signer_call, signer_call_as, signer_paths
 
 if TYPE_CHECKING:
-    import sqlite3
+    from signer.store.db import Connection
 
 app = typer.Typer(help="The signer daemon: the only process that holds keys.", no_args_is_help=True)
 client_app = typer.Typer(help="Clients allowed to talk to the signer.", no_args_is_help=True)
@@ -153,7 +153,7 @@ def reload(ctx: typer.Context) -> None:
 # ---- clients ---------------------------------------------------------------------------------
 
 
-def _db(ctx: typer.Context) -> sqlite3.Connection:
+def _db(ctx: typer.Context) -> Connection:
     from signer.store.db import connect
 
     paths = signer_paths(ctx)
@@ -365,7 +365,7 @@ def key_create(
     cap: Optional[str] = typer.Option(None, help="Balance cap in wei (default from config)."),
 ) -> None:
     """Create a session key inside the signer; prints its id and address, never the key."""
-    params: dict = {"chain_id": chain_id}
+    params: dict[str, int | str] = {"chain_id": chain_id}
     if ttl_hours:
         params["ttl_seconds"] = int(ttl_hours * 3600)
     if cap:

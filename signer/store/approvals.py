@@ -1,6 +1,6 @@
 """The Tier 1 tables: `approvals` (what waits for the companion) and `policy_proposals`, and the
-kill switch's state in `meta`. Every query signer.approvals, signer.kill_switch, signer.policy_live
-and signer.topup_room make of them lives here.
+kill switch's state in `meta`. Every query signer.tier1.approvals, signer.tier1.kill_switch, signer.tier1.policy_live
+and signer.tier1.topup_room make of them lives here.
 """
 
 from __future__ import annotations

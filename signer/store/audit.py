@@ -10,7 +10,7 @@ the keys: `owlia audit verify` unlocks them with the passphrase.
 
 A key holder (root on the signer's host while it runs) can still put the log and its anchor back
 to an earlier state of their own. The companion catches that: it keeps the latest checkpoint the
-signer signed and refuses to go back (signer.audit_witness).
+signer signed and refuses to go back (signer.tier1.audit_witness).
 
 Homes created before the keyed chain keep their older records as they are (plain SHA-256): `owlia
 signer integrity seal` appends an `audit.keyed` record that names how many came before it, and
@@ -33,7 +33,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -534,3 +534,25 @@ def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
     """The hash of record `seq`, if the log has it."""
     row = conn.execute("SELECT hash FROM audit WHERE seq=?", (seq,)).fetchone()
     return None if row is None else row[0]
+
+
+def records_of_kinds(conn: sqlite3.Connection, kinds: Iterable[str]) -> Iterator[tuple[int, str, str]]:
+    """(seq, kind, body as stored) of every record of these kinds, in log order."""
+    wanted = tuple(kinds)
+    marks = ",".join("?" * len(wanted))
+    rows: Iterator[tuple[int, str, str]] = conn.execute(
+        f"SELECT seq, kind, body FROM audit WHERE kind IN ({marks}) ORDER BY seq", wanted
+    )
+    return rows
+
+
+def has_record_of_kind(conn: sqlite3.Connection, kind: str) -> bool:
+    return conn.execute("SELECT 1 FROM audit WHERE kind=? LIMIT 1", (kind,)).fetchone() is not None
+
+
+def all_records(conn: sqlite3.Connection) -> Iterator[tuple[int, float, str, str, str, str]]:
+    """(seq, ts, kind, body, prev_hash, hash) of every record, in log order."""
+    rows: Iterator[tuple[int, float, str, str, str, str]] = conn.execute(
+        "SELECT seq, ts, kind, body, prev_hash, hash FROM audit ORDER BY seq"
+    )
+    return rows

@@ -21,7 +21,7 @@ path) fails with "no such function" instead of writing an unauthenticated row.
 What this does not see: a table put back to an earlier copy of itself (its rows, MACs and digest
 consistent with each other). The state head binds every table's digest to the audit log's head at
 each commit and catches that (signer.store.state_head); the companion's checkpoints catch the whole
-home put back (signer.audit_witness).
+home put back (signer.tier1.audit_witness).
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypedDict
 
-from signer import devices
 from signer.keystore import MasterKey
-from signer.store import approvals, tier3_grants
+from signer.store import approvals, devices, tier3_grants
 from signer.store.keyed_hash import KeyedSha256
 
 ROW_PURPOSE = b"owliabot row-mac v1"
@@ -263,3 +262,16 @@ def _triggers(table: str) -> str:
         f"{fold('OLD')} {fold('NEW')} END;\n"
         f"CREATE TRIGGER IF NOT EXISTS {table}_mac_delete AFTER DELETE ON {table} BEGIN {drop} {fold('OLD')} END;\n"
     )
+
+
+def sealed_row_count(conn: sqlite3.Connection) -> int:
+    """How many rows carry a MAC."""
+    count: int = conn.execute("SELECT count(*) FROM row_macs").fetchone()[0]
+    return count
+
+
+def delete_row(conn: sqlite3.Connection, table: str, pk: str) -> None:
+    """Remove one row of a protected table by its primary key as text (a row that failed its MAC)."""
+    if table not in PROTECTED:
+        raise ValueError(f"{table} is not a table the signer seals")
+    conn.execute(f"DELETE FROM {table} WHERE CAST({pk_sql(table)} AS TEXT)=?", (pk,))

@@ -1,20 +1,17 @@
 """The `requests`, `spends` and `recipients` tables: every query the engine and Tier 1 make of them.
 
-The signer's decision code (signer.engine, signer.approvals, signer.policy_live, signer.topup_room)
+The signer's decision code (signer.engine, signer.tier1.approvals, signer.tier1.policy_live, signer.tier1.topup_room)
 holds no SQL: it calls these, on the reader connection or inside a writer unit's transaction.
 The schema is signer.store.db's; statuses are signer.records'.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-# What a writer unit is handed, and what a duplicate idempotency key raises inside one: named here
-# so that code above the store never imports sqlite3 itself.
-Connection = sqlite3.Connection
-IntegrityError = sqlite3.IntegrityError
+from signer.store.db import Connection as Connection
+from signer.store.db import IntegrityError as IntegrityError
 
 Spend = tuple[int, str, int, int | None]
 """chain_id, asset, amount, usd_micros: one asset a transaction spends."""
@@ -199,3 +196,31 @@ def in_flight_spends(conn: Connection) -> Iterator[tuple[str, int, str, str, str
 def recipients(conn: Connection) -> Iterator[tuple[int, str, float, str]]:
     """(chain_id, address, first_seen, request_id) of every recipient seen."""
     return conn.execute("SELECT chain_id, address, first_seen, request_id FROM recipients")
+
+
+def latest_stamp(conn: Connection) -> float | None:
+    """The latest request or spend time on record (None for a new home): tables only the daemon
+    writes, stamped by its own clock (signer.clock)."""
+    row: tuple[float | None] | None = conn.execute(
+        "SELECT MAX(t) FROM (SELECT MAX(created_at) AS t FROM requests UNION ALL SELECT MAX(ts) FROM spends)"
+    ).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def insert_done(
+    conn: Connection,
+    request_id: str,
+    client_id: str,
+    idempotency_key: str,
+    kind: str,
+    request_hash: str,
+    created_at: float,
+    reply: str,
+) -> None:
+    """An admin change, done when it is recorded; its reply is stored so that a replay of the same
+    idempotency key gets it again. IntegrityError on a reused key."""
+    conn.execute(
+        "INSERT INTO requests(request_id, client_id, idempotency_key, kind, request_hash, created_at, status,"
+        " outcome) VALUES(?,?,?,?,?,?,'done',?)",
+        (request_id, client_id, idempotency_key, kind, request_hash, created_at, reply),
+    )

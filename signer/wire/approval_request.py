@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Literal, Required, TypedDict
+from typing import Literal, NotRequired, Required, TypedDict
 
 from policies.decision import Decision
 from policies.kernel.addresses import to_checksum
@@ -52,6 +52,7 @@ __all__ = [
     "SwapCard",
     "TransferCard",
     "WrapCard",
+    "WrapShown",
     "escalation_json",
     "request_hash",
 ]
@@ -108,11 +109,22 @@ class SwapCard(TypedDict):
     token_out_min: AssetCard
     recipient: Party
     deadline: int
+    # what the payer really gives and gets (ETH where the router wraps or unwraps), the venue, the bound
+    pays: NotRequired[AssetCard]
+    gets_at_least: NotRequired[AssetCard]
+    venue: NotRequired[str | None]
+    max_slippage_bps: NotRequired[int | None]
 
 
 class WrapCard(AssetCard):
     type: Literal["wrap", "unwrap"]
     contract: Party
+
+
+class WrapShown(WrapCard):
+    """A wrap as the request carries it: with the other side, in the policy's symbol for the token."""
+
+    becomes: AssetCard
 
 
 class PayoutCard(TypedDict):
@@ -135,7 +147,15 @@ class ForbiddenCard(TypedDict):
 
 
 ActionCard = (
-    TransferCard | ApprovalCard | CallCard | SwapCard | WrapCard | PayoutCard | ClaimCard | ForbiddenCard
+    TransferCard
+    | ApprovalCard
+    | CallCard
+    | SwapCard
+    | WrapCard
+    | WrapShown
+    | PayoutCard
+    | ClaimCard
+    | ForbiddenCard
 )
 
 # The exact transaction the main key is asked to sign (signer.main_tx); `from` is a keyword, hence this form.
@@ -267,6 +287,10 @@ class RequestBuilder:
             shown["price_usd"] = format_amount(rule.price.usd_micros_per_unit, USD_DECIMALS, "").strip()
         return shown
 
+    def amount(self, chain_id: int, asset: str, amount: int) -> AssetCard:
+        """An amount as the companion shows it: units, symbol, and the policy's price when it has one."""
+        return self._asset(chain_id, asset, amount)
+
     def _party(self, chain_id: int, address: str) -> Party:
         name = self.index.address_name(chain_id, address)
         return {"address": to_checksum(address), "name": name, "label": name or "new address"}
@@ -337,6 +361,43 @@ class RequestBuilder:
         assert isinstance(action, Forbidden)
         return {"type": "forbidden", "rule_id": action.rule_id, "reason": action.reason}
 
+    def _with_context(self, decoded: Decoded, action: object) -> ActionCard:
+        """An action as `action` words it, and for a swap what the payer really gives and gets: ETH
+        when it pays the router in ETH (which wraps it) or has the output unwrapped, the venue's name
+        from the policy's `swaps:` list, and the policy's slippage bound."""
+        shown = self.action(action)
+        if isinstance(action, Wrap):  # the other side of a wrap, in the policy's symbol for the token
+            assert shown["type"] == "wrap" or shown["type"] == "unwrap"
+            other = NATIVE if action.unwrap else action.contract
+            wrap: WrapShown = {**shown, "becomes": self._asset(action.chain_id, other, action.amount)}
+            return wrap
+        if not isinstance(action, Swap):
+            return shown
+        assert shown["type"] == "swap"
+        rules = self.index.swaps
+        router = rules.routers.get((action.chain_id, action.router)) if rules is not None else None
+        paid = any(
+            isinstance(a, Transfer) and a.asset == NATIVE and a.recipient == action.router and a.amount
+            for a in decoded.actions
+        )
+        unwraps = any(isinstance(a, RouterPayout) and a.method == "unwrapWETH9" for a in decoded.actions)
+        pays_eth = router is not None and action.token_in == router.weth and paid
+        gets_eth = (
+            router is not None
+            and action.recipient == action.router
+            and action.token_out == router.weth
+            and unwraps
+        )
+        shown["pays"] = self._asset(
+            action.chain_id, NATIVE if pays_eth else action.token_in, action.amount_in
+        )
+        shown["gets_at_least"] = self._asset(
+            action.chain_id, NATIVE if gets_eth else action.token_out, action.amount_out_min
+        )
+        shown["venue"] = router.name if router is not None else None
+        shown["max_slippage_bps"] = rules.max_slippage_bps if rules is not None else None
+        return shown
+
     def build(
         self,
         *,
@@ -361,7 +422,7 @@ class RequestBuilder:
             "chain": f"{name} ({chain_id})" if name else f"unknown chain {chain_id}",
             "tx": tx,
             "summary": summary,
-            "actions": [self.action(a) for a in decoded.actions],
+            "actions": [self._with_context(decoded, a) for a in decoded.actions],
             "escalation": escalation_json(decision),
             "agent_reason_unverified": agent_reason,
             "created_at": created_at,

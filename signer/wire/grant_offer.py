@@ -1,6 +1,6 @@
 """A Tier 3 grant as a device holding the main key receives it: words, unsigned delegations, and the
 EIP-712 document of each. One definition for the CLI companion and the signer's phone path
-(signer.grant_offers), so both offer the same bytes to sign."""
+(signer.tier3.grant_offers), so both offer the same bytes to sign."""
 
 from __future__ import annotations
 

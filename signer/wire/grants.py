@@ -12,6 +12,14 @@ A grant is a set of delegations from the main account to one session key, one pe
   token's period limit), AllowedCalldata (the one recipient, pinned), Timestamp, ERC20TransferAmount
   (the lifetime total), ERC20BalanceChange (the per-transaction cap: the main account's balance of the
   token may fall by at most this much in one redeem), optionally LimitedCalls;
+- one swap lane (ETH in, one listed token out, through a router the policy lists): AllowedTargets (the
+  router), AllowedMethods (its multicall only), two AllowedCalldata ranges that pin every byte of
+  `multicall([exactInputSingle(WETH -> token, fee, recipient = the main account, no price limit),
+  refundETH()])` but the deadline, amountIn and amountOutMinimum (signer.wire.swap_template), ValueLte,
+  NativeTokenPeriodTransfer, Timestamp, NativeTokenTransferAmount, ERC20BalanceChange (the main account's
+  WETH may not fall at all: the router cannot pull it through an old allowance), optionally LimitedCalls.
+  Its ETH budget is shared with the native lane: the two lanes' period amounts and lifetime totals add up
+  to at most the policy's (`check_shared_native`);
 - one contract lane per contract the policy lists (`contracts` and `opaque_calls`): AllowedTargets (that
   contract only), AllowedMethods (exactly its allowed selectors), ValueLte (the policy's value bound for
   those calls), Timestamp, optionally LimitedCalls. A contract lane bounds target, selector and value,
@@ -36,6 +44,7 @@ from policies.model import AssetRule, Policy, Window
 from policies.units import format_amount
 from policies.decode import KNOWN, selector_of
 from signer.wire.delegation import Caveat, Delegation, addr_word, word
+from signer.wire.swap_template import MULTICALL, PIN_HEAD, PIN_TAIL, pinned_ranges
 
 __all__ = [
     "ALLOWED_CALLDATA",
@@ -55,17 +64,23 @@ __all__ = [
     "NONCE",
     "REDEEMER",
     "RULE_BY_ENFORCER",
+    "SWAP",
+    "SWAP_FEE",
+    "SWAP_FEE_TIERS",
     "TIMESTAMP",
     "TOKEN_MOVING",
     "VALUE_LTE",
     "GrantError",
     "Lane",
     "check_lane",
+    "check_shared_native",
     "contract_lanes",
     "derive_lanes",
     "describe",
     "lifetime_bound",
     "parse_lane",
+    "split_native",
+    "swap_lane",
     "token_tx_bound",
 ]
 
@@ -121,6 +136,9 @@ RULE_BY_ENFORCER = {
 
 
 CONTRACT = "contract"  # a contract lane's asset: it carries calls, not one asset's transfers
+SWAP = "swap"  # a swap lane's asset: ETH in through the router, one token out to the main account
+SWAP_FEE = 3000  # the pool a swap lane pins by default: the 0.3 % tier, the one the bot's swap tool uses
+SWAP_FEE_TIERS = frozenset({100, 500, 3000, 10000})  # Uniswap v3's fee tiers
 
 # Selectors that move or approve tokens: on a contract lane (target + selector, any arguments) they would
 # let the session key send or approve the main account's tokens to anyone.
@@ -162,6 +180,9 @@ class Lane:
     token_per_tx: int = (
         0  # ERC-20: the per-transaction cap (ERC20BalanceChange, decrease of the main account)
     )
+    token_in: str | None = None  # swap lanes: the router's WETH (ETH in, wrapped by the router)
+    token_out: str | None = None  # swap lanes: the one token bought
+    fee: int = 0  # swap lanes: the pool's fee tier
 
     def caveats(self, enforcers: dict[str, str], *, delegate: str, delegator: str) -> tuple[Caveat, ...]:
         def at(name: str) -> str:
@@ -170,6 +191,8 @@ class Lane:
             return enforcers[name]
 
         out = [Caveat(at(ALLOWED_TARGETS), b"".join(bytes.fromhex(t[2:]) for t in self.targets))]
+        if self.asset == SWAP:
+            return (*out, *self._swap_caveats(at, delegator), *self._every_lane(at, delegate))
         if self.asset == CONTRACT:
             out.append(Caveat(at(ALLOWED_METHODS), b"".join(self.selectors)))
             out.append(Caveat(at(VALUE_LTE), word(self.value_lte)))
@@ -215,6 +238,36 @@ class Lane:
             )
         return (*out, *self._every_lane(at, delegate))
 
+    def _swap_caveats(self, at: Callable[[str], str], delegator: str) -> tuple[Caveat, ...]:
+        """After AllowedTargets(router): the function, the pinned calldata, the ETH limits, and the
+        main account's WETH held still (ERC20BalanceChange, decrease by at most 0)."""
+        if self.token_in is None or self.token_out is None or self.recipient is None:
+            raise GrantError("a swap lane needs its WETH, its token out and its recipient")
+        if self.recipient != delegator.lower():
+            raise GrantError("a swap lane pays only the main account (the delegator)")
+        if self.fee not in SWAP_FEE_TIERS:
+            raise GrantError(f"a swap lane's pool fee must be one of {sorted(SWAP_FEE_TIERS)}")
+        head, tail = pinned_ranges(self.token_in, self.token_out, self.fee, self.recipient)
+        out = [
+            Caveat(at(ALLOWED_METHODS), MULTICALL),
+            Caveat(at(ALLOWED_CALLDATA), word(PIN_HEAD[0]) + head),
+            Caveat(at(ALLOWED_CALLDATA), word(PIN_TAIL[0]) + tail),
+            Caveat(at(VALUE_LTE), word(self.value_lte)),
+            Caveat(
+                at(NATIVE_PERIOD),
+                word(self.period_amount) + word(self.period_seconds) + word(self.period_start),
+            ),
+            Caveat(at(TIMESTAMP), (0).to_bytes(16, "big") + self.expires_at.to_bytes(16, "big")),
+        ]
+        if self.call_limit is not None:
+            out.append(Caveat(at(LIMITED_CALLS), word(self.call_limit)))
+        if self.total <= 0:
+            raise GrantError("a swap lane needs its lifetime total (above zero)")
+        out.append(Caveat(at(NATIVE_TOTAL), word(self.total)))
+        weth, account = bytes.fromhex(self.token_in[2:]), bytes.fromhex(delegator.lower()[2:])
+        out.append(Caveat(at(ERC20_TX_CAP), b"\x01" + weth + account + word(0)))
+        return tuple(out)
+
     def _every_lane(self, at: Callable[[str], str], delegate: str) -> tuple[Caveat, ...]:
         """Appended last, so a redeem that breaks a limit is refused by that limit's enforcer by name."""
         return (
@@ -259,9 +312,14 @@ def derive_lanes(
     start: int | None = None,
     erc20_recipient: str | None = None,
     call_limit: int | None = None,
+    delegator: str | None = None,
+    swap_to: str | None = None,
 ) -> list[Lane]:
     """The widest grant the policy allows: every caveat comes from a policy limit, none is invented.
-    `nonce` is the main account's current NonceEnforcer nonce, read from the chain."""
+    `nonce` is the main account's current NonceEnforcer nonce, read from the chain. With the main
+    account (`delegator`) known, a policy that lets ETH be swapped gets a swap lane too (to `swap_to`,
+    else the first token the policy lets the agent swap to), and the ETH limits are split between it
+    and the native lane (`split_native`)."""
     index = policy.index
     if not index.has_chain(chain_id):
         raise GrantError(f"the policy does not list chain {chain_id}")
@@ -325,9 +383,97 @@ def derive_lanes(
             )
         )
     lanes += contract_lanes(policy, chain_id, expires_at=expires_at, call_limit=call_limit, nonce=nonce)
+    if delegator is not None:
+        swap = swap_lane(
+            policy,
+            chain_id,
+            delegator=delegator,
+            expires_at=expires_at,
+            start=start,
+            nonce=nonce,
+            call_limit=call_limit,
+            token_out=swap_to,
+        )
+        if swap is not None:
+            lanes = [split_native(lane, swap) if lane.asset == NATIVE else lane for lane in lanes] + [swap]
+    elif swap_to is not None:
+        raise GrantError("a swap lane needs the main account it pays")
     if not lanes:
         raise GrantError("the policy has no asset with a window limit on this chain: nothing to grant")
     return lanes
+
+
+def swap_lane(
+    policy: Policy,
+    chain_id: int,
+    *,
+    delegator: str,
+    expires_at: int,
+    start: int,
+    nonce: int,
+    call_limit: int | None = None,
+    token_out: str | None = None,
+) -> Lane | None:
+    """ETH in through the policy's first router on this chain, to one token the policy lets the agent
+    swap to, paid to the main account only. Half the ETH window and half the lifetime bound: the native
+    lane keeps the other half (`split_native`), so both lanes together stay within the policy's ETH
+    limits on chain. None when the policy swaps no ETH here (or the router already has a contract lane)."""
+    index, rules = policy.index, policy.swaps
+    native = index.assets.get((chain_id, NATIVE))
+    if rules is None or index.swaps is None or native is None or not native.windows or native.per_tx is None:
+        if token_out is not None:
+            raise GrantError("the policy lets no ETH be swapped on this chain: no swap lane")
+        return None
+    routers = [r for r in rules.routers if r.chain == chain_id]
+    if not routers or (chain_id, NATIVE) not in index.swaps.tokens_in:
+        if token_out is not None:
+            raise GrantError("the policy lets no ETH be swapped on this chain: no swap lane")
+        return None
+    router, weth = routers[0].address.lower(), routers[0].weth.lower()
+    if router in _contract_rules(policy, chain_id):
+        return None  # the policy lists the router as a contract: its contract lane covers it
+    outs = [
+        a.asset.lower()
+        for a in rules.tokens_out
+        if a.chain == chain_id and a.asset.lower() not in (NATIVE, weth)
+    ]
+    if token_out is None:
+        if not outs:
+            return None
+        chosen = outs[0]
+    else:
+        chosen = token_out.lower()
+        if chosen not in outs:
+            raise GrantError(f"{token_out} is not a token the policy lets the agent swap ETH to")
+    window = min(native.windows, key=lambda w: w.seconds)
+    share, total = window.limit // 2, lifetime_bound(native.windows, start, expires_at) // 2
+    if share == 0 or total == 0:
+        return None
+    return Lane(
+        SWAP,
+        (router,),
+        delegator.lower(),
+        min(native.per_tx, share),
+        share,
+        window.seconds,
+        start,
+        expires_at,
+        call_limit,
+        (MULTICALL,),
+        nonce=nonce,
+        total=total,
+        token_in=weth,
+        token_out=chosen,
+        fee=SWAP_FEE,
+    )
+
+
+def split_native(native: Lane, swap: Lane) -> Lane:
+    """The native lane with what the swap lane takes of the ETH limits taken out."""
+    period = native.period_amount - swap.period_amount
+    return replace(
+        native, period_amount=period, value_lte=min(native.value_lte, period), total=native.total - swap.total
+    )
 
 
 def _contract_rules(policy: Policy, chain_id: int) -> dict[str, dict[bytes, int]]:
@@ -383,6 +529,7 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
     """Decode a delegation's caveats; anything unexpected refuses it (default deny)."""
     by_address = {address.lower(): name for name, address in enforcers.items()}
     found: dict[str, bytes] = {}
+    second_pin: bytes | None = None  # a swap lane's second AllowedCalldata range
     for caveat in delegation.caveats:
         name = by_address.get(caveat.enforcer)
         if name is None:
@@ -390,12 +537,19 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
                 f"caveat enforcer {caveat.enforcer} is not one of this chain's configured enforcers"
             )
         if name in found:
+            if name == ALLOWED_CALLDATA and second_pin is None:
+                second_pin = caveat.terms
+                continue
             raise GrantError(f"{name} appears twice")
         found[name] = caveat.terms
     for required in (ALLOWED_TARGETS, VALUE_LTE, TIMESTAMP):
         if required not in found:
             raise GrantError(f"the grant has no {required}: it would not bound the session key")
     nonce = _every_lane(found, delegation)
+    if ALLOWED_METHODS in found and ALLOWED_CALLDATA in found:
+        return _parse_swap_lane(delegation, enforcers, found, second_pin, nonce)
+    if second_pin is not None:
+        raise GrantError(f"{ALLOWED_CALLDATA} appears twice")
     if ALLOWED_METHODS in found:
         return replace(_parse_contract_lane(found), nonce=nonce)
     if (NATIVE_PERIOD in found) == (ERC20_PERIOD in found):
@@ -462,6 +616,71 @@ def parse_lane(delegation: Delegation, enforcers: dict[str, str]) -> Lane:
         total=total,
         token_per_tx=token_per_tx,
     )
+
+
+def _parse_swap_lane(
+    delegation: Delegation,
+    enforcers: dict[str, str],
+    found: dict[str, bytes],
+    second_pin: bytes | None,
+    nonce: int,
+) -> Lane:
+    """Read the swap lane's numbers, rebuild its caveats from them, and require the delegation to be
+    exactly those: any other byte (a range pinned elsewhere, a missing WETH guard, another function, an
+    extra enforcer, another order) refuses it."""
+    targets = _targets(found)
+    head_terms = found[ALLOWED_CALLDATA]
+    head_size = PIN_HEAD[1] - PIN_HEAD[0]
+    if (
+        len(targets) != 1
+        or second_pin is None
+        or len(head_terms) != 32 + head_size
+        or int.from_bytes(head_terms[:32], "big") != PIN_HEAD[0]
+    ):
+        raise GrantError(
+            "a swap lane is one router and two AllowedCalldata ranges: the multicall's layout, function, "
+            "tokens, fee and recipient, then its price limit and refundETH()"
+        )
+    head = head_terms[32:]
+    word_at = PIN_HEAD[0]  # head[i] is calldata byte i + 4
+
+    def field(start: int) -> bytes:
+        return head[start - word_at : start - word_at + 32]
+
+    token_in, token_out = "0x" + field(168)[12:].hex(), "0x" + field(200)[12:].hex()
+    fee, recipient = int.from_bytes(field(232), "big"), "0x" + field(264)[12:].hex()
+    terms = found.get(NATIVE_PERIOD, b"")
+    if len(terms) != 96 or NATIVE_TOTAL not in found:
+        raise GrantError("a swap lane needs its ETH period (NativeTokenPeriodTransfer) and lifetime total")
+    amount, seconds, start = (int.from_bytes(terms[i : i + 32], "big") for i in (0, 32, 64))
+    if amount == 0 or seconds == 0 or start == 0:
+        raise GrantError("the period caveat has a zero amount, duration or start")
+    lane = Lane(
+        SWAP,
+        targets,
+        recipient,
+        _uint(found[VALUE_LTE], VALUE_LTE),
+        amount,
+        seconds,
+        start,
+        _expiry(found),
+        _uint(found[LIMITED_CALLS], LIMITED_CALLS) if LIMITED_CALLS in found else None,
+        (MULTICALL,),
+        nonce=nonce,
+        total=_uint(found[NATIVE_TOTAL], NATIVE_TOTAL),
+        token_in=token_in,
+        token_out=token_out,
+        fee=fee,
+    )
+    expected = lane.caveats(enforcers, delegate=delegation.delegate, delegator=delegation.delegator)
+    if [(c.enforcer, c.terms) for c in delegation.caveats] != [
+        (c.enforcer.lower(), c.terms) for c in expected
+    ]:
+        raise GrantError(
+            "the swap lane's caveats are not exactly the swap template's (signer.wire.swap_template): "
+            "refused whole"
+        )
+    return lane
 
 
 def _every_lane(found: dict[str, bytes], delegation: Delegation) -> int:
@@ -571,15 +790,20 @@ def check_lane(
         _check_contract_lane(lane, policy, chain_id, not_after=not_after)
         return
     index = policy.index
-    rule = index.assets.get((chain_id, lane.asset))
+    if lane.asset == SWAP:
+        _check_swap_route(lane, policy, chain_id)
+    rule = index.assets.get((chain_id, NATIVE if lane.asset == SWAP else lane.asset))
     if rule is None:
         raise GrantError(f"the policy has no limits for {lane.asset} on chain {chain_id}")
-    for target in lane.targets if lane.asset == NATIVE else ((lane.recipient or ""),):
+    recipients = (
+        lane.targets if lane.asset == NATIVE else () if lane.asset == SWAP else ((lane.recipient or ""),)
+    )
+    for target in recipients:
         if (chain_id, target) not in index.book:
             raise GrantError(
                 f"{target} may receive through the grant but is not in the policy's address book"
             )
-    if lane.asset == NATIVE:
+    if lane.asset in (NATIVE, SWAP):
         if rule.per_tx is None or lane.value_lte > rule.per_tx:
             raise GrantError(f"ValueLte {lane.value_lte} is above the policy's per_tx for {rule.symbol}")
     elif lane.value_lte != 0:
@@ -603,7 +827,7 @@ def check_lane(
             f"above the {format_amount(bound, rule.decimals, rule.symbol)} the policy's windows allow "
             "over its lifetime"
         )
-    if lane.asset != NATIVE and lane.token_per_tx > token_tx_bound(rule):
+    if lane.asset not in (NATIVE, SWAP) and lane.token_per_tx > token_tx_bound(rule):
         raise GrantError(
             f"the grant's per-transaction cap of "
             f"{format_amount(lane.token_per_tx, rule.decimals, rule.symbol)} is above the policy's "
@@ -611,6 +835,54 @@ def check_lane(
         )
     if lane.expires_at > not_after:
         raise GrantError("the grant outlives the session key it is for")
+
+
+def _check_swap_route(lane: Lane, policy: Policy, chain_id: int) -> None:
+    """The router, WETH and token out of a swap lane are the policy's; ETH may be swapped from."""
+    swaps = policy.index.swaps
+    (router,) = lane.targets
+    info = None if swaps is None else swaps.routers.get((chain_id, router))
+    if swaps is None or info is None:
+        raise GrantError(f"{router} may be called through the grant but is not a router the policy lists")
+    if lane.token_in != info.weth.lower():
+        raise GrantError(f"the swap lane's token in is not the WETH of {info.name} ({info.weth})")
+    if (chain_id, NATIVE) not in swaps.tokens_in:
+        raise GrantError("the policy does not let the agent swap from ETH")
+    if lane.token_out in (None, NATIVE, lane.token_in) or (chain_id, lane.token_out) not in swaps.tokens_out:
+        raise GrantError(f"{lane.token_out} is not a token the policy lets the agent swap to")
+    if router in _contract_rules(policy, chain_id):
+        raise GrantError(f"{router} has a contract lane: a swap lane beside it would widen it")
+
+
+def check_shared_native(
+    lanes: tuple[Lane, ...] | list[Lane], policy: Policy, chain_id: int, *, taken_at: float | None = None
+) -> None:
+    """The native lane and a swap lane both spend the main account's ETH and each keeps its own on-chain
+    counters, so together they must stay within the policy's ETH limits: one period length, their
+    period amounts adding up to at most that window's limit, their lifetime totals to at most the bound."""
+    spending = [lane for lane in lanes if lane.asset in (NATIVE, SWAP)]
+    if len(spending) < 2:
+        return
+    rule = policy.index.assets.get((chain_id, NATIVE))
+    if rule is None:
+        raise GrantError(f"the policy has no limits for ETH on chain {chain_id}")
+    seconds = {lane.period_seconds for lane in spending}
+    window = next((w for w in rule.windows if {w.seconds} == seconds), None)
+    if window is None:
+        raise GrantError("the lanes that spend ETH must share one period, one of the policy's windows")
+    if sum(lane.period_amount for lane in spending) > window.limit:
+        raise GrantError(
+            f"the lanes that spend ETH allow {format_amount(sum(x.period_amount for x in spending), rule.decimals, rule.symbol)} "
+            f"per {window.label} together, above the policy's {format_amount(window.limit, rule.decimals, rule.symbol)}"
+        )
+    start = min(lane.period_start for lane in spending)
+    counted_from = start if taken_at is None else max(start, int(taken_at) - CLOCK_SLACK)
+    bound = lifetime_bound(rule.windows, counted_from, max(lane.expires_at for lane in spending))
+    if sum(lane.total for lane in spending) > bound:
+        raise GrantError(
+            "the lanes that spend ETH have lifetime totals that add up to more than the "
+            f"{format_amount(bound, rule.decimals, rule.symbol)} the policy's windows allow over the grant"
+        )
 
 
 def _check_contract_lane(lane: Lane, policy: Policy, chain_id: int, *, not_after: float) -> None:
@@ -656,6 +928,24 @@ def describe(lane: Lane, policy: Policy, chain_id: int) -> str:
         return f"{name} ({address})" if name else address
 
     until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(lane.expires_at))
+    if lane.asset == SWAP:
+        native = index.assets.get((chain_id, NATIVE))
+        coin, places = (native.symbol, native.decimals) if native is not None else ("ETH", 18)
+        out = index.assets.get((chain_id, lane.token_out or ""))
+        bought = f"{out.symbol} ({lane.token_out})" if out is not None else str(lane.token_out)
+        swaps = index.swaps
+        info = None if swaps is None else swaps.routers.get((chain_id, lane.targets[0]))
+        router = f"{info.name}'s router" if info is not None else "the router"
+        text = (
+            f"this key may swap {coin} for {bought} on {router} at {lane.targets[0]}: at most "
+            f"{format_amount(lane.value_lte, places, coin)} per transaction, "
+            f"{format_amount(lane.period_amount, places, coin)} per {_period_words(lane.period_seconds)} and "
+            f"{format_amount(lane.total, places, coin)} in all, the tokens back to your account "
+            f"{lane.recipient} only, until {until}"
+        )
+        if lane.call_limit is not None:
+            text += f", {lane.call_limit} transactions in all"
+        return text
     if lane.asset == CONTRACT:
         native = index.assets.get((chain_id, NATIVE))
         coin = native.symbol if native is not None else "ETH"

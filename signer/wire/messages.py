@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -28,6 +28,9 @@ __all__ = [
     "RevokeBody",
     "TopUpBody",
     "grant_ask_body",
+    "POLICY_EDIT_DOMAIN",
+    "POLICY_VIEW_DOMAIN",
+    "policy_edit_body",
     "grant_answer_body",
     "GRANT_OFFER_DOMAIN",
     "GRANT_ASK_DOMAIN",
@@ -67,6 +70,8 @@ REVOKE_DOMAIN = "owliabot-revoke-v1"
 GRANT_ASK_DOMAIN = "owliabot-grant-ask-v1"  # a device asks for a Tier 3 grant offer
 GRANT_OFFER_DOMAIN = "owliabot-grant-offer-v1"  # the signer signs the offer it built
 GRANT_ANSWER_DOMAIN = "owliabot-grant-answer-v1"  # a device returns the main key's signatures
+POLICY_VIEW_DOMAIN = "owliabot-policy-view-v1"  # the signer signs the policy in force it shows the phone
+POLICY_EDIT_DOMAIN = "owliabot-policy-edit-v1"  # a device proposes edits over the policy it saw
 
 
 class PairBody(TypedDict):
@@ -186,6 +191,14 @@ def grant_answer_body(
         "signatures": list(signatures),
         "ts": ts,
     }
+
+
+def policy_edit_body(
+    device_id: str, base_hash: str, edits: list[dict[str, Any]], ts: float
+) -> dict[str, Any]:
+    """What a device signs to edit the policy: the edits and the hash of the policy it saw them over.
+    The main key signs the same bytes (EIP-191) when the edits loosen it: the passkey's word."""
+    return {"device_id": device_id, "base_hash": base_hash, "edits": list(edits), "ts": ts}
 
 
 def proof_is_fresh(ts: float, signer_now: float, wall_now: float) -> bool:

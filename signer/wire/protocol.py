@@ -53,9 +53,7 @@ class RequestStatus(StrEnum):
     CONFIRMED = "confirmed"  # a receipt checked against the signer's own hash, status 1
     REVERTED = "reverted"  # the same, status 0: its spend stays counted
     DROPPED = "dropped"  # proven never minable: another of the signer's transactions took its nonce
-    APPROVED = (
-        "approved"  # a policy change the companion approved: in force, nothing to sign (signer.policy_live)
-    )
+    APPROVED = "approved"  # a policy change the companion approved: in force, nothing to sign (signer.tier1.policy_live)
 
 
 class ApprovalAction(StrEnum):

@@ -29,7 +29,7 @@ evidence, one shape per record kind) and the decoded actions of `policy.check`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import StrictBool, StrictInt
 
@@ -38,6 +38,8 @@ from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
 from signer.wire.sign_replies import SIGN_REPLIES, DecisionJson, Reply, Seconds, SignReply
 
 __all__ = [
+    "PolicyEditReply",
+    "PolicyViewReply",
     "Tier3OfferReply",
     "REPLIES",
     "AddressJson",
@@ -54,6 +56,7 @@ __all__ = [
     "DeviceJson",
     "DeviceReply",
     "DevicesReply",
+    "HomeReply",
     "InFlight",
     "InFlightTx",
     "PairBeginReply",
@@ -237,7 +240,7 @@ class PolicyCheckReply(Reply):
 
 
 class ReloadStatus(StrEnum):
-    """What `policy.reload` did with the file (signer.policy_live)."""
+    """What `policy.reload` did with the file (signer.tier1.policy_live)."""
 
     UNCHANGED = "unchanged"
     APPLIED = "applied"  # no looser than the one in force: in force now
@@ -285,6 +288,9 @@ class Tier3LaneJson(Reply):
     nonce: Uint256 = 0  # the NonceEnforcer nonce the grant was signed at
     total: Uint256 = 0  # the lifetime cap (native / ERC-20 lanes)
     token_per_tx: Uint256 = 0  # ERC-20 lanes: the per-transaction cap
+    token_in: str | None = None  # swap lanes: the router's WETH (ETH in)
+    token_out: str | None = None  # swap lanes: the one token bought
+    fee: StrictInt = 0  # swap lanes: the pool's fee tier
     # tier3.status adds what the chain says is left, in the signer's words:
     words: str | None = None
     left_in_total: Uint256 | None = None
@@ -323,7 +329,7 @@ class Tier3RevokeReply(Reply):
 
 
 class Tier3OfferReply(Reply):
-    """A grant offer for the phone (signer.grant_offers): signed by the signer's identity key (`signer_sig`)."""
+    """A grant offer for the phone (signer.tier3.grant_offers): signed by the signer's identity key (`signer_sig`)."""
 
     offer: dict[str, Any]
 
@@ -365,6 +371,18 @@ class ApprovalsStateReply(SignerState):
     audit_checkpoint: Checkpoint
 
 
+class HomeReply(Reply):
+    """`approvals.home`: what the phone's home screen shows (signer.tier1.home). Amounts in the approval
+    request's shape (`token`, `symbol`, `amount`, `amount_base_units`, `decimals`, `price_usd`)."""
+
+    main_account: str | None
+    ts: Seconds
+    balances: tuple[dict[str, Any], ...]
+    spent: tuple[dict[str, Any], ...]
+    spent_usd: tuple[dict[str, Any], ...]
+    tier3: tuple[dict[str, Any], ...]
+
+
 class DevicesReply(Reply):
     devices: tuple[DeviceJson, ...]
     devices_rev: str | None = None  # companion.devices (the bridge)
@@ -385,6 +403,25 @@ class PairCompleteReply(Reply):
 
 class DeviceReply(Reply):
     device: DeviceJson
+
+
+class PolicyViewReply(Reply):
+    """The policy in force for the phone to edit: `signer_sig` is the identity key's over
+    `{policy_hash, policy}` (domain `owliabot-policy-view-v1`), so the bridge cannot show another."""
+
+    policy_hash: str
+    policy: dict[str, Any]
+    signer_sig: str
+
+
+class PolicyEditReply(Reply):
+    """A phone's edits, in force: `loosened` and `widens` are the signer's own judgement of the change."""
+
+    status: Literal["applied"]
+    from_hash: str
+    policy_hash: str
+    loosened: bool
+    widens: tuple[str, ...]
 
 
 # Every method's reply model: the signing client's (sign_replies.SIGN_REPLIES) and the others.
@@ -413,6 +450,7 @@ REPLIES: dict[str, type[Reply]] = {
     "approvals.freeze": SignerState,
     "approvals.topup": SignReply,
     "approvals.state": ApprovalsStateReply,
+    "approvals.home": HomeReply,
     "signer.freeze": SignerState,
     "companion.pair_begin": PairBeginReply,
     "companion.pair_complete": PairCompleteReply,
@@ -420,4 +458,6 @@ REPLIES: dict[str, type[Reply]] = {
     "companion.list": DevicesReply,
     "companion.revoke": DeviceReply,
     "approvals.revoke_device": DeviceReply,
+    "policy.view": PolicyViewReply,
+    "policy.edit": PolicyEditReply,
 }

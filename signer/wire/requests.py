@@ -9,7 +9,7 @@ Import them from here (signer.wire.protocol does not re-export them).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -47,6 +47,12 @@ __all__ = [
     "PairBeginParams",
     "PairCompleteParams",
     "PolicyCheckParams",
+    "PolicyEdit",
+    "PolicyEditParams",
+    "LimitEdit",
+    "BookAdd",
+    "BookRename",
+    "BookRemove",
     "PolicyValidateParams",
     "SessionKeyCreateParams",
     "SessionKeyRefParams",
@@ -295,3 +301,56 @@ class Tier3AnswerParams(Strict):
     signatures: list[Annotated[str, Field(pattern=r"^0x[0-9a-f]{130}$")]] = Field(min_length=1, max_length=16)
     ts: FiniteFloat
     signature: Signature
+
+
+# ---- policy edits from the phone (signer.tier1.policy_edit) ---------------------------------------------
+
+LowerAddress = Annotated[str, Field(pattern=r"^0x[0-9a-f]{40}$")]  # as signed: one spelling only
+BookName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(display_safe)]
+
+
+class LimitEdit(Strict):
+    """Set (or, with `amount` null, remove) an asset's per-transaction limit or one window's limit."""
+
+    op: Literal["limit"]
+    chain: StrictInt = Field(gt=0, lt=2**63)
+    asset: str = Field(pattern=r"^(native|0x[0-9a-f]{40})$")
+    limit: str = Field(pattern=r"^(per_tx|[1-9][0-9]{0,5}[smhdw])$")  # per_tx or a window's label
+    amount: str | None = Field(pattern=r"^[0-9]{1,78}(\.[0-9]{1,77})?$")
+
+
+class BookAdd(Strict):
+    op: Literal["book_add"]
+    chain: StrictInt = Field(gt=0, lt=2**63)
+    address: LowerAddress
+    name: BookName
+
+
+class BookRename(Strict):
+    op: Literal["book_rename"]
+    chain: StrictInt = Field(gt=0, lt=2**63)
+    address: LowerAddress
+    name: BookName
+
+
+class BookRemove(Strict):
+    op: Literal["book_remove"]
+    chain: StrictInt = Field(gt=0, lt=2**63)
+    address: LowerAddress
+
+
+PolicyEdit = Annotated[LimitEdit | BookAdd | BookRename | BookRemove, Field(discriminator="op")]
+
+
+class PolicyEditParams(Strict):
+    """A paired device's edits to the policy it was shown (`base_hash`). The device key signs them
+    (domain `owliabot-policy-edit-v1`, single use); a loosening also carries the main key's EIP-191
+    signature over the same bytes, which only the passkey (or the key's passphrase) unlocks on the phone.
+    Whether it loosens is the signer's call, from the policies before and after."""
+
+    device_id: DeviceId
+    base_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    edits: list[PolicyEdit] = Field(min_length=1, max_length=32)
+    ts: FiniteFloat
+    signature: Signature
+    main_signature: str | None = Field(default=None, pattern=r"^0x[0-9a-f]{130}$")

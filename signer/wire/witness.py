@@ -4,7 +4,7 @@ The signer signs checkpoints (record count and head hash, and the state head's e
 commit, signer.store.state_head) with its companion identity key; the companion keeps the latest it
 accepted and refuses any that goes back (fewer records, another head at a count it already holds,
 or a lower epoch: state put back while the log stayed). This half is a wire format: the companion imports it without
-any of the signer's core (signer.audit_witness makes checkpoints and checks the log against one).
+any of the signer's core (signer.tier1.audit_witness makes checkpoints and checks the log against one).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ SEND_NEVER = (
     "skills_runtime",
     "signer.daemon",
     "signer.engine",
-    "signer.approvals",
+    "signer.tier1.approvals",
     "signer.server",
     "signer.keystore",
     "signer.store",

@@ -157,7 +157,7 @@ def test_topup_is_a_tier1_transfer_up_to_the_cap(tier1, anvil):
 
     async def scenario():
         companion = await tier1.paired()
-        with pytest.raises(CompanionError, match="room under the cap"):
+        with pytest.raises(CompanionError, match=r"can be at most 0\.01 ETH \(its cap is 0\.01 ETH"):
             await companion.topup(key["key_id"], 10**16 + 1)
         pending = await companion.topup(key["key_id"], 4 * 10**15)
         assert pending["status"] == "pending_approval"

@@ -222,7 +222,7 @@ def test_a_connection_ends_with_its_token(tier1, tmp_path):
 def test_the_signer_spends_a_pairing_code_after_repeated_wrong_guesses_even_from_its_bridge(tier1):
     """A compromised bridge skips the bridge's own limits and talks to the signer with its token:
     the signer counts wrong codes itself, and after MAX_WRONG_CODES the right code no longer works."""
-    from signer.devices import MAX_WRONG_CODES
+    from signer.tier1.devices import MAX_WRONG_CODES
     from signer.wire.protocol import Scope
 
     bridge_token = tier1.stack.client_token(f"rogue{time.monotonic_ns() % 10**9}", Scope.BRIDGE)

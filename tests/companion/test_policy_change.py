@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from companion_bridge.companion.client import Choice
 from companion_bridge.companion.render import render_request
 from policies.loader import parse_policy
-from signer.policy_change import widenings
+from signer.tier1.policy_change import widenings
 from tests.conftest import as_json, DEV_POLICY, FRIEND
 
 BASE = DEV_POLICY.read_text()

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.kernel.addresses import to_checksum
-from signer.main_tx import mismatch
+from signer.tier1.main_tx import mismatch
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
 

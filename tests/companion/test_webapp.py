@@ -582,10 +582,11 @@ def test_a_journaled_approval_the_bridge_withheld_shows_as_outstanding(phone_a, 
     card.locator("button.approve").click()
     wait_for(lambda: "signer busy" in phone_a.error_text(), what="the bridge's error")
     section = phone_a.page.locator("#outstanding")
-    wait_for(lambda: "Outstanding approvals (1)" in section.inner_text(), what="the outstanding entry")
+    wait_for(lambda: "Signed, not yet on chain (1)" in section.inner_text(), what="the outstanding entry")
     entry = journal_entry(phone_a, pending["request_id"])
     assert entry["settled_at"] is None and "signer busy" in entry["reply"]
-    assert entry["tx_hash"] in section.inner_text()
+    assert f"transaction {entry['tx_hash'][:10]}…{entry['tx_hash'][-4:]}" in section.inner_text()
+    assert f"nonce {entry['nonce']}" in section.inner_text()
     phone_a.page.locator("#outstanding").scroll_into_view_if_needed()
     phone_a.shot("outstanding")
     # a redelivered request says it was signed already (and would be sent only at that nonce)

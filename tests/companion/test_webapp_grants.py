@@ -131,7 +131,7 @@ def ask_offer(tier: Tier1, phone: Phone, token: str) -> dict:
 def answer(
     tier: Tier1, phone: Phone, token: str, offer: dict, signatures: list[str], offer_hash: str | None = None
 ):
-    from signer.grant_offers import offer_hash as digest
+    from signer.tier3.grant_offers import offer_hash as digest
 
     device_id, key = device_proof(phone)
     ts = time.time() + 0.001
@@ -143,7 +143,7 @@ def answer(
 def test_eip712_and_eip7702_in_the_page_are_byte_identical_to_python(phone, grant_tier, fresh_build):  # noqa: F811
     from companion_bridge.companion import tier3 as companion
     from policies.loader import load_policy
-    from signer.grant_offers import offer_hash
+    from signer.tier3.grant_offers import offer_hash
     from signer.wire.delegation import sign_digest
     from signer.wire.grants import derive_lanes
     from signer.wire.txcodec import address_of
@@ -412,7 +412,7 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
 
     from companion_bridge.companion import tier3 as companion
     from policies.loader import load_policy
-    from signer.grant_offers import offer_hash
+    from signer.tier3.grant_offers import offer_hash
     from signer.wire.grants import derive_lanes
     from signer.wire.messages import GRANT_OFFER_DOMAIN
     from tests.conftest import DEV_POLICY
@@ -487,6 +487,78 @@ def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, 
             assert verdict != "ok", (path, new)
 
     changed()
+
+
+def test_the_page_refuses_a_swap_lane_that_pays_anyone_but_its_account(
+    phone, grant_tier, fresh_build, tmp_path
+):  # noqa: F811
+    """A signer that offers a swap lane whose pinned recipient is another address (a stolen signer host,
+    its offer signed with the signer's own key and words that say "your account") gets nothing signed:
+    the page reads the swap lane's recipient from its AllowedCalldata terms itself."""
+    from bot.devmarket import dev_policy_with_market
+    from companion_bridge.companion import tier3 as companion
+    from policies.loader import load_policy
+    from signer.tier3.grant_offers import offer_hash
+    from signer.wire.delegation import Delegation
+    from signer.wire.grants import SWAP, derive_lanes, describe
+    from signer.wire.messages import GRANT_OFFER_DOMAIN
+    from tests.conftest import DEV_POLICY
+    from tests.tier3.test_swap_lane_grants import MARKET
+
+    page = phone.page
+    page.evaluate((fresh_build / "testkit.js").read_text())
+    contracts = grant_tier.anvil.contracts
+    signer_key = SigningKey.generate()
+    account, thief = Account.create().address.lower(), Account.create().address.lower()
+    path = tmp_path / "market-policy.yaml"
+    path.write_text(dev_policy_with_market(DEV_POLICY.read_text(), MARKET))
+    policy = load_policy(path)
+
+    def offer_for(payee: str) -> dict:
+        lanes = derive_lanes(
+            policy, CHAIN_ID, expires_at=2_000_000_000, nonce=0, start=1_700_000_000, delegator=payee
+        )
+        assert any(lane.asset == SWAP for lane in lanes)
+        offer = companion.grant_offer(
+            lanes,
+            [describe(lane, policy, CHAIN_ID).replace(payee, account) for lane in lanes],
+            session_address=Account.create().address.lower(),
+            delegator=payee,
+            chain_id=CHAIN_ID,
+            manager=contracts["manager"],
+            enforcers=contracts["enforcers"],
+            salt=7,
+        )
+        if payee != account:  # the thief's pins, in delegations from this phone's account
+            moved = [
+                Delegation.from_json({**d, "delegator": account, "signature": "0x"})
+                for d in offer["delegations"]
+            ]
+            offer["delegations"] = [d.to_json() for d in moved]
+            offer["typed_data"] = [d.typed_data(CHAIN_ID, contracts["manager"]) for d in moved]
+        offer.update(
+            {
+                "offer_id": "off_" + "3" * 16,
+                "account": account,
+                "delegate": offer["delegations"][0]["delegate"],
+                "key_id": "sk_" + "4" * 16,
+                "nonce": "0",
+                "expires_at": 2_000_000_000,
+            }
+        )
+        body = json.dumps({"offer_hash": offer_hash(offer)}, sort_keys=True, separators=(",", ":"))
+        sig = signer_key.sign(GRANT_OFFER_DOMAIN.encode() + b"\n" + body.encode()).signature.hex()
+        return {**offer, "signer_sig": sig}
+
+    def check(o: dict) -> str:
+        return page.evaluate(
+            "([t, k, a]) => window.owliaTestkit.checkOffer(t, k, a)",
+            [json.dumps(o), signer_key.verify_key.encode().hex(), account],
+        )
+
+    assert check(offer_for(account)) == "ok"
+    verdict = check(offer_for(thief))
+    assert f"swap lane would pay its tokens to {thief}, not your account" in verdict, verdict
 
 
 # Last: it revokes the phone's device.

@@ -21,6 +21,7 @@ a raw error body, a stream that never ends.
 from __future__ import annotations
 
 import json
+import sys
 import socket
 import struct
 import threading
@@ -36,6 +37,13 @@ from tests.fakes.prompt_cache import AnthropicCache, OpenAICache
 class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default backlog of 5 refuses connections from 20 concurrent users
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-stream (a cancelled turn, a stopped bot) is the client's business,
+        as on a real provider; anything else is printed as socketserver does."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from bot.mcp_servers.store import (
     tool_hash,
     unshowable,
 )
-from bot.tools.mcp import UNTRUSTED_LABEL, McpTools
+from bot.mcp_servers.tools import UNTRUSTED_LABEL, McpTools
 from policies.kernel.text import cells, first_hidden, visible
 from tests.mcp.conftest import ROOT, add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 

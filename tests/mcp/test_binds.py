@@ -14,7 +14,7 @@ from bot.config import McpSettings
 from bot.mcp_servers.binds import Protected, bind_refusal, protected_paths
 from bot.mcp_servers.store import McpStore, PinnedTool, ServerDecl, tool_hash
 from bot.tools.base import ToolFailure
-from bot.tools.mcp import McpTools
+from bot.mcp_servers.tools import McpTools
 from tests.mcp.conftest import HOSTILE, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from bot.config import McpSettings
-from bot.tools.mcp import McpHost, McpTools
-from bot.runtime.audit import BotAudit
+from bot.mcp_servers.tools import McpHost, McpTools
+from bot.observability.audit import BotAudit
 from bot.mcp_servers.store import McpStore, ServerDecl
 from tests.mcp.conftest import add_everything, add_hostile, add_time, audit, mcp, state_dir  # noqa: F401 - fixture
 

@@ -9,7 +9,7 @@ import json
 
 from bot.config import McpSettings
 from bot.net.ssrf import FetchPolicy
-from bot.tools.mcp import McpTools
+from bot.mcp_servers.tools import McpTools
 from tests.mcp.conftest import add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx, home  # noqa: F401 - fixture
 
@@ -103,7 +103,7 @@ def test_a_server_allowed_hosts_does_not_start_when_web_access_is_off(home, tmp_
 from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
 
 from bot.net.ssrf import FetchError  # noqa: E402
-from bot.runtime.audit import BotAudit  # noqa: E402
+from bot.observability.audit import BotAudit  # noqa: E402
 from bot.mcp_servers.egress import Egress  # noqa: E402
 
 

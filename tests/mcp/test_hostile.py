@@ -13,7 +13,7 @@ import pytest
 
 from bot.config import McpSettings
 from bot.tools.base import ContextKind, ToolContext, ToolFailure
-from bot.tools.mcp import McpTools
+from bot.mcp_servers.tools import McpTools
 from bot.tools.services import Services
 from tests.mcp.conftest import add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from bot.config import McpSettings
 from bot.mcp_servers.store import McpStore
 from bot.tools.base import ToolFailure
-from bot.tools.mcp import McpTools
+from bot.mcp_servers.tools import McpTools
 from tests.mcp.conftest import add_everything, add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx
 
@@ -154,7 +154,7 @@ def test_test_and_info_cover_resources_and_prompts(tmp_path, state_dir):
 
 from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
 
-from bot.tools.mcp import cut_resource  # noqa: E402
+from bot.mcp_servers.tools import cut_resource  # noqa: E402
 
 
 @given(st.text(max_size=5000), st.integers(min_value=1024, max_value=4096))

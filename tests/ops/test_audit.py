@@ -346,7 +346,7 @@ def test_secrets_in_config_and_logs_are_found_but_not_repeated(home):
 
 def test_the_bots_own_audit_log_is_not_a_false_alarm_but_a_key_inside_it_is(home):
     """Hash-chain links and tx hashes are 64 hex like a private key; read as data they are public."""
-    from bot.runtime.audit import BotAudit
+    from bot.observability.audit import BotAudit
 
     log = BotAudit(home / "logs" / "bot-audit.jsonl")
     tx_hash = "0x" + "ab" * 32
@@ -365,7 +365,7 @@ def test_the_bots_own_audit_log_is_not_a_false_alarm_but_a_key_inside_it_is(home
 
 
 def test_the_bots_audit_chains_pass_when_intact_and_a_removed_record_is_flagged(home):
-    from bot.runtime.audit import BotAudit, bot_audit_path, skills_audit_path
+    from bot.observability.audit import BotAudit, bot_audit_path, skills_audit_path
 
     assert status(audit(home), "OWL-LOG-001") == "skip"  # no tool has run yet
     for n in range(3):

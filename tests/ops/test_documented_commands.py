@@ -10,22 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.ops.doc_commands import ROOT, Lines, isolated_env, section_blocks
+from tests.ops.doc_commands import fenced_after as _fenced_after
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def fenced_after(heading: str, text: str = README) -> str:
-    """The first ```bash block after a heading, exactly as a reader copies it."""
-    section = text.split(heading, 1)[1]
-    return re.search(r"```bash\n(.*?)```", section, re.S).group(1).strip()
-
-
-def isolated_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OWLIA_", "TELEGRAM_", "DISCORD_"))}
-    env.update(HOME=str(home), PYTHONUNBUFFERED="1")
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.pop("OPENAI_API_KEY", None)
-    return env
+    return _fenced_after(heading, text)
 
 
 def test_the_run_command_in_the_readme_works_as_written(tmp_path) -> None:
@@ -129,9 +121,10 @@ def test_up_records_a_port_that_differs_from_the_config_and_says_so(tmp_path) ->
     assert "(was http://127.0.0.1:8545)" in done.stdout
     import yaml
 
-    [chain] = yaml.safe_load((home / "config.yaml").read_text())["chains"]
-    # the port went in (the swap market's record then rewrites the file: its comments go, docs/defi.md)
+    text = (home / "config.yaml").read_text()
+    [chain] = yaml.safe_load(text)["chains"]
     assert chain["rpc_url"] == f"http://127.0.0.1:{port}" and "swap_market" in chain
+    assert "# OwliaBot configuration" in text  # the market recorded in the chain's entry, the comments kept
 
 
 def test_up_runs_the_configured_chat_channels_too(tmp_path) -> None:
@@ -191,51 +184,12 @@ def test_the_laptop_path_in_self_hosting_works_as_written(tmp_path) -> None:
     assert "Refused by your policy" in done.stdout
 
 
-def section_blocks(guide: str, heading: str) -> list[str]:
-    """Every ```bash block of one `## ` section, in order, exactly as a reader copies them."""
-    section = guide.split(heading, 1)[1].split("\n## ", 1)[0]
-    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S)]
-
-
-class Lines:
-    """A process's output lines, read by a thread, so a test can wait for one without hanging."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        import queue
-        import threading
-
-        self.seen: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            for line in proc.stdout:
-                self._queue.put(line)
-            self._queue.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-
-    def wait_for(self, text: str, timeout: float) -> None:
-        import queue
-        import time
-
-        deadline = time.monotonic() + timeout
-        while not any(text in line for line in self.seen):
-            try:
-                line = self._queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(
-                    f"no {text!r} within {timeout:.0f} s:\n" + "".join(self.seen[-40:])
-                ) from None
-            if line is None:
-                raise AssertionError(f"ended before {text!r}:\n" + "".join(self.seen[-40:]))
-            self.seen.append(line)
-
-
 def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
     """docs/tier3.md "Setting it up (dev chain)": the first block in a terminal of its own (it runs until
     /quit), the second in another, as written with `owlia` on PATH and a fresh HOME. The one change: 8545
     becomes a free port (this machine runs other chains), which also proves `owlia up --port` reaches
-    config.yaml. Checked on chain: the transfer left the main account, not the session key."""
+    config.yaml. Checked on chain: the transfer left the main account, not the session key, and the swap's
+    tokens landed in the main account (the swap lane)."""
     from bot.devchain import free_port, rpc
     from tests.conftest import FRIEND
 
@@ -296,7 +250,17 @@ def test_the_tier3_dev_setup_runs_as_written_on_a_fresh_home(tmp_path) -> None:
             for tx in rpc(url, "eth_getBlockByNumber", [hex(n), True])["transactions"]
             if (tx.get("to") or "").lower() == manager and tx["from"].lower() != main.lower()
         ]
-        assert len(redeems) == 1, redeems  # the /send went through the grant: the session key redeemed it
+        # the /send and the /swap went through the grant: the session key redeemed both
+        assert len(redeems) == 2, redeems
+        tusd = next(
+            t["address"]
+            for t in yaml.safe_load(config)["chains"][0]["swap_market"]["tokens"]
+            if t["symbol"] == "TUSD"
+        )
+        held = rpc(
+            url, "eth_call", [{"to": tusd, "data": "0x70a08231" + "00" * 12 + main.lower()[2:]}, "latest"]
+        )
+        assert int(held, 16) > 14 * 10**18  # about 15 TUSD for 0.005 ETH, in the main account
         assert rpc(url, "eth_getCode", [main, "latest"]) in ("0x", "0x0")  # frozen: a plain account again
         stack.stdin.write("/quit\n")
         stack.stdin.flush()

@@ -231,8 +231,8 @@ def test_a_claim_pays_only_the_account_that_claims():
 
 
 def test_any_wider_swaps_or_claims_section_waits_for_the_owner():
-    """signer.policy_change: a reload that adds or widens swaps or claims is a loosening."""
-    from signer.policy_change import widenings
+    """signer.tier1.policy_change: a reload that adds or widens swaps or claims is a loosening."""
+    from signer.tier1.policy_change import widenings
 
     def with_text(text: str):
         return parse_policy(text)

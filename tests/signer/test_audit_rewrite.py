@@ -19,7 +19,7 @@ import pytest
 
 from signer.wire.exchange import new_idempotency_key
 from signer.wire.witness import Witness
-from signer.identity import SignerIdentity
+from signer.tier1.identity import SignerIdentity
 from signer.keystore import unlock
 from signer.wire.protocol import Scope
 from signer.store.audit import ANCHOR_BYTES, AuditKeys

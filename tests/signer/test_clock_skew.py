@@ -24,12 +24,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signer import devices as devices_store
+from signer.store import devices as devices_store
 from signer.admin import issue_client
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.clock import CATCH_UP, SignerClock, latest_recorded
-from signer.devices import DeviceRegistry
+from signer.tier1.devices import DeviceRegistry
 from signer.wire.messages import MAX_CLOCK_SKEW, proof_is_fresh
 from signer.wire.protocol import ErrorCode, RpcError, Scope
 from signer.store.audit import AuditLog

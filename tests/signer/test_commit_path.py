@@ -26,7 +26,7 @@ from policies.decode import decode
 from policies.intent import Call
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError, new_idempotency_key
-from signer.policy_live import load_ledger
+from signer.tier1.policy_live import load_ledger
 from signer.ledger import DAY, SignerState
 from signer.wire.protocol import ErrorCode
 from signer.store import audit as audit_store

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from signer.approvals import MAX_WAITING_PER_CLIENT
+from signer.tier1.approvals import MAX_WAITING_PER_CLIENT
 from signer.wire.client import SignerClient
 from signer.wire.exchange import new_idempotency_key
 from tests.conftest import STRANGER

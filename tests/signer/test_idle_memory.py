@@ -25,7 +25,7 @@ IDLE_RSS_CEILING_KB = 54 * 1024
 # argparse (with shutil) and getpass: the daemon reads two options and never prompts; uvloop: the
 # daemon runs on asyncio's own loop (signer.serve.DAEMON_LOOP).
 LAZY = (
-    "signer.tier3",
+    "signer.tier3.grants",
     "signer.wire.delegation",
     "signer.wire.grants",
     "cryptography.hazmat.primitives.serialization",

@@ -72,7 +72,7 @@ def test_a_restart_holds_old_transactions_in_flight_once_even_when_a_longer_wind
     ledger backwards for a longer window does not count it a second time."""
     import json
 
-    from signer.policy_live import load_ledger
+    from signer.tier1.policy_live import load_ledger
     from signer.store.db import connect, ensure_schema
 
     conn = connect(tmp_path / "signer.db")

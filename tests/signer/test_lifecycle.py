@@ -147,7 +147,7 @@ def test_session_key_secret_never_leaves_the_signer(stack, anvil):
     requests_text = "\n".join(str(row) for row in conn.execute("SELECT * FROM requests"))
     conn.close()
     with unlock(stack.paths.home, bytearray(PASSPHRASE)) as master:
-        from signer.session_keys import _aad
+        from signer.tier2.session_keys import _aad
 
         secret = bytes(master.open(sealed, aad=_aad(key["key_id"])))
     forms = {secret.hex(), secret.hex().upper(), "0x" + secret.hex()}

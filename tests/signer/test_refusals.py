@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError
 from signer.wire.protocol import Scope
-from signer.refusals import RECORDED_PER_WINDOW, RefusalBudget
+from signer.tier1.refusals import RECORDED_PER_WINDOW, RefusalBudget
 
 
 @given(

@@ -10,7 +10,7 @@ import coincurve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signer.session_keys import ACTIVE, REVOKED, SessionKeyInfo, SessionKeys
+from signer.tier2.session_keys import ACTIVE, REVOKED, SessionKeyInfo, SessionKeys
 
 KEY = coincurve.PrivateKey(b"\x11" * 32)
 

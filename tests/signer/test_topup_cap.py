@@ -9,10 +9,12 @@ concurrent dev top-ups to three times.
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
 from bot.devchain import rpc
+from policies.units import format_amount
 from companion_bridge.companion.client import Choice, CompanionError
 from signer.wire.exchange import new_idempotency_key
 from tests.companion import conftest as tier1_fixtures
@@ -56,7 +58,7 @@ def test_a_key_has_one_top_up_waiting_at_a_time(tier1, anvil):
             ] == "signed"
             assert await settle(anvil, key["address"], CAP) == CAP
             with pytest.raises(
-                CompanionError, match="room under the cap"
+                CompanionError, match="already holds or has coming its whole cap of "
             ):  # answered: the cap is what stops it now
                 await companion.topup(key["key_id"], 1)
         finally:
@@ -85,9 +87,12 @@ def test_a_top_up_sent_but_not_mined_counts_against_the_room_even_across_a_resta
             assert balance(anvil, key["address"]) == 0
             await asyncio.to_thread(stack.stop)
             await asyncio.to_thread(stack.start)
-            with pytest.raises(CompanionError, match=f"1..{CAP // 2} wei"):
+            half = format_amount(CAP // 2, 18, "ETH")
+            with pytest.raises(CompanionError, match=f"can be at most {re.escape(half)} \\(its cap is "):
                 await companion.topup(key["key_id"], CAP)  # before the fix: the whole cap again
             await approve(companion, CAP // 2)
+            with pytest.raises(CompanionError, match="already holds or has coming its whole cap of "):
+                await companion.topup(key["key_id"], 1)  # said in ETH, never "1..0 wei"
         finally:
             rpc(anvil.url, "evm_setAutomine", [True])
             rpc(anvil.url, "evm_mine", [])

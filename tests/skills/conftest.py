@@ -17,7 +17,7 @@ from bot.net.ssrf import FetchPolicy
 from tests.audit_logs import skills_audit_records as audit_records  # noqa: F401 - the skills tests import it from here
 from bot.tools.base import ContextKind, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.services import Services
-from bot.tools.skills import SkillTools, load_skill_tools, tool_name
+from bot.skills.tools import SkillTools, load_skill_tools, tool_name
 from policies.kernel.aio import run as run_loop
 from skills_runtime.sandbox import Bubblewrap
 from skills_runtime.store import SkillStore

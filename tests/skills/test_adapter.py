@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from bot.config import ToolSettings
 from bot.tools.base import ContextKind, Level
 from bot.tools.registry import ToolRegistry
-from bot.tools.skills import args_model, skill_tool
+from bot.skills.tools import args_model, skill_tool
 from skills_runtime.manifest import parse_manifest
 from skills_runtime.docker_backend import docker_spec
 from skills_runtime.sandbox import Limits, Staged

@@ -11,7 +11,7 @@ import stat
 from typer.testing import CliRunner
 
 from bot.cli.skill_cmd import app
-from bot.runtime.audit import skills_audit_path, verify_audit
+from bot.observability.audit import skills_audit_path, verify_audit
 from skills_runtime.store import SkillStore
 from tests.skills.conftest import EXAMPLES, audit_records
 

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.config import SkillSettings
-from bot.runtime.audit import BotAudit, skills_audit_path
+from bot.observability.audit import BotAudit, skills_audit_path
 from bot.tools.chain_reader import RpcChainReader
-from bot.tools.skills import SkillTools, skill_tool
+from bot.skills.tools import SkillTools, skill_tool
 from bot.skills.capabilities import Capabilities
 from skills_runtime.docker_backend import FRAME, ContainerProcess, Docker, docker_spec
 from bot.skills.host import SkillHost
@@ -348,7 +348,12 @@ def test_a_spawn_cancelled_while_the_engine_is_slow_leaves_no_container(engine, 
     async def go() -> None:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(Docker(engine.url, IMAGE).spawn(staged, "main.py", Limits(), 1 << 20), 0.1)
-        await asyncio.sleep(0.6)  # the launch thread finishes after the cancel
+        # the launch thread finishes after the cancel and removes what it created: wait for that
+        deadline = time.monotonic() + 30
+        while (
+            not engine.requests_to("DELETE", r"/containers/owlia-skill-\w+") and time.monotonic() < deadline
+        ):
+            await asyncio.sleep(0.05)
 
     asyncio.run(go())
     wait_gone(engine)

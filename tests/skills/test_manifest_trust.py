@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from bot.cli.skill_cmd import app, describe
 from bot.config import ToolSettings
 from bot.tools.registry import ToolRegistry
-from bot.tools.skills import load_skill_tools, skill_tool
+from bot.skills.tools import load_skill_tools, skill_tool
 from bot.workspace.prompt import build_system_prompt
 from skills_runtime.arguments import AUTHOR_LABEL, args_model
 from skills_runtime.manifest import ManifestError, parse_manifest

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from bot.cli.skill_cmd import app
 from bot.config import SkillSettings
-from bot.tools.skills import load_skill_tools
+from bot.skills.tools import load_skill_tools
 from skills_runtime.manifest import ManifestError, parse_manifest
 from skills_runtime.store import SkillChanged, SkillError, SkillStore
 from skills_runtime.tree import MAX_FILE_BYTES, TreeError, extract_archive, tree_hash

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.tools.base import ToolFailure
-from bot.tools.skills import load_skill_tools
+from bot.skills.tools import load_skill_tools
 from policies.kernel.aio import run as run_loop
 from tests.skills.conftest import EXAMPLES, FAST, audit_records, install, make_ctx, needs_bwrap
 

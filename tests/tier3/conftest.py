@@ -15,7 +15,7 @@ from bot.devchain import DevChain, free_port, rpc
 from bot.devcontracts import deploy_delegation_framework
 from companion_bridge.companion import tier3 as companion
 from signer.keystore import unlock
-from signer.session_keys import _aad
+from signer.tier2.session_keys import _aad
 from signer.wire.txcodec import address_of
 from tests.conftest import PASSPHRASE, SignerStack, wait_receipt
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion
 from policies.loader import load_policy
-from signer.tier3 import verify_grant
+from signer.tier3.grants import verify_grant
 from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.grants import (
     CONTRACT,

@@ -29,7 +29,7 @@ from signer.wire.grants import (
     parse_lane,
 )
 from signer.wire.settings import DelegationContracts
-from signer.tier3 import verify_grant
+from signer.tier3.grants import verify_grant
 from signer.wire.txcodec import address_of
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER
 

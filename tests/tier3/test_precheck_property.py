@@ -21,7 +21,7 @@ from policies.loader import load_policy
 from signer.chain import Chain
 from signer.wire.grants import derive_lanes
 from signer.wire.settings import ChainSettings, DelegationContracts
-from signer.tier3 import Redeem, Tier3
+from signer.tier3.grants import Redeem, Tier3
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER
 from tests.tier3.conftest import CHAIN_ID, chain_time, fund, new_main_account, nonce, send_raw

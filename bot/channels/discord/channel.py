@@ -33,7 +33,7 @@ from bot.channels.discord.outlet import LIMIT, ChannelOutlet, InteractionOutlet
 from bot.channels.discord.sink import DiscordSink
 from bot.channels.discord.views import Presses
 from bot.config import DiscordSettings
-from bot.runtime.core import BotCore, Handled
+from bot.channels.core import BotCore, Handled
 from bot.tools.base import ContextKind
 
 log = logging.getLogger(__name__)

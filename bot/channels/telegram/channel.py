@@ -32,7 +32,7 @@ from bot.config import TelegramSettings
 
 if TYPE_CHECKING:
     from bot.channels.telegram.sink import TelegramSink
-    from bot.runtime.core import BotCore
+    from bot.channels.core import BotCore
 
 log = logging.getLogger(__name__)
 

@@ -99,7 +99,7 @@ class Router:
 
 def _own_words(message: Message, text: str) -> str:
     """A forwarded message is someone else's words: fenced as untrusted, so the model reads it as data
-    and no address in it counts as one the user wrote (bot.agent.provenance)."""
+    and no address in it counts as one the user wrote (bot.tools.provenance)."""
     if not message.forwarded:
         return text
     return "(the user forwarded this message; someone else wrote it)\n" + wrap_untrusted(

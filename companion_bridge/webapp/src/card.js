@@ -4,6 +4,7 @@
 // under "Details"; Approve / Deny / Deny and freeze in a bar that stays visible.
 import { el, text, visible } from './dom.js';
 import * as P from './present.js';
+import * as defi from './swapcard.js';
 
 // The party of an action: its address-book name, or a loud NEW ADDRESS.
 function party(p) {
@@ -28,12 +29,16 @@ function priced(a) {
 }
 
 // One sentence per action: "Send 0.02 ETH ≈ $61 to NEW ADDRESS 0x3C44…93BC on Base".
-export function sentences(r) {
+export function sentences(r, ctx = {}) {
   const on = ` on ${visible(P.chainName(r))}`;
   const out = [];
-  for (const a of Array.isArray(r.actions) ? r.actions : []) {
-    if (!a || typeof a !== 'object') continue;
-    if (a.type === 'transfer') {
+  const actions = Array.isArray(r.actions) ? r.actions : [];
+  const said = defi.explained(actions);  // a swap's router call and ETH payment: said by the swap
+  for (const a of actions) {
+    if (!a || typeof a !== 'object' || said.has(a)) continue;
+    if (defi.DEFI.has(a.type)) {
+      out.push(...(defi.sentence(a, r, ctx) || []));
+    } else if (a.type === 'transfer') {
       out.push(el('p', { class: 'sentence' }, `Send ${amountOf(a)}${priced(a)} to `, party(a.recipient), on));
     } else if (a.type === 'approval') {
       out.push(el('p', { class: 'sentence' }, a.unlimited ? 'Allow ' : 'Allow ', party(a.spender),
@@ -52,8 +57,14 @@ export function sentences(r) {
 
 // Short words for the activity list: what, and to whom.
 export function summary(r) {
-  for (const a of Array.isArray(r.actions) ? r.actions : []) {
-    if (!a || typeof a !== 'object') continue;
+  const actions = Array.isArray(r.actions) ? r.actions : [];
+  for (const a of actions) {
+    const said = a && typeof a === 'object' && defi.DEFI.has(a.type) ? defi.summary(a) : null;
+    if (said) return said;
+  }
+  const hidden = defi.explained(actions);
+  for (const a of actions) {
+    if (!a || typeof a !== 'object' || hidden.has(a)) continue;
     const who = (p) => (p && p.name ? visible(p.name) : P.shortAddress(p && p.address));
     if (a.type === 'transfer') return { what: `Send ${a.amount ? visible(a.amount) : 'a token'}`, to: who(a.recipient) };
     if (a.type === 'approval') return { what: a.unlimited ? 'Unlimited approval' : `Approve ${a.amount ? visible(a.amount) : 'a token'}`, to: who(a.spender) };
@@ -63,13 +74,14 @@ export function summary(r) {
   return { what: visible(r.summary).slice(0, 60) || 'Request', to: '' };
 }
 
-function changesSection(r, mainAddress) {
-  const changes = P.balanceChanges(r.simulation, mainAddress);
+function changesSection(r, ctx) {
+  const changes = P.balanceChanges(r.simulation, ctx.mainAddress);
   if (!changes) return null;  // no simulation in the request: nothing is claimed
+  const rows = [...changes.rows, ...defi.otherChanges(r, ctx)];
   return el('section', { class: 'changes', 'aria-label': 'Balance changes, what the node says' },
     el('h3', {}, 'Your balances change ', el('span', { class: 'source' }, '(what the node says)')),
-    changes.rows.length
-      ? el('ul', { class: 'change-rows' }, changes.rows.map((c) => el('li', { class: c.delta < 0n ? 'out' : 'in' }, c.text)))
+    rows.length
+      ? el('ul', { class: 'change-rows' }, rows.map((c) => el('li', { class: c.delta < 0n ? 'out' : 'in' }, c.text)))
       : el('p', { class: 'note' }, 'No change to your balances.'));
 }
 
@@ -125,8 +137,8 @@ export function renderCard(r, ctx) {
   return el('article', { class: 'card', 'data-request': r.request_id, 'aria-label': 'Approval request' },
     j ? el('p', { class: 'journaled' }, `You signed this already (tx ${visible(j.tx_hash).slice(0, 10)}…, nonce ${j.nonce}); `
       + 'approving again sends that same signed transaction, never a second payment.') : null,
-    ...(r.kind === 'policy' && r.policy ? policyHead(r) : sentences(r)),
-    changesSection(r, ctx.mainAddress),
+    ...(r.kind === 'policy' && r.policy ? policyHead(r) : sentences(r, ctx)),
+    changesSection(r, ctx),
     feeLine(r),
     el('h3', {}, 'Why it needs you'),
     el('ul', { class: 'reasons' }, (r.kind === 'policy' ? [P.shortIn(r.escalation && r.escalation.reason)] : rules.words)

@@ -134,6 +134,20 @@ const GRANT_TYPES = dumps({
 
 const same = (a, b) => typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
 
+// A swap lane's first AllowedCalldata range (signer/wire/swap_template.py): from calldata byte 4 the
+// layout of multicall([exactInputSingle, refundETH]), the function, then tokenIn, tokenOut, fee and,
+// last, the recipient of the swap's output. The page reads that recipient itself: whatever the words say,
+// a swap lane that would pay anyone but this phone's account is not signed.
+const hexWord = (n) => n.toString(16).padStart(64, '0');
+const SWAP_PIN_PREFIX = '0x' + [4, 0x20, 2, 0x40, 0x180, 0x104].map(hexWord).join('') + '414bf389';
+const SWAP_PIN_LENGTH = 2 + 2 * (32 + 292);
+
+export function swapLanePayees(delegation) {
+  return (delegation.caveats || [])
+    .filter((c) => typeof c.terms === 'string' && c.terms.length === SWAP_PIN_LENGTH && c.terms.toLowerCase().startsWith(SWAP_PIN_PREFIX))
+    .map((c) => '0x' + c.terms.slice(-40).toLowerCase());
+}
+
 // Throws unless the signer signed this offer and every document is exactly the delegation it names,
 // from `account`, for the offer's chain and manager. Returns {digests, hash}.
 export function checkOffer(offer, signerKey, account) {
@@ -156,9 +170,13 @@ export function checkOffer(offer, signerKey, account) {
       && Array.isArray(m.caveats) && Array.isArray(d.caveats) && m.caveats.length === d.caveats.length
       && m.caveats.every((c, j) => same(c.enforcer, d.caveats[j].enforcer) && c.terms === d.caveats[j].terms);
     if (!ok) throw new Error('a document in the offer is not the delegation it names: nothing was signed');
+    for (const payee of swapLanePayees(d)) {
+      if (!same(payee, account)) throw new Error(`the grant's swap lane would pay its tokens to ${payee}, not your account ${account}: nothing was signed`);
+    }
     return typedDataDigest(doc);
   });
-  return { digests, hash };
+  const swapLanes = delegations.filter((d) => swapLanePayees(d).length).length;
+  return { digests, hash, swapLanes };
 }
 
 // The device's request for an offer, and its answer (signer/wire/messages.py grant_ask_body / grant_answer_body).
@@ -271,6 +289,7 @@ export function section(ui) {
     offerBox.replaceChildren(
       el('h3', {}, `Grant to session key ${visible(offer.delegate)} (${visible(offer.key_id)}) from ${v.address} on chain ${visible(String(offer.chain_id))}`),
       el('ul', { class: 'grant-words' }, offer.words.map((w) => el('li', {}, visible(w)))),
+      ...(checked.swapLanes ? [el('p', { class: 'note' }, `Checked on this phone: the swap lane pays the tokens it buys only to this account (${v.address}).`)] : []),
       el('p', { class: 'note' }, 'Only that key may use it. Periods are fixed on chain: around a period\'s end up to twice the period amount can go out. '
         + 'Revoke every grant below ends it on chain, even without the signer.'),
       el('button', { id: 'g3-sign', class: 'primary', onclick: async () => {

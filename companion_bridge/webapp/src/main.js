@@ -10,6 +10,9 @@ import * as P from './present.js';
 import { renderCard, showCardError, summary } from './card.js';
 import { el, text, visible, labelled } from './dom.js';
 import * as grants from './grants.js';
+import * as policyEdit from './policy_edit.js';
+import * as home from './home.js';
+import * as tier3freeze from './tier3freeze.js';
 import { Num, int, nowTs, dumps, parse } from './canon.js';
 
 const app = { device: null, session: null, token: null, state: {}, requests: new Map(), forged: [], devices: null,
@@ -75,6 +78,7 @@ async function render() {
   if (!v) return renderSetup(pending);
   if (!v.backed_up) return renderBackup(v);
   if (!app.device || !app.device.device_id) return renderPair(v, pending);
+  if (policyEdit.isOpen()) return screen(...policyEdit.screen(policyUi(), v));
   return renderHome(v);
 }
 
@@ -196,15 +200,17 @@ function renderHome(v) {
   children.push(el('h1', {}, open.length ? `${open.length} waiting for you` : 'Nothing to approve'));
   for (const r of open) children.push(card(r, v));
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
-  children.push(outstandingSection());
+  children.push(home.section(app.home, app.homeLive, refreshHome));
+  const outstanding = outstandingSection();
+  if (outstanding) children.push(outstanding);
   children.push(controls());
+  children.push(policyEdit.section(policyUi()));
   children.push(grants.section({ el, app, v, visible, vault, store, showError, render }));
   children.push(tier3Section(v));
   children.push(activitySection());
   children.push(el('section', { id: 'this-device' }, el('h2', {}, 'This device'),
     el('p', {}, `${app.device.name} (${app.device.device_id}); key protected by ${v.kind === 'passkey' ? 'a passkey' : 'a passphrase'}`),
-    el('p', {}, 'Main account ', el('code', { class: 'address' }, P.groupedAddress(v.address))),
-    el('p', { class: 'note', id: 'balances-note' }, 'Balances are not shown here yet: your signer does not send them to the phone.')));
+    el('p', {}, 'Main account ', el('code', { class: 'address' }, P.groupedAddress(v.address)))));
   children.push(devicesSection());
   screen(...children);
   tick();  // the countdowns, now rather than at the next second
@@ -235,18 +241,22 @@ function pendingFreezeBanner() {
 function card(r, v) {
   const journaled = approvedEntry(r.request_id);
   const canApprove = !!(app.device.signer_key && v.backed_up && (r.tx || r.kind === 'policy'));
-  return renderCard(r, { mainAddress: v.address, journaled, canApprove, needsPassphrase: v.kind === 'passphrase',
+  return renderCard(r, { mainAddress: v.address, ownAccounts: home.ownAccounts(app.home), journaled, canApprove, needsPassphrase: v.kind === 'passphrase',
     onAnswer: (action, passphrase) => answer(r, action, passphrase) });
 }
 
+// Approvals this phone signed that are not yet on chain (the bridge failed or went quiet after the
+// signature): shown only when there is one, since an empty heading under "1 waiting for you" reads
+// as a contradiction.
 function outstandingSection() {
   const entries = (app.journal || []).filter((e) => !journal.isSettled(e));
-  return el('section', { id: 'outstanding' }, el('h2', {}, entries.length ? `Outstanding approvals (${entries.length})` : 'No outstanding approvals'),
-    entries.length ? el('p', { class: 'note' }, 'Whoever holds one of these signed transactions can send it until its nonce is used. Nothing to do if you still want the payment; to void one, send any transaction from the main account with that nonce.') : null,
+  if (!entries.length) return null;
+  return el('section', { id: 'outstanding' }, el('h2', {}, `Signed, not yet on chain (${entries.length})`),
+    el('p', { class: 'note' }, 'You signed these, but the bridge did not confirm they were sent. Whoever holds one can send it until its nonce is used: nothing to do if you still want the payment; to void one, send any transaction from your main account with that nonce.'),
     ...entries.map((e) => el('div', { class: 'outstanding-entry' },
       el('strong', {}, `${formatWei(BigInt(e.value))} ETH to ${P.shortAddress(e.to)}`), el('br'),
-      `nonce ${e.nonce} on chain ${e.chain_id}, tx ${e.tx_hash}`, el('br'),
-      el('span', { class: 'note' }, `bridge said: ${visible(e.reply).slice(0, 200)}`))));
+      `nonce ${e.nonce} on ${P.chainName({ chain_id: e.chain_id })}, transaction ${text(e.tx_hash).slice(0, 10)}…${text(e.tx_hash).slice(-4)}`, el('br'),
+      el('span', { class: 'note' }, `The bridge said: ${visible(e.reply).slice(0, 200)}`))));
 }
 
 function controls() {
@@ -297,6 +307,7 @@ function tier3Section(v) {
         app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain `
           + `(revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
         app.tier3.last += await grants.markEnded(app, store, settings, v.address, done);
+        await home.markTier3Ended(app, store, settings.chain_id, `revoked from this phone, revocation nonce ${done.before} → ${done.after}`);
       } catch (e) {
         app.tier3.last = `Not revoked: ${e.message || e}`;
         showError(app.tier3.last);
@@ -305,12 +316,13 @@ function tier3Section(v) {
       await store.put('kv', 'tier3', app.tier3);
       await render();
     } }, 'Revoke every grant on chain'),
-    result);
+    result,
+    tier3freeze.control({ el, app, v, vault, store, showError, render, recordOutcome, markEnded: grants.markEnded }));
 }
 
 const ACTION_WORDS = { approve: 'Approved', deny: 'Denied', freeze: 'Denied and froze', topup: 'Top-up requested',
   notifications: 'Notifications', 'freeze-all': 'Froze signing', unfreeze: 'Unfroze signing', 'freeze-queued': 'Freeze queued (offline)',
-  'freeze-cancelled': 'Queued freeze cancelled', revoke: 'Done' };
+  'freeze-cancelled': 'Queued freeze cancelled', revoke: 'Done', policy: 'Applied', 'tier3-freeze': 'Tier 3 frozen' };
 
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -320,7 +332,7 @@ function activitySection() {
       const failed = o.status === 'refused';
       const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : 'answer'} refused` : (ACTION_WORDS[o.action] || o.action);
       const link = o.tx_hash ? P.explorerTx(o.chain_id, o.tx_hash) : null;
-      const tone = failed ? ' refused' : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? ' done' : /freeze/.test(o.action) ? ' frozen' : '';
+      const tone = failed ? ' refused' : /^(approve|unfreeze|topup|notifications|policy)$/.test(o.action) ? ' done' : /freeze/.test(o.action) ? ' frozen' : '';
       return el('li', { class: 'activity-row' + tone, 'data-request': o.request_id || null },
         el('span', { class: 'what' }, o.what ? `${o.what}${o.to ? ' to ' + o.to : ''}` : verb),
         el('span', { class: 'status' }, o.what ? verb : ''),
@@ -395,6 +407,9 @@ async function refreshDevices(rev, always) {
   await render();
 }
 
+// What the limits and address-book screen (policy_edit.js) may use of the app.
+const policyUi = () => ({ app, vault, showError, render, recordOutcome });
+
 // The countdowns; a card whose request expired says so in its own action bar and cannot be approved.
 function tick() {
   const now = Date.now() / 1000;
@@ -420,6 +435,13 @@ async function loadJournal() {
   app.tier3 = (await store.get('kv', 'tier3')) || null;
   app.pendingFreeze = (await store.get('kv', 'pending_freeze')) || null;
   app.tier3Grants = (await store.get('kv', 'tier3_grants')) || [];
+  await home.load(app, store);
+}
+
+// The balances and spending on the home screen (home.js): read again on connect and after each act.
+function refreshHome() {
+  return home.refresh(app, store).then((read) => (read ? render() : null))
+    .catch((e) => console.error(`home: ${e.message || e}`));
 }
 
 const saveJournal = () => store.put('kv', 'journal', app.journal);
@@ -532,6 +554,7 @@ async function answer(request, action, passphrase) {
     app.requests.delete(request.request_id);
     saveRequests();
     if (txHash) settle(await app.session.call('approvals.state')).catch(() => {});
+    refreshHome();
   } catch (e) {
     refusal = `${action === 'approve' ? 'Approve' : action === 'deny' ? 'Deny' : 'Deny and freeze'} refused: ${e.message || e}`;
     console.error(e.stack || String(e));  // where, never what: errors carry no key material
@@ -568,6 +591,7 @@ async function freeze(action) {
     const signature = proto.deviceSign(seed, proto.signedMessage(proto.DOMAINS.freeze, body));
     app.state = await app.session.call('approvals.freeze', { ...body, signature });
     await recordOutcome({ action: action === 'freeze' ? 'freeze-all' : 'unfreeze' });
+    refreshHome();
     if (action === 'freeze') {
       app.result = { kind: 'frozen', title: 'Frozen', lines: ['No session key signs anything now. Session keys stay revoked after Unfreeze.'], fresh: true };
     }
@@ -616,7 +640,8 @@ async function topup(keyId, amount) {
     if (wei !== null) params.amount = wei.toString();
     const result = await app.session.call('approvals.topup', params);
     for (const id of ['topup-key', 'topup-amount']) { const f = document.getElementById(id); if (f) f.value = ''; }
-    await recordOutcome({ request_id: text(result.request_id) || null, action: 'topup', what: `Top up ${amount || 'to its cap'}${amount ? ' ETH' : ''}`, to: keyId });
+    refreshHome();
+    await recordOutcome({ request_id: text(result.request_id) || null, action: 'topup', what: `Top up ${amount || 'to its cap'}${amount ? ' ETH' : ''}`, to: home.sessionKeyWords(app.home, keyId) });
   } catch (e) { showError(`top-up refused: ${e.message}`); } finally { seed.fill(0); }
   await render();
 }
@@ -712,6 +737,7 @@ async function connect() {
     if (app.error.startsWith('cannot reach the bridge')) showError('');  // no stale failure beside "connected"
     sendPendingFreeze().catch((e) => console.error(`queued freeze: ${e.message}`));
     settle(await session.call('approvals.state')).then(render).catch(() => {});
+    refreshHome();
   } catch (e) {
     app.status = 'offline';
     const why = /failed to fetch|networkerror|load failed/i.test(e.message || '') ? 'no network' : e.message;

@@ -11,7 +11,7 @@ export const DOMAINS = {
   topup: 'owliabot-topup-v1', revoke: 'owliabot-revoke-v1', auth: 'owliabot-bridge-auth-v1', request: 'owliabot-request-v1', nonce: 'owliabot-nonce-v1',
 };
 
-// signer.devices.signed_message: domain, newline, canonical JSON (ASCII-escaped).
+// signer.wire.messages.signed_message: domain, newline, canonical JSON (ASCII-escaped).
 export function signedMessage(domain, body) {
   return utf8ToBytes(domain + '\n' + dumps(body, true));
 }

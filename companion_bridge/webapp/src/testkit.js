@@ -7,6 +7,8 @@ import * as journal from './journal.js';
 import * as present from './present.js';
 import { renderCard } from './card.js';
 import * as grants from './grants.js';
+import * as policyEdit from './policy_edit.js';
+import { roundUnits } from './home.js';
 
 globalThis.owliaTestkit = {
   signEip1559(tx, secretHex) {
@@ -65,4 +67,18 @@ globalThis.owliaTestkit = {
   parseMany: (texts, decimals) => texts.map((t) => { try { return present.parseUnits(t, decimals).toString(); } catch { return null; } }),
   formatMany: (pairs) => pairs.map(([amount, decimals]) => present.formatUnits(BigInt(amount), decimals)),
   feeText: (wei) => present.feeText(BigInt(wei), 'ETH'),
+  // The limits screen's edits and its tighter/looser reading of typed changes (policy_edit.js).
+  policyDiff(policyText, draft, added, removed) {
+    try {
+      const r = policyEdit.diff(canon.parse(policyText), draft, added.map((a) => ({ ...a, chain: new canon.Num(String(a.chain)) })), new Set(removed));
+      return { edits: JSON.parse(canon.dumps(r.edits, false)), lines: r.lines.map((l) => l.words), loosens: r.loosens };
+    } catch (e) { return { error: e.message }; }
+  },
+  // What the device key and the main key sign for an edit: the bytes, and the EIP-191 signature.
+  policyEditSigned(deviceId, baseHash, editsText, ts, secretHex) {
+    const m = policyEdit.editMessage(deviceId, baseHash, canon.parse(editsText), ts);
+    return { message: new TextDecoder().decode(m), main: policyEdit.personalSign(m, eth.hexToBytes(secretHex)) };
+  },
+  // [amount, decimals, 'up' | 'down'] -> the shortened amount the home screen and swap card show
+  roundMany: (items) => items.map(([amount, decimals, direction]) => roundUnits(BigInt(amount), decimals, direction)),
 };

@@ -253,8 +253,8 @@ async function asyncLoop(iters, tick2, cb, onReject) {
   let ts = Date.now();
   for (let i = 0; i < iters; i++) {
     cb(i);
-    const diff = Date.now() - ts;
-    if (diff >= 0 && diff < tick2)
+    const diff2 = Date.now() - ts;
+    if (diff2 >= 0 && diff2 < tick2)
       continue;
     await nextTick(onReject);
     ts = Date.now();
@@ -977,7 +977,7 @@ function createHmacDrbg(hashLen, qByteLen, hmacFn) {
   let v = u8n(hashLen);
   let k = u8n(hashLen);
   let i = 0;
-  const reset = () => {
+  const reset2 = () => {
     v.fill(1);
     k.fill(0);
     i = 0;
@@ -1005,12 +1005,12 @@ function createHmacDrbg(hashLen, qByteLen, hmacFn) {
     return concatBytes2(...out);
   };
   const genUntil = (seed, pred) => {
-    reset();
+    reset2();
     reseed(seed);
     let res = void 0;
     while ((res = pred(gen())) === void 0)
       reseed();
-    reset();
+    reset2();
     return res;
   };
   return genUntil;
@@ -1275,19 +1275,19 @@ var FIELD_FIELDS = [
   "mulN",
   "sqrN"
 ];
-function validateField(field) {
-  aobject2(field, "field");
-  if (typeof field.ORDER !== "bigint")
-    throw new TypeError('param "ORDER" is invalid: expected bigint, got ' + typeof field.ORDER);
-  asafenumber(field.BYTES, "BYTES");
-  asafenumber(field.BITS, "BITS");
+function validateField(field2) {
+  aobject2(field2, "field");
+  if (typeof field2.ORDER !== "bigint")
+    throw new TypeError('param "ORDER" is invalid: expected bigint, got ' + typeof field2.ORDER);
+  asafenumber(field2.BYTES, "BYTES");
+  asafenumber(field2.BITS, "BITS");
   for (const name of FIELD_FIELDS)
-    afunction(field[name], "field." + name);
-  if (field.BYTES < 1 || field.BITS < 1)
+    afunction(field2[name], "field." + name);
+  if (field2.BYTES < 1 || field2.BITS < 1)
     throw new Error("invalid field: expected BYTES/BITS > 0");
-  if (field.ORDER <= _1n2)
-    throw new Error("invalid field: expected ORDER > 1, got " + field.ORDER);
-  return field;
+  if (field2.ORDER <= _1n2)
+    throw new Error("invalid field: expected ORDER > 1, got " + field2.ORDER);
+  return field2;
 }
 function FpInvertBatch(Fp2, nums, passZero = false) {
   validateField(Fp2);
@@ -1556,11 +1556,11 @@ function validateMSMPoints(points, c) {
       throw new Error("invalid point at index " + i);
   });
 }
-function validateMSMScalars(scalars, field, maxScalar) {
+function validateMSMScalars(scalars, field2, maxScalar) {
   if (!Array.isArray(scalars))
     throw new Error("array of scalars expected");
   scalars.forEach((s, i) => {
-    const ok = maxScalar === void 0 ? field.isValid(s) : isPosBig(s) && s < maxScalar;
+    const ok = maxScalar === void 0 ? field2.isValid(s) : isPosBig(s) && s < maxScalar;
     if (!ok)
       throw new Error("invalid scalar at index " + i);
   });
@@ -1847,12 +1847,12 @@ function mulAddUnsafe(c, points, scalars, allowOversized = false) {
   const digits = scalars.map((n) => wnafDigits(n, 4));
   return wnafWalk(c.ZERO, tables, digits);
 }
-function createField(order, field, isLE2) {
-  if (field) {
-    if (field.ORDER !== order)
+function createField(order, field2, isLE2) {
+  if (field2) {
+    if (field2.ORDER !== order)
       throw new Error("Field.ORDER must match order: Fp == p, Fn == n");
-    validateField(field);
-    return field;
+    validateField(field2);
+    return field2;
   } else {
     return Field(order, { isLE: isLE2 });
   }
@@ -7730,15 +7730,317 @@ function labelled(labelText, input, hint) {
   return el("div", { class: "field" }, el("label", { for: input.id }, labelText), input, hintNode);
 }
 
-// src/card.js
-function party(p) {
-  const who = p && typeof p === "object" ? p : {};
+// src/home.js
+function roundUnits(base, decimals, direction = "down") {
+  const exact = formatUnits(base, decimals);
+  const frac = exact.split(".")[1] || "";
+  if (frac.length <= 6) return exact;
+  const magnitude = base < 0n ? -base : base;
+  const one = 10n ** BigInt(decimals);
+  const leadingZeros = magnitude >= one ? 0 : frac.length - frac.replace(/^0+/, "").length;
+  const places = Math.min(decimals, magnitude >= one ? 4 : leadingZeros + 4);
+  const step = 10n ** BigInt(decimals - places);
+  let kept = magnitude / step * step;
+  if (direction === "up" && kept !== magnitude) kept += step;
+  return formatUnits(base < 0n ? -kept : kept, decimals);
+}
+function amountText(a, direction = "down") {
+  if (!a || typeof a !== "object") return "an unknown amount";
+  const base = bigOf(a.amount_base_units), decimals = Number(text2(a.decimals));
+  const listed = a.amount && a.symbol && base !== null && Number.isInteger(decimals) && decimals >= 0 && decimals <= 77;
+  const units = listed ? `${roundUnits(base, decimals, direction)} ${visible(a.symbol)}` : a.amount ? visible(a.amount) : `${text2(a.amount_base_units)} base units of an unlisted token`;
+  const usd = base !== null && Number.isInteger(decimals) ? dollars(base, decimals, a.price_usd) : null;
+  return usd ? `${units} \u2248 ${usd}` : units;
+}
+function windowWords(seconds, label) {
+  const s = Number(text2(seconds));
+  if (s === 86400) return "today (the last 24 hours)";
+  if (s === 7 * 86400) return "this week (the last 7 days)";
+  if (s === 3600) return "this hour (the last 60 minutes)";
+  if (s % 86400 === 0) return `in the last ${s / 86400} days`;
+  if (s % 3600 === 0) return `in the last ${s / 3600} hours`;
+  return `in the window ${visible(label)}`;
+}
+var who = (line) => line.name ? visible(line.name) : shortAddress(line.address);
+var tokenLine = (line) => line.asset && line.asset.token !== "native";
+function balanceRows(home) {
+  const rows = [];
+  for (const b of Array.isArray(home.balances) ? home.balances : []) {
+    if (!b || typeof b !== "object") continue;
+    const on = ` on ${visible(b.chain)}`;
+    if (b.error) {
+      rows.push(el("li", { class: "balance error" }, `${b.holder === "main" ? "Main account" : `Session key ${who(b)}`}${on}: ${visible(b.error)}`));
+      continue;
+    }
+    if (b.holder === "main" && tokenLine(b) && bigOf(b.asset.amount_base_units) === 0n) continue;
+    if (b.holder === "main") {
+      rows.push(el(
+        "li",
+        { class: "balance main", "data-chain": text2(b.chain_id) },
+        el("span", { class: "label" }, `Main account${b.name ? ` (${visible(b.name)})` : ""}${on}`),
+        " ",
+        el("strong", {}, amountText(b.asset))
+      ));
+    } else {
+      rows.push(el(
+        "li",
+        { class: "balance session-key", "data-key": visible(b.key_id) },
+        el("span", { class: "label" }, `Session key ${who(b)}${on}`),
+        " ",
+        el("strong", {}, amountText(b.asset)),
+        ` of its ${amountText(b.cap)} cap `,
+        el("button", { class: "topup-this", "aria-label": `Top up session key ${shortAddress(b.address)}`, onclick: () => {
+          const key = document.getElementById("topup-key"), amount = document.getElementById("topup-amount");
+          if (key) key.value = text2(b.key_id);
+          if (amount) {
+            amount.focus();
+            amount.scrollIntoView({ block: "center" });
+          }
+        } }, "Top up")
+      ));
+    }
+  }
+  return rows;
+}
+function tier3Rows(home) {
+  const rows = [];
+  for (const g of Array.isArray(home.tier3) ? home.tier3 : []) {
+    if (!g || typeof g !== "object") continue;
+    if (g.error) {
+      rows.push(el("li", { class: "tier3-left error" }, `Tier 3: ${visible(g.error)}`));
+      continue;
+    }
+    if (g.ended_on_chain) {
+      rows.push(el("li", { class: "tier3-left ended" }, `Tier 3 on ${visible(g.chain)}: ended on chain (${visible(g.ended_on_chain)})`));
+      continue;
+    }
+    for (const lane of Array.isArray(g.lanes) ? g.lanes : []) {
+      if (!lane || typeof lane !== "object") continue;
+      const until = bigOf(lane.period_ends_at);
+      const left = lane.error ? `could not read what is left: ${visible(lane.error)}` : lane.disabled ? "disabled on chain" : lane.left_in_period ? `still allows ${amountText(lane.left_in_period)} this period` + (until !== null ? ` (until ${new Date(Number(until) * 1e3).toLocaleString()})` : "") : lane.calls_left !== null && lane.calls_left !== void 0 ? `${text2(lane.calls_left)} calls left` : "nothing left to read";
+      rows.push(el(
+        "li",
+        { class: "tier3-left" },
+        el("span", { class: "label" }, `Tier 3 on ${visible(g.chain)}: `),
+        left,
+        lane.words ? el("span", { class: "note" }, ` (${visible(lane.words)})`) : null
+      ));
+    }
+  }
+  return rows;
+}
+function spentRows(home) {
+  const rows = [];
+  for (const s of Array.isArray(home.spent) ? home.spent : []) {
+    if (!s || typeof s !== "object") continue;
+    rows.push(el(
+      "li",
+      { class: "spent", "data-window": visible(s.window) },
+      el("span", { class: "label" }, `Spent ${windowWords(s.seconds, s.window)}${s.chain ? ` on ${visible(s.chain)}` : ""}:`),
+      " ",
+      el("strong", {}, amountText(s.spent)),
+      ` of ${amountText(s.limit)}`
+    ));
+  }
+  for (const s of Array.isArray(home.spent_usd) ? home.spent_usd : []) {
+    if (!s || typeof s !== "object") continue;
+    rows.push(el(
+      "li",
+      { class: "spent usd", "data-window": visible(s.window) },
+      el("span", { class: "label" }, `Spent in dollars ${windowWords(s.seconds, s.window)}:`),
+      " ",
+      el("strong", {}, `$${visible(s.spent_usd)}`),
+      ` of $${visible(s.limit_usd)}`
+    ));
+  }
+  return rows;
+}
+function section(home, live, onRefresh) {
+  if (!home) {
+    return el(
+      "section",
+      { id: "home-money", "aria-labelledby": "home-money-title" },
+      el("h2", { id: "home-money-title" }, "Balances"),
+      el("p", { class: "note", id: "balances-note" }, "Balances show once this phone reaches your signer.")
+    );
+  }
+  const at = Number(text2(home.ts));
+  const balances = [...balanceRows(home), ...tier3Rows(home)];
+  const spent = spentRows(home);
+  return el(
+    "section",
+    { id: "home-money", "aria-labelledby": "home-money-title" },
+    el("h2", { id: "home-money-title" }, "Balances"),
+    el("ul", { class: "balances" }, balances.length ? balances : [el("li", {}, "No account to show yet.")]),
+    el("h3", {}, "What the agent spent"),
+    spent.length ? el("ul", { class: "spent-list" }, spent) : el("p", { class: "note" }, "Your policy sets no spending window."),
+    el("p", { class: "note", id: "balances-note" }, `${live ? "Read by your signer" : "Last read by your signer"} at ${Number.isFinite(at) ? new Date(at * 1e3).toLocaleString() : "an unknown time"}; balances from the chain, spending from its ledger.`),
+    onRefresh ? el("button", { id: "refresh-home", onclick: onRefresh }, "Read the balances again") : null
+  );
+}
+async function refresh(app2, store) {
+  if (!app2.session || app2.status !== "connected") return false;
+  const home = await app2.session.call("approvals.home");
+  if (!home || typeof home !== "object") return false;
+  app2.home = home;
+  app2.homeLive = true;
+  await store.put("kv", "home", dumps(home, false));
+  return true;
+}
+async function load2(app2, store) {
+  const saved = await store.get("kv", "home");
+  try {
+    app2.home = typeof saved === "string" ? parse(saved) : null;
+  } catch {
+    app2.home = null;
+  }
+  app2.homeLive = false;
+}
+function ownAccounts(home) {
+  const out = /* @__PURE__ */ new Map();
+  for (const b of home && Array.isArray(home.balances) ? home.balances : []) {
+    if (b && b.holder === "session_key" && b.address) out.set(text2(b.address).toLowerCase(), "your session key");
+  }
+  return out;
+}
+async function markTier3Ended(app2, store, chainId, words) {
+  if (!app2.home || !Array.isArray(app2.home.tier3)) return;
+  for (const g of app2.home.tier3) if (g && text2(g.chain_id) === String(chainId)) g.ended_on_chain = words;
+  await store.put("kv", "home", dumps(app2.home, false));
+}
+function sessionKeyWords(home, keyId) {
+  const line = (home && Array.isArray(home.balances) ? home.balances : []).find((b) => b && b.key_id && text2(b.key_id) === keyId);
+  return line ? `session key ${shortAddress(line.address)}` : "a session key";
+}
+
+// src/swapcard.js
+var DEFI = /* @__PURE__ */ new Set(["swap", "wrap", "unwrap", "claim", "payout"]);
+var lower = (a) => text2(a).toLowerCase();
+function venueName(name) {
+  const t = visible(name).trim();
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(t)) return t;
+  const words = t.split("-");
+  return [words[0].charAt(0).toUpperCase() + words[0].slice(1), ...words.slice(1)].join(" ");
+}
+function ownerLabel(address, ctx) {
+  const a = lower(address);
+  if (a && a === lower(ctx.mainAddress)) return "your main account";
+  const known = ctx.ownAccounts && ctx.ownAccounts.get(a);
+  return known || null;
+}
+function party(p, ctx) {
+  const who2 = p && typeof p === "object" ? p : {};
+  const mine = ownerLabel(who2.address, ctx);
   return el(
     "span",
     { class: "party" },
-    who.name ? el("span", { class: "name" }, visible(who.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
+    mine ? el("span", { class: "name" }, mine) : who2.name ? el("span", { class: "name" }, visible(who2.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
     " ",
-    el("span", { class: "short-address" }, shortAddress(who.address))
+    el("span", { class: "short-address" }, shortAddress(who2.address))
+  );
+}
+function explained(actions) {
+  const places = /* @__PURE__ */ new Set();
+  for (const a of actions) {
+    if (!a || typeof a !== "object") continue;
+    if (a.type === "swap" || a.type === "payout") places.add(lower(a.router && a.router.address));
+    if (a.type === "wrap" || a.type === "unwrap") places.add(lower(a.contract && a.contract.address));
+    if (a.type === "claim") places.add(lower(a.distributor && a.distributor.address));
+  }
+  places.delete("");
+  const hidden = /* @__PURE__ */ new Set();
+  if (!places.size) return hidden;
+  const swaps = actions.some((a) => a && a.type === "swap");
+  for (const a of actions) {
+    if (!a || typeof a !== "object") continue;
+    if (a.type === "call" && a.decoded && places.has(lower(a.target && a.target.address))) hidden.add(a);
+    if (a.type === "transfer" && a.token === "native" && places.has(lower(a.recipient && a.recipient.address))) hidden.add(a);
+    if (a.type === "payout" && swaps) hidden.add(a);
+  }
+  return hidden;
+}
+function slippageLine(a) {
+  const bps = Number(text2(a.max_slippage_bps));
+  const bound = Number.isFinite(bps) && text2(a.max_slippage_bps) !== "" ? ` (your policy allows at most ${bps / 100}% slippage)` : "";
+  return el("p", { class: "slippage" }, `If the price moves, the swap fails rather than pay out less${bound}.`);
+}
+function sentence(a, r, ctx) {
+  const on = ` on ${visible(chainName(r))}`;
+  if (a.type === "swap") {
+    const venue = a.venue ? venueName(a.venue) : null;
+    const recipient = a.recipient && lower(a.recipient.address) !== lower(a.router && a.router.address) ? a.recipient : null;
+    const where = venue ? ` on ${venue} (${visible(chainName(r))})` : null;
+    return [
+      el(
+        "p",
+        { class: "sentence swap" },
+        `Swap ${amountText(a.pays || a.token_in, "up")} for at least ${amountText(a.gets_at_least || a.token_out_min)}`,
+        where || [" through an unlisted router ", party(a.router, ctx), on],
+        recipient ? [", paid to ", party(recipient, ctx)] : ""
+      ),
+      slippageLine(a)
+    ];
+  }
+  if (a.type === "wrap" || a.type === "unwrap") {
+    const verb = a.type === "wrap" ? "Wrap" : "Unwrap";
+    const into = a.becomes && a.becomes.amount ? ` into ${visible(a.becomes.amount)}` : "";
+    const symbol = a.type === "wrap" ? a.becomes && a.becomes.symbol : a.symbol;
+    const contract = { ...a.contract || {}, name: a.contract && a.contract.name || (symbol ? `the ${visible(symbol)} contract` : null) };
+    return [el("p", { class: `sentence ${a.type}` }, `${verb} ${amountText(a, "up")}${into} at `, party(contract, ctx), on)];
+  }
+  if (a.type === "claim") {
+    return [el(
+      "p",
+      { class: "sentence claim" },
+      `Claim ${a.amount ? amountText(a) : `${visible(a.amount_base_units)} base units of a token this signer does not know`} from `,
+      party(a.distributor, ctx),
+      " for ",
+      party(a.account, ctx),
+      on
+    )];
+  }
+  if (a.type === "payout") {
+    return [el("p", { class: "sentence payout" }, "The router pays out what it holds to ", a.recipient ? party(a.recipient, ctx) : "the caller", on)];
+  }
+  return null;
+}
+function summary(a) {
+  if (a.type === "swap") return { what: `Swap ${amountText(a.pays || a.token_in, "up")} for ${amountText(a.gets_at_least || a.token_out_min)}`, to: a.venue ? venueName(a.venue) : shortAddress(a.router && a.router.address) };
+  if (a.type === "wrap" || a.type === "unwrap") return { what: `${a.type === "wrap" ? "Wrap" : "Unwrap"} ${visible(a.amount || "a token")}`, to: "" };
+  if (a.type === "claim") return { what: `Claim ${visible(a.amount || "a token")}`, to: "" };
+  return null;
+}
+function otherChanges(r, ctx) {
+  const simulation = r.simulation;
+  if (!simulation || !Array.isArray(simulation.changes)) return [];
+  const paid = /* @__PURE__ */ new Set();
+  for (const a of Array.isArray(r.actions) ? r.actions : []) {
+    if (a && a.type === "swap" && a.recipient) paid.add(lower(a.recipient.address));
+    if (a && a.type === "claim" && a.account) paid.add(lower(a.account.address));
+  }
+  const rows = [];
+  for (const c of simulation.changes) {
+    if (!c || typeof c !== "object" || lower(c.account) === lower(ctx.mainAddress)) continue;
+    if (!ownerLabel(c.account, ctx) && !paid.has(lower(c.account))) continue;
+    const delta = bigOf(c.delta), decimals = Number(text2(c.decimals));
+    if (delta === null || !Number.isInteger(decimals) || decimals < 0 || decimals > 36) continue;
+    const symbol = text2(c.symbol) || (c.asset === "native" ? "ETH" : shortAddress(c.asset));
+    const who2 = ownerLabel(c.account, ctx) || shortAddress(c.account);
+    const shown = roundUnits(delta < 0n ? -delta : delta, decimals, delta < 0n ? "up" : "down");
+    rows.push({ delta, text: `${delta < 0n ? "\u2212" : "+"}${shown} ${symbol} (${who2})` });
+  }
+  return rows;
+}
+
+// src/card.js
+function party2(p) {
+  const who2 = p && typeof p === "object" ? p : {};
+  return el(
+    "span",
+    { class: "party" },
+    who2.name ? el("span", { class: "name" }, visible(who2.name)) : el("span", { class: "new-address" }, "NEW ADDRESS"),
+    " ",
+    el("span", { class: "short-address" }, shortAddress(who2.address))
   );
 }
 function amountOf(a) {
@@ -7752,19 +8054,23 @@ function priced(a) {
   const usd = dollars(base, decimals, a.price_usd);
   return usd ? ` \u2248 ${usd}` : "";
 }
-function sentences(r) {
+function sentences(r, ctx = {}) {
   const on = ` on ${visible(chainName(r))}`;
   const out = [];
-  for (const a of Array.isArray(r.actions) ? r.actions : []) {
-    if (!a || typeof a !== "object") continue;
-    if (a.type === "transfer") {
-      out.push(el("p", { class: "sentence" }, `Send ${amountOf(a)}${priced(a)} to `, party(a.recipient), on));
+  const actions = Array.isArray(r.actions) ? r.actions : [];
+  const said = explained(actions);
+  for (const a of actions) {
+    if (!a || typeof a !== "object" || said.has(a)) continue;
+    if (DEFI.has(a.type)) {
+      out.push(...sentence(a, r, ctx) || []);
+    } else if (a.type === "transfer") {
+      out.push(el("p", { class: "sentence" }, `Send ${amountOf(a)}${priced(a)} to `, party2(a.recipient), on));
     } else if (a.type === "approval") {
       out.push(el(
         "p",
         { class: "sentence" },
         a.unlimited ? "Allow " : "Allow ",
-        party(a.spender),
+        party2(a.spender),
         a.unlimited ? el("span", {}, " to spend ", el("strong", { class: "warn" }, "ALL"), ` your ${visible(a.symbol || "tokens")}`) : ` to spend up to ${amountOf(a)}${priced(a)}`,
         on
       ));
@@ -7774,7 +8080,7 @@ function sentences(r) {
         "p",
         { class: "sentence" },
         "Call a contract at ",
-        party(a.target),
+        party2(a.target),
         value ? ` sending ${formatUnits(value, 18)} ${nativeSymbol(r)}` : "",
         on
       ));
@@ -7784,25 +8090,32 @@ function sentences(r) {
   }
   return out;
 }
-function summary(r) {
-  for (const a of Array.isArray(r.actions) ? r.actions : []) {
-    if (!a || typeof a !== "object") continue;
-    const who = (p) => p && p.name ? visible(p.name) : shortAddress(p && p.address);
-    if (a.type === "transfer") return { what: `Send ${a.amount ? visible(a.amount) : "a token"}`, to: who(a.recipient) };
-    if (a.type === "approval") return { what: a.unlimited ? "Unlimited approval" : `Approve ${a.amount ? visible(a.amount) : "a token"}`, to: who(a.spender) };
-    if (a.type === "call") return { what: "Contract call", to: who(a.target) };
+function summary2(r) {
+  const actions = Array.isArray(r.actions) ? r.actions : [];
+  for (const a of actions) {
+    const said = a && typeof a === "object" && DEFI.has(a.type) ? summary(a) : null;
+    if (said) return said;
+  }
+  const hidden = explained(actions);
+  for (const a of actions) {
+    if (!a || typeof a !== "object" || hidden.has(a)) continue;
+    const who2 = (p) => p && p.name ? visible(p.name) : shortAddress(p && p.address);
+    if (a.type === "transfer") return { what: `Send ${a.amount ? visible(a.amount) : "a token"}`, to: who2(a.recipient) };
+    if (a.type === "approval") return { what: a.unlimited ? "Unlimited approval" : `Approve ${a.amount ? visible(a.amount) : "a token"}`, to: who2(a.spender) };
+    if (a.type === "call") return { what: "Contract call", to: who2(a.target) };
   }
   if (r.kind === "policy") return { what: "Policy change", to: "" };
   return { what: visible(r.summary).slice(0, 60) || "Request", to: "" };
 }
-function changesSection(r, mainAddress) {
-  const changes = balanceChanges(r.simulation, mainAddress);
+function changesSection(r, ctx) {
+  const changes = balanceChanges(r.simulation, ctx.mainAddress);
   if (!changes) return null;
+  const rows = [...changes.rows, ...otherChanges(r, ctx)];
   return el(
     "section",
     { class: "changes", "aria-label": "Balance changes, what the node says" },
     el("h3", {}, "Your balances change ", el("span", { class: "source" }, "(what the node says)")),
-    changes.rows.length ? el("ul", { class: "change-rows" }, changes.rows.map((c) => el("li", { class: c.delta < 0n ? "out" : "in" }, c.text))) : el("p", { class: "note" }, "No change to your balances.")
+    rows.length ? el("ul", { class: "change-rows" }, rows.map((c) => el("li", { class: c.delta < 0n ? "out" : "in" }, c.text))) : el("p", { class: "note" }, "No change to your balances.")
   );
 }
 function feeLine(r) {
@@ -7868,8 +8181,8 @@ function renderCard(r, ctx) {
     "article",
     { class: "card", "data-request": r.request_id, "aria-label": "Approval request" },
     j ? el("p", { class: "journaled" }, `You signed this already (tx ${visible(j.tx_hash).slice(0, 10)}\u2026, nonce ${j.nonce}); approving again sends that same signed transaction, never a second payment.`) : null,
-    ...r.kind === "policy" && r.policy ? policyHead(r) : sentences(r),
-    changesSection(r, ctx.mainAddress),
+    ...r.kind === "policy" && r.policy ? policyHead(r) : sentences(r, ctx),
+    changesSection(r, ctx),
     feeLine(r),
     el("h3", {}, "Why it needs you"),
     el("ul", { class: "reasons" }, (r.kind === "policy" ? [shortIn(r.escalation && r.escalation.reason)] : rules.words).map((w) => el("li", {}, visible(w)))),
@@ -8019,6 +8332,12 @@ var GRANT_TYPES = dumps({
   Caveat: [{ name: "enforcer", type: "address" }, { name: "terms", type: "bytes" }]
 }, false);
 var same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
+var hexWord = (n) => n.toString(16).padStart(64, "0");
+var SWAP_PIN_PREFIX = "0x" + [4, 32, 2, 64, 384, 260].map(hexWord).join("") + "414bf389";
+var SWAP_PIN_LENGTH = 2 + 2 * (32 + 292);
+function swapLanePayees(delegation) {
+  return (delegation.caveats || []).filter((c) => typeof c.terms === "string" && c.terms.length === SWAP_PIN_LENGTH && c.terms.toLowerCase().startsWith(SWAP_PIN_PREFIX)).map((c) => "0x" + c.terms.slice(-40).toLowerCase());
+}
 function checkOffer(offer, signerKey, account) {
   if (!offer || typeof offer !== "object" || offer.kind !== "tier3.grant_offer") throw new Error("the bridge sent something that is not a grant offer");
   const hash = offerHash(offer);
@@ -8034,9 +8353,13 @@ function checkOffer(offer, signerKey, account) {
     const doc = docs[i], m = doc && doc.message;
     const ok = doc && doc.primaryType === "Delegation" && doc.types && dumps(doc.types, false) === GRANT_TYPES && doc.domain && doc.domain.name === "DelegationManager" && doc.domain.version === "1" && lexeme(doc.domain.chainId) === lexeme(offer.chain_id) && same(doc.domain.verifyingContract, offer.manager) && m && same(m.delegator, account) && same(d.delegator, account) && same(m.delegate, d.delegate) && same(m.delegate, offer.delegate) && m.authority === d.authority && lexeme(m.salt) === lexeme(d.salt) && Array.isArray(m.caveats) && Array.isArray(d.caveats) && m.caveats.length === d.caveats.length && m.caveats.every((c, j) => same(c.enforcer, d.caveats[j].enforcer) && c.terms === d.caveats[j].terms);
     if (!ok) throw new Error("a document in the offer is not the delegation it names: nothing was signed");
+    for (const payee of swapLanePayees(d)) {
+      if (!same(payee, account)) throw new Error(`the grant's swap lane would pay its tokens to ${payee}, not your account ${account}: nothing was signed`);
+    }
     return typedDataDigest(doc);
   });
-  return { digests, hash };
+  const swapLanes = delegations.filter((d) => swapLanePayees(d).length).length;
+  return { digests, hash, swapLanes };
 }
 function askParams(deviceId, seed, chainId, days, rotate) {
   const body = { device_id: deviceId, chain_id: chainId, days, rotate, ts: nowTs() };
@@ -8121,7 +8444,7 @@ async function signOffer(session, device, account, offer, signWith, record) {
     seed.fill(0);
   }
 }
-function section(ui) {
+function section2(ui) {
   const { el: el2, app: app2, v, visible: visible2 } = ui;
   const saved = app2.tier3 || {};
   const records = app2.tier3Grants || [];
@@ -8175,6 +8498,7 @@ function section(ui) {
     offerBox.replaceChildren(
       el2("h3", {}, `Grant to session key ${visible2(offer.delegate)} (${visible2(offer.key_id)}) from ${v.address} on chain ${visible2(String(offer.chain_id))}`),
       el2("ul", { class: "grant-words" }, offer.words.map((w) => el2("li", {}, visible2(w)))),
+      ...checked.swapLanes ? [el2("p", { class: "note" }, `Checked on this phone: the swap lane pays the tokens it buys only to this account (${v.address}).`)] : [],
       el2("p", { class: "note" }, "Only that key may use it. Periods are fixed on chain: around a period's end up to twice the period amount can go out. Revoke every grant below ends it on chain, even without the signer."),
       el2("button", { id: "g3-sign", class: "primary", onclick: async () => {
         ui.showError("");
@@ -8262,6 +8586,469 @@ async function markEnded(app2, store, settings, account, done) {
   return named.length ? ` Now dead: ${named.join(" | ")}.` : "";
 }
 
+// src/policy_edit.js
+var DOMAINS3 = { view: "owliabot-policy-view-v1", edit: "owliabot-policy-edit-v1" };
+var WINDOW_WORDS = { "1h": "Hourly", "24h": "Daily", "1d": "Daily", "7d": "Weekly", "30d": "30-day" };
+var PER_WINDOW = { "1h": "an hour", "24h": "a day", "1d": "a day", "7d": "a week", "30d": "in 30 days" };
+var ADDRESS3 = /^0x[0-9a-fA-F]{40}$/;
+var st = { open: false, view: null, loading: false, draft: {}, added: [], removed: /* @__PURE__ */ new Set(), review: null, outcome: null };
+var isOpen = () => st.open;
+function checkView(view, signerKey) {
+  if (!signerKey) throw new Error("this phone has no signer key from pairing: it cannot check the policy it is shown");
+  if (!view || typeof view.policy_hash !== "string" || !/^[0-9a-f]{64}$/.test(view.policy_hash) || !view.policy || typeof view.policy !== "object") {
+    throw new Error("the bridge sent a malformed policy");
+  }
+  if (!signedBy(signerKey, DOMAINS3.view, { policy_hash: view.policy_hash, policy: view.policy }, view.signer_sig)) {
+    throw new Error("this policy is not signed by your signer (the bridge may be compromised): nothing is shown");
+  }
+  return { hash: view.policy_hash, policy: view.policy };
+}
+var limitName = (label) => label === "per_tx" ? "Per-transaction limit" : `${WINDOW_WORDS[label] || `${label} window`} limit`;
+var chainWords = (policy, chain2) => {
+  const c = (policy.chains || []).find((x) => text2(x.id) === text2(chain2));
+  return c ? visible(c.name) : `chain ${text2(chain2)}`;
+};
+function amountWords(asset, amount) {
+  if (amount === null || amount === void 0) return "no limit";
+  const decimals = Number(text2(asset.decimals));
+  const base = parseUnits(text2(amount), decimals);
+  const usd = asset.price_usd === void 0 ? null : dollars(base, decimals, asset.price_usd);
+  return `${formatUnits(base, decimals)} ${visible(asset.symbol)}${usd ? ` \u2248 ${usd}` : ""}`;
+}
+var hasLimits = (asset) => asset.per_tx !== null && asset.per_tx !== void 0 || Object.keys(asset.windows || {}).length > 0;
+function limitLoosens(asset, was, now) {
+  const decimals = Number(text2(asset.decimals));
+  if (was === null || was === void 0) return !hasLimits(asset);
+  if (now === null) return true;
+  return parseUnits(text2(now), decimals) > parseUnits(text2(was), decimals);
+}
+function assetLines(asset) {
+  const parts = [`${amountWords(asset, asset.per_tx)} a transaction`];
+  for (const [label, amount] of Object.entries(asset.windows || {})) parts.push(`${amountWords(asset, amount)} ${PER_WINDOW[label] || `in any ${label}`}`);
+  return hasLimits(asset) ? parts : ["no limits: every spend of it asks you"];
+}
+var fieldId = (i, label) => `pe-${i}-${label.replace(/[^a-z0-9]/gi, "")}`;
+function diff(policy, draft, added, removed) {
+  const edits = [], lines = [];
+  (policy.assets || []).forEach((asset, i) => {
+    const labels = ["per_tx", ...Object.keys(asset.windows || {})];
+    for (const label of labels) {
+      const id = fieldId(i, label);
+      if (!(id in draft)) continue;
+      const was = label === "per_tx" ? asset.per_tx : asset.windows[label];
+      const typed = draft[id].trim();
+      let now = null;
+      if (typed !== "") {
+        try {
+          now = formatUnits(parseUnits(typed, Number(text2(asset.decimals))), Number(text2(asset.decimals)));
+        } catch (e) {
+          throw new Error(`${limitName(label)} for ${visible(asset.symbol)}: type an amount in ${visible(asset.symbol)}, like 0.01 (${e.message})`);
+        }
+      }
+      const wasText = was === null || was === void 0 ? null : formatUnits(parseUnits(text2(was), Number(text2(asset.decimals))), Number(text2(asset.decimals)));
+      if (now === wasText) continue;
+      const looser = limitLoosens(asset, was, now);
+      edits.push({ op: "limit", chain: asset.chain, asset: text2(asset.asset), limit: label, amount: now });
+      lines.push({ looser, words: `${limitName(label)} for ${visible(asset.symbol)}: ${amountWords(asset, was)} \u2192 ${amountWords(asset, now)}` });
+    }
+  });
+  const unknownAllowed = policy.recipients && policy.recipients.unknown === "allow";
+  (policy.address_book || []).forEach((entry, i) => {
+    const where = `${groupedAddress(entry.address)} on ${chainWords(policy, entry.chain)}`;
+    if (removed.has(i)) {
+      edits.push({ op: "book_remove", chain: entry.chain, address: text2(entry.address).toLowerCase() });
+      lines.push({ looser: unknownAllowed, words: `Remove ${visible(entry.name)} (${where}) from the address book` });
+      return;
+    }
+    const id = `pe-name-${i}`;
+    if (!(id in draft) || draft[id].trim() === text2(entry.name)) return;
+    const name = draft[id].trim();
+    if (!name) throw new Error(`type a name for ${groupedAddress(entry.address)}, or remove it`);
+    edits.push({ op: "book_rename", chain: entry.chain, address: text2(entry.address).toLowerCase(), name });
+    lines.push({ looser: true, words: `Rename ${visible(entry.name)} \u2192 ${visible(name)} (${where})` });
+  });
+  for (const a of added) {
+    edits.push({ op: "book_add", chain: a.chain, address: a.address.toLowerCase(), name: a.name });
+    lines.push({ looser: true, words: `Add ${visible(a.name)} (${groupedAddress(a.address)} on ${chainWords(policy, a.chain)}) to the address book: the agent may pay it within your limits` });
+  }
+  return { edits, lines, loosens: lines.some((l) => l.looser) };
+}
+function editMessage(deviceId, baseHash, edits, ts) {
+  return signedMessage(DOMAINS3.edit, { device_id: deviceId, base_hash: baseHash, edits, ts });
+}
+function personalSign(message, secret) {
+  const prefix = utf8ToBytes(`Ethereum Signed Message:
+${message.length}`);
+  const digest = keccak_256(concatBytes(prefix, message));
+  const sig = secp256k1.Signature.fromBytes(secp256k1.sign(digest, secret, { prehash: false, lowS: true, format: "recovered", extraEntropy: false }), "recovered");
+  const word2 = (n) => n.toString(16).padStart(64, "0");
+  return "0x" + word2(sig.r) + word2(sig.s) + (27 + sig.recovery).toString(16);
+}
+async function send(session, device, baseHash, edits, loosens, withMainKey) {
+  const ts = nowTs();
+  const message = editMessage(device.device_id, baseHash, edits, ts);
+  const seed = hexToBytes(device.seed);
+  let signature;
+  try {
+    signature = deviceSign(seed, message);
+  } finally {
+    seed.fill(0);
+  }
+  const params = { device_id: device.device_id, base_hash: baseHash, edits, ts, signature };
+  if (loosens) params.main_signature = await withMainKey((secret) => personalSign(message, secret));
+  return session.call("policy.edit", params);
+}
+async function load3(ui) {
+  const { app: app2 } = ui;
+  st.loading = true;
+  try {
+    if (!app2.session || app2.status !== "connected") throw new Error("could not reach the bridge: try again when the phone is connected, or edit the policy file on the signer's machine and run owlia signer reload");
+    st.view = checkView(await app2.session.call("policy.view"), app2.device.signer_key);
+  } catch (e) {
+    st.outcome = { ok: false, words: `Could not show your limits: ${e.message || e}` };
+  } finally {
+    st.loading = false;
+  }
+}
+function reset() {
+  st.draft = {};
+  st.added = [];
+  st.removed = /* @__PURE__ */ new Set();
+  st.review = null;
+}
+function section3(ui) {
+  return el(
+    "section",
+    { id: "policy" },
+    el("h2", {}, "Limits & address book"),
+    el("p", { class: "note" }, "What the agent may spend on its own, and the people it may pay. Tightening applies at once; loosening asks for your passkey."),
+    el(
+      "button",
+      { id: "policy-open", onclick: async () => {
+        st.open = true;
+        st.outcome = null;
+        reset();
+        await ui.render();
+        await load3(ui);
+        await ui.render();
+        window.scrollTo(0, 0);
+      } },
+      "Review limits and address book"
+    )
+  );
+}
+function typedInput(id, value, attrs, ui) {
+  const input = el("input", { id, autocomplete: "off", spellcheck: "false", ...attrs });
+  input.value = id in st.draft ? st.draft[id] : value;
+  input.addEventListener("input", () => {
+    st.draft[id] = input.value;
+    st.review = null;
+  });
+  return input;
+}
+function field(labelText, input, hint) {
+  const hintNode = hint ? el("span", { class: "hint", id: `${input.id}-hint` }, hint) : null;
+  if (hintNode) input.setAttribute("aria-describedby", hintNode.id);
+  return el("div", { class: "field" }, el("label", { for: input.id }, labelText), input, hintNode);
+}
+function assetBlock(policy, asset, i, ui) {
+  const symbol = visible(asset.symbol);
+  const labels = ["per_tx", ...Object.keys(asset.windows || {})];
+  return el(
+    "div",
+    { class: "policy-asset", "data-asset": `${text2(asset.chain)}:${text2(asset.asset)}` },
+    el("h3", {}, `${symbol} on ${chainWords(policy, asset.chain)}`),
+    el("p", { class: "policy-words" }, `Now: ${assetLines(asset).join("; ")}.`),
+    ...labels.map((label) => {
+      const was = label === "per_tx" ? asset.per_tx : asset.windows[label];
+      return field(
+        `${limitName(label)} (${symbol})`,
+        typedInput(fieldId(i, label), was === null || was === void 0 ? "" : text2(was), { inputmode: "decimal" }, ui),
+        `now ${amountWords(asset, was)}; leave empty for no limit`
+      );
+    })
+  );
+}
+function bookBlock(policy, ui) {
+  const book = policy.address_book || [];
+  const chains = policy.chains || [];
+  const newName = typedInput("pe-new-name", "", {}, ui);
+  const newAddress = typedInput("pe-new-address", "", { autocapitalize: "off", inputmode: "text" }, ui);
+  const chainPick = el("select", { id: "pe-new-chain" }, chains.map((c) => el("option", { value: text2(c.id) }, `${visible(c.name)} (${text2(c.id)})`)));
+  return el(
+    "div",
+    { id: "policy-book" },
+    el("h2", {}, `Address book (${book.length})`),
+    book.length ? null : el("p", { class: "note" }, "No one yet: every payment to a new address asks you."),
+    el("ul", { class: "book" }, book.map((entry, i) => {
+      const gone = st.removed.has(i);
+      return el(
+        "li",
+        { class: "book-entry" + (gone ? " removed" : ""), "data-address": checksum2(entry.address) },
+        el("strong", { class: "book-name" }, visible(entry.name)),
+        gone ? el("span", { class: "removed-mark" }, "TO BE REMOVED") : null,
+        el("br"),
+        el("code", { class: "address" }, groupedAddress(entry.address)),
+        el("span", { class: "note" }, ` on ${chainWords(policy, entry.chain)}`),
+        gone ? null : field(`Name for ${shortAddress(entry.address)}`, typedInput(`pe-name-${i}`, text2(entry.name), {}, ui)),
+        el("button", {
+          class: gone ? "book-keep" : "book-remove danger",
+          "aria-label": `${gone ? "Keep" : "Remove"} ${visible(entry.name)}`,
+          onclick: async () => {
+            if (gone) st.removed.delete(i);
+            else st.removed.add(i);
+            st.review = null;
+            await ui.render();
+          }
+        }, gone ? "Keep" : "Remove")
+      );
+    })),
+    st.added.length ? el("ul", { class: "book added" }, st.added.map((a, k) => el(
+      "li",
+      { class: "book-entry new" },
+      el("strong", {}, visible(a.name)),
+      el("span", { class: "new-mark" }, "NEW"),
+      el("br"),
+      el("code", { class: "address" }, groupedAddress(a.address)),
+      el("button", { class: "book-undo", "aria-label": `Do not add ${visible(a.name)}`, onclick: async () => {
+        st.added.splice(k, 1);
+        st.review = null;
+        await ui.render();
+      } }, "Do not add")
+    ))) : null,
+    el("h3", {}, "Add someone"),
+    field("Name", newName),
+    field("Address (0x\u2026)", newAddress, "checksummed or all lowercase"),
+    chains.length > 1 ? field("Chain", chainPick) : null,
+    el("button", { id: "pe-add", onclick: async () => {
+      ui.showError("");
+      const name = newName.value.trim(), address = newAddress.value.trim();
+      const chain2 = chains.length > 1 ? chains.find((c) => text2(c.id) === chainPick.value).id : chains[0].id;
+      try {
+        if (!name) throw new Error("type a name for the new address");
+        if (!ADDRESS3.test(address)) throw new Error("the address is 0x followed by 40 hex digits");
+        if (address !== address.toLowerCase() && checksum2(address) !== address) throw new Error("that address has a bad checksum (a typo?): check it, or type it all lowercase");
+        const lower2 = address.toLowerCase();
+        if (book.some((e) => text2(e.address).toLowerCase() === lower2 && text2(e.chain) === text2(chain2)) || st.added.some((a) => a.address.toLowerCase() === lower2 && text2(a.chain) === text2(chain2))) {
+          throw new Error("that address is already in the address book");
+        }
+        st.added.push({ chain: chain2, address: checksum2(lower2), name });
+        delete st.draft["pe-new-name"];
+        delete st.draft["pe-new-address"];
+        st.review = null;
+      } catch (e) {
+        ui.showError(e.message);
+      }
+      await ui.render();
+    } }, "Add to the list")
+  );
+}
+function reviewBlock(ui, v) {
+  const r = st.review;
+  const pass = el("input", { type: "password", id: "pe-pass", autocomplete: "current-password", hidden: v.kind !== "passphrase" });
+  return el(
+    "section",
+    { id: "policy-review", "aria-labelledby": "policy-review-title", tabindex: "-1" },
+    el("h2", { id: "policy-review-title" }, r.loosens ? "Your change, in words (it loosens your policy)" : "Your change, in words"),
+    el("ul", { class: "policy-diff" }, r.lines.map((l) => el(
+      "li",
+      { class: l.looser ? "looser" : "tighter" },
+      `${l.words} `,
+      el("span", { class: "tone" }, l.looser ? "(looser)" : "(tighter)")
+    ))),
+    el("p", { class: "note" }, r.loosens ? "Loosening lets the agent do more without asking you: your signer takes it only with your passkey." : "Only tighter: your signer applies it at once."),
+    v.kind === "passphrase" && r.loosens ? el("label", { for: "pe-pass" }, "Key passphrase") : null,
+    r.loosens ? pass : null,
+    el(
+      "button",
+      { id: "pe-apply", class: "primary", onclick: () => apply(ui, v, pass.value) },
+      r.loosens ? "Approve with passkey and apply" : "Apply now"
+    ),
+    el("button", { id: "pe-keep-editing", onclick: async () => {
+      st.review = null;
+      await ui.render();
+    } }, "Keep editing")
+  );
+}
+async function apply(ui, v, passphrase) {
+  const { app: app2 } = ui;
+  const r = st.review;
+  ui.showError("");
+  try {
+    if (!app2.session || app2.status !== "connected") throw new Error("could not reach the bridge: nothing was sent. Try again when the phone is connected");
+    const reply = await send(
+      app2.session,
+      app2.device,
+      st.view.hash,
+      r.edits,
+      r.loosens,
+      (fn) => ui.vault.withSecret(passphrase, async (secret) => fn(secret))
+    );
+    const judged = reply.loosened === true ? "Your signer judged it a loosening and took it with your passkey." : "Your signer judged it tighter and applied it at once.";
+    st.outcome = { ok: true, words: `Policy changed: ${r.lines.map((l) => l.words).join("; ")}. ${judged}` };
+    await ui.recordOutcome({ action: "policy", what: `Policy changed (${r.lines.length} change${r.lines.length === 1 ? "" : "s"})`, to: "" });
+    reset();
+    await load3(ui);
+  } catch (e) {
+    st.outcome = { ok: false, words: `Not changed: ${e.message || e}` };
+    await ui.recordOutcome({ action: "policy", status: "refused", detail: e.message || String(e) });
+    if (/in force is now|not in force yet/.test(e.message || "")) {
+      reset();
+      await load3(ui);
+    } else if (/loosens your policy/.test(e.message || "") && !r.loosens) st.review = { ...r, loosens: true };
+  }
+  await ui.render();
+  const box = document.getElementById("policy-outcome");
+  if (box) {
+    box.focus({ preventScroll: true });
+    box.scrollIntoView({ block: "start" });
+  }
+}
+function screen(ui, v) {
+  const back = el("button", { id: "policy-back", onclick: async () => {
+    st.open = false;
+    reset();
+    st.outcome = null;
+    await ui.render();
+  } }, "Back to home");
+  const out = [el("h1", {}, "Limits & address book"), back];
+  if (st.outcome) {
+    out.push(el(
+      "div",
+      { id: "policy-outcome", class: `result ${st.outcome.ok ? "" : "denied"}`, role: st.outcome.ok ? "status" : "alert", tabindex: "-1" },
+      el("p", {}, st.outcome.words)
+    ));
+  }
+  if (!st.view) {
+    out.push(el("p", { class: "note" }, st.loading ? "Asking your signer for the policy in force\u2026" : "No policy shown yet."));
+    return out;
+  }
+  const policy = st.view.policy;
+  out.push(el("p", { class: "note", id: "policy-source" }, `The policy in force on your signer (version ${st.view.hash.slice(0, 12)}), checked with your signer's key.`));
+  if (st.review) {
+    out.push(reviewBlock(ui, v));
+    return out;
+  }
+  out.push(el("h2", {}, "Limits"));
+  (policy.assets || []).forEach((asset, i) => out.push(assetBlock(policy, asset, i, ui)));
+  out.push(bookBlock(policy, ui));
+  out.push(el("button", { id: "pe-review", class: "primary", onclick: async () => {
+    ui.showError("");
+    try {
+      const r = diff(policy, st.draft, st.added, st.removed);
+      if (!r.edits.length) throw new Error("nothing changed yet: edit a limit or the address book first");
+      st.review = r;
+      st.outcome = null;
+    } catch (e) {
+      ui.showError(e.message);
+    }
+    await ui.render();
+    window.scrollTo(0, 0);
+  } }, "Review the change"));
+  return out;
+}
+
+// src/tier3freeze.js
+var ZERO_ADDRESS = "0x" + "00".repeat(20);
+var FREEZE_GAS = 150000n;
+var receiptOf = async (url, txHash) => {
+  for (let i = 0; i < 300; i++) {
+    const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
+    if (receipt) return receipt;
+    await new Promise((ok) => setTimeout(ok, 400));
+  }
+  return null;
+};
+async function freeze2(settings, account, signWith, step = () => {
+}) {
+  step("asking the node");
+  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
+  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
+  const before = await currentNonce(settings, account);
+  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
+  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
+  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
+  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
+  step("signing");
+  const signed = await signWith((secret) => signEip7702({
+    chain_id: chainId,
+    nonce,
+    max_priority_fee_per_gas: tip,
+    max_fee_per_gas: 2n * base + tip,
+    gas_limit: FREEZE_GAS,
+    to: settings.nonce_enforcer,
+    value: 0n,
+    data: incrementNonceCalldata(settings.manager),
+    implementation: ZERO_ADDRESS
+  }, secret));
+  step("broadcasting");
+  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
+  const receipt = await receiptOf(settings.rpc_url, txHash);
+  if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or freeze again`);
+  const after = await currentNonce(settings, account);
+  const code = String(await rpc(settings.rpc_url, "eth_getCode", [account, "latest"])).toLowerCase();
+  if (receipt.status !== "0x1" || after <= before || code !== "0x" && code !== "") {
+    throw new Error(`the freeze did not take effect on chain (tx ${txHash}): freeze again (or, on a computer with your main key: owlia wallet freeze)`);
+  }
+  return { before, after, tx_hash: txHash };
+}
+function resultLines(account, chainName2, done) {
+  return [
+    `Your main account ${shortAddress(account)} on ${chainName2} is a plain account again: no session key can spend from it through Tier 3.`,
+    `Every grant it gave is dead on chain for good (revocation nonce ${done.before} \u2192 ${done.after}); authorizing it again later revives none of them.`,
+    "Your funds did not move: they stay with your main key.",
+    "To use Tier 3 again: authorize the account, then grant again, in the Tier 3 section below."
+  ];
+}
+function control(ui) {
+  const { el: el2, app: app2, v } = ui;
+  const field2 = (id) => (document.getElementById(id) || {}).value;
+  return el2(
+    "div",
+    { class: "tier3-freeze" },
+    el2("p", { class: "note" }, "Freeze Tier 3 makes your main account a plain account again and ends every grant on chain for good, in one transaction from this phone to the node above. No bridge and no signer are needed. Your funds stay put."),
+    el2("button", { id: "t3-freeze", class: "danger", onclick: async () => {
+      ui.showError("");
+      let settings;
+      try {
+        settings = checkSettings({ rpc_url: field2("t3-rpc"), chain_id: field2("t3-chain"), manager: field2("t3-manager"), nonce_enforcer: field2("t3-nonce-enforcer") });
+      } catch (e) {
+        return ui.showError(e.message);
+      }
+      app2.tier3 = { ...app2.tier3 || {}, rpc_url: settings.rpc_url, chain_id: settings.chain_id.toString(), manager: settings.manager, nonce_enforcer: settings.nonce_enforcer };
+      await ui.store.put("kv", "tier3", app2.tier3);
+      const known = (app2.home && app2.home.balances || []).find((b) => b && text2(b.chain_id) === settings.chain_id.toString());
+      const chainName2 = known && known.chain ? visible(known.chain) : `chain ${settings.chain_id}`;
+      const pass = field2("t3-pass") || "";
+      const progress = document.getElementById("t3-result");
+      try {
+        const done = await freeze2(
+          settings,
+          v.address,
+          (fn) => ui.vault.withSecret(pass, async (secret) => fn(secret)),
+          (what) => {
+            if (progress) progress.textContent = `Freezing Tier 3: ${what}\u2026`;
+          }
+        );
+        await ui.markEnded(app2, ui.store, settings, v.address, done);
+        await markTier3Ended(app2, ui.store, settings.chain_id, `frozen from this phone, revocation nonce ${done.before} \u2192 ${done.after}`);
+        app2.tier3.last = `Tier 3 frozen on ${chainName2} (tx ${done.tx_hash}).`;
+        app2.result = { kind: "frozen", title: "Tier 3 frozen", lines: resultLines(v.address, chainName2, done), fresh: true };
+        await ui.recordOutcome({ action: "tier3-freeze", what: "Froze Tier 3", to: chainName2, chain_id: settings.chain_id.toString(), tx_hash: done.tx_hash });
+      } catch (e) {
+        const message = e.message || String(e);
+        app2.tier3.last = `Tier 3 not frozen: ${message}`;
+        app2.result = { kind: "denied", title: "Tier 3 not frozen", lines: [message, "Nothing changed on chain unless a transaction is named above."], fresh: true };
+        await ui.recordOutcome({ action: "tier3-freeze", status: "refused", detail: message });
+      }
+      const box = document.getElementById("t3-pass");
+      if (box) box.value = "";
+      await ui.store.put("kv", "tier3", app2.tier3);
+      await ui.render();
+    } }, "Freeze Tier 3")
+  );
+}
+
 // src/main.js
 var app = {
   device: null,
@@ -8296,7 +9083,7 @@ async function saveDevice(changes) {
   app.device = { ...app.device || {}, ...changes };
   await put("kv", "device", app.device);
 }
-function screen(...children) {
+function screen2(...children) {
   const main = $("#main");
   const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
   const typed = /* @__PURE__ */ new Map();
@@ -8324,6 +9111,7 @@ async function render() {
   if (!v) return renderSetup(pending);
   if (!v.backed_up) return renderBackup(v);
   if (!app.device || !app.device.device_id) return renderPair(v, pending);
+  if (isOpen()) return screen2(...screen(policyUi(), v));
   return renderHome(v);
 }
 function protectionChoice() {
@@ -8357,7 +9145,7 @@ function renderSetup(pending) {
     }
     await render();
   };
-  screen(
+  screen2(
     el("h1", {}, "Your main key"),
     pending ? el("p", { class: "note" }, "Pairing link received. Set up the main key first; it never leaves this device.") : null,
     protectionChoice(),
@@ -8393,7 +9181,7 @@ function renderBackup(v) {
   const again = el("input", { id: "backup-pass2", type: "password", autocomplete: "new-password" });
   const unlock = el("input", { id: "unlock-pass", type: "password", autocomplete: "current-password" });
   const progress = el("p", { id: "backup-progress", class: "note", "aria-live": "polite" });
-  screen(
+  screen2(
     el("h1", {}, "Back up the key"),
     el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address)), ". Approvals are blocked until a backup exists: without one, a lost phone is a lost key."),
     el("p", { class: "note" }, `The backup is a standard V3 keystore file (scrypt). MetaMask, geth and this app's "Or import one" read it. Keep it off this phone.`),
@@ -8430,13 +9218,13 @@ function renderBackup(v) {
 }
 function renderPair(v, pending) {
   if (!pending) {
-    return screen(
+    return screen2(
       el("h1", {}, "Pair with your signer"),
       el("p", {}, "On the signer's machine run ", el("code", {}, "owlia companion pair"), " and open its QR code with this phone's camera.")
     );
   }
   const name = el("input", { id: "device-name", value: "phone", maxlength: 40, autocomplete: "off" });
-  screen(
+  screen2(
     el("h1", {}, "Pair with your signer"),
     el("p", {}, "Signer identity key (check it matches the one ", el("code", {}, "owlia companion pair"), " printed):"),
     el("code", { class: "fingerprint" }, pending.signer.slice(0, 16) + "\u2026" + pending.signer.slice(-8)),
@@ -8481,9 +9269,12 @@ function renderHome(v) {
   children.push(el("h1", {}, open2.length ? `${open2.length} waiting for you` : "Nothing to approve"));
   for (const r of open2) children.push(card(r, v));
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
-  children.push(outstandingSection());
+  children.push(section(app.home, app.homeLive, refreshHome));
+  const outstanding = outstandingSection();
+  if (outstanding) children.push(outstanding);
   children.push(controls());
-  children.push(section({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
+  children.push(section3(policyUi()));
+  children.push(section2({ el, app, v, visible, vault: vault_exports, store: store_exports, showError, render }));
   children.push(tier3Section(v));
   children.push(activitySection());
   children.push(el(
@@ -8491,11 +9282,10 @@ function renderHome(v) {
     { id: "this-device" },
     el("h2", {}, "This device"),
     el("p", {}, `${app.device.name} (${app.device.device_id}); key protected by ${v.kind === "passkey" ? "a passkey" : "a passphrase"}`),
-    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address))),
-    el("p", { class: "note", id: "balances-note" }, "Balances are not shown here yet: your signer does not send them to the phone.")
+    el("p", {}, "Main account ", el("code", { class: "address" }, groupedAddress(v.address)))
   ));
   children.push(devicesSection());
-  screen(...children);
+  screen2(...children);
   tick();
   if (app.result && app.result.fresh) {
     app.result.fresh = false;
@@ -8537,6 +9327,7 @@ function card(r, v) {
   const canApprove = !!(app.device.signer_key && v.backed_up && (r.tx || r.kind === "policy"));
   return renderCard(r, {
     mainAddress: v.address,
+    ownAccounts: ownAccounts(app.home),
     journaled,
     canApprove,
     needsPassphrase: v.kind === "passphrase",
@@ -8545,26 +9336,27 @@ function card(r, v) {
 }
 function outstandingSection() {
   const entries = (app.journal || []).filter((e) => !isSettled(e));
+  if (!entries.length) return null;
   return el(
     "section",
     { id: "outstanding" },
-    el("h2", {}, entries.length ? `Outstanding approvals (${entries.length})` : "No outstanding approvals"),
-    entries.length ? el("p", { class: "note" }, "Whoever holds one of these signed transactions can send it until its nonce is used. Nothing to do if you still want the payment; to void one, send any transaction from the main account with that nonce.") : null,
+    el("h2", {}, `Signed, not yet on chain (${entries.length})`),
+    el("p", { class: "note" }, "You signed these, but the bridge did not confirm they were sent. Whoever holds one can send it until its nonce is used: nothing to do if you still want the payment; to void one, send any transaction from your main account with that nonce."),
     ...entries.map((e) => el(
       "div",
       { class: "outstanding-entry" },
       el("strong", {}, `${formatWei(BigInt(e.value))} ETH to ${shortAddress(e.to)}`),
       el("br"),
-      `nonce ${e.nonce} on chain ${e.chain_id}, tx ${e.tx_hash}`,
+      `nonce ${e.nonce} on ${chainName({ chain_id: e.chain_id })}, transaction ${text2(e.tx_hash).slice(0, 10)}\u2026${text2(e.tx_hash).slice(-4)}`,
       el("br"),
-      el("span", { class: "note" }, `bridge said: ${visible(e.reply).slice(0, 200)}`)
+      el("span", { class: "note" }, `The bridge said: ${visible(e.reply).slice(0, 200)}`)
     ))
   );
 }
 function controls() {
   const keyId = el("input", { id: "topup-key", autocomplete: "off", autocapitalize: "off", spellcheck: "false" });
   const amount = el("input", { id: "topup-amount", inputmode: "decimal", autocomplete: "off" });
-  const kill = app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze2("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze2("freeze"), disabled: !!app.pendingFreeze }, "Freeze now");
+  const kill = app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze3("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze3("freeze"), disabled: !!app.pendingFreeze }, "Freeze now");
   return el(
     "section",
     { id: "controls" },
@@ -8623,6 +9415,7 @@ function tier3Section(v) {
         );
         app.tier3.last = `Revoked: every Tier 3 grant of ${v.address} on chain ${settings.chain_id} is dead on chain (revocation nonce ${done.before} -> ${done.after}, tx ${done.tx_hash}). No session key can spend from it through an earlier grant.`;
         app.tier3.last += await markEnded(app, store_exports, settings, v.address, done);
+        await markTier3Ended(app, store_exports, settings.chain_id, `revoked from this phone, revocation nonce ${done.before} \u2192 ${done.after}`);
       } catch (e) {
         app.tier3.last = `Not revoked: ${e.message || e}`;
         showError(app.tier3.last);
@@ -8631,7 +9424,8 @@ function tier3Section(v) {
       await put("kv", "tier3", app.tier3);
       await render();
     } }, "Revoke every grant on chain"),
-    result
+    result,
+    control({ el, app, v, vault: vault_exports, store: store_exports, showError, render, recordOutcome, markEnded })
   );
 }
 var ACTION_WORDS = {
@@ -8644,7 +9438,9 @@ var ACTION_WORDS = {
   unfreeze: "Unfroze signing",
   "freeze-queued": "Freeze queued (offline)",
   "freeze-cancelled": "Queued freeze cancelled",
-  revoke: "Done"
+  revoke: "Done",
+  policy: "Applied",
+  "tier3-freeze": "Tier 3 frozen"
 };
 function activitySection() {
   const list = (app.outcomes || []).slice(-15).reverse();
@@ -8657,7 +9453,7 @@ function activitySection() {
       const failed = o.status === "refused";
       const verb = failed ? `${ACTION_WORDS[o.action] ? o.action : "answer"} refused` : ACTION_WORDS[o.action] || o.action;
       const link = o.tx_hash ? explorerTx(o.chain_id, o.tx_hash) : null;
-      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
+      const tone = failed ? " refused" : /^(approve|unfreeze|topup|notifications|policy)$/.test(o.action) ? " done" : /freeze/.test(o.action) ? " frozen" : "";
       return el(
         "li",
         { class: "activity-row" + tone, "data-request": o.request_id || null },
@@ -8749,6 +9545,7 @@ async function refreshDevices(rev, always) {
   }
   await render();
 }
+var policyUi = () => ({ app, vault: vault_exports, showError, render, recordOutcome });
 function tick() {
   const now = Date.now() / 1e3;
   for (const c of document.querySelectorAll(".countdown")) {
@@ -8770,6 +9567,10 @@ async function loadJournal() {
   app.tier3 = await get("kv", "tier3") || null;
   app.pendingFreeze = await get("kv", "pending_freeze") || null;
   app.tier3Grants = await get("kv", "tier3_grants") || [];
+  await load2(app, store_exports);
+}
+function refreshHome() {
+  return refresh(app, store_exports).then((read) => read ? render() : null).catch((e) => console.error(`home: ${e.message || e}`));
 }
 var saveJournal = () => put("kv", "journal", app.journal);
 var approvedEntry = (requestId) => (app.journal || []).find((e) => e.request_id === requestId) || null;
@@ -8785,7 +9586,7 @@ async function recordOutcome(entry) {
   app.outcomes = app.outcomes.slice(-50);
   await put("kv", "outcomes", app.outcomes);
 }
-var describe = (request) => request && request.actions ? summary(request) : { what: "", to: "" };
+var describe = (request) => request && request.actions ? summary2(request) : { what: "", to: "" };
 function resultFor(request, action, result) {
   const { what, to } = describe(request);
   const about = what ? `${what}${to ? " to " + to : ""} on ${visible(chainName(request))}` : "";
@@ -8904,6 +9705,7 @@ async function answer(request, action, passphrase) {
     saveRequests();
     if (txHash) settle(await app.session.call("approvals.state")).catch(() => {
     });
+    refreshHome();
   } catch (e) {
     refusal = `${action === "approve" ? "Approve" : action === "deny" ? "Deny" : "Deny and freeze"} refused: ${e.message || e}`;
     console.error(e.stack || String(e));
@@ -8920,7 +9722,7 @@ async function noteReply(request, reply) {
   e.reply = reply;
   await saveJournal();
 }
-async function freeze2(action) {
+async function freeze3(action) {
   showError("");
   if (action === "freeze" && (!app.session || app.status !== "connected")) return queueFreeze();
   const device = app.device, seed = hexToBytes(device.seed);
@@ -8935,6 +9737,7 @@ async function freeze2(action) {
     const signature = deviceSign(seed, signedMessage(DOMAINS.freeze, body));
     app.state = await app.session.call("approvals.freeze", { ...body, signature });
     await recordOutcome({ action: action === "freeze" ? "freeze-all" : "unfreeze" });
+    refreshHome();
     if (action === "freeze") {
       app.result = { kind: "frozen", title: "Frozen", lines: ["No session key signs anything now. Session keys stay revoked after Unfreeze."], fresh: true };
     }
@@ -8968,7 +9771,7 @@ async function sendPendingFreeze() {
   if (!app.pendingFreeze || app.status !== "connected") return;
   app.pendingFreeze = null;
   await del("kv", "pending_freeze");
-  await freeze2("freeze");
+  await freeze3("freeze");
 }
 async function topup(keyId, amount) {
   showError("");
@@ -8991,7 +9794,8 @@ async function topup(keyId, amount) {
       const f = document.getElementById(id);
       if (f) f.value = "";
     }
-    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: keyId });
+    refreshHome();
+    await recordOutcome({ request_id: text2(result.request_id) || null, action: "topup", what: `Top up ${amount || "to its cap"}${amount ? " ETH" : ""}`, to: sessionKeyWords(app.home, keyId) });
   } catch (e) {
     showError(`top-up refused: ${e.message}`);
   } finally {
@@ -9110,6 +9914,7 @@ async function connect() {
     sendPendingFreeze().catch((e) => console.error(`queued freeze: ${e.message}`));
     settle(await session.call("approvals.state")).then(render).catch(() => {
     });
+    refreshHome();
   } catch (e) {
     app.status = "offline";
     const why = /failed to fetch|networkerror|load failed/i.test(e.message || "") ? "no network" : e.message;

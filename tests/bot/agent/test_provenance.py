@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.agent.provenance import Provenance, addresses_in
+from bot.tools.provenance import Provenance, addresses_in
 from bot.workspace.prompt import wrap_untrusted
 
 ADDRESS = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"

@@ -10,8 +10,8 @@ import aiohttp
 
 from bot.gateway import ComponentHealth, create_app, start_in_background
 from bot.gateway.health import HealthFn
-from bot.runtime.events import EventBus
-from bot.runtime.metrics import Metrics, default_metrics
+from bot.observability.events import EventBus
+from bot.observability.metrics import Metrics, default_metrics
 
 TOKEN = "t" * 20 + "-gateway-test-token-0123456789"
 

@@ -11,7 +11,7 @@ import pytest
 
 from bot.gateway import PROMETHEUS_CONTENT_TYPE, ComponentHealth, combine_checks
 from tests.bot.gateway.harness import TOKEN, running
-from tests.bot.runtime.promtext import parse
+from tests.bot.observability.promtext import parse
 
 PROTECTED = ("/events/poll", "/metrics")
 

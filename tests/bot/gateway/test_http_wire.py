@@ -10,8 +10,8 @@ import pytest
 
 import bot.gateway.server as server_mod
 from bot.gateway import create_app, start_in_background
-from bot.runtime.events import EventBus
-from bot.runtime.metrics import default_metrics
+from bot.observability.events import EventBus
+from bot.observability.metrics import default_metrics
 from tests.bot.gateway.harness import TOKEN, all_ok
 
 

@@ -19,8 +19,8 @@ from bot.gateway import (
     serve,
     start_in_background,
 )
-from bot.runtime.events import EventBus
-from bot.runtime.metrics import default_metrics
+from bot.observability.events import EventBus
+from bot.observability.metrics import default_metrics
 from policies.kernel.files import PermissionProblem
 from tests.bot.gateway.harness import TOKEN, all_ok
 

@@ -54,19 +54,19 @@ NOT_BEFORE_READY = (
 # What /health does not probe loads just after ready (bot/runtime/launcher.py AFTER_READY).
 AFTER_READY = (
     "bot.runtime.assemble",
-    "bot.runtime.core",
+    "bot.channels.core",
     "bot.agent.loop",
     "bot.tools.catalog",
     "bot.tools.executor",
-    "bot.tools.skills",
-    "bot.tools.mcp",
+    "bot.skills.tools",
+    "bot.mcp_servers.tools",
     "bot.memory",
-    "bot.scheduler.service",
+    "bot.runtime.scheduler",
     "bot.channels.telegram.sink",
     "bot.tools.base",
     "bot.llm.types",
     "bot.llm.failover",
-    "bot.agent.provenance",
+    "bot.tools.provenance",
 )
 NEVER = ("pydantic.plugin._loader", "importlib.metadata", "typer._adapters", "html.entities")
 RSS_CEILING_MB = 52

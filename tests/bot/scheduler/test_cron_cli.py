@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from bot.cli.cron_cmd import app
 from bot.config import CronSettings
-from bot.scheduler.service import SchedulerService
+from bot.runtime.scheduler import SchedulerService
 from tests.bot.scheduler.conftest import Outbox, notifier_with
 
 runner = CliRunner()
@@ -108,3 +108,28 @@ def test_run_is_picked_up_by_the_running_bot(home):
     assert (run["status"], run["trigger"], run["job_id"]) == ("ok", "manual", job_id)
     assert outbox.sent == [("100", "⏰ Reminder: water the plants")]
     assert json.loads(owlia(home, "history", job_id).output)[0]["id"] == run["id"]
+
+
+def test_a_claim_job_from_the_cli_stores_its_arguments_and_needs_its_proof(home):
+    added = owlia(home, "add", "--every", "7d", "--claim", "test-airdrop", "--proof", "airdrop.json")
+    assert added.exit_code == 0, added.output
+    [job] = json.loads(owlia(home, "list").output)
+    assert job["payload"] == (
+        "claim from test-airdrop with the proof in airdrop.json (the signer decides; the tokens go only "
+        "to the claiming account)"
+    )
+    from bot.scheduler.jobs import ClaimJob
+    from bot.scheduler.store import JobStore
+
+    with JobStore(home.state) as store:
+        [stored] = store.active()
+    assert stored.origin == "cli" and stored.spec.payload == ClaimJob(
+        distributor="test-airdrop", proof="airdrop.json"
+    )
+    for args, expected in (
+        (["add", "--every", "7d", "--claim", "test-airdrop"], "--claim and --proof go together"),
+        (["add", "--every", "7d", "--claim", "x", "--proof", "a b.json"], "no spaces"),
+        (["add", "--every", "7d", "--claim", "x", "--proof", "p", "--remind", "y"], "exactly one payload"),
+    ):
+        refused = owlia(home, *args)
+        assert refused.exit_code != 0 and expected in refused.output, (args, refused.output)

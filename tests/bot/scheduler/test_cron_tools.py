@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from bot.channels.base import Inbound
 from bot.config import CronSettings
-from bot.scheduler.runners import CaptureSink
-from bot.scheduler.service import SchedulerService
+from bot.runtime.unattended import CaptureSink
+from bot.runtime.scheduler import SchedulerService
 from bot.scheduler.store import JobStore
 from bot.tools.cron_tools import CronAddArgs, cron_add, cron_list, cron_remove
 from tests.bot.agent.conftest import call

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.config import HeartbeatSettings
-from bot.runtime.audit import verify_audit
-from bot.scheduler.heartbeat import HeartbeatService, has_checks, is_ok_only, within_hours
+from bot.observability.audit import verify_audit
+from bot.runtime.heartbeat import HeartbeatService, has_checks, is_ok_only, within_hours
 from bot.scheduler.store import JobStore
 from bot.workspace.templates import HEARTBEAT_MD
 from tests.bot.agent.conftest import call

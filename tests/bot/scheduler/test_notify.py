@@ -9,7 +9,8 @@ import stat
 import pytest
 
 from bot.channels.base import Inbound
-from bot.notify import Notifier, parse_target, target_of_session
+from bot.notify import Notifier, parse_target
+from bot.sessions.keys import target_of_session
 from bot.tools.base import ContextKind
 from tests.bot.scheduler.conftest import Outbox
 

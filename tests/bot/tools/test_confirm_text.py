@@ -10,7 +10,7 @@ import asyncio
 
 from bot.config import AgentSettings
 from bot.llm.types import ToolCall
-from bot.runtime.audit import BotAudit
+from bot.observability.audit import BotAudit
 from bot.tools.base import Level, ToolArgs, ToolOutput, tool
 from bot.tools.executor import ToolExecutor
 from bot.tools.registry import ToolRegistry

@@ -9,7 +9,7 @@ import stat
 import pytest
 from pydantic import ValidationError
 
-from bot.agent.provenance import Provenance
+from bot.tools.provenance import Provenance
 from bot.tools.base import ToolFailure
 from bot.tools.contacts import (
     ContactAddArgs,
@@ -128,7 +128,7 @@ def test_confirming_an_acknowledged_lookalike_names_the_contact_it_imitates(ctx)
     """The warning alone is not enough to compare: the user is shown the real contact next to it."""
     from bot.config import AgentSettings
     from bot.llm.types import ToolCall
-    from bot.runtime.audit import BotAudit
+    from bot.observability.audit import BotAudit
     from bot.tools.executor import ToolExecutor
     from bot.tools.registry import ToolRegistry
 

@@ -287,7 +287,7 @@ def test_the_owner_approves_a_pairing_code_from_their_own_dm(telegram):
 
 def test_a_forwarded_message_reaches_the_model_as_someone_elses_words(telegram):
     """Its text is fenced as untrusted, so an address in it is not one the owner wrote."""
-    from bot.agent.provenance import Provenance
+    from bot.tools.provenance import Provenance
 
     address = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"
     telegram.bot.llm.enqueue(Reply(text=["That looks like a scam."]))
