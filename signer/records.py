@@ -83,6 +83,9 @@ class OutcomeExtras(TypedDict, total=False):
     note: str
     fee_clamped: FeeClamp
     replayed: bool
+    rule_id: str  # the deciding rule, its reason and the whole decision: absent before one was made
+    reason: str
+    decision: DecisionRecord
     state: str  # sign.status: the row's own status
 
 
@@ -93,18 +96,12 @@ class SignOutcome(OutcomeExtras, total=False):
     status: Required[str]
     request_id: Required[str]
     summary: str
-    rule_id: str
-    reason: str
-    decision: DecisionRecord
 
 
 class AnswerFields(OutcomeExtras, total=False):
     """What a companion's answer changes in a pending request's outcome (signer.approvals)."""
 
     status: str
-    rule_id: str
-    reason: str
-    decision: DecisionRecord
 
 
 class CallRecord(TypedDict):
@@ -454,6 +451,7 @@ def outcome(
     request_id: str,
     decision: Decision | None,
     summary: str,
+    /,
     **extra: Unpack[OutcomeExtras],
 ) -> SignOutcome:
     """The reply a client gets. `summary` is the signer's own reading of the bytes."""
