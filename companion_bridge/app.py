@@ -48,7 +48,7 @@ from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
 from companion_bridge.push import Pusher, SubscribeRequest
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
-from companion_bridge.signer_link import SignerLink
+from companion_bridge.signer_link import PublicState, SignerLink
 from companion_bridge.tokens import TokenIssuer
 from companion_bridge import webapp
 from companion_bridge.wire import auth_message
@@ -90,6 +90,33 @@ class TokenRequest(ChallengeRequest):
     nonce: str = Field(pattern=NONCE_PATTERN)
     ts: FiniteFloat
     signature: str = Field(pattern=r"^[0-9a-f]{128}$")
+
+
+class ChallengeReply(BaseModel):
+    nonce: str
+    aud: str
+    expires_in: int | float  # seconds, as configured
+
+
+class TokenReply(BaseModel):
+    token: str
+    exp: int | float  # when it expires (the bridge's clock)
+    aud: str
+
+
+class HealthReply(BaseModel):
+    ok: bool
+    connections: int
+    queued: int
+    refused: dict[str, int]  # what was refused, by kind, since start
+
+
+class PushKeyReply(BaseModel):
+    public_key: str
+
+
+class Done(BaseModel):
+    ok: bool
 
 
 def too_many(what: str, verdict: Verdict) -> HTTPException:
@@ -151,11 +178,11 @@ class Bridge:
         self.guard = guard or Guard(BridgeLimits())
         self.hub = Hub()
         self.challenges = Challenges()
-        self._last_state: dict[str, Any] | None = None
+        self._last_state: PublicState | None = None
         self._announced_rev: str | None = None
         self._frames: tuple[float, list[str]] | None = None
 
-    async def deliver(self, requests: list[dict[str, Any]], state: dict[str, Any]) -> None:
+    async def deliver(self, requests: list[dict[str, Any]], state: PublicState) -> None:
         for device_id in [d for d in self.hub.sockets if not self.link.device_active(d)]:
             await self.hub.drop(device_id)
         fresh = self.queue.put(requests)
@@ -226,17 +253,15 @@ class Bridge:
         await self.announce_devices()
         return result
 
-    def challenge(self, device_id: str, peer: str) -> dict[str, Any]:
+    def challenge(self, device_id: str, peer: str) -> ChallengeReply:
         verdict = self.guard.check("auth", self.guard.auth_peers, peer)
         if not verdict.allowed:
             raise too_many("login attempts", verdict)
-        return {
-            "nonce": self.challenges.issue(device_id),
-            "aud": self.tokens.audience,
-            "expires_in": self.challenges.ttl,
-        }
+        return ChallengeReply(
+            nonce=self.challenges.issue(device_id), aud=self.tokens.audience, expires_in=self.challenges.ttl
+        )
 
-    def token(self, req: TokenRequest, peer: str) -> dict[str, Any]:
+    def token(self, req: TokenRequest, peer: str) -> TokenReply:
         """A failed login is charged to the peer; a good one to the device, which proved itself."""
         verdict = self.guard.check("auth", self.guard.auth_peers, peer)
         if not verdict.allowed:
@@ -250,7 +275,7 @@ class Bridge:
         if not verdict.allowed:
             raise too_many("logins for this device", verdict)
         token, exp = self.tokens.issue(req.device_id)
-        return {"token": token, "exp": exp, "aud": self.tokens.audience}
+        return TokenReply(token=token, exp=exp, aud=self.tokens.audience)
 
     def _check_login(self, req: TokenRequest) -> None:
         if not self.challenges.usable(req.device_id, req.nonce):
@@ -340,7 +365,7 @@ class Bridge:
                     {
                         "type": "welcome",
                         "device_id": device_id,
-                        "state": self.link.state,
+                        "state": self.link.state or {},  # {}: not read from the signer yet
                         "devices_rev": self.link.devices_rev,
                     }
                 )
@@ -430,24 +455,24 @@ def create_app(bridge: Bridge) -> FastAPI:
     )
 
     @app.get("/v1/health")
-    async def health() -> dict[str, Any]:
-        return {
-            "ok": True,
-            "connections": bridge.hub.count(),
-            "queued": bridge.queue.count(),
-            "refused": dict(bridge.guard.refused),
-        }
+    async def health() -> HealthReply:
+        return HealthReply(
+            ok=True,
+            connections=bridge.hub.count(),
+            queued=bridge.queue.count(),
+            refused=dict(bridge.guard.refused),
+        )
 
     @app.post("/v1/pair")
     async def pair(body: dict[str, Any], request: Request) -> dict[str, Any]:
         return await bridge.pair(body, peer_of(request, bridge.guard))
 
     @app.post("/v1/auth/challenge")
-    async def challenge(req: ChallengeRequest, request: Request) -> dict[str, Any]:
+    async def challenge(req: ChallengeRequest, request: Request) -> ChallengeReply:
         return bridge.challenge(req.device_id, peer_of(request, bridge.guard))
 
     @app.post("/v1/auth/token")
-    async def token(req: TokenRequest, request: Request) -> dict[str, Any]:
+    async def token(req: TokenRequest, request: Request) -> TokenReply:
         return bridge.token(req, peer_of(request, bridge.guard))
 
     @app.websocket("/v1/ws")
@@ -455,13 +480,13 @@ def create_app(bridge: Bridge) -> FastAPI:
         await bridge.session(websocket)
 
     @app.get("/v1/push/key")
-    async def push_key() -> dict[str, Any]:
+    async def push_key() -> PushKeyReply:
         if bridge.pusher is None:
             raise HTTPException(404, "push is not enabled on this bridge")
-        return {"public_key": bridge.pusher.public_key()}
+        return PushKeyReply(public_key=bridge.pusher.public_key())
 
     @app.post("/v1/push/subscribe")
-    async def push_subscribe(req: SubscribeRequest, request: Request) -> dict[str, Any]:
+    async def push_subscribe(req: SubscribeRequest, request: Request) -> Done:
         """A paired device (its connection token) registers where to be woken up."""
         device_id = bridge.authorized(req.token, peer_of(request, bridge.guard))
         if bridge.pusher is None:
@@ -470,7 +495,7 @@ def create_app(bridge: Bridge) -> FastAPI:
             bridge.pusher.subscribe(device_id, req.subscription)
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
-        return {"ok": True}
+        return Done(ok=True)
 
     @app.get("/v1/devices")
     async def devices(request: Request, response: Response) -> DeviceList:

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from signer.wire.client import R, SignerClient
 from signer.wire.exchange import SignerError, SignerUnavailable
@@ -20,13 +20,25 @@ log = logging.getLogger("owlia.bridge")
 RETRY_SECONDS = 0.5
 
 
+class PublicState(TypedDict):
+    """What every open page is told of the signer's state (JSON, as the web app reads it)."""
+
+    frozen: bool
+    freeze_id: str | None
+    main_account: str | None
+
+
+# the open requests as the signer sent them (the companion hashes each one's JSON itself), and the state
+Deliver = Callable[[list[dict[str, Any]], PublicState], Awaitable[None]]
+
+
 class SignerLink:
     def __init__(self, socket_path: Path, token: str, *, poll_timeout: float = 20.0) -> None:
         self._poll = SignerClient(socket_path, token, timeout=poll_timeout + 15)
         self._rpc = SignerClient(socket_path, token, timeout=30)
         self.poll_timeout = poll_timeout
         self.devices: dict[str, DeviceJson] = {}
-        self.state: dict[str, Any] = {}
+        self.state: PublicState | None = None  # None until the first read
         self.devices_rev = ""
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -56,9 +68,7 @@ class SignerLink:
         device = self.devices.get(device_id)
         return device is not None and device.active
 
-    async def pump(
-        self, cursor: int, deliver: Callable[[list[dict[str, Any]], dict[str, Any]], Awaitable[None]]
-    ) -> None:
+    async def pump(self, cursor: int, deliver: Deliver) -> None:
         """Forever: wait for requests after `cursor`, hand them (and state changes) to `deliver`."""
         while True:
             try:
@@ -71,16 +81,15 @@ class SignerLink:
                 log.warning("signer poll failed: %s; retrying", exc.message)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
-            self.state = _public_state(reply)
+            self.state = state = _public_state(reply)
             cursor = reply.cursor
             # relayed as the signer sent them: the companion hashes each request's JSON itself
-            await deliver([r.model_dump(mode="json") for r in reply.requests], self.state)
+            await deliver([r.model_dump(mode="json") for r in reply.requests], state)
 
     async def close(self) -> None:
         await self._poll.close()
         await self._rpc.close()
 
 
-def _public_state(state: SignerState) -> dict[str, Any]:
-    """What every open page is told of the signer's state (JSON, as the web app reads it)."""
+def _public_state(state: SignerState) -> PublicState:
     return {"frozen": state.frozen, "freeze_id": state.freeze_id, "main_account": state.main_account}

@@ -21,7 +21,7 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from signer.tier1 import policy_change
 from signer.auth import Client, add_client, revoke_client
@@ -42,7 +42,7 @@ from signer.store.audit import (
 from signer.store.db import Connection, delete_meta, set_meta, write_transaction
 from signer.store.devices import revoke_device
 from signer.store.guard import Unlocked, went_back
-from signer.store.integrity import DIGEST_ONLY, PROTECTED, Finding, Problem, delete_row
+from signer.store.integrity import DIGEST_ONLY, PROTECTED, Finding, FindingJson, Problem, delete_row
 from signer.store.session_keys import ids_not_in_status
 from signer.store.state_head import AUDIT, STATE
 from signer.wire.protocol import Scope
@@ -124,6 +124,24 @@ def check_integrity(paths: SignerPaths, *, passphrase: bytearray) -> list[Findin
         conn.close()
 
 
+class RollbackAccepted(TypedDict):
+    """What accepting a state that went back withdrew (`_accept_rollback`)."""
+
+    frozen: bool
+    session_keys_revoked: list[str]
+    clients_revoked_again: list[str]
+    devices_revoked_again: list[str]
+
+
+class SealJson(TypedDict):
+    findings: list[FindingJson]
+    removed: list[str]
+    sealed_rows: int
+    legacy_audit_records: int
+    accepted_policy_hash: str | None
+    rollback_accepted: RollbackAccepted | None
+
+
 @dataclass
 class SealResult:
     findings: list[Finding]
@@ -131,9 +149,9 @@ class SealResult:
     sealed_rows: int = 0
     legacy_audit_records: int = 0
     accepted_policy_hash: str | None = None
-    rollback_accepted: dict[str, Any] | None = None  # what `_accept_rollback` re-applied
+    rollback_accepted: RollbackAccepted | None = None  # what `_accept_rollback` re-applied
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SealJson:
         return {
             "findings": [f.to_json() for f in self.findings],
             "removed": self.removed,
@@ -254,7 +272,7 @@ def _names(findings: list[Finding]) -> str:
     )
 
 
-def _accept_rollback(conn: Connection, now: float) -> dict[str, Any]:
+def _accept_rollback(conn: Connection, now: float) -> RollbackAccepted:
     """Keep a state that went back, taking away what an earlier state could have given back.
 
     Nobody can tell row by row what the earlier copy restored, so everything it could have restored

@@ -25,7 +25,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 from dataclasses import replace
 
@@ -41,6 +41,7 @@ from signer.chain import Broadcast, Chain, Sent
 from signer.fees import note_clamp
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
+from signer.wire.approval_request import ApprovalRequestBody
 from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
 from signer.wire.requests import Intent, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
@@ -60,6 +61,33 @@ if TYPE_CHECKING:
     from signer.tier1.port import Escalations
 
 log = logging.getLogger("owlia.signer")
+
+
+class Preview(TypedDict):
+    """`sign.preview`: what the policy would say now."""
+
+    summary: str
+    decision: records.DecisionRecord
+    actions: list[records.ActionRecord]
+
+
+class InFlightEntry(TypedDict):
+    request_id: str
+    status: str
+    chain_id: int
+    tx_hash: str
+    nonce: int
+    created_at: float
+    held: dict[str, str]  # asset -> base units its spends still hold
+
+
+class Unproven(TypedDict):
+    """Signed transactions not yet proven mined or dead (`owlia signer status`'s `in_flight`)."""
+
+    count: int
+    unconfirmed: int
+    held: dict[str, str]  # "chain:asset" -> base units held
+    transactions: NotRequired[list[InFlightEntry]]  # which ones: for the admin only
 
 
 class Engine:
@@ -91,7 +119,7 @@ class Engine:
         self.frozen = frozen
         self.clock = clock
         # (client id, idempotency key) -> the request's hash and reply, once it has one
-        self._inflight: dict[tuple[str, str], asyncio.Future[tuple[str, dict[str, Any]]]] = {}
+        self._inflight: dict[tuple[str, str], asyncio.Future[tuple[str, records.SignOutcome]]] = {}
         self._request_seq = itertools.count(time.time_ns() // 1000)  # see _new_request_id
         self.receipts = ReceiptWatcher(writer, audit, reader, ledger, clock)
         self.topups = TopUps(reader)  # top-ups in flight per session key, counted against its cap
@@ -109,7 +137,7 @@ class Engine:
 
     # ---- decisions without signing ----------------------------------------------------------
 
-    def preview(self, intent: Intent, source: str = "agent") -> dict[str, Any]:
+    def preview(self, intent: Intent, source: str = "agent") -> Preview:
         """What the policy would say right now; reserves nothing, signs nothing."""
         call = intent_to_call(intent, source)
         decoded = decode(call)
@@ -131,7 +159,7 @@ class Engine:
 
     # ---- sign.request -----------------------------------------------------------------------
 
-    async def sign_request(self, client: Client, params: SignRequestParams) -> dict[str, Any]:
+    async def sign_request(self, client: Client, params: SignRequestParams) -> records.SignOutcome:
         key = (client.client_id, params.idempotency_key)
         digest = request_hash(params)
         inflight = self._inflight.get(key)
@@ -151,8 +179,9 @@ class Engine:
                     error="interrupted before completion; nothing was broadcast",
                     replayed=True,
                 )
-            return {**json.loads(row[1]), "replayed": True}
-        future: asyncio.Future[tuple[str, dict[str, Any]]] = asyncio.get_running_loop().create_future()
+            stored: records.SignOutcome = json.loads(row[1])
+            return {**stored, "replayed": True}
+        future: asyncio.Future[tuple[str, records.SignOutcome]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             result = await self._process(client, params, digest)
@@ -175,13 +204,13 @@ class Engine:
         return f"req_{next(self._request_seq):014x}{secrets.token_hex(9)}"
 
     @staticmethod
-    def _same_request_or_conflict(first: tuple[str, dict[str, Any]], digest: str) -> dict[str, Any]:
+    def _same_request_or_conflict(first: tuple[str, records.SignOutcome], digest: str) -> records.SignOutcome:
         first_digest, result = first
         if first_digest != digest:
             raise _conflict()
         return {**result, "replayed": True}
 
-    async def _process(self, client: Client, params: SignRequestParams, digest: str) -> dict[str, Any]:
+    async def _process(self, client: Client, params: SignRequestParams, digest: str) -> records.SignOutcome:
         now = self.clock()
         policy = self.policy  # the one this request is decided under, even if a reload lands meanwhile
         request_id = self._new_request_id()
@@ -219,7 +248,7 @@ class Engine:
         final, ending, approval = await self._conclude(
             request_id, decision, decoded, chain, summary, params.reason, now, ctx.simulation, ctx.payer
         )
-        evidence = {
+        evidence: records.DecidedRecord = {
             "request_id": request_id,
             "client": client.name,
             "source": params.source,
@@ -282,7 +311,8 @@ class Engine:
         if approval is not None and approvals is not None:
             approvals.announce()
         if not signed or not self.broadcast:
-            return EncodedResult(final, outcome_json)
+            # still the outcome's dict, sent as the bytes just stored
+            return cast(records.SignOutcome, EncodedResult(final, outcome_json))
         assert chain is not None and ending is not None
         return await self._send(request_id, decision, chain, ending, now)
 
@@ -314,7 +344,7 @@ class Engine:
         now: float,
         simulation: Simulated | None = None,
         payer: str | None = None,
-    ) -> tuple[dict[str, Any], Ending | None, dict[str, Any] | None]:
+    ) -> tuple[records.SignOutcome, Ending | None, ApprovalRequestBody | None]:
         """The reply for each outcome: denied; pending with its approval request; or signed in memory."""
         if decision.outcome is Outcome.DENY:
             return records.outcome(records.DENIED, request_id, decision, summary), None, None
@@ -382,7 +412,7 @@ class Engine:
 
     async def _send(
         self, request_id: str, decision: Decision, chain: Chain, ending: Ending, now: float
-    ) -> dict[str, Any]:
+    ) -> records.SignOutcome:
         """Broadcast a signed transaction that is already durable, then follow it to its fate.
 
         Whatever the node answers, the spend stays counted: a refusal is only the node's word (a
@@ -406,8 +436,8 @@ class Engine:
         return result
 
     async def broadcast_unknown(
-        self, request_id: str, result: dict[str, Any], outcome: Broadcast
-    ) -> dict[str, Any]:
+        self, request_id: str, result: records.SignOutcome, outcome: Broadcast
+    ) -> records.SignOutcome:
         """The node did not accept the broadcast (refused it, or its answer was lost), Tier 2 or 1:
         on record as `unconfirmed` with its spend still held, and said so in the reply."""
         refused = outcome.sent is Sent.REJECTED
@@ -415,7 +445,7 @@ class Engine:
             f"{outcome.error}; the signer cannot prove it was never sent, so it may still be mined: its spend "
             "stays counted until it is mined or its nonce is taken by another of the signer's transactions"
         )
-        held = {**result, "broadcast_unknown": note}
+        held: records.SignOutcome = {**result, "broadcast_unknown": note}
         body = {
             "request_id": request_id,
             "tx_hash": result["tx_hash"],
@@ -458,11 +488,13 @@ class Engine:
 
     # ---- sign.status ------------------------------------------------------------------------
 
-    def status_of(self, client: Client, request_id: str) -> dict[str, Any]:
+    def status_of(self, client: Client, request_id: str) -> records.SignOutcome:
         row = request_store.status_row(self.reader, request_id)
         if row is None or row[0] != client.client_id:
             raise RpcError(ErrorCode.NOT_FOUND, f"no request {request_id} for this client")
-        body = json.loads(row[2]) if row[2] else {"status": row[1], "request_id": request_id}
+        body: records.SignOutcome = (
+            json.loads(row[2]) if row[2] else {"status": row[1], "request_id": request_id}
+        )
         if row[1] == records.PENDING and row[3] is not None and self.clock() >= row[3]:
             body = {**body, "status": records.EXPIRED}
         body["state"] = row[1]
@@ -473,11 +505,11 @@ class Engine:
         read from the records when a node is asked for the account's nonce (rare: not per request)."""
         return request_store.nonce_ceiling(self.reader, chain_id, address)
 
-    def unproven(self, limit: int = 50) -> dict[str, Any]:
+    def unproven(self, limit: int = 50) -> Unproven:
         """Signed transactions that left the signer and are not yet proven mined or dead, with the
         spends they hold: what `owlia signer status` shows under `in_flight`. Read from the receipt
         watcher's own list, one indexed lookup per transaction: `status` stays cheap."""
-        entries: list[dict[str, Any]] = []
+        entries: list[InFlightEntry] = []
         totals: dict[str, int] = {}
         for tx in self.receipts.following():
             row = request_store.status_and_created(self.reader, tx.request_id)

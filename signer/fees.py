@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from signer.records import FeeClamp
 from signer.wire.settings import GWEI, ChainSettings
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def note_clamp(ending: Ending, chain: Chain) -> Ending:
     )
     if fees is None:
         return ending
-    note = {
+    note: FeeClamp = {
         "node_priority_fee_per_gas": str(fees.node_priority_fee),
         "max_priority_fee_per_gas": str(fees.max_priority_fee_per_gas),
         "reason": "the RPC node asked a higher priority fee than this chain's max_priority_fee_gwei",

@@ -10,8 +10,8 @@ import hashlib
 import inspect
 import json
 import secrets
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -116,7 +116,7 @@ def bridge_only(handler: Handler) -> Handler:
     return check
 
 
-async def typed(model: type[R], built: Awaitable[dict[str, Any]] | dict[str, Any]) -> R:
+async def typed(model: type[R], built: Awaitable[Mapping[str, object]] | Mapping[str, object]) -> R:
     """A reply some module built as JSON, checked against its model where it leaves the signer."""
     return model.model_validate(await built if inspect.isawaitable(built) else built)
 
@@ -124,6 +124,11 @@ async def typed(model: type[R], built: Awaitable[dict[str, Any]] | dict[str, Any
 def clock_lag(clock: Callable[[], float]) -> float:
     """How far the system clock is ahead of the signer's (signer.clock); 0 for a plain clock (tests)."""
     return clock.lag() if isinstance(clock, SignerClock) else 0.0
+
+
+class CompanionReach(TypedDict):
+    main_account: str | None
+    companions: int  # live paired devices
 
 
 class Methods:
@@ -329,7 +334,7 @@ class Methods:
         )
         return HomeReply.model_validate(await home.summary(self.approvals.devices.main_account()))
 
-    def _companion_reach(self) -> dict[str, Any]:
+    def _companion_reach(self) -> CompanionReach:
         """The main account and the number of live companions (no Tier 1 on this signer: none)."""
         if self.approvals is None:
             return {"main_account": None, "companions": 0}

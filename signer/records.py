@@ -6,11 +6,11 @@ The audit record of a decision holds every input the evaluator read, so that
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Required, TypedDict, Unpack
 
 from pydantic_core import to_json
 
-from policies.context import AssetChange, EvalContext, PriceQuote, Simulated
+from policies.context import AssetChange, EvalContext, PriceQuote, QuoteKey, Simulated
 from policies.decision import Decision, Finding, Outcome
 from policies.intent import (
     Approval,
@@ -41,18 +41,193 @@ DROPPED = RequestStatus.DROPPED  # proven never minable (another of the signer's
 IN_FLIGHT = (SIGNED, UNCONFIRMED)  # rows the receipt watcher still follows
 
 
-def encoded(outcome: dict[str, Any]) -> bytes:
+class FindingRecord(TypedDict):
+    outcome: str
+    rule_id: str
+    reason: str
+
+
+class SpendRecord(TypedDict):
+    chain_id: int
+    asset: str
+    amount: str
+    usd_micros: str | None
+
+
+class DecisionRecord(TypedDict):
+    """A decision as the audit log and the replies carry it (signer.wire.sign_replies.DecisionJson reads it)."""
+
+    outcome: str
+    rule_id: str
+    reason: str
+    findings: list[FindingRecord]
+    spends: list[SpendRecord]
+    new_recipients: list[str]
+
+
+class OutcomeExtras(TypedDict, total=False):
+    """The fields of an outcome that apply only to some requests (a signature, an escalation, an answer)."""
+
+    tx_hash: str
+    chain_id: int
+    sender: str
+    nonce: int
+    broadcast: bool
+    expires_at: float
+    error: str
+    broadcast_unknown: str
+    approved_by: str
+    denied_by: str
+    tier: int
+    policy_hash: str
+    note: str
+    fee_clamped: FeeClamp
+    replayed: bool
+    rule_id: str  # the deciding rule, its reason and the whole decision: absent before one was made
+    reason: str
+    decision: DecisionRecord
+    state: str  # sign.status: the row's own status
+
+
+class SignOutcome(OutcomeExtras, total=False):
+    """A request's outcome: the reply a client gets and what its row stores, verbatim
+    (signer.wire.sign_replies.SignReply is how a client reads it)."""
+
+    status: Required[str]
+    request_id: Required[str]
+    summary: str
+
+
+class AnswerFields(OutcomeExtras, total=False):
+    """What a companion's answer changes in a pending request's outcome (signer.approvals)."""
+
+    status: str
+
+
+class CallRecord(TypedDict):
+    chain_id: int
+    to: str
+    value: str
+    data: str
+    flags: list[str]
+    authorization_list: bool
+    raw_hash_signature: bool
+
+
+class ActionRecord(TypedDict, total=False):
+    """One decoded action (`type` says which; each kind has its own fields)."""
+
+    type: Required[str]
+    chain_id: int
+    asset: str
+    recipient: str | None
+    spender: str
+    amount: str
+    method: str
+    target: str
+    selector: str
+    depth: int
+    value: str
+    decoded: object
+    rule_id: str
+    reason: str
+    router: str
+    token_in: str
+    token_out: str
+    fee: int
+    deadline: str
+    amount_in: str
+    amount_out_min: str
+    sqrt_price_limit: str
+    contract: str
+    distributor: str
+    index: str
+    account: str
+
+
+class SimulationRecord(TypedDict):
+    reverted: bool
+    error: str
+    changes: list[list[str]]
+    outflows: list[list[str]]
+
+
+class DefiRecord(TypedDict, total=False):
+    """What a swap, wrap or unwrap was decided on."""
+
+    payer: str | None
+    # policies.context.QuoteKey and the quote (None: no quote), as text
+    swap_quotes: list[list[str | None]]
+    simulation: SimulationRecord | None
+
+
+class ContextRecord(DefiRecord, total=False):
+    """The ledger snapshot a decision read; the DeFi keys only for a swap, wrap or unwrap."""
+
+    now: Required[float]
+    spent: Required[dict[str, str]]
+    spent_usd: Required[dict[str, str]]
+    tx_count: Required[dict[str, int]]
+    new_recipients: Required[dict[str, int]]
+    seen_recipients: Required[list[str]]
+    prices: Required[dict[str, list[str | int] | None]]
+    session_key_expires_at: Required[float | None]
+    session_key_balance_cap: Required[str | None]
+    frozen: Required[bool]
+
+
+class FeeClamp(TypedDict):
+    """A tip the node asked for above the chain's ceiling, clamped (signer.fees.note_clamp)."""
+
+    node_priority_fee_per_gas: str
+    max_priority_fee_per_gas: str
+    reason: str
+
+
+class EndingRecord(TypedDict, total=False):
+    """The `sign.signed` or `sign.abandoned` audit body of an allowed request (signer.tier2.Ending)."""
+
+    request_id: Required[str]
+    tx_hash: str
+    sender: str
+    key_id: str
+    tx: dict[str, int | str]  # signer.wire.txcodec.Eip1559Tx.to_dict
+    tier3_grant: str
+    rule_id: str | None
+    reason: str
+    fee_clamped: FeeClamp
+
+
+class DecidedRecord(TypedDict, total=False):
+    """The `sign.decided` audit body: every input the evaluator read (signer.replay re-runs it)."""
+
+    request_id: Required[str]
+    client: Required[str]
+    source: Required[str]
+    idempotency_key: Required[str]
+    request_hash: Required[str]
+    call: Required[CallRecord]
+    actions: Required[list[ActionRecord]]
+    context: Required[ContextRecord]
+    policy_hash: Required[str]
+    decision: Required[DecisionRecord]
+    agent_reason_unverified: Required[str | None]
+    pre_check: Required[str | None]
+    policy_decision: DecisionRecord  # the policy's own answer, when the signer overrode it
+
+
+def encoded(outcome: SignOutcome) -> bytes:
     """An outcome as its request row keeps it (replayed verbatim), compact, like the reply frame; also
     the reply's `result`, byte for byte (signer.wire.protocol.EncodedResult)."""
     return to_json(outcome)
 
 
-def stored(outcome: dict[str, Any]) -> str:
+def stored(outcome: SignOutcome) -> str:
     """`encoded` as the text column holds it."""
     return encoded(outcome).decode()
 
 
-def call_to_json(call: Call) -> dict[str, Any]:
+def call_to_json(call: Call) -> CallRecord:
     return {
         "chain_id": call.chain_id,
         "to": call.to,
@@ -64,7 +239,7 @@ def call_to_json(call: Call) -> dict[str, Any]:
     }
 
 
-def call_from_json(data: dict[str, Any]) -> Call:
+def call_from_json(data: CallRecord) -> Call:
     return Call(
         chain_id=int(data["chain_id"]),
         to=data["to"],
@@ -76,7 +251,7 @@ def call_from_json(data: dict[str, Any]) -> Call:
     )
 
 
-def action_to_json(action: Any) -> dict[str, Any]:
+def action_to_json(action: object) -> ActionRecord:
     if isinstance(action, Transfer):
         return {
             "type": "transfer",
@@ -148,16 +323,16 @@ def action_to_json(action: Any) -> dict[str, Any]:
     raise TypeError(type(action).__name__)
 
 
-def decoded_to_json(decoded: Decoded) -> list[dict[str, Any]]:
+def decoded_to_json(decoded: Decoded) -> list[ActionRecord]:
     return [action_to_json(a) for a in decoded.actions]
 
 
-def context_to_json(ctx: EvalContext) -> dict[str, Any]:
+def context_to_json(ctx: EvalContext) -> ContextRecord:
     """Keys joined as `chain:asset:window` and `chain:asset` (`context_from_json` splits them back).
 
     Formatted with one f-string per key rather than `":".join(str(p) for p in key)`: the same text
     (`!s` is `str`), without a generator per key; this runs for every request."""
-    return {
+    record: ContextRecord = {
         "now": ctx.now,
         "spent": {
             f"{chain!s}:{asset!s}:{window!s}": str(v) for (chain, asset, window), v in ctx.spent.items()
@@ -175,15 +350,13 @@ def context_to_json(ctx: EvalContext) -> dict[str, Any]:
         if ctx.session_key_balance_cap is None
         else str(ctx.session_key_balance_cap),
         "frozen": ctx.frozen,
-        **(
-            _defi_context(ctx)
-            if ctx.payer is not None or ctx.swap_quotes or ctx.simulation is not None
-            else {}
-        ),
     }
+    if ctx.payer is None and not ctx.swap_quotes and ctx.simulation is None:
+        return record
+    return {**record, **_defi_context(ctx)}
 
 
-def _defi_context(ctx: EvalContext) -> dict[str, Any]:
+def _defi_context(ctx: EvalContext) -> DefiRecord:
     """What a swap, wrap or unwrap was decided on (absent for every other request, whose records keep
     the shape they always had)."""
     sim = ctx.simulation
@@ -203,7 +376,7 @@ def _defi_context(ctx: EvalContext) -> dict[str, Any]:
     }
 
 
-def _simulated_from_json(data: dict[str, Any] | None) -> Simulated | None:
+def _simulated_from_json(data: SimulationRecord | None) -> Simulated | None:
     if data is None:
         return None
     return Simulated(
@@ -214,7 +387,15 @@ def _simulated_from_json(data: dict[str, Any] | None) -> Simulated | None:
     )
 
 
-def context_from_json(data: dict[str, Any]) -> EvalContext:
+def _quote_from_json(entry: list[str | None]) -> tuple[QuoteKey, int | None]:
+    chain, quoter, token_in, token_out, fee, amount = (str(part) for part in entry[:6])
+    quote = entry[6]
+    return (int(chain), quoter, token_in, token_out, int(fee), int(amount)), None if quote is None else int(
+        quote
+    )
+
+
+def context_from_json(data: ContextRecord) -> EvalContext:
     def spent_key(k: str) -> tuple[int, str, int]:
         chain, asset, period = k.split(":")
         return int(chain), asset, int(period)
@@ -239,15 +420,12 @@ def context_from_json(data: dict[str, Any]) -> EvalContext:
         session_key_balance_cap=None if cap is None else int(cap),
         frozen=data["frozen"],
         payer=data.get("payer"),
-        swap_quotes={
-            (int(k[0]), k[1], k[2], k[3], int(k[4]), int(k[5])): None if k[6] is None else int(k[6])
-            for k in data.get("swap_quotes", ())
-        },
+        swap_quotes=dict(_quote_from_json(entry) for entry in data.get("swap_quotes", ())),
         simulation=_simulated_from_json(data.get("simulation")),
     )
 
 
-def decision_to_json(decision: Decision) -> dict[str, Any]:
+def decision_to_json(decision: Decision) -> DecisionRecord:
     return {
         "outcome": decision.outcome.value,
         "rule_id": decision.rule_id,
@@ -273,16 +451,21 @@ def outcome(
     request_id: str,
     decision: Decision | None,
     summary: str,
-    **extra: Any,
-) -> dict[str, Any]:
+    /,
+    **extra: Unpack[OutcomeExtras],
+) -> SignOutcome:
     """The reply a client gets. `summary` is the signer's own reading of the bytes."""
-    body: dict[str, Any] = {"status": status, "request_id": request_id, "summary": summary}
-    if decision is not None:
-        body["rule_id"] = decision.rule_id
-        body["reason"] = decision.reason
-        body["decision"] = decision_to_json(decision)
-    body.update(extra)
-    return body
+    if decision is None:
+        return {"status": status, "request_id": request_id, "summary": summary, **extra}
+    return {
+        "status": status,
+        "request_id": request_id,
+        "summary": summary,
+        "rule_id": decision.rule_id,
+        "reason": decision.reason,
+        "decision": decision_to_json(decision),
+        **extra,
+    }
 
 
 def deny(rule_id: str, reason: str, base: Decision | None = None) -> Decision:
@@ -292,18 +475,12 @@ def deny(rule_id: str, reason: str, base: Decision | None = None) -> Decision:
 
 
 def abandoned(
-    request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str, **extra: Any
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    request_id: str, decision: Decision, summary: str, rule_id: str | None, reason: str
+) -> tuple[SignOutcome, EndingRecord]:
     """The reply and the `sign.abandoned` audit body for an allowed request that sent nothing:
     denied when a rule refused it (`rule_id`), failed otherwise."""
     if rule_id is not None:
-        result = outcome(DENIED, request_id, deny(rule_id, reason, decision), summary, **extra)
+        result = outcome(DENIED, request_id, deny(rule_id, reason, decision), summary)
     else:
-        result = outcome(FAILED, request_id, decision, summary, error=reason, **extra)
-    body = {
-        "request_id": request_id,
-        "rule_id": rule_id,
-        "reason": reason,
-        **{k: v for k, v in extra.items() if k == "tx_hash"},
-    }
-    return result, body
+        result = outcome(FAILED, request_id, decision, summary, error=reason)
+    return result, {"request_id": request_id, "rule_id": rule_id, "reason": reason}

@@ -8,24 +8,35 @@ the same decision, or the log (or the evaluator) has been tampered with.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from policies.decode import decode
 from policies.evaluate import evaluate
 from policies.model import Policy
-from signer.records import call_from_json, context_from_json
+from signer.records import DecidedRecord, call_from_json, context_from_json
 from signer.store.audit import records_of_kinds
 from signer.store.db import Connection
 
 
-def replay_decisions(conn: Connection) -> list[dict[str, Any]]:
+class Mismatch(TypedDict):
+    """A recorded decision the evaluator does not reproduce, or cannot (its policy is not in the log)."""
+
+    seq: int
+    problem: NotRequired[str]
+    request_id: NotRequired[str]
+    recorded: NotRequired[list[str]]  # outcome, rule id
+    replayed: NotRequired[list[str]]
+
+
+def replay_decisions(conn: Connection) -> list[Mismatch]:
     policies: dict[str, Policy] = {}
-    mismatches: list[dict[str, Any]] = []
+    mismatches: list[Mismatch] = []
     for seq, kind, body_text in records_of_kinds(conn, ("policy.loaded", "sign.decided")):
-        body = json.loads(body_text)
         if kind == "policy.loaded":
-            policies[body["policy_hash"]] = Policy.model_validate(body["policy"])
+            loaded = json.loads(body_text)
+            policies[loaded["policy_hash"]] = Policy.model_validate(loaded["policy"])
             continue
+        body: DecidedRecord = json.loads(body_text)  # as the engine wrote it, in the keyed log
         if body.get("pre_check"):
             continue  # decided before the policy ran (e.g. no RPC for the chain); nothing to replay
         policy = policies.get(body["policy_hash"])

@@ -17,6 +17,7 @@ from policies.intent import NATIVE
 from policies.kernel.keccak import keccak256
 from policies.kernel.rpc import RpcRemoteError, RpcUnreachable
 from signer.chain import Chain
+from signer.wire.approval_request import SimulatedChange, SimulationCard
 
 NATIVE_LOG_ADDRESS = "0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 TRANSFER = "0x" + keccak256(b"Transfer(address,address,uint256)").hex()
@@ -102,11 +103,11 @@ async def simulate(chain: Chain, sender: str, to: str, value: int, data: bytes) 
     )
 
 
-def simulation_card(sim: Simulated | None, index: PolicyIndex, chain_id: int) -> dict[str, Any] | None:
+def simulation_card(sim: Simulated | None, index: PolicyIndex, chain_id: int) -> SimulationCard | None:
     """The approval request's `simulation`: symbols and decimals from the policy (None when unlisted)."""
     if sim is None or sim.error:
         return None
-    changes = []
+    changes: list[SimulatedChange] = []
     for c in sim.changes:
         info = index.asset_info(chain_id, c.asset)
         if info is None and c.asset == NATIVE:

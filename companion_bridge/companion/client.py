@@ -20,9 +20,9 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import aiohttp
 
@@ -42,7 +42,7 @@ from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.companion.watch import Watch
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
-from signer.wire.approval_request import request_hash
+from signer.wire.approval_request import ApprovalRequestBody, MainTx, request_hash
 from signer.wire.messages import (
     APPROVAL_DOMAIN,
     FREEZE_DOMAIN,
@@ -82,12 +82,37 @@ class Choice:
     note: str | None = None
 
 
-Decide = Callable[[dict[str, Any], str], Awaitable[Choice]]
+Decide = Callable[[ApprovalRequestBody, str], Awaitable[Choice]]
 
 
-def unsigned(request: dict[str, Any]) -> dict[str, Any]:
+class AnswerParams(TypedDict):
+    """`approvals.answer`'s params as this companion sends them (signer.wire.requests.ApprovalAnswerParams)."""
+
+    request_id: str
+    request_hash: str
+    device_id: str
+    action: str
+    expires_at: float
+    signature: str
+    raw_tx: NotRequired[str]  # an approval of a transaction: the main key's signed bytes
+    note: NotRequired[str]
+
+
+class TopUpAsk(TypedDict):
+    """`approvals.topup`'s params (signer.wire.requests.TopUpRequestParams)."""
+
+    device_id: str
+    key_id: str
+    ts: float
+    signature: str
+    amount: NotRequired[str]  # wei; absent: up to the cap
+
+
+def unsigned(request: ApprovalRequestBody) -> ApprovalRequestBody:
     """The request as the signer hashed it: without the signature that travels with it."""
-    return {k: v for k, v in request.items() if k != "signer_sig"}
+    body: ApprovalRequestBody = {**request}
+    body.pop("signer_sig", None)
+    return body
 
 
 class Companion:
@@ -96,7 +121,7 @@ class Companion:
         self.bridge_url = bridge_url.rstrip("/")
         self.ssl = ssl
         self.state: dict[str, Any] = {}
-        self.requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.requests: asyncio.Queue[ApprovalRequestBody] = asyncio.Queue()
         self.resolved: set[str] = set()
         self.forged: list[str] = []  # ids of requests dropped because the signer did not sign them
         self.warn: Callable[[str], None] = lambda text: None  # `run` points this at the user's screen
@@ -229,7 +254,7 @@ class Companion:
         return None if self._ws is None else self._ws.close_code
 
     async def call(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0
+        self, method: str, params: Mapping[str, object] | None = None, timeout: float = 30.0
     ) -> dict[str, Any]:
         """One call through the bridge: its result, or CompanionError (refused, or a malformed reply)."""
         if self._ws is None or self._ws.closed:
@@ -276,7 +301,7 @@ class Companion:
 
     # ---- answers and actions ----------------------------------------------------------------
 
-    def _receive(self, request: dict[str, Any]) -> None:
+    def _receive(self, request: ApprovalRequestBody) -> None:
         """Queue a request only if the signer signed it: a rewritten one is never shown."""
         try:
             if not isinstance(request, dict):
@@ -290,7 +315,7 @@ class Companion:
             return
         self.requests.put_nowait(request)
 
-    def verified_hash(self, request: dict[str, Any]) -> str:
+    def verified_hash(self, request: ApprovalRequestBody) -> str:
         """The request's hash, after checking the signer's signature over it with the key from the
         pairing link. Anything else may have been written by the bridge: nothing is signed for it."""
         key = self.wallet.state.get("signer_key")
@@ -309,11 +334,11 @@ class Companion:
 
     def build_answer(
         self,
-        request: dict[str, Any],
+        request: ApprovalRequestBody,
         choice: Choice,
         nonce: int | None = None,
         quoted_at: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> AnswerParams:
         """The answer params for `approvals.answer`; the hash is ours, not the bridge's. An approval
         needs the signer's signature on the request; `nonce` (from the signed quote of `quoted_at`)
         replaces the request's when the main account has sent something since it was escalated,
@@ -328,10 +353,11 @@ class Companion:
             if choice.passphrase is not None:
                 zeroize(choice.passphrase)  # a policy approval is signed by the device key alone
         elif choice.action == ApprovalAction.APPROVE:
-            if request.get("tx") is None:
+            want = request["tx"]
+            if want is None:
                 raise CompanionError("this request has no transaction to sign; deny it")
             assert choice.passphrase is not None
-            tx = request["tx"] if nonce is None else {**request["tx"], "nonce": nonce}
+            tx: MainTx = want if nonce is None else {**want, "nonce": nonce}
             try:
                 tx, quoted_at = self._approved_tx(request, tx, quoted_at)
                 self.watch.check_room()
@@ -346,7 +372,7 @@ class Companion:
                 request["request_id"], digest, choice.action, request["expires_at"], device_id, tx_hash
             ),
         )
-        params: dict[str, Any] = {
+        params: AnswerParams = {
             "request_id": request["request_id"],
             "request_hash": digest,
             "device_id": device_id,
@@ -361,8 +387,8 @@ class Companion:
         return params
 
     def _approved_tx(
-        self, request: dict[str, Any], tx: dict[str, Any], quoted_at: float | None
-    ) -> tuple[dict[str, Any], float | None]:
+        self, request: ApprovalRequestBody, tx: MainTx, quoted_at: float | None
+    ) -> tuple[MainTx, float | None]:
         """The transaction to sign, and the quote time it goes with. A request this companion approved
         before is signed only at that approval's nonce: signing is deterministic, so that is the very
         same transaction (which the signer refuses if its nonce is used), never a second payment at a
@@ -376,9 +402,9 @@ class Companion:
                 f"{first.tx_hash} at nonce {first.nonce}, and your signer shows that nonce used: nothing was "
                 "signed again (a new nonce could pay twice). If it was not paid, have it requested anew."
             )
-        return {**request["tx"], "nonce": first.nonce}, first.quoted_at
+        return {**tx, "nonce": first.nonce}, first.quoted_at  # the request's, at the journaled nonce
 
-    async def answer(self, request: dict[str, Any], choice: Choice) -> dict[str, Any]:
+    async def answer(self, request: ApprovalRequestBody, choice: Choice) -> dict[str, Any]:
         """Send the answer. For an approval, whatever happens, check the journal afterwards: an
         error or silence may mean the bridge kept the signed transaction, and even a "signed" reply
         is the bridge's word until a signed quote shows the nonce mined."""
@@ -402,7 +428,7 @@ class Companion:
             await self.watch.answered(tx_hash, f"{result.get('status')} {result.get('tx_hash', '')}")
         return result
 
-    async def signing_nonce(self, request: dict[str, Any]) -> tuple[int | None, float | None]:
+    async def signing_nonce(self, request: ApprovalRequestBody) -> tuple[int | None, float | None]:
         """The main account's next nonce as the signer quotes it now (None: keep the request's), and
         the `ts` of that fresh signed quote (None: none came), which the journal entry keeps."""
         quote = self.watch.settle(await self.call("approvals.state", params=self.watch.state_params()))
@@ -410,7 +436,7 @@ class Companion:
             return None, None
         return nonce_from(quote, request), quote.ts
 
-    def _screen(self, request: dict[str, Any]) -> str:
+    def _screen(self, request: ApprovalRequestBody) -> str:
         """The request as the user reads it, under a notice if this companion approved it before."""
         try:
             first = self.watch.approved(request)
@@ -450,7 +476,7 @@ class Companion:
     async def topup(self, key_id: str, amount: int | None = None) -> dict[str, Any]:
         device_id, ts = self._device_id(), time.time()
         message = signed_message(TOPUP_DOMAIN, topup_body(device_id, key_id, amount, ts))
-        params: dict[str, Any] = {
+        params: TopUpAsk = {
             "device_id": device_id,
             "key_id": key_id,
             "ts": ts,
@@ -460,7 +486,7 @@ class Companion:
             params["amount"] = str(amount)
         return await self.call("approvals.topup", params)
 
-    async def next_request(self, timeout: float | None = None) -> dict[str, Any]:
+    async def next_request(self, timeout: float | None = None) -> ApprovalRequestBody:
         return await asyncio.wait_for(self.requests.get(), timeout)
 
     async def run(self, decide: Decide, *, once: bool = False, report: Callable[[str], None] = print) -> None:

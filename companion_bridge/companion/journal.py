@@ -32,7 +32,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
+
+from signer.wire.approval_request import ApprovalRequestBody, MainTx
 
 from companion_bridge.companion.journal_file import VERSION, JournalError, check_private_dir, parse
 from companion_bridge.companion.quotes import NonceQuote
@@ -57,6 +59,11 @@ class JournalFull(JournalError):
     pass
 
 
+class SettledBy(TypedDict):
+    main_nonce_mined: int  # the main account's mined transaction count the signer quoted
+    quote_ts: float  # that quote's `ts` (the signer's clock)
+
+
 @dataclass
 class Entry:
     request_id: str
@@ -71,9 +78,7 @@ class Entry:
     quoted_at: float | None = None  # `ts` (the signer's clock) of the fresh signed quote fetched to sign it
     seen_ts: float | None = None  # `ts` of the newest signed quote applied: no older one counts any more
     settled_at: float | None = None
-    settled_by: dict[str, Any] | None = (
-        None  # the first mined quote showing it used: main_nonce_mined, quote_ts
-    )
+    settled_by: SettledBy | None = None  # the first mined quote showing it used
     confirmed: int = 0  # later mined quotes that still showed it used
 
     @property
@@ -92,8 +97,8 @@ class Entry:
     @classmethod
     def for_approval(
         cls,
-        request: dict[str, Any],
-        tx: dict[str, Any],
+        request: ApprovalRequestBody,
+        tx: MainTx,
         tx_hash: str,
         quoted_at: float | None = None,
         now: float | None = None,

@@ -56,7 +56,7 @@ def warning_lines(entry: Entry) -> list[str]:
 def settled_line(entry: Entry) -> str:
     """A settled entry: its nonce is mined, by this approval or by another transaction (a nonce
     quote cannot tell which; the tx hash on a block explorer can)."""
-    mined = (entry.settled_by or {}).get("main_nonce_mined")
+    mined = None if entry.settled_by is None else entry.settled_by["main_nonce_mined"]
     still = "" if entry.final else "; still re-checked for a while, in case of a reorg"
     return (
         f"settled: {visible(entry.request_id)} nonce {entry.nonce} on chain {entry.chain_id} is used "

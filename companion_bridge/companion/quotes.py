@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from signer.wire.messages import MAX_CLOCK_SKEW, NONCE_DOMAIN, signed_by
+from signer.wire.approval_request import ApprovalRequestBody
 
 QUOTE_FIELDS = ("main_account", "main_nonce", "main_nonce_mined", "ts")
 LEGACY_FIELDS = ("main_account", "main_nonce", "ts")  # a signer from before the mined count
@@ -74,20 +75,21 @@ def verified_quote(state: Any, signer_key: str | None) -> NonceQuote | None:
 
 
 def quoted_nonce(
-    state: dict[str, Any], request: dict[str, Any], signer_key: str | None, now: float | None = None
+    state: dict[str, Any], request: ApprovalRequestBody, signer_key: str | None, now: float | None = None
 ) -> int | None:
     """The nonce to sign `request` with, from a nonce quote; None means keep the request's own."""
     nonce_quote = verified_quote(state, signer_key)
     return None if nonce_quote is None else nonce_from(nonce_quote, request, now)
 
 
-def nonce_from(quote: NonceQuote, request: dict[str, Any], now: float | None = None) -> int | None:
+def nonce_from(quote: NonceQuote, request: ApprovalRequestBody, now: float | None = None) -> int | None:
     """The nonce to sign `request` with, from a verified quote; None means keep the request's own.
     Taken only from a fresh quote, and never below the request's: a nonce the bridge made up could
     leave it a signed transaction to send at a time of its choosing."""
-    if not quote.fresh(now):
+    tx = request["tx"]
+    if tx is None or not quote.fresh(now):
         return None
-    nonce = quote.main_nonce.get(int(request["tx"]["chain_id"]))
-    if nonce is None or nonce < int(request["tx"]["nonce"]):
+    nonce = quote.main_nonce.get(int(tx["chain_id"]))
+    if nonce is None or nonce < int(tx["nonce"]):
         return None
     return nonce

@@ -16,16 +16,24 @@ from policies.decision import Outcome
 from policies.kernel.text import one_line, visible
 from policies.units import format_amount
 from policies.kernel.addresses import to_checksum
+from signer.wire.approval_request import (
+    ActionCard,
+    ApprovalRequestBody,
+    Escalation,
+    MainTx,
+    Party,
+    SimulationCard,
+)
 
 RULE = "-" * 64
 REASON_CHARS = 500  # the most of the agent's stated reason shown
 
 
-def _party(p: dict[str, Any]) -> str:
+def _party(p: Party) -> str:
     return f"{p['address']} ({p['label']})"
 
 
-def _action(a: dict[str, Any]) -> str:
+def _action(a: ActionCard) -> str:
     amount = a.get("amount") or f"{a.get('amount_base_units')} base units of {a.get('token')}"
     if a["type"] == "transfer":
         return (
@@ -51,7 +59,7 @@ def _action(a: dict[str, Any]) -> str:
             f"SWAP {give_text} for at least {get_text}\n    via: {_party(a['router'])}\n"
             f"    output to: {_party(a['recipient'])}"
         )
-    if a["type"] in ("wrap", "unwrap"):
+    if a["type"] == "wrap" or a["type"] == "unwrap":
         return f"{a['type'].upper()} {amount} at {_party(a['contract'])}"
     if a["type"] == "claim":
         return f"CLAIM {amount} from {_party(a['distributor'])}\n    paid to: {_party(a['account'])}"
@@ -61,23 +69,23 @@ def _action(a: dict[str, Any]) -> str:
     return f"FORBIDDEN: {a['reason']} ({a['rule_id']})"
 
 
-def _simulation_lines(simulation: dict[str, Any] | None) -> list[str]:
+def _simulation_lines(simulation: SimulationCard | None) -> list[str]:
     """The node's simulation, marked as the node's word: it can only have made the request stricter."""
     if not simulation:
         return []
     lines = ["", f"Balance changes simulated by the node ({simulation['source']}; its word, not proof):"]
     for c in simulation["changes"]:
-        delta = int(c["delta"])
+        delta, symbol, decimals = int(c["delta"]), c.get("symbol"), c.get("decimals")
         shown = (
-            format_amount(abs(delta), c["decimals"], c["symbol"])
-            if c.get("symbol") and c.get("decimals") is not None
+            format_amount(abs(delta), decimals, symbol)
+            if symbol and decimals is not None
             else f"{abs(delta)} base units of {c['asset']}"
         )
         lines.append(f"  {to_checksum(c['account'])}: {'-' if delta < 0 else '+'}{shown}")
     return lines
 
 
-def _tx_lines(tx: dict[str, Any] | None) -> list[str]:
+def _tx_lines(tx: MainTx | None) -> list[str]:
     if tx is None:
         return [
             "",
@@ -107,7 +115,7 @@ def _visible(value: Any) -> Any:
     return value
 
 
-def why_lines(escalation: dict[str, Any]) -> list[str]:
+def why_lines(escalation: Escalation) -> list[str]:
     """Every rule that fired, not just the first: a new recipient may also be over a limit."""
     fired = [f for f in escalation.get("findings") or [] if f.get("outcome") != Outcome.ALLOW]
     if len(fired) <= 1:
@@ -118,7 +126,7 @@ def why_lines(escalation: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_request(request: dict[str, Any], *, now: float | None = None) -> str:
+def render_request(request: ApprovalRequestBody, *, now: float | None = None) -> str:
     now = time.time() if now is None else now
     request = _visible(request)
     tx = request.get("tx")

@@ -23,6 +23,7 @@ from policies.kernel.addresses import to_checksum
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from policies.kernel.passphrase import zeroize
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
+from signer.wire.approval_request import MainTx
 
 KEYSTORE = "keystore.json"
 DEVICE_KEY = "device.key"
@@ -118,7 +119,7 @@ class CompanionWallet:
             raise WalletError("the keystore does not hold this companion's main account")
         return key
 
-    def sign_transaction(self, tx: dict[str, Any], passphrase: bytearray) -> bytes:
+    def sign_transaction(self, tx: MainTx, passphrase: bytearray) -> bytes:
         """Sign exactly the request's transaction fields; nothing is filled in or changed here."""
         key = self.main_key(passphrase)
         if tx["from"].lower() != self.main_address.lower():

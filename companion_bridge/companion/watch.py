@@ -24,6 +24,7 @@ from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.wallet import CompanionWallet
 from policies.kernel.keccak import keccak256
 from signer.wire.witness import Witness, WitnessError
+from signer.wire.approval_request import ApprovalRequestBody, MainTx
 
 WITNESS_FILE = "audit_witness.json"  # the latest audit checkpoint the signer signed (signer.wire.witness)
 
@@ -51,7 +52,7 @@ class Watch:
         except JournalError as exc:
             raise CompanionError(str(exc)) from None
 
-    def approved(self, request: dict[str, Any]) -> Entry | None:
+    def approved(self, request: ApprovalRequestBody) -> Entry | None:
         """The approval this companion already signed for `request`, if it did (journal unreadable:
         CompanionError, since signing again without knowing could pay twice)."""
         try:
@@ -59,7 +60,7 @@ class Watch:
         except JournalError as exc:
             raise CompanionError(str(exc)) from None
 
-    def signed(self, request: dict[str, Any], tx: dict[str, Any], raw: bytes, quoted_at: float | None) -> str:
+    def signed(self, request: ApprovalRequestBody, tx: MainTx, raw: bytes, quoted_at: float | None) -> str:
         """Journal a freshly signed approval before it can leave; its tx hash. `quoted_at`: the `ts`
         of the fresh signed quote whose nonce it carries (None: the request's own nonce)."""
         tx_hash = "0x" + keccak256(raw).hex()

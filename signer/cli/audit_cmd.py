@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import typer
 
@@ -47,6 +48,7 @@ def verify(
     if not paths.db.exists():
         fail(f"no signer database at {paths.db}")
     conn = connect(paths.db, readonly=True)
+    report: Mapping[str, Any]  # the daemon's reply, or the verification's report: the same fields
     if passphrase_file is None and not os.environ.get(PASSPHRASE_ENV) and _daemon_reachable(paths):
         from signer.wire.replies import AuditVerifyReply  # the running daemon holds the keys
 

@@ -6,8 +6,7 @@ and signer.tier1.topup_room make of them lives here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from signer.store.db import get_meta, set_meta
 from signer.store.requests import Connection
@@ -25,7 +24,7 @@ OPEN, APPROVED, DENIED = "open", "approved", "denied"
 # ---- approvals -----------------------------------------------------------------------------------
 
 
-def insert(conn: Connection, body: dict[str, Any], request_hash: str) -> None:
+def insert(conn: Connection, body: Mapping[str, object], request_hash: str) -> None:
     """An approval request, open until it is answered or expires."""
     conn.execute(
         "INSERT INTO approvals(request_id, kind, body, request_hash, expires_at, state) VALUES(?,?,?,?,?,?)",
@@ -63,7 +62,7 @@ def find(conn: Connection, request_id: str) -> tuple[str, str, str, float, str] 
 
 
 def close(
-    conn: Connection, request_id: str, state: str, now: float, device_id: str, answer: dict[str, Any]
+    conn: Connection, request_id: str, state: str, now: float, device_id: str, answer: Mapping[str, object]
 ) -> bool:
     """Close an open approval that has not expired by `now`; False if it was not (any more) one."""
     cur = conn.execute(

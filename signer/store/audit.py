@@ -33,10 +33,10 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from signer.store.checkpoint import database_file
 from signer.store.db import connect
@@ -194,7 +194,7 @@ def _scrub_text(value: str, key: str) -> str:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False)
 
 
-def canonical(body: dict[str, Any]) -> str:
+def canonical(body: Mapping[str, object]) -> str:
     """`json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`, the text a record's MAC covers."""
     return _CANONICAL.encode(body)
 
@@ -209,7 +209,7 @@ class Prepared:
     text: str
 
 
-def prepare(kind: str, body: dict[str, Any], ts: float | None = None) -> Prepared:
+def prepare(kind: str, body: Mapping[str, object], ts: float | None = None) -> Prepared:
     """Scrub and serialize off the write path (the costly part); raises `AuditSecretError`, writes nothing."""
     return Prepared(kind, None if ts is None else float(ts), canonical(_scrub(body)))
 
@@ -270,7 +270,7 @@ class AuditLog:
     def head(self) -> tuple[int, str]:
         return self._seq, self._hash
 
-    def append(self, kind: str, body: dict[str, Any], ts: float | None = None) -> int:
+    def append(self, kind: str, body: Mapping[str, object], ts: float | None = None) -> int:
         """Add a record in the current transaction; the caller commits."""
         return self.write(prepare(kind, body, ts))
 
@@ -347,7 +347,7 @@ class AuditLog:
             os.pwrite(self._anchor_fd, data, 0)
             self._anchored = (epoch, seq)
 
-    def verify_all(self) -> dict[str, Any]:
+    def verify_all(self) -> VerifyJson:
         """`verify` over the whole database this log writes to, on a fresh read-only connection (any thread)."""
         path = self._db_path
         if path is None:
@@ -399,6 +399,13 @@ def load_anchor(path: Path, keys: AuditKeys) -> Anchor | None:
     return Anchor(seq, head, epoch, seq >= 0 and hmac.compare_digest(keys.anchor_mac(seq, head, epoch), mac))
 
 
+class VerifyJson(TypedDict):
+    ok: bool
+    records: int
+    head_hash: str
+    problems: list[str]
+
+
 @dataclass
 class VerifyReport:
     ok: bool
@@ -406,7 +413,7 @@ class VerifyReport:
     head_hash: str
     problems: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> VerifyJson:
         return {
             "ok": self.ok,
             "records": self.records,
@@ -488,15 +495,23 @@ def _legacy_count(body: str) -> int:
         return -1
 
 
+class AuditEntryJson(TypedDict):
+    seq: int
+    ts: float
+    kind: str
+    body: object  # one shape per record kind, as written
+    hash: str
+
+
 @dataclass(frozen=True)
 class AuditEntry:
     seq: int
     ts: float
     kind: str
-    body: dict[str, Any]
+    body: dict[str, Any]  # the record's JSON as the log holds it, any kind
     hash: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AuditEntryJson:
         return {"seq": self.seq, "ts": self.ts, "kind": self.kind, "body": self.body, "hash": self.hash}
 
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from signer.keystore import MasterKey
 from signer.store import state_head
@@ -95,7 +95,26 @@ def went_back(findings: list[Finding]) -> list[Finding]:
     ]
 
 
-def last_integrity_event(conn: sqlite3.Connection) -> dict[str, Any] | None:
+class IntegrityBody(TypedDict, total=False):
+    """A refused start's findings (signer.daemon), or what a seal removed (signer.admin)."""
+
+    findings: list[str]
+    count: int
+    removed: list[str]
+    sealed_rows: int
+    accepted_policy_hash: str | None
+    rollback_accepted: object
+
+
+class IntegrityEvent(TypedDict):
+    seq: int
+    ts: float
+    kind: str  # integrity.refused or integrity.sealed
+    body: IntegrityBody
+    signer_started_since: bool
+
+
+def last_integrity_event(conn: sqlite3.Connection) -> IntegrityEvent | None:
     """The latest start-up refusal or seal, as recorded in the audit log (read without the key: a
     report for `owlia signer status` and `owlia security audit`, which `owlia audit verify` authenticates)."""
     row = conn.execute(

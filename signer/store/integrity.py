@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 from signer.keystore import MasterKey
 from signer.store import approvals, devices, tier3_grants
@@ -117,13 +117,19 @@ class Problem(str, Enum):
     )
 
 
+class FindingJson(TypedDict):
+    table: str
+    pk: str | None
+    problem: str  # a Problem's value
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     table: str
     pk: str | None
     problem: Problem
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FindingJson:
         return {"table": self.table, "pk": self.pk, "problem": self.problem.value}
 
     def __str__(self) -> str:

@@ -17,19 +17,20 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from policies.decision import Decision, Finding, Outcome
 from policies.context import Simulated
 from policies.intent import Decoded
 from signer import records
-from signer.wire.approval_request import RequestBuilder, request_hash
+from signer.wire.approval_request import ApprovalRequestBody, RequestBuilder, request_hash
 from signer.chain import Sent
 from signer.tier1.audit_witness import make_checkpoint
+from signer.wire.witness import Checkpoint, CheckpointAt
 from signer.store.audit import hash_at
-from signer.tier1.devices import DeviceRegistry
+from signer.tier1.devices import DeviceRegistry, Evidence
 from signer.tier1.identity import SignerIdentity
 from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
 from signer.tier1.kill_switch import KillSwitch
@@ -54,6 +55,46 @@ NONCE_TIMEOUT = 2.0  # seconds per chain when a companion asks for the main acco
 # Requests one client may have waiting on the companion at once: a hijacked bot must not bury the
 # user in prompts until one gets approved without being read.
 MAX_WAITING_PER_CLIENT = 10
+
+
+class ApprovalsState(TypedDict):
+    """What a bridge learns with every delivery: the freeze, the devices' revision, the main account."""
+
+    frozen: bool
+    freeze_id: str | None
+    devices_rev: str
+    main_account: str | None
+
+
+class NonceQuote(TypedDict):
+    """The main account's next (`main_nonce`) and mined (`main_nonce_mined`) nonce per chain, signed."""
+
+    main_account: str | None
+    main_nonce: dict[str, int]
+    main_nonce_mined: dict[str, int]
+    ts: float
+
+
+class StateForSigning(ApprovalsState, NonceQuote):
+    """`approvals.state`: the state, the nonce quote and its signature, and the audit checkpoint."""
+
+    nonce_sig: str
+    audit_checkpoint: Checkpoint
+
+
+class Delivery(TypedDict):
+    """One open request as delivered: `request` is its stored body with `signer_sig` added."""
+
+    seq: int
+    request: ApprovalRequestBody
+    request_hash: str
+
+
+class WaitResult(ApprovalsState):
+    """`approvals.wait`: the open requests after the cursor, the new cursor and the state."""
+
+    requests: list[Delivery]
+    cursor: int
 
 
 class Approvals:
@@ -96,7 +137,7 @@ class Approvals:
         now: float,
         expires_at: float,
         simulation: Simulated | None = None,
-    ) -> dict[str, Any]:
+    ) -> ApprovalRequestBody:
         call = decoded.call
         chain, main = self.engine.chains.get(call.chain_id), self.devices.main_account()
         tx = await main_account_tx(chain, main, call)
@@ -137,11 +178,11 @@ class Approvals:
         self._held.discard(request)
 
     @staticmethod
-    def insert(conn: Connection, body: dict[str, Any]) -> None:
+    def insert(conn: Connection, body: ApprovalRequestBody) -> None:
         approval_store.insert(conn, body, request_hash(body))
 
     def open_request(
-        self, conn: Connection, body: dict[str, Any], pending: dict[str, Any], requester: str
+        self, conn: Connection, body: ApprovalRequestBody, pending: records.SignOutcome, requester: str
     ) -> None:
         """A request no client's `sign.request` made (a top-up, a policy loosening): its pending
         row, keyed by its own id, and its approval, in the caller's transaction."""
@@ -166,19 +207,19 @@ class Approvals:
 
     # ---- delivery to the bridge -------------------------------------------------------------
 
-    def _open_after(self, after: int, limit: int) -> list[dict[str, Any]]:
+    def _open_after(self, after: int, limit: int) -> list[Delivery]:
         rows = approval_store.open_after(self.engine.reader, after, self.clock(), limit)
         return [
             {"seq": seq, "request": self._signed(json.loads(body), digest), "request_hash": digest}
             for seq, body, digest in rows
         ]
 
-    def _signed(self, request: dict[str, Any], digest: str) -> dict[str, Any]:
+    def _signed(self, request: ApprovalRequestBody, digest: str) -> ApprovalRequestBody:
         """The request as delivered: `signer_sig` (over its hash) rides along, outside the hash."""
         request["signer_sig"] = self.identity.sign(REQUEST_DOMAIN, {"request_hash": digest})
         return request
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ApprovalsState:
         return {
             "frozen": self.engine.frozen,
             "freeze_id": self.kill_switch.current_id(),
@@ -186,7 +227,7 @@ class Approvals:
             "main_account": self.devices.main_account(),
         }
 
-    async def state_for_signing(self, witness_seq: int | None = None) -> dict[str, Any]:
+    async def state_for_signing(self, witness_seq: int | None = None) -> StateForSigning:
         """The state plus, per chain, the main account's next nonce (`main_nonce`, the mempool
         counted: a companion about to sign asks for it, so two requests escalated at the same nonce
         can both be approved in turn) and its mined transaction count (`main_nonce_mined`: only that
@@ -202,6 +243,7 @@ class Approvals:
         nonces: dict[str, int] = {}
         mined: dict[str, int] = {}
         for chain_id, chain in self.engine.chains.items() if main else ():
+            assert main is not None
             pending, latest = await asyncio.gather(
                 within_budget(next_nonce(chain, main)),
                 within_budget(chain.mined_nonce(main)),
@@ -213,10 +255,15 @@ class Approvals:
                 nonces[str(chain_id)] = pending
             if isinstance(latest, int):
                 mined[str(chain_id)] = latest
-        quote = {"main_account": main, "main_nonce": nonces, "main_nonce_mined": mined, "ts": self.clock()}
+        quote: NonceQuote = {
+            "main_account": main,
+            "main_nonce": nonces,
+            "main_nonce_mined": mined,
+            "ts": self.clock(),
+        }
         # The audit log's committed head, signed: the companion keeps the latest and refuses to go back.
         seq, head = self.engine.audit.committed
-        at = None
+        at: CheckpointAt | None = None
         if witness_seq is not None and 0 < witness_seq <= seq:  # bind this checkpoint to what the witness saw
             record_hash = hash_at(self.engine.reader, witness_seq)
             at = {"seq": witness_seq, "hash": record_hash} if record_hash is not None else None
@@ -228,7 +275,7 @@ class Approvals:
             "audit_checkpoint": checkpoint,
         }
 
-    async def wait(self, after: int, timeout: float, limit: int) -> dict[str, Any]:
+    async def wait(self, after: int, timeout: float, limit: int) -> WaitResult:
         """Long-poll: returns at once if anything is newer than `after`, else when something arrives."""
         pending = self._open_after(after, limit)
         if not pending and timeout > 0:
@@ -243,9 +290,13 @@ class Approvals:
 
     # ---- answers ----------------------------------------------------------------------------
 
-    async def answer(self, params: ApprovalAnswerParams) -> dict[str, Any]:
+    async def answer(self, params: ApprovalAnswerParams) -> records.SignOutcome:
         now = self.clock()
-        evidence = {"request_id": params.request_id, "device_id": params.device_id, "action": params.action}
+        evidence: Evidence = {
+            "request_id": params.request_id,
+            "device_id": params.device_id,
+            "action": params.action,
+        }
         row = approval_store.find(self.engine.reader, params.request_id)
         if row is None:
             raise await self._refuse(evidence, "no such approval request")
@@ -266,25 +317,25 @@ class Approvals:
         device = await self.devices.authorize(
             params.device_id, params.action, message, params.signature, "approval.refused", evidence
         )
-        body = json.loads(body_text)
+        body: ApprovalRequestBody = json.loads(body_text)  # as this signer stored and hashed it
         if params.action is ApprovalAction.APPROVE and kind == "policy":
             return await self._approve_policy(body, params, device.device_id, evidence)
         if params.action is ApprovalAction.APPROVE:
             return await self._approve(body, kind, params, device.device_id, device.main_address, evidence)
         return await self._deny(body, params, device.device_id, device.name)
 
-    async def _refuse(self, evidence: dict[str, Any], reason: str) -> RpcError:
+    async def _refuse(self, evidence: Evidence, reason: str) -> RpcError:
         return await self.devices.refuse("approval.refused", evidence, reason)
 
     async def _approve(
         self,
-        body: dict[str, Any],
+        body: ApprovalRequestBody,
         kind: str,
         params: ApprovalAnswerParams,
         device_id: str,
         main: str,
-        evidence: dict[str, Any],
-    ) -> dict[str, Any]:
+        evidence: Evidence,
+    ) -> records.SignOutcome:
         want = body["tx"]
         if want is None:
             raise await self._refuse(
@@ -306,14 +357,14 @@ class Approvals:
 
     async def _record_and_send(
         self,
-        body: dict[str, Any],
+        body: ApprovalRequestBody,
         kind: str,
         params: ApprovalAnswerParams,
         device_id: str,
-        evidence: dict[str, Any],
+        evidence: Evidence,
         chain: Chain,
         got: DecodedTx,
-    ) -> dict[str, Any]:
+    ) -> records.SignOutcome:
         if kind == "topup" and await exceeds_cap(self.engine, body, chain, got.tx.to, got.tx.value):
             raise await self._refuse(
                 evidence, "the top-up would exceed the session key's cap (or it is gone)"
@@ -357,8 +408,8 @@ class Approvals:
         return result
 
     async def _approve_policy(
-        self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str, evidence: dict[str, Any]
-    ) -> dict[str, Any]:
+        self, body: ApprovalRequestBody, params: ApprovalAnswerParams, device_id: str, evidence: Evidence
+    ) -> records.SignOutcome:
         """Install the loosened policy at once, in the commit that closes the approval. Only over the
         policy it was proposed against: after any other change the user must see a fresh proposal."""
         if params.raw_tx:
@@ -393,8 +444,8 @@ class Approvals:
         return result
 
     async def _deny(
-        self, body: dict[str, Any], params: ApprovalAnswerParams, device_id: str, device_name: str
-    ) -> dict[str, Any]:
+        self, body: ApprovalRequestBody, params: ApprovalAnswerParams, device_id: str, device_name: str
+    ) -> records.SignOutcome:
         freeze = params.action is ApprovalAction.FREEZE
         reason = f"denied on your companion ({device_name})" + (
             " and the signer was frozen" if freeze else ""
@@ -436,14 +487,15 @@ class Approvals:
             self.announce()
         return result
 
-    def _answered(self, request_id: str, **changes: Any) -> dict[str, Any]:
+    def _answered(self, request_id: str, /, **changes: Unpack[records.AnswerFields]) -> records.SignOutcome:
         """The request's stored outcome updated by its answer; no longer pending, so no expiry."""
-        result = {**json.loads(request_store.outcome_of(self.engine.reader, request_id)), **changes}
+        stored: records.SignOutcome = json.loads(request_store.outcome_of(self.engine.reader, request_id))
+        result: records.SignOutcome = {**stored, **changes}
         result.pop("expires_at", None)
         return result
 
     def _close(
-        self, conn: Connection, request_id: str, state: str, device_id: str, answer: dict[str, Any]
+        self, conn: Connection, request_id: str, state: str, device_id: str, answer: Mapping[str, object]
     ) -> None:
         """Close an open, unexpired request in the answer's own transaction: the expiry is checked
         again here, since an answer may have waited (for the main-account lock, for the chain)."""
@@ -453,7 +505,7 @@ class Approvals:
     async def _write_once(
         self,
         unit: Callable[[Connection], None],
-        evidence: dict[str, Any],
+        evidence: Evidence,
         commit: Callable[[Callable[[Connection], None]], Awaitable[Any]] | None = None,
     ) -> None:
         """Two answers racing for one request: the first commit wins, the second is a replay."""
@@ -466,12 +518,12 @@ class Approvals:
 
     # ---- the kill switch (signer.tier1.kill_switch) ------------------------------------------------
 
-    async def freeze(self, params: FreezeParams) -> dict[str, Any]:
+    async def freeze(self, params: FreezeParams) -> ApprovalsState:
         await self.kill_switch.toggle(params)
         self.announce()
         return self.state()
 
-    async def freeze_on_host(self, client_name: str) -> dict[str, Any]:
+    async def freeze_on_host(self, client_name: str) -> ApprovalsState:
         await self.kill_switch.freeze_on_host(client_name)
         self.announce()
         return self.state()

@@ -13,18 +13,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from signer.tier1.identity import SignerIdentity
 from signer.store.audit import hash_at
 from signer.store.db import Connection
 from signer.store.state_head import epoch_of
-from signer.wire.witness import CHECKPOINT_DOMAIN, Verdict, WitnessError, checkpoint_body
+from signer.wire.witness import (
+    CHECKPOINT_DOMAIN,
+    Checkpoint,
+    CheckpointAt,
+    Verdict,
+    WitnessError,
+    checkpoint_body,
+)
 
 
 def make_checkpoint(
-    identity: SignerIdentity, seq: int, head: str, at: dict[str, Any] | None = None, epoch: int = 0
-) -> dict[str, Any]:
+    identity: SignerIdentity, seq: int, head: str, at: CheckpointAt | None = None, epoch: int = 0
+) -> Checkpoint:
     body = checkpoint_body(seq, head, at, epoch)
     return {**body, "signer_sig": identity.sign(CHECKPOINT_DOMAIN, body)}
 

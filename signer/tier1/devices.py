@@ -15,9 +15,9 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from signer.wire.protocol import ErrorCode, RpcError
 from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
@@ -41,6 +41,16 @@ from signer.wire.messages import (
 
 CAPABILITIES = ("approve", "deny", "freeze", "unfreeze", "topup")
 MAX_WRONG_CODES = 5  # wrong pairing codes before the pairing is spent
+
+
+class Evidence(TypedDict, total=False):
+    """What a refused answer or proof goes on record with (the reason is added by `refuse`)."""
+
+    request_id: str
+    device_id: str
+    action: str
+    key_id: str
+    tx_hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +129,7 @@ class DeviceRegistry:
 
     # ---- refusals are audited, then raised --------------------------------------------------
 
-    async def refuse(self, kind: str, body: dict[str, Any], message: str) -> RpcError:
+    async def refuse(self, kind: str, body: Mapping[str, object], message: str) -> RpcError:
         """Audited within a budget per kind (signer.tier1.refusals): a flood of forgeries cannot fill the disk."""
         unrecorded = self._refusals.admit(kind, self.clock())
         if unrecorded is not None:
@@ -138,7 +148,7 @@ class DeviceRegistry:
         message: bytes,
         signature: str,
         audit_kind: str,
-        evidence: dict[str, Any],
+        evidence: Mapping[str, object],
     ) -> Device:
         """The device exists, is not revoked, may do this, and signed exactly `message`."""
         device = self.get(device_id)
@@ -158,7 +168,7 @@ class DeviceRegistry:
         return device
 
     async def consume_proof(
-        self, message: bytes, ts: float, audit_kind: str, evidence: dict[str, Any]
+        self, message: bytes, ts: float, audit_kind: str, evidence: Mapping[str, object]
     ) -> None:
         """A timestamped proof is fresh and used at most once (its digest is remembered until it is stale)."""
         now = self.clock()
@@ -192,7 +202,7 @@ class DeviceRegistry:
             pairing_id=pairing_id, code=grouped, expires_at=now + ttl_seconds, signer_key=self.signer_key
         )
 
-    async def _wrong_code(self, pairing_id: str, evidence: dict[str, Any], now: float) -> RpcError:
+    async def _wrong_code(self, pairing_id: str, evidence: Mapping[str, object], now: float) -> RpcError:
         """Counted here, not only at the bridge: a compromised bridge could otherwise guess forever.
         After MAX_WRONG_CODES the code is spent, durably; the user shows a new one."""
         wrong = self._wrong_codes[pairing_id] = self._wrong_codes.get(pairing_id, 0) + 1

@@ -11,7 +11,7 @@ the bridge.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -33,5 +33,5 @@ class SignerIdentity:
             self._key.public_key().public_bytes_raw().hex()
         )  # raw 32 bytes, without the serialization package
 
-    def sign(self, domain: str, body: dict[str, Any]) -> str:
+    def sign(self, domain: str, body: Mapping[str, object]) -> str:
         return self._key.sign(signed_message(domain, body)).hex()

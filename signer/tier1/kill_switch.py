@@ -13,9 +13,9 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from signer.tier1.devices import DeviceRegistry
+from signer.tier1.devices import DeviceRegistry, Evidence
 from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
 from signer.wire.protocol import FreezeAction, RpcError
 from signer.wire.requests import FreezeParams
@@ -67,7 +67,7 @@ class KillSwitch:
         message = signed_message(
             FREEZE_DOMAIN, freeze_body(params.device_id, params.action, params.freeze_id, params.ts)
         )
-        evidence = {"device_id": params.device_id, "action": params.action}
+        evidence: Evidence = {"device_id": params.device_id, "action": params.action}
         await self.devices.authorize(
             params.device_id, params.action, message, params.signature, "freeze.refused", evidence
         )
@@ -91,7 +91,7 @@ class KillSwitch:
         if self._freezes_begun == freezes_seen:  # else a freeze is on its way to disk: it stays frozen
             self.engine.frozen = False
 
-    async def _unfreeze_refused(self, evidence: dict[str, Any]) -> RpcError:
+    async def _unfreeze_refused(self, evidence: Evidence) -> RpcError:
         return await self.devices.refuse(
             "freeze.refused", evidence, "not frozen, or the unfreeze names another freeze"
         )

@@ -9,18 +9,17 @@ time of someone else's choosing, one for an earlier nonce can never be mined).
 
 from __future__ import annotations
 
-from typing import Any
-
 from policies.intent import Call
 from policies.kernel.addresses import to_checksum
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
 from signer.txdecode import DecodedTx
+from signer.wire.approval_request import MainTx
 from signer.wire.protocol import ErrorCode, RpcError
 
 FALLBACK_GAS_LIMIT = 300_000  # when the main account cannot be simulated (e.g. not yet funded)
 
 
-async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> dict[str, Any] | None:
+async def main_account_tx(chain: Chain | None, main: str | None, call: Call) -> MainTx | None:
     """The exact transaction the main key is asked to sign: fields fixed now, checked on the answer.
 
     None when no companion is paired yet or the chain cannot be reached: such a request can only be
@@ -66,7 +65,7 @@ async def next_nonce(chain: Chain, account: str) -> int:
         ) from None
 
 
-def mismatch(want: dict[str, Any], got: DecodedTx, main: str) -> str | None:
+def mismatch(want: MainTx, got: DecodedTx, main: str) -> str | None:
     """The first field where the signed tx differs from the approved request, or None. `want`'s
     nonce is the main account's next one, read by the caller as it checks."""
     tx = got.tx

@@ -30,7 +30,7 @@ from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import records
 from signer.tier1 import policy_change
-from signer.wire.approval_request import escalation_json
+from signer.wire.approval_request import ApprovalRequestBody, escalation_json
 from policies.kernel.files import PermissionProblem, check_private_file, write_private_file
 from signer.ledger import DAY, Ledger
 from signer.tier1.policy_change import StalePolicy
@@ -285,9 +285,8 @@ class PolicyKeeper:
         now = self.clock()
         current = engine.policy.policy_hash()
         for open_id, open_body in approval_store.open_proposals(engine.reader, policy_hash, now):
-            if (
-                json.loads(open_body)["policy"]["from_hash"] == current
-            ):  # one made over an older policy is stale
+            proposed: ApprovalRequestBody = json.loads(open_body)
+            if proposed["policy"]["from_hash"] == current:  # one made over an older policy is stale
                 return open_id
         request_id = "req_" + secrets.token_hex(16)
         reason = "the new policy file widens what the signer may sign on its own"
@@ -299,7 +298,7 @@ class PolicyKeeper:
         )
         expires_at = now + engine.pending_ttl
         summary = f"loosen the signer policy ({len(widens)} change(s)) to {policy_hash[:16]}"
-        body = {
+        body: ApprovalRequestBody = {
             "v": 1,
             "request_id": request_id,
             "kind": "policy",

@@ -18,7 +18,7 @@ contracts in pyproject.toml (`tier1-layers`, `sql-in-store`) keep it that way.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from policies.context import Simulated
 from policies.decision import Decision
@@ -26,12 +26,14 @@ from policies.intent import Decoded
 from policies.model import Policy
 from signer.chain import Broadcast, Chain
 from signer.tier1.devices import DeviceRegistry
+from signer.records import SignOutcome
 from signer.receipts import InFlight
 from signer.tier2.session_keys import SessionKeys
 from signer.store.audit import AuditLog
 from signer.store.requests import Connection
 from signer.store.writer import Writer
 from signer.tier1.topup_room import TopUps
+from signer.wire.approval_request import ApprovalRequestBody
 
 
 class SigningCore(Protocol):
@@ -87,8 +89,8 @@ class SigningCore(Protocol):
         ...
 
     async def broadcast_unknown(
-        self, request_id: str, result: dict[str, Any], outcome: Broadcast
-    ) -> dict[str, Any]:
+        self, request_id: str, result: SignOutcome, outcome: Broadcast
+    ) -> SignOutcome:
         """Record that the node did not accept a signed transaction's broadcast; the reply says so."""
         ...
 
@@ -127,16 +129,16 @@ class Escalations(Protocol):
         now: float,
         expires_at: float,
         simulation: Simulated | None = None,
-    ) -> dict[str, Any]:
+    ) -> ApprovalRequestBody:
         """The approval request the companion will be shown (not recorded yet)."""
         ...
 
-    def insert(self, conn: Connection, body: dict[str, Any]) -> None:
+    def insert(self, conn: Connection, body: ApprovalRequestBody) -> None:
         """Record an approval request in the caller's transaction."""
         ...
 
     def open_request(
-        self, conn: Connection, body: dict[str, Any], pending: dict[str, Any], requester: str
+        self, conn: Connection, body: ApprovalRequestBody, pending: SignOutcome, requester: str
     ) -> None:
         """Record a request no client's `sign.request` made, and its approval, in the caller's transaction."""
         ...

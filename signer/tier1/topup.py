@@ -9,7 +9,7 @@ key's checks run one at a time (signer.tier1.topup_room).
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from policies.decision import Decision, Finding, Outcome
 from policies.decode import decode
@@ -21,9 +21,11 @@ from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
 from signer.wire.protocol import ErrorCode, KeyStatus, RpcError
 from signer.wire.requests import TopUpRequestParams
 from signer.store.requests import Connection
+from signer.wire.approval_request import ApprovalRequestBody
 
 if TYPE_CHECKING:
     from signer.chain import Chain
+    from signer.tier1.devices import Evidence
     from signer.tier2.session_keys import SessionKeyInfo
     from signer.tier1.port import Escalations, SigningCore
 
@@ -60,11 +62,14 @@ def _out_of_room(engine: SigningCore, key: SessionKeyInfo, room: int) -> str:
 
 
 async def exceeds_cap(
-    engine: SigningCore, request: dict[str, Any], chain: Chain, to: str, value: int
+    engine: SigningCore, request: ApprovalRequestBody, chain: Chain, to: str, value: int
 ) -> bool:
     """At approval time: would this transfer take the key past its cap (or is the key gone)? If not,
     it counts against the room from now on, before it is recorded and sent."""
-    key_id = request["session_key"]["key_id"]
+    session_key = request.get("session_key")
+    if session_key is None:
+        return True  # not a top-up: nothing it may fund
+    key_id = session_key["key_id"]
     async with engine.topups.lock(key_id):
         key = engine.keys.info(key_id)
         if key is None or key.status is not KeyStatus.ACTIVE or key.address.lower() != to.lower():
@@ -79,13 +84,13 @@ async def exceeds_cap(
         return False
 
 
-async def request_topup(approvals: Escalations, params: TopUpRequestParams) -> dict[str, Any]:
+async def request_topup(approvals: Escalations, params: TopUpRequestParams) -> records.SignOutcome:
     """Escalate a top-up the companion asked for; the reply is the pending request."""
     engine, devices = approvals.engine, approvals.devices
     message = signed_message(
         TOPUP_DOMAIN, topup_body(params.device_id, params.key_id, params.amount, params.ts)
     )
-    evidence = {"device_id": params.device_id, "key_id": params.key_id}
+    evidence: Evidence = {"device_id": params.device_id, "key_id": params.key_id}
     await devices.authorize(params.device_id, "topup", message, params.signature, "topup.refused", evidence)
     await devices.consume_proof(message, params.ts, "topup.refused", evidence)
     async with engine.topups.lock(params.key_id):  # until this request is on record: the next one sees it
@@ -95,8 +100,8 @@ async def request_topup(approvals: Escalations, params: TopUpRequestParams) -> d
 
 
 async def _open_topup(
-    approvals: Escalations, params: TopUpRequestParams, evidence: dict[str, Any]
-) -> dict[str, Any]:
+    approvals: Escalations, params: TopUpRequestParams, evidence: Evidence
+) -> records.SignOutcome:
     engine, devices = approvals.engine, approvals.devices
     waiting = engine.topups.waiting(params.key_id, approvals.clock())
     if waiting is not None:

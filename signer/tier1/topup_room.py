@@ -27,6 +27,7 @@ from signer import records
 from signer.chain import ChainError
 from signer.store import approvals as approval_store
 from signer.store.requests import Connection
+from signer.wire.approval_request import ApprovalRequestBody
 
 if TYPE_CHECKING:
     from signer.chain import Chain
@@ -98,18 +99,19 @@ class TopUps:
         rows = approval_store.topups(self.reader, now, records.IN_FLIGHT, records.PENDING)
         found = []
         for request_id, status, tx_hash, outcome, body_text in rows:
-            body = json.loads(body_text)
-            if body.get("session_key", {}).get("key_id") != key_id or body.get("tx") is None:
+            body: ApprovalRequestBody = json.loads(body_text)
+            session_key, tx = body.get("session_key"), body["tx"]
+            if session_key is None or session_key["key_id"] != key_id or tx is None:
                 continue
-            result = json.loads(outcome) if outcome else {}
+            result: records.SignOutcome | None = json.loads(outcome) if outcome else None
             found.append(
                 _TopUp(
                     request_id,
                     status,
-                    int(body["tx"]["value"]),
+                    int(tx["value"]),
                     tx_hash,
-                    result.get("sender"),
-                    result.get("nonce"),
+                    None if result is None else result.get("sender"),
+                    None if result is None else result.get("nonce"),
                 )
             )
         pending = {t.request_id for t in found if t.status == records.PENDING}

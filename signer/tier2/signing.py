@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from policies.decision import Decision
 from policies.intent import Decoded
@@ -28,9 +28,9 @@ if TYPE_CHECKING:  # imported by the daemon only when a chain has Tier 3 contrac
 class Ending:
     """How an allowed request ended in memory, before any of it is durable."""
 
-    result: dict[str, Any]  # the reply, stored as the request's outcome
+    result: records.SignOutcome  # the reply, stored as the request's outcome
     audit_kind: str  # sign.signed or sign.abandoned, written right after sign.decided
-    audit_body: dict[str, Any]
+    audit_body: records.EndingRecord
     spend_state: str  # the reservation as written: committed, or released when nothing was signed
     raw_tx: bytes | None = None  # the signed transaction, to broadcast once durable
     sender: str | None = None  # whose nonce to hand out again if the record cannot be written
@@ -184,7 +184,7 @@ class SessionSigner:
             nonce=nonce,
             broadcast=broadcast,
         )
-        body = {
+        body: records.EndingRecord = {
             "request_id": request_id,
             "tx_hash": tx_hash,
             "sender": key.address,

@@ -13,12 +13,20 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [
+    "AnswerBody",
+    "FreezeBody",
+    "GrantAnswerBody",
+    "GrantAskBody",
+    "PairBody",
+    "RevokeBody",
+    "TopUpBody",
     "grant_ask_body",
     "POLICY_EDIT_DOMAIN",
     "POLICY_VIEW_DOMAIN",
@@ -66,14 +74,69 @@ POLICY_VIEW_DOMAIN = "owliabot-policy-view-v1"  # the signer signs the policy in
 POLICY_EDIT_DOMAIN = "owliabot-policy-edit-v1"  # a device proposes edits over the policy it saw
 
 
-def signed_message(domain: str, body: dict[str, Any]) -> bytes:
-    """Domain-separated canonical bytes: a signature for one purpose is useless for any other."""
+class PairBody(TypedDict):
+    pairing_id: str
+    device_pub: str
+    name: str
+    main_address: str
+    ts: float
+    nonce: str
+
+
+class AnswerBody(TypedDict):
+    request_id: str
+    request_hash: str
+    action: str
+    expires_at: float
+    device_id: str
+    tx_hash: str  # "" for an answer that carries no transaction
+
+
+class FreezeBody(TypedDict):
+    device_id: str
+    action: str
+    freeze_id: str
+    ts: float
+
+
+class TopUpBody(TypedDict):
+    device_id: str
+    key_id: str
+    amount: str | None  # None: up to the cap
+    ts: float
+
+
+class RevokeBody(TypedDict):
+    device_id: str
+    target_device_id: str
+    ts: float
+
+
+class GrantAskBody(TypedDict):
+    device_id: str
+    chain_id: int
+    days: int
+    rotate: bool
+    ts: float
+
+
+class GrantAnswerBody(TypedDict):
+    device_id: str
+    offer_id: str
+    offer_hash: str
+    signatures: list[str]
+    ts: float
+
+
+def signed_message(domain: str, body: Mapping[str, object]) -> bytes:
+    """Domain-separated canonical bytes: a signature for one purpose is useless for any other.
+    Any JSON object: each purpose's body is one of the types above, or a signer reply's."""
     return domain.encode() + b"\n" + json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
 def pair_body(
     pairing_id: str, device_pub: str, name: str, main_address: str, ts: float, nonce: str
-) -> dict[str, Any]:
+) -> PairBody:
     return {
         "pairing_id": pairing_id,
         "device_pub": device_pub,
@@ -86,7 +149,7 @@ def pair_body(
 
 def answer_body(
     request_id: str, request_hash: str, action: str, expires_at: float, device_id: str, tx_hash: str
-) -> dict[str, Any]:
+) -> AnswerBody:
     return {
         "request_id": request_id,
         "request_hash": request_hash,
@@ -97,11 +160,11 @@ def answer_body(
     }
 
 
-def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> dict[str, Any]:
+def freeze_body(device_id: str, action: str, freeze_id: str, ts: float) -> FreezeBody:
     return {"device_id": device_id, "action": action, "freeze_id": freeze_id, "ts": ts}
 
 
-def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> dict[str, Any]:
+def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> TopUpBody:
     return {
         "device_id": device_id,
         "key_id": key_id,
@@ -110,17 +173,17 @@ def topup_body(device_id: str, key_id: str, amount: int | None, ts: float) -> di
     }
 
 
-def revoke_body(device_id: str, target_device_id: str, ts: float) -> dict[str, Any]:
+def revoke_body(device_id: str, target_device_id: str, ts: float) -> RevokeBody:
     return {"device_id": device_id, "target_device_id": target_device_id, "ts": ts}
 
 
-def grant_ask_body(device_id: str, chain_id: int, days: int, rotate: bool, ts: float) -> dict[str, Any]:
+def grant_ask_body(device_id: str, chain_id: int, days: int, rotate: bool, ts: float) -> GrantAskBody:
     return {"device_id": device_id, "chain_id": chain_id, "days": days, "rotate": rotate, "ts": ts}
 
 
 def grant_answer_body(
     device_id: str, offer_id: str, offer_hash: str, signatures: list[str], ts: float
-) -> dict[str, Any]:
+) -> GrantAnswerBody:
     return {
         "device_id": device_id,
         "offer_id": offer_id,
@@ -177,6 +240,6 @@ def verify_ed25519(public_key_hex: str, message: bytes, signature_hex: str) -> b
     return True
 
 
-def signed_by(public_key: str, domain: str, body: dict[str, Any], signature: Any) -> bool:
+def signed_by(public_key: str, domain: str, body: Mapping[str, object], signature: object) -> bool:
     """True only for a well-formed signature by `public_key` over exactly this body."""
     return isinstance(signature, str) and verify_ed25519(public_key, signed_message(domain, body), signature)

@@ -9,8 +9,9 @@ here cost `owlia sign send` 9-21 ms of CPU (0.13-0.15 s in all; bench/cli_bench.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum, StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Required, TypedDict
 
 from pydantic import BaseModel, BeforeValidator, PlainSerializer
 from pydantic_core import to_json
@@ -22,6 +23,7 @@ __all__ = [
     "ApprovalAction",
     "EncodedResult",
     "ErrorCode",
+    "ErrorObject",
     "FreezeAction",
     "KeyStatus",
     "RequestStatus",
@@ -103,6 +105,14 @@ class ErrorCode:
     UNAVAILABLE = -32020
 
 
+class ErrorObject(TypedDict, total=False):
+    """A JSON-RPC error object as the signer sends it."""
+
+    code: Required[int]
+    message: Required[str]
+    data: dict[str, Any]  # any JSON object the error carries
+
+
 class RpcError(Exception):
     """An error the daemon reports to the client. Messages are for humans and carry no secrets."""
 
@@ -112,8 +122,8 @@ class RpcError(Exception):
         self.message = message
         self.data = data
 
-    def to_json(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+    def to_json(self) -> ErrorObject:
+        err: ErrorObject = {"code": self.code, "message": self.message}
         if self.data:
             err["data"] = self.data
         return err
@@ -165,7 +175,7 @@ class EncodedResult(dict[str, Any]):
 
     __slots__ = ("json",)
 
-    def __init__(self, result: dict[str, Any], encoded: bytes) -> None:
+    def __init__(self, result: Mapping[str, object], encoded: bytes) -> None:
         super().__init__(result)
         self.json = encoded
 

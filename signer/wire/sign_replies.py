@@ -19,6 +19,7 @@ __all__ = [
     "SIGN_REPLIES",
     "AuthReply",
     "DecisionJson",
+    "FeeClampJson",
     "FindingJson",
     "PolicyShowReply",
     "Reply",
@@ -76,6 +77,14 @@ class DecisionJson(Reply):
     new_recipients: tuple[str, ...]
 
 
+class FeeClampJson(Reply):
+    """A tip the node asked above the chain's ceiling, and the one signed (signer.fees.note_clamp)."""
+
+    node_priority_fee_per_gas: Uint256
+    max_priority_fee_per_gas: Uint256
+    reason: str
+
+
 # ---- replies ------------------------------------------------------------------------------------
 
 
@@ -109,6 +118,7 @@ class SignReply(Reply):
     tier: StrictInt | None = None
     policy_hash: str | None = None
     note: str | None = None
+    fee_clamped: FeeClampJson | None = None
     state: str | None = None  # sign.status: the row's own status (e.g. pending_approval after it expired)
     replayed: StrictBool = False
 

@@ -12,12 +12,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict, cast
 
 from policies.kernel.files import write_private_file
 from signer.wire.messages import signed_by
 
-__all__ = ["CHECKPOINT_DOMAIN", "Verdict", "Witness", "WitnessError", "checkpoint_body"]
+__all__ = [
+    "CHECKPOINT_DOMAIN",
+    "Checkpoint",
+    "CheckpointAt",
+    "CheckpointBody",
+    "Verdict",
+    "VerdictJson",
+    "Witness",
+    "WitnessError",
+    "checkpoint_body",
+]
 
 CHECKPOINT_DOMAIN = "owliabot-audit-checkpoint-v1"
 
@@ -26,12 +36,38 @@ class WitnessError(Exception):
     """The witness file cannot be read, or a checkpoint is not signed by the paired signer."""
 
 
-def checkpoint_body(seq: int, head: str, at: dict[str, Any] | None = None, epoch: int = 0) -> dict[str, Any]:
+class CheckpointAt(TypedDict):
+    """The record the witness last saw, and the hash the log holds there."""
+
+    seq: int
+    hash: str
+
+
+class CheckpointBody(TypedDict, total=False):
+    seq: Required[int]
+    head: Required[str]
+    at: CheckpointAt
+    epoch: int
+
+
+class Checkpoint(CheckpointBody):
+    """A checkpoint as the signer sends it and the witness file keeps it."""
+
+    signer_sig: str
+
+
+class VerdictJson(TypedDict):
+    ok: bool
+    seq: int
+    problems: list[str]
+
+
+def checkpoint_body(seq: int, head: str, at: CheckpointAt | None = None, epoch: int = 0) -> CheckpointBody:
     """What the signer signs. `at` is the hash the log holds at the record the witness last saw
     ({"seq", "hash"}): only with it can a longer log be told to extend that record, rather than to be
     a shortened history that grew back past it. `epoch` (0: a signer from before the state head,
     left out of the body) grows with every commit, including those that append no record."""
-    body: dict[str, Any] = {"seq": int(seq), "head": head}
+    body: CheckpointBody = {"seq": int(seq), "head": head}
     if at is not None:
         body["at"] = {"seq": int(at["seq"]), "hash": at["hash"]}
     if epoch:
@@ -45,7 +81,7 @@ class Verdict:
     seq: int
     problems: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> VerdictJson:
         return {"ok": self.ok, "seq": self.seq, "problems": self.problems}
 
 
@@ -56,7 +92,7 @@ class Witness:
         self.path = Path(path)
         self.signer_key = signer_key
 
-    def latest(self) -> dict[str, Any] | None:
+    def latest(self) -> Checkpoint | None:
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
@@ -65,7 +101,7 @@ class Witness:
             raise WitnessError(f"{self.path}: unreadable witness file ({type(exc).__name__})") from None
         if not isinstance(data, dict) or not self._authentic(data):
             raise WitnessError(f"{self.path}: the stored checkpoint is not signed by this signer")
-        return data
+        return cast(Checkpoint, data)  # its shape checked with its signature
 
     def held_seq(self) -> int | None:
         """The record count of the checkpoint held, which the signer is asked to bind its next one to."""
@@ -91,7 +127,12 @@ class Witness:
             and signed_by(
                 self.signer_key,
                 CHECKPOINT_DOMAIN,
-                checkpoint_body(cp["seq"], cp["head"], at, epoch),
+                checkpoint_body(
+                    cp["seq"],
+                    cp["head"],
+                    None if at is None else CheckpointAt(seq=at["seq"], hash=at["hash"]),
+                    epoch,
+                ),
                 cp.get("signer_sig"),
             )
         )

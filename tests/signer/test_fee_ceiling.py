@@ -98,9 +98,9 @@ def node(anvil) -> Iterator[LyingNode]:
     lying.server.shutdown()
 
 
-def sign(stack, value: int) -> dict[str, Any]:
+def sign(stack, value: int, token: str | None = None) -> dict[str, Any]:
     return stack.call_sync(
-        stack.client_token(f"bot{new_idempotency_key()[:8]}"),
+        token or stack.client_token(f"bot{new_idempotency_key()[:8]}"),
         "sign.request",
         {
             "idempotency_key": new_idempotency_key(),
@@ -114,7 +114,8 @@ def test_a_tip_above_the_ceiling_is_clamped_and_the_clamp_is_on_record(make_stac
     key = stack.funded_session_key()
     before = balance(anvil, key["address"])
     node.lies["tip"] = 4000 * GWEI
-    result = sign(stack, MILLI)
+    token = stack.client_token("botclamped")
+    result = sign(stack, MILLI, token)
     assert result["status"] == "signed"
     wait_receipt(anvil, result["tx_hash"])
     tx = rpc(anvil.url, "eth_getTransactionByHash", [result["tx_hash"]])
@@ -137,6 +138,9 @@ def test_a_tip_above_the_ceiling_is_clamped_and_the_clamp_is_on_record(make_stac
     finally:
         conn.close()
     assert json.loads(stored)["fee_clamped"] == result["fee_clamped"]  # a replayed key answers with it too
+    # sign.status reads the stored outcome through the reply model: the clamp is one of its fields
+    status = stack.call_sync(token, "sign.status", {"request_id": result["request_id"]})
+    assert status["fee_clamped"] == result["fee_clamped"] and status["state"] in ("signed", "confirmed")
 
 
 def test_a_max_fee_above_the_ceiling_signs_nothing(make_stack, anvil, node):
