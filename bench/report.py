@@ -437,7 +437,9 @@ TABLES: dict[str, Table] = {
             Row("swap: decode + evaluate alone", "decode_and_evaluate.swap_us", "µs"),
             Row("transfer: gas", "gas_used_mean.transfer", "gas"),
             Row("swap (`exactInputSingle`): gas", "gas_used_mean.swap", "gas"),
-            Row("Tier 3 swap (swap lane): signer round trip, p50", "tier3_swap.signer_round_trip.p50_ms", "ms"),
+            Row(
+                "Tier 3 swap (swap lane): signer round trip, p50", "tier3_swap.signer_round_trip.p50_ms", "ms"
+            ),
             Row("Tier 3 swap: gas, a grant's first redeem", "tier3_swap.gas_used_first", "gas"),
             Row("Tier 3 swap: gas, every later redeem", "tier3_swap.gas_used_mean", "gas"),
         ),
