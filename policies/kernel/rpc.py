@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import select
 import ssl
 import threading
 from functools import partial
@@ -105,9 +106,24 @@ class JsonRpcHttp:
 
     @property
     def open(self) -> bool:
-        """A connection is open now: the next call reaches whoever answered the last one."""
-        conn = self._conn
-        return conn is not None and conn.sock is not None
+        """A connection is open now: the next call reaches whoever answered the last one. A keep-alive
+        socket the node has closed (a restart, a node swapped behind the URL) reads as ready while no
+        request is in flight; it is closed here, so the next call is known to reach a new connection."""
+        if not self._lock.acquire(blocking=False):  # a call is in flight on it: open, and busy
+            conn = self._conn
+            return conn is not None and conn.sock is not None
+        try:
+            conn = self._conn
+            if conn is None or conn.sock is None:
+                return False
+            readable, _, _ = select.select([conn.sock], [], [], 0)
+            if readable:  # end of stream, or bytes nobody asked for: either way not the node we asked
+                conn.close()
+                self._conn = None
+                return False
+            return True
+        finally:
+            self._lock.release()
 
     def call_blocking(self, method: str, params: list[Any], *, retry: bool = True) -> Any:
         """`retry=False` for a call that must not be sent twice: a reset after the node read the

@@ -27,7 +27,6 @@ from policies.loader import parse_policy
 from policies.model import Policy
 from signer.tier1 import policy_change
 from signer.tier1.policy_change import EditRefused, StalePolicy
-from signer.wire.delegation import DelegationError, recover
 from signer.wire.messages import POLICY_EDIT_DOMAIN, POLICY_VIEW_DOMAIN, policy_edit_body, signed_message
 from signer.wire.requests import BookAdd, BookRemove, BookRename, LimitEdit, PolicyEdit, PolicyEditParams
 
@@ -173,6 +172,10 @@ class PhoneEdits:
         """False without a signature; a signature that is not the main account's is refused outright."""
         if signature is None:
             return False
+        # Only a loosening loads the Delegation Framework's codec: the idle daemon keeps it out
+        # (tests/signer/test_idle_memory.py; 83 KiB of Python objects, as with Tier 3 in signer.daemon).
+        from signer.wire.delegation import DelegationError, recover
+
         try:
             signer = recover(personal_digest(message), bytes.fromhex(signature[2:]))
         except DelegationError as exc:

@@ -25,6 +25,7 @@ the signer:
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import urllib.request
@@ -41,11 +42,34 @@ class LyingNode(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream = upstream
         self.lock = threading.Lock()
+        self._open: set[Any] = set()  # the connections being served
+        self._open_lock = threading.Lock()
         self.honest()
         self.sent: list[str] = []  # hashes of every transaction handed to anvil through this node
         self.asked: Counter[str] = Counter()  # questions about each (lowercase) hash, kept across honest()
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
+
+    def restart_as(self, chain_id: int | None) -> None:
+        """The node restarts (as another chain's when `chain_id` is set): every open connection is
+        dropped, as a restarted process drops them, and each later call arrives on a new one."""
+        self.chain_id_lie, self.drop_connections = chain_id, True
+        with self._open_lock:
+            for sock in list(self._open):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
 
     @property
     def url(self) -> str:

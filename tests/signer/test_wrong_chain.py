@@ -86,7 +86,7 @@ def test_a_node_swapped_behind_the_same_url_is_asked_again_on_the_new_connection
     assert asked >= 1
     assert send(stack, token)["status"] == "signed"
     assert node.chain_id_asked == asked  # one unbroken connection: not asked for every signature
-    node.chain_id_lie, node.drop_connections = 10, True  # the node restarts as another chain's
+    node.restart_as(10)  # the node restarts as another chain's: the open connection is gone
     refused_for_wrong_chain(stack, chain, node, token, key, 10)
     node.chain_id_lie = None
     assert send(stack, token)["status"] == "signed"
