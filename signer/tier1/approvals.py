@@ -141,8 +141,9 @@ class Approvals:
         call = decoded.call
         chain, main = self.engine.chains.get(call.chain_id), self.devices.main_account()
         tx = await main_account_tx(chain, main, call)
-        if tx is not None and chain is not None and main is not None and decoded.is_defi():
-            # the main key signs this one: show what it does from the main account, not the session key
+        if tx is not None and chain is not None and main is not None:
+            # the main key signs this one: the card shows what it does to the main account's balances,
+            # as the node simulates it (the owner's own reading; it allows nothing)
             simulation = await simulate(chain, main.lower(), call.to, call.value, call.data)
         builder = self.builder
         return builder.build(

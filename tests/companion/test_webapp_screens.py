@@ -162,7 +162,15 @@ def test_the_card_reads_as_one_sentence_then_fee_rules_reason_with_the_action_ba
             assert jargon not in first_screen, (jargon, first_screen)
         assert "The agent says (unverified): rent for the flat" in card.locator(".agent-reason").inner_text()
         # in this order, all above the action bar, which is on screen
-        parts = [sentence, card.locator(".fee"), card.locator(".reasons"), card.locator(".agent-reason")]
+        changes = card.locator(".changes").inner_text()
+        assert "Your balances change (what the node says)" in changes and "−0.02 ETH" in changes, changes
+        parts = [
+            sentence,
+            card.locator(".changes"),
+            card.locator(".fee"),
+            card.locator(".reasons"),
+            card.locator(".agent-reason"),
+        ]
         tops = [box(p)["y"] for p in parts]
         assert tops == sorted(tops), tops
         bar = box(card.locator(".actionbar"))
@@ -182,6 +190,7 @@ def test_the_card_reads_as_one_sentence_then_fee_rules_reason_with_the_action_ba
         if size == SMALL:
             phone.page.evaluate("window.scrollTo(0, 0)")
             card.locator("details.more summary").click()
+            phone.page.evaluate("window.scrollTo(0, 0)")  # the click scrolled to the fold
             phone.shot("approval-card")
             assert_accessible(phone, "approval card")
             no_sideways_scroll(phone, "approval card")
@@ -257,7 +266,19 @@ def test_the_node_says_what_changes_in_the_balances_when_the_request_carries_a_s
         ]
         assert order == sorted(order) and len(order) >= 4
         kit.page.evaluate("document.querySelectorAll('article.card').forEach((c) => c.remove())")
-        plain = kit.page.evaluate("([t, m]) => owliaTestkit.renderCard(t, m)", [json.dumps(body), main])
+        # the signer simulated the real request from the main account (anvil serves eth_simulateV1)
+        outflows = [c for c in body["simulation"]["changes"] if c["account"] == main.lower()]
+        assert outflows == [
+            {
+                "account": main.lower(),
+                "asset": "native",
+                "symbol": "ETH",
+                "decimals": 18,
+                "delta": str(-(OVER_LIMIT + 1)),
+            }
+        ], body["simulation"]
+        bare = {k: v for k, v in body.items() if k != "simulation"}
+        plain = kit.page.evaluate("([t, m]) => owliaTestkit.renderCard(t, m)", [json.dumps(bare), main])
         assert "what the node says" not in plain and "balances" not in plain  # absent: nothing claimed
         assert (
             kit.page.evaluate("owliaTestkit.explorerTx(8453, '0x' + 'ab'.repeat(32))")
