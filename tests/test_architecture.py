@@ -256,3 +256,24 @@ def test_imports_inside_functions_stay_rare_outside_the_command_line() -> None:
     density = sum(lazy.values()) * 1000 / lines
     worst = sorted(lazy.items(), key=lambda kv: -kv[1])[:8]
     assert density <= 3.0, f"{density:.2f} imports inside functions per 1 000 lines; most in {worst}"
+
+
+def test_untyped_json_objects_stay_at_the_boundaries() -> None:
+    """`dict[str, Any]` belongs where JSON enters or leaves (a JSON-RPC frame before validation);
+    inside, shapes are typed (TypedDicts, dataclasses, models). At most 5 per 1 000 lines overall
+    and 6 in the signer."""
+
+    def density(packages: tuple[str, ...]) -> tuple[float, list[tuple[str, int]]]:
+        counts, lines = {}, 0
+        for package in packages:
+            for path in (ROOT / package).rglob("*.py"):
+                text = path.read_text(encoding="utf-8")
+                lines += text.count("\n")
+                if n := text.count("dict[str, Any]"):
+                    counts[str(path.relative_to(ROOT))] = n
+        return sum(counts.values()) * 1000 / lines, sorted(counts.items(), key=lambda kv: -kv[1])[:6]
+
+    overall, worst = density(("bot", "signer", "policies", "companion_bridge", "skills_runtime"))
+    assert overall <= 5.0, f"{overall:.2f} per 1 000 lines; most in {worst}"
+    signer, worst = density(("signer",))
+    assert signer <= 6.0, f"the signer: {signer:.2f} per 1 000 lines; most in {worst}"
