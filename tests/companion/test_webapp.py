@@ -684,7 +684,16 @@ def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_
         {"idempotency_key": new_idempotency_key("t"), "chain_id": 31337, "balance_cap": str(10**16)},
     )["session_key"]
     page = phone_a.page
-    page.fill("#topup-key", key["key_id"])
+    page.click("#refresh-home")  # the signer lists its keys: the owner picks one by address, not by id
+    option = page.locator(f"#topup-key option[value={key['key_id']}]")
+    wait_for(lambda: option.count() == 1, 15, "the new key in the top-up form")
+    assert page.locator("label[for=topup-key]").inner_text() == "Session key"
+    assert (
+        option.inner_text().startswith(f"{key['address'][:6]}…")
+        and "of its 0.01 ETH cap" in option.inner_text()
+    )
+    assert "sk_" not in page.locator("#controls").inner_text()
+    page.select_option("#topup-key", key["key_id"])
     page.fill("#topup-amount", "0.004")  # ETH, as the owner types it
     page.click("#topup")
     card = page.locator(

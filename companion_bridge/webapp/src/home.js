@@ -173,6 +173,14 @@ export async function markTier3Ended(app, store, chainId, words) {
 }
 
 // A session key in words for the activity list: its short address when the last reading knows it.
+// The session keys the signer listed in its last reading, for the top-up form: the owner picks one by
+// its address and balance, never by its internal id.
+export function topupKeys(home) {
+  return (home && Array.isArray(home.balances) ? home.balances : [])
+    .filter((b) => b && b.key_id && b.cap)
+    .map((b) => ({ id: text(b.key_id), words: `${P.shortAddress(b.address)}: ${amountText(b.asset)} of its ${amountText(b.cap)} cap` }));
+}
+
 export function sessionKeyWords(home, keyId) {
   const line = (home && Array.isArray(home.balances) ? home.balances : []).find((b) => b && b.key_id && text(b.key_id) === keyId);
   return line ? `session key ${P.shortAddress(line.address)}` : 'a session key';

@@ -260,7 +260,10 @@ function outstandingSection() {
 }
 
 function controls() {
-  const keyId = el('input', { id: 'topup-key', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false' });
+  const keys = home.topupKeys(app.home);
+  const keyId = keys.length
+    ? el('select', { id: 'topup-key' }, ...keys.map((k) => el('option', { value: k.id }, k.words)))
+    : el('input', { id: 'topup-key', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false' });
   const amount = el('input', { id: 'topup-amount', inputmode: 'decimal', autocomplete: 'off' });
   const kill = app.state.frozen
     ? el('button', { id: 'unfreeze', onclick: () => freeze('unfreeze') }, 'Unfreeze')
@@ -270,7 +273,9 @@ function controls() {
     el('p', { class: 'note' }, 'Freeze stops every session key at once. Without this phone, run ', el('code', {}, 'owlia signer freeze'), ' on the signer\'s machine.'),
     el('button', { id: 'notify', onclick: enablePush }, 'Notify me of new requests'),
     el('h3', {}, 'Top up a session key'),
-    labelled('Session key id', keyId, 'Starts with sk_; shown by the agent or the signer.'),
+    keys.length
+      ? labelled('Session key', keyId)
+      : labelled('Session key id', keyId, 'Starts with sk_; shown by the agent or the signer. Read the balances again to choose from your keys.'),
     labelled('Amount in ETH', amount, 'Leave empty to fill it up to its cap.'),
     el('button', { id: 'topup', onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, 'Request top-up'));
 }

@@ -7908,6 +7908,9 @@ async function markTier3Ended(app2, store, chainId, words) {
   for (const g of app2.home.tier3) if (g && text2(g.chain_id) === String(chainId)) g.ended_on_chain = words;
   await store.put("kv", "home", dumps(app2.home, false));
 }
+function topupKeys(home) {
+  return (home && Array.isArray(home.balances) ? home.balances : []).filter((b) => b && b.key_id && b.cap).map((b) => ({ id: text2(b.key_id), words: `${shortAddress(b.address)}: ${amountText(b.asset)} of its ${amountText(b.cap)} cap` }));
+}
 function sessionKeyWords(home, keyId) {
   const line = (home && Array.isArray(home.balances) ? home.balances : []).find((b) => b && b.key_id && text2(b.key_id) === keyId);
   return line ? `session key ${shortAddress(line.address)}` : "a session key";
@@ -9354,7 +9357,8 @@ function outstandingSection() {
   );
 }
 function controls() {
-  const keyId = el("input", { id: "topup-key", autocomplete: "off", autocapitalize: "off", spellcheck: "false" });
+  const keys = topupKeys(app.home);
+  const keyId = keys.length ? el("select", { id: "topup-key" }, ...keys.map((k) => el("option", { value: k.id }, k.words))) : el("input", { id: "topup-key", autocomplete: "off", autocapitalize: "off", spellcheck: "false" });
   const amount = el("input", { id: "topup-amount", inputmode: "decimal", autocomplete: "off" });
   const kill = app.state.frozen ? el("button", { id: "unfreeze", onclick: () => freeze3("unfreeze") }, "Unfreeze") : el("button", { id: "freeze", class: "danger", onclick: () => freeze3("freeze"), disabled: !!app.pendingFreeze }, "Freeze now");
   return el(
@@ -9365,7 +9369,7 @@ function controls() {
     el("p", { class: "note" }, "Freeze stops every session key at once. Without this phone, run ", el("code", {}, "owlia signer freeze"), " on the signer's machine."),
     el("button", { id: "notify", onclick: enablePush }, "Notify me of new requests"),
     el("h3", {}, "Top up a session key"),
-    labelled("Session key id", keyId, "Starts with sk_; shown by the agent or the signer."),
+    keys.length ? labelled("Session key", keyId) : labelled("Session key id", keyId, "Starts with sk_; shown by the agent or the signer. Read the balances again to choose from your keys."),
     labelled("Amount in ETH", amount, "Leave empty to fill it up to its cap."),
     el("button", { id: "topup", onclick: () => topup(keyId.value.trim(), amount.value.trim()) }, "Request top-up")
   );
