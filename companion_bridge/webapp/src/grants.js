@@ -208,20 +208,9 @@ function plainDelegation(d) {
 // EIP-7702 from the phone to the owner's node: the account's code becomes the StatelessDeleGator.
 export async function authorize(settings, implementation, account, signWith) {
   if (!ADDRESS.test(implementation || '')) throw new Error('the EIP7702StatelessDeleGator must be an address (0x and 40 hex digits)');
-  const chainId = tier3.quantity(await tier3.rpc(settings.rpc_url, 'eth_chainId', []), 'chain id');
-  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
-  const nonce = tier3.quantity(await tier3.rpc(settings.rpc_url, 'eth_getTransactionCount', [account, 'pending']), 'nonce');
-  const block = await tier3.rpc(settings.rpc_url, 'eth_getBlockByNumber', ['latest', false]);
-  const tip = tier3.quantity(await tier3.rpc(settings.rpc_url, 'eth_maxPriorityFeePerGas', []), 'priority fee');
-  const base = tier3.quantity(block.baseFeePerGas || '0x0', 'base fee');
-  const signed = await signWith((secret) => signEip7702({ chain_id: chainId, nonce, max_priority_fee_per_gas: tip,
-    max_fee_per_gas: 2n * base + tip, gas_limit: AUTHORIZE_GAS, to: account, value: 0n, data: '0x', implementation }, secret));
-  const txHash = await tier3.rpc(settings.rpc_url, 'eth_sendRawTransaction', [eth.hex0x(signed.raw)]);
-  let receipt = null;
-  for (let i = 0; i < 300 && !receipt; i++) {
-    receipt = await tier3.rpc(settings.rpc_url, 'eth_getTransactionReceipt', [txHash]);
-    if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
-  }
+  await tier3.checkChain(settings);
+  const { txHash, receipt } = await tier3.sendFromMain(settings, account, (fees) => signWith((secret) => signEip7702({ ...fees,
+    gas_limit: AUTHORIZE_GAS, to: account, value: 0n, data: '0x', implementation }, secret)));
   const code = String(await tier3.rpc(settings.rpc_url, 'eth_getCode', [account, 'latest'])).toLowerCase();
   if (!receipt || receipt.status !== '0x1' || code !== '0xef0100' + eth.strip0x(implementation).toLowerCase()) {
     throw new Error(`the authorization did not take effect on chain (tx ${txHash}): nothing is delegated`);

@@ -52,20 +52,23 @@ export async function currentNonce(settings, account) {
   return quantity(raw === '0x' ? '0x0' : raw, 'revocation nonce');
 }
 
-// Runs the whole act; `sign(tx)` signs with the main key (the caller unlocks it with the passkey).
-// Returns {before, after, tx_hash}; throws with words when anything did not take effect.
-export async function revokeAll(settings, account, sign, step = () => {}) {
-  step('asking the node');
+// The owner's node must serve the chain the owner named: asked before anything is read or signed.
+export async function checkChain(settings) {
   const chainId = quantity(await rpc(settings.rpc_url, 'eth_chainId', []), 'chain id');
   if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
-  const before = await currentNonce(settings, account);
+}
+
+// One transaction from the main account, on a node `checkChain` accepted: the nonce and fees read from
+// the node, `sign(fields)` signs them with whatever the act adds (the caller unlocks the key with the
+// passkey), then it is broadcast and its receipt awaited. Returns {txHash, receipt}; receipt is null
+// when none came within two minutes.
+export async function sendFromMain(settings, account, sign, step = () => {}) {
   const nonce = quantity(await rpc(settings.rpc_url, 'eth_getTransactionCount', [account, 'pending']), 'nonce');
   const block = await rpc(settings.rpc_url, 'eth_getBlockByNumber', ['latest', false]);
   const tip = quantity(await rpc(settings.rpc_url, 'eth_maxPriorityFeePerGas', []), 'priority fee');
   const base = quantity(block.baseFeePerGas || '0x0', 'base fee');
   step('signing');
-  const signed = await sign({ chain_id: settings.chain_id, nonce, max_priority_fee_per_gas: tip, max_fee_per_gas: 2n * base + tip,
-    gas_limit: REVOKE_GAS, to: settings.nonce_enforcer, value: 0n, data: incrementNonceCalldata(settings.manager) });
+  const signed = await sign({ chain_id: settings.chain_id, nonce, max_priority_fee_per_gas: tip, max_fee_per_gas: 2n * base + tip });
   step('broadcasting');
   const txHash = await rpc(settings.rpc_url, 'eth_sendRawTransaction', [eth.hex0x(signed.raw)]);
   let receipt = null;
@@ -73,6 +76,17 @@ export async function revokeAll(settings, account, sign, step = () => {}) {
     receipt = await rpc(settings.rpc_url, 'eth_getTransactionReceipt', [txHash]);
     if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
   }
+  return { txHash, receipt };
+}
+
+// Runs the whole act; `sign(tx)` signs with the main key (the caller unlocks it with the passkey).
+// Returns {before, after, tx_hash}; throws with words when anything did not take effect.
+export async function revokeAll(settings, account, sign, step = () => {}) {
+  step('asking the node');
+  await checkChain(settings);
+  const before = await currentNonce(settings, account);
+  const { txHash, receipt } = await sendFromMain(settings, account, (fees) => sign({ ...fees,
+    gas_limit: REVOKE_GAS, to: settings.nonce_enforcer, value: 0n, data: incrementNonceCalldata(settings.manager) }), step);
   if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or revoke again`);
   const after = await currentNonce(settings, account);
   if (receipt.status !== '0x1' || after <= before) throw new Error(`the revocation did not take effect on chain (tx ${txHash}): revoke again`);

@@ -4,7 +4,6 @@
 // it) and calls NonceEnforcer.incrementNonce(manager) (every grant signed so far stays dead, even if
 // the account is authorized again later). Sent by this page to the owner's chain node: no bridge, no
 // signer, so it works after a host theft. The funds stay with the main key.
-import * as eth from './eth.js';
 import * as tier3 from './tier3.js';
 import { signEip7702 } from './grants.js';
 import { shortAddress } from './present.js';
@@ -14,33 +13,15 @@ import { markTier3Ended } from './home.js';
 export const ZERO_ADDRESS = '0x' + '00'.repeat(20);
 export const FREEZE_GAS = 150000n;  // as the CLI: the authorization and incrementNonce
 
-const receiptOf = async (url, txHash) => {
-  for (let i = 0; i < 300; i++) {
-    const receipt = await tier3.rpc(url, 'eth_getTransactionReceipt', [txHash]);
-    if (receipt) return receipt;
-    await new Promise((ok) => setTimeout(ok, 400));
-  }
-  return null;
-};
-
 // Runs the whole act; `signWith(fn)` calls fn(secret) with the passkey-unlocked main key.
 // Returns {before, after, tx_hash}; throws in words when it did not take effect on chain.
 export async function freeze(settings, account, signWith, step = () => {}) {
   step('asking the node');
-  const chainId = tier3.quantity(await tier3.rpc(settings.rpc_url, 'eth_chainId', []), 'chain id');
-  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
+  await tier3.checkChain(settings);
   const before = await tier3.currentNonce(settings, account);
-  const nonce = tier3.quantity(await tier3.rpc(settings.rpc_url, 'eth_getTransactionCount', [account, 'pending']), 'nonce');
-  const block = await tier3.rpc(settings.rpc_url, 'eth_getBlockByNumber', ['latest', false]);
-  const tip = tier3.quantity(await tier3.rpc(settings.rpc_url, 'eth_maxPriorityFeePerGas', []), 'priority fee');
-  const base = tier3.quantity(block.baseFeePerGas || '0x0', 'base fee');
-  step('signing');
-  const signed = await signWith((secret) => signEip7702({ chain_id: chainId, nonce, max_priority_fee_per_gas: tip,
-    max_fee_per_gas: 2n * base + tip, gas_limit: FREEZE_GAS, to: settings.nonce_enforcer, value: 0n,
-    data: tier3.incrementNonceCalldata(settings.manager), implementation: ZERO_ADDRESS }, secret));
-  step('broadcasting');
-  const txHash = await tier3.rpc(settings.rpc_url, 'eth_sendRawTransaction', [eth.hex0x(signed.raw)]);
-  const receipt = await receiptOf(settings.rpc_url, txHash);
+  const { txHash, receipt } = await tier3.sendFromMain(settings, account, (fees) => signWith((secret) => signEip7702({ ...fees,
+    gas_limit: FREEZE_GAS, to: settings.nonce_enforcer, value: 0n, data: tier3.incrementNonceCalldata(settings.manager),
+    implementation: ZERO_ADDRESS }, secret)), step);
   if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or freeze again`);
   const after = await tier3.currentNonce(settings, account);
   const code = String(await tier3.rpc(settings.rpc_url, 'eth_getCode', [account, 'latest'])).toLowerCase();

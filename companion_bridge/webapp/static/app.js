@@ -7549,27 +7549,18 @@ async function currentNonce(settings, account) {
   const raw = await rpc(settings.rpc_url, "eth_call", [{ to: settings.nonce_enforcer, data: currentNonceCalldata(settings.manager, account) }, "latest"]);
   return quantity(raw === "0x" ? "0x0" : raw, "revocation nonce");
 }
-async function revokeAll(settings, account, sign, step = () => {
-}) {
-  step("asking the node");
+async function checkChain(settings) {
   const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
   if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
-  const before = await currentNonce(settings, account);
+}
+async function sendFromMain(settings, account, sign, step = () => {
+}) {
   const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
   const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
   const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
   const base = quantity(block.baseFeePerGas || "0x0", "base fee");
   step("signing");
-  const signed = await sign({
-    chain_id: settings.chain_id,
-    nonce,
-    max_priority_fee_per_gas: tip,
-    max_fee_per_gas: 2n * base + tip,
-    gas_limit: REVOKE_GAS,
-    to: settings.nonce_enforcer,
-    value: 0n,
-    data: incrementNonceCalldata(settings.manager)
-  });
+  const signed = await sign({ chain_id: settings.chain_id, nonce, max_priority_fee_per_gas: tip, max_fee_per_gas: 2n * base + tip });
   step("broadcasting");
   const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
   let receipt = null;
@@ -7577,6 +7568,20 @@ async function revokeAll(settings, account, sign, step = () => {
     receipt = await rpc(settings.rpc_url, "eth_getTransactionReceipt", [txHash]);
     if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
   }
+  return { txHash, receipt };
+}
+async function revokeAll(settings, account, sign, step = () => {
+}) {
+  step("asking the node");
+  await checkChain(settings);
+  const before = await currentNonce(settings, account);
+  const { txHash, receipt } = await sendFromMain(settings, account, (fees) => sign({
+    ...fees,
+    gas_limit: REVOKE_GAS,
+    to: settings.nonce_enforcer,
+    value: 0n,
+    data: incrementNonceCalldata(settings.manager)
+  }), step);
   if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or revoke again`);
   const after = await currentNonce(settings, account);
   if (receipt.status !== "0x1" || after <= before) throw new Error(`the revocation did not take effect on chain (tx ${txHash}): revoke again`);
@@ -8397,29 +8402,15 @@ function plainDelegation(d) {
 }
 async function authorize(settings, implementation, account, signWith) {
   if (!ADDRESS2.test(implementation || "")) throw new Error("the EIP7702StatelessDeleGator must be an address (0x and 40 hex digits)");
-  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
-  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
-  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
-  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
-  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
-  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
-  const signed = await signWith((secret) => signEip7702({
-    chain_id: chainId,
-    nonce,
-    max_priority_fee_per_gas: tip,
-    max_fee_per_gas: 2n * base + tip,
+  await checkChain(settings);
+  const { txHash, receipt } = await sendFromMain(settings, account, (fees) => signWith((secret) => signEip7702({
+    ...fees,
     gas_limit: AUTHORIZE_GAS,
     to: account,
     value: 0n,
     data: "0x",
     implementation
-  }, secret));
-  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
-  let receipt = null;
-  for (let i = 0; i < 300 && !receipt; i++) {
-    receipt = await rpc(settings.rpc_url, "eth_getTransactionReceipt", [txHash]);
-    if (!receipt) await new Promise((ok) => setTimeout(ok, 400));
-  }
+  }, secret)));
   const code = String(await rpc(settings.rpc_url, "eth_getCode", [account, "latest"])).toLowerCase();
   if (!receipt || receipt.status !== "0x1" || code !== "0xef0100" + strip0x(implementation).toLowerCase()) {
     throw new Error(`the authorization did not take effect on chain (tx ${txHash}): nothing is delegated`);
@@ -8954,39 +8945,19 @@ function screen(ui, v) {
 // src/tier3freeze.js
 var ZERO_ADDRESS = "0x" + "00".repeat(20);
 var FREEZE_GAS = 150000n;
-var receiptOf = async (url, txHash) => {
-  for (let i = 0; i < 300; i++) {
-    const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
-    if (receipt) return receipt;
-    await new Promise((ok) => setTimeout(ok, 400));
-  }
-  return null;
-};
 async function freeze2(settings, account, signWith, step = () => {
 }) {
   step("asking the node");
-  const chainId = quantity(await rpc(settings.rpc_url, "eth_chainId", []), "chain id");
-  if (chainId !== settings.chain_id) throw new Error(`the node at ${settings.rpc_url} is chain ${chainId}, not ${settings.chain_id}: nothing was signed`);
+  await checkChain(settings);
   const before = await currentNonce(settings, account);
-  const nonce = quantity(await rpc(settings.rpc_url, "eth_getTransactionCount", [account, "pending"]), "nonce");
-  const block = await rpc(settings.rpc_url, "eth_getBlockByNumber", ["latest", false]);
-  const tip = quantity(await rpc(settings.rpc_url, "eth_maxPriorityFeePerGas", []), "priority fee");
-  const base = quantity(block.baseFeePerGas || "0x0", "base fee");
-  step("signing");
-  const signed = await signWith((secret) => signEip7702({
-    chain_id: chainId,
-    nonce,
-    max_priority_fee_per_gas: tip,
-    max_fee_per_gas: 2n * base + tip,
+  const { txHash, receipt } = await sendFromMain(settings, account, (fees) => signWith((secret) => signEip7702({
+    ...fees,
     gas_limit: FREEZE_GAS,
     to: settings.nonce_enforcer,
     value: 0n,
     data: incrementNonceCalldata(settings.manager),
     implementation: ZERO_ADDRESS
-  }, secret));
-  step("broadcasting");
-  const txHash = await rpc(settings.rpc_url, "eth_sendRawTransaction", [hex0x(signed.raw)]);
-  const receipt = await receiptOf(settings.rpc_url, txHash);
+  }, secret)), step);
   if (!receipt) throw new Error(`no receipt for ${txHash} yet: check it later, or freeze again`);
   const after = await currentNonce(settings, account);
   const code = String(await rpc(settings.rpc_url, "eth_getCode", [account, "latest"])).toLowerCase();
