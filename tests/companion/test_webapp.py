@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion_bridge import webapp
+from policies.kernel.addresses import to_checksum
 from tests.companion.conftest import Tier1, fund, start_bridge, transfer, wait_status
 from tests.companion.webapp_support import (
     CHROMIUM_ARGS,
@@ -688,10 +689,8 @@ def test_a_top_up_requested_in_the_page_is_approved_there_and_funds_the_session_
     option = page.locator(f"#topup-key option[value={key['key_id']}]")
     wait_for(lambda: option.count() == 1, 15, "the new key in the top-up form")
     assert page.locator("label[for=topup-key]").inner_text() == "Session key"
-    assert (
-        option.inner_text().startswith(f"{key['address'][:6]}…")
-        and "of its 0.01 ETH cap" in option.inner_text()
-    )
+    shown = to_checksum(key["address"])  # the page shows the checksummed form, as every wallet does
+    assert option.inner_text() == f"{shown[:6]}…{shown[-4:]}: 0 ETH of its 0.01 ETH cap"
     assert "sk_" not in page.locator("#controls").inner_text()
     page.select_option("#topup-key", key["key_id"])
     page.fill("#topup-amount", "0.004")  # ETH, as the owner types it
