@@ -38,15 +38,15 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import results  # noqa: E402
-from bench.skills_bench import percentiles  # noqa: E402
-from bot.channels.base import Inbound  # noqa: E402
-from bot.channels.console import ConsoleSink, LineReader  # noqa: E402
-from bot.config import load_bot_config  # noqa: E402
-from bot.memory import bench_search  # noqa: E402
-from bot.runtime.assemble import build_runtime  # noqa: E402
-from bot.runtime.llm_pool import Secret  # noqa: E402
-from tests.processes import stop  # noqa: E402
+from bench import results
+from bench.skills_bench import percentiles
+from bot.channels.base import Inbound
+from bot.channels.console import ConsoleSink, LineReader
+from bot.config import load_bot_config
+from bot.memory import bench_search
+from bot.runtime.assemble import build_runtime
+from bot.runtime.llm_pool import Secret
+from tests.processes import stop
 
 KEY = "sk-ant-api03-" + "b" * 40
 

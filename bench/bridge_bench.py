@@ -32,14 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.devchain import DevChain, free_port, rpc  # noqa: E402
-from companion_bridge.companion.client import Companion  # noqa: E402
-from companion_bridge.companion.wallet import CompanionWallet  # noqa: E402
-from policies.kernel.aio import loop_name  # noqa: E402
-from signer.wire.client import SignerClient  # noqa: E402
-from signer.wire.protocol import Scope  # noqa: E402
-from signer.tier1.approvals import MAX_WAITING_PER_CLIENT  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bot.devchain import DevChain, free_port, rpc
+from companion_bridge.companion.client import Companion
+from companion_bridge.companion.wallet import CompanionWallet
+from policies.kernel.aio import loop_name
+from signer.tier1.approvals import MAX_WAITING_PER_CLIENT
+from signer.wire.client import SignerClient
+from signer.wire.protocol import Scope
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 PASSPHRASE = b"benchmark passphrase"

@@ -24,7 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import results as recorded  # noqa: E402
+from bench import results as recorded
 
 TURNS = 20
 STEP_SECONDS = 61.0

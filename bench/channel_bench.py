@@ -32,19 +32,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from agent_bench import KEY, FakeInProcess, write_home  # noqa: E402
+from agent_bench import KEY, FakeInProcess, write_home
 
-from bot.channels.access import open_access  # noqa: E402
-from bot.channels.base import Inbound  # noqa: E402
-from bot.channels.console import ConsoleSink, LineReader  # noqa: E402
-from bot.channels.telegram import TelegramChannel  # noqa: E402
-from bot.config import TelegramSettings, load_bot_config  # noqa: E402
-from bot.runtime.assemble import build_runtime  # noqa: E402
-from bot.runtime.llm_pool import Secret  # noqa: E402
-from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
-from policies.kernel.aio import loop_name  # noqa: E402
-from policies.kernel.aio import run as run_loop  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bot.channels.access import open_access
+from bot.channels.base import Inbound
+from bot.channels.console import ConsoleSink, LineReader
+from bot.channels.telegram import TelegramChannel
+from bot.config import TelegramSettings, load_bot_config
+from bot.runtime.assemble import build_runtime
+from bot.runtime.llm_pool import Secret
+from policies.kernel.aio import (
+    loop_name,
+    run as run_loop,
+)
+from tests.fakes.telegram_server import FakeTelegramServer
 
 WARMUP = 20
 FINAL = "Hi there."  # what the fake LLM in "text" mode answers, streamed as "Hi " + "there."

@@ -37,7 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import results  # noqa: E402
+from bench import results
 
 DEV_POLICY = ROOT / "policies" / "defaults" / "dev.yaml"
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"  # in the dev policy's address book

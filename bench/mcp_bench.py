@@ -20,12 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.skills_bench import bench_context, install_bench_skill, machine, percentiles  # noqa: E402
-from bot.config import McpSettings, SkillSettings  # noqa: E402
-from bot.mcp_servers.tools import McpTools  # noqa: E402
-from bot.skills.tools import load_skill_tools  # noqa: E402
-from policies.kernel.aio import run as run_loop  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bench.skills_bench import bench_context, install_bench_skill, machine, percentiles
+from bot.config import McpSettings, SkillSettings
+from bot.mcp_servers.tools import McpTools
+from bot.skills.tools import load_skill_tools
+from policies.kernel.aio import run as run_loop
 
 TIME_VENV = ROOT / ".mcp-servers" / "time"
 EVERYTHING = ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"

@@ -86,7 +86,8 @@ def cell(value: Any, row: Row) -> str:
     if value is None:
         return "—"
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return number(value * row.scale) + (f" {row.unit}" if row.unit else "")
+        scaled = value * row.scale if row.scale != 1 else value  # a count stays a whole number
+        return number(scaled) + (f" {row.unit}" if row.unit else "")
     return str(value) + (f" {row.unit}" if row.unit else "")  # e.g. several runs written as "95, 108"
 
 
@@ -443,6 +444,19 @@ TABLES: dict[str, Table] = {
             Row("Tier 3 swap: gas, a grant's first redeem", "tier3_swap.gas_used_first", "gas"),
             Row("Tier 3 swap: gas, every later redeem", "tier3_swap.gas_used_mean", "gas"),
         ),
+    ),
+    "lazy_imports": Table(
+        "lazy_imports",
+        "bench/lazy_imports.py",
+        (
+            Row("runs of imports inside a function, measured", "sites"),
+            Row("kept inside: 5 ms of CPU or more", "kept_for_cpu"),
+            Row("kept inside: under 5 ms, 256 KiB of memory or more", "kept_for_memory_alone"),
+            Row("what a kept one keeps out of its module, CPU, median", "median_kept_cpu_ms", "ms"),
+            Row("what a kept one keeps out of its module, memory, median", "median_kept_resident_kib", "KiB"),
+        ),
+        sides=(Side("current"),),
+        ratios=(),
     ),
     "compose": Table(
         "compose",

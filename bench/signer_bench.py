@@ -38,16 +38,18 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.devchain import DevChain, free_port  # noqa: E402
-from policies.context import EvalContext  # noqa: E402
-from policies.decode import decode  # noqa: E402
-from policies.evaluate import evaluate  # noqa: E402
-from policies.intent import Call  # noqa: E402
-from policies.loader import parse_policy  # noqa: E402
-from policies.kernel.aio import loop_name  # noqa: E402
-from policies.kernel.aio import run as run_loop  # noqa: E402
-from signer.serve import DAEMON_LOOP  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bot.devchain import DevChain, free_port
+from policies.context import EvalContext
+from policies.decode import decode
+from policies.evaluate import evaluate
+from policies.intent import Call
+from policies.kernel.aio import (
+    loop_name,
+    run as run_loop,
+)
+from policies.loader import parse_policy
+from signer.serve import DAEMON_LOOP
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 BENCH_POLICY = (ROOT / "policies/defaults/dev.yaml").read_text()
@@ -387,12 +389,11 @@ def bench_full_requests(
     total: int = 3000, runs: int = 1, profile: Path | None = None, client_counts: tuple[int, ...] = (1, 16)
 ) -> dict:
     from signer.admin import issue_client
+    from signer.daemon import init_home
     from signer.wire.client import SignerClient
     from signer.wire.exchange import new_idempotency_key
-    from signer.daemon import init_home
-    from signer.wire.settings import SignerPaths
     from signer.wire.protocol import Scope
-    from signer.wire.settings import load_signer_config
+    from signer.wire.settings import SignerPaths, load_signer_config
 
     policy = parse_policy(BENCH_POLICY)
     raw = policy.model_dump(mode="json")

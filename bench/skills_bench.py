@@ -23,14 +23,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.config import SkillSettings  # noqa: E402
-from bot.tools.base import ContextKind, ToolContext  # noqa: E402
-from bot.tools.services import Services  # noqa: E402
-from bot.skills.tools import load_skill_tools  # noqa: E402
-from policies.kernel.aio import loop_name  # noqa: E402
-from policies.kernel.aio import run as run_loop  # noqa: E402
-from skills_runtime.store import SkillStore  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bot.config import SkillSettings
+from bot.skills.tools import load_skill_tools
+from bot.tools.base import ContextKind, ToolContext
+from bot.tools.services import Services
+from policies.kernel.aio import (
+    loop_name,
+    run as run_loop,
+)
+from skills_runtime.store import SkillStore
 
 SKILL_MD = """---
 name: bench

@@ -32,16 +32,16 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.devchain import DevChain, free_port, rpc  # noqa: E402
-from bot.devcontracts import deploy_delegation_framework  # noqa: E402
-from bot.devmarket import deploy_swap_market  # noqa: E402
-from policies.context import AssetChange, EvalContext, Simulated  # noqa: E402
-from policies.decode import decode  # noqa: E402
-from policies.defi import quote_key  # noqa: E402
-from policies.evaluate import evaluate  # noqa: E402
-from policies.intent import NATIVE, Call  # noqa: E402
-from policies.loader import parse_policy  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bot.devchain import DevChain, free_port, rpc
+from bot.devcontracts import deploy_delegation_framework
+from bot.devmarket import deploy_swap_market
+from policies.context import AssetChange, EvalContext, Simulated
+from policies.decode import decode
+from policies.defi import quote_key
+from policies.evaluate import evaluate
+from policies.intent import NATIVE, Call
+from policies.loader import parse_policy
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 PASSPHRASE = b"benchmark passphrase"

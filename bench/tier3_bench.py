@@ -31,12 +31,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.devchain import DevChain, free_port, rpc  # noqa: E402
-from bot.devcontracts import deploy_delegation_framework  # noqa: E402
-from companion_bridge.companion import tier3 as companion  # noqa: E402
-from policies.loader import parse_policy  # noqa: E402
-from signer.wire.txcodec import address_of  # noqa: E402
-from bench import results  # noqa: E402
+from bench import results
+from bot.devchain import DevChain, free_port, rpc
+from bot.devcontracts import deploy_delegation_framework
+from companion_bridge.companion import tier3 as companion
+from policies.loader import parse_policy
+from signer.wire.txcodec import address_of
 
 FRIEND = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
 PASSPHRASE = b"benchmark passphrase"
@@ -63,8 +63,7 @@ def _policy_text() -> str:
 class Signer:
     def __init__(self, work: Path, chain: DevChain, delegation: dict | None) -> None:
         from signer.daemon import init_home
-        from signer.wire.settings import SignerPaths
-        from signer.wire.settings import load_signer_config
+        from signer.wire.settings import SignerPaths, load_signer_config
 
         self.home = work / "home"
         self.home.mkdir(mode=0o700)

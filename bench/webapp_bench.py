@@ -22,11 +22,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bridge_bench import FRIEND, MAIN_KEY, OVER_LIMIT, Stack, _ms  # noqa: E402
+from bridge_bench import FRIEND, MAIN_KEY, OVER_LIMIT, Stack, _ms
 
-from bench import results  # noqa: E402
-from companion_bridge.companion.pairing import pair_link  # noqa: E402
-from tests.companion.webapp_support import CHROMIUM_ARGS, Phone, chromium_path, off_loop, run_async  # noqa: E402
+from bench import results
+from companion_bridge.companion.pairing import pair_link
+from tests.companion.webapp_support import (
+    CHROMIUM_ARGS,
+    Phone,
+    chromium_path,
+    off_loop,
+    run_async,
+)
 
 OBSERVE = """() => {
   window.__cards = {};

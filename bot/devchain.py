@@ -12,9 +12,9 @@ import socket
 import subprocess
 import time
 import urllib.request
-from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 

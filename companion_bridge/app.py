@@ -42,6 +42,7 @@ from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
+from companion_bridge import webapp
 from companion_bridge.challenges import NONCE_PATTERN, Challenges
 from companion_bridge.device_list import DeviceList, device_list
 from companion_bridge.limits import BridgeLimits, Guard, retry_seconds
@@ -50,7 +51,6 @@ from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import Verdict
 from companion_bridge.signer_link import PublicState, SignerLink
 from companion_bridge.tokens import TokenIssuer
-from companion_bridge import webapp
 from companion_bridge.wire import auth_message
 from policies.kernel import safejson
 from signer.wire.exchange import SignerError, SignerUnavailable

@@ -24,7 +24,7 @@ def bridge() -> None:
 
 def bridge_token(ctx: typer.Context, token_file: Optional[Path]) -> str:
     """The bridge's signer token (scope `bridge`): env, else a 0600 file."""
-    from policies.kernel.files import check_private_file
+    from policies.kernel.files import check_private_file  # lazy: 1 ms, 1120 KiB
 
     token = os.environ.get(TOKEN_ENV)
     if token:
@@ -66,7 +66,7 @@ def serve(
     ),
 ) -> None:
     """Serve pairing, device login and request delivery (FastAPI + WebSocket on uvicorn)."""
-    import logging
+    import logging  # lazy: 339 ms, 41332 KiB
 
     from companion_bridge.limits import BridgeLimits
     from companion_bridge.server import BridgeConfigError, BridgeOptions, serve as run_bridge

@@ -23,13 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, TypeVar
 
-from signer.tier1 import policy_change
+from policies.kernel.passphrase import zeroize
 from signer.auth import Client, add_client, revoke_client
 from signer.clock import estimate
-from policies.kernel.passphrase import zeroize
 from signer.keystore import unlock
-from signer.tier1.policy_live import read_policy_file
-from signer.tier2.session_keys import REVOKED
 from signer.store.approvals import freeze
 from signer.store.audit import (
     KEYED_KIND,
@@ -45,6 +42,9 @@ from signer.store.guard import Unlocked, went_back
 from signer.store.integrity import DIGEST_ONLY, PROTECTED, Finding, FindingJson, Problem, delete_row
 from signer.store.session_keys import ids_not_in_status
 from signer.store.state_head import AUDIT, STATE
+from signer.tier1 import policy_change
+from signer.tier1.policy_live import read_policy_file
+from signer.tier2.session_keys import REVOKED
 from signer.wire.protocol import Scope
 from signer.wire.settings import SignerPaths
 

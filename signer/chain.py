@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
 from policies.kernel.rpc import JsonRpcHttp, RpcRemoteError, RpcUnreachable
+from signer.fees import FeeCeilingExceeded, Fees, InvalidFees, quote
 from signer.wire.settings import ChainSettings
 
 PLAIN_TRANSFER_GAS = 21_000

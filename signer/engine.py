@@ -25,9 +25,8 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
-
 from dataclasses import replace
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 from policies.context import EvalContext, QuoteKey, Simulated
 from policies.decision import Decision, Outcome
@@ -41,21 +40,20 @@ from signer.chain import Broadcast, Chain, Sent
 from signer.fees import note_clamp
 from signer.intents import intent_to_call, legacy_request_hash, request_hash
 from signer.ledger import Ledger, SignerState
-from signer.wire.approval_request import ApprovalRequestBody
-from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
-from signer.wire.requests import Intent, SignRequestParams
 from signer.receipts import InFlight, ReceiptWatcher
-from signer.tier2.session_keys import SessionKeys
 from signer.simulate import simulate
-from signer.swap_quotes import read_quotes
-from signer.store.audit import AuditLog
-from signer.store.audit import prepare as audit_record
 from signer.store import requests as request_store
+from signer.store.audit import AuditLog, prepare as audit_record
 from signer.store.requests import Connection
 from signer.store.writer import Writer
 from signer.summary import Summarizer
-from signer.tier2.signing import Ending, SessionSigner
+from signer.swap_quotes import read_quotes
 from signer.tier1.topup_room import TopUps
+from signer.tier2.session_keys import SessionKeys
+from signer.tier2.signing import Ending, SessionSigner
+from signer.wire.approval_request import ApprovalRequestBody
+from signer.wire.protocol import EncodedResult, ErrorCode, RpcError
+from signer.wire.requests import Intent, SignRequestParams
 
 if TYPE_CHECKING:
     from signer.tier1.port import Escalations

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import coincurve
 
-from signer.wire.txcodec import SECP256K1_N, Eip1559Tx, rlp_encode
 from policies.kernel.keccak import keccak256
+from signer.wire.txcodec import SECP256K1_N, Eip1559Tx, rlp_encode
 
 MAX_RAW_TX = 128 * 1024
 

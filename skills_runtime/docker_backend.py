@@ -21,10 +21,10 @@ import threading
 import uuid
 from typing import Any
 
-import docker
 from docker.errors import DockerException, ImageNotFound
 from requests.exceptions import RequestException
 
+import docker
 from skills_runtime.sandbox import SANDBOX_UID, Limits, SandboxUnavailable, Staged
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"

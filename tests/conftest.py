@@ -25,16 +25,15 @@ import yaml
 
 from bot.devchain import DevChain, free_port, rpc
 from policies.kernel.aio import loop_name
+from policies.kernel.files import write_private_file
 from signer.admin import issue_client
+from signer.daemon import Daemon, init_home
+from signer.serve import DAEMON_LOOP
 from signer.wire.client import SignerClient
 from signer.wire.exchange import new_idempotency_key
-from signer.daemon import Daemon, init_home
-from signer.wire.settings import SignerPaths
-from policies.kernel.files import write_private_file
 from signer.wire.protocol import Scope
+from signer.wire.settings import SignerPaths, load_signer_config
 from signer.wire.sign_replies import Reply, dump_reply
-from signer.serve import DAEMON_LOOP
-from signer.wire.settings import load_signer_config
 
 DEV_POLICY = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
 SIGNER_TESTS = Path(__file__).resolve().parent / "signer"

@@ -13,7 +13,12 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
+from importlib.metadata import packages_distributions
 from pathlib import Path
+from typing import Any
+
+from bench import lazy_imports, results as bench_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -231,14 +236,8 @@ def test_a_badly_formatted_file_is_caught(tmp_path: Path) -> None:
     assert out.returncode != 0 and "policies/probe.py" in out.stdout
 
 
-def _imports_inside_functions(path: Path) -> int:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return sum(
-        isinstance(node, (ast.Import, ast.ImportFrom))
-        for func in ast.walk(tree)
-        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
-        for node in ast.walk(func)
-    )
+def _command_line(path: Path) -> bool:
+    return "cli" in path.parent.parts or path.name.endswith("cli.py")
 
 
 def test_imports_inside_functions_stay_rare_outside_the_command_line() -> None:
@@ -247,15 +246,99 @@ def test_imports_inside_functions_stay_rare_outside_the_command_line() -> None:
     per 1 000 lines, as in httpx (2.4) and llm (2.5)."""
     modules = [
         path
-        for package in ("bot", "signer", "policies", "companion_bridge", "skills_runtime")
+        for package in lazy_imports.PACKAGES
         for path in (ROOT / package).rglob("*.py")
-        if "cli" not in path.parent.parts and not path.name.endswith("cli.py")
+        if not _command_line(path)
     ]
     lines = sum(p.read_text(encoding="utf-8").count("\n") for p in modules)
-    lazy = {str(p.relative_to(ROOT)): n for p in modules if (n := _imports_inside_functions(p))}
+    lazy = {
+        str(p.relative_to(ROOT)): sum(len(site.statements) for site in lazy_imports.sites_in(p, ROOT))
+        for p in modules
+    }
     density = sum(lazy.values()) * 1000 / lines
     worst = sorted(lazy.items(), key=lambda kv: -kv[1])[:8]
     assert density <= 3.0, f"{density:.2f} imports inside functions per 1 000 lines; most in {worst}"
+
+
+def _core_distributions() -> set[str]:
+    """What every process has: [project].dependencies (the signer's image installs only these)."""
+    core = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    return {re.split(r"[<>=!;\[ ]", requirement, maxsplit=1)[0].lower() for requirement in core}
+
+
+def _lazy_import_problems(sites: list[lazy_imports.Site], recorded: dict[str, Any]) -> list[str]:
+    core = _core_distributions()
+    installed = packages_distributions()  # import name -> distributions (yaml -> PyYAML)
+    problems = []
+    for site in sites:
+        where = f"{site.path}:{site.line}"
+        if reason := lazy_imports.optional_reason(site):
+            packages = {
+                name.split(".")[0]
+                for stmt in site.statements
+                for name in re.findall(r"^(?:from|import) ([\w.]+)", stmt)
+            }
+            distributions = {d.lower() for p in packages for d in installed.get(p, [p])}
+            if distributions & (core | set(lazy_imports.PACKAGES)):
+                problems.append(f"{where}: `# optional: {reason}` on a package every process has")
+            continue
+        figures = lazy_imports.written(site)
+        if site.key not in recorded["cpu_ms"]:
+            problems.append(f"{where}: not measured: run bench/lazy_imports.py --record --mark")
+            continue
+        cost = lazy_imports.Cost(recorded["cpu_ms"][site.key], recorded["resident_kib"][site.key])
+        if not cost.felt:
+            problems.append(
+                f"{where}: {cost.mark} is below the bench's thresholds: import at the module's top"
+            )
+        elif figures != cost.figures:
+            problems.append(
+                f"{where}: beside it {figures}, measured {cost.mark}: run bench/lazy_imports.py --mark"
+            )
+    return problems
+
+
+def test_each_import_inside_a_function_carries_its_measured_cost() -> None:
+    """An import stays inside a function only where bench/lazy_imports.py measured what it keeps out of
+    every process that loads the module (CPU time or resident memory over the bench's thresholds),
+    and that figure is written beside it; or it is a package some installs lack (`# optional: ...`)."""
+    recorded = bench_results.load()["lazy_imports"]["current"]["figures"]
+    problems = _lazy_import_problems(lazy_imports.all_sites(ROOT), recorded)
+    assert not problems, "\n".join(problems)
+
+
+def test_an_unmeasured_or_cheap_lazy_import_is_caught(tmp_path: Path) -> None:
+    """The check above can fail: an import with no figure, one whose figure is stale, one too cheap
+    to keep inside its function, and an `# optional:` on a package every process has."""
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "probe.py").write_text(
+        textwrap.dedent(
+            """\
+            def none():
+                import json
+
+            def stale():
+                import jsonschema  # lazy: 30 ms, 900 KiB
+
+            def cheap():
+                import os  # lazy: 1 ms, 0 KiB
+
+            def optional():
+                import yaml  # optional: not on every platform
+            """
+        )
+    )
+    sites = lazy_imports.sites_in(tmp_path / "bot" / "probe.py", tmp_path)
+    keys = {site.function: site.key for site in sites}
+    recorded = {
+        "cpu_ms": {keys["stale"]: 31.0, keys["cheap"]: 1.0},
+        "resident_kib": {keys["stale"]: 900, keys["cheap"]: 0},
+    }
+    problems = "\n".join(_lazy_import_problems(sites, recorded))
+    assert "bot/probe.py:2: not measured" in problems
+    assert "bot/probe.py:5: beside it (30, 900), measured # lazy: 31 ms, 900 KiB" in problems
+    assert "bot/probe.py:8: # lazy: 1 ms, 0 KiB is below the bench's thresholds" in problems
+    assert "bot/probe.py:11: `# optional: not on every platform` on a package every process has" in problems
 
 
 def test_untyped_json_objects_stay_at_the_boundaries() -> None:

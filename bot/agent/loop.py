@@ -13,11 +13,11 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from bot.agent.convert import call_part, result_part, to_messages, tool_result_data
 from bot.agent.guard import StreamGuard
-from bot.tools.provenance import Provenance
 from bot.agent.sink import ReplySink
 from bot.config import AgentSettings
 from bot.llm.errors import AllProfilesUnavailable, LLMError, ProfileFailed, StreamInterrupted
@@ -29,6 +29,7 @@ from bot.sessions.store import Session
 from bot.sessions.turns import NOT_RUN_PREFIX, Withdrawn, process_owner, withdrawn_refs
 from bot.tools.base import ContextKind, Level, Tool, ToolContext
 from bot.tools.executor import Executed, ToolExecutor
+from bot.tools.provenance import Provenance
 from bot.tools.services import Services
 
 NOT_RUN_CUT = f"{NOT_RUN_PREFIX} the answer was cut off (max tokens) before this call was complete"
@@ -283,8 +284,6 @@ class Agent:
 
 def time_note(now: float | None = None) -> str:
     """The current time, for the end of the request (after the cached prefix: it changes every minute)."""
-    from datetime import datetime, timezone
-
     stamp = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
     return f"(current time: {stamp:%Y-%m-%d %H:%M} UTC)"
 

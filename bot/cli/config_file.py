@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 def load_or_fail(home: Path) -> BotConfig:
     """`home`'s config.yaml, or `error: <why>` on stderr and exit 1."""
-    from bot.config import load_bot_config  # pydantic and YAML: when the command runs, not for --help
+    from bot.config import (  # lazy: 84 ms, 11192 KiB
+        load_bot_config,  # pydantic and YAML: when the command runs, not for --help
+    )
     from signer.wire.settings import ConfigError
 
     try:
@@ -31,7 +33,11 @@ def load_or_fail(home: Path) -> BotConfig:
 def private_dir_or_fail(path: Path) -> Path:
     """`path` as a private (0700) directory of this user, created if missing, or `error: <why>` and
     exit 1: someone else's home, a file where the directory goes, a parent this user cannot write."""
-    from policies.kernel.files import PathNotAllowed, PermissionProblem, ensure_private_dir
+    from policies.kernel.files import (  # lazy: 1 ms, 1064 KiB
+        PathNotAllowed,
+        PermissionProblem,
+        ensure_private_dir,
+    )
 
     try:
         return ensure_private_dir(path)

@@ -16,6 +16,6 @@ from policies.kernel.cli import home_of
 
 
 def record_decision(ctx: typer.Context, kind: str, **fields: Any) -> None:
-    from bot.observability.audit import BotAudit, skills_audit_path
+    from bot.observability.audit import BotAudit, skills_audit_path  # lazy: 9 ms, 5136 KiB
 
     BotAudit(skills_audit_path(home_of(ctx))).record(kind, **fields)

@@ -13,6 +13,8 @@ hash of name, description and schema) and what the model reads. `test` re-lists 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -20,6 +22,7 @@ import typer
 from bot.cli.decisions import record_decision
 from bot.cli.screen import ask, author_rows, authors_part, plain_rows, screen_width, show
 from bot.cli.switches import Kind, add_switches
+from policies.kernel import safejson
 from policies.kernel.cli import fail, home_of, print_json
 from policies.kernel.text import visible
 
@@ -31,13 +34,13 @@ WHERE = "the server's tool list"
 
 
 def _store(ctx: typer.Context):
-    from bot.mcp_servers.store import McpStore
+    from bot.mcp_servers.store import McpStore  # lazy: 92 ms, 18708 KiB
 
     return McpStore(home_of(ctx))
 
 
 def _guard(action):
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # lazy: 95 ms, 18880 KiB
 
     from bot.mcp_servers.store import McpError
 
@@ -54,7 +57,7 @@ def _guard(action):
 
 
 def _settings(ctx: typer.Context):
-    from bot.config import McpSettings, load_bot_config
+    from bot.config import McpSettings, load_bot_config  # lazy: 82 ms, 11188 KiB
     from signer.wire.settings import ConfigError
 
     try:
@@ -66,21 +69,21 @@ def _settings(ctx: typer.Context):
 def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> Any:
     """Start the server the way the bot does (sandbox, limits) and list its tools; with `everything`,
     (tools, resources, prompts)."""
-    from bot.observability.audit import BotAudit, skills_audit_path
-    from bot.mcp_servers.connection import McpCallError, McpConnection
+    from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 786 ms, 66700 KiB
     from bot.mcp_servers.sandbox import McpSandbox
+    from bot.observability.audit import BotAudit, skills_audit_path
     from skills_runtime.sandbox import SandboxUnavailable
 
     settings = _settings(ctx)
     if entry.decl.transport != "stdio" and entry.decl.url not in settings.allowed_urls:
         fail(f"{entry.decl.url} is not in bot.mcp.allowed_urls; add it to config.yaml first")
-    from bot.mcp_servers.binds import protected_paths
+    from bot.mcp_servers.binds import protected_paths  # lazy: 115 ms, 20036 KiB
 
     audit = BotAudit(skills_audit_path(home_of(ctx)))
     sandbox = McpSandbox(settings, protected_paths(home_of(ctx)))
 
     async def go() -> Any:
-        from bot.net.ssrf import FetchPolicy
+        from bot.net.ssrf import FetchPolicy  # lazy: 8 ms, 1484 KiB
 
         conn = McpConnection(
             entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy(), home=home_of(ctx)
@@ -104,7 +107,7 @@ def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> An
             sandbox.remove()
 
     try:
-        import asyncio  # lazily: `owlia mcp list` and the rest need no event loop
+        import asyncio  # lazy: 17 ms, 6852 KiB; `owlia mcp list` and the rest need no event loop
 
         return asyncio.run(go())
     except (McpCallError, SandboxUnavailable, OSError) as exc:
@@ -114,7 +117,7 @@ def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> An
 def describe_tool(server: str, tool: Any, level: str | None, width: int) -> list[str]:
     """One tool on the approval screen: fixed-form row first, then the server's text under the gutter,
     whole. A tool that cannot be approved gets our row saying why, and none of its text (never pinned)."""
-    from bot.mcp_servers.store import TOOL_NAME, schema_text, tool_name, unshowable
+    from bot.mcp_servers.store import TOOL_NAME, schema_text, tool_name, unshowable  # lazy: 93 ms, 18892 KiB
 
     if TOOL_NAME.fullmatch(tool.name) is None:
         rows = plain_rows("tool with a name that cannot be offered (never used):", width, "  ")
@@ -208,7 +211,7 @@ def add(
     oauth: bool = typer.Option(False, "--oauth", help="Sign in with OAuth 2.1 (`owlia mcp login NAME`)."),
 ) -> None:
     """Declare a server. Nothing runs and nothing is offered until `owlia mcp approve NAME`."""
-    from bot.mcp_servers.store import ServerDecl
+    from bot.mcp_servers.store import ServerDecl  # lazy: 92 ms, 18836 KiB
 
     pairs = dict(item.split("=", 1) for item in env if "=" in item)
     if len(pairs) != len(env):
@@ -221,9 +224,6 @@ def add(
     if command and command[0].startswith(
         "/"
     ):  # the sandbox binds host paths: one missing here is missing there
-        import os
-        from pathlib import Path
-
         exe = Path(command[0])
         if not (exe.is_file() and os.access(exe, os.X_OK)):
             fail(
@@ -244,7 +244,7 @@ def add(
             oauth=oauth,
         )
     )
-    from bot.mcp_servers.binds import check_binds, protected_paths
+    from bot.mcp_servers.binds import check_binds, protected_paths  # lazy: 122 ms, 20176 KiB
 
     _guard(lambda: check_binds(name, decl.binds, protected_paths(home_of(ctx))))
     _guard(lambda: _store(ctx).add(decl))
@@ -298,7 +298,7 @@ def _levels(items: list[str]) -> dict[str, str]:
 
 def describe_resource(item: Any, width: int) -> list[str]:
     """One resource: our row (it is read-only), then the server's texts under the gutter, whole."""
-    from bot.mcp_servers.store import resource_unshowable
+    from bot.mcp_servers.store import resource_unshowable  # lazy: 103 ms, 18780 KiB
 
     why = resource_unshowable(item)
     if why is not None:
@@ -318,7 +318,7 @@ def describe_resource(item: Any, width: int) -> list[str]:
 
 def describe_prompt(item: Any, width: int) -> list[str]:
     """One prompt: our row (for you to use, never run by the model), then the server's texts, whole."""
-    from bot.mcp_servers.store import prompt_unshowable
+    from bot.mcp_servers.store import prompt_unshowable  # lazy: 96 ms, 18932 KiB
 
     why = prompt_unshowable(item)
     if why is not None:
@@ -369,7 +369,7 @@ def approve(
 ) -> None:
     """Start the server, show every tool (and resource and prompt), give each a level, and pin exactly
     what was shown."""
-    from bot.mcp_servers.store import (
+    from bot.mcp_servers.store import (  # lazy: 100 ms, 18808 KiB
         TOOL_NAME,
         PinnedTool,
         pin_prompt,
@@ -465,7 +465,7 @@ def approve(
 @app.command("test")
 def test(ctx: typer.Context, name: str) -> None:
     """Start the server and compare its tools with the pins (exit 3 if any changed)."""
-    from bot.mcp_servers.store import prompt_hash, resource_hash, tool_hash
+    from bot.mcp_servers.store import prompt_hash, resource_hash, tool_hash  # lazy: 98 ms, 18844 KiB
 
     entry = _guard(lambda: _store(ctx).entry(name))
     tools, resources, prompts = list_live(ctx, entry, everything=True)
@@ -511,7 +511,7 @@ def test(ctx: typer.Context, name: str) -> None:
 
 def _forget_tokens(ctx: typer.Context, name: str) -> None:
     """A removed server's OAuth tokens go with it."""
-    from bot.mcp_servers.oauth import logout
+    from bot.mcp_servers.oauth import logout  # lazy: 607 ms, 52828 KiB
 
     logout(home_of(ctx), name)
 
@@ -523,8 +523,6 @@ add_switches(
 
 
 def _call_arguments(text: str) -> dict[str, Any]:
-    from policies.kernel import safejson
-
     try:
         value = safejson.loads(text)
     except Exception:  # noqa: BLE001 - any parser failure is the same mistake for the user
@@ -568,11 +566,11 @@ def call(
 ) -> None:
     """Run one approved tool as the bot would: the same sandbox, limits, pins and level (a sign-level
     tool is refused; a write-level one asks first)."""
-    from bot.config import load_bot_config
-    from bot.tools.base import ContextKind, ToolContext, ToolFailure
-    from bot.mcp_servers.tools import McpTools
-    from bot.tools.services import Services
+    from bot.config import load_bot_config  # lazy: 197 ms, 24208 KiB
     from bot.mcp_servers.store import tool_name
+    from bot.mcp_servers.tools import McpTools
+    from bot.tools.base import ContextKind, ToolContext, ToolFailure
+    from bot.tools.services import Services
     from signer.wire.settings import ConfigError
 
     arguments = _call_arguments(args)
@@ -586,7 +584,7 @@ def call(
         fail("MCP servers are turned off in config.yaml (bot.mcp.enabled: false), so the bot runs none")
     policy = None
     if config.bot.web.enabled:  # the same narrowed web policy the bot gives a server with hosts
-        from bot.net.ssrf import FetchPolicy
+        from bot.net.ssrf import FetchPolicy  # lazy: 8 ms, 1484 KiB
 
         web = config.bot.web
         policy = FetchPolicy(
@@ -603,7 +601,7 @@ def call(
     if found is None:
         why = next((p for p in source.problems if p.startswith(f"{name}:")), "the bot does not offer it")
         fail(visible(f"{tool} of {name} is not offered to the bot: {why}"))
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # lazy: 17 ms, 4352 KiB
 
     try:
         checked = found.args.model_validate(arguments)
@@ -629,7 +627,7 @@ def call(
         finally:
             await source.close()
 
-    import asyncio
+    import asyncio  # lazy: 18 ms, 6864 KiB
 
     try:
         output = asyncio.run(go())
@@ -649,11 +647,11 @@ def prompt(
 ) -> None:
     """Print an approved prompt of a server, filled in, for you to read and use. The model never runs a
     prompt on its own: prompts are yours, like a template you pick."""
-    from bot.observability.audit import BotAudit, skills_audit_path
-    from bot.mcp_servers.binds import protected_paths
+    from bot.mcp_servers.binds import protected_paths  # lazy: 744 ms, 66864 KiB
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.sandbox import McpSandbox
     from bot.mcp_servers.store import prompt_hash
+    from bot.observability.audit import BotAudit, skills_audit_path
     from skills_runtime.sandbox import SandboxUnavailable
 
     arguments = _call_arguments(args)
@@ -691,7 +689,7 @@ def prompt(
     sandbox = McpSandbox(settings, protected_paths(home))
 
     async def go() -> Any:
-        from bot.net.ssrf import FetchPolicy
+        from bot.net.ssrf import FetchPolicy  # lazy: 9 ms, 1484 KiB
 
         conn = McpConnection(
             entry.decl, settings, audit, sandbox=sandbox, fetch_policy=FetchPolicy(), home=home_of(ctx)
@@ -715,7 +713,7 @@ def prompt(
             await conn.close()
             sandbox.remove()
 
-    import asyncio
+    import asyncio  # lazy: 19 ms, 6864 KiB
 
     try:
         result = asyncio.run(go())
@@ -742,10 +740,10 @@ def prompt(
 def login(ctx: typer.Context, name: str) -> None:
     """Sign in to a remote server that uses OAuth 2.1: open the address shown, approve, and the tokens
     are kept in <home>/mcp/oauth/NAME.json (0600). The bot refreshes them; it never signs in itself."""
-    from bot.observability.audit import BotAudit, skills_audit_path
-    from bot.mcp_servers.connection import McpCallError, McpConnection
+    from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 864 ms, 66720 KiB
     from bot.mcp_servers.oauth import LOGIN_TIMEOUT, login_auth
     from bot.mcp_servers.store import McpError
+    from bot.observability.audit import BotAudit, skills_audit_path
 
     entry = _guard(lambda: _store(ctx).entry(name))
     if not entry.decl.oauth:
@@ -774,7 +772,7 @@ def login(ctx: typer.Context, name: str) -> None:
             await conn.close()
             callback.close()
 
-    import asyncio
+    import asyncio  # lazy: 20 ms, 6864 KiB
 
     try:
         tools = asyncio.run(go())
@@ -787,7 +785,7 @@ def login(ctx: typer.Context, name: str) -> None:
 @app.command("logout")
 def logout(ctx: typer.Context, name: str) -> None:
     """Forget a remote server's OAuth tokens and client registration (sign in again with `login`)."""
-    from bot.mcp_servers.oauth import logout as forget
+    from bot.mcp_servers.oauth import logout as forget  # lazy: 694 ms, 52812 KiB
 
     _guard(lambda: _store(ctx).entry(name))
     if forget(home_of(ctx), name):

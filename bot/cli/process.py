@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from policies.kernel.pydantic_plugins import plugins_off
+
 
 def prepare() -> None:
     """Before any command runs: no pydantic plugins unless the environment names some.
@@ -29,8 +31,6 @@ def prepare() -> None:
     model: it reads the metadata of all of them (about 15 ms of `owlia sign send`), and would run code
     from any package that names itself a plugin inside every command, the signer's included (its
     processes inherit the setting). OwliaBot uses none (policies/kernel/pydantic_plugins.py)."""
-    from policies.kernel.pydantic_plugins import plugins_off
-
     plugins_off()
 
 

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from bot.ops.service_preflight import others_problem, trial_as
 from policies.kernel.cli import fail
 
 app = typer.Typer(help="Run OwliaBot as systemd services (no containers).", no_args_is_help=True)
@@ -42,9 +43,7 @@ def install(
     dry_run: bool = typer.Option(False, help="Print the units instead of writing anything."),
 ) -> None:
     """Write owliabot-signer.service and owliabot.service (and the users they run as)."""
-    import sys
-
-    from policies.kernel.files import ensure_private_dir, write_private_file
+    import sys  # lazy: 14 ms, 2480 KiB
 
     from bot.ops.systemd import (
         BOT_UNIT,
@@ -55,6 +54,7 @@ def install(
         service_config,
         signer_unit,
     )
+    from policies.kernel.files import ensure_private_dir, write_private_file
 
     layout = ServiceLayout(
         signer_user=signer_user,
@@ -121,8 +121,6 @@ def install(
 def _preflight(layout, create_users: bool) -> None:
     """Refuse, with nothing written, a setup whose units could not start: a user or group missing
     with --no-create-users, or service users that cannot run the interpreter with OwliaBot."""
-    from bot.ops.service_preflight import others_problem, trial_as
-
     nothing = "nothing was written"
     advice = (
         "Install owliabot where the service users can read it (e.g. `python3 -m venv /opt/owliabot/venv`, "

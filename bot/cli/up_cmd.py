@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from bot.cli.chat_cmd import _chat
 from policies.kernel.cli import fail, home_of, run
 
 if TYPE_CHECKING:
@@ -83,13 +86,12 @@ def up(
     ),
 ) -> None:
     """Start the dev chain and the signer with a funded session key; stop with Ctrl-C."""
-    import json
+    import json  # lazy: 91 ms, 12632 KiB
 
-    from bot.devchain import DevChain, DevChainError
-    from signer.wire.settings import SignerPaths
-    from policies.kernel.files import ensure_private_dir, write_private_file
     from bot.cli.config_file import load_or_fail, private_dir_or_fail
-    from signer.wire.settings import ConfigError, load_signer_config
+    from bot.devchain import DevChain, DevChainError
+    from policies.kernel.files import ensure_private_dir, write_private_file
+    from signer.wire.settings import ConfigError, SignerPaths, load_signer_config
 
     home = home_of(ctx)
     private_dir_or_fail(home)
@@ -106,7 +108,7 @@ def up(
     dev_chain = next((c for c in config.chains if c.dev), None)
     if dev_chain is None:
         fail("config.yaml has no chain marked `dev: true`; `owlia up` only runs against a dev chain")
-    from urllib.parse import urlsplit
+    from urllib.parse import urlsplit  # lazy: 27 ms, 5160 KiB
 
     from bot.devchain import LOOPBACK_HOSTS
 
@@ -117,7 +119,7 @@ def up(
             f"{where.hostname}...): `owlia up` runs anvil here, so its rpc_url must be http://127.0.0.1:PORT"
         )
     configured = where.port
-    from bot.runtime.instance import INHERITED_ENV, InstanceBusy, single_instance
+    from bot.runtime.instance import INHERITED_ENV, InstanceBusy, single_instance  # lazy: 2 ms, 1220 KiB
 
     try:  # one bot per home: a second `owlia up` or an `owlia start` beside this one is refused (and this by them)
         lock_fd = ctx.with_resource(single_instance(home))
@@ -131,7 +133,7 @@ def up(
         if (
             chain.port != configured
         ):  # the signer and the bot read config.yaml: the port goes there, said out loud
-            from bot.devchain import record_dev_rpc_url
+            from bot.devchain import record_dev_rpc_url  # lazy: 26 ms, 5224 KiB
 
             old = record_dev_rpc_url(config_path, dev_chain.id, chain.url)
             typer.echo(
@@ -142,7 +144,10 @@ def up(
             bot_config = load_or_fail(home)
             dev_chain = next(c for c in config.chains if c.id == dev_chain.id)
         if tier3 and dev_chain.delegation is None:  # first time: deploy and record, as `owlia chain dev` does
-            from bot.devcontracts import deploy_delegation_framework, record_in_config
+            from bot.devcontracts import (  # lazy: 120 ms, 16028 KiB
+                deploy_delegation_framework,
+                record_in_config,
+            )
 
             record_in_config(config_path, dev_chain.id, deploy_delegation_framework(chain.url))
             typer.echo(
@@ -151,7 +156,7 @@ def up(
             config = load_signer_config(home)
             dev_chain = next(c for c in config.chains if c.id == dev_chain.id)
         elif dev_chain.delegation is not None:  # Tier 3 recorded before: the same addresses again
-            from bot.devcontracts import deploy_delegation_framework
+            from bot.devcontracts import deploy_delegation_framework  # lazy: 126 ms, 15996 KiB
 
             deployed = deploy_delegation_framework(chain.url)
             if deployed["manager"] != dev_chain.delegation.manager.lower():
@@ -176,11 +181,9 @@ def up(
         if not passfile.exists():
             write_private_file(passfile, secrets.token_urlsafe(24).encode())
         if not (paths.home / "keystore.json").exists():
-            from importlib import resources
-
             dev_policy = Path(str(resources.files("policies").joinpath("defaults/dev.yaml")))
             if market is not None:  # the dev policy with the market listed, so the agent can swap on it
-                from bot.devmarket import dev_policy_with_market
+                from bot.devmarket import dev_policy_with_market  # lazy: 151 ms, 20788 KiB
 
                 listed = secrets_dir / "dev-policy.yaml"
                 write_private_file(listed, dev_policy_with_market(dev_policy.read_text(), market).encode())
@@ -229,8 +232,6 @@ def up(
         if demo:
             _demo(home)
             return
-        from bot.cli.chat_cmd import _chat
-
         channels = _configured_channels(home, bot_config)
         if channels:  # the configured chat channels run too, as `owlia start` in a process of its own
             log_path = ensure_private_dir(home / "logs") / "bot.log"
@@ -263,7 +264,7 @@ def _swap_market(url: str, dev_chain: ChainSettings, config_path: Path, signer_e
     """The dev swap market (bot.devmarket) on the fresh chain: deployed and recorded when config.yaml has
     none (a new home), deployed again at the recorded addresses when it has one; None on a home whose
     config.yaml records no market but whose signer already exists (its policy lists none)."""
-    from bot.devchain import DevChainError
+    from bot.devchain import DevChainError  # lazy: 188 ms, 24124 KiB
     from bot.devcontracts import record_in_config
     from bot.devmarket import deploy_swap_market
 
@@ -285,7 +286,6 @@ def _stop_on_sigterm() -> None:
     """SIGTERM (a service manager, `kill`, `timeout`) stops the stack as Ctrl-C does. Python's default
     ends the process at once, skipping the cleanup: anvil (in its own session), the signer and the bot
     went on running, holding the chain's port and the signer's socket."""
-    import signal
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -295,7 +295,7 @@ def _stop_on_sigterm() -> None:
 
 def _configured_channels(home: Path, config) -> list[str]:
     """The chat channels `owlia start` would run here: enabled, with a token."""
-    from bot.channels.tokens import TokenError, load_token
+    from bot.channels.tokens import TokenError, load_token  # lazy: 2 ms, 1212 KiB
 
     found = []
     for name in ("telegram", "discord"):

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from bot.security.redact import redact
+
 MAX_DETAIL = 200
 DEFAULT_TIMEOUT = 3.0
 
@@ -73,17 +75,12 @@ async def evaluate(health: HealthFn, timeout: float = DEFAULT_TIMEOUT) -> tuple[
 
 
 def public_detail(detail: object) -> str:
-    """Redact (when the redactor is available) and truncate a detail string; fail closed."""
+    """Redact and truncate a detail string; fail closed."""
     text = detail if isinstance(detail, str) else ""
     try:
-        from bot.security.redact import redact
-    except ImportError:
-        redacted = text  # redactor not installed yet: still length-bounded below
-    else:
-        try:
-            redacted = redact(text)
-        except Exception:
-            return "(detail withheld)"
-        if not isinstance(redacted, str):
-            return "(detail withheld)"
+        redacted = redact(text)
+    except Exception:
+        return "(detail withheld)"
+    if not isinstance(redacted, str):
+        return "(detail withheld)"
     return redacted[:MAX_DETAIL]

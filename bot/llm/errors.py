@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 529})
 RETRYABLE_ERROR_TYPES = frozenset(
     {"overloaded_error", "rate_limit_error", "api_error", "timeout_error", "server_error"}

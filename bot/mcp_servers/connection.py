@@ -26,8 +26,8 @@ import os
 import signal
 import time
 from collections import deque
-from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio

@@ -26,9 +26,8 @@ from pydantic import ConfigDict, ValidationError, model_validator
 
 from bot.config import McpSettings
 from bot.llm.types import ToolSpec
-from bot.observability.audit import BotAudit, skills_audit_path
-from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.mcp_servers.binds import Protected, protected_paths
+from bot.mcp_servers.sandbox import McpSandbox
 from bot.mcp_servers.store import (
     TOOL_NAME,
     McpError,
@@ -43,7 +42,8 @@ from bot.mcp_servers.store import (
     tool_name,
     unshowable,
 )
-from bot.mcp_servers.sandbox import McpSandbox
+from bot.observability.audit import BotAudit, skills_audit_path
+from bot.tools.base import ContextKind, Level, Tool, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.signing import companion_reach, idempotency_key, one_visible_line, outcome_output
 from signer.wire.exchange import SignerError
 from signer.wire.requests import Intent
@@ -64,7 +64,7 @@ class McpArgs(ToolArgs):
     @model_validator(mode="before")
     @classmethod
     def _check(cls, data: Any) -> Any:
-        import jsonschema
+        import jsonschema  # lazy: 34 ms, 2964 KiB
 
         if not isinstance(data, dict):
             raise ValueError("arguments must be an object")
@@ -208,7 +208,7 @@ class McpHost:
             self._events.emit("tool", "mcp.request_refused", {"server": server, "method": method})
 
     async def _connection(self, entry: ServerEntry) -> Any:
-        from bot.mcp_servers.connection import McpCallError, McpConnection
+        from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 630 ms, 42868 KiB
 
         name = entry.decl.name
         conn = self._conns.get(name)
@@ -282,7 +282,7 @@ class McpHost:
     async def call(
         self, ctx: ToolContext, entry: ServerEntry, pinned: PinnedTool, arguments: dict[str, Any]
     ) -> ToolOutput:
-        from bot.mcp_servers.connection import McpCallError
+        from bot.mcp_servers.connection import McpCallError  # lazy: 645 ms, 42864 KiB
 
         self._events = ctx.services.events
         name = entry.decl.name
@@ -355,7 +355,7 @@ class McpHost:
     async def read_resource(self, ctx: ToolContext, entry: ServerEntry, pinned: PinnedResource) -> ToolOutput:
         """Read one approved resource: its live listing must still match the pin, the content is cut at
         `max_resource_chars` and fenced as the server's untrusted text."""
-        from bot.mcp_servers.connection import McpCallError
+        from bot.mcp_servers.connection import McpCallError  # lazy: 631 ms, 42864 KiB
 
         self._events = ctx.services.events
         name = entry.decl.name

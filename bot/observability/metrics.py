@@ -9,11 +9,10 @@ tests instead of silently producing wrong numbers.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-
 import bisect
+import contextlib
 import enum
+import logging
 import math
 import re
 import threading

@@ -17,6 +17,7 @@ from bot.ops.audit_mainkey import check_main_key_placement
 from bot.ops.checks import Check, Finding, Report, Severity, Skip, mode_of, run_checks, too_open
 from bot.ops.context import OpsContext, is_socket, readable_by, require_visible
 from bot.ops.sandbox import probe_sandbox
+from bot.security.redact import find_secrets, redact_obj
 
 CRIT, WARN, INFO = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 SIGNER_SECRETS = ("keystore.json", "signer.db", "policy.yaml", "admin.token", "audit.anchor")
@@ -172,7 +173,7 @@ def check_sandbox(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_gateway(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-GW-001/002: exposed without a token, or with a token anyone could guess."""
-    from bot.gateway.server import is_loopback
+    from bot.gateway.server import is_loopback  # lazy: 35 ms, 8792 KiB
 
     gateway = ctx.need_config().bot.gateway
     if not gateway.enabled:
@@ -222,7 +223,7 @@ KNOWN_DEFAULTS = frozenset(
 
 
 def weak_token_reason(token: str) -> str | None:
-    from bot.gateway.auth import MIN_TOKEN_LENGTH
+    from bot.gateway.auth import MIN_TOKEN_LENGTH  # lazy: 37 ms, 8896 KiB
 
     lowered = token.lower()
     if lowered in KNOWN_DEFAULTS or any(lowered.startswith(d) for d in ("changeme", "your-token", "example")):
@@ -262,7 +263,11 @@ def check_audit_chains(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-LOG-001: the bot's audit logs are unbroken hash chains: no record removed, reordered or
     edited since it was written. (Whoever can write the file can also rewrite the whole chain; the
     signer's keyed audit is the record of what was signed.)"""
-    from bot.observability.audit import bot_audit_path, skills_audit_path, verify_audit
+    from bot.observability.audit import (  # lazy: 5 ms, 4556 KiB
+        bot_audit_path,
+        skills_audit_path,
+        verify_audit,
+    )
 
     checked = 0
     for path in (bot_audit_path(ctx.home), skills_audit_path(ctx.home)):
@@ -293,8 +298,6 @@ MAX_SCAN_BYTES = 4 << 20
 def _leaked_kinds(text: str) -> set[str]:
     """Secret kinds in a file. JSON lines (our audit logs) are read as data, so their public hashes
     (record hashes, chain links, tx hashes) are not mistaken for 64-hex private keys."""
-    from bot.security.redact import find_secrets, redact_obj
-
     kinds: set[str] = set()
     for line in text.splitlines():
         try:

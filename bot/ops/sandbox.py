@@ -20,7 +20,7 @@ class SandboxProbe:
 
 
 def probe_sandbox(settings: SkillSettings) -> SandboxProbe:
-    from skills_runtime.sandbox import select_backend
+    from skills_runtime.sandbox import select_backend  # lazy: 36 ms, 9548 KiB
 
     backend, why = select_backend(
         settings.backend, docker_host=settings.docker_host, docker_image=settings.docker_image

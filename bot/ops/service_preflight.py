@@ -15,6 +15,7 @@ import os
 import pwd
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 TRIAL_TIMEOUT = 120
@@ -65,8 +66,6 @@ def _shut_to_others(path: Path, need: int) -> str | None:
 def packages() -> list[Path]:
     """Where the interpreter that runs this finds OwliaBot and its dependencies (located, not imported:
     the signer's code stays out of the bot's process)."""
-    from importlib.util import find_spec
-
     found = []
     for name in ("bot", "signer", "policies", "typer"):
         spec = find_spec(name)

@@ -8,11 +8,14 @@ cooling down. No check spends model tokens.
 from __future__ import annotations
 
 import logging
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from bot.gateway import create_app
+from bot.gateway.auth import load_or_create_token
 from bot.gateway.health import ComponentHealth, HealthFn, combine_checks
+from bot.gateway.server import GatewayConfigError, start_in_background
 from bot.runtime.channel_state import ChannelStates
 from bot.runtime.reach import Reach
 
@@ -74,10 +77,6 @@ async def gateway(
     """Run the gateway for the life of the block if enabled; a busy port is a warning, not a crash.
 
     `owlia start` passes its Reach (the gateway is up before the rest of the bot), `owlia chat` its Runtime."""
-    from bot.gateway import create_app
-    from bot.gateway.auth import load_or_create_token
-    from bot.gateway.server import GatewayConfigError, start_in_background
-
     reach = _reach(target)
     settings = reach.config.bot.gateway
     if not settings.enabled:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from bot.notify import Notifier
-from bot.sessions.keys import target_of_session
 from bot.sessions import session_lock
+from bot.sessions.keys import target_of_session
 from bot.sessions.records import MessageRecord
 from bot.sessions.turns import Withdrawn, preview, withdrawn_refs
 from policies.kernel.files import write_private_file

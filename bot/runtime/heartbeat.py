@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from bot.config import HeartbeatSettings
 from bot.notify import Notifier
-from policies.kernel.files import read_regular_text
-from bot.scheduler.jobs import zone
 from bot.runtime.unattended import deliver, run_unattended
+from bot.scheduler.jobs import zone
 from bot.scheduler.store import JobStore
 from bot.tools.base import ContextKind
 from bot.workspace.templates import HEARTBEAT_MD
+from policies.kernel.files import read_regular_text
 
 if TYPE_CHECKING:
     from bot.runtime.state import Runtime

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from bot.auth.credentials import CredentialResolver
 from bot.config import BotConfig
 from bot.observability.events import EventBus
-from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
 from bot.observability.metrics import default_metrics
+from bot.runtime.llm_pool import CredentialLookup, LLMPool, Secret
+from bot.tools.chain_reader import RpcChainReader
 from policies.kernel.files import ensure_private_dir
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError, load_token
@@ -72,8 +73,6 @@ def signer_client(home: Path, config: BotConfig) -> tuple[SignerClient | None, s
 def build_reach(
     home: Path, config: BotConfig, *, lookup: CredentialLookup | None = None, metrics: Any | None = None
 ) -> Reach:
-    from bot.tools.chain_reader import RpcChainReader
-
     home = ensure_private_dir(home)
     state = ensure_private_dir(home / "state")
     signer, signer_problem = signer_client(home, config)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from bot.config import CronSettings
 from bot.notify import Notifier
+from bot.runtime.unattended import Result, run_job
 from bot.scheduler.jobs import make_trigger
 from bot.scheduler.plan import MAX_COUNT, counted, plan_fires
-from bot.runtime.unattended import Result, run_job
 from bot.scheduler.store import Job, JobStore
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class SchedulerService:
     async def start(self) -> None:
         if not self.settings.enabled or self.store is not None:
             return
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler  # lazy: 33 ms, 3176 KiB
 
         state = self.runtime.services.state_dir
         if state is None:

@@ -18,8 +18,8 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from urllib.parse import unquote
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from bot.agent.convert import tool_result_data
 from bot.notify import Notifier
@@ -41,7 +41,7 @@ TOLD_FILE = "signer-told.json"  # what was already said survives a restart: no r
 
 def describe(reply: SignReply, companion: Companion | None = None) -> str:
     """One notification in the words the chat's cards use (bot/tools/signer_words)."""
-    from bot.tools.signing import outcome_data
+    from bot.tools.signing import outcome_data  # lazy: 47 ms, 2692 KiB
 
     return card_text(outcome_data(reply, companion))
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.loop import Agent
+from bot.channels.core import BotCore
 from bot.config import BotConfig
 from bot.observability.audit import BotAudit
-from bot.channels.core import BotCore
 from bot.observability.events import EventBus
 from bot.runtime.llm_pool import LLMPool
 from bot.runtime.reach import Reach

@@ -8,16 +8,18 @@ possibly written by the assistant from a chat, and is data describing a task, no
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.agent.loop import RunOutcome
+from bot.llm.types import ToolCall
 from bot.notify import Notifier, parse_target
-from bot.sessions.keys import target_of_session
 from bot.scheduler.jobs import AgentTurn, ClaimJob, Reminder, SystemEvent
 from bot.scheduler.store import Job
 from bot.sessions import session_lock
-from bot.tools.base import ContextKind
+from bot.sessions.keys import target_of_session
+from bot.tools.base import ContextKind, ToolContext
 from bot.tools.executor import ToolEvent
 from bot.workspace.prompt import wrap_untrusted
 
@@ -124,11 +126,6 @@ async def run_claim(runtime: Runtime, notifier: Notifier, job: Job, payload: Cla
     """The `claim` tool with the job's stored arguments, through the tool executor (audited like any
     call), in the SCHEDULED context where it is the only tool. No model reads or writes anything here.
     Only the owner's jobs (`owlia cron add --claim`) run: a claim job in any other row is refused."""
-    import secrets
-
-    from bot.llm.types import ToolCall
-    from bot.tools.base import ToolContext
-
     if job.origin != "cli":
         why = "a claim job must be made by the owner (`owlia cron add --claim`)"
         delivered = await deliver(

@@ -21,11 +21,11 @@ from typing import Any
 
 from bot.config import SkillSettings
 from bot.observability.audit import BotAudit
-from bot.tools.base import ToolContext, ToolFailure, ToolOutput
 from bot.skills.capabilities import CallState, Capabilities
+from bot.tools.base import ToolContext, ToolFailure, ToolOutput
 from skills_runtime.manifest import ToolDecl
-from skills_runtime.proctree import Snapshot
 from skills_runtime.process import SkillCallError, SkillProcess
+from skills_runtime.proctree import Snapshot
 from skills_runtime.sandbox import Backend, Limits, SandboxUnavailable, Staged, stage
 from skills_runtime.store import InstalledSkill
 

@@ -9,17 +9,17 @@ never talks to the user directly; it returns a ToolOutput and the executor does 
 from __future__ import annotations
 
 import enum
-from functools import cached_property
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.tools.provenance import Provenance
 from bot.llm.types import ToolSpec
 from bot.tools.basics import ContextKind, ToolFailure  # re-exported: every tool module names them from here
 from bot.tools.chain_reader import redact_urls
+from bot.tools.provenance import Provenance
 from bot.tools.signer_words import SIGNER_DOWN, humane
 from signer.wire.exchange import SignerUnavailable
 

@@ -19,9 +19,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.kernel.files import ensure_private_dir, read_regular_text, write_private_file
 from policies.kernel.locks import locked_beside
-from policies.kernel.addresses import ADDRESS_PATTERN, case_ok, is_address, to_checksum
 from policies.units import is_lookalike
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError

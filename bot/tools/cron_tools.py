@@ -15,8 +15,6 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from bot.tools.provenance import addresses_in
-from bot.sessions.keys import target_of_session
 from bot.scheduler.jobs import (
     MAX_PROMPT,
     AgentTurn,
@@ -29,7 +27,9 @@ from bot.scheduler.jobs import (
     zone,
 )
 from bot.scheduler.store import Job, JobLimit, JobStore
+from bot.sessions.keys import target_of_session
 from bot.tools.base import Level, NoArgs, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from bot.tools.provenance import addresses_in
 
 MAX_MINUTES = 525_600
 

@@ -12,6 +12,8 @@ from (the swap lane, docs/tier3.md).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
 from bot.tools.signing import NOTHING_SIGNED, _submit, resolve_asset
 from policies.intent import NATIVE
+from policies.kernel.files import read_regular_text
 from policies.units import format_amount, parse_units
 from signer.wire.exchange import SignerError
 from signer.wire.replies import AddressesReply
@@ -360,9 +363,6 @@ async def _claims_text(ctx: ToolContext, source: str) -> str:
             )
         result = await ctx.services.fetcher.fetch(source)
         return str(result.text)
-    import os
-
-    from policies.kernel.files import read_regular_text
 
     root = os.path.realpath(ctx.services.workspace)
     target = os.path.realpath(os.path.join(root, source))
@@ -387,8 +387,6 @@ with the proof from a claims file (Uniswap merkle-distributor format) in the wor
 The signer checks that the claim pays the account that sends it, then decides. Report its outcome.""",
 )
 async def claim(ctx: ToolContext, args: ClaimArgs) -> ToolOutput:
-    import json
-
     chain_id = args.chain_id or ctx.services.default_chain_id
     signer = ctx.require_signer(NOTHING_SIGNED)
     try:

@@ -28,6 +28,7 @@ from bot.tools.base import Level, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.registry import ToolRegistry
 from bot.tools.signer_words import SIGNER_DOWN
 from policies.kernel.text import visible
+from signer.wire.exchange import SignerUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -232,8 +233,6 @@ class ToolExecutor:
         except ToolFailure as exc:
             return "error", _error(str(exc), for_the_user=exc.for_the_user)
         except Exception as exc:
-            from signer.wire.exchange import SignerUnavailable
-
             if isinstance(exc, SignerUnavailable):  # whatever the tool was doing: same words, no socket path
                 return "error", _error(SIGNER_DOWN)
             log.exception("tool %s crashed", call.name)

@@ -14,8 +14,8 @@ import time
 
 from pydantic import Field, field_validator, model_validator
 
-from bot.sessions.keys import target_of_session
 from bot.scheduler.jobs import At, JobSpec, Reminder, ShortText, next_fire, parse_when, utc_text
+from bot.sessions.keys import target_of_session
 from bot.tools.base import Level, NoArgs, ToolArgs, ToolContext, ToolOutput, tool
 from bot.tools.cron_tools import add_job, job_store
 

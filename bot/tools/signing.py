@@ -9,11 +9,13 @@ the user did not write in this conversation is flagged, so the policy can escala
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from pydantic import Field
 
 from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput, tool
+from bot.tools.contacts import address_named
 from bot.tools.signer_words import Companion, companion_of, outcome_text
 from bot.tools.wallet import policy_assets
 from policies.decision import Outcome
@@ -23,6 +25,7 @@ from policies.kernel.text import visible
 from policies.units import parse_units
 from signer.wire.exchange import SignerError
 from signer.wire.protocol import RequestStatus
+from signer.wire.replies import AddressesReply
 from signer.wire.sign_replies import PolicyShowReply, SignReply
 
 ADDRESS = ADDRESS_PATTERN
@@ -233,8 +236,6 @@ async def companion_reach(ctx: ToolContext, reply: SignReply) -> Companion:
 
 async def companion_paired(signer: Any) -> bool | None:
     """True/False from the signer's `addresses` (None when it cannot say: an older signer, an error)."""
-    from signer.wire.replies import AddressesReply
-
     try:
         answer = await signer.call_as(AddressesReply, "addresses")
     except (SignerError, OSError, ValueError):
@@ -246,8 +247,6 @@ async def companion_paired(signer: Any) -> bool | None:
 
 async def _named_recipient(ctx: ToolContext, chain_id: int, name: str) -> str:
     """The address a name stands for: the signer's address book first, then the local contacts."""
-    from bot.tools.contacts import address_named
-
     found = await address_named(ctx.services.signer, ctx.services.state_dir, chain_id, name)
     if found is None:
         raise ToolFailure(
@@ -288,8 +287,6 @@ async def transfer(ctx: ToolContext, args: TransferArgs) -> ToolOutput:
 
 async def usd_micros_of(ctx: ToolContext, symbol: str, amount: int, decimals: int) -> int | None:
     """The bot's price of an amount, in micro-dollars (shown beside it; the signer's limits use its own)."""
-    from decimal import Decimal, InvalidOperation, localcontext
-
     prices = ctx.services.prices
     if prices is None:
         return None

@@ -9,6 +9,7 @@ shown raw, and said to be. Output here is built from the signer's own data, so i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,7 +18,7 @@ from bot.tools.base import Level, ToolArgs, ToolContext, ToolFailure, ToolOutput
 from bot.tools.chain_reader import redact_urls
 from bot.tools.contacts import LOCAL_ONLY, ContactStore, parse_address, signer_address_book, to_checksum
 from policies.intent import NATIVE
-from policies.units import format_amount
+from policies.units import format_amount, parse_units
 from signer.wire.exchange import SignerError
 from signer.wire.replies import AddressesReply, BalanceReply
 from signer.wire.sign_replies import PolicyShowReply
@@ -105,8 +106,6 @@ def describe_amount(amount: int, ref: AssetRef, usd_price: str | None = None) ->
 
 def usd_value(amount: int, decimals: int, usd_price: str | None) -> str:
     """` (about $12.34)` from a decimal price string; "" when there is none."""
-    from decimal import Decimal, InvalidOperation, localcontext
-
     if not usd_price:
         return ""
     with localcontext() as exact:
@@ -258,8 +257,6 @@ class PortfolioArgs(ToolArgs):
 
 def _usd_micros(amount: int, decimals: int, price: str | None) -> int | None:
     """Exact: base units x micro-dollars per whole unit, floored; None without a usable price."""
-    from policies.units import parse_units
-
     if price is None:
         return None
     try:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.workspace.templates import CONTEXT_FILE_NAMES, TEMPLATES
 from policies.kernel.files import (
     PathNotAllowed,
-    is_within,
     ensure_private_dir,
+    is_within,
     read_regular_text,
     write_new_private,
 )
-from bot.workspace.templates import CONTEXT_FILE_NAMES, TEMPLATES
 
 MAX_CONTEXT_CHARS = 20_000
 HEAD_SHARE = 0.70

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import getpass
 import hmac
+import io
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from companion_bridge.companion.bridge_text import block
 from policies.kernel.cli import fail, home_of, print_json, run
-from signer.wire.cli import print_reply, signer_call, signer_call_as
 from policies.kernel.text import visible
+from signer.wire.cli import print_reply, signer_call, signer_call_as
 
 app = typer.Typer(help="Tier 1: your companion app and its pairing with the signer.", no_args_is_help=True)
 
@@ -38,7 +40,7 @@ MIN_PASSPHRASE = 8
 
 
 def _passphrase(file: Optional[Path], prompt: str = "Main key passphrase: ") -> bytearray:
-    from policies.kernel.passphrase import PassphraseError, read_passphrase
+    from policies.kernel.passphrase import PassphraseError, read_passphrase  # lazy: 2 ms, 584 KiB
 
     if file is not None:
         try:
@@ -53,13 +55,11 @@ def _passphrase(file: Optional[Path], prompt: str = "Main key passphrase: ") -> 
 def _stopped(message: str) -> None:
     """Exit 1 with a companion error. It may carry the bridge's words: collapsed, capped and wrapped
     under a label (companion.bridge_text), so it cannot fake a row of the companion's own."""
-    from companion_bridge.companion.bridge_text import block
-
     fail("\n".join(block("the companion stopped", message, 600)))
 
 
 def _wallet(ctx: typer.Context, directory: Optional[Path]):
-    from companion_bridge.companion.wallet import CompanionWallet, WalletError
+    from companion_bridge.companion.wallet import CompanionWallet, WalletError  # lazy: 541 ms, 27240 KiB
 
     try:
         return CompanionWallet.load(_dir(ctx, directory))
@@ -87,7 +87,7 @@ def pair(
     """Show a one-time pairing link and QR: the phone's camera opens the web app at the bridge
     (secrets in the link's fragment, never sent to a server); the companion proves the code and
     its device key to the signer."""
-    import segno
+    import segno  # lazy: 91 ms, 13496 KiB
 
     from companion_bridge.companion.pairing import cert_fingerprint, pair_link
     from policies.kernel.files import write_private_file
@@ -106,8 +106,6 @@ def pair(
     )
     typer.echo(f"open on the phone (camera), or on a desktop: owlia companion link '{uri}'")
     if png is not None:
-        import io
-
         buf = io.BytesIO()
         qr.save(buf, kind="png", scale=6)
         write_private_file(png, buf.getvalue())
@@ -138,7 +136,7 @@ def init(
     scrypt_n: int = typer.Option(2**18, hidden=True),
 ) -> None:
     """Create the main key in an encrypted V3 keystore (scrypt) and this device's Ed25519 key."""
-    from companion_bridge.companion.wallet import CompanionWallet, WalletError
+    from companion_bridge.companion.wallet import CompanionWallet, WalletError  # lazy: 501 ms, 27196 KiB
 
     passphrase = _passphrase(passphrase_file, "New main key passphrase: ")
     if passphrase_file is None:  # typed: a typo here would lock the main key away for good
@@ -175,7 +173,7 @@ def init(
 @app.command("link")
 def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -> None:
     """Pair with the signer using the code or QR from `owlia companion pair`."""
-    from companion_bridge.companion.client import Companion, CompanionError
+    from companion_bridge.companion.client import Companion, CompanionError  # lazy: 693 ms, 47512 KiB
     from companion_bridge.companion.pairing import parse_pair_link, ssl_for
 
     wallet = _wallet(ctx, directory)
@@ -185,7 +183,7 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
         fail(exc.message)
 
     async def go() -> dict:
-        import aiohttp
+        import aiohttp  # lazy: 125 ms, 15888 KiB
 
         async with Companion(wallet, link.bridge, ssl=ssl_for(link.fingerprint)) as companion:
             try:
@@ -217,7 +215,7 @@ def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -
 def _stored_signer_key_problem(wallet) -> Optional[str]:
     """Why the signer key this companion stored at pairing cannot be used, or None (none stored is
     not a problem here: such a companion can deny, never approve, and says so on each request)."""
-    from companion_bridge.companion.pairing import signer_key_problem
+    from companion_bridge.companion.pairing import signer_key_problem  # lazy: 7 ms, 2084 KiB
 
     key = wallet.state.get("signer_key")
     if key is None:
@@ -239,8 +237,7 @@ def _companion(
 ):
     """The companion, refused loudly if its stored signer key is damaged; an `emergency` (a freeze,
     signed by the device key alone) still goes ahead, with the warning on stderr."""
-    from companion_bridge.companion.client import Companion
-
+    from companion_bridge.companion.client import Companion  # lazy: 665 ms, 47496 KiB
     from companion_bridge.companion.pairing import ssl_for
 
     wallet = _wallet(ctx, directory)
@@ -258,7 +255,7 @@ def _companion(
 
 def prompt_decider(passphrase_file: Optional[Path]):
     """The terminal UI: show everything, then ask; the passphrase is asked only to approve."""
-    import asyncio
+    import asyncio  # lazy: 675 ms, 47432 KiB
 
     from companion_bridge.companion.client import Choice
     from signer.wire.protocol import ApprovalAction
@@ -279,7 +276,7 @@ def prompt_decider(passphrase_file: Optional[Path]):
 
 def scripted_decider(answers: list[str], passphrase_file: Optional[Path]):
     """Non-interactive: answer requests in order from a list (tests, demos)."""
-    from companion_bridge.companion.client import Choice
+    from companion_bridge.companion.client import Choice  # lazy: 650 ms, 47504 KiB
     from signer.wire.protocol import ApprovalAction
 
     queue = list(answers)
@@ -302,7 +299,7 @@ def run_companion(
     once: bool = typer.Option(False, help="Exit after the first request."),
 ) -> None:
     """Receive approval requests, show each in full, and answer them."""
-    from companion_bridge.companion.client import CompanionError
+    from companion_bridge.companion.client import CompanionError  # lazy: 706 ms, 47416 KiB
 
     companion = _companion(ctx, directory, bridge)
     decide = (
@@ -317,7 +314,7 @@ def run_companion(
     companion.warn = report  # outstanding approvals are shown from the first connect on
 
     async def go() -> None:
-        import asyncio
+        import asyncio  # lazy: 132 ms, 15852 KiB
 
         import aiohttp
 
@@ -367,7 +364,7 @@ def outstanding(
     Reads this companion's journal and, when the bridge is reachable, asks for a nonce quote: only
     one your signer signed settles an entry (its nonce mined), never the bridge's own word.
     """
-    import time
+    import time  # lazy: 711 ms, 47484 KiB
 
     from companion_bridge.companion.bridge_text import block
     from companion_bridge.companion.client import CompanionError
@@ -409,13 +406,13 @@ def outstanding(
 
 
 def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str], name: str, *args) -> None:
-    from companion_bridge.companion.client import CompanionError
+    from companion_bridge.companion.client import CompanionError  # lazy: 710 ms, 47444 KiB
 
     companion = _companion(ctx, directory, bridge, emergency=name == "freeze" and args == ("freeze",))
     companion.warn = lambda line: typer.echo(visible(line), err=True)  # outstanding approvals; stdout is JSON
 
     async def go() -> dict:
-        import asyncio
+        import asyncio  # lazy: 142 ms, 15868 KiB
 
         import aiohttp
 

@@ -26,7 +26,6 @@ from typing import Any, NotRequired, TypedDict
 
 import aiohttp
 
-from companion_bridge.wire import auth_message
 from companion_bridge.companion import frames
 from companion_bridge.companion.bridge_text import block, short, tx_hash_or_blank
 from companion_bridge.companion.errors import (
@@ -34,12 +33,17 @@ from companion_bridge.companion.errors import (
 )
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.outstanding import already_approved_lines
-from companion_bridge.companion.pairing import PAIR_SCHEME, pair_uri, parse_pair_uri  # moved; importable here
-from companion_bridge.companion.pairing import checked_signer_key
+from companion_bridge.companion.pairing import (  # moved; importable here
+    PAIR_SCHEME,
+    checked_signer_key,
+    pair_uri,
+    parse_pair_uri,
+)
 from companion_bridge.companion.quotes import nonce_from, quoted_nonce  # quoted_nonce: likewise
 from companion_bridge.companion.render import render_request
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.companion.watch import Watch
+from companion_bridge.wire import auth_message
 from policies.kernel.keccak import keccak256
 from policies.kernel.passphrase import zeroize
 from signer.wire.approval_request import ApprovalRequestBody, MainTx, request_hash

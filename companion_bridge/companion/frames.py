@@ -12,8 +12,8 @@ from typing import Any
 
 from companion_bridge.companion.errors import CompanionError
 from companion_bridge.companion.journal import SUMMARY_CHARS
-from policies.kernel.text import one_line
 from policies.kernel import safejson
+from policies.kernel.text import one_line
 
 
 def parse(text: Any) -> dict[str, Any] | None:

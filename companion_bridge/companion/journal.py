@@ -34,14 +34,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypedDict, TypeVar
 
-from signer.wire.approval_request import ApprovalRequestBody, MainTx
-
 from companion_bridge.companion.journal_file import VERSION, JournalError, check_private_dir, parse
 from companion_bridge.companion.quotes import NonceQuote
 from policies.kernel.addresses import to_checksum
-from policies.kernel.text import one_line
 from policies.kernel.files import check_private_file, write_private_file
 from policies.kernel.locks import file_lock
+from policies.kernel.text import one_line
+from signer.wire.approval_request import ApprovalRequestBody, MainTx
 
 __all__ = ["Entry", "Journal", "JournalError", "JournalFull", "admit", "apply_quote"]
 

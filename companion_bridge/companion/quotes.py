@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from signer.wire.messages import MAX_CLOCK_SKEW, NONCE_DOMAIN, signed_by
 from signer.wire.approval_request import ApprovalRequestBody
+from signer.wire.messages import MAX_CLOCK_SKEW, NONCE_DOMAIN, signed_by
 
 QUOTE_FIELDS = ("main_account", "main_nonce", "main_nonce_mined", "ts")
 LEGACY_FIELDS = ("main_account", "main_nonce", "ts")  # a signer from before the mined count

@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 from policies.decision import Outcome
+from policies.kernel.addresses import to_checksum
 from policies.kernel.text import one_line, visible
 from policies.units import format_amount
-from policies.kernel.addresses import to_checksum
 from signer.wire.approval_request import (
     ActionCard,
     ApprovalRequestBody,

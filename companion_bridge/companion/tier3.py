@@ -33,7 +33,9 @@ from signer.wire.delegation import (
     recover,
     sign_digest,
 )
-from signer.wire.grant_offer import grant_offer  # noqa: F401 - the companion's wire form, shared with the signer
+from signer.wire.grant_offer import (
+    grant_offer,  # noqa: F401 - the companion's wire form, shared with the signer
+)
 from signer.wire.grants import Lane
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 

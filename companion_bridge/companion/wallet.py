@@ -22,8 +22,8 @@ from nacl.signing import SigningKey
 from policies.kernel.addresses import to_checksum
 from policies.kernel.files import check_private_file, ensure_private_dir, write_private_file
 from policies.kernel.passphrase import zeroize
-from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from signer.wire.approval_request import MainTx
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 KEYSTORE = "keystore.json"
 DEVICE_KEY = "device.key"

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from companion_bridge.companion.cli import DIR_OPTION, PASS_OPTION, _passphrase, _wallet
 from policies.kernel.cli import fail, print_json
 from signer.wire.cli import signer_call_as, signer_call_if_up, signer_config
-from companion_bridge.companion.cli import DIR_OPTION, PASS_OPTION, _passphrase, _wallet
 
 if TYPE_CHECKING:  # the command tree stays light: the reply models load when a command runs
     from signer.wire.replies import SessionKeyJson, Tier3GrantJson, Tier3GrantReply
@@ -46,7 +46,7 @@ def _chain(ctx: typer.Context, chain_id: Optional[int]):
 
 
 def _link(chain):
-    from companion_bridge.companion.tier3 import ChainLink
+    from companion_bridge.companion.tier3 import ChainLink  # lazy: 597 ms, 27572 KiB
 
     return ChainLink(chain.rpc_url, chain.id)
 
@@ -59,7 +59,7 @@ def _confirm(words: list[str], yes: bool) -> None:
 
 
 def _key(ctx: typer.Context, directory: Optional[Path], passphrase_file: Optional[Path]):
-    from companion_bridge.companion.wallet import WalletError
+    from companion_bridge.companion.wallet import WalletError  # lazy: 582 ms, 26680 KiB
 
     wallet = _wallet(ctx, directory)
     try:
@@ -69,7 +69,7 @@ def _key(ctx: typer.Context, directory: Optional[Path], passphrase_file: Optiona
 
 
 def _grants(ctx: typer.Context) -> tuple[Tier3GrantJson, ...]:
-    from signer.wire.replies import Tier3StatusReply
+    from signer.wire.replies import Tier3StatusReply  # lazy: 79 ms, 8172 KiB
 
     return signer_call_as(ctx, Tier3StatusReply, "tier3.status", admin=True).grants
 
@@ -79,7 +79,7 @@ def _live_grant(ctx: typer.Context, chain_id: int) -> Tier3GrantJson | None:
 
 
 def _active_keys(ctx: typer.Context, chain_id: int) -> list[SessionKeyJson]:
-    from signer.wire.protocol import KeyStatus
+    from signer.wire.protocol import KeyStatus  # lazy: 75 ms, 8180 KiB
     from signer.wire.replies import SessionKeysReply
 
     listed = signer_call_as(ctx, SessionKeysReply, "session_key.list", admin=True).session_keys
@@ -95,7 +95,7 @@ def authorize(
     yes: bool = YES_OPTION,
 ) -> None:
     """Once: make the main account an EIP7702StatelessDeleGator (no funds move)."""
-    from companion_bridge.companion import tier3
+    from companion_bridge.companion import tier3  # lazy: 537 ms, 27560 KiB
 
     chain = _chain(ctx, chain_id)
     wallet = _wallet(ctx, directory)
@@ -155,7 +155,7 @@ def _nonce_contracts(chain) -> tuple[str, str]:
 def _grant(
     ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_file, yes, swap_to=None
 ) -> Tier3GrantReply:
-    from companion_bridge.companion import grant_record, tier3
+    from companion_bridge.companion import grant_record, tier3  # lazy: 584 ms, 29112 KiB
     from policies.model import Policy
     from signer.wire.exchange import new_idempotency_key
     from signer.wire.grants import GrantError, derive_lanes, describe
@@ -249,7 +249,7 @@ def _revoke(
 ) -> None:
     """End every grant of the main account on chain, from the companion alone: the signer is told when it
     answers, and not needed otherwise (after a host theft it is the thief's)."""
-    from companion_bridge.companion import grant_record, tier3
+    from companion_bridge.companion import grant_record, tier3  # lazy: 569 ms, 29112 KiB
     from signer.wire.delegation import Delegation
     from signer.wire.exchange import new_idempotency_key
     from signer.wire.replies import Tier3RevokeReply, Tier3StatusReply
@@ -367,8 +367,8 @@ def _revoke_target(
 ) -> dict:
     """Which chain, node and contracts to revoke on: config.yaml when this home has one, else the
     companion's record of the grants it signed (the host with config.yaml may be gone)."""
+    from policies.kernel.cli import home_of  # lazy: 65 ms, 8576 KiB
     from signer.wire.settings import ConfigError, load_signer_config
-    from policies.kernel.cli import home_of
 
     try:
         config = load_signer_config(home_of(ctx))
@@ -418,7 +418,7 @@ def revoke(
     ),
 ) -> None:
     """End every grant on chain at once (NonceEnforcer), and in the signer when it answers: works without it."""
-    from policies.kernel.rpc import RpcRemoteError, RpcUnreachable
+    from policies.kernel.rpc import RpcRemoteError, RpcUnreachable  # lazy: 18 ms, 3532 KiB
 
     try:
         _revoke(ctx, chain_id, directory, passphrase_file, yes, rpc_url)
@@ -439,7 +439,7 @@ def rotate(
     yes: bool = YES_OPTION,
 ) -> None:
     """Revoke the live grant, rotate the session key, grant the new key: never two live grants."""
-    from signer.wire.exchange import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key  # lazy: 76 ms, 8208 KiB
     from signer.wire.replies import SessionKeyRetireReply, TopUpReply
 
     chain = _chain(ctx, chain_id)
@@ -480,9 +480,7 @@ def freeze(
     yes: bool = YES_OPTION,
 ) -> None:
     """A 7702 authorization to the zero address: no grant can be redeemed; funds stay with the main key."""
-    from companion_bridge.companion import tier3
-
-    from companion_bridge.companion import grant_record
+    from companion_bridge.companion import grant_record, tier3  # lazy: 517 ms, 28656 KiB
 
     chain = _chain(ctx, chain_id)
     wallet = _wallet(ctx, directory)
@@ -531,7 +529,7 @@ def status(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """The main account, its grants, what is left in each period on chain, and when they expire."""
-    from companion_bridge.companion import tier3
+    from companion_bridge.companion import tier3  # lazy: 512 ms, 27524 KiB
 
     chain = _chain(ctx, chain_id)
     wallet = _wallet(ctx, directory)

@@ -23,8 +23,8 @@ from companion_bridge.companion.outstanding import warning_lines
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
 from companion_bridge.companion.wallet import CompanionWallet
 from policies.kernel.keccak import keccak256
-from signer.wire.witness import Witness, WitnessError
 from signer.wire.approval_request import ApprovalRequestBody, MainTx
+from signer.wire.witness import Witness, WitnessError
 
 WITNESS_FILE = "audit_witness.json"  # the latest audit checkpoint the signer signed (signer.wire.witness)
 

@@ -29,7 +29,7 @@ def loop_name(prefer: str = "uvloop") -> str:
 
 def run(main: Coroutine[Any, Any, T], *, prefer: str = "uvloop") -> T:
     if loop_name(prefer) == "uvloop":
-        import uvloop
+        import uvloop  # optional: not in the signer's set (pyproject.toml [bridge]); loop_name found it
 
         return uvloop.run(main)
     return asyncio.run(main)

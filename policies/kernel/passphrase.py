@@ -6,6 +6,7 @@ it the same way (a private file's first line, an env var, or a terminal prompt) 
 
 from __future__ import annotations
 
+import getpass
 import os
 import secrets
 from pathlib import Path
@@ -56,8 +57,6 @@ def read_passphrase(
         return bytearray(value.encode())
     if not prompt:
         raise PassphraseError(f"no passphrase: pass --passphrase-file, set {env_var}, or run on a terminal")
-    import getpass  # a prompt only: the daemon reads a file or the environment and never loads it
-
     first = bytearray(getpass.getpass("Signer passphrase: ").encode())
     if confirm:
         second = bytearray(getpass.getpass("Repeat passphrase: ").encode())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -39,7 +41,7 @@ def init(
     ),
 ) -> None:
     """Create the signer home (0700), the encrypted keystore, the database, the policy and an admin token."""
-    from policies.loader import PolicyError
+    from policies.loader import PolicyError  # lazy: 203 ms, 30876 KiB
     from signer.daemon import init_home
     from signer.keystore import KeystoreError
 
@@ -57,8 +59,6 @@ def next_steps(passphrase_file: Optional[Path]) -> str:
     """What to run after `signer init`, runnable as printed: `serve` and `client add` unlock the
     keystore, so they get the same --passphrase-file init was given (without a terminal nothing can
     prompt for it)."""
-    import shlex
-
     unlock = "" if passphrase_file is None else f" --passphrase-file {shlex.quote(str(passphrase_file))}"
     steps = (
         f"next: `owlia signer serve{unlock}`, then `owlia signer session-key create` and "
@@ -72,7 +72,7 @@ def next_steps(passphrase_file: Optional[Path]) -> str:
 @app.command("serve")
 def serve(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
     """Unlock the keystore and serve JSON-RPC on the signer socket until SIGTERM."""
-    import os
+    import os  # lazy: 76 ms, 13264 KiB
     import sys
 
     from policies.kernel.cli import home_of
@@ -101,13 +101,11 @@ def serve(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE)
 @app.command("status")
 def status(ctx: typer.Context) -> None:
     """Ask the running signer how it is (uses the admin token if readable, else this home's client token)."""
-    import os
-
     paths = signer_paths(ctx)
     token = paths.admin_token
     if not paths.socket.exists() and paths.db.exists() and os.access(paths.db, os.R_OK):
         # Not running: say whether it refused to start over state edited offline.
-        from signer.store.guard import last_integrity_event
+        from signer.store.guard import last_integrity_event  # lazy: 38 ms, 16444 KiB
 
         event = last_integrity_event(_db(ctx))
         refused = (
@@ -138,7 +136,7 @@ def reload(ctx: typer.Context) -> None:
 
     The same as sending the daemon SIGHUP, but it prints what happened. A file that does not validate
     changes nothing."""
-    from signer.wire.replies import PolicyReloadReply, ReloadStatus
+    from signer.wire.replies import PolicyReloadReply, ReloadStatus  # lazy: 74 ms, 8608 KiB
 
     result = signer_call_as(ctx, PolicyReloadReply, "policy.reload", admin=True)
     print_reply(result)
@@ -154,7 +152,7 @@ def reload(ctx: typer.Context) -> None:
 
 
 def _db(ctx: typer.Context) -> Connection:
-    from signer.store.db import connect
+    from signer.store.db import connect  # lazy: 1 ms, 1056 KiB
 
     paths = signer_paths(ctx)
     if not paths.db.exists():
@@ -179,8 +177,8 @@ def client_add(
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
+    from policies.kernel.files import write_private_file  # lazy: 150 ms, 28704 KiB
     from signer.admin import issue_client
-    from policies.kernel.files import write_private_file
     from signer.auth import DAY, DEFAULT_TOKEN_TTL_DAYS, MAX_TOKEN_TTL_DAYS
     from signer.keystore import KeystoreError
     from signer.wire.protocol import Scope
@@ -226,8 +224,6 @@ def client_add(
 
 def _check_token_out(out: Path) -> None:
     """`--out` names a file this user can write, its directory created 0700 if missing: or exit 1."""
-    import os
-
     if out.is_dir():
         fail(f"--out {out} is a directory: name the token file, e.g. {out / 'signer.token'}")
     try:
@@ -241,7 +237,7 @@ def _check_token_out(out: Path) -> None:
 @client_app.command("list")
 def client_list(ctx: typer.Context) -> None:
     """List clients (never their tokens); "active" as the signer judges it, by its saved clock."""
-    from signer.auth import list_clients
+    from signer.auth import list_clients  # lazy: 54 ms, 12544 KiB
     from signer.clock import estimate
 
     conn = _db(ctx)
@@ -266,7 +262,7 @@ def client_revoke(
     ctx: typer.Context, name: str = typer.Argument(...), passphrase_file: Optional[Path] = PASSPHRASE_FILE
 ) -> None:
     """Revoke a client's token; open connections lose it on their next request."""
-    from signer.admin import revoke
+    from signer.admin import revoke  # lazy: 158 ms, 28608 KiB
     from signer.keystore import KeystoreError
 
     try:
@@ -284,14 +280,14 @@ def client_revoke(
 @integrity_app.command("check")
 def integrity_check(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
     """List every authority-bearing row that something without the master key wrote; exit 1 if any."""
-    from signer.admin import check_integrity
+    from signer.admin import check_integrity  # lazy: 159 ms, 28684 KiB
     from signer.keystore import KeystoreError
 
     try:
         findings = check_integrity(signer_paths(ctx), passphrase=read_passphrase(passphrase_file))
     except (FileNotFoundError, KeystoreError) as exc:
         fail(str(exc))
-    from signer.store.guard import IntegrityRefused
+    from signer.store.guard import IntegrityRefused  # lazy: 39 ms, 16376 KiB
 
     print_json(
         {
@@ -324,9 +320,9 @@ def integrity_seal(
     """After a review (`integrity check`), with the signer stopped: remove the rows that fail, seal the rest.
 
     Also the one-time upgrade of a home from before row MACs and the keyed audit chain."""
+    from policies.loader import PolicyError  # lazy: 162 ms, 28616 KiB
     from signer.admin import SealRefused, seal
     from signer.keystore import KeystoreError
-    from policies.loader import PolicyError
 
     paths = signer_paths(ctx)
     if paths.socket.exists():
@@ -350,7 +346,7 @@ def integrity_seal(
 
 
 def _key_call(ctx: typer.Context, method: str, **params: Any) -> None:
-    from signer.wire.exchange import new_idempotency_key
+    from signer.wire.exchange import new_idempotency_key  # lazy: 62 ms, 8204 KiB
 
     print_reply(
         signer_call(ctx, method, {"idempotency_key": new_idempotency_key("cli"), **params}, admin=True)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from signer.store.db import Connection as Connection
-from signer.store.db import IntegrityError as IntegrityError
+from signer.store.db import Connection as Connection, IntegrityError as IntegrityError
 
 Spend = tuple[int, str, int, int | None]
 """chain_id, asset, amount, usd_micros: one asset a transaction spends."""

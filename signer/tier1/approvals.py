@@ -21,32 +21,31 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from policies.decision import Decision, Finding, Outcome
 from policies.context import Simulated
+from policies.decision import Decision, Finding, Outcome
 from policies.intent import Decoded
+from policies.kernel.keccak import keccak256
 from signer import records
-from signer.wire.approval_request import ApprovalRequestBody, RequestBuilder, request_hash
 from signer.chain import Sent
-from signer.tier1.audit_witness import make_checkpoint
-from signer.wire.witness import Checkpoint, CheckpointAt
+from signer.receipts import InFlight
+from signer.simulate import simulate, simulation_card
+from signer.store import approvals as approval_store, requests as request_store
+from signer.store.approvals import APPROVED, DENIED, OPEN
 from signer.store.audit import hash_at
+from signer.store.requests import Connection
+from signer.tier1.audit_witness import make_checkpoint
 from signer.tier1.devices import DeviceRegistry, Evidence
 from signer.tier1.identity import SignerIdentity
-from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
 from signer.tier1.kill_switch import KillSwitch
 from signer.tier1.main_tx import main_account_tx, mismatch, next_nonce
 from signer.tier1.policy_change import StalePolicy
+from signer.tier1.topup import exceeds_cap
+from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
+from signer.wire.approval_request import ApprovalRequestBody, RequestBuilder, request_hash
+from signer.wire.messages import APPROVAL_DOMAIN, NONCE_DOMAIN, REQUEST_DOMAIN, answer_body, signed_message
 from signer.wire.protocol import ApprovalAction, RequestStatus, RpcError
 from signer.wire.requests import ApprovalAnswerParams, FreezeParams
-from signer.receipts import InFlight
-from signer.store import approvals as approval_store
-from signer.store import requests as request_store
-from signer.store.approvals import APPROVED, DENIED, OPEN
-from signer.store.requests import Connection
-from signer.simulate import simulate, simulation_card
-from signer.tier1.topup import exceeds_cap
-from policies.kernel.keccak import keccak256
-from signer.txdecode import DecodedTx, TxDecodeError, decode_signed_eip1559
+from signer.wire.witness import Checkpoint, CheckpointAt
 
 if TYPE_CHECKING:
     from signer.chain import Chain

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from signer.tier1.identity import SignerIdentity
 from signer.store.audit import hash_at
 from signer.store.db import Connection
 from signer.store.state_head import epoch_of
+from signer.tier1.identity import SignerIdentity
 from signer.wire.witness import (
     CHECKPOINT_DOMAIN,
     Checkpoint,

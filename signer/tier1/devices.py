@@ -19,15 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
-from signer.wire.protocol import ErrorCode, RpcError
-from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
-from signer.wire.requests import PairCompleteParams
-from signer.tier1.refusals import RefusalBudget
-from signer.store.audit import AuditLog
 from signer.store import devices as device_store
+from signer.store.audit import AuditLog
 from signer.store.db import Connection, IntegrityError, get_meta, set_meta
 from signer.store.devices import DeviceRow
 from signer.store.writer import Writer
+from signer.tier1.refusals import RefusalBudget
 from signer.wire.messages import (
     PAIR_DOMAIN,
     REVOKE_DOMAIN,
@@ -38,6 +35,9 @@ from signer.wire.messages import (
     signed_message,
     verify_ed25519,
 )
+from signer.wire.protocol import ErrorCode, RpcError
+from signer.wire.replies import DeviceJson, DeviceReply, PairBeginReply, PairCompleteReply
+from signer.wire.requests import PairCompleteParams
 
 CAPABILITIES = ("approve", "deny", "freeze", "unfreeze", "topup")
 MAX_WRONG_CODES = 5  # wrong pairing codes before the pairing is spent

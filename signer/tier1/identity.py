@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from signer.keystore import MasterKey
 from policies.kernel.passphrase import zeroize
+from signer.keystore import MasterKey
 from signer.wire.messages import signed_message
 
 _LABEL = b"owliabot companion identity v1"

@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from signer.store import approvals as freeze_store
+from signer.store.requests import Connection
 from signer.tier1.devices import DeviceRegistry, Evidence
+from signer.tier2.session_keys import REVOKED
 from signer.wire.messages import FREEZE_DOMAIN, freeze_body, signed_message
 from signer.wire.protocol import FreezeAction, RpcError
 from signer.wire.requests import FreezeParams
-from signer.tier2.session_keys import REVOKED
-from signer.store import approvals as freeze_store
-from signer.store.requests import Connection
 
 if TYPE_CHECKING:
     from signer.tier1.port import SigningCore

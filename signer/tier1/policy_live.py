@@ -26,19 +26,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from policies.decision import Decision, Finding, Outcome
+from policies.kernel.files import PermissionProblem, check_private_file, write_private_file
 from policies.loader import PolicyError, parse_policy
 from policies.model import Policy
 from signer import records
-from signer.tier1 import policy_change
-from signer.wire.approval_request import ApprovalRequestBody, escalation_json
-from policies.kernel.files import PermissionProblem, check_private_file, write_private_file
 from signer.ledger import DAY, Ledger
-from signer.tier1.policy_change import StalePolicy
-from signer.store import approvals as approval_store
-from signer.store import requests as request_store
+from signer.store import approvals as approval_store, requests as request_store
 from signer.store.audit import AuditLog
 from signer.store.db import get_meta, set_meta
 from signer.store.requests import Connection
+from signer.tier1 import policy_change
+from signer.tier1.policy_change import StalePolicy
+from signer.wire.approval_request import ApprovalRequestBody, escalation_json
 
 if TYPE_CHECKING:
     from signer.tier1.port import Escalations, SigningCore

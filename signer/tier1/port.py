@@ -25,14 +25,14 @@ from policies.decision import Decision
 from policies.intent import Decoded
 from policies.model import Policy
 from signer.chain import Broadcast, Chain
-from signer.tier1.devices import DeviceRegistry
-from signer.records import SignOutcome
 from signer.receipts import InFlight
-from signer.tier2.session_keys import SessionKeys
+from signer.records import SignOutcome
 from signer.store.audit import AuditLog
 from signer.store.requests import Connection
 from signer.store.writer import Writer
+from signer.tier1.devices import DeviceRegistry
 from signer.tier1.topup_room import TopUps
+from signer.tier2.session_keys import SessionKeys
 from signer.wire.approval_request import ApprovalRequestBody
 
 

@@ -17,17 +17,17 @@ from policies.intent import NATIVE, Call
 from policies.units import format_amount
 from signer import records
 from signer.chain import ChainError
+from signer.store.requests import Connection
+from signer.wire.approval_request import ApprovalRequestBody
 from signer.wire.messages import TOPUP_DOMAIN, signed_message, topup_body
 from signer.wire.protocol import ErrorCode, KeyStatus, RpcError
 from signer.wire.requests import TopUpRequestParams
-from signer.store.requests import Connection
-from signer.wire.approval_request import ApprovalRequestBody
 
 if TYPE_CHECKING:
     from signer.chain import Chain
     from signer.tier1.devices import Evidence
-    from signer.tier2.session_keys import SessionKeyInfo
     from signer.tier1.port import Escalations, SigningCore
+    from signer.tier2.session_keys import SessionKeyInfo
 
 
 async def room_under_cap(engine: SigningCore, key_id: str) -> tuple[SessionKeyInfo, Chain, int, int]:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import coincurve
 
+from policies.kernel.passphrase import zeroize
 from signer.keystore import MasterKey
 from signer.store import session_keys as key_store
 from signer.store.db import Connection
-from policies.kernel.passphrase import zeroize
 from signer.wire.protocol import KeyStatus
 from signer.wire.txcodec import SECP256K1_N, address_of
 

@@ -97,7 +97,9 @@ class SessionSigner:
                 "this chain is a Tier 3 account and no grant is live: grant one from the companion",
             )
         if grant is not None and self.tier3 is not None:  # Tier 3: the caveats are the ceiling
-            from signer.tier3.grants import Redeem  # loaded already: a live grant means Tier 3 is
+            from signer.tier3.grants import (  # lazy: 42 ms, 2720 KiB
+                Redeem,  # loaded already: a live grant means Tier 3 is
+            )
             # configured (idle daemon, tests/signer/test_idle_memory.py: 0.5-2 MB per such cut)
 
             planned = await self.tier3.plan(decoded, grant, key.address)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.intent import NATIVE, Decoded, Transfer
+from policies.kernel.keccak import keccak256
 from policies.model import Policy
 from policies.units import format_amount
 from signer.chain import Chain, ChainError
@@ -57,10 +58,9 @@ from signer.wire.grants import (
     describe,
     parse_lane,
 )
-from signer.wire.swap_template import decode_exact_input_single, swap_call
 from signer.wire.replies import Tier3GrantJson
 from signer.wire.settings import DelegationContracts
-from policies.kernel.keccak import keccak256
+from signer.wire.swap_template import decode_exact_input_single, swap_call
 
 LIVE = "live"
 REVOKED = "revoked"

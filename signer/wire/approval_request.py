@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Literal, NotRequired, Required, TypedDict
 
 from policies.decision import Decision
-from policies.kernel.addresses import to_checksum
 from policies.intent import (
     NATIVE,
     Approval,
@@ -27,6 +26,7 @@ from policies.intent import (
     Transfer,
     Wrap,
 )
+from policies.kernel.addresses import to_checksum
 from policies.model import USD_DECIMALS, Policy
 from policies.units import format_amount
 

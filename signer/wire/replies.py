@@ -34,7 +34,6 @@ from typing import Any, Literal
 from pydantic import StrictBool, StrictInt
 
 from signer.wire.protocol import KeyStatus, RequestStatus, Scope, Uint256
-
 from signer.wire.sign_replies import SIGN_REPLIES, DecisionJson, Reply, Seconds, SignReply
 
 __all__ = [

@@ -12,8 +12,7 @@ import sys
 
 import pytest
 import typer
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.cli import say
 from policies.kernel.cli import fail

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 import typer.main
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from typer._click.exceptions import ClickException
 from typer.exceptions import Abort, Exit
 

@@ -8,8 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.cli.entry import direct_home
 

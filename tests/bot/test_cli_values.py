@@ -10,8 +10,7 @@ from typing import Optional
 
 import pytest
 import typer
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from typer._click.exceptions import BadParameter
 from typer._coercion import build_runtime_param
 

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.bot.test_cli_misuse import ROOT, owlia, worded
 from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall

@@ -17,9 +17,9 @@ import pytest
 
 from companion_bridge.companion.client import Companion
 from companion_bridge.companion.watch import WITNESS_FILE
+from signer.keystore import MasterKey
 from signer.tier1.audit_witness import make_checkpoint
 from signer.tier1.identity import SignerIdentity
-from signer.keystore import MasterKey
 from signer.wire.witness import Witness
 from tests.companion.conftest import Tier1
 from tests.conftest import signer_db

@@ -17,20 +17,19 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from policies.kernel.files import PathNotAllowed
 from companion_bridge.app import CLOSE_RATE_LIMITED, CLOSE_TOO_BIG, RATE_LIMITED
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.wallet import CompanionWallet
 from companion_bridge.limits import BridgeLimits, Guard
 from companion_bridge.queue import DeliveryQueue
 from companion_bridge.ratelimit import NS, Limiter, Rate
+from policies.kernel.files import PathNotAllowed
 from signer.wire.client import SignerClient
 from signer.wire.messages import PAIR_DOMAIN, pair_body, pairing_mac, signed_message
 from tests.companion.conftest import Tier1, request_for, start_bridge
-from tests.conftest import as_json, STRANGER, SignerStack
+from tests.conftest import STRANGER, SignerStack, as_json
 
 chain = pytest.mark.chain
 MAIN_KEY = secrets.token_bytes(32)  # every device of this module's signer holds this main key

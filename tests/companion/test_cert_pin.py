@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from bot.devchain import free_port
 from companion_bridge.companion.pairing import cert_fingerprint, parse_pair_link
 from companion_bridge.server import BridgeOptions
-from tests.companion.conftest import BridgeThread, MAIN_PASS
+from tests.companion.conftest import MAIN_PASS, BridgeThread
 from tests.companion.webapp_support import pair_link_from_cli
 from tests.fakes.certificates import self_signed
-from bot.devchain import free_port
 
 pytestmark = [pytest.mark.chain]
 

@@ -12,10 +12,10 @@ from bot.channels.base import Inbound
 from bot.notify import Notifier
 from bot.runtime.signer_watch import SignerWatch
 from companion_bridge.companion.client import Choice
+from signer.wire.sign_replies import SignReply
 from tests.bot.agent.conftest import attach_bot, llm  # noqa: F401 - fixture
 from tests.bot.agent.test_cancel_and_pair import Sink
 from tests.companion.conftest import MAIN_PASS, request_for
-from signer.wire.sign_replies import SignReply
 from tests.conftest import FRIEND, balance
 
 pytestmark = [pytest.mark.chain]

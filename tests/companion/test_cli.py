@@ -14,14 +14,14 @@ import urllib.request
 import pytest
 from typer.testing import CliRunner
 
-from companion_bridge.companion import cli as companion_cmd
 from bot.devchain import free_port
+from companion_bridge.companion import cli as companion_cmd
 from policies.kernel.addresses import to_checksum
-from signer.wire.client import SignerClient
 from policies.kernel.files import write_private_file
+from signer.wire.client import SignerClient
 from signer.wire.protocol import Scope
 from tests.companion.conftest import MAIN_PASS, fund, wait_status
-from tests.conftest import as_json, FRIEND, balance
+from tests.conftest import FRIEND, as_json, balance
 
 pytestmark = [pytest.mark.chain]
 

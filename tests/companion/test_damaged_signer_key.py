@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings, strategies as st
 
 from companion_bridge.companion.pairing import pair_link, signer_key_problem
 from policies.kernel.files import write_private_file
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from tests.companion.conftest import MAIN_PASS
 
 

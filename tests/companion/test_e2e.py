@@ -13,7 +13,7 @@ from policies.kernel.addresses import to_checksum
 from signer.wire.approval_request import request_hash
 from signer.wire.client import SignerClient
 from tests.companion.conftest import MAIN_PASS, request_for, transfer, wait_status
-from tests.conftest import as_json, FRIEND, STRANGER, balance
+from tests.conftest import FRIEND, STRANGER, as_json, balance
 
 pytestmark = [pytest.mark.chain]
 OVER_LIMIT = 2 * 10**16  # 0.02 ETH: above the dev policy's 0.01 ETH per transaction

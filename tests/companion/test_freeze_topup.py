@@ -9,9 +9,9 @@ import pytest
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from signer.wire.client import SignerClient
 from signer.wire.exchange import new_idempotency_key
-from tests.companion.conftest import MAIN_PASS, Tier1, transfer
 from signer.wire.replies import ApprovalsStateReply, SignerState
-from tests.conftest import as_json, FRIEND, balance
+from tests.companion.conftest import MAIN_PASS, Tier1, transfer
+from tests.conftest import FRIEND, as_json, balance
 
 pytestmark = [pytest.mark.chain]
 SMALL = 10**15  # 0.001 ETH: Tier 2, auto-signed by the session key

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from companion_bridge.companion.quotes import NonceQuote, verified_quote
-from signer.tier1.approvals import Approvals
 from signer.chain import Chain
+from signer.tier1.approvals import Approvals
 from signer.wire.messages import signed_message
 from signer.wire.settings import ChainSettings
 

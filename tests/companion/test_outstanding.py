@@ -15,8 +15,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
-from companion_bridge.companion import cli as companion_cmd
 from bot.devchain import DevChainError, free_port
+from companion_bridge.companion import cli as companion_cmd
 from companion_bridge.companion.client import Choice, Companion, CompanionError
 from companion_bridge.companion.journal import Entry, Journal
 from companion_bridge.companion.wallet import CompanionWallet

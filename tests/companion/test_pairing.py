@@ -8,8 +8,7 @@ import time
 
 import aiohttp
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from companion_bridge.companion.client import Companion, CompanionError
 from companion_bridge.tokens import TokenIssuer

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from companion_bridge.companion.client import Choice
 from companion_bridge.companion.render import render_request
 from policies.loader import parse_policy
 from signer.tier1.policy_change import widenings
-from tests.conftest import as_json, DEV_POLICY, FRIEND
+from tests.conftest import DEV_POLICY, FRIEND, as_json
 
 BASE = DEV_POLICY.read_text()
 

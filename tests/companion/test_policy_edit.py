@@ -14,8 +14,7 @@ from decimal import Decimal
 
 import coincurve
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from policies.loader import parse_policy
 from signer.tier1.policy_change import EditRefused, widenings

@@ -5,8 +5,7 @@ from __future__ import annotations
 import stat
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from companion_bridge import webapp
 from companion_bridge.push import MAX_PER_DEVICE, Pusher, Subscription, endpoint_allowed

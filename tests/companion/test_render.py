@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from companion_bridge.companion.render import REASON_CHARS, render_request
 from policies.kernel.text import first_hidden

@@ -5,13 +5,12 @@ from __future__ import annotations
 import coincurve
 import pytest
 from eth_account import Account
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.kernel.addresses import to_checksum
 from signer.tier1.main_tx import mismatch
-from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from signer.txdecode import TxDecodeError, decode_signed_eip1559
+from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 
 KEY = coincurve.PrivateKey(bytes.fromhex("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"))
 MAIN = address_of(KEY)

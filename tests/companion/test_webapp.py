@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from companion_bridge import webapp
 from policies.kernel.addresses import to_checksum
+from tests.bot.agent.conftest import llm  # noqa: F401 - fixture
 from tests.companion.conftest import Tier1, fund, start_bridge, transfer, wait_status
 from tests.companion.webapp_support import (
     CHROMIUM_ARGS,
@@ -33,7 +33,6 @@ from tests.companion.webapp_support import (
     pair_link_from_cli,
     run_async,
 )
-from tests.bot.agent.conftest import llm  # noqa: F401 - fixture
 from tests.conftest import FRIEND, STRANGER, SignerStack, balance
 
 pytestmark = [pytest.mark.chain]

@@ -407,8 +407,7 @@ def _leaves(value, path=()):
 def test_any_change_to_a_signed_offer_is_refused_by_the_page(phone, grant_tier, fresh_build):  # noqa: F811
     """Property: whichever field of the signer's offer a bridge changes (a word, a caveat's terms, the
     delegate, a salt, the chain, a document's domain), the page refuses it before showing or signing."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
+    from hypothesis import HealthCheck, given, settings, strategies as st
 
     from companion_bridge.companion import tier3 as companion
     from policies.loader import load_policy

@@ -156,8 +156,7 @@ def test_shortened_amounts_never_favour_the_owner(browser, priced_tier, fresh_bu
     digits below); amounts of 6 decimals or fewer exact."""
     from decimal import Decimal, localcontext
 
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     from tests.companion.test_webapp import app_url
     from tests.companion.webapp_support import Phone

@@ -11,8 +11,7 @@ import secrets
 
 import coincurve
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.kernel.keccak import keccak256
 from policies.loader import parse_policy

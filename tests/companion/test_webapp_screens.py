@@ -584,8 +584,7 @@ def test_a_failed_import_leaves_no_key_on_screen(browser, priced_tier):
 def test_amounts_typed_and_shown_in_the_page_follow_the_signers_unit_rules(browser, priced_tier, fresh_build):
     """Differential, on random text: the page's parseUnits accepts exactly what the signer's
     parse_units does (the same base units), and formatUnits writes what format_amount writes."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     from policies.units import format_amount, parse_units
 

@@ -11,8 +11,8 @@ import concurrent.futures
 import json
 import os
 import re
-import tempfile
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

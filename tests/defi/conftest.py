@@ -6,8 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from eth_abi import decode as abi_decode
-from eth_abi import encode
+from eth_abi import decode as abi_decode, encode
 
 from bot.devchain import DevChain, free_port, rpc
 from bot.devmarket import (

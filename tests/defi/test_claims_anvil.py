@@ -10,7 +10,7 @@ import pytest
 from eth_abi import encode
 
 from bot.devchain import PROJECT_ROOT, rpc
-from bot.devmarket import creation_code, deploy, deploy_token, send, selector
+from bot.devmarket import creation_code, deploy, deploy_token, selector, send
 from policies.kernel.files import ensure_private_dir, write_private_file
 from policies.kernel.keccak import keccak256
 from tests.bot.agent.conftest import attach_bot, call

@@ -17,8 +17,8 @@ import pytest
 
 from bot.config import CronSettings
 from bot.devchain import rpc
-from bot.scheduler.jobs import ClaimJob, Every, JobSpec
 from bot.runtime.scheduler import SchedulerService
+from bot.scheduler.jobs import ClaimJob, Every, JobSpec
 from bot.scheduler.store import JobStore
 from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.bot.agent.conftest import attach_bot

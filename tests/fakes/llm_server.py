@@ -21,9 +21,9 @@ a raw error body, a stream that never ends.
 from __future__ import annotations
 
 import json
-import sys
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import deque

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli.mcp_cmd import app
-from tests.audit_logs import skills_audit_records as audit  # noqa: F401 - the MCP tests import it from here
 from skills_runtime.sandbox import Bubblewrap
+from tests.audit_logs import skills_audit_records as audit  # noqa: F401 - the MCP tests import it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME_VENV = ROOT / ".mcp-servers" / "time"

@@ -13,8 +13,8 @@ from hypothesis import given, settings as hsettings, strategies as st
 from bot.config import McpSettings
 from bot.mcp_servers.binds import Protected, bind_refusal, protected_paths
 from bot.mcp_servers.store import McpStore, PinnedTool, ServerDecl, tool_hash
-from bot.tools.base import ToolFailure
 from bot.mcp_servers.tools import McpTools
+from bot.tools.base import ToolFailure
 from tests.mcp.conftest import HOSTILE, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx
 

@@ -9,10 +9,17 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from bot.config import McpSettings
+from bot.mcp_servers.store import McpStore, ServerDecl
 from bot.mcp_servers.tools import McpHost, McpTools
 from bot.observability.audit import BotAudit
-from bot.mcp_servers.store import McpStore, ServerDecl
-from tests.mcp.conftest import add_everything, add_hostile, add_time, audit, mcp, state_dir  # noqa: F401 - fixture
+from tests.mcp.conftest import (  # noqa: F401 - fixture
+    add_everything,
+    add_hostile,
+    add_time,
+    audit,
+    mcp,
+    state_dir,
+)
 
 GUTTER_ROW = ("    | ", "      | ", "  | ")
 

@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 
+from hypothesis import given, settings as hsettings, strategies as st
+
 from bot.config import McpSettings
-from bot.net.ssrf import FetchPolicy
+from bot.mcp_servers.egress import Egress
 from bot.mcp_servers.tools import McpTools
+from bot.net.ssrf import FetchError, FetchPolicy
+from bot.observability.audit import BotAudit
 from tests.mcp.conftest import add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx, home  # noqa: F401 - fixture
 
@@ -98,13 +102,6 @@ def test_a_server_allowed_hosts_does_not_start_when_web_access_is_off(home, tmp_
             await source.close()
 
     assert "web access is disabled" in asyncio.run(go())
-
-
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
-
-from bot.net.ssrf import FetchError  # noqa: E402
-from bot.observability.audit import BotAudit  # noqa: E402
-from bot.mcp_servers.egress import Egress  # noqa: E402
 
 
 @given(

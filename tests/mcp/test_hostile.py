@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import McpSettings
-from bot.tools.base import ContextKind, ToolContext, ToolFailure
 from bot.mcp_servers.tools import McpTools
+from bot.tools.base import ContextKind, ToolContext, ToolFailure
 from bot.tools.services import Services
 from tests.mcp.conftest import add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from bot.config import McpSettings
-from bot.tools.base import ToolFailure
 from bot.mcp_servers.tools import McpTools
+from bot.tools.base import ToolFailure
 from skills_runtime.memcg import open_ceiling
 from tests.mcp.conftest import add_hostile, add_time, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx

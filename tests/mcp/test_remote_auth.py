@@ -17,7 +17,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 
+from bot.mcp_servers.remote import header_values
+from bot.mcp_servers.store import McpError, ServerDecl
 from tests.mcp.conftest import EVERYTHING, ROOT, audit, mcp
 
 SERVER = Path(__file__).with_name("remote") / "server.py"
@@ -216,12 +219,6 @@ def test_oauth_sign_in_refresh_once_per_rotation_and_sign_out(tmp_path, remote):
     assert "signed out of remote" in mcp(home, "logout", "remote")
     assert not tokens.exists()
     assert "needs you to sign in" in mcp(home, "call", "remote", "whoami", code=1)
-
-
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
-
-from bot.mcp_servers.remote import header_values  # noqa: E402
-from bot.mcp_servers.store import McpError, ServerDecl  # noqa: E402
 
 
 @given(st.text(min_size=1, max_size=200))

@@ -9,12 +9,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 from pydantic import ValidationError
 
 from bot.config import McpSettings
 from bot.mcp_servers.store import McpStore
+from bot.mcp_servers.tools import McpTools, cut_resource
 from bot.tools.base import ToolFailure
-from bot.mcp_servers.tools import McpTools
 from tests.mcp.conftest import add_everything, add_hostile, audit, mcp, state_dir  # noqa: F401 - fixture
 from tests.mcp.test_hostile import Events, _ctx
 
@@ -150,11 +151,6 @@ def test_test_and_info_cover_resources_and_prompts(tmp_path, state_dir):
     assert "resource (read only): | uri: notes://big" in info and "argument topic (required)" in info
     (state_dir / "variant").write_text("v9")
     assert '"notes://today": "CHANGED"' in mcp(home, "test", "hostile", code=3)
-
-
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
-
-from bot.mcp_servers.tools import cut_resource  # noqa: E402
 
 
 @given(st.text(max_size=5000), st.integers(min_value=1024, max_value=4096))

@@ -11,18 +11,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from bot.cli import security_cmd
 from bot.ops.audit import security_audit, weak_token_reason
 from bot.ops.checks import Report
 from bot.ops.fix import fix_all
-from signer.daemon import init_home
-from signer.wire.settings import SignerPaths
 from policies.kernel.files import write_private_file
-from signer.wire.settings import load_signer_config
+from signer.daemon import init_home
+from signer.wire.settings import SignerPaths, load_signer_config
 from tests.ops.conftest import context, requires_root, run_init, set_config
 
 PASSPHRASE = b"ops test passphrase"
@@ -500,8 +498,8 @@ def test_client_token_lifetimes_are_bounded_and_an_eternal_one_is_flagged(home):
 
 def test_add_client_refuses_lifetimes_out_of_range(tmp_path):
     from signer.auth import MAX_TOKEN_TTL_DAYS, add_client
-    from signer.wire.protocol import Scope
     from signer.store.db import connect, ensure_schema
+    from signer.wire.protocol import Scope
 
     conn = connect(tmp_path / "s.db")
     ensure_schema(conn)

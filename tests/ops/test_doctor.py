@@ -10,9 +10,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 import typer
+from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from bot.cli import doctor_cmd

@@ -10,8 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.ops.doc_commands import ROOT, Lines, isolated_env, section_blocks
-from tests.ops.doc_commands import fenced_after as _fenced_after
+from tests.ops.doc_commands import ROOT, Lines, fenced_after as _fenced_after, isolated_env, section_blocks
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

@@ -28,8 +28,7 @@ from typer.testing import CliRunner
 
 from bot.cli import security_cmd
 from signer.daemon import init_home
-from signer.wire.settings import SignerPaths
-from signer.wire.settings import load_signer_config
+from signer.wire.settings import SignerPaths, load_signer_config
 from tests.ops.conftest import requires_root
 
 ROOT = Path(__file__).resolve().parents[2]

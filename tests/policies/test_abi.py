@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from eth_abi import decode as eth_decode
-from eth_abi import encode as eth_encode
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from eth_abi import decode as eth_decode, encode as eth_encode
+from hypothesis import given, settings, strategies as st
 
 from policies.abi import AbiError, decode_args, encode_args
 

@@ -7,8 +7,7 @@ Before: `/send ADDR 0.001` was 0.001 ETH in chat, `owlia sign send --value 5` wa
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.units import NATIVE_UNITS, read_amount
 

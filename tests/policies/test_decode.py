@@ -1,8 +1,7 @@
 import pytest
 from eth_abi import encode
 from eth_utils import keccak as eth_keccak
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies import decode as d
 from policies.decode import decode, encode_erc20_transfer, selector_of

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from eth_abi import encode
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.context import AssetChange, EvalContext, Simulated
 from policies.decision import Outcome

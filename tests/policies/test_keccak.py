@@ -7,8 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.kernel import keccak
 from policies.kernel.keccak import keccak256

@@ -12,8 +12,7 @@ import time
 
 import pytest
 from eth_utils import to_checksum_address
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.kernel.addresses import ADDRESS_RE, case_ok, checksum_ok, is_address, to_checksum
 from policies.kernel.files import (

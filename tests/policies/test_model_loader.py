@@ -3,11 +3,10 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from policies.loader import PolicyError, load_policy, parse_policy
 from policies.kernel.addresses import checksum_ok
+from policies.loader import PolicyError, load_policy, parse_policy
 from policies.model import Policy
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

@@ -1,7 +1,6 @@
 """Properties the signer's safety rests on, checked over random request sequences."""
 
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from policies.context import EvalContext
 from policies.decision import Outcome

@@ -8,8 +8,7 @@ import sys
 import time
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.llm.types import parse_tool_arguments
 from policies.kernel.safejson import MAX_DEPTH, TooDeep, loads, too_deep

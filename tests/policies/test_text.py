@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.kernel.text import (
     cells,

@@ -1,6 +1,5 @@
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.context import PriceQuote
 from policies.units import format_amount, is_lookalike, parse_period, parse_units, usd_micros

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 from eth_abi import encode
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from policies import decode as d
 from policies.context import EvalContext

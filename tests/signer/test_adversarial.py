@@ -9,8 +9,7 @@ import socket
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.protocol import ErrorCode, Scope

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.store.audit import AuditKeys, AuditLog, read_anchor, verify
 from signer.store.db import connect, ensure_schema

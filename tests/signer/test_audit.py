@@ -4,8 +4,7 @@ import re
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.store.audit import AuditKeys, AuditLog, AuditSecretError, canonical, prepare, tail, verify
 from signer.store.db import connect, ensure_schema

@@ -14,8 +14,7 @@ import enum
 import math
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from signer.store import audit
 from signer.store.audit import prepare

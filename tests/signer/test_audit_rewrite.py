@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from signer.wire.exchange import new_idempotency_key
-from signer.wire.witness import Witness
-from signer.tier1.identity import SignerIdentity
 from signer.keystore import unlock
-from signer.wire.protocol import Scope
 from signer.store.audit import ANCHOR_BYTES, AuditKeys
+from signer.tier1.identity import SignerIdentity
+from signer.wire.exchange import new_idempotency_key
+from signer.wire.protocol import Scope
+from signer.wire.witness import Witness
 from tests.conftest import FRIEND, PASSPHRASE, SignerStack, audit_keys, signer_db, wait_receipt
 
 pytestmark = pytest.mark.chain

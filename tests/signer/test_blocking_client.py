@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 import uvloop
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from signer.wire.blocking import BlockingSignerClient
 from signer.wire.client import SignerClient

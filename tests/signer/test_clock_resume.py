@@ -20,11 +20,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from signer import clock as clock_module
-from signer import daemon as daemon_module
+from signer import clock as clock_module, daemon as daemon_module
 from signer.auth import add_client
 from signer.clock import (
     CATCH_UP,
@@ -38,10 +36,10 @@ from signer.clock import (
     save_state,
     start_time,
 )
-from signer.wire.exchange import new_idempotency_key
-from signer.wire.protocol import Scope
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema, get_meta, set_meta
+from signer.wire.exchange import new_idempotency_key
+from signer.wire.protocol import Scope
 from tests.conftest import FRIEND, InProcessSigner, throwaway_audit_keys
 from tests.signer.skewed_clock import set_offset
 from tests.signer.test_clock_skew import (

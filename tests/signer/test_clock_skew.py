@@ -21,20 +21,19 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from signer.store import devices as devices_store
 from signer.admin import issue_client
-from signer.wire.client import SignerClient
-from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.clock import CATCH_UP, SignerClock, latest_recorded
-from signer.tier1.devices import DeviceRegistry
-from signer.wire.messages import MAX_CLOCK_SKEW, proof_is_fresh
-from signer.wire.protocol import ErrorCode, RpcError, Scope
+from signer.store import devices as devices_store
 from signer.store.audit import AuditLog
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer
+from signer.tier1.devices import DeviceRegistry
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.messages import MAX_CLOCK_SKEW, proof_is_fresh
+from signer.wire.protocol import ErrorCode, RpcError, Scope
 from tests.conftest import FRIEND, PASSPHRASE, SignerStack, as_json, throwaway_audit_keys
 from tests.signer.skewed_clock import BOOT_ID_ENV, OFFSET_ENV, set_offset
 

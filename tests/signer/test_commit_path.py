@@ -19,20 +19,19 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from policies.decode import decode
 from policies.intent import Call
-from signer.wire.client import SignerClient
-from signer.wire.exchange import SignerError, new_idempotency_key
-from signer.tier1.policy_live import load_ledger
+from policies.kernel.keccak import keccak256
 from signer.ledger import DAY, SignerState
-from signer.wire.protocol import ErrorCode
 from signer.store import audit as audit_store
 from signer.store.db import connect
 from signer.store.writer import Writer, WriterClosed
-from policies.kernel.keccak import keccak256
+from signer.tier1.policy_live import load_ledger
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode
 from tests.conftest import (
     FRIEND,
     InProcessSigner,

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from signer.wire.exchange import new_idempotency_key
 from signer.wire.protocol import ErrorCode, Scope

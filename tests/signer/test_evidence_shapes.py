@@ -7,8 +7,7 @@ formulation it replaced, for any context the types allow.
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.context import EvalContext, PriceQuote
 from signer import records

@@ -23,9 +23,9 @@ from pydantic import ValidationError
 from bot.devchain import free_port, rpc
 from policies.intent import Call
 from signer.chain import Chain, ChainError, GasAboveCeiling, quantity
-from signer.wire.exchange import new_idempotency_key
 from signer.fees import Fees, InvalidFees, quote
 from signer.tier1.main_tx import main_account_tx
+from signer.wire.exchange import new_idempotency_key
 from signer.wire.settings import ChainSettings
 from tests.conftest import FRIEND, balance, wait_receipt
 

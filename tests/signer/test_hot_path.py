@@ -15,16 +15,16 @@ import socket
 import pytest
 
 from policies.kernel.aio import LOOP_ENV, loop_name
-from signer.serve import DAEMON_LOOP
 from signer.backlog import Backlog
-from signer.wire.client import SignerClient
-from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.intents import legacy_request_hash
-from signer.wire.protocol import ErrorCode
-from signer.wire.requests import SignRequestParams
+from signer.serve import DAEMON_LOOP
 from signer.store import audit as audit_store
 from signer.store.db import connect
-from tests.conftest import as_json, FRIEND, InProcessSigner, audit_keys, signer_db
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode
+from signer.wire.requests import SignRequestParams
+from tests.conftest import FRIEND, InProcessSigner, as_json, audit_keys, signer_db
 
 
 def transfer(value: int) -> dict:

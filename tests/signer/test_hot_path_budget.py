@@ -15,8 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.loader import parse_policy
 from signer.store import audit as audit_store

@@ -22,7 +22,7 @@ IDLE_RSS_CEILING_KB = 54 * 1024
 # cryptography's key-serialization package (the identity key's raw bytes need none of it); the
 # HTTP client (first RPC call); pydantic's plugin loader and the importlib.metadata / email /
 # zipfile / tempfile it pulls in (never: signer.serve stands in a loader that finds no plugins);
-# argparse (with shutil) and getpass: the daemon reads two options and never prompts; uvloop: the
+# argparse (with shutil): the daemon reads two options; uvloop: the
 # daemon runs on asyncio's own loop (signer.serve.DAEMON_LOOP).
 LAZY = (
     "signer.tier3.grants",
@@ -35,7 +35,6 @@ LAZY = (
     "zipfile",
     "tempfile",
     "argparse",
-    "getpass",
     "shutil",
     "uvloop",
 )

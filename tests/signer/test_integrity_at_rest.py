@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from signer.auth import _hash
-from signer.wire.protocol import Scope
 from signer.store.integrity import PROTECTED
+from signer.wire.protocol import Scope
 from tests.conftest import DEV_POLICY, SignerStack, new_idempotency_key, signer_db
 
 pytestmark = pytest.mark.chain

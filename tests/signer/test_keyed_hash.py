@@ -8,8 +8,7 @@ from __future__ import annotations
 import hmac
 import threading
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.store.keyed_hash import KeyedSha256
 

@@ -10,8 +10,8 @@ from policies.kernel.files import (
     ensure_private_dir,
     write_private_file,
 )
-from signer.keystore import KeystoreError, create_keystore, unlock
 from policies.kernel.passphrase import PassphraseError, read_passphrase, zeroize
+from signer.keystore import KeystoreError, create_keystore, unlock
 
 N = 2**10
 

@@ -1,7 +1,6 @@
 """The in-memory ledger: window sums, out-of-order inserts, releases."""
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.ledger import _Series
 

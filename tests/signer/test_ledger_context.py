@@ -7,8 +7,7 @@ spends: on random ledgers (spends, releases, holds, settles) and random requests
 
 from __future__ import annotations
 
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from policies.context import EvalContext
 from policies.intent import NATIVE, Approval, Call, Decoded, Transfer

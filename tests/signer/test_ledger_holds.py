@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.intent import NATIVE, Call, Decoded, Transfer
 from signer.ledger import Ledger, SignerState
@@ -72,8 +71,8 @@ def test_a_restart_holds_old_transactions_in_flight_once_even_when_a_longer_wind
     ledger backwards for a longer window does not count it a second time."""
     import json
 
-    from signer.tier1.policy_live import load_ledger
     from signer.store.db import connect, ensure_schema
+    from signer.tier1.policy_live import load_ledger
 
     conn = connect(tmp_path / "signer.db")
     ensure_schema(conn)

@@ -17,20 +17,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from policies.loader import parse_policy
 from policies.model import Policy
+from signer.admin import issue_client
+from signer.daemon import Daemon, init_home
+from signer.replay import replay_decisions
+from signer.store.audit import verify
 from signer.wire.client import SignerClient
 from signer.wire.exchange import new_idempotency_key
-from signer.daemon import Daemon, init_home
-from signer.wire.settings import SignerPaths
 from signer.wire.protocol import Scope
-from signer.replay import replay_decisions
-from signer.wire.settings import load_signer_config
-from signer.store.audit import verify
-from signer.admin import issue_client
+from signer.wire.settings import SignerPaths, load_signer_config
 from tests.conftest import DEV_POLICY, FRIEND, PASSPHRASE, audit_keys
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]

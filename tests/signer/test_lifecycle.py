@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.keystore import unlock
+from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.protocol import ErrorCode, Scope
 from tests.conftest import FRIEND, PASSPHRASE, signer_db
 

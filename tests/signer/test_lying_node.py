@@ -296,8 +296,7 @@ def test_a_transaction_held_back_past_the_window_counts_until_mined_and_then_fro
 
 
 def test_security_audit_names_the_spends_held_by_unconfirmed_transactions(lying, chain):
-    from tests.ops.test_audit import audit as security_audit
-    from tests.ops.test_audit import findings, status
+    from tests.ops.test_audit import audit as security_audit, findings, status
 
     node, stack, bot, _ = lying()
     assert status(security_audit(stack.home), "OWL-TX-001") == "pass"

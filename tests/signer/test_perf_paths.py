@@ -15,16 +15,15 @@ import threading
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from signer.wire.client import SignerClient
-from signer.wire.exchange import new_idempotency_key
 from signer.store import audit as audit_store
 from signer.store.checkpoint import BACKSTOP_PAGES, DEFAULT_EVERY, Checkpointer, database_file
 from signer.store.db import connect
 from signer.store.writer import Writer
-from tests.conftest import as_json, FRIEND, InProcessSigner, audit_keys
+from signer.wire.client import SignerClient
+from signer.wire.exchange import new_idempotency_key
+from tests.conftest import FRIEND, InProcessSigner, as_json, audit_keys
 
 ROW = "x" * 3000  # about one WAL frame per row, plus the table's pages
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from signer.wire.client import SignerClient
-from signer.wire.exchange import SignerError, new_idempotency_key
-from signer.wire.protocol import ErrorCode
 from signer.replay import replay_decisions
 from signer.store import audit as audit_store
 from signer.store.db import connect
+from signer.wire.client import SignerClient
+from signer.wire.exchange import SignerError, new_idempotency_key
+from signer.wire.protocol import ErrorCode
 from tests.conftest import DEV_POLICY, FRIEND, InProcessSigner, as_json, audit_keys, signer_db
 
 pytestmark = pytest.mark.chain

@@ -8,7 +8,6 @@ import pytest
 from pydantic import ValidationError
 
 import signer.wire
-
 from signer.wire.requests import Intent, SignRequestParams
 
 ALICE = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

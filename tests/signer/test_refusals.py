@@ -7,13 +7,12 @@ import secrets
 import time
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
+from signer.tier1.refusals import RECORDED_PER_WINDOW, RefusalBudget
 from signer.wire.client import SignerClient
 from signer.wire.exchange import SignerError
 from signer.wire.protocol import Scope
-from signer.tier1.refusals import RECORDED_PER_WINDOW, RefusalBudget
 
 
 @given(

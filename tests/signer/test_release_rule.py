@@ -16,19 +16,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from policies.intent import NATIVE
 from signer import records
 from signer.chain import Chain
 from signer.ledger import Ledger
 from signer.receipts import InFlight, ReceiptWatcher
-from signer.wire.settings import ChainSettings
 from signer.store.audit import AuditLog
-from tests.conftest import throwaway_audit_keys
 from signer.store.db import connect, ensure_schema
 from signer.store.writer import Writer
+from signer.wire.settings import ChainSettings
+from tests.conftest import throwaway_audit_keys
 
 SENDER = "0x" + "5e" * 20
 CHAIN_ID = 31337

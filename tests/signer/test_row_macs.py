@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.keystore import MasterKey
 from signer.store.db import SCHEMA as BASE_SCHEMA

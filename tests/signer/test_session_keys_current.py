@@ -7,8 +7,7 @@ load order), run over a model of which keys are loaded, after every install, rev
 from __future__ import annotations
 
 import coincurve
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.tier2.session_keys import ACTIVE, REVOKED, SessionKeyInfo, SessionKeys
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.intent import NATIVE
 from signer.simulate import DEPOSIT, NATIVE_LOG_ADDRESS, TRANSFER, WITHDRAWAL, changes_from_logs

@@ -16,15 +16,13 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.keystore import MasterKey
-from signer.store.guard import Unlocked, went_back
-from signer.store.integrity import PROTECTED
-from signer.store.state_head import StateBinder
 from signer.store.audit import AuditKeys
-from signer.store.integrity import RowSealer
+from signer.store.guard import Unlocked, went_back
+from signer.store.integrity import PROTECTED, RowSealer
+from signer.store.state_head import StateBinder
 from tests.signer.rollback import put_back
 from tests.signer.test_row_macs import ROW
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from policies.decode import APPROVE, TOKEN_SELECTORS, TRANSFER, decode, encode_erc20_transfer
 from policies.intent import NATIVE, Approval, Call, ContractCall, Decoded, Forbidden, Transfer

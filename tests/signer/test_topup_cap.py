@@ -14,8 +14,8 @@ import re
 import pytest
 
 from bot.devchain import rpc
-from policies.units import format_amount
 from companion_bridge.companion.client import Choice, CompanionError
+from policies.units import format_amount
 from signer.wire.exchange import new_idempotency_key
 from tests.companion import conftest as tier1_fixtures
 from tests.companion.conftest import MAIN_PASS

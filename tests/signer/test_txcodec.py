@@ -3,8 +3,7 @@
 import coincurve
 from eth_account import Account
 from eth_utils import to_checksum_address
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.wire.txcodec import Eip1559Tx, address_of, rlp_encode, sign_eip1559
 

@@ -12,8 +12,7 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from policies.context import AssetChange, EvalContext, Simulated
 from policies.decision import Decision, Finding, Outcome, Spend

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 import uvloop
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from signer.wire.client import MAX_QUEUED, SignerClient
 from signer.wire.exchange import MAX_REPLY_BYTES, SignerReplyError

@@ -14,13 +14,15 @@ import pytest
 
 from bot.config import SkillSettings
 from bot.net.ssrf import FetchPolicy
-from tests.audit_logs import skills_audit_records as audit_records  # noqa: F401 - the skills tests import it from here
+from bot.skills.tools import SkillTools, load_skill_tools, tool_name
 from bot.tools.base import ContextKind, Tool, ToolContext, ToolFailure, ToolOutput
 from bot.tools.services import Services
-from bot.skills.tools import SkillTools, load_skill_tools, tool_name
 from policies.kernel.aio import run as run_loop
 from skills_runtime.sandbox import Bubblewrap
 from skills_runtime.store import SkillStore
+from tests.audit_logs import (
+    skills_audit_records as audit_records,  # noqa: F401 - the skills tests import it from here
+)
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile"

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from pydantic import ValidationError
 
 from bot.config import ToolSettings
+from bot.skills.tools import args_model, skill_tool
 from bot.tools.base import ContextKind, Level
 from bot.tools.registry import ToolRegistry
-from bot.skills.tools import args_model, skill_tool
-from skills_runtime.manifest import parse_manifest
 from skills_runtime.docker_backend import docker_spec
+from skills_runtime.manifest import parse_manifest
 from skills_runtime.sandbox import Limits, Staged
 from skills_runtime.store import InstalledSkill
 from tests.skills.conftest import EXAMPLES

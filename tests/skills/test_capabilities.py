@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.net.ssrf import FetchPolicy
+from bot.skills.capabilities import PER_CALL, PER_MINUTE, CallState, Capabilities, skill_fetch_policy
 from bot.tools.chain_reader import RpcChainReader
 from signer.wire.client import SignerClient
-from bot.skills.capabilities import PER_CALL, PER_MINUTE, CallState, Capabilities, skill_fetch_policy
 from skills_runtime.process import CallbackDenied
 from tests.bot.net.conftest import local_server
 from tests.conftest import FRIEND, balance

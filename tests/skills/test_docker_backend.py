@@ -14,16 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from bot.config import SkillSettings
 from bot.observability.audit import BotAudit, skills_audit_path
-from bot.tools.chain_reader import RpcChainReader
-from bot.skills.tools import SkillTools, skill_tool
 from bot.skills.capabilities import Capabilities
-from skills_runtime.docker_backend import FRAME, ContainerProcess, Docker, docker_spec
 from bot.skills.host import SkillHost
+from bot.skills.tools import SkillTools, skill_tool
+from bot.tools.chain_reader import RpcChainReader
+from skills_runtime.docker_backend import FRAME, ContainerProcess, Docker, docker_spec
 from skills_runtime.process import SkillCallError, SkillProcess
 from skills_runtime.sandbox import Bubblewrap, Limits, SandboxUnavailable, Staged, select_backend, stage
 from skills_runtime.store import SkillStore

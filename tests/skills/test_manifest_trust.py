@@ -10,14 +10,13 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from bot.cli.skill_cmd import app, describe
 from bot.config import ToolSettings
-from bot.tools.registry import ToolRegistry
 from bot.skills.tools import load_skill_tools, skill_tool
+from bot.tools.registry import ToolRegistry
 from bot.workspace.prompt import build_system_prompt
 from skills_runtime.arguments import AUTHOR_LABEL, args_model
 from skills_runtime.manifest import ManifestError, parse_manifest

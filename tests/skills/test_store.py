@@ -11,8 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from typer.testing import CliRunner
 
 from bot.cli.skill_cmd import app

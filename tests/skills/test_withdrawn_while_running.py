@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.tools.base import ToolFailure
 from bot.skills.tools import load_skill_tools
+from bot.tools.base import ToolFailure
 from policies.kernel.aio import run as run_loop
 from tests.skills.conftest import EXAMPLES, FAST, audit_records, install, make_ctx, needs_bwrap
 

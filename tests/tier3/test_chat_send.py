@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from policies.kernel.addresses import to_checksum
+from signer.wire.delegation import Delegation
 from tests.bot.agent.conftest import attach_bot
 from tests.bot.readable import assert_readable, full_tx_hash
 from tests.conftest import FRIEND, balance, wait_receipt
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tier3.conftest import new_main_account, nonce, steal_session_key, tier3_stack
-from tests.tier3.test_stolen_host import CENT, attack, grant, _stored_delegations
-from policies.kernel.addresses import to_checksum
-from signer.wire.delegation import Delegation
+from tests.tier3.test_stolen_host import CENT, _stored_delegations, attack, grant
 
 pytestmark = [pytest.mark.chain, pytest.mark.slow]
 

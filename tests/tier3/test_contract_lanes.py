@@ -10,8 +10,7 @@ from pathlib import Path
 
 import coincurve
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion

@@ -11,8 +11,7 @@ import pytest
 from eth_abi import encode as abi_encode
 from eth_account.messages import encode_typed_data
 from eth_utils import keccak
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bot.devchain import PROJECT_ROOT
 from signer.wire.delegation import (

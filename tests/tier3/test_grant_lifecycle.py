@@ -13,8 +13,8 @@ import pytest
 
 from bot.devchain import PROJECT_ROOT, rpc
 from companion_bridge.companion import tier3 as companion
-from policies.loader import load_policy
 from policies.intent import NATIVE
+from policies.loader import load_policy
 from signer.wire.delegation import Delegation, disabled_calldata, erc20_transfer_calldata
 from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.grants import derive_lanes

@@ -7,12 +7,12 @@ import dataclasses
 
 import coincurve
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from companion_bridge.companion.tier3 import sign_grant
-from policies.loader import load_policy
 from policies.intent import NATIVE
+from policies.loader import load_policy
+from signer.tier3.grants import verify_grant
 from signer.wire.delegation import Caveat, Delegation
 from signer.wire.grants import (
     ENFORCERS,
@@ -29,7 +29,6 @@ from signer.wire.grants import (
     parse_lane,
 )
 from signer.wire.settings import DelegationContracts
-from signer.tier3.grants import verify_grant
 from signer.wire.txcodec import address_of
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER
 

@@ -10,8 +10,7 @@ import itertools
 
 import coincurve
 import pytest
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion
@@ -19,9 +18,9 @@ from policies.decode import decode
 from policies.intent import Call
 from policies.loader import load_policy
 from signer.chain import Chain
+from signer.tier3.grants import Redeem, Tier3
 from signer.wire.grants import derive_lanes
 from signer.wire.settings import ChainSettings, DelegationContracts
-from signer.tier3.grants import Redeem, Tier3
 from signer.wire.txcodec import Eip1559Tx, address_of, sign_eip1559
 from tests.conftest import DEV_POLICY, FRIEND, STRANGER
 from tests.tier3.conftest import CHAIN_ID, chain_time, fund, new_main_account, nonce, send_raw

@@ -7,8 +7,7 @@ import dataclasses
 
 import coincurve
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.devmarket import dev_policy_with_market
 from companion_bridge.companion import tier3 as companion

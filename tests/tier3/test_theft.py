@@ -23,9 +23,9 @@ import pytest
 
 from bot.devchain import rpc
 from companion_bridge.companion import tier3 as companion
+from policies.intent import NATIVE
 from policies.kernel.files import write_private_file
 from policies.loader import load_policy
-from policies.intent import NATIVE
 from signer.wire.delegation import Delegation, erc20_transfer_calldata, redeem_calldata, sign_digest
 from signer.wire.exchange import SignerError, new_idempotency_key
 from signer.wire.grants import NONCE, derive_lanes

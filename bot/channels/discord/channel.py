@@ -22,6 +22,7 @@ import discord
 from bot.channels.access import AccessStore, Gatekeeper
 from bot.channels.base import Inbound, drain
 from bot.channels.chunking import split_message
+from bot.channels.core import BotCore, Handled
 from bot.channels.discord.commands import build_tree
 from bot.channels.discord.endpoints import (
     Endpoints,
@@ -33,7 +34,6 @@ from bot.channels.discord.outlet import LIMIT, ChannelOutlet, InteractionOutlet
 from bot.channels.discord.sink import DiscordSink
 from bot.channels.discord.views import Presses
 from bot.config import DiscordSettings
-from bot.channels.core import BotCore, Handled
 from bot.tools.base import ContextKind
 
 log = logging.getLogger(__name__)

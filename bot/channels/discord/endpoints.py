@@ -9,8 +9,8 @@ context of that client's tasks.
 
 from __future__ import annotations
 
-import copy
 import contextvars
+import copy
 from dataclasses import dataclass
 from typing import Any
 

@@ -7,6 +7,7 @@ Telegram is configured and has a token.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 _WHERE = {"MENU": "channel", "TelegramChannel": "channel", "explorer_links": "channel"}
@@ -17,6 +18,5 @@ __all__ = ["MENU", "TelegramChannel", "explorer_links"]
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
 
     return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)

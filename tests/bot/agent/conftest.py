@@ -20,8 +20,8 @@ import yaml
 from bot.channels.console import ConsoleChannel
 from bot.config import load_bot_config
 from bot.runtime.assemble import build_runtime
-from bot.runtime.state import Runtime
 from bot.runtime.llm_pool import Secret
+from bot.runtime.state import Runtime
 from policies.kernel.aio import run as run_loop
 from policies.kernel.files import ensure_private_dir, write_private_file
 from tests.fakes.llm_server import FakeLLMServer, Reply, ScriptedToolCall

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.tools.provenance import Provenance, addresses_in
 from bot.workspace.prompt import wrap_untrusted

@@ -29,13 +29,12 @@ def audit_kinds(bot, tool: str) -> list[tuple[str, str | None]]:
 
 
 def test_sign_tools_do_not_exist_in_a_heartbeat_run(bot, anvil):
-    from bot.channels.base import Inbound
-    from bot.tools.base import ContextKind
-
     import asyncio
     import io
 
+    from bot.channels.base import Inbound
     from bot.channels.console import ConsoleSink, LineReader
+    from bot.tools.base import ContextKind
 
     before = balance(anvil, FRIEND)
     bot.llm.enqueue(

@@ -7,8 +7,7 @@ import asyncio
 import io
 import secrets
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.channels.console import ConsoleSink
 from bot.channels.notes import failure_note, signer_outcome

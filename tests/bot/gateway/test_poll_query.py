@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.gateway.app import MAX_LIMIT, MAX_WAIT, GatewayError, PollQuery
 

@@ -7,8 +7,7 @@ import json
 import stat
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.llm.errors import AllProfilesUnavailable, ProfileFailed, StreamInterrupted
 from bot.llm.failover import CooldownStore, FailoverRouter, cooldown_seconds

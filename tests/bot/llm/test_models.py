@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.llm.models import ALIASES, PROVIDERS, ModelRef, UnknownModel, resolve_model
 

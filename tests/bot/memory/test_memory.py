@@ -8,8 +8,7 @@ import stat
 from datetime import date
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bot.memory import (
     MemoryIndex,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.net.ssrf import FetchBlocked, FetchPolicy, blocked_ip_reason, check_url
 

@@ -17,8 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.observability.audit import BotAudit, skills_audit_path, verify_audit
 

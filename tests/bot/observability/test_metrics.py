@@ -7,8 +7,7 @@ import math
 import threading
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.observability.metrics import DEFAULT_BUCKETS, MAX_SERIES_PER_METRIC, Metrics, default_metrics
 from tests.bot.observability.promtext import parse

@@ -18,8 +18,8 @@ import yaml
 from bot.config import load_bot_config
 from bot.notify import Notifier
 from bot.runtime.assemble import build_runtime
-from bot.runtime.state import Runtime
 from bot.runtime.llm_pool import Secret
+from bot.runtime.state import Runtime
 from tests.fakes.llm_server import FakeLLMServer
 
 KEY = "sk-ant-api03-" + "c" * 40

@@ -12,14 +12,13 @@ from pydantic import ValidationError
 
 from bot.channels.base import Inbound
 from bot.config import CronSettings
-from bot.runtime.unattended import CaptureSink
 from bot.runtime.scheduler import SchedulerService
+from bot.runtime.unattended import CaptureSink
 from bot.scheduler.store import JobStore
 from bot.tools.cron_tools import CronAddArgs, cron_add, cron_list, cron_remove
 from tests.bot.agent.conftest import call
 from tests.bot.scheduler.conftest import Outbox, notifier_with
-from tests.bot.tools.support import call as call_tool
-from tests.bot.tools.support import make_ctx
+from tests.bot.tools.support import call as call_tool, make_ctx
 from tests.fakes.llm_server import Reply
 
 

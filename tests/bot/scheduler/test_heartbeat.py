@@ -8,8 +8,7 @@ import datetime as dt
 
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.config import HeartbeatSettings
 from bot.observability.audit import verify_audit

@@ -5,8 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 
 from bot.scheduler.jobs import Cron, Every, JobSpec, Reminder, crontab_weekdays, make_trigger, next_fire

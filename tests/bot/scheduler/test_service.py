@@ -11,8 +11,8 @@ import time
 import pytest
 
 from bot.config import CronSettings
-from bot.scheduler.jobs import AgentTurn, At, Every, JobSpec, Reminder, SystemEvent
 from bot.runtime.scheduler import SchedulerService
+from bot.scheduler.jobs import AgentTurn, At, Every, JobSpec, Reminder, SystemEvent
 from bot.scheduler.store import JobStore
 from tests.bot.scheduler.conftest import Outbox, notifier_with
 from tests.fakes.llm_server import Reply

@@ -3,23 +3,22 @@ request) and anvil: the sign tools' outcomes become notifications in the signer'
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import asyncio
 import time
+from collections.abc import Callable
 
 from bot.config import load_bot_config
 from bot.llm.types import ToolCall
 from bot.runtime.assemble import build_runtime
 from bot.runtime.signer_watch import SignerWatch
 from bot.tools.base import ContextKind, ToolContext
+from policies.kernel.files import ensure_private_dir, write_private_file
+from signer.daemon import Daemon
 from signer.wire.client import SignerClient
 from signer.wire.exchange import new_idempotency_key
-from signer.daemon import Daemon
-from policies.kernel.files import ensure_private_dir, write_private_file
-from tests.bot.scheduler.conftest import Outbox, notifier_with
 from signer.wire.replies import SessionKeyCreateReply
 from tests.bot.readable import assert_readable
+from tests.bot.scheduler.conftest import Outbox, notifier_with
 from tests.conftest import FRIEND, PASSPHRASE, STRANGER
 
 

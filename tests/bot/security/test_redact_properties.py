@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.security.redact import BIP39_WORDS, find_secrets, redact
 

@@ -9,8 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.sessions import (
     SUMMARY_HEADER,

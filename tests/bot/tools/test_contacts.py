@@ -9,7 +9,6 @@ import stat
 import pytest
 from pydantic import ValidationError
 
-from bot.tools.provenance import Provenance
 from bot.tools.base import ToolFailure
 from bot.tools.contacts import (
     ContactAddArgs,
@@ -20,6 +19,7 @@ from bot.tools.contacts import (
     parse_address,
     to_checksum,
 )
+from bot.tools.provenance import Provenance
 from tests.bot.tools.support import call, make_ctx
 
 FRIEND = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"

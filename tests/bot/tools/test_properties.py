@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.tools.catalog import standard_tools
 from bot.tools.contacts import lookalike, parse_address, to_checksum

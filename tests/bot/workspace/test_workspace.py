@@ -6,8 +6,7 @@ import os
 import re
 import stat
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.workspace import (
     MAX_CONTEXT_CHARS,

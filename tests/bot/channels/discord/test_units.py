@@ -9,8 +9,7 @@ import discord
 import pytest
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from bot.channels.discord import intents_for
 from bot.channels.discord.channel import route

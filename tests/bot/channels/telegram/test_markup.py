@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bot.channels.telegram.api import fit, utf16_len
 from bot.channels.telegram.markup import to_html

@@ -11,8 +11,7 @@ import threading
 
 import httpx
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bot.channels.telegram.api import make_bot
 from bot.channels.telegram.botapi import NetworkError
