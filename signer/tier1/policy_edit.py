@@ -19,14 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from policies.kernel.keccak import keccak256
-from policies.loader import parse_policy
 from policies.model import Policy
 from signer.tier1 import policy_change
 from signer.tier1.policy_change import EditRefused, StalePolicy
+from signer.tier1.policy_text import edited_policy_text
 from signer.wire.messages import POLICY_EDIT_DOMAIN, POLICY_VIEW_DOMAIN, policy_edit_body, signed_message
 from signer.wire.requests import BookAdd, BookRemove, BookRename, LimitEdit, PolicyEdit, PolicyEditParams
 
@@ -35,10 +34,6 @@ if TYPE_CHECKING:
     from signer.tier1.policy_live import PolicyKeeper
 
 REFUSED = "policy.edit_refused"
-HEADER = (
-    "# OwliaBot signer policy, written by the signer after a change made on your companion.\n"
-    "# Edit it here or on the phone; every change is in the audit log. Reference: docs/policy.md.\n"
-)
 
 
 def personal_digest(message: bytes) -> bytes:
@@ -96,16 +91,6 @@ def _edit_book(data: dict[str, Any], edit: BookAdd | BookRename | BookRemove) ->
         book.remove(found)
 
 
-def policy_yaml(policy: Policy) -> str:
-    """The policy file's new text: it loads back to exactly this policy (same hash), or nothing is written."""
-    text = HEADER + yaml.safe_dump(
-        policy.model_dump(mode="json", exclude_none=True), sort_keys=False, allow_unicode=False
-    )
-    if parse_policy(text).policy_hash() != policy.policy_hash():
-        raise EditRefused("the edited policy could not be written faithfully: nothing was changed")
-    return text
-
-
 class PhoneEdits:
     """`policy.view` and `policy.edit` for paired devices (through the bridge)."""
 
@@ -131,7 +116,7 @@ class PhoneEdits:
         )
         await devices.consume_proof(message, params.ts, REFUSED, evidence)
 
-        def judge(current: Policy) -> tuple[Policy, str, dict[str, Any]]:
+        def judge(current: Policy, current_text: str) -> tuple[Policy, str, dict[str, Any]]:
             new = apply_edits(current, params.edits)
             if new.policy_hash() == current.policy_hash():
                 raise EditRefused("these edits change nothing in the policy in force")
@@ -153,7 +138,7 @@ class PhoneEdits:
                 "widens": widens,
                 "authority": "passkey" if passkey else "device",
             }
-            return new, policy_yaml(new), record
+            return new, edited_policy_text(current_text, params.edits, new), record
 
         try:
             record = await self.keeper.install_edited(params.base_hash, judge)

@@ -222,10 +222,11 @@ class PolicyKeeper:
             await self._install(text, parse_policy(text), "approved on the companion", extra=commit_approval)
 
     async def install_edited(
-        self, base_hash: str, judge: Callable[[Policy], tuple[Policy, str, dict[str, Any]]]
+        self, base_hash: str, judge: Callable[[Policy, str], tuple[Policy, str, dict[str, Any]]]
     ) -> dict[str, Any]:
         """Install edits made on the phone over the policy `base_hash` (signer.tier1.policy_edit): `judge`
-        builds the new policy, its file text and its audit record from the policy in force, or raises
+        builds the new policy, its file text and its audit record from the policy in force and the file's
+        text (kept but for the edits: signer.tier1.policy_text), or raises
         EditRefused. Refused (StalePolicy) unless `base_hash` is in force and the file on disk is it
         too (a change there waits for a reload or the companion: it is never overwritten). The file
         is replaced atomically first: a crash before the commit leaves a file the next start judges
@@ -238,7 +239,7 @@ class PolicyKeeper:
                     f"{current[:12]}: nothing was changed. Look at the limits again and redo the change."
                 )
             try:
-                _, on_disk = read_policy_file(self.path)
+                on_disk_text, on_disk = read_policy_file(self.path)
             except PolicyError as exc:
                 raise StalePolicy(f"the policy file cannot be read, nothing was changed: {exc}") from None
             if on_disk.policy_hash() != current:
@@ -246,7 +247,7 @@ class PolicyKeeper:
                     "the policy file on the signer's machine has changes that are not in force yet "
                     "(run owlia signer reload there, or answer the loosening it proposed): nothing was changed"
                 )
-            new, text, record = judge(self.policy)
+            new, text, record = judge(self.policy, on_disk_text)
             await asyncio.to_thread(write_private_file, self.path, text.encode())
             engine, _ = self._wired()
 

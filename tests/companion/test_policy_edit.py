@@ -18,7 +18,8 @@ from hypothesis import assume, given, settings, strategies as st
 
 from policies.loader import parse_policy
 from signer.tier1.policy_change import EditRefused, widenings
-from signer.tier1.policy_edit import apply_edits, personal_digest, policy_yaml
+from signer.tier1.policy_edit import apply_edits, personal_digest
+from signer.tier1.policy_text import HEADER, edited_policy_text, policy_yaml
 from signer.wire.client import SignerError
 from signer.wire.delegation import sign_digest
 from signer.wire.messages import (
@@ -126,12 +127,68 @@ def test_the_signer_classifies_every_random_diff_and_never_calls_a_loosening_a_t
     edits, base, unknown
 ):
     assume(edits)
-    old = parse_policy(base.replace("unknown: escalate", f"unknown: {unknown}", 1))
+    source = base.replace("unknown: escalate", f"unknown: {unknown}", 1)
+    old = parse_policy(source)
     new = apply_edits(old, typed(edits))
     found = widenings(old, new)
     assert bool(found) == truly_loosens(old, new), (edits, found)
-    # the file the signer writes loads back to exactly the policy it judged
+    # the file the signer writes loads back to exactly the policy it judged, written whole or edited in
+    # place; in place, every comment of the owner's file is still there
     assert parse_policy(policy_yaml(new)).policy_hash() == new.policy_hash()
+    text = edited_policy_text(source, typed(edits), new)
+    assert parse_policy(text).policy_hash() == new.policy_hash()
+    gone = [  # a key or an entry removed takes the comment on its own line with it
+        "per_tx:" if e["op"] == "limit" else e["address"]
+        for e in edits
+        if (e["op"] == "limit" and e["limit"] == "per_tx" and e["amount"] is None) or e["op"] == "book_remove"
+    ]
+    kept = "\n".join(line for line in source.splitlines() if not any(g in line.lower() for g in gone))
+    assert text.startswith(HEADER) or _comments(kept) <= _comments(text)
+
+
+def _comments(text: str) -> set[str]:
+    return {line.split("#", 1)[1] for line in text.splitlines() if "#" in line}
+
+
+def test_edits_made_on_the_phone_keep_the_owners_comments():
+    """Each kind of edit changes its own key or line of policy.yaml; the rest is byte for byte."""
+    old = parse_policy(PRICED)
+    edits = [
+        per_tx("0.002"),
+        window("24h", "0.03"),
+        window("7d", None),
+        window("1h", "0.01"),
+        book_add(NEW_FRIEND, "carol"),
+        edit(op="book_rename", chain=31337, address=FRIEND.lower(), name="bob"),
+    ]
+    new = apply_edits(old, typed(edits))
+    text = edited_policy_text(PRICED, typed(edits), new)
+    assert parse_policy(text).policy_hash() == new.policy_hash() and not text.startswith(HEADER)
+    assert _comments(PRICED) <= _comments(text)
+    assert "per_tx: '0.002'         # at most 0.01 ETH in one request" in text
+    assert "windows: {24h: '0.03', 1h: '0.01'}   # at most 0.05 ETH a day" in text
+    assert "name: bob}   # anvil account 1" in text and "- {chain: 31337, address: '" + NEW_FRIEND in text
+    removed = [edit(op="book_remove", chain=31337, address=FRIEND.lower())]
+    newer = apply_edits(new, typed(removed))
+    again = edited_policy_text(text, typed(removed), newer)
+    assert parse_policy(again).policy_hash() == newer.policy_hash() and "bob" not in again
+    assert _comments(PRICED) - {" anvil account 1"} <= _comments(again)
+
+
+def test_a_file_the_editor_cannot_follow_is_written_whole_and_still_exact():
+    """Removing the only address-book entry under a comment line of its own is not done in place:
+    the whole policy is written out again (comments lost, every limit kept), never a half-edited file.
+    A flow list, by contrast, is edited in place."""
+    commented = PRICED.replace("address_book:\n  - {", "address_book:\n  # my people\n  - {")
+    flow = PRICED.replace("address_book:\n  - {", "address_book: [{").replace(
+        "name: dev-friend}   # anvil account 1", "name: dev-friend}]   # anvil account 1"
+    )
+    edits = [edit(op="book_remove", chain=31337, address=FRIEND.lower()), per_tx("0.002")]
+    for source, whole in ((commented, True), (flow, False)):
+        new = apply_edits(parse_policy(source), typed(edits))
+        text = edited_policy_text(source, typed(edits), new)
+        assert parse_policy(text).policy_hash() == new.policy_hash()
+        assert text.startswith(HEADER) is whole and FRIEND not in text
 
 
 def test_bad_edits_are_refused_in_words():
