@@ -31,6 +31,7 @@ from signer.tier1.policy_live import PolicyKeeper
 from signer.tier1.topup import request_topup, room_under_cap
 from signer.tier2.session_keys import RETIRED, REVOKED
 from signer.tier3.grant_offers import GrantOffers
+from signer.wire.messages import HOME_VIEW_DOMAIN
 from signer.wire.protocol import PROTOCOL_VERSION, ErrorCode, KeyStatus, RpcError, Scope
 from signer.wire.replies import (
     AddressesReply,
@@ -331,7 +332,9 @@ class Methods:
         home = Home(
             engine.policy, engine.chains, engine.keys, engine.ledger, engine.tier2.tier3, engine.clock
         )
-        return HomeReply.model_validate(await home.summary(self.approvals.devices.main_account()))
+        reply = HomeReply.model_validate(await home.summary(self.approvals.devices.main_account()))
+        body = reply.model_dump(mode="json", exclude={"signer_sig"})
+        return reply.model_copy(update={"signer_sig": self.approvals.identity.sign(HOME_VIEW_DOMAIN, body)})
 
     def _companion_reach(self) -> CompanionReach:
         """The main account and the number of live companions (no Tier 1 on this signer: none)."""

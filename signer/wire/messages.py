@@ -30,6 +30,7 @@ __all__ = [
     "grant_ask_body",
     "POLICY_EDIT_DOMAIN",
     "POLICY_VIEW_DOMAIN",
+    "HOME_VIEW_DOMAIN",
     "policy_edit_body",
     "grant_answer_body",
     "GRANT_OFFER_DOMAIN",
@@ -71,6 +72,7 @@ GRANT_ASK_DOMAIN = "owliabot-grant-ask-v1"  # a device asks for a Tier 3 grant o
 GRANT_OFFER_DOMAIN = "owliabot-grant-offer-v1"  # the signer signs the offer it built
 GRANT_ANSWER_DOMAIN = "owliabot-grant-answer-v1"  # a device returns the main key's signatures
 POLICY_VIEW_DOMAIN = "owliabot-policy-view-v1"  # the signer signs the policy in force it shows the phone
+HOME_VIEW_DOMAIN = "owliabot-home-view-v1"  # and the balances and spending it shows on the phone's home
 POLICY_EDIT_DOMAIN = "owliabot-policy-edit-v1"  # a device proposes edits over the policy it saw
 
 

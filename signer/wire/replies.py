@@ -371,8 +371,9 @@ class ApprovalsStateReply(SignerState):
 
 
 class HomeReply(Reply):
-    """`approvals.home`: what the phone's home screen shows (signer.tier1.home). Amounts in the approval
-    request's shape (`token`, `symbol`, `amount`, `amount_base_units`, `decimals`, `price_usd`)."""
+    """`approvals.home`: what the phone's home screen shows (signer.tier1.home), signed by the signer.
+    Amounts in the approval request's shape (`token`, `symbol`, `amount`, `amount_base_units`,
+    `decimals`, `price_usd`)."""
 
     main_account: str | None
     ts: Seconds
@@ -380,6 +381,8 @@ class HomeReply(Reply):
     spent: tuple[dict[str, Any], ...]
     spent_usd: tuple[dict[str, Any], ...]
     tier3: tuple[dict[str, Any], ...]
+    # the signer's identity key over the rest (HOME_VIEW_DOMAIN): the bridge carries it, cannot alter it
+    signer_sig: str = ""
 
 
 class DevicesReply(Reply):

@@ -204,3 +204,36 @@ def test_shortened_amounts_never_favour_the_owner(browser, priced_tier, fresh_bu
         check()
     finally:
         kit.close()
+
+
+def test_a_bridge_that_alters_the_balances_is_caught_and_the_signed_reading_stays(
+    phone, priced_tier, monkeypatch
+):
+    """The signer signs each reading (HOME_VIEW_DOMAIN): a bridge that shows the owner a fatter
+    balance or less spending than there is gets an alarm on the phone, and the figures it altered
+    are never shown; the last signed reading stays, marked as not live."""
+    connected_home(phone)
+    page = phone.page
+    honest_balance = page.locator("#home-money ul.balances").inner_text()
+    bridge = priced_tier.bridge.bridge
+    honest = bridge._call
+
+    async def altering(device_id, message):
+        reply = await honest(device_id, message)
+        if message.get("method") == "approvals.home" and reply.get("ok"):
+            for row in reply["result"]["balances"]:
+                row["amount"], row["amount_base_units"] = "999", str(999 * 10**18)
+            reply["result"]["spent"] = []
+        return reply
+
+    monkeypatch.setattr(bridge, "_call", altering)
+    page.click("#refresh-home")
+    alarm = page.locator("#home-problem")
+    alarm.wait_for(timeout=15_000)
+    assert alarm.inner_text().startswith("A new reading of your balances is not signed by your signer")
+    shown = page.locator("#home-money ul.balances").inner_text()
+    assert "999" not in shown and shown == honest_balance
+    assert page.locator("#balances-note").inner_text().startswith("Last read by your signer")
+    monkeypatch.setattr(bridge, "_call", honest)  # the bridge behaves again: the alarm goes
+    page.click("#refresh-home")
+    wait_for(lambda: page.locator("#home-problem").count() == 0, 15, "the alarm to clear")

@@ -6,6 +6,13 @@
 import { el, text, visible } from './dom.js';
 import * as P from './present.js';
 import { dumps, parse } from './canon.js';
+import * as proto from './protocol.js';
+
+// The signer signs each reading with its identity key (signer/wire/messages.py HOME_VIEW_DOMAIN):
+// the bridge carries the balances and the spending, and cannot change a digit of them unseen.
+export const HOME_DOMAIN = 'owliabot-home-view-v1';
+export const UNSIGNED_READING = 'A new reading of your balances is not signed by your signer (the bridge may be '
+  + 'compromised): it is not shown. What you see is the last signed reading.';
 
 // `base` in units, short enough to read at a glance: exact up to 6 decimals; else 4 decimals from 1
 // unit up, 4 significant digits below it, rounded `down` (what you hold, the least you get) or `up`
@@ -120,16 +127,18 @@ function spentRows(home) {
 }
 
 // The section; `home` is the signer's last reading (or null), `live` whether it was read this session.
-export function section(home, live, onRefresh) {
+export function section(home, live, onRefresh, problem = null) {
+  const alarm = problem ? el('p', { class: 'warn', id: 'home-problem', role: 'alert' }, problem) : null;
   if (!home) {
     return el('section', { id: 'home-money', 'aria-labelledby': 'home-money-title' }, el('h2', { id: 'home-money-title' }, 'Balances'),
-      el('p', { class: 'note', id: 'balances-note' }, 'Balances show once this phone reaches your signer.'));
+      alarm, el('p', { class: 'note', id: 'balances-note' }, 'Balances show once this phone reaches your signer.'));
   }
   const at = Number(text(home.ts));
   const balances = [...balanceRows(home), ...tier3Rows(home)];
   const spent = spentRows(home);
   return el('section', { id: 'home-money', 'aria-labelledby': 'home-money-title' },
     el('h2', { id: 'home-money-title' }, 'Balances'),
+    alarm,
     el('ul', { class: 'balances' }, balances.length ? balances : [el('li', {}, 'No account to show yet.')]),
     el('h3', {}, 'What the agent spent'),
     spent.length ? el('ul', { class: 'spent-list' }, spent) : el('p', { class: 'note' }, 'Your policy sets no spending window.'),
@@ -143,8 +152,14 @@ export async function refresh(app, store) {
   if (!app.session || app.status !== 'connected') return false;
   const home = await app.session.call('approvals.home');
   if (!home || typeof home !== 'object') return false;
+  if (!proto.signedBy(app.device && app.device.signer_key, HOME_DOMAIN, proto.unsigned(home), home.signer_sig)) {
+    app.homeProblem = UNSIGNED_READING;
+    app.homeLive = false;
+    return true;  // shown at once, over the last signed reading
+  }
   app.home = home;
   app.homeLive = true;
+  app.homeProblem = null;
   await store.put('kv', 'home', dumps(home, false));  // as text: the numbers stay exact
   return true;
 }

@@ -200,7 +200,7 @@ function renderHome(v) {
   children.push(el('h1', {}, open.length ? `${open.length} waiting for you` : 'Nothing to approve'));
   for (const r of open) children.push(card(r, v));
   if (app.forged.length) children.push(el('p', { class: 'warn', id: 'forged' }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
-  children.push(home.section(app.home, app.homeLive, refreshHome));
+  children.push(home.section(app.home, app.homeLive, refreshHome, app.homeProblem));
   const outstanding = outstandingSection();
   if (outstanding) children.push(outstanding);
   children.push(controls());

@@ -7736,6 +7736,8 @@ function labelled(labelText, input, hint) {
 }
 
 // src/home.js
+var HOME_DOMAIN = "owliabot-home-view-v1";
+var UNSIGNED_READING = "A new reading of your balances is not signed by your signer (the bridge may be compromised): it is not shown. What you see is the last signed reading.";
 function roundUnits(base, decimals, direction = "down") {
   const exact = formatUnits(base, decimals);
   const frac = exact.split(".")[1] || "";
@@ -7860,12 +7862,14 @@ function spentRows(home) {
   }
   return rows;
 }
-function section(home, live, onRefresh) {
+function section(home, live, onRefresh, problem = null) {
+  const alarm = problem ? el("p", { class: "warn", id: "home-problem", role: "alert" }, problem) : null;
   if (!home) {
     return el(
       "section",
       { id: "home-money", "aria-labelledby": "home-money-title" },
       el("h2", { id: "home-money-title" }, "Balances"),
+      alarm,
       el("p", { class: "note", id: "balances-note" }, "Balances show once this phone reaches your signer.")
     );
   }
@@ -7876,6 +7880,7 @@ function section(home, live, onRefresh) {
     "section",
     { id: "home-money", "aria-labelledby": "home-money-title" },
     el("h2", { id: "home-money-title" }, "Balances"),
+    alarm,
     el("ul", { class: "balances" }, balances.length ? balances : [el("li", {}, "No account to show yet.")]),
     el("h3", {}, "What the agent spent"),
     spent.length ? el("ul", { class: "spent-list" }, spent) : el("p", { class: "note" }, "Your policy sets no spending window."),
@@ -7887,8 +7892,14 @@ async function refresh(app2, store) {
   if (!app2.session || app2.status !== "connected") return false;
   const home = await app2.session.call("approvals.home");
   if (!home || typeof home !== "object") return false;
+  if (!signedBy(app2.device && app2.device.signer_key, HOME_DOMAIN, unsigned(home), home.signer_sig)) {
+    app2.homeProblem = UNSIGNED_READING;
+    app2.homeLive = false;
+    return true;
+  }
   app2.home = home;
   app2.homeLive = true;
+  app2.homeProblem = null;
   await store.put("kv", "home", dumps(home, false));
   return true;
 }
@@ -9243,7 +9254,7 @@ function renderHome(v) {
   children.push(el("h1", {}, open2.length ? `${open2.length} waiting for you` : "Nothing to approve"));
   for (const r of open2) children.push(card(r, v));
   if (app.forged.length) children.push(el("p", { class: "warn", id: "forged" }, `Dropped ${app.forged.length} request(s) your signer did not sign (the bridge may be compromised). Nothing was signed for them.`));
-  children.push(section(app.home, app.homeLive, refreshHome));
+  children.push(section(app.home, app.homeLive, refreshHome, app.homeProblem));
   const outstanding = outstandingSection();
   if (outstanding) children.push(outstanding);
   children.push(controls());
