@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -125,7 +126,7 @@ def up(
         lock_fd = ctx.with_resource(single_instance(home))
     except InstanceBusy as exc:
         fail(str(exc))
-    _stop_on_sigterm()
+    ctx.call_on_close(_stop_on_sigterm())
     signer_exists = (SignerPaths.from_config(home, config).home / "keystore.json").exists()
     chain = DevChain(port=configured if port is None else port, chain_id=dev_chain.id)
     try:
@@ -282,15 +283,17 @@ def _swap_market(url: str, dev_chain: ChainSettings, config_path: Path, signer_e
     return market
 
 
-def _stop_on_sigterm() -> None:
+def _stop_on_sigterm() -> Callable[[], object]:
     """SIGTERM (a service manager, `kill`, `timeout`) stops the stack as Ctrl-C does. Python's default
     ends the process at once, skipping the cleanup: anvil (in its own session), the signer and the bot
-    went on running, holding the chain's port and the signer's socket."""
+    went on running, holding the chain's port and the signer's socket. Returns what puts the
+    process's own handler back, for when the command is done."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    before = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, before)
 
 
 def _configured_channels(home: Path, config) -> list[str]:

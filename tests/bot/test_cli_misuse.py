@@ -383,3 +383,17 @@ def test_sigterm_stops_the_whole_up_stack(tmp_path: Path) -> None:
         time.sleep(0.1)
     assert not chain_up, "the dev chain still holds its port"
     assert left == [], "a process started for this home outlived `owlia up`"
+
+
+def test_owlia_up_puts_the_process_sigterm_handler_back_when_it_is_done() -> None:
+    """`owlia up` turns SIGTERM into Ctrl-C while it runs, and only then: called in a longer-lived
+    process (a test runner, an embedding program), that process's own handler comes back."""
+    import signal
+
+    from bot.cli.up_cmd import _stop_on_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    restore = _stop_on_sigterm()
+    assert signal.getsignal(signal.SIGTERM) is not before
+    restore()
+    assert signal.getsignal(signal.SIGTERM) is before
