@@ -2,8 +2,8 @@
 
 An import inside a function hides what a module needs, so one stays only where this bench shows
 that hoisting it would cost every process that loads the module `THRESHOLD_MS` of CPU or
-`THRESHOLD_KIB` of resident memory or more, and both figures are written beside it
-(`# lazy: 41 ms, 900 KiB`). tests/test_architecture.py checks each such import against the figures
+`THRESHOLD_KIB` of resident memory or more, and both figures are written beside its first line
+(`# lazy: 41 ms, 900 KiB`, or `# lazy: 41 ms, 900 KiB (3 imports)` for a run measured together). tests/test_architecture.py checks each such import against the figures
 recorded here (docs/architecture.md, "Imports inside functions").
 
 A site is a run of consecutive import statements in one function body. Its cost is measured in a
@@ -208,8 +208,8 @@ def measure(site: Site, runs: int, env: dict[str, str]) -> Cost:
     return Cost(round(statistics.median(cpu), 1), int(statistics.median(resident)))
 
 
-_MARK_BEFORE_REASON = re.compile(r"# lazy: \d+ ms, \d+ KiB; ")
-_MARK_ALONE = re.compile(r"\s*# lazy: \d+ ms, \d+ KiB\s*$")
+_MARK_BEFORE_REASON = re.compile(r"# lazy: \d+ ms, \d+ KiB( \(\d+ imports\))?; ")
+_MARK_ALONE = re.compile(r"\s*# lazy: \d+ ms, \d+ KiB( \(\d+ imports\))?\s*$")
 
 
 def write_marks(costs: dict[str, Cost], root: Path = ROOT) -> list[Site]:
@@ -233,7 +233,8 @@ def write_marks(costs: dict[str, Cost], root: Path = ROOT) -> list[Site]:
                 lines[i] = _MARK_ALONE.sub("", _MARK_BEFORE_REASON.sub("# ", lines[i]))
             first = lines[span[0]]
             code, hash_, comment = first.partition("  # ")
-            lines[span[0]] = f"{code}  {cost.mark}" + (f"; {comment}" if hash_ else "")
+            together = f" ({len(site.statements)} imports)" if len(site.statements) > 1 else ""
+            lines[span[0]] = f"{code}  {cost.mark}{together}" + (f"; {comment}" if hash_ else "")
         (root / path).write_text("\n".join(lines), encoding="utf-8")
     return not_felt
 

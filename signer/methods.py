@@ -554,7 +554,7 @@ class Methods:
                 raise already
             claimed = True
             # Tier 3 only: not held by the idle daemon (tests/signer/test_idle_memory.py: 0.5-2 MB per such cut)
-            from signer.wire.delegation import Delegation, DelegationError  # lazy: 4 ms, 384 KiB
+            from signer.wire.delegation import Delegation, DelegationError  # lazy: 4 ms, 384 KiB (2 imports)
             from signer.wire.grants import GrantError
 
             # A live grant the main key ended on chain (its nonce moved: `owlia wallet revoke` or `freeze`

@@ -63,7 +63,7 @@ def run_daemon(paths: SignerPaths, config: SignerConfig, passphrase: bytearray) 
     """Unlock, start and serve until SIGTERM or SIGINT; `ServeError` if it cannot start."""
     # The daemon is imported here, not with this module: `owlia signer serve` imports this module only to
     # locate the home and exec `python -m signer.serve`, whose main turns pydantic's plugins off first.
-    import logging  # lazy: 129 ms, 17988 KiB
+    import logging  # lazy: 129 ms, 17988 KiB (6 imports)
 
     from policies.kernel.aio import run as run_loop
     from policies.loader import PolicyError

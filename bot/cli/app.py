@@ -194,7 +194,7 @@ def _companion() -> Mountable:
 
 @mount("wallet", "Tier 3: on-chain limits for the session key (EIP-7702 + delegations).")
 def _wallet() -> Mountable:
-    from bot.cli.chain_cmd import pin_contracts  # lazy: 86 ms, 14540 KiB
+    from bot.cli.chain_cmd import pin_contracts  # lazy: 86 ms, 14540 KiB (2 imports)
     from companion_bridge.companion.wallet_cli import app
 
     wallet = build("wallet", app)

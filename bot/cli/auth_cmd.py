@@ -76,7 +76,7 @@ def _save(ctx: typer.Context, provider: str, entry: Entry) -> AuthStore:
 
 
 def _report_oauth(provider: str, entry: OAuthEntry, store: AuthStore) -> None:
-    from bot.auth.credentials import REFRESH_MARGIN  # lazy: 74 ms, 15224 KiB
+    from bot.auth.credentials import REFRESH_MARGIN  # lazy: 74 ms, 15224 KiB (2 imports)
     from bot.auth.mask import mask
 
     who = f" as {entry.account}" if entry.account else ""
@@ -148,7 +148,7 @@ def check_api_key(provider: str, key: str) -> str:
 
 
 def _setup_api_key(ctx: typer.Context, provider: str, from_stdin: bool) -> None:
-    from bot.auth.mask import mask  # lazy: 74 ms, 15220 KiB
+    from bot.auth.mask import mask  # lazy: 74 ms, 15220 KiB (2 imports)
     from bot.auth.store import ApiKeyEntry
 
     if from_stdin:
@@ -199,7 +199,7 @@ def setup(
 
 def describe(provider: str, entry: Entry, now: float) -> dict[str, Any]:
     """One status row; holds masked secrets only."""
-    from bot.auth.credentials import needs_refresh  # lazy: 78 ms, 15232 KiB
+    from bot.auth.credentials import needs_refresh  # lazy: 78 ms, 15232 KiB (3 imports)
     from bot.auth.mask import mask
     from bot.auth.store import ApiKeyEntry
 
@@ -227,7 +227,7 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """What is stored per provider (secrets masked), expiry, and the env-var fallbacks."""
-    from bot.auth.credentials import env_var_for  # lazy: 77 ms, 15224 KiB
+    from bot.auth.credentials import env_var_for  # lazy: 77 ms, 15224 KiB (3 imports)
     from bot.auth.errors import AuthError
     from bot.auth.mask import mask
 
@@ -275,7 +275,7 @@ def logout(
     all_: bool = typer.Option(False, "--all", help="Remove every stored entry."),
 ) -> None:
     """Delete stored logins/keys from auth.json (tokens are not revoked at the provider)."""
-    from bot.auth.errors import AuthError  # lazy: 79 ms, 15232 KiB
+    from bot.auth.errors import AuthError  # lazy: 79 ms, 15232 KiB (2 imports)
     from bot.auth.store import OAuthEntry
 
     if (provider is None) == (not all_):

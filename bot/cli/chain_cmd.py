@@ -24,7 +24,7 @@ def dev(
 ) -> None:
     """Start anvil on 127.0.0.1 (prague), deploy the Tier 3 contracts and a small swap market, print the RPC
     URL and funded dev accounts, run until Ctrl-C."""
-    import signal  # lazy: 126 ms, 20496 KiB
+    import signal  # lazy: 126 ms, 20496 KiB (5 imports)
 
     import yaml
 
@@ -110,7 +110,7 @@ def fund(
 ) -> None:
     """Dev chains only: send play ETH from the node's first unlocked account (anvil's) and wait for it
     to be mined. On a real chain, fund accounts from a wallet of yours."""
-    import json  # lazy: 32 ms, 9984 KiB
+    import json  # lazy: 32 ms, 9984 KiB (6 imports)
 
     from bot.devchain import DevChainError, rpc, wait_receipt_dev
     from policies.kernel.addresses import is_address, to_checksum
@@ -163,7 +163,7 @@ def pin_contracts(
 ) -> None:
     """Real chains: record the canonical Delegation Framework v1.3.0 addresses and their current code hashes
     in config.yaml; the signer then refuses any contract whose code differs (docs/tier3.md)."""
-    from bot.devchain import DevChainError  # lazy: 112 ms, 20396 KiB
+    from bot.devchain import DevChainError  # lazy: 112 ms, 20396 KiB (4 imports)
     from bot.devcontracts import pin_canonical, record_in_config
     from policies.kernel.cli import fail, home_of
     from signer.wire.cli import signer_config

@@ -25,7 +25,7 @@ def chat(
 
 
 async def _chat(home, config, message: str | None) -> None:
-    import asyncio  # lazy: 170 ms, 23280 KiB
+    import asyncio  # lazy: 170 ms, 23280 KiB (3 imports)
 
     from bot.channels.console import ConsoleChannel
     from bot.runtime.assemble import build_runtime

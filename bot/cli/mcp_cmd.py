@@ -40,7 +40,7 @@ def _store(ctx: typer.Context):
 
 
 def _guard(action):
-    from pydantic import ValidationError  # lazy: 95 ms, 18880 KiB
+    from pydantic import ValidationError  # lazy: 95 ms, 18880 KiB (2 imports)
 
     from bot.mcp_servers.store import McpError
 
@@ -57,7 +57,7 @@ def _guard(action):
 
 
 def _settings(ctx: typer.Context):
-    from bot.config import McpSettings, load_bot_config  # lazy: 82 ms, 11188 KiB
+    from bot.config import McpSettings, load_bot_config  # lazy: 82 ms, 11188 KiB (2 imports)
     from signer.wire.settings import ConfigError
 
     try:
@@ -69,7 +69,7 @@ def _settings(ctx: typer.Context):
 def list_live(ctx: typer.Context, entry: Any, *, everything: bool = False) -> Any:
     """Start the server the way the bot does (sandbox, limits) and list its tools; with `everything`,
     (tools, resources, prompts)."""
-    from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 786 ms, 66700 KiB
+    from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 786 ms, 66700 KiB (4 imports)
     from bot.mcp_servers.sandbox import McpSandbox
     from bot.observability.audit import BotAudit, skills_audit_path
     from skills_runtime.sandbox import SandboxUnavailable
@@ -566,7 +566,7 @@ def call(
 ) -> None:
     """Run one approved tool as the bot would: the same sandbox, limits, pins and level (a sign-level
     tool is refused; a write-level one asks first)."""
-    from bot.config import load_bot_config  # lazy: 197 ms, 24208 KiB
+    from bot.config import load_bot_config  # lazy: 197 ms, 24208 KiB (6 imports)
     from bot.mcp_servers.store import tool_name
     from bot.mcp_servers.tools import McpTools
     from bot.tools.base import ContextKind, ToolContext, ToolFailure
@@ -647,7 +647,7 @@ def prompt(
 ) -> None:
     """Print an approved prompt of a server, filled in, for you to read and use. The model never runs a
     prompt on its own: prompts are yours, like a template you pick."""
-    from bot.mcp_servers.binds import protected_paths  # lazy: 744 ms, 66864 KiB
+    from bot.mcp_servers.binds import protected_paths  # lazy: 744 ms, 66864 KiB (6 imports)
     from bot.mcp_servers.connection import McpCallError, McpConnection
     from bot.mcp_servers.sandbox import McpSandbox
     from bot.mcp_servers.store import prompt_hash
@@ -740,7 +740,7 @@ def prompt(
 def login(ctx: typer.Context, name: str) -> None:
     """Sign in to a remote server that uses OAuth 2.1: open the address shown, approve, and the tokens
     are kept in <home>/mcp/oauth/NAME.json (0600). The bot refreshes them; it never signs in itself."""
-    from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 864 ms, 66720 KiB
+    from bot.mcp_servers.connection import McpCallError, McpConnection  # lazy: 864 ms, 66720 KiB (4 imports)
     from bot.mcp_servers.oauth import LOGIN_TIMEOUT, login_auth
     from bot.mcp_servers.store import McpError
     from bot.observability.audit import BotAudit, skills_audit_path

@@ -33,7 +33,7 @@ def audit(
     ),
 ) -> None:
     """Run every check; exit 1 if anything critical remains."""
-    from bot.ops.audit import security_audit  # lazy: 104 ms, 12048 KiB
+    from bot.ops.audit import security_audit  # lazy: 104 ms, 12048 KiB (4 imports)
     from bot.ops.context import OpsContext
     from bot.ops.fix import fix_all
     from bot.ops.render import print_report

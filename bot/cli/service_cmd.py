@@ -43,7 +43,7 @@ def install(
     dry_run: bool = typer.Option(False, help="Print the units instead of writing anything."),
 ) -> None:
     """Write owliabot-signer.service and owliabot.service (and the users they run as)."""
-    import sys  # lazy: 14 ms, 2480 KiB
+    import sys  # lazy: 14 ms, 2480 KiB (3 imports)
 
     from bot.ops.systemd import (
         BOT_UNIT,

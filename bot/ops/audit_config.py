@@ -83,7 +83,7 @@ def check_allowlists(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_group_sign_tools(ctx: OpsContext) -> Iterator[Finding]:
     """OWL-GRP-001: a group chat is many people; sign tools there hand the wallet to all of them."""
-    from bot.tools.defi import DEFI_TOOLS  # lazy: 99 ms, 10940 KiB
+    from bot.tools.defi import DEFI_TOOLS  # lazy: 99 ms, 10940 KiB (2 imports)
     from bot.tools.signing import SIGN_TOOLS
 
     bot = ctx.need_config().bot
@@ -106,7 +106,7 @@ def check_group_sign_tools(ctx: OpsContext) -> Iterator[Finding]:
 
 
 def _load_policy(ctx: OpsContext):
-    import os  # lazy: 46 ms, 6460 KiB
+    import os  # lazy: 46 ms, 6460 KiB (2 imports)
 
     from policies.loader import PolicyError, load_policy
 

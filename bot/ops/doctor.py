@@ -99,7 +99,7 @@ def check_config(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_workspace(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-WS-001: the context files the system prompt is built from."""
-    from bot.workspace import context_file_problems  # lazy: 4 ms, 948 KiB
+    from bot.workspace import context_file_problems  # lazy: 4 ms, 948 KiB (2 imports)
     from bot.workspace.templates import TEMPLATES
 
     workspace = ctx.need_config().workspace(ctx.home)
@@ -116,7 +116,7 @@ def check_workspace(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_llm(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-LLM-001 (a credential per profile) / DOC-LLM-002 (its endpoint answers HTTP)."""
-    from bot.auth.credentials import env_var_for  # lazy: 19 ms, 3028 KiB
+    from bot.auth.credentials import env_var_for  # lazy: 19 ms, 3028 KiB (4 imports)
     from bot.auth.errors import AuthStoreError
     from bot.auth.store import AuthStore
     from bot.llm.models import UnknownModel, resolve_model
@@ -178,7 +178,7 @@ def check_llm(ctx: OpsContext) -> Iterator[Finding]:
 
 def check_signer(ctx: OpsContext) -> Iterator[Finding]:
     """DOC-SIGNER-001: the signer answers on its socket, with this home's token, and is unlocked."""
-    import asyncio  # lazy: 40 ms, 3496 KiB
+    import asyncio  # lazy: 40 ms, 3496 KiB (4 imports)
 
     from signer.wire.client import SignerClient
     from signer.wire.exchange import SignerError, SignerUnavailable, load_token

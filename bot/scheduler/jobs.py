@@ -257,7 +257,7 @@ def cron_trigger(expr: str, tz: str):
 
 def make_trigger(spec: JobSpec, created_at: float, default_tz: str):
     """The APScheduler trigger for a job; `every` counts from the job's creation, not from start-up."""
-    from apscheduler.triggers.date import DateTrigger  # lazy: 39 ms, 9400 KiB
+    from apscheduler.triggers.date import DateTrigger  # lazy: 39 ms, 9400 KiB (2 imports)
     from apscheduler.triggers.interval import IntervalTrigger
 
     schedule = spec.schedule

@@ -113,7 +113,7 @@ def load_skill_tools(
     home: Path, settings: SkillSettings, fetch_policy: FetchPolicy | None, *, resolve: Any = None
 ) -> SkillTools:
     """Tools of every enabled, unchanged skill; none at all without a sandbox backend."""
-    from bot.observability.audit import BotAudit, skills_audit_path  # lazy: 56 ms, 2728 KiB
+    from bot.observability.audit import BotAudit, skills_audit_path  # lazy: 56 ms, 2728 KiB (4 imports)
     from bot.skills.capabilities import Capabilities
     from bot.skills.host import SkillHost
     from skills_runtime.sandbox import select_backend

@@ -87,7 +87,7 @@ def pair(
     """Show a one-time pairing link and QR: the phone's camera opens the web app at the bridge
     (secrets in the link's fragment, never sent to a server); the companion proves the code and
     its device key to the signer."""
-    import segno  # lazy: 91 ms, 13496 KiB
+    import segno  # lazy: 91 ms, 13496 KiB (4 imports)
 
     from companion_bridge.companion.pairing import cert_fingerprint, pair_link
     from policies.kernel.files import write_private_file
@@ -173,7 +173,10 @@ def init(
 @app.command("link")
 def link(ctx: typer.Context, uri: str, directory: Optional[Path] = DIR_OPTION) -> None:
     """Pair with the signer using the code or QR from `owlia companion pair`."""
-    from companion_bridge.companion.client import Companion, CompanionError  # lazy: 693 ms, 47512 KiB
+    from companion_bridge.companion.client import (  # lazy: 693 ms, 47512 KiB (2 imports)
+        Companion,
+        CompanionError,
+    )
     from companion_bridge.companion.pairing import parse_pair_link, ssl_for
 
     wallet = _wallet(ctx, directory)
@@ -237,7 +240,7 @@ def _companion(
 ):
     """The companion, refused loudly if its stored signer key is damaged; an `emergency` (a freeze,
     signed by the device key alone) still goes ahead, with the warning on stderr."""
-    from companion_bridge.companion.client import Companion  # lazy: 665 ms, 47496 KiB
+    from companion_bridge.companion.client import Companion  # lazy: 665 ms, 47496 KiB (2 imports)
     from companion_bridge.companion.pairing import ssl_for
 
     wallet = _wallet(ctx, directory)
@@ -255,7 +258,7 @@ def _companion(
 
 def prompt_decider(passphrase_file: Optional[Path]):
     """The terminal UI: show everything, then ask; the passphrase is asked only to approve."""
-    import asyncio  # lazy: 675 ms, 47432 KiB
+    import asyncio  # lazy: 675 ms, 47432 KiB (3 imports)
 
     from companion_bridge.companion.client import Choice
     from signer.wire.protocol import ApprovalAction
@@ -276,7 +279,7 @@ def prompt_decider(passphrase_file: Optional[Path]):
 
 def scripted_decider(answers: list[str], passphrase_file: Optional[Path]):
     """Non-interactive: answer requests in order from a list (tests, demos)."""
-    from companion_bridge.companion.client import Choice  # lazy: 650 ms, 47504 KiB
+    from companion_bridge.companion.client import Choice  # lazy: 650 ms, 47504 KiB (2 imports)
     from signer.wire.protocol import ApprovalAction
 
     queue = list(answers)
@@ -314,7 +317,7 @@ def run_companion(
     companion.warn = report  # outstanding approvals are shown from the first connect on
 
     async def go() -> None:
-        import asyncio  # lazy: 132 ms, 15852 KiB
+        import asyncio  # lazy: 132 ms, 15852 KiB (2 imports)
 
         import aiohttp
 
@@ -364,7 +367,7 @@ def outstanding(
     Reads this companion's journal and, when the bridge is reachable, asks for a nonce quote: only
     one your signer signed settles an entry (its nonce mined), never the bridge's own word.
     """
-    import time  # lazy: 711 ms, 47484 KiB
+    import time  # lazy: 711 ms, 47484 KiB (5 imports)
 
     from companion_bridge.companion.bridge_text import block
     from companion_bridge.companion.client import CompanionError
@@ -412,7 +415,7 @@ def _action(ctx: typer.Context, directory: Optional[Path], bridge: Optional[str]
     companion.warn = lambda line: typer.echo(visible(line), err=True)  # outstanding approvals; stdout is JSON
 
     async def go() -> dict:
-        import asyncio  # lazy: 142 ms, 15868 KiB
+        import asyncio  # lazy: 142 ms, 15868 KiB (2 imports)
 
         import aiohttp
 

@@ -79,7 +79,7 @@ def _live_grant(ctx: typer.Context, chain_id: int) -> Tier3GrantJson | None:
 
 
 def _active_keys(ctx: typer.Context, chain_id: int) -> list[SessionKeyJson]:
-    from signer.wire.protocol import KeyStatus  # lazy: 75 ms, 8180 KiB
+    from signer.wire.protocol import KeyStatus  # lazy: 75 ms, 8180 KiB (2 imports)
     from signer.wire.replies import SessionKeysReply
 
     listed = signer_call_as(ctx, SessionKeysReply, "session_key.list", admin=True).session_keys
@@ -155,7 +155,7 @@ def _nonce_contracts(chain) -> tuple[str, str]:
 def _grant(
     ctx, chain, days, max_calls, erc20_recipient, directory, passphrase_file, yes, swap_to=None
 ) -> Tier3GrantReply:
-    from companion_bridge.companion import grant_record, tier3  # lazy: 584 ms, 29112 KiB
+    from companion_bridge.companion import grant_record, tier3  # lazy: 584 ms, 29112 KiB (6 imports)
     from policies.model import Policy
     from signer.wire.exchange import new_idempotency_key
     from signer.wire.grants import GrantError, derive_lanes, describe
@@ -249,7 +249,7 @@ def _revoke(
 ) -> None:
     """End every grant of the main account on chain, from the companion alone: the signer is told when it
     answers, and not needed otherwise (after a host theft it is the thief's)."""
-    from companion_bridge.companion import grant_record, tier3  # lazy: 569 ms, 29112 KiB
+    from companion_bridge.companion import grant_record, tier3  # lazy: 569 ms, 29112 KiB (4 imports)
     from signer.wire.delegation import Delegation
     from signer.wire.exchange import new_idempotency_key
     from signer.wire.replies import Tier3RevokeReply, Tier3StatusReply
@@ -367,7 +367,7 @@ def _revoke_target(
 ) -> dict:
     """Which chain, node and contracts to revoke on: config.yaml when this home has one, else the
     companion's record of the grants it signed (the host with config.yaml may be gone)."""
-    from policies.kernel.cli import home_of  # lazy: 65 ms, 8576 KiB
+    from policies.kernel.cli import home_of  # lazy: 65 ms, 8576 KiB (2 imports)
     from signer.wire.settings import ConfigError, load_signer_config
 
     try:
@@ -439,7 +439,7 @@ def rotate(
     yes: bool = YES_OPTION,
 ) -> None:
     """Revoke the live grant, rotate the session key, grant the new key: never two live grants."""
-    from signer.wire.exchange import new_idempotency_key  # lazy: 76 ms, 8208 KiB
+    from signer.wire.exchange import new_idempotency_key  # lazy: 76 ms, 8208 KiB (2 imports)
     from signer.wire.replies import SessionKeyRetireReply, TopUpReply
 
     chain = _chain(ctx, chain_id)

@@ -36,7 +36,7 @@ def verify(
     The chain is keyed by the master key: with no passphrase given (no --passphrase-file, no
     OWLIA_SIGNER_PASSPHRASE) and the signer running, the daemon checks it (admin token); otherwise
     this unlocks the keystore with the passphrase (prompting on a terminal)."""
-    from policies.kernel.passphrase import PASSPHRASE_ENV  # lazy: 76 ms, 18136 KiB
+    from policies.kernel.passphrase import PASSPHRASE_ENV  # lazy: 76 ms, 18136 KiB (5 imports)
     from signer.keystore import KeystoreError, unlock
     from signer.replay import replay_decisions
     from signer.store.audit import AuditKeys, verify as verify_log
@@ -62,7 +62,7 @@ def verify(
         report = verify_log(conn, paths.anchor, keys=keys).to_json()
     result = {"ok": report["ok"], "records": report["records"], "problems": report["problems"]}
     if against_companion is not None:
-        from signer.tier1.audit_witness import check_against  # lazy: 41 ms, 15624 KiB
+        from signer.tier1.audit_witness import check_against  # lazy: 41 ms, 15624 KiB (2 imports)
         from signer.wire.witness import WitnessError
 
         try:
@@ -93,7 +93,7 @@ def tail(
     kind: Optional[str] = typer.Option(None, help="Only records of this kind, e.g. sign.decided."),
 ) -> None:
     """Print the last records (read directly; run as the signer's user)."""
-    from signer.store.audit import tail as tail_log  # lazy: 26 ms, 8064 KiB
+    from signer.store.audit import tail as tail_log  # lazy: 26 ms, 8064 KiB (2 imports)
     from signer.store.db import connect
 
     paths = signer_paths(ctx)

@@ -41,7 +41,7 @@ def init(
     ),
 ) -> None:
     """Create the signer home (0700), the encrypted keystore, the database, the policy and an admin token."""
-    from policies.loader import PolicyError  # lazy: 203 ms, 30876 KiB
+    from policies.loader import PolicyError  # lazy: 203 ms, 30876 KiB (3 imports)
     from signer.daemon import init_home
     from signer.keystore import KeystoreError
 
@@ -72,7 +72,7 @@ def next_steps(passphrase_file: Optional[Path]) -> str:
 @app.command("serve")
 def serve(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
     """Unlock the keystore and serve JSON-RPC on the signer socket until SIGTERM."""
-    import os  # lazy: 76 ms, 13264 KiB
+    import os  # lazy: 76 ms, 13264 KiB (5 imports)
     import sys
 
     from policies.kernel.cli import home_of
@@ -177,7 +177,7 @@ def client_add(
     passphrase_file: Optional[Path] = PASSPHRASE_FILE,
 ) -> None:
     """Issue a token for a client. It is shown once; only its hash is kept."""
-    from policies.kernel.files import write_private_file  # lazy: 150 ms, 28704 KiB
+    from policies.kernel.files import write_private_file  # lazy: 150 ms, 28704 KiB (5 imports)
     from signer.admin import issue_client
     from signer.auth import DAY, DEFAULT_TOKEN_TTL_DAYS, MAX_TOKEN_TTL_DAYS
     from signer.keystore import KeystoreError
@@ -237,7 +237,7 @@ def _check_token_out(out: Path) -> None:
 @client_app.command("list")
 def client_list(ctx: typer.Context) -> None:
     """List clients (never their tokens); "active" as the signer judges it, by its saved clock."""
-    from signer.auth import list_clients  # lazy: 54 ms, 12544 KiB
+    from signer.auth import list_clients  # lazy: 54 ms, 12544 KiB (2 imports)
     from signer.clock import estimate
 
     conn = _db(ctx)
@@ -262,7 +262,7 @@ def client_revoke(
     ctx: typer.Context, name: str = typer.Argument(...), passphrase_file: Optional[Path] = PASSPHRASE_FILE
 ) -> None:
     """Revoke a client's token; open connections lose it on their next request."""
-    from signer.admin import revoke  # lazy: 158 ms, 28608 KiB
+    from signer.admin import revoke  # lazy: 158 ms, 28608 KiB (2 imports)
     from signer.keystore import KeystoreError
 
     try:
@@ -280,7 +280,7 @@ def client_revoke(
 @integrity_app.command("check")
 def integrity_check(ctx: typer.Context, passphrase_file: Optional[Path] = PASSPHRASE_FILE) -> None:
     """List every authority-bearing row that something without the master key wrote; exit 1 if any."""
-    from signer.admin import check_integrity  # lazy: 159 ms, 28684 KiB
+    from signer.admin import check_integrity  # lazy: 159 ms, 28684 KiB (2 imports)
     from signer.keystore import KeystoreError
 
     try:
@@ -320,7 +320,7 @@ def integrity_seal(
     """After a review (`integrity check`), with the signer stopped: remove the rows that fail, seal the rest.
 
     Also the one-time upgrade of a home from before row MACs and the keyed audit chain."""
-    from policies.loader import PolicyError  # lazy: 162 ms, 28616 KiB
+    from policies.loader import PolicyError  # lazy: 162 ms, 28616 KiB (3 imports)
     from signer.admin import SealRefused, seal
     from signer.keystore import KeystoreError
 

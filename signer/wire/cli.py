@@ -86,7 +86,7 @@ def signer_call_if_up(
 def _signer_call(
     ctx: typer.Context, method: str, params: dict[str, Any] | None, *, admin: bool, down_ok: bool
 ) -> Reply | None:
-    from signer.wire.client import SignerClient  # lazy: 105 ms, 15788 KiB
+    from signer.wire.client import SignerClient  # lazy: 105 ms, 15788 KiB (3 imports)
     from signer.wire.exchange import SignerError, SignerUnavailable, load_token, read_token_file
     from signer.wire.protocol import ErrorCode
 
@@ -126,7 +126,7 @@ def _signer_call(
 
 def _refused_token(ctx: typer.Context, admin_token: Path | None) -> str:
     """Which token the signer refused, and how to get one it takes."""
-    import os  # lazy: 61 ms, 8168 KiB
+    import os  # lazy: 61 ms, 8168 KiB (2 imports)
 
     from signer.wire.exchange import TOKEN_ENV
 
