@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from bot.config_text import set_chain_key
 from policies.kernel.files import write_private_file
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -166,7 +167,8 @@ def record_dev_rpc_url(config_path: Path, chain_id: int, url: str) -> str | None
     `owlia up`): the signer and the bot read the chain's address there, so a port that is not recorded
     leaves them talking to the old one. Returns the old rpc_url when it changed, None when it already
     was `url`. Only a `dev: true` chain on this machine is ever rewritten (DevChainError otherwise);
-    the file keeps its comments (the one rpc_url string is replaced in place) and its 0600 mode."""
+    the file keeps its comments (the one rpc_url string is replaced in place: bot.config_text) and its
+    0600 mode."""
     text = config_path.read_text()
     data = yaml.safe_load(text) or {}
     chains = data.get("chains") if isinstance(data, dict) else None
@@ -181,10 +183,9 @@ def record_dev_rpc_url(config_path: Path, chain_id: int, url: str) -> str | None
             f"chain {chain_id} in {config_path} is not a dev chain on this machine ({old}): its "
             "rpc_url is yours to edit, never rewritten by a dev command"
         )
-    if text.count(old) == 1:  # in place: the comments `owlia init` wrote stay
-        text = text.replace(old, url)
-    else:
+    edited = set_chain_key(text, chain_id, "rpc_url", url)  # in place: the comments `owlia init` wrote stay
+    if edited is None:
         entry["rpc_url"] = url
-        text = yaml.safe_dump(data, sort_keys=False)
-    write_private_file(config_path, text.encode())
+        edited = yaml.safe_dump(data, sort_keys=False)
+    write_private_file(config_path, edited.encode())
     return old

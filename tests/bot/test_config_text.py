@@ -80,3 +80,29 @@ def test_a_missing_chain_or_an_odd_file_gives_none() -> None:
     assert set_chain_key(INIT_STYLE, 5, "delegation", {}) is None
     assert set_chain_key("chains: 3\n", 31337, "delegation", {}) is None
     assert set_chain_key("- 1\n", 31337, "delegation", {}) is None
+
+
+def test_a_new_dev_port_is_recorded_in_place_even_when_its_url_is_written_twice(tmp_path) -> None:
+    """`owlia up --port` records the dev chain's new rpc_url: that one scalar changes, every comment
+    stays (the old URL also written in a comment was once a reason to dump the whole file again),
+    and the mode stays 0600. A chain that is not a local dev chain is never rewritten."""
+    import stat
+
+    import pytest
+
+    from bot.devchain import DevChainError, record_dev_rpc_url
+    from policies.kernel.files import write_private_file
+
+    path = tmp_path / "config.yaml"
+    text = INIT_STYLE.replace(
+        "# OwliaBot configuration.", "# OwliaBot configuration (anvil at http://127.0.0.1:8545)."
+    )
+    write_private_file(path, text.encode())
+    assert record_dev_rpc_url(path, 31337, "http://127.0.0.1:9545") == "http://127.0.0.1:8545"
+    edited = path.read_text()
+    assert edited == text.replace('rpc_url: "http://127.0.0.1:8545"', "rpc_url: http://127.0.0.1:9545")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert record_dev_rpc_url(path, 31337, "http://127.0.0.1:9545") is None  # already there
+    with pytest.raises(DevChainError, match="not a dev chain on this machine"):
+        record_dev_rpc_url(path, 8453, "http://127.0.0.1:1")
+    assert path.read_text() == edited
