@@ -25,11 +25,12 @@ from bot.tools.signing import NOTHING_SIGNED, _submit, resolve_asset
 from policies.intent import NATIVE
 from policies.kernel.files import read_regular_text
 from policies.units import format_amount, parse_units
+from signer.wire import swap_template
 from signer.wire.exchange import SignerError
 from signer.wire.replies import AddressesReply
 from signer.wire.sign_replies import PolicyShowReply
+from signer.wire.swap_template import SwapCall
 
-EXACT_INPUT_SINGLE = bytes.fromhex("414bf389")
 MULTICALL = bytes.fromhex("ac9650d8")
 UNWRAP_WETH9 = bytes.fromhex("49404b7c")
 QUOTE_EXACT_INPUT_SINGLE = bytes.fromhex("c6a5026a")
@@ -64,17 +65,10 @@ def _bytes_array(items: list[bytes]) -> bytes:
 def exact_input_single(
     token_in: str, token_out: str, fee: int, recipient: str, deadline: int, amount_in: int, min_out: int
 ) -> bytes:
-    """A static tuple is encoded in place: eight words, the price limit 0 (the signer requires it)."""
-    return (
-        EXACT_INPUT_SINGLE
-        + _address(token_in)
-        + _address(token_out)
-        + _word(fee)
-        + _address(recipient)
-        + _word(deadline)
-        + _word(amount_in)
-        + _word(min_out)
-        + _word(0)
+    """The swap's calldata, the price limit 0 (the signer requires it): the same encoder the signer's
+    Tier 3 swap lane uses (signer.wire.swap_template)."""
+    return swap_template.exact_input_single(
+        SwapCall(token_in, token_out, fee, recipient, deadline, amount_in, min_out, price_limit=0)
     )
 
 
