@@ -16,7 +16,6 @@ import textwrap
 import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
-from typing import Any
 
 from bench import lazy_imports, results as bench_results
 
@@ -266,7 +265,9 @@ def _core_distributions() -> set[str]:
     return {re.split(r"[<>=!;\[ ]", requirement, maxsplit=1)[0].lower() for requirement in core}
 
 
-def _lazy_import_problems(sites: list[lazy_imports.Site], recorded: dict[str, Any]) -> list[str]:
+def _lazy_import_problems(
+    sites: list[lazy_imports.Site], recorded: dict[str, lazy_imports.Cost]
+) -> list[str]:
     core = _core_distributions()
     installed = packages_distributions()  # import name -> distributions (yaml -> PyYAML)
     problems = []
@@ -283,10 +284,10 @@ def _lazy_import_problems(sites: list[lazy_imports.Site], recorded: dict[str, An
                 problems.append(f"{where}: `# optional: {reason}` on a package every process has")
             continue
         figures = lazy_imports.written(site)
-        if site.key not in recorded["cpu_ms"]:
+        cost = recorded.get(site.key)
+        if cost is None:
             problems.append(f"{where}: not measured: run bench/lazy_imports.py --record --mark")
             continue
-        cost = lazy_imports.Cost(recorded["cpu_ms"][site.key], recorded["resident_kib"][site.key])
         if not cost.felt:
             problems.append(
                 f"{where}: {cost.mark} is below the bench's thresholds: import at the module's top"
@@ -302,7 +303,7 @@ def test_each_import_inside_a_function_carries_its_measured_cost() -> None:
     """An import stays inside a function only where bench/lazy_imports.py measured what it keeps out of
     every process that loads the module (CPU time or resident memory over the bench's thresholds),
     and that figure is written beside it; or it is a package some installs lack (`# optional: ...`)."""
-    recorded = bench_results.load()["lazy_imports"]["current"]["figures"]
+    recorded = lazy_imports.recorded_costs(bench_results.load())
     problems = _lazy_import_problems(lazy_imports.all_sites(ROOT), recorded)
     assert not problems, "\n".join(problems)
 
@@ -330,10 +331,7 @@ def test_an_unmeasured_or_cheap_lazy_import_is_caught(tmp_path: Path) -> None:
     )
     sites = lazy_imports.sites_in(tmp_path / "bot" / "probe.py", tmp_path)
     keys = {site.function: site.key for site in sites}
-    recorded = {
-        "cpu_ms": {keys["stale"]: 31.0, keys["cheap"]: 1.0},
-        "resident_kib": {keys["stale"]: 900, keys["cheap"]: 0},
-    }
+    recorded = {keys["stale"]: lazy_imports.Cost(31.0, 900), keys["cheap"]: lazy_imports.Cost(1.0, 0)}
     problems = "\n".join(_lazy_import_problems(sites, recorded))
     assert "bot/probe.py:2: not measured" in problems
     assert "bot/probe.py:5: beside it (30, 900), measured # lazy: 31 ms, 900 KiB" in problems
