@@ -107,20 +107,10 @@ def drop_key(text: str, mapping: MappingNode, key: str) -> str | None:
     at = next((i for i, (k, _) in enumerate(pairs) if isinstance(k, ScalarNode) and k.value == key), None)
     if at is None:
         return text
-    key_node, value_node = pairs[at]
     if mapping.flow_style:
-        if at + 1 < len(pairs):  # `k: v, ` up to the next key
-            start, end = key_node.start_mark.index, pairs[at + 1][0].start_mark.index
-        elif at > 0:  # `, k: v` after the previous value
-            start, end = pairs[at - 1][1].end_mark.index, value_node.end_mark.index
-        else:
-            start, end = key_node.start_mark.index, value_node.end_mark.index
-        return text[:start] + text[end:]
-    start = _line_start(text, key_node.start_mark.index)
-    if text[start : key_node.start_mark.index].strip():
-        return None  # the key shares its line with something else
-    end = _line_end(text, content_end(value_node))
-    return text[:start] + text[min(end + 1, len(text)) :]
+        return _cut_flow_entry(text, [(k.start_mark.index, v.end_mark.index) for k, v in pairs], at)
+    lines = _own_lines(text, pairs[at][0], pairs[at][1], lead="")
+    return None if lines is None else text[: lines[0]] + text[lines[1] :]
 
 
 def append_item(text: str, sequence: SequenceNode, item: Any) -> str:
@@ -148,23 +138,36 @@ def _key_column(text: str, index: int) -> int:
 
 def drop_item(text: str, sequence: SequenceNode, index: int) -> str | None:
     """`sequence` without its item at `index`; None when the item does not own its lines."""
-    node = sequence.value[index]
     if sequence.flow_style:
-        items = sequence.value
-        if index + 1 < len(items):
-            start, end = node.start_mark.index, items[index + 1].start_mark.index
-        elif index > 0:
-            start, end = items[index - 1].end_mark.index, node.end_mark.index
-        else:
-            start, end = node.start_mark.index, node.end_mark.index
-        return text[:start] + text[end:]
-    start = _line_start(text, node.start_mark.index)
-    if text[start : node.start_mark.index].strip() != "-":
-        return None  # the item shares its line with something else
-    end = min(_line_end(text, content_end(node)) + 1, len(text))
+        return _cut_flow_entry(text, [(n.start_mark.index, n.end_mark.index) for n in sequence.value], index)
+    node = sequence.value[index]
+    lines = _own_lines(text, node, node, lead="-")
+    if lines is None:
+        return None
+    start, end = lines
     if len(sequence.value) > 1:
         return text[:start] + text[end:]
     before = text[:start].rstrip("\n")
     if not before.endswith(":"):
         return None  # comments between the key and its only item: not edited here
     return before + " []\n" + text[end:]  # the last item gone: an empty list, not a null
+
+
+def _cut_flow_entry(text: str, spans: list[tuple[int, int]], at: int) -> str:
+    """Entry `at` of a flow collection (`spans`: where each entry starts and ends) cut out of the
+    text, with the comma that joined it to a neighbour."""
+    start, end = spans[at]
+    if at + 1 < len(spans):  # `entry, ` up to the next one
+        end = spans[at + 1][0]
+    elif at > 0:  # `, entry` after the previous one
+        start = spans[at - 1][1]
+    return text[:start] + text[end:]
+
+
+def _own_lines(text: str, first: Node, last: Node, lead: str) -> tuple[int, int] | None:
+    """The whole lines from `first` to the end of `last`'s content, when nothing but `lead` ("" for a
+    key, "-" for a list item) comes before `first` on its line; None when it shares that line."""
+    start = _line_start(text, first.start_mark.index)
+    if text[start : first.start_mark.index].strip() != lead:
+        return None
+    return start, min(_line_end(text, content_end(last)) + 1, len(text))
