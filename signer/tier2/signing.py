@@ -69,13 +69,7 @@ class SessionSigner:
         try:
             await chain.ensure_chain_id()  # before anything read from the node is relied on
         except ChainError as exc:
-            return self.abandoned(
-                request_id,
-                decision,
-                summary,
-                "chain.wrong_id" if isinstance(exc, WrongChain) else None,
-                str(exc),
-            )
+            return self.abandoned(request_id, decision, summary, _wrong_chain_rule(exc), str(exc))
         to, value, data, grant_id = call.to, call.value, call.data, None
         grant = self.tier3.live(call.chain_id) if self.tier3 is not None else None
         # a swap's output goes to the account it was decided for: the session key, or on Tier 3 the
@@ -136,13 +130,7 @@ class SessionSigner:
             await chain.ensure_chain_id()
         except ChainError as exc:
             chain.forget_nonce(key.address)
-            return self.abandoned(
-                request_id,
-                decision,
-                summary,
-                "chain.wrong_id" if isinstance(exc, WrongChain) else None,
-                str(exc),
-            )
+            return self.abandoned(request_id, decision, summary, _wrong_chain_rule(exc), str(exc))
         try:  # after the last await: a key revoked meanwhile is gone from here
             signing_key = self.keys.signing_key(key.key_id)
         except KeyError:
@@ -204,3 +192,9 @@ class SessionSigner:
         self.ledger.release(request_id)
         result, body = records.abandoned(request_id, decision, summary, rule_id, reason)
         return Ending(result, "sign.abandoned", body, "released")
+
+
+def _wrong_chain_rule(exc: ChainError) -> str | None:
+    """The rule an abandoned request names when the node's chain id check failed: `chain.wrong_id`
+    for a node on another chain, none for a node that could not be read."""
+    return "chain.wrong_id" if isinstance(exc, WrongChain) else None
